@@ -1,0 +1,165 @@
+// The data contract between config loading, planning and the components.
+// `StackConfig` is what `loadConfig` produces once the zod schema accepts a stack;
+// `Plan` is what `plan()` decides from it. Both are plain data: no Pulumi, no I/O.
+// Components consume a Plan and decide nothing of their own.
+
+export type Target = "docker" | "ec2";
+
+/** A computer's network as configured: every host, none, or an allowlist of host names. */
+export type ComputerNetwork = "allow-all" | "none" | string[];
+
+/** What a computer's site proxy forwards beyond synthetic names (DESIGN "Reaching"). */
+export type Reaching = "allow-all" | "none" | string[];
+
+export interface ImageRef {
+  /** An image reference to run instead of the project's own image. */
+  image?: string;
+  /** The port the container listens on. */
+  port: number;
+}
+
+export interface WebsiteConfig {
+  /** Exact DNS names or `*.suffix` wildcards. */
+  domains: string[];
+  live: boolean;
+  /** Live sites only: further hosts the live site's pages need (CDNs and the like). */
+  allowHosts: string[];
+  server: ImageRef;
+  /** Synthetic sites only. */
+  frontend?: ImageRef;
+  /** Handed to the server as one JSON line in AGENTENV_WEBSITE_SETTINGS. */
+  settings: Record<string, unknown>;
+  /** Setting name -> the name of a stack config key (namespace `multienv`) holding a secret. */
+  secretSettings: Record<string, string>;
+}
+
+export interface ComputerConfig {
+  image?: string;
+  network: ComputerNetwork;
+  routesSites: boolean;
+  startTabs: string[];
+}
+
+export interface Ec2Config {
+  region: string;
+  instanceType: string;
+  /** CIDRs the runner connects from: the only sources allowed to the gateway port and SSH. */
+  runnerCidrs: string[];
+  sshPublicKey: string;
+  vpcId?: string;
+  subnetId?: string;
+  ami?: string;
+}
+
+export interface CaptureConfig {
+  fileSizeMb: number;
+  fileCount: number;
+}
+
+export interface StackConfig {
+  target: Target;
+  websites: Record<string, WebsiteConfig>;
+  computers: Record<string, ComputerConfig>;
+  captureTraffic: boolean;
+  capture: CaptureConfig;
+  ec2?: Ec2Config;
+}
+
+/** One problem with a stack, named by its config path, e.g. `websites.github.domains[1]`. */
+export interface Problem {
+  /** Config path below the `multienv` namespace. */
+  path: string;
+  /** What is wrong and how to fix it. */
+  message: string;
+}
+
+export interface PlannedContainer {
+  /** Docker container name, unique on the engine: `<stack>-<site>-server` and the like. */
+  containerName: string;
+  /** The image to run; undefined means the project's own image for this role. */
+  image?: string;
+  port: number;
+}
+
+export interface PlannedWebsite {
+  name: string;
+  live: boolean;
+  domains: string[];
+  allowHosts: string[];
+  server: PlannedContainer;
+  /** Present for synthetic sites only. */
+  frontend?: PlannedContainer;
+  settings: Record<string, unknown>;
+  secretSettings: Record<string, string>;
+  /** Live site servers are also attached to the egress network (they call the real site's API). */
+  serverOnEgress: boolean;
+}
+
+export interface PlannedCapture {
+  /** The website container whose network namespace this sidecar shares. */
+  target: string;
+  site: string;
+  /** `server` or `frontend`. */
+  role: "server" | "frontend";
+  containerName: string;
+  /** File name prefix inside the captures volume: `<site>-<role>.pcap` (tcpdump appends the rotation index). */
+  filePrefix: string;
+}
+
+export interface PlannedComputer {
+  name: string;
+  image?: string;
+  network: ComputerNetwork;
+  routesSites: boolean;
+  startTabs: string[];
+  reaching: Reaching;
+  /** Synthetic site name -> the names it claims; empty when the computer does not route sites. */
+  siteTable: Record<string, string[]>;
+  /** True when the computer may reach hosts on the public web (allow-all, or any allowlisted/live host). */
+  reachesPublicHosts: boolean;
+  browserContainerName: string;
+  proxyContainerName: string;
+  /** The computer's own internal network: only the browser and its proxy are on it. */
+  networkName: string;
+}
+
+export interface LiveWebsiteMark {
+  name: string;
+  domains: string[];
+  allowHosts: string[];
+  reproducible: false;
+}
+
+export interface Plan {
+  stack: string;
+  target: Target;
+  websites: PlannedWebsite[];
+  computers: PlannedComputer[];
+  /** Every live site's domains and allowHosts, after "synthetic wins". */
+  liveHosts: string[];
+  capture: {
+    enabled: boolean;
+    fileSizeMb: number;
+    fileCount: number;
+    volumeName: string;
+    sidecars: PlannedCapture[];
+  };
+  gateway: {
+    containerName: string;
+    /** Port inside the container. */
+    port: number;
+  };
+  networks: {
+    /** Internal: gateway, site containers, proxies. */
+    env: string;
+    /** Reaches the web: live site servers and proxies of computers that reach public hosts. */
+    egress: string;
+  };
+  live: boolean;
+  reproducible: boolean;
+  liveWebsites: LiveWebsiteMark[];
+  warnings: string[];
+  ec2?: Ec2Config;
+}
+
+export type PlanResult = { ok: true; plan: Plan; warnings: string[] } | { ok: false; problems: Problem[]; warnings: string[] };

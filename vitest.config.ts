@@ -1,0 +1,28 @@
+import { defineConfig } from "vitest/config";
+
+// Two tiers: `unit` (plan, config, components under Pulumi mocks, services on loopback)
+// and `e2e` (the real Docker engine). `npm test` runs both.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["test/**/*.test.ts"],
+          exclude: ["test/e2e/**"],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          testTimeout: 300_000,
+          hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
