@@ -79,6 +79,8 @@ export interface PlannedContainer {
   /** The image to run; undefined means the project's own image for this role. */
   image?: string;
   port: number;
+  /** Network alias on the env network (`<site>-server` / `<site>-frontend`); site containers only. */
+  alias?: string;
 }
 
 export interface PlannedWebsite {
@@ -121,6 +123,8 @@ export interface PlannedComputer {
   proxyContainerName: string;
   /** The computer's own internal network: only the browser and its proxy are on it. */
   networkName: string;
+  /** Volume holding the site proxy's CA certificate: `<stack>-<computer>-ca` (proxy rw, browser ro). */
+  caVolumeName: string;
 }
 
 export interface LiveWebsiteMark {
@@ -154,6 +158,8 @@ export interface Plan {
     env: string;
     /** Reaches the web: live site servers and proxies of computers that reach public hosts. */
     egress: string;
+    /** Non-internal, the gateway alone: Docker publishes no port of a container only on internal networks. */
+    ingress: string;
   };
   live: boolean;
   reproducible: boolean;

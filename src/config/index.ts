@@ -1,0 +1,6 @@
+export { ConfigError } from "./errors";
+export { loadStackConfig, readStackFile, planOrThrow, stackNameOfFile, SECRET_MARKER } from "./load";
+export type { LoadedStackConfig, StackFile } from "./load";
+export { stackConfigSchema, STACK_KEYS } from "./schema";
+export { validateStackConfig, decodeConfigValue } from "./validate";
+export { formatProblem } from "../plan/problems";

@@ -1,0 +1,74 @@
+// The zod schema of the stack config (DESIGN "Stack config", namespace `multienv`).
+// Structure and types only; the rules between values (names, claims, reaching...) are src/plan's.
+// Every object is strict: an unknown key is a typo, refused rather than silently ignored.
+import { z } from "zod";
+
+const port = z.number().int().min(1).max(65535);
+const image = z.string().min(1);
+const names = z.array(z.string());
+
+/** A stack config key in this namespace: what `pulumi config set --secret <key>` takes. */
+export const CONFIG_KEY = /^[A-Za-z][A-Za-z0-9_-]*$/;
+
+const serverSchema = z.strictObject({ image: image.optional(), port: port.default(8000) });
+const frontendSchema = z.strictObject({ image: image.optional(), port: port.default(80) });
+
+export const websiteSchema = z.strictObject({
+  domains: names,
+  live: z.boolean().default(false),
+  allowHosts: names.default([]),
+  server: serverSchema.default({ port: 8000 }),
+  frontend: frontendSchema.optional(),
+  settings: z.record(z.string(), z.json()).default({}),
+  secretSettings: z
+    .record(
+      z.string(),
+      z.string().regex(CONFIG_KEY, { error: "must name a stack config key (letters, digits, _ and -, starting with a letter), e.g. githubToken" }),
+    )
+    .default({}),
+});
+
+export const computerSchema = z.strictObject({
+  image: image.optional(),
+  network: z.union([z.literal("allow-all"), z.literal("none"), names], {
+    error: 'must be "allow-all", "none" or a list of host names (an allowlist)',
+  }),
+  routesSites: z.boolean().default(true),
+  startTabs: z.array(z.string()).default([]),
+});
+
+const CIDR = /^(\d{1,3}(\.\d{1,3}){3}\/\d{1,2}|[0-9a-fA-F:]+\/\d{1,3})$/;
+
+export const ec2Schema = z.strictObject({
+  region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, { error: "must be an AWS region such as us-east-1" }),
+  instanceType: z.string().regex(/^[a-z0-9-]+\.[a-z0-9]+$/, { error: "must be an EC2 instance type such as t3.large" }),
+  runnerCidrs: z
+    .array(z.string().regex(CIDR, { error: "must be a CIDR such as 203.0.113.7/32" }))
+    .min(1, { error: "needs at least one CIDR: the addresses the runner connects from" }),
+  sshPublicKey: z
+    .string()
+    .regex(/^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-[a-z0-9]+|sk-[a-z0-9-]+@openssh\.com) [A-Za-z0-9+/=]+( .*)?$/, {
+      error: "must be an OpenSSH public key line such as `ssh-ed25519 AAAA... you@host`",
+    }),
+  vpcId: z.string().regex(/^vpc-[0-9a-f]+$/, { error: "must be a VPC id such as vpc-0abc1234" }).optional(),
+  subnetId: z.string().regex(/^subnet-[0-9a-f]+$/, { error: "must be a subnet id such as subnet-0abc1234" }).optional(),
+  ami: z.string().regex(/^ami-[0-9a-f]+$/, { error: "must be an AMI id such as ami-0abc1234" }).optional(),
+});
+
+export const captureSchema = z.strictObject({
+  fileSizeMb: z.number().int().min(1).max(10_000).default(20),
+  fileCount: z.number().int().min(1).max(1_000).default(10),
+});
+
+// `ec2` is required when target is ec2: validate.ts checks that, so it is reported beside every other problem.
+export const stackConfigSchema = z.strictObject({
+  target: z.enum(["docker", "ec2"]).default("docker"),
+  websites: z.record(z.string(), websiteSchema).default({}),
+  computers: z.record(z.string(), computerSchema).default({}),
+  captureTraffic: z.boolean().default(false),
+  capture: captureSchema.default({ fileSizeMb: 20, fileCount: 10 }),
+  ec2: ec2Schema.optional(),
+});
+
+/** The keys the `multienv` namespace holds besides the secrets that secretSettings name. */
+export const STACK_KEYS = ["target", "websites", "computers", "captureTraffic", "capture", "ec2"] as const;

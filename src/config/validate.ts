@@ -1,0 +1,103 @@
+// The one validator behind both entry points (Pulumi program and `multienv check`): it sees each key
+// of the `multienv` namespace as Pulumi stores it (a string, JSON for structured values) and whether
+// it is a secret, and never needs a secret's value.
+import { problem, quote } from "../plan/problems";
+import type { Problem, StackConfig } from "../plan/types";
+import { friendlyMessage, issuesToProblems, suggestion } from "./issues";
+import { captureSchema, computerSchema, CONFIG_KEY, ec2Schema, stackConfigSchema, STACK_KEYS, websiteSchema } from "./schema";
+
+/** One key of the namespace, as Pulumi holds it. */
+export interface RawConfigValue {
+  /** The value's string form (structured values are JSON); absent for a secret, which is never read here. */
+  value?: string;
+  secret: boolean;
+}
+
+export interface Validated {
+  config?: StackConfig;
+  /** The config keys (without namespace) that secretSettings name, each checked to hold a secret. */
+  secretKeys: string[];
+  problems: Problem[];
+}
+
+/** Pulumi's string form back to a value: JSON when it parses, else the string itself (`docker`). */
+export function decodeConfigValue(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}
+
+function knownKeysAt(path: readonly PropertyKey[]): readonly string[] {
+  const [top, , sub] = path;
+  if (path.length === 0) return STACK_KEYS;
+  if (top === "websites" && path.length === 2) return Object.keys(websiteSchema.shape);
+  if (top === "websites" && (sub === "server" || sub === "frontend")) return ["image", "port"];
+  if (top === "computers" && path.length === 2) return Object.keys(computerSchema.shape);
+  if (top === "capture") return Object.keys(captureSchema.shape);
+  if (top === "ec2") return Object.keys(ec2Schema.shape);
+  return [];
+}
+
+/** The secretSettings references in a (possibly invalid) websites value, read as far as it goes. */
+function secretReferences(websites: unknown): { site: string; setting: string; key: string }[] {
+  const refs: { site: string; setting: string; key: string }[] = [];
+  if (typeof websites !== "object" || websites === null) return refs;
+  for (const [site, website] of Object.entries(websites)) {
+    const secretSettings = (website as { secretSettings?: unknown } | null)?.secretSettings;
+    if (typeof secretSettings !== "object" || secretSettings === null) continue;
+    for (const [setting, key] of Object.entries(secretSettings)) if (typeof key === "string") refs.push({ site, setting, key });
+  }
+  return refs.sort((a, b) => (a.site + "\0" + a.setting < b.site + "\0" + b.setting ? -1 : 1));
+}
+
+/**
+ * Validates the namespace's keys (names without the `multienv:` prefix). `stack` only shapes the fix
+ * commands in messages. Every problem is returned at once.
+ */
+export function validateStackConfig(values: Record<string, RawConfigValue>, stack: string): Validated {
+  const problems: Problem[] = [];
+  const input: Record<string, unknown> = {};
+  for (const key of STACK_KEYS) {
+    const raw = values[key];
+    if (raw === undefined) continue;
+    if (raw.secret) {
+      problems.push(problem([key], `holds a secret, so the plan cannot read it; keep ${key} plaintext and put each secret in its own key named by a website's secretSettings`));
+      continue;
+    }
+    if (raw.value !== undefined) input[key] = decodeConfigValue(raw.value);
+  }
+
+  const refs = secretReferences(input.websites);
+  const referenced = new Set(refs.map((r) => r.key));
+  for (const key of Object.keys(values).sort()) {
+    if ((STACK_KEYS as readonly string[]).includes(key) || referenced.has(key)) continue;
+    problems.push(
+      problem([key], `unknown key${suggestion(key, STACK_KEYS)} (a secret key belongs here only when a website's secretSettings names it)`),
+    );
+  }
+
+  const parsed = stackConfigSchema.safeParse(input, { reportInput: true, error: friendlyMessage });
+  if (!parsed.success) problems.push(...issuesToProblems(parsed.error.issues, knownKeysAt));
+  if (input.target === "ec2" && input.ec2 === undefined && values.ec2 === undefined) {
+    problems.push(problem(["ec2"], "is required when target is ec2: set region, instanceType, runnerCidrs and sshPublicKey"));
+  }
+
+  for (const { site, setting, key } of refs) {
+    const path = ["websites", site, "secretSettings", setting];
+    const fix = `pulumi config set --secret ${key} <value> --stack ${stack}`;
+    if (!CONFIG_KEY.test(key)) continue; // the schema names this one
+    if ((STACK_KEYS as readonly string[]).includes(key)) {
+      problems.push(problem(path, `names ${quote(key)}, a stack key, not a secret; name a key of its own, set with \`${fix.replace(key, `${setting}Secret`)}\``));
+    } else if (values[key] === undefined) {
+      problems.push(problem(path, `names config key ${key}, which is not set; set it with \`${fix}\``));
+    } else if (!values[key].secret) {
+      problems.push(problem(path, `names config key ${key}, which holds a plaintext value; a secret setting must be a secret: \`${fix}\``));
+    }
+  }
+
+  const secretKeys = [...referenced].filter((k) => values[k]?.secret === true).sort();
+  if (problems.length > 0 || !parsed.success) return { secretKeys, problems };
+  return { config: parsed.data, secretKeys, problems };
+}

@@ -1,0 +1,146 @@
+// plan(): everything the components deploy, decided from a validated StackConfig. Pure: no Pulumi, no I/O.
+import { captureProblems, captureSidecars } from "./capture";
+import { claimProblems, liveHosts } from "./claims";
+import { formatProblem, problem } from "./problems";
+import { allowlistProblems, reachesPublicHosts, reaching } from "./reaching";
+import { namingProblems, stackNameProblem } from "./reserved";
+import { siteTable } from "./site-table";
+import { websiteProblems } from "./sites";
+import { startTabProblems } from "./start-tabs";
+import { GATEWAY_PORT, topologyNames } from "./topology";
+import type { Plan, PlannedComputer, PlannedWebsite, PlanResult, Problem, StackConfig } from "./types";
+
+export * from "./types";
+export { formatProblem, configPath, CONFIG_NAMESPACE } from "./problems";
+export { covers, isAddress, isLocalhostName, isHostName, isWildcard, isDomainPattern } from "./names";
+export { liveHosts, isClaimed } from "./claims";
+export { reaching, reachesPublicHosts } from "./reaching";
+export { siteTable } from "./site-table";
+export { RESERVED_NAMES, ROLE_SUFFIXES } from "./reserved";
+export * from "./topology";
+export { gatewayServiceConfig, siteProxyServiceConfig, browserServiceConfig } from "./services";
+export type { GatewayServiceConfig, SiteProxyServiceConfig, BrowserServiceConfig } from "./services";
+
+export interface PlanOptions {
+  /** The Pulumi stack name: it prefixes every Docker name. */
+  stack: string;
+}
+
+/** Every problem with `config` as a stack named `stack`, in config order (names first, then sites, computers, capture). */
+export function planProblems(config: StackConfig, stack: string): Problem[] {
+  const problems: Problem[] = [];
+  const stackProblem = stackNameProblem(stack);
+  if (stackProblem !== undefined) problems.push(problem("", stackProblem));
+  problems.push(...namingProblems(config, stack));
+  for (const site of Object.keys(config.websites).sort()) problems.push(...websiteProblems(site, config.websites[site]));
+  problems.push(...claimProblems(config.websites));
+  for (const computer of Object.keys(config.computers).sort()) {
+    problems.push(...allowlistProblems(computer, config.computers[computer].network));
+    problems.push(...startTabProblems(computer, config.computers[computer], config.websites));
+  }
+  problems.push(...captureProblems(config));
+  return problems;
+}
+
+function plannedWebsites(config: StackConfig, stack: string): PlannedWebsite[] {
+  return Object.keys(config.websites)
+    .sort()
+    .map((name) => {
+      const website = config.websites[name];
+      const planned: PlannedWebsite = {
+        name,
+        live: website.live,
+        domains: [...website.domains],
+        allowHosts: [...website.allowHosts],
+        server: {
+          containerName: topologyNames.siteContainer(stack, name, "server"),
+          image: website.server.image,
+          port: website.server.port,
+          alias: topologyNames.siteAlias(name, "server"),
+        },
+        settings: website.settings,
+        secretSettings: { ...website.secretSettings },
+        // A live site's server calls the real site's API, so it also sits on the egress network.
+        serverOnEgress: website.live,
+      };
+      // Every synthetic site serves its pages from a frontend; `frontend` in the config only overrides its image and port.
+      if (!website.live) {
+        planned.frontend = {
+          containerName: topologyNames.siteContainer(stack, name, "frontend"),
+          image: website.frontend?.image,
+          port: website.frontend?.port ?? 80,
+          alias: topologyNames.siteAlias(name, "frontend"),
+        };
+      }
+      return planned;
+    });
+}
+
+/**
+ * Decides the env for `config` as stack `options.stack`: the containers, networks and volumes with their
+ * Docker names, each computer's reaching and site table, the capture sidecars and the live marks.
+ * Returns every problem at once when the stack breaks a rule; warnings either way.
+ */
+export function plan(config: StackConfig, options: PlanOptions): PlanResult {
+  const { stack } = options;
+  const live = liveHosts(config.websites);
+  const warningProblems = [...live.warnings];
+  if (config.ec2 !== undefined && config.target !== "ec2") {
+    warningProblems.push(problem(["ec2"], `ignored, since target is ${config.target}; set target: ec2 to deploy on EC2, or remove ec2`));
+  }
+  const warnings = warningProblems.map(formatProblem);
+  const problems = planProblems(config, stack);
+  if (problems.length > 0) return { ok: false, problems, warnings };
+
+  const websites = plannedWebsites(config, stack);
+  const computers: PlannedComputer[] = Object.keys(config.computers)
+    .sort()
+    .map((name) => {
+      const computer = config.computers[name];
+      const reach = reaching(computer.network, live.hosts);
+      return {
+        name,
+        image: computer.image,
+        network: Array.isArray(computer.network) ? [...computer.network] : computer.network,
+        routesSites: computer.routesSites,
+        startTabs: [...computer.startTabs],
+        reaching: reach,
+        siteTable: siteTable(computer, config.websites),
+        reachesPublicHosts: reachesPublicHosts(reach),
+        browserContainerName: topologyNames.browser(stack, name),
+        proxyContainerName: topologyNames.siteProxy(stack, name),
+        networkName: topologyNames.computerNetwork(stack, name),
+        caVolumeName: topologyNames.caVolume(stack, name),
+      };
+    });
+  const liveWebsites = websites
+    .filter((w) => w.live)
+    .map((w) => ({ name: w.name, domains: [...w.domains], allowHosts: [...w.allowHosts], reproducible: false as const }));
+
+  const result: Plan = {
+    stack,
+    target: config.target,
+    websites,
+    computers,
+    liveHosts: live.hosts,
+    capture: {
+      enabled: config.captureTraffic,
+      fileSizeMb: config.capture.fileSizeMb,
+      fileCount: config.capture.fileCount,
+      volumeName: topologyNames.capturesVolume(stack),
+      sidecars: config.captureTraffic ? captureSidecars(stack, websites) : [],
+    },
+    gateway: { containerName: topologyNames.gateway(stack), port: GATEWAY_PORT },
+    networks: {
+      env: topologyNames.envNetwork(stack),
+      egress: topologyNames.egressNetwork(stack),
+      ingress: topologyNames.ingressNetwork(stack),
+    },
+    live: liveWebsites.length > 0,
+    reproducible: liveWebsites.length === 0,
+    liveWebsites,
+    warnings,
+  };
+  if (config.target === "ec2" && config.ec2 !== undefined) result.ec2 = { ...config.ec2, runnerCidrs: [...config.ec2.runnerCidrs] };
+  return { ok: true, plan: result, warnings };
+}

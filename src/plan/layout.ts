@@ -1,0 +1,345 @@
+// How a Plan is laid out on a container engine and, for ec2, on VMs (DESIGN "Topology").
+// Pure data from the Plan: which networks, mounts, capabilities, ports, commands and firewall rules each piece
+// gets. The components in components/ only turn these answers into resources, so every topology rule is here,
+// once, with its tests, and the policy pack can hold the rendered graph to the same promises.
+import { CAPTURES_DIR, CA_DIR, CDP_PORT, SITE_PROXY_CONTROL_PORT } from "./topology";
+import type { Plan, PlannedCapture, PlannedComputer, PlannedWebsite } from "./types";
+
+/** Environment variable names the containers read (DESIGN "Entry points", docs/contracts.md). */
+export const ENV_VARS = {
+  websiteSettings: "AGENTENV_WEBSITE_SETTINGS",
+  gatewayConfig: "MULTIENV_GATEWAY_CONFIG",
+  controlToken: "MULTIENV_CONTROL_TOKEN",
+  siteProxyConfig: "MULTIENV_SITE_PROXY_CONFIG",
+  browserConfig: "MULTIENV_BROWSER_CONFIG",
+} as const;
+
+/** The project's own images, built from `src/<role>/Dockerfile` when a container gives no image of its own. */
+export type ProjectImageRole = "gateway" | "site-proxy" | "browser";
+
+export const PROJECT_IMAGES: Record<ProjectImageRole, { imageName: string; dockerfile: string }> = {
+  gateway: { imageName: "multienv/gateway:latest", dockerfile: "src/gateway/Dockerfile" },
+  "site-proxy": { imageName: "multienv/site-proxy:latest", dockerfile: "src/site-proxy/Dockerfile" },
+  browser: { imageName: "multienv/browser:latest", dockerfile: "src/browser/Dockerfile" },
+};
+
+/**
+ * The `BASE_IMAGE` build argument of the project's Dockerfiles. `scripts/build-images.sh` builds it offline
+ * (debootstrap); `MULTIENV_BASE_IMAGE` overrides it for a machine that has another base.
+ */
+export const DEFAULT_BASE_IMAGE = "multienv/base:bookworm";
+
+/**
+ * Capture sidecars run tcpdump. They use the gateway image, which carries tcpdump, so a capture needs no
+ * image from a registry and an env always captures with the tcpdump its gateway was built with.
+ */
+export const CAPTURE_IMAGE_ROLE: ProjectImageRole = "gateway";
+
+/** Capabilities: capture sidecars alone hold NET_RAW/NET_ADMIN; every other container drops NET_RAW. */
+export const CAPTURE_CAPABILITIES = { adds: ["NET_RAW", "NET_ADMIN"], drops: [] as string[] };
+export const DEFAULT_CAPABILITIES = { adds: [] as string[], drops: ["NET_RAW"] };
+
+export interface NetworkAttachment {
+  /** Docker network name. */
+  network: string;
+  /** Names the container answers to on that network. */
+  aliases: string[];
+}
+
+/** The gateway: on the env network (to reach the sites) and the ingress network (the only one Docker publishes on). */
+export function gatewayNetworks(plan: Plan): NetworkAttachment[] {
+  return [
+    { network: plan.networks.env, aliases: [plan.gateway.containerName] },
+    { network: plan.networks.ingress, aliases: [] },
+  ];
+}
+
+/** A site server: on the env network under its alias; a live site's server also on egress (it calls the real site). */
+export function serverNetworks(plan: Plan, site: PlannedWebsite): NetworkAttachment[] {
+  const attachments = [{ network: plan.networks.env, aliases: site.server.alias ? [site.server.alias] : [] }];
+  if (site.serverOnEgress) attachments.push({ network: plan.networks.egress, aliases: [] });
+  return attachments;
+}
+
+/** A synthetic site's frontend: on the env network only. */
+export function frontendNetworks(plan: Plan, site: PlannedWebsite): NetworkAttachment[] {
+  if (!site.frontend) return [];
+  return [{ network: plan.networks.env, aliases: site.frontend.alias ? [site.frontend.alias] : [] }];
+}
+
+/**
+ * A computer's site proxy. docker: the env network (the gateway), the computer's own network, and egress only
+ * when the computer reaches public hosts. ec2: the proxy runs on the computer's VM, where there is no env
+ * network; it is on the computer's network and that VM's egress network, and the VM's security group is the
+ * allowlist at network level (see `ec2SecurityRules`).
+ */
+export function proxyNetworks(plan: Plan, computer: PlannedComputer): NetworkAttachment[] {
+  const own = { network: computer.networkName, aliases: [computer.proxyContainerName] };
+  if (plan.target === "ec2") return [own, { network: computerEgressNetwork(plan, computer), aliases: [] }];
+  const attachments = [{ network: plan.networks.env, aliases: [computer.proxyContainerName] }, own];
+  if (computer.reachesPublicHosts) attachments.push({ network: plan.networks.egress, aliases: [] });
+  return attachments;
+}
+
+/** A computer's browser: its own internal network only; its proxy is its only way out. */
+export function browserNetworks(computer: PlannedComputer): NetworkAttachment[] {
+  return [{ network: computer.networkName, aliases: [computer.browserContainerName] }];
+}
+
+/** The networks one engine holds: docker holds all of them; an ec2 computer VM holds its own and an egress network. */
+export interface EngineNetworks {
+  /** Internal networks (no route out of the engine). */
+  internal: string[];
+  /** Networks with a route out. */
+  external: string[];
+}
+
+export function envEngineNetworks(plan: Plan): EngineNetworks {
+  const computersHere = plan.target === "docker" ? plan.computers.map((c) => c.networkName) : [];
+  return { internal: [plan.networks.env, ...computersHere], external: [plan.networks.egress, plan.networks.ingress] };
+}
+
+export function computerEngineNetworks(plan: Plan, computer: PlannedComputer): EngineNetworks {
+  return { internal: [computer.networkName], external: [computerEgressNetwork(plan, computer)] };
+}
+
+/**
+ * ec2: the network with a route out on a computer's VM, for its site proxy alone. Named after the computer so
+ * every Docker name (and Pulumi resource name) of a stack is unique across its VMs.
+ */
+export function computerEgressNetwork(plan: Plan, computer: PlannedComputer): string {
+  return `${plan.stack}-${computer.name}-egress`;
+}
+
+export interface VolumeMount {
+  volume: string;
+  target: string;
+  readOnly: boolean;
+}
+
+/** The captures volume: read-write in sidecars, read-only in the gateway, absent from every other container. */
+export function captureSidecarMounts(plan: Plan): VolumeMount[] {
+  return [{ volume: plan.capture.volumeName, target: CAPTURES_DIR, readOnly: false }];
+}
+
+export function gatewayMounts(plan: Plan): VolumeMount[] {
+  return plan.capture.enabled ? [{ volume: plan.capture.volumeName, target: CAPTURES_DIR, readOnly: true }] : [];
+}
+
+/** The site proxy writes its CA certificate into the computer's CA volume; the browser reads it to trust it. */
+export function proxyMounts(computer: PlannedComputer): VolumeMount[] {
+  return [{ volume: computer.caVolumeName, target: CA_DIR, readOnly: false }];
+}
+
+export function browserMounts(computer: PlannedComputer): VolumeMount[] {
+  return [{ volume: computer.caVolumeName, target: CA_DIR, readOnly: true }];
+}
+
+/**
+ * tcpdump in the website container's network namespace: every interface, packets written as they arrive (-U) so
+ * the gateway sees a capture writing, rotating `-C fileSizeMb -W fileCount`, running as root so it can write the
+ * volume (-Z root: no switch to a tcpdump user that the volume does not know).
+ */
+export function captureCommand(plan: Plan, sidecar: PlannedCapture): string[] {
+  return [
+    "tcpdump", "-i", "any", "-n", "-U",
+    "-w", `${CAPTURES_DIR}/${sidecar.filePrefix}`,
+    "-C", String(plan.capture.fileSizeMb),
+    "-W", String(plan.capture.fileCount),
+    "-Z", "root",
+  ];
+}
+
+/** The docker network mode that puts a sidecar in its website container's network namespace. */
+export function sharedNetworkMode(targetContainerId: string): string {
+  return `container:${targetContainerId}`;
+}
+
+/**
+ * The gateway's health check: `/healthz` answers 200 only when every site server is ready and every capture is
+ * writing, and the gateway container is created with `wait`, so a deploy whose capture is not running fails.
+ * node is in the gateway image (the gateway is a node service), so the check needs no curl.
+ */
+export function gatewayHealthcheck(plan: Plan): { tests: string[]; interval: string; timeout: string; retries: number; startPeriod: string } {
+  const url = `http://127.0.0.1:${plan.gateway.port}/healthz`;
+  const script = `fetch(${JSON.stringify(url)}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`;
+  return { tests: ["CMD", "node", "-e", script], interval: "2s", timeout: "5s", retries: 30, startPeriod: "5s" };
+}
+
+/** Seconds the deploy waits for the gateway to turn healthy before it fails. */
+export const GATEWAY_WAIT_TIMEOUT_SECONDS = 120;
+
+/**
+ * Where the gateway's port is published. docker: loopback only, on a port the engine chooses (two stacks never
+ * collide, and nothing outside the machine reaches it). ec2: every address of the VM on the gateway port itself,
+ * since the security group (runner CIDRs only) is what guards it and its rules name that port.
+ */
+export function gatewayPublish(plan: Plan): { internal: number; external?: number; ip: string } {
+  if (plan.target === "ec2") return { internal: plan.gateway.port, external: plan.gateway.port, ip: "0.0.0.0" };
+  return { internal: plan.gateway.port, ip: "127.0.0.1" };
+}
+
+/** ec2 only: the site proxy's CDP relay and control ports, published on the computer VM for the gateway VM. */
+export function proxyPublish(plan: Plan): { internal: number; external: number; ip: string }[] {
+  if (plan.target !== "ec2") return [];
+  return [CDP_PORT, SITE_PROXY_CONTROL_PORT].map((port) => ({ internal: port, external: port, ip: "0.0.0.0" }));
+}
+
+/**
+ * One line of JSON with a site's settings, secret values merged in. The caller marks the result secret whenever
+ * `secretValues` is not empty, so the whole environment value is a Pulumi secret.
+ */
+export function websiteSettingsJson(settings: Record<string, unknown>, secretValues: Record<string, string>): string {
+  return JSON.stringify({ ...settings, ...secretValues });
+}
+
+/** Tags on every AWS resource: which stack (task) it belongs to, so a bill or a leak names its task. */
+export function awsTags(plan: Plan, name: string): Record<string, string> {
+  return { Name: name, "multienv:stack": plan.stack, "multienv:task": plan.stack };
+}
+
+/** A security group rule as data; `peer` names another VM of the env instead of CIDRs. */
+export interface SecurityRule {
+  description: string;
+  protocol: "tcp" | "udp";
+  fromPort: number;
+  toPort: number;
+  cidrBlocks?: string[];
+  ipv6CidrBlocks?: string[];
+  /** The security group of another VM of this env: `env` or `computer:<name>`. */
+  peer?: string;
+}
+
+export interface HostSecurity {
+  ingress: SecurityRule[];
+  egress: SecurityRule[];
+}
+
+const SSH_PORT = 22;
+const WEB_PORTS = [80, 443];
+const ANYWHERE = ["0.0.0.0/0"];
+const ANYWHERE_V6 = ["::/0"];
+
+export function computerPeer(computer: string): string {
+  return `computer:${computer}`;
+}
+
+function webEgress(why: string): SecurityRule[] {
+  return WEB_PORTS.map((port) => ({
+    description: `${why} (port ${port})`,
+    protocol: "tcp" as const,
+    fromPort: port,
+    toPort: port,
+    cidrBlocks: ANYWHERE,
+    ipv6CidrBlocks: ANYWHERE_V6,
+  }));
+}
+
+/**
+ * Security groups of the ec2 target, each an allowlist.
+ * - env VM: ingress only from the runner's CIDRs to SSH and the gateway port, and from computer VMs to the
+ *   gateway port; egress to the web ports (image pulls and the Docker install at boot; live site servers call
+ *   their real site) and to each computer VM's CDP relay and proxy control ports.
+ * - computer VM: ingress SSH from the runner and the relay/control ports from the env VM; egress to the env VM's
+ *   gateway port, plus the web ports only when the computer reaches public hosts. A computer whose network is
+ *   `none` or only synthetic sites has no way to the internet at all, whatever runs inside it.
+ */
+export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Record<string, HostSecurity> } {
+  const ec2 = plan.ec2;
+  const runner = ec2?.runnerCidrs ?? [];
+  const gatewayPort = plan.gateway.port;
+  const fromRunner = (port: number, what: string): SecurityRule => ({
+    description: `${what} from the runner`,
+    protocol: "tcp",
+    fromPort: port,
+    toPort: port,
+    cidrBlocks: runner,
+  });
+  const computerPorts = [CDP_PORT, SITE_PROXY_CONTROL_PORT];
+  const env: HostSecurity = {
+    ingress: [
+      fromRunner(SSH_PORT, "SSH (docker provider)"),
+      fromRunner(gatewayPort, "gateway"),
+      ...plan.computers.map((c) => ({
+        description: `gateway from computer ${c.name}'s site proxy`,
+        protocol: "tcp" as const,
+        fromPort: gatewayPort,
+        toPort: gatewayPort,
+        peer: computerPeer(c.name),
+      })),
+    ],
+    egress: [
+      ...webEgress("image pulls, Docker install and live site servers"),
+      ...plan.computers.flatMap((c) =>
+        computerPorts.map((port) => ({
+          description: `computer ${c.name}'s site proxy relay/control`,
+          protocol: "tcp" as const,
+          fromPort: port,
+          toPort: port,
+          peer: computerPeer(c.name),
+        })),
+      ),
+    ],
+  };
+  const computers: Record<string, HostSecurity> = {};
+  for (const c of plan.computers) {
+    computers[c.name] = {
+      ingress: [
+        fromRunner(SSH_PORT, "SSH (docker provider)"),
+        ...computerPorts.map((port) => ({
+          description: "site proxy relay/control from the gateway",
+          protocol: "tcp" as const,
+          fromPort: port,
+          toPort: port,
+          peer: "env",
+        })),
+      ],
+      egress: [
+        { description: "the gateway", protocol: "tcp", fromPort: gatewayPort, toPort: gatewayPort, peer: "env" },
+        ...(c.reachesPublicHosts ? webEgress("public hosts the computer reaches") : []),
+      ],
+    };
+  }
+  return { env, computers };
+}
+
+/** The login user of the default AMI (Amazon ECS-optimized Amazon Linux 2023: Docker preinstalled). */
+export const EC2_SSH_USER = "ec2-user";
+
+/**
+ * The SSM parameter naming the default AMI: Amazon Linux 2023 with Docker already installed, so a computer VM
+ * whose security group has no web egress still has Docker at boot.
+ */
+export const EC2_DEFAULT_AMI_PARAMETER = "/aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id";
+
+/**
+ * User data: make sure Docker is installed (an image other than the default may lack it; installing then needs
+ * the web ports), running, and usable by the SSH user; the ECS agent of the default AMI is not used.
+ */
+export function ec2UserData(): string {
+  return [
+    "#!/bin/bash",
+    "set -eu",
+    "if ! command -v docker >/dev/null 2>&1; then",
+    "  if command -v dnf >/dev/null 2>&1; then dnf install -y docker;",
+    "  else apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io; fi",
+    "fi",
+    "systemctl disable --now ecs 2>/dev/null || true",
+    "systemctl enable --now docker",
+    `usermod -aG docker ${EC2_SSH_USER} 2>/dev/null || usermod -aG docker ubuntu 2>/dev/null || true`,
+    "touch /var/lib/multienv-docker-ready",
+    "",
+  ].join("\n");
+}
+
+/** The readiness command run over SSH: waits until user data finished and Docker answers. */
+export const EC2_READINESS_COMMAND =
+  "for i in $(seq 1 120); do if [ -e /var/lib/multienv-docker-ready ] && docker info >/dev/null 2>&1; then exit 0; fi; sleep 5; done; " +
+  "echo 'Docker did not come up within 10 minutes' >&2; exit 1";
+
+/** Replaces the host of a service URL (docker names) with an address (ec2: the VM that publishes that port). */
+export function rehost(url: string, host: string): string {
+  const parsed = new URL(url);
+  parsed.hostname = host;
+  return parsed.toString().replace(/\/$/, url.endsWith("/") ? "/" : "");
+}
