@@ -1,0 +1,95 @@
+// /computers/<name>/cdp and /computers/<name>/proxy-log: a computer's Chrome DevTools
+// endpoint and its site proxy's log, through the gateway (control token checked by the caller).
+//
+// Chrome answers its DevTools HTTP endpoint only for `Host: localhost` (or an address),
+// so that is the Host sent upstream. The WebSocket URLs in its JSON name Chrome's own
+// address; they are rewritten to this gateway's, under /computers/<name>/cdp, so a client
+// connects through the gateway with no further knowledge.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type http from "node:http";
+import type { Duplex } from "node:stream";
+import type { GatewayConfig } from "./config";
+import { getSmall } from "./fetch";
+import type { Forwarder, Upstream } from "./proxy";
+import { replyJson, replyJsonOnSocket } from "./reply";
+
+const CHROME_HOST = "localhost";
+const DEVTOOLS_JSON = new Set(["/json", "/json/", "/json/list", "/json/list/", "/json/version", "/json/version/"]);
+
+type Computer = GatewayConfig["computers"][string];
+
+/** The public base of a computer's CDP route as the client reached it, e.g. `127.0.0.1:8080/computers/agent/cdp`. */
+function cdpBase(req: IncomingMessage, computer: string): { scheme: "ws" | "wss"; base: string } {
+  const host = String(req.headers["x-forwarded-host"] ?? req.headers.host ?? "localhost").split(",")[0].trim();
+  const proto = String(req.headers["x-forwarded-proto"] ?? "http").split(",")[0].trim();
+  return { scheme: proto === "https" ? "wss" : "ws", base: `${host}/computers/${encodeURIComponent(computer)}/cdp` };
+}
+
+/** Rewrites DevTools' WebSocket URLs (in /json/version and /json/list) to go through the gateway. */
+export function rewriteDevtoolsJson(value: unknown, scheme: string, base: string): unknown {
+  if (Array.isArray(value)) return value.map((item) => rewriteDevtoolsJson(item, scheme, base));
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(value)) {
+    if (key === "webSocketDebuggerUrl" && typeof field === "string" && URL.canParse(field)) {
+      const url = new URL(field);
+      out[key] = `${scheme}://${base}${url.pathname}${url.search}`;
+    } else if (key === "devtoolsFrontendUrl" && typeof field === "string") {
+      out[key] = field.replace(/([?&])wss?=[^&]*?\/devtools\//, `$1${scheme}=${base}/devtools/`);
+    } else {
+      out[key] = rewriteDevtoolsJson(field, scheme, base);
+    }
+  }
+  return out;
+}
+
+export class Computers {
+  constructor(
+    private readonly computers: GatewayConfig["computers"],
+    private readonly forwarder: Forwarder,
+    private readonly agent: http.Agent,
+  ) {}
+
+  private find(name: string): Computer | undefined {
+    return Object.hasOwn(this.computers, name) ? this.computers[name] : undefined;
+  }
+
+  private cdpUpstream(name: string, computer: Computer): Upstream {
+    return { url: computer.cdp, label: { computer: name }, host: CHROME_HOST };
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse, name: string, op: "cdp" | "proxy-log", rest: string): Promise<void> {
+    const computer = this.find(name);
+    if (!computer) return replyJson(res, 404, { error: "unknown computer", computer: name });
+    if (op === "proxy-log") {
+      if (!computer.proxyLog) return replyJson(res, 404, { error: "no proxy log configured", computer: name });
+      if (req.method !== "GET" && req.method !== "HEAD") return replyJson(res, 405, { error: "method not allowed" }, { Allow: "GET, HEAD" });
+      return this.forwarder.forward(req, res, { url: computer.proxyLog, label: { computer: name } }, computer.proxyLog.search);
+    }
+    const path = rest.split("?")[0];
+    if (req.method === "GET" && DEVTOOLS_JSON.has(path)) {
+      const url = new URL(computer.cdp.pathname.replace(/\/+$/, "") + rest, computer.cdp);
+      let fetched;
+      try {
+        fetched = await getSmall(url, { timeoutMs: 10_000, agent: this.agent, headers: { host: CHROME_HOST, accept: "application/json" } });
+      } catch (error) {
+        return replyJson(res, 502, { error: "upstream failed", computer: name, detail: (error as Error).message });
+      }
+      let json: unknown;
+      try {
+        json = JSON.parse(fetched.body.toString("utf8"));
+      } catch {
+        return replyJson(res, 502, { error: "DevTools answered with something other than JSON", computer: name, status: fetched.status });
+      }
+      const { scheme, base } = cdpBase(req, name);
+      return replyJson(res, fetched.status, rewriteDevtoolsJson(json, scheme, base));
+    }
+    this.forwarder.forward(req, res, this.cdpUpstream(name, computer), rest);
+  }
+
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, name: string, op: "cdp" | "proxy-log", rest: string): void {
+    const computer = this.find(name);
+    if (!computer || op !== "cdp") return replyJsonOnSocket(socket, 404, { error: "unknown computer", computer: name });
+    this.forwarder.upgrade(req, socket, head, this.cdpUpstream(name, computer), rest);
+  }
+}

@@ -1,0 +1,90 @@
+// The gateway's configuration: MULTIENV_GATEWAY_CONFIG (JSON) and MULTIENV_CONTROL_TOKEN.
+// Every problem is reported as one line naming its field, e.g.
+// `MULTIENV_GATEWAY_CONFIG.sites.shop.server: expected an http:// URL`.
+import { availableParallelism } from "node:os";
+import { z } from "zod";
+
+export const CONFIG_ENV = "MULTIENV_GATEWAY_CONFIG";
+export const TOKEN_ENV = "MULTIENV_CONTROL_TOKEN";
+
+const siteName = /^[a-z0-9][a-z0-9-]*$/;
+
+const httpUrl = z
+  .string()
+  .refine((value) => URL.canParse(value) && new URL(value).protocol === "http:", { message: "expected an http:// URL" })
+  .transform((value) => new URL(value));
+
+const siteSchema = z.strictObject({
+  server: httpUrl,
+  frontend: httpUrl.optional(),
+  live: z.boolean().default(false),
+});
+
+const computerSchema = z.strictObject({
+  /** The computer's Chrome DevTools HTTP endpoint, e.g. http://shop-agent-proxy:9222. */
+  cdp: httpUrl,
+  /** The site proxy's log (GET), e.g. http://<proxy>:9000/log. */
+  proxyLog: httpUrl.optional(),
+});
+
+export const gatewayConfigSchema = z
+  .strictObject({
+    listen: z.strictObject({
+      host: z.string().min(1).default("0.0.0.0"),
+      port: z.number().int().min(0).max(65535),
+    }),
+    sites: z.record(z.string().regex(siteName, "a site name is lowercase letters, digits and dashes"), siteSchema),
+    capturesDir: z.string().min(1).optional(),
+    computers: z.record(z.string().regex(siteName, "a computer name is lowercase letters, digits and dashes"), computerSchema).default({}),
+    /** Before an upstream accepts the connection. */
+    connectTimeoutMs: z.number().int().positive().default(10_000),
+    /** An upstream exchange with no bytes either way for this long is cut. Not a ceiling on the whole exchange. */
+    idleTimeoutMs: z.number().int().positive().default(60_000),
+    /** /healthz: a capture file modified this recently counts as writing. */
+    captureFreshMs: z.number().int().positive().default(120_000),
+    /** Processes serving requests (node cluster workers); 1 serves from the main process. */
+    workers: z.number().int().min(1).max(64).default(() => availableParallelism()),
+  })
+  .superRefine((config, ctx) => {
+    for (const [name, site] of Object.entries(config.sites)) {
+      if (site.live && site.frontend) {
+        ctx.addIssue({ code: "custom", path: ["sites", name, "frontend"], message: "a live site has no frontend; remove it or set live: false" });
+      }
+    }
+  });
+
+export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
+export type GatewayConfigInput = z.input<typeof gatewayConfigSchema>;
+export type SiteUpstreams = GatewayConfig["sites"][string];
+
+/** Thrown with a message that is one line naming the field. */
+export class ConfigError extends Error {}
+
+function fieldPath(root: string, path: ReadonlyArray<PropertyKey>): string {
+  return [root, ...path.map(String)].join(".");
+}
+
+/** Parses the config JSON text; throws ConfigError naming every problem on one line. */
+export function parseGatewayConfig(text: string | undefined, root = CONFIG_ENV): GatewayConfig {
+  if (text === undefined || text.trim() === "") throw new ConfigError(`${root}: missing; set it to the gateway's JSON config`);
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`${root}: not JSON (${(error as Error).message})`);
+  }
+  const result = gatewayConfigSchema.safeParse(json);
+  if (!result.success) {
+    throw new ConfigError(result.error.issues.map((issue) => `${fieldPath(root, issue.path)}: ${issue.message}`).join("; "));
+  }
+  return result.data;
+}
+
+/** The control token from the environment; throws ConfigError when absent. */
+export function readControlToken(env: NodeJS.ProcessEnv): string {
+  const token = env[TOKEN_ENV];
+  if (token === undefined || token.length < 16) {
+    throw new ConfigError(`${TOKEN_ENV}: ${token === undefined ? "missing" : "shorter than 16 characters"}; set it to the deploy's control token`);
+  }
+  return token;
+}

@@ -1,0 +1,35 @@
+// Small upstream GETs the gateway makes on its own behalf (cards, /ready, DevTools JSON):
+// the whole (small) body, bounded in time and size.
+import http from "node:http";
+
+export interface Fetched {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+const MAX_BODY = 4 * 1024 * 1024;
+
+export function getSmall(url: URL, options: { timeoutMs: number; headers?: Record<string, string>; agent?: http.Agent }): Promise<Fetched> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { headers: options.headers, agent: options.agent }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on("data", (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_BODY) req.destroy(new Error(`body larger than ${MAX_BODY} bytes`));
+        else chunks.push(chunk);
+      });
+      res.on("end", () => {
+        clearTimeout(timer);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) });
+      });
+      res.on("error", reject);
+    });
+    const timer = setTimeout(() => req.destroy(new Error(`no answer within ${options.timeoutMs} ms`)), options.timeoutMs);
+    req.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+  });
+}

@@ -1,0 +1,110 @@
+// Which headers cross the gateway, per RFC 9110 section 7.6.1: hop-by-hop headers (and
+// every header the Connection header names) stay on their hop; everything else is
+// forwarded as received, repeats and byte values included. Headers are handled as node's
+// raw arrays ([name, value, name, value, ...]) so a repeated header is never folded and
+// a value's bytes (node reads them as latin1) are written back unchanged.
+import type { IncomingMessage } from "node:http";
+import { carriesControlToken } from "../protocol/auth";
+
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"]);
+
+/** Lowercased names listed by the message's Connection headers. */
+function connectionTokens(raw: string[]): Set<string> {
+  const tokens = new Set<string>();
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i].toLowerCase() !== "connection") continue;
+    for (const token of raw[i + 1].split(",")) {
+      const name = token.trim().toLowerCase();
+      if (name) tokens.add(name);
+    }
+  }
+  return tokens;
+}
+
+function isHopByHop(lower: string, named: Set<string>): boolean {
+  return HOP_BY_HOP.has(lower) || lower.startsWith("proxy-") || named.has(lower);
+}
+
+export interface ForwardOptions {
+  /** An upgrade (WebSocket) keeps `Connection: Upgrade` and its `Upgrade` header. */
+  upgrade: boolean;
+  /** The control token: an Authorization header carrying it is removed; any other is kept. */
+  controlToken: string;
+  /** Sent as Host instead of the client's (Chrome's DevTools endpoint answers only `localhost`). */
+  host?: string;
+}
+
+/** The raw headers to send upstream for `req`, X-Forwarded-* included. */
+export function upstreamRequestHeaders(req: IncomingMessage, options: ForwardOptions): string[] {
+  const raw = req.rawHeaders;
+  const named = connectionTokens(raw);
+  const out: string[] = [];
+  let forwardedFor: string | undefined;
+  let forwardedHost: string | undefined;
+  let forwardedProto: string | undefined;
+  let host: string | undefined;
+  let upgrade: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i];
+    const value = raw[i + 1];
+    const lower = name.toLowerCase();
+    switch (lower) {
+      case "host":
+        host ??= value;
+        if (options.host === undefined) out.push(name, value);
+        continue;
+      case "authorization":
+        if (!carriesControlToken(value, options.controlToken)) out.push(name, value);
+        continue;
+      case "x-forwarded-for":
+        forwardedFor = forwardedFor === undefined ? value : `${forwardedFor}, ${value}`;
+        continue;
+      case "x-forwarded-host":
+        forwardedHost ??= value;
+        continue;
+      case "x-forwarded-proto":
+        forwardedProto ??= value;
+        continue;
+      case "upgrade":
+        upgrade ??= value;
+        continue;
+    }
+    if (isHopByHop(lower, named)) continue;
+    out.push(name, value);
+  }
+  if (options.host !== undefined) out.push("Host", options.host);
+  const client = req.socket.remoteAddress ?? "unknown";
+  out.push("X-Forwarded-For", forwardedFor === undefined ? client : `${forwardedFor}, ${client}`);
+  // A site proxy in front of the gateway (which terminated TLS for a synthetic name) says
+  // what the browser asked for; keep its word, else say what reached the gateway.
+  const clientHost = forwardedHost ?? host;
+  if (clientHost !== undefined) out.push("X-Forwarded-Host", clientHost);
+  out.push("X-Forwarded-Proto", forwardedProto ?? "http");
+  if (options.upgrade && upgrade !== undefined) out.push("Connection", "Upgrade", "Upgrade", upgrade);
+  // A body of unknown length stays streamed with chunked framing on the upstream hop.
+  else if (req.headers["transfer-encoding"] !== undefined) out.push("Transfer-Encoding", "chunked");
+  return out;
+}
+
+/** The raw headers of an upstream response to send to the client. */
+export function clientResponseHeaders(raw: string[], upgrade = false): string[] {
+  const named = connectionTokens(raw);
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const lower = raw[i].toLowerCase();
+    if (upgrade && (lower === "connection" || lower === "upgrade")) {
+      out.push(raw[i], raw[i + 1]);
+      continue;
+    }
+    if (isHopByHop(lower, named)) continue;
+    out.push(raw[i], raw[i + 1]);
+  }
+  return out;
+}
+
+/** A raw HTTP/1.1 response head (for sockets taken over by an upgrade). */
+export function responseHead(status: number, statusMessage: string, raw: string[]): string {
+  let head = `HTTP/1.1 ${status} ${statusMessage}\r\n`;
+  for (let i = 0; i < raw.length; i += 2) head += `${raw[i]}: ${raw[i + 1]}\r\n`;
+  return head + "\r\n";
+}

@@ -1,0 +1,113 @@
+// traffic/v1: the gateway serves the rotating pcap files its capture sidecars write.
+// The names on the wire are defined here once; the gateway serves them and the runner
+// (and the tests) use the client helpers below.
+import { createWriteStream } from "node:fs";
+import { Readable, type Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { bearer } from "./auth";
+import { findExtension, type AgentEnvCard } from "./card";
+
+export const TRAFFIC_V1_URN = "urn:agentenv:traffic/v1";
+/** GET: the listing (control token required). */
+export const TRAFFIC_CAPTURES_PATH = "/traffic/v1/captures";
+/** The media type of one capture file: classic pcap. */
+export const PCAP_MEDIA_TYPE = "application/vnd.tcpdump.pcap";
+
+/**
+ * A capture file's name: `<site>-<role>.pcap<N>`, as tcpdump `-w <site>-<role>.pcap -C -W`
+ * names its rotating files. Nothing else in the captures folder is served.
+ */
+export const CAPTURE_FILE_PATTERN = /^(?<site>[a-z0-9][a-z0-9-]*)-(?<role>server|frontend)\.pcap(?<index>\d+)$/;
+
+export type CaptureRole = "server" | "frontend";
+
+/** One entry of the listing. */
+export interface TrafficCapture {
+  /** The file name, e.g. `shop-server.pcap0`. */
+  name: string;
+  site: string;
+  role: CaptureRole;
+  /** The website container the packets were seen in, as named on the env network: `<site>-<role>`. */
+  container: string;
+  bytes: number;
+  /** Last modification, ISO 8601. */
+  modified: string;
+}
+
+/** GET TRAFFIC_CAPTURES_PATH answers this; `captures` is oldest first. */
+export interface TrafficCaptureListing {
+  captures: TrafficCapture[];
+}
+
+/** The path of one capture. */
+export function capturePath(name: string): string {
+  return `${TRAFFIC_CAPTURES_PATH}/${encodeURIComponent(name)}`;
+}
+
+/** The tcpdump `-w` prefix of a website container's capture: `<site>-<role>.pcap`. */
+export function captureFilePrefix(site: string, role: CaptureRole): string {
+  return `${site}-${role}.pcap`;
+}
+
+/** Site, role and rotation index of a capture file name, or undefined when it is not one. */
+export function parseCaptureName(name: string): { site: string; role: CaptureRole; index: number } | undefined {
+  const match = CAPTURE_FILE_PATTERN.exec(name);
+  if (!match?.groups) return undefined;
+  return { site: match.groups.site, role: match.groups.role as CaptureRole, index: Number(match.groups.index) };
+}
+
+/** The traffic/v1 extension as the gateway declares it in its card. */
+export function trafficExtension() {
+  return {
+    uri: TRAFFIC_V1_URN,
+    description: "Rotating pcap captures of the websites' containers; control token required.",
+    params: { mediaType: PCAP_MEDIA_TYPE, order: "oldest-first" },
+    paths: { list: TRAFFIC_CAPTURES_PATH, get: `${TRAFFIC_CAPTURES_PATH}/{name}` },
+  };
+}
+
+/** True when a card (the gateway's) declares traffic/v1. */
+export function servesTraffic(card: Pick<AgentEnvCard, "extensions"> | undefined): boolean {
+  return findExtension(card, TRAFFIC_V1_URN) !== undefined;
+}
+
+function endpoint(gatewayUrl: string, path: string): string {
+  return gatewayUrl.replace(/\/+$/, "") + path;
+}
+
+async function failure(response: Response, what: string): Promise<Error> {
+  const body = (await response.text().catch(() => "")).slice(0, 500);
+  return new Error(`${what}: HTTP ${response.status} ${body}`.trim());
+}
+
+/** The gateway's captures, oldest first. */
+export async function listTrafficCaptures(gatewayUrl: string, token: string): Promise<TrafficCapture[]> {
+  const response = await fetch(endpoint(gatewayUrl, TRAFFIC_CAPTURES_PATH), { headers: { authorization: bearer(token) } });
+  if (!response.ok) throw await failure(response, "listing traffic captures");
+  const listing = (await response.json()) as TrafficCaptureListing;
+  return listing.captures;
+}
+
+/**
+ * Downloads one capture into `destination` (a file path, created or replaced, or a stream
+ * that is ended when the file is) and returns its size. The size is checked against the
+ * Content-Length the gateway announced, so a cut download is an error, not a short file.
+ */
+export async function fetchTrafficCapture(
+  gatewayUrl: string,
+  token: string,
+  name: string,
+  destination: string | Writable,
+): Promise<{ bytes: number }> {
+  const response = await fetch(endpoint(gatewayUrl, capturePath(name)), { headers: { authorization: bearer(token) } });
+  if (!response.ok || response.body === null) throw await failure(response, `fetching traffic capture ${name}`);
+  const expected = Number(response.headers.get("content-length"));
+  let bytes = 0;
+  const body = Readable.fromWeb(response.body as import("node:stream/web").ReadableStream);
+  body.on("data", (chunk: Buffer) => (bytes += chunk.length));
+  await pipeline(body, typeof destination === "string" ? createWriteStream(destination) : destination);
+  if (Number.isFinite(expected) && bytes !== expected) {
+    throw new Error(`fetching traffic capture ${name}: got ${bytes} of ${expected} bytes`);
+  }
+  return { bytes };
+}
