@@ -1,0 +1,38 @@
+// A live site's server (e.g. for github.com): its card, a data plane, /ready and /session.
+// It serves no pages: the browser reaches the real site's pages straight through its proxy.
+// /session answers Playwright storage state built from its settings:
+//   AGENTENV_WEBSITE_SETTINGS={"domains":["github.com"],"sessionCookie":{"name":"user_session","value":"alex"}}
+import { CARD_PATH, WEBSITE_V1_URN } from "../../../src/protocol/card";
+import { SESSION_PATH } from "../../../src/protocol/session";
+import { dataPlane, listenPort, sendJson, serve, stringList, websiteSettings } from "../common/http";
+
+const settings = websiteSettings();
+const domains = stringList(settings.domains);
+const data = dataPlane();
+
+function storageState(): { cookies: unknown[]; origins: unknown[] } {
+  const cookie = settings.sessionCookie as { name?: unknown; value?: unknown } | undefined;
+  const host = domains.find((d) => !d.startsWith("*.")) ?? domains[0]?.replace(/^\*\./, "");
+  if (!cookie || typeof cookie.name !== "string" || typeof cookie.value !== "string" || !host) return { cookies: [], origins: [] };
+  return {
+    cookies: [{ name: cookie.name, value: cookie.value, domain: `.${host}`, path: "/", expires: -1, httpOnly: true, secure: true, sameSite: "Lax" }],
+    origins: [],
+  };
+}
+
+serve(listenPort(8000), async (req, res) => {
+  const path = new URL(req.url ?? "/", "http://site").pathname;
+  if (path === CARD_PATH) {
+    return sendJson(res, 200, {
+      name: typeof settings.name === "string" ? settings.name : "live",
+      description: "A live site's server (multienv sample): data plane and session, no pages",
+      version: "1",
+      extensions: [{ uri: WEBSITE_V1_URN, params: { domains, live: true, allowHosts: stringList(settings.allowHosts) }, paths: { ready: "/ready", session: SESSION_PATH } }],
+    });
+  }
+  if (path === "/ready") return sendJson(res, 200, { ready: true });
+  if (path === "/data") return data(req, res);
+  if (path === SESSION_PATH) return sendJson(res, 200, storageState());
+  if (path === "/echo") return sendJson(res, 200, { method: req.method, url: req.url, headers: req.headers });
+  sendJson(res, 404, { error: `a live site's server serves no pages (no ${path}); browse the real site through the computer's proxy` });
+});

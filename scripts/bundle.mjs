@@ -1,0 +1,50 @@
+// Bundles each service into one file under dist/bundle/, so an image needs only node and
+// that file (no npm install during `docker build`, which must work offline).
+// Usage: node scripts/bundle.mjs [name...]   (default: every bundle whose entry exists)
+import { build } from "esbuild";
+import fs from "node:fs";
+import path from "node:path";
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
+
+/** bundle name -> entry point. The names are what the Dockerfiles COPY from dist/bundle/. */
+export const BUNDLES = {
+  gateway: "src/gateway/main.ts",
+  "site-proxy": "src/site-proxy/main.ts",
+  "site-proxy-supervisor": "src/site-proxy/supervisor.ts",
+  "browser-launcher": "src/browser/main.ts",
+  "sample-shop-server": "examples/sites/shop-server/server.ts",
+  "sample-shop-frontend": "examples/sites/shop-frontend/server.ts",
+  "sample-live-server": "examples/sites/live-server/server.ts",
+};
+
+const wanted = process.argv.slice(2);
+const names = wanted.length ? wanted : Object.keys(BUNDLES);
+let failed = false;
+for (const name of names) {
+  const entry = BUNDLES[name];
+  if (!entry) {
+    console.error(`bundle: unknown bundle "${name}"; known: ${Object.keys(BUNDLES).join(", ")}`);
+    process.exit(2);
+  }
+  if (!fs.existsSync(path.join(root, entry))) {
+    console.error(`bundle: skipping ${name}: ${entry} does not exist yet`);
+    continue;
+  }
+  try {
+    await build({
+      entryPoints: [path.join(root, entry)],
+      outfile: path.join(root, "dist/bundle", `${name}.js`),
+      bundle: true,
+      platform: "node",
+      target: "node20",
+      format: "cjs",
+      logLevel: "warning",
+      legalComments: "none",
+    });
+  } catch (e) {
+    failed = true;
+    console.error(`bundle: ${name} (${entry}) failed: ${e.message.split("\n")[0]}`);
+  }
+}
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,23 @@
+// Chromium binds DevTools to 127.0.0.1 only (it ignores --remote-debugging-address in
+// headless mode), so the container's DevTools port is this TCP relay to it. The relay
+// outlives Chromium restarts; a connection made while Chromium is down is closed at once.
+import net from "node:net";
+
+export function startDevtoolsRelay(listen: { host: string; port: number }, targetPort: number): Promise<net.Server> {
+  const server = net.createServer((client) => {
+    const upstream = net.connect({ host: "127.0.0.1", port: targetPort });
+    client.pipe(upstream).pipe(client);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", end);
+    upstream.on("error", end);
+    client.on("close", end);
+    upstream.on("close", end);
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(listen.port, listen.host, () => resolve(server));
+  });
+}

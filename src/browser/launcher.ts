@@ -1,0 +1,175 @@
+// Runs Chromium for a browser computer: waits for the env CA, trusts it, launches headless
+// Chromium behind the computer's site proxy with its start tabs, and launches it again
+// whenever it dies (a computer's browser must come back without the runner's help).
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import type net from "node:net";
+import path from "node:path";
+import type { BrowserConfig } from "./config";
+import { startDevtoolsRelay } from "./devtools-relay";
+import { trustCa } from "./nss";
+
+/** Fixed flags: headless, no sandbox (containers), and nothing that phones home past the proxy. */
+export const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--disable-dev-shm-usage",
+  "--remote-allow-origins=*",
+];
+
+export interface LauncherOptions {
+  chromium?: string;
+  certutil?: string;
+  /** HOME of Chromium: its NSS trust store lives at $HOME/.pki/nssdb. */
+  home?: string;
+  /** Chromium's profile, kept across restarts so a signed-in session survives a crash. */
+  profileDir?: string;
+  /** Where the relay listens; the container's DevTools port on every address by default. */
+  listenHost?: string;
+  restartDelayMs?: number;
+  log?: (record: Record<string, unknown>) => void;
+}
+
+export interface Launcher {
+  /** The running Chromium's pid, if any. */
+  pid(): number | undefined;
+  /** Resolves after the next (re)start of Chromium has opened its start tabs. */
+  ready(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function jsonLog(record: Record<string, unknown>): void {
+  process.stdout.write(JSON.stringify({ ...record, time: new Date().toISOString() }) + "\n");
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+async function waitForFile(file: string, isStopped: () => boolean, log: (r: Record<string, unknown>) => void): Promise<void> {
+  let logged = false;
+  while (!isStopped()) {
+    try {
+      if (fs.statSync(file).size > 0) return;
+    } catch {
+      /* not written yet */
+    }
+    if (!logged) log({ event: "waiting-for-ca", caFile: file });
+    logged = true;
+    await sleep(200);
+  }
+}
+
+function devtools(port: number, method: string, pathAndQuery: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: "127.0.0.1", port, method, path: pathAndQuery, headers: { host: "localhost" } }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (c) => (body += c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", reject);
+    req.setTimeout(5000, () => req.destroy(new Error("DevTools did not answer in 5 s")));
+    req.end();
+  });
+}
+
+async function waitForDevtools(port: number, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error("Chromium exited before DevTools answered");
+    try {
+      if ((await devtools(port, "GET", "/json/version")).status === 200) return;
+    } catch {
+      /* not listening yet */
+    }
+    await sleep(100);
+  }
+  throw new Error("Chromium's DevTools did not answer within 30 s");
+}
+
+export async function start(config: BrowserConfig, options: LauncherOptions = {}): Promise<Launcher> {
+  const log = options.log ?? jsonLog;
+  const home = options.home ?? process.env.HOME ?? "/root";
+  const profileDir = options.profileDir ?? path.join(home, ".config", "multienv-chromium");
+  const internalPort = config.cdpPort === 9223 ? 9224 : 9223;
+  let child: ChildProcess | undefined;
+  let stopped = false;
+  let readyWaiters: Array<() => void> = [];
+
+  log({ event: "startup", proxy: config.proxy, startTabs: config.startTabs, cdpPort: config.cdpPort });
+  const relay: net.Server = await startDevtoolsRelay({ host: options.listenHost ?? "0.0.0.0", port: config.cdpPort }, internalPort);
+
+  const launchOnce = async (): Promise<ChildProcess> => {
+    await waitForFile(config.caFile, () => stopped, log);
+    await trustCa(config.caFile, home, options.certutil);
+    fs.mkdirSync(profileDir, { recursive: true });
+    // A Chromium killed with -9 leaves its singleton lock behind; the profile is ours alone.
+    for (const f of ["SingletonLock", "SingletonSocket", "SingletonCookie"]) fs.rmSync(path.join(profileDir, f), { force: true });
+    const [first, ...rest] = config.startTabs;
+    const args = [
+      ...CHROMIUM_FLAGS,
+      `--proxy-server=${config.proxy}`,
+      `--remote-debugging-port=${internalPort}`,
+      `--user-data-dir=${profileDir}`,
+      first ?? "about:blank",
+    ];
+    const proc = spawn(options.chromium ?? "chromium", args, { env: { ...process.env, HOME: home }, stdio: ["ignore", "ignore", "pipe"] });
+    proc.stderr?.resume();
+    await waitForDevtools(internalPort, proc);
+    // Headless Chromium takes one URL on its command line; the other tabs are opened over DevTools.
+    for (const url of rest) await devtools(internalPort, "PUT", `/json/new?${encodeURI(url)}`);
+    log({ event: "chromium-started", pid: proc.pid, startTabs: config.startTabs });
+    return proc;
+  };
+
+  const supervise = async (restart: boolean): Promise<void> => {
+    while (!stopped) {
+      try {
+        if (restart) log({ event: "restarted" });
+        child = await launchOnce();
+        const waiters = readyWaiters;
+        readyWaiters = [];
+        waiters.forEach((w) => w());
+        const proc = child;
+        const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((r) => {
+          if (proc.exitCode !== null || proc.signalCode !== null) r([proc.exitCode, proc.signalCode]);
+          else proc.once("exit", (c, s) => r([c, s]));
+        });
+        child = undefined;
+        if (stopped) return;
+        log({ event: "chromium-exited", code, signal });
+      } catch (e) {
+        if (stopped) return;
+        log({ event: "error", error: (e as Error).message });
+        child?.kill("SIGKILL");
+        child = undefined;
+      }
+      restart = true;
+      await sleep(options.restartDelayMs ?? 500);
+    }
+  };
+  void supervise(false);
+
+  return {
+    pid: () => child?.pid,
+    ready: () => new Promise<void>((r) => readyWaiters.push(r)),
+    stop: async () => {
+      stopped = true;
+      const proc = child;
+      if (proc && proc.exitCode === null && proc.signalCode === null) {
+        const exited = new Promise((r) => proc.once("exit", r));
+        proc.kill("SIGTERM");
+        await Promise.race([exited, sleep(5000)]);
+        if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+      }
+      await new Promise((r) => relay.close(r));
+    },
+  };
+}
