@@ -1,0 +1,110 @@
+// Wire constants of the site proxy: the header it marks its own answers with, and the JSON lines it logs.
+// The proxy writes these records and the runner, the gateway and tests read them, so they live here once.
+
+/** Set on every answer the proxy gives itself (not a site's), so a client can tell "the proxy said no" from "the site said no". */
+export const SITE_PROXY_HEADER = "X-Agentenv-Site-Proxy";
+
+/** Values of SITE_PROXY_HEADER. */
+export const SiteProxyVerdict = {
+  /** The computer's reaching does not include the host: 403. */
+  refused: "refused",
+  /** The host could not be reached (its name does not resolve, or it does not answer in time): 502. */
+  failed: "failed",
+  /** The request itself is broken (malformed request line, oversized headers, CONNECT without a port): 400. */
+  badRequest: "bad-request",
+} as const;
+export type SiteProxyVerdict = (typeof SiteProxyVerdict)[keyof typeof SiteProxyVerdict];
+
+/** Why a connection could not be opened. */
+export type FailedReason = "doesn't resolve" | "no answer";
+
+interface LogRecordBase {
+  /** ISO 8601 time the record was written. */
+  time: string;
+}
+
+/** The proxy is listening; the bound ports are real (listening on port 0 picks one). */
+export interface StartupRecord extends LogRecordBase {
+  event: "startup";
+  pid: number;
+  proxy: { host: string; port: number };
+  relays: { host: string; port: number; target: string }[];
+  control: { host: string; port: number } | null;
+  /** Path of the env CA certificate that browsers trust. */
+  caCert: string;
+  reach: "allow-all" | "none" | string[];
+  sites: string[];
+}
+
+/** One connection, written when it ends. */
+export interface ConnectionRecord extends LogRecordBase {
+  event: "connection";
+  /** `CONNECT` for a tunnel, `HTTP` for a connection that carried forwarded absolute-form requests. */
+  method: "CONNECT" | "HTTP";
+  host: string;
+  port: number;
+  /** The address actually connected to (for a synthetic site, the gateway's). */
+  address: string;
+  /** Synthetic site the host belongs to, when it is one. */
+  site?: string;
+  /** Bytes from the computer to the host. */
+  bytesToHost: number;
+  /** Bytes from the host to the computer. */
+  bytesFromHost: number;
+  /** ISO 8601 time the connection opened. */
+  start: string;
+  durationMs: number;
+  /** Why it ended, when that was not a normal close (idle timeout, stalled write, reset). */
+  endedBy?: string;
+}
+
+/** A connection that could not be opened: the client got a 502. */
+export interface FailedRecord extends LogRecordBase {
+  event: "failed";
+  method: string;
+  host: string;
+  port: number;
+  reason: FailedReason;
+  error: string;
+}
+
+/** A host the computer's reaching does not include: the client got a 403. */
+export interface RefusedRecord extends LogRecordBase {
+  event: "refused";
+  method: string;
+  host: string;
+  port: number;
+  why: string;
+}
+
+/** Anything unexpected, including a bad request answered with 400. Never a crash. */
+export interface ErrorRecord extends LogRecordBase {
+  event: "error";
+  error: string;
+  /** The client's address, when the error belongs to a client connection. */
+  client?: string;
+  method?: string;
+  host?: string;
+  port?: number;
+  /** The status the client got, when it got one. */
+  status?: number;
+}
+
+/** The supervisor started the proxy again after it died. */
+export interface RestartedRecord extends LogRecordBase {
+  event: "restarted";
+  pid: number;
+  previousPid: number;
+  exitCode: number | null;
+  signal: string | null;
+}
+
+export type SiteProxyLogRecord = StartupRecord | ConnectionRecord | FailedRecord | RefusedRecord | ErrorRecord | RestartedRecord;
+
+/** Parses the log file's text into records, one per line (blank lines skipped). */
+export function parseSiteProxyLog(text: string): SiteProxyLogRecord[] {
+  return text
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line) as SiteProxyLogRecord);
+}

@@ -1,0 +1,66 @@
+// The site proxy's configuration (DESIGN "Entry points", docs/contracts.md "Service config extensions"):
+// one JSON object in MULTIENV_SITE_PROXY_CONFIG, checked here so a mistake is one line naming the field.
+import { z } from "zod";
+
+export const CONFIG_ENV = "MULTIENV_SITE_PROXY_CONFIG";
+
+const port = z.number().int().min(0).max(65535);
+const listen = z.object({ host: z.string().min(1), port }).strict();
+/** `host:port`, the host possibly a bracketed IPv6 address. */
+const hostPort = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:\/\[\]]+):\d{1,5}$/, 'must be "host:port", e.g. "127.0.0.1:53"');
+
+export const siteProxyConfigSchema = z
+  .object({
+    listen,
+    gateway: z.url({ protocol: /^https?$/, error: "must be an http:// URL of the gateway, e.g. http://gateway:8080" }),
+    /** Synthetic site -> the names (exact or `*.suffix`) it claims. */
+    sites: z.record(z.string().min(1), z.array(z.string().min(1))),
+    reach: z.union([z.literal("allow-all"), z.literal("none"), z.array(z.string().min(1))], {
+      error: 'must be "allow-all", "none" or a list of host names',
+    }),
+    log: z.string().min(1),
+    connectTimeoutMs: z.number().int().positive().default(30_000),
+    idleTimeoutMs: z.number().int().positive().default(300_000),
+    /** Static answers, checked before DNS. */
+    resolve: z.record(z.string().min(1), z.array(z.union([z.ipv4(), z.ipv6()], { error: "must be an IP address" })).min(1)).optional(),
+    /** DNS servers to ask instead of the system's resolver. */
+    dnsServers: z.array(hostPort).min(1).optional(),
+    ca: z.object({ cert: z.string().min(1), key: z.string().min(1) }).strict().optional(),
+    relays: z.array(z.object({ listen, target: hostPort }).strict()).optional(),
+    control: listen.optional(),
+  })
+  .strict();
+
+export type SiteProxyConfig = z.infer<typeof siteProxyConfigSchema>;
+
+/** Thrown with a one-line message naming the field, e.g. `MULTIENV_SITE_PROXY_CONFIG.reach: must be ...`. */
+export class ConfigError extends Error {}
+
+function fieldPath(path: readonly PropertyKey[]): string {
+  return path.map((key) => (typeof key === "number" ? `[${key}]` : `.${String(key)}`)).join("");
+}
+
+export function parseSiteProxyConfig(raw: unknown): SiteProxyConfig {
+  const result = siteProxyConfigSchema.safeParse(raw);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    let message = issue.message;
+    if (issue.code === "invalid_type" && /received undefined$/.test(message)) message = "is required";
+    if (issue.code === "unrecognized_keys") message = `unknown field ${issue.keys.map((k) => `"${k}"`).join(", ")} (a typo?)`;
+    throw new ConfigError(`${CONFIG_ENV}${fieldPath(issue.path)}: ${message}`);
+  }
+  return result.data;
+}
+
+/** Reads and checks the configuration from the environment. */
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env): SiteProxyConfig {
+  const text = env[CONFIG_ENV];
+  if (text === undefined || text.trim() === "") throw new ConfigError(`${CONFIG_ENV}: is not set; set it to the proxy's JSON configuration`);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`${CONFIG_ENV}: is not JSON (${(err as Error).message})`);
+  }
+  return parseSiteProxyConfig(raw);
+}

@@ -1,0 +1,35 @@
+// The proxy's log: one JSON line per event, appended to a file that the supervisor also appends to.
+// Appends are O_APPEND writes of whole lines, so the two processes' lines never interleave.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { SiteProxyLogRecord } from "../protocol/site-proxy";
+
+/** A record as handed to the log: the log stamps the time. */
+export type LogEntry = SiteProxyLogRecord extends infer R ? (R extends SiteProxyLogRecord ? Omit<R, "time"> : never) : never;
+
+export interface EventLog {
+  write(entry: LogEntry): void;
+  close(): Promise<void>;
+}
+
+function line(entry: LogEntry): string {
+  const { event, ...rest } = entry;
+  return JSON.stringify({ event, time: new Date().toISOString(), ...rest }) + "\n";
+}
+
+/** A log that buffers in memory and writes asynchronously: the proxy's hot path never waits on the disk. */
+export function openEventLog(file: string): EventLog {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const stream = fs.createWriteStream(file, { flags: "a" });
+  stream.on("error", (err) => process.stderr.write(`multienv-site-proxy: cannot write the log ${file}: ${err.message}\n`));
+  return {
+    write: (entry) => void stream.write(line(entry)),
+    close: () => new Promise((resolve) => stream.end(resolve)),
+  };
+}
+
+/** Writes one record at once; for the supervisor, whose few lines must be on disk before it goes on. */
+export function appendEventSync(file: string, entry: LogEntry): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.appendFileSync(file, line(entry));
+}

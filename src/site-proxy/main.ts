@@ -1,0 +1,36 @@
+// multienv-site-proxy: reads MULTIENV_SITE_PROXY_CONFIG, starts the proxy and prints its startup line (with the
+// bound ports) on stdout. A bad configuration is one line naming the field, and exit status 2.
+import { ConfigError, configFromEnv } from "./config";
+
+/** Exit status for a configuration the proxy cannot start with; the supervisor does not restart on it. */
+export const BAD_CONFIG_EXIT = 2;
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = configFromEnv();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`multienv-site-proxy: ${err.message}\n`);
+    process.exit(BAD_CONFIG_EXIT);
+  }
+  // Loaded only once the configuration is good: a bad one is reported without loading the TLS machinery.
+  const { startSiteProxy } = require("./start") as typeof import("./start");
+  const running = await startSiteProxy(config);
+  // A proxy outlives a bug in one connection: the error is a log line, and the proxy goes on serving the others.
+  process.on("uncaughtException", (err) => running.log.write({ event: "error", error: `uncaught: ${err.stack ?? err.message}` }));
+  process.on("unhandledRejection", (err) => running.log.write({ event: "error", error: `unhandled rejection: ${String(err)}` }));
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.once(signal, () => {
+      running.close().finally(() => process.exit(0));
+      setTimeout(() => process.exit(0), 2_000).unref();
+    });
+  }
+  const { event, ...rest } = running.startup;
+  process.stdout.write(JSON.stringify({ event, time: new Date().toISOString(), ...rest }) + "\n");
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`multienv-site-proxy: cannot start: ${err.message}\n`);
+  process.exit(1);
+});

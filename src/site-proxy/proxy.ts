@@ -1,0 +1,414 @@
+// The forward proxy itself (DESIGN "Site proxy"): CONNECT and absolute-form HTTP, routed by the computer's site
+// table and reaching. Synthetic names go to the gateway's /website/<site>/ (TLS terminated with a leaf from the
+// env CA); other hosts are tunnelled or forwarded when the computer reaches them; every answer the proxy gives
+// itself carries X-Agentenv-Site-Proxy.
+import * as http from "node:http";
+import type * as net from "node:net";
+import * as tls from "node:tls";
+import { SITE_PROXY_HEADER, SiteProxyVerdict, type FailedReason } from "../protocol/site-proxy";
+import type { CertificateAuthority } from "./ca";
+import { ConnectFailure, type Connector, normalizeHost } from "./connect";
+import type { EventLog } from "./log";
+import { relay } from "./relay";
+import type { Router } from "./routing";
+
+/** Headers that belong to one hop (RFC 9110 7.6.1), plus the proxy-only ones; never sent on. */
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+/** Requests whose headers are larger than this are answered 400 (node's default limit is 16 KiB). */
+export const MAX_HEADER_BYTES = 64 * 1024;
+
+export interface ProxyOptions {
+  router: Router;
+  connector: Connector;
+  ca: CertificateAuthority;
+  log: EventLog;
+  gateway: URL;
+  idleTimeoutMs: number;
+}
+
+type Verdict = SiteProxyVerdict;
+
+const STATUS_TEXT: Record<number, string> = { 400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway" };
+
+function rawAnswer(status: number, verdict: Verdict, message: string): string {
+  const body = message + "\n";
+  return (
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status]}\r\n${SITE_PROXY_HEADER}: ${verdict}\r\n` +
+    `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  );
+}
+
+/** Answers on a raw socket (CONNECT, or a request node could not parse) and closes it. */
+function answerSocket(socket: net.Socket, status: number, verdict: Verdict, message: string): void {
+  if (socket.writable) socket.end(rawAnswer(status, verdict, message));
+  else socket.destroy();
+}
+
+function answerResponse(res: http.ServerResponse, status: number, verdict: Verdict, message: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = message + "\n";
+  res.writeHead(status, { [SITE_PROXY_HEADER]: verdict, "Content-Type": "text/plain; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** The end-to-end headers of a message as sent (repeats and order kept), without the hop-by-hop ones. */
+function endToEndHeaders(rawHeaders: string[]): string[] {
+  const named = new Set(HOP_BY_HOP);
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i].toLowerCase() === "connection") {
+      for (const token of rawHeaders[i + 1].split(",")) named.add(token.trim().toLowerCase());
+    }
+  }
+  const kept: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (!named.has(rawHeaders[i].toLowerCase())) kept.push(rawHeaders[i], rawHeaders[i + 1]);
+  }
+  return kept;
+}
+
+function withoutHeader(headers: string[], name: string): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) if (headers[i].toLowerCase() !== name) kept.push(headers[i], headers[i + 1]);
+  return kept;
+}
+
+/** `host:port` of a CONNECT request, the host possibly a bracketed IPv6 address; undefined without a valid port. */
+export function parseAuthority(authority: string, defaultPort?: number): { host: string; port: number } | undefined {
+  const match = /^(\[[^\]]+\]|[^:]*)(?::(\d*))?$/.exec(authority);
+  if (!match || match[1] === "") return undefined;
+  const host = normalizeHost(match[1]);
+  if (match[2] === undefined || match[2] === "") return defaultPort === undefined ? undefined : { host, port: defaultPort };
+  const port = Number(match[2]);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return undefined;
+  return { host, port };
+}
+
+/** The parts of an absolute-form `http://` request target; the path kept exactly as sent. */
+function parseAbsoluteForm(url: string): { authority: string; host: string; port: number; path: string } | undefined {
+  const match = /^http:\/\/([^/?#]*)([^#]*)/i.exec(url);
+  if (!match) return undefined;
+  const authority = match[1].replace(/^.*@/, ""); // userinfo is never sent on
+  const target = parseAuthority(authority, 80);
+  if (!target) return undefined;
+  const rest = match[2];
+  const path = rest === "" ? "/" : rest.startsWith("?") ? `/${rest}` : rest;
+  return { authority, ...target, path };
+}
+
+/**
+ * An agent whose sockets come from the connector: one deadline for the lookup and the attempts, the idle timeout,
+ * a log line each. Node's Agent accepts a callback from createConnection, so the socket may come after an
+ * asynchronous lookup and connect.
+ */
+function connectorAgent(open: (host: string, port: number) => Promise<net.Socket>, idleTimeoutMs: number): http.Agent {
+  const agent = new http.Agent({ keepAlive: true, timeout: idleTimeoutMs, scheduling: "lifo" });
+  (agent as unknown as { createConnection: unknown }).createConnection = (
+    options: { host?: string | null; port?: number | string | null },
+    callback: (err: Error | null, socket?: net.Socket) => void,
+  ): undefined => {
+    open(String(options.host), Number(options.port)).then(
+      (socket) => callback(null, socket),
+      (err: Error) => callback(err),
+    );
+    return undefined;
+  };
+  return agent;
+}
+
+export interface SyntheticTunnel {
+  site: string;
+  host: string;
+  port: number;
+}
+
+/** Creates the proxy's HTTP server (not yet listening). */
+export function createProxyServer(options: ProxyOptions): http.Server {
+  const { router, connector, ca, log, gateway, idleTimeoutMs } = options;
+  const gatewayHost = normalizeHost(gateway.hostname);
+  const gatewayPort = Number(gateway.port || 80);
+  const gatewayPrefix = gateway.pathname.replace(/\/$/, "");
+  const serverOptions: http.ServerOptions = {
+    maxHeaderSize: MAX_HEADER_BYTES,
+    requireHostHeader: false,
+    requestTimeout: 0,
+    keepAliveTimeout: idleTimeoutMs,
+  };
+
+  /** Opens a connection to a host the computer reaches and writes its `connection` line when it closes. */
+  async function openLogged(method: "CONNECT" | "HTTP", host: string, port: number): Promise<net.Socket> {
+    const start = new Date();
+    const { socket, address } = await connector.open(host, port);
+    socket.setTimeout(idleTimeoutMs);
+    socket.once("close", () =>
+      log.write({
+        event: "connection",
+        method,
+        host,
+        port,
+        address,
+        bytesToHost: socket.bytesWritten,
+        bytesFromHost: socket.bytesRead,
+        start: start.toISOString(),
+        durationMs: Date.now() - start.getTime(),
+      }),
+    );
+    return socket;
+  }
+
+  async function openGateway(): Promise<net.Socket> {
+    const { socket } = await connector.open(gatewayHost, gatewayPort);
+    socket.setTimeout(idleTimeoutMs);
+    return socket;
+  }
+
+  const hostAgent = connectorAgent((host, port) => openLogged("HTTP", host, port), idleTimeoutMs);
+  const gatewayAgent = connectorAgent(openGateway, idleTimeoutMs);
+  // Sockets in the agents' pools time out idle; the agent then closes them (its own listener), nothing to do here.
+
+  function failed(method: string, host: string, port: number, reason: FailedReason, error: string): string {
+    log.write({ event: "failed", method, host, port, reason, error });
+    return `${host}:${port} ${reason === "no answer" ? "does not answer" : "does not resolve"}: ${error}`;
+  }
+
+  function refused(method: string, host: string, port: number, why: string): string {
+    log.write({ event: "refused", method, host, port, why });
+    return `${host}:${port} is refused: ${why}`;
+  }
+
+  /** Sends a request on to `agent`'s host and streams the answer back; failures before the answer are 502. */
+  function pass(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    agent: http.Agent,
+    target: { host: string; port: number; path: string; headers: string[] },
+    report: { method: string; host: string; port: number },
+  ): void {
+    const upstream = http.request({ agent, host: target.host, port: target.port, method: req.method, path: target.path, headers: target.headers, setHost: false });
+    upstream.on("response", (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEndHeaders(answer.rawHeaders));
+      answer.pipe(res);
+      answer.on("error", () => res.destroy());
+    });
+    upstream.on("error", (err) => {
+      if (err instanceof ConnectFailure) {
+        answerResponse(res, 502, SiteProxyVerdict.failed, failed(report.method, report.host, report.port, err.reason, err.message));
+      } else {
+        log.write({ event: "error", error: err.message, method: report.method, host: report.host, port: report.port, status: res.headersSent ? undefined : 502 });
+        answerResponse(res, 502, SiteProxyVerdict.failed, `${report.host}:${report.port}: ${err.message}`);
+      }
+    });
+    res.on("close", () => {
+      if (!res.writableFinished) upstream.destroy();
+    });
+    req.pipe(upstream);
+  }
+
+  /** A request for a synthetic site: to the gateway's /website/<site>/<path>, with X-Forwarded-Host/-Proto. */
+  function toGateway(req: http.IncomingMessage, res: http.ServerResponse, site: string, authority: string, proto: "http" | "https", path: string, host: string, port: number): void {
+    const headers = withoutHeader(withoutHeader(withoutHeader(endToEndHeaders(req.rawHeaders), "host"), "x-forwarded-host"), "x-forwarded-proto");
+    headers.unshift("Host", gateway.host);
+    headers.push("X-Forwarded-Host", authority, "X-Forwarded-Proto", proto);
+    pass(req, res, gatewayAgent, { host: gatewayHost, port: gatewayPort, path: `${gatewayPrefix}/website/${site}${path}`, headers }, { method: req.method ?? "GET", host, port });
+  }
+
+  function onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const target = parseAbsoluteForm(req.url ?? "");
+    if (!target) {
+      const message = `not a proxy request: "${req.method} ${req.url}"; send an absolute http:// URL or CONNECT host:port`;
+      log.write({ event: "error", error: message, client: req.socket.remoteAddress, method: req.method, status: 400 });
+      answerResponse(res, 400, SiteProxyVerdict.badRequest, message);
+      return;
+    }
+    const method = req.method ?? "GET";
+    const route = router.route(target.host);
+    if (route.kind === "synthetic") {
+      toGateway(req, res, route.site, target.authority, "http", target.path, target.host, target.port);
+    } else if (route.kind === "refused") {
+      answerResponse(res, 403, SiteProxyVerdict.refused, refused(method, target.host, target.port, route.why));
+    } else {
+      const headers = endToEndHeaders(req.rawHeaders);
+      if (!headers.some((_, i) => i % 2 === 0 && headers[i].toLowerCase() === "host")) headers.unshift("Host", target.authority);
+      pass(req, res, hostAgent, { host: target.host, port: target.port, path: target.path, headers }, { method, host: target.host, port: target.port });
+    }
+  }
+
+  /** A WebSocket (or other) upgrade: the request head written on a fresh connection, then bytes both ways. */
+  async function upgrade(req: http.IncomingMessage, client: net.Socket, head: Buffer, open: () => Promise<net.Socket>, path: string, headers: string[], report: { host: string; port: number }): Promise<void> {
+    client.on("error", () => client.destroy());
+    let upstream: net.Socket;
+    try {
+      upstream = await open();
+    } catch (err) {
+      const reason = err instanceof ConnectFailure ? err.reason : "no answer";
+      answerSocket(client, 502, SiteProxyVerdict.failed, failed(req.method ?? "GET", report.host, report.port, reason, (err as Error).message));
+      return;
+    }
+    const kept = withoutHeader(headers, "upgrade");
+    const upgradeTo = req.headers.upgrade ?? "websocket";
+    let text = `${req.method} ${path} HTTP/1.1\r\n`;
+    for (let i = 0; i < kept.length; i += 2) text += `${kept[i]}: ${kept[i + 1]}\r\n`;
+    text += `Connection: Upgrade\r\nUpgrade: ${upgradeTo}\r\n\r\n`;
+    upstream.write(text);
+    if (head.length > 0) upstream.write(head);
+    relay(client, upstream, idleTimeoutMs, () => {});
+  }
+
+  function onUpgradeThroughGateway(req: http.IncomingMessage, client: net.Socket, head: Buffer, site: string, authority: string, proto: "http" | "https", path: string, host: string, port: number): void {
+    // Sec-WebSocket-* and the rest are end-to-end; only Connection/Upgrade are rebuilt for the new hop.
+    const headers = withoutHeader(withoutHeader(withoutHeader(endToEndHeaders(req.rawHeaders), "host"), "x-forwarded-host"), "x-forwarded-proto");
+    headers.unshift("Host", gateway.host);
+    headers.push("X-Forwarded-Host", authority, "X-Forwarded-Proto", proto);
+    void upgrade(req, client, head, openGateway, `${gatewayPrefix}/website/${site}${path}`, headers, { host, port });
+  }
+
+  function onUpgrade(req: http.IncomingMessage, client: net.Socket, head: Buffer): void {
+    const target = parseAbsoluteForm(req.url ?? "");
+    if (!target) {
+      answerSocket(client, 400, SiteProxyVerdict.badRequest, `not a proxy request: "${req.method} ${req.url}"`);
+      return;
+    }
+    const route = router.route(target.host);
+    if (route.kind === "synthetic") {
+      onUpgradeThroughGateway(req, client, head, route.site, target.authority, "http", target.path, target.host, target.port);
+    } else if (route.kind === "refused") {
+      answerSocket(client, 403, SiteProxyVerdict.refused, refused(req.method ?? "GET", target.host, target.port, route.why));
+    } else {
+      const headers = endToEndHeaders(req.rawHeaders);
+      void upgrade(req, client, head, () => openLogged("HTTP", target.host, target.port), target.path, headers, target);
+    }
+  }
+
+  // Requests from inside a terminated TLS session to a synthetic name: the session's name decides the site.
+  const tunnels = new WeakMap<net.Socket, SyntheticTunnel>();
+  const inner = http.createServer(serverOptions);
+  inner.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const tunnel = tunnels.get(req.socket);
+    if (!tunnel) return answerResponse(res, 400, SiteProxyVerdict.badRequest, "no tunnel");
+    const authority = tunnel.port === 443 ? tunnel.host : `${tunnel.host}:${tunnel.port}`;
+    const path = (req.url ?? "/").startsWith("/") ? (req.url ?? "/") : (parseAbsoluteForm(req.url ?? "")?.path ?? "/");
+    toGateway(req, res, tunnel.site, authority, "https", path, tunnel.host, tunnel.port);
+  });
+  inner.on("upgrade", (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
+    const tunnel = tunnels.get(client);
+    if (!tunnel) return client.destroy();
+    const authority = tunnel.port === 443 ? tunnel.host : `${tunnel.host}:${tunnel.port}`;
+    onUpgradeThroughGateway(req, client, head, tunnel.site, authority, "https", req.url ?? "/", tunnel.host, tunnel.port);
+  });
+  inner.on("clientError", (err: NodeJS.ErrnoException, socket: net.Socket) => onClientError(err, socket));
+
+  /** CONNECT to a synthetic name: answer 200 and speak TLS as that name, with a leaf from the env CA. */
+  async function terminate(client: net.Socket, head: Buffer, site: string, host: string, port: number): Promise<void> {
+    let context: tls.SecureContext;
+    try {
+      context = await ca.contextFor(host);
+    } catch (err) {
+      log.write({ event: "error", error: `issuing a certificate for ${host}: ${(err as Error).message}`, method: "CONNECT", host, port, status: 502 });
+      answerSocket(client, 502, SiteProxyVerdict.failed, `cannot issue a certificate for ${host}`);
+      return;
+    }
+    if (client.destroyed) return;
+    const start = new Date();
+    const readBefore = client.bytesRead;
+    const writtenBefore = client.bytesWritten;
+    client.write("HTTP/1.1 200 Connection established\r\n\r\n");
+    const session = new tls.TLSSocket(client, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] });
+    if (head.length > 0) client.unshift(head);
+    tunnels.set(session, { site, host, port });
+    session.setTimeout(idleTimeoutMs);
+    session.on("timeout", () => session.destroy());
+    session.on("error", (err) => {
+      log.write({ event: "error", error: `TLS with the computer for ${host}: ${err.message}`, client: client.remoteAddress, method: "CONNECT", host, port });
+      session.destroy();
+    });
+    session.once("close", () => {
+      client.destroy();
+      log.write({
+        event: "connection",
+        method: "CONNECT",
+        host,
+        port,
+        address: `${gatewayHost}:${gatewayPort}`,
+        site,
+        bytesToHost: client.bytesRead - readBefore,
+        bytesFromHost: client.bytesWritten - writtenBefore,
+        start: start.toISOString(),
+        durationMs: Date.now() - start.getTime(),
+      });
+    });
+    inner.emit("connection", session);
+  }
+
+  /** CONNECT to a host the computer reaches: a byte tunnel, never decrypted. */
+  async function tunnel(client: net.Socket, head: Buffer, host: string, port: number): Promise<void> {
+    let upstream: net.Socket;
+    try {
+      upstream = await openLogged("CONNECT", host, port);
+    } catch (err) {
+      const reason = err instanceof ConnectFailure ? err.reason : "no answer";
+      answerSocket(client, 502, SiteProxyVerdict.failed, failed("CONNECT", host, port, reason, (err as Error).message));
+      return;
+    }
+    if (client.destroyed) {
+      upstream.destroy();
+      return;
+    }
+    client.write("HTTP/1.1 200 Connection established\r\n\r\n");
+    if (head.length > 0) upstream.write(head);
+    relay(client, upstream, idleTimeoutMs, () => {});
+  }
+
+  function onConnect(req: http.IncomingMessage, client: net.Socket, head: Buffer): void {
+    client.setNoDelay(true);
+    client.on("error", () => client.destroy());
+    const target = parseAuthority(req.url ?? "");
+    if (!target) {
+      const message = `CONNECT needs host:port, got "${req.url}"`;
+      log.write({ event: "error", error: message, client: client.remoteAddress, method: "CONNECT", status: 400 });
+      answerSocket(client, 400, SiteProxyVerdict.badRequest, message);
+      return;
+    }
+    const route = router.route(target.host);
+    if (route.kind === "synthetic") void terminate(client, head, route.site, target.host, target.port);
+    else if (route.kind === "refused") answerSocket(client, 403, SiteProxyVerdict.refused, refused("CONNECT", target.host, target.port, route.why));
+    else void tunnel(client, head, target.host, target.port);
+  }
+
+  /** A request node's parser refused (malformed request line, headers over 64 KiB, ...): 400 and a log line. */
+  function onClientError(err: NodeJS.ErrnoException, socket: net.Socket): void {
+    const code = err.code ?? "";
+    if (code.startsWith("HPE_") && code !== "HPE_INVALID_EOF_STATE") {
+      const message = code === "HPE_HEADER_OVERFLOW" ? `request headers larger than ${MAX_HEADER_BYTES} bytes` : `malformed request (${code}: ${err.message})`;
+      log.write({ event: "error", error: message, client: socket.remoteAddress, status: 400 });
+      answerSocket(socket, 400, SiteProxyVerdict.badRequest, message);
+      return;
+    }
+    if (code !== "ECONNRESET" && code !== "EPIPE" && code !== "ERR_HTTP_REQUEST_TIMEOUT") log.write({ event: "error", error: err.message, client: socket.remoteAddress });
+    socket.destroy();
+  }
+
+  const server = http.createServer(serverOptions);
+  server.on("request", onRequest);
+  server.on("connect", onConnect);
+  server.on("upgrade", onUpgrade);
+  server.on("clientError", onClientError);
+  server.on("close", () => {
+    hostAgent.destroy();
+    gatewayAgent.destroy();
+    inner.close();
+  });
+  return server;
+}

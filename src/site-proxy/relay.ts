@@ -1,0 +1,61 @@
+// Relaying bytes between two sockets until both sides are done, with the two waits DESIGN bounds: a connection
+// with no traffic either way ends after the idle timeout, and so does a write to a peer that stopped reading
+// (even while the other direction is busy, which would keep the sockets' own idle timers from firing).
+import type { Duplex } from "node:stream";
+
+export interface RelayEnd {
+  /** Why the relay ended when it was not both sides closing: `idle`, `stalled write`, or an error's message. */
+  endedBy?: string;
+}
+
+interface Relayed {
+  setTimeout(ms: number): unknown;
+  once(event: "timeout", listener: () => void): unknown;
+}
+
+/**
+ * Copies `from` into `to`, pausing `from` while `to` is full. `onStall` runs when `to` has not drained
+ * for `stallMs`.
+ */
+function forward(from: Duplex, to: Duplex, stallMs: number, onStall: () => void): void {
+  let stallTimer: NodeJS.Timeout | undefined;
+  const onDrain = () => {
+    clearTimeout(stallTimer);
+    stallTimer = undefined;
+    from.resume();
+  };
+  from.on("data", (chunk: Buffer) => {
+    if (!to.write(chunk) && stallTimer === undefined) {
+      from.pause();
+      stallTimer = setTimeout(onStall, stallMs);
+      to.once("drain", onDrain);
+    }
+  });
+  from.once("end", () => to.end());
+  from.once("close", () => clearTimeout(stallTimer));
+}
+
+/** Relays `client` <-> `upstream` and calls `onEnd` once, when both sockets are closed. */
+export function relay(client: Duplex & Relayed, upstream: Duplex & Relayed, idleTimeoutMs: number, onEnd: (end: RelayEnd) => void): void {
+  let endedBy: string | undefined;
+  let open = 2;
+  const stop = (why: string) => {
+    endedBy ??= why;
+    client.destroy();
+    upstream.destroy();
+  };
+  const closed = () => {
+    if (--open === 0) onEnd({ endedBy });
+  };
+  for (const socket of [client, upstream]) {
+    socket.setTimeout(idleTimeoutMs);
+    socket.once("timeout", () => stop("idle"));
+    socket.on("error", (err: NodeJS.ErrnoException) => stop(err.code ?? err.message));
+    if ((socket as Duplex).closed) {
+      queueMicrotask(closed);
+      stop("closed before the relay started");
+    } else socket.once("close", closed);
+  }
+  forward(client, upstream, idleTimeoutMs, () => stop("stalled write"));
+  forward(upstream, client, idleTimeoutMs, () => stop("stalled write"));
+}
