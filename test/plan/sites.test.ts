@@ -1,0 +1,80 @@
+import { describe, expect, it } from "vitest";
+import { formatProblem } from "../../src/plan/problems";
+import { websiteProblems } from "../../src/plan/sites";
+import { websites } from "./fixtures";
+
+function problemsOf(site: Record<string, unknown>): string[] {
+  const config = websites({ s: site });
+  return websiteProblems("s", config.s).map(formatProblem);
+}
+
+describe("a synthetic site", () => {
+  it("may claim names and wildcards, with settings and secret settings", () => {
+    expect(problemsOf({ domains: ["shop.test", "*.shop.test"], settings: { a: 1 }, secretSettings: { token: "shopToken" } })).toEqual([]);
+  });
+
+  it("may claim no name (reached through the gateway only)", () => {
+    expect(problemsOf({ domains: [] })).toEqual([]);
+  });
+
+  it("may not have allowHosts", () => {
+    expect(problemsOf({ domains: ["shop.test"], allowHosts: ["cdn.test"] })).toEqual([
+      "multienv:websites.s.allowHosts: only a live site has allowHosts; remove them or set live: true",
+    ]);
+  });
+
+  it("may not claim an address or a localhost name", () => {
+    expect(problemsOf({ domains: ["10.0.0.1", "shop.localhost"] })).toEqual([
+      `multienv:websites.s.domains[0]: "10.0.0.1" is an address; a site's names must be host names`,
+      `multienv:websites.s.domains[1]: "shop.localhost" is a localhost name, which a browser takes to its own loopback without the proxy; a site's names must be other host names`,
+    ]);
+  });
+
+  it("may not list a name twice or write a bad name", () => {
+    expect(problemsOf({ domains: ["shop.test", "shop.test", "Shop.test"] })).toEqual([
+      `multienv:websites.s.domains[1]: "shop.test" is listed twice; remove one`,
+      `multienv:websites.s.domains[2]: "Shop.test" has upper case letters; write "shop.test"`,
+    ]);
+  });
+});
+
+describe("a live site", () => {
+  it("with domains and allowHosts is fine", () => {
+    expect(problemsOf({ live: true, domains: ["github.com", "*.github.com"], allowHosts: ["*.githubassets.com"] })).toEqual([]);
+  });
+
+  it("needs at least one domain", () => {
+    expect(problemsOf({ live: true, domains: [] })).toEqual([
+      "multienv:websites.s.domains: a live site needs at least one domain: the real site's names, e.g. github.com",
+    ]);
+  });
+
+  it("has no frontend", () => {
+    expect(problemsOf({ live: true, domains: ["github.com"], frontend: { port: 80 } })).toEqual([
+      "multienv:websites.s.frontend: a live site serves no pages, so it has no frontend; remove frontend or set live: false",
+    ]);
+  });
+
+  it("refuses an address as a domain, naming it", () => {
+    expect(problemsOf({ live: true, domains: ["github.com", "140.82.112.3"] })).toEqual([
+      `multienv:websites.s.domains[1]: "140.82.112.3" is an address; a live site's names must be host names`,
+    ]);
+  });
+
+  it("refuses an address, an IPv6 address and localhost names as allowed hosts", () => {
+    expect(problemsOf({ live: true, domains: ["github.com"], allowHosts: ["1.2.3.4", "::1", "localhost", "*.localhost"] })).toEqual([
+      `multienv:websites.s.allowHosts[0]: "1.2.3.4" is an address; a live site's allowed hosts must be host names`,
+      `multienv:websites.s.allowHosts[1]: "::1" is an address; a live site's allowed hosts must be host names`,
+      `multienv:websites.s.allowHosts[2]: "localhost" is a localhost name, which a browser takes to its own loopback without the proxy; a live site's allowed hosts must be other host names`,
+      `multienv:websites.s.allowHosts[3]: "*.localhost" is a localhost name, which a browser takes to its own loopback without the proxy; a live site's allowed hosts must be other host names`,
+    ]);
+  });
+});
+
+describe("settings", () => {
+  it("a setting is either plain or secret", () => {
+    expect(problemsOf({ domains: ["shop.test"], settings: { token: "x" }, secretSettings: { token: "shopToken" } })).toEqual([
+      `multienv:websites.s.secretSettings.token: setting "token" is also in settings; a setting is either plain or secret, so remove it from one`,
+    ]);
+  });
+});

@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest";
+import { formatProblem } from "../../src/plan/problems";
+import { startTabProblems } from "../../src/plan/start-tabs";
+import { stackConfig } from "./fixtures";
+
+const config = stackConfig({
+  websites: {
+    shop: { domains: ["shop.test", "*.shop.test"] },
+    gh: { live: true, domains: ["github.com"], allowHosts: ["*.githubassets.com"] },
+  },
+  computers: {
+    desk: { network: "none", startTabs: [] },
+    open: { network: "allow-all", routesSites: false, startTabs: [] },
+  },
+});
+
+function problemsFor(computer: "desk" | "open", startTabs: string[]): string[] {
+  return startTabProblems(computer, { ...config.computers[computer], startTabs }, config.websites).map(formatProblem);
+}
+
+describe("start tabs", () => {
+  it("a routing computer may open tabs at synthetic names, names under a wildcard, and live hosts", () => {
+    expect(problemsFor("desk", ["https://shop.test/", "http://a.b.shop.test:8080/x?y", "https://github.com/", "https://x.githubassets.com/a.js"])).toEqual([]);
+  });
+
+  it("a routing computer may not open a tab at a host no website claims; the refusal names the host and the computer", () => {
+    expect(problemsFor("desk", ["https://shop.test/", "https://example.com/path"])).toEqual([
+      `multienv:computers.desk.startTabs[1]: "example.com" is claimed by no website of the env, so computer desk, which routes sites, cannot open a start tab there; add it to a website's domains or remove the tab`,
+    ]);
+  });
+
+  it("a wildcard does not claim its bare suffix", () => {
+    expect(problemsFor("desk", ["https://test/"])).toHaveLength(1);
+  });
+
+  it("a computer that does not route sites may open tabs anywhere", () => {
+    expect(problemsFor("open", ["https://example.com/"])).toEqual([]);
+  });
+
+  it("every computer's tabs must be http(s) URLs", () => {
+    expect(problemsFor("open", ["file:///etc/passwd", "shop.test"])).toEqual([
+      `multienv:computers.open.startTabs[0]: "file:///etc/passwd" is not an http(s) URL; a start tab is an http(s) URL such as https://shop.test/`,
+      `multienv:computers.open.startTabs[1]: "shop.test" is not a URL; a start tab is an http(s) URL such as https://shop.test/`,
+    ]);
+  });
+});
