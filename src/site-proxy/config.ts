@@ -4,6 +4,9 @@ import { z } from "zod";
 
 export const CONFIG_ENV = "MULTIENV_SITE_PROXY_CONFIG";
 
+/** Exit status for a configuration the proxy cannot start with; the supervisor does not restart on it. */
+export const BAD_CONFIG_EXIT = 2;
+
 const port = z.number().int().min(0).max(65535);
 const listen = z.object({ host: z.string().min(1), port }).strict();
 /** `host:port`, the host possibly a bracketed IPv6 address. */

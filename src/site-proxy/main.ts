@@ -1,9 +1,6 @@
 // multienv-site-proxy: reads MULTIENV_SITE_PROXY_CONFIG, starts the proxy and prints its startup line (with the
 // bound ports) on stdout. A bad configuration is one line naming the field, and exit status 2.
-import { ConfigError, configFromEnv } from "./config";
-
-/** Exit status for a configuration the proxy cannot start with; the supervisor does not restart on it. */
-export const BAD_CONFIG_EXIT = 2;
+import { BAD_CONFIG_EXIT, ConfigError, configFromEnv } from "./config";
 
 async function main(): Promise<void> {
   let config;

@@ -1,0 +1,131 @@
+// DESIGN "Site proxy": a synthetic name always wins (also inside a wildcard the computer reaches), and goes to the
+// gateway's /website/<site>/ with X-Forwarded-Host/-Proto; CONNECT to it is TLS terminated with a leaf for exactly
+// that name from the env CA, which a browser trusting the CA loads without a certificate error.
+import { execFileSync } from "node:child_process";
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as tls from "node:tls";
+import { chromium } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cleanup, connectThrough, curl, type ProxyProcess, startDns, startHttpServer, startProxy, tempDir, type TestHttpServer } from "./helpers";
+
+let gateway: TestHttpServer;
+let live: TestHttpServer;
+let proxy: ProxyProcess;
+
+beforeAll(async () => {
+  gateway = await startHttpServer((req) => `<html><head><title>shop</title></head><body>the shop at ${req.url}</body></html>`);
+  live = await startHttpServer(() => "the live site itself");
+  const dns = await startDns({ "www.live.test": ["127.0.0.1"], "shop.live.test": ["127.0.0.1"] });
+  proxy = await startProxy({
+    gateway: gateway.url,
+    sites: { shop: ["shop.test", "*.shop.test"], docs: ["shop.live.test"] },
+    // The computer reaches the live wildcard *.live.test; shop.live.test inside it is still the synthetic site's.
+    reach: ["*.live.test"],
+    dnsServers: [dns.server],
+  });
+});
+afterAll(cleanup);
+
+function lastGatewayRequest() {
+  return gateway.requests[gateway.requests.length - 1];
+}
+
+describe("synthetic names", () => {
+  it("sends plain HTTP for a synthetic name to the gateway's /website/<site>/ path, query and encoding kept", async () => {
+    const result = await curl(proxy.url, "http://shop.test/cart/a%2Fb?item=1&x=%20");
+    expect(result.status).toBe(200);
+    expect(result.body).toContain("the shop at /website/shop/cart/a%2Fb?item=1&x=%20");
+    const seen = lastGatewayRequest();
+    expect(seen.url).toBe("/website/shop/cart/a%2Fb?item=1&x=%20");
+    expect(seen.headers["x-forwarded-host"]).toBe("shop.test");
+    expect(seen.headers["x-forwarded-proto"]).toBe("http");
+    expect(seen.headers["host"]).toBe(new URL(gateway.url).host);
+  });
+
+  it("routes names under a synthetic wildcard to its site", async () => {
+    const result = await curl(proxy.url, "http://api.eu.shop.test:8080/v1");
+    expect(result.status).toBe(200);
+    expect(lastGatewayRequest().url).toBe("/website/shop/v1");
+    expect(lastGatewayRequest().headers["x-forwarded-host"]).toBe("api.eu.shop.test:8080");
+  });
+
+  it("gives a synthetic name inside a live wildcard the computer reaches to the synthetic site, not the live host", async () => {
+    const viaSynthetic = await curl(proxy.url, "http://shop.live.test/");
+    expect(viaSynthetic.body).toContain("the shop at /website/docs/");
+    const liveHost = await curl(proxy.url, `http://www.live.test:${live.port}/`);
+    expect(liveHost.body).toBe("the live site itself");
+  });
+
+  it("terminates TLS for CONNECT to a synthetic name with a leaf for exactly that name, issued by the env CA and cached", async () => {
+    const caPem = fs.readFileSync(proxy.caCertPath, "utf8");
+    const peers: tls.PeerCertificate[] = [];
+    for (let i = 0; i < 2; i++) {
+      const { socket, status } = await connectThrough(proxy.port, "shop.test:443");
+      expect(status).toBe(200);
+      const secure = tls.connect({ socket, servername: "shop.test", ca: caPem });
+      await new Promise<void>((resolve, reject) => secure.once("secureConnect", resolve).once("error", reject));
+      expect(secure.authorized).toBe(true);
+      peers.push(secure.getPeerCertificate());
+      secure.write("GET /orders?id=7 HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n");
+      const answer = await new Promise<string>((resolve) => {
+        let text = "";
+        secure.on("data", (d: Buffer) => (text += d.toString()));
+        secure.on("close", () => resolve(text));
+      });
+      expect(answer).toContain("the shop at /website/shop/orders?id=7");
+    }
+    expect(peers[0].subjectaltname).toBe("DNS:shop.test");
+    expect(peers[0].subject.CN).toBe("shop.test");
+    expect(new crypto.X509Certificate(caPem).subject).toContain(peers[0].issuer.CN);
+    expect(peers[1].serialNumber).toBe(peers[0].serialNumber); // the leaf is issued once and kept
+    expect(lastGatewayRequest().headers["x-forwarded-proto"]).toBe("https");
+    expect(lastGatewayRequest().headers["x-forwarded-host"]).toBe("shop.test");
+  });
+
+  it("serves several requests in one TLS session to the gateway (curl with the CA)", async () => {
+    // curl pairs -o with URLs in order: the helper's body file takes /one, /dev/null takes /two.
+    const result = await curl(proxy.url, "https://shop.test/two", ["--cacert", proxy.caCertPath, "-v", "https://shop.test/one", "-o", "/dev/null"]);
+    expect(result.exitCode).toBe(0);
+    expect(result.body).toContain("/website/shop/one");
+    expect(result.stderr).toMatch(/Re-using existing connection/);
+    expect(gateway.requests.slice(-2).map((r) => r.url)).toEqual(["/website/shop/one", "/website/shop/two"]);
+  });
+
+  it("loads https://shop.test/ in headless Chromium trusting the env CA, without a certificate error", async () => {
+    const home = tempDir();
+    const nssdb = path.join(home, ".pki/nssdb");
+    fs.mkdirSync(nssdb, { recursive: true });
+    execFileSync("certutil", ["-d", `sql:${nssdb}`, "-N", "--empty-password"]);
+    execFileSync("certutil", ["-d", `sql:${nssdb}`, "-A", "-t", "C,,", "-n", "multienv env CA", "-i", proxy.caCertPath]);
+    const browser = await chromium.launch({
+      executablePath: "/usr/bin/chromium",
+      env: { ...process.env, HOME: home },
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        `--proxy-server=${proxy.url}`,
+      ],
+    });
+    try {
+      const page = await browser.newPage();
+      const certificateErrors: string[] = [];
+      page.on("requestfailed", (r) => certificateErrors.push(`${r.url()}: ${r.failure()?.errorText}`));
+      const response = await page.goto("https://shop.test/");
+      expect(certificateErrors).toEqual([]);
+      expect(response?.status()).toBe(200);
+      expect(await page.textContent("body")).toBe("the shop at /website/shop/");
+      const security = await response!.securityDetails();
+      expect(security?.subjectName).toBe("shop.test");
+      expect(security?.issuer).toMatch(/multienv env CA/);
+      expect(lastGatewayRequest().headers["x-forwarded-proto"]).toBe("https");
+    } finally {
+      await browser.close();
+    }
+  });
+});
