@@ -1,0 +1,104 @@
+// The pieces of the capture collector: a `@pulumi/command` local.Command the program declares when capture
+// is on, whose *delete* step runs the same collection `multienv collect` does. It depends on the gateway, the
+// captures volume and the computers' proxies, so on a plain `pulumi destroy` the engine deletes it (and so
+// collects) while they still exist. Everything the delete step needs travels in its environment, which Pulumi
+// keeps (encrypted, since the control token is a secret) in the resource's state.
+//
+// Pure: the program builds these from the plan and its outputs; `multienv collect --from-env` reads them back.
+import type { LiveWebsiteMark, Plan } from "../plan/types";
+
+/** The environment variables the delete step reads. */
+export const COLLECTOR_ENV = {
+  stack: "MULTIENV_STACK",
+  gatewayUrl: "MULTIENV_GATEWAY_URL",
+  controlToken: "MULTIENV_CONTROL_TOKEN",
+  /** JSON CollectorContext. */
+  context: "MULTIENV_COLLECT_CONTEXT",
+  /** Optional: where to store artifacts (default artifacts/<stack> under the working directory). */
+  artifactsDir: "MULTIENV_ARTIFACTS_DIR",
+} as const;
+
+/** What the collection needs to know about the env besides how to reach its gateway. */
+export interface CollectorContext {
+  computers: string[];
+  syntheticDomains: string[];
+  live: boolean;
+  liveWebsites: LiveWebsiteMark[];
+  captureTraffic: boolean;
+}
+
+/** The collection context of a planned env. */
+export function collectorContext(plan: Plan): CollectorContext {
+  return {
+    computers: plan.computers.map((c) => c.name),
+    syntheticDomains: plan.websites.filter((w) => !w.live).flatMap((w) => w.domains),
+    live: plan.live,
+    liveWebsites: plan.liveWebsites,
+    captureTraffic: plan.capture.enabled,
+  };
+}
+
+export interface CaptureCollectorOptions {
+  /** Make a failed collection fail the delete step, so `pulumi destroy` stops before the captures are gone. */
+  failOnCaptureError?: boolean;
+}
+
+/**
+ * The local.Command's commands. `create` does nothing (the collector exists only to be deleted); `delete` runs
+ * the collection from the project directory (the program's working directory, where the command provider runs).
+ */
+export function captureCollectorCommands(options: CaptureCollectorOptions = {}): { create: string; delete: string } {
+  const flags = options.failOnCaptureError ? " --fail-on-capture-error" : "";
+  return {
+    create: "true",
+    delete: `node bin/multienv.js collect --from-env${flags}`,
+  };
+}
+
+/** The delete step's environment (values may be Pulumi Outputs in the program; here they are the plain strings). */
+export function captureCollectorEnvironment(values: {
+  stack: string;
+  gatewayUrl: string;
+  controlToken: string;
+  context: CollectorContext;
+}): Record<string, string> {
+  return {
+    [COLLECTOR_ENV.stack]: values.stack,
+    [COLLECTOR_ENV.gatewayUrl]: values.gatewayUrl,
+    [COLLECTOR_ENV.controlToken]: values.controlToken,
+    [COLLECTOR_ENV.context]: JSON.stringify(values.context),
+  };
+}
+
+/** Reads the collector's environment back; a one-line error naming the variable when one is missing or bad. */
+export function readCollectorEnvironment(env: NodeJS.ProcessEnv): {
+  stack: string;
+  gatewayUrl: string;
+  controlToken: string;
+  context: CollectorContext;
+  artifactsDir?: string;
+} {
+  const required = (name: string) => {
+    const value = env[name];
+    if (value === undefined || value === "") throw new Error(`collect --from-env: ${name} is not set; the capture collector's delete step sets it`);
+    return value;
+  };
+  const stack = required(COLLECTOR_ENV.stack);
+  const gatewayUrl = required(COLLECTOR_ENV.gatewayUrl);
+  const controlToken = required(COLLECTOR_ENV.controlToken);
+  let context: CollectorContext;
+  try {
+    const parsed = JSON.parse(required(COLLECTOR_ENV.context)) as Partial<CollectorContext>;
+    context = {
+      computers: parsed.computers ?? [],
+      syntheticDomains: parsed.syntheticDomains ?? [],
+      live: parsed.live === true,
+      liveWebsites: parsed.liveWebsites ?? [],
+      captureTraffic: parsed.captureTraffic !== false,
+    };
+  } catch (error) {
+    if (error instanceof SyntaxError) throw new Error(`collect --from-env: ${COLLECTOR_ENV.context} is not JSON (${error.message})`);
+    throw error;
+  }
+  return { stack, gatewayUrl, controlToken, context, artifactsDir: env[COLLECTOR_ENV.artifactsDir] || undefined };
+}

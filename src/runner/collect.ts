@@ -1,0 +1,233 @@
+// Collection: a run's captures and evidence, stored under artifacts/<stack>/.
+// Every capture traffic/v1 lists is downloaded to traffic/<name> (atomically), checked against its listed size
+// and recorded with its SHA-256 in run.json; a capture already stored complete is skipped, so collecting again
+// (by `collect`, by `down`, or by the collector's delete step during `pulumi destroy`) only fetches what is new.
+// Each computer's site-proxy log is stored too and gives run.json its `publicHostsContacted`.
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { mkdir, rename, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { CARD_PATH, type AgentEnvCard } from "../protocol/card";
+import { fetchTrafficCapture, listTrafficCaptures, parseCaptureName, servesTraffic, type TrafficCapture } from "../protocol/traffic";
+import { PROXY_LOGS_DIR, TRAFFIC_DIR, temporaryPathFor, writeFileAtomic } from "./artifacts";
+import { RunnerError } from "./errors";
+import { fetchProxyLog, publicHostsInLog } from "./evidence";
+import type { GatewayAccess } from "./outputs";
+import {
+  readRunRecord,
+  withReproducibility,
+  writeRunRecord,
+  type CaptureErrorRecord,
+  type CaptureRecord,
+  type DeployedMarks,
+  type RunRecord,
+} from "./run-record";
+
+/** Collection failed under --fail-on-capture-error; `what` says which captures and why. */
+export class CaptureCollectionError extends RunnerError {
+  constructor(
+    readonly stackName: string,
+    readonly what: string,
+  ) {
+    super(`${what}; run \`multienv collect ${stackName}\` again while the env is up`);
+  }
+}
+
+export interface CollectOptions {
+  stack: string;
+  access: GatewayAccess;
+  /** artifacts/<stack> */
+  artifactsDir: string;
+  /** The stack's live marks; when absent the record keeps what an earlier collection wrote. */
+  marks?: DeployedMarks;
+  /** Whether the env captures traffic; when absent the gateway's card says (traffic/v1 declared or not). */
+  captureTraffic?: boolean;
+  /** Computers whose site-proxy logs are evidence. */
+  computers: string[];
+  /** Synthetic sites' domain patterns (connections to them are not public). */
+  syntheticDomains: string[];
+  /** Fail (throw, after writing run.json) when a capture could not be collected. Default: warn and go on. */
+  failOnCaptureError?: boolean;
+  /** Progress and warnings, one line each. */
+  log?: (line: string) => void;
+}
+
+export interface CollectResult {
+  record: RunRecord;
+  downloaded: string[];
+  skipped: string[];
+  captureErrors: CaptureErrorRecord[];
+}
+
+async function sha256Of(path: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
+
+async function sizeOf(path: string): Promise<number | undefined> {
+  try {
+    return (await stat(path)).size;
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when `listed` is stored complete: recorded with the same listed size and time, and the file is there at the recorded size. */
+async function isStored(listed: TrafficCapture, record: RunRecord, artifactsDir: string): Promise<boolean> {
+  const stored = record.captures.find((c) => c.name === listed.name);
+  if (stored === undefined || stored.listedBytes !== listed.bytes || stored.modified !== listed.modified) return false;
+  return (await sizeOf(join(artifactsDir, stored.file))) === stored.bytes;
+}
+
+/** The listed captures not yet stored complete in `artifactsDir`. */
+export async function uncollectedCaptures(listing: TrafficCapture[], record: RunRecord, artifactsDir: string): Promise<TrafficCapture[]> {
+  const pending: TrafficCapture[] = [];
+  for (const listed of listing) if (!(await isStored(listed, record, artifactsDir))) pending.push(listed);
+  return pending;
+}
+
+/** Downloads one capture to traffic/<name> (temporary file, then rename) and returns its record. */
+async function downloadCapture(access: GatewayAccess, listed: TrafficCapture, artifactsDir: string): Promise<CaptureRecord> {
+  if (parseCaptureName(listed.name) === undefined) throw new Error(`the listing names ${JSON.stringify(listed.name)}, which is not a capture file name; not stored`);
+  const file = `${TRAFFIC_DIR}/${listed.name}`;
+  const destination = join(artifactsDir, file);
+  await mkdir(join(artifactsDir, TRAFFIC_DIR), { recursive: true });
+  const temporary = temporaryPathFor(destination);
+  try {
+    const { bytes } = await fetchTrafficCapture(access.gatewayUrl, access.controlToken, listed.name, temporary);
+    // The newest file is still being written: it may have grown since it was listed, never shrunk.
+    if (bytes < listed.bytes) {
+      throw new Error(`capture ${listed.name}: got ${bytes} bytes but the listing said ${listed.bytes} (rotated or cut while downloading); collect again`);
+    }
+    const sha256 = await sha256Of(temporary);
+    await rename(temporary, destination);
+    return {
+      name: listed.name,
+      site: listed.site,
+      container: listed.container,
+      bytes,
+      listedBytes: listed.bytes,
+      modified: listed.modified,
+      sha256,
+      file,
+      collectedAt: new Date().toISOString(),
+    };
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw error;
+  }
+}
+
+/** Whether the gateway declares traffic/v1 in its card. */
+async function gatewayServesTraffic(gatewayUrl: string): Promise<boolean> {
+  const response = await fetch(gatewayUrl.replace(/\/+$/, "") + CARD_PATH);
+  if (!response.ok) throw new Error(`reading the gateway's card: HTTP ${response.status}`);
+  return servesTraffic((await response.json()) as AgentEnvCard);
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Collects captures into `record` (mutated copy returned) and says what happened. */
+async function collectCapturesInto(options: CollectOptions, record: RunRecord) {
+  const { access, artifactsDir, log = () => {} } = options;
+  const downloaded: string[] = [];
+  const skipped: string[] = [];
+  const errors: CaptureErrorRecord[] = [];
+  const at = () => new Date().toISOString();
+  let listing: TrafficCapture[];
+  try {
+    listing = await listTrafficCaptures(access.gatewayUrl, access.controlToken);
+  } catch (error) {
+    errors.push({ error: message(error), at: at() });
+    return { record: { ...record, captureErrors: errors }, downloaded, skipped, errors };
+  }
+  const pending = new Set((await uncollectedCaptures(listing, record, artifactsDir)).map((c) => c.name));
+  const captures = new Map(record.captures.map((c) => [c.name, c]));
+  for (const listed of listing) {
+    if (!pending.has(listed.name)) {
+      skipped.push(listed.name);
+      continue;
+    }
+    try {
+      const stored = await downloadCapture(access, listed, artifactsDir);
+      captures.set(stored.name, stored);
+      downloaded.push(stored.name);
+      log(`collected ${stored.file} (${stored.bytes} bytes, sha256 ${stored.sha256.slice(0, 12)}…)`);
+    } catch (error) {
+      errors.push({ name: listed.name, error: message(error), at: at() });
+    }
+  }
+  return { record: { ...record, captures: [...captures.values()], captureErrors: errors }, downloaded, skipped, errors };
+}
+
+/** Fetches each computer's site-proxy log, stores it, and records the public hosts it shows. */
+async function gatherEvidenceInto(options: CollectOptions, record: RunRecord): Promise<RunRecord> {
+  const { access, artifactsDir, log = () => {} } = options;
+  const evidence = { ...record.evidence };
+  // Hosts seen earlier stay: a log fetched now may be shorter (a replaced proxy) but what happened, happened.
+  const hosts = new Set(record.publicHostsContacted);
+  for (const computer of options.computers) {
+    const fetchedAt = new Date().toISOString();
+    try {
+      const text = await fetchProxyLog(access.gatewayUrl, access.controlToken, computer);
+      const logFile = `${PROXY_LOGS_DIR}/${computer}.jsonl`;
+      await writeFileAtomic(join(artifactsDir, logFile), text);
+      const found = publicHostsInLog(text, options.syntheticDomains);
+      const previous = evidence[computer]?.publicHosts ?? [];
+      const publicHosts = [...new Set([...previous, ...found.publicHosts])].sort();
+      publicHosts.forEach((h) => hosts.add(h));
+      evidence[computer] = { log: logFile, connections: found.connections, publicHosts, fetchedAt };
+    } catch (error) {
+      log(`warning: stack ${options.stack}: ${message(error)}; the run is marked not reproducible since its traffic is unknown`);
+      evidence[computer] = { ...evidence[computer], connections: evidence[computer]?.connections ?? 0, publicHosts: evidence[computer]?.publicHosts ?? [], error: message(error), fetchedAt };
+    }
+  }
+  return { ...record, evidence, publicHostsContacted: [...hosts].sort() };
+}
+
+/**
+ * Collects a run: captures (when the env captures traffic), each computer's site-proxy log, and run.json with
+ * the live marks and reproducibility. Capture failures are warnings unless `failOnCaptureError`, in which case
+ * this throws a RunnerError once run.json is written (so what did arrive is still recorded).
+ */
+export async function collectRun(options: CollectOptions): Promise<CollectResult> {
+  const { stack, artifactsDir, log = () => {} } = options;
+  let record = await readRunRecord(artifactsDir, stack);
+  if (options.marks) record = { ...record, ...options.marks };
+
+  let captureTraffic = options.captureTraffic;
+  let result = { record, downloaded: [] as string[], skipped: [] as string[], errors: [] as CaptureErrorRecord[] };
+  if (captureTraffic === undefined) {
+    try {
+      captureTraffic = await gatewayServesTraffic(options.access.gatewayUrl);
+    } catch (error) {
+      // Unknown whether it captures: treat as capturing, so the failure is reported rather than skipped.
+      captureTraffic = true;
+      result.errors.push({ error: message(error), at: new Date().toISOString() });
+    }
+  }
+  record = { ...record, captureTraffic };
+  if (captureTraffic && result.errors.length === 0) result = await collectCapturesInto(options, record);
+  else result = { ...result, record: { ...record, captureErrors: result.errors } };
+
+  record = withReproducibility(await gatherEvidenceInto(options, result.record));
+  await writeRunRecord(artifactsDir, record);
+
+  if (result.errors.length > 0) {
+    const summary = result.errors.map((e) => (e.name ? `${e.name}: ${e.error}` : e.error)).join("; ");
+    const line = `stack ${stack}: ${result.errors.length} capture(s) not collected (${summary})`;
+    if (options.failOnCaptureError) throw new CaptureCollectionError(stack, line);
+    log(`warning: ${line}; the run goes on (pass --fail-on-capture-error to make this fail)`);
+  }
+  return { record, downloaded: result.downloaded, skipped: result.skipped, captureErrors: result.errors };
+}
+
+/** The listed captures not yet stored; used by `down` to decide whether to collect first. Throws when listing fails. */
+export async function pendingCaptures(options: Pick<CollectOptions, "stack" | "access" | "artifactsDir">): Promise<TrafficCapture[]> {
+  const record = await readRunRecord(options.artifactsDir, options.stack);
+  const listing = await listTrafficCaptures(options.access.gatewayUrl, options.access.controlToken);
+  return uncollectedCaptures(listing, record, options.artifactsDir);
+}

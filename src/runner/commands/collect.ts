@@ -1,0 +1,66 @@
+// `multienv collect <stack>`: store the run's captures, site-proxy logs and run.json under artifacts/<stack>/.
+// `multienv collect --from-env` is the same collection run by the capture collector's delete step during a
+// plain `pulumi destroy`: it reads the gateway's address, the control token and the env's context from its
+// environment (capture-collector.ts), not from the stack, whose lock the destroy holds.
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { artifactsDirOf } from "../artifacts";
+import { readCollectorEnvironment } from "../capture-collector";
+import { collectRun, type CollectResult } from "../collect";
+import { RunnerError } from "../errors";
+import { collectCaptures } from "../index";
+import { note, runAction, say, withProjectDir, type CommonOptions } from "./common";
+
+interface CollectOptions extends CommonOptions {
+  failOnCaptureError?: boolean;
+  fromEnv?: boolean;
+  artifacts?: string;
+}
+
+function summary(stack: string, result: CollectResult, artifactsDir: string): string {
+  const r = result.record;
+  const hosts = r.publicHostsContacted.length > 0 ? r.publicHostsContacted.join(", ") : "none";
+  return [
+    `stack ${stack}: collected into ${artifactsDir}`,
+    `  captures: ${result.downloaded.length} downloaded, ${result.skipped.length} already complete, ${result.captureErrors.length} failed`,
+    `  public hosts contacted: ${hosts}`,
+    `  reproducible: ${r.reproducible}${r.reproducible ? "" : ` (${r.notReproducibleBecause.join("; ")})`}`,
+  ].join("\n");
+}
+
+export function register(program: Command): void {
+  withProjectDir(
+    program
+      .command("collect")
+      .description("download every capture (traffic/v1) and each computer's site-proxy log into artifacts/<stack>/, recording sizes, SHA-256 and reproducibility in run.json")
+      .argument("[stack]", "the stack (task) name; omit with --from-env")
+      .option("--fail-on-capture-error", "fail (exit 1) when a capture cannot be collected; by default it is a warning")
+      .option("--from-env", "read the gateway URL, control token and env from MULTIENV_* variables (the capture collector's delete step)")
+      .option("--artifacts <dir>", "store here instead of artifacts/<stack> under the project directory"),
+  ).action((stack: string | undefined, options: CollectOptions) =>
+    runAction("collect", async () => {
+      if (options.fromEnv) {
+        if (stack !== undefined) throw new RunnerError(`--from-env reads the stack from MULTIENV_STACK; drop the stack argument ${stack}`);
+        const fromEnv = readCollectorEnvironment(process.env);
+        const artifactsDir = resolve(options.artifacts ?? fromEnv.artifactsDir ?? artifactsDirOf(options.projectDir, fromEnv.stack));
+        const result = await collectRun({
+          stack: fromEnv.stack,
+          access: { gatewayUrl: fromEnv.gatewayUrl, controlToken: fromEnv.controlToken },
+          artifactsDir,
+          marks: { live: fromEnv.context.live, liveWebsites: fromEnv.context.liveWebsites, captureTraffic: fromEnv.context.captureTraffic },
+          captureTraffic: fromEnv.context.captureTraffic,
+          computers: fromEnv.context.computers,
+          syntheticDomains: fromEnv.context.syntheticDomains,
+          failOnCaptureError: options.failOnCaptureError,
+          log: note,
+        });
+        say(summary(fromEnv.stack, result, artifactsDir));
+        return;
+      }
+      if (stack === undefined) throw new RunnerError("name the stack to collect (`multienv collect <stack>`), or pass --from-env");
+      const artifactsDir = resolve(options.artifacts ?? artifactsDirOf(options.projectDir, stack));
+      const result = await collectCaptures(stack, { projectDir: options.projectDir, artifactsDir, failOnCaptureError: options.failOnCaptureError, log: note });
+      say(summary(stack, result, artifactsDir));
+    }),
+  );
+}

@@ -1,0 +1,30 @@
+// `multienv up <stack>`: deploy a task stack, showing progress as resources complete and the outputs after.
+import type { Command } from "commander";
+import { deployStack } from "../index";
+import { formatDisplayed } from "../outputs";
+import { note, runAction, say, withProjectDir, type CommonOptions } from "./common";
+
+interface UpOptions extends CommonOptions {
+  showSecrets?: boolean;
+  preview: boolean;
+  json?: boolean;
+}
+
+export function register(program: Command): void {
+  withProjectDir(
+    program
+      .command("up")
+      .description("deploy a task stack (stacks/Pulumi.<stack>.yaml) through the Automation API, showing progress, then print its outputs")
+      .argument("<stack>", "the stack (task) name")
+      .option("--show-secrets", "print secret outputs (the control token) instead of [secret]")
+      .option("--no-preview", "skip the preview that counts the resources (progress then shows done/?)")
+      .option("--json", "print the outputs as one JSON object"),
+  ).action((stack: string, options: UpOptions) =>
+    runAction("up", async () => {
+      const result = await deployStack(stack, { projectDir: options.projectDir, preview: options.preview, showSecrets: options.showSecrets, log: note });
+      const shown = result.displayed;
+      if (options.json) say(JSON.stringify(shown, null, 2));
+      else say(`stack ${stack} is up. Outputs:\n${formatDisplayed(shown)}`);
+    }),
+  );
+}

@@ -1,0 +1,56 @@
+// The runner's errors: one line each, naming the stack and what to do.
+// The Automation API throws CommandErrors carrying the whole Pulumi CLI transcript; a user at a terminal
+// (or a test runner's log) needs the one fact that matters, so they are translated here, in one place.
+import { CommandError, ConcurrentUpdateError, StackNotFoundError } from "@pulumi/pulumi/automation";
+
+/** An error whose message is already a complete, one-line instruction for the user. */
+export class RunnerError extends Error {
+  override name = "RunnerError";
+}
+
+export const PULUMI_INSTALL_HINT = "install it with `curl -fsSL https://get.pulumi.com | sh` and make sure `pulumi` is on PATH";
+
+/** True when the Automation API failed because it could not start the `pulumi` binary. */
+export function isPulumiMissing(error: unknown): boolean {
+  const text = error instanceof Error ? error.message : String(error);
+  return /spawn \S*pulumi ENOENT|ENOENT: pulumi version|Command failed with ENOENT: \S*pulumi/.test(text);
+}
+
+/** The message of `error` without Pulumi's transcript: the most telling single line. */
+function essence(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  const stderr = /stderr: ([\s\S]*?)(?:\n err\?:|$)/.exec(text)?.[1] ?? text;
+  const lines = stderr
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "" && !/^(code|stdout|stderr|err\?):/.test(l));
+  const errorLine = lines.find((l) => /^error:/i.test(l)) ?? lines[lines.length - 1] ?? "unknown error";
+  return errorLine.replace(/^error:\s*/i, "");
+}
+
+/**
+ * A RunnerError for `error` raised while `doing` (e.g. "deploying") stack `stack`: one line, naming the
+ * stack and the next step. RunnerErrors pass through unchanged.
+ */
+export function explain(error: unknown, stack: string, doing: string): RunnerError {
+  if (error instanceof RunnerError) return error;
+  if (isPulumiMissing(error)) {
+    return new RunnerError(`stack ${stack}: ${doing} needs the Pulumi CLI, which is not installed; ${PULUMI_INSTALL_HINT}`);
+  }
+  if (error instanceof ConcurrentUpdateError) {
+    return new RunnerError(
+      `stack ${stack}: another update holds Pulumi's lock on this stack; wait for it to finish, or if that process died, run \`pulumi cancel --stack ${stack}\``,
+    );
+  }
+  if (error instanceof StackNotFoundError) {
+    return new RunnerError(`stack ${stack}: no such stack in the state backend; deploy it first with \`multienv up ${stack}\``);
+  }
+  const line = essence(error);
+  if (/passphrase/i.test(line)) {
+    return new RunnerError(
+      `stack ${stack}: ${doing} needs the stack's secrets passphrase; set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE) to the passphrase the stack was created with`,
+    );
+  }
+  if (error instanceof CommandError) return new RunnerError(`stack ${stack}: ${doing} failed: ${line}`);
+  return new RunnerError(`stack ${stack}: ${doing} failed: ${line}`);
+}

@@ -1,0 +1,84 @@
+// Evidence-based reproducibility: which public hosts the computers actually contacted.
+// The stack's live marks say what was *deployed*; a computer with `allow-all` (or an allowlist) can reach the
+// public web with no live site declared, and such a run is no more reproducible than a live one. Each
+// computer's site proxy logs a `connection` record per connection it made; every host in them that is neither
+// one of the env's synthetic names nor a loopback/private address is a public host.
+import { isIPv4, isIPv6 } from "node:net";
+import { covers, isLocalhostName } from "../plan/names";
+import { bearer } from "../protocol/auth";
+import { parseSiteProxyLog, type ConnectionRecord } from "../protocol/site-proxy";
+
+/** The gateway path streaming a computer's site-proxy log (control token required). */
+export function proxyLogPath(computer: string): string {
+  return `/computers/${encodeURIComponent(computer)}/proxy-log`;
+}
+
+/** Fetches a computer's site-proxy log (JSON lines) through the gateway. */
+export async function fetchProxyLog(gatewayUrl: string, token: string, computer: string): Promise<string> {
+  const response = await fetch(gatewayUrl.replace(/\/+$/, "") + proxyLogPath(computer), { headers: { authorization: bearer(token) } });
+  const body = await response.text();
+  if (!response.ok) throw new Error(`fetching the site-proxy log of computer ${computer}: HTTP ${response.status} ${body.slice(0, 300)}`.trim());
+  return body;
+}
+
+function ipv4Octets(address: string): number[] {
+  return address.split(".").map(Number);
+}
+
+/** True for IPv4/IPv6 addresses that do not route on the public internet: loopback, private, link-local, CGNAT, unspecified. */
+export function isNonPublicAddress(host: string): boolean {
+  const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+  if (isIPv4(bare)) {
+    const [a, b] = ipv4Octets(bare);
+    return (
+      a === 0 ||
+      a === 10 ||
+      a === 127 ||
+      (a === 100 && b >= 64 && b <= 127) ||
+      (a === 169 && b === 254) ||
+      (a === 172 && b >= 16 && b <= 31) ||
+      (a === 192 && b === 168)
+    );
+  }
+  if (isIPv6(bare)) {
+    const lower = bare.toLowerCase();
+    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
+    if (mapped) return isNonPublicAddress(mapped[1]);
+    return lower === "::1" || lower === "::" || /^f[cd]/.test(lower) || /^fe[89ab]/.test(lower);
+  }
+  return false;
+}
+
+/**
+ * True when a connection to `host` went to the public web: not a synthetic site (the proxy marks those with
+ * `site`, and the env's synthetic domain patterns cover them), not a localhost name, not a non-public address.
+ */
+export function isPublicHost(host: string, syntheticDomains: readonly string[]): boolean {
+  const name = host.toLowerCase().replace(/\.$/, "");
+  if (isLocalhostName(name) || isNonPublicAddress(name)) return false;
+  return !syntheticDomains.some((pattern) => covers(pattern, name));
+}
+
+/** The public hosts (sorted, unique) in a site-proxy log, and how many connections it records. */
+export function publicHostsInLog(logText: string, syntheticDomains: readonly string[]): { connections: number; publicHosts: string[] } {
+  const connections = parseLogLeniently(logText).filter((r): r is ConnectionRecord => r.event === "connection");
+  const hosts = new Set<string>();
+  for (const connection of connections) {
+    if (connection.site !== undefined) continue;
+    if (isPublicHost(connection.host, syntheticDomains)) hosts.add(connection.host.toLowerCase().replace(/\.$/, ""));
+  }
+  return { connections: connections.length, publicHosts: [...hosts].sort() };
+}
+
+/** Like parseSiteProxyLog, but a torn last line (the log is being written while it is read) is skipped, not fatal. */
+function parseLogLeniently(text: string) {
+  const lines = text.split("\n");
+  const complete = text.endsWith("\n") ? lines : lines.slice(0, -1);
+  return complete.flatMap((line) => {
+    try {
+      return parseSiteProxyLog(line);
+    } catch {
+      return [];
+    }
+  });
+}

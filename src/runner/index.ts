@@ -1,0 +1,188 @@
+// The runner's library API: how a test runner drives task stacks, the same way `multienv up|collect|sign-in|down` does.
+//
+//   import { deployStack, collectCaptures, signIn, destroyStack } from "multienv/src/runner";
+//   const { outputs } = await deployStack({ name: "task-42", config: { websites: {...}, computers: {...} } });
+//   await signIn("task-42", { site: "github", computer: "agent" });
+//   ... the agent works ...
+//   await destroyStack("task-42");            // collects captures and evidence first
+//
+// A stack is named (stacks/Pulumi.<stack>.yaml) or given as a spec object. State lives in a local file backend
+// under .multienv/state unless PULUMI_BACKEND_URL names another; secrets use PULUMI_CONFIG_PASSPHRASE.
+//
+// Running several tasks at once from one runner is safe: give each task its own stack (one stack per task).
+// Separate stacks share nothing in the file backend. Operations on the *same* stack from this process are
+// queued one after another (per-stack lock); from another process they meet Pulumi's own stack lock and fail
+// with a one-line error rather than corrupting state.
+import { artifactsDirOf } from "./artifacts";
+import { collectRun, type CollectResult } from "./collect";
+import { collectOptionsFor, collectThenDestroy, type DownResult } from "./down";
+import { explain, RunnerError } from "./errors";
+import { displayOutputs, gatewayAccessOf, readOutputs, type GatewayAccess, type StackOutputs } from "./outputs";
+import { ProgressReporter, StepCounter } from "./progress";
+import { readRunRecord, withReproducibility, writeRunRecord } from "./run-record";
+import { signIn as signInBrowser, signOut as signOutBrowser } from "./sign-in";
+import { withStackLock } from "./stack-lock";
+import { openStack, stackLockKey, type OpenedStack, type StackSpec, type WorkspaceOptions } from "./workspace";
+
+export { RunnerError } from "./errors";
+export type { StackSpec, WorkspaceOptions } from "./workspace";
+export type { StackOutputs, GatewayAccess } from "./outputs";
+export type { RunRecord, CaptureRecord } from "./run-record";
+export type { CollectResult } from "./collect";
+export type { StackSeam, DownResult } from "./down";
+export { collectRun } from "./collect";
+export { collectThenDestroy } from "./down";
+export { captureCollectorCommands, captureCollectorEnvironment, collectorContext, COLLECTOR_ENV } from "./capture-collector";
+
+export interface RunnerOptions extends WorkspaceOptions {
+  /** Default: artifacts/<stack> under the project directory. */
+  artifactsDir?: string;
+  /** Progress lines and warnings. Default: nothing is printed. */
+  log?: (line: string) => void;
+}
+
+function nameOf(stackOrSpec: string | StackSpec): string {
+  return typeof stackOrSpec === "string" ? stackOrSpec : stackOrSpec.name;
+}
+
+/** Opens the stack and runs `operation` on it under the per-stack lock; errors become one-line RunnerErrors. */
+async function onStack<T>(stackOrSpec: string | StackSpec, options: RunnerOptions, doing: string, operation: (opened: OpenedStack) => Promise<T>): Promise<T> {
+  const name = nameOf(stackOrSpec);
+  return withStackLock(stackLockKey(name, options), async () => {
+    try {
+      return await operation(await openStack(stackOrSpec, options));
+    } catch (error) {
+      throw explain(error, name, doing);
+    }
+  });
+}
+
+function artifactsDir(opened: OpenedStack, options: RunnerOptions): string {
+  return options.artifactsDir ?? artifactsDirOf(opened.projectDir, opened.name);
+}
+
+export interface DeployOptions extends RunnerOptions {
+  /** Count the steps with a preview first, so progress reads done/total (default true). */
+  preview?: boolean;
+  /** Put secret outputs (the control token) in `displayed` in plain text. */
+  showSecrets?: boolean;
+}
+
+export interface DeployResult {
+  name: string;
+  outputs: StackOutputs;
+  /** Every output, secrets replaced by "[secret]" unless `showSecrets`. */
+  displayed: Record<string, unknown>;
+}
+
+/**
+ * Deploys a task stack (`pulumi up`), reporting progress through `log`, and writes the run's live marks to
+ * artifacts/<stack>/run.json. The control token is not in the result: ask for it with gatewayAccess().
+ */
+export async function deployStack(stackOrSpec: string | StackSpec, options: DeployOptions = {}): Promise<DeployResult> {
+  const log = options.log ?? (() => {});
+  return onStack(stackOrSpec, options, "deploying", async (opened) => {
+    const progress = new ProgressReporter(log);
+    if (options.preview !== false) {
+      const counter = new StepCounter();
+      log(`stack ${opened.name}: previewing to count the resources…`);
+      await opened.stack.preview({ onEvent: counter.onEvent });
+      progress.setTotal(counter.total);
+    }
+    const errors: string[] = [];
+    const result = await opened.stack
+      .up({
+        onEvent: (event) => {
+          progress.onEvent(event);
+          const diagnostic = event.diagnosticEvent;
+          if (diagnostic?.severity === "error") errors.push(diagnostic.message.trim().split("\n")[0]);
+        },
+      })
+      .catch((error: unknown) => {
+        // The engine's own first error says more than the CLI's "update failed".
+        if (errors.length > 0) throw new RunnerError(`stack ${opened.name}: deploying failed: ${errors[0]}; fix it and run \`multienv up ${opened.name}\` again`);
+        throw error;
+      });
+    const outputs = readOutputs(result.outputs);
+    const dir = artifactsDir(opened, options);
+    const record = await readRunRecord(dir, opened.name);
+    await writeRunRecord(dir, withReproducibility({ ...record, live: outputs.live, liveWebsites: outputs.liveWebsites, captureTraffic: outputs.captureTraffic }));
+    return { name: opened.name, outputs, displayed: displayOutputs(result.outputs, options.showSecrets) };
+  });
+}
+
+/** The stack's outputs; secrets are "[secret]" unless `showSecrets`. */
+export async function stackOutputs(stack: string, options: RunnerOptions & { showSecrets?: boolean } = {}): Promise<Record<string, unknown>> {
+  return onStack(stack, options, "reading outputs", async (opened) => displayOutputs(await opened.stack.outputs(), options.showSecrets));
+}
+
+/** The gateway's URL and the decrypted control token: the one place the runner hands the token out. */
+export async function gatewayAccess(stack: string, options: RunnerOptions = {}): Promise<GatewayAccess> {
+  return onStack(stack, options, "reading the gateway's address and control token", async (opened) => gatewayAccessOf(await opened.stack.outputs(), opened.name));
+}
+
+/**
+ * Collects the run: every capture not yet stored (to artifacts/<stack>/traffic/, size-checked, SHA-256 in
+ * run.json), each computer's site-proxy log, and reproducibility. Best effort unless `failOnCaptureError`.
+ */
+export async function collectCaptures(stack: string, options: RunnerOptions & { failOnCaptureError?: boolean } = {}): Promise<CollectResult> {
+  return onStack(stack, options, "collecting", async (opened) => {
+    const collectOptions = collectOptionsFor(opened.name, await opened.stack.outputs(), artifactsDir(opened, options));
+    if (collectOptions === undefined) throw new RunnerError(`stack ${opened.name}: nothing is deployed; deploy it first with \`multienv up ${opened.name}\``);
+    return collectRun({ ...collectOptions, failOnCaptureError: options.failOnCaptureError, log: options.log });
+  });
+}
+
+export interface SignInOptions extends RunnerOptions {
+  site: string;
+  computer: string;
+}
+
+async function signInTarget(opened: OpenedStack, options: SignInOptions) {
+  const map = await opened.stack.outputs();
+  const outputs = readOutputs(map);
+  const website = outputs.websites[options.site];
+  if (website === undefined) {
+    const known = Object.keys(outputs.websites).join(", ") || "none";
+    throw new RunnerError(`stack ${opened.name}: no website ${options.site} (its websites: ${known}); pass one of them with --site`);
+  }
+  if (!(options.computer in outputs.computers)) {
+    const known = Object.keys(outputs.computers).join(", ") || "none";
+    throw new RunnerError(`stack ${opened.name}: no computer ${options.computer} (its computers: ${known}); pass one of them with --computer`);
+  }
+  return { access: gatewayAccessOf(map, opened.name), site: options.site, computer: options.computer, domains: website.domains };
+}
+
+/** Loads the site's session (its /session, Playwright storage state) into the computer's browser. */
+export async function signIn(stack: string, options: SignInOptions): Promise<{ cookies: number; origins: number }> {
+  return onStack(stack, options, `signing computer ${options.computer} in to ${options.site}`, async (opened) => signInBrowser(await signInTarget(opened, options)));
+}
+
+/** Removes the site's cookies and storage from the computer's browser. */
+export async function signOut(stack: string, options: SignInOptions): Promise<{ cookies: number; origins: number }> {
+  return onStack(stack, options, `signing computer ${options.computer} out of ${options.site}`, async (opened) => signOutBrowser(await signInTarget(opened, options)));
+}
+
+export interface DestroyOptions extends RunnerOptions {
+  /** Leave the stack deployed when a capture could not be collected. */
+  failOnCaptureError?: boolean;
+  /** Also remove the stack from the state backend once destroyed (its stacks/Pulumi.<stack>.yaml stays). */
+  remove?: boolean;
+}
+
+/** Collects whatever is not collected yet, then destroys the stack (see down.ts for the order and policy). */
+export async function destroyStack(stack: string, options: DestroyOptions = {}): Promise<DownResult> {
+  return onStack(stack, options, "destroying", async (opened) => {
+    const progress = new ProgressReporter(options.log ?? (() => {}));
+    const result = await collectThenDestroy(opened.stack, {
+      projectDir: opened.projectDir,
+      artifactsDir: artifactsDir(opened, options),
+      failOnCaptureError: options.failOnCaptureError,
+      log: options.log,
+      onEvent: progress.onEvent,
+    });
+    // The config file stays: it may be the user's own stacks/Pulumi.<stack>.yaml, and a spec's is needed to deploy it again.
+    if (options.remove) await opened.stack.workspace.removeStack(opened.name, { preserveConfig: true });
+    return result;
+  });
+}

@@ -1,0 +1,81 @@
+// A task stack's outputs as the runner reads them (DESIGN "Outputs"), and how they are shown.
+// The Automation API hands outputs back decrypted, each flagged `secret`; the control token is one of them.
+// Nothing here prints a secret unless the caller asked for it by name.
+import type { OutputMap } from "@pulumi/pulumi/automation";
+import type { LiveWebsiteMark } from "../plan/types";
+
+/** What `check --json` and `up` show in place of a secret value. */
+export const SECRET_PLACEHOLDER = "[secret]";
+
+export interface WebsiteOutput {
+  live: boolean;
+  domains: string[];
+  svcUrl?: string;
+  browseUrl?: string;
+}
+
+/** The outputs the runner relies on; anything else the program exports is kept in `all`. */
+export interface StackOutputs {
+  gatewayUrl: string;
+  websites: Record<string, WebsiteOutput>;
+  /** Computer name -> whatever the program says about it (network, reaching, site table, CDP URL). */
+  computers: Record<string, unknown>;
+  live: boolean;
+  liveWebsites: LiveWebsiteMark[];
+  reproducible: boolean;
+  captureTraffic: boolean;
+}
+
+/** Where to reach a deployed env's gateway as its operator. */
+export interface GatewayAccess {
+  gatewayUrl: string;
+  controlToken: string;
+}
+
+/** The outputs in `map`, with defaults for what an older or partial deploy did not export. */
+export function readOutputs(map: OutputMap): StackOutputs {
+  const value = (key: string) => map[key]?.value;
+  const websites = (value("websites") ?? {}) as Record<string, Partial<WebsiteOutput>>;
+  return {
+    gatewayUrl: String(value("gatewayUrl") ?? ""),
+    websites: Object.fromEntries(
+      Object.entries(websites).map(([name, site]) => [name, { ...site, live: site.live === true, domains: site.domains ?? [] } as WebsiteOutput]),
+    ),
+    computers: (value("computers") ?? {}) as Record<string, unknown>,
+    live: value("live") === true,
+    liveWebsites: (value("liveWebsites") ?? []) as LiveWebsiteMark[],
+    reproducible: value("reproducible") !== false,
+    captureTraffic: value("captureTraffic") === true,
+  };
+}
+
+/** The gateway URL and the decrypted control token; a one-line error when the stack does not export them. */
+export function gatewayAccessOf(map: OutputMap, stack: string): GatewayAccess {
+  const gatewayUrl = map.gatewayUrl?.value;
+  const controlToken = map.controlToken?.value;
+  if (typeof gatewayUrl !== "string" || gatewayUrl === "" || typeof controlToken !== "string" || controlToken === "") {
+    throw new Error(`stack ${stack} has no gatewayUrl/controlToken outputs; deploy it first with \`multienv up ${stack}\``);
+  }
+  return { gatewayUrl, controlToken };
+}
+
+/** The synthetic sites' domain patterns: connections to them stay inside the env. */
+export function syntheticDomainsOf(outputs: Pick<StackOutputs, "websites">): string[] {
+  return Object.values(outputs.websites).flatMap((site) => (site.live ? [] : site.domains));
+}
+
+/** The outputs as plain values, each secret replaced by SECRET_PLACEHOLDER unless `showSecrets`. */
+export function displayOutputs(map: OutputMap, showSecrets = false): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(map)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([key, output]) => [key, output.secret && !showSecrets ? SECRET_PLACEHOLDER : output.value]),
+  );
+}
+
+/** Displayed outputs (see displayOutputs) for a terminal: `key: value` lines, objects as indented JSON. */
+export function formatDisplayed(shown: Record<string, unknown>): string {
+  return Object.entries(shown)
+    .map(([key, value]) => `  ${key}: ${typeof value === "string" ? value : JSON.stringify(value, null, 2).replace(/\n/g, "\n  ")}`)
+    .join("\n");
+}

@@ -1,0 +1,116 @@
+// `artifacts/<stack>/run.json`: what a run leaves behind besides its files.
+// The live marks come from the stack's outputs (what was deployed); `publicHostsContacted` comes from the
+// computers' site-proxy logs (what actually happened). A run is reproducible only when both say so.
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { LiveWebsiteMark } from "../plan/types";
+import { RUN_RECORD_FILE, writeFileAtomic } from "./artifacts";
+
+/** One collected capture: where it is, what the gateway listed, and the digest of the bytes stored. */
+export interface CaptureRecord {
+  name: string;
+  site: string;
+  container: string;
+  /** Bytes stored (equal to the listed size, or more when the file grew between listing and download). */
+  bytes: number;
+  /** The size the listing gave. */
+  listedBytes: number;
+  /** Last modification as listed. */
+  modified: string;
+  sha256: string;
+  /** Relative to the run's artifacts directory: `traffic/<name>`. */
+  file: string;
+  collectedAt: string;
+}
+
+export interface CaptureErrorRecord {
+  /** The capture, or undefined when the listing itself failed. */
+  name?: string;
+  error: string;
+  at: string;
+}
+
+export interface ComputerEvidence {
+  /** Relative path of the stored log: `proxy-logs/<computer>.jsonl`. */
+  log?: string;
+  /** `connection` records in the log. */
+  connections: number;
+  publicHosts: string[];
+  /** Why the log could not be fetched, when it could not. */
+  error?: string;
+  fetchedAt: string;
+}
+
+export interface RunRecord {
+  stack: string;
+  updatedAt: string;
+  /** True when the env deploys a live site. */
+  live: boolean;
+  liveWebsites: LiveWebsiteMark[];
+  /** False when a live site was deployed, a public host was contacted, or the evidence is incomplete. */
+  reproducible: boolean;
+  /** Why `reproducible` is false, one reason per line; empty when it is true. */
+  notReproducibleBecause: string[];
+  /** Every public host any computer's site proxy connected to, sorted. */
+  publicHostsContacted: string[];
+  evidence: Record<string, ComputerEvidence>;
+  captureTraffic: boolean;
+  captures: CaptureRecord[];
+  /** The latest collection's failures (cleared by a collection that succeeds). */
+  captureErrors: CaptureErrorRecord[];
+}
+
+export function emptyRunRecord(stack: string): RunRecord {
+  return {
+    stack,
+    updatedAt: new Date().toISOString(),
+    live: false,
+    liveWebsites: [],
+    reproducible: true,
+    notReproducibleBecause: [],
+    publicHostsContacted: [],
+    evidence: {},
+    captureTraffic: false,
+    captures: [],
+    captureErrors: [],
+  };
+}
+
+/** The run record in `artifactsDir`, or an empty one when none was written yet. */
+export async function readRunRecord(artifactsDir: string, stack: string): Promise<RunRecord> {
+  let text: string;
+  try {
+    text = await readFile(join(artifactsDir, RUN_RECORD_FILE), "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return emptyRunRecord(stack);
+    throw error;
+  }
+  return { ...emptyRunRecord(stack), ...(JSON.parse(text) as Partial<RunRecord>) };
+}
+
+export async function writeRunRecord(artifactsDir: string, record: RunRecord): Promise<void> {
+  const stamped = { ...record, updatedAt: new Date().toISOString() };
+  await writeFileAtomic(join(artifactsDir, RUN_RECORD_FILE), JSON.stringify(stamped, null, 2) + "\n");
+}
+
+/** The marks the stack's outputs give (what was deployed). */
+export interface DeployedMarks {
+  live: boolean;
+  liveWebsites: LiveWebsiteMark[];
+  captureTraffic: boolean;
+}
+
+/**
+ * `record` with `reproducible` and its reasons recomputed from the live marks and the evidence: a live site,
+ * any public host contacted, or a computer whose log could not be read each make the run not reproducible.
+ */
+export function withReproducibility(record: RunRecord): RunRecord {
+  const reasons: string[] = [];
+  for (const site of record.liveWebsites) reasons.push(`live website ${site.name} (${site.domains.join(", ")}) was deployed`);
+  if (record.live && record.liveWebsites.length === 0) reasons.push("a live website was deployed");
+  for (const host of record.publicHostsContacted) reasons.push(`a computer contacted the public host ${host}`);
+  for (const [computer, evidence] of Object.entries(record.evidence)) {
+    if (evidence.error !== undefined) reasons.push(`the site-proxy log of computer ${computer} could not be read, so its traffic is unknown: ${evidence.error}`);
+  }
+  return { ...record, reproducible: reasons.length === 0, notReproducibleBecause: reasons };
+}

@@ -1,0 +1,136 @@
+// Sign-in: a site's session (Playwright storage state, from its server's /session through the gateway) loaded
+// into a computer's browser over DevTools through the gateway; sign-out removes the site's cookies and storage.
+// playwright-core's connectOverCDP is the DevTools client; connecting sends the control token on both the
+// /json/version request and the WebSocket. Disconnecting leaves the computer's browser running.
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { covers, isWildcard } from "../plan/names";
+import { bearer } from "../protocol/auth";
+import { parseStorageState, SESSION_PATH, type StorageState } from "../protocol/session";
+import type { GatewayAccess } from "./outputs";
+
+export interface SignInTarget {
+  access: GatewayAccess;
+  site: string;
+  computer: string;
+}
+
+/** The gateway's DevTools endpoint for a computer. */
+export function cdpUrlOf(gatewayUrl: string, computer: string): string {
+  return `${gatewayUrl.replace(/\/+$/, "")}/computers/${encodeURIComponent(computer)}/cdp`;
+}
+
+/** Reads the site's session through the gateway. */
+export async function fetchSession(access: GatewayAccess, site: string): Promise<StorageState> {
+  const url = `${access.gatewayUrl.replace(/\/+$/, "")}/svc/${encodeURIComponent(site)}${SESSION_PATH}`;
+  const response = await fetch(url, { headers: { authorization: bearer(access.controlToken) } });
+  const body = await response.text();
+  if (!response.ok) throw new Error(`site ${site} did not give its session: GET /svc/${site}${SESSION_PATH} answered HTTP ${response.status} ${body.slice(0, 200)}`.trim());
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    throw new Error(`site ${site}'s session is not JSON; its /session must answer Playwright storage state`);
+  }
+  const parsed = parseStorageState(json);
+  if (!parsed.ok) throw new Error(`site ${site}'s session is not Playwright storage state: ${parsed.problem}`);
+  return parsed.state;
+}
+
+async function withComputerBrowser<T>(access: GatewayAccess, computer: string, use: (context: BrowserContext, browser: Browser) => Promise<T>): Promise<T> {
+  let browser: Browser;
+  try {
+    browser = await chromium.connectOverCDP(cdpUrlOf(access.gatewayUrl, computer), {
+      headers: { Authorization: bearer(access.controlToken) },
+      timeout: 30_000,
+    });
+  } catch (error) {
+    const reason = (error instanceof Error ? error.message : String(error)).split("\n")[0];
+    throw new Error(`could not reach computer ${computer}'s browser over DevTools through the gateway: ${reason}`);
+  }
+  try {
+    // The browser's own (default) context: the one its tabs live in and its cookies persist in.
+    const context = browser.contexts()[0];
+    if (context === undefined) throw new Error(`computer ${computer}'s browser has no default context`);
+    return await use(context, browser);
+  } finally {
+    // Over CDP this only disconnects; the computer's browser keeps running.
+    await browser.close().catch(() => undefined);
+  }
+}
+
+/** A blank page whose every request is answered locally, so visiting an origin to reach its storage sends nothing to it. */
+async function offlinePageAt(context: BrowserContext, origin: string): Promise<Page> {
+  const page = await context.newPage();
+  await page.route("**/*", (route) => route.fulfill({ status: 200, contentType: "text/html", body: "<!doctype html><title>multienv</title>" }));
+  await page.goto(origin);
+  return page;
+}
+
+/** Loads the site's session into the computer's browser: its cookies, and each origin's local storage. */
+export async function signIn(target: SignInTarget): Promise<{ cookies: number; origins: number }> {
+  const state = await fetchSession(target.access, target.site);
+  return withComputerBrowser(target.access, target.computer, async (context) => {
+    if (state.cookies.length > 0) await context.addCookies(state.cookies);
+    let origins = 0;
+    for (const { origin, localStorage } of state.origins) {
+      if (localStorage.length === 0) continue;
+      const page = await offlinePageAt(context, origin);
+      try {
+        await page.evaluate((items) => {
+          // Runs in the page, where localStorage is the origin's (the project's TypeScript lib has no DOM types).
+          const storage = (globalThis as unknown as { localStorage: { setItem(name: string, value: string): void } }).localStorage;
+          for (const { name, value } of items) storage.setItem(name, value);
+        }, localStorage);
+        origins += 1;
+      } finally {
+        await page.close();
+      }
+    }
+    return { cookies: state.cookies.length, origins };
+  });
+}
+
+/** True when a cookie for `cookieDomain` (`github.com`, or `.github.com` for it and its subdomains) belongs to a site with `domains`. */
+export function cookieBelongsTo(cookieDomain: string, domains: readonly string[]): boolean {
+  const host = cookieDomain.toLowerCase().replace(/^\./, "");
+  // `*.s` covers the names under s; a `.s` cookie is sent to exactly those names too.
+  return domains.some((pattern) => covers(pattern, host) || (isWildcard(pattern) && cookieDomain.startsWith(".") && pattern.slice(2) === host));
+}
+
+/** The origins whose storage a site with `domains` may hold: each exact domain over http and https. */
+function originsOf(domains: readonly string[]): string[] {
+  return domains.filter((d) => !isWildcard(d)).flatMap((d) => [`https://${d}`, `http://${d}`]);
+}
+
+/**
+ * Signs the computer's browser out of the site: removes every cookie of the site's domains, and clears the
+ * storage of its origins (each exact domain, each origin its session names, and each open tab's origin under its domains).
+ */
+export async function signOut(target: SignInTarget & { domains: readonly string[] }): Promise<{ cookies: number; origins: number }> {
+  let sessionOrigins: string[] = [];
+  try {
+    sessionOrigins = (await fetchSession(target.access, target.site)).origins.map((o) => o.origin);
+  } catch {
+    // The session names origins only as a hint; the site's domains decide what is cleared.
+  }
+  return withComputerBrowser(target.access, target.computer, async (context) => {
+    const doomed = (await context.cookies()).filter((c) => cookieBelongsTo(c.domain, target.domains));
+    for (const cookie of doomed) await context.clearCookies({ name: cookie.name, domain: cookie.domain, path: cookie.path });
+    const tabOrigins = context
+      .pages()
+      .map((p) => p.url())
+      .filter((u) => /^https?:/.test(u))
+      .map((u) => new URL(u))
+      .filter((u) => target.domains.some((d) => covers(d, u.hostname)))
+      .map((u) => u.origin);
+    const origins = [...new Set([...originsOf(target.domains), ...sessionOrigins, ...tabOrigins])];
+    const page = await context.newPage();
+    try {
+      const cdp = await context.newCDPSession(page);
+      for (const origin of origins) await cdp.send("Storage.clearDataForOrigin", { origin, storageTypes: "all" });
+    } finally {
+      await page.close();
+    }
+    return { cookies: doomed.length, origins: origins.length };
+  });
+}

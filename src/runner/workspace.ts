@@ -1,0 +1,122 @@
+// Opening a task stack through the Automation API.
+// One LocalWorkspace on the project directory (Pulumi.yaml, stacks/Pulumi.<stack>.yaml); state in a local
+// file backend under .multienv/state unless the user chose a backend with PULUMI_BACKEND_URL; secrets under
+// the passphrase in PULUMI_CONFIG_PASSPHRASE (or _FILE).
+//
+// Several tasks at once: each task is its own stack, and stacks are independent in the file backend (each has
+// its own state file and its own lock). The Automation API passes `--stack` to every command, so no command
+// depends on the "currently selected" stack another task may have changed. Operations on one stack from this
+// process queue behind each other (stack-lock.ts); another process on the same stack meets Pulumi's own
+// stack lock and gets a one-line error saying so.
+import { existsSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { LocalWorkspace, Stack, type ConfigMap } from "@pulumi/pulumi/automation";
+import { CONFIG_NAMESPACE } from "../plan/problems";
+import { stackNameProblem } from "../plan/reserved";
+import { explain, RunnerError } from "./errors";
+
+/** The multienv checkout (the directory holding Pulumi.yaml). */
+export const DEFAULT_PROJECT_DIR = resolve(__dirname, "..", "..");
+
+/** Where the default file backend keeps state, under the project directory. */
+export const STATE_DIR = join(".multienv", "state");
+
+/** A stack described in code instead of a stacks/Pulumi.<stack>.yaml file. */
+export interface StackSpec {
+  /** The stack (task) name. */
+  name: string;
+  /** Config keys; a bare key is in the `multienv` namespace (`websites` means `multienv:websites`). Objects are written as JSON. */
+  config: Record<string, unknown>;
+  /** Secret config keys and their values (e.g. `githubToken`), stored encrypted. */
+  secrets?: Record<string, string>;
+}
+
+export interface WorkspaceOptions {
+  /** Default: the multienv checkout. */
+  projectDir?: string;
+  /** The environment to read PULUMI_* settings from. Default: process.env. */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface OpenedStack {
+  name: string;
+  projectDir: string;
+  stack: Stack;
+  /** Serialises operations on this stack in this process (see stack-lock.ts). */
+  lockKey: string;
+}
+
+/** The backend URL to use: the user's PULUMI_BACKEND_URL, or the file backend under the project directory. */
+export function backendUrlFor(projectDir: string, env: NodeJS.ProcessEnv = process.env): string {
+  const chosen = env.PULUMI_BACKEND_URL?.trim();
+  return chosen ? chosen : `file://${join(resolve(projectDir), STATE_DIR)}`;
+}
+
+/** The spec's config as the Automation API writes it: namespaced keys, objects as JSON, secrets flagged. */
+export function specConfigMap(spec: StackSpec): ConfigMap {
+  const key = (k: string) => (k.includes(":") ? k : `${CONFIG_NAMESPACE}:${k}`);
+  const map: ConfigMap = {};
+  for (const [k, value] of Object.entries(spec.config)) {
+    if (value === undefined) continue;
+    map[key(k)] = { value: typeof value === "string" ? value : JSON.stringify(value), secret: false };
+  }
+  for (const [k, value] of Object.entries(spec.secrets ?? {})) map[key(k)] = { value, secret: true };
+  return map;
+}
+
+function stackFileOf(projectDir: string, stack: string): string {
+  return join(projectDir, "stacks", `Pulumi.${stack}.yaml`);
+}
+
+/**
+ * Creates or selects the stack `stackOrSpec` names in the project directory. A spec's config replaces the
+ * stack's config (keys the spec does not name are removed), so the stack is exactly what the spec says.
+ */
+export async function openStack(stackOrSpec: string | StackSpec, options: WorkspaceOptions = {}): Promise<OpenedStack> {
+  const env = options.env ?? process.env;
+  const projectDir = resolve(options.projectDir ?? DEFAULT_PROJECT_DIR);
+  const spec = typeof stackOrSpec === "string" ? undefined : stackOrSpec;
+  const name = typeof stackOrSpec === "string" ? stackOrSpec : stackOrSpec.name;
+
+  const nameProblem = stackNameProblem(name);
+  if (nameProblem !== undefined) throw new RunnerError(nameProblem);
+  if (!existsSync(join(projectDir, "Pulumi.yaml"))) {
+    throw new RunnerError(`stack ${name}: ${projectDir} has no Pulumi.yaml; run from the multienv checkout or pass its directory as the project directory`);
+  }
+  if (spec === undefined && !existsSync(stackFileOf(projectDir, name))) {
+    throw new RunnerError(`stack ${name}: there is no stacks/Pulumi.${name}.yaml; write one (see the examples in stacks/) or deploy from a spec object`);
+  }
+
+  const backendUrl = backendUrlFor(projectDir, env);
+  if (backendUrl.startsWith("file://")) await mkdir(backendUrl.slice("file://".length), { recursive: true });
+  const envVars: Record<string, string> = { PULUMI_BACKEND_URL: backendUrl, PULUMI_SKIP_UPDATE_CHECK: "true" };
+
+  let stack: Stack;
+  try {
+    const workspace = await LocalWorkspace.create({ workDir: projectDir, envVars });
+    const usesPassphrase = backendUrl.startsWith("file://") || env.PULUMI_CONFIG_PASSPHRASE !== undefined;
+    if (usesPassphrase && env.PULUMI_CONFIG_PASSPHRASE === undefined && env.PULUMI_CONFIG_PASSPHRASE_FILE === undefined) {
+      throw new RunnerError(
+        `stack ${name}: the local state backend keeps secrets under a passphrase; set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE), the same one every time for this stack`,
+      );
+    }
+    stack = await Stack.createOrSelect(name, workspace);
+    if (spec !== undefined) {
+      const wanted = specConfigMap(spec);
+      const current = await stack.getAllConfig();
+      const stale = Object.keys(current).filter((k) => !(k in wanted));
+      if (stale.length > 0) await stack.removeAllConfig(stale);
+      await stack.setAllConfig(wanted);
+    }
+  } catch (error) {
+    throw explain(error, name, "opening the stack");
+  }
+  return { name, projectDir, stack, lockKey: stackLockKey(name, options) };
+}
+
+/** The in-process lock key of a stack: the same stack of the same project in the same backend. */
+export function stackLockKey(name: string, options: WorkspaceOptions = {}): string {
+  const projectDir = resolve(options.projectDir ?? DEFAULT_PROJECT_DIR);
+  return `${backendUrlFor(projectDir, options.env ?? process.env)}|${projectDir}|${name}`;
+}
