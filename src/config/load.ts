@@ -112,7 +112,10 @@ export function readStackFile(path: string, stack: string = stackNameOfFile(path
   const document = parseDocument(text, { prettyErrors: false });
   if (document.errors.length > 0) {
     throw new ConfigError(
-      document.errors.map((e) => problem("", `${path}${e.linePos ? ` line ${e.linePos[0].line}` : ""}: not valid YAML: ${e.message.split("\n")[0]}`)),
+      document.errors.map((e) => {
+        const line = text.slice(0, e.pos[0]).split("\n").length;
+        return problem("", `${path} line ${line}: not valid YAML: ${e.message.split("\n")[0]}`);
+      }),
     );
   }
   const top: unknown = document.toJS() ?? {};

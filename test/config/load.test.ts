@@ -1,0 +1,91 @@
+// loadStackConfig inside a Pulumi program: config and secrets as the Pulumi runtime holds them (under mocks).
+import * as pulumi from "@pulumi/pulumi";
+import { beforeAll, describe, expect, it } from "vitest";
+import { ConfigError, loadStackConfig } from "../../src/config";
+
+beforeAll(() => {
+  pulumi.runtime.setMocks(
+    {
+      newResource: (args) => ({ id: `${args.name}-id`, state: args.inputs }),
+      call: (args) => args.inputs,
+    },
+    "multienv",
+    "demo",
+  );
+});
+
+const websites = {
+  shop: { domains: ["shop.test"] },
+  gh: { live: true, domains: ["github.com"], secretSettings: { token: "githubToken" } },
+};
+
+/** Sets the stack's config the way the Pulumi engine passes it: strings, structured values as JSON. */
+function setConfig(values: Record<string, unknown>, secretKeys: string[] = []): void {
+  const config: Record<string, string> = {};
+  for (const [key, value] of Object.entries(values)) config[`multienv:${key}`] = typeof value === "string" ? value : JSON.stringify(value);
+  config["aws:region"] = "us-east-1";
+  pulumi.runtime.setAllConfig(config, secretKeys.map((k) => `multienv:${k}`));
+}
+
+function unwrap<T>(output: pulumi.Output<T>): Promise<T> {
+  return new Promise((resolve) => output.apply((v) => resolve(v)));
+}
+
+function problemLines(): string[] {
+  try {
+    loadStackConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) return error.message.split("\n");
+    throw error;
+  }
+  throw new Error("the config was accepted");
+}
+
+describe("loadStackConfig", () => {
+  it("reads and validates the multienv namespace, and returns each named secret as a Pulumi secret", async () => {
+    setConfig({ websites, captureTraffic: "true", githubToken: "ghp_real" }, ["githubToken"]);
+    const { config, secrets } = loadStackConfig();
+    expect(config.captureTraffic).toBe(true);
+    expect(config.target).toBe("docker");
+    expect(config.websites.gh.secretSettings).toEqual({ token: "githubToken" });
+    expect(Object.keys(secrets)).toEqual(["githubToken"]);
+    expect(await pulumi.isSecret(secrets.githubToken)).toBe(true);
+    expect(await unwrap(secrets.githubToken)).toBe("ghp_real");
+    expect(JSON.stringify(config)).not.toContain("ghp_real");
+  });
+
+  it("refuses a secret setting whose key holds plaintext, naming the key and the fix", () => {
+    setConfig({ websites, githubToken: "ghp_real" });
+    expect(problemLines()).toEqual([
+      "multienv:websites.gh.secretSettings.token: names config key githubToken, which holds a plaintext value; a secret setting must be a secret: `pulumi config set --secret githubToken <value> --stack demo`",
+    ]);
+  });
+
+  it("refuses a secret setting whose key is missing", () => {
+    setConfig({ websites });
+    expect(problemLines()).toEqual([
+      "multienv:websites.gh.secretSettings.token: names config key githubToken, which is not set; set it with `pulumi config set --secret githubToken <value> --stack demo`",
+    ]);
+  });
+
+  it("reports every problem at once as one ConfigError", () => {
+    setConfig({ websites: { shop: { domains: "shop.test", colour: "red" } }, target: "ec2", captureTrafic: "true" });
+    expect(problemLines()).toEqual([
+      "multienv:captureTrafic: unknown key; did you mean captureTraffic? (a secret key belongs here only when a website's secretSettings names it)",
+      'multienv:websites.shop.domains: expected a list, got the string "shop.test"',
+      "multienv:websites.shop.colour: unknown key; the keys here are domains, live, allowHosts, server, frontend, settings, secretSettings",
+      "multienv:ec2: is required when target is ec2: set region, instanceType, runnerCidrs and sshPublicKey",
+    ]);
+  });
+
+  it("a ConfigError carries its problems as data", () => {
+    setConfig({ target: "gcp" });
+    try {
+      loadStackConfig();
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).problems).toEqual([{ path: "target", message: 'expected one of "docker", "ec2"; got "gcp"' }]);
+    }
+  });
+});

@@ -1,0 +1,47 @@
+import { describe, expect, expectTypeOf, it } from "vitest";
+import type { z } from "zod";
+import { stackConfigSchema } from "../../src/config/schema";
+import type { StackConfig } from "../../src/plan/types";
+
+describe("stack config schema", () => {
+  it("produces the StackConfig of src/plan/types.ts, with the same keys", () => {
+    type Parsed = z.output<typeof stackConfigSchema>;
+    expectTypeOf<Parsed>().toExtend<StackConfig>();
+    expectTypeOf<keyof Parsed>().toEqualTypeOf<keyof StackConfig>();
+    expectTypeOf<keyof Parsed["websites"][string]>().toEqualTypeOf<keyof StackConfig["websites"][string]>();
+    expectTypeOf<keyof Parsed["computers"][string]>().toEqualTypeOf<keyof StackConfig["computers"][string]>();
+    expectTypeOf<keyof NonNullable<Parsed["ec2"]>>().toEqualTypeOf<keyof NonNullable<StackConfig["ec2"]>>();
+  });
+
+  it("fills every default of DESIGN 'Stack config'", () => {
+    expect(
+      stackConfigSchema.parse({ websites: { shop: { domains: [] } }, computers: { desk: { network: "allow-all" } } }),
+    ).toEqual({
+      target: "docker",
+      captureTraffic: false,
+      capture: { fileSizeMb: 20, fileCount: 10 },
+      websites: { shop: { domains: [], live: false, allowHosts: [], server: { port: 8000 }, settings: {}, secretSettings: {} } },
+      computers: { desk: { network: "allow-all", routesSites: true, startTabs: [] } },
+    });
+    expect(stackConfigSchema.parse({ websites: { s: { domains: [], frontend: {} } } }).websites.s.frontend).toEqual({ port: 80 });
+  });
+
+  it("refuses unknown keys at every level", () => {
+    for (const input of [
+      { colour: 1 },
+      { websites: { s: { domains: [], colour: 1 } } },
+      { websites: { s: { domains: [], server: { colour: 1 } } } },
+      { computers: { c: { network: "none", colour: 1 } } },
+      { capture: { colour: 1 } },
+    ]) {
+      expect(stackConfigSchema.safeParse(input).success, JSON.stringify(input)).toBe(false);
+    }
+  });
+
+  it("refuses ports out of range and settings that are not JSON", () => {
+    expect(stackConfigSchema.safeParse({ websites: { s: { domains: [], server: { port: 0 } } } }).success).toBe(false);
+    expect(stackConfigSchema.safeParse({ websites: { s: { domains: [], server: { port: 1.5 } } } }).success).toBe(false);
+    expect(stackConfigSchema.safeParse({ websites: { s: { domains: [], settings: { f: () => 1 } } } }).success).toBe(false);
+    expect(stackConfigSchema.safeParse({ websites: { s: { domains: [], settings: [1] } } }).success).toBe(false);
+  });
+});
