@@ -19,8 +19,9 @@ async function main(): Promise<void> {
   process.on("unhandledRejection", (err) => running.log.write({ event: "error", error: `unhandled rejection: ${String(err)}` }));
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.once(signal, () => {
-      running.close().finally(() => process.exit(0));
-      setTimeout(() => process.exit(0), 2_000).unref();
+      // Open connections end with the process; only the log's last lines are worth waiting for.
+      running.log.close().finally(() => process.exit(0));
+      setTimeout(() => process.exit(0), 1_000).unref();
     });
   }
   const { event, ...rest } = running.startup;
