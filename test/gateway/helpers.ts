@@ -145,8 +145,11 @@ export interface Answer {
 
 /** One request through node's http client; `headers` may be a raw array to repeat names. */
 export function request(url: string, options: { method?: string; headers?: Record<string, string> | string[]; body?: string | Buffer } = {}): Promise<Answer> {
+  let headers = options.headers;
+  // node adds no Host header of its own to a raw header array.
+  if (Array.isArray(headers) && !headers.some((h, i) => i % 2 === 0 && h.toLowerCase() === "host")) headers = [...headers, "Host", new URL(url).host];
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: options.method ?? "GET", headers: options.headers as http.OutgoingHttpHeaders, agent: false }, (res) => {
+    const req = http.request(url, { method: options.method ?? "GET", headers: headers as http.OutgoingHttpHeaders, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (chunk) => chunks.push(chunk));
       res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks).toString("utf8") }));

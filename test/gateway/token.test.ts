@@ -1,0 +1,93 @@
+// Issue 3, point 4: the control token opens the gateway's own operations and never reaches a site.
+import type http from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocket, WebSocketServer } from "ws";
+import { bearer, carriesControlToken, parseBearer, tokensEqual, WWW_AUTHENTICATE_CHALLENGE } from "../../src/protocol/auth";
+import { echoHandler, headerValues, request, startGateway, startUpstream, TOKEN, type Echo, type GatewayProcess, type Upstream } from "./helpers";
+
+describe("control token comparison", () => {
+  it("accepts only the exact token, whatever the lengths, without throwing", () => {
+    expect(tokensEqual(TOKEN, TOKEN)).toBe(true);
+    expect(tokensEqual(`${TOKEN}x`, TOKEN)).toBe(false);
+    expect(tokensEqual(TOKEN.slice(1), TOKEN)).toBe(false);
+    expect(tokensEqual("", TOKEN)).toBe(false);
+  });
+
+  it("reads a Bearer value case-insensitively in its scheme only", () => {
+    expect(parseBearer("Bearer abc")).toBe("abc");
+    expect(parseBearer("bearer abc")).toBe("abc");
+    expect(parseBearer("Basic abc")).toBeUndefined();
+    expect(carriesControlToken(bearer(TOKEN), TOKEN)).toBe(true);
+    expect(carriesControlToken(`Bearer ${TOKEN.toUpperCase()}`, TOKEN)).toBe(false);
+    expect(carriesControlToken(undefined, TOKEN)).toBe(false);
+  });
+});
+
+describe("gateway and the control token", () => {
+  let gateway: GatewayProcess;
+  let site: Upstream;
+  let wss: WebSocketServer;
+  const upgrades: http.IncomingMessage[] = [];
+
+  beforeAll(async () => {
+    site = await startUpstream(echoHandler("site"));
+    wss = new WebSocketServer({ server: site.server });
+    wss.on("connection", (socket, req) => {
+      upgrades.push(req);
+      socket.send("hi");
+    });
+    gateway = await startGateway({ sites: { shop: { server: site.url } }, capturesDir: "/nonexistent-captures", computers: { agent: { cdp: "http://127.0.0.1:9" } } });
+  });
+  afterAll(async () => {
+    await gateway?.stop();
+    wss?.close();
+    await site?.close();
+  });
+
+  const seenBy = async (headers: string[]): Promise<string[]> => {
+    const answer = await request(`${gateway.url}/svc/shop/whoami`, { headers });
+    return headerValues((JSON.parse(answer.body) as Echo).rawHeaders, "authorization");
+  };
+
+  it("removes Authorization from a proxied request when it carries the control token", async () => {
+    expect(await seenBy(["Authorization", `Bearer ${TOKEN}`])).toEqual([]);
+    expect(await seenBy(["Authorization", `bearer ${TOKEN}`])).toEqual([]);
+  });
+
+  it("passes a site's own bearer token, and any other Authorization, through unchanged", async () => {
+    expect(await seenBy(["Authorization", "Bearer the-site-own-token"])).toEqual(["Bearer the-site-own-token"]);
+    expect(await seenBy(["Authorization", `Bearer ${TOKEN}x`])).toEqual([`Bearer ${TOKEN}x`]);
+    expect(await seenBy(["Authorization", "Basic dXNlcjpwYXNz"])).toEqual(["Basic dXNlcjpwYXNz"]);
+    expect(await seenBy(["Authorization", `Bearer ${TOKEN}`, "Authorization", "Bearer site"])).toEqual(["Bearer site"]);
+  });
+
+  it("removes the control token from a WebSocket upgrade too", async () => {
+    const socket = new WebSocket(`ws://127.0.0.1:${gateway.port}/svc/shop/ws`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+    await new Promise((resolve, reject) => {
+      socket.once("message", resolve);
+      socket.once("error", reject);
+    });
+    socket.close();
+    expect(upgrades.at(-1)!.headers.authorization).toBeUndefined();
+  });
+
+  it("requires the token for its own operations: 401 with WWW-Authenticate", async () => {
+    for (const path of ["/traffic/v1/captures", "/traffic/v1/captures/shop-server.pcap0", "/computers/agent/cdp/json/version", "/computers/agent/proxy-log"]) {
+      for (const headers of [{}, { Authorization: "Bearer wrong" }, { Authorization: `Basic ${TOKEN}` }]) {
+        const answer = await request(gateway.url + path, { headers });
+        expect(answer.status, `${path} ${JSON.stringify(headers)}`).toBe(401);
+        expect(answer.headers["www-authenticate"]).toBe(WWW_AUTHENTICATE_CHALLENGE);
+        expect(JSON.parse(answer.body).error).toBe("control token required");
+      }
+    }
+  });
+
+  it("refuses a CDP WebSocket without the token", async () => {
+    const status = await new Promise<number>((resolve) => {
+      const socket = new WebSocket(`ws://127.0.0.1:${gateway.port}/computers/agent/cdp/devtools/browser/x`);
+      socket.on("unexpected-response", (_req, res) => resolve(res.statusCode!));
+      socket.on("error", () => undefined);
+    });
+    expect(status).toBe(401);
+  });
+});
