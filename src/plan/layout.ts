@@ -24,10 +24,10 @@ export const PROJECT_IMAGES: Record<ProjectImageRole, { imageName: string; docke
 };
 
 /**
- * The `BASE_IMAGE` build argument of the project's Dockerfiles. `scripts/build-images.sh` builds it offline
- * (debootstrap); `MULTIENV_BASE_IMAGE` overrides it for a machine that has another base.
+ * The `BASE_IMAGE` build argument of the project's Dockerfiles: Debian with Node 20, which
+ * `scripts/build-images.sh` builds offline (debootstrap). `MULTIENV_BASE_IMAGE` overrides it.
  */
-export const DEFAULT_BASE_IMAGE = "multienv/base:bookworm";
+export const DEFAULT_BASE_IMAGE = "multienv/node-base";
 
 /**
  * Capture sidecars run tcpdump. They use the gateway image, which carries tcpdump, so a capture needs no
@@ -342,4 +342,20 @@ export function rehost(url: string, host: string): string {
   const parsed = new URL(url);
   parsed.hostname = host;
   return parsed.toString().replace(/\/$/, url.endsWith("/") ? "/" : "");
+}
+
+/** The gateway's URL as the runner reaches it: the published address and port. */
+export function gatewayUrl(host: string, port: number | string): string {
+  return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+/** A site's routes through the gateway (DESIGN "Gateway"): `/svc/<site>/` always, `/website/<site>/` synthetic only. */
+export function siteUrls(gateway: string, site: Pick<PlannedWebsite, "name" | "live">): { svcUrl: string; browseUrl?: string } {
+  const svcUrl = `${gateway}/svc/${encodeURIComponent(site.name)}/`;
+  return site.live ? { svcUrl } : { svcUrl, browseUrl: `${gateway}/website/${encodeURIComponent(site.name)}/` };
+}
+
+/** A computer's Chrome DevTools endpoint through the gateway (control token required). */
+export function computerCdpUrl(gateway: string, computer: string): string {
+  return `${gateway}/computers/${encodeURIComponent(computer)}/cdp`;
 }

@@ -1,0 +1,80 @@
+// A computer: its browser and the site proxy that is the browser's only way out. The browser sits on the
+// computer's own internal network alone with its proxy; the proxy also reaches the gateway (and the web when
+// the computer reaches public hosts). The proxy writes its CA into the computer's CA volume, which the
+// browser mounts read-only to trust it.
+import * as docker from "@pulumi/docker";
+import * as pulumi from "@pulumi/pulumi";
+import type { BrowserServiceConfig, Plan, PlannedComputer, SiteProxyServiceConfig } from "../src/plan";
+import { browserMounts, browserNetworks, DEFAULT_CAPABILITIES, ENV_VARS, proxyMounts, proxyNetworks, proxyPublish } from "../src/plan/layout";
+import { LABELS, ROLES } from "../policies/contract";
+import { envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";
+import type { DockerEngine } from "./dockerEngine";
+
+export interface ComputerArgs {
+  /** The plan (networks, target). */
+  plan: Plan;
+  /** The planned computer. */
+  computer: PlannedComputer;
+  /** The engine the computer runs on: the env's (docker) or the computer's own VM (ec2). */
+  engine: DockerEngine;
+  /** `MULTIENV_SITE_PROXY_CONFIG`, from `siteProxyServiceConfig(plan, computer)` (ec2: with the gateway VM's address). */
+  proxyConfig: pulumi.Input<SiteProxyServiceConfig>;
+  /** `MULTIENV_BROWSER_CONFIG`, from `browserServiceConfig(plan, computer)`. */
+  browserConfig: BrowserServiceConfig;
+  /** Resources the proxy needs before it starts (docker: the gateway it forwards synthetic names to). */
+  dependsOn?: pulumi.Resource[];
+}
+
+export class Computer extends pulumi.ComponentResource {
+  readonly proxy: docker.Container;
+  readonly browser: docker.Container;
+
+  constructor(name: string, args: ComputerArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("multienv:computer:Computer", name, {}, opts);
+    const { plan, computer, engine } = args;
+    const browserNets = browserNetworks(computer);
+    if (browserNets.some((n) => n.network !== computer.networkName)) {
+      throw new Error(`Computer ${computer.name}: the browser may only be on its own network ${computer.networkName}`);
+    }
+    const proxyConfigJson = pulumi.output(args.proxyConfig).apply((c) => JSON.stringify(c));
+    this.proxy = new docker.Container(
+      computer.proxyContainerName,
+      {
+        name: computer.proxyContainerName,
+        image: engine.image(undefined, "site-proxy"),
+        networksAdvanced: networksAdvanced(engine, proxyNetworks(plan, computer)),
+        ports: proxyPublish(plan),
+        mounts: volumeMounts(engine, proxyMounts(computer)),
+        capabilities: DEFAULT_CAPABILITIES,
+        envs: [envEntry(ENV_VARS.siteProxyConfig, proxyConfigJson)],
+        restart: RESTART,
+        labels: [
+          { label: LABELS.role, value: ROLES.siteProxy },
+          { label: LABELS.computer, value: computer.name },
+        ],
+      },
+      { parent: this, dependsOn: args.dependsOn },
+    );
+    this.browser = new docker.Container(
+      computer.browserContainerName,
+      {
+        name: computer.browserContainerName,
+        image: engine.image(computer.image, "browser"),
+        networksAdvanced: networksAdvanced(engine, browserNets),
+        mounts: volumeMounts(engine, browserMounts(computer)),
+        capabilities: DEFAULT_CAPABILITIES,
+        envs: [envEntry(ENV_VARS.browserConfig, JSON.stringify(args.browserConfig))],
+        // Chromium needs more than Docker's 64 MB default /dev/shm for real pages.
+        shmSize: 512,
+        restart: RESTART,
+        labels: [
+          { label: LABELS.role, value: ROLES.browser },
+          { label: LABELS.computer, value: computer.name },
+        ],
+      },
+      // The browser's proxy must be up first: the browser never falls back to a direct connection.
+      { parent: this, dependsOn: [this.proxy] },
+    );
+    this.registerOutputs({ proxy: this.proxy.name, browser: this.browser.name });
+  }
+}

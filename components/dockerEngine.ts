@@ -1,0 +1,98 @@
+// One Docker engine's shared pieces: its networks, its volumes and the images its containers run.
+// The engine is reached through the docker provider passed in the resource options (DockerHost for the local
+// engine, Ec2Host for a VM), so every child of this component talks to that engine.
+import * as docker from "@pulumi/docker";
+import * as pulumi from "@pulumi/pulumi";
+import type { EngineNetworks, ProjectImageRole } from "../src/plan/layout";
+import { PROJECT_IMAGES } from "../src/plan/layout";
+
+export interface DockerEngineArgs {
+  /** Which networks this engine holds, internal (no route out) and external, by Docker name. */
+  networks: EngineNetworks;
+  /** Docker names of the volumes this engine holds. */
+  volumes: string[];
+  /** The project's own images that containers on this engine run; each is built on this engine. */
+  projectImages: ProjectImageRole[];
+  /** Build context of the project's images: the repository root (Dockerfiles copy from `src/`). */
+  buildContext: string;
+  /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */
+  baseImage: string;
+  /** Labels put on every network and volume, so `docker network ls --filter label=...` finds a stack's pieces. */
+  labels: Record<string, string>;
+}
+
+export class DockerEngine extends pulumi.ComponentResource {
+  private readonly networks = new Map<string, docker.Network>();
+  private readonly volumes = new Map<string, docker.Volume>();
+  private readonly builtImages = new Map<ProjectImageRole, docker.Image>();
+  private readonly pulledImages = new Map<string, docker.RemoteImage>();
+  /** The component's name: it prefixes the names of images pulled on demand. */
+  readonly engineName: string;
+
+  constructor(name: string, args: DockerEngineArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("multienv:docker:DockerEngine", name, {}, opts);
+    this.engineName = name;
+    const labels = Object.entries(args.labels).map(([label, value]) => ({ label, value }));
+    const all = [...args.networks.internal.map((n) => [n, true] as const), ...args.networks.external.map((n) => [n, false] as const)];
+    const seen = new Set<string>();
+    for (const [network, internal] of all) {
+      if (seen.has(network)) throw new Error(`DockerEngine ${name}: network ${network} is listed twice`);
+      seen.add(network);
+      this.networks.set(network, new docker.Network(network, { name: network, internal, driver: "bridge", labels }, { parent: this }));
+    }
+    for (const volume of args.volumes) {
+      this.volumes.set(volume, new docker.Volume(volume, { name: volume, labels }, { parent: this }));
+    }
+    for (const role of args.projectImages) {
+      const image = PROJECT_IMAGES[role];
+      this.builtImages.set(
+        role,
+        new docker.Image(
+          `${name}-${role}-image`,
+          {
+            imageName: image.imageName,
+            skipPush: true,
+            build: { context: args.buildContext, dockerfile: `${args.buildContext}/${image.dockerfile}`, args: { BASE_IMAGE: args.baseImage } },
+          },
+          { parent: this },
+        ),
+      );
+    }
+    this.registerOutputs({});
+  }
+
+  /** The network resource named `name`; asking for one the engine does not hold is a bug in the layout. */
+  network(name: string): docker.Network {
+    const network = this.networks.get(name);
+    if (network === undefined) throw new Error(`DockerEngine ${this.engineName}: no network ${name} on this engine (has ${[...this.networks.keys()].join(", ")})`);
+    return network;
+  }
+
+  volume(name: string): docker.Volume {
+    const volume = this.volumes.get(name);
+    if (volume === undefined) throw new Error(`DockerEngine ${this.engineName}: no volume ${name} on this engine (has ${[...this.volumes.keys()].join(", ")})`);
+    return volume;
+  }
+
+  /**
+   * The image a container runs: `image` when the config gives one, else the project's own image for `role`,
+   * built on this engine.
+   */
+  image(image: string | undefined, role: ProjectImageRole): pulumi.Output<string> {
+    if (image !== undefined) return this.pulledImage(image);
+    const built = this.builtImages.get(role);
+    if (built === undefined) throw new Error(`DockerEngine ${this.engineName}: the ${role} image is not built on this engine`);
+    return built.imageName;
+  }
+
+  /** An image given by reference: used as the engine has it, pulled when it has not. One resource per reference. */
+  pulledImage(image: string): pulumi.Output<string> {
+    let pulled = this.pulledImages.get(image);
+    if (pulled === undefined) {
+      const resourceName = `${this.engineName}-image-${image.replace(/[^A-Za-z0-9_.-]+/g, "-")}`;
+      pulled = new docker.RemoteImage(resourceName, { name: image, keepLocally: true }, { parent: this });
+      this.pulledImages.set(image, pulled);
+    }
+    return pulled.imageId;
+  }
+}

@@ -1,0 +1,84 @@
+// ec2 target: the security groups of the env's VMs, each an allowlist (src/plan/layout.ts `ec2SecurityRules`).
+// The groups come first and the rules after, as their own resources, because the env VM's rules name the
+// computer VMs' groups and theirs name the env's. AWS's default allow-all egress is removed on creation.
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import type { Plan } from "../src/plan";
+import type { HostSecurity, SecurityRule } from "../src/plan/layout";
+import { awsTags, computerPeer, ec2SecurityRules } from "../src/plan/layout";
+
+export interface Ec2FirewallArgs {
+  /** The plan: computers, the gateway port, ec2 (runner CIDRs, VPC). */
+  plan: Plan;
+}
+
+/** `env` for the env VM, `computer:<name>` for a computer's VM. */
+export type HostKey = string;
+
+export class Ec2Firewall extends pulumi.ComponentResource {
+  private readonly groups = new Map<HostKey, aws.ec2.SecurityGroup>();
+  /** Every rule resource: a VM's readiness check waits for them (SSH must be open). */
+  readonly rules: pulumi.Resource[] = [];
+
+  constructor(name: string, args: Ec2FirewallArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("multienv:ec2:Ec2Firewall", name, {}, opts);
+    const { plan } = args;
+    if (plan.target !== "ec2" || plan.ec2 === undefined) throw new Error(`Ec2Firewall ${name}: the plan's target is ${plan.target}, not ec2`);
+    if (plan.ec2.runnerCidrs.length === 0) throw new Error(`Ec2Firewall ${name}: no runner CIDRs; nobody could reach the gateway or SSH`);
+    const security = ec2SecurityRules(plan);
+    const hosts: [HostKey, string, HostSecurity][] = [
+      ["env", `${plan.stack}-env`, security.env],
+      ...plan.computers.map((c) => [computerPeer(c.name), `${plan.stack}-${c.name}`, security.computers[c.name]] as [HostKey, string, HostSecurity]),
+    ];
+    for (const [key, groupName] of hosts) {
+      this.groups.set(
+        key,
+        new aws.ec2.SecurityGroup(
+          `${groupName}-sg`,
+          {
+            description: `multienv ${plan.stack}: ${key === "env" ? "the env VM (gateway, sites)" : `the VM of ${key}`}; an allowlist`,
+            vpcId: plan.ec2.vpcId,
+            revokeRulesOnDelete: true,
+            tags: awsTags(plan, `${groupName}-sg`),
+          },
+          { parent: this },
+        ),
+      );
+    }
+    for (const [key, groupName, host] of hosts) {
+      host.ingress.forEach((rule, i) => this.addRules(plan, `${groupName}-in-${i}`, key, rule, "ingress"));
+      host.egress.forEach((rule, i) => this.addRules(plan, `${groupName}-out-${i}`, key, rule, "egress"));
+    }
+    this.registerOutputs({});
+  }
+
+  /** The security group id of a host. */
+  groupId(key: HostKey): pulumi.Output<string> {
+    const group = this.groups.get(key);
+    if (group === undefined) throw new Error(`Ec2Firewall: no security group for ${key}`);
+    return group.id;
+  }
+
+  private addRules(plan: Plan, name: string, key: HostKey, rule: SecurityRule, direction: "ingress" | "egress"): void {
+    const sources: { suffix: string; peer: Partial<aws.vpc.SecurityGroupIngressRuleArgs> }[] = [];
+    if (rule.peer !== undefined) sources.push({ suffix: "", peer: { referencedSecurityGroupId: this.groupId(rule.peer) } });
+    (rule.cidrBlocks ?? []).forEach((cidr, i) => sources.push({ suffix: `-v4-${i}`, peer: { cidrIpv4: cidr } }));
+    (rule.ipv6CidrBlocks ?? []).forEach((cidr, i) => sources.push({ suffix: `-v6-${i}`, peer: { cidrIpv6: cidr } }));
+    for (const { suffix, peer } of sources) {
+      const args = {
+        securityGroupId: this.groupId(key),
+        description: rule.description,
+        ipProtocol: rule.protocol,
+        fromPort: rule.fromPort,
+        toPort: rule.toPort,
+        ...peer,
+        tags: awsTags(plan, `${name}${suffix}`),
+      };
+      this.rules.push(
+        direction === "ingress"
+          ? new aws.vpc.SecurityGroupIngressRule(`${name}${suffix}`, args, { parent: this })
+          : new aws.vpc.SecurityGroupEgressRule(`${name}${suffix}`, args, { parent: this }),
+      );
+    }
+  }
+}

@@ -1,0 +1,85 @@
+// ec2 target: one VM with Docker, reached by the docker provider over SSH once a readiness command has seen
+// Docker answer. IMDSv2 is required (no token-less metadata for a container to steal credentials through) and
+// the root volume is encrypted. The VM's security group comes from Ec2Firewall.
+import * as aws from "@pulumi/aws";
+import * as command from "@pulumi/command";
+import * as docker from "@pulumi/docker";
+import * as pulumi from "@pulumi/pulumi";
+
+export interface Ec2HostArgs {
+  /** Instance type, e.g. `t3.large`. */
+  instanceType: string;
+  /** The AMI; it must have Docker or reach the web ports to install it. */
+  ami: pulumi.Input<string>;
+  /** The subnet; unset: the default subnet of the default VPC. */
+  subnetId?: string;
+  /** The VM's security group (its allowlist). */
+  securityGroupId: pulumi.Input<string>;
+  /** The SSH public key the runner connects with; its private key must be in the runner's ssh-agent. */
+  sshPublicKey: string;
+  /** The login user of the AMI. */
+  sshUser: string;
+  /** User data: installs and starts Docker. */
+  userData: string;
+  /** Runs over SSH and exits 0 once Docker answers. */
+  readinessCommand: string;
+  /** Tags for every AWS resource of the host (the stack and task tags among them); `Name` is set per resource. */
+  tags: (name: string) => Record<string, string>;
+  /** What must exist before the readiness check can connect (the firewall rules that open SSH). */
+  readyAfter: pulumi.Resource[];
+}
+
+export class Ec2Host extends pulumi.ComponentResource {
+  readonly instance: aws.ec2.Instance;
+  /** The docker provider for this VM's engine, usable once the VM is ready. */
+  readonly provider: docker.Provider;
+  readonly publicIp: pulumi.Output<string>;
+  readonly privateIp: pulumi.Output<string>;
+
+  constructor(name: string, args: Ec2HostArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("multienv:ec2:Ec2Host", name, {}, opts);
+    if (!/^(ssh-(rsa|ed25519)|ecdsa-sha2-nistp\d+) /.test(args.sshPublicKey)) {
+      throw new Error(`Ec2Host ${name}: sshPublicKey is not an OpenSSH public key (ssh-ed25519 AAAA..., ssh-rsa AAAA...)`);
+    }
+    const keyPair = new aws.ec2.KeyPair(`${name}-key`, { publicKey: args.sshPublicKey, tags: args.tags(`${name}-key`) }, { parent: this });
+    this.instance = new aws.ec2.Instance(
+      `${name}-vm`,
+      {
+        ami: args.ami,
+        instanceType: args.instanceType,
+        keyName: keyPair.keyName,
+        subnetId: args.subnetId,
+        vpcSecurityGroupIds: [args.securityGroupId],
+        associatePublicIpAddress: true,
+        userData: args.userData,
+        userDataReplaceOnChange: true,
+        metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },
+        rootBlockDevice: { encrypted: true, volumeType: "gp3", deleteOnTermination: true },
+        tags: args.tags(`${name}-vm`),
+        volumeTags: args.tags(`${name}-vm-root`),
+      },
+      { parent: this },
+    );
+    this.publicIp = this.instance.publicIp;
+    this.privateIp = this.instance.privateIp;
+    const ready = new command.remote.Command(
+      `${name}-docker-ready`,
+      {
+        connection: { host: this.publicIp, user: args.sshUser, dialErrorLimit: 60, perDialTimeout: 10 },
+        create: args.readinessCommand,
+        triggers: [this.instance.id],
+      },
+      { parent: this, dependsOn: args.readyAfter },
+    );
+    this.provider = new docker.Provider(
+      `${name}-docker`,
+      {
+        host: pulumi.interpolate`ssh://${args.sshUser}@${this.publicIp}`,
+        // A new VM's host key is not known yet; the key pair and the runner-only security group are what guard it.
+        sshOpts: ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"],
+      },
+      { parent: this, dependsOn: [ready] },
+    );
+    this.registerOutputs({ publicIp: this.publicIp, privateIp: this.privateIp });
+  }
+}

@@ -1,0 +1,77 @@
+// The gateway container: the env's one way in. On the env network (to reach the sites) and the ingress network
+// (the only one its port is published on), the captures volume read-only, and a health check on /healthz that
+// the deploy waits for, so an env whose site or capture is not running fails to deploy.
+import * as docker from "@pulumi/docker";
+import * as pulumi from "@pulumi/pulumi";
+import type { GatewayServiceConfig, Plan } from "../src/plan";
+import {
+  DEFAULT_CAPABILITIES,
+  ENV_VARS,
+  GATEWAY_WAIT_TIMEOUT_SECONDS,
+  gatewayHealthcheck,
+  gatewayMounts,
+  gatewayNetworks,
+  gatewayPublish,
+  gatewayUrl,
+} from "../src/plan/layout";
+import { LABELS, ROLES } from "../policies/contract";
+import { envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";
+import type { DockerEngine } from "./dockerEngine";
+
+export interface GatewayArgs {
+  /** The plan: the gateway's name and port, networks, capture. */
+  plan: Plan;
+  /** The engine the gateway runs on. */
+  engine: DockerEngine;
+  /** `MULTIENV_GATEWAY_CONFIG`, from `gatewayServiceConfig(plan)` (ec2: with the computers' VM addresses). */
+  serviceConfig: pulumi.Input<GatewayServiceConfig>;
+  /** The control token (a secret). */
+  controlToken: pulumi.Output<string>;
+  /** The gateway's image; unset: the project's gateway image. */
+  image?: string;
+  /**
+   * The address the runner reaches the gateway at when it is not the published IP itself (ec2: the VM's public
+   * address). Unset on docker: the port is published on loopback.
+   */
+  publicAddress?: pulumi.Input<string>;
+  /** Containers the gateway's health depends on (site servers and capture sidecars): created first. */
+  dependsOn: pulumi.Resource[];
+}
+
+export class Gateway extends pulumi.ComponentResource {
+  readonly container: docker.Container;
+  /** `http://<address>:<published port>` */
+  readonly url: pulumi.Output<string>;
+
+  constructor(name: string, args: GatewayArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("multienv:gateway:Gateway", name, {}, opts);
+    const { plan, engine } = args;
+    const publish = gatewayPublish(plan);
+    if (publish.ip !== "127.0.0.1" && args.publicAddress === undefined) {
+      throw new Error(`Gateway ${name}: the port is published on ${publish.ip}; give the publicAddress the runner reaches it at`);
+    }
+    const configJson = pulumi.output(args.serviceConfig).apply((c) => JSON.stringify(c));
+    this.container = new docker.Container(
+      plan.gateway.containerName,
+      {
+        name: plan.gateway.containerName,
+        image: engine.image(args.image, "gateway"),
+        networksAdvanced: networksAdvanced(engine, gatewayNetworks(plan)),
+        ports: [publish],
+        mounts: volumeMounts(engine, gatewayMounts(plan)),
+        capabilities: DEFAULT_CAPABILITIES,
+        envs: [envEntry(ENV_VARS.gatewayConfig, configJson), envEntry(ENV_VARS.controlToken, args.controlToken)],
+        healthcheck: gatewayHealthcheck(plan),
+        wait: true,
+        waitTimeout: GATEWAY_WAIT_TIMEOUT_SECONDS,
+        restart: RESTART,
+        labels: [{ label: LABELS.role, value: ROLES.gateway }],
+      },
+      { parent: this, dependsOn: args.dependsOn },
+    );
+    const address = args.publicAddress ?? publish.ip;
+    const port = publish.external ?? this.container.ports.apply((ports) => ports?.[0]?.external ?? 0);
+    this.url = pulumi.all([address, port]).apply(([a, p]) => gatewayUrl(a, p));
+    this.registerOutputs({ url: this.url });
+  }
+}

@@ -1,0 +1,12 @@
+// The components of a multi env, one per file.
+export { MultiEnv } from "./multiEnv";
+export type { MultiEnvArgs, MultiEnvOutputs, WebsiteOutput, ComputerOutput } from "./multiEnv";
+export { Website } from "./website";
+export { Gateway } from "./gateway";
+export { CaptureSidecar } from "./captureSidecar";
+export { Computer } from "./computer";
+export { DockerHost } from "./dockerHost";
+export { DockerEngine } from "./dockerEngine";
+export { Ec2Host } from "./ec2Host";
+export { Ec2Firewall } from "./ec2Firewall";
+export { ControlToken } from "./controlToken";

@@ -1,0 +1,113 @@
+// A website of the env: its server (`<site>-server`) and, for a synthetic site, its frontend, each with a
+// capture sidecar when capture is on. Settings reach the server as one JSON line in AGENTENV_WEBSITE_SETTINGS;
+// when the site has secret settings their values are merged in and the whole value is a Pulumi secret.
+import * as docker from "@pulumi/docker";
+import * as pulumi from "@pulumi/pulumi";
+import type { Plan, PlannedContainer, PlannedWebsite } from "../src/plan";
+import { configPath, formatProblem } from "../src/plan";
+import { DEFAULT_CAPABILITIES, ENV_VARS, frontendNetworks, serverNetworks, websiteSettingsJson } from "../src/plan/layout";
+import { LABELS, ROLES } from "../policies/contract";
+import { CaptureSidecar } from "./captureSidecar";
+import { envEntry, networksAdvanced, RESTART } from "./containers";
+import type { DockerEngine } from "./dockerEngine";
+
+export interface WebsiteArgs {
+  /** The plan the site belongs to (networks, capture). */
+  plan: Plan;
+  /** The planned site. */
+  site: PlannedWebsite;
+  /** The engine the site's containers run on (networks, images). */
+  engine: DockerEngine;
+  /**
+   * Values of the site's secret settings, by setting name (already resolved from the stack's secret config keys).
+   * Every name of `site.secretSettings` must be here.
+   */
+  secretValues: Record<string, pulumi.Output<string>>;
+}
+
+export class Website extends pulumi.ComponentResource {
+  readonly server: docker.Container;
+  /** Synthetic sites only. */
+  readonly frontend?: docker.Container;
+  readonly sidecars: CaptureSidecar[] = [];
+
+  constructor(name: string, args: WebsiteArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("multienv:website:Website", name, {}, opts);
+    const { plan, site, engine } = args;
+    const missing = Object.keys(site.secretSettings).filter((setting) => args.secretValues[setting] === undefined);
+    if (missing.length > 0) {
+      throw new Error(`Website ${site.name}: no value for the secret settings ${missing.join(", ")}; pass every secretSettings value`);
+    }
+    if (site.live && site.frontend !== undefined) {
+      throw new Error(`Website ${site.name}: a live site serves no pages, so it has no frontend`);
+    }
+
+    this.server = new docker.Container(
+      site.server.containerName,
+      {
+        name: site.server.containerName,
+        image: engine.pulledImage(requireImage(site, "server", site.server)),
+        networksAdvanced: networksAdvanced(engine, serverNetworks(plan, site)),
+        capabilities: DEFAULT_CAPABILITIES,
+        envs: [settingsEnv(site, args.secretValues)],
+        restart: RESTART,
+        labels: siteLabels(site, "server"),
+      },
+      { parent: this },
+    );
+    if (site.frontend !== undefined) {
+      this.frontend = new docker.Container(
+        site.frontend.containerName,
+        {
+          name: site.frontend.containerName,
+          image: engine.pulledImage(requireImage(site, "frontend", site.frontend)),
+          networksAdvanced: networksAdvanced(engine, frontendNetworks(plan, site)),
+          capabilities: DEFAULT_CAPABILITIES,
+          restart: RESTART,
+          labels: siteLabels(site, "frontend"),
+        },
+        { parent: this },
+      );
+    }
+    for (const sidecar of plan.capture.sidecars.filter((s) => s.site === site.name)) {
+      const target = sidecar.role === "server" ? this.server : this.frontend;
+      if (target === undefined) throw new Error(`Website ${site.name}: the plan captures a ${sidecar.role} the site does not have`);
+      this.sidecars.push(new CaptureSidecar(sidecar.containerName, { plan, sidecar, target, engine }, { parent: this }));
+    }
+    this.registerOutputs({ server: this.server.name, frontend: this.frontend?.name });
+  }
+
+  /** Every container of the site, sidecars included: the gateway starts after them. */
+  containers(): docker.Container[] {
+    return [this.server, ...(this.frontend ? [this.frontend] : []), ...this.sidecars.map((s) => s.container)];
+  }
+}
+
+/**
+ * Site images are the task's own: there is no project image to fall back to. The plan leaves `image` unset
+ * when the config has none, so this is refused here, naming the config key that fixes it.
+ */
+function requireImage(site: PlannedWebsite, role: "server" | "frontend", container: PlannedContainer): string {
+  if (container.image === undefined) {
+    const path = configPath(["websites", site.name, role, "image"]);
+    throw new Error(formatProblem({ path, message: `a website's ${role} needs an image (the task's own site image); set ${path}` }));
+  }
+  return container.image;
+}
+
+function settingsEnv(site: PlannedWebsite, secretValues: Record<string, pulumi.Output<string>>): pulumi.Output<string> {
+  const names = Object.keys(site.secretSettings);
+  if (names.length === 0) return envEntry(ENV_VARS.websiteSettings, websiteSettingsJson(site.settings, {}));
+  const values = pulumi.all(Object.fromEntries(names.map((n) => [n, secretValues[n]])));
+  return pulumi.secret(envEntry(ENV_VARS.websiteSettings, values.apply((v) => websiteSettingsJson(site.settings, v))));
+}
+
+/** Marks the policy pack reads (policies/contract.ts): role, site, and which settings are secret (names only). */
+function siteLabels(site: PlannedWebsite, role: "server" | "frontend"): docker.types.input.ContainerLabel[] {
+  const secretNames = Object.keys(site.secretSettings);
+  return [
+    { label: LABELS.role, value: role === "server" ? ROLES.server : ROLES.frontend },
+    { label: LABELS.site, value: site.name },
+    ...(role === "server" && secretNames.length > 0 ? [{ label: LABELS.secretSettings, value: secretNames.sort().join(",") }] : []),
+  ];
+}

@@ -1,0 +1,236 @@
+// Runs the multienv program under Pulumi's mocks (no engine, CLI, cloud or Docker) and returns the resource
+// graph it would register: each resource's type, name, parent, provider and inputs, plus the stack outputs.
+// Secret values are rendered as "[secret]" everywhere. Re-runnable in one process: each run resets the
+// runtime's settings (setMocks) and config (setAllConfig) and waits for every registration to finish.
+import * as pulumi from "@pulumi/pulumi";
+import { multienvProgram } from "../program";
+
+export const SECRET = "[secret]";
+export const UNKNOWN = "[unknown]";
+
+/** The project name of Pulumi.yaml: it is part of every URN. */
+const PROJECT = "multienv";
+const ROOT_STACK_TYPE = "pulumi:pulumi:Stack";
+
+export interface GraphResource {
+  /** Pulumi type token, e.g. `docker:index/container:Container`, `multienv:website:Website`. */
+  type: string;
+  name: string;
+  /** The parent resource's name; undefined for children of the stack itself. */
+  parent?: string;
+  /** The parent resource's type. */
+  parentType?: string;
+  urn: string;
+  /** True for custom (provider) resources, false for components. */
+  custom: boolean;
+  /** The name of the explicit provider resource the resource is created with (custom resources only). */
+  provider?: string;
+  /** The inputs as the provider would receive them, secrets as "[secret]". */
+  inputs: Record<string, unknown>;
+  /** Outputs the engine is told to keep secret (e.g. the control token's generator stdout). */
+  additionalSecretOutputs?: string[];
+}
+
+export interface Graph {
+  resources: GraphResource[];
+  /** The stack outputs, secrets as "[secret]". */
+  outputs: Record<string, unknown>;
+}
+
+/** A program error that stopped the run (a RunError's message: one line per problem). */
+export class GraphError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "GraphError";
+  }
+}
+
+export interface GraphOptions {
+  /** The stack name (it prefixes every Docker name). */
+  stack: string;
+  /** `namespace:key` -> value as Pulumi hands config to a program (structured values as JSON). */
+  config: Record<string, string>;
+  /** Full keys whose values are secrets. */
+  secretKeys?: string[];
+}
+
+/**
+ * Values the engine computes at deploy time, shown as what they stand for: the gateway's URL carries
+ * "<port chosen by Docker>" rather than a made-up number.
+ */
+function computedState(type: string, name: string, inputs: Record<string, any>): Record<string, unknown> {
+  switch (type) {
+    case "docker:index/container:Container":
+      return {
+        ...inputs,
+        ports: (inputs.ports ?? []).map((p: Record<string, unknown>) => ({ ...p, external: p.external ?? "<port chosen by Docker>" })),
+      };
+    case "docker:index/remoteImage:RemoteImage":
+      return { ...inputs, imageId: `<id of ${inputs.name}>` };
+    case "command:local:Command":
+      return { ...inputs, stdout: `<stdout of ${name}>` };
+    case "aws:ec2/instance:Instance":
+      return { ...inputs, publicIp: `<public IP of ${name}>`, privateIp: `<private IP of ${name}>` };
+    case "aws:ec2/keyPair:KeyPair":
+      return { ...inputs, keyName: inputs.keyName ?? name };
+    default:
+      return inputs;
+  }
+}
+
+const mocks: pulumi.runtime.Mocks = {
+  newResource(args) {
+    return { id: `${args.name}-id`, state: computedState(args.type, args.name, args.inputs) };
+  },
+  call(args) {
+    if (args.token === "aws:ssm/getParameter:getParameter") return { ...args.inputs, value: `<value of SSM parameter ${args.inputs.name}>` };
+    return args.inputs;
+  },
+};
+
+/** Replaces secrets by "[secret]" and drops Pulumi's internal markers, recursively. */
+export function renderValue(value: unknown): unknown {
+  const rpc = pulumi.runtime as unknown as { specialSigKey: string; specialSecretSig: string; unknownValue: string };
+  if (value === rpc.unknownValue) return UNKNOWN;
+  if (Array.isArray(value)) return value.map(renderValue);
+  if (value !== null && typeof value === "object") {
+    const record = value as Record<string, unknown>;
+    if (record[rpc.specialSigKey] === rpc.specialSecretSig) return SECRET;
+    if (rpc.specialSigKey in record) return `[${String(record[rpc.specialSigKey])}]`;
+    return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, renderValue(v)]));
+  }
+  return value;
+}
+
+interface OutputInternals {
+  promise(withUnknowns?: boolean): Promise<unknown>;
+  isKnown: Promise<boolean>;
+  isSecret: Promise<boolean>;
+}
+
+/** Resolves a stack output value, rendering secret Outputs as "[secret]". */
+async function renderOutput(value: unknown): Promise<unknown> {
+  if (pulumi.Output.isInstance(value)) {
+    const output = value as unknown as OutputInternals;
+    const [known, secret] = await Promise.all([output.isKnown, output.isSecret]);
+    if (secret) return SECRET;
+    if (!known) return UNKNOWN;
+    return renderOutput(await output.promise());
+  }
+  if (value instanceof Promise) return renderOutput(await value);
+  if (Array.isArray(value)) return Promise.all(value.map(renderOutput));
+  if (value !== null && typeof value === "object") {
+    const entries = await Promise.all(Object.entries(value).map(async ([k, v]) => [k, await renderOutput(v)] as const));
+    return Object.fromEntries(entries.filter(([, v]) => v !== undefined));
+  }
+  return value;
+}
+
+interface RegisterRequest {
+  getType(): string;
+  getName(): string;
+  getParent(): string;
+  getCustom(): boolean;
+  getProvider(): string;
+  getObject(): unknown;
+  getAdditionalsecretoutputsList(): string[];
+}
+
+interface MockMonitorInternals {
+  registerResource(req: RegisterRequest, callback: (err: unknown, resp: unknown) => void): Promise<void>;
+  newUrn(parent: string, type: string, name: string): string;
+}
+
+let running = false;
+
+/** Runs the program for one stack under mocks and returns its graph. Throws GraphError when the program refuses. */
+export async function renderGraph(options: GraphOptions): Promise<Graph> {
+  if (running) throw new Error("renderGraph: one run at a time (the Pulumi runtime's state is global)");
+  running = true;
+  const runtime = pulumi.runtime as unknown as {
+    getMonitor(): MockMonitorInternals;
+    waitForRPCs(): Promise<void>;
+    deserializeProperties(struct: unknown): Record<string, unknown>;
+  };
+  const registered: Registration[] = [];
+  const failures: unknown[] = [];
+  const onRejection = (reason: unknown) => failures.push(reason);
+  process.on("unhandledRejection", onRejection);
+  try {
+    pulumi.runtime.setAllConfig(options.config, options.secretKeys ?? []);
+    await pulumi.runtime.setMocks(mocks, PROJECT, options.stack, false);
+    const monitor = runtime.getMonitor();
+    const register = monitor.registerResource.bind(monitor);
+    monitor.registerResource = (req, callback) => {
+      const parentUrn = req.getParent();
+      registered.push({
+        type: req.getType(),
+        name: req.getName(),
+        parentUrn,
+        urn: monitor.newUrn(parentUrn, req.getType(), req.getName()),
+        custom: req.getCustom(),
+        providerRef: req.getProvider(),
+        inputs: runtime.deserializeProperties(req.getObject()),
+        additionalSecretOutputs: req.getAdditionalsecretoutputsList(),
+      });
+      return register(req, callback);
+    };
+
+    // The program's own outputs object is rendered (not the stack resource's copy) so secrets stay secrets.
+    let programOutputs: unknown;
+    try {
+      await pulumi.runtime.runInPulumiStack(async () => {
+        programOutputs = await multienvProgram();
+        return {};
+      });
+      await runtime.waitForRPCs();
+    } catch (error) {
+      throw new GraphError(error instanceof Error ? error.message : String(error));
+    }
+    if (failures.length > 0) {
+      const first = failures[0];
+      throw new GraphError(first instanceof Error ? first.message : String(first));
+    }
+    const outputs = (await renderOutput(programOutputs)) as Record<string, unknown>;
+    return { resources: toGraphResources(registered), outputs };
+  } finally {
+    process.off("unhandledRejection", onRejection);
+    running = false;
+  }
+}
+
+interface Registration {
+  type: string;
+  name: string;
+  parentUrn: string;
+  urn: string;
+  custom: boolean;
+  providerRef: string;
+  inputs: Record<string, unknown>;
+  additionalSecretOutputs: string[];
+}
+
+function toGraphResources(registered: Registration[]): GraphResource[] {
+  const byUrn = new Map(registered.map((r) => [r.urn, r]));
+  return registered
+    .filter((r) => r.type !== ROOT_STACK_TYPE)
+    .map((r) => {
+      const parent = byUrn.get(r.parentUrn);
+      const providerUrn = r.providerRef ? r.providerRef.split("::").slice(0, -1).join("::") : "";
+      const provider = providerUrn ? byUrn.get(providerUrn) : undefined;
+      const resource: GraphResource = {
+        type: r.type,
+        name: r.name,
+        urn: r.urn,
+        custom: r.custom,
+        inputs: renderValue(r.inputs) as Record<string, unknown>,
+      };
+      if (parent && parent.type !== ROOT_STACK_TYPE) {
+        resource.parent = parent.name;
+        resource.parentType = parent.type;
+      }
+      if (provider) resource.provider = provider.name;
+      if (r.additionalSecretOutputs.length > 0) resource.additionalSecretOutputs = [...r.additionalSecretOutputs];
+      return resource;
+    });
+}
