@@ -9,7 +9,7 @@ import { SITE_PROXY_HEADER, SiteProxyVerdict, type FailedReason } from "../proto
 import type { CertificateAuthority } from "./ca";
 import { ConnectFailure, type Connector, normalizeHost } from "./connect";
 import type { EventLog } from "./log";
-import { relay } from "./relay";
+import { endedByRelay, relay } from "./relay";
 import type { Router } from "./routing";
 
 /** Headers that belong to one hop (RFC 9110 7.6.1), plus the proxy-only ones; never sent on. */
@@ -164,6 +164,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
         bytesFromHost: socket.bytesRead,
         start: start.toISOString(),
         durationMs: Date.now() - start.getTime(),
+        ...(endedByRelay.has(socket) ? { endedBy: endedByRelay.get(socket) } : {}),
       }),
     );
     return socket;

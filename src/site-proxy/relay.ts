@@ -3,6 +3,9 @@
 // (even while the other direction is busy, which would keep the sockets' own idle timers from firing).
 import type { Duplex } from "node:stream";
 
+/** Why a relayed socket was ended by the relay (`idle`, `stalled write`, an error code), for its log line. */
+export const endedByRelay = new WeakMap<object, string>();
+
 export interface RelayEnd {
   /** Why the relay ended when it was not both sides closing: `idle`, `stalled write`, or an error's message. */
   endedBy?: string;
@@ -41,6 +44,8 @@ export function relay(client: Duplex & Relayed, upstream: Duplex & Relayed, idle
   let open = 2;
   const stop = (why: string) => {
     endedBy ??= why;
+    endedByRelay.set(client, endedBy);
+    endedByRelay.set(upstream, endedBy);
     client.destroy();
     upstream.destroy();
   };

@@ -113,19 +113,24 @@ export interface TestHttpServer {
 }
 
 /** An HTTP server that records each request and answers `body(req)` as text/html. */
-export async function startHttpServer(body: (req: http.IncomingMessage) => string = (req) => `<html><body>hello from ${req.url}</body></html>`, host = "127.0.0.1"): Promise<TestHttpServer> {
+export async function startHttpServer(
+  body: (req: http.IncomingMessage, res: http.ServerResponse) => string = (req) => `<html><body>hello from ${req.url}</body></html>`,
+  host = "127.0.0.1",
+  port = 0,
+): Promise<TestHttpServer> {
   const state: TestHttpServer = { port: 0, url: "", requests: [], connections: 0, server: undefined as unknown as http.Server };
   const ids = new WeakMap<net.Socket, number>();
   const server = http.createServer((req, res) => {
     state.requests.push({ method: req.method!, url: req.url!, headers: req.headers, rawHeaders: req.rawHeaders, connection: ids.get(req.socket)! });
     req.resume();
     req.on("end", () => {
-      res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "X-Origin": "test" });
-      res.end(body(req));
+      const text = body(req, res);
+      if (!res.headersSent) res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "X-Origin": "test" });
+      res.end(text);
     });
   });
   server.on("connection", (socket) => ids.set(socket, ++state.connections));
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  await new Promise<void>((resolve, reject) => server.once("error", reject).listen(port, host, resolve));
   state.port = (server.address() as net.AddressInfo).port;
   state.url = `http://${host}:${state.port}`;
   state.server = server;
