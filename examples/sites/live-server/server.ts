@@ -1,7 +1,8 @@
 // A live site's server (e.g. for github.com): its card, a data plane, /ready and /session.
 // It serves no pages: the browser reaches the real site's pages straight through its proxy.
-// /session answers Playwright storage state built from its settings:
-//   AGENTENV_WEBSITE_SETTINGS={"domains":["github.com"],"sessionCookie":{"name":"user_session","value":"alex"}}
+// /session answers Playwright storage state built from its settings: the signed-in `account` as the
+// `user_session` cookie on `sessionDomain` (its subdomains included), e.g.
+//   AGENTENV_WEBSITE_SETTINGS={"account":"alex","sessionDomain":"github.com"}
 import { CARD_PATH, WEBSITE_V1_URN } from "../../../src/protocol/card";
 import { SESSION_PATH } from "../../../src/protocol/session";
 import { dataPlane, listenPort, sendJson, serve, stringList, websiteSettings } from "../common/http";
@@ -10,12 +11,13 @@ const settings = websiteSettings();
 const domains = stringList(settings.domains);
 const data = dataPlane();
 
+/** The sample is github.com's fixture: its session cookie goes there unless the settings say otherwise. */
+const SESSION_DOMAIN = typeof settings.sessionDomain === "string" ? settings.sessionDomain : "github.com";
+
 function storageState(): { cookies: unknown[]; origins: unknown[] } {
-  const cookie = settings.sessionCookie as { name?: unknown; value?: unknown } | undefined;
-  const host = domains.find((d) => !d.startsWith("*.")) ?? domains[0]?.replace(/^\*\./, "");
-  if (!cookie || typeof cookie.name !== "string" || typeof cookie.value !== "string" || !host) return { cookies: [], origins: [] };
+  if (typeof settings.account !== "string") return { cookies: [], origins: [] };
   return {
-    cookies: [{ name: cookie.name, value: cookie.value, domain: `.${host}`, path: "/", expires: -1, httpOnly: true, secure: true, sameSite: "Lax" }],
+    cookies: [{ name: "user_session", value: settings.account, domain: `.${SESSION_DOMAIN}`, path: "/", expires: -1, httpOnly: true, secure: true, sameSite: "Lax" }],
     origins: [],
   };
 }
