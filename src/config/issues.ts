@@ -63,7 +63,7 @@ export function friendlyMessage(issue: RawIssue): string | undefined {
   }
 }
 
-function editDistance(a: string, b: string): number {
+export function editDistance(a: string, b: string): number {
   const row = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     let previous = row[0];

@@ -8,9 +8,9 @@ import * as pulumi from "@pulumi/pulumi";
 import { parseDocument } from "yaml";
 import { plan } from "../plan";
 import { CONFIG_NAMESPACE, problem } from "../plan/problems";
-import type { Plan, StackConfig } from "../plan/types";
+import type { Plan, Problem, StackConfig } from "../plan/types";
 import { ConfigError } from "./errors";
-import { type RawConfigValue, validateStackConfig } from "./validate";
+import { namespaceProblems, type RawConfigValue, validateStackConfig } from "./validate";
 
 export { ConfigError } from "./errors";
 
@@ -39,13 +39,15 @@ function isConfigSecret(fullKey: string): boolean {
 export function loadStackConfig(pulumiConfig: pulumi.Config = new pulumi.Config(CONFIG_NAMESPACE)): LoadedStackConfig {
   const prefix = `${pulumiConfig.name}:`;
   const values: Record<string, RawConfigValue> = {};
-  for (const [fullKey, value] of Object.entries(pulumi.runtime.allConfig())) {
+  const all = pulumi.runtime.allConfig();
+  for (const [fullKey, value] of Object.entries(all)) {
     if (!fullKey.startsWith(prefix)) continue;
     const secret = isConfigSecret(fullKey);
     values[fullKey.slice(prefix.length)] = secret ? { secret } : { secret, value };
   }
   const validated = validateStackConfig(values, pulumi.getStack());
-  if (validated.config === undefined) throw new ConfigError(validated.problems);
+  const problems = [...namespaceProblems(Object.keys(all)), ...validated.problems];
+  if (validated.config === undefined || problems.length > 0) throw new ConfigError(problems);
   const secrets: Record<string, pulumi.Output<string>> = {};
   for (const key of validated.secretKeys) secrets[key] = pulumiConfig.requireSecret(key);
   return { config: validated.config, secrets };
@@ -127,7 +129,7 @@ export function readStackFile(path: string, stack: string = stackNameOfFile(path
     throw new ConfigError([problem("", `${path}: config: must be a mapping of namespace:key to values`)]);
   }
 
-  const problems = [];
+  const problems: Problem[] = [];
   const rawConfig: Record<string, string> = {};
   const secretKeys: string[] = [];
   const values: Record<string, RawConfigValue> = {};
@@ -143,7 +145,7 @@ export function readStackFile(path: string, stack: string = stackNameOfFile(path
     if (fullKey.startsWith(prefix)) values[fullKey.slice(prefix.length)] = secret ? { secret } : { secret, value: rawConfig[fullKey] };
   }
   const validated = validateStackConfig(values, stack);
-  problems.push(...validated.problems);
+  problems.push(...namespaceProblems(Object.keys(section)), ...validated.problems);
   if (validated.config === undefined || problems.length > 0) throw new ConfigError(problems);
   const secrets = Object.fromEntries(validated.secretKeys.map((k) => [k, SECRET_MARKER]));
   return { stack, config: validated.config, secrets, rawConfig, secretKeys: secretKeys.sort() };

@@ -31,7 +31,8 @@ export const websiteSchema = z.strictObject({
 export const computerSchema = z.strictObject({
   image: image.optional(),
   network: z.union([z.literal("allow-all"), z.literal("none"), names], {
-    error: 'must be "allow-all", "none" or a list of host names (an allowlist)',
+    error: (issue) =>
+      `${issue.input === undefined ? "is required: it" : ""} must be "allow-all", "none" or a list of host names (an allowlist)`.trimStart(),
   }),
   routesSites: z.boolean().default(true),
   startTabs: z.array(z.string()).default([]),

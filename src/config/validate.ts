@@ -3,7 +3,8 @@
 // it is a secret, and never needs a secret's value.
 import { problem, quote } from "../plan/problems";
 import type { Problem, StackConfig } from "../plan/types";
-import { friendlyMessage, issuesToProblems, suggestion } from "./issues";
+import { editDistance, friendlyMessage, issuesToProblems, suggestion } from "./issues";
+import { CONFIG_NAMESPACE } from "../plan/problems";
 import { captureSchema, computerSchema, CONFIG_KEY, ec2Schema, stackConfigSchema, STACK_KEYS, websiteSchema } from "./schema";
 
 /** One key of the namespace, as Pulumi holds it. */
@@ -100,4 +101,23 @@ export function validateStackConfig(values: Record<string, RawConfigValue>, stac
   const secretKeys = [...referenced].filter((k) => values[k]?.secret === true).sort();
   if (problems.length > 0 || !parsed.success) return { secretKeys, problems };
   return { config: parsed.data, secretKeys, problems };
+}
+
+/**
+ * Keys of the stack's whole config whose namespace looks like a typo of ours (`multenv:websites`):
+ * nothing would read them, so they are refused like any unknown key.
+ */
+export function namespaceProblems(fullKeys: Iterable<string>): Problem[] {
+  const problems: Problem[] = [];
+  for (const fullKey of fullKeys) {
+    const colon = fullKey.indexOf(":");
+    if (colon <= 0) continue;
+    const namespace = fullKey.slice(0, colon);
+    if (namespace !== CONFIG_NAMESPACE && editDistance(namespace.toLowerCase(), CONFIG_NAMESPACE) <= 2) {
+      problems.push(
+        problem("", `config key ${quote(fullKey)} is in namespace ${namespace}, which nothing reads; did you mean ${CONFIG_NAMESPACE}:${fullKey.slice(colon + 1)}?`),
+      );
+    }
+  }
+  return problems;
 }

@@ -6,7 +6,7 @@ import { allowlistProblems, reachesPublicHosts, reaching } from "./reaching";
 import { namingProblems, stackNameProblem } from "./reserved";
 import { siteTable } from "./site-table";
 import { websiteProblems } from "./sites";
-import { startTabProblems } from "./start-tabs";
+import { startTabProblems, startTabWarnings } from "./start-tabs";
 import { GATEWAY_PORT, topologyNames } from "./topology";
 import type { Plan, PlannedComputer, PlannedWebsite, PlanResult, Problem, StackConfig } from "./types";
 
@@ -87,6 +87,10 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
   const warningProblems = [...live.warnings];
   if (config.ec2 !== undefined && config.target !== "ec2") {
     warningProblems.push(problem(["ec2"], `ignored, since target is ${config.target}; set target: ec2 to deploy on EC2, or remove ec2`));
+  }
+  for (const name of Object.keys(config.computers).sort()) {
+    const computer = config.computers[name];
+    warningProblems.push(...startTabWarnings(name, computer, reaching(computer.network, live.hosts), config.websites));
   }
   const warnings = warningProblems.map(formatProblem);
   const problems = planProblems(config, stack);

@@ -1,7 +1,8 @@
 // Start tabs (DESIGN "Rules": start tabs).
-import { isClaimed } from "./claims";
+import { isClaimed, syntheticClaimOf } from "./claims";
+import { covers } from "./names";
 import { problem, quote } from "./problems";
-import type { ComputerConfig, Problem, WebsiteConfig } from "./types";
+import type { ComputerConfig, Problem, Reaching, WebsiteConfig } from "./types";
 
 /** The host of an http(s) URL, or a message saying why `tab` is not one. */
 export function startTabHost(tab: string): { host: string } | { problem: string } {
@@ -40,4 +41,23 @@ export function startTabProblems(computer: string, config: ComputerConfig, websi
     }
   });
   return problems;
+}
+
+/**
+ * Warnings for start tabs the computer will not be able to load: a host that is neither a synthetic name the
+ * computer routes nor covered by its reaching (e.g. a live site's page on a computer whose network is none).
+ */
+export function startTabWarnings(computer: string, config: ComputerConfig, reach: Reaching, websites: Record<string, WebsiteConfig>): Problem[] {
+  const warnings: Problem[] = [];
+  config.startTabs.forEach((tab, index) => {
+    const parsed = startTabHost(tab);
+    if ("problem" in parsed) return;
+    const host = parsed.host;
+    if (config.routesSites && !isClaimed(websites, host)) return; // refused by startTabProblems already
+    if (config.routesSites && syntheticClaimOf(websites, host) !== undefined) return;
+    if (reach === "allow-all" || (Array.isArray(reach) && reach.some((name) => covers(name, host)))) return;
+    const network = Array.isArray(config.network) ? "its allowlist" : `network ${config.network}`;
+    warnings.push(problem(["computers", computer, "startTabs", index], `${quote(host)} is not reachable from computer ${computer} (${network}), so this tab will not load`));
+  });
+  return warnings;
 }

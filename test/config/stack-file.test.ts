@@ -118,7 +118,7 @@ describe("readStackFile", () => {
   it("refuses a missing required key", () => {
     expect(problemLines(stackFile("missing", "config:\n  multienv:websites:\n    shop: {live: true}\n  multienv:computers:\n    desk: {}\n"))).toEqual([
       "multienv:websites.shop.domains: is required (a list)",
-      'multienv:computers.desk.network: must be "allow-all", "none" or a list of host names (an allowlist)',
+      'multienv:computers.desk.network: is required: it must be "allow-all", "none" or a list of host names (an allowlist)',
     ]);
   });
 
@@ -181,6 +181,12 @@ describe("readStackFile", () => {
       "multienv:ec2: is required when target is ec2: set region, instanceType, runnerCidrs and sshPublicKey",
       "multienv:websites.gh.secretSettings.other: names config key otherToken, which is not set; set it with `pulumi config set --secret otherToken <value> --stack several`",
       "multienv:websites.gh.secretSettings.token: names config key githubToken, which holds a plaintext value; a secret setting must be a secret: `pulumi config set --secret githubToken <value> --stack several`",
+    ]);
+  });
+
+  it("refuses a key whose namespace is a typo of multienv, which nothing would read", () => {
+    expect(problemLines(stackFile("ns", "config:\n  multenv:websites: {}\n  aws:region: us-east-1\n"))).toEqual([
+      'multienv: config key "multenv:websites" is in namespace multenv, which nothing reads; did you mean multienv:websites?',
     ]);
   });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { formatProblem } from "../../src/plan/problems";
-import { startTabProblems } from "../../src/plan/start-tabs";
+import { reaching } from "../../src/plan/reaching";
+import { startTabProblems, startTabWarnings } from "../../src/plan/start-tabs";
 import { stackConfig } from "./fixtures";
 
 const config = stackConfig({
@@ -42,5 +43,30 @@ describe("start tabs", () => {
       `multienv:computers.open.startTabs[0]: "file:///etc/passwd" is not an http(s) URL; a start tab is an http(s) URL such as https://shop.test/`,
       `multienv:computers.open.startTabs[1]: "shop.test" is not a URL; a start tab is an http(s) URL such as https://shop.test/`,
     ]);
+  });
+});
+
+describe("start tabs a computer cannot load", () => {
+  function warningsFor(computer: Record<string, unknown>): string[] {
+    const c = stackConfig({ websites: config.websites, computers: { c: computer } }).computers.c;
+    return startTabWarnings("c", c, reaching(c.network, ["github.com", "*.githubassets.com"]), config.websites).map(formatProblem);
+  }
+
+  it("are warned about: a live host on a computer whose network is none", () => {
+    expect(warningsFor({ network: "none", startTabs: ["https://shop.test/", "https://github.com/"] })).toEqual([
+      `multienv:computers.c.startTabs[1]: "github.com" is not reachable from computer c (network none), so this tab will not load`,
+    ]);
+  });
+
+  it("are warned about: a host off the allowlist of a computer that does not route sites, or a synthetic name it does not route", () => {
+    expect(warningsFor({ network: ["pypi.org"], routesSites: false, startTabs: ["https://pypi.org/", "https://example.com/", "https://shop.test/"] })).toEqual([
+      `multienv:computers.c.startTabs[1]: "example.com" is not reachable from computer c (its allowlist), so this tab will not load`,
+      `multienv:computers.c.startTabs[2]: "shop.test" is not reachable from computer c (its allowlist), so this tab will not load`,
+    ]);
+  });
+
+  it("are none for routed synthetic names, live hosts an allowlist computer reaches, and allow-all", () => {
+    expect(warningsFor({ network: [], startTabs: ["https://shop.test/", "https://github.com/", "https://a.githubassets.com/"] })).toEqual([]);
+    expect(warningsFor({ network: "allow-all", routesSites: false, startTabs: ["https://example.com/"] })).toEqual([]);
   });
 });
