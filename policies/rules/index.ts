@@ -1,0 +1,32 @@
+// Every policy of the pack, in the order they are reported.
+import type { Rule } from "../rule";
+import { capturesVolumeAccess } from "./captures-volume";
+import { captureSidecarPerWebsite } from "./capture-sidecars";
+import { computerNetworkIsolation } from "./computer-network";
+import { containerPrivileges } from "./container-privileges";
+import { awsResourceTags, ec2NoOpenEgress, ec2IngressClosedToWorld, ec2InstanceHardening } from "./ec2";
+import { secretsStaySecret } from "./secrets";
+
+export {
+  awsResourceTags,
+  capturesVolumeAccess,
+  captureSidecarPerWebsite,
+  computerNetworkIsolation,
+  containerPrivileges,
+  ec2NoOpenEgress,
+  ec2IngressClosedToWorld,
+  ec2InstanceHardening,
+  secretsStaySecret,
+};
+
+export const RULES: readonly Rule[] = [
+  containerPrivileges,
+  capturesVolumeAccess,
+  computerNetworkIsolation,
+  secretsStaySecret,
+  ec2IngressClosedToWorld,
+  ec2NoOpenEgress,
+  ec2InstanceHardening,
+  awsResourceTags,
+  captureSidecarPerWebsite,
+];

@@ -1,0 +1,112 @@
+// Policy 4: secrets stay secret. The control token output, the gateway's MULTIENV_CONTROL_TOKEN and the
+// AGENTENV_WEBSITE_SETTINGS of every site with secret settings must be Pulumi secrets, and no plaintext
+// value anywhere may contain a value known to be secret.
+//
+// Where secret-ness can be judged: under Pulumi's mocks (`multienv check`) secret values keep their marker,
+// so the rule checks the values themselves. CrossGuard unwraps every secret before a policy runs
+// (@pulumi/policy deserializes with secrets unwrapped), so there the rule checks what it can see instead:
+// a container that carries a secret must list "envs" in additionalSecretOutputs, which makes the engine
+// treat the variable list as secret even if a wrapper were lost upstream.
+import { LABELS, OUTPUTS, ROLES, SECRET_ENV } from "../contract";
+import { containersOf, describe, envOf, labelsOf, roleOf, type PolicyResource, type PolicyStack } from "../model";
+import type { StackFinding, StackRule } from "../rule";
+import { isSecretValue, REDACTED, stringLeaves } from "../secrets";
+
+/** Shorter strings ("true", a port) would match everywhere; a secret worth the name is longer. */
+const MIN_SECRET_LENGTH = 8;
+
+/** The env variables of `container` that carry a secret, by the marks the components put on it. */
+function secretEnvNames(container: PolicyResource): string[] {
+  const names: string[] = [];
+  if (roleOf(container) === ROLES.gateway) names.push(SECRET_ENV.controlToken);
+  const settings = (labelsOf(container)[LABELS.secretSettings] ?? "").trim();
+  if (settings !== "") names.push(SECRET_ENV.websiteSettings);
+  return names;
+}
+
+/** Every plaintext known to be secret: marked values (and the strings inside JSON or NAME=value ones), plus the caller's. */
+function knownSecretValues(stack: PolicyStack): Set<string> {
+  const values = new Set<string>();
+  const add = (text: string) => {
+    if (text.length >= MIN_SECRET_LENGTH) values.add(text);
+  };
+  const addWithParts = (text: string) => {
+    add(text);
+    const eq = text.indexOf("=");
+    const body = /^[A-Z_][A-Z0-9_]*=/.test(text) ? text.slice(eq + 1) : text;
+    add(body);
+    try {
+      for (const leaf of stringLeaves(JSON.parse(body))) add(leaf.text);
+    } catch {
+      // not JSON: the whole value is the secret
+    }
+  };
+  for (const text of stack.knownSecrets ?? []) add(text);
+  if (stack.secretsVisible) {
+    // A graph that redacts secrets shows each one as exactly "[secret]"; the placeholder *inside* a longer
+    // plaintext means a secret was turned into plaintext on the way (`multienv check` reads every secret
+    // config value as "[secret]", so an unsecreted setting shows up this way).
+    add(REDACTED);
+    for (const resource of stack.resources) {
+      for (const leaf of stringLeaves(resource.inputs)) if (leaf.secret) addWithParts(leaf.text);
+    }
+    for (const leaf of stringLeaves(stack.outputs ?? {})) if (leaf.secret) addWithParts(leaf.text);
+  }
+  return values;
+}
+
+export const secretsStaySecret: StackRule = {
+  kind: "stack",
+  name: "secrets-stay-secret",
+  description:
+    `The controlToken output, the gateway's ${SECRET_ENV.controlToken} and the ${SECRET_ENV.websiteSettings} of every site with secret settings must be Pulumi secrets, and no plaintext value may contain a secret. ` +
+    `To comply: build these values from pulumi.secret / config.requireSecret (never unsecret them), export controlToken as a secret, label a server whose site has secret settings with ${LABELS.secretSettings}, ` +
+    `and give every container that carries a secret additionalSecretOutputs: ["envs"].`,
+  check(stack) {
+    const findings: StackFinding[] = [];
+    const containers = containersOf(stack);
+
+    for (const container of containers) {
+      const carried = secretEnvNames(container);
+      if (carried.length === 0) continue;
+      const env = envOf(container);
+      for (const name of carried) {
+        const entry = env.find((e) => e.name === name);
+        if (stack.secretsVisible && entry !== undefined && !entry.secret) {
+          findings.push({ resource: container, message: `${describe(container)} sets ${name} in plaintext; build it from a Pulumi secret (pulumi.secret or config.requireSecret)` });
+        }
+      }
+      if (container.additionalSecretOutputs !== undefined && !container.additionalSecretOutputs.includes("envs")) {
+        findings.push({
+          resource: container,
+          message: `${describe(container)} carries ${carried.join(" and ")} but does not list "envs" in additionalSecretOutputs; add additionalSecretOutputs: ["envs"] to its resource options`,
+        });
+      }
+    }
+
+    if (stack.secretsVisible && stack.outputs !== undefined) {
+      const hasGateway = containers.some((c) => roleOf(c) === ROLES.gateway);
+      const token = stack.outputs[OUTPUTS.controlToken];
+      if (token === undefined && hasGateway) {
+        findings.push({ message: `the stack has a gateway but exports no ${OUTPUTS.controlToken}; export the gateway's control token as a secret output` });
+      } else if (token !== undefined && !isSecretValue(token)) {
+        findings.push({ message: `the ${OUTPUTS.controlToken} output is plaintext; export it as a Pulumi secret` });
+      }
+    }
+
+    const secrets = knownSecretValues(stack);
+    if (secrets.size > 0) {
+      const leaks = (value: unknown, where: string, resource?: PolicyResource) => {
+        for (const leaf of stringLeaves(value)) {
+          if (leaf.secret) continue;
+          if ([...secrets].some((s) => leaf.text.includes(s))) {
+            findings.push({ resource, message: `${where} ${leaf.path} holds a secret value in plaintext; pass it as a Pulumi secret` });
+          }
+        }
+      };
+      for (const resource of stack.resources) leaks(resource.inputs, `${describe(resource)} input`, resource);
+      leaks(stack.outputs ?? {}, "the stack output");
+    }
+    return findings;
+  },
+};

@@ -1,0 +1,339 @@
+// Each policy of the pack against inputs that comply and inputs that do not, through runPolicies
+// (the pure evaluation `multienv check` uses). The CrossGuard path is in pack.test.ts.
+import { describe, expect, it } from "vitest";
+import { runPolicies, type Graph, type GraphResource } from "../../policies/evaluate";
+import { TYPES } from "../../policies/model";
+import { aws, container, dockerGraph, ec2Resources, labels, sidecar, site, volume } from "./fixtures";
+
+function violations(graph: Graph, policy: string, options: { knownSecrets?: string[] } = {}) {
+  return runPolicies(graph, { ...options, only: [policy] });
+}
+
+/** `graph` with the inputs of resource `name` replaced by `patch(inputs)`. */
+function patched(graph: Graph, name: string, patch: (inputs: Record<string, unknown>) => Record<string, unknown>): Graph {
+  if (!graph.resources.some((r) => r.name === name)) throw new Error(`fixture has no resource ${name}`);
+  return { ...graph, resources: graph.resources.map((r) => (r.name === name ? { ...r, inputs: patch({ ...r.inputs }) } : r)) };
+}
+
+function withResources(graph: Graph, ...extra: GraphResource[]): Graph {
+  return { ...graph, resources: [...graph.resources, ...extra] };
+}
+
+function without(graph: Graph, name: string): Graph {
+  return { ...graph, resources: graph.resources.filter((r) => r.name !== name) };
+}
+
+describe("the compliant fixture", () => {
+  it("passes every policy", () => {
+    expect(runPolicies(dockerGraph())).toEqual([]);
+    expect(runPolicies({ resources: ec2Resources() })).toEqual([]);
+  });
+});
+
+describe("container-privileges", () => {
+  const P = "container-privileges";
+
+  it("lets a capture sidecar hold NET_RAW and NET_ADMIN", () => {
+    expect(violations(dockerGraph(), P)).toEqual([]);
+  });
+
+  it("refuses NET_RAW or NET_ADMIN on any other container, however the capability is spelled", () => {
+    const graph = patched(dockerGraph(), "t-shop-server", (i) => ({ ...i, capabilities: { adds: ["cap_net_admin"], drops: ["NET_RAW"] } }));
+    const found = violations(graph, P);
+    expect(found).toHaveLength(1);
+    expect(found[0].resource).toContain("t-shop-server");
+    expect(found[0].message).toMatch(/adds NET_ADMIN but is not a capture sidecar/);
+  });
+
+  it("refuses a container that keeps Docker's default NET_RAW", () => {
+    const graph = patched(dockerGraph(), "t-desktop-browser", (i) => ({ ...i, capabilities: undefined }));
+    expect(violations(graph, P).map((v) => v.message)).toEqual([expect.stringMatching(/keeps NET_RAW.*add "NET_RAW" to capabilities.drops/)]);
+  });
+
+  it("accepts dropping ALL instead of NET_RAW", () => {
+    const graph = patched(dockerGraph(), "t-desktop-browser", (i) => ({ ...i, capabilities: { drops: ["ALL"] } }));
+    expect(violations(graph, P)).toEqual([]);
+  });
+
+  it("refuses privileged containers, sidecars included", () => {
+    const graph = patched(dockerGraph(), "t-shop-server-capture", (i) => ({ ...i, privileged: true }));
+    expect(violations(graph, P).map((v) => v.message)).toEqual([expect.stringMatching(/is privileged/)]);
+  });
+
+  it("refuses the host's network and PID namespaces", () => {
+    let graph = patched(dockerGraph(), "t-gateway", (i) => ({ ...i, networkMode: "host" }));
+    graph = patched(graph, "t-shop-frontend", (i) => ({ ...i, pidMode: "host" }));
+    const found = violations(graph, P);
+    expect(found.map((v) => v.message)).toEqual([expect.stringMatching(/host's network namespace/), expect.stringMatching(/host's PID namespace/)]);
+  });
+
+  it("refuses a container with no role label: the pack could not tell what it may hold", () => {
+    const graph = withResources(dockerGraph(), container("t-stray", { capabilities: { drops: ["NET_RAW"] } }));
+    expect(violations(graph, P).map((v) => v.message)).toEqual([expect.stringMatching(/has no multienv.role label/)]);
+  });
+});
+
+describe("captures-volume-access", () => {
+  const P = "captures-volume-access";
+
+  it("accepts sidecars read-write and the gateway read-only", () => {
+    expect(violations(dockerGraph(), P)).toEqual([]);
+  });
+
+  it("refuses a website container mounting the captures volume, even read-only", () => {
+    const graph = patched(dockerGraph(), "t-shop-server", (i) => ({ ...i, mounts: [{ type: "volume", source: "t-captures", target: "/data", readOnly: true }] }));
+    const found = violations(graph, P);
+    expect(found).toHaveLength(1);
+    expect(found[0].message).toMatch(/"t-shop-server" \(role server\) mounts the captures volume "t-captures"/);
+  });
+
+  it("refuses the gateway mounting it read-write", () => {
+    const graph = patched(dockerGraph(), "t-gateway", (i) => ({ ...i, mounts: [{ type: "volume", source: "t-captures", target: "/captures", readOnly: false }] }));
+    expect(violations(graph, P).map((v) => v.message)).toEqual([expect.stringMatching(/gateway .* read-write; set readOnly: true/)]);
+  });
+
+  it("sees the legacy `volumes` input too", () => {
+    const graph = patched(dockerGraph(), "t-desktop-browser", (i) => ({ ...i, volumes: [{ volumeName: "t-captures", containerPath: "/x" }] }));
+    expect(violations(graph, P)).toHaveLength(1);
+  });
+
+  it("refuses inheriting another container's volumes", () => {
+    const graph = patched(dockerGraph(), "t-shop-frontend", (i) => ({ ...i, volumes: [{ fromContainer: "t-shop-server-capture" }] }));
+    expect(violations(graph, P).map((v) => v.message)).toEqual([expect.stringMatching(/inherits the volumes of container "t-shop-server-capture"/)]);
+  });
+
+  it("does not mistake another volume for the captures volume", () => {
+    const graph = patched(dockerGraph(), "t-shop-server", (i) => ({ ...i, mounts: [{ type: "volume", source: "t-desktop-ca", target: "/captures", readOnly: false }] }));
+    expect(violations(graph, P)).toEqual([]);
+  });
+});
+
+describe("computer-network-isolation", () => {
+  const P = "computer-network-isolation";
+
+  it("accepts a browser alone with its proxy on an internal network", () => {
+    expect(violations(dockerGraph(), P)).toEqual([]);
+  });
+
+  it("refuses a browser that is also on the env network", () => {
+    const graph = patched(dockerGraph(), "t-desktop-browser", (i) => ({ ...i, networksAdvanced: [{ name: "t-desktop-net" }, { name: "t-env" }] }));
+    const messages = violations(graph, P).map((v) => v.message);
+    expect(messages).toContainEqual(expect.stringMatching(/attached to 2 networks \(t-desktop-net, t-env\)/));
+  });
+
+  it("refuses a third container on the computer's network", () => {
+    const graph = patched(dockerGraph(), "t-shop-server", (i) => ({ ...i, networksAdvanced: [{ name: "t-env" }, { name: "t-desktop-net" }] }));
+    const found = violations(graph, P);
+    expect(found).toHaveLength(1);
+    expect(found[0].resource).toContain("t-shop-server");
+    expect(found[0].message).toMatch(/only that computer's site proxy may be/);
+  });
+
+  it("refuses a computer network that is not internal", () => {
+    const graph = patched(dockerGraph(), "t-desktop-net", (i) => ({ ...i, internal: false }));
+    expect(violations(graph, P).map((v) => v.message)).toEqual([expect.stringMatching(/is not internal; set internal: true/)]);
+  });
+
+  it("refuses a browser on Docker's default bridge", () => {
+    const graph = patched(dockerGraph(), "t-desktop-browser", (i) => ({ ...i, networkMode: "bridge" }));
+    expect(violations(graph, P).map((v) => v.message)).toContainEqual(expect.stringMatching(/uses networkMode "bridge"/));
+  });
+
+  it("refuses a computer network with no proxy, or with another computer's proxy", () => {
+    const noProxy = patched(dockerGraph(), "t-desktop-proxy", (i) => ({ ...i, networksAdvanced: [{ name: "t-env" }] }));
+    expect(violations(noProxy, P).map((v) => v.message)).toEqual([expect.stringMatching(/has no site proxy/)]);
+    const foreign = patched(dockerGraph(), "t-desktop-proxy", (i) => ({ ...i, labels: labels({ "multienv.role": "site-proxy", "multienv.computer": "other" }) }));
+    expect(violations(foreign, P).map((v) => v.message)).toEqual([expect.stringMatching(/is attached to network/), expect.stringMatching(/has no site proxy/)]);
+  });
+});
+
+describe("secrets-stay-secret", () => {
+  const P = "secrets-stay-secret";
+
+  it("accepts secret-marked and redacted secrets", () => {
+    expect(violations(dockerGraph(), P)).toEqual([]);
+    const redacted = patched(dockerGraph(), "t-gateway", (i) => ({ ...i, envs: "[secret]" }));
+    expect(violations({ ...redacted, outputs: { controlToken: "[secret]", captureTraffic: true } }, P)).toEqual([]);
+  });
+
+  it("refuses a plaintext control token in the gateway's environment", () => {
+    const graph = patched(dockerGraph(), "t-gateway", (i) => ({ ...i, envs: ["MULTIENV_CONTROL_TOKEN=0123456789abcdef0123456789abcdef"] }));
+    const messages = violations(graph, P).map((v) => v.message);
+    expect(messages).toContainEqual(expect.stringMatching(/"t-gateway" sets MULTIENV_CONTROL_TOKEN in plaintext/));
+    // ... and the token's value (known from the secret controlToken output) is found there too.
+    expect(messages).toContainEqual(expect.stringMatching(/"t-gateway" input envs\[0\] holds a secret value in plaintext/));
+  });
+
+  it("refuses a plaintext controlToken output, and a missing one", () => {
+    const plain = { ...dockerGraph(), outputs: { controlToken: "0123456789abcdef0123456789abcdef", captureTraffic: true } };
+    expect(violations(plain, P).map((v) => v.message)).toContainEqual(expect.stringMatching(/controlToken output is plaintext/));
+    const missing = { ...dockerGraph(), outputs: { captureTraffic: true } };
+    expect(violations(missing, P).map((v) => v.message)).toEqual([expect.stringMatching(/exports no controlToken/)]);
+  });
+
+  it("refuses plaintext settings on a server whose site has secret settings", () => {
+    const graph = patched(dockerGraph(), "t-github-server", (i) => ({ ...i, envs: ['AGENTENV_WEBSITE_SETTINGS={"account":"alex"}'] }));
+    expect(violations(graph, P).map((v) => v.message)).toEqual([expect.stringMatching(/"t-github-server" sets AGENTENV_WEBSITE_SETTINGS in plaintext/)]);
+  });
+
+  it("finds a secret setting's value leaked into another resource's plaintext", () => {
+    const graph = patched(dockerGraph(), "t-shop-server", (i) => ({ ...i, envs: ['AGENTENV_WEBSITE_SETTINGS={"copied":"ghp_secretsecret"}'] }));
+    expect(violations(graph, P).map((v) => v.message)).toEqual([expect.stringMatching(/"t-shop-server" input envs\[0\] holds a secret value in plaintext/)]);
+  });
+
+  it("finds a redacted secret's placeholder inside a plaintext value (a secret that was unsecreted)", () => {
+    const graph = patched(dockerGraph(), "t-shop-server", (i) => ({ ...i, envs: ['AGENTENV_WEBSITE_SETTINGS={"token":"[secret]"}'] }));
+    expect(violations(graph, P)).toHaveLength(1);
+  });
+
+  it("finds a caller-supplied secret (a stack's secret config value) in plaintext", () => {
+    const graph = patched(dockerGraph(), "t-shop-frontend", (i) => ({ ...i, command: ["serve", "--key=hunter2hunter2"] }));
+    expect(violations(graph, P)).toEqual([]);
+    expect(violations(graph, P, { knownSecrets: ["hunter2hunter2"] })).toHaveLength(1);
+  });
+
+  it("requires additionalSecretOutputs: [\"envs\"] where resource options are known (CrossGuard)", () => {
+    const graph = dockerGraph();
+    graph.resources = graph.resources.map((r) => (r.name === "t-gateway" ? { ...r, additionalSecretOutputs: [] } : r));
+    expect(violations(graph, P).map((v) => v.message)).toEqual([expect.stringMatching(/does not list "envs" in additionalSecretOutputs/)]);
+    graph.resources = graph.resources.map((r) => (r.name === "t-gateway" ? { ...r, additionalSecretOutputs: ["envs"] } : r));
+    expect(violations(graph, P)).toEqual([]);
+  });
+});
+
+describe("ec2-ingress-closed-to-world", () => {
+  const P = "ec2-ingress-closed-to-world";
+  const graph = (...extra: GraphResource[]) => ({ resources: [...ec2Resources(), ...extra] });
+
+  it("accepts SSH and the gateway port from the runner's CIDRs, and other ports from anywhere", () => {
+    expect(violations(graph(aws(TYPES.ingressRule, "https", { ipProtocol: "tcp", fromPort: 443, toPort: 443, cidrIpv4: "0.0.0.0/0" })), P)).toEqual([]);
+  });
+
+  it("refuses SSH open to the world, as a rule resource, an old-style rule or inline", () => {
+    const rule = aws(TYPES.ingressRule, "ssh", { ipProtocol: "tcp", fromPort: 22, toPort: 22, cidrIpv4: "0.0.0.0/0" });
+    const legacy = { type: TYPES.securityGroupRule, name: "ssh6", inputs: { type: "ingress", protocol: "tcp", fromPort: 0, toPort: 1024, ipv6CidrBlocks: ["::/0"] } };
+    const inline = aws(TYPES.securityGroup, "sg", { ingress: [{ protocol: "tcp", fromPort: 8080, toPort: 8080, cidrBlocks: ["10.0.0.0/8", "0.0.0.0/0"] }] });
+    const found = violations(graph(rule, legacy, inline), P);
+    expect(found.map((v) => [v.resource, v.message])).toEqual([
+      ["ssh", expect.stringMatching(/opens SSH \(22\) to 0.0.0.0\/0/)],
+      ["ssh6", expect.stringMatching(/opens SSH \(22\) to ::\/0/)],
+      ["sg", expect.stringMatching(/opens the gateway port \(8080\) to 0.0.0.0\/0/)],
+    ]);
+  });
+
+  it("refuses an all-protocol ingress from the world (it covers SSH)", () => {
+    const found = violations(graph(aws(TYPES.ingressRule, "all", { ipProtocol: "-1", cidrIpv6: "::/0" })), P);
+    expect(found).toHaveLength(2);
+  });
+
+  it("ignores egress rules", () => {
+    const legacy = { type: TYPES.securityGroupRule, name: "out", inputs: { type: "egress", protocol: "tcp", fromPort: 22, toPort: 22, cidrBlocks: ["0.0.0.0/0"] } };
+    expect(violations(graph(legacy), P)).toEqual([]);
+  });
+});
+
+describe("ec2-no-open-egress", () => {
+  const P = "ec2-no-open-egress";
+  it("accepts port-bound egress and refuses all-protocol egress in any form", () => {
+    expect(violations({ resources: ec2Resources() }, P)).toEqual([]);
+    const found = violations(
+      {
+        resources: [
+          aws(TYPES.egressRule, "out", { ipProtocol: "-1", cidrIpv4: "0.0.0.0/0" }),
+          aws(TYPES.securityGroup, "sg", { egress: [{ protocol: "all", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] }] }),
+          { type: TYPES.securityGroupRule, name: "legacy", inputs: { type: "egress", protocol: "-1", fromPort: 0, toPort: 0 } },
+        ],
+      },
+      P,
+    );
+    expect(found.map((v) => v.resource)).toEqual(["out", "sg", "legacy"]);
+  });
+});
+
+describe("ec2-instance-hardening", () => {
+  const P = "ec2-instance-hardening";
+  it("refuses an instance without IMDSv2 or with an unencrypted root volume", () => {
+    expect(violations({ resources: ec2Resources() }, P)).toEqual([]);
+    const weak = aws(TYPES.instance, "vm", { metadataOptions: { httpTokens: "optional" }, rootBlockDevice: { volumeType: "gp3" } });
+    expect(violations({ resources: [weak] }, P).map((v) => v.message)).toEqual([
+      expect.stringMatching(/does not require IMDSv2 \(metadataOptions.httpTokens is "optional"\)/),
+      expect.stringMatching(/does not encrypt its root volume/),
+    ]);
+    const bare = aws(TYPES.instance, "vm2", {});
+    expect(violations({ resources: [bare] }, P).map((v) => v.message)[0]).toMatch(/httpTokens is unset/);
+  });
+});
+
+describe("aws-resource-tags", () => {
+  const P = "aws-resource-tags";
+  it("refuses a taggable AWS resource without the stack and task tags", () => {
+    const untagged = { type: "aws:ec2/keyPair:KeyPair", name: "key", inputs: { tags: { Name: "key", "multienv:stack": "t" } } };
+    expect(violations({ resources: [untagged] }, P).map((v) => v.message)).toEqual([expect.stringMatching(/has no multienv:task tag/)]);
+  });
+
+  it("skips AWS types that cannot carry tags, and non-AWS resources", () => {
+    const rule = { type: TYPES.securityGroupRule, name: "r", inputs: { type: "ingress" } };
+    const docker = site("shop", "server");
+    expect(violations({ resources: [rule, docker] }, P)).toEqual([]);
+  });
+
+  it("counts the provider's default tags", () => {
+    const provider = { type: "pulumi:providers:aws", name: "p", inputs: { defaultTags: JSON.stringify({ tags: { "multienv:stack": "t", "multienv:task": "t" } }) } };
+    const key = { type: "aws:ec2/keyPair:KeyPair", name: "key", provider: "p", inputs: {} };
+    expect(violations({ resources: [provider, key] }, P)).toEqual([]);
+  });
+});
+
+describe("capture-sidecar-per-website", () => {
+  const P = "capture-sidecar-per-website";
+
+  it("accepts one sidecar per website container when capture is on", () => {
+    expect(violations(dockerGraph(), P)).toEqual([]);
+  });
+
+  it("names the website container whose sidecar is missing", () => {
+    const found = violations(without(dockerGraph(), "t-shop-frontend-capture"), P);
+    expect(found.map((v) => v.message)).toEqual([
+      expect.stringMatching(/3 website containers but 2 capture sidecars/),
+      expect.stringMatching(/"t-shop-frontend" has no capture sidecar/),
+    ]);
+  });
+
+  it("refuses a doubled sidecar", () => {
+    const extra = sidecar("shop", "server");
+    const found = violations(withResources(dockerGraph(), { ...extra, name: "dup" }), P);
+    expect(found.map((v) => v.message)).toContainEqual(expect.stringMatching(/"t-shop-server" has 2 capture sidecars/));
+  });
+
+  it("refuses any sidecar when capture is off, and accepts none", () => {
+    const off = { ...dockerGraph(), outputs: { ...dockerGraph().outputs, captureTraffic: false } };
+    expect(violations(off, P)).toHaveLength(3);
+    const none = { ...off, resources: off.resources.filter((r) => !r.name.endsWith("-capture")) };
+    expect(violations(none, P)).toEqual([]);
+  });
+
+  it("without a captureTraffic output, takes capture to be on when the captures volume exists", () => {
+    const noOutput = { resources: without(dockerGraph(), "t-github-server-capture").resources };
+    expect(violations(noOutput, P).length).toBeGreaterThan(0);
+  });
+});
+
+describe("violations", () => {
+  it("name the policy, the resource (URN when known, else its name) and what to do", () => {
+    const graph = patched(dockerGraph(), "t-shop-server", (i) => ({ ...i, privileged: true }));
+    expect(runPolicies(graph)).toEqual([
+      {
+        policy: "container-privileges",
+        resource: "urn:pulumi:t::multienv::docker:index/container:Container::t-shop-server",
+        name: "t-shop-server",
+        type: TYPES.container,
+        message: expect.stringMatching(/^"t-shop-server" is privileged; remove privileged: true/),
+      },
+    ]);
+  });
+
+  it("accept a bare list of resources", () => {
+    expect(runPolicies([volume("t-captures"), sidecar("a", "server"), site("a", "server")])).toEqual([]);
+    expect(runPolicies([volume("t-captures"), site("a", "server")]).map((v) => v.policy)).toEqual(["capture-sidecar-per-website", "capture-sidecar-per-website"]);
+  });
+});
