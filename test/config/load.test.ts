@@ -89,3 +89,25 @@ describe("loadStackConfig", () => {
     }
   });
 });
+
+describe("loadStackConfig, whole-config checks", () => {
+  it("refuses a key in a namespace that looks like a typo of multienv", () => {
+    pulumi.runtime.setAllConfig({ "multenv:websites": "{}", "aws:region": "us-east-1" }, []);
+    expect(problemLines()).toEqual(['multienv: config key "multenv:websites" is in namespace multenv, which nothing reads; did you mean multienv:websites?']);
+  });
+
+  it("refuses a secret setting that names a stack key", () => {
+    setConfig({ websites: { gh: { live: true, domains: ["github.com"], secretSettings: { token: "target" } } } });
+    expect(problemLines()).toEqual([
+      'multienv:websites.gh.secretSettings.token: names "target", a stack key, not a secret; name a key of its own, set with `pulumi config set --secret tokenSecret <value> --stack demo`',
+    ]);
+  });
+
+  it("accepts an empty config as an empty docker env", () => {
+    pulumi.runtime.setAllConfig({}, []);
+    expect(loadStackConfig()).toEqual({
+      config: { target: "docker", websites: {}, computers: {}, captureTraffic: false, capture: { fileSizeMb: 20, fileCount: 10 } },
+      secrets: {},
+    });
+  });
+});
