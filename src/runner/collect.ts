@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { CARD_PATH, type AgentEnvCard } from "../protocol/card";
 import { fetchTrafficCapture, listTrafficCaptures, parseCaptureName, servesTraffic, type TrafficCapture } from "../protocol/traffic";
 import { PROXY_LOGS_DIR, TRAFFIC_DIR, temporaryPathFor, writeFileAtomic } from "./artifacts";
-import { RunnerError } from "./errors";
+import { errorMessage, RunnerError } from "./errors";
 import { fetchProxyLog, publicHostsInLog } from "./evidence";
 import type { GatewayAccess } from "./outputs";
 import {
@@ -126,9 +126,7 @@ async function gatewayServesTraffic(gatewayUrl: string): Promise<boolean> {
   return servesTraffic((await response.json()) as AgentEnvCard);
 }
 
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
+const message = errorMessage;
 
 /** Collects captures into `record` (mutated copy returned) and says what happened. */
 async function collectCapturesInto(options: CollectOptions, record: RunRecord) {

@@ -16,9 +16,17 @@ export function isPulumiMissing(error: unknown): boolean {
   return /spawn \S*pulumi ENOENT|ENOENT: pulumi version|Command failed with ENOENT: \S*pulumi/.test(text);
 }
 
+/** An error's message, with the network cause that node's fetch hides behind "fetch failed". */
+export function errorMessage(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause as { code?: string; message?: string } | undefined;
+  if (error.message === "fetch failed" && cause?.message) return `cannot reach the gateway (${cause.code ?? cause.message})`;
+  return error.message;
+}
+
 /** The message of `error` without Pulumi's transcript: the most telling single line. */
 function essence(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
+  const text = errorMessage(error);
   const stderr = /stderr: ([\s\S]*?)(?:\n err\?:|$)/.exec(text)?.[1] ?? text;
   const lines = stderr
     .split("\n")

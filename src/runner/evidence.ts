@@ -6,6 +6,7 @@
 import { isIPv4, isIPv6 } from "node:net";
 import { covers, isLocalhostName } from "../plan/names";
 import { bearer } from "../protocol/auth";
+import { errorMessage } from "./errors";
 import { parseSiteProxyLog, type ConnectionRecord } from "../protocol/site-proxy";
 
 /** The gateway path streaming a computer's site-proxy log (control token required). */
@@ -15,7 +16,9 @@ export function proxyLogPath(computer: string): string {
 
 /** Fetches a computer's site-proxy log (JSON lines) through the gateway. */
 export async function fetchProxyLog(gatewayUrl: string, token: string, computer: string): Promise<string> {
-  const response = await fetch(gatewayUrl.replace(/\/+$/, "") + proxyLogPath(computer), { headers: { authorization: bearer(token) } });
+  const response = await fetch(gatewayUrl.replace(/\/+$/, "") + proxyLogPath(computer), { headers: { authorization: bearer(token) } }).catch((error: unknown) => {
+    throw new Error(`fetching the site-proxy log of computer ${computer}: ${errorMessage(error)}`);
+  });
   const body = await response.text();
   if (!response.ok) throw new Error(`fetching the site-proxy log of computer ${computer}: HTTP ${response.status} ${body.slice(0, 300)}`.trim());
   return body;

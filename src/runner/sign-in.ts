@@ -6,6 +6,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from "playwrig
 import { covers, isWildcard } from "../plan/names";
 import { bearer } from "../protocol/auth";
 import { parseStorageState, SESSION_PATH, type StorageState } from "../protocol/session";
+import { errorMessage } from "./errors";
 import type { GatewayAccess } from "./outputs";
 
 export interface SignInTarget {
@@ -22,7 +23,9 @@ export function cdpUrlOf(gatewayUrl: string, computer: string): string {
 /** Reads the site's session through the gateway. */
 export async function fetchSession(access: GatewayAccess, site: string): Promise<StorageState> {
   const url = `${access.gatewayUrl.replace(/\/+$/, "")}/svc/${encodeURIComponent(site)}${SESSION_PATH}`;
-  const response = await fetch(url, { headers: { authorization: bearer(access.controlToken) } });
+  const response = await fetch(url, { headers: { authorization: bearer(access.controlToken) } }).catch((error: unknown) => {
+    throw new Error(`reading site ${site}'s session through the gateway: ${errorMessage(error)}`);
+  });
   const body = await response.text();
   if (!response.ok) throw new Error(`site ${site} did not give its session: GET /svc/${site}${SESSION_PATH} answered HTTP ${response.status} ${body.slice(0, 200)}`.trim());
   let json: unknown;
