@@ -35,6 +35,8 @@ export interface Graph {
   resources: GraphResource[];
   /** The stack outputs, secrets as "[secret]". */
   outputs: Record<string, unknown>;
+  /** What the program logged with pulumi.log.warn (without an engine it would go to the console). */
+  warnings: string[];
 }
 
 /** A program error that stopped the run (a RunError's message: one line per problem). */
@@ -52,6 +54,11 @@ export interface GraphOptions {
   config: Record<string, string>;
   /** Full keys whose values are secrets. */
   secretKeys?: string[];
+  /**
+   * Tests only: render a secret as `{"[secret]": value}` instead of "[secret]", so a test can check both that a
+   * value is secret and what it holds. `check` never sets it.
+   */
+  revealSecrets?: boolean;
 }
 
 /**
@@ -88,16 +95,16 @@ const mocks: pulumi.runtime.Mocks = {
   },
 };
 
-/** Replaces secrets by "[secret]" and drops Pulumi's internal markers, recursively. */
-export function renderValue(value: unknown): unknown {
+/** Replaces secrets by "[secret]" (or `{"[secret]": value}` when revealing) and Pulumi's other markers, recursively. */
+export function renderValue(value: unknown, reveal = false): unknown {
   const rpc = pulumi.runtime as unknown as { specialSigKey: string; specialSecretSig: string; unknownValue: string };
   if (value === rpc.unknownValue) return UNKNOWN;
-  if (Array.isArray(value)) return value.map(renderValue);
+  if (Array.isArray(value)) return value.map((v) => renderValue(v, reveal));
   if (value !== null && typeof value === "object") {
     const record = value as Record<string, unknown>;
-    if (record[rpc.specialSigKey] === rpc.specialSecretSig) return SECRET;
+    if (record[rpc.specialSigKey] === rpc.specialSecretSig) return reveal ? { [SECRET]: renderValue(record.value, reveal) } : SECRET;
     if (rpc.specialSigKey in record) return `[${String(record[rpc.specialSigKey])}]`;
-    return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, renderValue(v)]));
+    return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, renderValue(v, reveal)]));
   }
   return value;
 }
@@ -109,18 +116,18 @@ interface OutputInternals {
 }
 
 /** Resolves a stack output value, rendering secret Outputs as "[secret]". */
-async function renderOutput(value: unknown): Promise<unknown> {
+async function renderOutput(value: unknown, reveal: boolean): Promise<unknown> {
   if (pulumi.Output.isInstance(value)) {
     const output = value as unknown as OutputInternals;
     const [known, secret] = await Promise.all([output.isKnown, output.isSecret]);
-    if (secret) return SECRET;
     if (!known) return UNKNOWN;
-    return renderOutput(await output.promise());
+    if (secret) return reveal ? { [SECRET]: await renderOutput(await output.promise(), reveal) } : SECRET;
+    return renderOutput(await output.promise(), reveal);
   }
-  if (value instanceof Promise) return renderOutput(await value);
-  if (Array.isArray(value)) return Promise.all(value.map(renderOutput));
+  if (value instanceof Promise) return renderOutput(await value, reveal);
+  if (Array.isArray(value)) return Promise.all(value.map((v) => renderOutput(v, reveal)));
   if (value !== null && typeof value === "object") {
-    const entries = await Promise.all(Object.entries(value).map(async ([k, v]) => [k, await renderOutput(v)] as const));
+    const entries = await Promise.all(Object.entries(value).map(async ([k, v]) => [k, await renderOutput(v, reveal)] as const));
     return Object.fromEntries(entries.filter(([, v]) => v !== undefined));
   }
   return value;
@@ -156,6 +163,15 @@ export async function renderGraph(options: GraphOptions): Promise<Graph> {
   const failures: unknown[] = [];
   const onRejection = (reason: unknown) => failures.push(reason);
   process.on("unhandledRejection", onRejection);
+  // Without an engine, pulumi.log.warn writes `warning: [runtime] <msg>` to console.warn; keep those as data.
+  const warnings: string[] = [];
+  const consoleWarn = console.warn;
+  console.warn = (...args: unknown[]) => {
+    const line = args.map(String).join(" ");
+    const match = /^warning: \[runtime\] ([\s\S]*)$/.exec(line);
+    if (match) warnings.push(match[1]);
+    else consoleWarn(...args);
+  };
   try {
     pulumi.runtime.setAllConfig(options.config, options.secretKeys ?? []);
     await pulumi.runtime.setMocks(mocks, PROJECT, options.stack, false);
@@ -185,16 +201,20 @@ export async function renderGraph(options: GraphOptions): Promise<Graph> {
       });
       await runtime.waitForRPCs();
     } catch (error) {
+      // The stack resource's own copy of the failure rejects a few ticks later; let it land in our handler.
+      await runtime.waitForRPCs().catch(() => undefined);
+      for (let tick = 0; tick < 3; tick++) await new Promise((done) => setImmediate(done));
       throw new GraphError(error instanceof Error ? error.message : String(error));
     }
     if (failures.length > 0) {
       const first = failures[0];
       throw new GraphError(first instanceof Error ? first.message : String(first));
     }
-    const outputs = (await renderOutput(programOutputs)) as Record<string, unknown>;
-    return { resources: toGraphResources(registered), outputs };
+    const outputs = (await renderOutput(programOutputs, options.revealSecrets === true)) as Record<string, unknown>;
+    return { resources: toGraphResources(registered, options.revealSecrets === true), outputs, warnings };
   } finally {
     process.off("unhandledRejection", onRejection);
+    console.warn = consoleWarn;
     running = false;
   }
 }
@@ -210,7 +230,7 @@ interface Registration {
   additionalSecretOutputs: string[];
 }
 
-function toGraphResources(registered: Registration[]): GraphResource[] {
+function toGraphResources(registered: Registration[], reveal: boolean): GraphResource[] {
   const byUrn = new Map(registered.map((r) => [r.urn, r]));
   return registered
     .filter((r) => r.type !== ROOT_STACK_TYPE)
@@ -223,7 +243,7 @@ function toGraphResources(registered: Registration[]): GraphResource[] {
         name: r.name,
         urn: r.urn,
         custom: r.custom,
-        inputs: renderValue(r.inputs) as Record<string, unknown>,
+        inputs: renderValue(r.inputs, reveal) as Record<string, unknown>,
       };
       if (parent && parent.type !== ROOT_STACK_TYPE) {
         resource.parent = parent.name;

@@ -1,0 +1,196 @@
+// `multienv check`: validates a task stack offline. Reads the stack file (a `secure:` value counts as a secret
+// without being decrypted), loads and validates its config, plans it, runs the program under Pulumi's mocks
+// and holds the rendered graph to the graph checks (the policy pack). Needs no Pulumi CLI, cloud or Docker.
+import { existsSync } from "node:fs";
+import { isAbsolute, join, resolve } from "node:path";
+import { ConfigError, readStackFile, stackNameOfFile } from "../config";
+import { formatProblem, plan, type Plan } from "../plan";
+import { GraphError, renderGraph, type Graph, type GraphResource } from "./graph";
+
+/** One finding of a graph check: which check (policy), on which resource, what is wrong and how to comply. */
+export interface GraphFinding {
+  policy: string;
+  /** The resource (URN or name), or "stack" for the stack as a whole. */
+  resource: string;
+  message: string;
+}
+
+export interface GraphCheckContext {
+  stack: string;
+  plan: Plan;
+  /** Config keys (namespace `multienv`) whose values are secrets. */
+  secretKeys: string[];
+}
+
+/** A check over the rendered graph. Secrets in the graph are "[secret]"; a plaintext secret is a finding. */
+export type GraphCheck = (graph: Graph, context: GraphCheckContext) => GraphFinding[];
+
+/**
+ * The checks `check` runs over every graph it renders: the hook the policy pack (policies/) plugs into, e.g.
+ * `GRAPH_CHECKS.push((graph) => runPolicies(graph))`. Each finding becomes a problem line
+ * `policy <name>: <resource>: <message>` and makes the stack fail the check.
+ */
+export const GRAPH_CHECKS: GraphCheck[] = [];
+
+export interface CheckResult {
+  ok: boolean;
+  stack: string;
+  /** The stack file checked. */
+  file: string;
+  /** One line each: config and plan problems (`multienv:<path>: ...`), program refusals, policy findings. */
+  problems: string[];
+  warnings: string[];
+  resources: GraphResource[];
+  outputs: Record<string, unknown>;
+}
+
+/**
+ * A stack name (`stacks/Pulumi.<stack>.yaml` under the project directory) or a path to a stack file.
+ * An argument with a slash or a .yaml/.yml ending is a path.
+ */
+export function resolveStackFile(stackOrPath: string, projectDir: string = process.cwd()): { file: string; stack: string } {
+  const looksLikePath = stackOrPath.includes("/") || /\.ya?ml$/.test(stackOrPath);
+  if (looksLikePath) {
+    const file = isAbsolute(stackOrPath) ? stackOrPath : resolve(process.cwd(), stackOrPath);
+    return { file, stack: stackNameOfFile(file) };
+  }
+  const inStacks = join(projectDir, "stacks", `Pulumi.${stackOrPath}.yaml`);
+  const file = existsSync(inStacks) ? inStacks : join(projectDir, `Pulumi.${stackOrPath}.yaml`);
+  return { file: existsSync(file) ? file : inStacks, stack: stackOrPath };
+}
+
+export interface CheckOptions {
+  /** Where `stacks/` is; default: the working directory. */
+  projectDir?: string;
+  /** Graph checks to run; default GRAPH_CHECKS. */
+  checks?: GraphCheck[];
+}
+
+export async function checkStack(stackOrPath: string, options: CheckOptions = {}): Promise<CheckResult> {
+  const { file, stack } = resolveStackFile(stackOrPath, options.projectDir);
+  const empty = { stack, file, resources: [], outputs: {} };
+  let stackFile;
+  try {
+    stackFile = readStackFile(file, stack);
+  } catch (error) {
+    if (error instanceof ConfigError) return { ...empty, ok: false, problems: error.problems.map(formatProblem), warnings: [] };
+    throw error;
+  }
+  const planned = plan(stackFile.config, { stack });
+  if (!planned.ok) return { ...empty, ok: false, problems: planned.problems.map(formatProblem), warnings: planned.warnings };
+
+  let graph: Graph;
+  try {
+    graph = await renderGraph({ stack, config: stackFile.rawConfig, secretKeys: stackFile.secretKeys });
+  } catch (error) {
+    if (error instanceof GraphError) return { ...empty, ok: false, problems: error.message.split("\n").filter(Boolean), warnings: planned.warnings };
+    throw error;
+  }
+  const context: GraphCheckContext = { stack, plan: planned.plan, secretKeys: Object.keys(stackFile.secrets) };
+  const findings = (options.checks ?? GRAPH_CHECKS).flatMap((check) => check(graph, context));
+  const problems = findings.map((f) => `policy ${f.policy}: ${f.resource}: ${f.message}`);
+  return { ok: problems.length === 0, stack, file, problems, warnings: planned.warnings, resources: graph.resources, outputs: graph.outputs };
+}
+
+/** `--json`: exactly the DESIGN shape `{ok, problems[], warnings[], resources[{type,name,parent,inputs}], outputs{}}`. */
+export function checkJson(result: CheckResult): string {
+  return JSON.stringify(
+    {
+      ok: result.ok,
+      problems: result.problems,
+      warnings: result.warnings,
+      resources: result.resources.map((r) => ({
+        type: r.type,
+        name: r.name,
+        parent: r.parent ?? null,
+        ...(r.provider ? { provider: r.provider } : {}),
+        inputs: r.inputs,
+        ...(r.additionalSecretOutputs ? { additionalSecretOutputs: r.additionalSecretOutputs } : {}),
+      })),
+      outputs: result.outputs,
+    },
+    null,
+    2,
+  );
+}
+
+/** The human report: problems, or the resource tree with key inputs, then warnings. */
+export function checkText(result: CheckResult): { stdout: string; stderr: string } {
+  const warnings = result.warnings.map((w) => `warning: ${w}`);
+  if (!result.ok) {
+    const header = `multienv check ${result.stack}: ${result.problems.length} problem${result.problems.length === 1 ? "" : "s"} in ${result.file}`;
+    return { stdout: "", stderr: [header, ...result.problems, ...warnings].join("\n") + "\n" };
+  }
+  const lines = [`multienv check ${result.stack}: ok, ${result.resources.length} resources (${result.file})`, ""];
+  lines.push(...resourceTree(result.resources));
+  lines.push("", "outputs:");
+  for (const [key, value] of Object.entries(result.outputs)) lines.push(`  ${key}: ${JSON.stringify(value)}`);
+  return { stdout: lines.join("\n") + "\n", stderr: warnings.length > 0 ? warnings.join("\n") + "\n" : "" };
+}
+
+function resourceTree(resources: GraphResource[]): string[] {
+  const children = new Map<string | undefined, GraphResource[]>();
+  const key = (type: string | undefined, name: string | undefined) => (name === undefined ? undefined : `${type}::${name}`);
+  for (const r of resources) {
+    const parent = key(r.parentType, r.parent);
+    if (!children.has(parent)) children.set(parent, []);
+    children.get(parent)!.push(r);
+  }
+  const lines: string[] = [];
+  const walk = (parent: string | undefined, depth: number) => {
+    for (const r of children.get(parent) ?? []) {
+      const summary = keyInputs(r);
+      lines.push(`${"  ".repeat(depth)}${r.type} ${r.name}${r.provider ? ` [provider ${r.provider}]` : ""}${summary ? `  ${summary}` : ""}`);
+      walk(key(r.type, r.name), depth + 1);
+    }
+  };
+  walk(undefined, 0);
+  return lines;
+}
+
+const show = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
+
+/** The inputs a reader checks first, per resource type; secrets are "[secret]" already. */
+function keyInputs(r: GraphResource): string {
+  const i = r.inputs as Record<string, any>;
+  const parts: string[] = [];
+  switch (r.type) {
+    case "docker:index/container:Container": {
+      parts.push(`image=${show(i.image)}`);
+      if (i.networkMode) parts.push(`networkMode=${show(i.networkMode)}`);
+      if (Array.isArray(i.networksAdvanced)) parts.push(`networks=${i.networksAdvanced.map((n: any) => n.name).join(",")}`);
+      if (Array.isArray(i.ports) && i.ports.length > 0) parts.push(`ports=${i.ports.map((p: any) => `${p.ip ?? ""}:${p.external ?? "auto"}->${p.internal}`).join(",")}`);
+      if (i.capabilities?.adds?.length) parts.push(`capAdd=${i.capabilities.adds.join(",")}`);
+      if (i.capabilities?.drops?.length) parts.push(`capDrop=${i.capabilities.drops.join(",")}`);
+      if (Array.isArray(i.mounts) && i.mounts.length > 0) parts.push(`mounts=${i.mounts.map((m: any) => `${m.source}:${m.target}${m.readOnly ? ":ro" : ""}`).join(",")}`);
+      if (i.envs !== undefined) parts.push(`env=${Array.isArray(i.envs) ? i.envs.map((e: unknown) => (typeof e === "string" ? e.split("=")[0] : show(e))).join(",") : show(i.envs)}`);
+      if (i.healthcheck) parts.push("healthcheck");
+      if (i.wait) parts.push("wait");
+      break;
+    }
+    case "docker:index/network:Network":
+      parts.push(i.internal ? "internal" : "external");
+      break;
+    case "docker:index/image:Image":
+      parts.push(`imageName=${show(i.imageName)}`, `dockerfile=${show(i.build?.dockerfile)}`);
+      break;
+    case "docker:index/remoteImage:RemoteImage":
+      parts.push(`name=${show(i.name)}`);
+      break;
+    case "pulumi:providers:docker":
+      parts.push(`host=${show(i.host ?? "(local default)")}`);
+      break;
+    case "aws:ec2/instance:Instance":
+      parts.push(`instanceType=${show(i.instanceType)}`, `httpTokens=${show(i.metadataOptions?.httpTokens)}`, `rootEncrypted=${show(i.rootBlockDevice?.encrypted)}`);
+      break;
+    case "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule":
+    case "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule":
+      parts.push(`${show(i.ipProtocol)} ${i.fromPort}-${i.toPort}`, `from/to=${show(i.cidrIpv4 ?? i.cidrIpv6 ?? i.referencedSecurityGroupId)}`);
+      break;
+    case "command:local:Command":
+    case "command:remote:Command":
+      parts.push(`create=${show(i.create)}`);
+      break;
+  }
+  return parts.join(" ");
+}

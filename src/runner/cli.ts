@@ -1,0 +1,27 @@
+// The `multienv` CLI (bin/multienv.js). Each subcommand lives in its own module under commands/ and registers
+// itself with `register(program)`; adding one is adding its module to COMMANDS.
+import { Command } from "commander";
+import * as check from "./commands/check";
+import * as collect from "./commands/collect";
+import * as down from "./commands/down";
+import * as signIn from "./commands/sign-in";
+import * as up from "./commands/up";
+
+/** The subcommands, in the order `--help` lists them. */
+export const COMMANDS: { register(program: Command): void }[] = [check, up, collect, signIn, down];
+
+export function buildCli(): Command {
+  const program = new Command("multienv")
+    .description("Deploys the multi envs AI agents are evaluated in: one Pulumi stack per task.")
+    .showHelpAfterError()
+    .configureOutput({ outputError: (message, write) => write(message) });
+  for (const command of COMMANDS) command.register(program);
+  return program;
+}
+
+buildCli()
+  .parseAsync(process.argv)
+  .catch((error: unknown) => {
+    process.stderr.write(`multienv: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}\n`);
+    process.exitCode = 1;
+  });
