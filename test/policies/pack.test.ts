@@ -1,0 +1,91 @@
+// The CrossGuard pack as the Pulumi engine sees it: policies/index.ts runs as its own process and answers
+// the Analyzer gRPC calls. Checks what only this path shows: the pack loads and constructs, every policy is
+// registered mandatory with a how-to-comply description, type filtering works, secrets arrive unwrapped.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as aws from "@pulumi/aws";
+import * as docker from "@pulumi/docker";
+import type { Graph } from "../../policies/evaluate";
+import { TYPES } from "../../policies/model";
+import { RULES } from "../../policies/rules";
+import { MANDATORY, RunningPack, type EngineResource } from "./crossguard";
+import { aws as awsResource, dockerGraph, ec2Resources, sidecar } from "./fixtures";
+
+/** A graph as the engine would send it: each resource's properties, plus the root Stack with the outputs. */
+function engineResources(graph: Graph): EngineResource[] {
+  return [
+    { type: TYPES.stack, name: "multienv-test", props: (graph.outputs ?? {}) as Record<string, unknown> },
+    ...graph.resources.map((r) => ({ type: r.type, name: r.name, urn: r.urn, props: r.inputs, additionalSecretOutputs: r.additionalSecretOutputs })),
+  ];
+}
+
+/** The fixture with the options the components give containers that carry secrets. */
+function compliant(): Graph {
+  const graph = dockerGraph();
+  graph.resources = graph.resources.map((r) => (r.name === "t-gateway" || r.name === "t-github-server" ? { ...r, additionalSecretOutputs: ["envs"] } : r));
+  return graph;
+}
+
+let pack: RunningPack;
+beforeAll(async () => {
+  pack = await RunningPack.start();
+});
+afterAll(() => pack?.stop());
+
+describe("the policy pack process", () => {
+  it("serves every rule as a mandatory policy whose description says how to comply", async () => {
+    const info = await pack.info();
+    expect(info.name).toBe("multienv");
+    expect(info.policies.map((p) => p.name)).toEqual(RULES.map((r) => r.name));
+    for (const policy of info.policies) {
+      expect(policy.enforcementLevel).toBe(MANDATORY);
+      expect(policy.description).toMatch(/To comply: /);
+    }
+  });
+
+  it("uses the SDK's own type tokens", () => {
+    expect(TYPES.container).toBe((docker.Container as any).__pulumiType);
+    expect(TYPES.network).toBe((docker.Network as any).__pulumiType);
+    expect(TYPES.volume).toBe((docker.Volume as any).__pulumiType);
+    expect(TYPES.securityGroup).toBe((aws.ec2.SecurityGroup as any).__pulumiType);
+    expect(TYPES.securityGroupRule).toBe((aws.ec2.SecurityGroupRule as any).__pulumiType);
+    expect(TYPES.ingressRule).toBe((aws.vpc.SecurityGroupIngressRule as any).__pulumiType);
+    expect(TYPES.egressRule).toBe((aws.vpc.SecurityGroupEgressRule as any).__pulumiType);
+    expect(TYPES.instance).toBe((aws.ec2.Instance as any).__pulumiType);
+  });
+
+  it("finds nothing in a compliant docker env or ec2 resources", async () => {
+    expect(await pack.analyzeAll(engineResources(compliant()))).toEqual([]);
+    expect(await pack.analyzeAll(engineResources({ resources: ec2Resources() }))).toEqual([]);
+  });
+
+  it("reports a resource violation as mandatory, the description (how to comply) above the finding", async () => {
+    const bad = sidecar("shop", "server", { privileged: true });
+    const found = await pack.analyze({ type: bad.type, name: bad.name, urn: bad.urn, props: bad.inputs });
+    // The engine attaches a resource validation's diagnostic to the resource it asked about: no URN in it.
+    expect(found).toEqual([
+      { policy: "container-privileges", urn: "", message: expect.stringMatching(/To comply: [^\n]*\n"t-shop-server-capture" is privileged/), enforcementLevel: MANDATORY },
+    ]);
+  });
+
+  it("reports an SSH rule open to the world", async () => {
+    const open = awsResource(TYPES.ingressRule, "ssh", { ipProtocol: "tcp", fromPort: 22, toPort: 22, cidrIpv4: "0.0.0.0/0" });
+    const found = await pack.analyze({ type: open.type, name: open.name, props: open.inputs });
+    expect(found.map((d) => [d.policy, d.message])).toEqual([["ec2-ingress-closed-to-world", expect.stringMatching(/opens SSH \(22\) to 0.0.0.0\/0/)]]);
+  });
+
+  it("reports stack violations against the resource at fault", async () => {
+    const graph = compliant();
+    graph.resources = graph.resources.filter((r) => r.name !== "t-shop-frontend-capture");
+    const found = await pack.analyzeStack(engineResources(graph));
+    expect(found.map((d) => d.policy)).toEqual(["capture-sidecar-per-website", "capture-sidecar-per-website"]);
+    expect(found[1].urn).toContain("t-shop-frontend");
+  });
+
+  it("sees no secret-ness (CrossGuard unwraps secrets), so requires additionalSecretOutputs on containers carrying one", async () => {
+    const found = await pack.analyzeStack(engineResources(dockerGraph()));
+    expect(found.map((d) => [d.policy, d.message])).toEqual([
+      ["secrets-stay-secret", expect.stringMatching(/"t-gateway" carries MULTIENV_CONTROL_TOKEN but does not list "envs" in additionalSecretOutputs/)],
+      ["secrets-stay-secret", expect.stringMatching(/"t-github-server" carries AGENTENV_WEBSITE_SETTINGS but does not list "envs"/)],
+    ]);
+  });
+});
