@@ -157,3 +157,6 @@ export function planOrThrow(config: StackConfig, stack: string): Plan {
   if (!result.ok) throw new ConfigError(result.problems);
   return result.plan;
 }
+
+/** DESIGN's name for the Pulumi entry point ("stack config -> loadConfig -> plan()"). */
+export const loadConfig = loadStackConfig;
