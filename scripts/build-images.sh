@@ -74,7 +74,7 @@ cmp -s "$NODE_BIN" "$NODE_CTX/node" || cp "$NODE_BIN" "$NODE_CTX/node"
 build_image multienv/node-base scripts/node-base.Dockerfile "$BASE" "$NODE_CTX" "$NODE_CTX/node"
 
 # --- 3. bundles ---------------------------------------------------------------------------------
-node scripts/bundle.mjs
+node scripts/bundle.mjs || log "some bundles failed (above); the images that need them are skipped"
 
 # --- 4. project images: name | Dockerfile | bundles it copies -----------------------------------
 IMAGES=(

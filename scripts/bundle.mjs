@@ -44,6 +44,8 @@ for (const name of names) {
     });
   } catch (e) {
     failed = true;
+    // A stale bundle must not be built into an image as if it were current.
+    fs.rmSync(path.join(root, "dist/bundle", `${name}.js`), { force: true });
     console.error(`bundle: ${name} (${entry}) failed: ${e.message.split("\n")[0]}`);
   }
 }

@@ -27,7 +27,7 @@
 // |   labels                          | Labels (plus the deployer's)                                      |
 // | docker:index/image:Image          | GET /images/{imageName}/json: prebuilt by scripts/build-images.sh |
 // |   imageName                       | the image that must exist                                         |
-// |   build {context, dockerfile, args}, skipPush, registry | checked: built by build-images.sh, never pushed |
+// |   build {context, dockerfile, args}, buildOnPreview, skipPush, registry | built by build-images.sh, never pushed |
 // | docker:index/remoteImage:RemoteImage | GET /images/{name}/json (no pulls: nothing is reachable)       |
 // |   name                            | the image that must exist; output imageId = its id                |
 // |   keepLocally / forceRemove       | the deployer never removes images                                 |
@@ -351,7 +351,7 @@ function mapInputs(kind: string, resourceName: string, inputs: Record<string, un
   return body;
 }
 
-const IMAGE_INPUTS = new Set(["imageName", "build", "skipPush", "registry"]);
+const IMAGE_INPUTS = new Set(["imageName", "build", "buildOnPreview", "skipPush", "registry"]);
 const REMOTE_IMAGE_INPUTS = new Set(["name", "keepLocally", "forceRemove"]);
 const COMMAND_INPUTS = new Set(["create", "environment", "dir", "logging"]);
 
@@ -374,6 +374,11 @@ export interface EngineDeployerOptions {
  */
 export class EngineDeployer {
   readonly resources: RegisteredResource[] = [];
+  /** Errors of failed creations, first first. */
+  readonly errors: unknown[] = [];
+  private failed?: (error: unknown) => void;
+  /** Rejects with the first failed creation: the program may wait for ever on a resource that failed. */
+  readonly firstError: Promise<never> = new Promise((_, reject) => (this.failed = reject));
   private readonly labels: Record<string, string>;
   private readonly log: (line: string) => void;
 
@@ -387,7 +392,16 @@ export class EngineDeployer {
     const record: RegisteredResource = { type: args.type, name: args.name, custom: args.custom !== false, inputs };
     this.resources.push(record);
     if (args.custom === false) return { id: undefined, state: {} };
-    const state = await this.create(record);
+    let state: Record<string, any>;
+    try {
+      state = await this.create(record);
+    } catch (error) {
+      // The mock monitor turns a rejection into a failed registration the program may never observe;
+      // keep the first one so the deploy reports it.
+      this.errors.push(error);
+      this.failed?.(error);
+      throw error;
+    }
     return { id: record.engineId ?? args.name, state: { ...args.inputs, ...state } };
   }
 
@@ -605,19 +619,30 @@ export async function deployStack(options: DeployOptions): Promise<Deployment> {
     const runtime = pulumi.runtime as unknown as { waitForRPCs(): Promise<void> };
     pulumi.runtime.setAllConfig(file.rawConfig, file.secretKeys);
     await pulumi.runtime.setMocks(deployer, "multienv", stack, false);
+    deployer.firstError.catch(() => undefined);
     let programOutputs: unknown;
-    await pulumi.runtime.runInPulumiStack(async () => {
-      programOutputs = await multienvProgram();
-      return {};
-    });
-    await runtime.waitForRPCs();
+    const run = async () => {
+      await pulumi.runtime.runInPulumiStack(async () => {
+        programOutputs = await multienvProgram();
+        return {};
+      });
+      await runtime.waitForRPCs();
+    };
+    // Keeps node running while the program waits on a resource that failed (firstError ends the wait).
+    const keepAlive = setInterval(() => undefined, 1000);
+    try {
+      await Promise.race([run(), deployer.firstError]);
+    } finally {
+      clearInterval(keepAlive);
+    }
+    if (deployer.errors.length) throw deployer.errors[0];
     if (failures.length) throw failures[0];
     const outputs = (await resolveOutput(programOutputs)) as Record<string, any>;
     const seconds = (Date.now() - started) / 1000;
     return { stack, outputs, resources: deployer.resources, seconds, teardown: () => sweepStack(api, stack) };
   } catch (error) {
     await sweepStack(api, stack).catch(() => undefined);
-    throw failures[0] ?? error;
+    throw deployer.errors[0] ?? error;
   } finally {
     process.off("unhandledRejection", onRejection);
     deploying = false;
