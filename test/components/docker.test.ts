@@ -1,0 +1,250 @@
+// The docker target under Pulumi's mocks: the real program, the graph it would register on the local engine.
+import { beforeAll, describe, expect, it } from "vitest";
+import { plan, siteProxyServiceConfig, browserServiceConfig, gatewayServiceConfig, type Plan } from "../../src/plan";
+import { validateStackConfig } from "../../src/config";
+import type { Graph } from "../../src/runner/graph";
+import { CONTAINER, container, containers, envOf, graphOf, mountsOf, networksOf, rawConfig, resource } from "./helpers";
+
+const STACK = "t1";
+const CONFIG = {
+  target: "docker",
+  captureTraffic: true,
+  capture: { fileSizeMb: 5, fileCount: 3 },
+  websites: {
+    shop: {
+      domains: ["shop.test"],
+      server: { image: "multienv/sample-shop-server" },
+      frontend: { image: "multienv/sample-shop-frontend" },
+      settings: { currency: "USD" },
+    },
+    github: {
+      live: true,
+      domains: ["github.com", "*.github.com"],
+      allowHosts: ["*.githubassets.com"],
+      server: { image: "multienv/sample-live-server" },
+      settings: { account: "alex" },
+      secretSettings: { token: "githubToken" },
+    },
+  },
+  computers: {
+    desktop: { network: ["example.org"], startTabs: ["https://shop.test/", "https://github.com/"] },
+    open: { network: "allow-all" },
+    offline: { network: "none" },
+  },
+};
+const SECRET_VALUE = "ghp_not-a-real-token-0123456789";
+
+function planOf(config: Record<string, unknown>, stack: string): Plan {
+  const { config: raw, secretKeys } = rawConfig(config, { githubToken: SECRET_VALUE });
+  const values = Object.fromEntries(
+    Object.entries(raw).map(([k, v]) => [k.slice("multienv:".length), secretKeys.includes(k) ? { secret: true } : { secret: false, value: v }]),
+  );
+  const validated = validateStackConfig(values as never, stack);
+  if (!validated.config) throw new Error(JSON.stringify(validated.problems));
+  const result = plan(validated.config, { stack });
+  if (!result.ok) throw new Error(JSON.stringify(result.problems));
+  return result.plan;
+}
+
+describe("docker target", () => {
+  let graph: Graph;
+  let revealed: Graph;
+  let planned: Plan;
+  beforeAll(async () => {
+    graph = await graphOf(STACK, CONFIG, { githubToken: SECRET_VALUE });
+    revealed = await graphOf(STACK, CONFIG, { githubToken: SECRET_VALUE }, true);
+    planned = planOf(CONFIG, STACK);
+  });
+
+  it("puts each container on exactly the networks of the topology", () => {
+    const networks = Object.fromEntries(containers(graph).filter((c) => c.inputs.networksAdvanced).map((c) => [c.name, networksOf(c.inputs)]));
+    expect(networks).toEqual({
+      "t1-gateway": ["t1-env", "t1-ingress"],
+      "t1-shop-server": ["t1-env"],
+      "t1-shop-frontend": ["t1-env"],
+      // A live site's server calls the real site.
+      "t1-github-server": ["t1-env", "t1-egress"],
+      // Proxies: env + own net, plus egress only when the computer reaches public hosts.
+      "t1-desktop-proxy": ["t1-env", "t1-desktop-net", "t1-egress"],
+      "t1-open-proxy": ["t1-env", "t1-open-net", "t1-egress"],
+      "t1-offline-proxy": ["t1-env", "t1-offline-net"],
+      // A browser is on its own network only.
+      "t1-desktop-browser": ["t1-desktop-net"],
+      "t1-open-browser": ["t1-open-net"],
+      "t1-offline-browser": ["t1-offline-net"],
+    });
+    expect(container(graph, "t1-shop-server").networksAdvanced[0].aliases).toEqual(["shop-server"]);
+    expect(container(graph, "t1-shop-frontend").networksAdvanced[0].aliases).toEqual(["shop-frontend"]);
+  });
+
+  it("makes the env and computer networks internal; egress and ingress reach out", () => {
+    const internal = Object.fromEntries(
+      graph.resources.filter((r) => r.type === "docker:index/network:Network").map((r) => [r.name, r.inputs.internal]),
+    );
+    expect(internal).toEqual({
+      "t1-env": true,
+      "t1-desktop-net": true,
+      "t1-open-net": true,
+      "t1-offline-net": true,
+      "t1-egress": false,
+      "t1-ingress": false,
+    });
+  });
+
+  it("runs one capture sidecar per website container, in that container's network namespace", () => {
+    const sidecars = containers(graph).filter((c) => c.name.endsWith("-capture"));
+    expect(sidecars.map((s) => s.name).sort()).toEqual(["t1-github-server-capture", "t1-shop-frontend-capture", "t1-shop-server-capture"]);
+    for (const sidecar of sidecars) {
+      const target = sidecar.name.replace(/-capture$/, "");
+      expect(sidecar.inputs.networkMode).toBe(`container:${target}-id`);
+      expect(sidecar.inputs.networksAdvanced).toBeUndefined();
+    }
+    const shop = container(graph, "t1-shop-server-capture");
+    expect([...shop.entrypoints, ...shop.command]).toEqual(["tcpdump", "-i", "any", "-n", "-U", "-w", "/captures/shop-server.pcap", "-C", "5", "-W", "3", "-Z", "root"]);
+  });
+
+  it("gives NET_RAW/NET_ADMIN to capture sidecars alone; every other container drops NET_RAW", () => {
+    for (const c of containers(graph)) {
+      const caps = c.inputs.capabilities;
+      if (c.name.endsWith("-capture")) {
+        expect(caps.adds, c.name).toEqual(["NET_RAW", "NET_ADMIN"]);
+      } else {
+        expect(caps.adds ?? [], c.name).toEqual([]);
+        expect(caps.drops, c.name).toContain("NET_RAW");
+      }
+      expect(c.inputs.privileged, c.name).toBeUndefined();
+    }
+  });
+
+  it("mounts the captures volume rw in sidecars, ro in the gateway, nowhere else; the CA volume rw in the proxy, ro in the browser", () => {
+    const mounts = Object.fromEntries(containers(graph).map((c) => [c.name, mountsOf(c.inputs)]));
+    for (const [name, list] of Object.entries(mounts)) {
+      const captures = list.filter((m) => m.startsWith("t1-captures:"));
+      if (name.endsWith("-capture")) expect(captures, name).toEqual(["t1-captures:/captures:rw"]);
+      else if (name === "t1-gateway") expect(captures, name).toEqual(["t1-captures:/captures:ro"]);
+      else expect(captures, name).toEqual([]);
+    }
+    expect(mounts["t1-desktop-proxy"]).toEqual(["t1-desktop-ca:/var/lib/multienv/ca:rw"]);
+    expect(mounts["t1-desktop-browser"]).toEqual(["t1-desktop-ca:/var/lib/multienv/ca:ro"]);
+    expect(mounts["t1-shop-server"]).toEqual([]);
+  });
+
+  it("publishes the gateway on loopback only, with a health check the deploy waits for, after the sites and captures", () => {
+    const gateway = container(graph, "t1-gateway");
+    expect(gateway.ports).toEqual([{ internal: 8080, ip: "127.0.0.1" }]);
+    expect(gateway.wait).toBe(true);
+    expect(gateway.healthcheck.tests.join(" ")).toContain("http://127.0.0.1:8080/healthz");
+    for (const c of containers(graph)) if (c.name !== "t1-gateway") expect(c.inputs.ports ?? [], c.name).toEqual([]);
+  });
+
+  it("hands each service its config from src/plan, and the site server its settings as one JSON line", () => {
+    const gatewayEnv = envOf(container(revealed, "t1-gateway"));
+    expect(JSON.parse(gatewayEnv.MULTIENV_GATEWAY_CONFIG)).toEqual(gatewayServiceConfig(planned));
+    expect(gatewayEnv.MULTIENV_CONTROL_TOKEN).toBe("<stdout of t1-control-token-generator>");
+    for (const computer of planned.computers) {
+      expect(JSON.parse(envOf(container(graph, computer.proxyContainerName)).MULTIENV_SITE_PROXY_CONFIG)).toEqual(siteProxyServiceConfig(planned, computer));
+      expect(JSON.parse(envOf(container(graph, computer.browserContainerName)).MULTIENV_BROWSER_CONFIG)).toEqual(browserServiceConfig(planned, computer));
+    }
+    const shopEnv = envOf(container(graph, "t1-shop-server"));
+    expect(shopEnv.AGENTENV_WEBSITE_SETTINGS).toBe('{"currency":"USD"}');
+    expect(container(graph, "t1-shop-frontend").envs).toBeUndefined();
+  });
+
+  it("keeps the control token and secret settings secret: the whole env value is a secret, the value merged in", () => {
+    const text = JSON.stringify(graph);
+    expect(text).not.toContain(SECRET_VALUE);
+    expect(container(graph, "t1-github-server").envs).toBe("[secret]");
+    expect(container(graph, "t1-gateway").envs).toBe("[secret]");
+    const revealedEnv = container(revealed, "t1-github-server").envs;
+    expect(Object.keys(revealedEnv)).toEqual(["[secret]"]);
+    expect(JSON.parse(envOf(container(revealed, "t1-github-server")).AGENTENV_WEBSITE_SETTINGS)).toEqual({ account: "alex", token: SECRET_VALUE });
+    const generator = resource(graph, "command:local:Command", "t1-control-token-generator");
+    expect(generator.additionalSecretOutputs).toContain("stdout");
+    expect(generator.inputs.logging).toBe("none");
+    expect(graph.outputs.controlToken).toBe("[secret]");
+  });
+
+  it("creates every docker resource with the local engine's provider", () => {
+    const provider = resource(graph, "pulumi:providers:docker", "t1-local-docker");
+    expect(provider.inputs.host).toBeUndefined();
+    const dockerResources = graph.resources.filter((r) => r.type.startsWith("docker:"));
+    expect(dockerResources.length).toBeGreaterThan(20);
+    for (const r of dockerResources) expect(r.provider, `${r.type} ${r.name}`).toBe("t1-local-docker");
+    expect(graph.resources.some((r) => r.type.startsWith("aws:"))).toBe(false);
+  });
+
+  it("builds the project's images from src/*/Dockerfile and runs the task's site images as given", () => {
+    const gatewayImage = resource(graph, "docker:index/image:Image", "t1-engine-gateway-image").inputs;
+    expect(gatewayImage.imageName).toBe("multienv/gateway:latest");
+    expect(gatewayImage.skipPush).toBe(true);
+    expect(gatewayImage.build.dockerfile).toMatch(/src\/gateway\/Dockerfile$/);
+    expect(gatewayImage.build.args.BASE_IMAGE).toBeTruthy();
+    expect(container(graph, "t1-gateway").image).toBe("multienv/gateway:latest");
+    expect(container(graph, "t1-desktop-browser").image).toBe("multienv/browser:latest");
+    expect(container(graph, "t1-desktop-proxy").image).toBe("multienv/site-proxy:latest");
+    expect(container(graph, "t1-shop-server").image).toBe("<id of multienv/sample-shop-server>");
+  });
+
+  it("exports the DESIGN outputs", () => {
+    const url = "http://127.0.0.1:<port chosen by Docker>";
+    expect(graph.outputs).toEqual({
+      gatewayUrl: url,
+      controlToken: "[secret]",
+      websites: {
+        shop: { live: false, domains: ["shop.test"], svcUrl: `${url}/svc/shop/`, browseUrl: `${url}/website/shop/` },
+        github: { live: true, domains: ["github.com", "*.github.com"], svcUrl: `${url}/svc/github/` },
+      },
+      computers: {
+        desktop: {
+          network: ["example.org"],
+          reaching: planned.computers.find((c) => c.name === "desktop")!.reaching,
+          siteTable: { shop: ["shop.test"] },
+          cdpUrl: `${url}/computers/desktop/cdp`,
+        },
+        offline: { network: "none", reaching: "none", siteTable: { shop: ["shop.test"] }, cdpUrl: `${url}/computers/offline/cdp` },
+        open: { network: "allow-all", reaching: "allow-all", siteTable: { shop: ["shop.test"] }, cdpUrl: `${url}/computers/open/cdp` },
+      },
+      live: true,
+      liveWebsites: [{ name: "github", domains: ["github.com", "*.github.com"], allowHosts: ["*.githubassets.com"], reproducible: false }],
+      reproducible: false,
+      captureTraffic: true,
+    });
+    expect(planned.computers.find((c) => c.name === "desktop")!.reaching).toContain("github.com");
+  });
+});
+
+describe("docker target without capture or live sites", () => {
+  it("has no sidecar and no captures volume, and the gateway mounts nothing; the env is reproducible", async () => {
+    const computers = { ...CONFIG.computers, desktop: { network: ["example.org"], startTabs: ["https://shop.test/"] } };
+    const graph = await graphOf("t2", { ...CONFIG, captureTraffic: false, websites: { shop: CONFIG.websites.shop }, computers });
+    expect(containers(graph).filter((c) => c.name.endsWith("-capture"))).toEqual([]);
+    expect(graph.resources.filter((r) => r.type === "docker:index/volume:Volume").map((r) => r.name).sort()).toEqual([
+      "t2-desktop-ca",
+      "t2-offline-ca",
+      "t2-open-ca",
+    ]);
+    expect(container(graph, "t2-gateway").mounts).toEqual([]);
+    expect(graph.outputs).toMatchObject({ live: false, liveWebsites: [], reproducible: true, captureTraffic: false });
+    // No live host to reach: the allowlist computer reaches only example.org, still on the web.
+    expect(networksOf(container(graph, "t2-desktop-proxy"))).toContain("t2-egress");
+  });
+
+  it("runs a computer's own browser image instead of building the project's", async () => {
+    const graph = await graphOf("t3", { websites: { shop: CONFIG.websites.shop }, computers: { kiosk: { network: "none", image: "example/kiosk:1" } } });
+    expect(container(graph, "t3-kiosk-browser").image).toBe("<id of example/kiosk:1>");
+    expect(graph.resources.some((r) => r.type === "docker:index/image:Image" && r.name.endsWith("browser-image"))).toBe(false);
+  });
+
+  it("refuses a website without an image, naming the config key", async () => {
+    await expect(graphOf("t4", { websites: { shop: { domains: ["shop.test"] } } })).rejects.toThrow(
+      "multienv:websites.shop.server.image: a website's server needs an image",
+    );
+  });
+
+  it("renders the same graph on a second run in one process", async () => {
+    const first = await graphOf("t5", CONFIG, { githubToken: SECRET_VALUE });
+    const second = await graphOf("t5", CONFIG, { githubToken: SECRET_VALUE });
+    expect(second).toEqual(first);
+    expect(first.resources.filter((r) => r.type === CONTAINER)).toHaveLength(13);
+  });
+});
