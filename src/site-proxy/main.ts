@@ -1,6 +1,7 @@
 // multienv-site-proxy: reads MULTIENV_SITE_PROXY_CONFIG, starts the proxy and prints its startup line (with the
 // bound ports) on stdout. A bad configuration is one line naming the field, and exit status 2.
 import { BAD_CONFIG_EXIT, ConfigError, configFromEnv } from "./config";
+import { STANDBY_ENV, StandbyMessage } from "./standby";
 
 async function main(): Promise<void> {
   let config;
@@ -13,6 +14,7 @@ async function main(): Promise<void> {
   }
   // Loaded only once the configuration is good: a bad one is reported without loading the TLS machinery.
   const { startSiteProxy } = require("./start") as typeof import("./start");
+  if (process.env[STANDBY_ENV] === "1" && process.send) await standBy();
   const running = await startSiteProxy(config);
   // A proxy outlives a bug in one connection: the error is a log line, and the proxy goes on serving the others.
   process.on("uncaughtException", (err) => running.log.write({ event: "error", error: `uncaught: ${err.stack ?? err.message}` }));
@@ -26,6 +28,16 @@ async function main(): Promise<void> {
   }
   const { event, ...rest } = running.startup;
   process.stdout.write(JSON.stringify({ event, time: new Date().toISOString(), ...rest }) + "\n");
+}
+
+/** Under the supervisor: everything is loaded; say so and wait to be told to serve (see supervisor.ts). */
+function standBy(): Promise<void> {
+  // Without its supervisor a waiting or serving process has no one to answer to: the container is going away.
+  process.on("disconnect", () => process.exit(0));
+  return new Promise((resolve) => {
+    process.on("message", (message) => message === StandbyMessage.start && resolve());
+    process.send!(StandbyMessage.ready);
+  });
 }
 
 main().catch((err: Error) => {

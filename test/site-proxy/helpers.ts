@@ -196,6 +196,8 @@ export interface ProxyProcess {
   dir: string;
   logPath: string;
   caCertPath: string;
+  /** What the process wrote on stderr so far. */
+  stderr(): string;
   records(): SiteProxyLogRecord[];
   waitForRecord<T extends SiteProxyLogRecord>(what: string, match: (r: SiteProxyLogRecord) => boolean, timeoutMs?: number): Promise<T>;
   stop(): Promise<void>;
@@ -208,11 +210,9 @@ export interface StartOptions {
   ulimit?: number;
 }
 
-function readStartup(child: ChildProcess): Promise<StartupRecord> {
+function readStartup(child: ChildProcess, stderr: () => string): Promise<StartupRecord> {
   return new Promise((resolve, reject) => {
     let text = "";
-    let stderr = "";
-    child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
     const onData = (data: Buffer) => {
       text += data.toString();
       for (const line of text.split("\n")) {
@@ -226,7 +226,7 @@ function readStartup(child: ChildProcess): Promise<StartupRecord> {
       }
     };
     child.stdout!.on("data", onData);
-    child.once("exit", (code) => reject(new Error(`the proxy exited (${code}) before its startup line: ${stderr}`)));
+    child.once("exit", (code) => reject(new Error(`the proxy exited (${code}) before its startup line: ${stderr()}`)));
   });
 }
 
@@ -234,7 +234,7 @@ export async function startProxy(config: Record<string, unknown>, options: Start
   const dir = tempDir();
   const logPath = path.join(dir, "site-proxy.log");
   const full = { listen: { host: "127.0.0.1", port: 0 }, gateway: "http://127.0.0.1:9", sites: {}, reach: "allow-all", log: logPath, ...config };
-  const command = options.supervise ? [process.execPath, "--require", "tsx/cjs", SUPERVISOR, process.execPath, PROXY_BIN] : [process.execPath, PROXY_BIN];
+  const command = options.supervise ? [process.execPath, "--require", "tsx/cjs", SUPERVISOR, PROXY_BIN] : [process.execPath, PROXY_BIN];
   const [file, args] = options.ulimit
     ? ["bash", ["-c", `ulimit -n ${options.ulimit} && exec "$@"`, "bash", ...command]]
     : [command[0], command.slice(1)];
@@ -248,7 +248,9 @@ export async function startProxy(config: Record<string, unknown>, options: Start
     clearTimeout(timer);
   };
   onCleanup(stop);
-  const startup = await readStartup(child);
+  let stderr = "";
+  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  const startup = await readStartup(child, () => stderr);
   const records = () => (fs.existsSync(logPath) ? parseSiteProxyLog(fs.readFileSync(logPath, "utf8")) : []);
   return {
     child,
@@ -258,6 +260,7 @@ export async function startProxy(config: Record<string, unknown>, options: Start
     dir,
     logPath: full.log as string,
     caCertPath: startup.caCert,
+    stderr: () => stderr,
     records,
     waitForRecord: <T extends SiteProxyLogRecord>(what: string, match: (r: SiteProxyLogRecord) => boolean, timeoutMs = 5_000) =>
       waitFor(what, () => records().find(match) as T | undefined, timeoutMs),
