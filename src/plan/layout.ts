@@ -337,11 +337,14 @@ export const EC2_READINESS_COMMAND =
   "for i in $(seq 1 120); do if [ -e /var/lib/multienv-docker-ready ] && docker info >/dev/null 2>&1; then exit 0; fi; sleep 5; done; " +
   "echo 'Docker did not come up within 10 minutes' >&2; exit 1";
 
-/** Replaces the host of a service URL (docker names) with an address (ec2: the VM that publishes that port). */
+/**
+ * Replaces the host of a service URL (a Docker name) with an address (ec2: the VM that publishes that port),
+ * keeping scheme, port and path. String-based: the address may be a value not known until deploy.
+ */
 export function rehost(url: string, host: string): string {
-  const parsed = new URL(url);
-  parsed.hostname = host;
-  return parsed.toString().replace(/\/$/, url.endsWith("/") ? "/" : "");
+  const match = /^([a-z][a-z0-9+.-]*:\/\/)(\[[^\]]*\]|[^/:?#]*)(.*)$/i.exec(url);
+  if (match === null) throw new Error(`rehost: ${url} is not an absolute URL`);
+  return `${match[1]}${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}${match[3]}`;
 }
 
 /** The gateway's URL as the runner reaches it: the published address and port. */

@@ -1,0 +1,180 @@
+// The ec2 target under Pulumi's mocks: the env VM and one VM per computer, each security group an allowlist.
+import { beforeAll, describe, expect, it } from "vitest";
+import type { Graph, GraphResource } from "../../src/runner/graph";
+import { container, containers, envOf, graphOf, mountsOf, networksOf, resource } from "./helpers";
+
+const STACK = "e1";
+const RUNNER = "198.51.100.7/32";
+const CONFIG = {
+  target: "ec2",
+  ec2: {
+    region: "eu-west-1",
+    instanceType: "t3.large",
+    runnerCidrs: [RUNNER],
+    sshPublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKeyOnly runner@test",
+  },
+  captureTraffic: true,
+  websites: {
+    shop: { domains: ["shop.test"], server: { image: "multienv/sample-shop-server" }, frontend: { image: "multienv/sample-shop-frontend" } },
+    github: {
+      live: true,
+      domains: ["github.com", "*.github.com"],
+      allowHosts: ["*.githubassets.com"],
+      server: { image: "multienv/sample-live-server" },
+      secretSettings: { token: "githubToken" },
+    },
+  },
+  computers: {
+    desktop: { network: ["github.com"], startTabs: ["https://shop.test/", "https://github.com/"] },
+    offline: { network: "none" },
+  },
+};
+
+const INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule";
+const EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule";
+
+/** Rules of one security group as `tcp <from>-<to> <peer>` lines, the peer a CIDR or `sg:<group name>`. */
+function rulesOf(graph: Graph, type: string, group: string): string[] {
+  const groupId = `${group}-id`;
+  return graph.resources
+    .filter((r) => r.type === type && r.inputs.securityGroupId === groupId)
+    .map((r) => {
+      const i = r.inputs as Record<string, any>;
+      const peer = i.cidrIpv4 ?? i.cidrIpv6 ?? `sg:${String(i.referencedSecurityGroupId).replace(/-id$/, "")}`;
+      return `${i.ipProtocol} ${i.fromPort}-${i.toPort} ${peer}`;
+    })
+    .sort();
+}
+
+describe("ec2 target", () => {
+  let graph: Graph;
+  beforeAll(async () => {
+    graph = await graphOf(STACK, CONFIG, { githubToken: "ghp_secret-for-ec2-test" });
+  });
+
+  it("opens the env VM to the runner only (SSH, gateway) and to the computers' proxies on the gateway port", () => {
+    expect(rulesOf(graph, INGRESS, "e1-env-sg")).toEqual([
+      `tcp 22-22 ${RUNNER}`,
+      `tcp 8080-8080 ${RUNNER}`,
+      "tcp 8080-8080 sg:e1-desktop-sg",
+      "tcp 8080-8080 sg:e1-offline-sg",
+    ]);
+    expect(rulesOf(graph, EGRESS, "e1-env-sg")).toEqual([
+      "tcp 443-443 0.0.0.0/0",
+      "tcp 443-443 ::/0",
+      "tcp 80-80 0.0.0.0/0",
+      "tcp 80-80 ::/0",
+      "tcp 9000-9000 sg:e1-desktop-sg",
+      "tcp 9000-9000 sg:e1-offline-sg",
+      "tcp 9222-9222 sg:e1-desktop-sg",
+      "tcp 9222-9222 sg:e1-offline-sg",
+    ]);
+  });
+
+  it("makes each computer VM's egress its allowlist: the gateway, plus web ports only when it reaches public hosts", () => {
+    expect(rulesOf(graph, EGRESS, "e1-desktop-sg")).toEqual(["tcp 443-443 0.0.0.0/0", "tcp 443-443 ::/0", "tcp 80-80 0.0.0.0/0", "tcp 80-80 ::/0", "tcp 8080-8080 sg:e1-env-sg"]);
+    expect(rulesOf(graph, EGRESS, "e1-offline-sg")).toEqual(["tcp 8080-8080 sg:e1-env-sg"]);
+    expect(rulesOf(graph, INGRESS, "e1-offline-sg")).toEqual([`tcp 22-22 ${RUNNER}`, "tcp 9000-9000 sg:e1-env-sg", "tcp 9222-9222 sg:e1-env-sg"]);
+    for (const rule of graph.resources.filter((r) => r.type === INGRESS || r.type === EGRESS)) {
+      expect(rule.inputs.ipProtocol, rule.name).toBe("tcp");
+      if (rule.type === INGRESS) expect([rule.inputs.cidrIpv4, rule.inputs.cidrIpv6], rule.name).not.toContain("0.0.0.0/0");
+    }
+    // Security groups carry no inline rules (so AWS's default allow-all egress is removed).
+    for (const group of graph.resources.filter((r) => r.type === "aws:ec2/securityGroup:SecurityGroup")) {
+      expect(group.inputs.egress, group.name).toBeUndefined();
+      expect(group.inputs.ingress, group.name).toBeUndefined();
+    }
+  });
+
+  it("runs three VMs with IMDSv2 required and encrypted root volumes, each checked for Docker over SSH", () => {
+    const instances = graph.resources.filter((r) => r.type === "aws:ec2/instance:Instance");
+    expect(instances.map((i) => i.name).sort()).toEqual(["e1-desktop-vm", "e1-env-vm", "e1-offline-vm"]);
+    for (const instance of instances) {
+      expect(instance.inputs.metadataOptions.httpTokens).toBe("required");
+      expect(instance.inputs.rootBlockDevice.encrypted).toBe(true);
+      expect(instance.inputs.instanceType).toBe("t3.large");
+      expect(instance.inputs.userData).toContain("systemctl enable --now docker");
+    }
+    const readiness = graph.resources.filter((r) => r.type === "command:remote:Command");
+    expect(readiness).toHaveLength(3);
+    const envReady = readiness.find((r) => r.name === "e1-env-docker-ready")!;
+    // The command provider keeps the whole connection secret.
+    expect(envReady.inputs.connection).toBe("[secret]");
+    expect(envReady.inputs.create).toContain("docker info");
+  });
+
+  it("tags every AWS resource with the stack and task, and creates each with the stack's AWS provider in its region", () => {
+    const provider = resource(graph, "pulumi:providers:aws", "e1-aws");
+    expect(provider.inputs.region).toBe("eu-west-1");
+    const awsResources = graph.resources.filter((r) => r.type.startsWith("aws:"));
+    expect(awsResources.length).toBeGreaterThan(20);
+    for (const r of awsResources) {
+      expect(r.inputs.tags, `${r.type} ${r.name}`).toMatchObject({ "multienv:stack": STACK, "multienv:task": STACK });
+      expect(r.provider, `${r.type} ${r.name}`).toBe("e1-aws");
+    }
+  });
+
+  it("reaches each VM's engine through its own docker provider over SSH", () => {
+    const providers = graph.resources.filter((r) => r.type === "pulumi:providers:docker");
+    expect(Object.fromEntries(providers.map((p) => [p.name, p.inputs.host]))).toEqual({
+      "e1-env-docker": "ssh://ec2-user@<public IP of e1-env-vm>",
+      "e1-desktop-docker": "ssh://ec2-user@<public IP of e1-desktop-vm>",
+      "e1-offline-docker": "ssh://ec2-user@<public IP of e1-offline-vm>",
+    });
+    const providerOf = (name: string) => containers(graph).find((c) => c.name === name)!.provider;
+    for (const name of ["e1-gateway", "e1-shop-server", "e1-shop-frontend", "e1-github-server", "e1-shop-server-capture"]) expect(providerOf(name), name).toBe("e1-env-docker");
+    for (const name of ["e1-desktop-proxy", "e1-desktop-browser"]) expect(providerOf(name), name).toBe("e1-desktop-docker");
+    for (const name of ["e1-offline-proxy", "e1-offline-browser"]) expect(providerOf(name), name).toBe("e1-offline-docker");
+    // Networks and volumes live on the engine that uses them.
+    const byProvider = (type: string) =>
+      Object.fromEntries(graph.resources.filter((r) => r.type === type).map((r) => [r.name, r.provider]));
+    expect(byProvider("docker:index/network:Network")).toEqual({
+      "e1-env": "e1-env-docker",
+      "e1-egress": "e1-env-docker",
+      "e1-ingress": "e1-env-docker",
+      "e1-desktop-net": "e1-desktop-docker",
+      "e1-desktop-egress": "e1-desktop-docker",
+      "e1-offline-net": "e1-offline-docker",
+      "e1-offline-egress": "e1-offline-docker",
+    });
+    expect(byProvider("docker:index/volume:Volume")).toEqual({
+      "e1-captures": "e1-env-docker",
+      "e1-desktop-ca": "e1-desktop-docker",
+      "e1-offline-ca": "e1-offline-docker",
+    });
+  });
+
+  it("wires containers across VMs by private address: the gateway port published on the VM, the proxies' relay ports on theirs", () => {
+    expect(container(graph, "e1-gateway").ports).toEqual([{ internal: 8080, external: 8080, ip: "0.0.0.0" }]);
+    expect(container(graph, "e1-desktop-proxy").ports).toEqual([
+      { internal: 9222, external: 9222, ip: "0.0.0.0" },
+      { internal: 9000, external: 9000, ip: "0.0.0.0" },
+    ]);
+    expect(networksOf(container(graph, "e1-desktop-proxy"))).toEqual(["e1-desktop-net", "e1-desktop-egress"]);
+    expect(networksOf(container(graph, "e1-desktop-browser"))).toEqual(["e1-desktop-net"]);
+    const proxyConfig = JSON.parse(envOf(container(graph, "e1-desktop-proxy")).MULTIENV_SITE_PROXY_CONFIG);
+    expect(proxyConfig.gateway).toBe("http://<private IP of e1-env-vm>:8080");
+    expect(mountsOf(container(graph, "e1-gateway"))).toEqual(["e1-captures:/captures:ro"]);
+    expect(container(graph, "e1-github-server").envs).toBe("[secret]");
+    expect(JSON.stringify(graph)).not.toContain("ghp_secret-for-ec2-test");
+  });
+
+  it("gives the runner the gateway at the env VM's public address", () => {
+    const url = "http://<public IP of e1-env-vm>:8080";
+    expect(graph.outputs.gatewayUrl).toBe(url);
+    expect(graph.outputs.controlToken).toBe("[secret]");
+    expect((graph.outputs.computers as Record<string, { cdpUrl: string }>).desktop.cdpUrl).toBe(`${url}/computers/desktop/cdp`);
+  });
+});
+
+describe("ec2 target, gateway config", () => {
+  it("points the gateway at each computer VM's private address for CDP and the proxy log", async () => {
+    const graph = await graphOf("e2", { ...CONFIG, captureTraffic: false }, { githubToken: "x-secret" }, true);
+    const gateway = container(graph, "e2-gateway");
+    const config = JSON.parse(envOf(gateway).MULTIENV_GATEWAY_CONFIG);
+    expect(config.computers.desktop).toEqual({ cdp: "http://<private IP of e2-desktop-vm>:9222", proxyLog: "http://<private IP of e2-desktop-vm>:9000/log" });
+    expect(config.capturesDir).toBeUndefined();
+    const unused: GraphResource[] = graph.resources.filter((r) => r.type === "docker:index/volume:Volume" && r.name === "e2-captures");
+    expect(unused).toEqual([]);
+  });
+});
