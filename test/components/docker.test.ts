@@ -105,7 +105,7 @@ describe("docker target", () => {
 
   it("gives NET_RAW/NET_ADMIN to capture sidecars alone; every other container drops NET_RAW", () => {
     for (const c of containers(graph)) {
-      const caps = c.inputs.capabilities;
+      const caps = c.inputs.capabilities as { adds?: string[]; drops?: string[] };
       if (c.name.endsWith("-capture")) {
         expect(caps.adds, c.name).toEqual(["NET_RAW", "NET_ADMIN"]);
       } else {
@@ -174,7 +174,7 @@ describe("docker target", () => {
   });
 
   it("builds the project's images from src/*/Dockerfile and runs the task's site images as given", () => {
-    const gatewayImage = resource(graph, "docker:index/image:Image", "t1-engine-gateway-image").inputs;
+    const gatewayImage = resource(graph, "docker:index/image:Image", "t1-engine-gateway-image").inputs as Record<string, any>;
     expect(gatewayImage.imageName).toBe("multienv/gateway:latest");
     expect(gatewayImage.skipPush).toBe(true);
     expect(gatewayImage.build.dockerfile).toMatch(/src\/gateway\/Dockerfile$/);

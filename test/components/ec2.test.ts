@@ -89,7 +89,8 @@ describe("ec2 target", () => {
   it("runs three VMs with IMDSv2 required and encrypted root volumes, each checked for Docker over SSH", () => {
     const instances = graph.resources.filter((r) => r.type === "aws:ec2/instance:Instance");
     expect(instances.map((i) => i.name).sort()).toEqual(["e1-desktop-vm", "e1-env-vm", "e1-offline-vm"]);
-    for (const instance of instances) {
+    for (const { inputs } of instances) {
+      const instance = { inputs: inputs as Record<string, any> };
       expect(instance.inputs.metadataOptions.httpTokens).toBe("required");
       expect(instance.inputs.rootBlockDevice.encrypted).toBe(true);
       expect(instance.inputs.instanceType).toBe("t3.large");
