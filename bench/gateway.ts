@@ -1,0 +1,259 @@
+// npm run bench:gateway
+//
+// The gateway against nginx configured as the same reverse proxy, in one run, to the same
+// upstream (an nginx serving a small body and a 1 GiB file), measured with wrk:
+//   - requests/s and p99 latency with 64 connections (the gateway with its default workers,
+//     one per core; the nginx proxy with `worker_processes auto`);
+//   - throughput of streaming a 1 GiB body through each (curl, body discarded);
+//   - the gateway's RSS (each process) after at least 100k requests.
+// Targets (issue 3): >= 0.8x nginx's requests/s, >= 0.9x its streaming throughput, RSS < 150 MiB.
+// The machine is shared (other processes compete for its cores), so the two proxies are
+// measured in alternating rounds and each figure is the median of its rounds.
+// Options (env): BENCH_SECONDS per round (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (64).
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync, openSync, closeSync } from "node:fs";
+import net from "node:net";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
+const TOKEN = "bench-control-token-0123456789abcdef";
+const GIB = 1024 ** 3;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const up = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, "127.0.0.1");
+      socket.once("connect", () => (socket.destroy(), resolve(true)));
+      socket.once("error", () => resolve(false));
+    });
+    if (up) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`nothing listens on ${port}`);
+}
+
+function startNginx(dir: string, name: string, body: string): ChildProcess {
+  const conf = join(dir, `${name}.conf`);
+  writeFileSync(
+    conf,
+    `daemon off;
+master_process on;
+pid ${dir}/${name}.pid;
+error_log ${dir}/${name}-error.log warn;
+${body}
+`,
+  );
+  const child = spawn("nginx", ["-c", conf, "-p", dir], { stdio: ["ignore", "ignore", "inherit"] });
+  child.on("exit", (code) => code && console.error(`nginx ${name} exited ${code}; see ${dir}/${name}-error.log`));
+  return child;
+}
+
+interface WrkResult {
+  requestsPerSecond: number;
+  p99Ms: number;
+  requests: number;
+  errors: string;
+}
+
+function toMs(value: string): number {
+  const match = /^([\d.]+)(us|ms|s|m)$/.exec(value);
+  if (!match) return NaN;
+  const n = Number(match[1]);
+  return match[2] === "us" ? n / 1000 : match[2] === "ms" ? n : match[2] === "s" ? n * 1000 : n * 60_000;
+}
+
+function wrk(url: string, seconds: number): WrkResult {
+  const run = spawnSync("wrk", ["-t2", `-c${CONNECTIONS}`, `-d${seconds}s`, "--latency", url], { encoding: "utf8" });
+  if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr}`);
+  const out = run.stdout;
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+  const p99 = toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? "");
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
+  const errors = [/Socket errors:.*/.exec(out)?.[0], /Non-2xx or 3xx responses: \d+/.exec(out)?.[0]].filter(Boolean).join("; ");
+  return { requestsPerSecond: rps, p99Ms: p99, requests, errors };
+}
+
+/** MB/s (10^6 bytes) of downloading url to /dev/null. */
+function streamThroughput(url: string): { mbPerSecond: number; bytes: number } {
+  const run = spawnSync("curl", ["-s", "-o", "/dev/null", "-w", "%{size_download} %{time_total} %{http_code}", url], { encoding: "utf8" });
+  const [bytes, seconds, code] = run.stdout.trim().split(" ");
+  if (code !== "200" || Number(bytes) !== GIB) throw new Error(`streaming ${url}: HTTP ${code}, ${bytes} bytes`);
+  return { mbPerSecond: Number(bytes) / Number(seconds) / 1e6, bytes: Number(bytes) };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+function rssMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]) / 1024;
+}
+
+function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "multienv-bench-"));
+  const children: ChildProcess[] = [];
+  try {
+    // A sparse 1 GiB file: nginx serves it from the page cache without touching the disk.
+    const big = join(dir, "big.bin");
+    closeSync(openSync(big, "w"));
+    truncateSync(big, GIB);
+    chmodSync(dir, 0o755); // nginx workers run as nobody
+    chmodSync(big, 0o644);
+    const [upstreamPort, nginxProxyPort] = await Promise.all([freePort(), freePort()]);
+
+    children.push(
+      startNginx(
+        dir,
+        "upstream",
+        `worker_processes 1;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  sendfile on;
+  server {
+    listen 127.0.0.1:${upstreamPort} backlog=4096;
+    location = /hello { default_type text/plain; return 200 "hello from the upstream\\n"; }
+    location = /big { alias ${big}; default_type application/octet-stream; }
+  }
+}`,
+      ),
+    );
+    // The same reverse proxy as the gateway: prefix stripped, Host kept, X-Forwarded-* added,
+    // hop-by-hop headers dropped, kept-alive upstream connections, streamed (unbuffered) both ways.
+    children.push(
+      startNginx(
+        dir,
+        "proxy",
+        `worker_processes auto;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  upstream bench { server 127.0.0.1:${upstreamPort}; keepalive 256; }
+  server {
+    listen 127.0.0.1:${nginxProxyPort} backlog=4096;
+    location /svc/bench/ {
+      proxy_pass http://bench/;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Host $http_host;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_buffering off;
+      proxy_request_buffering off;
+      proxy_connect_timeout 10s;
+      proxy_read_timeout 60s;
+    }
+  }
+}`,
+      ),
+    );
+    await Promise.all([waitForPort(upstreamPort), waitForPort(nginxProxyPort)]);
+
+    const gateway = spawn(process.execPath, [join(__dirname, "..", "bin", "multienv-gateway.js")], {
+      env: {
+        ...process.env,
+        MULTIENV_CONTROL_TOKEN: TOKEN,
+        MULTIENV_GATEWAY_CONFIG: JSON.stringify({ listen: { host: "127.0.0.1", port: 0 }, sites: { bench: { server: `http://127.0.0.1:${upstreamPort}` } } }),
+      },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    children.push(gateway);
+    const listening = await new Promise<{ port: number; workers: number }>((resolve, reject) => {
+      let text = "";
+      gateway.stdout!.on("data", (chunk) => {
+        text += chunk;
+        const line = text.split("\n").find((l) => l.includes('"listening"'));
+        if (line) resolve(JSON.parse(line));
+      });
+      gateway.once("exit", (code) => reject(new Error(`gateway exited ${code}`)));
+    });
+    gateway.stdout!.resume();
+
+    const gatewayBase = `http://127.0.0.1:${listening.port}/svc/bench`;
+    const nginxBase = `http://127.0.0.1:${nginxProxyPort}/svc/bench`;
+    console.log(`gateway: ${listening.workers} workers on ${listening.port}; nginx proxy on ${nginxProxyPort}; upstream nginx on ${upstreamPort}`);
+    console.log(`wrk -t2 -c${CONNECTIONS} -d${SECONDS}s, ${ROUNDS} alternating rounds (after a 3 s warm-up each); medians\n`);
+
+    let gatewayRequests = 0;
+    wrk(`${gatewayBase}/hello`, 3);
+    wrk(`${nginxBase}/hello`, 3);
+    const gwRuns: WrkResult[] = [];
+    const ngRuns: WrkResult[] = [];
+    const gwStreams: number[] = [];
+    const ngStreams: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      gwRuns.push(wrk(`${gatewayBase}/hello`, SECONDS));
+      ngRuns.push(wrk(`${nginxBase}/hello`, SECONDS));
+      gwStreams.push(streamThroughput(`${gatewayBase}/big`).mbPerSecond);
+      ngStreams.push(streamThroughput(`${nginxBase}/big`).mbPerSecond);
+      const last = (runs: WrkResult[], streams: number[]) => `${runs.at(-1)!.requestsPerSecond.toFixed(0)} req/s, p99 ${runs.at(-1)!.p99Ms.toFixed(1)} ms, ${streams.at(-1)!.toFixed(0)} MB/s`;
+      console.log(`round ${round + 1}: gateway ${last(gwRuns, gwStreams)} | nginx ${last(ngRuns, ngStreams)}`);
+    }
+    gatewayRequests += gwRuns.reduce((n, r) => n + r.requests, 0);
+    const gw = { requestsPerSecond: median(gwRuns.map((r) => r.requestsPerSecond)), p99Ms: median(gwRuns.map((r) => r.p99Ms)), errors: gwRuns.map((r) => r.errors).filter(Boolean).join(" ") };
+    const ng = { requestsPerSecond: median(ngRuns.map((r) => r.requestsPerSecond)), p99Ms: median(ngRuns.map((r) => r.p99Ms)), errors: ngRuns.map((r) => r.errors).filter(Boolean).join(" ") };
+    const gwStream = { mbPerSecond: median(gwStreams) };
+    const ngStream = { mbPerSecond: median(ngStreams) };
+    console.log("");
+
+    while (gatewayRequests < 100_000) gatewayRequests += wrk(`${gatewayBase}/hello`, 5).requests + 3; // +3: the warm-up is not counted
+    const pids = [gateway.pid!, ...childPids(gateway.pid!)];
+    const rss = pids.map((pid) => ({ pid, mib: rssMiB(pid) }));
+
+    const row = (name: string, a: string, b: string, ratio: string) => console.log(`${name.padEnd(28)}${a.padStart(14)}${b.padStart(14)}${ratio.padStart(10)}`);
+    row("", "gateway", "nginx", "ratio");
+    row("requests/s", gw.requestsPerSecond.toFixed(0), ng.requestsPerSecond.toFixed(0), (gw.requestsPerSecond / ng.requestsPerSecond).toFixed(2));
+    row("p99 latency (ms)", gw.p99Ms.toFixed(2), ng.p99Ms.toFixed(2), (gw.p99Ms / ng.p99Ms).toFixed(2));
+    row("1 GiB stream (MB/s)", gwStream.mbPerSecond.toFixed(0), ngStream.mbPerSecond.toFixed(0), (gwStream.mbPerSecond / ngStream.mbPerSecond).toFixed(2));
+    if (gw.errors || ng.errors) console.log(`errors: gateway [${gw.errors}] nginx [${ng.errors}]`);
+    console.log(`\ngateway RSS after ${gatewayRequests} requests: ${rss.map((r) => `${r.pid}: ${r.mib.toFixed(1)} MiB`).join(", ")}`);
+    const maxRss = Math.max(...rss.map((r) => r.mib));
+    console.log(
+      JSON.stringify({
+        connections: CONNECTIONS,
+        seconds: SECONDS,
+        rounds: ROUNDS,
+        loadAverage: loadavg(),
+        gateway: { requestsPerSecond: gw.requestsPerSecond, p99Ms: gw.p99Ms, streamMBps: gwStream.mbPerSecond, workers: listening.workers, maxRssMiB: maxRss, requests: gatewayRequests },
+        nginx: { requestsPerSecond: ng.requestsPerSecond, p99Ms: ng.p99Ms, streamMBps: ngStream.mbPerSecond },
+        ratios: { requestsPerSecond: gw.requestsPerSecond / ng.requestsPerSecond, p99: gw.p99Ms / ng.p99Ms, stream: gwStream.mbPerSecond / ngStream.mbPerSecond },
+        targets: { requestsPerSecond: 0.8, stream: 0.9, maxRssMiB: 150 },
+      }),
+    );
+  } finally {
+    for (const child of children) child.kill("SIGTERM");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((error: Error) => {
+  console.error(`bench:gateway: ${error.message}`);
+  process.exit(1);
+});
