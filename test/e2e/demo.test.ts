@@ -1,0 +1,220 @@
+// The demo topology (stacks/Pulumi.demo.yaml) deployed on the local Docker engine, checked with a real
+// browser through the gateway: what a task's users rely on (issue 5, point 6). One deploy serves every
+// scenario; the disruptive ones (a stopped site, a killed proxy) run last.
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deployDemo, dockerExec, nodeIn, pidsIn, until, type DeployedEnv } from "./helpers/env";
+
+const STACK = "e2e";
+let env: DeployedEnv;
+const browsers: Browser[] = [];
+
+beforeAll(async () => {
+  env = await deployDemo(STACK);
+}, 300_000);
+
+afterAll(async () => {
+  await Promise.all(browsers.map((b) => b.close().catch(() => undefined)));
+  await env?.teardown();
+});
+
+async function computer(name: string): Promise<Browser> {
+  const browser = await env.connect(name);
+  browsers.push(browser);
+  return browser;
+}
+
+function pages(browser: Browser): Page[] {
+  return browser.contexts().flatMap((c) => c.pages());
+}
+
+async function inspect(container: string): Promise<any> {
+  return env.api.request("GET", `/containers/${container}/json`);
+}
+
+const websiteContainers = () => ["shop-server", "shop-frontend", "github-server", "gist-server", "gist-frontend"].map((c) => `${STACK}-${c}`);
+
+describe("the demo multi env on the local engine", () => {
+  it("opens the start tabs: the synthetic shop through proxy and gateway, github.com tunnelled to its stand-in; read over DevTools with the token", async () => {
+    const unauthorized = await env.gateway("/computers/desktop/cdp/json/version", { auth: false });
+    expect(unauthorized.status).toBe(401);
+
+    const desktop = await computer("desktop");
+    const titles = await until(
+      "both start tabs loaded",
+      async () => {
+        const byUrl = new Map<string, string>();
+        for (const page of pages(desktop)) byUrl.set(page.url(), await page.title());
+        return byUrl.get("https://shop.test/") === "Synthetic shop" && byUrl.get("https://github.com/") === "GitHub stand-in" ? byUrl : undefined;
+      },
+      30_000,
+    );
+    expect(titles.get("https://shop.test/")).toBe("Synthetic shop");
+    expect(titles.get("https://github.com/")).toBe("GitHub stand-in");
+
+    // No certificate error: the shop's leaf came from the env CA, and the page's TLS state says so.
+    const shop = pages(desktop).find((p) => p.url() === "https://shop.test/")!;
+    const cdp = await shop.context().newCDPSession(shop);
+    const nav = await cdp.send("Runtime.evaluate", { expression: "performance.getEntriesByType('navigation')[0].responseStatus", returnByValue: true });
+    expect(nav.result.value).toBe(200);
+    expect(await shop.textContent("#host")).toContain("shop.test");
+  });
+
+  it("refuses example.com on the allowlist computer (403 logged, Chromium's error page) and loads it on the allow-all one", async () => {
+    const desktop = await computer("desktop");
+    const page = await desktop.contexts()[0].newPage();
+    const refused = await page.goto("https://example.com/").then(
+      () => "loaded",
+      (e: Error) => e.message,
+    );
+    expect(refused).toMatch(/ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY|ERR_/);
+    expect(await page.title()).not.toBe("Example Domain stand-in");
+    await page.close();
+    const log = await until("the refusal in the proxy log", async () => (await env.proxyLog("desktop")).find((r) => r.event === "refused" && r.host === "example.com"));
+    expect(log).toMatchObject({ event: "refused", host: "example.com" });
+
+    const open = await computer("open");
+    const openPage = await open.contexts()[0].newPage();
+    const response = await openPage.goto("https://example.com/");
+    expect(response?.status()).toBe(200);
+    expect(await openPage.title()).toBe("Example Domain stand-in");
+    await openPage.close();
+  });
+
+  it("answers gist.github.com from the synthetic site inside the live *.github.com", async () => {
+    const desktop = await computer("desktop");
+    const page = await desktop.contexts()[0].newPage();
+    const response = await page.goto("https://gist.github.com/");
+    expect(response?.status()).toBe(200);
+    expect(await page.title()).toBe("Synthetic shop");
+    expect(await page.textContent("#host")).toContain("gist.github.com");
+    // A live name beside it still goes to the (stand-in) real site.
+    await page.goto("https://github.com/");
+    expect(await page.title()).toBe("GitHub stand-in");
+    await page.close();
+  });
+
+  it("lets nothing but its proxy be reached from inside the computer's container", async () => {
+    const ipOf = async (container: string) => Object.values((await inspect(container)).NetworkSettings.Networks as Record<string, { IPAddress: string }>).map((n) => n.IPAddress);
+    const targets = {
+      proxy: [`${STACK}-desktop-proxy`, 3128],
+      gatewayByName: [`${STACK}-gateway`, 8080],
+      siteByName: [`${STACK}-shop-server`, 8000],
+      standinByName: ["github.com", 443],
+      ...Object.fromEntries((await ipOf(`${STACK}-gateway`)).map((ip, i) => [`gatewayIp${i}`, [ip, 8080]])),
+      ...Object.fromEntries((await ipOf(`${STACK}-shop-server`)).map((ip, i) => [`siteIp${i}`, [ip, 8000]])),
+      ...Object.fromEntries((await ipOf(`${STACK}-web-standin`)).map((ip, i) => [`standinIp${i}`, [ip, 443]])),
+      dockerHost: ["172.17.0.1", 22],
+    };
+    const script = `
+      const net = require("net");
+      const targets = ${JSON.stringify(targets)};
+      Promise.all(Object.entries(targets).map(([k, [host, port]]) => new Promise((resolve) => {
+        const s = net.connect({ host, port, timeout: 3000 });
+        s.on("connect", () => { s.destroy(); resolve([k, "connected"]); });
+        s.on("timeout", () => { s.destroy(); resolve([k, "timeout"]); });
+        s.on("error", (e) => resolve([k, e.code]));
+      }))).then((r) => console.log(JSON.stringify(Object.fromEntries(r))));`;
+    const results = JSON.parse(nodeIn(`${STACK}-desktop-browser`, script)) as Record<string, string>;
+    expect(results.proxy).toBe("connected");
+    for (const [target, result] of Object.entries(results)) {
+      if (target !== "proxy") expect({ target, result }).not.toEqual({ target, result: "connected" });
+    }
+  });
+
+  it("captures every website container's traffic, readable with tcpdump, behind the token, with no control token ever reaching a site", async () => {
+    // Traffic with the control token: the gateway must strip it before the site sees it.
+    const echo = (await (await env.gateway("/svc/shop/echo")).json()) as { headers: Record<string, string> };
+    expect(echo.headers.authorization).toBeUndefined();
+    expect(JSON.stringify(echo)).not.toContain(env.token);
+    // A site's own bearer auth still reaches it.
+    const own = (await (await env.gateway("/svc/shop/echo", { auth: false, headers: { authorization: "Bearer site-own" } })).json()) as { headers: Record<string, string> };
+    expect(own.headers.authorization).toBe("Bearer site-own");
+    await env.gateway("/website/shop/");
+
+    expect((await env.gateway("/traffic/v1/captures", { auth: false })).status).toBe(401);
+    const listing = await until("a capture per website container", async () => {
+      const body = (await (await env.gateway("/traffic/v1/captures")).json()) as any;
+      const files: { name: string; container: string; bytes: number }[] = Array.isArray(body) ? body : body.captures ?? body.files;
+      const containers = new Set(files.map((f) => f.container));
+      return websiteContainers().every((c) => containers.has(c) || containers.has(c.slice(STACK.length + 1))) ? files : undefined;
+    });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-e2e-captures-"));
+    let shopServerText = "";
+    for (const file of listing) {
+      const res = await env.gateway(`/traffic/v1/captures/${encodeURIComponent(file.name)}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toContain("application/vnd.tcpdump.pcap");
+      const bytes = Buffer.from(await res.arrayBuffer());
+      expect(bytes.includes(Buffer.from(env.token))).toBe(false);
+      const out = path.join(dir, file.name);
+      fs.writeFileSync(out, bytes);
+      if (file.name.startsWith("shop-server")) shopServerText += execFileSync("tcpdump", ["-r", out, "-A", "-n"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    }
+    // The downloaded file reads with tcpdump and holds the echo request made above.
+    expect(shopServerText).toContain("GET /echo");
+
+    // No website container mounts the captures volume; only sidecars hold NET_RAW.
+    for (const c of websiteContainers()) {
+      const info = await inspect(c);
+      expect((info.Mounts as { Name?: string }[]).map((m) => m.Name)).not.toContain(`${STACK}-captures`);
+    }
+    const all = (await env.api.request("GET", `/containers/json?all=1&filters=${encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }))}`)) as { Names: string[] }[];
+    for (const c of all) {
+      const name = c.Names[0].slice(1);
+      if (name.endsWith("-web-standin")) continue;
+      const info = await inspect(name);
+      const holdsRaw = (info.HostConfig.CapAdd ?? []).includes("NET_RAW") || (info.HostConfig.CapAdd ?? []).includes("CAP_NET_RAW");
+      expect({ name, holdsRaw }).toEqual({ name, holdsRaw: name.endsWith("-capture") });
+      if (!name.endsWith("-capture")) expect(info.HostConfig.CapDrop).toContain("NET_RAW");
+    }
+  });
+
+  it("reports the outputs the program computed as what is running", async () => {
+    const out = env.deployment.outputs;
+    const published = (await inspect(`${STACK}-gateway`)).NetworkSettings.Ports["8080/tcp"][0];
+    expect(out.gatewayUrl).toBe(`http://127.0.0.1:${published.HostPort}`);
+    expect(published.HostIp).toBe("127.0.0.1");
+    expect(out.live).toBe(true);
+    expect(out.reproducible).toBe(false);
+    expect(out.liveWebsites).toEqual([expect.objectContaining({ name: "github", domains: ["github.com", "*.github.com"], reproducible: false })]);
+    expect((await inspect(`${STACK}-github-server`)).State.Running).toBe(true);
+    for (const [site, website] of Object.entries(out.websites as Record<string, { live: boolean; svcUrl: string; browseUrl?: string }>)) {
+      expect((await inspect(`${STACK}-${site}-server`)).State.Running).toBe(true);
+      const ready = await fetch(`${website.svcUrl}ready`);
+      expect(ready.status).toBe(200);
+      if (website.live) expect(website.browseUrl).toBeUndefined();
+      else expect((await fetch(website.browseUrl!)).status).toBe(200);
+    }
+    for (const [name, c] of Object.entries(out.computers as Record<string, { cdpUrl: string }>)) {
+      const version = await fetch(`${c.cdpUrl}/json/version`, { headers: { authorization: `Bearer ${env.token}` } });
+      expect({ name, status: version.status }).toEqual({ name, status: 200 });
+    }
+  });
+
+  it("turns /healthz 503 while a site server is stopped and 200 after docker restart", async () => {
+    expect((await env.gateway("/healthz", { auth: false })).status).toBe(200);
+    await env.api.request("POST", `/containers/${STACK}-shop-server/stop?t=1`);
+    await until("/healthz 503", async () => (await env.gateway("/healthz", { auth: false })).status === 503, 20_000);
+    execFileSync("docker", ["restart", "-t", "1", `${STACK}-shop-server`]);
+    await until("/healthz 200", async () => (await env.gateway("/healthz", { auth: false })).status === 200, 60_000);
+  });
+
+  it("restarts the site proxy after kill -9 inside its container, logs `restarted`, and pages load again", async () => {
+    const proxy = `${STACK}-desktop-proxy`;
+    const children = pidsIn(proxy, /site-proxy\.js/).filter((p) => p !== 1);
+    expect(children.length).toBeGreaterThan(0);
+    dockerExec(proxy, ["sh", "-c", `kill -9 ${children.join(" ")}`]);
+    await until("a restarted line", async () => (await env.proxyLog("desktop")).some((r) => r.event === "restarted"), 20_000);
+    const desktop = await computer("desktop");
+    const page = await desktop.contexts()[0].newPage();
+    const response = await until("the shop through the restarted proxy", async () => page.goto("https://shop.test/").catch(() => undefined), 20_000);
+    expect(response?.status()).toBe(200);
+    expect(await page.title()).toBe("Synthetic shop");
+    await page.close();
+  });
+});

@@ -1,0 +1,57 @@
+// The stand-in for the real web (test/e2e/fixtures/web-standin.cjs): a test CA and a leaf for the
+// stand-in's names made with openssl, and the container on the stack's egress network under those names.
+//
+// Trust: a computer's browser trusts only the env CA. For live hosts (tunnelled straight to the
+// "real" site) the stand-in's certificate must be trusted too, so the test CA is added to the
+// browser's NSS db with `docker exec ... certutil` and Chromium is restarted (the launcher brings it
+// back, re-opening its start tabs), as a user would install a corporate CA in a real computer.
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { DockerApi } from "../../../src/runner/docker-api";
+import { DEPLOYER_LABEL, DEPLOYER_LABEL_VALUE, STACK_LABEL } from "../../../src/runner/engine-deploy";
+
+export const STANDIN_HOSTS = ["github.com", "gist.github.com", "example.com"];
+
+export interface StandinCerts {
+  dir: string;
+  caPem: string;
+}
+
+export function makeStandinCerts(): StandinCerts {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-standin-"));
+  const run = (args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
+  run(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "2", "-subj", "/CN=multienv e2e web stand-in CA"]);
+  run(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "key.pem", "-out", "leaf.csr", "-subj", "/CN=github.com"]);
+  const san = STANDIN_HOSTS.map((h) => `DNS:${h}`).join(",") + ",DNS:*.github.com,DNS:*.githubassets.com";
+  fs.writeFileSync(path.join(dir, "ext.cnf"), `subjectAltName=${san}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n`);
+  run(["x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial", "-out", "cert.pem", "-days", "2", "-extfile", "ext.cnf"]);
+  fs.copyFileSync(path.join(__dirname, "../fixtures/web-standin.cjs"), path.join(dir, "web-standin.cjs"));
+  fs.chmodSync(dir, 0o755);
+  for (const f of fs.readdirSync(dir)) fs.chmodSync(path.join(dir, f), 0o644);
+  return { dir, caPem: fs.readFileSync(path.join(dir, "ca.pem"), "utf8") };
+}
+
+/** Starts the stand-in on `network` (the stack's egress) answering to STANDIN_HOSTS; labelled for the stack's sweep. */
+export async function startStandin(api: DockerApi, stack: string, network: string, certs: StandinCerts): Promise<string> {
+  const name = `${stack}-web-standin`;
+  const created = await api.request<{ Id: string }>("POST", `/containers/create?name=${name}`, {
+    Image: "multienv/node-base",
+    Cmd: ["node", "/standin/web-standin.cjs"],
+    Env: ["STANDIN_CERT=/standin/cert.pem", "STANDIN_KEY=/standin/key.pem"],
+    Labels: { [STACK_LABEL]: stack, [DEPLOYER_LABEL]: DEPLOYER_LABEL_VALUE, "multienv.role": "web-standin" },
+    HostConfig: { Binds: [`${certs.dir}:/standin:ro`], NetworkMode: network },
+    NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: STANDIN_HOSTS } } },
+  });
+  await api.request("POST", `/containers/${created.Id}/start`);
+  return created.Id;
+}
+
+/** Adds the stand-in's CA to a browser container's NSS db (Chromium reads it when it starts). */
+export function trustInBrowser(browserContainer: string, caPem: string): void {
+  execFileSync("docker", ["exec", "-i", browserContainer, "certutil", "-A", "-d", "sql:/root/.pki/nssdb", "-n", "multienv-e2e-web-standin", "-t", "C,,", "-a"], {
+    input: caPem,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+}
