@@ -43,12 +43,20 @@ function fieldPath(path: readonly PropertyKey[]): string {
   return path.map((key) => (typeof key === "number" ? `[${key}]` : `.${String(key)}`)).join("");
 }
 
+function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+  for (const key of path) {
+    if (value === null || typeof value !== "object") return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
 export function parseSiteProxyConfig(raw: unknown): SiteProxyConfig {
   const result = siteProxyConfigSchema.safeParse(raw);
   if (!result.success) {
     const issue = result.error.issues[0];
     let message = issue.message;
-    if (issue.code === "invalid_type" && /received undefined$/.test(message)) message = "is required";
+    if (issue.code !== "unrecognized_keys" && valueAt(raw, issue.path) === undefined) message = "is required";
     if (issue.code === "unrecognized_keys") message = `unknown field ${issue.keys.map((k) => `"${k}"`).join(", ")} (a typo?)`;
     throw new ConfigError(`${CONFIG_ENV}${fieldPath(issue.path)}: ${message}`);
   }
