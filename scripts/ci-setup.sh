@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs what the test suite needs: Debian packages, npm packages, a running dockerd and the images.
+# Installs what the test suite needs on a machine that may be new: Debian packages, npm packages,
+# a running dockerd, and the images (scripts/build-images.sh; it reuses what is already built,
+# and caches the debootstrap rootfs in .cache/, so a second run takes seconds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
-packages=(docker.io debootstrap chromium tcpdump nginx squid wrk curl iproute2 procps jq libnss3-tools python3)
+packages=(docker.io debootstrap zstd openssl chromium tcpdump nginx squid wrk curl iproute2 procps jq libnss3-tools)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -11,3 +13,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -q "${missing[@]}"
 fi
 npm ci --no-audit --no-fund
+
+# dockerd: started here when it is not running (CI machines have no init system to start it).
+if ! docker info >/dev/null 2>&1; then
+  echo "ci-setup: starting dockerd (log: /var/log/dockerd.log)" >&2
+  nohup dockerd > /var/log/dockerd.log 2>&1 &
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+  docker info >/dev/null 2>&1 || { tail -20 /var/log/dockerd.log >&2; echo "ci-setup: dockerd did not start" >&2; exit 1; }
+fi
+
+bash scripts/build-images.sh
