@@ -1,0 +1,141 @@
+// `multienv check` as a user runs it: the real bin, a real process, exit code and output.
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const ROOT = resolve(__dirname, "..", "..");
+const BIN = join(ROOT, "bin", "multienv.js");
+
+function check(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    execFile(process.execPath, [BIN, "check", ...args], { cwd: ROOT, timeout: 60_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
+      done({ code, stdout, stderr });
+    });
+  });
+}
+
+const dir = mkdtempSync(join(tmpdir(), "multienv-check-"));
+function stackFile(name: string, yaml: string): string {
+  const path = join(dir, `Pulumi.${name}.yaml`);
+  writeFileSync(path, yaml);
+  return path;
+}
+
+const NO_STACK_TRACE = /^\s+at .+:\d+:\d+\)?$/m;
+
+describe.concurrent("multienv check", () => {
+  it("passes the demo stack and prints its resource graph, outputs and no secret", async () => {
+    const { code, stdout, stderr } = await check("demo");
+    expect(stderr).not.toMatch(NO_STACK_TRACE);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^multienv check demo: ok, \d+ resources/);
+    expect(stdout).toContain("multienv:index:MultiEnv demo");
+    expect(stdout).toMatch(/docker:index\/container:Container demo-shop-server-capture \[provider demo-local-docker\].*networkMode=container:demo-shop-server-id capAdd=NET_RAW,NET_ADMIN/);
+    expect(stdout).toMatch(/docker:index\/container:Container demo-gateway .*ports=127\.0\.0\.1:auto->8080 capDrop=NET_RAW mounts=demo-captures:\/captures:ro env=\[secret\] healthcheck wait/);
+    expect(stdout).toContain('controlToken: "[secret]"');
+    expect(stdout).toContain('gatewayUrl: "http://127.0.0.1:<port chosen by Docker>"');
+  });
+
+  it("passes the github-live stack; --json prints {ok, problems, warnings, resources, outputs} with secrets masked", async () => {
+    const { code, stdout } = await check("github-live", "--json");
+    expect(code).toBe(0);
+    const result = JSON.parse(stdout);
+    expect(Object.keys(result)).toEqual(["ok", "problems", "warnings", "resources", "outputs"]);
+    expect(result.ok).toBe(true);
+    expect(result.problems).toEqual([]);
+    for (const r of result.resources) expect(Object.keys(r)).toEqual(expect.arrayContaining(["type", "name", "parent", "inputs"]));
+    const server = result.resources.find((r: { name: string; type: string }) => r.name === "github-live-github-server" && r.type === "docker:index/container:Container");
+    expect(server.inputs.envs).toBe("[secret]");
+    expect(server.parent).toBe("github");
+    expect(result.outputs.controlToken).toBe("[secret]");
+    expect(result.outputs.liveWebsites).toEqual([
+      { name: "github", domains: ["github.com", "*.github.com"], allowHosts: ["*.githubassets.com", "*.githubusercontent.com"], reproducible: false },
+    ]);
+    expect(result.outputs.reproducible).toBe(false);
+    expect(stdout).not.toContain("PLACEHOLDER");
+    expect(result.resources.filter((r: { type: string }) => r.type === "aws:ec2/instance:Instance")).toHaveLength(2);
+  });
+
+  it("takes a path to a stack file as well as a stack name", async () => {
+    const { code, stdout } = await check("stacks/Pulumi.demo.yaml", "--json");
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout).resources[0]).toMatchObject({ type: "multienv:index:MultiEnv", name: "demo" });
+  });
+
+  it("reports every plan problem at once, one line each naming the config path, and exits 1", async () => {
+    const path = stackFile(
+      "broken",
+      [
+        "config:",
+        "  multienv:websites:",
+        "    gh:",
+        "      live: true",
+        '      domains: ["140.82.112.3"]',
+        "      server: {image: x}",
+        "  multienv:computers:",
+        "    c:",
+        "      network: allow-all",
+        '      startTabs: ["https://example.com/"]',
+      ].join("\n"),
+    );
+    const { code, stdout, stderr } = await check(path);
+    expect(code).toBe(1);
+    expect(stdout).toBe("");
+    expect(stderr).not.toMatch(NO_STACK_TRACE);
+    const lines = stderr.trim().split("\n");
+    expect(lines[0]).toMatch(/^multienv check broken: \d+ problems in /);
+    expect(lines.some((l) => l.startsWith("multienv:websites.gh.domains[0]:") && l.includes("140.82.112.3"))).toBe(true);
+    expect(lines.some((l) => l.startsWith("multienv:computers.c.startTabs[0]:") && l.includes("example.com"))).toBe(true);
+  });
+
+  it("refuses an unknown key and --json says why with ok: false", async () => {
+    const path = stackFile("typo", ["config:", "  multienv:websites:", "    shop:", "      domains: [shop.test]", "      sever: {image: y}"].join("\n"));
+    const { code, stdout } = await check(path, "--json");
+    expect(code).toBe(1);
+    const result = JSON.parse(stdout);
+    expect(result).toMatchObject({ ok: false, resources: [], outputs: {} });
+    expect(result.problems).toEqual([expect.stringMatching(/^multienv:websites\.shop\.sever: unknown key/)]);
+  });
+
+  it("refuses a secret setting whose config key holds plaintext, naming the key and the fix", async () => {
+    const path = stackFile(
+      "plain",
+      [
+        "config:",
+        "  multienv:websites:",
+        "    gh:",
+        "      live: true",
+        "      domains: [github.com]",
+        "      server: {image: x}",
+        "      secretSettings: {token: githubToken}",
+        "  multienv:githubToken: ghp_plaintext",
+      ].join("\n"),
+    );
+    const { code, stderr } = await check(path);
+    expect(code).toBe(1);
+    expect(stderr).toContain("githubToken");
+    expect(stderr).toContain("pulumi config set --secret githubToken");
+    expect(stderr).not.toContain("ghp_plaintext");
+  });
+
+  it("reports what a component refuses (a site without an image) as one problem line", async () => {
+    const path = stackFile("noimage", ["config:", "  multienv:websites:", "    shop:", "      domains: [shop.test]"].join("\n"));
+    const { code, stderr } = await check(path);
+    expect(code).toBe(1);
+    expect(stderr).not.toMatch(NO_STACK_TRACE);
+    expect(stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/^multienv check noimage: 1 problem in /),
+      "multienv:websites.shop.server.image: a website's server needs an image (the task's own site image); set websites.shop.server.image",
+    ]);
+  });
+
+  it("says which file it could not read", async () => {
+    const { code, stderr } = await check("no-such-stack");
+    expect(code).toBe(1);
+    expect(stderr).toContain("stacks/Pulumi.no-such-stack.yaml");
+    expect(stderr).toContain("no such file");
+  });
+});
