@@ -67,7 +67,8 @@ export class Gateway extends pulumi.ComponentResource {
         restart: RESTART,
         labels: [{ label: LABELS.role, value: ROLES.gateway }],
       },
-      { parent: this, dependsOn: args.dependsOn },
+      // The control token is in envs: the engine keeps envs secret even if a wrapper were lost (policy secrets-stay-secret).
+      { parent: this, dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
     );
     const address = args.publicAddress ?? publish.ip;
     const port = publish.external ?? this.container.ports.apply((ports) => ports?.[0]?.external ?? 0);

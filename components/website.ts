@@ -53,7 +53,8 @@ export class Website extends pulumi.ComponentResource {
         restart: RESTART,
         labels: siteLabels(site, "server"),
       },
-      { parent: this },
+      // Secret settings are in envs: the engine keeps envs secret even if a wrapper were lost (policy secrets-stay-secret).
+      { parent: this, additionalSecretOutputs: Object.keys(site.secretSettings).length > 0 ? ["envs"] : [] },
     );
     if (site.frontend !== undefined) {
       this.frontend = new docker.Container(

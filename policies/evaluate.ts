@@ -15,6 +15,7 @@ export interface GraphResource {
   inputs: Record<string, unknown>;
   /** The logical name of the resource's explicit provider, itself a resource of the graph. */
   provider?: string;
+  /** The resource option; unset means none when the graph records resource options (see RunOptions). */
   additionalSecretOutputs?: string[];
 }
 
@@ -28,6 +29,11 @@ export interface RunOptions {
   knownSecrets?: string[];
   /** Only these policies (by name); all when unset. */
   only?: string[];
+  /**
+   * Whether the graph records resource options, so a resource without `additionalSecretOutputs` has none.
+   * Default true (src/runner/graph.ts records them); false skips the rules that need them.
+   */
+  resourceOptionsKnown?: boolean;
 }
 
 /** A mocked graph as the pack's data: secret markers are still there, so secret-ness is judged. */
@@ -42,7 +48,7 @@ export function stackFromGraph(graph: Graph | GraphResource[], options: RunOptio
         name: r.name,
         urn: r.urn,
         inputs: r.inputs ?? {},
-        additionalSecretOutputs: r.additionalSecretOutputs,
+        additionalSecretOutputs: r.additionalSecretOutputs ?? (options.resourceOptionsKnown === false ? undefined : []),
         providerInputs: r.provider === undefined ? undefined : providers.get(r.provider),
       })),
     outputs,

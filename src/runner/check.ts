@@ -5,6 +5,7 @@ import { existsSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { ConfigError, readStackFile, stackNameOfFile } from "../config";
 import { formatProblem, plan, type Plan } from "../plan";
+import { runPolicies } from "../../policies/evaluate";
 import { GraphError, renderGraph, type Graph, type GraphResource } from "./graph";
 
 /** One finding of a graph check: which check (policy), on which resource, what is wrong and how to comply. */
@@ -30,7 +31,10 @@ export type GraphCheck = (graph: Graph, context: GraphCheckContext) => GraphFind
  * `GRAPH_CHECKS.push((graph) => runPolicies(graph))`. Each finding becomes a problem line
  * `policy <name>: <resource>: <message>` and makes the stack fail the check.
  */
-export const GRAPH_CHECKS: GraphCheck[] = [];
+export const GRAPH_CHECKS: GraphCheck[] = [
+  // The policy pack's rules (policies/), named by the resource's logical name (its URN is long for a line).
+  (graph) => runPolicies(graph).map((v) => ({ policy: v.policy, resource: v.name ?? v.resource, message: v.message })),
+];
 
 export interface CheckResult {
   ok: boolean;

@@ -14,8 +14,9 @@ export function labels(map: Record<string, string>): { label: string; value: str
 
 const DROP_RAW = { adds: [] as string[], drops: ["NET_RAW"] };
 
-export function container(name: string, inputs: Record<string, unknown>): GraphResource {
-  return { type: TYPES.container, name, urn: `urn:pulumi:t::multienv::docker:index/container:Container::${name}`, inputs: { name, ...inputs } };
+export function container(name: string, inputs: Record<string, unknown>, additionalSecretOutputs?: string[]): GraphResource {
+  const urn = `urn:pulumi:t::multienv::docker:index/container:Container::${name}`;
+  return { type: TYPES.container, name, urn, inputs: { name, ...inputs }, ...(additionalSecretOutputs ? { additionalSecretOutputs } : {}) };
 }
 
 export function network(name: string, internal: boolean): GraphResource {
@@ -37,17 +38,21 @@ export function gateway(extra: Record<string, unknown> = {}): GraphResource {
     envs: ['MULTIENV_GATEWAY_CONFIG={"listen":{}}', secret("MULTIENV_CONTROL_TOKEN=0123456789abcdef0123456789abcdef")],
     labels: labels({ "multienv.role": "gateway" }),
     ...extra,
-  });
+  }, ["envs"]);
 }
 
-export function site(name: string, role: "server" | "frontend", extra: Record<string, unknown> = {}): GraphResource {
-  return container(`t-${name}-${role}`, {
-    capabilities: DROP_RAW,
-    networksAdvanced: nets("t-env"),
-    ...(role === "server" ? { envs: ['AGENTENV_WEBSITE_SETTINGS={"currency":"USD"}'] } : {}),
-    labels: labels({ "multienv.role": role, "multienv.site": name }),
-    ...extra,
-  });
+export function site(name: string, role: "server" | "frontend", extra: Record<string, unknown> = {}, additionalSecretOutputs?: string[]): GraphResource {
+  return container(
+    `t-${name}-${role}`,
+    {
+      capabilities: DROP_RAW,
+      networksAdvanced: nets("t-env"),
+      ...(role === "server" ? { envs: ['AGENTENV_WEBSITE_SETTINGS={"currency":"USD"}'] } : {}),
+      labels: labels({ "multienv.role": role, "multienv.site": name }),
+      ...extra,
+    },
+    additionalSecretOutputs,
+  );
 }
 
 export function sidecar(name: string, role: "server" | "frontend", extra: Record<string, unknown> = {}): GraphResource {
@@ -79,7 +84,10 @@ export function computer(name: string): GraphResource[] {
   ];
 }
 
-/** A compliant docker env: a synthetic shop (server + frontend), a live site with a secret setting, one computer, capture on. */
+/**
+ * A compliant docker env: a synthetic shop (server + frontend), a live site with a secret setting, one computer,
+ * capture on. The containers that carry a secret list "envs" in additionalSecretOutputs, as components/ does.
+ */
 export function dockerGraph(): Graph {
   return {
     resources: [
@@ -94,7 +102,7 @@ export function dockerGraph(): Graph {
         networksAdvanced: nets("t-env", "t-egress"),
         envs: secret(['AGENTENV_WEBSITE_SETTINGS={"account":"alex","token":"ghp_secretsecret"}']),
         labels: labels({ "multienv.role": "server", "multienv.site": "github", "multienv.secret-settings": "token" }),
-      }),
+      }, ["envs"]),
       sidecar("shop", "server"),
       sidecar("shop", "frontend"),
       sidecar("github", "server"),

@@ -192,12 +192,11 @@ describe("secrets-stay-secret", () => {
     expect(violations(graph, P, { knownSecrets: ["hunter2hunter2"] })).toHaveLength(1);
   });
 
-  it("requires additionalSecretOutputs: [\"envs\"] where resource options are known (CrossGuard)", () => {
+  it("requires additionalSecretOutputs: [\"envs\"] on a container carrying a secret, unless options are unknown", () => {
     const graph = dockerGraph();
-    graph.resources = graph.resources.map((r) => (r.name === "t-gateway" ? { ...r, additionalSecretOutputs: [] } : r));
-    expect(violations(graph, P).map((v) => v.message)).toEqual([expect.stringMatching(/does not list "envs" in additionalSecretOutputs/)]);
-    graph.resources = graph.resources.map((r) => (r.name === "t-gateway" ? { ...r, additionalSecretOutputs: ["envs"] } : r));
-    expect(violations(graph, P)).toEqual([]);
+    graph.resources = graph.resources.map((r) => (r.name === "t-gateway" ? { ...r, additionalSecretOutputs: undefined } : r));
+    expect(violations(graph, P).map((v) => v.message)).toEqual([expect.stringMatching(/"t-gateway" carries MULTIENV_CONTROL_TOKEN but does not list "envs" in additionalSecretOutputs/)]);
+    expect(runPolicies(graph, { only: [P], resourceOptionsKnown: false })).toEqual([]);
   });
 });
 
