@@ -1,0 +1,325 @@
+// npm run bench:proxy — the site proxy against squid (Debian) and a direct connection, in one run, all on loopback:
+//   tunnel throughput over a 1 GiB transfer, new tunnels per second, added latency per request (a small
+//   round trip inside an open tunnel), and RSS per idle tunnel with 1,000 idle tunnels open.
+// Aims (issue 4): throughput >= 1.0x squid and >= 0.8x direct; tunnels/s >= squid; < 64 KiB RSS per idle tunnel.
+// Usage: npm run bench:proxy [-- --gib 1 --seconds 3 --idle 1000 --rounds 3]
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ""), process.argv[i + 1]);
+const TRANSFER_BYTES = Math.round(Number(args.get("gib") ?? 1) * 1024 ** 3);
+const RATE_SECONDS = Number(args.get("seconds") ?? 3);
+const RATE_CONCURRENCY = 32;
+const ROUND_TRIPS = 5_000;
+const IDLE_TUNNELS = Number(args.get("idle") ?? 1_000);
+const ROUNDS = Number(args.get("rounds") ?? 3);
+
+const root = path.resolve(__dirname, "..");
+const work = fs.mkdtempSync(path.join(os.tmpdir(), "bench-proxy-"));
+fs.chmodSync(work, 0o777); // squid drops to its own user and writes its log here
+const children: ChildProcess[] = [];
+const cleanupAll = () => {
+  for (const c of children) if (c.exitCode === null) c.kill("SIGKILL");
+  fs.rmSync(work, { recursive: true, force: true });
+};
+process.on("exit", cleanupAll);
+process.on("SIGINT", () => process.exit(130));
+
+// ---------------------------------------------------------------------------------------------------------------
+// Upstreams: a source (sends the number of bytes asked for in an 8-byte header) and an echo server.
+
+const chunk = Buffer.alloc(1 << 20, 0x61);
+
+function listen(server: net.Server): Promise<number> {
+  return new Promise((resolve) => server.listen({ port: 0, host: "127.0.0.1", backlog: 4096 }, () => resolve((server.address() as net.AddressInfo).port)));
+}
+
+const source = net.createServer((socket) => {
+  socket.on("error", () => socket.destroy());
+  socket.once("data", (header: Buffer) => {
+    let left = Number(header.readBigUInt64BE(0));
+    const pump = () => {
+      while (left > 0) {
+        const piece = left >= chunk.length ? chunk : chunk.subarray(0, left);
+        left -= piece.length;
+        if (!socket.write(piece)) return void socket.once("drain", pump);
+      }
+      socket.end();
+    };
+    pump();
+  });
+});
+const echo = net.createServer((socket) => {
+  socket.on("error", () => socket.destroy());
+  socket.setNoDelay(true);
+  socket.pipe(socket);
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Clients.
+
+type Opener = (port: number) => Promise<net.Socket>;
+
+/** A socket to 127.0.0.1:port, directly. */
+const direct: Opener = (port) =>
+  new Promise((resolve, reject) => {
+    const socket = net.connect({ port, host: "127.0.0.1", noDelay: true }, () => resolve(socket));
+    socket.once("error", reject);
+  });
+
+/** A socket to 127.0.0.1:port through a CONNECT proxy, once it answered 200. */
+function viaProxy(proxyPort: number): Opener {
+  return (port) =>
+    new Promise((resolve, reject) => {
+      const socket = net.connect({ port: proxyPort, host: "127.0.0.1", noDelay: true });
+      socket.once("error", reject);
+      socket.write(`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+      let head = Buffer.alloc(0);
+      const onData = (data: Buffer) => {
+        head = Buffer.concat([head, data]);
+        const end = head.indexOf("\r\n\r\n");
+        if (end < 0) return;
+        socket.off("data", onData);
+        socket.pause();
+        if (!/^HTTP\/1\.[01] 200/.test(head.toString("latin1", 0, 16))) return reject(new Error(`proxy answered ${head.toString("latin1", 0, end)}`));
+        const rest = head.subarray(end + 4);
+        if (rest.length > 0) socket.unshift(rest);
+        socket.off("error", reject);
+        resolve(socket);
+      };
+      socket.on("data", onData);
+    });
+}
+
+async function throughput(open: Opener, sourcePort: number): Promise<number> {
+  const socket = await open(sourcePort);
+  const header = Buffer.alloc(8);
+  header.writeBigUInt64BE(BigInt(TRANSFER_BYTES));
+  const start = process.hrtime.bigint();
+  let received = 0;
+  await new Promise<void>((resolve, reject) => {
+    socket.on("data", (d: Buffer) => (received += d.length));
+    socket.once("end", resolve);
+    socket.once("error", reject);
+    socket.resume();
+    socket.write(header);
+  });
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  socket.destroy();
+  if (received !== TRANSFER_BYTES) throw new Error(`received ${received} of ${TRANSFER_BYTES} bytes`);
+  return TRANSFER_BYTES / 2 ** 20 / seconds;
+}
+
+function roundTrip(socket: net.Socket, payload: Buffer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let got = 0;
+    const onData = (d: Buffer) => {
+      got += d.length;
+      if (got >= payload.length) {
+        socket.off("data", onData);
+        socket.off("error", reject);
+        resolve();
+      }
+    };
+    socket.on("data", onData);
+    socket.once("error", reject);
+    socket.write(payload);
+  });
+}
+
+async function tunnelsPerSecond(open: Opener, echoPort: number): Promise<number> {
+  const until = Date.now() + RATE_SECONDS * 1000;
+  const start = Date.now();
+  let done = 0;
+  const one = Buffer.from("x");
+  await Promise.all(
+    Array.from({ length: RATE_CONCURRENCY }, async () => {
+      while (Date.now() < until) {
+        const socket = await open(echoPort);
+        socket.resume();
+        await roundTrip(socket, one);
+        socket.destroy();
+        done++;
+      }
+    }),
+  );
+  return done / ((Date.now() - start) / 1000);
+}
+
+async function latencyMicros(open: Opener, echoPort: number): Promise<{ mean: number; p50: number; p99: number }> {
+  const socket = await open(echoPort);
+  socket.resume();
+  const payload = Buffer.alloc(64, 0x62);
+  for (let i = 0; i < 200; i++) await roundTrip(socket, payload); // warm up
+  const samples: number[] = [];
+  for (let i = 0; i < ROUND_TRIPS; i++) {
+    const start = process.hrtime.bigint();
+    await roundTrip(socket, payload);
+    samples.push(Number(process.hrtime.bigint() - start) / 1000);
+  }
+  socket.destroy();
+  samples.sort((a, b) => a - b);
+  return { mean: samples.reduce((a, b) => a + b, 0) / samples.length, p50: samples[Math.floor(samples.length / 2)], p99: samples[Math.floor(samples.length * 0.99)] };
+}
+
+function rssKiB(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]);
+}
+
+async function idleTunnelRss(open: Opener, echoPort: number, pid: number): Promise<number> {
+  // Warm the process up with the same kind of work first, so the baseline is a proxy that already ran tunnels.
+  await Promise.all(Array.from({ length: 50 }, async () => (await open(echoPort)).destroy()));
+  await new Promise((r) => setTimeout(r, 500));
+  const before = rssKiB(pid);
+  const sockets: net.Socket[] = [];
+  for (let batch = 0; batch < IDLE_TUNNELS / 100; batch++) {
+    const opened = await Promise.all(Array.from({ length: 100 }, () => open(echoPort)));
+    for (const socket of opened) {
+      socket.resume();
+      await roundTrip(socket, Buffer.from("hello"));
+      sockets.push(socket);
+    }
+  }
+  await new Promise((r) => setTimeout(r, 1_000));
+  const after = rssKiB(pid);
+  for (const s of sockets) s.destroy();
+  return ((after - before) * 1024) / sockets.length;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The proxies.
+
+function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  return new Promise((resolve, reject) => {
+    const attempt = () => {
+      const s = net.connect(port, "127.0.0.1", () => {
+        s.destroy();
+        resolve();
+      });
+      s.once("error", () => (Date.now() > until ? reject(new Error(`nothing listens on ${port}`)) : setTimeout(attempt, 100)));
+    };
+    attempt();
+  });
+}
+
+async function startOurs(): Promise<{ port: number; pid: number }> {
+  const config = { listen: { host: "127.0.0.1", port: 0 }, gateway: "http://127.0.0.1:9", sites: {}, reach: "allow-all", log: path.join(work, "ours/site-proxy.log") };
+  const child = spawn("bash", ["-c", `ulimit -n $(ulimit -Hn); exec "$@"`, "bash", process.execPath, path.join(root, "bin/multienv-site-proxy.js")], {
+    env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(config) },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  children.push(child);
+  const line = await new Promise<string>((resolve, reject) => {
+    child.stdout!.once("data", (d: Buffer) => resolve(d.toString().split("\n")[0]));
+    child.once("exit", (code) => reject(new Error(`our proxy exited (${code})`)));
+  });
+  const startup = JSON.parse(line) as { pid: number; proxy: { port: number } };
+  return { port: startup.proxy.port, pid: startup.pid };
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  const port = await listen(server);
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function startSquid(): Promise<{ port: number; pid: number } | undefined> {
+  if (spawnSync("bash", ["-c", "command -v squid"]).status !== 0) return undefined;
+  const port = await freePort();
+  const dir = path.join(work, "squid");
+  fs.mkdirSync(dir, { mode: 0o777 });
+  fs.chmodSync(dir, 0o777);
+  const conf = path.join(dir, "squid.conf");
+  fs.writeFileSync(
+    conf,
+    [
+      `http_port 127.0.0.1:${port}`,
+      "http_access allow all", // loopback only; CONNECT allowed to any port, as our proxy's allow-all
+      "cache deny all",
+      "cache_mem 0 MB",
+      "access_log none",
+      `cache_log ${dir}/cache.log`,
+      `pid_filename ${dir}/squid.pid`,
+      `coredump_dir ${dir}`,
+      "max_filedescriptors 16384",
+      "shutdown_lifetime 0 seconds",
+      "via off",
+      "forwarded_for delete",
+      "",
+    ].join("\n"),
+  );
+  const child = spawn("bash", ["-c", `ulimit -n $(ulimit -Hn); exec squid -N -f ${conf}`], { stdio: ["ignore", "inherit", "inherit"] });
+  children.push(child);
+  await waitForPort(port, 15_000);
+  return { port, pid: child.pid! };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+function fmt(n: number, digits = 0): string {
+  return n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+}
+
+async function main(): Promise<void> {
+  const sourcePort = await listen(source);
+  const echoPort = await listen(echo);
+  const ours = await startOurs();
+  const squid = await startSquid().catch((err: Error) => {
+    console.error(`squid did not start: ${err.message}`);
+    return undefined;
+  });
+  const contenders: [string, Opener, number | undefined][] = [
+    ["direct", direct, undefined],
+    ["multienv", viaProxy(ours.port), ours.pid],
+    ...(squid ? ([["squid", viaProxy(squid.port), squid.pid]] as [string, Opener, number][]) : []),
+  ];
+
+  console.log(`site proxy benchmark on ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), node ${process.version}, ${squid ? "squid 5" : "no squid"}`);
+  console.log(`the benchmark's clients and upstreams share the machine with the proxy under test\n`);
+
+  // Each measure runs in rounds, the contenders taking turns within a round, and the best round counts: on a shared
+  // machine a burst of someone else's load then hits one round, not one contender.
+  type Result = { mibps: number; tps: number; rtt: { mean: number; p50: number; p99: number }; rss?: number };
+  const results: Record<string, Result> = {};
+  for (const [name] of contenders) results[name] = { mibps: 0, tps: 0, rtt: { mean: Infinity, p50: Infinity, p99: Infinity } };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [name, open] of round % 2 === 0 ? contenders : [...contenders].reverse()) {
+      const r = results[name];
+      r.mibps = Math.max(r.mibps, await throughput(open, sourcePort));
+      r.tps = Math.max(r.tps, await tunnelsPerSecond(open, echoPort));
+      const rtt = await latencyMicros(open, echoPort);
+      if (rtt.p50 < r.rtt.p50) r.rtt = rtt;
+    }
+    process.stderr.write(`round ${round + 1} of ${ROUNDS} done\n`);
+  }
+  for (const [name, open, pid] of contenders) if (pid) results[name].rss = await idleTunnelRss(open, echoPort, pid);
+  for (const [name] of contenders) {
+    const { mibps, tps, rtt, rss } = results[name];
+    console.log(
+      `${name.padEnd(9)} throughput ${fmt(mibps).padStart(6)} MiB/s | new tunnels ${fmt(tps).padStart(6)}/s | round trip p50 ${fmt(rtt.p50, 1)} µs (mean ${fmt(rtt.mean, 1)}, p99 ${fmt(rtt.p99, 1)})` +
+        (rss !== undefined ? ` | RSS per idle tunnel ${fmt(rss / 1024, 1)} KiB (${IDLE_TUNNELS} tunnels)` : ""),
+    );
+  }
+
+  const d = results.direct;
+  const o = results.multienv;
+  const s = results.squid;
+  console.log("\nratios");
+  console.log(`  throughput       multienv/direct ${fmt(o.mibps / d.mibps, 2)}x (aim >= 0.8)` + (s ? ` | multienv/squid ${fmt(o.mibps / s.mibps, 2)}x (aim >= 1.0)` : ""));
+  console.log(`  new tunnels/s    multienv/direct ${fmt(o.tps / d.tps, 2)}x` + (s ? ` | multienv/squid ${fmt(o.tps / s.tps, 2)}x (aim >= 1.0)` : ""));
+  console.log(`  added latency    multienv +${fmt(o.rtt.p50 - d.rtt.p50, 1)} µs per round trip (p50)` + (s ? ` | squid +${fmt(s.rtt.p50 - d.rtt.p50, 1)} µs` : ""));
+  console.log(`  idle tunnel RSS  multienv ${fmt(o.rss! / 1024, 1)} KiB (aim < 64)` + (s?.rss !== undefined ? ` | squid ${fmt(s.rss / 1024, 1)} KiB` : ""));
+  process.exit(0);
+}
+
+main().catch((err: Error) => {
+  console.error(`bench:proxy failed: ${err.stack ?? err.message}`);
+  process.exit(1);
+});
