@@ -7,6 +7,7 @@
 // A stall is an idle timeout (no bytes either way on the upstream connection), not a
 // ceiling on the whole exchange, so a long download that keeps moving is never cut.
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import net, { type NetConnectOpts } from "node:net";
 import type { Duplex } from "node:stream";
 import { clientResponseHeaders, responseHead, upstreamRequestHeaders } from "./headers";
 import type { Logger } from "./log";
@@ -37,6 +38,33 @@ class UpstreamError extends Error {
   }
 }
 
+const IDLE = "upstream idle timeout";
+
+/**
+ * An agent whose sockets end an exchange that stalls: each socket destroys itself with an
+ * idle-timeout error when its timer (armed per request, see Forwarder.arm) runs out. The
+ * error reaches the request the socket serves. Pooled sockets are disarmed by the agent.
+ */
+class IdleCuttingAgent extends http.Agent {
+  constructor(private readonly idleTimeoutMs: number) {
+    super({ keepAlive: true, maxSockets: 1024, maxFreeSockets: 256, scheduling: "lifo" });
+  }
+
+  // The agent takes the returned socket (node's own createConnection does the same).
+  override createConnection(options: NetConnectOpts): Duplex {
+    const socket = net.createConnection(options);
+    socket.on("timeout", () => socket.destroy(new UpstreamError(IDLE, `no bytes for ${this.idleTimeoutMs} ms`)));
+    return socket;
+  }
+}
+
+/** Whether a request has a body to stream (a GET without one is ended at once, no pipe). */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers["content-length"];
+  if (length !== undefined) return length !== "0";
+  return req.headers["transfer-encoding"] !== undefined;
+}
+
 function upstreamPath(upstream: Upstream, rest: string): string {
   const base = upstream.url.pathname.replace(/\/+$/, "");
   return base + rest || "/";
@@ -51,21 +79,31 @@ function describe(error: Error): { error: string; detail: string } {
 
 export class Forwarder {
   /** Kept-alive upstream connections, reused across requests (the gateway talks to few upstreams, often). */
-  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 1024, maxFreeSockets: 256, scheduling: "lifo" });
+  private readonly agent: http.Agent;
 
-  constructor(private readonly options: ForwarderOptions) {}
+  constructor(private readonly options: ForwarderOptions) {
+    this.agent = new IdleCuttingAgent(options.idleTimeoutMs);
+  }
 
-  /** Applies the connect timeout to a request's socket while it is still connecting. */
-  private guardConnect(upstreamReq: http.ClientRequest): void {
+  /**
+   * Arms a request's socket: the connect timeout while it is still connecting, and the idle
+   * timeout for this exchange (the agent disarms it when the socket goes back to its pool).
+   */
+  private arm(upstreamReq: http.ClientRequest, idle: boolean): void {
     upstreamReq.once("socket", (socket) => {
-      if (!socket.connecting) return;
+      if (!socket.connecting) {
+        if (idle) socket.setTimeout(this.options.idleTimeoutMs);
+        return;
+      }
       const timer = setTimeout(
         () => upstreamReq.destroy(new UpstreamError("upstream connect timeout", `no connection after ${this.options.connectTimeoutMs} ms`)),
         this.options.connectTimeoutMs,
       );
-      const clear = () => clearTimeout(timer);
-      socket.once("connect", clear);
-      socket.once("close", clear);
+      socket.once("connect", () => {
+        clearTimeout(timer);
+        if (idle) socket.setTimeout(this.options.idleTimeoutMs);
+      });
+      socket.once("close", () => clearTimeout(timer));
     });
   }
 
@@ -81,17 +119,9 @@ export class Forwarder {
       setHost: false,
       agent: this.agent,
     });
-    this.guardConnect(upstreamReq);
+    this.arm(upstreamReq, true);
     let bytesSent = 0;
     let finished = false;
-
-    upstreamReq.setTimeout(this.options.idleTimeoutMs, () => {
-      const idle = new UpstreamError("upstream idle timeout", `no bytes for ${this.options.idleTimeoutMs} ms`);
-      if (res.headersSent) {
-        this.options.log("upstream-idle-timeout", { ...upstream.label, method: req.method, path, bytesSent, idleTimeoutMs: this.options.idleTimeoutMs });
-      }
-      upstreamReq.destroy(idle);
-    });
 
     upstreamReq.on("response", (upstreamRes) => {
       res.sendDate = false; // the upstream's Date (if any) is forwarded as it is
@@ -105,7 +135,9 @@ export class Forwarder {
 
     upstreamReq.on("error", (error) => {
       if (res.headersSent) {
-        if (!(error instanceof UpstreamError && error.reason === "upstream idle timeout") && !finished) {
+        if (error instanceof UpstreamError && error.reason === IDLE) {
+          this.options.log("upstream-idle-timeout", { ...upstream.label, method: req.method, path, bytesSent, idleTimeoutMs: this.options.idleTimeoutMs });
+        } else if (!finished) {
           this.options.log("upstream-error", { ...upstream.label, method: req.method, path, bytesSent, error: error.message });
         }
         res.destroy();
@@ -122,7 +154,11 @@ export class Forwarder {
       if (!res.writableFinished) upstreamReq.destroy();
     });
     req.on("error", () => upstreamReq.destroy());
-    req.pipe(upstreamReq);
+    if (hasBody(req)) req.pipe(upstreamReq);
+    else {
+      upstreamReq.end();
+      req.resume();
+    }
   }
 
   /** Forwards an upgrade request (WebSocket) and, once the upstream switches protocols, pipes the two sockets. */
@@ -137,7 +173,8 @@ export class Forwarder {
       setHost: false,
       agent: false,
     });
-    this.guardConnect(upstreamReq);
+    // No idle timeout once upgraded: a DevTools or app WebSocket may rightly be quiet for long.
+    this.arm(upstreamReq, false);
     const onClientGone = () => upstreamReq.destroy();
     socket.once("close", onClientGone);
     socket.on("error", () => undefined);

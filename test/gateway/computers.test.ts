@@ -27,7 +27,8 @@ async function startChromium(profile: string): Promise<{ port: number; process: 
       "--no-default-browser-check",
       "about:blank",
     ],
-    { stdio: "ignore" },
+    // Its own process group, so the browser's helper processes end with it.
+    { stdio: "ignore", detached: true },
   );
   const portFile = join(profile, "DevToolsActivePort");
   for (let i = 0; i < 200 && !existsSync(portFile); i++) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -77,9 +78,13 @@ describe("gateway /computers/<name>", () => {
   });
   afterAll(async () => {
     await gateway?.stop();
-    browser?.process.kill("SIGKILL");
+    if (browser && browser.process.exitCode === null) {
+      const exited = new Promise((resolve) => browser.process.once("exit", resolve));
+      process.kill(-browser.process.pid!, "SIGKILL");
+      await exited;
+    }
     await Promise.all([proxyLog?.close(), page?.close()]);
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    if (profile) rmSync(profile, { recursive: true, force: true, maxRetries: 5 });
   });
 
   it("serves /json/version with the WebSocket URL rewritten to the gateway's", async () => {
