@@ -66,9 +66,14 @@ export class RunningPack {
     private readonly client: AnalyzerClient,
   ) {}
 
-  /** Starts policies/index.ts as Pulumi does (cwd = the pack's directory, run from source with tsx). */
+  /**
+   * Starts the pack as the Pulumi CLI does: @pulumi/pulumi's run-policy-pack in the pack's directory, which
+   * compiles policies/index.ts (package.json `main`) with ts-node. The engine address it is given is unused
+   * by a policy pack (it serves, the engine connects).
+   */
   static async start(): Promise<RunningPack> {
-    const child = spawn(process.execPath, ["--import=tsx", "index.ts"], { cwd: POLICIES_DIR, stdio: ["ignore", "pipe", "pipe"] });
+    const launcher = require.resolve("@pulumi/pulumi/cmd/run-policy-pack");
+    const child = spawn(process.execPath, [launcher, "127.0.0.1:0", "."], { cwd: POLICIES_DIR, stdio: ["ignore", "pipe", "pipe"] });
     let stderr = "";
     child.stderr!.on("data", (chunk) => (stderr += chunk));
     const port = await new Promise<number>((resolve, reject) => {
