@@ -1,7 +1,6 @@
 // The runner's errors: one line each, naming the stack and what to do.
 // The Automation API throws CommandErrors carrying the whole Pulumi CLI transcript; a user at a terminal
 // (or a test runner's log) needs the one fact that matters, so they are translated here, in one place.
-import { CommandError, ConcurrentUpdateError, StackNotFoundError } from "@pulumi/pulumi/automation";
 
 /** An error whose message is already a complete, one-line instruction for the user. */
 export class RunnerError extends Error {
@@ -45,6 +44,8 @@ export function explain(error: unknown, stack: string, doing: string): RunnerErr
   if (isPulumiMissing(error)) {
     return new RunnerError(`stack ${stack}: ${doing} needs the Pulumi CLI, which is not installed; ${PULUMI_INSTALL_HINT}`);
   }
+  // Required here, not at the top: the CLI loads this module for every command, and the Automation API is slow to load.
+  const { ConcurrentUpdateError, StackNotFoundError } = require("@pulumi/pulumi/automation") as typeof import("@pulumi/pulumi/automation");
   if (error instanceof ConcurrentUpdateError) {
     return new RunnerError(
       `stack ${stack}: another update holds Pulumi's lock on this stack; wait for it to finish, or if that process died, run \`pulumi cancel --stack ${stack}\``,
@@ -59,6 +60,5 @@ export function explain(error: unknown, stack: string, doing: string): RunnerErr
       `stack ${stack}: ${doing} needs the stack's secrets passphrase; set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE) to the passphrase the stack was created with`,
     );
   }
-  if (error instanceof CommandError) return new RunnerError(`stack ${stack}: ${doing} failed: ${line}`);
   return new RunnerError(`stack ${stack}: ${doing} failed: ${line}`);
 }

@@ -50,7 +50,7 @@ async function onStack<T>(stackOrSpec: string | StackSpec, options: RunnerOption
   const name = nameOf(stackOrSpec);
   return withStackLock(stackLockKey(name, options), async () => {
     try {
-      return await operation(await openStack(stackOrSpec, options));
+      return await operation(await openStack(stackOrSpec, { ...options, doing }));
     } catch (error) {
       throw explain(error, name, doing);
     }

@@ -14,10 +14,10 @@ import { join, resolve } from "node:path";
 import { LocalWorkspace, Stack, type ConfigMap } from "@pulumi/pulumi/automation";
 import { CONFIG_NAMESPACE } from "../plan/problems";
 import { stackNameProblem } from "../plan/reserved";
+import { DEFAULT_PROJECT_DIR } from "./artifacts";
 import { explain, RunnerError } from "./errors";
 
-/** The multienv checkout (the directory holding Pulumi.yaml). */
-export const DEFAULT_PROJECT_DIR = resolve(__dirname, "..", "..");
+export { DEFAULT_PROJECT_DIR };
 
 /** Where the default file backend keeps state, under the project directory. */
 export const STATE_DIR = join(".multienv", "state");
@@ -35,6 +35,8 @@ export interface StackSpec {
 export interface WorkspaceOptions {
   /** Default: the multienv checkout. */
   projectDir?: string;
+  /** What the caller is doing, for error messages ("deploying"). Default: "opening the stack". */
+  doing?: string;
   /** The environment to read PULUMI_* settings from. Default: process.env. */
   env?: NodeJS.ProcessEnv;
 }
@@ -110,7 +112,7 @@ export async function openStack(stackOrSpec: string | StackSpec, options: Worksp
       await stack.setAllConfig(wanted);
     }
   } catch (error) {
-    throw explain(error, name, "opening the stack");
+    throw explain(error, name, options.doing ?? "opening the stack");
   }
   return { name, projectDir, stack, lockKey: stackLockKey(name, options) };
 }

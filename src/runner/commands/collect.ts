@@ -6,9 +6,8 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { artifactsDirOf } from "../artifacts";
 import { readCollectorEnvironment } from "../capture-collector";
-import { collectRun, type CollectResult } from "../collect";
+import type { CollectResult } from "../collect";
 import { RunnerError } from "../errors";
-import { collectCaptures } from "../index";
 import { note, runAction, say, withProjectDir, type CommonOptions } from "./common";
 
 interface CollectOptions extends CommonOptions {
@@ -42,6 +41,8 @@ export function register(program: Command): void {
       if (options.fromEnv) {
         if (stack !== undefined) throw new RunnerError(`--from-env reads the stack from MULTIENV_STACK; drop the stack argument ${stack}`);
         const fromEnv = readCollectorEnvironment(process.env);
+        // Loaded when run: the delete step needs neither the Automation API nor Pulumi at all.
+        const { collectRun } = require("../collect") as typeof import("../collect");
         const artifactsDir = resolve(options.artifacts ?? fromEnv.artifactsDir ?? artifactsDirOf(options.projectDir, fromEnv.stack));
         const result = await collectRun({
           stack: fromEnv.stack,
@@ -59,6 +60,7 @@ export function register(program: Command): void {
       }
       if (stack === undefined) throw new RunnerError("name the stack to collect (`multienv collect <stack>`), or pass --from-env");
       const artifactsDir = resolve(options.artifacts ?? artifactsDirOf(options.projectDir, stack));
+      const { collectCaptures } = require("../index") as typeof import("../index");
       const result = await collectCaptures(stack, { projectDir: options.projectDir, artifactsDir, failOnCaptureError: options.failOnCaptureError, log: note });
       say(summary(stack, result, artifactsDir));
     }),

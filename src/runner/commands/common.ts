@@ -2,7 +2,7 @@
 // A user sees `multienv <command>: stack <name>: <what happened>; <what to do>`, never a stack trace.
 import type { Command } from "commander";
 import { RunnerError } from "../errors";
-import { DEFAULT_PROJECT_DIR } from "../workspace";
+import { DEFAULT_PROJECT_DIR } from "../artifacts";
 
 export interface CommonOptions {
   projectDir: string;

@@ -1,6 +1,5 @@
 // `multienv down <stack>`: collect whatever is not collected yet, then destroy the stack.
 import type { Command } from "commander";
-import { destroyStack } from "../index";
 import { note, runAction, say, withProjectDir, type CommonOptions } from "./common";
 
 interface DownOptions extends CommonOptions {
@@ -18,6 +17,7 @@ export function register(program: Command): void {
       .option("--remove", "also remove the stack from the state backend once destroyed"),
   ).action((stack: string, options: DownOptions) =>
     runAction("down", async () => {
+      const { destroyStack } = require("../index") as typeof import("../index");
       const result = await destroyStack(stack, { projectDir: options.projectDir, failOnCaptureError: options.failOnCaptureError, remove: options.remove, log: note });
       const collected = result.collected ? `; ${result.collected.downloaded.length} capture(s) collected first` : "";
       say(`stack ${stack} destroyed${collected}`);

@@ -1,6 +1,5 @@
 // `multienv sign-in <stack> --site <s> --computer <c>`: load a site's session into a computer's browser.
 import type { Command } from "commander";
-import { signIn, signOut } from "../index";
 import { runAction, say, withProjectDir, type CommonOptions } from "./common";
 
 interface SignInOptions extends CommonOptions {
@@ -20,6 +19,7 @@ export function register(program: Command): void {
       .option("--sign-out", "sign the browser out of the site instead: remove its cookies and storage"),
   ).action((stack: string, options: SignInOptions) =>
     runAction("sign-in", async () => {
+      const { signIn, signOut } = require("../index") as typeof import("../index");
       const target = { projectDir: options.projectDir, site: options.site, computer: options.computer };
       if (options.signOut) {
         const done = await signOut(stack, target);

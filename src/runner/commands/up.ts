@@ -1,7 +1,5 @@
 // `multienv up <stack>`: deploy a task stack, showing progress as resources complete and the outputs after.
 import type { Command } from "commander";
-import { deployStack } from "../index";
-import { formatDisplayed } from "../outputs";
 import { note, runAction, say, withProjectDir, type CommonOptions } from "./common";
 
 interface UpOptions extends CommonOptions {
@@ -21,6 +19,9 @@ export function register(program: Command): void {
       .option("--json", "print the outputs as one JSON object"),
   ).action((stack: string, options: UpOptions) =>
     runAction("up", async () => {
+      // Loaded when run, not when registered: `--help` and argument errors stay fast.
+      const { deployStack } = require("../index") as typeof import("../index");
+      const { formatDisplayed } = require("../outputs") as typeof import("../outputs");
       const result = await deployStack(stack, { projectDir: options.projectDir, preview: options.preview, showSecrets: options.showSecrets, log: note });
       const shown = result.displayed;
       if (options.json) say(JSON.stringify(shown, null, 2));

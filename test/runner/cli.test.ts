@@ -1,0 +1,155 @@
+// The lifecycle commands as a user runs them (bin/multienv.js as a real process): --help everywhere, argument
+// errors, one-line failures naming the stack and what to do, the missing Pulumi CLI, and `collect --from-env`
+// exactly as the capture collector's delete step runs it.
+import { execFile } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { captureCollectorCommands, captureCollectorEnvironment, COLLECTOR_ENV } from "../../src/runner/capture-collector";
+import { cleanup, CLI, pcapBytes, ROOT, sha256, startTestGateway, tempDir, TOKEN, writeCaptures } from "./helpers";
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** PATH with node but without any `pulumi`: this machine has none, and the test must not depend on that. */
+const PATH_WITHOUT_PULUMI = [dirname(process.execPath), "/usr/bin", "/bin"].join(":");
+
+function run(args: string[], env: NodeJS.ProcessEnv = {}, file = process.execPath, fileArgs = [CLI]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(file, [...fileArgs, ...args], { cwd: ROOT, env: { ...process.env, PATH: PATH_WITHOUT_PULUMI, ...env }, timeout: 50_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** A project directory with a Pulumi.yaml and one stack file, so the command gets as far as the Pulumi CLI. */
+function project(): string {
+  const dir = tempDir("runner-project-");
+  writeFileSync(join(dir, "Pulumi.yaml"), "name: multienv\nruntime: nodejs\nstackConfigDir: stacks\n");
+  mkdirSync(join(dir, "stacks"));
+  writeFileSync(join(dir, "stacks", "Pulumi.demo.yaml"), "config:\n  multienv:target: docker\n");
+  return dir;
+}
+
+afterAll(cleanup);
+// Each case starts the CLI as a process (a second or two of module loading each, more on a busy machine).
+vi.setConfig({ testTimeout: 120_000 });
+
+describe("--help", () => {
+  it("lists the lifecycle commands, and each has its own help", async () => {
+    const [top, up, collect, signIn, down] = await Promise.all([
+      run(["--help"]),
+      run(["up", "--help"]),
+      run(["collect", "--help"]),
+      run(["sign-in", "--help"]),
+      run(["down", "--help"]),
+    ]);
+    for (const r of [top, up, collect, signIn, down]) expect(r.code).toBe(0);
+    for (const name of ["up", "collect", "sign-in", "down"]) expect(top.stdout).toMatch(new RegExp(`^\\s+${name} `, "m"));
+    expect(up.stdout).toContain("Usage: multienv up [options] <stack>");
+    expect(up.stdout).toContain("--show-secrets");
+    expect(collect.stdout).toContain("--fail-on-capture-error");
+    expect(collect.stdout).toContain("--from-env");
+    expect(signIn.stdout).toMatch(/--site <site>[\s\S]*--computer <computer>[\s\S]*--sign-out/);
+    expect(down.stdout).toContain("--fail-on-capture-error");
+  });
+});
+
+describe("argument errors", () => {
+  it("names the missing argument or option", async () => {
+    const [up, signIn, collect] = await Promise.all([run(["up"]), run(["sign-in", "demo", "--site", "github"]), run(["collect"])]);
+    expect(up.code).toBe(1);
+    expect(up.stderr).toContain("error: missing required argument 'stack'");
+    expect(signIn.code).toBe(1);
+    expect(signIn.stderr).toContain("error: required option '--computer <computer>' not specified");
+    expect(collect.code).toBe(1);
+    expect(collect.stderr).toBe("multienv collect: name the stack to collect (`multienv collect <stack>`), or pass --from-env\n");
+  });
+
+  it("refuses a stack name that cannot name containers, and a stack with no stack file, in one line each", async () => {
+    const dir = project();
+    const [bad, missing] = await Promise.all([run(["down", "Task_1", "--project-dir", dir]), run(["up", "nosuch", "--project-dir", dir])]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^multienv down: stack "?Task_1"?: a stack name must be lowercase letters, digits and inner hyphens.*\n$/);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe("multienv up: stack nosuch: there is no stacks/Pulumi.nosuch.yaml; write one (see the examples in stacks/) or deploy from a spec object\n");
+  });
+
+  it("says in one line that the Pulumi CLI is missing and how to install it", async () => {
+    const dir = project();
+    const results = await Promise.all([
+      run(["up", "demo", "--project-dir", dir]),
+      run(["down", "demo", "--project-dir", dir]),
+      run(["sign-in", "demo", "--site", "github", "--computer", "agent", "--project-dir", dir]),
+    ]);
+    for (const r of results) {
+      expect(r.code).toBe(1);
+      expect(r.stderr.split("\n")).toHaveLength(2); // one line and its newline
+      expect(r.stderr).toMatch(/^multienv [a-z-]+: stack demo: .* needs the Pulumi CLI, which is not installed; install it with `curl -fsSL https:\/\/get\.pulumi\.com \| sh`/);
+    }
+    expect(results[0].stderr).toContain("multienv up: stack demo: deploying needs the Pulumi CLI");
+  });
+});
+
+describe("collect --from-env (the capture collector's delete step)", () => {
+  let gatewayUrl: string;
+  let stopGateway: () => Promise<void>;
+  const files = { "shop-server.pcap0": pcapBytes(9_000), "shop-frontend.pcap0": pcapBytes(500) };
+
+  beforeAll(async () => {
+    const capturesDir = tempDir("runner-captures-");
+    writeCaptures(capturesDir, files);
+    const gateway = await startTestGateway({ sites: { shop: { server: "http://127.0.0.1:9" } }, capturesDir });
+    gatewayUrl = gateway.url;
+    stopGateway = gateway.stop;
+  });
+
+  const environment = (artifactsDir: string) => ({
+    ...captureCollectorEnvironment({
+      stack: "task-5",
+      gatewayUrl,
+      controlToken: TOKEN,
+      context: { computers: [], syntheticDomains: ["shop.test"], live: false, liveWebsites: [], captureTraffic: true },
+    }),
+    [COLLECTOR_ENV.artifactsDir]: artifactsDir,
+  });
+
+  it("runs the built delete command in the project directory and stores every capture", async () => {
+    const artifactsDir = join(tempDir(), "task-5");
+    const command = captureCollectorCommands().delete;
+    const result = await run([], environment(artifactsDir), "/bin/sh", ["-c", command]);
+
+    expect(result.code).toBe(0);
+    // Progress goes to stderr, the summary to stdout; no warnings.
+    expect(result.stderr).not.toContain("warning");
+    expect(result.stderr).toContain("collected traffic/shop-server.pcap0 (9000 bytes, sha256 ");
+    expect(result.stdout).toContain("captures: 2 downloaded, 0 already complete, 0 failed");
+    expect(readdirSync(join(artifactsDir, "traffic")).sort()).toEqual(Object.keys(files).sort());
+    const record = JSON.parse(readFileSync(join(artifactsDir, "run.json"), "utf8"));
+    expect(record.captures.find((c: { name: string }) => c.name === "shop-server.pcap0").sha256).toBe(sha256(files["shop-server.pcap0"]));
+    expect(record).toMatchObject({ stack: "task-5", reproducible: true, captureTraffic: true });
+  });
+
+  it("names a missing variable in one line", async () => {
+    const result = await run(["collect", "--from-env"], { [COLLECTOR_ENV.stack]: "", [COLLECTOR_ENV.gatewayUrl]: "" });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe("multienv collect: collect --from-env: MULTIENV_STACK is not set; the capture collector's delete step sets it\n");
+  });
+
+  it("warns but succeeds when the gateway is gone, and fails with --fail-on-capture-error (so pulumi destroy stops)", async () => {
+    await stopGateway();
+    const artifactsDir = join(tempDir(), "task-5");
+    const lenient = await run([], environment(artifactsDir), "/bin/sh", ["-c", captureCollectorCommands().delete]);
+    expect(lenient.code).toBe(0);
+    expect(lenient.stderr).toMatch(/^warning: stack task-5: 1 capture\(s\) not collected \(cannot reach the gateway \(ECONNREFUSED\)\)/);
+
+    const strict = await run([], environment(artifactsDir), "/bin/sh", ["-c", captureCollectorCommands({ failOnCaptureError: true }).delete]);
+    expect(strict.code).toBe(1);
+    expect(strict.stderr).toBe(
+      "multienv collect: stack task-5: 1 capture(s) not collected (cannot reach the gateway (ECONNREFUSED)); run `multienv collect task-5` again while the env is up\n",
+    );
+  });
+});
