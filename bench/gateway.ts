@@ -93,6 +93,27 @@ function streamThroughput(url: string): { mbPerSecond: number; bytes: number } {
   return { mbPerSecond: Number(bytes) / Number(seconds) / 1e6, bytes: Number(bytes) };
 }
 
+/** CPU seconds (user + system) used so far by a process and its children processes' threads, from /proc. */
+function cpuSeconds(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15)
+    } catch {
+      // gone
+    }
+  }
+  return ticks / 100; // USER_HZ
+}
+
+/** wrk on url, plus the requests each CPU second of `pids` served (robust to a busy machine). */
+function wrkWithCpu(url: string, seconds: number, pids: number[]): WrkResult & { perCpuSecond: number } {
+  const before = cpuSeconds(pids);
+  const result = wrk(url, seconds);
+  return { ...result, perCpuSecond: result.requests / Math.max(cpuSeconds(pids) - before, 0.01) };
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
@@ -144,8 +165,7 @@ http {
     );
     // The same reverse proxy as the gateway: prefix stripped, Host kept, X-Forwarded-* added,
     // hop-by-hop headers dropped, kept-alive upstream connections, streamed (unbuffered) both ways.
-    children.push(
-      startNginx(
+    const nginxProxy = startNginx(
         dir,
         "proxy",
         `worker_processes auto;
@@ -171,8 +191,8 @@ http {
     }
   }
 }`,
-      ),
     );
+    children.push(nginxProxy);
     await Promise.all([waitForPort(upstreamPort), waitForPort(nginxProxyPort)]);
 
     const gateway = spawn(process.execPath, [join(__dirname, "..", "bin", "multienv-gateway.js")], {
@@ -203,21 +223,23 @@ http {
     let gatewayRequests = 0;
     wrk(`${gatewayBase}/hello`, 3);
     wrk(`${nginxBase}/hello`, 3);
-    const gwRuns: WrkResult[] = [];
-    const ngRuns: WrkResult[] = [];
+    const gwRuns: Array<WrkResult & { perCpuSecond: number }> = [];
+    const ngRuns: Array<WrkResult & { perCpuSecond: number }> = [];
+    const gatewayPids = [gateway.pid!, ...childPids(gateway.pid!)];
+    const nginxPids = [nginxProxy.pid!, ...childPids(nginxProxy.pid!)];
     const gwStreams: number[] = [];
     const ngStreams: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      gwRuns.push(wrk(`${gatewayBase}/hello`, SECONDS));
-      ngRuns.push(wrk(`${nginxBase}/hello`, SECONDS));
+      gwRuns.push(wrkWithCpu(`${gatewayBase}/hello`, SECONDS, gatewayPids));
+      ngRuns.push(wrkWithCpu(`${nginxBase}/hello`, SECONDS, nginxPids));
       gwStreams.push(streamThroughput(`${gatewayBase}/big`).mbPerSecond);
       ngStreams.push(streamThroughput(`${nginxBase}/big`).mbPerSecond);
       const last = (runs: WrkResult[], streams: number[]) => `${runs.at(-1)!.requestsPerSecond.toFixed(0)} req/s, p99 ${runs.at(-1)!.p99Ms.toFixed(1)} ms, ${streams.at(-1)!.toFixed(0)} MB/s`;
       console.log(`round ${round + 1}: gateway ${last(gwRuns, gwStreams)} | nginx ${last(ngRuns, ngStreams)}`);
     }
     gatewayRequests += gwRuns.reduce((n, r) => n + r.requests, 0);
-    const gw = { requestsPerSecond: median(gwRuns.map((r) => r.requestsPerSecond)), p99Ms: median(gwRuns.map((r) => r.p99Ms)), errors: gwRuns.map((r) => r.errors).filter(Boolean).join(" ") };
-    const ng = { requestsPerSecond: median(ngRuns.map((r) => r.requestsPerSecond)), p99Ms: median(ngRuns.map((r) => r.p99Ms)), errors: ngRuns.map((r) => r.errors).filter(Boolean).join(" ") };
+    const gw = { perCpuSecond: median(gwRuns.map((r) => r.perCpuSecond)), requestsPerSecond: median(gwRuns.map((r) => r.requestsPerSecond)), p99Ms: median(gwRuns.map((r) => r.p99Ms)), errors: gwRuns.map((r) => r.errors).filter(Boolean).join(" ") };
+    const ng = { perCpuSecond: median(ngRuns.map((r) => r.perCpuSecond)), requestsPerSecond: median(ngRuns.map((r) => r.requestsPerSecond)), p99Ms: median(ngRuns.map((r) => r.p99Ms)), errors: ngRuns.map((r) => r.errors).filter(Boolean).join(" ") };
     const gwStream = { mbPerSecond: median(gwStreams) };
     const ngStream = { mbPerSecond: median(ngStreams) };
     console.log("");
@@ -229,6 +251,7 @@ http {
     const row = (name: string, a: string, b: string, ratio: string) => console.log(`${name.padEnd(28)}${a.padStart(14)}${b.padStart(14)}${ratio.padStart(10)}`);
     row("", "gateway", "nginx", "ratio");
     row("requests/s", gw.requestsPerSecond.toFixed(0), ng.requestsPerSecond.toFixed(0), (gw.requestsPerSecond / ng.requestsPerSecond).toFixed(2));
+    row("requests per CPU second", gw.perCpuSecond.toFixed(0), ng.perCpuSecond.toFixed(0), (gw.perCpuSecond / ng.perCpuSecond).toFixed(2));
     row("p99 latency (ms)", gw.p99Ms.toFixed(2), ng.p99Ms.toFixed(2), (gw.p99Ms / ng.p99Ms).toFixed(2));
     row("1 GiB stream (MB/s)", gwStream.mbPerSecond.toFixed(0), ngStream.mbPerSecond.toFixed(0), (gwStream.mbPerSecond / ngStream.mbPerSecond).toFixed(2));
     if (gw.errors || ng.errors) console.log(`errors: gateway [${gw.errors}] nginx [${ng.errors}]`);
@@ -240,9 +263,9 @@ http {
         seconds: SECONDS,
         rounds: ROUNDS,
         loadAverage: loadavg(),
-        gateway: { requestsPerSecond: gw.requestsPerSecond, p99Ms: gw.p99Ms, streamMBps: gwStream.mbPerSecond, workers: listening.workers, maxRssMiB: maxRss, requests: gatewayRequests },
-        nginx: { requestsPerSecond: ng.requestsPerSecond, p99Ms: ng.p99Ms, streamMBps: ngStream.mbPerSecond },
-        ratios: { requestsPerSecond: gw.requestsPerSecond / ng.requestsPerSecond, p99: gw.p99Ms / ng.p99Ms, stream: gwStream.mbPerSecond / ngStream.mbPerSecond },
+        gateway: { requestsPerSecond: gw.requestsPerSecond, requestsPerCpuSecond: gw.perCpuSecond, p99Ms: gw.p99Ms, streamMBps: gwStream.mbPerSecond, workers: listening.workers, maxRssMiB: maxRss, requests: gatewayRequests },
+        nginx: { requestsPerSecond: ng.requestsPerSecond, requestsPerCpuSecond: ng.perCpuSecond, p99Ms: ng.p99Ms, streamMBps: ngStream.mbPerSecond },
+        ratios: { requestsPerSecond: gw.requestsPerSecond / ng.requestsPerSecond, requestsPerCpuSecond: gw.perCpuSecond / ng.perCpuSecond, p99: gw.p99Ms / ng.p99Ms, stream: gwStream.mbPerSecond / ngStream.mbPerSecond },
         targets: { requestsPerSecond: 0.8, stream: 0.9, maxRssMiB: 150 },
       }),
     );
