@@ -67,6 +67,23 @@ export function input(resource: PolicyResource, key: string): unknown {
   return reveal(resource.inputs[key]);
 }
 
+/** @pulumi/policy's error for reading a value a preview cannot know yet (internal to the package, so untyped). */
+const { UnknownValueError } = require("@pulumi/policy/proxy") as { UnknownValueError: new (...args: never[]) => Error };
+
+/**
+ * The input, or undefined where CrossGuard cannot know it yet: during a preview, an input computed from another
+ * new resource (a sidecar's `networkMode: container:<id>`). The same check runs again with the value known
+ * before the resource is created, so reading it as unset here loses nothing and spares an advisory per preview.
+ */
+export function knownInput(resource: PolicyResource, key: string): unknown {
+  try {
+    return input(resource, key);
+  } catch (error) {
+    if (error instanceof UnknownValueError) return undefined;
+    throw error;
+  }
+}
+
 function asArray(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
 }
@@ -195,7 +212,7 @@ export function advancedNetworksOf(container: PolicyResource): string[] {
 
 /** The network a container's `networkMode` names, if it names a user network (not bridge/host/none/container:). */
 export function networkModeNetwork(container: PolicyResource): string | undefined {
-  const mode = asString(input(container, "networkMode"));
+  const mode = asString(knownInput(container, "networkMode"));
   if (mode === undefined || mode === "" || isBuiltinNetworkMode(mode)) return undefined;
   return mode;
 }

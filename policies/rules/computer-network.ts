@@ -8,6 +8,7 @@ import {
   describe,
   input,
   isBuiltinNetworkMode,
+  knownInput,
   labelsOf,
   networkRefs,
   networksOf,
@@ -38,7 +39,7 @@ export const computerNetworkIsolation: StackRule = {
 
     for (const browser of containers.filter((c) => roleOf(c) === ROLES.browser)) {
       const computer = labelsOf(browser)[LABELS.computer];
-      const mode = asString(input(browser, "networkMode"));
+      const mode = asString(knownInput(browser, "networkMode"));
       if (mode !== undefined && mode !== "" && isBuiltinNetworkMode(mode)) {
         findings.push({
           resource: browser,

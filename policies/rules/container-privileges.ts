@@ -1,7 +1,7 @@
 // Policy 1: only capture sidecars hold NET_RAW or NET_ADMIN; every other container drops NET_RAW
 // (Docker grants it by default); no container is privileged or shares the host's network or PID namespace.
 import { LABELS, ROLES } from "../contract";
-import { asArray, asRecord, asString, input, roleOf, TYPES } from "../model";
+import { asArray, asRecord, asString, input, knownInput, roleOf, TYPES } from "../model";
 import type { ResourceRule } from "../rule";
 
 const RAW_SOCKET_CAPABILITIES = ["NET_RAW", "NET_ADMIN"];
@@ -41,7 +41,7 @@ export const containerPrivileges: ResourceRule = {
       }
     }
     if (input(container, "privileged") === true) problems.push("is privileged; remove privileged: true (capture sidecars need only NET_RAW and NET_ADMIN)");
-    if (asString(input(container, "networkMode")) === "host") problems.push("shares the host's network namespace (networkMode: host); attach it to the env's networks instead");
+    if (asString(knownInput(container, "networkMode")) === "host") problems.push("shares the host's network namespace (networkMode: host); attach it to the env's networks instead");
     if (asString(input(container, "pidMode")) === "host") problems.push("shares the host's PID namespace (pidMode: host); remove pidMode");
     return problems;
   },

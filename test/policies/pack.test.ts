@@ -76,6 +76,19 @@ describe("the policy pack process", () => {
     expect(found[1].urn).toContain("t-shop-frontend");
   });
 
+  it("judges a preview, where inputs computed from new resources are unknown, without advisories", async () => {
+    const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"; // the engine's unknown string in a preview
+    const graph = compliant();
+    graph.resources = graph.resources.map((r) =>
+      r.name.endsWith("-capture") ? { ...r, inputs: { ...r.inputs, networkMode: UNKNOWN } } : r.name === "t-gateway" ? { ...r, inputs: { ...r.inputs, envs: UNKNOWN } } : r,
+    );
+    expect(await pack.analyzeAll(engineResources(graph))).toEqual([]);
+    // A value that is known is still judged.
+    const bad = graph.resources.find((r) => r.name === "t-shop-server-capture")!;
+    const found = await pack.analyze({ type: bad.type, name: bad.name, props: { ...bad.inputs, pidMode: "host" } });
+    expect(found.map((d) => d.message)).toEqual([expect.stringMatching(/host's PID namespace/)]);
+  });
+
   it("sees no secret-ness (CrossGuard unwraps secrets), so requires additionalSecretOutputs on containers carrying one", async () => {
     const graph = dockerGraph();
     graph.resources = graph.resources.map((r) => ({ ...r, additionalSecretOutputs: undefined }));
