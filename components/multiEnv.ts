@@ -22,6 +22,7 @@ import {
   siteUrls,
 } from "../src/plan/layout";
 import { LABELS } from "../policies/contract";
+import { CaptureCollector } from "./captureCollector";
 import { Computer } from "./computer";
 import { ControlToken } from "./controlToken";
 import { DockerEngine } from "./dockerEngine";
@@ -144,6 +145,8 @@ export class MultiEnv extends pulumi.ComponentResource {
     });
 
     const gatewayUrl = this.gateway.url;
+    // Collects on a plain `pulumi destroy`: deleted first, since it depends on the gateway and the computers.
+    if (plan.capture.enabled) new CaptureCollector(`${plan.stack}-capture-collector`, { plan, gatewayUrl, controlToken: this.controlToken.value }, { parent: this, dependsOn: [this.gateway, ...this.computers] });
     this.outputs = {
       gatewayUrl,
       controlToken: this.controlToken.value,

@@ -1,0 +1,40 @@
+// The capture collector: a local command that exists only to be deleted. Its delete step runs
+// `multienv collect --from-env`, the same collection `multienv collect` does, so a plain `pulumi destroy` stores
+// the captures (and the computers' site-proxy logs) before they are gone. MultiEnv declares it depending on the
+// gateway and the computers, so the engine deletes it first, while the gateway, the captures volume behind it
+// and the site proxies still exist. What it runs and with which environment is decided in src/runner.
+import * as command from "@pulumi/command";
+import * as pulumi from "@pulumi/pulumi";
+import type { Plan } from "../src/plan";
+import { captureCollectorCommands, captureCollectorEnvironment, collectorContext } from "../src/runner/capture-collector";
+
+export interface CaptureCollectorArgs {
+  plan: Plan;
+  gatewayUrl: pulumi.Input<string>;
+  /** The control token (a secret; the environment holding it stays secret in the state). */
+  controlToken: pulumi.Input<string>;
+}
+
+export class CaptureCollector extends pulumi.ComponentResource {
+  readonly command: command.local.Command;
+
+  constructor(name: string, args: CaptureCollectorArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("multienv:index:CaptureCollector", name, {}, opts);
+    const commands = captureCollectorCommands();
+    const environment = pulumi.all([args.gatewayUrl, args.controlToken]).apply(([gatewayUrl, controlToken]) =>
+      captureCollectorEnvironment({ stack: args.plan.stack, gatewayUrl, controlToken, context: collectorContext(args.plan) }),
+    );
+    this.command = new command.local.Command(
+      `${name}-delete-step`,
+      {
+        create: commands.create,
+        delete: commands.delete,
+        // Keep the token encrypted in the state even if the token's Output lost its secret mark on the way.
+        environment: pulumi.secret(environment),
+      },
+      // A changed environment (the gateway moved) is an update in place, so the delete step always has the latest.
+      { parent: this, additionalSecretOutputs: ["environment"] },
+    );
+    this.registerOutputs({});
+  }
+}
