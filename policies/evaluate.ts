@@ -49,6 +49,7 @@ export function stackFromGraph(graph: Graph | GraphResource[], options: RunOptio
         urn: r.urn,
         inputs: r.inputs ?? {},
         additionalSecretOutputs: r.additionalSecretOutputs ?? (options.resourceOptionsKnown === false ? undefined : []),
+        provider: r.provider,
         providerInputs: r.provider === undefined ? undefined : providers.get(r.provider),
       })),
     outputs,
@@ -105,6 +106,7 @@ export function resourceFromCrossGuard(args: ResourceValidationArgs): PolicyReso
     urn: args.urn,
     inputs: args.props,
     additionalSecretOutputs: args.opts?.additionalSecretOutputs,
+    provider: args.provider?.urn,
     providerInputs: args.provider?.props,
   };
 }
@@ -117,6 +119,7 @@ export function stackFromCrossGuard(args: StackValidationArgs): PolicyStack {
     urn: r.urn,
     inputs: r.props,
     additionalSecretOutputs: r.opts?.additionalSecretOutputs,
+    provider: r.provider?.urn,
     providerInputs: r.provider?.props,
   });
   const root = args.resources.find((r) => r.type === TYPES.stack);

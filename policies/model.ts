@@ -29,7 +29,9 @@ export interface PolicyResource {
   inputs: Record<string, unknown>;
   /** The `additionalSecretOutputs` resource option, where the source knows options (CrossGuard does, mocks do not). */
   additionalSecretOutputs?: string[];
-  /** The inputs of the resource's provider, where known (CrossGuard): AWS default tags live there. */
+  /** The resource's explicit provider (its name in a graph, its URN under CrossGuard): which Docker engine it is on. */
+  provider?: string;
+  /** The inputs of the resource's provider, where known: AWS default tags live there. */
   providerInputs?: Record<string, unknown>;
 }
 
@@ -219,6 +221,11 @@ export function networkModeNetwork(container: PolicyResource): string | undefine
 
 export function isBuiltinNetworkMode(mode: string): boolean {
   return ["bridge", "default", "host", "none"].includes(mode) || mode.startsWith("container:");
+}
+
+/** True when two resources may be on the same Docker engine: the same provider, or one of them unknown. */
+export function sameEngine(a: PolicyResource, b: PolicyResource): boolean {
+  return a.provider === undefined || b.provider === undefined || a.provider === b.provider;
 }
 
 /** Every user network a container is on. */

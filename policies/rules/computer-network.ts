@@ -14,6 +14,7 @@ import {
   networksOf,
   ofType,
   roleOf,
+  sameEngine,
   TYPES,
   type PolicyResource,
 } from "../model";
@@ -29,13 +30,11 @@ export const computerNetworkIsolation: StackRule = {
   check(stack) {
     const findings: StackFinding[] = [];
     const networks = ofType(stack, TYPES.network);
-    const networkByRef = new Map<string, PolicyResource>();
-    for (const network of networks) for (const ref of networkRefs(network)) networkByRef.set(ref, network);
     const containers = containersOf(stack);
-    const membersOf = (network: PolicyResource): PolicyResource[] => {
-      const refs = networkRefs(network);
-      return containers.filter((c) => networksOf(c).some((n) => refs.includes(n)));
-    };
+    /** The docker.Network a container's attachment names, on the container's own engine. */
+    const networkOf = (container: PolicyResource, ref: string) => networks.find((n) => sameEngine(n, container) && networkRefs(n).includes(ref));
+    const membersOf = (network: PolicyResource): PolicyResource[] =>
+      containers.filter((c) => sameEngine(c, network) && networksOf(c).some((ref) => networkRefs(network).includes(ref)));
 
     for (const browser of containers.filter((c) => roleOf(c) === ROLES.browser)) {
       const computer = labelsOf(browser)[LABELS.computer];
@@ -57,7 +56,7 @@ export const computerNetworkIsolation: StackRule = {
         });
       }
       for (const ref of attached) {
-        const network = networkByRef.get(ref);
+        const network = networkOf(browser, ref);
         if (network === undefined) {
           findings.push({ resource: browser, message: `the browser ${describe(browser)} is attached to network "${ref}", which this stack does not define as a docker.Network; attach it to its computer's own internal network` });
           continue;

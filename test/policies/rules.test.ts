@@ -129,6 +129,15 @@ describe("computer-network-isolation", () => {
     expect(found[0].message).toMatch(/only that computer's site proxy may be/);
   });
 
+  it("tells engines apart: a same-named network on another Docker engine is another network", () => {
+    const onEnv = (r: GraphResource) => (r.name.startsWith("t-desktop") ? { ...r, provider: "desktop-docker" } : { ...r, provider: "env-docker" });
+    const graph = { ...dockerGraph(), resources: dockerGraph().resources.map(onEnv) };
+    const elsewhere = { ...site("shop", "server"), name: "t-other", provider: "env-docker" };
+    elsewhere.inputs = { ...elsewhere.inputs, name: "t-other", networksAdvanced: [{ name: "t-desktop-net" }] };
+    expect(violations(withResources(graph, elsewhere), P)).toEqual([]);
+    expect(violations(withResources(graph, { ...elsewhere, provider: "desktop-docker" }), P)).toHaveLength(1);
+  });
+
   it("refuses a computer network that is not internal", () => {
     const graph = patched(dockerGraph(), "t-desktop-net", (i) => ({ ...i, internal: false }));
     expect(violations(graph, P).map((v) => v.message)).toEqual([expect.stringMatching(/is not internal; set internal: true/)]);
