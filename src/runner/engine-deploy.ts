@@ -65,6 +65,7 @@
 // |   rm / attach / logs / removeVolumes | must be false/unset (true would make it a one-shot run)        |
 // | command:local:Command             | runs `create` with /bin/sh -c on this machine, like the command provider |
 // |   create / environment / dir / logging | the command, its environment and directory; logging ignored |
+// |   delete                          | run at teardown, last created first, before the containers go       |
 // | pulumi:providers:docker           | host must be unset or the local socket                            |
 // | pulumi:providers:command          | nothing to do                                                     |
 // | any component (custom = false)    | nothing to create                                                 |
@@ -353,7 +354,7 @@ function mapInputs(kind: string, resourceName: string, inputs: Record<string, un
 
 const IMAGE_INPUTS = new Set(["imageName", "build", "buildOnPreview", "skipPush", "registry"]);
 const REMOTE_IMAGE_INPUTS = new Set(["name", "keepLocally", "forceRemove"]);
-const COMMAND_INPUTS = new Set(["create", "environment", "dir", "logging"]);
+const COMMAND_INPUTS = new Set(["create", "delete", "environment", "dir", "logging"]);
 
 // --- the deployer -------------------------------------------------------------------------------------
 
@@ -376,6 +377,8 @@ export class EngineDeployer {
   readonly resources: RegisteredResource[] = [];
   /** Errors of failed creations, first first. */
   readonly errors: unknown[] = [];
+  /** Commands' delete steps, last created first: teardown runs them before it removes anything. */
+  readonly deleteSteps: { name: string; command: string; dir?: string; environment: Record<string, string> }[] = [];
   private failed?: (error: unknown) => void;
   /** Rejects with the first failed creation: the program may wait for ever on a resource that failed. */
   readonly firstError: Promise<never> = new Promise((_, reject) => (this.failed = reject));
@@ -450,6 +453,7 @@ export class EngineDeployer {
           cwd: r.inputs.dir,
           env: { ...process.env, ...(r.inputs.environment ?? {}) },
         });
+        if (r.inputs.delete) this.deleteSteps.unshift({ name: r.name, command: r.inputs.delete, dir: r.inputs.dir, environment: r.inputs.environment ?? {} });
         return { stdout: stdout.replace(/\n$/, ""), stderr };
       }
       case "pulumi:providers:docker": {
@@ -520,9 +524,21 @@ export class EngineDeployer {
     return { name, ports, networkDatas, hostname: info.Config?.Hostname };
   }
 
-  /** Removes everything this deployer's stack holds on the engine (see `sweepStack`). */
-  teardown(): Promise<string[]> {
-    return sweepStack(this.options.api, this.options.stack);
+  /**
+   * Runs the commands' delete steps (e.g. the capture collector's `multienv collect`), then removes everything
+   * the stack holds on the engine (see `sweepStack`), also when a delete step failed; that failure is thrown after.
+   */
+  async teardown(): Promise<string[]> {
+    const failures: string[] = [];
+    for (const step of this.deleteSteps) {
+      this.log(`command ${step.name}: delete step`);
+      await execFileP("/bin/sh", ["-c", step.command], { cwd: step.dir, env: { ...process.env, ...step.environment } }).catch((e: Error & { stderr?: string }) => {
+        failures.push(`command.local.Command ${step.name} delete step failed: ${(e.stderr || e.message).trim()}`);
+      });
+    }
+    const removed = await sweepStack(this.options.api, this.options.stack);
+    if (failures.length) throw new Error(failures.join("\n"));
+    return removed;
   }
 }
 
@@ -639,7 +655,7 @@ export async function deployStack(options: DeployOptions): Promise<Deployment> {
     if (failures.length) throw failures[0];
     const outputs = (await resolveOutput(programOutputs)) as Record<string, any>;
     const seconds = (Date.now() - started) / 1000;
-    return { stack, outputs, resources: deployer.resources, seconds, teardown: () => sweepStack(api, stack) };
+    return { stack, outputs, resources: deployer.resources, seconds, teardown: () => deployer.teardown() };
   } catch (error) {
     await sweepStack(api, stack).catch(() => undefined);
     throw deployer.errors[0] ?? error;

@@ -6,6 +6,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
+import { capturePath, PCAP_MEDIA_TYPE, TRAFFIC_CAPTURES_PATH, type TrafficCaptureListing } from "../../src/protocol/traffic";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deployDemo, dockerExec, nodeIn, pidsIn, until, type DeployedEnv } from "./helpers/env";
 
@@ -114,11 +115,13 @@ describe("the demo multi env on the local engine", () => {
       const net = require("net");
       const targets = ${JSON.stringify(targets)};
       Promise.all(Object.entries(targets).map(([k, [host, port]]) => new Promise((resolve) => {
+        // A name of another network never resolves here; its lookup would take the resolver's full timeout.
+        setTimeout(() => resolve([k, "timeout"]), 4000).unref();
         const s = net.connect({ host, port, timeout: 3000 });
         s.on("connect", () => { s.destroy(); resolve([k, "connected"]); });
         s.on("timeout", () => { s.destroy(); resolve([k, "timeout"]); });
         s.on("error", (e) => resolve([k, e.code]));
-      }))).then((r) => console.log(JSON.stringify(Object.fromEntries(r))));`;
+      }))).then((r) => { console.log(JSON.stringify(Object.fromEntries(r))); process.exit(0); });`;
     const results = JSON.parse(nodeIn(`${STACK}-desktop-browser`, script)) as Record<string, string>;
     expect(results.proxy).toBe("connected");
     for (const [target, result] of Object.entries(results)) {
@@ -136,27 +139,35 @@ describe("the demo multi env on the local engine", () => {
     expect(own.headers.authorization).toBe("Bearer site-own");
     await env.gateway("/website/shop/");
 
-    expect((await env.gateway("/traffic/v1/captures", { auth: false })).status).toBe(401);
+    expect((await env.gateway(TRAFFIC_CAPTURES_PATH, { auth: false })).status).toBe(401);
     const listing = await until("a capture per website container", async () => {
-      const body = (await (await env.gateway("/traffic/v1/captures")).json()) as any;
-      const files: { name: string; container: string; bytes: number }[] = Array.isArray(body) ? body : body.captures ?? body.files;
+      const files = ((await (await env.gateway(TRAFFIC_CAPTURES_PATH)).json()) as TrafficCaptureListing).captures;
       const containers = new Set(files.map((f) => f.container));
       return websiteContainers().every((c) => containers.has(c) || containers.has(c.slice(STACK.length + 1))) ? files : undefined;
     });
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-e2e-captures-"));
-    let shopServerText = "";
-    for (const file of listing) {
-      const res = await env.gateway(`/traffic/v1/captures/${encodeURIComponent(file.name)}`);
+    const download = async (file: { name: string }) => {
+      const res = await env.gateway(capturePath(file.name));
       expect(res.status).toBe(200);
-      expect(res.headers.get("content-type")).toContain("application/vnd.tcpdump.pcap");
+      expect(res.headers.get("content-type")).toContain(PCAP_MEDIA_TYPE);
       const bytes = Buffer.from(await res.arrayBuffer());
-      expect(bytes.includes(Buffer.from(env.token))).toBe(false);
       const out = path.join(dir, file.name);
       fs.writeFileSync(out, bytes);
-      if (file.name.startsWith("shop-server")) shopServerText += execFileSync("tcpdump", ["-r", out, "-A", "-n"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-    }
+      return { bytes, out };
+    };
+    // tcpdump hands packets over in blocks (up to a second late): wait for the echo request to be written.
+    const shopServerText = await until("the echo request in the shop server's capture", async () => {
+      const list = ((await (await env.gateway(TRAFFIC_CAPTURES_PATH)).json()) as TrafficCaptureListing).captures;
+      let text = "";
+      for (const file of list.filter((f) => f.name.startsWith("shop-server"))) {
+        text += execFileSync("tcpdump", ["-r", (await download(file)).out, "-A", "-n"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+      }
+      return text.includes("GET /echo") ? text : undefined;
+    }, 20_000, 1000);
     // The downloaded file reads with tcpdump and holds the echo request made above.
     expect(shopServerText).toContain("GET /echo");
+    // No capture holds the control token: it never reached a site.
+    for (const file of listing) expect((await download(file)).bytes.includes(Buffer.from(env.token))).toBe(false);
 
     // No website container mounts the captures volume; only sidecars hold NET_RAW.
     for (const c of websiteContainers()) {

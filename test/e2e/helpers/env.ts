@@ -99,7 +99,8 @@ export async function deployDemo(stack: string, log: (line: string) => void = ()
         .map((l) => JSON.parse(l));
     },
     async teardown() {
-      await sweepStack(api, stack);
+      // Like `pulumi destroy`: the capture collector's delete step runs first, then everything goes.
+      await deployment.teardown();
     },
   };
   try {
@@ -120,7 +121,7 @@ export async function deployDemo(stack: string, log: (line: string) => void = ()
       }),
     );
   } catch (e) {
-    await env.teardown();
+    await sweepStack(api, stack);
     throw e;
   }
   return env;
