@@ -1,0 +1,155 @@
+// The runner's own rules around the Automation API: which backend and config a stack gets, how outputs are shown
+// (secrets masked unless asked), how engine events become progress lines, and that operations on one stack
+// queue while different stacks run at once. The Pulumi CLI itself is not needed (nor installed) here.
+import type { EngineEvent, OutputMap } from "@pulumi/pulumi/automation";
+import { describe, expect, it } from "vitest";
+import { explain, isPulumiMissing, RunnerError } from "../../src/runner/errors";
+import { displayOutputs, formatDisplayed, readOutputs, SECRET_PLACEHOLDER, syntheticDomainsOf } from "../../src/runner/outputs";
+import { describeUrn, ProgressReporter, StepCounter } from "../../src/runner/progress";
+import { withStackLock } from "../../src/runner/stack-lock";
+import { backendUrlFor, specConfigMap } from "../../src/runner/workspace";
+
+describe("workspace", () => {
+  it("keeps state in a file backend under the project unless PULUMI_BACKEND_URL says otherwise", () => {
+    expect(backendUrlFor("/work/p", {})).toBe("file:///work/p/.multienv/state");
+    expect(backendUrlFor("/work/p", { PULUMI_BACKEND_URL: "s3://bucket/state" })).toBe("s3://bucket/state");
+    expect(backendUrlFor("/work/p", { PULUMI_BACKEND_URL: "  " })).toBe("file:///work/p/.multienv/state");
+  });
+
+  it("writes a spec's config in the multienv namespace, objects as JSON, secrets flagged", () => {
+    const map = specConfigMap({
+      name: "task-1",
+      config: { target: "docker", captureTraffic: true, websites: { shop: { domains: ["shop.test"] } }, "aws:region": "eu-west-1", unset: undefined },
+      secrets: { githubToken: "ghp_x" },
+    });
+    expect(map).toEqual({
+      "multienv:target": { value: "docker", secret: false },
+      "multienv:captureTraffic": { value: "true", secret: false },
+      "multienv:websites": { value: '{"shop":{"domains":["shop.test"]}}', secret: false },
+      "aws:region": { value: "eu-west-1", secret: false },
+      "multienv:githubToken": { value: "ghp_x", secret: true },
+    });
+  });
+});
+
+describe("per-stack lock", () => {
+  it("runs operations on one stack one after another, and on different stacks at once", async () => {
+    const events: string[] = [];
+    const step = (key: string, label: string, ms: number) =>
+      withStackLock(key, async () => {
+        events.push(`start ${label}`);
+        await new Promise((r) => setTimeout(r, ms));
+        events.push(`end ${label}`);
+      });
+    await Promise.all([step("a", "a1", 40), step("a", "a2", 5), step("b", "b1", 10)]);
+    expect(events.indexOf("end a1")).toBeLessThan(events.indexOf("start a2"));
+    expect(events.indexOf("start b1")).toBeLessThan(events.indexOf("end a1"));
+  });
+
+  it("goes on with the next operation after one fails", async () => {
+    const failed = withStackLock("c", async () => {
+      throw new Error("boom");
+    });
+    const next = withStackLock("c", async () => "ran");
+    await expect(failed).rejects.toThrow("boom");
+    await expect(next).resolves.toBe("ran");
+  });
+});
+
+const OUTPUTS: OutputMap = {
+  gatewayUrl: { value: "http://127.0.0.1:49153", secret: false },
+  controlToken: { value: "s3cr3t-token", secret: true },
+  websites: { value: { shop: { live: false, domains: ["shop.test"] }, github: { live: true, domains: ["github.com"] } }, secret: false },
+  computers: { value: { agent: { network: "allow-all" } }, secret: false },
+  live: { value: true, secret: false },
+  liveWebsites: { value: [{ name: "github", domains: ["github.com"], allowHosts: [], reproducible: false }], secret: false },
+  reproducible: { value: false, secret: false },
+  captureTraffic: { value: true, secret: false },
+};
+
+describe("outputs", () => {
+  it("masks secrets unless asked to show them", () => {
+    const masked = displayOutputs(OUTPUTS);
+    expect(masked.controlToken).toBe(SECRET_PLACEHOLDER);
+    expect(JSON.stringify(masked)).not.toContain("s3cr3t-token");
+    expect(formatDisplayed(masked)).not.toContain("s3cr3t-token");
+    expect(displayOutputs(OUTPUTS, true).controlToken).toBe("s3cr3t-token");
+  });
+
+  it("reads what the runner relies on, without the token", () => {
+    const outputs = readOutputs(OUTPUTS);
+    expect(outputs).toMatchObject({ gatewayUrl: "http://127.0.0.1:49153", live: true, reproducible: false, captureTraffic: true });
+    expect(JSON.stringify(outputs)).not.toContain("s3cr3t-token");
+    expect(syntheticDomainsOf(outputs)).toEqual(["shop.test"]);
+  });
+});
+
+function pre(urn: string, type: string, op = "create"): EngineEvent {
+  return { sequence: 0, timestamp: 0, resourcePreEvent: { metadata: { op, urn, type, provider: "" } } } as unknown as EngineEvent;
+}
+function done(urn: string, type: string, op = "create"): EngineEvent {
+  return { sequence: 0, timestamp: 0, resOutputsEvent: { metadata: { op, urn, type, provider: "" } } } as unknown as EngineEvent;
+}
+function failed(urn: string, type: string): EngineEvent {
+  return { sequence: 0, timestamp: 0, resOpFailedEvent: { metadata: { op: "create", urn, type, provider: "" }, status: 1, steps: 0 } } as unknown as EngineEvent;
+}
+
+const STACK_URN = "urn:pulumi:t::multienv::pulumi:pulumi:Stack::multienv-t";
+const PROVIDER_URN = "urn:pulumi:t::multienv::pulumi:providers:docker::local";
+const GATEWAY_URN = "urn:pulumi:t::multienv::multienv:index:MultiEnv$docker:index/container:Container::t-gateway";
+const SERVER_URN = "urn:pulumi:t::multienv::multienv:index:MultiEnv$multienv:website:Website$docker:index/container:Container::t-shop-server";
+
+describe("progress", () => {
+  it("names a resource by its own type and name", () => {
+    expect(describeUrn(SERVER_URN)).toBe("docker:index/container:Container t-shop-server");
+  });
+
+  it("counts a preview's resource steps, not the stack or providers", () => {
+    const counter = new StepCounter();
+    for (const e of [pre(STACK_URN, "pulumi:pulumi:Stack"), pre(PROVIDER_URN, "pulumi:providers:docker"), pre(GATEWAY_URN, "docker:index/container:Container"), pre(SERVER_URN, "docker:index/container:Container", "same")]) counter.onEvent(e);
+    expect(counter.total).toBe(2);
+  });
+
+  it("reports done/total as resources complete, naming the current one, and failures", () => {
+    const lines: string[] = [];
+    const progress = new ProgressReporter((l) => lines.push(l), 2);
+    progress.onEvent(pre(STACK_URN, "pulumi:pulumi:Stack"));
+    progress.onEvent(pre(SERVER_URN, "docker:index/container:Container"));
+    progress.onEvent(done(SERVER_URN, "docker:index/container:Container"));
+    progress.onEvent(pre(GATEWAY_URN, "docker:index/container:Container"));
+    progress.onEvent(failed(GATEWAY_URN, "docker:index/container:Container"));
+    expect(lines).toEqual([
+      "[0/2] create docker:index/container:Container t-shop-server …",
+      "[1/2] done: create docker:index/container:Container t-shop-server",
+      "[1/2] create docker:index/container:Container t-gateway …",
+      "[2/2] failed: create docker:index/container:Container t-gateway",
+    ]);
+  });
+
+  it("shows an unknown total as ?", () => {
+    const lines: string[] = [];
+    const progress = new ProgressReporter((l) => lines.push(l));
+    progress.onEvent(pre(SERVER_URN, "docker:index/container:Container", "delete"));
+    progress.onEvent(done(SERVER_URN, "docker:index/container:Container", "delete"));
+    expect(lines).toEqual(["[0/?] delete docker:index/container:Container t-shop-server …", "[1/?] done: delete docker:index/container:Container t-shop-server"]);
+  });
+});
+
+describe("errors", () => {
+  it("recognises the Automation API's missing-CLI failure and says how to install it", () => {
+    const error = new Error("code: -2\n stdout: \n stderr: Command failed with ENOENT: pulumi version\nspawn pulumi ENOENT\n");
+    expect(isPulumiMissing(error)).toBe(true);
+    expect(explain(error, "task-1", "deploying").message).toBe(
+      "stack task-1: deploying needs the Pulumi CLI, which is not installed; install it with `curl -fsSL https://get.pulumi.com | sh` and make sure `pulumi` is on PATH",
+    );
+  });
+
+  it("keeps the telling line of a CLI transcript, and passes RunnerErrors through", () => {
+    const error = new Error("code: 255\n stdout: \n stderr: warning: something\nerror: failed to decrypt: incorrect passphrase\n err?: x");
+    expect(explain(error, "t", "reading outputs").message).toMatch(/^stack t: reading outputs needs the stack's secrets passphrase; set PULUMI_CONFIG_PASSPHRASE/);
+    const other = new Error("code: 255\n stdout: \n stderr: error: no Pulumi.yaml project file found\n");
+    expect(explain(other, "t", "deploying").message).toBe("stack t: deploying failed: no Pulumi.yaml project file found");
+    const mine = new RunnerError("already one line");
+    expect(explain(mine, "t", "x")).toBe(mine);
+  });
+});
