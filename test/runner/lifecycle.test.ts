@@ -2,12 +2,18 @@
 // (secrets masked unless asked), how engine events become progress lines, and that operations on one stack
 // queue while different stacks run at once. The Pulumi CLI itself is not needed (nor installed) here.
 import type { EngineEvent, OutputMap } from "@pulumi/pulumi/automation";
-import { describe, expect, it } from "vitest";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { collectCaptures, deployStack, destroyStack, signIn } from "../../src/runner";
 import { explain, isPulumiMissing, RunnerError } from "../../src/runner/errors";
 import { displayOutputs, formatDisplayed, readOutputs, SECRET_PLACEHOLDER, syntheticDomainsOf } from "../../src/runner/outputs";
 import { describeUrn, ProgressReporter, StepCounter } from "../../src/runner/progress";
 import { withStackLock } from "../../src/runner/stack-lock";
 import { backendUrlFor, specConfigMap } from "../../src/runner/workspace";
+import { cleanup, tempDir } from "./helpers";
+
+afterAll(cleanup);
 
 describe("workspace", () => {
   it("keeps state in a file backend under the project unless PULUMI_BACKEND_URL says otherwise", () => {
@@ -151,5 +157,45 @@ describe("errors", () => {
     expect(explain(other, "t", "deploying").message).toBe("stack t: deploying failed: no Pulumi.yaml project file found");
     const mine = new RunnerError("already one line");
     expect(explain(mine, "t", "x")).toBe(mine);
+  });
+});
+
+describe("the library without the Pulumi CLI", () => {
+  it("fails each operation with one line saying how to install it", async () => {
+    const projectDir = tempDir("runner-project-");
+    writeFileSync(join(projectDir, "Pulumi.yaml"), "name: multienv\nruntime: nodejs\nstackConfigDir: stacks\n");
+    mkdirSync(join(projectDir, "stacks"));
+    writeFileSync(join(projectDir, "stacks", "Pulumi.demo.yaml"), "config: {}\n");
+    const path = process.env.PATH;
+    // No `pulumi` on this PATH, whatever the machine has installed.
+    process.env.PATH = [dirname(process.execPath), "/usr/bin", "/bin"].join(":");
+    try {
+      const install = "install it with `curl -fsSL https://get.pulumi.com | sh`";
+      await expect(deployStack("demo", { projectDir })).rejects.toThrow(`stack demo: deploying needs the Pulumi CLI, which is not installed; ${install}`);
+      await expect(collectCaptures("demo", { projectDir })).rejects.toThrow(`stack demo: collecting needs the Pulumi CLI`);
+      await expect(signIn("demo", { projectDir, site: "github", computer: "agent" })).rejects.toThrow("stack demo: signing computer agent in to github needs the Pulumi CLI");
+      await expect(destroyStack("demo", { projectDir })).rejects.toBeInstanceOf(RunnerError);
+      // A spec object is refused the same way, before any of its config is written.
+      await expect(deployStack({ name: "spec-1", config: { target: "docker" } }, { projectDir })).rejects.toThrow("stack spec-1: deploying needs the Pulumi CLI");
+    } finally {
+      process.env.PATH = path;
+    }
+  });
+
+  it("refuses a bad stack name before touching anything", async () => {
+    await expect(deployStack({ name: "Bad_Name", config: {} })).rejects.toThrow(/a stack name must be lowercase letters/);
+  });
+});
+
+describe("Pulumi's stack lock", () => {
+  it("is named, with what to do, when another process holds it", () => {
+    // The Automation API's own classification of the CLI's answer (file backend wording).
+    const { createCommandError } = require("@pulumi/pulumi/automation/errors") as {
+      createCommandError(result: { stdout: string; stderr: string; code: number }): Error;
+    };
+    const error = createCommandError({ stdout: "", stderr: "error: the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete the lock file with `pulumi cancel`.", code: 255 });
+    expect(explain(error, "task-7", "deploying").message).toBe(
+      "stack task-7: another update holds Pulumi's lock on this stack; wait for it to finish, or if that process died, run `pulumi cancel --stack task-7`",
+    );
   });
 });
