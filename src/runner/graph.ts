@@ -85,8 +85,13 @@ function computedState(type: string, name: string, inputs: Record<string, any>):
   }
 }
 
+/** The registration being made: the mock monitor calls newResource synchronously inside registerResource. */
+let registering: Registration | undefined;
+
 const mocks: pulumi.runtime.Mocks = {
   newResource(args) {
+    // Reuse the inputs the mock monitor already deserialized for us rather than decoding them a second time.
+    if (registering !== undefined) registering.inputs = args.inputs;
     return { id: `${args.name}-id`, state: computedState(args.type, args.name, args.inputs) };
   },
   call(args) {
@@ -157,12 +162,18 @@ export async function renderGraph(options: GraphOptions): Promise<Graph> {
   const runtime = pulumi.runtime as unknown as {
     getMonitor(): MockMonitorInternals;
     waitForRPCs(): Promise<void>;
-    deserializeProperties(struct: unknown): Record<string, unknown>;
   };
   const registered: Registration[] = [];
   const failures: unknown[] = [];
   const onRejection = (reason: unknown) => failures.push(reason);
   process.on("unhandledRejection", onRejection);
+  // The runtime stamps a stack trace on every promise it tracks (new Error().stack), and with source maps
+  // on (tsx) each costs a source-map lookup per frame: most of a large graph's time. Nothing here reads
+  // them, so traces are off for the run; errors are reported by message only.
+  const stackTraceLimit = Error.stackTraceLimit;
+  const prepareStackTrace = Error.prepareStackTrace;
+  Error.stackTraceLimit = 0;
+  Error.prepareStackTrace = (error: Error) => `${error.name}: ${error.message}`;
   // Without an engine, pulumi.log.warn writes `warning: [runtime] <msg>` to console.warn; keep those as data.
   const warnings: string[] = [];
   const consoleWarn = console.warn;
@@ -179,17 +190,23 @@ export async function renderGraph(options: GraphOptions): Promise<Graph> {
     const register = monitor.registerResource.bind(monitor);
     monitor.registerResource = (req, callback) => {
       const parentUrn = req.getParent();
-      registered.push({
+      const registration: Registration = {
         type: req.getType(),
         name: req.getName(),
         parentUrn,
         urn: monitor.newUrn(parentUrn, req.getType(), req.getName()),
         custom: req.getCustom(),
         providerRef: req.getProvider(),
-        inputs: runtime.deserializeProperties(req.getObject()),
+        inputs: {},
         additionalSecretOutputs: req.getAdditionalsecretoutputsList(),
-      });
-      return register(req, callback);
+      };
+      registered.push(registration);
+      registering = registration;
+      try {
+        return register(req, callback);
+      } finally {
+        registering = undefined;
+      }
     };
 
     // The program's own outputs object is rendered (not the stack resource's copy) so secrets stay secrets.
@@ -215,6 +232,8 @@ export async function renderGraph(options: GraphOptions): Promise<Graph> {
   } finally {
     process.off("unhandledRejection", onRejection);
     console.warn = consoleWarn;
+    Error.stackTraceLimit = stackTraceLimit;
+    Error.prepareStackTrace = prepareStackTrace;
     running = false;
   }
 }
