@@ -95,18 +95,51 @@ function viaProxy(proxyPort: number): Opener {
     });
 }
 
-async function throughput(open: Opener, sourcePort: number): Promise<number> {
-  const socket = await open(sourcePort);
+const sinkBuffer = Buffer.allocUnsafe(1 << 20);
+
+/**
+ * MiB/s of a TRANSFER_BYTES download from the source, directly (proxyPort undefined) or through a CONNECT proxy.
+ * The client reads into one reused buffer (node's `onread`) so that it costs as little CPU as it can: the machine's
+ * cores are shared by the client, the source and the proxy under test.
+ */
+async function throughput(proxyPort: number | undefined, sourcePort: number): Promise<number> {
   const header = Buffer.alloc(8);
   header.writeBigUInt64BE(BigInt(TRANSFER_BYTES));
-  const start = process.hrtime.bigint();
+  let start = 0n;
   let received = 0;
+  let head = proxyPort === undefined ? "" : undefined; // the proxy's answer to CONNECT, until its blank line
+  let socket!: net.Socket;
   await new Promise<void>((resolve, reject) => {
-    socket.on("data", (d: Buffer) => (received += d.length));
+    socket = net.connect({
+      port: proxyPort ?? sourcePort,
+      host: "127.0.0.1",
+      onread: {
+        buffer: sinkBuffer,
+        callback: (bytes, buffer) => {
+          if (head !== undefined) {
+            received += bytes;
+            return true;
+          }
+          const text = Buffer.from(buffer.buffer, buffer.byteOffset, bytes).toString("latin1");
+          const end = text.indexOf("\r\n\r\n");
+          if (end < 0) throw new Error("the proxy's answer to CONNECT came in pieces");
+          if (!/^HTTP\/1\.[01] 200/.test(text)) reject(new Error(`proxy answered ${text.slice(0, end)}`));
+          head = text.slice(0, end);
+          received += bytes - (end + 4);
+          start = process.hrtime.bigint();
+          socket.write(header);
+          return true;
+        },
+      },
+    });
+    socket.once("connect", () => {
+      if (proxyPort === undefined) {
+        start = process.hrtime.bigint();
+        socket.write(header);
+      } else socket.write(`CONNECT 127.0.0.1:${sourcePort} HTTP/1.1\r\nHost: 127.0.0.1:${sourcePort}\r\n\r\n`);
+    });
     socket.once("end", resolve);
     socket.once("error", reject);
-    socket.resume();
-    socket.write(header);
   });
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   socket.destroy();
@@ -165,6 +198,14 @@ async function latencyMicros(open: Opener, echoPort: number): Promise<{ mean: nu
   samples.sort((a, b) => a - b);
   return { mean: samples.reduce((a, b) => a + b, 0) / samples.length, p50: samples[Math.floor(samples.length / 2)], p99: samples[Math.floor(samples.length * 0.99)] };
 }
+
+/** CPU time (user + system) the process has used, in seconds: unlike wall time, hardly moved by others' load. */
+function cpuSeconds(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+const CLOCK_TICKS = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
 
 function rssKiB(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
@@ -275,10 +316,10 @@ async function main(): Promise<void> {
     console.error(`squid did not start: ${err.message}`);
     return undefined;
   });
-  const contenders: [string, Opener, number | undefined][] = [
-    ["direct", direct, undefined],
-    ["multienv", viaProxy(ours.port), ours.pid],
-    ...(squid ? ([["squid", viaProxy(squid.port), squid.pid]] as [string, Opener, number][]) : []),
+  const contenders: [string, Opener, number | undefined, number | undefined][] = [
+    ["direct", direct, undefined, undefined],
+    ["multienv", viaProxy(ours.port), ours.pid, ours.port],
+    ...(squid ? ([["squid", viaProxy(squid.port), squid.pid, squid.port]] as [string, Opener, number, number][]) : []),
   ];
 
   console.log(`site proxy benchmark on ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), node ${process.version}, ${squid ? "squid 5" : "no squid"}`);
@@ -286,13 +327,15 @@ async function main(): Promise<void> {
 
   // Each measure runs in rounds, the contenders taking turns within a round, and the best round counts: on a shared
   // machine a burst of someone else's load then hits one round, not one contender.
-  type Result = { mibps: number; tps: number; rtt: { mean: number; p50: number; p99: number }; rss?: number };
+  type Result = { mibps: number; tps: number; rtt: { mean: number; p50: number; p99: number }; rss?: number; cpuPerGiB?: number };
   const results: Record<string, Result> = {};
   for (const [name] of contenders) results[name] = { mibps: 0, tps: 0, rtt: { mean: Infinity, p50: Infinity, p99: Infinity } };
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, open] of round % 2 === 0 ? contenders : [...contenders].reverse()) {
+    for (const [name, open, pid, proxyPort] of round % 2 === 0 ? contenders : [...contenders].reverse()) {
       const r = results[name];
-      r.mibps = Math.max(r.mibps, await throughput(open, sourcePort));
+      const cpuBefore = pid ? cpuSeconds(pid) : 0;
+      r.mibps = Math.max(r.mibps, await throughput(proxyPort, sourcePort));
+      if (pid) r.cpuPerGiB = Math.min(r.cpuPerGiB ?? Infinity, (cpuSeconds(pid) - cpuBefore) / (TRANSFER_BYTES / 1024 ** 3));
       r.tps = Math.max(r.tps, await tunnelsPerSecond(open, echoPort));
       const rtt = await latencyMicros(open, echoPort);
       if (rtt.p50 < r.rtt.p50) r.rtt = rtt;
@@ -301,9 +344,9 @@ async function main(): Promise<void> {
   }
   for (const [name, open, pid] of contenders) if (pid) results[name].rss = await idleTunnelRss(open, echoPort, pid);
   for (const [name] of contenders) {
-    const { mibps, tps, rtt, rss } = results[name];
+    const { mibps, tps, rtt, rss, cpuPerGiB } = results[name];
     console.log(
-      `${name.padEnd(9)} throughput ${fmt(mibps).padStart(6)} MiB/s | new tunnels ${fmt(tps).padStart(6)}/s | round trip p50 ${fmt(rtt.p50, 1)} µs (mean ${fmt(rtt.mean, 1)}, p99 ${fmt(rtt.p99, 1)})` +
+      `${name.padEnd(9)} throughput ${fmt(mibps).padStart(6)} MiB/s${cpuPerGiB !== undefined ? ` (${fmt(cpuPerGiB, 2)} CPU s/GiB)` : ""} | new tunnels ${fmt(tps).padStart(6)}/s | round trip p50 ${fmt(rtt.p50, 1)} µs (mean ${fmt(rtt.mean, 1)}, p99 ${fmt(rtt.p99, 1)})` +
         (rss !== undefined ? ` | RSS per idle tunnel ${fmt(rss / 1024, 1)} KiB (${IDLE_TUNNELS} tunnels)` : ""),
     );
   }
@@ -313,6 +356,7 @@ async function main(): Promise<void> {
   const s = results.squid;
   console.log("\nratios");
   console.log(`  throughput       multienv/direct ${fmt(o.mibps / d.mibps, 2)}x (aim >= 0.8)` + (s ? ` | multienv/squid ${fmt(o.mibps / s.mibps, 2)}x (aim >= 1.0)` : ""));
+  if (s) console.log(`  proxy CPU/GiB    multienv/squid ${fmt(o.cpuPerGiB! / s.cpuPerGiB!, 2)}x (lower is better; unlike wall time, barely moved by other load)`);
   console.log(`  new tunnels/s    multienv/direct ${fmt(o.tps / d.tps, 2)}x` + (s ? ` | multienv/squid ${fmt(o.tps / s.tps, 2)}x (aim >= 1.0)` : ""));
   console.log(`  added latency    multienv +${fmt(o.rtt.p50 - d.rtt.p50, 1)} µs per round trip (p50)` + (s ? ` | squid +${fmt(s.rtt.p50 - d.rtt.p50, 1)} µs` : ""));
   console.log(`  idle tunnel RSS  multienv ${fmt(o.rss! / 1024, 1)} KiB (aim < 64)` + (s?.rss !== undefined ? ` | squid ${fmt(s.rss / 1024, 1)} KiB` : ""));

@@ -3,8 +3,9 @@
 // the `failed` log line say.
 import * as dns from "node:dns";
 import * as net from "node:net";
-import type { FailedReason } from "../protocol/site-proxy";
 import { isAddress } from "../plan/names";
+import type { FailedReason } from "../protocol/site-proxy";
+import { BulkReads } from "./bulk-reads";
 
 /** A connection that could not be opened, and why. */
 export class ConnectFailure extends Error {
@@ -20,6 +21,8 @@ export interface Opened {
   socket: net.Socket;
   /** The address connected to. */
   address: string;
+  /** Where the socket's reads go, when it was opened with `bulkReads` (its 'data' events never fire then). */
+  bulk?: BulkReads;
 }
 
 export interface ConnectorOptions {
@@ -31,8 +34,11 @@ export interface ConnectorOptions {
 }
 
 export interface Connector {
-  /** Resolves `host` (unless it is an address) and connects to one of its addresses before the deadline. */
-  open(host: string, port: number): Promise<Opened>;
+  /**
+   * Resolves `host` (unless it is an address) and connects to one of its addresses before the deadline.
+   * `bulkReads` reads into a shared buffer (see bulk-reads.ts): for byte relays, not for sockets a parser reads.
+   */
+  open(host: string, port: number, options?: { bulkReads?: boolean }): Promise<Opened>;
   /** The addresses `host` stands for, or a ConnectFailure with reason `doesn't resolve`. */
   lookup(host: string, deadline: number): Promise<string[]>;
 }
@@ -65,9 +71,9 @@ function beforeDeadline<T>(work: Promise<T>, deadline: number, onLate: () => Err
 }
 
 /** One connection attempt to one address, given up after `timeoutMs`. */
-function attempt(address: string, port: number, timeoutMs: number): Promise<net.Socket> {
+function attempt(address: string, port: number, timeoutMs: number, bulk: BulkReads | undefined): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: address, port, allowHalfOpen: true, noDelay: true });
+    const socket = net.connect({ host: address, port, allowHalfOpen: true, noDelay: true, ...(bulk ? { onread: bulk.onread } : {}) });
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`connect ${address}:${port}: no answer within ${timeoutMs} ms`));
@@ -123,7 +129,7 @@ export function createConnector(options: ConnectorOptions): Connector {
     );
   }
 
-  async function open(host: string, port: number): Promise<Opened> {
+  async function open(host: string, port: number, openOptions: { bulkReads?: boolean } = {}): Promise<Opened> {
     const deadline = Date.now() + options.connectTimeoutMs;
     const addresses = await lookup(host, deadline);
     const errors: string[] = [];
@@ -134,8 +140,9 @@ export function createConnector(options: ConnectorOptions): Connector {
       // of the ones after it; the last gets everything that remains.
       const share = Math.ceil(remaining / (addresses.length - i));
       try {
-        const socket = await attempt(addresses[i], port, share);
-        return { socket, address: addresses[i] };
+        const bulk = openOptions.bulkReads ? new BulkReads() : undefined;
+        const socket = await attempt(addresses[i], port, share, bulk);
+        return { socket, address: addresses[i], bulk };
       } catch (err) {
         errors.push(errorText(err));
       }

@@ -7,7 +7,7 @@ import type * as net from "node:net";
 import * as tls from "node:tls";
 import { SITE_PROXY_HEADER, SiteProxyVerdict, type FailedReason } from "../protocol/site-proxy";
 import type { CertificateAuthority } from "./ca";
-import { ConnectFailure, type Connector, normalizeHost } from "./connect";
+import { ConnectFailure, type Connector, normalizeHost, type Opened } from "./connect";
 import type { EventLog } from "./log";
 import { endedByRelay, relay } from "./relay";
 import type { Router } from "./routing";
@@ -149,9 +149,10 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   };
 
   /** Opens a connection to a host the computer reaches and writes its `connection` line when it closes. */
-  async function openLogged(method: "CONNECT" | "HTTP", host: string, port: number): Promise<net.Socket> {
+  async function openLogged(method: "CONNECT" | "HTTP", host: string, port: number): Promise<Opened> {
     const start = new Date();
-    const { socket, address } = await connector.open(host, port);
+    const opened = await connector.open(host, port, { bulkReads: method === "CONNECT" });
+    const { socket, address } = opened;
     socket.setTimeout(idleTimeoutMs);
     socket.once("close", () =>
       log.write({
@@ -167,7 +168,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
         ...(endedByRelay.has(socket) ? { endedBy: endedByRelay.get(socket) } : {}),
       }),
     );
-    return socket;
+    return opened;
   }
 
   async function openGateway(): Promise<net.Socket> {
@@ -176,7 +177,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     return socket;
   }
 
-  const hostAgent = connectorAgent((host, port) => openLogged("HTTP", host, port), idleTimeoutMs);
+  const hostAgent = connectorAgent(async (host, port) => (await openLogged("HTTP", host, port)).socket, idleTimeoutMs);
   const gatewayAgent = connectorAgent(openGateway, idleTimeoutMs);
   // Sockets in the agents' pools time out idle; the agent then closes them (its own listener), nothing to do here.
 
@@ -289,7 +290,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       answerSocket(client, 403, SiteProxyVerdict.refused, refused(req.method ?? "GET", target.host, target.port, route.why));
     } else {
       const headers = endToEndHeaders(req.rawHeaders);
-      void upgrade(req, client, head, () => openLogged("HTTP", target.host, target.port), target.path, headers, target);
+      void upgrade(req, client, head, async () => (await openLogged("HTTP", target.host, target.port)).socket, target.path, headers, target);
     }
   }
 
@@ -355,7 +356,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
 
   /** CONNECT to a host the computer reaches: a byte tunnel, never decrypted. */
   async function tunnel(client: net.Socket, head: Buffer, host: string, port: number): Promise<void> {
-    let upstream: net.Socket;
+    let upstream: Opened;
     try {
       upstream = await openLogged("CONNECT", host, port);
     } catch (err) {
@@ -364,12 +365,12 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       return;
     }
     if (client.destroyed) {
-      upstream.destroy();
+      upstream.socket.destroy();
       return;
     }
     client.write("HTTP/1.1 200 Connection established\r\n\r\n");
-    if (head.length > 0) upstream.write(head);
-    relay(client, upstream, idleTimeoutMs, () => {});
+    if (head.length > 0) upstream.socket.write(head);
+    relay(client, upstream.socket, idleTimeoutMs, () => {}, upstream.bulk);
   }
 
   function onConnect(req: http.IncomingMessage, client: net.Socket, head: Buffer): void {

@@ -2,6 +2,7 @@
 // with no traffic either way ends after the idle timeout, and so does a write to a peer that stopped reading
 // (even while the other direction is busy, which would keep the sockets' own idle timers from firing).
 import type { Duplex } from "node:stream";
+import { type BulkReads, chunkRetained } from "./bulk-reads";
 
 /** Why a relayed socket was ended by the relay (`idle`, `stalled write`, an error code), for its log line. */
 export const endedByRelay = new WeakMap<object, string>();
@@ -38,8 +39,33 @@ function forward(from: Duplex, to: Duplex, stallMs: number, onStall: () => void)
   from.once("close", () => clearTimeout(stallTimer));
 }
 
-/** Relays `client` <-> `upstream` and calls `onEnd` once, when both sockets are closed. */
-export function relay(client: Duplex & Relayed, upstream: Duplex & Relayed, idleTimeoutMs: number, onEnd: (end: RelayEnd) => void): void {
+/** Like `forward`, for a socket whose reads come through `bulk` (bulk-reads.ts) rather than 'data' events. */
+function forwardBulk(from: Duplex, bulk: BulkReads, to: Duplex, stallMs: number, onStall: () => void): void {
+  let stallTimer: NodeJS.Timeout | undefined;
+  const onDrain = () => {
+    clearTimeout(stallTimer);
+    stallTimer = undefined;
+    from.resume();
+  };
+  bulk.attach((chunk) => {
+    const flushed = to.write(chunk);
+    if (to.writableLength > 0) chunkRetained();
+    if (flushed) return true;
+    if (stallTimer === undefined) {
+      stallTimer = setTimeout(onStall, stallMs);
+      to.once("drain", onDrain);
+    }
+    return false;
+  });
+  from.once("end", () => to.end());
+  from.once("close", () => clearTimeout(stallTimer));
+}
+
+/**
+ * Relays `client` <-> `upstream` and calls `onEnd` once, when both sockets are closed. `upstreamBulk` is given
+ * when the upstream socket was opened with bulk reads.
+ */
+export function relay(client: Duplex & Relayed, upstream: Duplex & Relayed, idleTimeoutMs: number, onEnd: (end: RelayEnd) => void, upstreamBulk?: BulkReads): void {
   let endedBy: string | undefined;
   let open = 2;
   const stop = (why: string) => {
@@ -62,5 +88,6 @@ export function relay(client: Duplex & Relayed, upstream: Duplex & Relayed, idle
     } else socket.once("close", closed);
   }
   forward(client, upstream, idleTimeoutMs, () => stop("stalled write"));
-  forward(upstream, client, idleTimeoutMs, () => stop("stalled write"));
+  if (upstreamBulk) forwardBulk(upstream, upstreamBulk, client, idleTimeoutMs, () => stop("stalled write"));
+  else forward(upstream, client, idleTimeoutMs, () => stop("stalled write"));
 }

@@ -83,8 +83,8 @@ export async function startSiteProxy(config: SiteProxyConfig): Promise<RunningSi
     const target = parseAuthority(spec.target)!; // the schema checked host:port
     const server = net.createServer({ allowHalfOpen: true, noDelay: true }, (client) => {
       client.on("error", () => client.destroy());
-      connector.open(target.host, target.port).then(
-        ({ socket }) => relay(client, socket, config.idleTimeoutMs, () => {}),
+      connector.open(target.host, target.port, { bulkReads: true }).then(
+        ({ socket, bulk }) => relay(client, socket, config.idleTimeoutMs, () => {}, bulk),
         (err: Error) => {
           const reason = err instanceof ConnectFailure ? err.reason : "no answer";
           log.write({ event: "failed", method: "RELAY", host: target.host, port: target.port, reason, error: err.message });

@@ -18,9 +18,9 @@ afterAll(cleanup);
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 describe("the log", () => {
-  it("starts with a startup line naming the bound port, the CA and the reaching", () => {
-    const [first] = proxy.records();
-    const startup = first as StartupRecord;
+  it("starts with a startup line naming the bound port, the CA and the reaching", async () => {
+    await proxy.waitForRecord("the startup line", (r) => r.event === "startup");
+    const startup = proxy.records()[0] as StartupRecord;
     expect(Object.keys(startup).sort()).toEqual(["caCert", "control", "event", "pid", "proxy", "reach", "relays", "sites", "time"]);
     expect(startup).toMatchObject({ event: "startup", pid: proxy.child.pid, proxy: { host: "127.0.0.1", port: proxy.port }, relays: [], control: null, caCert: proxy.caCertPath, reach: ["echo.test", "*.closed.test"], sites: [] });
     expect(startup.time).toMatch(ISO);

@@ -114,7 +114,10 @@ describe("robustness", () => {
     expect(servedAgainAfter).toBeLessThan(2_000);
     const restarted = await supervised.waitForRecord<RestartedRecord>("restarted", (r) => r.event === "restarted");
     expect(restarted).toMatchObject({ previousPid: firstPid, signal: "SIGKILL", exitCode: null });
-    const startups = supervised.records().filter((r): r is StartupRecord => r.event === "startup");
+    const startups = await waitFor("both startup lines", () => {
+      const found = supervised.records().filter((r): r is StartupRecord => r.event === "startup");
+      return found.length === 2 ? found : undefined;
+    });
     expect(startups.map((s) => s.pid)).toEqual([firstPid, restarted.pid]);
   });
 });
