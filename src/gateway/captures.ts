@@ -6,7 +6,7 @@ import { constants, createReadStream } from "node:fs";
 import { open, readdir, stat } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
 import { join } from "node:path";
-import { parseCaptureName, PCAP_MEDIA_TYPE, type CaptureRole, type TrafficCapture, type TrafficCaptureListing } from "../protocol/traffic";
+import { parseCaptureName, PCAP_MEDIA_TYPE, type TrafficCapture, type TrafficCaptureListing } from "../protocol/traffic";
 import { replyJson } from "./reply";
 
 /** Every capture file in `dir`, oldest first (by modification time, then name). */
@@ -71,12 +71,4 @@ export async function serveCapture(dir: string, name: string, res: ServerRespons
   stream.on("error", () => res.destroy());
   res.on("close", () => stream.destroy());
   stream.pipe(res);
-}
-
-/** The newest file of one container's capture, if any. */
-export async function newestCapture(dir: string, site: string, role: CaptureRole): Promise<{ name: string; bytes: number; mtimeMs: number } | undefined> {
-  const all = await listCaptures(dir).catch(() => []);
-  const mine = all.filter((capture) => capture.site === site && capture.role === role);
-  const newest = mine[mine.length - 1];
-  return newest && { name: newest.name, bytes: newest.bytes, mtimeMs: Date.parse(newest.modified) };
 }

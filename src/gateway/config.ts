@@ -40,8 +40,8 @@ export const gatewayConfigSchema = z
     connectTimeoutMs: z.number().int().positive().default(10_000),
     /** An upstream exchange with no bytes either way for this long is cut. Not a ceiling on the whole exchange. */
     idleTimeoutMs: z.number().int().positive().default(60_000),
-    /** /healthz: a capture file modified this recently counts as writing. */
-    captureFreshMs: z.number().int().positive().default(120_000),
+    /** /healthz: a capture file modified this recently counts as writing (else it must grow during the check). */
+    captureFreshMs: z.number().int().positive().default(30_000),
     /** Processes serving requests (node cluster workers); 1 serves from the main process. */
     workers: z.number().int().min(1).max(64).default(() => availableParallelism()),
   })

@@ -3,21 +3,24 @@
 //
 // "Writing" means: the newest `<site>-<role>.pcap<N>` file holds at least a pcap header
 // (tcpdump -U writes it as soon as it opens the file, so this proves the sidecar started)
-// and it was modified within `captureFreshMs`, or it changed since the previous check.
-// An idle website sends no packets, so before looking, the check itself makes traffic in
-// every captured container: the /ready request for a server, a TCP connection for a
-// frontend. A running sidecar therefore always has fresh packets to write.
+// and it was modified within `captureFreshMs` (default 30 s) or it grows during the check.
+// An idle website sends no packets, so the check itself makes traffic in every captured
+// container (the /ready request for a server, a TCP connection for a frontend) and then
+// waits up to CAPTURE_SETTLE_MS for those packets to reach the file. A running sidecar
+// therefore always passes, and a dead one fails once its file is older than the window.
 import type http from "node:http";
 import net from "node:net";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import type { CaptureRole } from "../protocol/traffic";
-import { newestCapture } from "./captures";
+import { listCaptures } from "./captures";
 import type { GatewayConfig } from "./config";
 import { getSmall } from "./fetch";
 
 const READY_TIMEOUT_MS = 3_000;
 const PCAP_HEADER_BYTES = 24;
+/** How long a capture may take to show the probes' packets. */
+const CAPTURE_SETTLE_MS = 1_500;
 const PCAP_MAGICS = new Set([0xa1b2c3d4, 0xd4c3b2a1, 0xa1b23c4d, 0x4d3cb2a1]);
 
 export interface Missing {
@@ -67,48 +70,63 @@ function touch(url: URL): Promise<void> {
   });
 }
 
-export class HealthCheck {
-  /** The newest file and size seen at the previous check, per container capture. */
-  private readonly lastSeen = new Map<string, string>();
+interface CaptureState {
+  name: string;
+  bytes: number;
+  mtimeMs: number;
+}
 
+/** The newest file of each expected capture (undefined when there is none). */
+async function snapshot(dir: string, expected: Array<{ site: string; role: CaptureRole }>): Promise<Array<CaptureState | undefined>> {
+  const all = await listCaptures(dir).catch(() => []); // oldest first
+  return expected.map(({ site, role }) => {
+    const newest = all.filter((capture) => capture.site === site && capture.role === role).at(-1);
+    return newest && { name: newest.name, bytes: newest.bytes, mtimeMs: Date.parse(newest.modified) };
+  });
+}
+
+export class HealthCheck {
   constructor(
     private readonly config: GatewayConfig,
     private readonly agent: http.Agent,
   ) {}
 
-  private async captureProblem(dir: string, site: string, role: CaptureRole): Promise<string | undefined> {
-    const newest = await newestCapture(dir, site, role);
-    if (!newest) return `no ${site}-${role}.pcap<N> file in the captures folder`;
-    if (newest.bytes < PCAP_HEADER_BYTES) return `${newest.name} has no pcap header yet`;
-    const magic = await readMagic(join(dir, newest.name)).catch(() => undefined);
-    if (magic === undefined || !PCAP_MAGICS.has(magic)) return `${newest.name} is not a pcap file`;
-    const key = `${site}-${role}`;
-    const seen = `${newest.name}:${newest.bytes}`;
-    const changed = this.lastSeen.has(key) && this.lastSeen.get(key) !== seen;
-    this.lastSeen.set(key, seen);
-    if (changed || Date.now() - newest.mtimeMs <= this.config.captureFreshMs) return undefined;
-    return `${newest.name} unchanged since ${new Date(newest.mtimeMs).toISOString()}`;
+  private async captureProblem(dir: string, state: CaptureState | undefined, before: CaptureState | undefined, site: string, role: CaptureRole): Promise<string | undefined> {
+    if (!state) return `no ${site}-${role}.pcap<N> file in the captures folder`;
+    if (state.bytes < PCAP_HEADER_BYTES) return `${state.name} has no pcap header yet`;
+    const magic = await readMagic(join(dir, state.name)).catch(() => undefined);
+    if (magic === undefined || !PCAP_MAGICS.has(magic)) return `${state.name} is not a pcap file`;
+    const grew = before !== undefined && (before.name !== state.name || before.bytes !== state.bytes);
+    if (grew || Date.now() - state.mtimeMs <= this.config.captureFreshMs) return undefined;
+    return `${state.name} unchanged since ${new Date(state.mtimeMs).toISOString()}, even after traffic to its container`;
   }
 
   async check(): Promise<Health> {
     const missing: Missing[] = [];
     const sites = Object.entries(this.config.sites);
+    const dir = this.config.capturesDir;
+    const expected = dir === undefined ? [] : sites.flatMap(([site, upstreams]) => (upstreams.frontend ? ["server", "frontend"] : ["server"]).map((role) => ({ site, role: role as CaptureRole })));
+    const before = dir === undefined ? [] : await snapshot(dir, expected);
     await Promise.all(
       sites.map(async ([name, site]) => {
         const problem = await serverReady(site, this.agent);
         if (problem) missing.push({ what: "ready", site: name, detail: problem });
-        if (site.frontend && this.config.capturesDir !== undefined) await touch(site.frontend);
+        if (site.frontend && dir !== undefined) await touch(site.frontend);
       }),
     );
-    const dir = this.config.capturesDir;
     if (dir !== undefined) {
-      for (const [name, site] of sites) {
-        const roles: CaptureRole[] = site.frontend ? ["server", "frontend"] : ["server"];
-        for (const role of roles) {
-          const problem = await this.captureProblem(dir, name, role);
-          if (problem) missing.push({ what: "capture", site: name, role, detail: problem });
-        }
+      // tcpdump hands packets over in blocks (up to a second late), so give the probes' packets time to land.
+      const deadline = Date.now() + CAPTURE_SETTLE_MS;
+      let problems: Array<string | undefined>;
+      for (;;) {
+        const now = await snapshot(dir, expected);
+        problems = await Promise.all(expected.map(({ site, role }, i) => this.captureProblem(dir, now[i], before[i], site, role)));
+        if (problems.every((p) => p === undefined) || Date.now() >= deadline) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
       }
+      problems.forEach((detail, i) => {
+        if (detail) missing.push({ what: "capture", ...expected[i], detail });
+      });
     }
     return { ok: missing.length === 0, missing };
   }

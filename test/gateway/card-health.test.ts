@@ -145,7 +145,9 @@ describe("gateway /healthz", () => {
   };
 
   it("is 200 when every server is ready and every capture is writing", async () => {
-    const gateway = await gatewayWith({ sites: { shop: { server: shop.url, frontend: frontend.url } }, capturesDir: liveDir });
+    // A freshness window of 1 ms: only packets written during the check itself count, so this
+    // proves the check's own traffic (the /ready request, a connection to the frontend) reaches tcpdump.
+    const gateway = await gatewayWith({ sites: { shop: { server: shop.url, frontend: frontend.url } }, capturesDir: liveDir, captureFreshMs: 1 });
     const before = shop.ready.hits;
     const answer = await request(`${gateway.url}/healthz`);
     expect(JSON.parse(answer.body)).toEqual({ ok: true, missing: [] });
@@ -187,12 +189,14 @@ describe("gateway /healthz", () => {
     expect(missing.find((m) => m.role === "frontend")!.detail).toContain("no shop-frontend.pcap<N> file");
     expect(missing.find((m) => m.site === "cart")!.detail).toContain("no pcap header");
 
-    // The stale capture grows (its modification time still old) and the others appear.
-    appendFileSync(stale, Buffer.alloc(64));
-    utimesSync(stale, tenMinutesAgo, tenMinutesAgo);
+    // The others appear, and the stale capture grows while the check runs (its modification time still old).
     writeFileSync(join(staleDir, "shop-frontend.pcap0"), PCAP_HEADER);
     writeFileSync(join(staleDir, "cart-server.pcap0"), PCAP_HEADER);
-    const second = await request(`${gateway.url}/healthz`);
+    const pending = request(`${gateway.url}/healthz`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    appendFileSync(stale, Buffer.alloc(64));
+    utimesSync(stale, tenMinutesAgo, tenMinutesAgo);
+    const second = await pending;
     expect(JSON.parse(second.body)).toEqual({ ok: true, missing: [] });
     expect(second.status).toBe(200);
     await cart.close();
