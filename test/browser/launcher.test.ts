@@ -1,0 +1,132 @@
+// The browser computer's launcher with the real Chromium on loopback: it waits for the env CA, trusts
+// it (an HTTPS start tab through the proxy loads with no certificate error), sends every tab through
+// its --proxy-server, serves DevTools on its port, and brings Chromium back with its tabs after kill -9.
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import https from "node:https";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseBrowserConfig } from "../../src/browser/config";
+import { start, type Launcher } from "../../src/browser/launcher";
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-browser-"));
+const caFile = path.join(dir, "ca", "ca.pem");
+const seen: string[] = [];
+const log: Record<string, any>[] = [];
+let origin: https.Server;
+let proxy: http.Server;
+let launcher: Launcher;
+let cdpPort: number;
+
+function openssl(args: string[]): void {
+  execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
+}
+
+function listen(server: net.Server): Promise<number> {
+  return new Promise((r) => server.listen(0, "127.0.0.1", () => r((server.address() as net.AddressInfo).port)));
+}
+
+async function devtoolsTabs(): Promise<{ url: string; title: string; type: string }[]> {
+  const res = await fetch(`http://127.0.0.1:${cdpPort}/json/list`);
+  return ((await res.json()) as { url: string; title: string; type: string }[]).filter((t) => t.type === "page");
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe().catch(() => undefined);
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+beforeAll(async () => {
+  openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca-ready.pem", "-days", "1", "-subj", "/CN=test env CA"]);
+  openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "key.pem", "-out", "leaf.csr", "-subj", "/CN=app.test"]);
+  fs.writeFileSync(path.join(dir, "ext.cnf"), "subjectAltName=DNS:app.test\nextendedKeyUsage=serverAuth\n");
+  openssl(["x509", "-req", "-in", "leaf.csr", "-CA", "ca-ready.pem", "-CAkey", "ca-key.pem", "-CAcreateserial", "-out", "cert.pem", "-days", "1", "-extfile", "ext.cnf"]);
+  origin = https.createServer({ cert: fs.readFileSync(path.join(dir, "cert.pem")), key: fs.readFileSync(path.join(dir, "key.pem")) }, (_req, res) => {
+    res.end("<!doctype html><title>trusted app</title>");
+  });
+  const originPort = await listen(origin);
+  // A forward proxy: CONNECT goes to the HTTPS origin whatever the name; absolute-form GET is answered here.
+  proxy = http.createServer((req, res) => {
+    seen.push(`GET ${req.url}`);
+    res.end("<!doctype html><title>plain page</title>");
+  });
+  proxy.on("connect", (req, socket: net.Socket, head) => {
+    seen.push(`CONNECT ${req.url}`);
+    const upstream = net.connect(originPort, "127.0.0.1", () => {
+      socket.write("HTTP/1.1 200 Connection established\r\n\r\n");
+      upstream.write(head);
+      upstream.pipe(socket).pipe(upstream);
+    });
+    upstream.on("error", () => socket.destroy());
+    socket.on("error", () => upstream.destroy());
+  });
+  const proxyPort = await listen(proxy);
+  const reserved = net.createServer();
+  cdpPort = await listen(reserved);
+  await new Promise((r) => reserved.close(r));
+  const config = parseBrowserConfig(JSON.stringify({ proxy: `http://127.0.0.1:${proxyPort}`, startTabs: ["https://app.test/", "http://plain.test/"], cdpPort, caFile }));
+  launcher = await start(config, { home: path.join(dir, "home"), listenHost: "127.0.0.1", log: (r) => log.push(r), restartDelayMs: 100 });
+}, 30_000);
+
+afterAll(async () => {
+  await launcher?.stop();
+  origin?.close();
+  proxy?.close();
+});
+
+describe("browser launcher", () => {
+  it("waits for the env CA before launching Chromium", async () => {
+    await until("waiting-for-ca", async () => log.some((r) => r.event === "waiting-for-ca"));
+    await new Promise((r) => setTimeout(r, 500));
+    expect(log.some((r) => r.event === "chromium-started")).toBe(false);
+    expect(launcher.pid()).toBeUndefined();
+  });
+
+  it("trusts the CA, opens every start tab through the proxy, and serves DevTools on its port", async () => {
+    const ready = launcher.ready();
+    fs.mkdirSync(path.dirname(caFile), { recursive: true });
+    fs.copyFileSync(path.join(dir, "ca-ready.pem"), caFile);
+    await ready;
+    const tabs = await until("both start tabs loaded", async () => {
+      const t = await devtoolsTabs();
+      const titles = t.map((x) => x.title).sort();
+      return titles.includes("trusted app") && titles.includes("plain page") ? t : undefined;
+    });
+    expect(tabs.map((t) => t.url).sort()).toEqual(["http://plain.test/", "https://app.test/"]);
+    expect(seen).toContain("CONNECT app.test:443");
+    expect(seen).toContain("GET http://plain.test/");
+  });
+
+  it("starts Chromium again after kill -9, with its start tabs", async () => {
+    const pid = launcher.pid()!;
+    const ready = launcher.ready();
+    process.kill(pid, "SIGKILL");
+    await ready;
+    expect(launcher.pid()).not.toBe(pid);
+    expect(log.map((r) => r.event)).toEqual(expect.arrayContaining(["chromium-exited", "restarted"]));
+    const tabs = await until("start tabs again", async () => {
+      const t = await devtoolsTabs();
+      return t.filter((x) => x.title === "trusted app" || x.title === "plain page").length === 2 ? t : undefined;
+    });
+    expect(tabs).toHaveLength(2);
+  });
+});
+
+describe("browser config", () => {
+  it("names the field that is wrong", () => {
+    expect(() => parseBrowserConfig(undefined)).toThrow(/MULTIENV_BROWSER_CONFIG is not set/);
+    expect(() => parseBrowserConfig("{")).toThrow(/is not JSON/);
+    expect(() => parseBrowserConfig(JSON.stringify({ proxy: "nope", caFile: "/x" }))).toThrow(/MULTIENV_BROWSER_CONFIG.proxy: must be/);
+    expect(() => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", startTabs: ["not a url"] }))).toThrow(/startTabs\[0\]: "not a url" is not a URL/);
+    expect(() => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", extra: 1 }))).toThrow(/MULTIENV_BROWSER_CONFIG.extra: unknown field/);
+    expect(parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/ca.pem" }))).toEqual({ proxy: "http://p:3128", startTabs: [], cdpPort: 9222, caFile: "/ca.pem" });
+  });
+});
