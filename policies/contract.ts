@@ -53,6 +53,9 @@ export const SECRET_ENV = {
   websiteSettings: ENV_VARS.websiteSettings,
 } as const;
 
+/** The component that generates the gateway's control token; its command child's stdout is the token. */
+export const CONTROL_TOKEN_COMPONENT = "multienv:index:ControlToken";
+
 /** The stack outputs the pack reads. */
 export const OUTPUTS = {
   controlToken: "controlToken",

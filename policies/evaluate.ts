@@ -9,10 +9,12 @@ import { RULES } from "./rules";
 export interface GraphResource {
   type: string;
   name: string;
-  parent?: string;
   urn?: string;
   /** Inputs as the mocks received them: secret values keep Pulumi's secret marker (or are "[secret]"). */
   inputs: Record<string, unknown>;
+  /** The name and type of the resource's parent, for resources that have one (other than the stack). */
+  parent?: string;
+  parentType?: string;
   /** The logical name of the resource's explicit provider, itself a resource of the graph. */
   provider?: string;
   /** The resource option; unset means none when the graph records resource options (see RunOptions). */
@@ -49,6 +51,7 @@ export function stackFromGraph(graph: Graph | GraphResource[], options: RunOptio
         urn: r.urn,
         inputs: r.inputs ?? {},
         additionalSecretOutputs: r.additionalSecretOutputs ?? (options.resourceOptionsKnown === false ? undefined : []),
+        parentType: r.parentType,
         provider: r.provider,
         providerInputs: r.provider === undefined ? undefined : providers.get(r.provider),
       })),
@@ -119,6 +122,7 @@ export function stackFromCrossGuard(args: StackValidationArgs): PolicyStack {
     urn: r.urn,
     inputs: r.props,
     additionalSecretOutputs: r.opts?.additionalSecretOutputs,
+    parentType: r.parent?.type,
     provider: r.provider?.urn,
     providerInputs: r.provider?.props,
   });

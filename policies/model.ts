@@ -29,6 +29,8 @@ export interface PolicyResource {
   inputs: Record<string, unknown>;
   /** The `additionalSecretOutputs` resource option, where the source knows options (CrossGuard does, mocks do not). */
   additionalSecretOutputs?: string[];
+  /** The type of the resource's parent (a component such as `multienv:index:ControlToken`), where known. */
+  parentType?: string;
   /** The resource's explicit provider (its name in a graph, its URN under CrossGuard): which Docker engine it is on. */
   provider?: string;
   /** The inputs of the resource's provider, where known: AWS default tags live there. */

@@ -8,6 +8,8 @@ import { Struct } from "google-protobuf/google/protobuf/struct_pb";
 import { Empty } from "google-protobuf/google/protobuf/empty_pb";
 import { AnalyzerClient } from "@pulumi/pulumi/proto/analyzer_grpc_pb";
 import * as analyzer from "@pulumi/pulumi/proto/analyzer_pb";
+import type { Graph } from "../../policies/evaluate";
+import { TYPES } from "../../policies/model";
 
 export const POLICIES_DIR = path.resolve(__dirname, "../../policies");
 
@@ -35,6 +37,25 @@ export interface PolicyInfo {
 }
 
 export const MANDATORY = analyzer.EnforcementLevel.MANDATORY;
+
+/**
+ * A graph as the engine would hand it to the pack: the root Stack resource (its properties are the outputs),
+ * then each resource with its properties, options and parent URN.
+ */
+export function engineResourcesOf(graph: Graph): EngineResource[] {
+  const urnByTypeAndName = new Map(graph.resources.map((r) => [`${r.type}|${r.name}`, urnOf({ ...r, props: {} })]));
+  return [
+    { type: TYPES.stack, name: "multienv-stack", props: (graph.outputs ?? {}) as Record<string, unknown> },
+    ...graph.resources.map((r) => ({
+      type: r.type,
+      name: r.name,
+      urn: r.urn,
+      props: r.inputs,
+      additionalSecretOutputs: r.additionalSecretOutputs,
+      parent: r.parentType !== undefined ? urnByTypeAndName.get(`${r.parentType}|${r.parent}`) : undefined,
+    })),
+  ];
+}
 
 export function urnOf(resource: EngineResource): string {
   return resource.urn ?? `urn:pulumi:test::multienv::${resource.type}::${resource.name}`;
@@ -120,6 +141,7 @@ export class RunningPack {
         r.setUrn(urnOf(resource));
         r.setProperties(Struct.fromJavaScript(resource.props as Record<string, any>));
         r.setOptions(options(resource));
+        if (resource.parent) r.setParent(resource.parent);
         return r;
       }),
     );

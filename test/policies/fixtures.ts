@@ -107,6 +107,15 @@ export function dockerGraph(): Graph {
       sidecar("shop", "frontend"),
       sidecar("github", "server"),
       ...computer("desktop"),
+      { type: "multienv:index:ControlToken", name: "t-control-token", inputs: {} },
+      {
+        type: "command:local:Command",
+        name: "t-control-token-generator",
+        parent: "t-control-token",
+        parentType: "multienv:index:ControlToken",
+        inputs: { create: "node -e ...", logging: "none" },
+        additionalSecretOutputs: ["stdout", "stderr"],
+      },
     ],
     outputs: { controlToken: secret("0123456789abcdef0123456789abcdef"), captureTraffic: true },
   };

@@ -4,19 +4,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as aws from "@pulumi/aws";
 import * as docker from "@pulumi/docker";
-import type { Graph } from "../../policies/evaluate";
 import { TYPES } from "../../policies/model";
 import { RULES } from "../../policies/rules";
-import { MANDATORY, RunningPack, type EngineResource } from "./crossguard";
+import { engineResourcesOf, MANDATORY, RunningPack } from "./crossguard";
 import { aws as awsResource, dockerGraph, ec2Resources, sidecar } from "./fixtures";
 
-/** A graph as the engine would send it: each resource's properties, plus the root Stack with the outputs. */
-function engineResources(graph: Graph): EngineResource[] {
-  return [
-    { type: TYPES.stack, name: "multienv-test", props: (graph.outputs ?? {}) as Record<string, unknown> },
-    ...graph.resources.map((r) => ({ type: r.type, name: r.name, urn: r.urn, props: r.inputs, additionalSecretOutputs: r.additionalSecretOutputs })),
-  ];
-}
 
 const compliant = dockerGraph;
 
@@ -49,8 +41,8 @@ describe("the policy pack process", () => {
   });
 
   it("finds nothing in a compliant docker env or ec2 resources", async () => {
-    expect(await pack.analyzeAll(engineResources(compliant()))).toEqual([]);
-    expect(await pack.analyzeAll(engineResources({ resources: ec2Resources() }))).toEqual([]);
+    expect(await pack.analyzeAll(engineResourcesOf(compliant()))).toEqual([]);
+    expect(await pack.analyzeAll(engineResourcesOf({ resources: ec2Resources() }))).toEqual([]);
   });
 
   it("reports a resource violation as mandatory, the description (how to comply) above the finding", async () => {
@@ -71,7 +63,7 @@ describe("the policy pack process", () => {
   it("reports stack violations against the resource at fault", async () => {
     const graph = compliant();
     graph.resources = graph.resources.filter((r) => r.name !== "t-shop-frontend-capture");
-    const found = await pack.analyzeStack(engineResources(graph));
+    const found = await pack.analyzeStack(engineResourcesOf(graph));
     expect(found.map((d) => d.policy)).toEqual(["capture-sidecar-per-website", "capture-sidecar-per-website"]);
     expect(found[1].urn).toContain("t-shop-frontend");
   });
@@ -82,17 +74,24 @@ describe("the policy pack process", () => {
     graph.resources = graph.resources.map((r) =>
       r.name.endsWith("-capture") ? { ...r, inputs: { ...r.inputs, networkMode: UNKNOWN } } : r.name === "t-gateway" ? { ...r, inputs: { ...r.inputs, envs: UNKNOWN } } : r,
     );
-    expect(await pack.analyzeAll(engineResources(graph))).toEqual([]);
+    expect(await pack.analyzeAll(engineResourcesOf(graph))).toEqual([]);
     // A value that is known is still judged.
     const bad = graph.resources.find((r) => r.name === "t-shop-server-capture")!;
     const found = await pack.analyze({ type: bad.type, name: bad.name, props: { ...bad.inputs, pidMode: "host" } });
     expect(found.map((d) => d.message)).toEqual([expect.stringMatching(/host's PID namespace/)]);
   });
 
+  it("holds the control token's generator to additionalSecretOutputs: [\"stdout\"] through its parent", async () => {
+    const graph = compliant();
+    graph.resources = graph.resources.map((r) => (r.name === "t-control-token-generator" ? { ...r, additionalSecretOutputs: undefined } : r));
+    const found = await pack.analyzeStack(engineResourcesOf(graph));
+    expect(found.map((d) => [d.policy, d.message])).toEqual([["secrets-stay-secret", expect.stringMatching(/generates the control token but does not list "stdout"/)]]);
+  });
+
   it("sees no secret-ness (CrossGuard unwraps secrets), so requires additionalSecretOutputs on containers carrying one", async () => {
     const graph = dockerGraph();
-    graph.resources = graph.resources.map((r) => ({ ...r, additionalSecretOutputs: undefined }));
-    const found = await pack.analyzeStack(engineResources(graph));
+    graph.resources = graph.resources.map((r) => (r.type === TYPES.container ? { ...r, additionalSecretOutputs: undefined } : r));
+    const found = await pack.analyzeStack(engineResourcesOf(graph));
     expect(found.map((d) => [d.policy, d.message])).toEqual([
       ["secrets-stay-secret", expect.stringMatching(/"t-gateway" carries MULTIENV_CONTROL_TOKEN but does not list "envs" in additionalSecretOutputs/)],
       ["secrets-stay-secret", expect.stringMatching(/"t-github-server" carries AGENTENV_WEBSITE_SETTINGS but does not list "envs"/)],

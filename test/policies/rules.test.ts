@@ -201,6 +201,12 @@ describe("secrets-stay-secret", () => {
     expect(violations(graph, P, { knownSecrets: ["hunter2hunter2"] })).toHaveLength(1);
   });
 
+  it("requires the control token's generator to keep its stdout secret", () => {
+    const graph = dockerGraph();
+    graph.resources = graph.resources.map((r) => (r.name === "t-control-token-generator" ? { ...r, additionalSecretOutputs: ["stderr"] } : r));
+    expect(violations(graph, P).map((v) => v.message)).toEqual([expect.stringMatching(/"t-control-token-generator" generates the control token but does not list "stdout"/)]);
+  });
+
   it("requires additionalSecretOutputs: [\"envs\"] on a container carrying a secret, unless options are unknown", () => {
     const graph = dockerGraph();
     graph.resources = graph.resources.map((r) => (r.name === "t-gateway" ? { ...r, additionalSecretOutputs: undefined } : r));

@@ -10,7 +10,7 @@ import { TYPES } from "../../policies/model";
 import { readStackFile } from "../../src/config";
 import { checkStack } from "../../src/runner/check";
 import { renderGraph, type Graph } from "../../src/runner/graph";
-import { RunningPack, type EngineResource } from "./crossguard";
+import { engineResourcesOf, RunningPack } from "./crossguard";
 
 const STACKS_DIR = path.resolve(__dirname, "../../stacks");
 const STACK_FILES = readdirSync(STACKS_DIR).filter((f) => /^Pulumi\..+\.ya?ml$/.test(f));
@@ -28,13 +28,6 @@ beforeAll(async () => {
 });
 afterAll(() => pack?.stop());
 
-/** A rendered graph as the engine would hand it to the pack: each resource, and the root Stack with the outputs. */
-function engineResources(graph: Graph): EngineResource[] {
-  return [
-    { type: TYPES.stack, name: "multienv-stack", props: graph.outputs },
-    ...graph.resources.map((r) => ({ type: r.type, name: r.name, urn: r.urn, props: r.inputs, additionalSecretOutputs: r.additionalSecretOutputs })),
-  ];
-}
 
 function graph(stack: string): Graph {
   const found = graphs.get(stack);
@@ -63,7 +56,7 @@ describe("every stack in stacks/", () => {
 
   it.each(STACK_FILES)("%s passes the running CrossGuard pack", async (file) => {
     const stack = file.replace(/^Pulumi\.|\.ya?ml$/g, "");
-    expect(await pack.analyzeAll(engineResources(graph(stack)))).toEqual([]);
+    expect(await pack.analyzeAll(engineResourcesOf(graph(stack)))).toEqual([]);
   });
 
   it("multienv check runs the pack: a stack that passes it is ok", async () => {
@@ -80,7 +73,7 @@ describe("broken graphs are caught by the policy named for them", () => {
     const found = runPolicies(g);
     expect(policiesOf(found)).toEqual(["capture-sidecar-per-website"]);
     expect(found.map((v) => v.message)).toContainEqual(expect.stringMatching(/"demo-shop-server" has no capture sidecar/));
-    expect(policiesOf(await pack.analyzeAll(engineResources(g)))).toEqual(["capture-sidecar-per-website"]);
+    expect(policiesOf(await pack.analyzeAll(engineResourcesOf(g)))).toEqual(["capture-sidecar-per-website"]);
   });
 
   it("a website container mounting the captures volume", async () => {
@@ -90,7 +83,7 @@ describe("broken graphs are caught by the policy named for them", () => {
     const found = runPolicies(g);
     expect(policiesOf(found)).toEqual(["captures-volume-access"]);
     expect(found[0].message).toMatch(/"demo-shop-server" \(role server\) mounts the captures volume "demo-captures"/);
-    expect(policiesOf(await pack.analyzeAll(engineResources(g)))).toEqual(["captures-volume-access"]);
+    expect(policiesOf(await pack.analyzeAll(engineResourcesOf(g)))).toEqual(["captures-volume-access"]);
   });
 
   it("an SSH rule open to the world", async () => {
@@ -101,7 +94,7 @@ describe("broken graphs are caught by the policy named for them", () => {
     const found = runPolicies(g);
     expect(policiesOf(found)).toEqual(["ec2-ingress-closed-to-world"]);
     expect(found[0].message).toMatch(/opens SSH \(22\) to 0.0.0.0\/0/);
-    expect(policiesOf(await pack.analyzeAll(engineResources(g)))).toEqual(["ec2-ingress-closed-to-world"]);
+    expect(policiesOf(await pack.analyzeAll(engineResourcesOf(g)))).toEqual(["ec2-ingress-closed-to-world"]);
   });
 
   it("a plaintext token", () => {
