@@ -248,12 +248,16 @@ export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Re
   const ec2 = plan.ec2;
   const runner = ec2?.runnerCidrs ?? [];
   const gatewayPort = plan.gateway.port;
+  // AWS takes IPv4 and IPv6 CIDRs in separate fields.
+  const runnerV4 = runner.filter((cidr) => !cidr.includes(":"));
+  const runnerV6 = runner.filter((cidr) => cidr.includes(":"));
   const fromRunner = (port: number, what: string): SecurityRule => ({
     description: `${what} from the runner`,
     protocol: "tcp",
     fromPort: port,
     toPort: port,
-    cidrBlocks: runner,
+    cidrBlocks: runnerV4,
+    ...(runnerV6.length > 0 ? { ipv6CidrBlocks: runnerV6 } : {}),
   });
   const computerPorts = [CDP_PORT, SITE_PROXY_CONTROL_PORT];
   const env: HostSecurity = {

@@ -1,0 +1,99 @@
+// src/plan/layout.ts: the topology rules the components follow, as pure functions.
+import { describe, expect, it } from "vitest";
+import { plan, type Plan } from "../../src/plan";
+import type { StackConfig } from "../../src/plan/types";
+import {
+  browserNetworks,
+  captureCommand,
+  ec2SecurityRules,
+  gatewayPublish,
+  gatewayUrl,
+  proxyNetworks,
+  rehost,
+  serverNetworks,
+  siteUrls,
+  websiteSettingsJson,
+} from "../../src/plan/layout";
+
+function planned(overrides: Partial<StackConfig>): Plan {
+  const config: StackConfig = {
+    target: "docker",
+    websites: {
+      shop: { domains: ["shop.test"], live: false, allowHosts: [], server: { image: "s", port: 8000 }, frontend: { image: "f", port: 80 }, settings: {}, secretSettings: {} },
+      gh: { domains: ["github.com"], live: true, allowHosts: [], server: { image: "g", port: 8000 }, settings: {}, secretSettings: {} },
+    },
+    computers: {
+      wide: { network: "allow-all", routesSites: true, startTabs: [] },
+      listed: { network: ["example.org"], routesSites: true, startTabs: [] },
+      closed: { network: "none", routesSites: true, startTabs: [] },
+    },
+    captureTraffic: true,
+    capture: { fileSizeMb: 20, fileCount: 10 },
+    ...overrides,
+  };
+  const result = plan(config, { stack: "s" });
+  if (!result.ok) throw new Error(JSON.stringify(result.problems));
+  return result.plan;
+}
+
+const computer = (p: Plan, name: string) => p.computers.find((c) => c.name === name)!;
+const site = (p: Plan, name: string) => p.websites.find((w) => w.name === name)!;
+
+describe("layout", () => {
+  it("puts a live site's server on egress and a synthetic one's not", () => {
+    const p = planned({});
+    expect(serverNetworks(p, site(p, "gh")).map((n) => n.network)).toEqual(["s-env", "s-egress"]);
+    expect(serverNetworks(p, site(p, "shop")).map((n) => n.network)).toEqual(["s-env"]);
+  });
+
+  it("gives a proxy egress only when its computer reaches public hosts; a browser only its own network", () => {
+    const p = planned({});
+    expect(proxyNetworks(p, computer(p, "closed")).map((n) => n.network)).toEqual(["s-env", "s-closed-net"]);
+    expect(proxyNetworks(p, computer(p, "listed")).map((n) => n.network)).toEqual(["s-env", "s-listed-net", "s-egress"]);
+    expect(browserNetworks(computer(p, "wide")).map((n) => n.network)).toEqual(["s-wide-net"]);
+  });
+
+  it("rotates captures by the configured size and count", () => {
+    const p = planned({ capture: { fileSizeMb: 7, fileCount: 4 } });
+    const command = captureCommand(p, p.capture.sidecars.find((s) => s.target === "s-gh-server")!);
+    expect(command.slice(command.indexOf("-w"), command.indexOf("-w") + 6)).toEqual(["-w", "/captures/gh-server.pcap", "-C", "7", "-W", "4"]);
+  });
+
+  it("publishes the gateway on loopback with an engine-chosen port on docker, on the VM's gateway port on ec2", () => {
+    expect(gatewayPublish(planned({}))).toEqual({ internal: 8080, ip: "127.0.0.1" });
+    const ec2 = { region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["192.0.2.1/32"], sshPublicKey: "ssh-ed25519 AAAA x" };
+    expect(gatewayPublish(planned({ target: "ec2", ec2 }))).toEqual({ internal: 8080, external: 8080, ip: "0.0.0.0" });
+  });
+
+  it("never opens SSH or the gateway port beyond the runner, and gives web egress only to computers that reach public hosts", () => {
+    const ec2 = { region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["192.0.2.1/32", "2001:db8::/64"], sshPublicKey: "ssh-ed25519 AAAA x" };
+    const rules = ec2SecurityRules(planned({ target: "ec2", ec2 }));
+    for (const rule of [...rules.env.ingress, ...rules.computers.closed.ingress].filter((r) => r.peer === undefined)) {
+      expect(rule.cidrBlocks, rule.description).toEqual(["192.0.2.1/32"]);
+      expect(rule.ipv6CidrBlocks, rule.description).toEqual(["2001:db8::/64"]);
+    }
+    const webPorts = (name: string) => rules.computers[name].egress.filter((r) => r.cidrBlocks?.includes("0.0.0.0/0")).map((r) => r.fromPort);
+    expect(webPorts("wide")).toEqual([80, 443]);
+    expect(webPorts("listed")).toEqual([80, 443]);
+    expect(webPorts("closed")).toEqual([]);
+    expect(rules.computers.closed.egress).toEqual([{ description: "the gateway", protocol: "tcp", fromPort: 8080, toPort: 8080, peer: "env" }]);
+  });
+
+  it("merges secret values over plain settings in one JSON line", () => {
+    expect(websiteSettingsJson({ account: "alex", token: "placeholder" }, { token: "t0k" })).toBe('{"account":"alex","token":"t0k"}');
+  });
+
+  it("rehosts a service URL onto an address, keeping scheme, port and path", () => {
+    expect(rehost("http://s-gateway:8080", "10.0.1.5")).toBe("http://10.0.1.5:8080");
+    expect(rehost("http://s-c-proxy:9000/log", "10.0.1.6")).toBe("http://10.0.1.6:9000/log");
+    expect(rehost("http://s-c-proxy:9222", "fd00::5")).toBe("http://[fd00::5]:9222");
+    expect(rehost("http://[fd00::1]:9222/x", "10.0.0.1")).toBe("http://10.0.0.1:9222/x");
+  });
+
+  it("routes a synthetic site to /svc and /website, a live site to /svc only", () => {
+    const url = gatewayUrl("127.0.0.1", 49153);
+    expect(url).toBe("http://127.0.0.1:49153");
+    expect(siteUrls(url, { name: "shop", live: false })).toEqual({ svcUrl: `${url}/svc/shop/`, browseUrl: `${url}/website/shop/` });
+    expect(siteUrls(url, { name: "gh", live: true })).toEqual({ svcUrl: `${url}/svc/gh/` });
+  });
+});
