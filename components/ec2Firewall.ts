@@ -26,6 +26,9 @@ export class Ec2Firewall extends pulumi.ComponentResource {
     if (plan.target !== "ec2" || plan.ec2 === undefined) throw new Error(`Ec2Firewall ${name}: the plan's target is ${plan.target}, not ec2`);
     if (plan.ec2.runnerCidrs.length === 0) throw new Error(`Ec2Firewall ${name}: no runner CIDRs; nobody could reach the gateway or SSH`);
     const security = ec2SecurityRules(plan);
+    // The groups must live in the VPC of the VMs' subnet: the given VPC, else the subnet's, else the default VPC.
+    const vpcId: pulumi.Input<string> | undefined =
+      plan.ec2.vpcId ?? (plan.ec2.subnetId !== undefined ? aws.ec2.getSubnetOutput({ id: plan.ec2.subnetId }, { parent: this }).vpcId : undefined);
     const hosts: [HostKey, string, HostSecurity][] = [
       ["env", `${plan.stack}-env`, security.env],
       ...plan.computers.map((c) => [computerPeer(c.name), `${plan.stack}-${c.name}`, security.computers[c.name]] as [HostKey, string, HostSecurity]),
@@ -37,7 +40,7 @@ export class Ec2Firewall extends pulumi.ComponentResource {
           `${groupName}-sg`,
           {
             description: `multienv ${plan.stack}: ${key === "env" ? "the env VM (gateway, sites)" : `the VM of ${key}`}; an allowlist`,
-            vpcId: plan.ec2.vpcId,
+            vpcId,
             revokeRulesOnDelete: true,
             tags: awsTags(plan, `${groupName}-sg`),
           },

@@ -336,9 +336,13 @@ export function ec2UserData(): string {
   ].join("\n");
 }
 
-/** The readiness command run over SSH: waits until user data finished and Docker answers. */
+/**
+ * The readiness command run over SSH: waits until user data finished and Docker answers. `sudo`: this session
+ * may have started before user data added the SSH user to the docker group (the docker provider's own SSH
+ * sessions start later and have the group).
+ */
 export const EC2_READINESS_COMMAND =
-  "for i in $(seq 1 120); do if [ -e /var/lib/multienv-docker-ready ] && docker info >/dev/null 2>&1; then exit 0; fi; sleep 5; done; " +
+  "for i in $(seq 1 120); do if [ -e /var/lib/multienv-docker-ready ] && sudo -n docker info >/dev/null 2>&1; then exit 0; fi; sleep 5; done; " +
   "echo 'Docker did not come up within 10 minutes' >&2; exit 1";
 
 /**

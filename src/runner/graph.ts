@@ -96,6 +96,7 @@ const mocks: pulumi.runtime.Mocks = {
   },
   call(args) {
     if (args.token === "aws:ssm/getParameter:getParameter") return { ...args.inputs, value: `<value of SSM parameter ${args.inputs.name}>` };
+    if (args.token === "aws:ec2/getSubnet:getSubnet") return { ...args.inputs, vpcId: `<VPC of ${args.inputs.id}>` };
     return args.inputs;
   },
 };

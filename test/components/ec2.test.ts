@@ -179,3 +179,15 @@ describe("ec2 target, gateway config", () => {
     expect(unused).toEqual([]);
   });
 });
+
+describe("ec2 target in a given subnet", () => {
+  it("puts the security groups in the subnet's VPC and the VMs in the subnet", async () => {
+    const graph = await graphOf("e3", { ...CONFIG, ec2: { ...CONFIG.ec2, subnetId: "subnet-0abc1234" } }, { githubToken: "x" });
+    for (const group of graph.resources.filter((r) => r.type === "aws:ec2/securityGroup:SecurityGroup")) {
+      expect(group.inputs.vpcId, group.name).toBe("<VPC of subnet-0abc1234>");
+    }
+    for (const instance of graph.resources.filter((r) => r.type === "aws:ec2/instance:Instance")) {
+      expect(instance.inputs.subnetId, instance.name).toBe("subnet-0abc1234");
+    }
+  });
+});
