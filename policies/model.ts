@@ -238,12 +238,9 @@ export function networksOf(container: PolicyResource): string[] {
   return [...names];
 }
 
-/** The names a docker.Network is referred to by: its Docker name, and its id where the source knows it. */
+/** The names a container's attachment may use for a docker.Network: its Docker name (components pass `network.name`). */
 export function networkRefs(network: PolicyResource): string[] {
-  const refs = [dockerName(network)];
-  const id = asString(input(network, "id"));
-  if (id !== undefined) refs.push(id);
-  return refs;
+  return [dockerName(network)];
 }
 
 /** The captures volumes of a stack: `<stack>-captures` for the stack the volume is labelled with, or labelled `multienv.role=captures`. */
