@@ -133,6 +133,8 @@ export interface SyntheticTunnel {
   site: string;
   host: string;
   port: number;
+  /** What the computer speaks inside the tunnel: TLS (terminated here) or plain HTTP. */
+  proto: "http" | "https";
 }
 
 /** Creates the proxy's HTTP server (not yet listening). */
@@ -154,6 +156,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const opened = await connector.open(host, port, { bulkReads: method === "CONNECT" });
     const { socket, address } = opened;
     socket.setTimeout(idleTimeoutMs);
+    // A tunnel's relay ends its own idle sockets; a socket that carries requests ends here, answered or not.
+    if (method === "HTTP") socket.once("timeout", () => socket.destroy(new Error(`no traffic for ${idleTimeoutMs} ms`)));
     socket.once("close", () =>
       log.write({
         event: "connection",
@@ -174,6 +178,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   async function openGateway(): Promise<net.Socket> {
     const { socket } = await connector.open(gatewayHost, gatewayPort);
     socket.setTimeout(idleTimeoutMs);
+    socket.once("timeout", () => socket.destroy(new Error(`no traffic for ${idleTimeoutMs} ms`)));
     return socket;
   }
 
@@ -294,25 +299,30 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     }
   }
 
-  // Requests from inside a terminated TLS session to a synthetic name: the session's name decides the site.
+  /** The host as the browser's URL had it: the port only when it is not the scheme's default. */
+  const tunnelAuthority = (t: SyntheticTunnel) => (t.port === (t.proto === "https" ? 443 : 80) ? t.host : `${t.host}:${t.port}`);
+
+  // Requests from inside a tunnel to a synthetic name: the tunnel's name decides the site.
   const tunnels = new WeakMap<net.Socket, SyntheticTunnel>();
   const inner = http.createServer(serverOptions);
   inner.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
     const tunnel = tunnels.get(req.socket);
     if (!tunnel) return answerResponse(res, 400, SiteProxyVerdict.badRequest, "no tunnel");
-    const authority = tunnel.port === 443 ? tunnel.host : `${tunnel.host}:${tunnel.port}`;
     const path = (req.url ?? "/").startsWith("/") ? (req.url ?? "/") : (parseAbsoluteForm(req.url ?? "")?.path ?? "/");
-    toGateway(req, res, tunnel.site, authority, "https", path, tunnel.host, tunnel.port);
+    toGateway(req, res, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, path, tunnel.host, tunnel.port);
   });
   inner.on("upgrade", (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
     const tunnel = tunnels.get(client);
     if (!tunnel) return client.destroy();
-    const authority = tunnel.port === 443 ? tunnel.host : `${tunnel.host}:${tunnel.port}`;
-    onUpgradeThroughGateway(req, client, head, tunnel.site, authority, "https", req.url ?? "/", tunnel.host, tunnel.port);
+    onUpgradeThroughGateway(req, client, head, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, req.url ?? "/", tunnel.host, tunnel.port);
   });
   inner.on("clientError", (err: NodeJS.ErrnoException, socket: net.Socket) => onClientError(err, socket));
 
-  /** CONNECT to a synthetic name: answer 200 and speak TLS as that name, with a leaf from the env CA. */
+  /**
+   * CONNECT to a synthetic name: answer 200, then serve the requests inside the tunnel from the gateway. A tunnel
+   * that starts with a TLS handshake (https, wss) is answered as that name with a leaf from the env CA; one that
+   * starts in the clear (Chromium tunnels ws:// through CONNECT too) is read as plain HTTP.
+   */
   async function terminate(client: net.Socket, head: Buffer, site: string, host: string, port: number): Promise<void> {
     let context: tls.SecureContext;
     try {
@@ -327,31 +337,43 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const readBefore = client.bytesRead;
     const writtenBefore = client.bytesWritten;
     client.write("HTTP/1.1 200 Connection established\r\n\r\n");
-    const session = new tls.TLSSocket(client, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] });
-    if (head.length > 0) client.unshift(head);
-    tunnels.set(session, { site, host, port });
-    session.setTimeout(idleTimeoutMs);
-    session.on("timeout", () => session.destroy());
-    session.on("error", (err) => {
-      log.write({ event: "error", error: `TLS with the computer for ${host}: ${err.message}`, client: client.remoteAddress, method: "CONNECT", host, port });
-      session.destroy();
-    });
-    session.once("close", () => {
-      client.destroy();
-      log.write({
-        event: "connection",
-        method: "CONNECT",
-        host,
-        port,
-        address: `${gatewayHost}:${gatewayPort}`,
-        site,
-        bytesToHost: client.bytesRead - readBefore,
-        bytesFromHost: client.bytesWritten - writtenBefore,
-        start: start.toISOString(),
-        durationMs: Date.now() - start.getTime(),
+
+    const serve = (first: Buffer) => {
+      client.pause();
+      client.unshift(first); // a TLSSocket takes over bytes already read; the HTTP parser gets them on resume
+      const tlsHandshake = first[0] === 0x16;
+      const conversation: net.Socket = tlsHandshake
+        ? new tls.TLSSocket(client, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] })
+        : client;
+      tunnels.set(conversation, { site, host, port, proto: tlsHandshake ? "https" : "http" });
+      conversation.setTimeout(idleTimeoutMs);
+      conversation.on("timeout", () => conversation.destroy());
+      conversation.on("error", (err: NodeJS.ErrnoException) => {
+        if (err.code !== "ECONNRESET" && err.code !== "EPIPE") {
+          log.write({ event: "error", error: `${tlsHandshake ? "TLS" : "HTTP"} with the computer for ${host}: ${err.message}`, client: client.remoteAddress, method: "CONNECT", host, port });
+        }
+        conversation.destroy();
       });
-    });
-    inner.emit("connection", session);
+      conversation.once("close", () => {
+        client.destroy();
+        log.write({
+          event: "connection",
+          method: "CONNECT",
+          host,
+          port,
+          address: `${gatewayHost}:${gatewayPort}`,
+          site,
+          bytesToHost: client.bytesRead - readBefore,
+          bytesFromHost: client.bytesWritten - writtenBefore,
+          start: start.toISOString(),
+          durationMs: Date.now() - start.getTime(),
+        });
+      });
+      inner.emit("connection", conversation);
+      if (!tlsHandshake) client.resume();
+    };
+    if (head.length > 0) serve(head);
+    else client.once("data", serve);
   }
 
   /** CONNECT to a host the computer reaches: a byte tunnel, never decrypted. */

@@ -7,15 +7,32 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as tls from "node:tls";
 import { chromium } from "playwright-core";
+import { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanup, connectThrough, curl, type ProxyProcess, startDns, startHttpServer, startProxy, tempDir, type TestHttpServer } from "./helpers";
 
 let gateway: TestHttpServer;
+const upgrades: { url: string; forwardedHost: unknown; forwardedProto: unknown }[] = [];
 let live: TestHttpServer;
 let proxy: ProxyProcess;
 
 beforeAll(async () => {
-  gateway = await startHttpServer((req) => `<html><head><title>shop</title></head><body>the shop at ${req.url}</body></html>`);
+  gateway = await startHttpServer((req) =>
+    req.url === "/website/shop/live"
+      ? `<html><body>waiting</body><script>
+          const socket = new WebSocket("wss://shop.test/socket");
+          socket.onopen = () => socket.send("hi");
+          socket.onmessage = (m) => (document.body.textContent = "echo: " + m.data);
+          socket.onerror = () => (document.body.textContent = "websocket failed");
+        </script></html>`
+      : `<html><head><title>shop</title></head><body>the shop at ${req.url}</body></html>`,
+  );
+  // The gateway passes WebSocket upgrades to a synthetic site; this one echoes.
+  const sockets = new WebSocketServer({ noServer: true });
+  gateway.server.on("upgrade", (req, socket, head) => {
+    upgrades.push({ url: req.url!, forwardedHost: req.headers["x-forwarded-host"], forwardedProto: req.headers["x-forwarded-proto"] });
+    sockets.handleUpgrade(req, socket, head, (ws) => ws.on("message", (data) => ws.send(String(data))));
+  });
   live = await startHttpServer(() => "the live site itself");
   const dns = await startDns({ "www.live.test": ["127.0.0.1"], "shop.live.test": ["127.0.0.1"] });
   proxy = await startProxy({
@@ -93,6 +110,21 @@ describe("synthetic names", () => {
     expect(gateway.requests.slice(-2).map((r) => r.url)).toEqual(["/website/shop/one", "/website/shop/two"]);
   });
 
+  it("reads a tunnel to a synthetic name that starts in the clear as plain HTTP (ws:// through CONNECT)", async () => {
+    const { socket, status } = await connectThrough(proxy.port, "shop.test:80");
+    expect(status).toBe(200);
+    socket.write("GET /plain?x=1 HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n");
+    const answer = await new Promise<string>((resolve) => {
+      let text = "";
+      socket.on("data", (d: Buffer) => (text += d.toString()));
+      socket.on("close", () => resolve(text));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer).toContain("the shop at /website/shop/plain?x=1");
+    expect(lastGatewayRequest().headers["x-forwarded-proto"]).toBe("http");
+    expect(lastGatewayRequest().headers["x-forwarded-host"]).toBe("shop.test");
+  });
+
   it("loads https://shop.test/ in headless Chromium trusting the env CA, without a certificate error", async () => {
     const home = tempDir();
     const nssdb = path.join(home, ".pki/nssdb");
@@ -124,6 +156,12 @@ describe("synthetic names", () => {
       expect(security?.subjectName).toBe("shop.test");
       expect(security?.issuer).toMatch(/multienv env CA/);
       expect(lastGatewayRequest().headers["x-forwarded-proto"]).toBe("https");
+
+      // A page's WebSocket to its own synthetic name goes through the same tunnel machinery to the gateway.
+      await page.goto("https://shop.test/live");
+      await page.waitForFunction('document.body.textContent !== "waiting"', undefined, { timeout: 10_000 });
+      expect(await page.textContent("body")).toBe("echo: hi");
+      expect(upgrades).toContainEqual({ url: "/website/shop/socket", forwardedHost: "shop.test", forwardedProto: "https" });
     } finally {
       await browser.close();
     }
