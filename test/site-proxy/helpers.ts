@@ -233,7 +233,9 @@ function readStartup(child: ChildProcess, stderr: () => string): Promise<Startup
 export async function startProxy(config: Record<string, unknown>, options: StartOptions = {}): Promise<ProxyProcess> {
   const dir = tempDir();
   const logPath = path.join(dir, "site-proxy.log");
-  const full = { listen: { host: "127.0.0.1", port: 0 }, gateway: "http://127.0.0.1:9", sites: {}, reach: "allow-all", log: logPath, ...config };
+  // Lookups go to a loopback port where no DNS server listens unless a test gives its own: a test never asks the
+  // machine's resolver, and a name it forgot to answer fails at once instead of leaking out.
+  const full = { listen: { host: "127.0.0.1", port: 0 }, gateway: "http://127.0.0.1:9", sites: {}, reach: "allow-all", log: logPath, dnsServers: ["127.0.0.1:1"], ...config };
   const command = options.supervise ? [process.execPath, "--require", "tsx/cjs", SUPERVISOR, PROXY_BIN] : [process.execPath, PROXY_BIN];
   const [file, args] = options.ulimit
     ? ["bash", ["-c", `ulimit -n ${options.ulimit} && exec "$@"`, "bash", ...command]]
