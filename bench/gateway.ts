@@ -229,19 +229,25 @@ http {
     const nginxPids = [nginxProxy.pid!, ...childPids(nginxProxy.pid!)];
     const gwStreams: number[] = [];
     const ngStreams: number[] = [];
+    const gwStreamCpu: number[] = [];
+    const ngStreamCpu: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       gwRuns.push(wrkWithCpu(`${gatewayBase}/hello`, SECONDS, gatewayPids));
       ngRuns.push(wrkWithCpu(`${nginxBase}/hello`, SECONDS, nginxPids));
+      let cpu = cpuSeconds(gatewayPids);
       gwStreams.push(streamThroughput(`${gatewayBase}/big`).mbPerSecond);
+      gwStreamCpu.push(cpuSeconds(gatewayPids) - cpu);
+      cpu = cpuSeconds(nginxPids);
       ngStreams.push(streamThroughput(`${nginxBase}/big`).mbPerSecond);
+      ngStreamCpu.push(cpuSeconds(nginxPids) - cpu);
       const last = (runs: WrkResult[], streams: number[]) => `${runs.at(-1)!.requestsPerSecond.toFixed(0)} req/s, p99 ${runs.at(-1)!.p99Ms.toFixed(1)} ms, ${streams.at(-1)!.toFixed(0)} MB/s`;
       console.log(`round ${round + 1}: gateway ${last(gwRuns, gwStreams)} | nginx ${last(ngRuns, ngStreams)}`);
     }
     gatewayRequests += gwRuns.reduce((n, r) => n + r.requests, 0);
     const gw = { perCpuSecond: median(gwRuns.map((r) => r.perCpuSecond)), requestsPerSecond: median(gwRuns.map((r) => r.requestsPerSecond)), p99Ms: median(gwRuns.map((r) => r.p99Ms)), errors: gwRuns.map((r) => r.errors).filter(Boolean).join(" ") };
     const ng = { perCpuSecond: median(ngRuns.map((r) => r.perCpuSecond)), requestsPerSecond: median(ngRuns.map((r) => r.requestsPerSecond)), p99Ms: median(ngRuns.map((r) => r.p99Ms)), errors: ngRuns.map((r) => r.errors).filter(Boolean).join(" ") };
-    const gwStream = { mbPerSecond: median(gwStreams) };
-    const ngStream = { mbPerSecond: median(ngStreams) };
+    const gwStream = { mbPerSecond: median(gwStreams), cpuSeconds: median(gwStreamCpu) };
+    const ngStream = { mbPerSecond: median(ngStreams), cpuSeconds: median(ngStreamCpu) };
     console.log("");
 
     while (gatewayRequests < 100_000) gatewayRequests += wrk(`${gatewayBase}/hello`, 5).requests + 3; // +3: the warm-up is not counted
@@ -254,6 +260,7 @@ http {
     row("requests per CPU second", gw.perCpuSecond.toFixed(0), ng.perCpuSecond.toFixed(0), (gw.perCpuSecond / ng.perCpuSecond).toFixed(2));
     row("p99 latency (ms)", gw.p99Ms.toFixed(2), ng.p99Ms.toFixed(2), (gw.p99Ms / ng.p99Ms).toFixed(2));
     row("1 GiB stream (MB/s)", gwStream.mbPerSecond.toFixed(0), ngStream.mbPerSecond.toFixed(0), (gwStream.mbPerSecond / ngStream.mbPerSecond).toFixed(2));
+    row("1 GiB stream (CPU s)", gwStream.cpuSeconds.toFixed(2), ngStream.cpuSeconds.toFixed(2), (gwStream.cpuSeconds / ngStream.cpuSeconds).toFixed(2));
     if (gw.errors || ng.errors) console.log(`errors: gateway [${gw.errors}] nginx [${ng.errors}]`);
     console.log(`\ngateway RSS after ${gatewayRequests} requests: ${rss.map((r) => `${r.pid}: ${r.mib.toFixed(1)} MiB`).join(", ")}`);
     const maxRss = Math.max(...rss.map((r) => r.mib));
@@ -263,8 +270,8 @@ http {
         seconds: SECONDS,
         rounds: ROUNDS,
         loadAverage: loadavg(),
-        gateway: { requestsPerSecond: gw.requestsPerSecond, requestsPerCpuSecond: gw.perCpuSecond, p99Ms: gw.p99Ms, streamMBps: gwStream.mbPerSecond, workers: listening.workers, maxRssMiB: maxRss, requests: gatewayRequests },
-        nginx: { requestsPerSecond: ng.requestsPerSecond, requestsPerCpuSecond: ng.perCpuSecond, p99Ms: ng.p99Ms, streamMBps: ngStream.mbPerSecond },
+        gateway: { requestsPerSecond: gw.requestsPerSecond, requestsPerCpuSecond: gw.perCpuSecond, p99Ms: gw.p99Ms, streamMBps: gwStream.mbPerSecond, streamCpuSeconds: gwStream.cpuSeconds, workers: listening.workers, maxRssMiB: maxRss, requests: gatewayRequests },
+        nginx: { requestsPerSecond: ng.requestsPerSecond, requestsPerCpuSecond: ng.perCpuSecond, p99Ms: ng.p99Ms, streamMBps: ngStream.mbPerSecond, streamCpuSeconds: ngStream.cpuSeconds },
         ratios: { requestsPerSecond: gw.requestsPerSecond / ng.requestsPerSecond, requestsPerCpuSecond: gw.perCpuSecond / ng.perCpuSecond, p99: gw.p99Ms / ng.p99Ms, stream: gwStream.mbPerSecond / ngStream.mbPerSecond },
         targets: { requestsPerSecond: 0.8, stream: 0.9, maxRssMiB: 150 },
       }),

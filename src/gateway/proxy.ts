@@ -41,6 +41,13 @@ class UpstreamError extends Error {
 const IDLE = "upstream idle timeout";
 
 /**
+ * How far a streamed body may run ahead of the slower side before backpressure pauses the
+ * faster one (node's default is 16 KiB). Larger buffers mean fewer pause/resume rounds per
+ * GiB, which is what limits streaming on a busy machine; the cost is bounded per active stream.
+ */
+export const STREAM_BUFFER_BYTES = 512 * 1024;
+
+/**
  * An agent whose sockets end an exchange that stalls: each socket destroys itself with an
  * idle-timeout error when its timer (armed per request, see Forwarder.arm) runs out. The
  * error reaches the request the socket serves. Pooled sockets are disarmed by the agent.
@@ -110,7 +117,7 @@ export class Forwarder {
   /** Forwards `req` to `upstream` at `rest` (path and query, as received) and streams the answer back. */
   forward(req: IncomingMessage, res: ServerResponse, upstream: Upstream, rest: string): void {
     const path = upstreamPath(upstream, rest);
-    const upstreamReq = http.request({
+    const options: http.RequestOptions & { highWaterMark: number } = {
       host: upstream.url.hostname,
       port: upstream.url.port || 80,
       method: req.method,
@@ -118,7 +125,10 @@ export class Forwarder {
       headers: upstreamRequestHeaders(req, { upgrade: false, controlToken: this.options.controlToken, host: upstream.host }) as unknown as http.OutgoingHttpHeaders,
       setHost: false,
       agent: this.agent,
-    });
+      // Node 20 honours it for the response stream; @types/node 20 does not list it.
+      highWaterMark: STREAM_BUFFER_BYTES,
+    };
+    const upstreamReq = http.request(options);
     this.arm(upstreamReq, true);
     let bytesSent = 0;
     let finished = false;

@@ -10,7 +10,7 @@ import { Computers } from "./computers";
 import type { GatewayConfig } from "./config";
 import { HealthCheck } from "./health";
 import { logJsonLine, type Logger } from "./log";
-import { Forwarder, type Upstream } from "./proxy";
+import { Forwarder, STREAM_BUFFER_BYTES, type Upstream } from "./proxy";
 import { replyJson, replyJsonOnSocket } from "./reply";
 import { route, type Route } from "./routes";
 
@@ -134,7 +134,7 @@ function notAllowed(res: ServerResponse): void {
 export function start(config: GatewayConfig, controlToken: string, log: Logger = logJsonLine): Promise<RunningGateway> {
   const gateway = new Gateway(config, controlToken, log);
   // No flat ceiling on a request (a long upload that keeps moving is fine); stalls are the idle timeout's job.
-  const server = http.createServer({ requestTimeout: 0, keepAliveTimeout: 65_000 }, gateway.onRequest);
+  const server = http.createServer({ requestTimeout: 0, keepAliveTimeout: 65_000, highWaterMark: STREAM_BUFFER_BYTES }, gateway.onRequest);
   server.on("upgrade", gateway.onUpgrade);
   server.on("clientError", (error, socket) => {
     if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
