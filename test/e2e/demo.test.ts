@@ -20,8 +20,13 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(browsers.map((b) => b.close().catch(() => undefined)));
-  await env?.teardown();
-});
+  if (!env) return;
+  await env.teardown();
+  // Teardown leaves nothing of the stack on the engine.
+  const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }));
+  expect(await env.api.request("GET", `/containers/json?all=1&filters=${filters}`)).toEqual([]);
+  expect(await env.api.request("GET", `/networks?filters=${filters}`)).toEqual([]);
+}, 120_000);
 
 async function computer(name: string): Promise<Browser> {
   const browser = await env.connect(name);
@@ -56,6 +61,11 @@ describe("the demo multi env on the local engine", () => {
     );
     expect(titles.get("https://shop.test/")).toBe("Synthetic shop");
     expect(titles.get("https://github.com/")).toBe("GitHub stand-in");
+    // github.com went straight to the (stand-in) site in a tunnel, not through the gateway.
+    const log = await env.proxyLog("desktop");
+    expect(log.some((r) => r.event === "connection" && r.host === "github.com" && r.port === 443)).toBe(true);
+    const standin = execFileSync("docker", ["logs", `${STACK}-web-standin`], { encoding: "utf8" });
+    expect(standin).toContain('"event":"request","host":"github.com","method":"GET","url":"/"');
 
     // No certificate error: the shop's leaf came from the env CA, and the page's TLS state says so.
     const shop = pages(desktop).find((p) => p.url() === "https://shop.test/")!;
