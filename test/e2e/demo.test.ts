@@ -14,7 +14,10 @@ const STACK = "e2e";
 let env: DeployedEnv;
 const browsers: Browser[] = [];
 
+const ARTIFACTS = path.resolve(__dirname, "../../artifacts", STACK);
+
 beforeAll(async () => {
+  fs.rmSync(ARTIFACTS, { recursive: true, force: true });
   env = await deployDemo(STACK);
 }, 300_000);
 
@@ -26,6 +29,9 @@ afterAll(async () => {
   const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }));
   expect(await env.api.request("GET", `/containers/json?all=1&filters=${filters}`)).toEqual([]);
   expect(await env.api.request("GET", `/networks?filters=${filters}`)).toEqual([]);
+  // Before anything went, the capture collector's delete step stored every capture (as `pulumi destroy` would).
+  const stored = fs.readdirSync(path.join(ARTIFACTS, "traffic"));
+  for (const c of ["shop-server", "shop-frontend", "github-server", "gist-server", "gist-frontend"]) expect(stored).toContain(`${c}.pcap0`);
 }, 120_000);
 
 async function computer(name: string): Promise<Browser> {
