@@ -164,7 +164,7 @@ function roundTrip(socket: net.Socket, payload: Buffer): Promise<void> {
   });
 }
 
-async function tunnelsPerSecond(open: Opener, echoPort: number): Promise<number> {
+async function tunnelsPerSecond(open: Opener, echoPort: number): Promise<{ perSecond: number; count: number }> {
   const until = Date.now() + RATE_SECONDS * 1000;
   const start = Date.now();
   let done = 0;
@@ -180,7 +180,7 @@ async function tunnelsPerSecond(open: Opener, echoPort: number): Promise<number>
       }
     }),
   );
-  return done / ((Date.now() - start) / 1000);
+  return { perSecond: done / ((Date.now() - start) / 1000), count: done };
 }
 
 async function latencyMicros(open: Opener, echoPort: number): Promise<{ mean: number; p50: number; p99: number }> {
@@ -327,7 +327,7 @@ async function main(): Promise<void> {
 
   // Each measure runs in rounds, the contenders taking turns within a round, and the best round counts: on a shared
   // machine a burst of someone else's load then hits one round, not one contender.
-  type Result = { mibps: number; tps: number; rtt: { mean: number; p50: number; p99: number }; rss?: number; cpuPerGiB?: number };
+  type Result = { mibps: number; tps: number; rtt: { mean: number; p50: number; p99: number }; rss?: number; cpuPerGiB?: number; cpuPerTunnelUs?: number };
   const results: Record<string, Result> = {};
   for (const [name] of contenders) results[name] = { mibps: 0, tps: 0, rtt: { mean: Infinity, p50: Infinity, p99: Infinity } };
   for (let round = 0; round < ROUNDS; round++) {
@@ -336,7 +336,10 @@ async function main(): Promise<void> {
       const cpuBefore = pid ? cpuSeconds(pid) : 0;
       r.mibps = Math.max(r.mibps, await throughput(proxyPort, sourcePort));
       if (pid) r.cpuPerGiB = Math.min(r.cpuPerGiB ?? Infinity, (cpuSeconds(pid) - cpuBefore) / (TRANSFER_BYTES / 1024 ** 3));
-      r.tps = Math.max(r.tps, await tunnelsPerSecond(open, echoPort));
+      const cpuBeforeTunnels = pid ? cpuSeconds(pid) : 0;
+      const rate = await tunnelsPerSecond(open, echoPort);
+      if (pid) r.cpuPerTunnelUs = Math.min(r.cpuPerTunnelUs ?? Infinity, ((cpuSeconds(pid) - cpuBeforeTunnels) * 1e6) / (rate.count || 1));
+      r.tps = Math.max(r.tps, rate.perSecond);
       const rtt = await latencyMicros(open, echoPort);
       if (rtt.p50 < r.rtt.p50) r.rtt = rtt;
     }
@@ -344,9 +347,9 @@ async function main(): Promise<void> {
   }
   for (const [name, open, pid] of contenders) if (pid) results[name].rss = await idleTunnelRss(open, echoPort, pid);
   for (const [name] of contenders) {
-    const { mibps, tps, rtt, rss, cpuPerGiB } = results[name];
+    const { mibps, tps, rtt, rss, cpuPerGiB, cpuPerTunnelUs } = results[name];
     console.log(
-      `${name.padEnd(9)} throughput ${fmt(mibps).padStart(6)} MiB/s${cpuPerGiB !== undefined ? ` (${fmt(cpuPerGiB, 2)} CPU s/GiB)` : ""} | new tunnels ${fmt(tps).padStart(6)}/s | round trip p50 ${fmt(rtt.p50, 1)} µs (mean ${fmt(rtt.mean, 1)}, p99 ${fmt(rtt.p99, 1)})` +
+      `${name.padEnd(9)} throughput ${fmt(mibps).padStart(6)} MiB/s${cpuPerGiB !== undefined ? ` (${fmt(cpuPerGiB, 2)} CPU s/GiB)` : ""} | new tunnels ${fmt(tps).padStart(6)}/s${cpuPerTunnelUs !== undefined ? ` (${fmt(cpuPerTunnelUs)} µs CPU each)` : ""} | round trip p50 ${fmt(rtt.p50, 1)} µs (mean ${fmt(rtt.mean, 1)}, p99 ${fmt(rtt.p99, 1)})` +
         (rss !== undefined ? ` | RSS per idle tunnel ${fmt(rss / 1024, 1)} KiB (${IDLE_TUNNELS} tunnels)` : ""),
     );
   }
@@ -357,6 +360,7 @@ async function main(): Promise<void> {
   console.log("\nratios");
   console.log(`  throughput       multienv/direct ${fmt(o.mibps / d.mibps, 2)}x (aim >= 0.8)` + (s ? ` | multienv/squid ${fmt(o.mibps / s.mibps, 2)}x (aim >= 1.0)` : ""));
   if (s) console.log(`  proxy CPU/GiB    multienv/squid ${fmt(o.cpuPerGiB! / s.cpuPerGiB!, 2)}x (lower is better; unlike wall time, barely moved by other load)`);
+  if (s) console.log(`  proxy CPU/tunnel multienv/squid ${fmt(o.cpuPerTunnelUs! / s.cpuPerTunnelUs!, 2)}x (lower is better)`);
   console.log(`  new tunnels/s    multienv/direct ${fmt(o.tps / d.tps, 2)}x` + (s ? ` | multienv/squid ${fmt(o.tps / s.tps, 2)}x (aim >= 1.0)` : ""));
   console.log(`  added latency    multienv +${fmt(o.rtt.p50 - d.rtt.p50, 1)} µs per round trip (p50)` + (s ? ` | squid +${fmt(s.rtt.p50 - d.rtt.p50, 1)} µs` : ""));
   console.log(`  idle tunnel RSS  multienv ${fmt(o.rss! / 1024, 1)} KiB (aim < 64)` + (s?.rss !== undefined ? ` | squid ${fmt(s.rss / 1024, 1)} KiB` : ""));
