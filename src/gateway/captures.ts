@@ -3,7 +3,7 @@
 // listed or served, and a served file is opened without following links, so nothing
 // outside the folder is ever read.
 import { constants, createReadStream } from "node:fs";
-import { open, readdir, stat } from "node:fs/promises";
+import { lstat, open, readdir } from "node:fs/promises";
 import type { ServerResponse } from "node:http";
 import { join } from "node:path";
 import { parseCaptureName, PCAP_MEDIA_TYPE, type TrafficCapture, type TrafficCaptureListing } from "../protocol/traffic";
@@ -15,9 +15,10 @@ export async function listCaptures(dir: string): Promise<TrafficCapture[]> {
   const captures: Array<TrafficCapture & { mtimeMs: number }> = [];
   for (const entry of entries) {
     const parsed = parseCaptureName(entry.name);
-    if (!parsed || !entry.isFile()) continue;
-    const info = await stat(join(dir, entry.name)).catch(() => undefined); // rotated away meanwhile
-    if (!info) continue;
+    if (!parsed) continue;
+    // lstat, not the entry's type: some filesystems report none, and a link is never a capture.
+    const info = await lstat(join(dir, entry.name)).catch(() => undefined); // rotated away meanwhile
+    if (!info?.isFile()) continue;
     captures.push({
       name: entry.name,
       site: parsed.site,
