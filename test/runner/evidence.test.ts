@@ -77,7 +77,7 @@ describe("public hosts contacted", () => {
     const { proxy, origin, collect } = await computerEnv();
     expect((await curl(proxy.url, "http://shop.test/a")).status).toBe(200);
     expect((await curl(proxy.url, `http://127.0.0.1:${origin.port}/`, ["-p"])).status).toBe(200);
-    expect((await curl(proxy.url, `http://localhost:${origin.port}/`, ["-p"])).status).toBe(200);
+    expect((await curl(proxy.url, `http://127.0.0.1:${origin.port}/again`, ["-p"])).status).toBe(200);
     await proxy.waitForRecord("two connections", () => proxy.records().filter((r) => r.event === "connection").length >= 2);
 
     const { record } = await collect();
