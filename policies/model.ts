@@ -104,12 +104,27 @@ function asString(value: unknown): string | undefined {
 
 /** Docker labels as a map; docker.Container/Network/Volume take them as `[{label, value}]`. */
 export function labelsOf(resource: PolicyResource): Record<string, string> {
-  const labels: Record<string, string> = {};
-  for (const entry of asArray(input(resource, "labels"))) {
-    const { label, value } = asRecord(entry);
-    if (typeof label === "string") labels[label] = String(value ?? "");
+  return memo(labelCache, resource, () => {
+    const labels: Record<string, string> = {};
+    for (const entry of asArray(input(resource, "labels"))) {
+      const { label, value } = asRecord(entry);
+      if (typeof label === "string") labels[label] = String(value ?? "");
+    }
+    return labels;
+  });
+}
+
+// Rules ask for the same facts of a resource many times over; resources are not changed while a pack runs.
+const labelCache = new WeakMap<PolicyResource, Record<string, string>>();
+const networkCache = new WeakMap<PolicyResource, string[]>();
+
+function memo<T>(cache: WeakMap<PolicyResource, T>, resource: PolicyResource, compute: () => T): T {
+  let value = cache.get(resource);
+  if (value === undefined) {
+    value = compute();
+    cache.set(resource, value);
   }
-  return labels;
+  return value;
 }
 
 /** A container's role: its `multienv.role` label; a container labelled only with the site it captures is a capture sidecar. */
@@ -232,10 +247,12 @@ export function sameEngine(a: PolicyResource, b: PolicyResource): boolean {
 
 /** Every user network a container is on. */
 export function networksOf(container: PolicyResource): string[] {
-  const names = new Set(advancedNetworksOf(container));
-  const mode = networkModeNetwork(container);
-  if (mode !== undefined) names.add(mode);
-  return [...names];
+  return memo(networkCache, container, () => {
+    const names = new Set(advancedNetworksOf(container));
+    const mode = networkModeNetwork(container);
+    if (mode !== undefined) names.add(mode);
+    return [...names];
+  });
 }
 
 /** The names a container's attachment may use for a docker.Network: its Docker name (components pass `network.name`). */

@@ -39,7 +39,18 @@ export interface StringLeaf {
   secret: boolean;
 }
 
-/** Every string in `value`, each with whether a secret marker encloses it. */
+/** Calls `visit` with every string in `value` and whether a secret marker encloses it (no paths: the fast walk). */
+export function visitStrings(value: unknown, visit: (text: string, secret: boolean) => void, enclosedBySecret = false): void {
+  const secret = enclosedBySecret || isSecretValue(value);
+  const inner = unwrapOnce(value);
+  if (typeof inner === "string") visit(inner, secret);
+  else if (Array.isArray(inner)) for (const v of inner) visitStrings(v, visit, secret);
+  else if (typeof inner === "object" && inner !== null && Object.getPrototypeOf(inner) === Object.prototype) {
+    for (const v of Object.values(inner)) visitStrings(v, visit, secret);
+  }
+}
+
+/** Every string in `value`, each with its path and whether a secret marker encloses it. */
 export function stringLeaves(value: unknown, path = "", enclosedBySecret = false): StringLeaf[] {
   const secret = enclosedBySecret || isSecretValue(value);
   const inner = unwrapOnce(value);

@@ -10,7 +10,7 @@
 import { CONTROL_TOKEN_COMPONENT, LABELS, OUTPUTS, ROLES, SECRET_ENV } from "../contract";
 import { containersOf, describe, envOf, labelsOf, roleOf, type PolicyResource, type PolicyStack } from "../model";
 import type { StackFinding, StackRule } from "../rule";
-import { isSecretValue, REDACTED, stringLeaves } from "../secrets";
+import { isSecretValue, REDACTED, stringLeaves, visitStrings } from "../secrets";
 
 /** Shorter strings ("true", a port) would match everywhere; a secret worth the name is longer. */
 const MIN_SECRET_LENGTH = 8;
@@ -36,7 +36,7 @@ function knownSecretValues(stack: PolicyStack): Set<string> {
     const body = /^[A-Z_][A-Z0-9_]*=/.test(text) ? text.slice(eq + 1) : text;
     add(body);
     try {
-      for (const leaf of stringLeaves(JSON.parse(body))) add(leaf.text);
+      visitStrings(JSON.parse(body), (text) => add(text));
     } catch {
       // not JSON: the whole value is the secret
     }
@@ -48,9 +48,9 @@ function knownSecretValues(stack: PolicyStack): Set<string> {
     // config value as "[secret]", so an unsecreted setting shows up this way).
     add(REDACTED);
     for (const resource of stack.resources) {
-      for (const leaf of stringLeaves(resource.inputs)) if (leaf.secret) addWithParts(leaf.text);
+      visitStrings(resource.inputs, (text, secret) => secret && addWithParts(text));
     }
-    for (const leaf of stringLeaves(stack.outputs ?? {})) if (leaf.secret) addWithParts(leaf.text);
+    visitStrings(stack.outputs ?? {}, (text, secret) => secret && addWithParts(text));
   }
   return values;
 }
@@ -108,10 +108,16 @@ export const secretsStaySecret: StackRule = {
 
     const secrets = knownSecretValues(stack);
     if (secrets.size > 0) {
+      const known = [...secrets];
       const leaks = (value: unknown, where: string, resource?: PolicyResource) => {
+        // The fast walk first; paths are worked out only for a value that leaks.
+        let leaked = false;
+        visitStrings(value, (text, secret) => {
+          if (!leaked && !secret && known.some((s) => text.includes(s))) leaked = true;
+        });
+        if (!leaked) return;
         for (const leaf of stringLeaves(value)) {
-          if (leaf.secret) continue;
-          if ([...secrets].some((s) => leaf.text.includes(s))) {
+          if (!leaf.secret && known.some((s) => leaf.text.includes(s))) {
             findings.push({ resource, message: `${where} ${leaf.path} holds a secret value in plaintext; pass it as a Pulumi secret` });
           }
         }
