@@ -1,10 +1,24 @@
 // One Docker engine's shared pieces: its networks, its volumes and the images its containers run.
 // The engine is reached through the docker provider passed in the resource options (DockerHost for the local
 // engine, Ec2Host for a VM), so every child of this component talks to that engine.
+// A VM's engine gets its images from the runner's engine (`imagesFrom`): built or pulled there, then copied
+// with `docker save | docker load` over SSH. A VM then needs no registry and no web access to get them: a
+// computer VM whose security group has no web egress still gets its browser and proxy images.
+import * as command from "@pulumi/command";
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import type { EngineNetworks, ProjectImageRole } from "../src/plan/layout";
-import { PROJECT_IMAGES } from "../src/plan/layout";
+import { PROJECT_IMAGES, shipImageCommand } from "../src/plan/layout";
+
+/** Where a VM's engine gets its images: another engine (the runner's), and how to reach this one over SSH. */
+export interface ImageSource {
+  /** The engine the images are built or pulled on. */
+  engine: DockerEngine;
+  /** Where this engine's VM is reached over SSH, `user@host`. */
+  sshTarget: pulumi.Input<string>;
+  /** What must be done before images can be loaded here (the VM's Docker readiness check). */
+  after: pulumi.Resource[];
+}
 
 export interface DockerEngineArgs {
   /** Which networks this engine holds, internal (no route out) and external, by Docker name. */
@@ -19,6 +33,8 @@ export interface DockerEngineArgs {
   baseImage: string;
   /** Labels put on every network and volume, so `docker network ls --filter label=...` finds a stack's pieces. */
   labels: Record<string, string>;
+  /** Copy images from another engine instead of building and pulling them here (`projectImages` is then unused). */
+  imagesFrom?: ImageSource;
 }
 
 export class DockerEngine extends pulumi.ComponentResource {
@@ -26,12 +42,15 @@ export class DockerEngine extends pulumi.ComponentResource {
   private readonly volumes = new Map<string, docker.Volume>();
   private readonly builtImages = new Map<ProjectImageRole, docker.Image>();
   private readonly pulledImages = new Map<string, docker.RemoteImage>();
+  private readonly shippedImages = new Map<string, pulumi.Output<string>>();
+  private readonly imagesFrom?: ImageSource;
   /** The component's name: it prefixes the names of images pulled on demand. */
   readonly engineName: string;
 
   constructor(name: string, args: DockerEngineArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:docker:DockerEngine", name, {}, opts);
     this.engineName = name;
+    this.imagesFrom = args.imagesFrom;
     const labels = Object.entries(args.labels).map(([label, value]) => ({ label, value }));
     const all = [...args.networks.internal.map((n) => [n, true] as const), ...args.networks.external.map((n) => [n, false] as const)];
     const seen = new Set<string>();
@@ -43,7 +62,7 @@ export class DockerEngine extends pulumi.ComponentResource {
     for (const volume of args.volumes) {
       this.volumes.set(volume, new docker.Volume(volume, { name: volume, labels }, { parent: this }));
     }
-    for (const role of args.projectImages) {
+    for (const role of args.imagesFrom ? [] : args.projectImages) {
       const image = PROJECT_IMAGES[role];
       this.builtImages.set(
         role,
@@ -80,6 +99,7 @@ export class DockerEngine extends pulumi.ComponentResource {
    */
   image(image: string | undefined, role: ProjectImageRole): pulumi.Output<string> {
     if (image !== undefined) return this.pulledImage(image);
+    if (this.imagesFrom) return this.ship(`project-${role}`, this.imagesFrom.engine.image(undefined, role));
     const built = this.builtImages.get(role);
     if (built === undefined) throw new Error(`DockerEngine ${this.engineName}: the ${role} image is not built on this engine`);
     return built.imageName;
@@ -87,6 +107,7 @@ export class DockerEngine extends pulumi.ComponentResource {
 
   /** An image given by reference: used as the engine has it, pulled when it has not. One resource per reference. */
   pulledImage(image: string): pulumi.Output<string> {
+    if (this.imagesFrom) return this.ship(image, this.imagesFrom.engine.pulledImage(image));
     let pulled = this.pulledImages.get(image);
     if (pulled === undefined) {
       const resourceName = `${this.engineName}-image-${image.replace(/[^A-Za-z0-9_.-]+/g, "-")}`;
@@ -94,5 +115,28 @@ export class DockerEngine extends pulumi.ComponentResource {
       this.pulledImages.set(image, pulled);
     }
     return pulled.imageId;
+  }
+
+  /**
+   * The image `source` names on the source engine, loaded into this one: the returned name carries the load as a
+   * dependency, so a container using it starts only once its image is here. Loaded again when the source image
+   * or this engine's VM changes.
+   */
+  private ship(key: string, source: pulumi.Output<string>): pulumi.Output<string> {
+    const from = this.imagesFrom!;
+    let shipped = this.shippedImages.get(key);
+    if (shipped === undefined) {
+      const load = new command.local.Command(
+        `${this.engineName}-load-${key.replace(/[^A-Za-z0-9_.-]+/g, "-")}`,
+        {
+          create: pulumi.all([source, from.sshTarget]).apply(([image, target]) => shipImageCommand(image, target)),
+          triggers: [source, from.sshTarget],
+        },
+        { parent: this, dependsOn: from.after },
+      );
+      shipped = pulumi.all([load.stdout, source]).apply(([, image]) => image);
+      this.shippedImages.set(key, shipped);
+    }
+    return shipped;
   }
 }

@@ -5,6 +5,7 @@ import * as aws from "@pulumi/aws";
 import * as command from "@pulumi/command";
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
+import { EC2_SSH_OPTIONS } from "../src/plan/layout";
 
 export interface Ec2HostArgs {
   /** Instance type, e.g. `t3.large`. */
@@ -35,6 +36,10 @@ export class Ec2Host extends pulumi.ComponentResource {
   readonly provider: docker.Provider;
   readonly publicIp: pulumi.Output<string>;
   readonly privateIp: pulumi.Output<string>;
+  /** `user@publicIp`: where the runner reaches the VM over SSH. */
+  readonly sshTarget: pulumi.Output<string>;
+  /** The readiness check: done once Docker answers on the VM. */
+  readonly ready: command.remote.Command;
 
   constructor(name: string, args: Ec2HostArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:ec2:Ec2Host", name, {}, opts);
@@ -62,6 +67,7 @@ export class Ec2Host extends pulumi.ComponentResource {
     );
     this.publicIp = this.instance.publicIp;
     this.privateIp = this.instance.privateIp;
+    this.sshTarget = pulumi.interpolate`${args.sshUser}@${this.publicIp}`;
     const ready = new command.remote.Command(
       `${name}-docker-ready`,
       {
@@ -71,12 +77,13 @@ export class Ec2Host extends pulumi.ComponentResource {
       },
       { parent: this, dependsOn: args.readyAfter },
     );
+    this.ready = ready;
     this.provider = new docker.Provider(
       `${name}-docker`,
       {
-        host: pulumi.interpolate`ssh://${args.sshUser}@${this.publicIp}`,
+        host: pulumi.interpolate`ssh://${this.sshTarget}`,
         // A new VM's host key is not known yet; the key pair and the runner-only security group are what guard it.
-        sshOpts: ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"],
+        sshOpts: EC2_SSH_OPTIONS,
       },
       { parent: this, dependsOn: [ready] },
     );

@@ -41,7 +41,7 @@ export interface MultiEnvArgs {
   buildContext: string;
   /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */
   baseImage: string;
-  /** docker target: the engine's address; unset: DOCKER_HOST or the local socket. */
+  /** The runner's engine (docker target: where the env runs; ec2: where images are built): unset, DOCKER_HOST or the local socket. */
   dockerHost?: string;
 }
 
@@ -223,6 +223,14 @@ export class MultiEnv extends pulumi.ComponentResource {
         awsOpts,
       );
     const engineArgs = { buildContext: args.buildContext, baseImage: args.baseImage, labels: { [LABELS.stack]: plan.stack } };
+    // Every image is built or pulled on the runner's engine and copied to the VMs that run it (see DockerEngine).
+    const runner = new DockerHost(`${plan.stack}-runner`, { host: args.dockerHost }, { parent: this });
+    const images = new DockerEngine(
+      `${plan.stack}-images`,
+      { ...engineArgs, networks: { internal: [], external: [] }, volumes: [], projectImages: neededImages(true, plan.computers) },
+      { parent: this, providers: { docker: runner.provider } },
+    );
+    const imagesFor = (vm: Ec2Host) => ({ engine: images, sshTarget: vm.sshTarget, after: [vm.ready] });
     const envHost = host(`${plan.stack}-env`, "env");
     const env = new DockerEngine(
       `${plan.stack}-env-engine`,
@@ -230,7 +238,8 @@ export class MultiEnv extends pulumi.ComponentResource {
         ...engineArgs,
         networks: envEngineNetworks(plan),
         volumes: plan.capture.enabled ? [plan.capture.volumeName] : [],
-        projectImages: neededImages(true, []),
+        projectImages: [],
+        imagesFrom: imagesFor(envHost),
       },
       { parent: this, providers: { docker: envHost.provider } },
     );
@@ -247,7 +256,8 @@ export class MultiEnv extends pulumi.ComponentResource {
             ...engineArgs,
             networks: computerEngineNetworks(plan, computer),
             volumes: [computer.caVolumeName],
-            projectImages: neededImages(false, [computer]),
+            projectImages: [],
+            imagesFrom: imagesFor(vm),
           },
           { parent: this, providers: { docker: vm.provider } },
         ),

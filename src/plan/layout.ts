@@ -336,6 +336,26 @@ export function ec2UserData(): string {
   ].join("\n");
 }
 
+/** ssh options for a VM created by this deploy: its host key is new, so it cannot be known yet. */
+export const EC2_SSH_OPTIONS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"];
+
+/**
+ * Copies an image from the runner's engine to a VM (`user@host`) with `docker save | ssh docker load`,
+ * skipping the copy when the VM already has that image id. Runs on the runner with its docker CLI and
+ * ssh-agent, as the docker provider's SSH connection does.
+ */
+export function shipImageCommand(image: string, sshTarget: string): string {
+  const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
+  const ssh = `ssh ${EC2_SSH_OPTIONS.join(" ")} ${quote(sshTarget)}`;
+  const inspect = `docker image inspect -f '{{.Id}}' ${quote(image)}`;
+  return [
+    "set -eu",
+    `id=$(${inspect})`,
+    `if [ "$(${ssh} ${quote(inspect)} 2>/dev/null || true)" = "$id" ]; then echo ${quote(`${image} is there`)}; exit 0; fi`,
+    `docker save ${quote(image)} | ${ssh} docker load`,
+  ].join("\n");
+}
+
 /**
  * The readiness command run over SSH: waits until user data finished and Docker answers. `sudo`: this session
  * may have started before user data added the SSH user to the docker group (the docker provider's own SSH

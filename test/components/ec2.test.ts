@@ -191,3 +191,33 @@ describe("ec2 target in a given subnet", () => {
     }
   });
 });
+
+describe("ec2 target, images", () => {
+  it("builds and pulls every image on the runner's engine and copies each to the VMs that run it", async () => {
+    const graph = await graphOf("e4", CONFIG, { githubToken: "x" });
+    const onRunner = (type: string) => graph.resources.filter((r) => r.type === type).map((r) => `${r.name} ${r.provider}`).sort();
+    expect(onRunner("docker:index/image:Image")).toEqual([
+      "e4-images-browser-image e4-runner-docker",
+      "e4-images-gateway-image e4-runner-docker",
+      "e4-images-site-proxy-image e4-runner-docker",
+    ]);
+    expect(onRunner("docker:index/remoteImage:RemoteImage").every((r) => r.endsWith(" e4-runner-docker"))).toBe(true);
+    const loads = graph.resources.filter((r) => r.type === "command:local:Command" && r.name.includes("-load-"));
+    expect(loads.map((l) => l.name).sort()).toEqual([
+      "e4-desktop-engine-load-project-browser",
+      "e4-desktop-engine-load-project-site-proxy",
+      "e4-env-engine-load-multienv-sample-live-server",
+      "e4-env-engine-load-multienv-sample-shop-frontend",
+      "e4-env-engine-load-multienv-sample-shop-server",
+      "e4-env-engine-load-project-gateway",
+      "e4-offline-engine-load-project-browser",
+      "e4-offline-engine-load-project-site-proxy",
+    ]);
+    const gatewayLoad = loads.find((l) => l.name === "e4-env-engine-load-project-gateway")!.inputs.create as string;
+    expect(gatewayLoad).toContain("docker save 'multienv/gateway:latest' | ssh");
+    expect(gatewayLoad).toContain("'ec2-user@<public IP of e4-env-vm>' docker load");
+    expect(container(graph, "e4-gateway").image).toBe("multienv/gateway:latest");
+    expect(container(graph, "e4-shop-server").image).toBe("<id of multienv/sample-shop-server>");
+    expect(container(graph, "e4-offline-browser").image).toBe("multienv/browser:latest");
+  });
+});

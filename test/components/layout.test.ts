@@ -1,4 +1,5 @@
 // src/plan/layout.ts: the topology rules the components follow, as pure functions.
+import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { plan, type Plan } from "../../src/plan";
 import type { StackConfig } from "../../src/plan/types";
@@ -11,6 +12,7 @@ import {
   proxyNetworks,
   rehost,
   serverNetworks,
+  shipImageCommand,
   siteUrls,
   websiteSettingsJson,
 } from "../../src/plan/layout";
@@ -95,5 +97,12 @@ describe("layout", () => {
     expect(url).toBe("http://127.0.0.1:49153");
     expect(siteUrls(url, { name: "shop", live: false })).toEqual({ svcUrl: `${url}/svc/shop/`, browseUrl: `${url}/website/shop/` });
     expect(siteUrls(url, { name: "gh", live: true })).toEqual({ svcUrl: `${url}/svc/gh/` });
+  });
+
+  it("copies an image to a VM with a shell command bash accepts, quoting the image and the target", () => {
+    const script = shipImageCommand("multienv/o'dd:1", "ec2-user@203.0.113.9");
+    execFileSync("bash", ["-n", "-c", script]);
+    expect(script).toContain(`docker save 'multienv/o'\\''dd:1' | ssh -o StrictHostKeyChecking=no`);
+    expect(script).toContain("'ec2-user@203.0.113.9' docker load");
   });
 });
