@@ -215,17 +215,13 @@ export async function collectRun(options: CollectOptions): Promise<CollectResult
   await writeRunRecord(artifactsDir, record);
 
   if (result.errors.length > 0) {
-    const summary = result.errors.map((e) => (e.name ? `${e.name}: ${e.error}` : e.error)).join("; ");
-    const line = `stack ${stack}: ${result.errors.length} capture(s) not collected (${summary})`;
+    const unlisted = result.errors.find((e) => e.name === undefined);
+    const line =
+      unlisted !== undefined
+        ? `stack ${stack}: captures not collected: the gateway did not list them (${unlisted.error})`
+        : `stack ${stack}: ${result.errors.length} capture(s) not collected (${result.errors.map((e) => `${e.name}: ${e.error}`).join("; ")})`;
     if (options.failOnCaptureError) throw new CaptureCollectionError(stack, line);
     log(`warning: ${line}; the run goes on (pass --fail-on-capture-error to make this fail)`);
   }
   return { record, downloaded: result.downloaded, skipped: result.skipped, captureErrors: result.errors };
-}
-
-/** The listed captures not yet stored; used by `down` to decide whether to collect first. Throws when listing fails. */
-export async function pendingCaptures(options: Pick<CollectOptions, "stack" | "access" | "artifactsDir">): Promise<TrafficCapture[]> {
-  const record = await readRunRecord(options.artifactsDir, options.stack);
-  const listing = await listTrafficCaptures(options.access.gatewayUrl, options.access.controlToken);
-  return uncollectedCaptures(listing, record, options.artifactsDir);
 }

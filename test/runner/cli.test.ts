@@ -155,12 +155,12 @@ describe("collect --from-env (the capture collector's delete step)", () => {
     const artifactsDir = join(tempDir(), "task-5");
     const lenient = await run([], environment(artifactsDir), "/bin/sh", ["-c", captureCollectorCommands().delete]);
     expect(lenient.code).toBe(0);
-    expect(lenient.stderr).toMatch(/^warning: stack task-5: 1 capture\(s\) not collected \(cannot reach the gateway \(ECONNREFUSED\)\)/);
+    expect(lenient.stderr).toMatch(/^warning: stack task-5: captures not collected: the gateway did not list them \(cannot reach the gateway \(ECONNREFUSED\)\)/);
 
     const strict = await run([], environment(artifactsDir), "/bin/sh", ["-c", captureCollectorCommands({ failOnCaptureError: true }).delete]);
     expect(strict.code).toBe(1);
     expect(strict.stderr).toBe(
-      "multienv collect: stack task-5: 1 capture(s) not collected (cannot reach the gateway (ECONNREFUSED)); run `multienv collect task-5` again while the env is up\n",
+      "multienv collect: stack task-5: captures not collected: the gateway did not list them (cannot reach the gateway (ECONNREFUSED)); run `multienv collect task-5` again while the env is up\n",
     );
   });
 });

@@ -72,7 +72,7 @@ describe("down", () => {
     await collectThenDestroy(stack, { projectDir, log });
 
     expect(stack.calls).toEqual(["outputs", "destroy"]);
-    expect(lines.join("\n")).toMatch(/warning: stack task-9: 1 capture\(s\) not collected \(cannot reach the gateway/);
+    expect(lines.join("\n")).toMatch(/warning: stack task-9: captures not collected: the gateway did not list them \(cannot reach the gateway/);
   });
 
   it("does not destroy when collection fails under --fail-on-capture-error, and says what to do", async () => {
@@ -82,7 +82,7 @@ describe("down", () => {
     const down = collectThenDestroy(stack, { projectDir, failOnCaptureError: true, log });
 
     await expect(down).rejects.toBeInstanceOf(RunnerError);
-    await expect(down).rejects.toThrow(/^stack task-9: 1 capture\(s\) not collected .*; not destroyed, so nothing is lost: .*`multienv down task-9`/);
+    await expect(down).rejects.toThrow(/^stack task-9: captures not collected: the gateway did not list them .*; not destroyed, so nothing is lost: .*`multienv down task-9`/);
     expect(stack.calls).toEqual(["outputs"]);
   });
 
