@@ -5,28 +5,13 @@
 import * as http from "node:http";
 import type * as net from "node:net";
 import * as tls from "node:tls";
-import { SITE_PROXY_HEADER, SiteProxyVerdict, type FailedReason } from "../protocol/site-proxy";
+import { type FailedReason, SiteProxyVerdict } from "../protocol/site-proxy";
 import type { CertificateAuthority } from "./ca";
 import { ConnectFailure, type Connector, normalizeHost, type Opened } from "./connect";
+import { answerResponse, answerSocket, endToEndHeaders, parseAbsoluteForm, parseAuthority, withoutHeader } from "./messages";
 import type { EventLog } from "./log";
 import { endedByRelay, relay } from "./relay";
 import type { Router } from "./routing";
-
-/** Headers that belong to one hop (RFC 9110 7.6.1), plus the proxy-only ones; never sent on. */
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "proxy-authorization",
-  "proxy-authenticate",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-]);
-
-/** Requests whose headers are larger than this are answered 400 (node's default limit is 16 KiB). */
-export const MAX_HEADER_BYTES = 64 * 1024;
 
 export interface ProxyOptions {
   router: Router;
@@ -37,77 +22,8 @@ export interface ProxyOptions {
   idleTimeoutMs: number;
 }
 
-type Verdict = SiteProxyVerdict;
-
-const STATUS_TEXT: Record<number, string> = { 400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway" };
-
-function rawAnswer(status: number, verdict: Verdict, message: string): string {
-  const body = message + "\n";
-  return (
-    `HTTP/1.1 ${status} ${STATUS_TEXT[status]}\r\n${SITE_PROXY_HEADER}: ${verdict}\r\n` +
-    `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
-  );
-}
-
-/** Answers on a raw socket (CONNECT, or a request node could not parse) and closes it. */
-function answerSocket(socket: net.Socket, status: number, verdict: Verdict, message: string): void {
-  if (socket.writable) socket.end(rawAnswer(status, verdict, message));
-  else socket.destroy();
-}
-
-function answerResponse(res: http.ServerResponse, status: number, verdict: Verdict, message: string): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  const body = message + "\n";
-  res.writeHead(status, { [SITE_PROXY_HEADER]: verdict, "Content-Type": "text/plain; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
-  res.end(body);
-}
-
-/** The end-to-end headers of a message as sent (repeats and order kept), without the hop-by-hop ones. */
-function endToEndHeaders(rawHeaders: string[]): string[] {
-  const named = new Set(HOP_BY_HOP);
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (rawHeaders[i].toLowerCase() === "connection") {
-      for (const token of rawHeaders[i + 1].split(",")) named.add(token.trim().toLowerCase());
-    }
-  }
-  const kept: string[] = [];
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (!named.has(rawHeaders[i].toLowerCase())) kept.push(rawHeaders[i], rawHeaders[i + 1]);
-  }
-  return kept;
-}
-
-function withoutHeader(headers: string[], name: string): string[] {
-  const kept: string[] = [];
-  for (let i = 0; i < headers.length; i += 2) if (headers[i].toLowerCase() !== name) kept.push(headers[i], headers[i + 1]);
-  return kept;
-}
-
-/** `host:port` of a CONNECT request, the host possibly a bracketed IPv6 address; undefined without a valid port. */
-export function parseAuthority(authority: string, defaultPort?: number): { host: string; port: number } | undefined {
-  const match = /^(\[[^\]]+\]|[^:]*)(?::(\d*))?$/.exec(authority);
-  if (!match || match[1] === "") return undefined;
-  const host = normalizeHost(match[1]);
-  if (match[2] === undefined || match[2] === "") return defaultPort === undefined ? undefined : { host, port: defaultPort };
-  const port = Number(match[2]);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) return undefined;
-  return { host, port };
-}
-
-/** The parts of an absolute-form `http://` request target; the path kept exactly as sent. */
-function parseAbsoluteForm(url: string): { authority: string; host: string; port: number; path: string } | undefined {
-  const match = /^http:\/\/([^/?#]*)([^#]*)/i.exec(url);
-  if (!match) return undefined;
-  const authority = match[1].replace(/^.*@/, ""); // userinfo is never sent on
-  const target = parseAuthority(authority, 80);
-  if (!target) return undefined;
-  const rest = match[2];
-  const path = rest === "" ? "/" : rest.startsWith("?") ? `/${rest}` : rest;
-  return { authority, ...target, path };
-}
+/** Requests whose headers are larger than this are answered 400 (node's default limit is 16 KiB). */
+export const MAX_HEADER_BYTES = 64 * 1024;
 
 /**
  * An agent whose sockets come from the connector: one deadline for the lookup and the attempts, the idle timeout,
@@ -271,7 +187,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     text += `Connection: Upgrade\r\nUpgrade: ${upgradeTo}\r\n\r\n`;
     upstream.write(text);
     if (head.length > 0) upstream.write(head);
-    relay(client, upstream, idleTimeoutMs, () => {});
+    relay(client, upstream, idleTimeoutMs);
   }
 
   function onUpgradeThroughGateway(req: http.IncomingMessage, client: net.Socket, head: Buffer, site: string, authority: string, proto: "http" | "https", path: string, host: string, port: number): void {
@@ -392,7 +308,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     }
     client.write("HTTP/1.1 200 Connection established\r\n\r\n");
     if (head.length > 0) upstream.socket.write(head);
-    relay(client, upstream.socket, idleTimeoutMs, () => {}, upstream.bulk);
+    relay(client, upstream.socket, idleTimeoutMs, upstream.bulk);
   }
 
   function onConnect(req: http.IncomingMessage, client: net.Socket, head: Buffer): void {

@@ -7,11 +7,6 @@ import { type BulkReads, chunkRetained } from "./bulk-reads";
 /** Why a relayed socket was ended by the relay (`idle`, `stalled write`, an error code), for its log line. */
 export const endedByRelay = new WeakMap<object, string>();
 
-export interface RelayEnd {
-  /** Why the relay ended when it was not both sides closing: `idle`, `stalled write`, or an error's message. */
-  endedBy?: string;
-}
-
 interface Relayed {
   setTimeout(ms: number): unknown;
   once(event: "timeout", listener: () => void): unknown;
@@ -62,12 +57,11 @@ function forwardBulk(from: Duplex, bulk: BulkReads, to: Duplex, stallMs: number,
 }
 
 /**
- * Relays `client` <-> `upstream` and calls `onEnd` once, when both sockets are closed. `upstreamBulk` is given
- * when the upstream socket was opened with bulk reads.
+ * Relays `client` <-> `upstream` until both are closed; why the relay ended them, when it did, is in
+ * `endedByRelay`. `upstreamBulk` is given when the upstream socket was opened with bulk reads.
  */
-export function relay(client: Duplex & Relayed, upstream: Duplex & Relayed, idleTimeoutMs: number, onEnd: (end: RelayEnd) => void, upstreamBulk?: BulkReads): void {
+export function relay(client: Duplex & Relayed, upstream: Duplex & Relayed, idleTimeoutMs: number, upstreamBulk?: BulkReads): void {
   let endedBy: string | undefined;
-  let open = 2;
   const stop = (why: string) => {
     endedBy ??= why;
     endedByRelay.set(client, endedBy);
@@ -75,17 +69,12 @@ export function relay(client: Duplex & Relayed, upstream: Duplex & Relayed, idle
     client.destroy();
     upstream.destroy();
   };
-  const closed = () => {
-    if (--open === 0) onEnd({ endedBy });
-  };
   for (const socket of [client, upstream]) {
     socket.setTimeout(idleTimeoutMs);
     socket.once("timeout", () => stop("idle"));
     socket.on("error", (err: NodeJS.ErrnoException) => stop(err.code ?? err.message));
-    if ((socket as Duplex).closed) {
-      queueMicrotask(closed);
-      stop("closed before the relay started");
-    } else socket.once("close", closed);
+    // Each side ends the other's writing when it ends (half-close kept); only a side already gone ends both.
+    if ((socket as Duplex).closed) stop("closed before the relay started");
   }
   forward(client, upstream, idleTimeoutMs, () => stop("stalled write"));
   if (upstreamBulk) forwardBulk(upstream, upstreamBulk, client, idleTimeoutMs, () => stop("stalled write"));

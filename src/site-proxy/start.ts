@@ -9,7 +9,8 @@ import { loadOrCreateCa } from "./ca";
 import type { SiteProxyConfig } from "./config";
 import { ConnectFailure, createConnector } from "./connect";
 import { type EventLog, openEventLog } from "./log";
-import { createProxyServer, parseAuthority } from "./proxy";
+import { parseAuthority } from "./messages";
+import { createProxyServer } from "./proxy";
 import { relay } from "./relay";
 import { createRouter } from "./routing";
 
@@ -84,7 +85,7 @@ export async function startSiteProxy(config: SiteProxyConfig): Promise<RunningSi
     const server = net.createServer({ allowHalfOpen: true, noDelay: true }, (client) => {
       client.on("error", () => client.destroy());
       connector.open(target.host, target.port, { bulkReads: true }).then(
-        ({ socket, bulk }) => relay(client, socket, config.idleTimeoutMs, () => {}, bulk),
+        ({ socket, bulk }) => relay(client, socket, config.idleTimeoutMs, bulk),
         (err: Error) => {
           const reason = err instanceof ConnectFailure ? err.reason : "no answer";
           log.write({ event: "failed", method: "RELAY", host: target.host, port: target.port, reason, error: err.message });

@@ -3,6 +3,7 @@
 import { execFileSync } from "node:child_process";
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
+import * as net from "node:net";
 import * as path from "node:path";
 import * as tls from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -73,6 +74,28 @@ describe("forwarding", () => {
     await done;
     expect(Buffer.concat(received).equals(sent)).toBe(true);
     socket.destroy();
+  });
+
+  it("keeps a half-closed tunnel open the other way: the host still answers after the client finished sending", async () => {
+    const server = net.createServer({ allowHalfOpen: true }, (s) => {
+      let received = 0;
+      s.on("data", (d: Buffer) => (received += d.length));
+      s.on("end", () => setTimeout(() => s.end(`got ${received} bytes`), 100));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { socket, status } = await connectThrough(proxy.port, `echo.test:${(server.address() as net.AddressInfo).port}`);
+      expect(status).toBe(200);
+      socket.end(Buffer.alloc(300_000));
+      const answer = await new Promise<string>((resolve) => {
+        let text = "";
+        socket.on("data", (d: Buffer) => (text += d.toString()));
+        socket.on("end", () => resolve(text));
+      });
+      expect(answer).toBe("got 300000 bytes");
+    } finally {
+      server.close();
+    }
   });
 
   it("never decrypts a tunnel: the client sees the host's own certificate", async () => {

@@ -1,0 +1,89 @@
+// The HTTP messages the proxy reads and writes itself: request targets, hop-by-hop headers, and the answers it
+// gives in its own name (each marked with X-Agentenv-Site-Proxy).
+import type * as http from "node:http";
+import type * as net from "node:net";
+import { SITE_PROXY_HEADER, type SiteProxyVerdict } from "../protocol/site-proxy";
+import { normalizeHost } from "./connect";
+
+/** Headers that belong to one hop (RFC 9110 7.6.1), plus the proxy-only ones; never sent on. */
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+const STATUS_TEXT: Record<number, string> = { 400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway" };
+
+function rawAnswer(status: number, verdict: SiteProxyVerdict, message: string): string {
+  const body = message + "\n";
+  return (
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status]}\r\n${SITE_PROXY_HEADER}: ${verdict}\r\n` +
+    `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  );
+}
+
+/** Answers on a raw socket (CONNECT, or a request node could not parse) and closes it. */
+export function answerSocket(socket: net.Socket, status: number, verdict: SiteProxyVerdict, message: string): void {
+  if (socket.writable) socket.end(rawAnswer(status, verdict, message));
+  else socket.destroy();
+}
+
+export function answerResponse(res: http.ServerResponse, status: number, verdict: SiteProxyVerdict, message: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = message + "\n";
+  res.writeHead(status, { [SITE_PROXY_HEADER]: verdict, "Content-Type": "text/plain; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** The end-to-end headers of a message as sent (repeats and order kept), without the hop-by-hop ones. */
+export function endToEndHeaders(rawHeaders: string[]): string[] {
+  const named = new Set(HOP_BY_HOP);
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i].toLowerCase() === "connection") {
+      for (const token of rawHeaders[i + 1].split(",")) named.add(token.trim().toLowerCase());
+    }
+  }
+  const kept: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (!named.has(rawHeaders[i].toLowerCase())) kept.push(rawHeaders[i], rawHeaders[i + 1]);
+  }
+  return kept;
+}
+
+export function withoutHeader(headers: string[], name: string): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) if (headers[i].toLowerCase() !== name) kept.push(headers[i], headers[i + 1]);
+  return kept;
+}
+
+/** `host:port` of a CONNECT request, the host possibly a bracketed IPv6 address; undefined without a valid port. */
+export function parseAuthority(authority: string, defaultPort?: number): { host: string; port: number } | undefined {
+  const match = /^(\[[^\]]+\]|[^:]*)(?::(\d*))?$/.exec(authority);
+  if (!match || match[1] === "") return undefined;
+  const host = normalizeHost(match[1]);
+  if (match[2] === undefined || match[2] === "") return defaultPort === undefined ? undefined : { host, port: defaultPort };
+  const port = Number(match[2]);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return undefined;
+  return { host, port };
+}
+
+/** The parts of an absolute-form `http://` request target; the path kept exactly as sent. */
+export function parseAbsoluteForm(url: string): { authority: string; host: string; port: number; path: string } | undefined {
+  const match = /^http:\/\/([^/?#]*)([^#]*)/i.exec(url);
+  if (!match) return undefined;
+  const authority = match[1].replace(/^.*@/, ""); // userinfo is never sent on
+  const target = parseAuthority(authority, 80);
+  if (!target) return undefined;
+  const rest = match[2];
+  const path = rest === "" ? "/" : rest.startsWith("?") ? `/${rest}` : rest;
+  return { authority, ...target, path };
+}
