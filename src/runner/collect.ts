@@ -5,7 +5,7 @@
 // Each computer's site-proxy log is stored too and gives run.json its `publicHostsContacted`.
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { mkdir, rename, rm, stat } from "node:fs/promises";
+import { mkdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { CARD_PATH, type AgentEnvCard } from "../protocol/card";
 import { fetchTrafficCapture, listTrafficCaptures, parseCaptureName, servesTraffic, type TrafficCapture } from "../protocol/traffic";
@@ -161,6 +161,20 @@ async function collectCapturesInto(options: CollectOptions, record: RunRecord) {
   return { record: { ...record, captures: [...captures.values()], captureErrors: errors }, downloaded, skipped, errors };
 }
 
+/**
+ * A log normally only grows, so the new fetch replaces the stored copy. When it does not continue the stored
+ * copy (the proxy's container was replaced and started a new log), the stored copy is kept beside it.
+ */
+async function keepReplacedLog(path: string, text: string): Promise<void> {
+  let stored: string;
+  try {
+    stored = await readFile(path, "utf8");
+  } catch {
+    return;
+  }
+  if (!text.startsWith(stored)) await rename(path, path.replace(/\.jsonl$/, `.until-${new Date().toISOString().replace(/[:.]/g, "-")}.jsonl`));
+}
+
 /** Fetches each computer's site-proxy log, stores it, and records the public hosts it shows. */
 async function gatherEvidenceInto(options: CollectOptions, record: RunRecord): Promise<RunRecord> {
   const { access, artifactsDir, log = () => {} } = options;
@@ -172,6 +186,7 @@ async function gatherEvidenceInto(options: CollectOptions, record: RunRecord): P
     try {
       const text = await fetchProxyLog(access.gatewayUrl, access.controlToken, computer);
       const logFile = `${PROXY_LOGS_DIR}/${computer}.jsonl`;
+      await keepReplacedLog(join(artifactsDir, logFile), text);
       await writeFileAtomic(join(artifactsDir, logFile), text);
       const found = publicHostsInLog(text, options.syntheticDomains);
       const previous = evidence[computer]?.publicHosts ?? [];

@@ -1,7 +1,7 @@
 // Evidence-based reproducibility: a computer's real site proxy logs its connections, the real gateway serves
 // that log, and the collection lists every public host contacted; any one makes the run not reproducible,
 // even with no live site deployed.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -47,7 +47,7 @@ async function computerEnv() {
       computers,
       syntheticDomains: ["shop.test"],
     });
-  return { proxy, origin, gateway, artifactsDir, collect };
+  return { proxy, origin, gateway, artifactsDir, collect, gatewayPort };
 }
 
 describe("public hosts contacted", () => {
@@ -85,6 +85,33 @@ describe("public hosts contacted", () => {
     expect(record.evidence.agent.connections).toBe(2);
     expect(record.publicHostsContacted).toEqual([]);
     expect(record).toMatchObject({ reproducible: true, notReproducibleBecause: [] });
+  });
+
+  it("keeps what an earlier collection saw when a replaced proxy's log starts over", async () => {
+    const { proxy, origin, artifactsDir, collect, gatewayPort } = await computerEnv();
+    await curl(proxy.url, `http://example.com:${origin.port}/`, ["-p"]);
+    await proxy.waitForRecord("a connection", (r) => r.event === "connection");
+    await collect();
+
+    await proxy.stop();
+    const replaced = await startProxy({
+      gateway: `http://127.0.0.1:${gatewayPort}`,
+      sites: { shop: ["shop.test"] },
+      reach: "allow-all",
+      control: { host: "127.0.0.1", port: proxy.startup.control!.port },
+      ca: { cert: join(caDir, "ca.pem"), key: join(caDir, "ca-key.pem") },
+    });
+    await curl(replaced.url, `http://127.0.0.1:${origin.port}/`, ["-p"]);
+    await replaced.waitForRecord("a connection", (r) => r.event === "connection");
+    const { record } = await collect();
+
+    expect(record.evidence.agent.connections).toBe(1);
+    expect(record.publicHostsContacted).toEqual(["example.com"]);
+    expect(record.reproducible).toBe(false);
+    const logs = readdirSync(join(artifactsDir, "proxy-logs")).sort();
+    expect(logs).toHaveLength(2);
+    expect(logs[0]).toBe("agent.jsonl");
+    expect(readFileSync(join(artifactsDir, "proxy-logs", logs[1]), "utf8")).toContain('"host":"example.com"');
   });
 
   it("does not claim reproducible when a computer's log cannot be read", async () => {
