@@ -72,6 +72,12 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers["transfer-encoding"] !== undefined;
 }
 
+/** What a request on a kept-alive connection that the upstream already closed fails with. */
+function isStaleConnection(error: Error): boolean {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === "ECONNRESET" || code === "EPIPE" || error.message === "socket hang up";
+}
+
 function upstreamPath(upstream: Upstream, rest: string): string {
   const base = upstream.url.pathname.replace(/\/+$/, "");
   return base + rest || "/";
@@ -114,8 +120,12 @@ export class Forwarder {
     });
   }
 
-  /** Forwards `req` to `upstream` at `rest` (path and query, as received) and streams the answer back. */
-  forward(req: IncomingMessage, res: ServerResponse, upstream: Upstream, rest: string): void {
+  /**
+   * Forwards `req` to `upstream` at `rest` (path and query, as received) and streams the answer back.
+   * A bodiless request whose reused keep-alive connection turns out closed by the upstream
+   * (it timed the connection out just as the request went) is sent once more on a new one.
+   */
+  forward(req: IncomingMessage, res: ServerResponse, upstream: Upstream, rest: string, retry = true): void {
     const path = upstreamPath(upstream, rest);
     const options: http.RequestOptions & { highWaterMark: number } = {
       host: upstream.url.hostname,
@@ -136,7 +146,11 @@ export class Forwarder {
     upstreamReq.on("response", (upstreamRes) => {
       res.sendDate = false; // the upstream's Date (if any) is forwarded as it is
       res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, clientResponseHeaders(upstreamRes.rawHeaders) as unknown as http.OutgoingHttpHeaders);
-      // HTTP/1.0-style bodies or 204/304: flush the head now rather than with the first chunk.
+      // node sends a head with the first body chunk (one packet for a small answer). When the
+      // body is not already here, send the head now: a client of a slow stream sees it at once.
+      setImmediate(() => {
+        if (bytesSent === 0 && !res.writableEnded && !res.destroyed) res.flushHeaders();
+      });
       upstreamRes.on("data", (chunk: Buffer) => (bytesSent += chunk.length));
       upstreamRes.on("end", () => (finished = true));
       upstreamRes.on("error", () => undefined); // reported through upstreamReq
@@ -144,6 +158,10 @@ export class Forwarder {
     });
 
     upstreamReq.on("error", (error) => {
+      if (retry && upstreamReq.reusedSocket && !res.headersSent && !hasBody(req) && isStaleConnection(error)) {
+        this.forward(req, res, upstream, rest, false);
+        return;
+      }
       if (res.headersSent) {
         if (error instanceof UpstreamError && error.reason === IDLE) {
           this.options.log("upstream-idle-timeout", { ...upstream.label, method: req.method, path, bytesSent, idleTimeoutMs: this.options.idleTimeoutMs });

@@ -38,10 +38,37 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/**
+ * An upstream that answers the first request on each connection with keep-alive, then resets
+ * the connection when a second request arrives on it: what a server that timed a kept-alive
+ * connection out just as the request went looks like.
+ */
+function startResettingUpstream(): Promise<{ port: number; connections: () => number; close(): void }> {
+  let connections = 0;
+  const server = net.createServer((socket) => {
+    connections++;
+    let requests = 0;
+    let buffered = "";
+    socket.on("data", (chunk) => {
+      buffered += chunk.toString("latin1");
+      while (buffered.includes("\r\n\r\n")) {
+        buffered = buffered.slice(buffered.indexOf("\r\n\r\n") + 4);
+        if (++requests === 1) socket.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        else socket.resetAndDestroy();
+      }
+    });
+    socket.on("error", () => undefined);
+  });
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () => resolve({ port: (server.address() as AddressInfo).port, connections: () => connections, close: () => server.close() })),
+  );
+}
+
 describe("gateway upstream failures", () => {
   let gateway: GatewayProcess;
   let upstream: Upstream;
   let blackhole: Awaited<ReturnType<typeof startBlackhole>>;
+  let resetting: Awaited<ReturnType<typeof startResettingUpstream>>;
   let upstreamSawClose: (afterBytes: number) => void = () => undefined;
 
   beforeAll(async () => {
@@ -81,6 +108,7 @@ describe("gateway upstream failures", () => {
       res.end("ok");
     });
     blackhole = await startBlackhole();
+    resetting = await startResettingUpstream();
     gateway = await startGateway({
       idleTimeoutMs: IDLE_MS,
       connectTimeoutMs: CONNECT_MS,
@@ -88,12 +116,14 @@ describe("gateway upstream failures", () => {
         shop: { server: upstream.url },
         down: { server: `http://127.0.0.1:${await closedPort()}` },
         unreachable: { server: `http://127.0.0.1:${blackhole.port}` },
+        resetting: { server: `http://127.0.0.1:${resetting.port}` },
       },
     });
   });
   afterAll(async () => {
     await gateway?.stop();
     blackhole?.close();
+    resetting?.close();
     await upstream?.close();
   });
 
@@ -154,6 +184,15 @@ describe("gateway upstream failures", () => {
       expect(answer.body).toBe("ok");
       await new Promise((resolve) => setTimeout(resolve, IDLE_MS + 100)); // longer than the idle timeout, between requests
     }
+  });
+
+  it("sends a bodiless request again on a new connection when its kept-alive one was closed by the upstream", async () => {
+    for (let i = 0; i < 3; i++) {
+      const answer = await request(`${gateway.url}/svc/resetting/again`);
+      expect(answer.status, `request ${i}: ${answer.body}`).toBe(200);
+      expect(answer.body).toBe("ok");
+    }
+    expect(resetting.connections()).toBe(3);
   });
 
   it("closes the upstream exchange when the client disconnects", async () => {

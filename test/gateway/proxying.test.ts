@@ -60,6 +60,12 @@ describe("gateway faithful proxying", () => {
       socket.on("message", (data, isBinary) => socket.send(isBinary ? data : `echo ${data.toString()}`, { binary: isBinary }));
     });
     streaming = await startUpstream((req, res) => {
+      if (req.url === "/head-first") {
+        res.writeHead(200, { "Content-Type": "text/event-stream" });
+        res.flushHeaders();
+        release.then(() => res.end("data: late\n\n"));
+        return;
+      }
       if (req.url === "/download") {
         res.writeHead(200, { "Content-Type": "text/plain" });
         res.write("first-chunk\n");
@@ -105,7 +111,23 @@ describe("gateway faithful proxying", () => {
       }).on("error", reject);
     });
     expect(body).toBe("first-chunk\nlast-chunk\n");
-  });
+  }, 10_000);
+
+  it("sends the head of an answer whose body is slow at once, before any body byte", async () => {
+    let finish!: () => void;
+    release = new Promise((resolve) => (finish = resolve));
+    const body = await new Promise<string>((resolve, reject) => {
+      http.get(`${gateway.url}/svc/stream/head-first`, { agent: false }, (res) => {
+        // Only now, with the head at the client, may the upstream send its body.
+        expect(res.headers["content-type"]).toBe("text/event-stream");
+        finish();
+        let text = "";
+        res.on("data", (chunk) => (text += chunk));
+        res.on("end", () => resolve(text));
+      }).on("error", reject);
+    });
+    expect(body).toBe("data: late\n\n");
+  }, 10_000);
 
   it("streams the request body: the upstream sees the first part before the client has sent the rest", async () => {
     const upstreamGotFirst = new Promise<string>((resolve) => (firstBodyChunk = resolve));
