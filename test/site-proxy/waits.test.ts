@@ -10,8 +10,8 @@ import { cleanup, closedPort, connectThrough, curl, onCleanup, type ProxyProcess
 
 const CONNECT_TIMEOUT_MS = 1_500;
 const IDLE_TIMEOUT_MS = 1_000;
-/** Scheduling slack on a loaded 2-core machine. */
-const SLACK_MS = 1_000;
+/** Scheduling slack on a loaded 2-core machine (each measure includes starting curl). */
+const SLACK_MS = 1_500;
 
 let dns: TestDns;
 let hang: { host: string; port: number };
@@ -82,7 +82,7 @@ describe("connecting", () => {
     const { value: result, ms } = await timed(() => curl(proxy.url, "http://missing.test/"));
     expect(result.status).toBe(502);
     expect(result.headers["x-agentenv-site-proxy"]).toBe("failed");
-    expect(ms).toBeLessThan(SLACK_MS);
+    expect(ms).toBeLessThan(CONNECT_TIMEOUT_MS); // the DNS server's answer, not the deadline
     const viaConnect = await connectThrough(proxy.port, "missing.test:443");
     expect(viaConnect.status).toBe(502);
     expect(viaConnect.head).toMatch(/^X-Agentenv-Site-Proxy: failed$/im);
