@@ -72,6 +72,13 @@ function runPrimary(config: GatewayConfig): void {
   for (let i = 0; i < config.workers; i++) fork();
 }
 
+// A bug must not pass silently: say what happened as a log line, then die (the primary, or
+// the container's restart policy, starts a fresh process).
+process.on("uncaughtException", (error) => {
+  logJsonLine("crashed", { pid: process.pid, error: error.stack ?? String(error) });
+  process.exit(1);
+});
+
 const { config, token } = load();
 if (config.workers === 1) {
   serveInProcess(config, token, (port) => logJsonLine("listening", { host: config.listen.host, port, workers: 1 }));

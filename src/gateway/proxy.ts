@@ -145,7 +145,13 @@ export class Forwarder {
 
     upstreamReq.on("response", (upstreamRes) => {
       res.sendDate = false; // the upstream's Date (if any) is forwarded as it is
-      res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, clientResponseHeaders(upstreamRes.rawHeaders) as unknown as http.OutgoingHttpHeaders);
+      try {
+        res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, clientResponseHeaders(upstreamRes.rawHeaders) as unknown as http.OutgoingHttpHeaders);
+      } catch (error) {
+        // A head node will not write back (e.g. a status outside 100-999): a failure, not a crash.
+        upstreamReq.destroy(new UpstreamError("upstream failed", `unforwardable response head: ${(error as Error).message}`));
+        return;
+      }
       // node sends a head with the first body chunk (one packet for a small answer). When the
       // body is not already here, send the head now: a client of a slow stream sees it at once.
       setImmediate(() => {

@@ -186,6 +186,24 @@ describe("gateway upstream failures", () => {
     }
   });
 
+  it("answers a response head it cannot forward with 502, and keeps serving", async () => {
+    const odd = net.createServer((socket) => {
+      socket.once("data", () => socket.end("HTTP/1.1 099 Odd\r\nContent-Length: 0\r\n\r\n"));
+      socket.on("error", () => undefined);
+    });
+    await new Promise<void>((resolve) => odd.listen(0, "127.0.0.1", resolve));
+    const oddGateway = await startGateway({ sites: { odd: { server: `http://127.0.0.1:${(odd.address() as AddressInfo).port}` }, shop: { server: upstream.url } } });
+    try {
+      const answer = await request(`${oddGateway.url}/svc/odd/`);
+      expect(answer.status).toBe(502);
+      expect(JSON.parse(answer.body)).toMatchObject({ error: "upstream failed", site: "odd" });
+      expect((await request(`${oddGateway.url}/svc/shop/plain`)).body).toBe("ok");
+    } finally {
+      await oddGateway.stop();
+      odd.close();
+    }
+  });
+
   it("sends a bodiless request again on a new connection when its kept-alive one was closed by the upstream", async () => {
     for (let i = 0; i < 3; i++) {
       const answer = await request(`${gateway.url}/svc/resetting/again`);
