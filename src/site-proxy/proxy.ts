@@ -100,7 +100,6 @@ export function createProxyServer(options: ProxyOptions): http.Server {
 
   const hostAgent = connectorAgent(async (host, port) => (await openLogged("HTTP", host, port)).socket, idleTimeoutMs);
   const gatewayAgent = connectorAgent(openGateway, idleTimeoutMs);
-  // Sockets in the agents' pools time out idle; the agent then closes them (its own listener), nothing to do here.
 
   function failed(method: string, host: string, port: number, reason: FailedReason, error: string): string {
     log.write({ event: "failed", method, host, port, reason, error });
@@ -112,7 +111,11 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     return `${host}:${port} is refused: ${why}`;
   }
 
-  /** Sends a request on to `agent`'s host and streams the answer back; failures before the answer are 502. */
+  /**
+   * Sends a request on to `agent`'s host and streams the answer back; failures before the answer are 502. A request
+   * without a body that meets a kept-alive connection the host had just closed is sent once more on a new one, as
+   * a browser would do itself (node's agent does not).
+   */
   function pass(
     req: http.IncomingMessage,
     res: http.ServerResponse,
@@ -120,24 +123,32 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     target: { host: string; port: number; path: string; headers: string[] },
     report: { method: string; host: string; port: number },
   ): void {
-    const upstream = http.request({ agent, host: target.host, port: target.port, method: req.method, path: target.path, headers: target.headers, setHost: false });
-    upstream.on("response", (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEndHeaders(answer.rawHeaders));
-      answer.pipe(res);
-      answer.on("error", () => res.destroy());
-    });
-    upstream.on("error", (err) => {
-      if (err instanceof ConnectFailure) {
-        answerResponse(res, 502, SiteProxyVerdict.failed, failed(report.method, report.host, report.port, err.reason, err.message));
-      } else {
-        log.write({ event: "error", error: err.message, method: report.method, host: report.host, port: report.port, status: res.headersSent ? undefined : 502 });
-        answerResponse(res, 502, SiteProxyVerdict.failed, `${report.host}:${report.port}: ${err.message}`);
-      }
-    });
-    res.on("close", () => {
-      if (!res.writableFinished) upstream.destroy();
-    });
-    req.pipe(upstream);
+    const bodyless = req.headers["content-length"] === undefined && req.headers["transfer-encoding"] === undefined;
+    const send = (retry: boolean) => {
+      const upstream = http.request({ agent, host: target.host, port: target.port, method: req.method, path: target.path, headers: target.headers, setHost: false });
+      upstream.on("response", (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEndHeaders(answer.rawHeaders));
+        answer.pipe(res);
+        answer.on("error", () => res.destroy());
+      });
+      upstream.on("error", (err: NodeJS.ErrnoException) => {
+        if (retry && bodyless && upstream.reusedSocket && !res.headersSent && (err.code === "ECONNRESET" || err.code === "EPIPE")) return send(false);
+        if (err instanceof ConnectFailure) {
+          answerResponse(res, 502, SiteProxyVerdict.failed, failed(report.method, report.host, report.port, err.reason, err.message));
+        } else {
+          log.write({ event: "error", error: err.message, method: report.method, host: report.host, port: report.port, ...(res.headersSent ? {} : { status: 502 }) });
+          answerResponse(res, 502, SiteProxyVerdict.failed, `${report.host}:${report.port}: ${err.message}`);
+        }
+      });
+      res.once("close", () => {
+        if (!res.writableFinished) upstream.destroy();
+      });
+      if (bodyless) {
+        req.resume();
+        upstream.end();
+      } else req.pipe(upstream);
+    };
+    send(true);
   }
 
   /** A request for a synthetic site: to the gateway's /website/<site>/<path>, with X-Forwarded-Host/-Proto. */

@@ -56,6 +56,33 @@ describe("forwarding", () => {
     expect(origin.connections - before).toBeLessThanOrEqual(1);
   });
 
+  it("sends a bodyless request again on a new connection when the host closed the kept-alive one as it arrived", async () => {
+    // Answers the first request of each connection, and drops the connection at the second: what a host that
+    // closes idle connections looks like when the close crosses the next request.
+    let connections = 0;
+    const server = net.createServer((socket) => {
+      connections++;
+      let requests = 0;
+      socket.on("data", (d: Buffer) => {
+        if (!d.includes("\r\n\r\n")) return;
+        if (++requests === 1) socket.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\nfresh");
+        else socket.destroy();
+      });
+      socket.on("error", () => {});
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    try {
+      const first = await curl(proxy.url, `http://origin.test:${port}/one`);
+      const second = await curl(proxy.url, `http://origin.test:${port}/two`);
+      expect([first.status, first.body]).toEqual([200, "fresh"]);
+      expect([second.status, second.body]).toEqual([200, "fresh"]);
+      expect(connections).toBe(2);
+    } finally {
+      server.close();
+    }
+  });
+
   it("tunnels CONNECT byte for byte", async () => {
     const echo = await startEchoServer();
     const { socket, status } = await connectThrough(proxy.port, `echo.test:${echo.port}`);
