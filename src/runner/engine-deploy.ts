@@ -380,6 +380,7 @@ export class EngineDeployer {
   /** Commands' delete steps, last created first: teardown runs them before it removes anything. */
   readonly deleteSteps: { name: string; command: string; dir?: string; environment: Record<string, string> }[] = [];
   private failed?: (error: unknown) => void;
+  private readonly inFlight = new Set<Promise<unknown>>();
   /** Rejects with the first failed creation: the program may wait for ever on a resource that failed. */
   readonly firstError: Promise<never> = new Promise((_, reject) => (this.failed = reject));
   private readonly labels: Record<string, string>;
@@ -395,15 +396,21 @@ export class EngineDeployer {
     const record: RegisteredResource = { type: args.type, name: args.name, custom: args.custom !== false, inputs };
     this.resources.push(record);
     if (args.custom === false) return { id: undefined, state: {} };
+    // After a failure nothing more is created: the deploy is being rolled back.
+    if (this.errors.length) throw new Error(`${args.type} ${args.name}: not created, the deploy failed`);
     let state: Record<string, any>;
+    const creating = this.create(record);
+    this.inFlight.add(creating);
     try {
-      state = await this.create(record);
+      state = await creating;
     } catch (error) {
       // The mock monitor turns a rejection into a failed registration the program may never observe;
       // keep the first one so the deploy reports it.
       this.errors.push(error);
       this.failed?.(error);
       throw error;
+    } finally {
+      this.inFlight.delete(creating);
     }
     return { id: record.engineId ?? args.name, state: { ...args.inputs, ...state } };
   }
@@ -522,6 +529,11 @@ export class EngineDeployer {
       macAddress: n.MacAddress,
     }));
     return { name, ports, networkDatas, hostname: info.Config?.Hostname };
+  }
+
+  /** Resolves once no creation is under way (a failed deploy waits for them before it removes what exists). */
+  async settled(): Promise<void> {
+    while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
   }
 
   /**
@@ -657,6 +669,7 @@ export async function deployStack(options: DeployOptions): Promise<Deployment> {
     const seconds = (Date.now() - started) / 1000;
     return { stack, outputs, resources: deployer.resources, seconds, teardown: () => deployer.teardown() };
   } catch (error) {
+    await deployer.settled();
     await sweepStack(api, stack).catch(() => undefined);
     throw deployer.errors[0] ?? error;
   } finally {

@@ -8,7 +8,9 @@ import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { capturePath, PCAP_MEDIA_TYPE, TRAFFIC_CAPTURES_PATH, type TrafficCaptureListing } from "../../src/protocol/traffic";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { deployDemo, dockerExec, nodeIn, pidsIn, until, type DeployedEnv } from "./helpers/env";
+import { readStackFile } from "../../src/config";
+import { renderGraph } from "../../src/runner/graph";
+import { DEMO_STACK_FILE, deployDemo, dockerExec, nodeIn, pidsIn, until, type DeployedEnv } from "./helpers/env";
 
 const STACK = "e2e";
 let env: DeployedEnv;
@@ -198,6 +200,17 @@ describe("the demo multi env on the local engine", () => {
       const holdsRaw = (info.HostConfig.CapAdd ?? []).includes("NET_RAW") || (info.HostConfig.CapAdd ?? []).includes("CAP_NET_RAW");
       expect({ name, holdsRaw }).toEqual({ name, holdsRaw: name.endsWith("-capture") });
       if (!name.endsWith("-capture")) expect(info.HostConfig.CapDrop).toContain("NET_RAW");
+    }
+  });
+
+  it("deployed exactly the resources `multienv check` renders for the stack", async () => {
+    const file = readStackFile(DEMO_STACK_FILE, STACK);
+    const graph = await renderGraph({ stack: STACK, config: file.rawConfig, secretKeys: file.secretKeys });
+    const key = (r: { type: string; name: string }) => `${r.type} ${r.name}`;
+    expect(env.deployment.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map(key).sort()).toEqual(graph.resources.map(key).sort());
+    // Every container the graph declares is on the engine under its name.
+    for (const r of graph.resources.filter((r) => r.type === "docker:index/container:Container")) {
+      expect((await inspect(String(r.inputs.name))).State.Running).toBe(true);
     }
   });
 
