@@ -5,7 +5,9 @@
 import type { EngineEvent, OutputMap } from "@pulumi/pulumi/automation";
 import { artifactsDirOf } from "./artifacts";
 import { CaptureCollectionError, collectRun, type CollectOptions, type CollectResult } from "./collect";
-import { RunnerError } from "./errors";
+import { logsSettled } from "./evidence";
+import { closeBrowser } from "./sign-in";
+import { errorMessage, RunnerError } from "./errors";
 import { gatewayAccessOf, readOutputs, syntheticDomainsOf } from "./outputs";
 
 /** The part of the Automation API's Stack the lifecycle commands use. `Stack` satisfies it as it is. */
@@ -25,6 +27,11 @@ export interface DownOptions {
   onEvent?: (event: EngineEvent) => void;
   /** The collection to run before destroying (the real one unless a test says otherwise). */
   collect?: (options: CollectOptions) => Promise<CollectResult>;
+  /**
+   * Close the computers' browsers before collecting, so the connections they still hold end and reach the site
+   * proxies' logs (default true: the env is about to be destroyed anyway).
+   */
+  closeBrowsers?: boolean;
 }
 
 export interface DownResult {
@@ -48,6 +55,18 @@ export function collectOptionsFor(stack: string, map: OutputMap, artifactsDir: s
   };
 }
 
+/** Closes each computer's browser (best effort), then waits until the proxies' logs stop growing. */
+async function closeBrowsersAndSettle(options: Pick<CollectOptions, "stack" | "access" | "computers">, log: (line: string) => void): Promise<void> {
+  await Promise.all(
+    options.computers.map((computer) =>
+      closeBrowser(options.access, computer).catch((error: unknown) =>
+        log(`warning: stack ${options.stack}: could not close computer ${computer}'s browser before collecting (${errorMessage(error).split("\n")[0]}); connections it still held may be missing from its site-proxy log`),
+      ),
+    ),
+  );
+  await logsSettled(options.access, options.computers);
+}
+
 /**
  * Collects the run (captures not yet stored, the computers' site-proxy logs, run.json), then destroys the stack.
  * With `failOnCaptureError`, a collection that fails leaves the stack deployed and throws, naming what to do.
@@ -61,6 +80,7 @@ export async function collectThenDestroy(stack: StackSeam, options: DownOptions)
   if (collectOptions === undefined) {
     log(`stack ${stack.name}: nothing deployed to collect from`);
   } else {
+    if (options.closeBrowsers !== false && collectOptions.computers.length > 0) await closeBrowsersAndSettle(collectOptions, log);
     try {
       collected = await collect({ ...collectOptions, failOnCaptureError: options.failOnCaptureError, log });
     } catch (error) {

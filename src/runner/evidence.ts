@@ -24,6 +24,22 @@ export async function fetchProxyLog(gatewayUrl: string, token: string, computer:
   return body;
 }
 
+/**
+ * Resolves once every computer's site-proxy log has stopped growing (two reads `quietMs` apart agree), or after
+ * `timeoutMs`: connections a browser just closed are logged a moment later. Unreadable logs do not hold it up.
+ */
+export async function logsSettled(access: { gatewayUrl: string; controlToken: string }, computers: string[], quietMs = 300, timeoutMs = 5_000): Promise<void> {
+  const sizes = async () => Promise.all(computers.map((c) => fetchProxyLog(access.gatewayUrl, access.controlToken, c).then((t) => t.length, () => -1)));
+  const until = Date.now() + timeoutMs;
+  let before = await sizes();
+  while (Date.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, quietMs));
+    const now = await sizes();
+    if (now.every((size, i) => size === before[i])) return;
+    before = now;
+  }
+}
+
 function ipv4Octets(address: string): number[] {
   return address.split(".").map(Number);
 }

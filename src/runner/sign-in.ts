@@ -137,3 +137,20 @@ export async function signOut(target: SignInTarget & { domains: readonly string[
     return { cookies: doomed.length, origins: origins.length };
   });
 }
+
+/**
+ * Closes the computer's browser (DevTools `Browser.close`), ending every connection it holds open. A site proxy
+ * logs a connection when it ends, so a browser's idle keep-alive tunnels reach the log only once they close;
+ * `down` closes the browsers before it reads the logs, so the evidence holds every host they reached.
+ */
+export async function closeBrowser(access: GatewayAccess, computer: string): Promise<void> {
+  await withComputerBrowser(access, computer, async (_context, browser) => {
+    const session = await browser.newBrowserCDPSession();
+    // The browser goes away while answering, so the answer may never come: do not wait for it.
+    void session.send("Browser.close").catch(() => undefined);
+    await new Promise<void>((resolve) => {
+      browser.once("disconnected", () => resolve());
+      setTimeout(resolve, 5_000).unref();
+    });
+  });
+}

@@ -7,7 +7,8 @@ import type { OutputMap } from "@pulumi/pulumi/automation";
 import { afterEach, describe, expect, it } from "vitest";
 import { collectThenDestroy, type StackSeam } from "../../src/runner/down";
 import { RunnerError } from "../../src/runner/errors";
-import { cleanup, deployedOutputs, pcapBytes, startTestGateway, tempDir, writeCaptures } from "./helpers";
+import { chromium } from "playwright-core";
+import { cleanup, deployedOutputs, freePort, pcapBytes, startChromium, startProxy, startTestGateway, startTlsOrigin, tempDir, waitFor, writeCaptures } from "./helpers";
 
 afterEach(cleanup);
 
@@ -103,5 +104,45 @@ describe("down", () => {
     expect(stack.calls).toEqual(["outputs", "destroy"]);
     expect(result.collected).toBeUndefined();
     expect(lines).toEqual(["stack task-0: nothing deployed to collect from"]);
+  });
+});
+
+describe("down with a computer", () => {
+  it("closes the computer's browser first, so a connection it still held open is in the evidence", async () => {
+    const origin = await startTlsOrigin("example.com", "<title>public</title>");
+    const gatewayPort = await freePort();
+    const proxy = await startProxy({
+      gateway: `http://127.0.0.1:${gatewayPort}`,
+      sites: {},
+      reach: "allow-all",
+      resolve: { "example.com": ["127.0.0.1"] },
+      control: { host: "127.0.0.1", port: 0 },
+    });
+    // The computer's browser reaches everything through its site proxy, as in a deployed env.
+    const browser = await startChromium([`--proxy-server=${proxy.url}`, "--ignore-certificate-errors"]);
+    const gateway = await startTestGateway({
+      listen: { host: "127.0.0.1", port: gatewayPort },
+      sites: { shop: { server: "http://127.0.0.1:9" } },
+      computers: { agent: { cdp: browser.cdp, proxyLog: `http://127.0.0.1:${proxy.startup.control!.port}/log` } },
+    });
+    const direct = await chromium.connectOverCDP(browser.cdp);
+    const page = await direct.contexts()[0].newPage();
+    await page.goto(`https://example.com:${origin.port}/`);
+    expect(await page.title()).toBe("public");
+    await direct.close();
+    // Chromium keeps the tunnel open for reuse, and the proxy logs a connection only when it ends.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(proxy.records().filter((r) => r.event === "connection")).toEqual([]);
+
+    const projectDir = tempDir("runner-project-");
+    const artifactsDir = join(projectDir, "artifacts", "task-8");
+    const map = deployedOutputs(gateway.url, { computers: { agent: {} }, captureTraffic: false, live: false, liveWebsites: [], websites: {} });
+    const stack = new StackDouble("task-8", map, artifactsDir);
+    const result = await collectThenDestroy(stack, { projectDir });
+
+    expect(stack.calls).toEqual(["outputs", "destroy"]);
+    expect(result.collected?.record.publicHostsContacted).toEqual(["example.com"]);
+    expect(result.collected?.record.reproducible).toBe(false);
+    await waitFor("the browser to exit", () => browser.exited());
   });
 });

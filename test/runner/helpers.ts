@@ -1,9 +1,10 @@
 // Test helpers for the runner: a real env on loopback, without Docker. The real gateway process
 // (bin/multienv-gateway.js), the sample live site's server, the real site proxy and a real headless Chromium
 // registered as the gateway's computer. Only 127.0.0.0/8 is contacted.
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import https from "node:https";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -112,10 +113,12 @@ export interface Chromium {
   /** The DevTools HTTP endpoint, as the gateway's computers.<name>.cdp takes it. */
   cdp: string;
   port: number;
+  /** True once the browser process has ended. */
+  exited(): boolean;
 }
 
 /** A real headless Chromium with DevTools on a loopback port, as a computer's browser. */
-export async function startChromium(): Promise<Chromium> {
+export async function startChromium(extraArgs: string[] = []): Promise<Chromium> {
   const userDataDir = tempDir("runner-chromium-");
   const child = spawn(
     "/usr/bin/chromium",
@@ -129,6 +132,7 @@ export async function startChromium(): Promise<Chromium> {
       "--disable-sync",
       "--remote-debugging-port=0",
       `--user-data-dir=${userDataDir}`,
+      ...extraArgs,
       "about:blank",
     ],
     { stdio: ["ignore", "ignore", "pipe"] },
@@ -147,7 +151,7 @@ export async function startChromium(): Promise<Chromium> {
     });
     child.once("exit", (code) => reject(new Error(`Chromium exited ${code}: ${stderr}`)));
   });
-  return { cdp: `http://127.0.0.1:${port}`, port };
+  return { cdp: `http://127.0.0.1:${port}`, port, exited: () => child.exitCode !== null || child.signalCode !== null };
 }
 
 /** The real gateway on loopback; stopped on cleanup. */
@@ -172,4 +176,17 @@ export function deployedOutputs(gatewayUrl: string, overrides: Record<string, un
   const map: OutputMap = { controlToken: { value: token, secret: true } };
   for (const [key, value] of Object.entries(values)) map[key] = { value, secret: false };
   return map;
+}
+
+/** An HTTPS server on loopback with a self-signed certificate for `name`, answering `body`, keeping connections alive. */
+export async function startTlsOrigin(name: string, body: string): Promise<{ port: number }> {
+  const dir = tempDir("runner-tls-");
+  execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"), "-days", "1", "-subj", `/CN=${name}`], { stdio: "ignore" });
+  const server = https.createServer({ key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")), keepAliveTimeout: 600_000 }, (_req, res) => {
+    res.writeHead(200, { "content-type": "text/html" });
+    res.end(body);
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  onCleanup(() => new Promise((done) => { server.closeAllConnections(); server.close(() => done(undefined)); }));
+  return { port: (server.address() as net.AddressInfo).port };
 }
