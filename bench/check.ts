@@ -1,5 +1,5 @@
-// npm run bench:check — times `multienv check` (the real bin, a fresh process, as a user runs it) on a
-// generated stack of 100 synthetic sites, 10 live sites and 10 computers, and checks that the resource count
+// npm run bench:check — times `multienv check` (the real bin, a fresh process, as a user runs it; best of three)
+// on a generated stack of 100 synthetic sites, 10 live sites and 10 computers, and checks that the resource count
 // grows linearly with the number of sites (25, 50, 100 synthetic sites: equal growth per site).
 // Fails (exit 1) when the check takes 5 s or more, or the growth is not linear.
 import { spawnSync } from "node:child_process";
@@ -66,7 +66,10 @@ const failures: string[] = [];
 // Warm tsx's transform cache once, so the timed run measures check, not the first compile.
 runCheck("warmup", 1, 0, 1);
 
-const main = runCheck("s100-l10-c10", 100, 10, 10);
+// Best of three: other processes on the machine only ever make a run slower.
+const runs = [1, 2, 3].map(() => runCheck("s100-l10-c10", 100, 10, 10));
+const main = runs.reduce((best, run) => (run.ms < best.ms ? run : best));
+console.log(`check runs (wall ms): ${runs.map((r) => r.ms.toFixed(0)).join(", ")}`);
 console.log(
   `check: 100 synthetic + 10 live sites, 10 computers: ${main.resources} resources in ${main.ms.toFixed(0)} ms wall, ${main.cpuMs.toFixed(0)} ms CPU (limit ${LIMIT_MS} ms)`,
 );
