@@ -45,13 +45,14 @@ export interface CaptureCollectorOptions {
 
 /**
  * The local.Command's commands. `create` does nothing (the collector exists only to be deleted); `delete` runs
- * the collection from the project directory (the program's working directory, where the command provider runs).
+ * the collection from the project directory (the program's working directory, where the command provider runs),
+ * closing the computers' browsers first so the connections they hold end up in the site-proxy logs.
  */
 export function captureCollectorCommands(options: CaptureCollectorOptions = {}): { create: string; delete: string } {
   const flags = options.failOnCaptureError ? " --fail-on-capture-error" : "";
   return {
     create: "true",
-    delete: `node bin/multienv.js collect --from-env${flags}`,
+    delete: `node bin/multienv.js collect --from-env --close-browsers${flags}`,
   };
 }
 

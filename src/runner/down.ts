@@ -55,8 +55,8 @@ export function collectOptionsFor(stack: string, map: OutputMap, artifactsDir: s
   };
 }
 
-/** Closes each computer's browser (best effort), then waits until the proxies' logs stop growing. */
-async function closeBrowsersAndSettle(options: Pick<CollectOptions, "stack" | "access" | "computers">, log: (line: string) => void): Promise<void> {
+/** Closes each computer's browser (best effort), then waits until the proxies' logs stop growing. Teardown only. */
+export async function closeBrowsersAndSettle(options: Pick<CollectOptions, "stack" | "access" | "computers">, log: (line: string) => void): Promise<void> {
   await Promise.all(
     options.computers.map((computer) =>
       closeBrowser(options.access, computer).catch((error: unknown) =>

@@ -11,7 +11,7 @@ import * as downCommand from "../../src/runner/commands/down";
 import * as signInCommand from "../../src/runner/commands/sign-in";
 import * as upCommand from "../../src/runner/commands/up";
 import { captureCollectorCommands, captureCollectorEnvironment, COLLECTOR_ENV } from "../../src/runner/capture-collector";
-import { cleanup, CLI, pcapBytes, ROOT, sha256, startTestGateway, tempDir, TOKEN, writeCaptures } from "./helpers";
+import { cleanup, CLI, pcapBytes, ROOT, sha256, startChromium, startTestGateway, tempDir, TOKEN, waitFor, writeCaptures } from "./helpers";
 
 interface Run {
   code: number;
@@ -142,6 +142,20 @@ describe("collect --from-env (the capture collector's delete step)", () => {
     const record = JSON.parse(readFileSync(join(artifactsDir, "run.json"), "utf8"));
     expect(record.captures.find((c: { name: string }) => c.name === "shop-server.pcap0").sha256).toBe(sha256(files["shop-server.pcap0"]));
     expect(record).toMatchObject({ stack: "task-5", reproducible: true, captureTraffic: true });
+  });
+
+  it("closes the computers' browsers first, as teardown", async () => {
+    const browser = await startChromium();
+    const gateway = await startTestGateway({ sites: { shop: { server: "http://127.0.0.1:9" } }, computers: { agent: { cdp: browser.cdp } } });
+    const env = captureCollectorEnvironment({
+      stack: "task-6",
+      gatewayUrl: gateway.url,
+      controlToken: TOKEN,
+      context: { computers: ["agent"], syntheticDomains: [], live: false, liveWebsites: [], captureTraffic: false },
+    });
+    const result = await run([], { ...env, [COLLECTOR_ENV.artifactsDir]: join(tempDir(), "task-6") }, "/bin/sh", ["-c", captureCollectorCommands().delete]);
+    expect(result.code).toBe(0);
+    await waitFor("the browser to exit", () => browser.exited());
   });
 
   it("names a missing variable in one line", async () => {

@@ -14,6 +14,7 @@ interface CollectOptions extends CommonOptions {
   failOnCaptureError?: boolean;
   fromEnv?: boolean;
   artifacts?: string;
+  closeBrowsers?: boolean;
 }
 
 function summary(stack: string, result: CollectResult, artifactsDir: string): string {
@@ -35,7 +36,8 @@ export function register(program: Command): void {
       .argument("[stack]", "the stack (task) name; omit with --from-env")
       .option("--fail-on-capture-error", "fail (exit 1) when a capture cannot be collected; by default it is a warning")
       .option("--from-env", "read the gateway URL, control token and env from MULTIENV_* variables (the capture collector's delete step)")
-      .option("--artifacts <dir>", "store here instead of artifacts/<stack> under the project directory"),
+      .option("--artifacts <dir>", "store here instead of artifacts/<stack> under the project directory")
+      .option("--close-browsers", "first close the computers' browsers, so the connections they hold end up in the site-proxy logs (for teardown)"),
   ).action((stack: string | undefined, options: CollectOptions) =>
     runAction("collect", async () => {
       if (options.fromEnv) {
@@ -43,10 +45,15 @@ export function register(program: Command): void {
         const fromEnv = readCollectorEnvironment(process.env);
         // Loaded when run: the delete step needs neither the Automation API nor Pulumi at all.
         const { collectRun } = require("../collect") as typeof import("../collect");
+        const access = { gatewayUrl: fromEnv.gatewayUrl, controlToken: fromEnv.controlToken };
+        if (options.closeBrowsers && fromEnv.context.computers.length > 0) {
+          const { closeBrowsersAndSettle } = require("../down") as typeof import("../down");
+          await closeBrowsersAndSettle({ stack: fromEnv.stack, access, computers: fromEnv.context.computers }, note);
+        }
         const artifactsDir = resolve(options.artifacts ?? fromEnv.artifactsDir ?? artifactsDirOf(options.projectDir, fromEnv.stack));
         const result = await collectRun({
           stack: fromEnv.stack,
-          access: { gatewayUrl: fromEnv.gatewayUrl, controlToken: fromEnv.controlToken },
+          access,
           artifactsDir,
           marks: { live: fromEnv.context.live, liveWebsites: fromEnv.context.liveWebsites, captureTraffic: fromEnv.context.captureTraffic },
           captureTraffic: fromEnv.context.captureTraffic,
@@ -59,6 +66,7 @@ export function register(program: Command): void {
         return;
       }
       if (stack === undefined) throw new RunnerError("name the stack to collect (`multienv collect <stack>`), or pass --from-env");
+      if (options.closeBrowsers) throw new RunnerError(`stack ${stack}: --close-browsers is for teardown (--from-env); \`multienv down ${stack}\` closes them itself`);
       const artifactsDir = resolve(options.artifacts ?? artifactsDirOf(options.projectDir, stack));
       const { collectCaptures } = require("../index") as typeof import("../index");
       const result = await collectCaptures(stack, { projectDir: options.projectDir, artifactsDir, failOnCaptureError: options.failOnCaptureError, log: note });
