@@ -1,0 +1,47 @@
+// The program entry Pulumi runs (Pulumi.yaml main: index.ts) and how it stops on bad input.
+import { execFileSync } from "node:child_process";
+import { resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { multienvProgram } from "../../src/program";
+import { GraphError } from "../../src/runner/graph";
+import { graphOf } from "./helpers";
+
+describe("program", () => {
+  it("index.ts exports the program itself, so Pulumi's CommonJS loader (node --import=tsx) calls it", () => {
+    // What Pulumi's nodejs runtime does with Pulumi.yaml's nodeargs: require the main module, call it if a function.
+    const script = "const m = require('./index.ts'); process.stdout.write(typeof m + ' ' + m.name)";
+    const out = execFileSync(process.execPath, ["--import=tsx", "-e", script], { cwd: resolve(__dirname, "..", ".."), encoding: "utf8" });
+    expect(out).toBe(`function ${multienvProgram.name}`);
+  });
+
+  it("stops a refused plan with one line per problem, naming each config path", async () => {
+    const config = {
+      websites: { gh: { live: true, domains: ["140.82.112.3"], server: { image: "x" } } },
+      computers: { c: { network: "allow-all", startTabs: ["https://example.com/"] } },
+    };
+    const error = await graphOf("p1", config).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GraphError);
+    const lines = (error as Error).message.split("\n");
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    expect(lines.some((l) => l.startsWith("multienv:websites.gh.domains[0]:"))).toBe(true);
+    expect(lines.some((l) => l.startsWith("multienv:computers.c.startTabs[0]:"))).toBe(true);
+    for (const line of lines) expect(line).toMatch(/^multienv:/);
+  });
+
+  it("stops a config the schema refuses the same way", async () => {
+    const error = await graphOf("p2", { target: "kubernetes" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GraphError);
+    expect((error as Error).message).toMatch(/^multienv:target: /);
+  });
+
+  it("logs the plan's warnings through pulumi.log.warn", async () => {
+    const config = {
+      websites: {
+        gh: { live: true, domains: ["github.com", "gist.github.com"], server: { image: "x" } },
+        gist: { domains: ["gist.github.com"], server: { image: "s" }, frontend: { image: "f" } },
+      },
+    };
+    const graph = await graphOf("p3", config);
+    expect(graph.warnings.some((w) => w.includes("gist.github.com"))).toBe(true);
+  });
+});
