@@ -10,6 +10,7 @@ import { capturePath, PCAP_MEDIA_TYPE, TRAFFIC_CAPTURES_PATH, type TrafficCaptur
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readStackFile } from "../../src/config";
 import { renderGraph } from "../../src/runner/graph";
+import { signIn, signOut } from "../../src/runner/sign-in";
 import { DEMO_STACK_FILE, deployDemo, dockerExec, nodeIn, pidsIn, until, type DeployedEnv } from "./helpers/env";
 
 const STACK = "e2e";
@@ -114,6 +115,22 @@ describe("the demo multi env on the local engine", () => {
     // A live name beside it still goes to the (stand-in) real site.
     await page.goto("https://github.com/");
     expect(await page.title()).toBe("GitHub stand-in");
+    await page.close();
+  });
+
+  it("signs the computer in to the live site with the session its server gives, and out again", async () => {
+    const access = { gatewayUrl: env.gatewayUrl, controlToken: env.token };
+    expect(await signIn({ access, site: "github", computer: "desktop" })).toMatchObject({ cookies: 1 });
+    const desktop = await computer("desktop");
+    const page = await desktop.contexts()[0].newPage();
+    // The stand-in echoes the request's headers: the real site would see the session cookie.
+    await page.goto("https://github.com/headers");
+    const sent = JSON.parse((await page.textContent("body")) ?? "{}") as Record<string, string>;
+    expect(sent.cookie).toContain("user_session=alex");
+    await signOut({ access, site: "github", computer: "desktop", domains: ["github.com", "*.github.com"] });
+    await page.goto("https://github.com/headers");
+    const after = JSON.parse((await page.textContent("body")) ?? "{}") as Record<string, string>;
+    expect(after.cookie ?? "").not.toContain("user_session");
     await page.close();
   });
 
