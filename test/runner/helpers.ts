@@ -179,7 +179,7 @@ export function deployedOutputs(gatewayUrl: string, overrides: Record<string, un
 }
 
 /** An HTTPS server on loopback with a self-signed certificate for `name`, answering `body`, keeping connections alive. */
-export async function startTlsOrigin(name: string, body: string): Promise<{ port: number }> {
+export async function startTlsOrigin(name: string, body: string): Promise<{ port: number; openConnections(): Promise<number> }> {
   const dir = tempDir("runner-tls-");
   execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"), "-days", "1", "-subj", `/CN=${name}`], { stdio: "ignore" });
   const server = https.createServer({ key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")), keepAliveTimeout: 600_000 }, (_req, res) => {
@@ -188,5 +188,6 @@ export async function startTlsOrigin(name: string, body: string): Promise<{ port
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
   onCleanup(() => new Promise((done) => { server.closeAllConnections(); server.close(() => done(undefined)); }));
-  return { port: (server.address() as net.AddressInfo).port };
+  const openConnections = () => new Promise<number>((done, fail) => server.getConnections((error, count) => (error ? fail(error) : done(count))));
+  return { port: (server.address() as net.AddressInfo).port, openConnections };
 }
