@@ -16,7 +16,7 @@ export class ControlToken extends pulumi.ComponentResource {
   /** The token, a secret. */
   readonly value: pulumi.Output<string>;
 
-  constructor(name: string, args: Record<string, never>, opts?: pulumi.ComponentResourceOptions) {
+  constructor(name: string, _args: Record<string, never>, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:index:ControlToken", name, {}, opts);
     const generator = new command.local.Command(
       `${name}-generator`,
