@@ -157,6 +157,12 @@ describe("the demo multi env on the local engine", () => {
         s.on("timeout", () => { s.destroy(); resolve([k, "timeout"]); });
         s.on("error", (e) => resolve([k, e.code]));
       }))).then((r) => { console.log(JSON.stringify(Object.fromEntries(r))); process.exit(0); });`;
+    // The browser is on its computer's internal network alone; DevTools leaves through the proxy's relay.
+    for (const name of ["desktop", "open"]) {
+      const networks = Object.keys((await inspect(`${STACK}-${name}-browser`)).NetworkSettings.Networks);
+      expect(networks).toEqual([`${STACK}-${name}-net`]);
+      expect((await env.api.request("GET", `/networks/${STACK}-${name}-net`)).Internal).toBe(true);
+    }
     const results = JSON.parse(nodeIn(`${STACK}-desktop-browser`, script)) as Record<string, string>;
     expect(results.proxy).toBe("connected");
     for (const [target, result] of Object.entries(results)) {
