@@ -1,11 +1,7 @@
 // The site proxy's configuration (DESIGN "Entry points", docs/contracts.md "Service config extensions"):
 // one JSON object in MULTIENV_SITE_PROXY_CONFIG, checked here so a mistake is one line naming the field.
 import { z } from "zod";
-
-export const CONFIG_ENV = "MULTIENV_SITE_PROXY_CONFIG";
-
-/** Exit status for a configuration the proxy cannot start with; the supervisor does not restart on it. */
-export const BAD_CONFIG_EXIT = 2;
+import { CONFIG_ENV } from "./supervision";
 
 const port = z.number().int().min(0).max(65535);
 const listen = z.object({ host: z.string().min(1), port }).strict();

@@ -1,7 +1,7 @@
 // multienv-site-proxy: reads MULTIENV_SITE_PROXY_CONFIG, starts the proxy and prints its startup line (with the
 // bound ports) on stdout. A bad configuration is one line naming the field, and exit status 2.
-import { BAD_CONFIG_EXIT, ConfigError, configFromEnv } from "./config";
-import { STANDBY_ENV, StandbyMessage } from "./standby";
+import { ConfigError, configFromEnv } from "./config";
+import { BAD_CONFIG_EXIT, STANDBY_ENV, StandbyMessage } from "./supervision";
 
 async function main(): Promise<void> {
   let config;

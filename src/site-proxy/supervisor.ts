@@ -11,9 +11,8 @@
 // MULTIENV_SITE_PROXY_CONFIG configures them.
 import { type ChildProcess, fork } from "node:child_process";
 import * as path from "node:path";
-import { BAD_CONFIG_EXIT, CONFIG_ENV } from "./config";
 import { appendEventSync } from "./log";
-import { STANDBY_ENV, StandbyMessage } from "./standby";
+import { BAD_CONFIG_EXIT, CONFIG_ENV, STANDBY_ENV, StandbyMessage } from "./supervision";
 
 /** Wait before starting a new process after one died young, doubling while they keep dying young. */
 const FIRST_DELAY_MS = 100;
