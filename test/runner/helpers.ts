@@ -178,16 +178,26 @@ export function deployedOutputs(gatewayUrl: string, overrides: Record<string, un
   return map;
 }
 
-/** An HTTPS server on loopback with a self-signed certificate for `name`, answering `body`, keeping connections alive. */
-export async function startTlsOrigin(name: string, body: string): Promise<{ port: number; openConnections(): Promise<number> }> {
+/**
+ * An HTTPS server on loopback with a self-signed certificate for `name`. `/` answers a page whose script opens
+ * `/hold`, a request the server never finishes: the page's connection stays open for as long as the browser lives.
+ */
+export async function startTlsOrigin(name: string, title: string): Promise<{ port: number; held(): number; openConnections(): Promise<number> }> {
   const dir = tempDir("runner-tls-");
   execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"), "-days", "1", "-subj", `/CN=${name}`], { stdio: "ignore" });
-  const server = https.createServer({ key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")), keepAliveTimeout: 600_000 }, (_req, res) => {
+  let held = 0;
+  const server = https.createServer({ key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")), keepAliveTimeout: 600_000 }, (req, res) => {
+    if (req.url === "/hold") {
+      held += 1;
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(": held\n\n");
+      return;
+    }
     res.writeHead(200, { "content-type": "text/html" });
-    res.end(body);
+    res.end(`<title>${title}</title><script>fetch("/hold")</script>`);
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
   onCleanup(() => new Promise((done) => { server.closeAllConnections(); server.close(() => done(undefined)); }));
   const openConnections = () => new Promise<number>((done, fail) => server.getConnections((error, count) => (error ? fail(error) : done(count))));
-  return { port: (server.address() as net.AddressInfo).port, openConnections };
+  return { port: (server.address() as net.AddressInfo).port, held: () => held, openConnections };
 }
