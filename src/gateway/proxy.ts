@@ -7,11 +7,11 @@
 // A stall is an idle timeout (no bytes either way on the upstream connection), not a
 // ceiling on the whole exchange, so a long download that keeps moving is never cut.
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
-import net, { type NetConnectOpts } from "node:net";
 import type { Duplex } from "node:stream";
 import { clientResponseHeaders, responseHead, upstreamRequestHeaders } from "./headers";
 import type { Logger } from "./log";
 import { replyJson, replyJsonOnSocket } from "./reply";
+import { CONNECT_TIMEOUT_REASON, IDLE_REASON, UpstreamError, UpstreamPool, type Exchange } from "./upstream";
 
 export interface Upstream {
   /** The upstream's base URL; its path (if any) prefixes the forwarded path. */
@@ -29,43 +29,15 @@ export interface ForwarderOptions {
   log: Logger;
 }
 
-class UpstreamError extends Error {
-  constructor(
-    readonly reason: string,
-    detail: string,
-  ) {
-    super(detail);
-  }
-}
-
-const IDLE = "upstream idle timeout";
-
 /**
- * How far a streamed body may run ahead of the slower side before backpressure pauses the
- * faster one (node's default is 16 KiB). Larger buffers mean fewer pause/resume rounds per
- * GiB, which is what limits streaming on a busy machine; the cost is bounded per active stream.
+ * How far a client's streamed request body and the answer to it may be buffered before
+ * backpressure pauses the other side (node's default is 16 KiB). Larger buffers mean fewer
+ * pause/resume rounds per GiB, which is what limits streaming on a busy machine; the cost
+ * is bounded per active stream.
  */
 export const STREAM_BUFFER_BYTES = 512 * 1024;
 
-/**
- * An agent whose sockets end an exchange that stalls: each socket destroys itself with an
- * idle-timeout error when its timer (armed per request, see Forwarder.arm) runs out. The
- * error reaches the request the socket serves. Pooled sockets are disarmed by the agent.
- */
-class IdleCuttingAgent extends http.Agent {
-  constructor(private readonly idleTimeoutMs: number) {
-    super({ keepAlive: true, maxSockets: 1024, maxFreeSockets: 256, scheduling: "lifo" });
-  }
-
-  // The agent takes the returned socket (node's own createConnection does the same).
-  override createConnection(options: NetConnectOpts): Duplex {
-    const socket = net.createConnection(options);
-    socket.on("timeout", () => socket.destroy(new UpstreamError(IDLE, `no bytes for ${this.idleTimeoutMs} ms`)));
-    return socket;
-  }
-}
-
-/** Whether a request has a body to stream (a GET without one is ended at once, no pipe). */
+/** Whether a request has a body to stream. */
 function hasBody(req: IncomingMessage): boolean {
   const length = req.headers["content-length"];
   if (length !== undefined) return length !== "0";
@@ -91,33 +63,33 @@ function describe(error: Error): { error: string; detail: string } {
 }
 
 export class Forwarder {
-  /** Kept-alive upstream connections, reused across requests (the gateway talks to few upstreams, often). */
-  private readonly agent: http.Agent;
+  /** Kept-alive upstream connections per host and port (the gateway talks to few upstreams, often). */
+  private readonly pools = new Map<string, UpstreamPool>();
 
-  constructor(private readonly options: ForwarderOptions) {
-    this.agent = new IdleCuttingAgent(options.idleTimeoutMs);
-  }
+  constructor(private readonly options: ForwarderOptions) {}
 
-  /**
-   * Arms a request's socket: the connect timeout while it is still connecting, and the idle
-   * timeout for this exchange (the agent disarms it when the socket goes back to its pool).
-   */
-  private arm(upstreamReq: http.ClientRequest, idle: boolean): void {
+  /** The connect timeout for an upgrade's own connection (an upgraded connection has no idle timeout). */
+  private guardConnect(upstreamReq: http.ClientRequest): void {
     upstreamReq.once("socket", (socket) => {
-      if (!socket.connecting) {
-        if (idle) socket.setTimeout(this.options.idleTimeoutMs);
-        return;
-      }
+      if (!socket.connecting) return;
       const timer = setTimeout(
-        () => upstreamReq.destroy(new UpstreamError("upstream connect timeout", `no connection after ${this.options.connectTimeoutMs} ms`)),
+        () => upstreamReq.destroy(new UpstreamError(CONNECT_TIMEOUT_REASON, `no connection after ${this.options.connectTimeoutMs} ms`)),
         this.options.connectTimeoutMs,
       );
-      socket.once("connect", () => {
-        clearTimeout(timer);
-        if (idle) socket.setTimeout(this.options.idleTimeoutMs);
-      });
+      socket.once("connect", () => clearTimeout(timer));
       socket.once("close", () => clearTimeout(timer));
     });
+  }
+
+  /** The kept-alive connections to `url`'s host and port. */
+  private pool(url: URL): UpstreamPool {
+    const key = `${url.hostname}:${url.port || 80}`;
+    let pool = this.pools.get(key);
+    if (!pool) {
+      pool = new UpstreamPool(url.hostname, Number(url.port || 80), this.options.connectTimeoutMs, this.options.idleTimeoutMs);
+      this.pools.set(key, pool);
+    }
+    return pool;
   }
 
   /**
@@ -127,72 +99,82 @@ export class Forwarder {
    */
   forward(req: IncomingMessage, res: ServerResponse, upstream: Upstream, rest: string, retry = true): void {
     const path = upstreamPath(upstream, rest);
-    const options: http.RequestOptions & { highWaterMark: number } = {
-      host: upstream.url.hostname,
-      port: upstream.url.port || 80,
-      method: req.method,
-      path,
-      headers: upstreamRequestHeaders(req, { upgrade: false, controlToken: this.options.controlToken, host: upstream.host }) as unknown as http.OutgoingHttpHeaders,
-      setHost: false,
-      agent: this.agent,
-      // Node 20 honours it for the response stream; @types/node 20 does not list it.
-      highWaterMark: STREAM_BUFFER_BYTES,
-    };
-    const upstreamReq = http.request(options);
-    this.arm(upstreamReq, true);
+    const headers = upstreamRequestHeaders(req, { upgrade: false, controlToken: this.options.controlToken, host: upstream.host });
+    const bodiless = !hasBody(req);
     let bytesSent = 0;
+    let headWritten = false;
     let finished = false;
+    const onDrain = () => exchange.resume();
 
-    upstreamReq.on("response", (upstreamRes) => {
-      res.sendDate = false; // the upstream's Date (if any) is forwarded as it is
-      try {
-        res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, clientResponseHeaders(upstreamRes.rawHeaders) as unknown as http.OutgoingHttpHeaders);
-      } catch (error) {
-        // A head node will not write back (e.g. a status outside 100-999): a failure, not a crash.
-        upstreamReq.destroy(new UpstreamError("upstream failed", `unforwardable response head: ${(error as Error).message}`));
-        return;
-      }
-      // node sends a head with the first body chunk (one packet for a small answer). When the
-      // body is not already here, send the head now: a client of a slow stream sees it at once.
-      setImmediate(() => {
-        if (bytesSent === 0 && !res.writableEnded && !res.destroyed) res.flushHeaders();
-      });
-      upstreamRes.on("data", (chunk: Buffer) => (bytesSent += chunk.length));
-      upstreamRes.on("end", () => (finished = true));
-      upstreamRes.on("error", () => undefined); // reported through upstreamReq
-      upstreamRes.pipe(res);
-    });
-
-    upstreamReq.on("error", (error) => {
-      if (retry && upstreamReq.reusedSocket && !res.headersSent && !hasBody(req) && isStaleConnection(error)) {
-        this.forward(req, res, upstream, rest, false);
-        return;
-      }
-      if (res.headersSent) {
-        if (error instanceof UpstreamError && error.reason === IDLE) {
-          this.options.log("upstream-idle-timeout", { ...upstream.label, method: req.method, path, bytesSent, idleTimeoutMs: this.options.idleTimeoutMs });
-        } else if (!finished) {
-          this.options.log("upstream-error", { ...upstream.label, method: req.method, path, bytesSent, error: error.message });
+    const exchange: Exchange = this.pool(upstream.url).request(req.method ?? "GET", path, headers, {
+      onHead: (head) => {
+        res.sendDate = false; // the upstream's Date (if any) is forwarded as it is
+        try {
+          res.writeHead(head.status, head.statusText, clientResponseHeaders(head.rawHeaders) as unknown as http.OutgoingHttpHeaders);
+        } catch (error) {
+          // A head node will not write back (e.g. a status outside 100-999): a failure, not a crash.
+          exchange.fail(new UpstreamError("upstream failed", `unforwardable response head: ${(error as Error).message}`));
+          return;
         }
-        res.destroy();
-        return;
-      }
-      if (res.destroyed) return;
-      const { error: reason, detail } = describe(error);
-      this.options.log("upstream-failed", { ...upstream.label, method: req.method, path, error: reason, detail });
-      replyJson(res, 502, { error: reason, ...upstream.label, detail });
+        headWritten = true;
+        // node sends a head with the first body chunk (one packet for a small answer). When the
+        // body is not already here, send the head now: a client of a slow stream sees it at once.
+        setImmediate(() => {
+          if (bytesSent === 0 && !res.writableEnded && !res.destroyed) res.flushHeaders();
+        });
+      },
+      onData: (chunk) => {
+        bytesSent += chunk.length;
+        if (res.write(chunk)) return true;
+        res.once("drain", onDrain);
+        return false;
+      },
+      onEnd: () => {
+        finished = true;
+        res.end();
+      },
+      onError: (error, reused) => {
+        if (retry && reused && bodiless && !headWritten && isStaleConnection(error)) {
+          this.forward(req, res, upstream, rest, false);
+          return;
+        }
+        if (headWritten) {
+          if (error instanceof UpstreamError && error.reason === IDLE_REASON) {
+            this.options.log("upstream-idle-timeout", { ...upstream.label, method: req.method, path, bytesSent, idleTimeoutMs: this.options.idleTimeoutMs });
+          } else if (!finished) {
+            this.options.log("upstream-error", { ...upstream.label, method: req.method, path, bytesSent, error: error.message });
+          }
+          res.destroy();
+          return;
+        }
+        if (res.destroyed) return;
+        const { error: reason, detail } = describe(error);
+        this.options.log("upstream-failed", { ...upstream.label, method: req.method, path, error: reason, detail });
+        replyJson(res, 502, { error: reason, ...upstream.label, detail });
+      },
     });
 
     // A client that goes away takes its upstream exchange with it.
     res.on("close", () => {
-      if (!res.writableFinished) upstreamReq.destroy();
+      if (!res.writableFinished) exchange.abort();
     });
-    req.on("error", () => upstreamReq.destroy());
-    if (hasBody(req)) req.pipe(upstreamReq);
-    else {
-      upstreamReq.end();
+    if (bodiless) {
+      exchange.endRequest(false);
       req.resume();
+      return;
     }
+    // The body streams as it arrives, paused while the upstream connection is full.
+    const chunked = req.headers["content-length"] === undefined;
+    const resumeReq = () => req.resume();
+    exchange.onDrain(resumeReq);
+    req.on("data", (chunk: Buffer) => {
+      if (!(chunked ? exchange.writeChunk(chunk) : exchange.write(chunk))) req.pause();
+    });
+    req.on("end", () => {
+      exchange.offDrain(resumeReq);
+      exchange.endRequest(chunked);
+    });
+    req.on("error", () => exchange.abort());
   }
 
   /** Forwards an upgrade request (WebSocket) and, once the upstream switches protocols, pipes the two sockets. */
@@ -208,7 +190,7 @@ export class Forwarder {
       agent: false,
     });
     // No idle timeout once upgraded: a DevTools or app WebSocket may rightly be quiet for long.
-    this.arm(upstreamReq, false);
+    this.guardConnect(upstreamReq);
     const onClientGone = () => upstreamReq.destroy();
     socket.once("close", onClientGone);
     socket.on("error", () => undefined);
@@ -243,6 +225,6 @@ export class Forwarder {
   }
 
   close(): void {
-    this.agent.destroy();
+    for (const pool of this.pools.values()) pool.close();
   }
 }
