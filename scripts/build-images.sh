@@ -7,8 +7,9 @@
 #   4. the project's images, each `docker build --build-arg BASE_IMAGE=multienv/node-base`:
 #      multienv/gateway, multienv/site-proxy, multienv/browser,
 #      multienv/sample-shop-server, multienv/sample-shop-frontend, multienv/sample-live-server
-# An image whose inputs (Dockerfile, bundle, base image id) hash to its `multienv.content-hash`
-# label is not rebuilt at all; otherwise docker's layer cache keeps apt steps from re-running.
+# Each image is labelled `multienv.base-image` (its BASE_IMAGE; the e2e deploy checks the program
+# asks for the same). An image whose inputs (Dockerfile, bundle, base image id) hash to its
+# `multienv.content-hash` label is not rebuilt at all; otherwise docker's layer cache keeps apt steps from re-running.
 # Apt inside builds reaches the Debian mirror of /etc/apt/sources.list* through Docker's
 # bridge NAT (the mirror's address is passed with --add-host when the host resolves it
 # from /etc/hosts); if a probe container cannot reach it, builds use --network host.
@@ -58,11 +59,11 @@ build_image() {
   local tag=$1 dockerfile=$2 base=$3 context=$4; shift 4
   local base_id hash current
   base_id=$(docker image inspect -f '{{.Id}}' "$base")
-  hash=$( { echo "$base_id"; cat "$dockerfile" "$@"; } | sha256sum | cut -c1-32)
+  hash=$( { echo "$base $base_id"; cat "$dockerfile" "$@"; } | sha256sum | cut -c1-32)
   current=$(docker image inspect -f '{{index .Config.Labels "multienv.content-hash"}}' "$tag" 2>/dev/null || true)
   if [ "$current" = "$hash" ]; then log "$tag is up to date"; return; fi
   log "building $tag"
-  docker build -q "${BUILD_NET[@]}" --build-arg "BASE_IMAGE=$base" --label "multienv.content-hash=$hash" \
+  docker build -q "${BUILD_NET[@]}" --build-arg "BASE_IMAGE=$base" --label "multienv.content-hash=$hash" --label "multienv.base-image=$base" \
     -f "$dockerfile" -t "$tag" "$context" 2>&1 >/dev/null | { grep -vE "DEPRECATED|legacy builder|buildx|^\s*$" >&2 || true; }
 }
 

@@ -26,6 +26,7 @@
 // |   name / driver / driverOpts      | Name / Driver / DriverOpts                                        |
 // |   labels                          | Labels (plus the deployer's)                                      |
 // | docker:index/image:Image          | GET /images/{imageName}/json: prebuilt by scripts/build-images.sh |
+// |   build.args.BASE_IMAGE           | must equal the image's multienv.base-image label                  |
 // |   imageName                       | the image that must exist                                         |
 // |   build {context, dockerfile, args}, buildOnPreview, skipPush, registry | built by build-images.sh, never pushed |
 // | docker:index/remoteImage:RemoteImage | GET /images/{name}/json (no pulls: nothing is reachable)       |
@@ -82,6 +83,9 @@ const execFileP = promisify(execFile);
 export const STACK_LABEL = "multienv.stack";
 export const DEPLOYER_LABEL = "multienv.deployer";
 export const DEPLOYER_LABEL_VALUE = "engine-deploy";
+
+/** Set by scripts/build-images.sh on each image: the BASE_IMAGE it was built from. */
+export const BASE_IMAGE_LABEL = "multienv.base-image";
 
 export class UnmappedInputError extends Error {}
 
@@ -443,6 +447,12 @@ export class EngineDeployer {
       case "docker:index/image:Image": {
         for (const k of Object.keys(r.inputs)) if (!IMAGE_INPUTS.has(k)) throw new UnmappedInputError(`docker.Image ${r.name}.${k}: not mapped by the e2e deploy; add it to src/runner/engine-deploy.ts`);
         const image = await this.existingImage(`docker.Image ${r.name}`, r.inputs.imageName);
+        // The prebuilt image must be what the program would build: the same Dockerfile base.
+        const wanted = r.inputs.build?.args?.BASE_IMAGE;
+        const built = image.Config?.Labels?.[BASE_IMAGE_LABEL];
+        if (wanted !== undefined && built !== undefined && wanted !== built) {
+          throw new Error(`docker.Image ${r.name}: ${r.inputs.imageName} was built FROM ${built} but the program builds it FROM ${wanted}; rebuild with \`npm run images\` or fix the program's BASE_IMAGE`);
+        }
         r.engineId = r.inputs.imageName;
         return { imageName: r.inputs.imageName, repoDigest: image.Id, baseImageName: r.inputs.imageName };
       }
@@ -475,7 +485,7 @@ export class EngineDeployer {
     }
   }
 
-  private async existingImage(what: string, name: string): Promise<{ Id: string }> {
+  private async existingImage(what: string, name: string): Promise<{ Id: string; Config?: { Labels?: Record<string, string> } }> {
     try {
       return await this.options.api.request("GET", `/images/${encodeURIComponent(name)}/json`);
     } catch (e) {
