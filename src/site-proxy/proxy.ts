@@ -151,11 +151,17 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     send(true);
   }
 
-  /** A request for a synthetic site: to the gateway's /website/<site>/<path>, with X-Forwarded-Host/-Proto. */
-  function toGateway(req: http.IncomingMessage, res: http.ServerResponse, site: string, authority: string, proto: "http" | "https", path: string, host: string, port: number): void {
+  /** A synthetic site's request as the gateway gets it: its own Host, and the browser's in X-Forwarded-Host/-Proto. */
+  function gatewayHeaders(req: http.IncomingMessage, authority: string, proto: "http" | "https"): string[] {
     const headers = withoutHeader(withoutHeader(withoutHeader(endToEndHeaders(req.rawHeaders), "host"), "x-forwarded-host"), "x-forwarded-proto");
     headers.unshift("Host", gateway.host);
     headers.push("X-Forwarded-Host", authority, "X-Forwarded-Proto", proto);
+    return headers;
+  }
+
+  /** A request for a synthetic site: to the gateway's /website/<site>/<path>. */
+  function toGateway(req: http.IncomingMessage, res: http.ServerResponse, site: string, authority: string, proto: "http" | "https", path: string, host: string, port: number): void {
+    const headers = gatewayHeaders(req, authority, proto);
     pass(req, res, gatewayAgent, { host: gatewayHost, port: gatewayPort, path: `${gatewayPrefix}/website/${site}${path}`, headers }, { method: req.method ?? "GET", host, port });
   }
 
@@ -203,9 +209,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
 
   function onUpgradeThroughGateway(req: http.IncomingMessage, client: net.Socket, head: Buffer, site: string, authority: string, proto: "http" | "https", path: string, host: string, port: number): void {
     // Sec-WebSocket-* and the rest are end-to-end; only Connection/Upgrade are rebuilt for the new hop.
-    const headers = withoutHeader(withoutHeader(withoutHeader(endToEndHeaders(req.rawHeaders), "host"), "x-forwarded-host"), "x-forwarded-proto");
-    headers.unshift("Host", gateway.host);
-    headers.push("X-Forwarded-Host", authority, "X-Forwarded-Proto", proto);
+    const headers = gatewayHeaders(req, authority, proto);
     void upgrade(req, client, head, openGateway, `${gatewayPrefix}/website/${site}${path}`, headers, { host, port });
   }
 
