@@ -80,11 +80,8 @@ describe("argument errors", () => {
     expect(collect.stderr).toBe("multienv collect: name the stack to collect (`multienv collect <stack>`), or pass --from-env\n");
   });
 
-  it("refuses a stack name that cannot name containers, and a stack with no stack file, in one line each", async () => {
-    const dir = project();
-    const [bad, missing] = await Promise.all([run(["down", "Task_1", "--project-dir", dir]), run(["up", "nosuch", "--project-dir", dir])]);
-    expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/^multienv down: stack "?Task_1"?: a stack name must be lowercase letters, digits and inner hyphens.*\n$/);
+  it("refuses a stack with no stack file in one line (a bad stack name: lifecycle.test.ts)", async () => {
+    const missing = await run(["up", "nosuch", "--project-dir", project()]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toBe("multienv up: stack nosuch: there is no stacks/Pulumi.nosuch.yaml; write one (see the examples in stacks/) or deploy from a spec object\n");
   });
@@ -94,7 +91,6 @@ describe("argument errors", () => {
     const results = await Promise.all([
       run(["up", "demo", "--project-dir", dir]),
       run(["down", "demo", "--project-dir", dir]),
-      run(["sign-in", "demo", "--site", "github", "--computer", "agent", "--project-dir", dir]),
     ]);
     for (const r of results) {
       expect(r.code).toBe(1);
@@ -102,6 +98,7 @@ describe("argument errors", () => {
       expect(r.stderr).toMatch(/^multienv [a-z-]+: stack demo: .* needs the Pulumi CLI, which is not installed; install it with `curl -fsSL https:\/\/get\.pulumi\.com \| sh`/);
     }
     expect(results[0].stderr).toContain("multienv up: stack demo: deploying needs the Pulumi CLI");
+    expect(results[1].stderr).toContain("multienv down: stack demo: destroying needs the Pulumi CLI");
   });
 });
 
