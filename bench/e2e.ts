@@ -16,6 +16,7 @@
 // internal env network otherwise). Loads alternate (a)/(b); each figure is the median.
 // Options (env): BENCH_LOADS per path (15), BENCH_STACK (bench-e2e).
 import { chromium, type Browser } from "playwright-core";
+import { cpus, loadavg } from "node:os";
 import path from "node:path";
 import { dockerApi } from "../src/runner/docker-api";
 import { deployStack, sweepStack } from "../src/runner/engine-deploy";
@@ -82,6 +83,7 @@ async function main(): Promise<void> {
       console.log(`  through site proxy + gateway (${proxied}): ${ma.toFixed(0)} ms`);
       console.log(`  straight from the site container (${direct}): ${mb.toFixed(0)} ms`);
       console.log(`  ratio: ${(ma / mb).toFixed(2)}x (target <= 1.3x)`);
+      console.log(`  load average while measuring: ${loadavg().map((l) => l.toFixed(1)).join(" ")} on ${cpus().length} cores (the 4 processes of the proxied path suffer most from a busy machine)`);
     } finally {
       await browser.close();
     }
