@@ -238,7 +238,7 @@ export async function startProxy(config: Record<string, unknown>, options: Start
   const full = { listen: { host: "127.0.0.1", port: 0 }, gateway: "http://127.0.0.1:9", sites: {}, reach: "allow-all", log: logPath, dnsServers: ["127.0.0.1:1"], ...config };
   const command = options.supervise ? [process.execPath, "--require", "tsx/cjs", SUPERVISOR, PROXY_BIN] : [process.execPath, PROXY_BIN];
   const [file, args] = options.ulimit
-    ? ["bash", ["-c", `ulimit -n ${options.ulimit} && exec "$@"`, "bash", ...command]]
+    ? ["bash", ["-c", `ulimit -n ${options.ulimit} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$@"`, "bash", ...command]]
     : [command[0], command.slice(1)];
   const child = spawn(file, args as string[], { cwd: ROOT, env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(full) }, stdio: ["ignore", "pipe", "pipe"] });
   const stop = async () => {

@@ -2,6 +2,7 @@
 // concurrent tunnels, bad requests answered 400 with a log line and never a crash, and the supervisor starting the
 // proxy again within 2 s of a kill -9.
 import * as crypto from "node:crypto";
+import * as fs from "node:fs";
 import * as net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ErrorRecord, RestartedRecord, StartupRecord } from "../../src/protocol/site-proxy";
@@ -56,6 +57,8 @@ describe("robustness", () => {
         }
       }
       expect(sockets.length).toBe(1_100);
+      // Each tunnel holds two descriptors in the proxy: well past the 1,024 a select() loop can watch.
+      expect(fs.readdirSync(`/proc/${proxy.startup.pid}/fd`).length).toBeGreaterThan(2_200);
       // All 1,100 are open now (2,200 descriptors in the proxy); each one still carries bytes both ways.
       const results = await Promise.all(sockets.map((s, i) => echoes(s, Buffer.from(`tunnel ${i}\n`))));
       expect(results.filter((ok) => !ok)).toEqual([]);
