@@ -49,7 +49,12 @@ function nameOf(stackOrSpec: string | StackSpec): string {
 }
 
 /** Opens the stack and runs `operation` on it under the per-stack lock; errors become one-line RunnerErrors. */
-async function onStack<T>(stackOrSpec: string | StackSpec, options: RunnerOptions, doing: string, operation: (opened: OpenedStack) => Promise<T>): Promise<T> {
+async function onStack<T>(
+  stackOrSpec: string | StackSpec,
+  options: RunnerOptions & { create?: boolean },
+  doing: string,
+  operation: (opened: OpenedStack) => Promise<T>,
+): Promise<T> {
   const name = nameOf(stackOrSpec);
   return withStackLock(stackLockKey(name, options), async () => {
     try {
@@ -84,7 +89,7 @@ export interface DeployResult {
  */
 export async function deployStack(stackOrSpec: string | StackSpec, options: DeployOptions = {}): Promise<DeployResult> {
   const log = options.log ?? (() => {});
-  return onStack(stackOrSpec, options, "deploying", async (opened) => {
+  return onStack(stackOrSpec, { ...options, create: true }, "deploying", async (opened) => {
     const progress = new ProgressReporter(log);
     if (options.preview !== false) {
       const counter = new StepCounter();

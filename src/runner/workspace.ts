@@ -37,6 +37,8 @@ export interface WorkspaceOptions {
   projectDir?: string;
   /** What the caller is doing, for error messages ("deploying"). Default: "opening the stack". */
   doing?: string;
+  /** Create the stack when the backend has none (deploying does; collecting or destroying a stack that was never deployed is an error). */
+  create?: boolean;
   /** The environment to read PULUMI_* settings from. Default: process.env. */
   env?: NodeJS.ProcessEnv;
 }
@@ -103,7 +105,7 @@ export async function openStack(stackOrSpec: string | StackSpec, options: Worksp
         `stack ${name}: the local state backend keeps secrets under a passphrase; set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE), the same one every time for this stack`,
       );
     }
-    stack = await Stack.createOrSelect(name, workspace);
+    stack = options.create || spec !== undefined ? await Stack.createOrSelect(name, workspace) : await Stack.select(name, workspace);
     if (spec !== undefined) {
       const wanted = specConfigMap(spec);
       const current = await stack.getAllConfig();

@@ -187,12 +187,20 @@ describe("the library without the Pulumi CLI", () => {
   });
 });
 
+// The Automation API's own classification of the CLI's answers.
+const { createCommandError } = require("@pulumi/pulumi/automation/errors") as {
+  createCommandError(result: { stdout: string; stderr: string; code: number }): Error;
+};
+
+describe("a stack that was never deployed", () => {
+  it("is an error for collect, sign-in and down, saying to deploy it first", () => {
+    const error = createCommandError({ stdout: "", stderr: "error: no stack named 'task-3' found", code: 255 });
+    expect(explain(error, "task-3", "collecting").message).toBe("stack task-3: no such stack in the state backend; deploy it first with `multienv up task-3`");
+  });
+});
+
 describe("Pulumi's stack lock", () => {
   it("is named, with what to do, when another process holds it", () => {
-    // The Automation API's own classification of the CLI's answer (file backend wording).
-    const { createCommandError } = require("@pulumi/pulumi/automation/errors") as {
-      createCommandError(result: { stdout: string; stderr: string; code: number }): Error;
-    };
     const error = createCommandError({ stdout: "", stderr: "error: the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete the lock file with `pulumi cancel`.", code: 255 });
     expect(explain(error, "task-7", "deploying").message).toBe(
       "stack task-7: another update holds Pulumi's lock on this stack; wait for it to finish, or if that process died, run `pulumi cancel --stack task-7`",
