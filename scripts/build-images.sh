@@ -13,6 +13,8 @@
 # Apt inside builds reaches the Debian mirror of /etc/apt/sources.list* through Docker's
 # bridge NAT (the mirror's address is passed with --add-host when the host resolves it
 # from /etc/hosts); if a probe container cannot reach it, builds use --network host.
+# With MULTIENV_SAVE_IMAGES=1 the images are also saved to .cache/images.tar.zst after a change, and
+# an engine without the base loads that archive first (a CI machine whose .cache/ is restored).
 # Usage: scripts/build-images.sh [image-name...]   e.g. scripts/build-images.sh browser gateway
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,8 +31,16 @@ BUILD_NET=()
 MIRROR_IP=$(getent hosts "$MIRROR_HOST" | awk '{print $1; exit}' || true)
 if [ -n "$MIRROR_IP" ] && grep -qw "$MIRROR_HOST" /etc/hosts; then BUILD_NET+=(--add-host "$MIRROR_HOST:$MIRROR_IP"); fi
 
-# --- 1. base ----------------------------------------------------------------------------------
+# --- 0. a saved image set (a new engine with .cache/ restored, e.g. a CI cache) ------------------
+IMAGES_TAR=$CACHE/images.tar.zst
 BASE=multienv/base:bookworm
+if ! docker image inspect "$BASE" >/dev/null 2>&1 && [ -s "$IMAGES_TAR" ]; then
+  log "docker load $IMAGES_TAR"
+  zstd -dc "$IMAGES_TAR" | docker load -q >/dev/null || log "could not load $IMAGES_TAR; building"
+fi
+BUILT_ANY=0
+
+# --- 1. base ----------------------------------------------------------------------------------
 ROOTFS_TAR=$CACHE/debian-bookworm-minbase.tar.zst
 if ! docker image inspect "$BASE" >/dev/null 2>&1; then
   if [ ! -s "$ROOTFS_TAR" ]; then
@@ -45,6 +55,7 @@ if ! docker image inspect "$BASE" >/dev/null 2>&1; then
   fi
   log "docker import $ROOTFS_TAR as $BASE"
   zstd -dc "$ROOTFS_TAR" | docker import -c 'CMD ["/bin/bash"]' -c 'ENV LANG=C.UTF-8' - "$BASE" >/dev/null
+  BUILT_ANY=1
 fi
 
 # Probe once whether a container reaches the mirror through the bridge; else build on the host's network.
@@ -63,6 +74,7 @@ build_image() {
   current=$(docker image inspect -f '{{index .Config.Labels "multienv.content-hash"}}' "$tag" 2>/dev/null || true)
   if [ "$current" = "$hash" ]; then log "$tag is up to date"; return; fi
   log "building $tag"
+  BUILT_ANY=1
   docker build -q "${BUILD_NET[@]}" --build-arg "BASE_IMAGE=$base" --label "multienv.content-hash=$hash" --label "multienv.base-image=$base" \
     -f "$dockerfile" -t "$tag" "$context" 2>&1 >/dev/null | { grep -vE "DEPRECATED|legacy builder|buildx|^\s*$" >&2 || true; }
 }
@@ -100,4 +112,11 @@ for entry in "${IMAGES[@]}"; do
   if [ -n "$missing" ]; then log "SKIPPED multienv/$name: missing bundle(s):$missing"; status=1; continue; fi
   build_image "multienv/$name" "$dockerfile" multienv/node-base . "${inputs[@]}" || { log "FAILED multienv/$name"; status=1; }
 done
+
+# --- 5. save the set for a new engine (opt in: MULTIENV_SAVE_IMAGES=1; one archive, shared layers once) ---
+if [ "${MULTIENV_SAVE_IMAGES:-0}" = 1 ] && { [ "$BUILT_ANY" = 1 ] || [ ! -s "$IMAGES_TAR" ]; }; then
+  mapfile -t all < <(docker images --format '{{.Repository}}:{{.Tag}}' | grep '^multienv/' | grep -v '<none>')
+  log "saving ${#all[@]} images to $IMAGES_TAR"
+  docker save "${all[@]}" | zstd -q -T0 -3 -o "$IMAGES_TAR.tmp" && mv "$IMAGES_TAR.tmp" "$IMAGES_TAR"
+fi
 exit $status

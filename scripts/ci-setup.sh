@@ -22,4 +22,5 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { tail -20 /var/log/dockerd.log >&2; echo "ci-setup: dockerd did not start" >&2; exit 1; }
 fi
 
-bash scripts/build-images.sh
+# CI machines may be new each run: keep the built images in .cache/ too (restore .cache/ to skip the builds).
+MULTIENV_SAVE_IMAGES=${MULTIENV_SAVE_IMAGES:-1} bash scripts/build-images.sh
