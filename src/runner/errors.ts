@@ -60,5 +60,6 @@ export function explain(error: unknown, stack: string, doing: string): RunnerErr
       `stack ${stack}: ${doing} needs the stack's secrets passphrase; set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE) to the passphrase the stack was created with`,
     );
   }
-  return new RunnerError(`stack ${stack}: ${doing} failed: ${line}`);
+  const next = doing === "deploying" ? `; \`multienv check ${stack}\` shows the stack's problems offline` : "";
+  return new RunnerError(`stack ${stack}: ${doing} failed: ${line}${next}`);
 }

@@ -154,7 +154,8 @@ describe("errors", () => {
     const error = new Error("code: 255\n stdout: \n stderr: warning: something\nerror: failed to decrypt: incorrect passphrase\n err?: x");
     expect(explain(error, "t", "reading outputs").message).toMatch(/^stack t: reading outputs needs the stack's secrets passphrase; set PULUMI_CONFIG_PASSPHRASE/);
     const other = new Error("code: 255\n stdout: \n stderr: error: no Pulumi.yaml project file found\n");
-    expect(explain(other, "t", "deploying").message).toBe("stack t: deploying failed: no Pulumi.yaml project file found");
+    expect(explain(other, "t", "deploying").message).toBe("stack t: deploying failed: no Pulumi.yaml project file found; `multienv check t` shows the stack's problems offline");
+    expect(explain(other, "t", "collecting").message).toBe("stack t: collecting failed: no Pulumi.yaml project file found");
     const mine = new RunnerError("already one line");
     expect(explain(mine, "t", "x")).toBe(mine);
   });
