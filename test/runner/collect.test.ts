@@ -109,6 +109,20 @@ describe("collect", () => {
     expect(runJson(artifactsDir).captureErrors).toHaveLength(1);
   });
 
+  it("stays consistent when two collections of one run race (collect beside a destroy's delete step)", async () => {
+    const files = { "shop-server.pcap0": pcapBytes(300_000, 4), "shop-server.pcap1": pcapBytes(200_000, 5), "shop-frontend.pcap0": pcapBytes(100_000, 6) };
+    const { artifactsDir, options } = await env(files);
+    await Promise.all([collectRun(options), collectRun(options), collectRun(options)]);
+    expect(readdirSync(join(artifactsDir, "traffic")).sort()).toEqual(Object.keys(files).sort());
+    const record = runJson(artifactsDir);
+    expect(record.captures.map((c) => c.name).sort()).toEqual(Object.keys(files).sort());
+    for (const [name, bytes] of Object.entries(files)) {
+      expect(readFileSync(join(artifactsDir, "traffic", name)).equals(bytes)).toBe(true);
+      expect(record.captures.find((c) => c.name === name)!.sha256).toBe(sha256(bytes));
+    }
+    expect(readdirSync(artifactsDir).filter((n) => n.startsWith("."))).toEqual([]);
+  });
+
   it("refuses the wrong control token: nothing is stored", async () => {
     const { artifactsDir, options } = await env({ "shop-server.pcap0": pcapBytes(100) });
     const failing = collectRun({ ...options, access: { ...options.access, controlToken: "not-the-token" }, failOnCaptureError: true });
