@@ -60,9 +60,11 @@ describe("connecting", () => {
   });
 
   it("reaches a later address inside the one deadline when the first hangs", async () => {
-    const { value: result, ms } = await timed(() => curl(proxy.url, `http://hang-first.test:${hang.port}/`));
+    const before = origin.requests.length;
+    const { value: result, ms } = await timed(() => curl(proxy.url, `http://hang-first.test:${hang.port}/second-address`));
     expect(result.status).toBe(200);
     expect(result.body).toBe("answered");
+    expect(origin.requests.slice(before).map((r) => r.url)).toEqual(["/second-address"]);
     expect(ms).toBeLessThan(CONNECT_TIMEOUT_MS + SLACK_MS);
   });
 
