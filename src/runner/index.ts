@@ -18,7 +18,7 @@ import { collectRun, type CollectResult } from "./collect";
 import { collectOptionsFor, collectThenDestroy, type DownResult } from "./down";
 import { explain, RunnerError } from "./errors";
 import { displayOutputs, gatewayAccessOf, readOutputs, type GatewayAccess, type StackOutputs } from "./outputs";
-import { ProgressReporter, StepCounter } from "./progress";
+import { ProgressReporter, resourcesInDeployment, StepCounter } from "./progress";
 import { readRunRecord, withReproducibility, writeRunRecord } from "./run-record";
 import { signIn as signInBrowser, signOut as signOutBrowser } from "./sign-in";
 import { withStackLock } from "./stack-lock";
@@ -181,7 +181,9 @@ export interface DestroyOptions extends RunnerOptions {
 /** Collects whatever is not collected yet, then destroys the stack (see down.ts for the order and policy). */
 export async function destroyStack(stack: string, options: DestroyOptions = {}): Promise<DownResult> {
   return onStack(stack, options, "destroying", async (opened) => {
-    const progress = new ProgressReporter(options.log ?? (() => {}));
+    // The total of a destroy is what the state holds: no preview needed.
+    const total = await opened.stack.exportStack().then(resourcesInDeployment, () => undefined);
+    const progress = new ProgressReporter(options.log ?? (() => {}), total);
     const result = await collectThenDestroy(opened.stack, {
       projectDir: opened.projectDir,
       artifactsDir: artifactsDir(opened, options),

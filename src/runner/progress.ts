@@ -15,6 +15,11 @@ function counts(urn: string, type: string): boolean {
   return type !== "pulumi:pulumi:Stack" && !type.startsWith("pulumi:providers:") && urn !== "";
 }
 
+/** How many resources a stack's exported state holds (what a destroy will delete), not counting the stack or providers. */
+export function resourcesInDeployment(deployment: { deployment?: { resources?: { urn?: string; type?: string }[] } }): number {
+  return (deployment.deployment?.resources ?? []).filter((r) => counts(r.urn ?? "", r.type ?? "")).length;
+}
+
 /** Counts the resource steps an operation's events announce (from a preview). */
 export class StepCounter {
   readonly urns = new Set<string>();

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { collectCaptures, deployStack, destroyStack, signIn } from "../../src/runner";
 import { explain, isPulumiMissing, RunnerError } from "../../src/runner/errors";
 import { displayOutputs, formatDisplayed, readOutputs, SECRET_PLACEHOLDER, syntheticDomainsOf } from "../../src/runner/outputs";
-import { describeUrn, ProgressReporter, StepCounter } from "../../src/runner/progress";
+import { describeUrn, ProgressReporter, resourcesInDeployment, StepCounter } from "../../src/runner/progress";
 import { withStackLock } from "../../src/runner/stack-lock";
 import { backendUrlFor, specConfigMap } from "../../src/runner/workspace";
 import { cleanup, tempDir } from "./helpers";
@@ -130,6 +130,12 @@ describe("progress", () => {
       "[1/2] create docker:index/container:Container t-gateway …",
       "[2/2] failed: create docker:index/container:Container t-gateway",
     ]);
+  });
+
+  it("counts a destroy's total from the stack's state", () => {
+    const deployment = { version: 3, deployment: { resources: [{ urn: STACK_URN, type: "pulumi:pulumi:Stack" }, { urn: PROVIDER_URN, type: "pulumi:providers:docker" }, { urn: GATEWAY_URN, type: "docker:index/container:Container" }, { urn: SERVER_URN, type: "docker:index/container:Container" }] } };
+    expect(resourcesInDeployment(deployment)).toBe(2);
+    expect(resourcesInDeployment({ deployment: {} })).toBe(0);
   });
 
   it("shows an unknown total as ?", () => {
