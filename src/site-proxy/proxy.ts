@@ -269,7 +269,14 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const writtenBefore = client.bytesWritten;
     client.write("HTTP/1.1 200 Connection established\r\n\r\n");
 
+    // A computer that opens the tunnel and says nothing is let go after the idle timeout too.
+    const silent = () => client.destroy();
+    client.setTimeout(idleTimeoutMs);
+    client.once("timeout", silent);
+
     const serve = (first: Buffer) => {
+      client.setTimeout(0); // from here the conversation's own timer counts (TLS reads bypass the raw socket's)
+      client.off("timeout", silent);
       client.pause();
       client.unshift(first); // a TLSSocket takes over bytes already read; the HTTP parser gets them on resume
       const tlsHandshake = first[0] === 0x16;

@@ -25,6 +25,7 @@ beforeAll(async () => {
   dns = await startDns({ "via-dns.test": ["127.0.0.1"] });
   proxy = await startProxy({
     dnsServers: [dns.server],
+    sites: { shop: ["*.shop.test"] },
     connectTimeoutMs: CONNECT_TIMEOUT_MS,
     idleTimeoutMs: IDLE_TIMEOUT_MS,
     resolve: {
@@ -125,6 +126,14 @@ describe("waiting on open tunnels", () => {
     expect(ms).toBeLessThan(IDLE_TIMEOUT_MS + SLACK_MS);
     const record = await proxy.waitForRecord<ConnectionRecord>("the idle tunnel's line", (r) => r.event === "connection" && r.port === echo.port);
     expect(record.endedBy).toBe("idle");
+  });
+
+  it("ends a tunnel to a synthetic name that stays silent after CONNECT", async () => {
+    const { socket, status } = await connectThrough(proxy.port, "silent.shop.test:443");
+    expect(status).toBe(200);
+    const { ms } = await timed(() => new Promise((resolve) => socket.once("close", resolve).resume()));
+    expect(ms).toBeGreaterThanOrEqual(IDLE_TIMEOUT_MS - 100);
+    expect(ms).toBeLessThan(IDLE_TIMEOUT_MS + SLACK_MS);
   });
 
   it("ends a tunnel whose host stopped reading, even while the host keeps sending", async () => {
