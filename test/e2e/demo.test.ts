@@ -267,6 +267,15 @@ describe("the demo multi env on the local engine", () => {
     await until("/healthz 200", async () => (await env.gateway("/healthz", { auth: false })).status === 200, 60_000);
   });
 
+  it("brings a live site's server back after docker restart: ready, its data plane answers", async () => {
+    expect((await env.gateway("/svc/github/data", { method: "POST", body: JSON.stringify({ repo: "octocat/Hello-World" }) })).status).toBe(201);
+    execFileSync("docker", ["restart", "-t", "1", `${STACK}-github-server`]);
+    await until("the live site ready again", async () => (await env.gateway("/svc/github/ready")).status === 200, 30_000);
+    const data = await env.gateway("/svc/github/data");
+    expect(data.status).toBe(200);
+    expect(await data.json()).toEqual({ items: [] });
+  });
+
   it("restarts the site proxy after kill -9 inside its container, logs `restarted`, and pages load again", async () => {
     const proxy = `${STACK}-desktop-proxy`;
     const children = pidsIn(proxy, /site-proxy\.js/).filter((p) => p !== 1);
