@@ -48,6 +48,13 @@ export function websiteProblems(site: string, website: WebsiteConfig): Problem[]
   } else if (website.allowHosts.length > 0) {
     problems.push(problem(["websites", site, "allowHosts"], "only a live site has allowHosts; remove them or set live: true"));
   }
+  // Site images are the task's own: the project ships no site image to fall back to.
+  if (website.server.image === undefined) {
+    problems.push(problem(["websites", site, "server", "image"], "a website's server needs an image (the task's own site image); set it"));
+  }
+  if (!website.live && website.frontend?.image === undefined) {
+    problems.push(problem(["websites", site, "frontend", "image"], "a synthetic site's frontend needs an image (the task's own site image); set it"));
+  }
   for (const setting of Object.keys(website.secretSettings)) {
     if (Object.hasOwn(website.settings, setting)) {
       problems.push(

@@ -121,14 +121,15 @@ describe.concurrent("multienv check", () => {
     expect(stderr).not.toContain("ghp_plaintext");
   });
 
-  it("reports what a component refuses (a site without an image) as one problem line", async () => {
+  it("refuses a site without its images, naming each config key, before rendering anything", async () => {
     const path = stackFile("noimage", ["config:", "  multienv:websites:", "    shop:", "      domains: [shop.test]"].join("\n"));
     const { code, stderr } = await check(path);
     expect(code).toBe(1);
     expect(stderr).not.toMatch(NO_STACK_TRACE);
     expect(stderr.trim().split("\n")).toEqual([
-      expect.stringMatching(/^multienv check noimage: 1 problem in /),
-      "multienv:websites.shop.server.image: a website's server needs an image (the task's own site image); set websites.shop.server.image",
+      expect.stringMatching(/^multienv check noimage: 2 problems in /),
+      "multienv:websites.shop.server.image: a website's server needs an image (the task's own site image); set it",
+      "multienv:websites.shop.frontend.image: a synthetic site's frontend needs an image (the task's own site image); set it",
     ]);
   });
 

@@ -38,7 +38,7 @@ describe("plan", () => {
     expect(p.networks).toEqual({ env: "demo-env", egress: "demo-egress", ingress: "demo-ingress" });
     expect(p.capture.volumeName).toBe("demo-captures");
     const shop = p.websites.find((w) => w.name === "shop")!;
-    expect(shop.server).toEqual({ containerName: "demo-shop-server", image: undefined, port: 8000, alias: "shop-server" });
+    expect(shop.server).toEqual({ containerName: "demo-shop-server", image: "site-server:test", port: 8000, alias: "shop-server" });
     expect(shop.frontend).toEqual({ containerName: "demo-shop-frontend", image: "shop-frontend:1", port: 3000, alias: "shop-frontend" });
     const desk = p.computers.find((c) => c.name === "desk")!;
     expect(desk.browserContainerName).toBe("demo-desk-browser");
@@ -65,11 +65,11 @@ describe("plan", () => {
   it("gives a synthetic site a frontend (default port 80) and a live site none; a live server joins egress", () => {
     const p = planned(stackConfig({ websites: { a: { domains: ["a.test"] }, gh: { live: true, domains: ["github.com"] } } }));
     const [a, gh] = p.websites;
-    expect(a.frontend).toEqual({ containerName: "demo-a-frontend", image: undefined, port: 80, alias: "a-frontend" });
+    expect(a.frontend).toEqual({ containerName: "demo-a-frontend", image: "site-frontend:test", port: 80, alias: "a-frontend" });
     expect(a.serverOnEgress).toBe(false);
     expect(gh.frontend).toBeUndefined();
     expect(gh.serverOnEgress).toBe(true);
-    expect(gh.server).toEqual({ containerName: "demo-gh-server", image: undefined, port: 8000, alias: "gh-server" });
+    expect(gh.server).toEqual({ containerName: "demo-gh-server", image: "site-server:test", port: 8000, alias: "gh-server" });
   });
 
   it("keeps settings and secret settings (names of config keys, never values)", () => {

@@ -78,3 +78,14 @@ describe("settings", () => {
     ]);
   });
 });
+
+describe("site images", () => {
+  it("are the task's own: a server with no image, or a synthetic site's frontend with none, is refused by name", () => {
+    const config = websites({ shop: { domains: ["shop.test"] }, gh: { live: true, domains: ["github.com"] } }, { bare: true });
+    expect([...websiteProblems("shop", config.shop), ...websiteProblems("gh", config.gh)].map(formatProblem)).toEqual([
+      "multienv:websites.shop.server.image: a website's server needs an image (the task's own site image); set it",
+      "multienv:websites.shop.frontend.image: a synthetic site's frontend needs an image (the task's own site image); set it",
+      "multienv:websites.gh.server.image: a website's server needs an image (the task's own site image); set it",
+    ]);
+  });
+});

@@ -1,7 +1,6 @@
 // `multienv check <stack> [--json]`: validate a task stack offline (config, plan, the resource graph under
 // Pulumi's mocks, the graph checks). Exit 0 when valid, 1 otherwise.
 import type { Command } from "commander";
-import { checkJson, checkStack, checkText } from "../check";
 import { runAction, withProjectDir, type CommonOptions } from "./common";
 
 interface CheckOptions extends CommonOptions {
@@ -19,6 +18,9 @@ export function register(program: Command): void {
       .option("--json", "print {ok, problems, warnings, resources, outputs} as JSON, secrets as [secret]"),
   ).action((stack: string, options: CheckOptions) =>
     runAction("check", async () => {
+      // Loaded when run, not when registered: the program and Pulumi's SDK take seconds to load,
+      // and `--help` or another subcommand should not pay for them.
+      const { checkJson, checkStack, checkText } = require("../check") as typeof import("../check");
       const result = await checkStack(stack, { projectDir: options.projectDir });
       if (options.json) {
         process.stdout.write(`${checkJson(result)}\n`);
