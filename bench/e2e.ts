@@ -73,9 +73,13 @@ async function main(): Promise<void> {
       await loadOnce(browser, direct);
       const a: number[] = [];
       const b: number[] = [];
+      const c: number[] = [];
+      // Where the time goes: the gateway alone (its /website/ route, plain HTTP from this machine).
+      const viaGateway = `${deployment.outputs.gatewayUrl}/website/shop/bench?n=${SUBRESOURCES}`;
       for (let i = 0; i < LOADS; i++) {
         a.push(await loadOnce(browser, proxied, proxy));
         b.push(await loadOnce(browser, direct));
+        c.push(await loadOnce(browser, viaGateway));
       }
       const ma = median(a);
       const mb = median(b);
@@ -83,6 +87,7 @@ async function main(): Promise<void> {
       console.log(`  through site proxy + gateway (${proxied}): ${ma.toFixed(0)} ms`);
       console.log(`  straight from the site container (${direct}): ${mb.toFixed(0)} ms`);
       console.log(`  ratio: ${(ma / mb).toFixed(2)}x (target <= 1.3x)`);
+      console.log(`  for reference, through the gateway alone (${viaGateway}): ${median(c).toFixed(0)} ms`);
       console.log(`  load average while measuring: ${loadavg().map((l) => l.toFixed(1)).join(" ")} on ${cpus().length} cores (the 4 processes of the proxied path suffer most from a busy machine)`);
     } finally {
       await browser.close();
