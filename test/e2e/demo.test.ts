@@ -11,9 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readStackFile } from "../../src/config";
 import { renderGraph } from "../../src/runner/graph";
 import { signIn, signOut } from "../../src/runner/sign-in";
-import { DEMO_STACK_FILE, deployDemo, dockerExec, nodeIn, pidsIn, until, type DeployedEnv } from "./helpers/env";
+import { DEMO_STACK_FILE, deployDemo, e2eStack, dockerExec, nodeIn, pidsIn, until, type DeployedEnv } from "./helpers/env";
 
-const STACK = "e2e";
+const STACK = e2eStack("e2e");
 let env: DeployedEnv;
 const browsers: Browser[] = [];
 
@@ -35,6 +35,7 @@ afterAll(async () => {
   // Before anything went, the capture collector's delete step stored every capture (as `pulumi destroy` would).
   const stored = fs.readdirSync(path.join(ARTIFACTS, "traffic"));
   for (const c of ["shop-server", "shop-frontend", "github-server", "gist-server", "gist-frontend"]) expect(stored).toContain(`${c}.pcap0`);
+  fs.rmSync(ARTIFACTS, { recursive: true, force: true });
 }, 120_000);
 
 async function computer(name: string): Promise<Browser> {

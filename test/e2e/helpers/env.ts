@@ -5,7 +5,7 @@ import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import { dockerApi, type DockerApi } from "../../../src/runner/docker-api";
-import { deployStack, sweepStack, type Deployment } from "../../../src/runner/engine-deploy";
+import { DEPLOYER_LABEL, DEPLOYER_LABEL_VALUE, deployStack, STACK_LABEL, sweepStack, type Deployment } from "../../../src/runner/engine-deploy";
 import { makeStandinCerts, startStandin, trustInBrowser } from "./web-standin";
 
 export const REPO = path.resolve(__dirname, "../../..");
@@ -73,8 +73,38 @@ export async function killChromium(browserContainer: string): Promise<number[]> 
   return pids;
 }
 
+/**
+ * This run's name for an e2e stack: `<base>-<pid>`, so two test runs on one engine (two people, or an editor
+ * and CI) never sweep each other's env.
+ */
+export function e2eStack(base: string): string {
+  return `${base}-${process.pid}`;
+}
+
+/** Removes the stacks of e2e runs whose process is gone (killed before their teardown). */
+export async function sweepDeadRuns(api: DockerApi): Promise<string[]> {
+  const filters = encodeURIComponent(JSON.stringify({ label: [`${DEPLOYER_LABEL}=${DEPLOYER_LABEL_VALUE}`] }));
+  const containers = (await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as { Labels: Record<string, string> }[];
+  const networks = (await api.request("GET", `/networks?filters=${filters}`)) as { Labels: Record<string, string> }[];
+  const volumes = ((await api.request("GET", `/volumes?filters=${filters}`)) as { Volumes: { Labels: Record<string, string> }[] | null }).Volumes ?? [];
+  const stacks = new Set([...containers, ...networks, ...volumes].map((r) => r.Labels?.[STACK_LABEL]).filter((s): s is string => typeof s === "string"));
+  const dead = [...stacks].filter((stack) => {
+    const match = /^e2e-.*?(\d+)$/.exec(stack);
+    if (!match) return false;
+    try {
+      process.kill(Number(match[1]), 0);
+      return false;
+    } catch {
+      return true;
+    }
+  });
+  for (const stack of dead) await sweepStack(api, stack);
+  return dead;
+}
+
 export async function deployDemo(stack: string, log: (line: string) => void = () => undefined): Promise<DeployedEnv> {
   const api = dockerApi();
+  await sweepDeadRuns(api);
   const deployment = await deployStack({ stack, stackFile: DEMO_STACK_FILE, api, log });
   const gatewayUrl: string = deployment.outputs.gatewayUrl;
   const token: string = deployment.outputs.controlToken;
