@@ -12,7 +12,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -q
   apt-get install -y -q "${missing[@]}"
 fi
-npm ci --no-audit --no-fund
+# Not `npm ci`: vite's optional dependency napi-windows-process-start-time is absent from the registry, so
+# npm leaves it out of the lock file and `npm ci` then refuses the lock as out of sync. `npm install` with
+# --no-save installs exactly the locked tree and writes nothing.
+npm install --no-audit --no-fund --no-save
 
 # dockerd: started here when it is not running (CI machines have no init system to start it).
 if ! docker info >/dev/null 2>&1; then
