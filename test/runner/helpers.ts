@@ -20,7 +20,7 @@ export const CLI = join(ROOT, "bin", "multienv.js");
 
 export function tempDir(prefix = "runner-test-"): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  onCleanup(() => rmSync(dir, { recursive: true, force: true }));
+  onCleanup(() => rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }));
   return dir;
 }
 

@@ -24,7 +24,7 @@ export function onCleanup(fn: () => unknown): void {
 
 export function tempDir(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "site-proxy-test-"));
-  onCleanup(() => fs.rmSync(dir, { recursive: true, force: true }));
+  onCleanup(() => fs.rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }));
   return dir;
 }
 
