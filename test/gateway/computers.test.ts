@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
+import { CHROMIUM_FLAGS } from "../../src/browser/launcher";
 import { request, startGateway, startUpstream, TOKEN, type GatewayProcess, type Upstream } from "./helpers";
 
 const AUTH = { Authorization: `Bearer ${TOKEN}` };
@@ -15,15 +16,9 @@ async function startChromium(profile: string): Promise<{ port: number; process: 
   const child = spawn(
     "/usr/bin/chromium",
     [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
+      ...CHROMIUM_FLAGS,
       "--remote-debugging-port=0",
       `--user-data-dir=${profile}`,
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
       "--no-default-browser-check",
       "about:blank",
     ],

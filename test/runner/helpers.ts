@@ -9,6 +9,7 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { OutputMap } from "@pulumi/pulumi/automation";
+import { CHROMIUM_FLAGS } from "../../src/browser/launcher";
 import { startGateway, TOKEN, type GatewayProcess } from "../gateway/helpers";
 import { onCleanup } from "../site-proxy/helpers";
 
@@ -85,14 +86,27 @@ function waitForLine(child: ChildProcess, match: (line: Record<string, unknown>)
   });
 }
 
-function stopOnCleanup(child: ChildProcess): void {
+/** Stops `child` on cleanup; with `group`, its whole process group (Chromium's helpers write its profile too). */
+function stopOnCleanup(child: ChildProcess, { group = false } = {}): void {
+  const signal = (name: NodeJS.Signals) => {
+    try {
+      if (group && child.pid !== undefined) process.kill(-child.pid, name);
+      else child.kill(name);
+    } catch {
+      // already gone
+    }
+  };
   onCleanup(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
+    if (child.exitCode !== null || child.signalCode !== null) {
+      if (group) signal("SIGKILL");
+      return;
+    }
     const exited = new Promise((done) => child.once("exit", done));
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), 3_000);
+    signal("SIGTERM");
+    const timer = setTimeout(() => signal("SIGKILL"), 3_000);
     await exited;
     clearTimeout(timer);
+    if (group) signal("SIGKILL");
   });
 }
 
@@ -123,21 +137,16 @@ export async function startChromium(extraArgs: string[] = []): Promise<Chromium>
   const child = spawn(
     "/usr/bin/chromium",
     [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
+      ...CHROMIUM_FLAGS,
       "--remote-debugging-port=0",
       `--user-data-dir=${userDataDir}`,
       ...extraArgs,
       "about:blank",
     ],
-    { stdio: ["ignore", "ignore", "pipe"] },
+    // Its own process group, so cleanup ends the helper processes too before the profile is removed.
+    { stdio: ["ignore", "ignore", "pipe"], detached: true },
   );
-  stopOnCleanup(child);
+  stopOnCleanup(child, { group: true });
   const port = await new Promise<number>((resolvePromise, reject) => {
     let stderr = "";
     const timer = setTimeout(() => reject(new Error(`Chromium did not start: ${stderr}`)), 20_000);

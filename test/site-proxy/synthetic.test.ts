@@ -10,6 +10,7 @@ import { chromium } from "playwright-core";
 import { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanup, connectThrough, curl, type ProxyProcess, startDns, startHttpServer, startProxy, tempDir, type TestHttpServer } from "./helpers";
+import { CHROMIUM_FLAGS } from "../../src/browser/launcher";
 
 let gateway: TestHttpServer;
 const upgrades: { url: string; forwardedHost: unknown; forwardedProto: unknown }[] = [];
@@ -135,12 +136,7 @@ describe("synthetic names", () => {
       executablePath: "/usr/bin/chromium",
       env: { ...process.env, HOME: home },
       args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
+        ...CHROMIUM_FLAGS,
         `--proxy-server=${proxy.url}`,
       ],
     });
