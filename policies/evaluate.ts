@@ -101,34 +101,28 @@ export function runPolicies(graph: Graph | GraphResource[], options: RunOptions 
   return evaluate(stackFromGraph(graph, options), rules);
 }
 
-/** One resource as CrossGuard hands it to a resource validation (secrets already unwrapped). */
-export function resourceFromCrossGuard(args: ResourceValidationArgs): PolicyResource {
+/**
+ * One resource as CrossGuard hands it over (secrets already unwrapped): to a resource validation, or as one of
+ * a stack validation's resources, which alone know their parent.
+ */
+export function resourceFromCrossGuard(r: ResourceValidationArgs | CrossGuardResource): PolicyResource {
   return {
-    type: args.type,
-    name: args.name,
-    urn: args.urn,
-    inputs: args.props,
-    additionalSecretOutputs: args.opts?.additionalSecretOutputs,
-    provider: args.provider?.urn,
-    providerInputs: args.provider?.props,
-  };
-}
-
-/** The stack as CrossGuard hands it to a stack validation; the Stack resource's properties are its outputs. */
-export function stackFromCrossGuard(args: StackValidationArgs): PolicyStack {
-  const toResource = (r: CrossGuardResource): PolicyResource => ({
     type: r.type,
     name: r.name,
     urn: r.urn,
     inputs: r.props,
     additionalSecretOutputs: r.opts?.additionalSecretOutputs,
-    parentType: r.parent?.type,
+    parentType: "parent" in r ? r.parent?.type : undefined,
     provider: r.provider?.urn,
     providerInputs: r.provider?.props,
-  });
+  };
+}
+
+/** The stack as CrossGuard hands it to a stack validation; the Stack resource's properties are its outputs. */
+export function stackFromCrossGuard(args: StackValidationArgs): PolicyStack {
   const root = args.resources.find((r) => r.type === TYPES.stack);
   return {
-    resources: args.resources.filter((r) => r.type !== TYPES.stack).map(toResource),
+    resources: args.resources.filter((r) => r.type !== TYPES.stack).map(resourceFromCrossGuard),
     outputs: root?.props,
     secretsVisible: false,
   };
