@@ -6,6 +6,7 @@ import * as command from "@pulumi/command";
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import { EC2_SSH_OPTIONS } from "../src/plan/layout";
+import { OPENSSH_PUBLIC_KEY } from "../src/config/schema";
 
 export interface Ec2HostArgs {
   /** Instance type, e.g. `t3.large`. */
@@ -43,7 +44,7 @@ export class Ec2Host extends pulumi.ComponentResource {
 
   constructor(name: string, args: Ec2HostArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:ec2:Ec2Host", name, {}, opts);
-    if (!/^(ssh-(rsa|ed25519)|ecdsa-sha2-nistp\d+) /.test(args.sshPublicKey)) {
+    if (!OPENSSH_PUBLIC_KEY.test(args.sshPublicKey)) {
       throw new Error(`Ec2Host ${name}: sshPublicKey is not an OpenSSH public key (ssh-ed25519 AAAA..., ssh-rsa AAAA...)`);
     }
     const keyPair = new aws.ec2.KeyPair(`${name}-key`, { publicKey: args.sshPublicKey, tags: args.tags(`${name}-key`) }, { parent: this });

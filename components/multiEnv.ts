@@ -6,9 +6,7 @@ import type * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import type { LiveWebsiteMark, Plan, PlannedComputer, Reaching } from "../src/plan";
 import { browserServiceConfig, gatewayServiceConfig, siteProxyServiceConfig } from "../src/plan";
-import type { ProjectImageRole } from "../src/plan/layout";
 import {
-  CAPTURE_IMAGE_ROLE,
   EC2_DEFAULT_AMI_PARAMETER,
   EC2_READINESS_COMMAND,
   EC2_SSH_USER,
@@ -18,6 +16,7 @@ import {
   computerPeer,
   ec2UserData,
   envEngineNetworks,
+  projectImagesNeeded,
   rehost,
   siteUrls,
 } from "../src/plan/layout";
@@ -178,7 +177,7 @@ export class MultiEnv extends pulumi.ComponentResource {
       {
         networks: envEngineNetworks(plan),
         volumes: [...(plan.capture.enabled ? [plan.capture.volumeName] : []), ...plan.computers.map((c) => c.caVolumeName)],
-        projectImages: neededImages(true, plan.computers),
+        projectImages: projectImagesNeeded(true, plan.computers),
         buildContext: args.buildContext,
         baseImage: args.baseImage,
         labels: { [LABELS.stack]: plan.stack },
@@ -227,7 +226,7 @@ export class MultiEnv extends pulumi.ComponentResource {
     const runner = new DockerHost(`${plan.stack}-runner`, { host: args.dockerHost }, { parent: this });
     const images = new DockerEngine(
       `${plan.stack}-images`,
-      { ...engineArgs, networks: { internal: [], external: [] }, volumes: [], projectImages: neededImages(true, plan.computers) },
+      { ...engineArgs, networks: { internal: [], external: [] }, volumes: [], projectImages: projectImagesNeeded(true, plan.computers) },
       { parent: this, providers: { docker: runner.provider } },
     );
     const imagesFor = (vm: Ec2Host) => ({ engine: images, sshTarget: vm.sshTarget, after: [vm.ready] });
@@ -292,14 +291,3 @@ interface Engines {
   gatewayPublicAddress: pulumi.Input<string> | undefined;
 }
 
-/**
- * The project images an engine builds: the gateway's where the gateway runs (capture sidecars use it too), and
- * the site proxy's and browser's where computers run, unless every browser there has an image of its own.
- */
-function neededImages(gatewayHere: boolean, computers: PlannedComputer[]): ProjectImageRole[] {
-  const roles = new Set<ProjectImageRole>();
-  if (gatewayHere) roles.add("gateway").add(CAPTURE_IMAGE_ROLE);
-  if (computers.length > 0) roles.add("site-proxy");
-  if (computers.some((c) => c.image === undefined)) roles.add("browser");
-  return [...roles];
-}

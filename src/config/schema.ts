@@ -3,6 +3,9 @@
 // Every object is strict: an unknown key is a typo, refused rather than silently ignored.
 import { z } from "zod";
 
+/** An OpenSSH public key line (`ssh-ed25519 AAAA... comment`): what EC2 key pairs take. */
+export const OPENSSH_PUBLIC_KEY = /^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-[a-z0-9]+|sk-[a-z0-9-]+@openssh\.com) [A-Za-z0-9+/=]+( .*)?$/;
+
 const port = z.number().int().min(1).max(65535);
 const image = z.string().min(1);
 const names = z.array(z.string());
@@ -48,7 +51,7 @@ export const ec2Schema = z.strictObject({
     .min(1, { error: "needs at least one CIDR: the addresses the runner connects from" }),
   sshPublicKey: z
     .string()
-    .regex(/^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-[a-z0-9]+|sk-[a-z0-9-]+@openssh\.com) [A-Za-z0-9+/=]+( .*)?$/, {
+    .regex(OPENSSH_PUBLIC_KEY, {
       error: "must be an OpenSSH public key line such as `ssh-ed25519 AAAA... you@host`",
     }),
   vpcId: z.string().regex(/^vpc-[0-9a-f]+$/, { error: "must be a VPC id such as vpc-0abc1234" }).optional(),

@@ -390,3 +390,15 @@ export function siteUrls(gateway: string, site: Pick<PlannedWebsite, "name" | "l
 export function computerCdpUrl(gateway: string, computer: string): string {
   return `${gateway}/computers/${encodeURIComponent(computer)}/cdp`;
 }
+
+/**
+ * The project images an engine builds: the gateway's where the gateway runs (capture sidecars use it too), and
+ * the site proxy's and browser's where computers run, unless every browser there has an image of its own.
+ */
+export function projectImagesNeeded(gatewayHere: boolean, computers: PlannedComputer[]): ProjectImageRole[] {
+  const roles = new Set<ProjectImageRole>();
+  if (gatewayHere) roles.add("gateway").add(CAPTURE_IMAGE_ROLE);
+  if (computers.length > 0) roles.add("site-proxy");
+  if (computers.some((c) => c.image === undefined)) roles.add("browser");
+  return [...roles];
+}
