@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Provides the Pulumi toolchain the project runs on: the `pulumi` CLI, the Node.js language host, and the
+# scripts that start Node.js dynamic providers and policy packs. Idempotent; prints the bin directory.
+#
+#   - A `pulumi` already on PATH (installed the usual way, https://www.pulumi.com/docs/install/) is used as
+#     it is: its distribution carries the language host and those scripts. Nothing is built.
+#   - Otherwise the toolchain is built with `go build` from the published Go modules, into
+#     .cache/pulumi/<versions>/bin, and reused while it is there (a second run takes well under a second):
+#       pulumi                         github.com/pulumi/pulumi/pkg/v3 (cmd/pulumi), from a small wrapper
+#                                      module that requires pkg and sdk at the same version (pkg's own go.mod
+#                                      replaces the sdk with a relative path, which only works in its repo)
+#       pulumi-language-nodejs         see NODEJS_HOST_VERSION below
+#       pulumi-resource-pulumi-nodejs  the script that runs @pulumi/pulumi's dynamic-provider host (sdk module)
+#       pulumi-analyzer-policy         the script that runs @pulumi/pulumi's policy-pack host (sdk module)
+#     Each binary reports the version it was built from (-ldflags -X ...version.Version, as release builds do).
+#
+# The CLI version is the one of the @pulumi/pulumi npm package the project pins (package-lock.json), so the
+# engine and the SDK the program runs on are one release.
+#
+# The Node.js language host of that release is its own Go module without tags
+# (github.com/pulumi/pulumi/sdk/nodejs/cmd/pulumi-language-nodejs/v3, a pseudo-version of the release commit),
+# and the module proxy this project's machines use serves no version of it. The newest language host the proxy
+# serves is the one inside the sdk module itself, which it stopped carrying after v3.68.0; that host runs
+# today's programs, dynamic providers and `pulumi up`/`preview`/`destroy`/`refresh`, but predates the
+# RunPlugin call the CLI uses to start policy packs (`--policy-pack`). Set MULTIENV_NODEJS_HOST_MODULE_VERSION
+# to a pseudo-version the proxy serves to build the release's own host instead.
+#
+# The project needs no provider plugin on the docker target: its Docker and command resources are Node.js
+# dynamic providers (src/providers). The ec2 target's aws plugin is installed by Pulumi itself on first use
+# (automatic plugin acquisition), as for any Pulumi user.
+#
+# Usage: scripts/pulumi-toolchain.sh [--print-env]   (--print-env: `export PATH=...` for a shell to eval)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log() { printf '[pulumi-toolchain %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+
+print_env=0
+[ "${1:-}" = "--print-env" ] && print_env=1
+
+emit() {
+  local bin=$1
+  if [ $print_env = 1 ]; then printf 'export PATH=%q:"$PATH"\n' "$bin"; else echo "$bin"; fi
+}
+
+# --- a pulumi the user installed -----------------------------------------------------------------------
+CACHE_ROOT=$PWD/.cache/pulumi
+if existing=$(command -v pulumi 2>/dev/null) && [[ "$(readlink -f "$existing")" != "$CACHE_ROOT"/* ]]; then
+  log "using $existing ($("$existing" version 2>/dev/null || echo 'version unknown'))"
+  emit "$(dirname "$existing")"
+  exit 0
+fi
+
+# --- versions -----------------------------------------------------------------------------------------
+SDK_VERSION=$(node -p "require('./package-lock.json').packages['node_modules/@pulumi/pulumi'].version" 2>/dev/null) || {
+  log "package-lock.json names no @pulumi/pulumi; run npm install first"
+  exit 1
+}
+CLI_VERSION=v$SDK_VERSION
+NODEJS_HOST_MODULE=github.com/pulumi/pulumi/sdk/nodejs/cmd/pulumi-language-nodejs/v3
+NODEJS_HOST_MODULE_VERSION=${MULTIENV_NODEJS_HOST_MODULE_VERSION:-}
+if [ -n "$NODEJS_HOST_MODULE_VERSION" ]; then
+  NODEJS_HOST_VERSION=$CLI_VERSION
+else
+  NODEJS_HOST_VERSION=v3.68.0 # the newest sdk module that still carries nodejs/cmd/pulumi-language-nodejs
+fi
+KEY="cli-${CLI_VERSION#v}_nodejs-${NODEJS_HOST_VERSION#v}"
+BIN=$CACHE_ROOT/$KEY/bin
+SRC=$CACHE_ROOT/src/$KEY
+ln -sfn "$KEY" "$CACHE_ROOT/current" 2>/dev/null || { mkdir -p "$CACHE_ROOT" && ln -sfn "$KEY" "$CACHE_ROOT/current"; }
+
+wanted=(pulumi pulumi-language-nodejs pulumi-resource-pulumi-nodejs pulumi-analyzer-policy)
+complete=1
+for b in "${wanted[@]}"; do [ -x "$BIN/$b" ] || complete=0; done
+if [ $complete = 1 ]; then
+  log "reusing $BIN (pulumi $("$BIN/pulumi" version), nodejs language host $NODEJS_HOST_VERSION)"
+  emit "$BIN"
+  exit 0
+fi
+
+command -v go >/dev/null || { log "neither pulumi nor go is on PATH: install Pulumi (https://www.pulumi.com/docs/install/) or Go 1.25+"; exit 1; }
+export GOFLAGS=-modcacherw GOTOOLCHAIN=local CGO_ENABLED=0
+VERSION_PKG=github.com/pulumi/pulumi/sdk/v3/go/common/version.Version
+mkdir -p "$BIN" "$SRC"
+
+# wrapper_module DIR MODULE_NAME GO_VERSION REQUIRE... : a module that only requires what is built from it.
+wrapper_module() {
+  local dir=$1 name=$2 go=$3; shift 3
+  mkdir -p "$dir"
+  { echo "module $name"; echo; echo "go $go"; echo; for r in "$@"; do echo "require $r"; done; } > "$dir/go.mod"
+  : > "$dir/go.sum"
+}
+
+# --- the CLI ----------------------------------------------------------------------------------------------
+if [ ! -x "$BIN/pulumi" ]; then
+  log "building pulumi $CLI_VERSION from github.com/pulumi/pulumi/pkg/v3 (about 6 minutes on 2 cores the first time)"
+  dir=$SRC/cli
+  wrapper_module "$dir" multienv.local/pulumi-cli 1.25 \
+    "github.com/pulumi/pulumi/pkg/v3 $CLI_VERSION" "github.com/pulumi/pulumi/sdk/v3 $CLI_VERSION"
+  # pkg's own go.mod replaces the clipboard module with Pulumi's fork; a dependency's replaces do not apply.
+  clip=$(go mod download -json "github.com/pulumi/pulumi/pkg/v3@$CLI_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  grep -E '^replace github.com/atotto/clipboard' "$clip" >> "$dir/go.mod" || true
+  (cd "$dir" && go build -mod=mod -trimpath -ldflags "-s -w -X $VERSION_PKG=$CLI_VERSION" -o "$BIN/pulumi.tmp" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
+  mv "$BIN/pulumi.tmp" "$BIN/pulumi"
+fi
+
+# --- the Node.js language host ----------------------------------------------------------------------------
+if [ ! -x "$BIN/pulumi-language-nodejs" ]; then
+  dir=$SRC/nodejs
+  if [ -n "$NODEJS_HOST_MODULE_VERSION" ]; then
+    log "building pulumi-language-nodejs $NODEJS_HOST_VERSION from $NODEJS_HOST_MODULE@$NODEJS_HOST_MODULE_VERSION"
+    wrapper_module "$dir" multienv.local/pulumi-language-nodejs 1.25 "$NODEJS_HOST_MODULE $NODEJS_HOST_MODULE_VERSION" \
+      "github.com/pulumi/pulumi/pkg/v3 $CLI_VERSION" "github.com/pulumi/pulumi/sdk/v3 $CLI_VERSION"
+    pkg=$NODEJS_HOST_MODULE
+  else
+    log "building pulumi-language-nodejs $NODEJS_HOST_VERSION from github.com/pulumi/pulumi/sdk/v3 (the release's own host is not served)"
+    wrapper_module "$dir" multienv.local/pulumi-language-nodejs 1.21 "github.com/pulumi/pulumi/sdk/v3 $NODEJS_HOST_VERSION"
+    pkg=github.com/pulumi/pulumi/sdk/v3/nodejs/cmd/pulumi-language-nodejs
+  fi
+  (cd "$dir" && go build -mod=mod -trimpath -ldflags "-s -w -X $VERSION_PKG=$NODEJS_HOST_VERSION" -o "$BIN/pulumi-language-nodejs.tmp" "$pkg")
+  mv "$BIN/pulumi-language-nodejs.tmp" "$BIN/pulumi-language-nodejs"
+fi
+
+# --- the plugin scripts of the Node.js SDK's distribution --------------------------------------------------
+for script in pulumi-resource-pulumi-nodejs pulumi-analyzer-policy; do
+  [ -x "$BIN/$script" ] && continue
+  found=""
+  for v in "$CLI_VERSION" "$NODEJS_HOST_VERSION"; do
+    d=$(go mod download -json "github.com/pulumi/pulumi/sdk/v3@$v" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    if [ -f "$d/nodejs/dist/$script" ]; then found=$d/nodejs/dist/$script; break; fi
+  done
+  [ -n "$found" ] || { log "no $script in the sdk module"; exit 1; }
+  install -m 0755 "$found" "$BIN/$script"
+done
+
+log "built $BIN: pulumi $("$BIN/pulumi" version), nodejs language host $NODEJS_HOST_VERSION"
+emit "$BIN"
