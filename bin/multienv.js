@@ -4,7 +4,5 @@
 // require loads, which costs about half a second of CPU across @pulumi/* on each run (`multienv check` included).
 require("@pulumi/pulumi");
 require("@pulumi/aws");
-require("@pulumi/docker");
-require("@pulumi/command");
 require("tsx/cjs");
 require("../src/runner/cli.ts");

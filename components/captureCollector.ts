@@ -3,9 +3,9 @@
 // the captures (and the computers' site-proxy logs) before they are gone. MultiEnv declares it depending on the
 // gateway and the computers, so the engine deletes it first, while the gateway, the captures volume behind it
 // and the site proxies still exist. What it runs and with which environment is decided in src/runner.
-import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import type { Plan } from "../src/plan";
+import { LocalCommand } from "../src/providers/resources";
 import { captureCollectorCommands, captureCollectorEnvironment, collectorContext } from "../src/runner/capture-collector";
 
 export interface CaptureCollectorArgs {
@@ -16,7 +16,7 @@ export interface CaptureCollectorArgs {
 }
 
 export class CaptureCollector extends pulumi.ComponentResource {
-  readonly command: command.local.Command;
+  readonly command: LocalCommand;
 
   constructor(name: string, args: CaptureCollectorArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:index:CaptureCollector", name, {}, opts);
@@ -24,7 +24,7 @@ export class CaptureCollector extends pulumi.ComponentResource {
     const environment = pulumi.all([args.gatewayUrl, args.controlToken]).apply(([gatewayUrl, controlToken]) =>
       captureCollectorEnvironment({ stack: args.plan.stack, gatewayUrl, controlToken, context: collectorContext(args.plan) }),
     );
-    this.command = new command.local.Command(
+    this.command = new LocalCommand(
       `${name}-delete-step`,
       {
         create: commands.create,

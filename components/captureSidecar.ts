@@ -1,11 +1,11 @@
 // A capture sidecar: tcpdump in one website container's network namespace, writing rotating files to the
 // captures volume. The only container that holds NET_RAW/NET_ADMIN and mounts the captures volume read-write.
-import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import { CAPTURE_CAPABILITIES, CAPTURE_IMAGE_ROLE, captureCommand, captureSidecarMounts, sharedNetworkMode } from "../src/plan/layout";
 import type { Plan, PlannedCapture } from "../src/plan";
 import { LABELS, ROLES } from "../policies/contract";
-import { RESTART, volumeMounts } from "./containers";
+import { DockerContainer } from "../src/providers/resources";
+import { containerLabels, RESTART, volumeMounts } from "./containers";
 import type { DockerEngine } from "./dockerEngine";
 
 export interface CaptureSidecarArgs {
@@ -14,13 +14,13 @@ export interface CaptureSidecarArgs {
   /** Which container this sidecar records, and its file prefix. */
   sidecar: PlannedCapture;
   /** The website container whose network namespace the sidecar joins; must be `sidecar.target`. */
-  target: docker.Container;
+  target: DockerContainer;
   /** The engine holding the captures volume and the image tcpdump comes from. */
   engine: DockerEngine;
 }
 
 export class CaptureSidecar extends pulumi.ComponentResource {
-  readonly container: docker.Container;
+  readonly container: DockerContainer;
 
   constructor(name: string, args: CaptureSidecarArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:capture:CaptureSidecar", name, {}, opts);
@@ -28,9 +28,10 @@ export class CaptureSidecar extends pulumi.ComponentResource {
       throw new Error(`CaptureSidecar ${name}: capture is off in this plan; a sidecar would record traffic nobody asked for`);
     }
     const [entrypoint, ...rest] = captureCommand(args.plan, args.sidecar);
-    this.container = new docker.Container(
+    this.container = new DockerContainer(
       args.sidecar.containerName,
       {
+        engine: args.engine.target,
         name: args.sidecar.containerName,
         image: args.engine.image(undefined, CAPTURE_IMAGE_ROLE),
         entrypoints: [entrypoint],
@@ -39,11 +40,11 @@ export class CaptureSidecar extends pulumi.ComponentResource {
         capabilities: { adds: CAPTURE_CAPABILITIES.adds, drops: CAPTURE_CAPABILITIES.drops },
         mounts: volumeMounts(args.engine, captureSidecarMounts(args.plan)),
         restart: RESTART,
-        labels: [
-          { label: LABELS.role, value: ROLES.capture },
-          { label: LABELS.captureSite, value: args.sidecar.site },
-          { label: LABELS.captureRole, value: args.sidecar.role },
-        ],
+        labels: containerLabels(args.engine, {
+          [LABELS.role]: ROLES.capture,
+          [LABELS.captureSite]: args.sidecar.site,
+          [LABELS.captureRole]: args.sidecar.role,
+        }),
       },
       { parent: this },
     );

@@ -2,12 +2,12 @@
 // computer's own internal network alone with its proxy; the proxy also reaches the gateway (and the web when
 // the computer reaches public hosts). The proxy writes its CA into the computer's CA volume, which the
 // browser mounts read-only to trust it.
-import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import type { BrowserServiceConfig, Plan, PlannedComputer, SiteProxyServiceConfig } from "../src/plan";
 import { browserMounts, browserNetworks, DEFAULT_CAPABILITIES, ENV_VARS, proxyMounts, proxyNetworks, proxyPublish } from "../src/plan/layout";
 import { LABELS, ROLES } from "../policies/contract";
-import { envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";
+import { DockerContainer } from "../src/providers/resources";
+import { containerLabels, envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";
 import type { DockerEngine } from "./dockerEngine";
 
 export interface ComputerArgs {
@@ -26,8 +26,8 @@ export interface ComputerArgs {
 }
 
 export class Computer extends pulumi.ComponentResource {
-  readonly proxy: docker.Container;
-  readonly browser: docker.Container;
+  readonly proxy: DockerContainer;
+  readonly browser: DockerContainer;
 
   constructor(name: string, args: ComputerArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:computer:Computer", name, {}, opts);
@@ -37,9 +37,10 @@ export class Computer extends pulumi.ComponentResource {
       throw new Error(`Computer ${computer.name}: the browser may only be on its own network ${computer.networkName}`);
     }
     const proxyConfigJson = pulumi.output(args.proxyConfig).apply((c) => JSON.stringify(c));
-    this.proxy = new docker.Container(
+    this.proxy = new DockerContainer(
       computer.proxyContainerName,
       {
+        engine: engine.target,
         name: computer.proxyContainerName,
         image: engine.image(undefined, "site-proxy"),
         networksAdvanced: networksAdvanced(engine, proxyNetworks(plan, computer)),
@@ -48,16 +49,14 @@ export class Computer extends pulumi.ComponentResource {
         capabilities: DEFAULT_CAPABILITIES,
         envs: [envEntry(ENV_VARS.siteProxyConfig, proxyConfigJson)],
         restart: RESTART,
-        labels: [
-          { label: LABELS.role, value: ROLES.siteProxy },
-          { label: LABELS.computer, value: computer.name },
-        ],
+        labels: containerLabels(engine, { [LABELS.role]: ROLES.siteProxy, [LABELS.computer]: computer.name }),
       },
       { parent: this, dependsOn: args.dependsOn },
     );
-    this.browser = new docker.Container(
+    this.browser = new DockerContainer(
       computer.browserContainerName,
       {
+        engine: engine.target,
         name: computer.browserContainerName,
         image: engine.image(computer.image, "browser"),
         networksAdvanced: networksAdvanced(engine, browserNets),
@@ -67,10 +66,7 @@ export class Computer extends pulumi.ComponentResource {
         // Chromium needs more than Docker's 64 MB default /dev/shm for real pages.
         shmSize: 512,
         restart: RESTART,
-        labels: [
-          { label: LABELS.role, value: ROLES.browser },
-          { label: LABELS.computer, value: computer.name },
-        ],
+        labels: containerLabels(engine, { [LABELS.role]: ROLES.browser, [LABELS.computer]: computer.name }),
       },
       // The browser's proxy must be up first: the browser never falls back to a direct connection.
       { parent: this, dependsOn: [this.proxy] },

@@ -1,14 +1,13 @@
-// One Docker engine's shared pieces: its networks, its volumes and the images its containers run.
-// The engine is reached through the docker provider passed in the resource options (DockerHost for the local
-// engine, Ec2Host for a VM), so every child of this component talks to that engine.
+// One Docker engine's shared pieces: its networks, its volumes and the images its containers run. Every child
+// resource names the engine it is on (`target`), so the same component serves the local engine and a VM's.
 // A VM's engine gets its images from the runner's engine (`imagesFrom`): built or pulled there, then copied
 // with `docker save | docker load` over SSH. A VM then needs no registry and no web access to get them: a
 // computer VM whose security group has no web egress still gets its browser and proxy images.
-import * as command from "@pulumi/command";
-import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
+import type { EngineTarget } from "../src/providers/docker-api";
+import { DockerImage, DockerImageRef, DockerNetwork, DockerVolume, LocalCommand } from "../src/providers/resources";
 import type { EngineNetworks, ProjectImageRole } from "../src/plan/layout";
-import { PROJECT_IMAGES, shipImageCommand } from "../src/plan/layout";
+import { PROJECT_IMAGES, projectImageFiles, shipImageCommand } from "../src/plan/layout";
 
 /** Where a VM's engine gets its images: another engine (the runner's), and how to reach this one over SSH. */
 export interface ImageSource {
@@ -21,57 +20,69 @@ export interface ImageSource {
 }
 
 export interface DockerEngineArgs {
+  /** The engine: unset host for the local one (DOCKER_HOST or the default socket), ssh:// for a VM's. */
+  target: pulumi.Input<EngineTarget>;
   /** Which networks this engine holds, internal (no route out) and external, by Docker name. */
   networks: EngineNetworks;
   /** Docker names of the volumes this engine holds. */
   volumes: string[];
   /** The project's own images that containers on this engine run; each is built on this engine. */
   projectImages: ProjectImageRole[];
-  /** Build context of the project's images: the repository root (Dockerfiles copy from `src/`). */
+  /** Build context of the project's images: the repository root (Dockerfiles copy from `dist/bundle/`). */
   buildContext: string;
   /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */
   baseImage: string;
-  /** Labels put on every network and volume, so `docker network ls --filter label=...` finds a stack's pieces. */
+  /** Labels put on every network, volume and container, so `docker ps --filter label=...` finds a stack's pieces. */
   labels: Record<string, string>;
   /** Copy images from another engine instead of building and pulling them here (`projectImages` is then unused). */
   imagesFrom?: ImageSource;
 }
 
 export class DockerEngine extends pulumi.ComponentResource {
-  private readonly networks = new Map<string, docker.Network>();
-  private readonly volumes = new Map<string, docker.Volume>();
-  private readonly builtImages = new Map<ProjectImageRole, docker.Image>();
-  private readonly pulledImages = new Map<string, docker.RemoteImage>();
+  private readonly networks = new Map<string, DockerNetwork>();
+  private readonly volumes = new Map<string, DockerVolume>();
+  private readonly builtImages = new Map<ProjectImageRole, DockerImage>();
+  private readonly pulledImages = new Map<string, DockerImageRef>();
   private readonly shippedImages = new Map<string, pulumi.Output<string>>();
   private readonly imagesFrom?: ImageSource;
   /** The component's name: it prefixes the names of images pulled on demand. */
   readonly engineName: string;
+  /** The engine every child resource is created on. */
+  readonly target: pulumi.Input<EngineTarget>;
+  /** Labels of the stack, for the containers created on this engine. */
+  readonly labels: Record<string, string>;
 
   constructor(name: string, args: DockerEngineArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:docker:DockerEngine", name, {}, opts);
     this.engineName = name;
     this.imagesFrom = args.imagesFrom;
+    this.target = args.target;
+    this.labels = args.labels;
     const labels = Object.entries(args.labels).map(([label, value]) => ({ label, value }));
     const all = [...args.networks.internal.map((n) => [n, true] as const), ...args.networks.external.map((n) => [n, false] as const)];
     const seen = new Set<string>();
     for (const [network, internal] of all) {
-      if (seen.has(network)) throw new Error(`DockerEngine ${name}: network ${network} is listed twice`);
+      if (seen.has(network)) throw new pulumi.ResourceError(`DockerEngine ${name}: network ${network} is listed twice`, this);
       seen.add(network);
-      this.networks.set(network, new docker.Network(network, { name: network, internal, driver: "bridge", labels }, { parent: this }));
+      this.networks.set(network, new DockerNetwork(network, { engine: this.target, name: network, internal, driver: "bridge", labels }, { parent: this }));
     }
     for (const volume of args.volumes) {
-      this.volumes.set(volume, new docker.Volume(volume, { name: volume, labels }, { parent: this }));
+      this.volumes.set(volume, new DockerVolume(volume, { engine: this.target, name: volume, labels }, { parent: this }));
     }
     for (const role of args.imagesFrom ? [] : args.projectImages) {
       const image = PROJECT_IMAGES[role];
       this.builtImages.set(
         role,
-        new docker.Image(
+        new DockerImage(
           `${name}-${role}-image`,
           {
+            engine: this.target,
             imageName: image.imageName,
-            skipPush: true,
-            build: { context: args.buildContext, dockerfile: `${args.buildContext}/${image.dockerfile}`, args: { BASE_IMAGE: args.baseImage } },
+            context: args.buildContext,
+            dockerfile: image.dockerfile,
+            files: projectImageFiles(image),
+            buildArgs: { BASE_IMAGE: args.baseImage },
+            labels: { "multienv.base-image": args.baseImage },
           },
           { parent: this },
         ),
@@ -81,28 +92,28 @@ export class DockerEngine extends pulumi.ComponentResource {
   }
 
   /** The network resource named `name`; asking for one the engine does not hold is a bug in the layout. */
-  network(name: string): docker.Network {
+  network(name: string): DockerNetwork {
     const network = this.networks.get(name);
-    if (network === undefined) throw new Error(`DockerEngine ${this.engineName}: no network ${name} on this engine (has ${[...this.networks.keys()].join(", ")})`);
+    if (network === undefined) throw new pulumi.ResourceError(`DockerEngine ${this.engineName}: no network ${name} on this engine (has ${[...this.networks.keys()].join(", ")})`, this);
     return network;
   }
 
-  volume(name: string): docker.Volume {
+  volume(name: string): DockerVolume {
     const volume = this.volumes.get(name);
-    if (volume === undefined) throw new Error(`DockerEngine ${this.engineName}: no volume ${name} on this engine (has ${[...this.volumes.keys()].join(", ")})`);
+    if (volume === undefined) throw new pulumi.ResourceError(`DockerEngine ${this.engineName}: no volume ${name} on this engine (has ${[...this.volumes.keys()].join(", ")})`, this);
     return volume;
   }
 
   /**
-   * The image a container runs: `image` when the config gives one, else the project's own image for `role`,
-   * built on this engine.
+   * The image a container runs, as an image id: `image` when the config gives one, else the project's own
+   * image for `role`, built on this engine.
    */
   image(image: string | undefined, role: ProjectImageRole): pulumi.Output<string> {
     if (image !== undefined) return this.pulledImage(image);
     if (this.imagesFrom) return this.ship(`project-${role}`, this.imagesFrom.engine.image(undefined, role));
     const built = this.builtImages.get(role);
-    if (built === undefined) throw new Error(`DockerEngine ${this.engineName}: the ${role} image is not built on this engine`);
-    return built.imageName;
+    if (built === undefined) throw new pulumi.ResourceError(`DockerEngine ${this.engineName}: the ${role} image is not built on this engine`, this);
+    return built.imageId;
   }
 
   /** An image given by reference: used as the engine has it, pulled when it has not. One resource per reference. */
@@ -111,14 +122,14 @@ export class DockerEngine extends pulumi.ComponentResource {
     let pulled = this.pulledImages.get(image);
     if (pulled === undefined) {
       const resourceName = `${this.engineName}-image-${image.replace(/[^A-Za-z0-9_.-]+/g, "-")}`;
-      pulled = new docker.RemoteImage(resourceName, { name: image, keepLocally: true }, { parent: this });
+      pulled = new DockerImageRef(resourceName, { engine: this.target, name: image }, { parent: this });
       this.pulledImages.set(image, pulled);
     }
     return pulled.imageId;
   }
 
   /**
-   * The image `source` names on the source engine, loaded into this one: the returned name carries the load as a
+   * The image `source` names on the source engine, loaded into this one: the returned id carries the load as a
    * dependency, so a container using it starts only once its image is here. Loaded again when the source image
    * or this engine's VM changes.
    */
@@ -126,7 +137,7 @@ export class DockerEngine extends pulumi.ComponentResource {
     const from = this.imagesFrom!;
     let shipped = this.shippedImages.get(key);
     if (shipped === undefined) {
-      const load = new command.local.Command(
+      const load = new LocalCommand(
         `${this.engineName}-load-${key.replace(/[^A-Za-z0-9_.-]+/g, "-")}`,
         {
           create: pulumi.all([source, from.sshTarget]).apply(([image, target]) => shipImageCommand(image, target)),

@@ -1,11 +1,11 @@
-// ec2 target: one VM with Docker, reached by the docker provider over SSH once a readiness command has seen
-// Docker answer. IMDSv2 is required (no token-less metadata for a container to steal credentials through) and
+// ec2 target: one VM with Docker, whose engine is reached over SSH (docker-api.ts) once a readiness command has
+// seen Docker answer. IMDSv2 is required (no token-less metadata for a container to steal credentials through) and
 // the root volume is encrypted. The VM's security group comes from Ec2Firewall.
 import * as aws from "@pulumi/aws";
-import * as command from "@pulumi/command";
-import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
-import { EC2_SSH_OPTIONS } from "../src/plan/layout";
+import { EC2_SSH_OPTIONS, remoteReadinessCommand } from "../src/plan/layout";
+import type { EngineTarget } from "../src/providers/docker-api";
+import { LocalCommand } from "../src/providers/resources";
 import { OPENSSH_PUBLIC_KEY } from "../src/config/schema";
 
 export interface Ec2HostArgs {
@@ -23,8 +23,6 @@ export interface Ec2HostArgs {
   sshUser: string;
   /** User data: installs and starts Docker. */
   userData: string;
-  /** Runs over SSH and exits 0 once Docker answers. */
-  readinessCommand: string;
   /** Tags for every AWS resource of the host (the stack and task tags among them); `Name` is set per resource. */
   tags: (name: string) => Record<string, string>;
   /** What must exist before the readiness check can connect (the firewall rules that open SSH). */
@@ -33,14 +31,14 @@ export interface Ec2HostArgs {
 
 export class Ec2Host extends pulumi.ComponentResource {
   readonly instance: aws.ec2.Instance;
-  /** The docker provider for this VM's engine, usable once the VM is ready. */
-  readonly provider: docker.Provider;
+  /** This VM's engine, over SSH; it answers once `ready` is done. */
+  readonly target: pulumi.Output<EngineTarget>;
   readonly publicIp: pulumi.Output<string>;
   readonly privateIp: pulumi.Output<string>;
   /** `user@publicIp`: where the runner reaches the VM over SSH. */
   readonly sshTarget: pulumi.Output<string>;
   /** The readiness check: done once Docker answers on the VM. */
-  readonly ready: command.remote.Command;
+  readonly ready: LocalCommand;
 
   constructor(name: string, args: Ec2HostArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:ec2:Ec2Host", name, {}, opts);
@@ -69,25 +67,13 @@ export class Ec2Host extends pulumi.ComponentResource {
     this.publicIp = this.instance.publicIp;
     this.privateIp = this.instance.privateIp;
     this.sshTarget = pulumi.interpolate`${args.sshUser}@${this.publicIp}`;
-    const ready = new command.remote.Command(
+    this.ready = new LocalCommand(
       `${name}-docker-ready`,
-      {
-        connection: { host: this.publicIp, user: args.sshUser, dialErrorLimit: 60, perDialTimeout: 10 },
-        create: args.readinessCommand,
-        triggers: [this.instance.id],
-      },
+      { create: this.sshTarget.apply(remoteReadinessCommand), triggers: [this.instance.id] },
       { parent: this, dependsOn: args.readyAfter },
     );
-    this.ready = ready;
-    this.provider = new docker.Provider(
-      `${name}-docker`,
-      {
-        host: pulumi.interpolate`ssh://${this.sshTarget}`,
-        // A new VM's host key is not known yet; the key pair and the runner-only security group are what guard it.
-        sshOpts: EC2_SSH_OPTIONS,
-      },
-      { parent: this, dependsOn: [ready] },
-    );
+    // Containers on this VM carry the readiness check as a dependency through the target.
+    this.target = pulumi.all([this.sshTarget, this.ready.stdout]).apply(([target]) => ({ host: `ssh://${target}`, sshOptions: EC2_SSH_OPTIONS }));
     this.registerOutputs({ publicIp: this.publicIp, privateIp: this.privateIp });
   }
 }

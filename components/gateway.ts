@@ -1,7 +1,6 @@
 // The gateway container: the env's one way in. On the env network (to reach the sites) and the ingress network
 // (the only one its port is published on), the captures volume read-only, and a health check on /healthz that
 // the deploy waits for, so an env whose site or capture is not running fails to deploy.
-import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import type { GatewayServiceConfig, Plan } from "../src/plan";
 import {
@@ -15,7 +14,8 @@ import {
   gatewayUrl,
 } from "../src/plan/layout";
 import { LABELS, ROLES } from "../policies/contract";
-import { envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";
+import { DockerContainer } from "../src/providers/resources";
+import { containerLabels, envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";
 import type { DockerEngine } from "./dockerEngine";
 
 export interface GatewayArgs {
@@ -39,7 +39,7 @@ export interface GatewayArgs {
 }
 
 export class Gateway extends pulumi.ComponentResource {
-  readonly container: docker.Container;
+  readonly container: DockerContainer;
   /** `http://<address>:<published port>` */
   readonly url: pulumi.Output<string>;
 
@@ -51,9 +51,10 @@ export class Gateway extends pulumi.ComponentResource {
       throw new Error(`Gateway ${name}: the port is published on ${publish.ip}; give the publicAddress the runner reaches it at`);
     }
     const configJson = pulumi.output(args.serviceConfig).apply((c) => JSON.stringify(c));
-    this.container = new docker.Container(
+    this.container = new DockerContainer(
       plan.gateway.containerName,
       {
+        engine: engine.target,
         name: plan.gateway.containerName,
         image: engine.image(args.image, "gateway"),
         networksAdvanced: networksAdvanced(engine, gatewayNetworks(plan)),
@@ -65,13 +66,13 @@ export class Gateway extends pulumi.ComponentResource {
         wait: true,
         waitTimeout: GATEWAY_WAIT_TIMEOUT_SECONDS,
         restart: RESTART,
-        labels: [{ label: LABELS.role, value: ROLES.gateway }],
+        labels: containerLabels(engine, { [LABELS.role]: ROLES.gateway }),
       },
       // The control token is in envs: the engine keeps envs secret even if a wrapper were lost (policy secrets-stay-secret).
       { parent: this, dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
     );
     const address = args.publicAddress ?? publish.ip;
-    const port = publish.external ?? this.container.ports.apply((ports) => ports?.[0]?.external ?? 0);
+    const port = publish.external ?? this.container.publishedPorts.apply((ports) => ports?.[0]?.external ?? 0);
     this.url = pulumi.all([address, port]).apply(([a, p]) => gatewayUrl(a, p));
     this.registerOutputs({ url: this.url });
   }

@@ -5,7 +5,6 @@ export { Website } from "./website";
 export { Gateway } from "./gateway";
 export { CaptureSidecar } from "./captureSidecar";
 export { Computer } from "./computer";
-export { DockerHost } from "./dockerHost";
 export { DockerEngine } from "./dockerEngine";
 export { Ec2Host } from "./ec2Host";
 export { Ec2Firewall } from "./ec2Firewall";

@@ -2,13 +2,11 @@
 // It decides nothing: the plan says what exists, src/plan/layout.ts how it is wired, and this component
 // creates the resources in that shape and exposes the stack outputs of DESIGN "Outputs".
 import * as aws from "@pulumi/aws";
-import type * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import type { LiveWebsiteMark, Plan, PlannedComputer, Reaching } from "../src/plan";
 import { browserServiceConfig, gatewayServiceConfig, siteProxyServiceConfig } from "../src/plan";
 import {
   EC2_DEFAULT_AMI_PARAMETER,
-  EC2_READINESS_COMMAND,
   EC2_SSH_USER,
   awsTags,
   computerCdpUrl,
@@ -21,11 +19,11 @@ import {
   siteUrls,
 } from "../src/plan/layout";
 import { LABELS } from "../policies/contract";
+import type { EngineTarget } from "../src/providers/docker-api";
 import { CaptureCollector } from "./captureCollector";
 import { Computer } from "./computer";
 import { ControlToken } from "./controlToken";
 import { DockerEngine } from "./dockerEngine";
-import { DockerHost } from "./dockerHost";
 import { Ec2Firewall } from "./ec2Firewall";
 import { Ec2Host } from "./ec2Host";
 import { Gateway } from "./gateway";
@@ -36,7 +34,7 @@ export interface MultiEnvArgs {
   plan: Plan;
   /** Secret stack config values by config key (namespace `multienv`), for the sites' `secretSettings`. */
   secrets: Record<string, pulumi.Output<string>>;
-  /** Build context of the project's images: the repository root. */
+  /** Build context of the project's images: the repository root, relative to the project directory Pulumi runs in. */
   buildContext: string;
   /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */
   baseImage: string;
@@ -99,11 +97,7 @@ export class MultiEnv extends pulumi.ComponentResource {
     const engines = plan.target === "docker" ? this.dockerEngines(args) : this.ec2Engines(args);
     this.websites = plan.websites.map(
       (site) =>
-        new Website(
-          site.name,
-          { plan, site, engine: engines.env.engine, secretValues: secretValues(site.name, site.secretSettings) },
-          { parent: this, providers: { docker: engines.env.provider } },
-        ),
+        new Website(site.name, { plan, site, engine: engines.env, secretValues: secretValues(site.name, site.secretSettings) }, { parent: this }),
     );
 
     const gatewayConfig = pulumi
@@ -121,13 +115,13 @@ export class MultiEnv extends pulumi.ComponentResource {
       plan.gateway.containerName,
       {
         plan,
-        engine: engines.env.engine,
+        engine: engines.env,
         serviceConfig: gatewayConfig,
         controlToken: this.controlToken.value,
         publicAddress: engines.gatewayPublicAddress,
         dependsOn: this.websites.flatMap((w) => w.containers()),
       },
-      { parent: this, providers: { docker: engines.env.provider } },
+      { parent: this },
     );
 
     this.computers = plan.computers.map((computer) => {
@@ -135,11 +129,10 @@ export class MultiEnv extends pulumi.ComponentResource {
         const config = siteProxyServiceConfig(plan, computer);
         return address === undefined ? config : { ...config, gateway: rehost(config.gateway, address) };
       });
-      const { engine, provider } = engines.computer(computer);
       return new Computer(
         computer.name,
-        { plan, computer, engine, proxyConfig, browserConfig: browserServiceConfig(plan, computer), dependsOn: [this.gateway] },
-        { parent: this, providers: { docker: provider } },
+        { plan, computer, engine: engines.computer(computer), proxyConfig, browserConfig: browserServiceConfig(plan, computer), dependsOn: [this.gateway] },
+        { parent: this },
       );
     });
 
@@ -171,10 +164,10 @@ export class MultiEnv extends pulumi.ComponentResource {
   /** docker target: one engine, the local one, holding every network, volume and container. */
   private dockerEngines(args: MultiEnvArgs): Engines {
     const { plan } = args;
-    const host = new DockerHost(`${plan.stack}-local`, { host: args.dockerHost }, { parent: this });
     const env = new DockerEngine(
       `${plan.stack}-engine`,
       {
+        target: localTarget(args.dockerHost),
         networks: envEngineNetworks(plan),
         volumes: [...(plan.capture.enabled ? [plan.capture.volumeName] : []), ...plan.computers.map((c) => c.caVolumeName)],
         projectImages: projectImagesNeeded(true, plan.computers),
@@ -182,12 +175,11 @@ export class MultiEnv extends pulumi.ComponentResource {
         baseImage: args.baseImage,
         labels: { [LABELS.stack]: plan.stack },
       },
-      { parent: this, providers: { docker: host.provider } },
+      { parent: this },
     );
-    const local = { engine: env, provider: host.provider };
     return {
-      env: local,
-      computer: () => local,
+      env,
+      computer: () => env,
       computerAddress: () => undefined,
       gatewayPrivateAddress: undefined,
       gatewayPublicAddress: undefined,
@@ -215,7 +207,6 @@ export class MultiEnv extends pulumi.ComponentResource {
           sshPublicKey: ec2.sshPublicKey,
           sshUser: EC2_SSH_USER,
           userData: ec2UserData(),
-          readinessCommand: EC2_READINESS_COMMAND,
           tags,
           readyAfter: firewall.rules,
         },
@@ -223,11 +214,10 @@ export class MultiEnv extends pulumi.ComponentResource {
       );
     const engineArgs = { buildContext: args.buildContext, baseImage: args.baseImage, labels: { [LABELS.stack]: plan.stack } };
     // Every image is built or pulled on the runner's engine and copied to the VMs that run it (see DockerEngine).
-    const runner = new DockerHost(`${plan.stack}-runner`, { host: args.dockerHost }, { parent: this });
     const images = new DockerEngine(
       `${plan.stack}-images`,
-      { ...engineArgs, networks: { internal: [], external: [] }, volumes: [], projectImages: projectImagesNeeded(true, plan.computers) },
-      { parent: this, providers: { docker: runner.provider } },
+      { ...engineArgs, target: localTarget(args.dockerHost), networks: { internal: [], external: [] }, volumes: [], projectImages: projectImagesNeeded(true, plan.computers) },
+      { parent: this },
     );
     const imagesFor = (vm: Ec2Host) => ({ engine: images, sshTarget: vm.sshTarget, after: [vm.ready] });
     const envHost = host(`${plan.stack}-env`, "env");
@@ -235,12 +225,13 @@ export class MultiEnv extends pulumi.ComponentResource {
       `${plan.stack}-env-engine`,
       {
         ...engineArgs,
+        target: envHost.target,
         networks: envEngineNetworks(plan),
         volumes: plan.capture.enabled ? [plan.capture.volumeName] : [],
         projectImages: [],
         imagesFrom: imagesFor(envHost),
       },
-      { parent: this, providers: { docker: envHost.provider } },
+      { parent: this },
     );
     const computerHosts = new Map<string, Ec2Host>();
     const computerEngines = new Map<string, DockerEngine>();
@@ -253,18 +244,19 @@ export class MultiEnv extends pulumi.ComponentResource {
           `${plan.stack}-${computer.name}-engine`,
           {
             ...engineArgs,
+            target: vm.target,
             networks: computerEngineNetworks(plan, computer),
             volumes: [computer.caVolumeName],
             projectImages: [],
             imagesFrom: imagesFor(vm),
           },
-          { parent: this, providers: { docker: vm.provider } },
+          { parent: this },
         ),
       );
     }
     return {
-      env: { engine: env, provider: envHost.provider },
-      computer: (c) => ({ engine: computerEngines.get(c.name)!, provider: computerHosts.get(c.name)!.provider }),
+      env,
+      computer: (c) => computerEngines.get(c.name)!,
       computerAddress: (c) => computerHosts.get(c.name)!.privateIp,
       gatewayPrivateAddress: envHost.privateIp,
       gatewayPublicAddress: envHost.publicIp,
@@ -272,17 +264,16 @@ export class MultiEnv extends pulumi.ComponentResource {
   }
 }
 
-/** A Docker engine and the provider that reaches it: containers on it are created with that provider. */
-interface EngineRef {
-  engine: DockerEngine;
-  provider: docker.Provider;
+/** The runner's own engine: `host` when given (a unix:// socket or an ssh:// host), else DOCKER_HOST or the local socket. */
+function localTarget(host: string | undefined): EngineTarget {
+  return host === undefined ? {} : { host };
 }
 
 interface Engines {
   /** The engine of the gateway and the sites. */
-  env: EngineRef;
+  env: DockerEngine;
   /** The engine a computer runs on. */
-  computer: (computer: PlannedComputer) => EngineRef;
+  computer: (computer: PlannedComputer) => DockerEngine;
   /** ec2: the private address of a computer's VM, where its proxy's relay and control ports are published. */
   computerAddress: (computer: PlannedComputer) => pulumi.Input<string | undefined>;
   /** ec2: the env VM's private address, where computer VMs reach the gateway. */

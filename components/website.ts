@@ -1,14 +1,14 @@
 // A website of the env: its server (`<site>-server`) and, for a synthetic site, its frontend, each with a
 // capture sidecar when capture is on. Settings reach the server as one JSON line in AGENTENV_WEBSITE_SETTINGS;
 // when the site has secret settings their values are merged in and the whole value is a Pulumi secret.
-import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
 import type { Plan, PlannedContainer, PlannedWebsite } from "../src/plan";
 import { configPath, formatProblem } from "../src/plan";
 import { DEFAULT_CAPABILITIES, ENV_VARS, frontendNetworks, serverNetworks, websiteSettingsJson } from "../src/plan/layout";
 import { LABELS, ROLES } from "../policies/contract";
 import { CaptureSidecar } from "./captureSidecar";
-import { envEntry, networksAdvanced, RESTART } from "./containers";
+import { DockerContainer } from "../src/providers/resources";
+import { containerLabels, envEntry, networksAdvanced, RESTART } from "./containers";
 import type { DockerEngine } from "./dockerEngine";
 
 export interface WebsiteArgs {
@@ -26,9 +26,9 @@ export interface WebsiteArgs {
 }
 
 export class Website extends pulumi.ComponentResource {
-  readonly server: docker.Container;
+  readonly server: DockerContainer;
   /** Synthetic sites only. */
-  readonly frontend?: docker.Container;
+  readonly frontend?: DockerContainer;
   readonly sidecars: CaptureSidecar[] = [];
 
   constructor(name: string, args: WebsiteArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -42,30 +42,32 @@ export class Website extends pulumi.ComponentResource {
       throw new Error(`Website ${site.name}: a live site serves no pages, so it has no frontend`);
     }
 
-    this.server = new docker.Container(
+    this.server = new DockerContainer(
       site.server.containerName,
       {
+        engine: engine.target,
         name: site.server.containerName,
         image: engine.pulledImage(requireImage(site, "server", site.server)),
         networksAdvanced: networksAdvanced(engine, serverNetworks(plan, site)),
         capabilities: DEFAULT_CAPABILITIES,
         envs: [settingsEnv(site, args.secretValues)],
         restart: RESTART,
-        labels: siteLabels(site, "server"),
+        labels: containerLabels(engine, siteLabels(site, "server")),
       },
       // Secret settings are in envs: the engine keeps envs secret even if a wrapper were lost (policy secrets-stay-secret).
       { parent: this, additionalSecretOutputs: Object.keys(site.secretSettings).length > 0 ? ["envs"] : [] },
     );
     if (site.frontend !== undefined) {
-      this.frontend = new docker.Container(
+      this.frontend = new DockerContainer(
         site.frontend.containerName,
         {
+          engine: engine.target,
           name: site.frontend.containerName,
           image: engine.pulledImage(requireImage(site, "frontend", site.frontend)),
           networksAdvanced: networksAdvanced(engine, frontendNetworks(plan, site)),
           capabilities: DEFAULT_CAPABILITIES,
           restart: RESTART,
-          labels: siteLabels(site, "frontend"),
+          labels: containerLabels(engine, siteLabels(site, "frontend")),
         },
         { parent: this },
       );
@@ -79,7 +81,7 @@ export class Website extends pulumi.ComponentResource {
   }
 
   /** Every container of the site, sidecars included: the gateway starts after them. */
-  containers(): docker.Container[] {
+  containers(): DockerContainer[] {
     return [this.server, ...(this.frontend ? [this.frontend] : []), ...this.sidecars.map((s) => s.container)];
   }
 }
@@ -104,11 +106,11 @@ function settingsEnv(site: PlannedWebsite, secretValues: Record<string, pulumi.O
 }
 
 /** Marks the policy pack reads (policies/contract.ts): role, site, and which settings are secret (names only). */
-function siteLabels(site: PlannedWebsite, role: "server" | "frontend"): docker.types.input.ContainerLabel[] {
+function siteLabels(site: PlannedWebsite, role: "server" | "frontend"): Record<string, string> {
   const secretNames = Object.keys(site.secretSettings);
-  return [
-    { label: LABELS.role, value: role === "server" ? ROLES.server : ROLES.frontend },
-    { label: LABELS.site, value: site.name },
-    ...(role === "server" && secretNames.length > 0 ? [{ label: LABELS.secretSettings, value: secretNames.sort().join(",") }] : []),
-  ];
+  return {
+    [LABELS.role]: role === "server" ? ROLES.server : ROLES.frontend,
+    [LABELS.site]: site.name,
+    ...(role === "server" && secretNames.length > 0 ? { [LABELS.secretSettings]: secretNames.sort().join(",") } : {}),
+  };
 }

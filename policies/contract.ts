@@ -53,8 +53,9 @@ export const SECRET_ENV = {
   websiteSettings: ENV_VARS.websiteSettings,
 } as const;
 
-/** The component that generates the gateway's control token; its command child's stdout is the token. */
+/** The component that generates the gateway's control token; its secret child's output `value` is the token. */
 export const CONTROL_TOKEN_COMPONENT = "multienv:index:ControlToken";
+export const CONTROL_TOKEN_OUTPUT = "value";
 
 /** The stack outputs the pack reads. */
 export const OUTPUTS = {

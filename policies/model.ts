@@ -2,14 +2,16 @@
 // Two sources fill it: a graph rendered under Pulumi's mocks (`multienv check`) and CrossGuard's
 // validation arguments (`pulumi up --policy-pack policies`); see evaluate.ts for both adapters.
 import { topologyNames } from "../src/plan/topology";
+import { RESOURCE_TYPES } from "../src/providers/types";
 import { CAPTURES_VOLUME_ROLE, LABELS, ROLES, type ContainerRole } from "./contract";
 import { isSecretValue, reveal } from "./secrets";
 
 /** Pulumi type tokens of the resources the pack looks at (test/policies checks them against the SDK classes). */
 export const TYPES = {
-  container: "docker:index/container:Container",
-  network: "docker:index/network:Network",
-  volume: "docker:index/volume:Volume",
+  container: RESOURCE_TYPES.container,
+  network: RESOURCE_TYPES.network,
+  volume: RESOURCE_TYPES.volume,
+  secret: RESOURCE_TYPES.secret,
   securityGroup: "aws:ec2/securityGroup:SecurityGroup",
   securityGroupRule: "aws:ec2/securityGroupRule:SecurityGroupRule",
   ingressRule: "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
@@ -19,7 +21,7 @@ export const TYPES = {
 } as const;
 
 export interface PolicyResource {
-  /** Pulumi type token, e.g. `docker:index/container:Container`. */
+  /** Pulumi type token, e.g. `pulumi-nodejs:dynamic/docker:Container`. */
   type: string;
   /** Logical (Pulumi) name. */
   name: string;
@@ -31,7 +33,7 @@ export interface PolicyResource {
   additionalSecretOutputs?: string[];
   /** The type of the resource's parent (a component such as `multienv:index:ControlToken`), where known. */
   parentType?: string;
-  /** The resource's explicit provider (its name in a graph, its URN under CrossGuard): which Docker engine it is on. */
+  /** The resource's explicit provider (its name in a graph, its URN under CrossGuard). */
   provider?: string;
   /** The inputs of the resource's provider, where known: AWS default tags live there. */
   providerInputs?: Record<string, unknown>;
@@ -240,9 +242,18 @@ export function isBuiltinNetworkMode(mode: string): boolean {
   return ["bridge", "default", "host", "none"].includes(mode) || mode.startsWith("container:");
 }
 
-/** True when two resources may be on the same Docker engine: the same provider, or one of them unknown. */
+/** Which Docker engine a resource is on (its `engine` input), or undefined when that is not known yet. */
+function engineOf(resource: PolicyResource): string | undefined {
+  const engine = reveal(resource.inputs.engine);
+  if (engine === undefined || engine === null) return undefined;
+  const text = JSON.stringify(engine);
+  return /\[unknown\]|04da6b54-80e4-46f7-96ec-b56ff0331ba9/.test(text) ? undefined : text;
+}
+
+/** True when two resources may be on the same Docker engine: the same `engine`, or one of them unknown. */
 export function sameEngine(a: PolicyResource, b: PolicyResource): boolean {
-  return a.provider === undefined || b.provider === undefined || a.provider === b.provider;
+  const [ea, eb] = [engineOf(a), engineOf(b)];
+  return ea === undefined || eb === undefined || ea === eb;
 }
 
 /** Every user network a container is on. */

@@ -2,17 +2,37 @@
 // `main`) exports it for `pulumi up`; `multienv check` runs the same function under Pulumi's mocks.
 // Bad config, a refused plan or inputs a component refuses stop the run with one line per problem and no stack
 // trace (pulumi.RunError).
+import { execFileSync } from "node:child_process";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { MultiEnv, type MultiEnvOutputs } from "../components";
 import { ConfigError, loadStackConfig } from "./config";
-import { formatProblem, plan } from "./plan";
-import { DEFAULT_BASE_IMAGE } from "./plan/layout";
+import { formatProblem, plan, type Plan } from "./plan";
+import { DEFAULT_BASE_IMAGE, PROJECT_IMAGES, projectImagesNeeded } from "./plan/layout";
 
 /** The repository root: the build context of the project's images. */
 const REPO_ROOT = path.resolve(__dirname, "..");
 
-export async function multienvProgram(): Promise<MultiEnvOutputs> {
+export interface ProgramOptions {
+  /**
+   * Bundle the services the project's images copy (scripts/bundle.mjs) before declaring the images, so a fresh
+   * checkout deploys with nothing built first. Default true; `multienv check` renders the graph without it.
+   */
+  bundle?: boolean;
+}
+
+/** Writes dist/bundle/<name>.js for every service the plan's project images copy; one line naming what failed. */
+function bundleServices(planned: Plan): void {
+  const bundles = [...new Set(projectImagesNeeded(true, planned.computers).flatMap((role) => PROJECT_IMAGES[role].bundles))];
+  try {
+    execFileSync(process.execPath, [path.join(REPO_ROOT, "scripts/bundle.mjs"), ...bundles], { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "pipe"], encoding: "utf8" });
+  } catch (error) {
+    const stderr = (error as { stderr?: string }).stderr?.trim() || (error as Error).message;
+    throw new pulumi.RunError(`multienv: bundling the services for the project's images failed: ${stderr}`);
+  }
+}
+
+export async function multienvProgram(options: ProgramOptions = {}): Promise<MultiEnvOutputs> {
   const stack = pulumi.getStack();
   let loaded;
   try {
@@ -24,11 +44,13 @@ export async function multienvProgram(): Promise<MultiEnvOutputs> {
   const result = plan(loaded.config, { stack });
   for (const warning of result.warnings) pulumi.log.warn(warning);
   if (!result.ok) throw new pulumi.RunError(result.problems.map(formatProblem).join("\n"));
+  if (options.bundle !== false) bundleServices(result.plan);
 
   try {
     const env = new MultiEnv(stack, {
       plan: result.plan,
       secrets: loaded.secrets,
+      // Relative, as the state keeps it: the same checkout elsewhere is no change.
       buildContext: path.relative(process.cwd(), REPO_ROOT) || ".",
       baseImage: process.env.MULTIENV_BASE_IMAGE || DEFAULT_BASE_IMAGE,
     });

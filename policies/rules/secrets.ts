@@ -7,8 +7,8 @@
 // (@pulumi/policy deserializes with secrets unwrapped), so there the rule checks what it can see instead:
 // a container that carries a secret must list "envs" in additionalSecretOutputs, which makes the engine
 // treat the variable list as secret even if a wrapper were lost upstream.
-import { CONTROL_TOKEN_COMPONENT, LABELS, OUTPUTS, ROLES, SECRET_ENV } from "../contract";
-import { containersOf, describe, envOf, labelsOf, roleOf, type PolicyResource, type PolicyStack } from "../model";
+import { CONTROL_TOKEN_COMPONENT, CONTROL_TOKEN_OUTPUT, LABELS, OUTPUTS, ROLES, SECRET_ENV } from "../contract";
+import { containersOf, describe, envOf, labelsOf, roleOf, TYPES, type PolicyResource, type PolicyStack } from "../model";
 import type { StackFinding, StackRule } from "../rule";
 import { isSecretValue, REDACTED, stringLeaves, visitStrings } from "../secrets";
 
@@ -61,7 +61,7 @@ export const secretsStaySecret: StackRule = {
   description:
     `The controlToken output, the gateway's ${SECRET_ENV.controlToken} and the ${SECRET_ENV.websiteSettings} of every site with secret settings must be Pulumi secrets, and no plaintext value may contain a secret. ` +
     `To comply: build these values from pulumi.secret / config.requireSecret (never unsecret them), export controlToken as a secret, label a server whose site has secret settings with ${LABELS.secretSettings}, ` +
-    `give every container that carries a secret additionalSecretOutputs: ["envs"], and the command generating the control token additionalSecretOutputs: ["stdout"].`,
+    `give every container that carries a secret additionalSecretOutputs: ["envs"], and the resource generating the control token additionalSecretOutputs: ["value"].`,
   check(stack) {
     const findings: StackFinding[] = [];
     const containers = containersOf(stack);
@@ -85,13 +85,13 @@ export const secretsStaySecret: StackRule = {
       }
     }
 
-    // The token at its source: the command that generates it must keep its stdout secret in state. Resource
+    // The token at its source: the resource that generates it must keep its value secret in state. Resource
     // options are visible to CrossGuard, so this holds the control token to secrecy where values are not.
-    for (const generator of stack.resources.filter((r) => r.parentType === CONTROL_TOKEN_COMPONENT && r.type.startsWith("command:"))) {
-      if (generator.additionalSecretOutputs !== undefined && !generator.additionalSecretOutputs.includes("stdout")) {
+    for (const generator of stack.resources.filter((r) => r.parentType === CONTROL_TOKEN_COMPONENT && r.type === TYPES.secret)) {
+      if (generator.additionalSecretOutputs !== undefined && !generator.additionalSecretOutputs.includes(CONTROL_TOKEN_OUTPUT)) {
         findings.push({
           resource: generator,
-          message: `${describe(generator)} generates the control token but does not list "stdout" in additionalSecretOutputs; add additionalSecretOutputs: ["stdout", "stderr"]`,
+          message: `${describe(generator)} generates the control token but does not list "${CONTROL_TOKEN_OUTPUT}" in additionalSecretOutputs; add additionalSecretOutputs: ["${CONTROL_TOKEN_OUTPUT}"]`,
         });
       }
     }

@@ -17,11 +17,24 @@ export const ENV_VARS = {
 /** The project's own images, built from `src/<role>/Dockerfile` when a container gives no image of its own. */
 export type ProjectImageRole = "gateway" | "site-proxy" | "browser";
 
-export const PROJECT_IMAGES: Record<ProjectImageRole, { imageName: string; dockerfile: string }> = {
-  gateway: { imageName: "multienv/gateway:latest", dockerfile: "src/gateway/Dockerfile" },
-  "site-proxy": { imageName: "multienv/site-proxy:latest", dockerfile: "src/site-proxy/Dockerfile" },
-  browser: { imageName: "multienv/browser:latest", dockerfile: "src/browser/Dockerfile" },
+/** A project image: its tag, its Dockerfile, and the bundles (scripts/bundle.mjs names) it copies. */
+export interface ProjectImage {
+  imageName: string;
+  dockerfile: string;
+  /** The bundles the Dockerfile copies from `dist/bundle/<name>.js`: with the Dockerfile, the whole build context. */
+  bundles: string[];
+}
+
+export const PROJECT_IMAGES: Record<ProjectImageRole, ProjectImage> = {
+  gateway: { imageName: "multienv/gateway:latest", dockerfile: "src/gateway/Dockerfile", bundles: ["gateway"] },
+  "site-proxy": { imageName: "multienv/site-proxy:latest", dockerfile: "src/site-proxy/Dockerfile", bundles: ["site-proxy", "site-proxy-supervisor"] },
+  browser: { imageName: "multienv/browser:latest", dockerfile: "src/browser/Dockerfile", bundles: ["browser-launcher"] },
 };
+
+/** The files of a project image's build context besides its Dockerfile, relative to the repository root. */
+export function projectImageFiles(image: ProjectImage): string[] {
+  return image.bundles.map((b) => `dist/bundle/${b}.js`);
+}
 
 /**
  * The `BASE_IMAGE` build argument of the project's Dockerfiles: Debian with Node 20, which
@@ -339,13 +352,18 @@ export function ec2UserData(): string {
 /** ssh options for a VM created by this deploy: its host key is new, so it cannot be known yet. */
 export const EC2_SSH_OPTIONS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"];
 
+/** `text` as one /bin/sh word. */
+export function shellQuote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
 /**
  * Copies an image from the runner's engine to a VM (`user@host`) with `docker save | ssh docker load`,
  * skipping the copy when the VM already has that image id. Runs on the runner with its docker CLI and
  * ssh-agent, as the docker provider's SSH connection does.
  */
 export function shipImageCommand(image: string, sshTarget: string): string {
-  const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
+  const quote = shellQuote;
   const ssh = `ssh ${EC2_SSH_OPTIONS.join(" ")} ${quote(sshTarget)}`;
   const inspect = `docker image inspect -f '{{.Id}}' ${quote(image)}`;
   return [
@@ -364,6 +382,23 @@ export function shipImageCommand(image: string, sshTarget: string): string {
 export const EC2_READINESS_COMMAND =
   "for i in $(seq 1 120); do if [ -e /var/lib/multienv-docker-ready ] && sudo -n docker info >/dev/null 2>&1; then exit 0; fi; sleep 5; done; " +
   "echo 'Docker did not come up within 10 minutes' >&2; exit 1";
+
+/**
+ * Runs the readiness command on a VM (`user@host`) over SSH from the runner, retrying the connection while the
+ * VM boots (about 10 minutes), so the first container is created only once Docker answers there.
+ */
+export function remoteReadinessCommand(sshTarget: string): string {
+  const quote = shellQuote;
+  const ssh = `ssh ${EC2_SSH_OPTIONS.join(" ")} -o ConnectTimeout=10 -o BatchMode=yes ${quote(sshTarget)}`;
+  return [
+    "for attempt in $(seq 1 60); do",
+    `  if ${ssh} ${quote(EC2_READINESS_COMMAND)}; then exit 0; fi`,
+    "  sleep 10",
+    "done",
+    `echo ${quote(`${sshTarget}: Docker did not answer over SSH within 10 minutes`)} >&2`,
+    "exit 1",
+  ].join("\n");
+}
 
 /**
  * Replaces the host of a service URL (a Docker name) with an address (ec2: the VM that publishes that port),

@@ -1,8 +1,18 @@
-// A minimal Docker Engine API client over the engine's unix socket (node http, no docker CLI):
-// what the e2e deploy (engine-deploy.ts) and its tests need, nothing more.
+// A small Docker Engine API client (node http, no docker CLI): the local engine's unix socket, or an engine on
+// another machine over SSH, where each HTTP connection is an `ssh <host> docker system dial-stdio` (the docker
+// CLI's own ssh:// transport), so the remote engine's socket is never exposed on the network.
+import { spawn } from "node:child_process";
 import http from "node:http";
+import { Duplex, type Readable } from "node:stream";
 
 export const DEFAULT_DOCKER_SOCKET = "/var/run/docker.sock";
+
+/** Where an engine is: unset or `unix:///path` for a local socket, `ssh://user@host[:port]` for a remote one. */
+export interface EngineTarget {
+  host?: string;
+  /** Extra `ssh` options for an ssh:// host (`-o ...` pairs). */
+  sshOptions?: string[];
+}
 
 export class DockerApiError extends Error {
   constructor(
@@ -16,49 +26,121 @@ export class DockerApiError extends Error {
 }
 
 export interface DockerApi {
+  /** Where the engine is, for messages. */
+  readonly where: string;
   /** JSON in, JSON out; statuses >= 400 throw DockerApiError with the engine's message. */
   request<T = any>(method: string, path: string, body?: unknown): Promise<T>;
   /** The raw body (e.g. logs, archives). */
   raw(method: string, path: string): Promise<Buffer>;
+  /** Sends `body` as the request body and returns the response as it arrives (image builds and loads). */
+  stream(method: string, path: string, body: Readable, headers?: Record<string, string>): Promise<http.IncomingMessage>;
+  /** Closes kept-alive connections (ssh processes). */
+  close(): void;
 }
 
-export function dockerApi(socketPath = process.env.DOCKER_SOCKET ?? DEFAULT_DOCKER_SOCKET): DockerApi {
+/** The socket path of a local target: `unix://` URL, DOCKER_HOST when it is one, or the default socket. */
+function localSocket(host: string | undefined): string {
+  const chosen = host ?? (process.env.DOCKER_HOST?.startsWith("unix://") ? process.env.DOCKER_HOST : undefined);
+  return chosen ? chosen.slice("unix://".length) : DEFAULT_DOCKER_SOCKET;
+}
+
+/** `ssh` arguments that run `docker system dial-stdio` on an ssh:// host. */
+export function dialStdioArgs(host: string, sshOptions: string[] = []): string[] {
+  const url = new URL(host);
+  if (url.protocol !== "ssh:" || !url.hostname) throw new Error(`engine host ${host}: expected ssh://user@host[:port]`);
+  const destination = `${url.username ? `${decodeURIComponent(url.username)}@` : ""}${url.hostname.replace(/^\[|\]$/g, "")}`;
+  return [...sshOptions, ...(url.port ? ["-p", url.port] : []), "--", destination, "docker", "system", "dial-stdio"];
+}
+
+/** One connection to an ssh:// engine: the ssh process's stdout and stdin as a socket-like duplex. */
+function sshConnection(host: string, sshOptions: string[] | undefined): Duplex {
+  const child = spawn("ssh", dialStdioArgs(host, sshOptions), { stdio: ["pipe", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (c: Buffer) => (stderr = (stderr + c.toString("utf8")).slice(-2000)));
+  const duplex = Duplex.from({ readable: child.stdout, writable: child.stdin });
+  child.on("error", (e) => duplex.destroy(new Error(`ssh to ${host} did not start (${e.message}); is ssh installed?`)));
+  child.on("exit", (code) => {
+    if (code !== 0 && code !== null) duplex.destroy(new Error(`ssh to ${host} exited ${code}: ${stderr.trim().split("\n").at(-1) ?? ""}`));
+  });
+  duplex.on("close", () => child.kill());
+  // http.Agent treats its connections as sockets.
+  Object.assign(duplex, { setKeepAlive: () => duplex, setNoDelay: () => duplex, setTimeout: () => duplex, unref: () => duplex, ref: () => duplex });
+  return duplex;
+}
+
+export function dockerApi(target: EngineTarget | string = {}): DockerApi {
+  const { host, sshOptions } = typeof target === "string" ? { host: `unix://${target}`, sshOptions: undefined } : target;
+  const remote = host?.startsWith("ssh://") ?? false;
+  if (host !== undefined && !remote && !host.startsWith("unix://")) throw new Error(`engine host ${host}: expected unix:///path or ssh://user@host`);
+  const socketPath = remote ? undefined : localSocket(host);
+  const where = remote ? host! : socketPath!;
+  const agent = remote
+    ? new http.Agent({ keepAlive: true, maxSockets: 8 })
+    : new http.Agent({ keepAlive: true, maxSockets: 16 });
+  if (remote) (agent as unknown as { createConnection: () => Duplex }).createConnection = () => sshConnection(host!, sshOptions);
+
+  const open = (method: string, path: string, headers: Record<string, string | number>) =>
+    http.request({ agent, ...(socketPath ? { socketPath } : { host: "docker" }), method, path, headers: { host: "docker", ...headers } });
+  const unreachable = (e: Error) =>
+    new Error(remote ? `Docker Engine API at ${where} is not reachable (${e.message})` : `Docker Engine API at ${where} is not reachable (${e.message}); start dockerd`);
+
   const send = (method: string, path: string, body?: unknown): Promise<{ status: number; data: Buffer }> =>
     new Promise((resolve, reject) => {
       const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-      const req = http.request(
-        { socketPath, method, path, headers: payload ? { "content-type": "application/json", "content-length": payload.length } : {} },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on("data", (c: Buffer) => chunks.push(c));
-          res.on("end", () => resolve({ status: res.statusCode ?? 0, data: Buffer.concat(chunks) }));
-          res.on("error", reject);
-        },
-      );
-      req.on("error", (e) => reject(new Error(`Docker Engine API at ${socketPath} is not reachable (${e.message}); start dockerd`)));
+      const req = open(method, path, payload ? { "content-type": "application/json", "content-length": payload.length } : {});
+      req.on("response", (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, data: Buffer.concat(chunks) }));
+        res.on("error", reject);
+      });
+      req.on("error", (e) => reject(unreachable(e)));
       req.end(payload);
     });
-  const check = (method: string, path: string, r: { status: number; data: Buffer }): Buffer => {
-    if (r.status >= 400) {
-      let message = r.data.toString("utf8");
-      try {
-        message = JSON.parse(message).message ?? message;
-      } catch {
-        /* plain text */
-      }
-      throw new DockerApiError(r.status, method, path, message.trim());
-    }
-    return r.data;
-  };
   return {
+    where,
     async request(method, path, body) {
-      const data = check(method, path, await send(method, path, body));
+      const data = checked(method, path, await send(method, path, body));
       return data.length ? JSON.parse(data.toString("utf8")) : undefined;
     },
     async raw(method, path) {
-      return check(method, path, await send(method, path));
+      return checked(method, path, await send(method, path));
+    },
+    stream(method, path, body, headers = {}) {
+      return new Promise((resolve, reject) => {
+        const req = open(method, path, { "transfer-encoding": "chunked", ...headers });
+        req.on("response", async (res) => {
+          if ((res.statusCode ?? 0) < 400) return resolve(res);
+          const chunks: Buffer[] = [];
+          for await (const c of res) chunks.push(c as Buffer);
+          try {
+            checked(method, path, { status: res.statusCode ?? 0, data: Buffer.concat(chunks) });
+          } catch (e) {
+            reject(e);
+          }
+        });
+        req.on("error", (e) => reject(unreachable(e)));
+        body.on("error", (e) => req.destroy(e));
+        body.pipe(req);
+      });
+    },
+    close() {
+      agent.destroy();
     },
   };
+}
+
+function checked(method: string, path: string, r: { status: number; data: Buffer }): Buffer {
+  if (r.status >= 400) {
+    let message = r.data.toString("utf8");
+    try {
+      message = JSON.parse(message).message ?? message;
+    } catch {
+      /* plain text */
+    }
+    throw new DockerApiError(r.status, method, path, message.trim());
+  }
+  return r.data;
 }
 
 /** Container logs as text (the engine multiplexes stdout/stderr in 8-byte-headed frames without a TTY). */
@@ -72,4 +154,9 @@ export async function containerLogs(api: DockerApi, id: string, tail = 50): Prom
     i += 8 + size;
   }
   return (i === 0 ? buf : Buffer.concat(out)).toString("utf8");
+}
+
+/** True when `error` is the engine saying the object is not there. */
+export function isNotFound(error: unknown): boolean {
+  return error instanceof DockerApiError && error.status === 404;
 }

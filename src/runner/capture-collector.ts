@@ -1,4 +1,4 @@
-// The pieces of the capture collector: a `@pulumi/command` local.Command the program declares when capture
+// The pieces of the capture collector: a local command (src/providers LocalCommand) the program declares when capture
 // is on, whose *delete* step runs the same collection `multienv collect` does. It depends on the gateway, the
 // captures volume and the computers' proxies, so on a plain `pulumi destroy` the engine deletes it (and so
 // collects) while they still exist. Everything the delete step needs travels in its environment, which Pulumi
@@ -14,7 +14,7 @@ export const COLLECTOR_ENV = {
   controlToken: "MULTIENV_CONTROL_TOKEN",
   /** JSON CollectorContext. */
   context: "MULTIENV_COLLECT_CONTEXT",
-  /** Optional: where to store artifacts (default artifacts/<stack> under the working directory). */
+  /** Optional: where to store artifacts (default artifacts/<stack> under the project directory). */
   artifactsDir: "MULTIENV_ARTIFACTS_DIR",
 } as const;
 
@@ -44,8 +44,8 @@ export interface CaptureCollectorOptions {
 }
 
 /**
- * The local.Command's commands. `create` does nothing (the collector exists only to be deleted); `delete` runs
- * the collection from the project directory (the program's working directory, where the command provider runs),
+ * The collector command's commands. `create` does nothing (the collector exists only to be deleted); `delete` runs
+ * the collection from the project directory (where Pulumi runs the project's dynamic providers),
  * closing the computers' browsers first so the connections they hold end up in the site-proxy logs.
  */
 export function captureCollectorCommands(options: CaptureCollectorOptions = {}): { create: string; delete: string } {

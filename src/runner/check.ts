@@ -6,6 +6,7 @@ import { isAbsolute, join, resolve } from "node:path";
 import { ConfigError, readStackFile, stackNameOfFile } from "../config";
 import { formatProblem, plan, type Plan } from "../plan";
 import { runPolicies } from "../../policies/evaluate";
+import { RESOURCE_TYPES } from "../providers/types";
 import { GraphError, renderGraph, type Graph, type GraphResource } from "./graph";
 
 /** One finding of a graph check: which check (policy), on which resource, what is wrong and how to comply. */
@@ -154,12 +155,20 @@ function resourceTree(resources: GraphResource[]): string[] {
 
 const show = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
 
+/** An engine other than the local default, by its host (the local one goes without saying). */
+function engineLabel(engine: unknown): string | undefined {
+  const host = (engine as { host?: unknown } | undefined)?.host;
+  return host === undefined ? undefined : show(host);
+}
+
 /** The inputs a reader checks first, per resource type; secrets are "[secret]" already. */
 function keyInputs(r: GraphResource): string {
   const i = r.inputs as Record<string, any>;
   const parts: string[] = [];
   switch (r.type) {
-    case "docker:index/container:Container": {
+    case RESOURCE_TYPES.container: {
+      const engine = engineLabel(i.engine);
+      if (engine) parts.push(`engine=${engine}`);
       parts.push(`image=${show(i.image)}`);
       if (i.networkMode) parts.push(`networkMode=${show(i.networkMode)}`);
       if (Array.isArray(i.networksAdvanced)) parts.push(`networks=${i.networksAdvanced.map((n: any) => n.name).join(",")}`);
@@ -172,17 +181,15 @@ function keyInputs(r: GraphResource): string {
       if (i.wait) parts.push("wait");
       break;
     }
-    case "docker:index/network:Network":
+    case RESOURCE_TYPES.network:
       parts.push(i.internal ? "internal" : "external");
+      if (engineLabel(i.engine)) parts.push(`engine=${engineLabel(i.engine)}`);
       break;
-    case "docker:index/image:Image":
-      parts.push(`imageName=${show(i.imageName)}`, `dockerfile=${show(i.build?.dockerfile)}`);
+    case RESOURCE_TYPES.image:
+      parts.push(`imageName=${show(i.imageName)}`, `dockerfile=${show(i.dockerfile)}`);
       break;
-    case "docker:index/remoteImage:RemoteImage":
+    case RESOURCE_TYPES.imageRef:
       parts.push(`name=${show(i.name)}`);
-      break;
-    case "pulumi:providers:docker":
-      parts.push(`host=${show(i.host ?? "(local default)")}`);
       break;
     case "aws:ec2/instance:Instance":
       parts.push(`instanceType=${show(i.instanceType)}`, `httpTokens=${show(i.metadataOptions?.httpTokens)}`, `rootEncrypted=${show(i.rootBlockDevice?.encrypted)}`);
@@ -191,8 +198,7 @@ function keyInputs(r: GraphResource): string {
     case "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule":
       parts.push(`${show(i.ipProtocol)} ${i.fromPort}-${i.toPort}`, `from/to=${show(i.cidrIpv4 ?? i.cidrIpv6 ?? i.referencedSecurityGroupId)}`);
       break;
-    case "command:local:Command":
-    case "command:remote:Command":
+    case RESOURCE_TYPES.command:
       parts.push(`create=${show(i.create)}`);
       break;
   }

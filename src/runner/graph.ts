@@ -4,6 +4,10 @@
 // runtime's settings (setMocks) and config (setAllConfig) and waits for every registration to finish.
 import * as pulumi from "@pulumi/pulumi";
 import { multienvProgram } from "../program";
+import { RESOURCE_TYPES } from "../providers/types";
+
+/** The input a dynamic resource carries its provider's code in: not an input of the resource itself. */
+const DYNAMIC_PROVIDER_INPUT = "__provider";
 
 export const SECRET = "[secret]";
 export const UNKNOWN = "[unknown]";
@@ -13,7 +17,7 @@ const PROJECT = "multienv";
 const ROOT_STACK_TYPE = "pulumi:pulumi:Stack";
 
 export interface GraphResource {
-  /** Pulumi type token, e.g. `docker:index/container:Container`, `multienv:website:Website`. */
+  /** Pulumi type token, e.g. `pulumi-nodejs:dynamic/docker:Container`, `multienv:website:Website`. */
   type: string;
   name: string;
   /** The parent resource's name; undefined for children of the stack itself. */
@@ -67,15 +71,21 @@ export interface GraphOptions {
  */
 function computedState(type: string, name: string, inputs: Record<string, any>): Record<string, unknown> {
   switch (type) {
-    case "docker:index/container:Container":
+    case RESOURCE_TYPES.container:
       return {
         ...inputs,
-        ports: (inputs.ports ?? []).map((p: Record<string, unknown>) => ({ ...p, external: p.external ?? "<port chosen by Docker>" })),
+        publishedPorts: (inputs.ports ?? []).map((p: Record<string, unknown>) => ({ ...p, external: p.external ?? "<port chosen by Docker>" })),
       };
-    case "docker:index/remoteImage:RemoteImage":
+    case RESOURCE_TYPES.network:
+      return { ...inputs, subnets: [`<subnet of ${inputs.name}>`] };
+    case RESOURCE_TYPES.image:
+      return { ...inputs, imageId: `<id of ${inputs.imageName} as built>` };
+    case RESOURCE_TYPES.imageRef:
       return { ...inputs, imageId: `<id of ${inputs.name}>` };
-    case "command:local:Command":
+    case RESOURCE_TYPES.command:
       return { ...inputs, stdout: `<stdout of ${name}>` };
+    case RESOURCE_TYPES.secret:
+      return { ...inputs, value: `<random ${inputs.bytes} bytes>` };
     case "aws:ec2/instance:Instance":
       return { ...inputs, publicIp: `<public IP of ${name}>`, privateIp: `<private IP of ${name}>` };
     case "aws:ec2/keyPair:KeyPair":
@@ -214,7 +224,7 @@ export async function renderGraph(options: GraphOptions): Promise<Graph> {
     let programOutputs: unknown;
     try {
       await pulumi.runtime.runInPulumiStack(async () => {
-        programOutputs = await multienvProgram();
+        programOutputs = await multienvProgram({ bundle: false });
         return {};
       });
       await runtime.waitForRPCs();
@@ -250,6 +260,12 @@ interface Registration {
   additionalSecretOutputs: string[];
 }
 
+function withoutProviderCode(inputs: Record<string, unknown>): Record<string, unknown> {
+  if (!(DYNAMIC_PROVIDER_INPUT in inputs)) return inputs;
+  const { [DYNAMIC_PROVIDER_INPUT]: _code, ...rest } = inputs;
+  return rest;
+}
+
 function toGraphResources(registered: Registration[], reveal: boolean): GraphResource[] {
   const byUrn = new Map(registered.map((r) => [r.urn, r]));
   return registered
@@ -263,7 +279,7 @@ function toGraphResources(registered: Registration[], reveal: boolean): GraphRes
         name: r.name,
         urn: r.urn,
         custom: r.custom,
-        inputs: renderValue(r.inputs, reveal) as Record<string, unknown>,
+        inputs: renderValue(withoutProviderCode(r.inputs), reveal) as Record<string, unknown>,
       };
       if (parent && parent.type !== ROOT_STACK_TYPE) {
         resource.parent = parent.name;

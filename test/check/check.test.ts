@@ -33,8 +33,8 @@ describe.concurrent("multienv check", () => {
     expect(code).toBe(0);
     expect(stdout).toMatch(/^multienv check demo: ok, \d+ resources/);
     expect(stdout).toContain("multienv:index:MultiEnv demo");
-    expect(stdout).toMatch(/docker:index\/container:Container demo-shop-server-capture \[provider demo-local-docker\].*networkMode=container:demo-shop-server-id capAdd=NET_RAW,NET_ADMIN/);
-    expect(stdout).toMatch(/docker:index\/container:Container demo-gateway .*ports=127\.0\.0\.1:auto->8080 capDrop=NET_RAW mounts=demo-captures:\/captures:ro env=\[secret\] healthcheck wait/);
+    expect(stdout).toMatch(/docker:Container demo-shop-server-capture .*networkMode=container:demo-shop-server-id capAdd=NET_RAW,NET_ADMIN/);
+    expect(stdout).toMatch(/docker:Container demo-gateway .*ports=127\.0\.0\.1:auto->8080 capDrop=NET_RAW mounts=demo-captures:\/captures:ro env=\[secret\] healthcheck wait/);
     expect(stdout).toContain('controlToken: "[secret]"');
     expect(stdout).toContain('gatewayUrl: "http://127.0.0.1:<port chosen by Docker>"');
   });
@@ -47,7 +47,7 @@ describe.concurrent("multienv check", () => {
     expect(result.ok).toBe(true);
     expect(result.problems).toEqual([]);
     for (const r of result.resources) expect(Object.keys(r)).toEqual(expect.arrayContaining(["type", "name", "parent", "inputs"]));
-    const server = result.resources.find((r: { name: string; type: string }) => r.name === "github-live-github-server" && r.type === "docker:index/container:Container");
+    const server = result.resources.find((r: { name: string; type: string }) => r.name === "github-live-github-server" && r.type === "pulumi-nodejs:dynamic/docker:Container");
     expect(server.inputs.envs).toBe("[secret]");
     expect(server.parent).toBe("github");
     expect(result.outputs.controlToken).toBe("[secret]");

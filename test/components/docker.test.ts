@@ -79,7 +79,7 @@ describe("docker target", () => {
 
   it("makes the env and computer networks internal; egress and ingress reach out", () => {
     const internal = Object.fromEntries(
-      graph.resources.filter((r) => r.type === "docker:index/network:Network").map((r) => [r.name, r.inputs.internal]),
+      graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Network").map((r) => [r.name, r.inputs.internal]),
     );
     expect(internal).toEqual({
       "t1-env": true,
@@ -140,7 +140,7 @@ describe("docker target", () => {
   it("hands each service its config from src/plan, and the site server its settings as one JSON line", () => {
     const gatewayEnv = envOf(container(revealed, "t1-gateway"));
     expect(JSON.parse(gatewayEnv.MULTIENV_GATEWAY_CONFIG)).toEqual(gatewayServiceConfig(planned));
-    expect(gatewayEnv.MULTIENV_CONTROL_TOKEN).toBe("<stdout of t1-control-token-generator>");
+    expect(gatewayEnv.MULTIENV_CONTROL_TOKEN).toBe("<random 32 bytes>");
     for (const computer of planned.computers) {
       expect(JSON.parse(envOf(container(graph, computer.proxyContainerName)).MULTIENV_SITE_PROXY_CONFIG)).toEqual(siteProxyServiceConfig(planned, computer));
       expect(JSON.parse(envOf(container(graph, computer.browserContainerName)).MULTIENV_BROWSER_CONFIG)).toEqual(browserServiceConfig(planned, computer));
@@ -158,30 +158,30 @@ describe("docker target", () => {
     const revealedEnv = container(revealed, "t1-github-server").envs;
     expect(Object.keys(revealedEnv)).toEqual(["[secret]"]);
     expect(JSON.parse(envOf(container(revealed, "t1-github-server")).AGENTENV_WEBSITE_SETTINGS)).toEqual({ account: "alex", token: SECRET_VALUE });
-    const generator = resource(graph, "command:local:Command", "t1-control-token-generator");
-    expect(generator.additionalSecretOutputs).toContain("stdout");
-    expect(generator.inputs.logging).toBe("none");
+    const generator = resource(graph, "pulumi-nodejs:dynamic/multienv:Secret", "t1-control-token-generator");
+    expect(generator.additionalSecretOutputs).toContain("value");
+    expect(generator.inputs.bytes).toBe(32);
     expect(graph.outputs.controlToken).toBe("[secret]");
   });
 
-  it("creates every docker resource with the local engine's provider", () => {
-    const provider = resource(graph, "pulumi:providers:docker", "t1-local-docker");
-    expect(provider.inputs.host).toBeUndefined();
-    const dockerResources = graph.resources.filter((r) => r.type.startsWith("docker:"));
+  it("creates every docker resource on the local engine (DOCKER_HOST or the default socket), with no provider plugin", () => {
+    const dockerResources = graph.resources.filter((r) => r.type.startsWith("pulumi-nodejs:dynamic/docker:"));
     expect(dockerResources.length).toBeGreaterThan(20);
-    for (const r of dockerResources) expect(r.provider, `${r.type} ${r.name}`).toBe("t1-local-docker");
-    expect(graph.resources.some((r) => r.type.startsWith("aws:"))).toBe(false);
+    for (const r of dockerResources) expect(r.inputs.engine, `${r.type} ${r.name}`).toEqual({});
+    expect(graph.resources.some((r) => r.type.startsWith("aws:") || r.type.startsWith("pulumi:providers:"))).toBe(false);
   });
 
   it("builds the project's images from src/*/Dockerfile and runs the task's site images as given", () => {
-    const gatewayImage = resource(graph, "docker:index/image:Image", "t1-engine-gateway-image").inputs as Record<string, any>;
+    const gatewayImage = resource(graph, "pulumi-nodejs:dynamic/docker:Image", "t1-engine-gateway-image").inputs as Record<string, any>;
     expect(gatewayImage.imageName).toBe("multienv/gateway:latest");
-    expect(gatewayImage.skipPush).toBe(true);
-    expect(gatewayImage.build.dockerfile).toMatch(/src\/gateway\/Dockerfile$/);
-    expect(gatewayImage.build.args.BASE_IMAGE).toBeTruthy();
-    expect(container(graph, "t1-gateway").image).toBe("multienv/gateway:latest");
-    expect(container(graph, "t1-desktop-browser").image).toBe("multienv/browser:latest");
-    expect(container(graph, "t1-desktop-proxy").image).toBe("multienv/site-proxy:latest");
+    expect(gatewayImage.dockerfile).toBe("src/gateway/Dockerfile");
+    // The build context is the Dockerfile and the bundle it copies, no more: a change elsewhere is no rebuild.
+    expect(gatewayImage.files).toEqual(["dist/bundle/gateway.js"]);
+    expect(gatewayImage.buildArgs.BASE_IMAGE).toBeTruthy();
+    // Containers run the built image's id, so a rebuild replaces them.
+    expect(container(graph, "t1-gateway").image).toBe("<id of multienv/gateway:latest as built>");
+    expect(container(graph, "t1-desktop-browser").image).toBe("<id of multienv/browser:latest as built>");
+    expect(container(graph, "t1-desktop-proxy").image).toBe("<id of multienv/site-proxy:latest as built>");
     expect(container(graph, "t1-shop-server").image).toBe("<id of multienv/sample-shop-server>");
   });
 
@@ -218,7 +218,7 @@ describe("docker target without capture or live sites", () => {
     const computers = { ...CONFIG.computers, desktop: { network: ["example.org"], startTabs: ["https://shop.test/"] } };
     const graph = await graphOf("t2", { ...CONFIG, captureTraffic: false, websites: { shop: CONFIG.websites.shop }, computers });
     expect(containers(graph).filter((c) => c.name.endsWith("-capture"))).toEqual([]);
-    expect(graph.resources.filter((r) => r.type === "docker:index/volume:Volume").map((r) => r.name).sort()).toEqual([
+    expect(graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Volume").map((r) => r.name).sort()).toEqual([
       "t2-desktop-ca",
       "t2-offline-ca",
       "t2-open-ca",
@@ -232,7 +232,7 @@ describe("docker target without capture or live sites", () => {
   it("runs a computer's own browser image instead of building the project's", async () => {
     const graph = await graphOf("t3", { websites: { shop: CONFIG.websites.shop }, computers: { kiosk: { network: "none", image: "example/kiosk:1" } } });
     expect(container(graph, "t3-kiosk-browser").image).toBe("<id of example/kiosk:1>");
-    expect(graph.resources.some((r) => r.type === "docker:index/image:Image" && r.name.endsWith("browser-image"))).toBe(false);
+    expect(graph.resources.some((r) => r.type === "pulumi-nodejs:dynamic/docker:Image" && r.name.endsWith("browser-image"))).toBe(false);
   });
 
   it("refuses a website without an image, naming the config key", async () => {

@@ -96,11 +96,10 @@ describe("ec2 target", () => {
       expect(instance.inputs.instanceType).toBe("t3.large");
       expect(instance.inputs.userData).toContain("systemctl enable --now docker");
     }
-    const readiness = graph.resources.filter((r) => r.type === "command:remote:Command");
-    expect(readiness).toHaveLength(3);
+    const readiness = graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/multienv:Command" && r.name.endsWith("-docker-ready"));
+    expect(readiness.map((r) => r.name).sort()).toEqual(["e1-desktop-docker-ready", "e1-env-docker-ready", "e1-offline-docker-ready"]);
     const envReady = readiness.find((r) => r.name === "e1-env-docker-ready")!;
-    // The command provider keeps the whole connection secret.
-    expect(envReady.inputs.connection).toBe("[secret]");
+    expect(envReady.inputs.create).toContain("'ec2-user@<public IP of e1-env-vm>'");
     expect(envReady.inputs.create).toContain("docker info");
   });
 
@@ -115,33 +114,28 @@ describe("ec2 target", () => {
     }
   });
 
-  it("reaches each VM's engine through its own docker provider over SSH", () => {
-    const providers = graph.resources.filter((r) => r.type === "pulumi:providers:docker");
-    expect(Object.fromEntries(providers.map((p) => [p.name, p.inputs.host]))).toEqual({
-      "e1-env-docker": "ssh://ec2-user@<public IP of e1-env-vm>",
-      "e1-desktop-docker": "ssh://ec2-user@<public IP of e1-desktop-vm>",
-      "e1-offline-docker": "ssh://ec2-user@<public IP of e1-offline-vm>",
-    });
-    const providerOf = (name: string) => containers(graph).find((c) => c.name === name)!.provider;
-    for (const name of ["e1-gateway", "e1-shop-server", "e1-shop-frontend", "e1-github-server", "e1-shop-server-capture"]) expect(providerOf(name), name).toBe("e1-env-docker");
-    for (const name of ["e1-desktop-proxy", "e1-desktop-browser"]) expect(providerOf(name), name).toBe("e1-desktop-docker");
-    for (const name of ["e1-offline-proxy", "e1-offline-browser"]) expect(providerOf(name), name).toBe("e1-offline-docker");
+  it("reaches each VM's engine over SSH", () => {
+    const vm = (name: string) => `ssh://ec2-user@<public IP of ${name}-vm>`;
+    const engineOf = (r: { inputs: Record<string, unknown> }) => (r.inputs.engine as { host?: string }).host;
+    const hostOf = (name: string) => engineOf(containers(graph).find((c) => c.name === name)!);
+    for (const name of ["e1-gateway", "e1-shop-server", "e1-shop-frontend", "e1-github-server", "e1-shop-server-capture"]) expect(hostOf(name), name).toBe(vm("e1-env"));
+    for (const name of ["e1-desktop-proxy", "e1-desktop-browser"]) expect(hostOf(name), name).toBe(vm("e1-desktop"));
+    for (const name of ["e1-offline-proxy", "e1-offline-browser"]) expect(hostOf(name), name).toBe(vm("e1-offline"));
     // Networks and volumes live on the engine that uses them.
-    const byProvider = (type: string) =>
-      Object.fromEntries(graph.resources.filter((r) => r.type === type).map((r) => [r.name, r.provider]));
-    expect(byProvider("docker:index/network:Network")).toEqual({
-      "e1-env": "e1-env-docker",
-      "e1-egress": "e1-env-docker",
-      "e1-ingress": "e1-env-docker",
-      "e1-desktop-net": "e1-desktop-docker",
-      "e1-desktop-egress": "e1-desktop-docker",
-      "e1-offline-net": "e1-offline-docker",
-      "e1-offline-egress": "e1-offline-docker",
+    const byEngine = (type: string) => Object.fromEntries(graph.resources.filter((r) => r.type === type).map((r) => [r.name, engineOf(r)]));
+    expect(byEngine("pulumi-nodejs:dynamic/docker:Network")).toEqual({
+      "e1-env": vm("e1-env"),
+      "e1-egress": vm("e1-env"),
+      "e1-ingress": vm("e1-env"),
+      "e1-desktop-net": vm("e1-desktop"),
+      "e1-desktop-egress": vm("e1-desktop"),
+      "e1-offline-net": vm("e1-offline"),
+      "e1-offline-egress": vm("e1-offline"),
     });
-    expect(byProvider("docker:index/volume:Volume")).toEqual({
-      "e1-captures": "e1-env-docker",
-      "e1-desktop-ca": "e1-desktop-docker",
-      "e1-offline-ca": "e1-offline-docker",
+    expect(byEngine("pulumi-nodejs:dynamic/docker:Volume")).toEqual({
+      "e1-captures": vm("e1-env"),
+      "e1-desktop-ca": vm("e1-desktop"),
+      "e1-offline-ca": vm("e1-offline"),
     });
   });
 
@@ -175,7 +169,7 @@ describe("ec2 target, gateway config", () => {
     const config = JSON.parse(envOf(gateway).MULTIENV_GATEWAY_CONFIG);
     expect(config.computers.desktop).toEqual({ cdp: "http://<private IP of e2-desktop-vm>:9222", proxyLog: "http://<private IP of e2-desktop-vm>:9000/log" });
     expect(config.capturesDir).toBeUndefined();
-    const unused: GraphResource[] = graph.resources.filter((r) => r.type === "docker:index/volume:Volume" && r.name === "e2-captures");
+    const unused: GraphResource[] = graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Volume" && r.name === "e2-captures");
     expect(unused).toEqual([]);
   });
 });
@@ -195,14 +189,14 @@ describe("ec2 target in a given subnet", () => {
 describe("ec2 target, images", () => {
   it("builds and pulls every image on the runner's engine and copies each to the VMs that run it", async () => {
     const graph = await graphOf("e4", CONFIG, { githubToken: "x" });
-    const onRunner = (type: string) => graph.resources.filter((r) => r.type === type).map((r) => `${r.name} ${r.provider}`).sort();
-    expect(onRunner("docker:index/image:Image")).toEqual([
-      "e4-images-browser-image e4-runner-docker",
-      "e4-images-gateway-image e4-runner-docker",
-      "e4-images-site-proxy-image e4-runner-docker",
+    const onRunner = (type: string) => graph.resources.filter((r) => r.type === type).map((r) => `${r.name} ${JSON.stringify(r.inputs.engine)}`).sort();
+    expect(onRunner("pulumi-nodejs:dynamic/docker:Image")).toEqual([
+      "e4-images-browser-image {}",
+      "e4-images-gateway-image {}",
+      "e4-images-site-proxy-image {}",
     ]);
-    expect(onRunner("docker:index/remoteImage:RemoteImage").every((r) => r.endsWith(" e4-runner-docker"))).toBe(true);
-    const loads = graph.resources.filter((r) => r.type === "command:local:Command" && r.name.includes("-load-"));
+    expect(onRunner("pulumi-nodejs:dynamic/docker:ImageRef").every((r) => r.endsWith(" {}"))).toBe(true);
+    const loads = graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/multienv:Command" && r.name.includes("-load-"));
     expect(loads.map((l) => l.name).sort()).toEqual([
       "e4-desktop-engine-load-project-browser",
       "e4-desktop-engine-load-project-site-proxy",
@@ -214,10 +208,11 @@ describe("ec2 target, images", () => {
       "e4-offline-engine-load-project-site-proxy",
     ]);
     const gatewayLoad = loads.find((l) => l.name === "e4-env-engine-load-project-gateway")!.inputs.create as string;
-    expect(gatewayLoad).toContain("docker save 'multienv/gateway:latest' | ssh");
+    // Shipped by image id: a rebuilt image is a new id, so it reaches the VM and its containers are replaced.
+    expect(gatewayLoad).toContain("docker save '<id of multienv/gateway:latest as built>' | ssh");
     expect(gatewayLoad).toContain("'ec2-user@<public IP of e4-env-vm>' docker load");
-    expect(container(graph, "e4-gateway").image).toBe("multienv/gateway:latest");
+    expect(container(graph, "e4-gateway").image).toBe("<id of multienv/gateway:latest as built>");
     expect(container(graph, "e4-shop-server").image).toBe("<id of multienv/sample-shop-server>");
-    expect(container(graph, "e4-offline-browser").image).toBe("multienv/browser:latest");
+    expect(container(graph, "e4-offline-browser").image).toBe("<id of multienv/browser:latest as built>");
   });
 });

@@ -1,7 +1,7 @@
 // Runs the real program under Pulumi's mocks (src/runner/graph.ts) for a config given as plain data.
 import { renderGraph, type Graph, type GraphResource } from "../../src/runner/graph";
 
-export const CONTAINER = "docker:index/container:Container";
+export const CONTAINER = "pulumi-nodejs:dynamic/docker:Container";
 
 /** Pulumi's string form of config values: structured values as JSON. */
 export function rawConfig(config: Record<string, unknown>, secrets: Record<string, string> = {}): { config: Record<string, string>; secretKeys: string[] } {

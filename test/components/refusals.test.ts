@@ -27,6 +27,7 @@ let engineCount = 0;
 function engine(p: Plan): DockerEngine {
   engineCount += 1;
   return new DockerEngine(`engine${engineCount}`, {
+    target: {},
     networks: { internal: [p.networks.env], external: [p.networks.egress, p.networks.ingress] },
     volumes: [p.capture.volumeName],
     projectImages: ["gateway"],
@@ -93,7 +94,6 @@ describe("component refusals", () => {
           sshPublicKey: "-----BEGIN OPENSSH PRIVATE KEY-----",
           sshUser: "ec2-user",
           userData: "",
-          readinessCommand: "true",
           tags: () => ({}),
           readyAfter: [],
         }),

@@ -232,7 +232,7 @@ describe("the demo multi env on the local engine", () => {
     const key = (r: { type: string; name: string }) => `${r.type} ${r.name}`;
     expect(env.deployment.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map(key).sort()).toEqual(graph.resources.map(key).sort());
     // Every container the graph declares is on the engine under its name.
-    for (const r of graph.resources.filter((r) => r.type === "docker:index/container:Container")) {
+    for (const r of graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Container")) {
       expect((await inspect(String(r.inputs.name))).State.Running).toBe(true);
     }
   });

@@ -15,7 +15,7 @@ export function labels(map: Record<string, string>): { label: string; value: str
 const DROP_RAW = { adds: [] as string[], drops: ["NET_RAW"] };
 
 export function container(name: string, inputs: Record<string, unknown>, additionalSecretOutputs?: string[]): GraphResource {
-  const urn = `urn:pulumi:t::multienv::docker:index/container:Container::${name}`;
+  const urn = `urn:pulumi:t::multienv::pulumi-nodejs:dynamic/docker:Container::${name}`;
   return { type: TYPES.container, name, urn, inputs: { name, ...inputs }, ...(additionalSecretOutputs ? { additionalSecretOutputs } : {}) };
 }
 
@@ -109,12 +109,12 @@ export function dockerGraph(): Graph {
       ...computer("desktop"),
       { type: "multienv:index:ControlToken", name: "t-control-token", inputs: {} },
       {
-        type: "command:local:Command",
+        type: "pulumi-nodejs:dynamic/multienv:Secret",
         name: "t-control-token-generator",
         parent: "t-control-token",
         parentType: "multienv:index:ControlToken",
-        inputs: { create: "node -e ...", logging: "none" },
-        additionalSecretOutputs: ["stdout", "stderr"],
+        inputs: { bytes: 32 },
+        additionalSecretOutputs: ["value"],
       },
     ],
     outputs: { controlToken: secret("0123456789abcdef0123456789abcdef"), captureTraffic: true },

@@ -3,7 +3,7 @@
 // registered mandatory with a how-to-comply description, type filtering works, secrets arrive unwrapped.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as aws from "@pulumi/aws";
-import * as docker from "@pulumi/docker";
+import { RESOURCE_TYPES } from "../../src/providers/types";
 import { TYPES } from "../../policies/model";
 import { RULES } from "../../policies/rules";
 import { engineResourcesOf, MANDATORY, RunningPack } from "./crossguard";
@@ -29,10 +29,10 @@ describe("the policy pack process", () => {
     }
   });
 
-  it("uses the SDK's own type tokens", () => {
-    expect(TYPES.container).toBe((docker.Container as any).__pulumiType);
-    expect(TYPES.network).toBe((docker.Network as any).__pulumiType);
-    expect(TYPES.volume).toBe((docker.Volume as any).__pulumiType);
+  it("uses the SDK's own type tokens, and the project's dynamic resources' own", () => {
+    expect(TYPES.container).toBe(RESOURCE_TYPES.container);
+    expect(TYPES.network).toBe(RESOURCE_TYPES.network);
+    expect(TYPES.volume).toBe(RESOURCE_TYPES.volume);
     expect(TYPES.securityGroup).toBe((aws.ec2.SecurityGroup as any).__pulumiType);
     expect(TYPES.securityGroupRule).toBe((aws.ec2.SecurityGroupRule as any).__pulumiType);
     expect(TYPES.ingressRule).toBe((aws.vpc.SecurityGroupIngressRule as any).__pulumiType);
@@ -81,11 +81,11 @@ describe("the policy pack process", () => {
     expect(found.map((d) => d.message)).toEqual([expect.stringMatching(/host's PID namespace/)]);
   });
 
-  it("holds the control token's generator to additionalSecretOutputs: [\"stdout\"] through its parent", async () => {
+  it("holds the control token's generator to additionalSecretOutputs: [\"value\"] through its parent", async () => {
     const graph = compliant();
     graph.resources = graph.resources.map((r) => (r.name === "t-control-token-generator" ? { ...r, additionalSecretOutputs: undefined } : r));
     const found = await pack.analyzeStack(engineResourcesOf(graph));
-    expect(found.map((d) => [d.policy, d.message])).toEqual([["secrets-stay-secret", expect.stringMatching(/generates the control token but does not list "stdout"/)]]);
+    expect(found.map((d) => [d.policy, d.message])).toEqual([["secrets-stay-secret", expect.stringMatching(/generates the control token but does not list "value"/)]]);
   });
 
   it("sees no secret-ness (CrossGuard unwraps secrets), so requires additionalSecretOutputs on containers carrying one", async () => {

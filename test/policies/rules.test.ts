@@ -130,12 +130,14 @@ describe("computer-network-isolation", () => {
   });
 
   it("tells engines apart: a same-named network on another Docker engine is another network", () => {
-    const onEnv = (r: GraphResource) => (r.name.startsWith("t-desktop") ? { ...r, provider: "desktop-docker" } : { ...r, provider: "env-docker" });
-    const graph = { ...dockerGraph(), resources: dockerGraph().resources.map(onEnv) };
-    const elsewhere = { ...site("shop", "server"), name: "t-other", provider: "env-docker" };
+    const desktopVm = { host: "ssh://ec2-user@desktop" };
+    const envVm = { host: "ssh://ec2-user@env" };
+    const onEngine = (r: GraphResource, engine: object): GraphResource => ({ ...r, inputs: { ...r.inputs, engine } });
+    const graph = { ...dockerGraph(), resources: dockerGraph().resources.map((r) => onEngine(r, r.name.startsWith("t-desktop") ? desktopVm : envVm)) };
+    const elsewhere = onEngine({ ...site("shop", "server"), name: "t-other" }, envVm);
     elsewhere.inputs = { ...elsewhere.inputs, name: "t-other", networksAdvanced: [{ name: "t-desktop-net" }] };
     expect(violations(withResources(graph, elsewhere), P)).toEqual([]);
-    expect(violations(withResources(graph, { ...elsewhere, provider: "desktop-docker" }), P)).toHaveLength(1);
+    expect(violations(withResources(graph, onEngine(elsewhere, desktopVm)), P)).toHaveLength(1);
   });
 
   it("refuses a computer network that is not internal", () => {
@@ -201,10 +203,10 @@ describe("secrets-stay-secret", () => {
     expect(violations(graph, P, { knownSecrets: ["hunter2hunter2"] })).toHaveLength(1);
   });
 
-  it("requires the control token's generator to keep its stdout secret", () => {
+  it("requires the control token's generator to keep its value secret", () => {
     const graph = dockerGraph();
-    graph.resources = graph.resources.map((r) => (r.name === "t-control-token-generator" ? { ...r, additionalSecretOutputs: ["stderr"] } : r));
-    expect(violations(graph, P).map((v) => v.message)).toEqual([expect.stringMatching(/"t-control-token-generator" generates the control token but does not list "stdout"/)]);
+    graph.resources = graph.resources.map((r) => (r.name === "t-control-token-generator" ? { ...r, additionalSecretOutputs: ["bytes"] } : r));
+    expect(violations(graph, P).map((v) => v.message)).toEqual([expect.stringMatching(/"t-control-token-generator" generates the control token but does not list "value"/)]);
   });
 
   it("requires additionalSecretOutputs: [\"envs\"] on a container carrying a secret, unless options are unknown", () => {
@@ -338,7 +340,7 @@ describe("violations", () => {
     expect(runPolicies(graph)).toEqual([
       {
         policy: "container-privileges",
-        resource: "urn:pulumi:t::multienv::docker:index/container:Container::t-shop-server",
+        resource: "urn:pulumi:t::multienv::pulumi-nodejs:dynamic/docker:Container::t-shop-server",
         name: "t-shop-server",
         type: TYPES.container,
         message: expect.stringMatching(/^"t-shop-server" is privileged; remove privileged: true/),

@@ -5,7 +5,7 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { containerLogs, dockerApi } from "../../src/runner/docker-api";
+import { containerLogs, dockerApi } from "../../src/providers/docker-api";
 
 const socket = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "multienv-docker-api-")), "docker.sock");
 let server: http.Server;

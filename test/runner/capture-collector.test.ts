@@ -21,7 +21,7 @@ const CONFIG = {
   computers: { desktop: { network: "allow-all" }, offline: { network: "none" } },
 };
 
-const DELETE_STEP = "command:local:Command";
+const DELETE_STEP = "pulumi-nodejs:dynamic/multienv:Command";
 
 describe("capture collector in the program", () => {
   it("is declared when capture is on, its delete step running the collection with the env's context, the token kept secret", async () => {

@@ -1,0 +1,193 @@
+// The resources the components declare for Docker engines and local steps. They are Pulumi dynamic resources:
+// the engine runs their operations (operations.ts) in the Node.js dynamic-provider host, so a deploy needs no
+// provider plugin beyond Pulumi's own Node.js runtime, and what the tests deploy is what users deploy.
+//
+// Each resource's state records, with its inputs, the code that loads operations.ts; that code holds only the
+// kind's name and the module's path, so the operations themselves can change without a diff.
+import path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import type { EngineTarget } from "./docker-api";
+import type { Kind } from "./operations";
+import { RESOURCE_TYPES } from "./types";
+
+/**
+ * operations.ts relative to the project directory, which is where Pulumi runs both the program and the
+ * dynamic-provider host: the state then holds no absolute path, and the same checkout elsewhere still works.
+ */
+const OPERATIONS_MODULE = path.relative(process.cwd(), path.join(__dirname, "operations.ts"));
+
+/** The dynamic provider of one kind: each call loads operations.ts in the provider host and runs the kind's operation. */
+function providerOf(kind: Kind): pulumi.dynamic.ResourceProvider {
+  const operations = () => {
+    require("tsx/cjs");
+    return require(require("node:path").resolve(OPERATIONS_MODULE)).OPERATIONS[kind];
+  };
+  return {
+    check: async (olds, news) => (operations().check ? operations().check(olds, news) : { inputs: news }),
+    diff: async (id, olds, news) => operations().diff(id, olds, news),
+    create: async (inputs) => operations().create(inputs),
+    read: async (id, props) => (operations().read ? operations().read(id, props) : { id, props }),
+    update: async (id, olds, news) => operations().update(id, olds, news),
+    delete: async (id, props) => {
+      if (operations().delete) await operations().delete(id, props);
+    },
+  };
+}
+
+const PROVIDERS: Record<Kind, pulumi.dynamic.ResourceProvider> = {
+  container: providerOf("container"),
+  network: providerOf("network"),
+  volume: providerOf("volume"),
+  image: providerOf("image"),
+  imageRef: providerOf("imageRef"),
+  command: providerOf("command"),
+  secret: providerOf("secret"),
+};
+
+function tokenParts(kind: Kind): [string, string] {
+  const [, rest] = RESOURCE_TYPES[kind].split("dynamic/");
+  const [module, type] = rest.split(":");
+  return [module, type];
+}
+
+abstract class DynamicResource extends pulumi.dynamic.Resource {
+  constructor(kind: Kind, name: string, props: Record<string, unknown>, opts?: pulumi.CustomResourceOptions) {
+    super(PROVIDERS[kind], name, props, opts, ...tokenParts(kind));
+  }
+}
+
+type Label = { label: string; value: string };
+
+export interface DockerNetworkArgs {
+  /** The engine the network is on. */
+  engine: pulumi.Input<EngineTarget>;
+  /** Its Docker name. */
+  name: pulumi.Input<string>;
+  /** No route out of the engine. */
+  internal?: pulumi.Input<boolean>;
+  driver?: pulumi.Input<string>;
+  labels?: pulumi.Input<Label[]>;
+}
+
+export class DockerNetwork extends DynamicResource {
+  declare readonly name: pulumi.Output<string>;
+  /** The subnets the engine gave it. */
+  declare readonly subnets: pulumi.Output<string[]>;
+  constructor(name: string, args: DockerNetworkArgs, opts?: pulumi.CustomResourceOptions) {
+    super("network", name, { ...args, subnets: undefined }, opts);
+  }
+}
+
+export interface DockerVolumeArgs {
+  engine: pulumi.Input<EngineTarget>;
+  name: pulumi.Input<string>;
+  labels?: pulumi.Input<Label[]>;
+}
+
+export class DockerVolume extends DynamicResource {
+  declare readonly name: pulumi.Output<string>;
+  constructor(name: string, args: DockerVolumeArgs, opts?: pulumi.CustomResourceOptions) {
+    super("volume", name, { ...args }, opts);
+  }
+}
+
+export interface DockerImageArgs {
+  engine: pulumi.Input<EngineTarget>;
+  /** The tag the built image gets. */
+  imageName: pulumi.Input<string>;
+  /** The directory the context's files are read from. */
+  context: pulumi.Input<string>;
+  /** The Dockerfile, relative to `context`. */
+  dockerfile: pulumi.Input<string>;
+  /** The other files the Dockerfile copies, relative to `context`: the whole build context. */
+  files: pulumi.Input<string[]>;
+  buildArgs?: pulumi.Input<Record<string, string>>;
+  labels?: pulumi.Input<Record<string, string>>;
+}
+
+/** An image built on an engine; rebuilt when the context's files change. */
+export class DockerImage extends DynamicResource {
+  declare readonly imageName: pulumi.Output<string>;
+  /** The built image's id: containers run this, so a rebuild replaces them. */
+  declare readonly imageId: pulumi.Output<string>;
+  constructor(name: string, args: DockerImageArgs, opts?: pulumi.CustomResourceOptions) {
+    super("image", name, { ...args, imageId: undefined, contextDigest: undefined }, opts);
+  }
+}
+
+export interface DockerImageRefArgs {
+  engine: pulumi.Input<EngineTarget>;
+  /** The image reference, e.g. `multienv/sample-shop-server` or `registry.example.com/site:1.2`. */
+  name: pulumi.Input<string>;
+}
+
+/** An image given by reference: the engine's own, or pulled when the engine has none. */
+export class DockerImageRef extends DynamicResource {
+  /** The id of the image the engine has under that reference. */
+  declare readonly imageId: pulumi.Output<string>;
+  constructor(name: string, args: DockerImageRefArgs, opts?: pulumi.CustomResourceOptions) {
+    super("imageRef", name, { ...args, imageId: undefined, engineImageId: undefined }, opts);
+  }
+}
+
+/** @pulumi/docker's Container inputs that the multi env uses (see docker-container.ts for their meaning). */
+export interface DockerContainerArgs {
+  engine: pulumi.Input<EngineTarget>;
+  name: pulumi.Input<string>;
+  image: pulumi.Input<string>;
+  entrypoints?: pulumi.Input<pulumi.Input<string>[]>;
+  command?: pulumi.Input<pulumi.Input<string>[]>;
+  envs?: pulumi.Input<pulumi.Input<string>[]>;
+  labels?: pulumi.Input<pulumi.Input<Label>[]>;
+  ports?: pulumi.Input<pulumi.Input<{ internal: number; external?: number; ip?: string; protocol?: string }>[]>;
+  networkMode?: pulumi.Input<string>;
+  networksAdvanced?: pulumi.Input<pulumi.Input<{ name: pulumi.Input<string>; aliases?: string[]; ipv4Address?: string }>[]>;
+  mounts?: pulumi.Input<pulumi.Input<{ type: string; source?: pulumi.Input<string>; target: string; readOnly?: boolean }>[]>;
+  capabilities?: pulumi.Input<{ adds?: string[]; drops?: string[] }>;
+  restart?: pulumi.Input<string>;
+  shmSize?: pulumi.Input<number>;
+  healthcheck?: pulumi.Input<{ tests: string[]; interval?: string; timeout?: string; startPeriod?: string; retries?: number }>;
+  wait?: pulumi.Input<boolean>;
+  waitTimeout?: pulumi.Input<number>;
+  destroyGraceSeconds?: pulumi.Input<number>;
+}
+
+export class DockerContainer extends DynamicResource {
+  declare readonly name: pulumi.Output<string>;
+  /** The `ports` as the engine bound them (`external` is the host port it chose). */
+  declare readonly publishedPorts: pulumi.Output<{ internal: number; external?: number; ip?: string; protocol: string }[]>;
+  declare readonly networkDatas: pulumi.Output<{ networkName: string; ipAddress: string; gateway: string }[]>;
+  constructor(name: string, args: DockerContainerArgs, opts?: pulumi.CustomResourceOptions) {
+    super("container", name, { ...args, publishedPorts: undefined, networkDatas: undefined }, opts);
+  }
+}
+
+export interface LocalCommandArgs {
+  /** Run with /bin/sh -c on create (and when an input that replaces the resource changes). */
+  create: pulumi.Input<string>;
+  /** Run when an input that does not replace the resource changes. */
+  update?: pulumi.Input<string>;
+  /** Run on delete, with the same environment. */
+  delete?: pulumi.Input<string>;
+  environment?: pulumi.Input<Record<string, pulumi.Input<string>>>;
+  dir?: pulumi.Input<string>;
+  /** Values whose change re-runs `create`. */
+  triggers?: pulumi.Input<unknown[]>;
+}
+
+/** A shell command run where Pulumi runs: on create, and its delete step on delete. */
+export class LocalCommand extends DynamicResource {
+  declare readonly stdout: pulumi.Output<string>;
+  declare readonly stderr: pulumi.Output<string>;
+  constructor(name: string, args: LocalCommandArgs, opts?: pulumi.CustomResourceOptions) {
+    super("command", name, { ...args, stdout: undefined, stderr: undefined }, opts);
+  }
+}
+
+/** Random bytes (hex), made once; the value is a secret. */
+export class RandomSecret extends DynamicResource {
+  declare readonly value: pulumi.Output<string>;
+  constructor(name: string, args: { bytes?: number }, opts?: pulumi.CustomResourceOptions) {
+    super("secret", name, { bytes: args.bytes ?? 32, value: undefined }, { ...opts, additionalSecretOutputs: ["value", ...(opts?.additionalSecretOutputs ?? [])] });
+  }
+}
