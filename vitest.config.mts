@@ -1,7 +1,7 @@
 import { defineConfig } from "vitest/config";
 
 // Two tiers: `unit` (plan, config, components under Pulumi mocks, services on loopback)
-// and `e2e` (the real Docker engine). `npm test` runs both.
+// and `e2e` (the real Pulumi engine deploying on the real Docker engine). `npm test` runs both.
 export default defineConfig({
   test: {
     projects: [
@@ -18,6 +18,7 @@ export default defineConfig({
         test: {
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
+          setupFiles: ["test/e2e/setup.ts"],
           testTimeout: 300_000,
           hookTimeout: 600_000,
           fileParallelism: false,

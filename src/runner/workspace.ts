@@ -11,13 +11,28 @@
 import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { LocalWorkspace, Stack, type ConfigMap } from "@pulumi/pulumi/automation";
+import { LocalWorkspace, PulumiCommand, Stack, type ConfigMap } from "@pulumi/pulumi/automation";
 import { CONFIG_NAMESPACE } from "../plan/problems";
 import { stackNameProblem } from "../plan/reserved";
 import { DEFAULT_PROJECT_DIR } from "./artifacts";
 import { explain, RunnerError } from "./errors";
 
 export { DEFAULT_PROJECT_DIR };
+
+/** Where scripts/pulumi-toolchain.sh puts the toolchain it builds (`bin/pulumi` beside its plugins), under the project directory. */
+export const BUILT_TOOLCHAIN_DIR = join(".cache", "pulumi", "current");
+
+/**
+ * The Pulumi CLI the Automation API runs: a `pulumi` on PATH (installed the usual way), else the one
+ * scripts/pulumi-toolchain.sh built for this checkout; undefined when there is neither (the Automation API
+ * then fails to start `pulumi`, which errors.ts turns into an install hint).
+ */
+async function pulumiCommandFor(projectDir: string, env: NodeJS.ProcessEnv): Promise<PulumiCommand | undefined> {
+  const onPath = (env.PATH ?? "").split(":").some((dir) => dir !== "" && existsSync(join(dir, "pulumi")));
+  const built = join(projectDir, BUILT_TOOLCHAIN_DIR);
+  if (onPath || !existsSync(join(built, "bin", "pulumi"))) return undefined;
+  return PulumiCommand.get({ root: built, skipVersionCheck: true });
+}
 
 /** Where the default file backend keeps state, under the project directory. */
 export const STATE_DIR = join(".multienv", "state");
@@ -98,7 +113,7 @@ export async function openStack(stackOrSpec: string | StackSpec, options: Worksp
 
   let stack: Stack;
   try {
-    const workspace = await LocalWorkspace.create({ workDir: projectDir, envVars });
+    const workspace = await LocalWorkspace.create({ workDir: projectDir, envVars, pulumiCommand: await pulumiCommandFor(projectDir, env) });
     const usesPassphrase = backendUrl.startsWith("file://") || env.PULUMI_CONFIG_PASSPHRASE !== undefined;
     if (usesPassphrase && env.PULUMI_CONFIG_PASSPHRASE === undefined && env.PULUMI_CONFIG_PASSPHRASE_FILE === undefined) {
       throw new RunnerError(

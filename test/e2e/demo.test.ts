@@ -1,6 +1,6 @@
-// The demo topology (stacks/Pulumi.demo.yaml) deployed on the local Docker engine, checked with a real
-// browser through the gateway: what a task's users rely on (issue 5, point 6). One deploy serves every
-// scenario; the disruptive ones (a stopped site, a killed proxy) run last.
+// The demo topology (stacks/Pulumi.demo.yaml) deployed by the runner with the real Pulumi engine on the local
+// Docker engine, checked with a real browser through the gateway: what a task's users rely on. One deploy
+// serves every scenario; the disruptive ones (a stopped site, a killed proxy) run last.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -230,7 +230,7 @@ describe("the demo multi env on the local engine", () => {
     const file = readStackFile(DEMO_STACK_FILE, STACK);
     const graph = await renderGraph({ stack: STACK, config: file.rawConfig, secretKeys: file.secretKeys });
     const key = (r: { type: string; name: string }) => `${r.type} ${r.name}`;
-    expect(env.deployment.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").map(key).sort()).toEqual(graph.resources.map(key).sort());
+    expect((await env.stateResources()).map(key).sort()).toEqual(graph.resources.map(key).sort());
     // Every container the graph declares is on the engine under its name.
     for (const r of graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Container")) {
       expect((await inspect(String(r.inputs.name))).State.Running).toBe(true);
@@ -238,7 +238,7 @@ describe("the demo multi env on the local engine", () => {
   });
 
   it("reports the outputs the program computed as what is running", async () => {
-    const out = env.deployment.outputs;
+    const out = env.outputs;
     const published = (await inspect(`${STACK}-gateway`)).NetworkSettings.Ports["8080/tcp"][0];
     expect(out.gatewayUrl).toBe(`http://127.0.0.1:${published.HostPort}`);
     expect(published.HostIp).toBe("127.0.0.1");

@@ -152,7 +152,7 @@ describe("errors", () => {
     const error = new Error("code: -2\n stdout: \n stderr: Command failed with ENOENT: pulumi version\nspawn pulumi ENOENT\n");
     expect(isPulumiMissing(error)).toBe(true);
     expect(explain(error, "task-1", "deploying").message).toBe(
-      "stack task-1: deploying needs the Pulumi CLI, which is not installed; install it with `curl -fsSL https://get.pulumi.com | sh` and make sure `pulumi` is on PATH",
+      "stack task-1: deploying needs the Pulumi CLI, which is not installed; install it with `curl -fsSL https://get.pulumi.com | sh` and make sure `pulumi` is on PATH, or build it into this checkout with `bash scripts/pulumi-toolchain.sh`",
     );
   });
 

@@ -1,28 +1,39 @@
-// The e2e tier's deployed env: the demo topology (stacks/Pulumi.demo.yaml) deployed on the local engine
-// under its own stack name, the web stand-in beside it, and the clients the scenarios use: the gateway
-// with the control token, DevTools of a computer through the gateway, `docker exec` into a container.
+// The e2e tier's deployed env: a task stack (the demo topology of stacks/Pulumi.demo.yaml by default)
+// deployed by the runner's deployStack (Automation API, real engine, the file backend of test/e2e/setup.ts)
+// and torn down by its destroyStack (collect, then destroy), the web stand-in beside it, and the clients the
+// scenarios use: the gateway with the control token, DevTools of a computer through the gateway, `docker
+// exec` into a container.
 import { execFileSync } from "node:child_process";
+import fs from "node:fs";
 import path from "node:path";
 import { chromium, type Browser } from "playwright-core";
-import { dockerApi, type DockerApi } from "../../../src/runner/docker-api";
-import { DEPLOYER_LABEL, DEPLOYER_LABEL_VALUE, deployStack, STACK_LABEL, sweepStack, type Deployment } from "../../../src/runner/engine-deploy";
+import YAML from "yaml";
+import { dockerApi, isNotFound, type DockerApi } from "../../../src/providers/docker-api";
+import { deployStack, destroyStack, gatewayAccess, type StackOutputs, type StackSpec } from "../../../src/runner";
+import { openStack } from "../../../src/runner/workspace";
 import { makeStandinCerts, startStandin, trustInBrowser } from "./web-standin";
 
 export const REPO = path.resolve(__dirname, "../../..");
 export const DEMO_STACK_FILE = path.join(REPO, "stacks/Pulumi.demo.yaml");
+/** The label every container, network and volume of a stack carries (policies/contract.ts LABELS.stack). */
+export const STACK_LABEL = "multienv.stack";
 
 export interface DeployedEnv {
   stack: string;
   api: DockerApi;
-  deployment: Deployment;
+  outputs: StackOutputs;
   gatewayUrl: string;
   token: string;
+  /** Seconds from the start of the deploy to the gateway healthy (the deploy waits for it). */
+  deploySeconds: number;
   /** A fetch to the gateway, with the control token unless `auth` is false. */
   gateway(pathAndQuery: string, init?: RequestInit & { auth?: boolean }): Promise<Response>;
   /** Playwright connected over CDP through the gateway to a computer's browser. */
   connect(computer: string): Promise<Browser>;
   /** The JSON lines of a computer's site proxy log, through the gateway. */
   proxyLog(computer: string): Promise<Record<string, any>[]>;
+  /** The resources in the stack's state (type and name), the stack itself left out. */
+  stateResources(): Promise<{ type: string; name: string }[]>;
   teardown(): Promise<void>;
 }
 
@@ -75,21 +86,50 @@ export async function killChromium(browserContainer: string): Promise<number[]> 
 
 /**
  * This run's name for an e2e stack: `<base>-<pid>`, so two test runs on one engine (two people, or an editor
- * and CI) never sweep each other's env.
+ * and CI) never touch each other's env.
  */
 export function e2eStack(base: string): string {
   return `${base}-${process.pid}`;
 }
 
-/** Removes the stacks of e2e runs whose process is gone (killed before their teardown). */
+/** The config of a stack file as a spec's config (full `namespace:key` names, structured values as given). */
+export function specOf(name: string, stackFile = DEMO_STACK_FILE, override: Record<string, unknown> = {}): StackSpec {
+  const config = (YAML.parse(fs.readFileSync(stackFile, "utf8")) as { config: Record<string, unknown> }).config;
+  return { name, config: { ...config, ...override } };
+}
+
+/** Removes whatever a stack left on the engine: containers, networks, volumes labelled with its name. */
+export async function sweepStack(api: DockerApi, stack: string): Promise<string[]> {
+  const filters = encodeURIComponent(JSON.stringify({ label: [`${STACK_LABEL}=${stack}`] }));
+  const removed: string[] = [];
+  const ignoreGone = (e: unknown) => {
+    if (!isNotFound(e)) throw e;
+  };
+  for (const c of (await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as { Id: string; Names: string[] }[]) {
+    await api.request("DELETE", `/containers/${c.Id}?force=1&v=1`).catch(ignoreGone);
+    removed.push(`container ${c.Names[0]?.replace(/^\//, "")}`);
+  }
+  for (const n of (await api.request("GET", `/networks?filters=${filters}`)) as { Id: string; Name: string }[]) {
+    await api.request("DELETE", `/networks/${n.Id}`).catch(ignoreGone);
+    removed.push(`network ${n.Name}`);
+  }
+  for (const v of ((await api.request("GET", `/volumes?filters=${filters}`)) as { Volumes: { Name: string }[] | null }).Volumes ?? []) {
+    await api.request("DELETE", `/volumes/${encodeURIComponent(v.Name)}?force=1`).catch(ignoreGone);
+    removed.push(`volume ${v.Name}`);
+  }
+  return removed;
+}
+
+/** Removes the stacks of e2e runs whose process is gone (killed before their teardown; their state went with them). */
 export async function sweepDeadRuns(api: DockerApi): Promise<string[]> {
-  const filters = encodeURIComponent(JSON.stringify({ label: [`${DEPLOYER_LABEL}=${DEPLOYER_LABEL_VALUE}`] }));
-  const containers = (await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as { Labels: Record<string, string> }[];
-  const networks = (await api.request("GET", `/networks?filters=${filters}`)) as { Labels: Record<string, string> }[];
-  const volumes = ((await api.request("GET", `/volumes?filters=${filters}`)) as { Volumes: { Labels: Record<string, string> }[] | null }).Volumes ?? [];
-  const stacks = new Set([...containers, ...networks, ...volumes].map((r) => r.Labels?.[STACK_LABEL]).filter((s): s is string => typeof s === "string"));
+  const filters = encodeURIComponent(JSON.stringify({ label: [STACK_LABEL] }));
+  const labelled = [
+    ...((await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as { Labels: Record<string, string> }[]),
+    ...((await api.request("GET", `/networks?filters=${filters}`)) as { Labels: Record<string, string> }[]),
+  ];
+  const stacks = new Set(labelled.map((r) => r.Labels?.[STACK_LABEL]).filter((s): s is string => typeof s === "string"));
   const dead = [...stacks].filter((stack) => {
-    const match = /^e2e-.*?(\d+)$/.exec(stack);
+    const match = /^e2e[a-z0-9-]*?-(\d+)$/.exec(stack);
     if (!match) return false;
     try {
       process.kill(Number(match[1]), 0);
@@ -102,12 +142,36 @@ export async function sweepDeadRuns(api: DockerApi): Promise<string[]> {
   return dead;
 }
 
-export async function deployDemo(stack: string, log: (line: string) => void = () => undefined): Promise<DeployedEnv> {
+/** The stack file the runner writes for a spec's stack (it stays when the stack is removed, so tests remove it). */
+export function stackFileOf(stack: string): string {
+  return path.join(REPO, "stacks", `Pulumi.${stack}.yaml`);
+}
+
+export interface DeployOptions {
+  log?: (line: string) => void;
+  /** The stack's config (default: the demo's). */
+  spec?: StackSpec;
+  /** Start the web stand-in and make the browsers trust its CA (default true). */
+  standin?: boolean;
+}
+
+/** Deploys a stack through the runner library on the real engine, then readies the web stand-in. */
+export async function deployEnv(stack: string, options: DeployOptions = {}): Promise<DeployedEnv> {
   const api = dockerApi();
   await sweepDeadRuns(api);
-  const deployment = await deployStack({ stack, stackFile: DEMO_STACK_FILE, api, log });
-  const gatewayUrl: string = deployment.outputs.gatewayUrl;
-  const token: string = deployment.outputs.controlToken;
+  await sweepStack(api, stack);
+  const spec = options.spec ?? specOf(stack);
+  const started = Date.now();
+  let deployed;
+  try {
+    deployed = await deployStack(spec, { log: options.log, preview: false });
+  } catch (error) {
+    await sweepStack(api, stack).catch(() => undefined);
+    fs.rmSync(stackFileOf(stack), { force: true });
+    throw error;
+  }
+  const deploySeconds = (Date.now() - started) / 1000;
+  const { gatewayUrl, controlToken: token } = await gatewayAccess(stack);
   const gateway = (p: string, init: RequestInit & { auth?: boolean } = {}) => {
     const headers = new Headers(init.headers);
     if (init.auth !== false) headers.set("authorization", `Bearer ${token}`);
@@ -116,9 +180,10 @@ export async function deployDemo(stack: string, log: (line: string) => void = ()
   const env: DeployedEnv = {
     stack,
     api,
-    deployment,
+    outputs: deployed.outputs,
     gatewayUrl,
     token,
+    deploySeconds,
     gateway,
     connect: (computer) => chromium.connectOverCDP(`${gatewayUrl}/computers/${computer}/cdp`, { headers: { authorization: `Bearer ${token}` } }),
     async proxyLog(computer) {
@@ -128,16 +193,29 @@ export async function deployDemo(stack: string, log: (line: string) => void = ()
         .filter((l) => l.trim())
         .map((l) => JSON.parse(l));
     },
+    async stateResources() {
+      const opened = await openStack(stack);
+      const state = await opened.stack.exportStack();
+      return ((state.deployment.resources ?? []) as { urn: string; type: string }[])
+        .filter((r) => r.type !== "pulumi:pulumi:Stack" && !r.type.startsWith("pulumi:providers:"))
+        .map((r) => ({ type: r.type, name: r.urn.split("::").at(-1)! }));
+    },
     async teardown() {
-      // Like `pulumi destroy`: the capture collector's delete step runs first, then everything goes.
-      await deployment.teardown();
+      // The runner's down: close the browsers, collect every capture and proxy log, then destroy.
+      try {
+        await destroyStack(stack, { remove: true });
+      } finally {
+        await sweepStack(api, stack).catch(() => undefined);
+        fs.rmSync(stackFileOf(stack), { force: true });
+      }
     },
   };
+  if (options.standin === false) return env;
   try {
     // The web stand-in answers for the live hosts on the egress network; the browsers trust its test CA.
     const certs = makeStandinCerts();
     await startStandin(api, stack, `${stack}-egress`, certs);
-    const computers = Object.keys(deployment.outputs.computers);
+    const computers = Object.keys(deployed.outputs.computers);
     await Promise.all(
       computers.map(async (computer) => {
         const browser = `${stack}-${computer}-browser`;
@@ -151,8 +229,13 @@ export async function deployDemo(stack: string, log: (line: string) => void = ()
       }),
     );
   } catch (e) {
-    await sweepStack(api, stack);
+    await env.teardown().catch(() => undefined);
     throw e;
   }
   return env;
+}
+
+/** The demo task (stacks/Pulumi.demo.yaml) under `stack`. */
+export function deployDemo(stack: string, log?: (line: string) => void): Promise<DeployedEnv> {
+  return deployEnv(stack, { log });
 }

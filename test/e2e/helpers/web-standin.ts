@@ -9,8 +9,10 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { DockerApi } from "../../../src/runner/docker-api";
-import { DEPLOYER_LABEL, DEPLOYER_LABEL_VALUE, STACK_LABEL } from "../../../src/runner/engine-deploy";
+import type { DockerApi } from "../../../src/providers/docker-api";
+
+/** The label of the stack's own pieces (policies/contract.ts LABELS.stack): the stand-in goes with the stack's sweep. */
+const STACK_LABEL = "multienv.stack";
 
 export const STANDIN_HOSTS = ["github.com", "gist.github.com", "example.com"];
 
@@ -40,7 +42,7 @@ export async function startStandin(api: DockerApi, stack: string, network: strin
     Image: "multienv/node-base",
     Cmd: ["node", "/standin/web-standin.cjs"],
     Env: ["STANDIN_CERT=/standin/cert.pem", "STANDIN_KEY=/standin/key.pem"],
-    Labels: { [STACK_LABEL]: stack, [DEPLOYER_LABEL]: DEPLOYER_LABEL_VALUE, "multienv.role": "web-standin" },
+    Labels: { [STACK_LABEL]: stack, "multienv.role": "web-standin" },
     HostConfig: { Binds: [`${certs.dir}:/standin:ro`], NetworkMode: network },
     NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: STANDIN_HOSTS } } },
   });
