@@ -36,7 +36,7 @@ export class CaptureSidecar extends pulumi.ComponentResource {
         image: args.engine.image(undefined, CAPTURE_IMAGE_ROLE),
         entrypoints: [entrypoint],
         command: rest,
-        networkMode: args.target.id.apply(sharedNetworkMode),
+        networkMode: args.target.containerId.apply(sharedNetworkMode),
         capabilities: { adds: CAPTURE_CAPABILITIES.adds, drops: CAPTURE_CAPABILITIES.drops },
         mounts: volumeMounts(args.engine, captureSidecarMounts(args.plan)),
         restart: RESTART,

@@ -26,7 +26,11 @@
 // | destroyGraceSeconds (default 2)         | delete: POST /containers/{id}/stop?t= before removing it                |
 // | engine {host, sshOptions}               | which engine (docker-api.ts)                                            |
 //
-// Every input replaces the container: its name is fixed, so the old one is deleted first.
+// The resource's id is the container's name (outputs: containerId, publishedPorts, networkDatas). A change of
+// its name or engine replaces it; any other change updates it, which for Docker means the container is
+// recreated under the same name, on the host ports it had, so an address a runner holds (the gateway's URL)
+// outlives a change of the gateway's config. A recreated container has a new containerId, so a capture
+// sidecar in its network namespace (networkMode container:<containerId>) is updated with it.
 import { containerLogs, dockerApi, isNotFound, type DockerApi, type EngineTarget } from "./docker-api";
 import { diffInputs, pick, type Operations } from "./operation";
 
@@ -196,7 +200,7 @@ function observed(info: any, inputs: Record<string, any>): Record<string, any> {
     ipAddress: n.IPAddress,
     gateway: n.Gateway,
   }));
-  return { publishedPorts: ports, networkDatas };
+  return { containerId: info.Id, publishedPorts: ports, networkDatas };
 }
 
 async function waitHealthy(api: DockerApi, id: string, spec: ContainerSpec): Promise<void> {
@@ -217,35 +221,64 @@ async function waitHealthy(api: DockerApi, id: string, spec: ContainerSpec): Pro
   }
 }
 
-async function create(inputs: Record<string, any>): Promise<{ id: string; outs: Record<string, any> }> {
-  const spec = containerSpec(inputs);
-  const api = dockerApi(inputs.engine as EngineTarget);
+/**
+ * The spec with each port the inputs leave to the engine pinned to the host port the container had before
+ * (when it had one), so recreating a container keeps its published addresses.
+ */
+function keepingPorts(spec: ContainerSpec, before: { internal: number; external?: number; protocol?: string }[] | undefined): ContainerSpec {
+  const bindings = spec.create.HostConfig.PortBindings as Record<string, { HostIp: string; HostPort: string }[]> | undefined;
+  if (!bindings || !before) return spec;
+  for (const old of before) {
+    const binding = bindings[`${old.internal}/${old.protocol ?? "tcp"}`]?.[0];
+    if (binding && binding.HostPort === "" && old.external) binding.HostPort = String(old.external);
+  }
+  return spec;
+}
+
+/** Creates, connects, starts and (with `wait`) waits for a container; removes it again when any step fails. */
+async function run(api: DockerApi, spec: ContainerSpec, inputs: Record<string, any>): Promise<Record<string, any>> {
+  let created: { Id: string };
   try {
-    let created: { Id: string };
-    try {
-      created = await api.request("POST", `/containers/create?name=${encodeURIComponent(spec.name)}`, spec.create);
-    } catch (error) {
-      if ((error as { status?: number }).status === 409) {
-        throw new Error(`container ${spec.name}: a container of that name already exists on ${api.where} (a leftover, or another stack's); remove it with \`docker rm -f ${spec.name}\``);
-      }
-      throw error;
+    created = await api.request("POST", `/containers/create?name=${encodeURIComponent(spec.name)}`, spec.create);
+  } catch (error) {
+    if ((error as { status?: number }).status === 409) {
+      throw new Error(`container ${spec.name}: a container of that name already exists on ${api.where} (a leftover, or another stack's); remove it with \`docker rm -f ${spec.name}\``);
     }
-    try {
-      for (const n of spec.extraNetworks) {
-        const ipam = n.ipv4Address ? { IPv4Address: n.ipv4Address } : undefined;
-        await api.request("POST", `/networks/${encodeURIComponent(n.name)}/connect`, { Container: created.Id, EndpointConfig: { Aliases: n.aliases, IPAMConfig: ipam } });
-      }
-      await api.request("POST", `/containers/${created.Id}/start`);
-      const started = await api.request("GET", `/containers/${created.Id}/json`);
-      if (!started.State.Running) throw new Error(`container ${spec.name} is not running after start (exit ${started.State.ExitCode}); its log:\n${await containerLogs(api, created.Id)}`);
-      if (spec.wait) await waitHealthy(api, created.Id, spec);
-      const info = await api.request("GET", `/containers/${created.Id}/json`);
-      return { id: created.Id, outs: { ...pick(inputs, CONTAINER_INPUT_KEYS), ...observed(info, inputs) } };
-    } catch (error) {
-      // A container that failed to come up is not left behind under its fixed name.
-      await api.request("DELETE", `/containers/${created.Id}?force=1`).catch(() => undefined);
-      throw error;
+    throw error;
+  }
+  try {
+    for (const n of spec.extraNetworks) {
+      const ipam = n.ipv4Address ? { IPv4Address: n.ipv4Address } : undefined;
+      await api.request("POST", `/networks/${encodeURIComponent(n.name)}/connect`, { Container: created.Id, EndpointConfig: { Aliases: n.aliases, IPAMConfig: ipam } });
     }
+    await api.request("POST", `/containers/${created.Id}/start`);
+    const started = await api.request("GET", `/containers/${created.Id}/json`);
+    if (!started.State.Running) throw new Error(`container ${spec.name} is not running after start (exit ${started.State.ExitCode}); its log:\n${await containerLogs(api, created.Id)}`);
+    if (spec.wait) await waitHealthy(api, created.Id, spec);
+    const info = await api.request("GET", `/containers/${created.Id}/json`);
+    return { ...pick(inputs, CONTAINER_INPUT_KEYS), ...observed(info, inputs) };
+  } catch (error) {
+    // A container that failed to come up is not left behind under its fixed name.
+    await api.request("DELETE", `/containers/${created.Id}?force=1`).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Stops (with the grace the inputs give) and removes a container; one that is already gone is fine. */
+async function remove(api: DockerApi, nameOrId: string, props: Record<string, any>): Promise<void> {
+  const grace = typeof props.destroyGraceSeconds === "number" ? props.destroyGraceSeconds : 2;
+  await api.request("POST", `/containers/${encodeURIComponent(nameOrId)}/stop?t=${grace}`).catch((e) => {
+    if (!isNotFound(e) && (e as { status?: number }).status !== 304) throw e;
+  });
+  await api.request("DELETE", `/containers/${encodeURIComponent(nameOrId)}?force=1`).catch((e) => {
+    if (!isNotFound(e)) throw e;
+  });
+}
+
+async function withEngine<T>(engine: EngineTarget, work: (api: DockerApi) => Promise<T>): Promise<T> {
+  const api = dockerApi(engine);
+  try {
+    return await work(api);
   } finally {
     api.close();
   }
@@ -262,33 +295,33 @@ export const container: Operations = {
     return { inputs: news };
   },
   async diff(_id, olds, news) {
-    return diffInputs(olds, news, CONTAINER_INPUT_KEYS, { replaceOn: "all", deleteFirst: true });
+    return diffInputs(olds, news, CONTAINER_INPUT_KEYS, { replaceOn: ["name", "engine"], deleteFirst: true });
   },
-  create,
+  async create(inputs) {
+    const spec = containerSpec(inputs);
+    return { id: spec.name, outs: await withEngine(inputs.engine, (api) => run(api, spec, inputs)) };
+  },
+  async update(id, olds, news) {
+    const spec = keepingPorts(containerSpec(news), olds.publishedPorts);
+    return {
+      outs: await withEngine(news.engine, async (api) => {
+        await remove(api, olds.containerId ?? id, olds);
+        return run(api, spec, news);
+      }),
+    };
+  },
   async read(id, props) {
-    const api = dockerApi(props.engine as EngineTarget);
-    try {
-      const info = await api.request("GET", `/containers/${encodeURIComponent(id)}/json`);
-      return { id, props: { ...props, ...observed(info, props) } };
-    } catch (error) {
-      if (isNotFound(error)) return {};
-      throw error;
-    } finally {
-      api.close();
-    }
+    return withEngine(props.engine, async (api) => {
+      try {
+        const info = await api.request("GET", `/containers/${encodeURIComponent(id)}/json`);
+        return { id, props: { ...props, ...observed(info, props) } };
+      } catch (error) {
+        if (isNotFound(error)) return {};
+        throw error;
+      }
+    });
   },
   async delete(id, props) {
-    const api = dockerApi(props.engine as EngineTarget);
-    try {
-      const grace = typeof props.destroyGraceSeconds === "number" ? props.destroyGraceSeconds : 2;
-      await api.request("POST", `/containers/${encodeURIComponent(id)}/stop?t=${grace}`).catch((e) => {
-        if (!isNotFound(e) && (e as { status?: number }).status !== 304) throw e;
-      });
-      await api.request("DELETE", `/containers/${encodeURIComponent(id)}?force=1`).catch((e) => {
-        if (!isNotFound(e)) throw e;
-      });
-    } finally {
-      api.close();
-    }
+    await withEngine(props.engine, (api) => remove(api, props.containerId ?? id, props));
   },
 };

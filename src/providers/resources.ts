@@ -152,13 +152,16 @@ export interface DockerContainerArgs {
   destroyGraceSeconds?: pulumi.Input<number>;
 }
 
+/** A container; its id is its Docker name (see docker-container.ts for what a change does). */
 export class DockerContainer extends DynamicResource {
   declare readonly name: pulumi.Output<string>;
+  /** The engine's id of the running container: new whenever the container is recreated. */
+  declare readonly containerId: pulumi.Output<string>;
   /** The `ports` as the engine bound them (`external` is the host port it chose). */
   declare readonly publishedPorts: pulumi.Output<{ internal: number; external?: number; ip?: string; protocol: string }[]>;
   declare readonly networkDatas: pulumi.Output<{ networkName: string; ipAddress: string; gateway: string }[]>;
   constructor(name: string, args: DockerContainerArgs, opts?: pulumi.CustomResourceOptions) {
-    super("container", name, { ...args, publishedPorts: undefined, networkDatas: undefined }, opts);
+    super("container", name, { ...args, containerId: undefined, publishedPorts: undefined, networkDatas: undefined }, opts);
   }
 }
 

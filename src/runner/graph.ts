@@ -74,6 +74,7 @@ function computedState(type: string, name: string, inputs: Record<string, any>):
     case RESOURCE_TYPES.container:
       return {
         ...inputs,
+        containerId: `${name}-id`,
         publishedPorts: (inputs.ports ?? []).map((p: Record<string, unknown>) => ({ ...p, external: p.external ?? "<port chosen by Docker>" })),
       };
     case RESOURCE_TYPES.network:

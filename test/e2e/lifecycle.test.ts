@@ -1,0 +1,245 @@
+// What a Pulumi user checks first, with the real engine on the real Docker engine: outputs and the control
+// token as the CLI shows them, no diff on an unchanged stack, secrets as ciphertext at rest, a change
+// touching only what it names, drift repaired by refresh, bad config stopped with check's own lines, and the
+// plain CLI's up and destroy (the capture collector storing every capture before anything goes).
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dockerApi } from "../../src/providers/docker-api";
+import { deployStack, gatewayAccess, type StackSpec } from "../../src/runner";
+import { openStack } from "../../src/runner/workspace";
+import { e2eStack, REPO, stackFileOf, sweepStack, until } from "./helpers/env";
+
+const STACK = e2eStack("e2e-life");
+const SECRET_SETTING = `ghp_e2e_${randomBytes(12).toString("hex")}`;
+const ARTIFACTS = path.join(REPO, "artifacts", STACK);
+const api = dockerApi();
+
+const WEBSITES = {
+  shop: {
+    domains: ["shop.test"],
+    server: { image: "multienv/sample-shop-server" },
+    frontend: { image: "multienv/sample-shop-frontend" },
+    settings: { currency: "USD" },
+  },
+  github: {
+    live: true,
+    domains: ["github.com"],
+    server: { image: "multienv/sample-live-server" },
+    settings: { account: "alex" },
+    secretSettings: { token: "githubToken" },
+  },
+};
+
+function spec(websites: Record<string, unknown> = WEBSITES): StackSpec {
+  return {
+    name: STACK,
+    config: {
+      target: "docker",
+      captureTraffic: true,
+      websites,
+      computers: { desktop: { network: ["example.org"], startTabs: ["https://shop.test/"] } },
+    },
+    secrets: { githubToken: SECRET_SETTING },
+  };
+}
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** The plain Pulumi CLI in the project directory, on this run's backend (test/e2e/setup.ts). */
+function pulumi(args: string[], timeout = 240_000): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile("pulumi", [...args, "--non-interactive"], { cwd: REPO, env: process.env, timeout, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) =>
+      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+function multienvCheck(stackFile: string): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [path.join(REPO, "bin/multienv.js"), "check", stackFile], { cwd: REPO, timeout: 120_000 }, (error, stdout, stderr) =>
+      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** Container name -> the engine's id, for every container of the stack. */
+async function containerIds(): Promise<Record<string, string>> {
+  const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }));
+  const list = (await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as { Id: string; Names: string[] }[];
+  return Object.fromEntries(list.map((c) => [c.Names[0].slice(1), c.Id]));
+}
+
+function stateFile(): string {
+  const backend = new URL(process.env.PULUMI_BACKEND_URL!).pathname;
+  return path.join(backend, ".pulumi", "stacks", "multienv", `${STACK}.json`);
+}
+
+/** Runs `up` on the stack through the Automation API and returns its change summary. */
+async function upSummary(): Promise<Record<string, number>> {
+  const opened = await openStack(STACK);
+  const result = await opened.stack.up({});
+  return (result.summary.resourceChanges ?? {}) as Record<string, number>;
+}
+
+/** A gateway route answers (the gateway is up and routes to that site). */
+async function routes(gatewayUrl: string, route: string): Promise<boolean> {
+  return (await fetch(`${gatewayUrl}${route}`).catch(() => undefined))?.status === 200;
+}
+
+let gatewayUrl: string;
+
+beforeAll(async () => {
+  await sweepStack(api, STACK);
+  fs.rmSync(ARTIFACTS, { recursive: true, force: true });
+  const deployed = await deployStack(spec(), { preview: false });
+  gatewayUrl = deployed.outputs.gatewayUrl;
+}, 300_000);
+
+afterAll(async () => {
+  await pulumi(["destroy", "--yes", "--skip-preview", "--stack", STACK]).catch(() => undefined);
+  await pulumi(["stack", "rm", "--yes", "--force", "--preserve-config", "--stack", STACK]).catch(() => undefined);
+  await sweepStack(api, STACK).catch(() => undefined);
+  fs.rmSync(stackFileOf(STACK), { force: true });
+  fs.rmSync(ARTIFACTS, { recursive: true, force: true });
+}, 300_000);
+
+describe("a task stack under the real engine", () => {
+  it("has the documented outputs, shows the token as [secret], and prints it with --show-secrets", async () => {
+    const shown = await pulumi(["stack", "output", "--json", "--stack", STACK]);
+    expect(shown.code).toBe(0);
+    const outputs = JSON.parse(shown.stdout);
+    expect(Object.keys(outputs).sort()).toEqual(["captureTraffic", "computers", "controlToken", "gatewayUrl", "live", "liveWebsites", "reproducible", "websites"]);
+    expect(outputs.controlToken).toBe("[secret]");
+    expect(outputs.gatewayUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(outputs.websites.shop).toEqual({ live: false, domains: ["shop.test"], svcUrl: `${outputs.gatewayUrl}/svc/shop/`, browseUrl: `${outputs.gatewayUrl}/website/shop/` });
+    expect(outputs.websites.github).toEqual({ live: true, domains: ["github.com"], svcUrl: `${outputs.gatewayUrl}/svc/github/` });
+    expect(outputs.computers.desktop).toMatchObject({ network: ["example.org"], cdpUrl: `${outputs.gatewayUrl}/computers/desktop/cdp`, siteTable: { shop: ["shop.test"] } });
+    expect(outputs.computers.desktop.reaching).toEqual(expect.arrayContaining(["example.org", "github.com"]));
+    expect(outputs).toMatchObject({ live: true, reproducible: false, captureTraffic: true });
+    expect(outputs.liveWebsites).toEqual([{ name: "github", domains: ["github.com"], allowHosts: [], reproducible: false }]);
+
+    const token = await pulumi(["stack", "output", "controlToken", "--show-secrets", "--stack", STACK]);
+    expect(token.code).toBe(0);
+    expect(token.stdout.trim()).toBe((await gatewayAccess(STACK)).controlToken);
+    expect(token.stdout.trim()).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("reports no changes on a second up and on preview --expect-no-changes", async () => {
+    const preview = await pulumi(["preview", "--expect-no-changes", "--stack", STACK]);
+    expect(preview.stdout + preview.stderr).not.toContain("no changes were expected");
+    expect(preview.code).toBe(0);
+    const summary = await upSummary();
+    expect(Object.keys(summary)).toEqual(["same"]);
+  });
+
+  it("keeps the control token and the secret setting as ciphertext in the state and in the stack file", async () => {
+    const { controlToken } = await gatewayAccess(STACK);
+    const state = fs.readFileSync(stateFile(), "utf8");
+    const stackFile = fs.readFileSync(stackFileOf(STACK), "utf8");
+    for (const [where, text] of [["state", state], ["stack file", stackFile]] as const) {
+      expect({ where, token: text.includes(controlToken) }).toEqual({ where, token: false });
+      expect({ where, setting: text.includes(SECRET_SETTING) }).toEqual({ where, setting: false });
+    }
+    expect(stackFile).toMatch(/multienv:githubToken:\s*\n\s*secure: /);
+    // The values are there, encrypted: the state holds ciphertext for both.
+    expect(state).toContain('"ciphertext"');
+  });
+
+  it("recreates only the changed site's server (and its capture sidecar, in that server's network namespace)", async () => {
+    const before = await containerIds();
+    await deployStack(spec({ ...WEBSITES, shop: { ...WEBSITES.shop, settings: { currency: "EUR" } } }), { preview: false });
+    const after = await containerIds();
+    const changed = Object.keys(before).filter((name) => after[name] !== before[name]).sort();
+    expect(changed).toEqual([`${STACK}-shop-server`, `${STACK}-shop-server-capture`]);
+    const settings = (await api.request("GET", `/containers/${STACK}-shop-server/json`)).Config.Env.find((e: string) => e.startsWith("AGENTENV_WEBSITE_SETTINGS="));
+    expect(settings).toBe('AGENTENV_WEBSITE_SETTINGS={"currency":"EUR"}');
+    expect((await gatewayAccess(STACK)).gatewayUrl).toBe(gatewayUrl);
+  });
+
+  it("adds a website's containers and leaves the other sites alone; the gateway and the proxy, reconfigured, keep their addresses", async () => {
+    const before = await containerIds();
+    const blog = { domains: ["blog.test"], server: { image: "multienv/sample-shop-server" }, frontend: { image: "multienv/sample-shop-frontend" } };
+    const websites = { ...WEBSITES, shop: { ...WEBSITES.shop, settings: { currency: "EUR" } }, blog };
+    const deployed = await deployStack(spec(websites), { preview: false });
+    const after = await containerIds();
+    const added = Object.keys(after).filter((name) => !(name in before)).sort();
+    expect(added).toEqual([`${STACK}-blog-frontend`, `${STACK}-blog-frontend-capture`, `${STACK}-blog-server`, `${STACK}-blog-server-capture`]);
+    // The gateway's config names every site and the proxy's site table every synthetic name, so those two are
+    // recreated (the proxy keeps its CA in its volume); the other sites' containers and the browser are untouched.
+    const changed = Object.keys(before).filter((name) => after[name] !== before[name]).sort();
+    expect(changed).toEqual([`${STACK}-desktop-proxy`, `${STACK}-gateway`]);
+    expect(deployed.outputs.gatewayUrl).toBe(gatewayUrl);
+    await until("the new site through the gateway", () => routes(gatewayUrl, "/website/blog/"), 20_000);
+  });
+
+  it("brings back a container removed by hand: refresh sees it gone, up recreates it", async () => {
+    await api.request("DELETE", `/containers/${STACK}-shop-frontend?force=1`);
+    const opened = await openStack(STACK);
+    const refreshed = await opened.stack.refresh({});
+    expect(refreshed.summary.resourceChanges).toMatchObject({ delete: 1 });
+    const summary = await upSummary();
+    expect(summary).toMatchObject({ create: 1 });
+    expect((await api.request("GET", `/containers/${STACK}-shop-frontend/json`)).State.Running).toBe(true);
+    await until("the shop's pages again", () => routes(gatewayUrl, "/website/shop/"), 20_000);
+  });
+
+  it("stops pulumi up on bad config or a refused plan with the lines multienv check prints, and no stack trace", async () => {
+    const bad = e2eStack("e2e-bad");
+    const file = stackFileOf(bad);
+    fs.writeFileSync(
+      file,
+      [
+        "config:",
+        "  multienv:websites:",
+        "    shop:",
+        "      domains: [shop.test]",
+        "      allowHosts: [cdn.example.com]",
+        "      server: { image: multienv/sample-shop-server }",
+        "      frontend: { image: multienv/sample-shop-frontend }",
+        "    github:",
+        "      live: true",
+        "      domains: [github.com]",
+        "      server: { image: multienv/sample-live-server }",
+        "      frontend: { image: multienv/sample-shop-frontend }",
+        "",
+      ].join("\n"),
+    );
+    try {
+      const check = await multienvCheck(file);
+      expect(check.code).toBe(1);
+      const problems = check.stderr.split("\n").filter((l) => l.startsWith("multienv:"));
+      expect(problems.length).toBeGreaterThanOrEqual(2);
+      await pulumi(["stack", "init", bad]);
+      const up = await pulumi(["up", "--yes", "--skip-preview", "--stack", bad]);
+      expect(up.code).not.toBe(0);
+      const text = up.stdout + up.stderr;
+      for (const line of problems) expect(text).toContain(line);
+      expect(text).not.toMatch(/^\s+at .+\(.*:\d+:\d+\)$/m);
+      expect(text).not.toMatch(/Error: .*\n\s+at /);
+    } finally {
+      await pulumi(["stack", "rm", "--yes", "--force", "--stack", bad]);
+      fs.rmSync(file, { force: true });
+    }
+  });
+
+  it("goes through the plain CLI: pulumi up, then pulumi destroy, which stores every capture before anything goes", async () => {
+    const up = await pulumi(["up", "--yes", "--skip-preview", "--stack", STACK]);
+    expect(up.code, up.stderr).toBe(0);
+    const destroy = await pulumi(["destroy", "--yes", "--skip-preview", "--stack", STACK]);
+    expect(destroy.code, destroy.stderr).toBe(0);
+    expect(await containerIds()).toEqual({});
+    const stored = fs.readdirSync(path.join(ARTIFACTS, "traffic"));
+    for (const c of ["shop-server", "shop-frontend", "github-server", "blog-server", "blog-frontend"]) expect(stored).toContain(`${c}.pcap0`);
+    const record = JSON.parse(fs.readFileSync(path.join(ARTIFACTS, "run.json"), "utf8"));
+    expect(record.captures.length).toBeGreaterThanOrEqual(5);
+    for (const capture of record.captures) expect(capture.sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(fs.readdirSync(path.join(ARTIFACTS, "proxy-logs"))).toContain("desktop.jsonl");
+  });
+});
