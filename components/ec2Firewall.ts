@@ -1,7 +1,8 @@
 // ec2 target: the security groups of the env's VMs, each an allowlist (src/plan/layout.ts `ec2SecurityRules`).
 // The groups come first and the rules after, as their own resources, because the env VM's rules name the
 // computer VMs' groups and theirs name the env's. AWS's default allow-all egress is removed on creation.
-import * as aws from "@pulumi/aws";
+import type * as awsTypes from "@pulumi/aws";
+import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { Plan } from "../src/plan";
 import type { HostSecurity, SecurityRule } from "../src/plan/layout";
@@ -16,7 +17,7 @@ export interface Ec2FirewallArgs {
 export type HostKey = string;
 
 export class Ec2Firewall extends pulumi.ComponentResource {
-  private readonly groups = new Map<HostKey, aws.ec2.SecurityGroup>();
+  private readonly groups = new Map<HostKey, awsTypes.ec2.SecurityGroup>();
   /** Every rule resource: a VM's readiness check waits for them (SSH must be open). */
   readonly rules: pulumi.Resource[] = [];
 
@@ -28,7 +29,7 @@ export class Ec2Firewall extends pulumi.ComponentResource {
     const security = ec2SecurityRules(plan);
     // The groups must live in the VPC of the VMs' subnet: the given VPC, else the subnet's, else the default VPC.
     const vpcId: pulumi.Input<string> | undefined =
-      plan.ec2.vpcId ?? (plan.ec2.subnetId !== undefined ? aws.ec2.getSubnetOutput({ id: plan.ec2.subnetId }, { parent: this }).vpcId : undefined);
+      plan.ec2.vpcId ?? (plan.ec2.subnetId !== undefined ? aws().ec2.getSubnetOutput({ id: plan.ec2.subnetId }, { parent: this }).vpcId : undefined);
     const hosts: [HostKey, string, HostSecurity][] = [
       ["env", `${plan.stack}-env`, security.env],
       ...plan.computers.map((c) => [computerPeer(c.name), `${plan.stack}-${c.name}`, security.computers[c.name]] as [HostKey, string, HostSecurity]),
@@ -36,7 +37,7 @@ export class Ec2Firewall extends pulumi.ComponentResource {
     for (const [key, groupName] of hosts) {
       this.groups.set(
         key,
-        new aws.ec2.SecurityGroup(
+        new (aws().ec2.SecurityGroup)(
           `${groupName}-sg`,
           {
             description: `multienv ${plan.stack}: ${key === "env" ? "the env VM (gateway, sites)" : `the VM of ${key}`}; an allowlist`,
@@ -63,7 +64,7 @@ export class Ec2Firewall extends pulumi.ComponentResource {
   }
 
   private addRules(plan: Plan, name: string, key: HostKey, rule: SecurityRule, direction: "ingress" | "egress"): void {
-    const sources: { suffix: string; peer: Partial<aws.vpc.SecurityGroupIngressRuleArgs> }[] = [];
+    const sources: { suffix: string; peer: Partial<awsTypes.vpc.SecurityGroupIngressRuleArgs> }[] = [];
     if (rule.peer !== undefined) sources.push({ suffix: "", peer: { referencedSecurityGroupId: this.groupId(rule.peer) } });
     (rule.cidrBlocks ?? []).forEach((cidr, i) => sources.push({ suffix: `-v4-${i}`, peer: { cidrIpv4: cidr } }));
     (rule.ipv6CidrBlocks ?? []).forEach((cidr, i) => sources.push({ suffix: `-v6-${i}`, peer: { cidrIpv6: cidr } }));
@@ -79,8 +80,8 @@ export class Ec2Firewall extends pulumi.ComponentResource {
       };
       this.rules.push(
         direction === "ingress"
-          ? new aws.vpc.SecurityGroupIngressRule(`${name}${suffix}`, args, { parent: this })
-          : new aws.vpc.SecurityGroupEgressRule(`${name}${suffix}`, args, { parent: this }),
+          ? new (aws().vpc.SecurityGroupIngressRule)(`${name}${suffix}`, args, { parent: this })
+          : new (aws().vpc.SecurityGroupEgressRule)(`${name}${suffix}`, args, { parent: this }),
       );
     }
   }

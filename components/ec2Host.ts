@@ -1,7 +1,8 @@
 // ec2 target: one VM with Docker, whose engine is reached over SSH (docker-api.ts) once a readiness command has
 // seen Docker answer. IMDSv2 is required (no token-less metadata for a container to steal credentials through) and
 // the root volume is encrypted. The VM's security group comes from Ec2Firewall.
-import * as aws from "@pulumi/aws";
+import type * as awsTypes from "@pulumi/aws";
+import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
 import { EC2_SSH_OPTIONS, remoteReadinessCommand } from "../src/plan/layout";
 import type { EngineTarget } from "../src/providers/docker-api";
@@ -30,7 +31,7 @@ export interface Ec2HostArgs {
 }
 
 export class Ec2Host extends pulumi.ComponentResource {
-  readonly instance: aws.ec2.Instance;
+  readonly instance: awsTypes.ec2.Instance;
   /** This VM's engine, over SSH; it answers once `ready` is done. */
   readonly target: pulumi.Output<EngineTarget>;
   readonly publicIp: pulumi.Output<string>;
@@ -45,8 +46,8 @@ export class Ec2Host extends pulumi.ComponentResource {
     if (!OPENSSH_PUBLIC_KEY.test(args.sshPublicKey)) {
       throw new Error(`Ec2Host ${name}: sshPublicKey is not an OpenSSH public key (ssh-ed25519 AAAA..., ssh-rsa AAAA...)`);
     }
-    const keyPair = new aws.ec2.KeyPair(`${name}-key`, { publicKey: args.sshPublicKey, tags: args.tags(`${name}-key`) }, { parent: this });
-    this.instance = new aws.ec2.Instance(
+    const keyPair = new (aws().ec2.KeyPair)(`${name}-key`, { publicKey: args.sshPublicKey, tags: args.tags(`${name}-key`) }, { parent: this });
+    this.instance = new (aws().ec2.Instance)(
       `${name}-vm`,
       {
         ami: args.ami,

@@ -7,5 +7,7 @@ export { CaptureSidecar } from "./captureSidecar";
 export { Computer } from "./computer";
 export { DockerEngine } from "./dockerEngine";
 export { Ec2Host } from "./ec2Host";
+export { DockerTarget } from "./dockerTarget";
+export type { EnvTarget, EnvTargetArgs } from "./envTarget";
 export { Ec2Firewall } from "./ec2Firewall";
 export { ControlToken } from "./controlToken";

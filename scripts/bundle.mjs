@@ -1,5 +1,6 @@
 // Bundles each service into one file under dist/bundle/, so an image needs only node and
 // that file (no npm install during `docker build`, which must work offline).
+// A bundle newer than every file it was built from is left as it is.
 // Usage: node scripts/bundle.mjs [name...]   (default: every bundle whose entry exists)
 import { build } from "esbuild";
 import fs from "node:fs";
@@ -18,6 +19,20 @@ export const BUNDLES = {
   "sample-live-server": "examples/sites/live-server/server.ts",
 };
 
+/**
+ * A bundle is fresh when it is newer than every file it was built from (the inputs esbuild reported, kept
+ * beside it), so a deploy that changed nothing spends no time bundling.
+ */
+function isFresh(outfile, inputsFile) {
+  try {
+    const built = fs.statSync(outfile).mtimeMs;
+    const inputs = JSON.parse(fs.readFileSync(inputsFile, "utf8"));
+    return inputs.every((input) => fs.statSync(path.join(root, input)).mtimeMs <= built);
+  } catch {
+    return false;
+  }
+}
+
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(BUNDLES);
 let failed = false;
@@ -31,21 +46,26 @@ for (const name of names) {
     console.error(`bundle: skipping ${name}: ${entry} does not exist yet`);
     continue;
   }
+  const outfile = path.join(root, "dist/bundle", `${name}.js`);
+  const inputsFile = path.join(root, "dist/bundle", `${name}.inputs.json`);
+  if (isFresh(outfile, inputsFile)) continue;
   try {
-    await build({
+    const result = await build({
       entryPoints: [path.join(root, entry)],
-      outfile: path.join(root, "dist/bundle", `${name}.js`),
+      outfile,
       bundle: true,
       platform: "node",
       target: "node20",
       format: "cjs",
       logLevel: "warning",
       legalComments: "none",
+      metafile: true,
     });
+    fs.writeFileSync(inputsFile, JSON.stringify(Object.keys(result.metafile.inputs)));
   } catch (e) {
     failed = true;
     // A stale bundle must not be built into an image as if it were current.
-    fs.rmSync(path.join(root, "dist/bundle", `${name}.js`), { force: true });
+    fs.rmSync(outfile, { force: true });
     console.error(`bundle: ${name} (${entry}) failed: ${e.message.split("\n")[0]}`);
   }
 }

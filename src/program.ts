@@ -5,7 +5,7 @@
 import { execFileSync } from "node:child_process";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { MultiEnv, type MultiEnvOutputs } from "../components";
+import { MultiEnv, type MultiEnvOutputs } from "../components/multiEnv";
 import { ConfigError, loadStackConfig } from "./config";
 import { formatProblem, plan, type Plan } from "./plan";
 import { DEFAULT_BASE_IMAGE, PROJECT_IMAGES, projectImagesNeeded } from "./plan/layout";

@@ -1,0 +1,41 @@
+// The docker target: one engine, the runner's own (DOCKER_HOST or the local socket), holding every network,
+// volume and container of the env.
+import * as pulumi from "@pulumi/pulumi";
+import { envEngineNetworks, projectImagesNeeded } from "../src/plan/layout";
+import { LABELS } from "../policies/contract";
+import { DockerEngine } from "./dockerEngine";
+import type { EnvTarget, EnvTargetArgs } from "./envTarget";
+
+/** A multi env on the local Docker engine. */
+export class DockerTarget extends pulumi.ComponentResource implements EnvTarget {
+  readonly env: DockerEngine;
+  readonly gatewayPrivateAddress = undefined;
+  readonly gatewayPublicAddress = undefined;
+
+  constructor(name: string, args: EnvTargetArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("multienv:docker:DockerTarget", name, {}, opts);
+    const { plan } = args;
+    this.env = new DockerEngine(
+      `${plan.stack}-engine`,
+      {
+        target: args.runnerEngine,
+        networks: envEngineNetworks(plan),
+        volumes: [...(plan.capture.enabled ? [plan.capture.volumeName] : []), ...plan.computers.map((c) => c.caVolumeName)],
+        projectImages: projectImagesNeeded(true, plan.computers),
+        buildContext: args.buildContext,
+        baseImage: args.baseImage,
+        labels: { [LABELS.stack]: plan.stack },
+      },
+      { parent: this },
+    );
+    this.registerOutputs({});
+  }
+
+  computer(): DockerEngine {
+    return this.env;
+  }
+
+  computerAddress(): undefined {
+    return undefined;
+  }
+}

@@ -1,0 +1,39 @@
+// What MultiEnv needs from a target, whichever it is: the engine of the gateway and the sites, each computer's
+// engine, and the addresses that connect them when they are on different machines. DockerTarget (the local
+// engine) and Ec2Target (VMs) are the two; `envTargetFor` picks one from the plan. The ec2 one loads the AWS SDK
+// only when it is used (components/aws.ts), so a docker deploy never does.
+import type * as pulumi from "@pulumi/pulumi";
+import type { Plan, PlannedComputer } from "../src/plan";
+import type { EngineTarget } from "../src/providers/docker-api";
+import type { DockerEngine } from "./dockerEngine";
+import { DockerTarget } from "./dockerTarget";
+import { Ec2Target } from "./ec2Target";
+
+export interface EnvTarget {
+  /** The engine of the gateway and the sites. */
+  readonly env: DockerEngine;
+  /** The engine a computer runs on. */
+  computer(computer: PlannedComputer): DockerEngine;
+  /** ec2: the private address of a computer's VM, where its proxy's relay and control ports are published. */
+  computerAddress(computer: PlannedComputer): pulumi.Input<string | undefined>;
+  /** ec2: the env VM's private address, where computer VMs reach the gateway. */
+  readonly gatewayPrivateAddress: pulumi.Input<string> | undefined;
+  /** ec2: the env VM's public address, where the runner reaches the gateway. */
+  readonly gatewayPublicAddress: pulumi.Input<string> | undefined;
+}
+
+export interface EnvTargetArgs {
+  /** What to deploy: the target reads its networks, volumes, computers and (ec2) VM settings. */
+  plan: Plan;
+  /** Build context of the project's images: the repository root, relative to the project directory. */
+  buildContext: string;
+  /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */
+  baseImage: string;
+  /** The runner's own engine: unset host for DOCKER_HOST or the local socket. */
+  runnerEngine: EngineTarget;
+}
+
+/** The target component for the plan's target, a child of `parent`. */
+export function envTargetFor(args: EnvTargetArgs, opts: pulumi.ComponentResourceOptions): EnvTarget {
+  return args.plan.target === "ec2" ? new Ec2Target(`${args.plan.stack}-ec2`, args, opts) : new DockerTarget(`${args.plan.stack}-docker`, args, opts);
+}
