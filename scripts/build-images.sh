@@ -4,7 +4,8 @@
 #                               (rootfs tarball cached in .cache/; skipped when the image exists)
 #   2. multienv/node-base       the base plus this machine's node binary (Node 20; Debian's is 18)
 #   3. dist/bundle/*.js         each service bundled with esbuild (scripts/bundle.mjs): no npm in images
-#   4. the project's images, each `docker build --build-arg BASE_IMAGE=multienv/node-base`:
+#   4. the project's images, each `docker build --build-arg BASE_IMAGE=multienv/node-base` (or
+#      MULTIENV_BASE_IMAGE, which replaces steps 1 and 2: a registry's Node 20 base such as node:20-bookworm-slim):
 #      multienv/gateway, multienv/site-proxy, multienv/browser,
 #      multienv/sample-shop-server, multienv/sample-shop-frontend, multienv/sample-live-server
 # Each image is labelled `multienv.base-image` (its BASE_IMAGE; the e2e deploy checks the program
@@ -40,30 +41,6 @@ if ! docker image inspect "$BASE" >/dev/null 2>&1 && [ -s "$IMAGES_TAR" ]; then
 fi
 BUILT_ANY=0
 
-# --- 1. base ----------------------------------------------------------------------------------
-ROOTFS_TAR=$CACHE/debian-bookworm-minbase.tar.zst
-if ! docker image inspect "$BASE" >/dev/null 2>&1; then
-  if [ ! -s "$ROOTFS_TAR" ]; then
-    log "debootstrap --variant=minbase bookworm from $MIRROR"
-    rm -rf "$CACHE/rootfs"
-    debootstrap --variant=minbase bookworm "$CACHE/rootfs" "$MIRROR" > "$CACHE/debootstrap.log" 2>&1 \
-      || { tail -20 "$CACHE/debootstrap.log" >&2; exit 1; }
-    # Downloaded .debs and package lists are not part of an image (Dockerfiles run apt-get update).
-    rm -rf "$CACHE"/rootfs/var/cache/apt/archives/*.deb "$CACHE"/rootfs/var/lib/apt/lists/*
-    tar -C "$CACHE/rootfs" -c . | zstd -q -T0 -3 -o "$ROOTFS_TAR.tmp" && mv "$ROOTFS_TAR.tmp" "$ROOTFS_TAR"
-    rm -rf "$CACHE/rootfs"
-  fi
-  log "docker import $ROOTFS_TAR as $BASE"
-  zstd -dc "$ROOTFS_TAR" | docker import -c 'CMD ["/bin/bash"]' -c 'ENV LANG=C.UTF-8' - "$BASE" >/dev/null
-  BUILT_ANY=1
-fi
-
-# Probe once whether a container reaches the mirror through the bridge; else build on the host's network.
-if ! docker run --rm "${BUILD_NET[@]}" "$BASE" bash -c "exec 3<>/dev/tcp/$MIRROR_HOST/80" >/dev/null 2>&1; then
-  log "containers cannot reach $MIRROR_HOST through the bridge; building with --network host"
-  BUILD_NET+=(--network host)
-fi
-
 # --- content-hash reuse -------------------------------------------------------------------------
 # build_image TAG DOCKERFILE BASE_IMAGE CONTEXT INPUT_FILE...
 build_image() {
@@ -79,12 +56,42 @@ build_image() {
     -f "$dockerfile" -t "$tag" "$context" 2>&1 >/dev/null | { grep -vE "DEPRECATED|legacy builder|buildx|^\s*$" >&2 || true; }
 }
 
-# --- 2. node base -------------------------------------------------------------------------------
-NODE_CTX=$CACHE/node-base
-mkdir -p "$NODE_CTX"
-NODE_BIN=$(command -v node)
-cmp -s "$NODE_BIN" "$NODE_CTX/node" || cp "$NODE_BIN" "$NODE_CTX/node"
-build_image multienv/node-base scripts/node-base.Dockerfile "$BASE" "$NODE_CTX" "$NODE_CTX/node"
+# --- 1. base (skipped with MULTIENV_BASE_IMAGE: a registry's Node 20 base, e.g. node:20-bookworm-slim) -----
+if [ -n "${MULTIENV_BASE_IMAGE:-}" ]; then
+  NODE_BASE=$MULTIENV_BASE_IMAGE
+  docker image inspect "$NODE_BASE" >/dev/null 2>&1 || { log "docker pull $NODE_BASE"; docker pull -q "$NODE_BASE" >/dev/null; }
+else
+  NODE_BASE=multienv/node-base
+  ROOTFS_TAR=$CACHE/debian-bookworm-minbase.tar.zst
+  if ! docker image inspect "$BASE" >/dev/null 2>&1; then
+    if [ ! -s "$ROOTFS_TAR" ]; then
+      log "debootstrap --variant=minbase bookworm from $MIRROR"
+      rm -rf "$CACHE/rootfs"
+      debootstrap --variant=minbase bookworm "$CACHE/rootfs" "$MIRROR" > "$CACHE/debootstrap.log" 2>&1 \
+        || { tail -20 "$CACHE/debootstrap.log" >&2; exit 1; }
+      # Downloaded .debs and package lists are not part of an image (Dockerfiles run apt-get update).
+      rm -rf "$CACHE"/rootfs/var/cache/apt/archives/*.deb "$CACHE"/rootfs/var/lib/apt/lists/*
+      tar -C "$CACHE/rootfs" -c . | zstd -q -T0 -3 -o "$ROOTFS_TAR.tmp" && mv "$ROOTFS_TAR.tmp" "$ROOTFS_TAR"
+      rm -rf "$CACHE/rootfs"
+    fi
+    log "docker import $ROOTFS_TAR as $BASE"
+    zstd -dc "$ROOTFS_TAR" | docker import -c 'CMD ["/bin/bash"]' -c 'ENV LANG=C.UTF-8' - "$BASE" >/dev/null
+    BUILT_ANY=1
+  fi
+
+  # Probe once whether a container reaches the mirror through the bridge; else build on the host's network.
+  if ! docker run --rm "${BUILD_NET[@]}" "$BASE" bash -c "exec 3<>/dev/tcp/$MIRROR_HOST/80" >/dev/null 2>&1; then
+    log "containers cannot reach $MIRROR_HOST through the bridge; building with --network host"
+    BUILD_NET+=(--network host)
+  fi
+
+  # --- 2. node base -------------------------------------------------------------------------------
+  NODE_CTX=$CACHE/node-base
+  mkdir -p "$NODE_CTX"
+  NODE_BIN=$(command -v node)
+  cmp -s "$NODE_BIN" "$NODE_CTX/node" || cp "$NODE_BIN" "$NODE_CTX/node"
+  build_image multienv/node-base scripts/node-base.Dockerfile "$BASE" "$NODE_CTX" "$NODE_CTX/node"
+fi
 
 # --- 3. bundles ---------------------------------------------------------------------------------
 node scripts/bundle.mjs || log "some bundles failed (above); the images that need them are skipped"
@@ -110,7 +117,7 @@ for entry in "${IMAGES[@]}"; do
     if [ -f "dist/bundle/$b.js" ]; then inputs+=("dist/bundle/$b.js"); else missing+=" $b"; fi
   done
   if [ -n "$missing" ]; then log "SKIPPED multienv/$name: missing bundle(s):$missing"; status=1; continue; fi
-  build_image "multienv/$name" "$dockerfile" multienv/node-base . "${inputs[@]}" || { log "FAILED multienv/$name"; status=1; }
+  build_image "multienv/$name" "$dockerfile" "$NODE_BASE" . "${inputs[@]}" || { log "FAILED multienv/$name"; status=1; }
 done
 
 # --- 5. save the set for a new engine (opt in: MULTIENV_SAVE_IMAGES=1; one archive, shared layers once) ---

@@ -275,7 +275,7 @@ export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Re
   const computerPorts = [CDP_PORT, SITE_PROXY_CONTROL_PORT];
   const env: HostSecurity = {
     ingress: [
-      fromRunner(SSH_PORT, "SSH (docker provider)"),
+      fromRunner(SSH_PORT, "SSH (Docker engine)"),
       fromRunner(gatewayPort, "gateway"),
       ...plan.computers.map((c) => ({
         description: `gateway from computer ${c.name}'s site proxy`,
@@ -302,7 +302,7 @@ export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Re
   for (const c of plan.computers) {
     computers[c.name] = {
       ingress: [
-        fromRunner(SSH_PORT, "SSH (docker provider)"),
+        fromRunner(SSH_PORT, "SSH (Docker engine)"),
         ...computerPorts.map((port) => ({
           description: "site proxy relay/control from the gateway",
           protocol: "tcp" as const,
@@ -360,7 +360,7 @@ export function shellQuote(text: string): string {
 /**
  * Copies an image from the runner's engine to a VM (`user@host`) with `docker save | ssh docker load`,
  * skipping the copy when the VM already has that image id. Runs on the runner with its docker CLI and
- * ssh-agent, as the docker provider's SSH connection does.
+ * ssh-agent, as the deploy's own SSH connections to the engine do.
  */
 export function shipImageCommand(image: string, sshTarget: string): string {
   const quote = shellQuote;
@@ -376,7 +376,7 @@ export function shipImageCommand(image: string, sshTarget: string): string {
 
 /**
  * The readiness command run over SSH: waits until user data finished and Docker answers. `sudo`: this session
- * may have started before user data added the SSH user to the docker group (the docker provider's own SSH
+ * may have started before user data added the SSH user to the docker group (the deploy's own SSH
  * sessions start later and have the group).
  */
 export const EC2_READINESS_COMMAND =

@@ -31,7 +31,7 @@ export type { RunRecord, CaptureRecord } from "./run-record";
 export type { CollectResult } from "./collect";
 export type { StackSeam, DownResult } from "./down";
 // The same operations on a gateway you already hold (a URL and the token), for runners that deploy without
-// the Automation API (e.g. the e2e tier's engine deploy): they need no stack at all.
+// the Automation API: they need no stack at all.
 export { collectRun } from "./collect";
 export { collectThenDestroy } from "./down";
 export { signIn as signInComputer, signOut as signOutComputer, closeBrowser } from "./sign-in";
