@@ -3,7 +3,7 @@ import type http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
 import { bearer, carriesControlToken, computerControlToken, parseBearer, tokenProblem, tokensEqual, withoutControlToken, WWW_AUTHENTICATE_CHALLENGE } from "../../src/protocol/auth";
-import { echoHandler, headerValues, request, startGateway, startUpstream, TOKEN, type Echo, type GatewayProcess, type Upstream } from "./helpers";
+import { echoHandler, headerValues, rawExchange, request, startGateway, startUpstream, TOKEN, type Echo, type GatewayProcess, type Upstream } from "./helpers";
 
 describe("control token comparison", () => {
   it("accepts only the exact token, whatever the lengths, without throwing", () => {
@@ -102,6 +102,17 @@ describe("gateway and the control token", () => {
   it("removes Authorization from a proxied request when it carries the control token", async () => {
     expect(await seenBy(["Authorization", `Bearer ${TOKEN}`])).toEqual([]);
     expect(await seenBy(["Authorization", `bearer ${TOKEN}`])).toEqual([]);
+  });
+
+  it("removes the control token in every form a client may write it, repeated headers and lists included", async () => {
+    for (const value of CARRYING) expect(await seenBy(["Authorization", value]), value).toEqual([]);
+    expect(await seenBy(["Authorization", `Bearer ${TOKEN}`, "Authorization", `bearer\t"${TOKEN}"`])).toEqual([]);
+    expect(await seenBy(["Authorization", `Bearer site-own, Bearer ${TOKEN}`, "Authorization", basic(`x:${TOKEN}`)])).toEqual(["Bearer site-own"]);
+    // Bytes no client library would send: tabs around the value, a bare list.
+    const raw = await rawExchange(gateway.port, `GET /svc/shop/whoami HTTP/1.1\r\nHost: gw\r\nAuthorization:\t Bearer \t${TOKEN}\t\r\nAuthorization: ,Bearer ${TOKEN},\r\nConnection: close\r\n\r\n`);
+    const text = raw.toString("latin1");
+    expect(text).not.toContain(TOKEN);
+    expect(headerValues((JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)) as Echo).rawHeaders, "authorization")).toEqual([]);
   });
 
   it("passes a site's own bearer token, and any other Authorization, through unchanged", async () => {
