@@ -1,10 +1,12 @@
-// The gateway's HTTP server: routes each request (see routes.ts) to a site, a computer, or one
-// of the gateway's own operations. Every request the gateway answers itself with an error
-// leaves a `request-refused` line.
+// The gateway's HTTP servers: the published listener routes each request (see routes.ts) to a
+// site, a computer, or one of the gateway's own operations; the browse listener (the computers'
+// site proxies) reaches synthetic sites' /website/<site>/ and nothing else. Every request the
+// gateway answers itself with an error leaves a `request-refused` line.
 import http, { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { carriesControlToken, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
+import type { Binding, Listener } from "./bind";
 import { serveCapture, serveListing } from "./captures";
 import { gatewayCard } from "./card";
 import { Computers } from "./computers";
@@ -17,13 +19,13 @@ import { replyJson, replyJsonOnSocket } from "./reply";
 import { route, type Route } from "./routes";
 
 export interface RunningGateway {
-  server: http.Server;
+  servers: http.Server[];
+  /** The published listener's (first) bound port. */
   port: number;
+  /** Every socket listened on, with its bound port. */
+  bound: Binding[];
   close(): Promise<void>;
 }
-
-/** Which listener a request came in on, as log lines name it. */
-type Listener = "published";
 
 type SiteRoute = Extract<Route, { kind: "site" }>;
 
@@ -32,6 +34,7 @@ export type Refuse = (status: number, body: Record<string, unknown>, reason?: st
 
 const UNAUTHORIZED = { error: "control token required", detail: "send Authorization: Bearer <control token>" };
 const CHALLENGE = { "WWW-Authenticate": WWW_AUTHENTICATE_CHALLENGE };
+const BROWSE_ONLY = "the browse listener serves /website/<site>/ only";
 /** A logged request-target is cut here: enough to tell what was tried, bounded in size. */
 const LOGGED_TARGET_CHARS = 512;
 
@@ -71,7 +74,7 @@ export class Gateway {
     this.log = options.log ?? logJsonLine;
     this.forwarder = new Forwarder({ controlToken, connectTimeoutMs: config.connectTimeoutMs, idleTimeoutMs: config.idleTimeoutMs, log: this.log, dispatcherFor: options.dispatcherFor });
     this.health = new HealthCheck(config, this.ownAgent);
-    this.computers = new Computers(config.computers, this.forwarder, this.ownAgent);
+    this.computers = new Computers(config.computers, controlToken, this.forwarder, this.ownAgent);
   }
 
   private authorized(req: IncomingMessage): boolean {
@@ -128,6 +131,9 @@ export class Gateway {
       return refuse(refused.status, { error: refused.error, detail: refused.reason }, refused.reason, { Connection: "close" });
     }
     const target = route(req.url ?? "");
+    if (listener === "browse" && !(target.kind === "site" && target.via === "website")) {
+      return refuse(404, { error: "not found" }, BROWSE_ONLY);
+    }
     switch (target.kind) {
       case "site": {
         const upstream = this.siteUpstream(target);
@@ -156,7 +162,7 @@ export class Gateway {
       }
       case "computer":
         if (!this.authorized(req)) return refuse(401, UNAUTHORIZED, undefined, CHALLENGE);
-        return this.computers.handle(req, res, target.computer, target.op, target.rest);
+        return this.computers.handle(req, res, target.computer, target.op, target.rest, refuse);
     }
   }
 
@@ -169,6 +175,9 @@ export class Gateway {
       const refused = requestRefusal(req, true);
       if (refused) return refuse(refused.status, { error: refused.error, detail: refused.reason }, refused.reason);
       const target = route(req.url ?? "");
+      if (listener === "browse" && !(target.kind === "site" && target.via === "website")) {
+        return refuse(404, { error: "not found" }, BROWSE_ONLY);
+      }
       switch (target.kind) {
         case "site": {
           const upstream = this.siteUpstream(target);
@@ -177,7 +186,7 @@ export class Gateway {
         }
         case "computer":
           if (!this.authorized(req)) return refuse(401, UNAUTHORIZED, undefined, CHALLENGE);
-          return this.computers.upgrade(req, socket, head, target.computer, target.op, target.rest);
+          return this.computers.upgrade(req, socket, head, target.computer, target.op, target.rest, refuse);
         case "bad":
           return refuse(400, { error: target.error });
         default:
@@ -186,16 +195,17 @@ export class Gateway {
     };
   }
 
-  /** What node's parser refused (bad framing, a head too large): a bare answer, and a log line. */
+  /** What node's parser refused (bad framing, a head too slow or too large): a bare answer, and a log line. */
   onClientError(listener: Listener): (error: Error & { code?: string; reason?: string; rawPacket?: Buffer }, socket: Duplex) => void {
     return (error, socket) => {
       const code = error.code ?? "";
-      if (!code.startsWith("HPE_")) {
+      const timedOut = code === "ERR_HTTP_REQUEST_TIMEOUT";
+      if (!timedOut && !code.startsWith("HPE_")) {
         socket.destroy(); // the client's connection failed (a reset, say): nothing to answer
         return;
       }
-      const status = code === "HPE_HEADER_OVERFLOW" ? 431 : 400;
-      const reason = `${code}: ${error.reason ?? error.message}`;
+      const status = timedOut ? 408 : code === "HPE_HEADER_OVERFLOW" ? 431 : 400;
+      const reason = timedOut ? `request head not received within ${this.config.headersTimeoutMs} ms` : `${code}: ${error.reason ?? error.message}`;
       this.log("request-refused", { listener, status, ...requestLine(error.rawPacket), reason, remote: (socket as Socket).remoteAddress });
       // An answer already under way on this connection cannot be followed by another: just close it.
       const inFlight = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
@@ -218,37 +228,58 @@ function notAllowed(refuse: Refuse): void {
   refuse(405, { error: "method not allowed" }, undefined, { Allow: "GET, HEAD" });
 }
 
-/** Starts serving `config` in this process; resolves once listening. */
-export function start(config: GatewayConfig, controlToken: string, options: GatewayOptions = {}): Promise<RunningGateway> {
+export interface StartOptions extends GatewayOptions {
+  /** Sockets to listen on, names already resolved (bind.ts); by default `listen.host` as given, and no browse listener. */
+  bindings?: Binding[];
+}
+
+/** Starts serving `config` in this process; resolves once every listener is listening. */
+export async function start(config: GatewayConfig, controlToken: string, options: StartOptions = {}): Promise<RunningGateway> {
   const gateway = new Gateway(config, controlToken, options);
-  const listener: Listener = "published";
-  // No flat ceiling on a request (a long upload that keeps moving is fine); stalls are the idle timeout's job.
-  const server = http.createServer(
-    {
-      requestTimeout: 0,
-      // Refused in requestRefusal (framing.ts), so the refusal is logged like every other.
-      requireHostHeader: false,
-      keepAliveTimeout: 65_000,
-      highWaterMark: STREAM_BUFFER_BYTES,
-    },
-    gateway.onRequest(listener),
-  );
-  server.on("upgrade", gateway.onUpgrade(listener));
-  server.on("clientError", gateway.onClientError(listener));
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.listen.port, config.listen.host, () => {
-      server.off("error", reject);
-      resolve({
-        server,
-        port: (server.address() as AddressInfo).port,
-        close: () =>
+  const bindings = options.bindings ?? [{ listener: "published", host: config.listen.host, address: config.listen.host, port: config.listen.port }];
+  const servers: http.Server[] = [];
+  const close = () =>
+    Promise.all(
+      servers.map(
+        (server) =>
           new Promise<void>((done) => {
             server.close(() => done());
             server.closeAllConnections();
-            gateway.close();
           }),
+      ),
+    ).then(() => gateway.close());
+  const bound: Binding[] = [];
+  try {
+    for (const binding of bindings) {
+      const server = http.createServer(
+        {
+          // No flat ceiling on a request (a long upload that keeps moving is fine); stalls are the
+          // idle timeout's job. The head alone is bounded, so a slow client cannot hold a connection.
+          requestTimeout: 0,
+          // Refused in requestRefusal (framing.ts), so the refusal is logged like every other.
+          requireHostHeader: false,
+          headersTimeout: config.headersTimeoutMs,
+          connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(config.headersTimeoutMs / 4))),
+          keepAliveTimeout: 65_000,
+          highWaterMark: STREAM_BUFFER_BYTES,
+        },
+        gateway.onRequest(binding.listener),
+      );
+      server.on("upgrade", gateway.onUpgrade(binding.listener));
+      server.on("clientError", gateway.onClientError(binding.listener));
+      servers.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(binding.port, binding.address, () => {
+          server.off("error", reject);
+          resolve();
+        });
       });
-    });
-  });
+      bound.push({ ...binding, port: (server.address() as AddressInfo).port });
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { servers, port: bound.find((b) => b.listener === "published")?.port ?? 0, bound, close };
 }
