@@ -158,7 +158,10 @@ export class Gateway {
         if (!isRead(req)) return notAllowed(refuse);
         const dir = this.config.capturesDir;
         if (dir === undefined) return refuse(404, { error: "this gateway serves no traffic captures" });
-        return target.kind === "captures" ? serveListing(dir, res) : serveCapture(dir, target.name, res);
+        if (target.kind === "captures") return serveListing(dir, res);
+        const missing = await serveCapture(dir, target.name, res);
+        if (missing) return refuse(missing.status, { error: missing.error, name: target.name }, missing.reason);
+        return;
       }
       case "computer":
         if (!this.authorized(req)) return refuse(401, UNAUTHORIZED, undefined, CHALLENGE);
