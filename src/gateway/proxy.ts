@@ -53,16 +53,14 @@ export interface ForwarderOptions {
  */
 export const STREAM_BUFFER_BYTES = 512 * 1024;
 
-/** undici errors that mean the upstream's answer broke HTTP/1.1 (its parser refused the bytes). */
-const PROTOCOL_ERRORS = new Set(["UND_ERR_RES_CONTENT_LENGTH_MISMATCH", "UND_ERR_HEADERS_OVERFLOW", "UND_ERR_INFO"]);
-
+/** What was wrong with an answer undici refused for breaking HTTP/1.1, or undefined for any other failure. */
 function refusedByParser(error: Error): string | undefined {
   const code = (error as NodeJS.ErrnoException).code ?? "";
   if (code === "UND_ERR_RES_CONTENT_LENGTH_MISMATCH") {
     // llhttp's own reason is hidden behind this one whenever a Content-Length was seen.
     return "Content-Length that does not frame the answer (repeated, malformed, beside Transfer-Encoding, or not what was sent)";
   }
-  if (code.startsWith("HPE_") || PROTOCOL_ERRORS.has(code)) return error.message;
+  if (code.startsWith("HPE_") || code === "UND_ERR_HEADERS_OVERFLOW") return error.message;
   if (code === "UND_ERR_SOCKET" && /bad (response|upgrade)/.test(error.message)) return `${error.message} (an answer nothing asked for)`;
   if (error.name === "AssertionError") return `unparseable answer (${error.message.split("\n")[0]})`;
   return undefined;
@@ -321,7 +319,7 @@ export class Forwarder {
   dispatch(req: IncomingMessage, res: ServerResponse, upstream: Upstream, path: string, body: BodyFraming, attempt: number): void {
     const method = req.method ?? "GET";
     const headers = upstreamRequestHeaders(req, { upgrade: false, controlToken: this.options.controlToken, host: upstream.host, authorization: upstream.authorization });
-    // The body is framed again: its length as llhttp read it, or (no length given) chunked by undici.
+    // The body is framed again: its length as llhttp read it; else undici chunks it (or, when all of it is in already, sends its length).
     if (body.kind === "length") headers.push("Content-Length", String(body.length));
     const exchange = new Exchange(this, req, res, upstream, method, path, body, attempt, this.options.idleTimeoutMs);
     res.once("close", () => res.writableFinished || exchange.cancel());
