@@ -7,7 +7,19 @@ import net, { type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rawExchange, request, startGateway, type GatewayProcess } from "./helpers";
 
-/** Answers each request head with `answers[path]`; counts connections. */
+/** Writes `text` a byte at a time, each in its own packet (a head split anywhere, CR and LF apart included). */
+function trickle(socket: net.Socket, text: string): void {
+  socket.setNoDelay(true);
+  let at = 0;
+  const next = () => {
+    if (at >= text.length || socket.destroyed) return;
+    socket.write(text[at++], "latin1");
+    setTimeout(next, 1);
+  };
+  next();
+}
+
+/** Answers each request head with `answers[path]` (`<close>` at the end: then closes; `<trickle>` first: byte by byte); counts connections. */
 function startRawUpstream(answers: Record<string, string>): Promise<{ port: number; connections: () => number; served: Array<{ connection: number; path: string }>; close(): void }> {
   let connections = 0;
   const served: Array<{ connection: number; path: string }> = [];
@@ -23,6 +35,7 @@ function startRawUpstream(answers: Record<string, string>): Promise<{ port: numb
         buffered = buffered.slice(end + 4);
         const answer = answers[path] ?? "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
         if (answer.endsWith("<close>")) socket.end(answer.slice(0, -"<close>".length), "latin1");
+        else if (answer.startsWith("<trickle>")) trickle(socket, answer.slice("<trickle>".length));
         else socket.write(answer, "latin1");
       }
     });
@@ -61,6 +74,7 @@ const REFUSED: Record<string, string> = {
   "/obs-fold-tab": "HTTP/1.1 200 OK\r\nX-Folded: first\r\n\tsecond\r\nContent-Length: 2\r\n\r\nok",
   "/http10-te": "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
   "/hints-then-bare-lf": "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\nContent-Length: 2\r\n\r\nok",
+  "/trickled-bare-lf": "<trickle>HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 2\r\n\nok",
   "/bad-chunk-size": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nok\r\n0\r\n\r\n",
 };
 
@@ -79,6 +93,7 @@ describe("gateway upstream framing", () => {
         "0\r\nX-Sum: 42\r\n\r\n",
       "/until-close": "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it, until the connection closes<close>",
       "/early-hints": "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n" + OK,
+      "/trickled": "<trickle>HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 2\r\n\r\nok",
       "/too-long": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA",
       "/no-content": "HTTP/1.1 204 No Content\r\n\r\n",
       "/not-modified": "HTTP/1.1 304 Not Modified\r\nETag: \"1\"\r\n\r\n",
@@ -114,6 +129,14 @@ describe("gateway upstream framing", () => {
     const { answer, reused } = await thenOk("/until-close");
     expect(answer.body).toBe("all of it, until the connection closes");
     expect(reused).toBe(false);
+  });
+
+  it("forwards an answer whose head arrives a byte at a time, and reuses the connection", async () => {
+    const { answer, reused } = await thenOk("/trickled");
+    expect(answer.status).toBe(200);
+    expect(answer.headers["x-a"]).toBe("1");
+    expect(answer.body).toBe("ok");
+    expect(reused).toBe(true);
   });
 
   it("skips an informational answer (103) and forwards the final one", async () => {
