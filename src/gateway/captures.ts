@@ -1,13 +1,36 @@
 // traffic/v1 on the gateway: the capture sidecars' rotating pcap files, read from the
 // captures folder (mounted read-only). Only names matching CAPTURE_FILE_PATTERN are
-// listed or served, and a served file is opened without following links, so nothing
-// outside the folder is ever read.
+// listed or served, and only regular files: a link, a FIFO, a device or a directory named
+// like a capture is never followed, never opened in a way that waits (a FIFO's open blocks
+// a thread-pool thread until a writer comes, and four of those stop every file and DNS
+// operation of the process), and never read.
 import { constants, createReadStream } from "node:fs";
-import { lstat, open, readdir } from "node:fs/promises";
+import { lstat, open, readdir, type FileHandle } from "node:fs/promises";
+import type { Stats } from "node:fs";
 import type { ServerResponse } from "node:http";
 import { join } from "node:path";
 import { parseCaptureName, PCAP_MEDIA_TYPE, type TrafficCapture, type TrafficCaptureListing } from "../protocol/traffic";
 import { replyJson } from "./reply";
+
+/**
+ * Opens a capture file for reading only if it is a regular file: O_NOFOLLOW refuses a link,
+ * O_NONBLOCK makes opening a FIFO or a device return at once, and fstat on what was opened
+ * (not a path looked at earlier, which may have been swapped since) decides.
+ */
+export async function openCapture(dir: string, name: string): Promise<{ handle: FileHandle; info: Stats } | undefined> {
+  let handle: FileHandle;
+  try {
+    handle = await open(join(dir, name), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  const info = await handle.stat().catch(() => undefined);
+  if (!info?.isFile()) {
+    await handle.close();
+    return undefined;
+  }
+  return { handle, info };
+}
 
 /** Every capture file in `dir`, oldest first (by modification time, then name). */
 export async function listCaptures(dir: string): Promise<TrafficCapture[]> {
@@ -16,7 +39,7 @@ export async function listCaptures(dir: string): Promise<TrafficCapture[]> {
   for (const entry of entries) {
     const parsed = parseCaptureName(entry.name);
     if (!parsed) continue;
-    // lstat, not the entry's type: some filesystems report none, and a link is never a capture.
+    // lstat (which opens nothing), not the entry's type: some filesystems report none, and a link is never a capture.
     const info = await lstat(join(dir, entry.name)).catch(() => undefined); // rotated away meanwhile
     if (!info?.isFile()) continue;
     captures.push({
@@ -38,25 +61,15 @@ export async function serveListing(dir: string, res: ServerResponse): Promise<vo
   replyJson(res, 200, listing);
 }
 
-/** Streams one capture with its length, as it is when opened (tcpdump may still be appending). */
-export async function serveCapture(dir: string, name: string, res: ServerResponse): Promise<void> {
-  if (!parseCaptureName(name)) {
-    replyJson(res, 400, { error: "not a capture file name", name });
-    return;
-  }
-  let handle;
-  try {
-    handle = await open(join(dir, name), constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch {
-    replyJson(res, 404, { error: "no such capture", name });
-    return;
-  }
-  const info = await handle.stat();
-  if (!info.isFile()) {
-    await handle.close();
-    replyJson(res, 404, { error: "no such capture", name });
-    return;
-  }
+/**
+ * Streams one capture with its length, as it is when opened (tcpdump may still be appending);
+ * or says why not (the caller answers).
+ */
+export async function serveCapture(dir: string, name: string, res: ServerResponse): Promise<{ status: number; error: string; reason: string } | undefined> {
+  if (!parseCaptureName(name)) return { status: 400, error: "not a capture file name", reason: "not a capture file name" };
+  const opened = await openCapture(dir, name);
+  if (!opened) return { status: 404, error: "no such capture", reason: "no regular file of that name in the captures folder" };
+  const { handle, info } = opened;
   res.writeHead(200, {
     "Content-Type": PCAP_MEDIA_TYPE,
     "Content-Length": info.size,
@@ -66,10 +79,11 @@ export async function serveCapture(dir: string, name: string, res: ServerRespons
   if (res.req.method === "HEAD" || info.size === 0) {
     await handle.close();
     res.end();
-    return;
+    return undefined;
   }
   const stream = createReadStream("", { fd: handle, start: 0, end: info.size - 1 });
   stream.on("error", () => res.destroy());
   res.on("close", () => stream.destroy());
   stream.pipe(res);
+  return undefined;
 }

@@ -1,6 +1,10 @@
 // /computers/<name>/cdp and /computers/<name>/proxy-log: a computer's Chrome DevTools
 // endpoint and its site proxy's log, through the gateway (control token checked by the caller).
 //
+// Both live behind the computer's site-proxy control listener, which requires
+// `Authorization: Bearer <computerControlToken(control token, computer)>`: the gateway sends
+// that on every request and upgrade there, in place of whatever the client sent.
+//
 // Chrome answers its DevTools HTTP endpoint only for `Host: localhost` (or an address),
 // so that is the Host sent upstream. The WebSocket URLs in its JSON name Chrome's own
 // address; they are rewritten to this gateway's, under /computers/<name>/cdp, so a client
@@ -8,10 +12,12 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type http from "node:http";
 import type { Duplex } from "node:stream";
+import { bearer, computerControlToken } from "../protocol/auth";
 import type { GatewayConfig } from "./config";
 import { getSmall } from "./fetch";
 import type { Forwarder, Upstream } from "./proxy";
-import { replyJson, replyJsonOnSocket } from "./reply";
+import { replyJson } from "./reply";
+import type { Refuse } from "./server";
 
 const CHROME_HOST = "localhost";
 const DEVTOOLS_JSON = new Set(["/json", "/json/", "/json/list", "/json/list/", "/json/version", "/json/version/"]);
@@ -46,6 +52,7 @@ export function rewriteDevtoolsJson(value: unknown, scheme: string, base: string
 export class Computers {
   constructor(
     private readonly computers: GatewayConfig["computers"],
+    private readonly controlToken: string,
     private readonly forwarder: Forwarder,
     private readonly agent: http.Agent,
   ) {}
@@ -54,24 +61,30 @@ export class Computers {
     return Object.hasOwn(this.computers, name) ? this.computers[name] : undefined;
   }
 
-  private cdpUpstream(name: string, computer: Computer): Upstream {
-    return { url: computer.cdp, label: { computer: name }, host: CHROME_HOST };
+  /** What the computer's site-proxy control listener requires. */
+  private authorization(name: string): string {
+    return bearer(computerControlToken(this.controlToken, name));
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse, name: string, op: "cdp" | "proxy-log", rest: string): Promise<void> {
+  private cdpUpstream(name: string, computer: Computer): Upstream {
+    return { url: computer.cdp, label: { computer: name }, host: CHROME_HOST, authorization: this.authorization(name) };
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse, name: string, op: "cdp" | "proxy-log", rest: string, refuse: Refuse): Promise<void> {
     const computer = this.find(name);
-    if (!computer) return replyJson(res, 404, { error: "unknown computer", computer: name });
+    if (!computer) return refuse(404, { error: "unknown computer", computer: name });
     if (op === "proxy-log") {
-      if (!computer.proxyLog) return replyJson(res, 404, { error: "no proxy log configured", computer: name });
-      if (req.method !== "GET" && req.method !== "HEAD") return replyJson(res, 405, { error: "method not allowed" }, { Allow: "GET, HEAD" });
-      return this.forwarder.forward(req, res, { url: computer.proxyLog, label: { computer: name } }, computer.proxyLog.search);
+      if (!computer.proxyLog) return refuse(404, { error: "no proxy log configured", computer: name });
+      if (req.method !== "GET" && req.method !== "HEAD") return refuse(405, { error: "method not allowed" }, undefined, { Allow: "GET, HEAD" });
+      const upstream = { url: computer.proxyLog, label: { computer: name }, authorization: this.authorization(name) };
+      return this.forwarder.forward(req, res, upstream, computer.proxyLog.search);
     }
     const path = rest.split("?")[0];
     if (req.method === "GET" && DEVTOOLS_JSON.has(path)) {
       const url = new URL(computer.cdp.pathname.replace(/\/+$/, "") + rest, computer.cdp);
       let fetched;
       try {
-        fetched = await getSmall(url, { timeoutMs: 10_000, agent: this.agent, headers: { host: CHROME_HOST, accept: "application/json" } });
+        fetched = await getSmall(url, { timeoutMs: 10_000, agent: this.agent, headers: { host: CHROME_HOST, accept: "application/json", authorization: this.authorization(name) } });
       } catch (error) {
         return replyJson(res, 502, { error: "upstream failed", computer: name, detail: (error as Error).message });
       }
@@ -87,9 +100,9 @@ export class Computers {
     this.forwarder.forward(req, res, this.cdpUpstream(name, computer), rest);
   }
 
-  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, name: string, op: "cdp" | "proxy-log", rest: string): void {
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, name: string, op: "cdp" | "proxy-log", rest: string, refuse: Refuse): void {
     const computer = this.find(name);
-    if (!computer || op !== "cdp") return replyJsonOnSocket(socket, 404, { error: "unknown computer", computer: name });
+    if (!computer || op !== "cdp") return refuse(404, { error: "unknown computer", computer: name });
     this.forwarder.upgrade(req, socket, head, this.cdpUpstream(name, computer), rest);
   }
 }

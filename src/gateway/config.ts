@@ -3,6 +3,7 @@
 // `MULTIENV_GATEWAY_CONFIG.sites.shop.server: expected an http:// URL`.
 import { availableParallelism } from "node:os";
 import { z } from "zod";
+import { tokenProblem } from "../protocol/auth";
 
 export const CONFIG_ENV = "MULTIENV_GATEWAY_CONFIG";
 export const TOKEN_ENV = "MULTIENV_CONTROL_TOKEN";
@@ -20,19 +21,28 @@ const siteSchema = z.strictObject({
   live: z.boolean().default(false),
 });
 
+/** A host name (resolved at start) or an address to bind on. */
+const bindHost = z.string().min(1).regex(/^[A-Za-z0-9.:_-]+$/, "a host name or an IP address");
+const port = z.number().int().min(0).max(65535);
+
 const computerSchema = z.strictObject({
-  /** The computer's Chrome DevTools HTTP endpoint, e.g. http://shop-agent-proxy:9222. */
+  /** DevTools through the computer's site-proxy control listener, e.g. http://shop-agent-proxy:9000/cdp. */
   cdp: httpUrl,
-  /** The site proxy's log (GET), e.g. http://<proxy>:9000/log. */
+  /** The site proxy's log on that listener (GET), e.g. http://shop-agent-proxy:9000/log. */
   proxyLog: httpUrl.optional(),
 });
 
 export const gatewayConfigSchema = z
   .strictObject({
-    listen: z.strictObject({
-      host: z.string().min(1).default("0.0.0.0"),
-      port: z.number().int().min(0).max(65535),
-    }),
+    /** The published listener: everything the gateway serves. */
+    listen: z.strictObject({ host: bindHost.default("0.0.0.0"), port }),
+    /** The browse listener, bound on each of `hosts`: synthetic sites' /website/<site>/ and nothing else. */
+    browse: z
+      .strictObject({
+        hosts: z.array(bindHost).min(1, "at least one host").refine((hosts) => new Set(hosts).size === hosts.length, "a host listed twice"),
+        port,
+      })
+      .optional(),
     sites: z.record(z.string().regex(siteName, "a site name is lowercase letters, digits and dashes"), siteSchema),
     capturesDir: z.string().min(1).optional(),
     computers: z.record(z.string().regex(siteName, "a computer name is lowercase letters, digits and dashes"), computerSchema).default({}),
@@ -40,6 +50,10 @@ export const gatewayConfigSchema = z
     connectTimeoutMs: z.number().int().positive().default(10_000),
     /** An upstream exchange with no bytes either way for this long is cut. Not a ceiling on the whole exchange. */
     idleTimeoutMs: z.number().int().positive().default(60_000),
+    /** A client connection whose request head has not all arrived this long after it began is answered 408 and closed. */
+    headersTimeoutMs: z.number().int().positive().default(20_000),
+    /** How long a listener's host name may take to resolve at start (retried while it fails). */
+    resolveTimeoutMs: z.number().int().positive().default(10_000),
     /** /healthz: a capture file modified this recently counts as writing (else it must grow during the check). */
     captureFreshMs: z.number().int().positive().default(30_000),
     /** Processes serving requests (node cluster workers); 1 serves from the main process. */
@@ -80,11 +94,10 @@ export function parseGatewayConfig(text: string | undefined, root = CONFIG_ENV):
   return result.data;
 }
 
-/** The control token from the environment; throws ConfigError when absent. */
+/** The control token from the environment; throws ConfigError when it is missing or could be guessed or mangled. */
 export function readControlToken(env: NodeJS.ProcessEnv): string {
   const token = env[TOKEN_ENV];
-  if (token === undefined || token.length < 16) {
-    throw new ConfigError(`${TOKEN_ENV}: ${token === undefined ? "missing" : "shorter than 16 characters"}; set it to the deploy's control token`);
-  }
-  return token;
+  const problem = tokenProblem(token);
+  if (problem !== undefined) throw new ConfigError(`${TOKEN_ENV}: ${problem}; set it to the deploy's control token`);
+  return token!;
 }

@@ -3,10 +3,18 @@
 // forwarded as received, repeats and byte values included. Headers are handled as node's
 // raw arrays ([name, value, name, value, ...]) so a repeated header is never folded and
 // a value's bytes (node reads them as latin1) are written back unchanged.
+//
+// Framing headers (Content-Length, Transfer-Encoding) are never forwarded as received: the
+// caller frames each message again from what the parser read (framing.ts). So a Connection
+// header nominating one of them changes nothing, and it cannot nominate Host away either.
 import type { IncomingMessage } from "node:http";
-import { carriesControlToken } from "../protocol/auth";
+import { withoutControlToken } from "../protocol/auth";
 
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"]);
+/** Written by the gateway itself on each hop, whatever the message said. */
+const FRAMING = new Set(["content-length", "transfer-encoding"]);
+/** What a Connection header may not remove: the message's target. */
+const NEVER_NOMINATED = new Set(["host"]);
 
 /** Lowercased names listed by the message's Connection headers. */
 function connectionTokens(raw: string[]): Set<string> {
@@ -15,26 +23,28 @@ function connectionTokens(raw: string[]): Set<string> {
     if (raw[i].toLowerCase() !== "connection") continue;
     for (const token of raw[i + 1].split(",")) {
       const name = token.trim().toLowerCase();
-      if (name) tokens.add(name);
+      if (name && !NEVER_NOMINATED.has(name)) tokens.add(name);
     }
   }
   return tokens;
 }
 
 function isHopByHop(lower: string, named: Set<string>): boolean {
-  return HOP_BY_HOP.has(lower) || lower.startsWith("proxy-") || named.has(lower);
+  return HOP_BY_HOP.has(lower) || FRAMING.has(lower) || lower.startsWith("proxy-") || named.has(lower);
 }
 
 export interface ForwardOptions {
   /** An upgrade (WebSocket) keeps `Connection: Upgrade` and its `Upgrade` header. */
   upgrade: boolean;
-  /** The control token: an Authorization header carrying it is removed; any other is kept. */
+  /** The control token: removed from every Authorization header that carries it; any other credential is kept. */
   controlToken: string;
   /** Sent as Host instead of the client's (Chrome's DevTools endpoint answers only `localhost`). */
   host?: string;
+  /** The gateway's own credential for this upstream: sent instead of any Authorization the client sent. */
+  authorization?: string;
 }
 
-/** The raw headers to send upstream for `req`, X-Forwarded-* included. */
+/** The raw headers to send upstream for `req`, X-Forwarded-* included, framing headers left to the caller. */
 export function upstreamRequestHeaders(req: IncomingMessage, options: ForwardOptions): string[] {
   const raw = req.rawHeaders;
   const named = connectionTokens(raw);
@@ -53,8 +63,14 @@ export function upstreamRequestHeaders(req: IncomingMessage, options: ForwardOpt
         host ??= value;
         if (options.host === undefined) out.push(name, value);
         continue;
-      case "authorization":
-        if (!carriesControlToken(value, options.controlToken)) out.push(name, value);
+      case "authorization": {
+        if (options.authorization !== undefined) continue;
+        const kept = withoutControlToken(value, options.controlToken);
+        if (kept !== undefined) out.push(name, kept);
+        continue;
+      }
+      case "expect":
+        // node's server already answered `100 Continue` to the client; the body follows regardless.
         continue;
       case "x-forwarded-for":
         forwardedFor = forwardedFor === undefined ? value : `${forwardedFor}, ${value}`;
@@ -73,6 +89,7 @@ export function upstreamRequestHeaders(req: IncomingMessage, options: ForwardOpt
     out.push(name, value);
   }
   if (options.host !== undefined) out.push("Host", options.host);
+  if (options.authorization !== undefined) out.push("Authorization", options.authorization);
   const client = req.socket.remoteAddress ?? "unknown";
   out.push("X-Forwarded-For", forwardedFor === undefined ? client : `${forwardedFor}, ${client}`);
   // A site proxy in front of the gateway (which terminated TLS for a synthetic name) says
@@ -81,12 +98,10 @@ export function upstreamRequestHeaders(req: IncomingMessage, options: ForwardOpt
   if (clientHost !== undefined) out.push("X-Forwarded-Host", clientHost);
   out.push("X-Forwarded-Proto", forwardedProto ?? "http");
   if (options.upgrade && upgrade !== undefined) out.push("Connection", "Upgrade", "Upgrade", upgrade);
-  // A body of unknown length stays streamed with chunked framing on the upstream hop.
-  else if (req.headers["transfer-encoding"] !== undefined) out.push("Transfer-Encoding", "chunked");
   return out;
 }
 
-/** The raw headers of an upstream response to send to the client. */
+/** The raw headers of an upstream response to send to the client, framing headers left to the caller. */
 export function clientResponseHeaders(raw: string[], upgrade = false): string[] {
   const named = connectionTokens(raw);
   const out: string[] = [];

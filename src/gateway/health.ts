@@ -10,10 +10,8 @@
 // therefore always passes, and a dead one fails once its file is older than the window.
 import type http from "node:http";
 import net from "node:net";
-import { open } from "node:fs/promises";
-import { join } from "node:path";
 import type { CaptureRole } from "../protocol/traffic";
-import { listCaptures } from "./captures";
+import { listCaptures, openCapture } from "./captures";
 import type { GatewayConfig } from "./config";
 import { getSmall } from "./fetch";
 
@@ -45,8 +43,10 @@ async function serverReady(site: GatewayConfig["sites"][string], agent: http.Age
   }
 }
 
-async function readMagic(path: string): Promise<number | undefined> {
-  const handle = await open(path);
+async function readMagic(dir: string, name: string): Promise<number | undefined> {
+  const opened = await openCapture(dir, name);
+  if (!opened) return undefined;
+  const { handle } = opened;
   try {
     const { bytesRead, buffer } = await handle.read(Buffer.alloc(4), 0, 4, 0);
     return bytesRead === 4 ? buffer.readUInt32BE(0) : undefined;
@@ -94,7 +94,7 @@ export class HealthCheck {
   private async captureProblem(dir: string, state: CaptureState | undefined, before: CaptureState | undefined, site: string, role: CaptureRole): Promise<string | undefined> {
     if (!state) return `no ${site}-${role}.pcap<N> file in the captures folder`;
     if (state.bytes < PCAP_HEADER_BYTES) return `${state.name} has no pcap header yet`;
-    const magic = await readMagic(join(dir, state.name)).catch(() => undefined);
+    const magic = await readMagic(dir, state.name).catch(() => undefined);
     if (magic === undefined || !PCAP_MAGICS.has(magic)) return `${state.name} is not a pcap file`;
     const grew = before !== undefined && (before.name !== state.name || before.bytes !== state.bytes);
     if (grew || Date.now() - state.mtimeMs <= this.config.captureFreshMs) return undefined;

@@ -1,28 +1,60 @@
-// The gateway's HTTP server: routes each request (see routes.ts) to a site, a computer,
-// or one of the gateway's own operations.
-import http, { type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+// The gateway's HTTP servers: the published listener routes each request (see routes.ts) to a
+// site, a computer, or one of the gateway's own operations; the browse listener (the computers'
+// site proxies) reaches synthetic sites' /website/<site>/ and nothing else. Every request the
+// gateway answers itself with an error leaves a `request-refused` line.
+import http, { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { carriesControlToken, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
+import type { Binding, Listener } from "./bind";
 import { serveCapture, serveListing } from "./captures";
 import { gatewayCard } from "./card";
 import { Computers } from "./computers";
 import type { GatewayConfig } from "./config";
+import { requestRefusal } from "./framing";
 import { HealthCheck } from "./health";
 import { logJsonLine, type Logger } from "./log";
-import { Forwarder, STREAM_BUFFER_BYTES, type Upstream } from "./proxy";
+import { Forwarder, STREAM_BUFFER_BYTES, type DispatcherFor, type Upstream } from "./proxy";
 import { replyJson, replyJsonOnSocket } from "./reply";
 import { route, type Route } from "./routes";
 
 export interface RunningGateway {
-  server: http.Server;
+  servers: http.Server[];
+  /** The published listener's (first) bound port. */
   port: number;
+  /** Every socket listened on, with its bound port. */
+  bound: Binding[];
   close(): Promise<void>;
 }
 
 type SiteRoute = Extract<Route, { kind: "site" }>;
 
+/** Answers the request in hand with the gateway's own error, and logs why. */
+export type Refuse = (status: number, body: Record<string, unknown>, reason?: string, headers?: Record<string, string>) => void;
+
 const UNAUTHORIZED = { error: "control token required", detail: "send Authorization: Bearer <control token>" };
+const CHALLENGE = { "WWW-Authenticate": WWW_AUTHENTICATE_CHALLENGE };
+const BROWSE_ONLY = "the browse listener serves /website/<site>/ only";
+/** A logged request-target is cut here: enough to tell what was tried, bounded in size. */
+const LOGGED_TARGET_CHARS = 512;
+
+function clip(target: string | undefined): string | undefined {
+  return target !== undefined && target.length > LOGGED_TARGET_CHARS ? `${target.slice(0, LOGGED_TARGET_CHARS)}...` : target;
+}
+
+/** Method and target of the request line at the start of a refused packet, as far as they can be read. */
+function requestLine(packet: Buffer | undefined): { method?: string; target?: string } {
+  if (!packet) return {};
+  const line = packet.toString("latin1", 0, Math.min(packet.length, 2048)).split(/\r?\n/)[0];
+  const [method, target] = line.split(" ");
+  return { method: method || undefined, target: clip(target) };
+}
+
+export interface GatewayOptions {
+  log?: Logger;
+  /** Where forwarded requests go (see Forwarder); by default undici Pools. */
+  dispatcherFor?: DispatcherFor;
+}
 
 export class Gateway {
   readonly forwarder: Forwarder;
@@ -30,19 +62,41 @@ export class Gateway {
   private readonly ownAgent = new http.Agent({ keepAlive: true, maxSockets: 16 });
   private readonly health: HealthCheck;
   private readonly computers: Computers;
+  private readonly log: Logger;
+  /** Client connections whose framing was refused: answered, then closed, and nothing after on them is served. */
+  private readonly distrusted = new WeakSet<Duplex>();
 
   constructor(
     private readonly config: GatewayConfig,
     private readonly controlToken: string,
-    private readonly log: Logger = logJsonLine,
+    options: GatewayOptions = {},
   ) {
-    this.forwarder = new Forwarder({ controlToken, connectTimeoutMs: config.connectTimeoutMs, idleTimeoutMs: config.idleTimeoutMs, log });
+    this.log = options.log ?? logJsonLine;
+    this.forwarder = new Forwarder({ controlToken, connectTimeoutMs: config.connectTimeoutMs, idleTimeoutMs: config.idleTimeoutMs, log: this.log, dispatcherFor: options.dispatcherFor });
     this.health = new HealthCheck(config, this.ownAgent);
-    this.computers = new Computers(config.computers, this.forwarder, this.ownAgent);
+    this.computers = new Computers(config.computers, controlToken, this.forwarder, this.ownAgent);
   }
 
   private authorized(req: IncomingMessage): boolean {
     return carriesControlToken(req.headers.authorization, this.controlToken);
+  }
+
+  private refusal(listener: Listener, req: IncomingMessage, status: number, reason: string): void {
+    this.log("request-refused", { listener, status, method: req.method, target: clip(req.url), reason, remote: req.socket.remoteAddress });
+  }
+
+  private refuser(listener: Listener, req: IncomingMessage, res: ServerResponse): Refuse {
+    return (status, body, reason, headers) => {
+      this.refusal(listener, req, status, reason ?? String(body.error));
+      replyJson(res, status, body, headers);
+    };
+  }
+
+  private socketRefuser(listener: Listener, req: IncomingMessage, socket: Duplex): Refuse {
+    return (status, body, reason, headers) => {
+      this.refusal(listener, req, status, reason ?? String(body.error));
+      replyJsonOnSocket(socket, status, body, headers);
+    };
   }
 
   /** The upstream of a site route, or the reason there is none. */
@@ -56,65 +110,112 @@ export class Gateway {
     return { url: site.frontend, label: { site: target.site } };
   }
 
-  readonly onRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    this.handle(req, res).catch((error: Error) => {
-      this.log("error", { method: req.method, url: req.url, error: error.message });
-      replyJson(res, 500, { error: "gateway error", detail: error.message });
-    });
-  };
+  /** The request handler for one listener. */
+  onRequest(listener: Listener): (req: IncomingMessage, res: ServerResponse) => void {
+    return (req, res) => {
+      // A request read after a refused one on the same connection (pipelined) is never served.
+      if (this.distrusted.has(req.socket)) return;
+      const refuse = this.refuser(listener, req, res);
+      this.handle(listener, req, res, refuse).catch((error: Error) => {
+        this.log("error", { listener, method: req.method, url: clip(req.url), error: error.message });
+        replyJson(res, 500, { error: "gateway error", detail: error.message });
+      });
+    };
+  }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async handle(listener: Listener, req: IncomingMessage, res: ServerResponse, refuse: Refuse): Promise<void> {
+    const refused = requestRefusal(req, false);
+    if (refused) {
+      // The connection's framing is not to be trusted after this: it is closed once answered.
+      this.distrusted.add(req.socket);
+      return refuse(refused.status, { error: refused.error, detail: refused.reason }, refused.reason, { Connection: "close" });
+    }
     const target = route(req.url ?? "");
+    if (listener === "browse" && !(target.kind === "site" && target.via === "website")) {
+      return refuse(404, { error: "not found" }, BROWSE_ONLY);
+    }
     switch (target.kind) {
       case "site": {
         const upstream = this.siteUpstream(target);
-        if ("status" in upstream) return replyJson(res, upstream.status, upstream.body);
+        if ("status" in upstream) return refuse(upstream.status, upstream.body);
         return this.forwarder.forward(req, res, upstream, target.rest);
       }
       case "bad":
-        return replyJson(res, 400, { error: target.error });
+        return refuse(400, { error: target.error });
       case "not-found":
-        return replyJson(res, 404, { error: "not found" });
+        return refuse(404, { error: "not found" });
       case "card":
-        if (!isRead(req)) return notAllowed(res);
+        if (!isRead(req)) return notAllowed(refuse);
         return replyJson(res, 200, await gatewayCard(this.config, this.ownAgent, this.log));
       case "healthz": {
-        if (!isRead(req)) return notAllowed(res);
+        if (!isRead(req)) return notAllowed(refuse);
         const health = await this.health.check();
         return replyJson(res, health.ok ? 200 : 503, health);
       }
       case "captures":
       case "capture": {
-        if (!this.authorized(req)) return replyJson(res, 401, UNAUTHORIZED, { "WWW-Authenticate": WWW_AUTHENTICATE_CHALLENGE });
-        if (!isRead(req)) return notAllowed(res);
+        if (!this.authorized(req)) return refuse(401, UNAUTHORIZED, undefined, CHALLENGE);
+        if (!isRead(req)) return notAllowed(refuse);
         const dir = this.config.capturesDir;
-        if (dir === undefined) return replyJson(res, 404, { error: "this gateway serves no traffic captures" });
-        return target.kind === "captures" ? serveListing(dir, res) : serveCapture(dir, target.name, res);
+        if (dir === undefined) return refuse(404, { error: "this gateway serves no traffic captures" });
+        if (target.kind === "captures") return serveListing(dir, res);
+        const missing = await serveCapture(dir, target.name, res);
+        if (missing) return refuse(missing.status, { error: missing.error, name: target.name }, missing.reason);
+        return;
       }
       case "computer":
-        if (!this.authorized(req)) return replyJson(res, 401, UNAUTHORIZED, { "WWW-Authenticate": WWW_AUTHENTICATE_CHALLENGE });
-        return this.computers.handle(req, res, target.computer, target.op, target.rest);
+        if (!this.authorized(req)) return refuse(401, UNAUTHORIZED, undefined, CHALLENGE);
+        return this.computers.handle(req, res, target.computer, target.op, target.rest, refuse);
     }
   }
 
-  readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
-    socket.on("error", () => undefined);
-    const target = route(req.url ?? "");
-    switch (target.kind) {
-      case "site": {
-        const upstream = this.siteUpstream(target);
-        if ("status" in upstream) return replyJsonOnSocket(socket, upstream.status, upstream.body);
-        return this.forwarder.upgrade(req, socket, head, upstream, target.rest);
+  /** The upgrade (WebSocket) handler for one listener. */
+  onUpgrade(listener: Listener): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+    return (req, socket, head) => {
+      socket.on("error", () => undefined);
+      if (this.distrusted.has(socket)) return void socket.destroy();
+      const refuse = this.socketRefuser(listener, req, socket);
+      const refused = requestRefusal(req, true);
+      if (refused) return refuse(refused.status, { error: refused.error, detail: refused.reason }, refused.reason);
+      const target = route(req.url ?? "");
+      if (listener === "browse" && !(target.kind === "site" && target.via === "website")) {
+        return refuse(404, { error: "not found" }, BROWSE_ONLY);
       }
-      case "computer":
-        if (!this.authorized(req)) return replyJsonOnSocket(socket, 401, UNAUTHORIZED, { "WWW-Authenticate": WWW_AUTHENTICATE_CHALLENGE });
-        return this.computers.upgrade(req, socket, head, target.computer, target.op, target.rest);
-      case "bad":
-        return replyJsonOnSocket(socket, 400, { error: target.error });
-      default:
-        return replyJsonOnSocket(socket, 404, { error: "not found" });
-    }
-  };
+      switch (target.kind) {
+        case "site": {
+          const upstream = this.siteUpstream(target);
+          if ("status" in upstream) return refuse(upstream.status, upstream.body);
+          return this.forwarder.upgrade(req, socket, head, upstream, target.rest);
+        }
+        case "computer":
+          if (!this.authorized(req)) return refuse(401, UNAUTHORIZED, undefined, CHALLENGE);
+          return this.computers.upgrade(req, socket, head, target.computer, target.op, target.rest, refuse);
+        case "bad":
+          return refuse(400, { error: target.error });
+        default:
+          return refuse(404, { error: "not found" });
+      }
+    };
+  }
+
+  /** What node's parser refused (bad framing, a head too slow or too large): a bare answer, and a log line. */
+  onClientError(listener: Listener): (error: Error & { code?: string; reason?: string; rawPacket?: Buffer }, socket: Duplex) => void {
+    return (error, socket) => {
+      const code = error.code ?? "";
+      const timedOut = code === "ERR_HTTP_REQUEST_TIMEOUT";
+      if (!timedOut && !code.startsWith("HPE_")) {
+        socket.destroy(); // the client's connection failed (a reset, say): nothing to answer
+        return;
+      }
+      const status = timedOut ? 408 : code === "HPE_HEADER_OVERFLOW" ? 431 : 400;
+      const reason = timedOut ? `request head not received within ${this.config.headersTimeoutMs} ms` : `${code}: ${error.reason ?? error.message}`;
+      this.log("request-refused", { listener, status, ...requestLine(error.rawPacket), reason, remote: (socket as Socket).remoteAddress });
+      // An answer already under way on this connection cannot be followed by another: just close it.
+      const inFlight = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
+      if (socket.writable && !inFlight?.headersSent) socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      else socket.destroy();
+    };
+  }
 
   close(): void {
     this.forwarder.close();
@@ -126,34 +227,62 @@ function isRead(req: IncomingMessage): boolean {
   return req.method === "GET" || req.method === "HEAD";
 }
 
-function notAllowed(res: ServerResponse): void {
-  replyJson(res, 405, { error: "method not allowed" }, { Allow: "GET, HEAD" });
+function notAllowed(refuse: Refuse): void {
+  refuse(405, { error: "method not allowed" }, undefined, { Allow: "GET, HEAD" });
 }
 
-/** Starts serving `config` in this process; resolves once listening. */
-export function start(config: GatewayConfig, controlToken: string, log: Logger = logJsonLine): Promise<RunningGateway> {
-  const gateway = new Gateway(config, controlToken, log);
-  // No flat ceiling on a request (a long upload that keeps moving is fine); stalls are the idle timeout's job.
-  const server = http.createServer({ requestTimeout: 0, keepAliveTimeout: 65_000, highWaterMark: STREAM_BUFFER_BYTES }, gateway.onRequest);
-  server.on("upgrade", gateway.onUpgrade);
-  server.on("clientError", (error, socket) => {
-    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
-    else socket.destroy();
-  });
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.listen.port, config.listen.host, () => {
-      server.off("error", reject);
-      resolve({
-        server,
-        port: (server.address() as AddressInfo).port,
-        close: () =>
+export interface StartOptions extends GatewayOptions {
+  /** Sockets to listen on, names already resolved (bind.ts); by default `listen.host` as given, and no browse listener. */
+  bindings?: Binding[];
+}
+
+/** Starts serving `config` in this process; resolves once every listener is listening. */
+export async function start(config: GatewayConfig, controlToken: string, options: StartOptions = {}): Promise<RunningGateway> {
+  const gateway = new Gateway(config, controlToken, options);
+  const bindings = options.bindings ?? [{ listener: "published", host: config.listen.host, address: config.listen.host, port: config.listen.port }];
+  const servers: http.Server[] = [];
+  const close = () =>
+    Promise.all(
+      servers.map(
+        (server) =>
           new Promise<void>((done) => {
             server.close(() => done());
             server.closeAllConnections();
-            gateway.close();
           }),
+      ),
+    ).then(() => gateway.close());
+  const bound: Binding[] = [];
+  try {
+    for (const binding of bindings) {
+      const server = http.createServer(
+        {
+          // No flat ceiling on a request (a long upload that keeps moving is fine); stalls are the
+          // idle timeout's job. The head alone is bounded, so a slow client cannot hold a connection.
+          requestTimeout: 0,
+          // Refused in requestRefusal (framing.ts), so the refusal is logged like every other.
+          requireHostHeader: false,
+          headersTimeout: config.headersTimeoutMs,
+          connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(config.headersTimeoutMs / 4))),
+          keepAliveTimeout: 65_000,
+          highWaterMark: STREAM_BUFFER_BYTES,
+        },
+        gateway.onRequest(binding.listener),
+      );
+      server.on("upgrade", gateway.onUpgrade(binding.listener));
+      server.on("clientError", gateway.onClientError(binding.listener));
+      servers.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(binding.port, binding.address, () => {
+          server.off("error", reject);
+          resolve();
+        });
       });
-    });
-  });
+      bound.push({ ...binding, port: (server.address() as AddressInfo).port });
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { servers, port: bound.find((b) => b.listener === "published")?.port ?? 0, bound, close };
 }

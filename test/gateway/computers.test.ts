@@ -1,6 +1,9 @@
-// Issue 3, point 8: a computer's Chrome DevTools endpoint (and its site proxy's log) through the gateway,
-// against a real headless Chromium.
+// A computer's Chrome DevTools endpoint (and its site proxy's log) through the gateway, against a
+// real headless Chromium behind a stand-in for the computer's site-proxy control listener, which
+// (like the real one) answers only the computer's own control token.
 import { spawn, type ChildProcess } from "node:child_process";
+import http from "node:http";
+import net, { type AddressInfo } from "node:net";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +11,7 @@ import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { CHROMIUM_FLAGS } from "../../src/browser/launcher";
+import { bearer, computerControlToken } from "../../src/protocol/auth";
 import { request, startGateway, startUpstream, TOKEN, type GatewayProcess, type Upstream } from "./helpers";
 
 const AUTH = { Authorization: `Bearer ${TOKEN}` };
@@ -47,27 +51,94 @@ function cdpCommand(socket: WebSocket, method: string, params: Record<string, un
   });
 }
 
+interface ControlListener {
+  url: string;
+  /** The Authorization header of every request and upgrade it received. */
+  authorizations: Array<string | undefined>;
+  close(): Promise<void>;
+}
+
+/**
+ * The site proxy's control listener as the gateway meets it: `Authorization: Bearer
+ * <computerControlToken>` required (401 otherwise), `/cdp/...` relayed to DevTools at
+ * `devtoolsPort` (HTTP and WebSocket upgrades), `GET /log` served by `log`.
+ */
+async function startControlListener(computer: string, devtoolsPort: number, log: http.RequestListener): Promise<ControlListener> {
+  const expected = bearer(computerControlToken(TOKEN, computer));
+  const authorizations: Array<string | undefined> = [];
+  const allowed = (req: http.IncomingMessage) => {
+    authorizations.push(req.headers.authorization);
+    return req.headers.authorization === expected;
+  };
+  const devtoolsHeaders = (req: http.IncomingMessage) => {
+    const headers: string[] = [];
+    for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i].toLowerCase() !== "authorization") headers.push(req.rawHeaders[i], req.rawHeaders[i + 1]);
+    return headers;
+  };
+  const server = http.createServer((req, res) => {
+    if (!allowed(req)) return void res.writeHead(401).end();
+    if (req.url === "/log") return log(req, res);
+    if (!req.url?.startsWith("/cdp/")) return void res.writeHead(404).end();
+    const upstream = http.request(
+      { host: "127.0.0.1", port: devtoolsPort, method: req.method, path: req.url.slice("/cdp".length), headers: devtoolsHeaders(req) as unknown as http.OutgoingHttpHeaders, setHost: false, agent: false },
+      (answer) => {
+        res.writeHead(answer.statusCode!, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on("error", () => res.destroy());
+    req.pipe(upstream);
+  });
+  server.on("upgrade", (req, socket, head) => {
+    if (!allowed(req) || !req.url?.startsWith("/cdp/")) return void socket.end("HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n");
+    const devtools = net.connect(devtoolsPort, "127.0.0.1", () => {
+      const raw = devtoolsHeaders(req);
+      let text = `${req.method} ${req.url!.slice("/cdp".length)} HTTP/1.1\r\n`;
+      for (let i = 0; i < raw.length; i += 2) text += `${raw[i]}: ${raw[i + 1]}\r\n`;
+      devtools.write(text + "\r\n");
+      if (head.length) devtools.write(head);
+      devtools.pipe(socket);
+      socket.pipe(devtools);
+    });
+    devtools.on("error", () => socket.destroy());
+    socket.on("error", () => devtools.destroy());
+    socket.on("close", () => devtools.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    authorizations,
+    close: () =>
+      new Promise((done) => {
+        server.close(() => done());
+        server.closeAllConnections();
+      }),
+  };
+}
+
 describe("gateway /computers/<name>", () => {
   let profile: string;
   let browser: Awaited<ReturnType<typeof startChromium>>;
-  let proxyLog: Upstream;
+  let control: ControlListener;
+  let nologControl: ControlListener;
   let page: Upstream;
   let gateway: GatewayProcess;
 
   beforeAll(async () => {
     profile = mkdtempSync(join(tmpdir(), "multienv-chromium-"));
     browser = await startChromium(profile);
-    proxyLog = await startUpstream((req, res) => {
+    control = await startControlListener("agent", browser.port, (req, res) => {
       res.writeHead(200, { "Content-Type": "application/x-ndjson", "X-Path": req.url ?? "" });
       res.write('{"event":"startup"}\n');
       setTimeout(() => res.end('{"event":"connection","host":"shop.test"}\n'), 50);
     });
+    nologControl = await startControlListener("nolog", browser.port, (_req, res) => res.writeHead(404).end());
     page = await startUpstream((_req, res) => res.end("<title>through the gateway</title>"));
     gateway = await startGateway({
       sites: {},
       computers: {
-        agent: { cdp: `http://127.0.0.1:${browser.port}`, proxyLog: `${proxyLog.url}/log` },
-        nolog: { cdp: `http://127.0.0.1:${browser.port}` },
+        agent: { cdp: `${control.url}/cdp`, proxyLog: `${control.url}/log` },
+        nolog: { cdp: `${nologControl.url}/cdp` },
       },
     });
   });
@@ -78,7 +149,7 @@ describe("gateway /computers/<name>", () => {
       process.kill(-browser.process.pid!, "SIGKILL");
       await exited;
     }
-    await Promise.all([proxyLog?.close(), page?.close()]);
+    await Promise.all([control?.close(), nologControl?.close(), page?.close()]);
     if (profile) rmSync(profile, { recursive: true, force: true, maxRetries: 5 });
   });
 
@@ -136,5 +207,14 @@ describe("gateway /computers/<name>", () => {
     expect(answer.body.trim().split("\n").map((line) => JSON.parse(line).event)).toEqual(["startup", "connection"]);
     const none = await request(`${gateway.url}/computers/nolog/proxy-log`, { headers: AUTH });
     expect(none.status).toBe(404);
+  });
+
+  it("authenticates to each computer's control listener with that computer's token, never the control token", async () => {
+    expect((await request(`${gateway.url}/computers/nolog/cdp/json/version`, { headers: AUTH })).status).toBe(200);
+    // Every path above reached the control listeners: DevTools JSON, WebSocket upgrades, Playwright's traffic, the log.
+    expect(control.authorizations.length).toBeGreaterThan(4);
+    expect(new Set(control.authorizations)).toEqual(new Set([bearer(computerControlToken(TOKEN, "agent"))]));
+    expect(new Set(nologControl.authorizations)).toEqual(new Set([bearer(computerControlToken(TOKEN, "nolog"))]));
+    for (const seen of [...control.authorizations, ...nologControl.authorizations]) expect(seen).not.toContain(TOKEN);
   });
 });

@@ -1,13 +1,25 @@
-// The gateway's own upstream client (src/gateway/upstream.ts) against upstreams that speak
-// raw bytes: every way HTTP/1.1 frames a response body, informational answers, and answers
-// it must refuse, each followed by a request proving the kept-alive connection is (or is
-// not) reused correctly.
+// The gateway's forwarding of upstream answers (undici, framed by llhttp) against upstreams
+// that speak raw bytes: every way HTTP/1.1 frames a response body, informational answers, and
+// answers it must refuse, each followed by a request proving the kept-alive connection is (or
+// is not) reused correctly, and that the client's own connection stays in step.
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { request, startGateway, type GatewayProcess } from "./helpers";
+import { rawExchange, request, startGateway, type GatewayProcess } from "./helpers";
 
-/** Answers each request head with `answers[path]`; counts connections. */
+/** Writes `text` a byte at a time, each in its own packet (a head split anywhere, CR and LF apart included). */
+function trickle(socket: net.Socket, text: string): void {
+  socket.setNoDelay(true);
+  let at = 0;
+  const next = () => {
+    if (at >= text.length || socket.destroyed) return;
+    socket.write(text[at++], "latin1");
+    setTimeout(next, 1);
+  };
+  next();
+}
+
+/** Answers each request head with `answers[path]` (`<close>` at the end: then closes; `<trickle>` first: byte by byte); counts connections. */
 function startRawUpstream(answers: Record<string, string>): Promise<{ port: number; connections: () => number; served: Array<{ connection: number; path: string }>; close(): void }> {
   let connections = 0;
   const served: Array<{ connection: number; path: string }> = [];
@@ -23,6 +35,7 @@ function startRawUpstream(answers: Record<string, string>): Promise<{ port: numb
         buffered = buffered.slice(end + 4);
         const answer = answers[path] ?? "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
         if (answer.endsWith("<close>")) socket.end(answer.slice(0, -"<close>".length), "latin1");
+        else if (answer.startsWith("<trickle>")) trickle(socket, answer.slice("<trickle>".length));
         else socket.write(answer, "latin1");
       }
     });
@@ -34,6 +47,36 @@ function startRawUpstream(answers: Record<string, string>): Promise<{ port: numb
 }
 
 const OK = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+/** Answers whose framing the gateway refuses: 502, logged, and their connection never reused. Keyed by the rule. */
+const REFUSED: Record<string, string> = {
+  "/te-and-cl": "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+  "/cl-and-te": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+  "/repeated-cl": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok",
+  "/conflicting-cl": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok",
+  "/cl-list": "HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nok",
+  "/cl-sign": "HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok",
+  "/cl-hex": "HTTP/1.1 200 OK\r\nContent-Length: 0x2\r\n\r\nok",
+  "/te-gzip": "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nbytes until close<close>",
+  "/te-gzip-chunked": "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+  "/te-twice": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+  "/bare-lf-status": "HTTP/1.1 200 OK\nContent-Length: 2\r\n\r\nok",
+  "/bare-lf-header": "HTTP/1.1 200 OK\r\nX-A: 1\nContent-Length: 2\r\n\r\nok",
+  "/bare-lf-head-end": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\nok",
+  "/bare-cr-header": "HTTP/1.1 200 OK\r\nX-A: 1\rContent-Length: 2\r\n\r\nok",
+  "/bare-lf-chunk": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\nok\n0\n\n",
+  "/space-before-colon": "HTTP/1.1 200 OK\r\nContent-Length : 2\r\n\r\nok",
+  "/nul-in-value": "HTTP/1.1 200 OK\r\nX-A: a\0b\r\nContent-Length: 2\r\n\r\nok",
+  "/garbage": "HTTP/1.1 200 OK\r\nBad Header Line\r\n\r\n",
+  "/switching-unasked": "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+  "/continue-unasked": "HTTP/1.1 100 Continue\r\n\r\n" + OK,
+  "/obs-fold": "HTTP/1.1 200 OK\r\nX-Folded: first\r\n second\r\nContent-Length: 2\r\n\r\nok",
+  "/obs-fold-tab": "HTTP/1.1 200 OK\r\nX-Folded: first\r\n\tsecond\r\nContent-Length: 2\r\n\r\nok",
+  "/http10-te": "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+  "/hints-then-bare-lf": "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\nContent-Length: 2\r\n\r\nok",
+  "/trickled-bare-lf": "<trickle>HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 2\r\n\nok",
+  "/bad-chunk-size": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nok\r\n0\r\n\r\n",
+};
 
 describe("gateway upstream framing", () => {
   let gateway: GatewayProcess;
@@ -49,13 +92,14 @@ describe("gateway upstream framing", () => {
         "5\r\nworld\r\n" +
         "0\r\nX-Sum: 42\r\n\r\n",
       "/until-close": "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it, until the connection closes<close>",
-      "/early-hints": "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n" + OK,
-      "/conflicting": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok",
+      "/early-hints": "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n" + OK,
+      "/trickled": "<trickle>HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 2\r\n\r\nok",
       "/too-long": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA",
       "/no-content": "HTTP/1.1 204 No Content\r\n\r\n",
-      "/not-modified": "HTTP/1.1 304 Not Modified\r\nContent-Length: 1234\r\n\r\n",
-      "/garbage": "HTTP/1.1 200 OK\r\nBad Header Line\r\n\r\n",
+      "/not-modified": "HTTP/1.1 304 Not Modified\r\nETag: \"1\"\r\n\r\n",
+      "/not-modified-with-length": "HTTP/1.1 304 Not Modified\r\nContent-Length: 1234\r\n\r\n",
       "/upload": "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 8\r\n\r\ntoo big!",
+      ...REFUSED,
     });
     gateway = await startGateway({ sites: { raw: { server: `http://127.0.0.1:${upstream.port}` } } });
   });
@@ -87,7 +131,15 @@ describe("gateway upstream framing", () => {
     expect(reused).toBe(false);
   });
 
-  it("skips informational answers (103, 100) and forwards the final one", async () => {
+  it("forwards an answer whose head arrives a byte at a time, and reuses the connection", async () => {
+    const { answer, reused } = await thenOk("/trickled");
+    expect(answer.status).toBe(200);
+    expect(answer.headers["x-a"]).toBe("1");
+    expect(answer.body).toBe("ok");
+    expect(reused).toBe(true);
+  });
+
+  it("skips an informational answer (103) and forwards the final one", async () => {
     const { answer, reused } = await thenOk("/early-hints");
     expect(answer.status).toBe(200);
     expect(answer.body).toBe("ok");
@@ -104,12 +156,32 @@ describe("gateway upstream framing", () => {
     expect(notModified.reused).toBe(true);
   });
 
-  it("refuses conflicting Content-Length and malformed header lines with 502", async () => {
-    for (const path of ["/conflicting", "/garbage"]) {
-      const { answer } = await thenOk(path);
-      expect(answer.status, path).toBe(502);
-      expect(JSON.parse(answer.body), path).toMatchObject({ error: "upstream failed", site: "raw" });
-    }
+  it("forwards a 304 with the representation's Content-Length and keeps the client's connection in step", async () => {
+    const response = (
+      await rawExchange(gateway.port, "GET /svc/raw/not-modified-with-length HTTP/1.1\r\nHost: gw\r\n\r\nGET /svc/raw/ok HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+    ).toString("latin1");
+    expect(response).toMatch(/^HTTP\/1\.1 304 Not Modified\r\n(.*\r\n)*Content-Length: 1234\r\n/);
+    expect(response).toMatch(/\r\n\r\nHTTP\/1\.1 200 OK\r\n(.*\r\n)*\r\nok$/);
+  });
+
+  it.each(Object.keys(REFUSED))("refuses %s with 502, logs it, and never reuses that connection", async (path) => {
+    const { answer, reused } = await thenOk(path);
+    expect(answer.status).toBe(502);
+    expect(JSON.parse(answer.body)).toMatchObject({ error: "upstream failed", site: "raw" });
+    expect(reused).toBe(false);
+    const line = await gateway.waitForLog((entry) => entry.event === "upstream-refused" && entry.path === path);
+    expect(line).toMatchObject({ site: "raw", method: "GET" });
+    expect(String(line.reason)).not.toBe("");
+  });
+
+  it("frames the client's answer itself: the upstream's length when it had one, else chunked", async () => {
+    const length = (await rawExchange(gateway.port, "GET /svc/raw/ok HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")).toString("latin1");
+    expect(length).toMatch(/\r\nContent-Length: 2\r\n/);
+    expect(length).not.toMatch(/\r\nTransfer-Encoding:/i);
+    const chunked = (await rawExchange(gateway.port, "GET /svc/raw/chunked HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")).toString("latin1");
+    expect(chunked).toMatch(/\r\nTransfer-Encoding: chunked\r\n/);
+    expect(chunked).not.toMatch(/\r\nContent-Length:/i);
+    expect(chunked).not.toContain("X-Sum"); // trailers stay on their hop
   });
 
   it("does not reuse a connection whose upstream sent more than it announced", async () => {

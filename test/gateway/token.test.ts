@@ -2,8 +2,8 @@
 import type http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
-import { bearer, carriesControlToken, parseBearer, tokensEqual, WWW_AUTHENTICATE_CHALLENGE } from "../../src/protocol/auth";
-import { echoHandler, headerValues, request, startGateway, startUpstream, TOKEN, type Echo, type GatewayProcess, type Upstream } from "./helpers";
+import { bearer, carriesControlToken, computerControlToken, parseBearer, tokenProblem, tokensEqual, withoutControlToken, WWW_AUTHENTICATE_CHALLENGE } from "../../src/protocol/auth";
+import { echoHandler, headerValues, rawExchange, request, startGateway, startUpstream, TOKEN, type Echo, type GatewayProcess, type Upstream } from "./helpers";
 
 describe("control token comparison", () => {
   it("accepts only the exact token, whatever the lengths, without throwing", () => {
@@ -20,6 +20,56 @@ describe("control token comparison", () => {
     expect(carriesControlToken(bearer(TOKEN), TOKEN)).toBe(true);
     expect(carriesControlToken(`Bearer ${TOKEN.toUpperCase()}`, TOKEN)).toBe(false);
     expect(carriesControlToken(undefined, TOKEN)).toBe(false);
+  });
+});
+
+const basic = (userPass: string) => `Basic ${Buffer.from(userPass).toString("base64")}`;
+
+/** Every way a client may write the control token into Authorization; none may reach a site. */
+const CARRYING = [
+  `Bearer ${TOKEN}`,
+  `bearer ${TOKEN}`,
+  `BEARER\t${TOKEN}`,
+  `Bearer   ${TOKEN}   `,
+  `Bearer "${TOKEN}"`,
+  `Bearer "${[...TOKEN].map((c) => `\\${c}`).join("")}"`,
+  `Bearer token="${TOKEN}"`,
+  `Token ${TOKEN}`,
+  TOKEN,
+  basic(`runner:${TOKEN}`),
+  basic(`${TOKEN}:`),
+];
+
+describe("control token on the wire", () => {
+  it.each(CARRYING)("removes every form that carries it: %s", (value) => {
+    expect(withoutControlToken(value, TOKEN)).toBeUndefined();
+  });
+
+  it("keeps the other credentials of a comma-separated list, and values that never carried it", () => {
+    expect(withoutControlToken(`Bearer ${TOKEN}, Bearer site-own`, TOKEN)).toBe("Bearer site-own");
+    expect(withoutControlToken(`Bearer site-own,Bearer\t${TOKEN}`, TOKEN)).toBe("Bearer site-own");
+    expect(withoutControlToken(`Digest username="a,b", realm="x", Bearer ${TOKEN}`, TOKEN)).toBe('Digest username="a,b", realm="x"');
+    for (const value of ["Bearer site-own", `Bearer ${TOKEN}x`, basic("user:pass"), 'Digest username="a", response="b"']) {
+      expect(withoutControlToken(value, TOKEN), value).toBe(value);
+    }
+  });
+
+  it("derives a computer's control token as HMAC-SHA256(control token, \"multienv computer control\\n\" + computer), hex", () => {
+    // Values from `printf 'multienv computer control\n<computer>' | openssl dgst -sha256 -hmac <token>`.
+    expect(computerControlToken(TOKEN, "agent")).toBe("105935ed06082ebc74a52e2d332d45719e3a5444b49efaf01707fb41cdf8d3c2");
+    expect(computerControlToken(TOKEN, "shop-agent")).toBe("cc51b6284e2791e04b57fb539efc4b9c07a5d363db65b70a62e4051c9e68a3d3");
+    expect(tokenProblem(computerControlToken(TOKEN, "agent"))).toBeUndefined();
+  });
+
+  it("refuses a token that is missing, blank, padded or mostly whitespace, or short", () => {
+    expect(tokenProblem(undefined)).toBe("missing");
+    expect(tokenProblem("")).toBe("blank");
+    expect(tokenProblem(" \t ".repeat(12))).toBe("blank");
+    expect(tokenProblem(`   ${"a".repeat(8)}${" ".repeat(30)}`)).toMatch(/whitespace/);
+    expect(tokenProblem(` ${TOKEN}`)).toMatch(/whitespace/);
+    expect(tokenProblem(`${"a".repeat(20)} ${"b".repeat(20)}`)).toMatch(/whitespace/);
+    expect(tokenProblem("a".repeat(31))).toBe("shorter than 32 characters");
+    expect(tokenProblem(TOKEN)).toBeUndefined();
   });
 });
 
@@ -52,6 +102,17 @@ describe("gateway and the control token", () => {
   it("removes Authorization from a proxied request when it carries the control token", async () => {
     expect(await seenBy(["Authorization", `Bearer ${TOKEN}`])).toEqual([]);
     expect(await seenBy(["Authorization", `bearer ${TOKEN}`])).toEqual([]);
+  });
+
+  it("removes the control token in every form a client may write it, repeated headers and lists included", async () => {
+    for (const value of CARRYING) expect(await seenBy(["Authorization", value]), value).toEqual([]);
+    expect(await seenBy(["Authorization", `Bearer ${TOKEN}`, "Authorization", `bearer\t"${TOKEN}"`])).toEqual([]);
+    expect(await seenBy(["Authorization", `Bearer site-own, Bearer ${TOKEN}`, "Authorization", basic(`x:${TOKEN}`)])).toEqual(["Bearer site-own"]);
+    // Bytes no client library would send: tabs around the value, a bare list.
+    const raw = await rawExchange(gateway.port, `GET /svc/shop/whoami HTTP/1.1\r\nHost: gw\r\nAuthorization:\t Bearer \t${TOKEN}\t\r\nAuthorization: ,Bearer ${TOKEN},\r\nConnection: close\r\n\r\n`);
+    const text = raw.toString("latin1");
+    expect(text).not.toContain(TOKEN);
+    expect(headerValues((JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)) as Echo).rawHeaders, "authorization")).toEqual([]);
   });
 
   it("passes a site's own bearer token, and any other Authorization, through unchanged", async () => {
