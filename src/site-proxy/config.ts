@@ -1,11 +1,13 @@
 // The site proxy's configuration (DESIGN "Entry points", docs/contracts.md "Service config extensions"):
 // one JSON object in MULTIENV_SITE_PROXY_CONFIG, checked here so a mistake is one line naming the field.
 import { z } from "zod";
+import { isCidr } from "./addresses";
 import { CONFIG_ENV } from "./supervision";
 
 const port = z.number().int().min(0).max(65535);
 const listen = z.object({ host: z.string().min(1), port }).strict();
 /** `host:port`, the host possibly a bracketed IPv6 address. */
+const cidrs = z.array(z.string().refine(isCidr, { error: "must be a CIDR such as 172.18.0.0/16 or fd00::/64" }));
 const hostPort = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:\/\[\]]+):\d{1,5}$/, 'must be "host:port", e.g. "127.0.0.1:53"');
 
 export const siteProxyConfigSchema = z
@@ -20,6 +22,12 @@ export const siteProxyConfigSchema = z
     log: z.string().min(1),
     connectTimeoutMs: z.number().int().positive().default(30_000),
     idleTimeoutMs: z.number().int().positive().default(300_000),
+    /** A connection whose request head (TLS handshake included, for a synthetic name) takes longer is dropped. */
+    headTimeoutMs: z.number().int().positive().default(30_000),
+    /** The env's own networks: never dialled, in any reach mode. */
+    deny: cidrs.optional(),
+    /** Ranges that may be dialled although loopback, private, shared or reserved (never overriding `deny`). */
+    allowAddresses: cidrs.optional(),
     /** Static answers, checked before DNS. */
     resolve: z.record(z.string().min(1), z.array(z.union([z.ipv4(), z.ipv6()], { error: "must be an IP address" })).min(1)).optional(),
     /** DNS servers to ask instead of the system's resolver. */

@@ -18,7 +18,13 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 
-const STATUS_TEXT: Record<number, string> = { 400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway" };
+/**
+ * Headers a `Connection` header may not remove: they frame the message or name its host, and the proxy decides them
+ * itself from what it parsed (a nominated Content-Length left out would send a body on unframed).
+ */
+const NEVER_NOMINATED = new Set(["content-length", "host"]);
+
+const STATUS_TEXT: Record<number, string> = { 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 502: "Bad Gateway" };
 
 function rawAnswer(status: number, verdict: SiteProxyVerdict, message: string): string {
   const body = message + "\n";
@@ -34,22 +40,47 @@ export function answerSocket(socket: net.Socket, status: number, verdict: SitePr
   else socket.destroy();
 }
 
-export function answerResponse(res: http.ServerResponse, status: number, verdict: SiteProxyVerdict, message: string): void {
+/** Answers on a parsed request; `close` ends the connection after the answer (its framing is not to be trusted). */
+export function answerResponse(res: http.ServerResponse, status: number, verdict: SiteProxyVerdict, message: string, close = false): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const body = message + "\n";
-  res.writeHead(status, { [SITE_PROXY_HEADER]: verdict, "Content-Type": "text/plain; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
+  res.writeHead(status, {
+    [SITE_PROXY_HEADER]: verdict,
+    "Content-Type": "text/plain; charset=utf-8",
+    "Content-Length": Buffer.byteLength(body),
+    ...(close ? { Connection: "close" } : {}),
+  });
   res.end(body);
 }
 
-/** The end-to-end headers of a message as sent (repeats and order kept), without the hop-by-hop ones. */
+/** `host:port` as a Host header or a log names it: IPv6 in brackets, the port left out when it is the default. */
+export function formatAuthority(host: string, port: number, defaultPort = 80): string {
+  const bracketed = host.includes(":") ? `[${host}]` : host;
+  return port === defaultPort ? bracketed : `${bracketed}:${port}`;
+}
+
+/** The values of every `name` header line of a message, in order. */
+export function headerValues(rawHeaders: string[], name: string): string[] {
+  const values: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i].toLowerCase() === name) values.push(rawHeaders[i + 1]);
+  return values;
+}
+
+/**
+ * The end-to-end headers of a message as sent (repeats and order kept), without the hop-by-hop ones and those its
+ * `Connection` header nominates (never Content-Length or Host: see NEVER_NOMINATED).
+ */
 export function endToEndHeaders(rawHeaders: string[]): string[] {
   const named = new Set(HOP_BY_HOP);
   for (let i = 0; i < rawHeaders.length; i += 2) {
     if (rawHeaders[i].toLowerCase() === "connection") {
-      for (const token of rawHeaders[i + 1].split(",")) named.add(token.trim().toLowerCase());
+      for (const token of rawHeaders[i + 1].split(",")) {
+        const name = token.trim().toLowerCase();
+        if (!NEVER_NOMINATED.has(name)) named.add(name);
+      }
     }
   }
   const kept: string[] = [];

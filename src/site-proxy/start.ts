@@ -5,6 +5,7 @@ import * as http from "node:http";
 import * as net from "node:net";
 import * as path from "node:path";
 import type { StartupRecord } from "../protocol/site-proxy";
+import { createAddressCheck } from "./addresses";
 import { loadOrCreateCa } from "./ca";
 import type { SiteProxyConfig } from "./config";
 import { ConnectFailure, createConnector } from "./connect";
@@ -75,7 +76,17 @@ export async function startSiteProxy(config: SiteProxyConfig): Promise<RunningSi
   const connector = createConnector(config);
   const router = createRouter(config.sites, config.reach);
 
-  const proxyServer = createProxyServer({ router, connector, ca, log, gateway: new URL(config.gateway), idleTimeoutMs: config.idleTimeoutMs });
+  const check = createAddressCheck(config);
+  const proxyServer = createProxyServer({
+    router,
+    connector,
+    check,
+    ca,
+    log,
+    gateway: new URL(config.gateway),
+    idleTimeoutMs: config.idleTimeoutMs,
+    headTimeoutMs: config.headTimeoutMs,
+  });
   const proxy = await listen(proxyServer, config.listen);
 
   const relayServers: net.Server[] = [];

@@ -234,8 +234,10 @@ export async function startProxy(config: Record<string, unknown>, options: Start
   const dir = tempDir();
   const logPath = path.join(dir, "site-proxy.log");
   // Lookups go to a loopback port where no DNS server listens unless a test gives its own: a test never asks the
-  // machine's resolver, and a name it forgot to answer fails at once instead of leaking out.
-  const full = { listen: { host: "127.0.0.1", port: 0 }, gateway: "http://127.0.0.1:9", sites: {}, reach: "allow-all", log: logPath, dnsServers: ["127.0.0.1:1"], ...config };
+  // machine's resolver, and a name it forgot to answer fails at once instead of leaking out. The tests' origins
+  // listen on 127.0.0.1, which stands in for a public address (allowAddresses); every other loopback address stays
+  // refused, and a test of the address check itself gives its own allowAddresses.
+  const full = { listen: { host: "127.0.0.1", port: 0 }, gateway: "http://127.0.0.1:9", sites: {}, reach: "allow-all", log: logPath, dnsServers: ["127.0.0.1:1"], allowAddresses: ["127.0.0.1/32"], ...config };
   const command = options.supervise ? [process.execPath, "--require", "tsx/cjs", SUPERVISOR, PROXY_BIN] : [process.execPath, PROXY_BIN];
   const [file, args] = options.ulimit
     ? ["bash", ["-c", `ulimit -n ${options.ulimit} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$@"`, "bash", ...command]]

@@ -77,7 +77,7 @@ describe("the log", () => {
     for (const line of lines) {
       const record = JSON.parse(line);
       expect(Object.keys(record).slice(0, 2)).toEqual(["event", "time"]);
-      expect(["startup", "connection", "failed", "refused", "error", "restarted"]).toContain(record.event);
+      expect(["startup", "connection", "failed", "refused", "request", "error", "restarted"]).toContain(record.event);
     }
   });
 });
