@@ -23,13 +23,13 @@ interface LogRecordBase {
   time: string;
 }
 
-/** The proxy is listening; the bound ports are real (listening on port 0 picks one). */
+/** The proxy is listening; the bound addresses and ports are real (a name resolved, port 0 picked). */
 export interface StartupRecord extends LogRecordBase {
   event: "startup";
   pid: number;
   proxy: { host: string; port: number };
-  relays: { host: string; port: number; target: string }[];
-  control: { host: string; port: number } | null;
+  /** The control listener, and the DevTools relay (`host:port`) it serves under /cdp/. */
+  control: { host: string; port: number; cdp: string } | null;
   /** Path of the env CA certificate that browsers trust. */
   caCert: string;
   reach: "allow-all" | "none" | string[];

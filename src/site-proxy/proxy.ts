@@ -12,7 +12,18 @@ import { AddressRefused, ConnectFailure, type Connector, normalizeHost, type Ope
 import { BrokenAnswer, connectorAgent, type Destination, forward, type ForwardHooks, forwardUpgrade, type UpgradeHooks } from "./forward";
 import { requestFramingProblem, upgradeFramingProblem } from "./framing";
 import type { EventLog } from "./log";
-import { answerResponse, answerSocket, endToEndHeaders, formatAuthority, headerValues, parseAbsoluteForm, parseAuthority, withoutHeader } from "./messages";
+import {
+  answerResponse,
+  answerSocket,
+  endToEndHeaders,
+  formatAuthority,
+  headerValues,
+  MAX_HEADER_BYTES,
+  parseAbsoluteForm,
+  parseAuthority,
+  serverOptions,
+  withoutHeader,
+} from "./messages";
 import { endedByRelay, relay } from "./relay";
 import type { Router } from "./routing";
 
@@ -28,9 +39,6 @@ export interface ProxyOptions {
   /** A connection whose request head is not complete this long after it began is dropped. */
   headTimeoutMs: number;
 }
-
-/** Requests whose headers are larger than this are answered 400 (node's default limit is 16 KiB). */
-export const MAX_HEADER_BYTES = 64 * 1024;
 
 export interface SyntheticTunnel {
   site: string;
@@ -381,15 +389,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     socket.destroy();
   }
 
-  const server = http.createServer({
-    maxHeaderSize: MAX_HEADER_BYTES,
-    requireHostHeader: false,
-    // A request's body may take as long as it takes; its head may not (slow clients holding connections open).
-    requestTimeout: 0,
-    headersTimeout: headTimeoutMs,
-    connectionsCheckingInterval: Math.min(1_000, headTimeoutMs),
-    keepAliveTimeout: idleTimeoutMs,
-  });
+  const server = http.createServer(serverOptions(headTimeoutMs, idleTimeoutMs));
   server.on("request", onRequest);
   server.on("connect", onConnect);
   server.on("upgrade", onUpgrade);

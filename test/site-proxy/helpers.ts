@@ -210,6 +210,9 @@ export interface StartOptions {
   ulimit?: number;
 }
 
+/** The control listener's token in every test proxy's environment. */
+export const TEST_TOKEN = "test-control-token-0123456789abcdef";
+
 function readStartup(child: ChildProcess, stderr: () => string): Promise<StartupRecord> {
   return new Promise((resolve, reject) => {
     let text = "";
@@ -242,7 +245,7 @@ export async function startProxy(config: Record<string, unknown>, options: Start
   const [file, args] = options.ulimit
     ? ["bash", ["-c", `ulimit -n ${options.ulimit} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$@"`, "bash", ...command]]
     : [command[0], command.slice(1)];
-  const child = spawn(file, args as string[], { cwd: ROOT, env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(full) }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(file, args as string[], { cwd: ROOT, env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(full), MULTIENV_SITE_PROXY_TOKEN: TEST_TOKEN }, stdio: ["ignore", "pipe", "pipe"] });
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once("exit", resolve));
