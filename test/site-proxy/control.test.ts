@@ -146,15 +146,24 @@ describe("listeners named by host name", () => {
     expect(named.startup.proxy.host).toBe("127.0.0.2");
     expect(named.startup.control).toMatchObject({ host: "127.0.0.3" });
     expect(dns.queries.filter((q) => q === "proxy.test").length).toBeGreaterThan(1);
-    const refusedAt = (host: string, port: number) =>
-      new Promise<string>((resolve) => {
+    // Whether a request sent to host:port reaches this proxy (its log names the probe). Another test's server may
+    // hold the same port on another loopback address, so a connection alone proves nothing.
+    let probes = 0;
+    const reachesProxy = async (host: string, port: number) => {
+      const probe = `probe-${++probes}.test`;
+      await new Promise<void>((resolve) => {
         const s = net.connect(port, host);
-        s.on("connect", () => (s.destroy(), resolve("connected")));
-        s.on("error", (e: NodeJS.ErrnoException) => resolve(e.code ?? "error"));
+        s.on("connect", () => s.write(`GET http://${probe}/ HTTP/1.1\r\nHost: ${probe}\r\n\r\n`));
+        s.on("error", () => resolve());
+        s.on("close", () => resolve());
+        setTimeout(() => s.destroy(), 500);
       });
-    expect(await refusedAt("127.0.0.1", named.startup.proxy.port)).toBe("ECONNREFUSED");
-    expect(await refusedAt("127.0.0.2", named.startup.proxy.port)).toBe("connected");
-    expect(await refusedAt("127.0.0.1", named.startup.control!.port)).toBe("ECONNREFUSED");
+      return named.records().some((r) => "host" in r && r.host === probe);
+    };
+    expect(await reachesProxy("127.0.0.1", named.startup.proxy.port)).toBe(false);
+    expect(await reachesProxy("127.0.0.2", named.startup.proxy.port)).toBe(true);
+    const other = await fetch(`http://127.0.0.1:${named.startup.control!.port}/log`, { headers: auth }).then((r) => r.status, () => "refused");
+    expect(other).not.toBe(200);
     const log = await fetch(`http://127.0.0.3:${named.startup.control!.port}/log`, { headers: auth });
     expect(log.status).toBe(200);
   });
