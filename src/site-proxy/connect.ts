@@ -67,6 +67,16 @@ export function normalizeHost(host: string): string {
   return bare.toLowerCase().replace(/\.$/, "");
 }
 
+/**
+ * The address a normalized host is, when it is one: itself, or the dotted form of a spelling a browser reads as
+ * an IPv4 address (`127.1`, `0x7f.1`, `2130706433`, `017700000001`); undefined for a name.
+ */
+export function addressOf(host: string): string | undefined {
+  if (net.isIP(host)) return host;
+  if (isAddress(host)) return new URL(`http://${host}/`).hostname;
+  return undefined;
+}
+
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
@@ -136,8 +146,8 @@ export function createConnector(options: ConnectorOptions): Connector {
 
   async function lookup(host: string, deadline: number): Promise<string[]> {
     const name = normalizeHost(host);
-    if (net.isIP(name)) return [name];
-    if (isAddress(name)) return [new URL(`http://${name}/`).hostname]; // shorthand IPv4 such as 127.1
+    const address = addressOf(name);
+    if (address !== undefined) return [address];
     const known = staticAnswers.get(name);
     if (known) return known;
     return beforeDeadline(

@@ -8,7 +8,7 @@ import * as tls from "node:tls";
 import { SiteProxyVerdict } from "../protocol/site-proxy";
 import type { AddressCheck } from "./addresses";
 import type { CertificateAuthority } from "./ca";
-import { AddressRefused, ConnectFailure, type Connector, normalizeHost, type Opened } from "./connect";
+import { AddressRefused, addressOf, ConnectFailure, type Connector, normalizeHost, type Opened } from "./connect";
 import { BrokenAnswer, connectorAgent, type Destination, forward, type ForwardHooks, forwardUpgrade, type UpgradeHooks } from "./forward";
 import { requestFramingProblem, upgradeFramingProblem } from "./framing";
 import type { EventLog } from "./log";
@@ -122,7 +122,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   }
 
   function refusedByRoute(x: Exchange, why: string): Failure {
-    log.write({ event: "refused", method: x.method, host: x.host, port: x.port, why });
+    const address = addressOf(x.host);
+    log.write({ event: "refused", method: x.method, host: x.host, port: x.port, ...(address !== undefined ? { address } : {}), why });
     return { status: 403, verdict: SiteProxyVerdict.refused, message: `${formatAuthority(x.host, x.port, -1)} is refused: ${why}` };
   }
 
