@@ -208,6 +208,8 @@ export interface StartOptions {
   supervise?: boolean;
   /** Raise the open files limit first, through bash's ulimit. */
   ulimit?: number;
+  /** MULTIENV_SITE_PROXY_TOKEN (TEST_TOKEN by default), e.g. the token a gateway derives for its computer. */
+  token?: string;
 }
 
 /** The control listener's token in every test proxy's environment. */
@@ -245,7 +247,7 @@ export async function startProxy(config: Record<string, unknown>, options: Start
   const [file, args] = options.ulimit
     ? ["bash", ["-c", `ulimit -n ${options.ulimit} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$@"`, "bash", ...command]]
     : [command[0], command.slice(1)];
-  const child = spawn(file, args as string[], { cwd: ROOT, env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(full), MULTIENV_SITE_PROXY_TOKEN: TEST_TOKEN }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(file, args as string[], { cwd: ROOT, env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(full), MULTIENV_SITE_PROXY_TOKEN: options.token ?? TEST_TOKEN }, stdio: ["ignore", "pipe", "pipe"] });
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once("exit", resolve));
