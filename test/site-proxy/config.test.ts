@@ -5,7 +5,6 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseSiteProxyLog } from "../../src/protocol/site-proxy";
 import { configFromEnv } from "../../src/site-proxy/config";
 import { cleanup, PROXY_BIN, ROOT, startProxy, tempDir } from "./helpers";
 
