@@ -1,10 +1,13 @@
 // npm run bench:proxy — the site proxy against squid (Debian) and a direct connection, in one run, all on loopback:
 //   tunnel throughput over a 1 GiB transfer, new tunnels per second, added latency per request (a small
-//   round trip inside an open tunnel), and RSS per idle tunnel with 1,000 idle tunnels open.
+//   round trip inside an open tunnel), RSS per idle tunnel with 1,000 idle tunnels open, and forwarded plain-HTTP
+//   requests per second on kept-alive connections (a GET, and a POST whose 16 KiB body the proxy frames again).
+//   The last line is every figure as one JSON object.
 // Aims (issue 4): throughput >= 1.0x squid and >= 0.8x direct; tunnels/s >= squid; < 64 KiB RSS per idle tunnel.
 // Usage: npm run bench:proxy [-- --gib 1 --seconds 3 --idle 1000 --rounds 3]
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as http from "node:http";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -58,6 +61,13 @@ const echo = net.createServer((socket) => {
   socket.setNoDelay(true);
   socket.pipe(socket);
 });
+
+/** A plain HTTP origin: a small page for every request, its body read first. */
+const origin = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+  req.resume();
+  req.on("end", () => res.end("<html>ok</html>"));
+});
+const POST_BODY = Buffer.alloc(16 * 1024, 0x63);
 
 // ---------------------------------------------------------------------------------------------------------------
 // Clients.
@@ -199,6 +209,47 @@ async function latencyMicros(open: Opener, echoPort: number): Promise<{ mean: nu
   return { mean: samples.reduce((a, b) => a + b, 0) / samples.length, p50: samples[Math.floor(samples.length / 2)], p99: samples[Math.floor(samples.length * 0.99)] };
 }
 
+/**
+ * Requests per second on RATE_CONCURRENCY kept-alive connections: absolute-form through a proxy, or origin-form
+ * straight to the origin (proxyPort undefined).
+ */
+async function httpRequestsPerSecond(proxyPort: number | undefined, originPort: number, method: "GET" | "POST"): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: RATE_CONCURRENCY });
+  const until = Date.now() + RATE_SECONDS * 1000;
+  const start = Date.now();
+  let done = 0;
+  const one = () =>
+    new Promise<void>((resolve, reject) => {
+      const req = http.request(
+        {
+          agent,
+          host: "127.0.0.1",
+          port: proxyPort ?? originPort,
+          method,
+          path: proxyPort === undefined ? "/page" : `http://127.0.0.1:${originPort}/page`,
+          headers: { Host: `127.0.0.1:${originPort}`, ...(method === "POST" ? { "Content-Length": POST_BODY.length } : {}) },
+        },
+        (res) => {
+          if (res.statusCode !== 200) reject(new Error(`${method} answered ${res.statusCode}`));
+          res.resume();
+          res.on("end", resolve);
+        },
+      );
+      req.on("error", reject);
+      req.end(method === "POST" ? POST_BODY : undefined);
+    });
+  await Promise.all(
+    Array.from({ length: RATE_CONCURRENCY }, async () => {
+      while (Date.now() < until) {
+        await one();
+        done++;
+      }
+    }),
+  );
+  agent.destroy();
+  return done / ((Date.now() - start) / 1000);
+}
+
 /** CPU time (user + system) the process has used, in seconds: unlike wall time, hardly moved by others' load. */
 function cpuSeconds(pid: number): number {
   const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
@@ -250,7 +301,8 @@ function waitForPort(port: number, timeoutMs: number): Promise<void> {
 }
 
 async function startOurs(): Promise<{ port: number; pid: number }> {
-  const config = { listen: { host: "127.0.0.1", port: 0 }, gateway: "http://127.0.0.1:9", sites: {}, reach: "allow-all", log: path.join(work, "ours/site-proxy.log") };
+  // The upstreams are on 127.0.0.1, standing in for public hosts: loopback is refused unless allowAddresses opens it.
+  const config = { listen: { host: "127.0.0.1", port: 0 }, gateway: "http://127.0.0.1:9", sites: {}, reach: "allow-all", log: path.join(work, "ours/site-proxy.log"), allowAddresses: ["127.0.0.1/32"] };
   const child = spawn("bash", ["-c", `ulimit -n $(ulimit -Hn); exec "$@"`, "bash", process.execPath, path.join(root, "bin/multienv-site-proxy.js")], {
     env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(config) },
     stdio: ["ignore", "pipe", "inherit"],
@@ -311,6 +363,7 @@ function fmt(n: number, digits = 0): string {
 async function main(): Promise<void> {
   const sourcePort = await listen(source);
   const echoPort = await listen(echo);
+  const originPort = await listen(origin);
   const ours = await startOurs();
   const squid = await startSquid().catch((err: Error) => {
     console.error(`squid did not start: ${err.message}`);
@@ -327,9 +380,9 @@ async function main(): Promise<void> {
 
   // Each measure runs in rounds, the contenders taking turns within a round, and the best round counts: on a shared
   // machine a burst of someone else's load then hits one round, not one contender.
-  type Result = { mibps: number; tps: number; rtt: { mean: number; p50: number; p99: number }; rss?: number; cpuPerGiB?: number; cpuPerTunnelUs?: number };
+  type Result = { mibps: number; tps: number; rtt: { mean: number; p50: number; p99: number }; getsPerSecond: number; postsPerSecond: number; rss?: number; cpuPerGiB?: number; cpuPerTunnelUs?: number };
   const results: Record<string, Result> = {};
-  for (const [name] of contenders) results[name] = { mibps: 0, tps: 0, rtt: { mean: Infinity, p50: Infinity, p99: Infinity } };
+  for (const [name] of contenders) results[name] = { mibps: 0, tps: 0, rtt: { mean: Infinity, p50: Infinity, p99: Infinity }, getsPerSecond: 0, postsPerSecond: 0 };
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, open, pid, proxyPort] of round % 2 === 0 ? contenders : [...contenders].reverse()) {
       const r = results[name];
@@ -342,14 +395,17 @@ async function main(): Promise<void> {
       r.tps = Math.max(r.tps, rate.perSecond);
       const rtt = await latencyMicros(open, echoPort);
       if (rtt.p50 < r.rtt.p50) r.rtt = rtt;
+      r.getsPerSecond = Math.max(r.getsPerSecond, await httpRequestsPerSecond(proxyPort, originPort, "GET"));
+      r.postsPerSecond = Math.max(r.postsPerSecond, await httpRequestsPerSecond(proxyPort, originPort, "POST"));
     }
     process.stderr.write(`round ${round + 1} of ${ROUNDS} done\n`);
   }
   for (const [name, open, pid] of contenders) if (pid) results[name].rss = await idleTunnelRss(open, echoPort, pid);
   for (const [name] of contenders) {
-    const { mibps, tps, rtt, rss, cpuPerGiB, cpuPerTunnelUs } = results[name];
+    const { mibps, tps, rtt, rss, cpuPerGiB, cpuPerTunnelUs, getsPerSecond, postsPerSecond } = results[name];
     console.log(
       `${name.padEnd(9)} throughput ${fmt(mibps).padStart(6)} MiB/s${cpuPerGiB !== undefined ? ` (${fmt(cpuPerGiB, 2)} CPU s/GiB)` : ""} | new tunnels ${fmt(tps).padStart(6)}/s${cpuPerTunnelUs !== undefined ? ` (${fmt(cpuPerTunnelUs)} µs CPU each)` : ""} | round trip p50 ${fmt(rtt.p50, 1)} µs (mean ${fmt(rtt.mean, 1)}, p99 ${fmt(rtt.p99, 1)})` +
+        ` | HTTP GET ${fmt(getsPerSecond)}/s, POST 16 KiB ${fmt(postsPerSecond)}/s` +
         (rss !== undefined ? ` | RSS per idle tunnel ${fmt(rss / 1024, 1)} KiB (${IDLE_TUNNELS} tunnels)` : ""),
     );
   }
@@ -364,6 +420,9 @@ async function main(): Promise<void> {
   console.log(`  new tunnels/s    multienv/direct ${fmt(o.tps / d.tps, 2)}x` + (s ? ` | multienv/squid ${fmt(o.tps / s.tps, 2)}x (aim >= 1.0)` : ""));
   console.log(`  added latency    multienv +${fmt(o.rtt.p50 - d.rtt.p50, 1)} µs per round trip (p50)` + (s ? ` | squid +${fmt(s.rtt.p50 - d.rtt.p50, 1)} µs` : ""));
   console.log(`  idle tunnel RSS  multienv ${fmt(o.rss! / 1024, 1)} KiB (aim < 64)` + (s?.rss !== undefined ? ` | squid ${fmt(s.rss / 1024, 1)} KiB` : ""));
+  console.log(`  HTTP GET/s       multienv/direct ${fmt(o.getsPerSecond / d.getsPerSecond, 2)}x` + (s ? ` | multienv/squid ${fmt(o.getsPerSecond / s.getsPerSecond, 2)}x` : ""));
+  console.log(`  HTTP POST/s      multienv/direct ${fmt(o.postsPerSecond / d.postsPerSecond, 2)}x` + (s ? ` | multienv/squid ${fmt(o.postsPerSecond / s.postsPerSecond, 2)}x` : ""));
+  console.log(JSON.stringify({ bench: "proxy", cores: os.cpus().length, node: process.version, transferBytes: TRANSFER_BYTES, idleTunnels: IDLE_TUNNELS, results }));
   process.exit(0);
 }
 

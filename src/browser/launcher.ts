@@ -2,6 +2,7 @@
 // Chromium behind the computer's site proxy with its start tabs, and launches it again
 // whenever it dies (a computer's browser must come back without the runner's help).
 import { spawn, type ChildProcess } from "node:child_process";
+import dns from "node:dns";
 import fs from "node:fs";
 import http from "node:http";
 import type net from "node:net";
@@ -10,7 +11,13 @@ import type { BrowserConfig } from "./config";
 import { startDevtoolsRelay } from "./devtools-relay";
 import { trustCa } from "./nss";
 
-/** Fixed flags: headless, no sandbox (containers), and nothing that phones home past the proxy. */
+/**
+ * Fixed flags: headless, no sandbox (containers), nothing that phones home past the proxy, and loopback sent to
+ * the proxy too (Chromium bypasses the proxy for loopback by default): a page's request to localhost, DevTools'
+ * own port included, reaches the site proxy, which refuses it. DevTools keeps its default Origin check (no
+ * --remote-allow-origins): a page's WebSocket carries an Origin and is refused, while DevTools clients (the gateway,
+ * Playwright) send none.
+ */
 export const CHROMIUM_FLAGS = [
   "--headless",
   "--no-sandbox",
@@ -20,8 +27,11 @@ export const CHROMIUM_FLAGS = [
   "--disable-component-update",
   "--disable-sync",
   "--disable-dev-shm-usage",
-  "--remote-allow-origins=*",
+  "--proxy-bypass-list=<-loopback>",
 ];
+
+/** How long the relay's host name may take to resolve at start (Docker's DNS learns a container's aliases late). */
+const RESOLVE_MS = 5_000;
 
 export interface LauncherOptions {
   chromium?: string;
@@ -30,8 +40,6 @@ export interface LauncherOptions {
   home?: string;
   /** Chromium's profile, kept across restarts so a signed-in session survives a crash. */
   profileDir?: string;
-  /** Where the relay listens; the container's DevTools port on every address by default. */
-  listenHost?: string;
   restartDelayMs?: number;
   log?: (record: Record<string, unknown>) => void;
 }
@@ -39,6 +47,10 @@ export interface LauncherOptions {
 export interface Launcher {
   /** The running Chromium's pid, if any. */
   pid(): number | undefined;
+  /** The running Chromium's own DevTools port on 127.0.0.1 (chosen by Chromium at each start), if any. */
+  devtoolsPort(): number | undefined;
+  /** The address the DevTools relay listens on. */
+  relayAddress(): string;
   /** Resolves after the next (re)start of Chromium has opened its start tabs. */
   ready(): Promise<void>;
   stop(): Promise<void>;
@@ -80,12 +92,14 @@ function devtools(port: number, method: string, pathAndQuery: string): Promise<{
   });
 }
 
-async function waitForDevtools(port: number, child: ChildProcess): Promise<void> {
+/** The port Chromium's DevTools took (`--remote-debugging-port=0`), read from the profile once it answers. */
+async function waitForDevtools(profileDir: string, child: ChildProcess): Promise<number> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error("Chromium exited before DevTools answered");
     try {
-      if ((await devtools(port, "GET", "/json/version")).status === 200) return;
+      const port = Number(fs.readFileSync(path.join(profileDir, "DevToolsActivePort"), "utf8").split("\n")[0]);
+      if (port > 0 && (await devtools(port, "GET", "/json/version")).status === 200) return port;
     } catch {
       /* not listening yet */
     }
@@ -94,37 +108,57 @@ async function waitForDevtools(port: number, child: ChildProcess): Promise<void>
   throw new Error("Chromium's DevTools did not answer within 30 s");
 }
 
+/** The address `host` names (an address stays itself), asked again for RESOLVE_MS while the DNS catches up. */
+async function relayAddress(host: string): Promise<string> {
+  const until = Date.now() + RESOLVE_MS;
+  for (;;) {
+    try {
+      const { address } = await dns.promises.lookup(host.replace(/^\[|\]$/g, ""));
+      if (address === "0.0.0.0" || address === "::") throw new Error(`cdpHost "${host}" resolves to ${address}, which listens on every network`);
+      return address;
+    } catch (e) {
+      if ((e as Error).message.startsWith("cdpHost")) throw e;
+      if (Date.now() > until) throw new Error(`cdpHost "${host}" does not resolve (${(e as Error).message}) after ${RESOLVE_MS} ms`);
+      await sleep(250);
+    }
+  }
+}
+
 export async function start(config: BrowserConfig, options: LauncherOptions = {}): Promise<Launcher> {
   const log = options.log ?? jsonLog;
   const home = options.home ?? process.env.HOME ?? "/root";
   const profileDir = options.profileDir ?? path.join(home, ".config", "multienv-chromium");
-  const internalPort = config.cdpPort === 9223 ? 9224 : 9223;
   let child: ChildProcess | undefined;
+  let internalPort: number | undefined;
   let stopped = false;
   let readyWaiters: Array<() => void> = [];
 
-  log({ event: "startup", proxy: config.proxy, startTabs: config.startTabs, cdpPort: config.cdpPort });
-  const relay: net.Server = await startDevtoolsRelay({ host: options.listenHost ?? "0.0.0.0", port: config.cdpPort }, internalPort);
+  const listenAddress = await relayAddress(config.cdpHost);
+  log({ event: "startup", proxy: config.proxy, startTabs: config.startTabs, cdpHost: config.cdpHost, cdpAddress: listenAddress, cdpPort: config.cdpPort });
+  const relay: net.Server = await startDevtoolsRelay({ host: listenAddress, port: config.cdpPort }, () => internalPort);
 
   const launchOnce = async (): Promise<ChildProcess> => {
     await waitForFile(config.caFile, () => stopped, log);
     await trustCa(config.caFile, home, options.certutil);
     fs.mkdirSync(profileDir, { recursive: true });
     // A Chromium killed with -9 leaves its singleton lock behind; the profile is ours alone.
-    for (const f of ["SingletonLock", "SingletonSocket", "SingletonCookie"]) fs.rmSync(path.join(profileDir, f), { force: true });
+    // So is the port file of the last run, which would name a port no one listens on any more.
+    for (const f of ["SingletonLock", "SingletonSocket", "SingletonCookie", "DevToolsActivePort"]) fs.rmSync(path.join(profileDir, f), { force: true });
     const [first, ...rest] = config.startTabs;
     const args = [
       ...CHROMIUM_FLAGS,
       `--proxy-server=${config.proxy}`,
-      `--remote-debugging-port=${internalPort}`,
+      // A port of Chromium's choosing on 127.0.0.1, read back from the profile: two browsers never collide.
+      "--remote-debugging-port=0",
       `--user-data-dir=${profileDir}`,
       first ?? "about:blank",
     ];
     const proc = spawn(options.chromium ?? "chromium", args, { env: { ...process.env, HOME: home }, stdio: ["ignore", "ignore", "pipe"] });
     proc.stderr?.resume();
-    await waitForDevtools(internalPort, proc);
+    const port = await waitForDevtools(profileDir, proc);
     // Headless Chromium takes one URL on its command line; the other tabs are opened over DevTools.
-    for (const url of rest) await devtools(internalPort, "PUT", `/json/new?${encodeURI(url)}`);
+    for (const url of rest) await devtools(port, "PUT", `/json/new?${encodeURI(url)}`);
+    internalPort = port;
     log({ event: "chromium-started", pid: proc.pid, startTabs: config.startTabs });
     return proc;
   };
@@ -143,6 +177,7 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
           else proc.once("exit", (c, s) => r([c, s]));
         });
         child = undefined;
+        internalPort = undefined;
         if (stopped) return;
         log({ event: "chromium-exited", code, signal });
       } catch (e) {
@@ -150,6 +185,7 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
         log({ event: "error", error: (e as Error).message });
         child?.kill("SIGKILL");
         child = undefined;
+        internalPort = undefined;
       }
       restart = true;
       await sleep(options.restartDelayMs ?? 500);
@@ -159,6 +195,8 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
 
   return {
     pid: () => child?.pid,
+    devtoolsPort: () => internalPort,
+    relayAddress: () => listenAddress,
     ready: () => new Promise<void>((r) => readyWaiters.push(r)),
     stop: async () => {
       stopped = true;

@@ -23,13 +23,13 @@ interface LogRecordBase {
   time: string;
 }
 
-/** The proxy is listening; the bound ports are real (listening on port 0 picks one). */
+/** The proxy is listening; the bound addresses and ports are real (a name resolved, port 0 picked). */
 export interface StartupRecord extends LogRecordBase {
   event: "startup";
   pid: number;
   proxy: { host: string; port: number };
-  relays: { host: string; port: number; target: string }[];
-  control: { host: string; port: number } | null;
+  /** The control listener, and the DevTools relay (`host:port`) it serves under /cdp/. */
+  control: { host: string; port: number; cdp: string } | null;
   /** Path of the env CA certificate that browsers trust. */
   caCert: string;
   reach: "allow-all" | "none" | string[];
@@ -68,13 +68,37 @@ export interface FailedRecord extends LogRecordBase {
   error: string;
 }
 
-/** A host the computer's reaching does not include: the client got a 403. */
+/**
+ * A host the computer may not reach: its reaching does not include the host, or the host stands for an address
+ * the proxy never dials (then `address` names it). The client got a 403.
+ */
 export interface RefusedRecord extends LogRecordBase {
   event: "refused";
   method: string;
+  /** The host as the computer named it (lower case, without a trailing dot). */
   host: string;
   port: number;
+  /** The address refused, when the refusal was of an address the host resolved to (or is). */
+  address?: string;
   why: string;
+}
+
+/**
+ * One request the proxy forwarded (to a host or, for a synthetic name, to the gateway), written when the
+ * computer got its answer's status: every attempt leaves a trace, whatever the Host header said.
+ */
+export interface RequestRecord extends LogRecordBase {
+  event: "request";
+  method: string;
+  /** The host the request was routed by (its absolute-form target, or the synthetic tunnel's name). */
+  host: string;
+  port: number;
+  /** Synthetic site the host belongs to, when it is one. */
+  site?: string;
+  /** The Host header the computer sent, when it sent one (a host is always sent `host` itself). */
+  hostHeader?: string;
+  /** The status the computer got: the host's own, or the proxy's (403 refused, 502 failed). */
+  status: number;
 }
 
 /** Anything unexpected, including a bad request answered with 400. Never a crash. */
@@ -99,7 +123,7 @@ export interface RestartedRecord extends LogRecordBase {
   signal: string | null;
 }
 
-export type SiteProxyLogRecord = StartupRecord | ConnectionRecord | FailedRecord | RefusedRecord | ErrorRecord | RestartedRecord;
+export type SiteProxyLogRecord = StartupRecord | ConnectionRecord | FailedRecord | RefusedRecord | RequestRecord | ErrorRecord | RestartedRecord;
 
 /** Parses the log file's text into records, one per line (blank lines skipped). */
 export function parseSiteProxyLog(text: string): SiteProxyLogRecord[] {

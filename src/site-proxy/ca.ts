@@ -1,6 +1,7 @@
 // The env's certificate authority and the leaf certificates it issues for synthetic names.
 // A browser that trusts the CA loads https://<synthetic name>/ through the proxy without a certificate error;
-// the proxy issues a leaf for exactly the name the browser asked for, on first use, and keeps it.
+// the proxy issues a leaf for exactly the name the browser asked for, on first use, and keeps the most recently
+// used ones (a computer asking for a million names under a synthetic wildcard must not grow the proxy's memory).
 // @peculiar/x509 resolves its parts through tsyringe, which needs the Reflect metadata polyfill loaded first.
 import "reflect-metadata";
 import * as crypto from "node:crypto";
@@ -20,6 +21,9 @@ const EC_KEY = { name: "ECDSA", namedCurve: "P-256" } as const;
 const EC_SIGN = { name: "ECDSA", hash: "SHA-256" } as const;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
+/** Leaves kept at most: far more names than a task's pages use, a few MiB of TLS contexts. */
+export const MAX_CACHED_LEAVES = 1_000;
+
 export interface CertificateAuthority {
   /** PEM of the CA certificate, what browsers trust. */
   certPem: string;
@@ -27,6 +31,8 @@ export interface CertificateAuthority {
   certPath: string;
   /** A TLS context with a certificate for exactly `host`, issued on first use and cached. */
   contextFor(host: string): Promise<tls.SecureContext>;
+  /** How many leaves are cached now. */
+  cachedLeaves(): number;
 }
 
 function randomSerial(): string {
@@ -86,7 +92,11 @@ function writeFile(file: string, text: string, mode: number): void {
  * restarted proxy keeps its CA and the browser keeps trusting it. Without `ca` the CA lives only as long as the
  * process, and its certificate is written to `defaultCertPath`.
  */
-export async function loadOrCreateCa(ca: { cert: string; key: string } | undefined, defaultCertPath: string): Promise<CertificateAuthority> {
+export async function loadOrCreateCa(
+  ca: { cert: string; key: string } | undefined,
+  defaultCertPath: string,
+  maxCachedLeaves = MAX_CACHED_LEAVES,
+): Promise<CertificateAuthority> {
   let certPem: string;
   let keyPem: string;
   let certPath: string;
@@ -107,6 +117,7 @@ export async function loadOrCreateCa(ca: { cert: string; key: string } | undefin
   const leafKeys = (await subtle.generateKey(EC_KEY, true, ["sign", "verify"])) as CryptoKeyPair;
   const leafKeyPem = await privateKeyPem(leafKeys.privateKey);
   const leafKeyId = await x509.SubjectKeyIdentifierExtension.create(leafKeys.publicKey);
+  // Least recently used first: a Map keeps insertion order, and a name used again is moved to the end.
   const contexts = new Map<string, Promise<tls.SecureContext>>();
 
   async function issue(host: string): Promise<tls.SecureContext> {
@@ -137,12 +148,16 @@ export async function loadOrCreateCa(ca: { cert: string; key: string } | undefin
     certPath,
     contextFor(host) {
       let context = contexts.get(host);
-      if (!context) {
+      if (context) {
+        contexts.delete(host);
+      } else {
         context = issue(host);
-        contexts.set(host, context);
-        context.catch(() => contexts.delete(host)); // a failed issue is tried again next time
+        context.catch(() => contexts.get(host) === context && contexts.delete(host)); // a failed issue is tried again next time
       }
+      contexts.set(host, context);
+      while (contexts.size > maxCachedLeaves) contexts.delete(contexts.keys().next().value!);
       return context;
     },
+    cachedLeaves: () => contexts.size,
   };
 }

@@ -1,11 +1,14 @@
 // The site proxy's configuration (DESIGN "Entry points", docs/contracts.md "Service config extensions"):
 // one JSON object in MULTIENV_SITE_PROXY_CONFIG, checked here so a mistake is one line naming the field.
 import { z } from "zod";
-import { CONFIG_ENV } from "./supervision";
+import { isCidr } from "./addresses";
+import { CONFIG_ENV, TOKEN_ENV } from "./supervision";
 
 const port = z.number().int().min(0).max(65535);
+/** `host` an address or a name, resolved once at start and bound alone. */
 const listen = z.object({ host: z.string().min(1), port }).strict();
 /** `host:port`, the host possibly a bracketed IPv6 address. */
+const cidrs = z.array(z.string().refine(isCidr, { error: "must be a CIDR such as 172.18.0.0/16 or fd00::/64" }));
 const hostPort = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:\/\[\]]+):\d{1,5}$/, 'must be "host:port", e.g. "127.0.0.1:53"');
 
 export const siteProxyConfigSchema = z
@@ -20,13 +23,19 @@ export const siteProxyConfigSchema = z
     log: z.string().min(1),
     connectTimeoutMs: z.number().int().positive().default(30_000),
     idleTimeoutMs: z.number().int().positive().default(300_000),
+    /** A connection whose request head (TLS handshake included, for a synthetic name) takes longer is dropped. */
+    headTimeoutMs: z.number().int().positive().default(30_000),
+    /** The env's own networks: never dialled, in any reach mode. */
+    deny: cidrs.optional(),
+    /** Ranges that may be dialled although loopback, private, shared or reserved (never overriding `deny`). */
+    allowAddresses: cidrs.optional(),
     /** Static answers, checked before DNS. */
     resolve: z.record(z.string().min(1), z.array(z.union([z.ipv4(), z.ipv6()], { error: "must be an IP address" })).min(1)).optional(),
     /** DNS servers to ask instead of the system's resolver. */
     dnsServers: z.array(hostPort).min(1).optional(),
     ca: z.object({ cert: z.string().min(1), key: z.string().min(1) }).strict().optional(),
-    relays: z.array(z.object({ listen, target: hostPort }).strict()).optional(),
-    control: listen.optional(),
+    /** The control listener (log, CA, DevTools); `cdp` is the browser's DevTools relay, `host:port`. */
+    control: z.object({ host: z.string().min(1), port, cdp: hostPort }).strict().optional(),
   })
   .strict();
 
@@ -70,4 +79,27 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): SiteProxyCo
     throw new ConfigError(`${CONFIG_ENV}: is not JSON (${(err as Error).message})`);
   }
   return parseSiteProxyConfig(raw);
+}
+
+/** The fewest characters (whitespace not counted) the control token may have. */
+export const MIN_TOKEN_LENGTH = 16;
+
+/** Why `token` cannot guard the control listener, or undefined when it can. */
+export function tokenProblem(token: string | undefined): string | undefined {
+  if (token === undefined || token === "") return "is not set";
+  const visible = token.replace(/\s/g, "").length;
+  if (visible === 0) return "is blank";
+  if (visible < token.length - visible) return "is mostly whitespace";
+  // An Authorization header loses the whitespace around its value: such a token could never be presented.
+  if (token.trim() !== token) return "has whitespace around it";
+  if (visible < MIN_TOKEN_LENGTH) return `is shorter than ${MIN_TOKEN_LENGTH} characters`;
+  return undefined;
+}
+
+/** The control listener's token from the environment, or a one-line ConfigError naming the variable. */
+export function controlTokenFromEnv(env: NodeJS.ProcessEnv = process.env): string {
+  const token = env[TOKEN_ENV];
+  const problem = tokenProblem(token);
+  if (problem) throw new ConfigError(`${TOKEN_ENV}: ${problem}; set it to the computer's control token (at least ${MIN_TOKEN_LENGTH} characters, no whitespace)`);
+  return token!;
 }

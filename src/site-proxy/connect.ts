@@ -5,6 +5,7 @@ import * as dns from "node:dns";
 import * as net from "node:net";
 import { isAddress } from "../plan/names";
 import type { FailedReason } from "../protocol/site-proxy";
+import type { AddressCheck } from "./addresses";
 import { BulkReads } from "./bulk-reads";
 
 /** A connection that could not be opened, and why. */
@@ -15,6 +16,26 @@ export class ConnectFailure extends Error {
   ) {
     super(message);
   }
+}
+
+/** A host that resolves to an address the address check refuses: nothing was dialled. */
+export class AddressRefused extends Error {
+  constructor(
+    readonly address: string,
+    readonly why: string,
+  ) {
+    super(`${address} is ${why}`);
+  }
+}
+
+export interface OpenOptions {
+  /** Read into a shared buffer (see bulk-reads.ts): for byte relays, not for sockets a parser reads. */
+  bulkReads?: boolean;
+  /**
+   * Checked on every address the host stands for before any is dialled: when one is refused the host is refused
+   * (AddressRefused), so a name with one allowed and one refused address never falls through to the refused one.
+   */
+  check?: AddressCheck;
 }
 
 export interface Opened {
@@ -34,11 +55,8 @@ export interface ConnectorOptions {
 }
 
 export interface Connector {
-  /**
-   * Resolves `host` (unless it is an address) and connects to one of its addresses before the deadline.
-   * `bulkReads` reads into a shared buffer (see bulk-reads.ts): for byte relays, not for sockets a parser reads.
-   */
-  open(host: string, port: number, options?: { bulkReads?: boolean }): Promise<Opened>;
+  /** Resolves `host` (unless it is an address) and connects to one of its addresses before the deadline. */
+  open(host: string, port: number, options?: OpenOptions): Promise<Opened>;
   /** The addresses `host` stands for, or a ConnectFailure with reason `doesn't resolve`. */
   lookup(host: string, deadline: number): Promise<string[]>;
 }
@@ -47,6 +65,16 @@ export interface Connector {
 export function normalizeHost(host: string): string {
   const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
   return bare.toLowerCase().replace(/\.$/, "");
+}
+
+/**
+ * The address a normalized host is, when it is one: itself, or the dotted form of a spelling a browser reads as
+ * an IPv4 address (`127.1`, `0x7f.1`, `2130706433`, `017700000001`); undefined for a name.
+ */
+export function addressOf(host: string): string | undefined {
+  if (net.isIP(host)) return host;
+  if (isAddress(host)) return new URL(`http://${host}/`).hostname;
+  return undefined;
 }
 
 function errorText(err: unknown): string {
@@ -118,8 +146,8 @@ export function createConnector(options: ConnectorOptions): Connector {
 
   async function lookup(host: string, deadline: number): Promise<string[]> {
     const name = normalizeHost(host);
-    if (net.isIP(name)) return [name];
-    if (isAddress(name)) return [new URL(`http://${name}/`).hostname]; // shorthand IPv4 such as 127.1
+    const address = addressOf(name);
+    if (address !== undefined) return [address];
     const known = staticAnswers.get(name);
     if (known) return known;
     return beforeDeadline(
@@ -129,9 +157,15 @@ export function createConnector(options: ConnectorOptions): Connector {
     );
   }
 
-  async function open(host: string, port: number, openOptions: { bulkReads?: boolean } = {}): Promise<Opened> {
+  async function open(host: string, port: number, openOptions: OpenOptions = {}): Promise<Opened> {
     const deadline = Date.now() + options.connectTimeoutMs;
     const addresses = await lookup(host, deadline);
+    if (openOptions.check) {
+      for (const address of addresses) {
+        const why = openOptions.check(address);
+        if (why !== undefined) throw new AddressRefused(address, why);
+      }
+    }
     const errors: string[] = [];
     for (let i = 0; i < addresses.length; i++) {
       const remaining = deadline - Date.now();

@@ -1,21 +1,28 @@
 // multienv-site-proxy: reads MULTIENV_SITE_PROXY_CONFIG, starts the proxy and prints its startup line (with the
 // bound ports) on stdout. A bad configuration is one line naming the field, and exit status 2.
-import { ConfigError, configFromEnv } from "./config";
+import { ConfigError, configFromEnv, controlTokenFromEnv } from "./config";
 import { BAD_CONFIG_EXIT, STANDBY_ENV, StandbyMessage } from "./supervision";
+
+/** A configuration the proxy cannot start with: one line naming the field, and the status the supervisor heeds. */
+function refuseConfig(err: unknown): never {
+  if (!(err instanceof ConfigError)) throw err;
+  process.stderr.write(`multienv-site-proxy: ${err.message}\n`);
+  process.exit(BAD_CONFIG_EXIT);
+}
 
 async function main(): Promise<void> {
   let config;
+  let token;
   try {
     config = configFromEnv();
+    token = config.control ? controlTokenFromEnv() : undefined;
   } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    process.stderr.write(`multienv-site-proxy: ${err.message}\n`);
-    process.exit(BAD_CONFIG_EXIT);
+    refuseConfig(err);
   }
   // Loaded only once the configuration is good: a bad one is reported without loading the TLS machinery.
   const { startSiteProxy } = require("./start") as typeof import("./start");
   if (process.env[STANDBY_ENV] === "1" && process.send) await standBy();
-  const running = await startSiteProxy(config);
+  const running = await startSiteProxy(config, token).catch(refuseConfig);
   // A proxy outlives a bug in one connection: the error is a log line, and the proxy goes on serving the others.
   process.on("uncaughtException", (err) => running.log.write({ event: "error", error: `uncaught: ${err.stack ?? err.message}` }));
   process.on("unhandledRejection", (err) => running.log.write({ event: "error", error: `unhandled rejection: ${String(err)}` }));

@@ -5,6 +5,9 @@ import type * as net from "node:net";
 import { SITE_PROXY_HEADER, type SiteProxyVerdict } from "../protocol/site-proxy";
 import { normalizeHost } from "./connect";
 
+/** Requests whose headers are larger than this are answered 400 (node's default limit is 16 KiB). */
+export const MAX_HEADER_BYTES = 64 * 1024;
+
 /** Headers that belong to one hop (RFC 9110 7.6.1), plus the proxy-only ones; never sent on. */
 const HOP_BY_HOP = new Set([
   "connection",
@@ -18,38 +21,88 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 
-const STATUS_TEXT: Record<number, string> = { 400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway" };
+/**
+ * Headers a `Connection` header may not remove: they frame the message or name its host, and the proxy decides them
+ * itself from what it parsed (a nominated Content-Length left out would send a body on unframed).
+ */
+const NEVER_NOMINATED = new Set(["content-length", "host"]);
 
-function rawAnswer(status: number, verdict: SiteProxyVerdict, message: string): string {
+const STATUS_TEXT: Record<number, string> = { 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 502: "Bad Gateway" };
+
+function rawAnswer(status: number, verdict: SiteProxyVerdict | null, message: string, headers: Record<string, string>): string {
   const body = message + "\n";
-  return (
-    `HTTP/1.1 ${status} ${STATUS_TEXT[status]}\r\n${SITE_PROXY_HEADER}: ${verdict}\r\n` +
-    `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
-  );
+  let head = `HTTP/1.1 ${status} ${STATUS_TEXT[status]}\r\n`;
+  if (verdict) head += `${SITE_PROXY_HEADER}: ${verdict}\r\n`;
+  for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`;
+  return `${head}Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
-/** Answers on a raw socket (CONNECT, or a request node could not parse) and closes it. */
-export function answerSocket(socket: net.Socket, status: number, verdict: SiteProxyVerdict, message: string): void {
-  if (socket.writable) socket.end(rawAnswer(status, verdict, message));
+/**
+ * Answers on a raw socket (CONNECT, an upgrade, or a request node could not parse) and closes it. `verdict` marks
+ * the forward proxy's own answers; the control listener's carry none.
+ */
+export function answerSocket(socket: net.Socket, status: number, verdict: SiteProxyVerdict | null, message: string, headers: Record<string, string> = {}): void {
+  if (socket.writable) socket.end(rawAnswer(status, verdict, message, headers));
   else socket.destroy();
 }
 
-export function answerResponse(res: http.ServerResponse, status: number, verdict: SiteProxyVerdict, message: string): void {
+/**
+ * Options of the proxy's HTTP servers: large heads allowed, a head that does not arrive within `headTimeoutMs`
+ * of its start dropped (node checks about every second), a body given all the time it takes, and a kept-alive
+ * connection waiting `idleTimeoutMs` for its next request.
+ */
+export function serverOptions(headTimeoutMs: number, idleTimeoutMs: number): http.ServerOptions {
+  return {
+    maxHeaderSize: MAX_HEADER_BYTES,
+    requireHostHeader: false,
+    requestTimeout: 0,
+    headersTimeout: headTimeoutMs,
+    connectionsCheckingInterval: Math.min(1_000, headTimeoutMs),
+    keepAliveTimeout: idleTimeoutMs,
+  };
+}
+
+/** Answers on a parsed request; `close` ends the connection after the answer (its framing is not to be trusted). */
+export function answerResponse(res: http.ServerResponse, status: number, verdict: SiteProxyVerdict | null, message: string, close = false): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const body = message + "\n";
-  res.writeHead(status, { [SITE_PROXY_HEADER]: verdict, "Content-Type": "text/plain; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
+  res.writeHead(status, {
+    ...(verdict ? { [SITE_PROXY_HEADER]: verdict } : {}),
+    "Content-Type": "text/plain; charset=utf-8",
+    "Content-Length": Buffer.byteLength(body),
+    ...(close ? { Connection: "close" } : {}),
+  });
   res.end(body);
 }
 
-/** The end-to-end headers of a message as sent (repeats and order kept), without the hop-by-hop ones. */
+/** `host:port` as a Host header or a log names it: IPv6 in brackets, the port left out when it is the default. */
+export function formatAuthority(host: string, port: number, defaultPort = 80): string {
+  const bracketed = host.includes(":") ? `[${host}]` : host;
+  return port === defaultPort ? bracketed : `${bracketed}:${port}`;
+}
+
+/** The values of every `name` header line of a message, in order. */
+export function headerValues(rawHeaders: string[], name: string): string[] {
+  const values: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i].toLowerCase() === name) values.push(rawHeaders[i + 1]);
+  return values;
+}
+
+/**
+ * The end-to-end headers of a message as sent (repeats and order kept), without the hop-by-hop ones and those its
+ * `Connection` header nominates (never Content-Length or Host: see NEVER_NOMINATED).
+ */
 export function endToEndHeaders(rawHeaders: string[]): string[] {
   const named = new Set(HOP_BY_HOP);
   for (let i = 0; i < rawHeaders.length; i += 2) {
     if (rawHeaders[i].toLowerCase() === "connection") {
-      for (const token of rawHeaders[i + 1].split(",")) named.add(token.trim().toLowerCase());
+      for (const token of rawHeaders[i + 1].split(",")) {
+        const name = token.trim().toLowerCase();
+        if (!NEVER_NOMINATED.has(name)) named.add(name);
+      }
     }
   }
   const kept: string[] = [];

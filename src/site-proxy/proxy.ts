@@ -1,48 +1,43 @@
-// The forward proxy itself (DESIGN "Site proxy"): CONNECT and absolute-form HTTP, routed by the computer's site
-// table and reaching. Synthetic names go to the gateway's /website/<site>/ (TLS terminated with a leaf from the
-// env CA); other hosts are tunnelled or forwarded when the computer reaches them; every answer the proxy gives
-// itself carries X-Agentenv-Site-Proxy.
+// The forward proxy itself: CONNECT and absolute-form HTTP, routed by the computer's site table and reaching.
+// Synthetic names go to the gateway's /website/<site>/ (TLS terminated with a leaf from the env CA); other hosts
+// are tunnelled or forwarded when the computer reaches them and the address dialled passes the address check;
+// every answer the proxy gives itself carries X-Agentenv-Site-Proxy.
 import * as http from "node:http";
 import type * as net from "node:net";
 import * as tls from "node:tls";
-import { type FailedReason, SiteProxyVerdict } from "../protocol/site-proxy";
+import { SiteProxyVerdict } from "../protocol/site-proxy";
+import type { AddressCheck } from "./addresses";
 import type { CertificateAuthority } from "./ca";
-import { ConnectFailure, type Connector, normalizeHost, type Opened } from "./connect";
-import { answerResponse, answerSocket, endToEndHeaders, parseAbsoluteForm, parseAuthority, withoutHeader } from "./messages";
+import { AddressRefused, addressOf, ConnectFailure, type Connector, normalizeHost, type Opened } from "./connect";
+import { BrokenAnswer, connectorAgent, type Destination, forward, type ForwardHooks, forwardUpgrade, type UpgradeHooks } from "./forward";
+import { requestFramingProblem, upgradeFramingProblem } from "./framing";
 import type { EventLog } from "./log";
+import {
+  answerResponse,
+  answerSocket,
+  endToEndHeaders,
+  formatAuthority,
+  headerValues,
+  MAX_HEADER_BYTES,
+  parseAbsoluteForm,
+  parseAuthority,
+  serverOptions,
+  withoutHeader,
+} from "./messages";
 import { endedByRelay, relay } from "./relay";
 import type { Router } from "./routing";
 
 export interface ProxyOptions {
   router: Router;
   connector: Connector;
+  /** Decides which addresses a host the computer names may be dialled at (never applied to the gateway). */
+  check: AddressCheck;
   ca: CertificateAuthority;
   log: EventLog;
   gateway: URL;
   idleTimeoutMs: number;
-}
-
-/** Requests whose headers are larger than this are answered 400 (node's default limit is 16 KiB). */
-export const MAX_HEADER_BYTES = 64 * 1024;
-
-/**
- * An agent whose sockets come from the connector: one deadline for the lookup and the attempts, the idle timeout,
- * a log line each. Node's Agent accepts a callback from createConnection, so the socket may come after an
- * asynchronous lookup and connect.
- */
-function connectorAgent(open: (host: string, port: number) => Promise<net.Socket>, idleTimeoutMs: number): http.Agent {
-  const agent = new http.Agent({ keepAlive: true, timeout: idleTimeoutMs, scheduling: "lifo" });
-  (agent as unknown as { createConnection: unknown }).createConnection = (
-    options: { host?: string | null; port?: number | string | null },
-    callback: (err: Error | null, socket?: net.Socket) => void,
-  ): undefined => {
-    open(String(options.host), Number(options.port)).then(
-      (socket) => callback(null, socket),
-      (err: Error) => callback(err),
-    );
-    return undefined;
-  };
-  return agent;
+  /** A connection whose request head is not complete this long after it began is dropped. */
+  headTimeoutMs: number;
 }
 
 export interface SyntheticTunnel {
@@ -53,23 +48,33 @@ export interface SyntheticTunnel {
   proto: "http" | "https";
 }
 
+/** One request as its log lines name it. */
+interface Exchange {
+  method: string;
+  host: string;
+  port: number;
+  site?: string;
+  /** The Host header the computer sent, when it sent one. */
+  hostHeader?: string;
+}
+
+interface Failure {
+  status: number;
+  verdict: SiteProxyVerdict;
+  message: string;
+}
+
 /** Creates the proxy's HTTP server (not yet listening). */
 export function createProxyServer(options: ProxyOptions): http.Server {
-  const { router, connector, ca, log, gateway, idleTimeoutMs } = options;
+  const { router, connector, check, ca, log, gateway, idleTimeoutMs, headTimeoutMs } = options;
   const gatewayHost = normalizeHost(gateway.hostname);
   const gatewayPort = Number(gateway.port || 80);
   const gatewayPrefix = gateway.pathname.replace(/\/$/, "");
-  const serverOptions: http.ServerOptions = {
-    maxHeaderSize: MAX_HEADER_BYTES,
-    requireHostHeader: false,
-    requestTimeout: 0,
-    keepAliveTimeout: idleTimeoutMs,
-  };
 
   /** Opens a connection to a host the computer reaches and writes its `connection` line when it closes. */
   async function openLogged(method: "CONNECT" | "HTTP", host: string, port: number): Promise<Opened> {
     const start = new Date();
-    const opened = await connector.open(host, port, { bulkReads: method === "CONNECT" });
+    const opened = await connector.open(host, port, { bulkReads: method === "CONNECT", check });
     const { socket, address } = opened;
     socket.setTimeout(idleTimeoutMs);
     // A tunnel's relay ends its own idle sockets; a socket that carries requests ends here, answered or not.
@@ -101,153 +106,167 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   const hostAgent = connectorAgent(async (host, port) => (await openLogged("HTTP", host, port)).socket, idleTimeoutMs);
   const gatewayAgent = connectorAgent(openGateway, idleTimeoutMs);
 
-  function failed(method: string, host: string, port: number, reason: FailedReason, error: string): string {
-    log.write({ event: "failed", method, host, port, reason, error });
-    return `${host}:${port} ${reason === "no answer" ? "does not answer" : "does not resolve"}: ${error}`;
+  /** What the computer is told when its request could not be sent on, and the log line that says why. */
+  function failure(err: Error, x: Exchange): Failure {
+    const authority = formatAuthority(x.host, x.port, -1);
+    if (err instanceof AddressRefused) {
+      log.write({ event: "refused", method: x.method, host: x.host, port: x.port, address: err.address, why: err.why });
+      return { status: 403, verdict: SiteProxyVerdict.refused, message: `${authority} is refused: ${err.address} is ${err.why}` };
+    }
+    if (err instanceof ConnectFailure) {
+      log.write({ event: "failed", method: x.method, host: x.host, port: x.port, reason: err.reason, error: err.message });
+      return { status: 502, verdict: SiteProxyVerdict.failed, message: `${authority} ${err.reason === "no answer" ? "does not answer" : "does not resolve"}: ${err.message}` };
+    }
+    log.write({ event: "error", error: err.message, method: x.method, host: x.host, port: x.port, status: 502 });
+    return { status: 502, verdict: SiteProxyVerdict.failed, message: `${authority}: ${err.message}` };
   }
 
-  function refused(method: string, host: string, port: number, why: string): string {
-    log.write({ event: "refused", method, host, port, why });
-    return `${host}:${port} is refused: ${why}`;
+  function refusedByRoute(x: Exchange, why: string): Failure {
+    const address = addressOf(x.host);
+    log.write({ event: "refused", method: x.method, host: x.host, port: x.port, ...(address !== undefined ? { address } : {}), why });
+    return { status: 403, verdict: SiteProxyVerdict.refused, message: `${formatAuthority(x.host, x.port, -1)} is refused: ${why}` };
+  }
+
+  function logRequest(x: Exchange, status: number): void {
+    log.write({ event: "request", method: x.method, host: x.host, port: x.port, ...(x.site ? { site: x.site } : {}), ...(x.hostHeader !== undefined ? { hostHeader: x.hostHeader } : {}), status });
+  }
+
+  function badRequest(client: net.Socket, message: string, method?: string): Failure {
+    log.write({ event: "error", error: message, client: client.remoteAddress, ...(method ? { method } : {}), status: 400 });
+    return { status: 400, verdict: SiteProxyVerdict.badRequest, message };
+  }
+
+  function forwardHooks(res: http.ServerResponse, x: Exchange): ForwardHooks {
+    return {
+      answered: (status) => logRequest(x, status),
+      failed: (err, answered) => {
+        if (answered) {
+          res.destroy();
+          return;
+        }
+        const f = failure(err, x);
+        // A broken answer leaves nothing to trust about the exchange: the computer's connection ends too.
+        answerResponse(res, f.status, f.verdict, f.message, err instanceof BrokenAnswer);
+        logRequest(x, f.status);
+      },
+    };
+  }
+
+  function upgradeHooks(client: net.Socket, x: Exchange, open: () => Promise<net.Socket>): UpgradeHooks {
+    return {
+      open,
+      answered: (status) => logRequest(x, status),
+      failed: (err) => {
+        const f = failure(err, x);
+        answerSocket(client, f.status, f.verdict, f.message);
+        logRequest(x, f.status);
+      },
+    };
+  }
+
+  /** The request's own headers for the gateway: the gateway's Host, and the browser's in X-Forwarded-Host/-Proto. */
+  function gatewayDestination(req: http.IncomingMessage, site: string, authority: string, proto: "http" | "https", path: string): Destination {
+    let headers = endToEndHeaders(req.rawHeaders);
+    for (const name of ["host", "content-length", "x-forwarded-host", "x-forwarded-proto"]) headers = withoutHeader(headers, name);
+    return {
+      host: gatewayHost,
+      port: gatewayPort,
+      path: `${gatewayPrefix}/website/${site}${path}`,
+      headers: ["Host", gateway.host, ...headers, "X-Forwarded-Host", authority, "X-Forwarded-Proto", proto],
+    };
   }
 
   /**
-   * Sends a request on to `agent`'s host and streams the answer back; failures before the answer are 502. A request
-   * without a body that meets a kept-alive connection the host had just closed is sent once more on a new one, as
-   * a browser would do itself (node's agent does not).
+   * A host's request with the Host that was checked: a proxy replaces whatever Host header came with an
+   * absolute-form request by the target's own (RFC 9112 3.2.2), so a conflicting one cannot pick another virtual
+   * host at the same address.
    */
-  function pass(
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
-    agent: http.Agent,
-    target: { host: string; port: number; path: string; headers: string[] },
-    report: { method: string; host: string; port: number },
-  ): void {
-    const bodyless = req.headers["content-length"] === undefined && req.headers["transfer-encoding"] === undefined;
-    const send = (retry: boolean) => {
-      const upstream = http.request({ agent, host: target.host, port: target.port, method: req.method, path: target.path, headers: target.headers, setHost: false });
-      upstream.on("response", (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEndHeaders(answer.rawHeaders));
-        answer.pipe(res);
-        answer.on("error", () => res.destroy());
-      });
-      upstream.on("error", (err: NodeJS.ErrnoException) => {
-        if (retry && bodyless && upstream.reusedSocket && !res.headersSent && (err.code === "ECONNRESET" || err.code === "EPIPE")) return send(false);
-        if (err instanceof ConnectFailure) {
-          answerResponse(res, 502, SiteProxyVerdict.failed, failed(report.method, report.host, report.port, err.reason, err.message));
-        } else {
-          log.write({ event: "error", error: err.message, method: report.method, host: report.host, port: report.port, ...(res.headersSent ? {} : { status: 502 }) });
-          answerResponse(res, 502, SiteProxyVerdict.failed, `${report.host}:${report.port}: ${err.message}`);
-        }
-      });
-      res.once("close", () => {
-        if (!res.writableFinished) upstream.destroy();
-      });
-      if (bodyless) {
-        req.resume();
-        upstream.end();
-      } else req.pipe(upstream);
-    };
-    send(true);
+  function hostDestination(req: http.IncomingMessage, host: string, port: number, path: string): Destination {
+    const headers = withoutHeader(withoutHeader(endToEndHeaders(req.rawHeaders), "host"), "content-length");
+    return { host, port, path, headers: ["Host", formatAuthority(host, port), ...headers] };
   }
 
-  /** A synthetic site's request as the gateway gets it: its own Host, and the browser's in X-Forwarded-Host/-Proto. */
-  function gatewayHeaders(req: http.IncomingMessage, authority: string, proto: "http" | "https"): string[] {
-    const headers = withoutHeader(withoutHeader(withoutHeader(endToEndHeaders(req.rawHeaders), "host"), "x-forwarded-host"), "x-forwarded-proto");
-    headers.unshift("Host", gateway.host);
-    headers.push("X-Forwarded-Host", authority, "X-Forwarded-Proto", proto);
-    return headers;
-  }
-
-  /** A request for a synthetic site: to the gateway's /website/<site>/<path>. */
-  function toGateway(req: http.IncomingMessage, res: http.ServerResponse, site: string, authority: string, proto: "http" | "https", path: string, host: string, port: number): void {
-    const headers = gatewayHeaders(req, authority, proto);
-    pass(req, res, gatewayAgent, { host: gatewayHost, port: gatewayPort, path: `${gatewayPrefix}/website/${site}${path}`, headers }, { method: req.method ?? "GET", host, port });
-  }
-
-  function onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const target = parseAbsoluteForm(req.url ?? "");
-    if (!target) {
-      const message = `not a proxy request: "${req.method} ${req.url}"; send an absolute http:// URL or CONNECT host:port`;
-      log.write({ event: "error", error: message, client: req.socket.remoteAddress, method: req.method, status: 400 });
-      answerResponse(res, 400, SiteProxyVerdict.badRequest, message);
-      return;
-    }
-    const method = req.method ?? "GET";
-    const route = router.route(target.host);
-    if (route.kind === "synthetic") {
-      toGateway(req, res, route.site, target.authority, "http", target.path, target.host, target.port);
-    } else if (route.kind === "refused") {
-      answerResponse(res, 403, SiteProxyVerdict.refused, refused(method, target.host, target.port, route.why));
-    } else {
-      const headers = endToEndHeaders(req.rawHeaders);
-      if (!headers.some((_, i) => i % 2 === 0 && headers[i].toLowerCase() === "host")) headers.unshift("Host", target.authority);
-      pass(req, res, hostAgent, { host: target.host, port: target.port, path: target.path, headers }, { method, host: target.host, port: target.port });
-    }
-  }
-
-  /** A WebSocket (or other) upgrade: the request head written on a fresh connection, then bytes both ways. */
-  async function upgrade(req: http.IncomingMessage, client: net.Socket, head: Buffer, open: () => Promise<net.Socket>, path: string, headers: string[], report: { host: string; port: number }): Promise<void> {
-    client.on("error", () => client.destroy());
-    let upstream: net.Socket;
-    try {
-      upstream = await open();
-    } catch (err) {
-      const reason = err instanceof ConnectFailure ? err.reason : "no answer";
-      answerSocket(client, 502, SiteProxyVerdict.failed, failed(req.method ?? "GET", report.host, report.port, reason, (err as Error).message));
-      return;
-    }
-    const kept = withoutHeader(headers, "upgrade");
-    const upgradeTo = req.headers.upgrade ?? "websocket";
-    let text = `${req.method} ${path} HTTP/1.1\r\n`;
-    for (let i = 0; i < kept.length; i += 2) text += `${kept[i]}: ${kept[i + 1]}\r\n`;
-    text += `Connection: Upgrade\r\nUpgrade: ${upgradeTo}\r\n\r\n`;
-    upstream.write(text);
-    if (head.length > 0) upstream.write(head);
-    relay(client, upstream, idleTimeoutMs);
-  }
-
-  function onUpgradeThroughGateway(req: http.IncomingMessage, client: net.Socket, head: Buffer, site: string, authority: string, proto: "http" | "https", path: string, host: string, port: number): void {
-    // Sec-WebSocket-* and the rest are end-to-end; only Connection/Upgrade are rebuilt for the new hop.
-    const headers = gatewayHeaders(req, authority, proto);
-    void upgrade(req, client, head, openGateway, `${gatewayPrefix}/website/${site}${path}`, headers, { host, port });
-  }
-
-  function onUpgrade(req: http.IncomingMessage, client: net.Socket, head: Buffer): void {
-    const target = parseAbsoluteForm(req.url ?? "");
-    if (!target) {
-      answerSocket(client, 400, SiteProxyVerdict.badRequest, `not a proxy request: "${req.method} ${req.url}"`);
-      return;
-    }
-    const route = router.route(target.host);
-    if (route.kind === "synthetic") {
-      onUpgradeThroughGateway(req, client, head, route.site, target.authority, "http", target.path, target.host, target.port);
-    } else if (route.kind === "refused") {
-      answerSocket(client, 403, SiteProxyVerdict.refused, refused(req.method ?? "GET", target.host, target.port, route.why));
-    } else {
-      const headers = endToEndHeaders(req.rawHeaders);
-      void upgrade(req, client, head, async () => (await openLogged("HTTP", target.host, target.port)).socket, target.path, headers, target);
-    }
+  function exchange(req: http.IncomingMessage, host: string, port: number, site?: string): Exchange {
+    const hostHeader = headerValues(req.rawHeaders, "host")[0];
+    return { method: req.method ?? "GET", host, port, ...(site ? { site } : {}), ...(hostHeader !== undefined ? { hostHeader } : {}) };
   }
 
   /** The host as the browser's URL had it: the port only when it is not the scheme's default. */
-  const tunnelAuthority = (t: SyntheticTunnel) => (t.port === (t.proto === "https" ? 443 : 80) ? t.host : `${t.host}:${t.port}`);
+  const tunnelAuthority = (t: SyntheticTunnel) => formatAuthority(t.host, t.port, t.proto === "https" ? 443 : 80);
 
-  // Requests from inside a tunnel to a synthetic name: the tunnel's name decides the site.
+  /** The path of a request inside a synthetic tunnel (origin form, or the path of an absolute-form target). */
+  const tunnelPath = (url: string) => (url.startsWith("/") ? url : (parseAbsoluteForm(url)?.path ?? "/"));
+
+  // Conversations inside a tunnel to a synthetic name, served by this same server: the tunnel's name decides the site.
   const tunnels = new WeakMap<net.Socket, SyntheticTunnel>();
-  const inner = http.createServer(serverOptions);
-  inner.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
+
+  // Connections whose framing broke: whatever the parser read after the broken request is never acted on.
+  const condemned = new WeakSet<net.Socket>();
+
+  function onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+    if (condemned.has(req.socket)) return void res.destroy();
+    const problem = requestFramingProblem(req);
+    if (problem) {
+      condemned.add(req.socket);
+      const f = badRequest(req.socket, `malformed request: ${problem}`, req.method);
+      return answerResponse(res, f.status, f.verdict, f.message, true);
+    }
     const tunnel = tunnels.get(req.socket);
-    if (!tunnel) return answerResponse(res, 400, SiteProxyVerdict.badRequest, "no tunnel");
-    const path = (req.url ?? "/").startsWith("/") ? (req.url ?? "/") : (parseAbsoluteForm(req.url ?? "")?.path ?? "/");
-    toGateway(req, res, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, path, tunnel.host, tunnel.port);
-  });
-  inner.on("upgrade", (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
+    if (tunnel) {
+      const x = exchange(req, tunnel.host, tunnel.port, tunnel.site);
+      forward(req, res, gatewayAgent, gatewayDestination(req, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, tunnelPath(req.url ?? "/")), forwardHooks(res, x));
+      return;
+    }
+    const target = parseAbsoluteForm(req.url ?? "");
+    if (!target) {
+      const f = badRequest(req.socket, `not a proxy request: "${req.method} ${req.url}"; send an absolute http:// URL or CONNECT host:port`, req.method);
+      return answerResponse(res, f.status, f.verdict, f.message);
+    }
+    const route = router.route(target.host);
+    if (route.kind === "synthetic") {
+      const x = exchange(req, target.host, target.port, route.site);
+      forward(req, res, gatewayAgent, gatewayDestination(req, route.site, target.authority, "http", target.path), forwardHooks(res, x));
+    } else if (route.kind === "refused") {
+      const f = refusedByRoute(exchange(req, target.host, target.port), route.why);
+      answerResponse(res, f.status, f.verdict, f.message);
+    } else {
+      const x = exchange(req, target.host, target.port);
+      forward(req, res, hostAgent, hostDestination(req, target.host, target.port, target.path), forwardHooks(res, x));
+    }
+  }
+
+  function onUpgrade(req: http.IncomingMessage, client: net.Socket, early: Buffer): void {
+    client.on("error", () => client.destroy());
+    if (condemned.has(client)) return void client.destroy();
+    const problem = upgradeFramingProblem(req);
+    if (problem) {
+      const f = badRequest(client, `malformed request: ${problem}`, req.method);
+      return answerSocket(client, f.status, f.verdict, f.message);
+    }
     const tunnel = tunnels.get(client);
-    if (!tunnel) return client.destroy();
-    onUpgradeThroughGateway(req, client, head, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, req.url ?? "/", tunnel.host, tunnel.port);
-  });
-  inner.on("clientError", (err: NodeJS.ErrnoException, socket: net.Socket) => onClientError(err, socket));
+    if (tunnel) {
+      const x = exchange(req, tunnel.host, tunnel.port, tunnel.site);
+      const destination = gatewayDestination(req, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, tunnelPath(req.url ?? "/"));
+      return forwardUpgrade(req, client, early, destination, idleTimeoutMs, upgradeHooks(client, x, openGateway));
+    }
+    const target = parseAbsoluteForm(req.url ?? "");
+    if (!target) {
+      const f = badRequest(client, `not a proxy request: "${req.method} ${req.url}"`, req.method);
+      return answerSocket(client, f.status, f.verdict, f.message);
+    }
+    const route = router.route(target.host);
+    if (route.kind === "synthetic") {
+      const x = exchange(req, target.host, target.port, route.site);
+      forwardUpgrade(req, client, early, gatewayDestination(req, route.site, target.authority, "http", target.path), idleTimeoutMs, upgradeHooks(client, x, openGateway));
+    } else if (route.kind === "refused") {
+      const f = refusedByRoute(exchange(req, target.host, target.port), route.why);
+      answerSocket(client, f.status, f.verdict, f.message);
+    } else {
+      const x = exchange(req, target.host, target.port);
+      const open = async () => (await openLogged("HTTP", target.host, target.port)).socket;
+      forwardUpgrade(req, client, early, hostDestination(req, target.host, target.port, target.path), idleTimeoutMs, upgradeHooks(client, x, open));
+    }
+  }
 
   /**
    * CONNECT to a synthetic name: answer 200, then serve the requests inside the tunnel from the gateway. A tunnel
@@ -307,7 +326,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
           durationMs: Date.now() - start.getTime(),
         });
       });
-      inner.emit("connection", conversation);
+      // This server parses the conversation like any connection of its own, head timeout included.
+      server.emit("connection", conversation);
       if (!tlsHandshake) client.resume();
     };
     if (head.length > 0) serve(head);
@@ -320,8 +340,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     try {
       upstream = await openLogged("CONNECT", host, port);
     } catch (err) {
-      const reason = err instanceof ConnectFailure ? err.reason : "no answer";
-      answerSocket(client, 502, SiteProxyVerdict.failed, failed("CONNECT", host, port, reason, (err as Error).message));
+      const f = failure(err as Error, { method: "CONNECT", host, port });
+      answerSocket(client, f.status, f.verdict, f.message);
       return;
     }
     if (client.destroyed) {
@@ -336,20 +356,25 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   function onConnect(req: http.IncomingMessage, client: net.Socket, head: Buffer): void {
     client.setNoDelay(true);
     client.on("error", () => client.destroy());
+    if (condemned.has(client)) return void client.destroy();
+    if (tunnels.has(client)) {
+      const f = badRequest(client, "CONNECT inside a tunnel", "CONNECT");
+      return answerSocket(client, f.status, f.verdict, f.message);
+    }
     const target = parseAuthority(req.url ?? "");
     if (!target) {
-      const message = `CONNECT needs host:port, got "${req.url}"`;
-      log.write({ event: "error", error: message, client: client.remoteAddress, method: "CONNECT", status: 400 });
-      answerSocket(client, 400, SiteProxyVerdict.badRequest, message);
-      return;
+      const f = badRequest(client, `CONNECT needs host:port, got "${req.url}"`, "CONNECT");
+      return answerSocket(client, f.status, f.verdict, f.message);
     }
     const route = router.route(target.host);
     if (route.kind === "synthetic") void terminate(client, head, route.site, target.host, target.port);
-    else if (route.kind === "refused") answerSocket(client, 403, SiteProxyVerdict.refused, refused("CONNECT", target.host, target.port, route.why));
-    else void tunnel(client, head, target.host, target.port);
+    else if (route.kind === "refused") {
+      const f = refusedByRoute({ method: "CONNECT", host: target.host, port: target.port }, route.why);
+      answerSocket(client, f.status, f.verdict, f.message);
+    } else void tunnel(client, head, target.host, target.port);
   }
 
-  /** A request node's parser refused (malformed request line, headers over 64 KiB, ...): 400 and a log line. */
+  /** A request node's parser refused (malformed, headers over 64 KiB, a head that never completes): a log line. */
   function onClientError(err: NodeJS.ErrnoException, socket: net.Socket): void {
     const code = err.code ?? "";
     if (code.startsWith("HPE_") && code !== "HPE_INVALID_EOF_STATE") {
@@ -358,11 +383,14 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       answerSocket(socket, 400, SiteProxyVerdict.badRequest, message);
       return;
     }
-    if (code !== "ECONNRESET" && code !== "EPIPE" && code !== "ERR_HTTP_REQUEST_TIMEOUT") log.write({ event: "error", error: err.message, client: socket.remoteAddress });
+    if (code === "ERR_HTTP_REQUEST_TIMEOUT") {
+      const tunnel = tunnels.get(socket);
+      log.write({ event: "error", error: `no complete request head within ${headTimeoutMs} ms; connection dropped`, client: socket.remoteAddress, ...(tunnel ? { host: tunnel.host, port: tunnel.port } : {}) });
+    } else if (code !== "ECONNRESET" && code !== "EPIPE") log.write({ event: "error", error: err.message, client: socket.remoteAddress });
     socket.destroy();
   }
 
-  const server = http.createServer(serverOptions);
+  const server = http.createServer(serverOptions(headTimeoutMs, idleTimeoutMs));
   server.on("request", onRequest);
   server.on("connect", onConnect);
   server.on("upgrade", onUpgrade);
@@ -370,7 +398,6 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   server.on("close", () => {
     hostAgent.destroy();
     gatewayAgent.destroy();
-    inner.close();
   });
   return server;
 }

@@ -1,18 +1,19 @@
-// Starts the site proxy: its forward port, its TCP relays (the browser's DevTools port) and its control port,
-// all from one checked configuration. Tests call this in-process or spawn bin/multienv-site-proxy.js.
-import * as fs from "node:fs";
-import * as http from "node:http";
+// Starts the site proxy: its forward port and its control port (log, CA, the browser's DevTools), from one checked
+// configuration. Tests call this in-process or spawn bin/multienv-site-proxy.js.
+import type * as http from "node:http";
 import * as net from "node:net";
 import * as path from "node:path";
 import type { StartupRecord } from "../protocol/site-proxy";
+import { createAddressCheck } from "./addresses";
 import { loadOrCreateCa } from "./ca";
-import type { SiteProxyConfig } from "./config";
-import { ConnectFailure, createConnector } from "./connect";
+import { ConfigError, type SiteProxyConfig } from "./config";
+import { type Connector, createConnector } from "./connect";
+import { createControlServer } from "./control";
 import { type EventLog, openEventLog } from "./log";
 import { parseAuthority } from "./messages";
 import { createProxyServer } from "./proxy";
-import { relay } from "./relay";
 import { createRouter } from "./routing";
+import { CONFIG_ENV } from "./supervision";
 
 export interface Endpoint {
   host: string;
@@ -21,7 +22,6 @@ export interface Endpoint {
 
 export interface RunningSiteProxy {
   proxy: Endpoint;
-  relays: (Endpoint & { target: string })[];
   control: Endpoint | null;
   caCertPath: string;
   /** The startup record as written to the log. */
@@ -30,13 +30,34 @@ export interface RunningSiteProxy {
   close(): Promise<void>;
 }
 
-function listen(server: net.Server, at: Endpoint): Promise<Endpoint> {
+/** How long a listener's name may take to resolve at start: Docker's DNS knows a container's aliases a moment late. */
+export const LISTEN_RESOLVE_MS = 5_000;
+const LISTEN_RETRY_MS = 250;
+
+/**
+ * The address a listener binds: `host` itself when it is an address, else the first address it resolves to,
+ * asked again until it resolves or LISTEN_RESOLVE_MS pass (then a ConfigError naming `field`).
+ */
+export async function listenAddress(connector: Connector, field: string, host: string): Promise<string> {
+  const until = Date.now() + LISTEN_RESOLVE_MS;
+  for (;;) {
+    try {
+      return (await connector.lookup(host, until))[0];
+    } catch (err) {
+      if (Date.now() + LISTEN_RETRY_MS > until) {
+        throw new ConfigError(`${CONFIG_ENV}.${field}: "${host}" does not resolve (${(err as Error).message}) after ${LISTEN_RESOLVE_MS} ms; give an address or a name this container resolves`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, LISTEN_RETRY_MS));
+    }
+  }
+}
+
+function listen(server: net.Server, host: string, port: number): Promise<Endpoint> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen({ host: at.host, port: at.port, backlog: 4096 }, () => {
+    server.listen({ host, port, backlog: 4096 }, () => {
       server.off("error", reject);
-      const address = server.address() as net.AddressInfo;
-      resolve({ host: at.host, port: address.port });
+      resolve({ host, port: (server.address() as net.AddressInfo).port });
     });
   });
 }
@@ -48,68 +69,47 @@ function closeServer(server: net.Server): Promise<void> {
   });
 }
 
-/** The control port: the log as JSON lines and the CA certificate, for the gateway and the runner. */
-function createControlServer(logPath: string, caCertPath: string): http.Server {
-  return http.createServer((req, res) => {
-    const url = (req.url ?? "/").split("?")[0];
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      res.writeHead(405, { Allow: "GET, HEAD" }).end();
-    } else if (url === "/log") {
-      res.writeHead(200, { "Content-Type": "application/x-ndjson" });
-      if (req.method === "HEAD") return void res.end();
-      fs.createReadStream(logPath)
-        .on("error", () => res.end())
-        .pipe(res);
-    } else if (url === "/ca.pem") {
-      res.writeHead(200, { "Content-Type": "application/x-pem-file" });
-      res.end(req.method === "HEAD" ? undefined : fs.readFileSync(caCertPath));
-    } else {
-      res.writeHead(404, { "Content-Type": "application/json" }).end(JSON.stringify({ error: `no ${url} here; try GET /log or GET /ca.pem` }) + "\n");
-    }
-  });
-}
-
-export async function startSiteProxy(config: SiteProxyConfig): Promise<RunningSiteProxy> {
+/** `token` guards the control listener; it is required when `config.control` is set. */
+export async function startSiteProxy(config: SiteProxyConfig, token?: string): Promise<RunningSiteProxy> {
   const log = openEventLog(config.log);
   const ca = await loadOrCreateCa(config.ca, path.join(path.dirname(config.log), "ca.pem"));
   const connector = createConnector(config);
   const router = createRouter(config.sites, config.reach);
 
-  const proxyServer = createProxyServer({ router, connector, ca, log, gateway: new URL(config.gateway), idleTimeoutMs: config.idleTimeoutMs });
-  const proxy = await listen(proxyServer, config.listen);
-
-  const relayServers: net.Server[] = [];
-  const relays: RunningSiteProxy["relays"] = [];
-  for (const spec of config.relays ?? []) {
-    const target = parseAuthority(spec.target)!; // the schema checked host:port
-    const server = net.createServer({ allowHalfOpen: true, noDelay: true }, (client) => {
-      client.on("error", () => client.destroy());
-      connector.open(target.host, target.port, { bulkReads: true }).then(
-        ({ socket, bulk }) => relay(client, socket, config.idleTimeoutMs, bulk),
-        (err: Error) => {
-          const reason = err instanceof ConnectFailure ? err.reason : "no answer";
-          log.write({ event: "failed", method: "RELAY", host: target.host, port: target.port, reason, error: err.message });
-          client.destroy();
-        },
-      );
-    });
-    relayServers.push(server);
-    relays.push({ ...(await listen(server, spec.listen)), target: spec.target });
-  }
+  const proxyServer = createProxyServer({
+    router,
+    connector,
+    check: createAddressCheck(config),
+    ca,
+    log,
+    gateway: new URL(config.gateway),
+    idleTimeoutMs: config.idleTimeoutMs,
+    headTimeoutMs: config.headTimeoutMs,
+  });
+  const proxy = await listen(proxyServer, await listenAddress(connector, "listen.host", config.listen.host), config.listen.port);
 
   let controlServer: http.Server | undefined;
   let control: Endpoint | null = null;
   if (config.control) {
-    controlServer = createControlServer(config.log, ca.certPath);
-    control = await listen(controlServer, config.control);
+    if (token === undefined) throw new Error("the control listener needs its token");
+    controlServer = createControlServer({
+      logPath: config.log,
+      caCertPath: ca.certPath,
+      token,
+      cdp: parseAuthority(config.control.cdp)!, // the schema checked host:port
+      connector,
+      log,
+      idleTimeoutMs: config.idleTimeoutMs,
+      headTimeoutMs: config.headTimeoutMs,
+    });
+    control = await listen(controlServer, await listenAddress(connector, "control.host", config.control.host), config.control.port);
   }
 
   const startup: Omit<StartupRecord, "time"> = {
     event: "startup",
     pid: process.pid,
     proxy,
-    relays: relays.map((r) => ({ host: r.host, port: r.port, target: r.target })),
-    control,
+    control: control && config.control ? { ...control, cdp: config.control.cdp } : null,
     caCert: ca.certPath,
     reach: config.reach,
     sites: Object.keys(config.sites),
@@ -118,13 +118,12 @@ export async function startSiteProxy(config: SiteProxyConfig): Promise<RunningSi
 
   return {
     proxy,
-    relays,
     control,
     caCertPath: ca.certPath,
     startup,
     log,
     async close() {
-      await Promise.all([proxyServer, ...relayServers, ...(controlServer ? [controlServer] : [])].map(closeServer));
+      await Promise.all([proxyServer, ...(controlServer ? [controlServer] : [])].map(closeServer));
       await log.close();
     },
   };

@@ -7,6 +7,9 @@ import { ENV_VARS } from "../plan/layout";
 /** The environment variable holding the proxy's JSON configuration (named once, with the others, in src/plan). */
 export const CONFIG_ENV = ENV_VARS.siteProxyConfig;
 
+/** The environment variable holding the token the control listener requires (`Authorization: Bearer <token>`). */
+export const TOKEN_ENV = "MULTIENV_SITE_PROXY_TOKEN";
+
 /** Exit status for a configuration the proxy cannot start with; the supervisor does not restart on it. */
 export const BAD_CONFIG_EXIT = 2;
 

@@ -72,8 +72,9 @@ beforeAll(async () => {
   const reserved = net.createServer();
   cdpPort = await listen(reserved);
   await new Promise((r) => reserved.close(r));
-  const config = parseBrowserConfig(JSON.stringify({ proxy: `http://127.0.0.1:${proxyPort}`, startTabs: ["https://app.test/", "http://plain.test/"], cdpPort, caFile }));
-  launcher = await start(config, { home: path.join(dir, "home"), listenHost: "127.0.0.1", log: (r) => log.push(r), restartDelayMs: 100 });
+  const config = parseBrowserConfig(JSON.stringify({ proxy: `http://127.0.0.1:${proxyPort}`, startTabs: ["https://app.test/", "http://plain.test/"], cdpHost: "browser.test", cdpPort, caFile }));
+  // The relay listens on loopback here, where the test is (a configuration refuses loopback: see below).
+  launcher = await start({ ...config, cdpHost: "127.0.0.1" }, { home: path.join(dir, "home"), log: (r) => log.push(r), restartDelayMs: 100 });
 }, 30_000);
 
 afterAll(async () => {
@@ -126,7 +127,15 @@ describe("browser config", () => {
     expect(() => parseBrowserConfig("{")).toThrow(/is not JSON/);
     expect(() => parseBrowserConfig(JSON.stringify({ proxy: "nope", caFile: "/x" }))).toThrow(/MULTIENV_BROWSER_CONFIG.proxy: must be/);
     expect(() => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", startTabs: ["not a url"] }))).toThrow(/startTabs\[0\]: "not a url" is not a URL/);
-    expect(() => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", extra: 1 }))).toThrow(/MULTIENV_BROWSER_CONFIG.extra: unknown field/);
-    expect(parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/ca.pem" }))).toEqual({ proxy: "http://p:3128", startTabs: [], cdpPort: 9222, caFile: "/ca.pem" });
+    expect(() => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", cdpHost: "b", extra: 1 }))).toThrow(/MULTIENV_BROWSER_CONFIG.extra: unknown field/);
+    expect(() => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x" }))).toThrow(/MULTIENV_BROWSER_CONFIG.cdpHost: must be the browser's address or name/);
+    expect(parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/ca.pem", cdpHost: "desk-browser" }))).toEqual({ proxy: "http://p:3128", startTabs: [], cdpHost: "desk-browser", cdpPort: 9222, caFile: "/ca.pem" });
+  });
+
+  it("never lets the DevTools relay listen on every address or on loopback", () => {
+    for (const host of ["0.0.0.0", "::", "[::]", "0", "127.0.0.1", "127.0.0.2", "::1", "::ffff:127.0.0.1", "0x7f.1", "localhost", "relay.localhost"]) {
+      expect(() => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", cdpHost: host })), host).toThrow(/^MULTIENV_BROWSER_CONFIG\.cdpHost: ".*" is (an unspecified|a loopback|a localhost)/);
+    }
+    expect(parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", cdpHost: "172.20.0.3" })).cdpHost).toBe("172.20.0.3");
   });
 });

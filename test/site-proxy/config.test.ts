@@ -1,25 +1,23 @@
 // The entry point's contract (DESIGN "Entry points", docs/contracts.md): a bad MULTIENV_SITE_PROXY_CONFIG is one
 // line naming the field and exit status 2; `ca` paths that don't exist yet are generated (key 0600) and kept across
-// restarts; the control port serves the log and the CA certificate; relays carry plain TCP (the DevTools path).
+// restarts; the control listener's token is refused at start when it could not guard it (control.test.ts has the rest).
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseSiteProxyLog } from "../../src/protocol/site-proxy";
 import { configFromEnv } from "../../src/site-proxy/config";
-import { cleanup, PROXY_BIN, ROOT, startEchoServer, startProxy, tempDir } from "./helpers";
-import * as net from "node:net";
+import { cleanup, PROXY_BIN, ROOT, startProxy, tempDir } from "./helpers";
 
 afterAll(cleanup);
 
-function runWith(config: unknown): { status: number | null; stderr: string } {
+function runWith(config: unknown, env: Record<string, string | undefined> = {}, timeoutMs = 20_000): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync(process.execPath, [PROXY_BIN], {
     cwd: ROOT,
-    env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: typeof config === "string" ? config : JSON.stringify(config) },
+    env: { ...process.env, MULTIENV_SITE_PROXY_TOKEN: undefined, MULTIENV_SITE_PROXY_CONFIG: typeof config === "string" ? config : JSON.stringify(config), ...env },
     encoding: "utf8",
-    timeout: 20_000,
+    timeout: timeoutMs,
   });
-  return { status: result.status, stderr: result.stderr };
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
 const good = { listen: { host: "127.0.0.1", port: 0 }, gateway: "http://gateway:8080", sites: {}, reach: "none", log: "/tmp/never-written.log" };
@@ -40,6 +38,11 @@ describe("configuration", () => {
     ["a bad DNS server", { ...good, dnsServers: ["127.0.0.1"] }, /^MULTIENV_SITE_PROXY_CONFIG\.dnsServers\[0\]: must be "host:port"/],
     ["a static answer that is no address", { ...good, resolve: { "a.test": ["a.test"] } }, /^MULTIENV_SITE_PROXY_CONFIG\.resolve\.a\.test\[0\]: must be an IP address$/],
     ["an unknown field", { ...good, reaches: "none" }, /^MULTIENV_SITE_PROXY_CONFIG: unknown field "reaches"/],
+    ["relays, which are gone", { ...good, relays: [] }, /^MULTIENV_SITE_PROXY_CONFIG: unknown field "relays"/],
+    ["a deny entry that is no CIDR", { ...good, deny: ["10.0.0.0"] }, /^MULTIENV_SITE_PROXY_CONFIG\.deny\[0\]: must be a CIDR/],
+    ["an allowAddresses entry that is no CIDR", { ...good, allowAddresses: ["lo"] }, /^MULTIENV_SITE_PROXY_CONFIG\.allowAddresses\[0\]: must be a CIDR/],
+    ["a control listener without its DevTools relay", { ...good, control: { host: "127.0.0.1", port: 0 } }, /^MULTIENV_SITE_PROXY_CONFIG\.control\.cdp: is required$/],
+    ["a control cdp that is not host:port", { ...good, control: { host: "127.0.0.1", port: 0, cdp: "browser" } }, /^MULTIENV_SITE_PROXY_CONFIG\.control\.cdp: must be "host:port"/],
   ];
   for (const [what, config, message] of cases) {
     it(`refuses ${what}, naming the field`, () => {
@@ -49,7 +52,35 @@ describe("configuration", () => {
   }
 
   it("fills in the default waits", () => {
-    expect(configFromEnv({ MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(good) })).toMatchObject({ connectTimeoutMs: 30_000, idleTimeoutMs: 300_000 });
+    expect(configFromEnv({ MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(good) })).toMatchObject({ connectTimeoutMs: 30_000, idleTimeoutMs: 300_000, headTimeoutMs: 30_000 });
+  });
+});
+
+describe("the control token", () => {
+  const withControl = { ...good, control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9222" } };
+  const tokens: [string, string | undefined, RegExp][] = [
+    ["missing", undefined, /: is not set;/],
+    ["empty", "", /: is not set;/],
+    ["blank", "   \t  ", /: is blank;/],
+    ["mostly whitespace", `a${" ".repeat(30)}bcdefghijklmnopqrs`, /: is mostly whitespace;/],
+    ["padded with whitespace", " 0123456789abcdef0123 ", /: has whitespace around it;/],
+    ["short", "0123456789abcde", /: is shorter than 16 characters;/],
+  ];
+  for (const [what, token, message] of tokens) {
+    it(`refuses a ${what} MULTIENV_SITE_PROXY_TOKEN at start, in one line, exit status 2`, () => {
+      const { status, stderr } = runWith(withControl, { MULTIENV_SITE_PROXY_TOKEN: token });
+      expect(status).toBe(2);
+      expect(stderr.split("\n").filter(Boolean)).toHaveLength(1);
+      expect(stderr).toMatch(/^multienv-site-proxy: MULTIENV_SITE_PROXY_TOKEN/);
+      expect(stderr).toMatch(message);
+    });
+  }
+
+  it("needs no token without a control listener", () => {
+    // It starts (its startup line on stdout) and serves until spawnSync's timeout stops it.
+    const { stdout, stderr } = runWith({ ...good, log: path.join(tempDir(), "p.log") }, { MULTIENV_SITE_PROXY_TOKEN: undefined }, 4_000);
+    expect(stderr).toBe("");
+    expect(JSON.parse(stdout.split("\n")[0])).toMatchObject({ event: "startup", control: null });
   });
 });
 
@@ -71,29 +102,5 @@ describe("the CA", () => {
     const proxy = await startProxy({});
     expect(proxy.caCertPath).toBe(path.join(path.dirname(proxy.logPath), "ca.pem"));
     expect(fs.readFileSync(proxy.caCertPath, "utf8")).toMatch(/BEGIN CERTIFICATE/);
-  });
-});
-
-describe("control port and relays", () => {
-  it("serves the log and the CA certificate on the control port, and relays plain TCP to a relay's target", async () => {
-    const echo = await startEchoServer();
-    const proxy = await startProxy({
-      control: { host: "127.0.0.1", port: 0 },
-      relays: [{ listen: { host: "127.0.0.1", port: 0 }, target: `127.0.0.1:${echo.port}` }],
-    });
-    const control = `http://127.0.0.1:${proxy.startup.control!.port}`;
-    const log = await fetch(`${control}/log`);
-    expect(log.status).toBe(200);
-    expect(parseSiteProxyLog(await log.text())[0]).toMatchObject({ event: "startup", pid: proxy.startup.pid });
-    const ca = await fetch(`${control}/ca.pem`);
-    expect(await ca.text()).toBe(fs.readFileSync(proxy.caCertPath, "utf8"));
-    expect((await fetch(`${control}/other`)).status).toBe(404);
-
-    expect(proxy.startup.relays).toEqual([{ host: "127.0.0.1", port: expect.any(Number), target: `127.0.0.1:${echo.port}` }]);
-    const socket = net.connect(proxy.startup.relays[0].port, "127.0.0.1");
-    socket.write("through the relay");
-    const echoed = await new Promise<string>((resolve) => socket.once("data", (d: Buffer) => resolve(d.toString())));
-    expect(echoed).toBe("through the relay");
-    socket.destroy();
   });
 });

@@ -208,7 +208,12 @@ export interface StartOptions {
   supervise?: boolean;
   /** Raise the open files limit first, through bash's ulimit. */
   ulimit?: number;
+  /** MULTIENV_SITE_PROXY_TOKEN (TEST_TOKEN by default), e.g. the token a gateway derives for its computer. */
+  token?: string;
 }
+
+/** The control listener's token in every test proxy's environment. */
+export const TEST_TOKEN = "test-control-token-0123456789abcdef";
 
 function readStartup(child: ChildProcess, stderr: () => string): Promise<StartupRecord> {
   return new Promise((resolve, reject) => {
@@ -234,13 +239,15 @@ export async function startProxy(config: Record<string, unknown>, options: Start
   const dir = tempDir();
   const logPath = path.join(dir, "site-proxy.log");
   // Lookups go to a loopback port where no DNS server listens unless a test gives its own: a test never asks the
-  // machine's resolver, and a name it forgot to answer fails at once instead of leaking out.
-  const full = { listen: { host: "127.0.0.1", port: 0 }, gateway: "http://127.0.0.1:9", sites: {}, reach: "allow-all", log: logPath, dnsServers: ["127.0.0.1:1"], ...config };
+  // machine's resolver, and a name it forgot to answer fails at once instead of leaking out. The tests' origins
+  // listen on 127.0.0.1, which stands in for a public address (allowAddresses); every other loopback address stays
+  // refused, and a test of the address check itself gives its own allowAddresses.
+  const full = { listen: { host: "127.0.0.1", port: 0 }, gateway: "http://127.0.0.1:9", sites: {}, reach: "allow-all", log: logPath, dnsServers: ["127.0.0.1:1"], allowAddresses: ["127.0.0.1/32"], ...config };
   const command = options.supervise ? [process.execPath, "--require", "tsx/cjs", SUPERVISOR, PROXY_BIN] : [process.execPath, PROXY_BIN];
   const [file, args] = options.ulimit
     ? ["bash", ["-c", `ulimit -n ${options.ulimit} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$@"`, "bash", ...command]]
     : [command[0], command.slice(1)];
-  const child = spawn(file, args as string[], { cwd: ROOT, env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(full) }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(file, args as string[], { cwd: ROOT, env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(full), MULTIENV_SITE_PROXY_TOKEN: options.token ?? TEST_TOKEN }, stdio: ["ignore", "pipe", "pipe"] });
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once("exit", resolve));

@@ -28,6 +28,8 @@ beforeAll(async () => {
     sites: { shop: ["*.shop.test"] },
     connectTimeoutMs: CONNECT_TIMEOUT_MS,
     idleTimeoutMs: IDLE_TIMEOUT_MS,
+    // The hanging and refusing addresses are other loopback addresses, standing in for public ones here.
+    allowAddresses: ["127.0.0.0/8"],
     resolve: {
       "refused-first.test": ["127.0.0.2", "127.0.0.1"],
       "hang-first.test": [hang.host, "127.0.0.1"],

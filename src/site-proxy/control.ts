@@ -1,0 +1,137 @@
+// The control listener, on the proxy's address on the link network (only the gateway is there): the log as JSON
+// lines, the CA certificate, and the browser's DevTools under /cdp/ (HTTP and WebSocket upgrades), the one way to
+// DevTools. Every request needs `Authorization: Bearer <the proxy's token>`, compared in constant time; anything
+// else is a 401 and an error line.
+import * as fs from "node:fs";
+import * as http from "node:http";
+import type * as net from "node:net";
+import { carriesControlToken, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
+import type { Connector } from "./connect";
+import { connectorAgent, type Destination, forward, forwardUpgrade } from "./forward";
+import { requestFramingProblem, upgradeFramingProblem } from "./framing";
+import type { EventLog } from "./log";
+import { answerResponse, answerSocket, endToEndHeaders, serverOptions, withoutHeader } from "./messages";
+
+export interface ControlOptions {
+  logPath: string;
+  caCertPath: string;
+  /** The token every request must carry. */
+  token: string;
+  /** The browser's DevTools relay. */
+  cdp: { host: string; port: number };
+  connector: Connector;
+  log: EventLog;
+  idleTimeoutMs: number;
+  headTimeoutMs: number;
+}
+
+const CDP_PREFIX = "/cdp";
+const UNAUTHORIZED = "this listener needs Authorization: Bearer <the computer's control token>";
+
+/**
+ * DevTools answers its HTTP endpoints only for a Host that is an address or `localhost` (its guard against DNS
+ * rebinding), and builds the WebSocket URLs in its JSON from that Host: it is always sent `localhost`, whatever the
+ * gateway's client named, and the gateway rewrites those URLs to its own.
+ */
+const DEVTOOLS_HOST = "localhost";
+
+/** The path under /cdp as DevTools knows it (`/cdp/json/version` -> `/json/version`), or undefined outside /cdp. */
+function devtoolsPath(url: string): string | undefined {
+  if (url !== CDP_PREFIX && !url.startsWith(`${CDP_PREFIX}/`) && !url.startsWith(`${CDP_PREFIX}?`)) return undefined;
+  const rest = url.slice(CDP_PREFIX.length);
+  return rest.startsWith("/") ? rest : `/${rest}`;
+}
+
+export function createControlServer(options: ControlOptions): http.Server {
+  const { logPath, caCertPath, token, cdp, connector, log, idleTimeoutMs, headTimeoutMs } = options;
+
+  async function openDevtools(): Promise<net.Socket> {
+    const { socket } = await connector.open(cdp.host, cdp.port);
+    socket.setTimeout(idleTimeoutMs);
+    socket.once("timeout", () => socket.destroy(new Error(`no traffic for ${idleTimeoutMs} ms`)));
+    return socket;
+  }
+  const devtoolsAgent = connectorAgent(openDevtools, idleTimeoutMs);
+
+  /** The request's headers for DevTools: its Host, and never the token (DevTools is on the computer's network). */
+  function devtoolsDestination(req: http.IncomingMessage, path: string): Destination {
+    let headers = endToEndHeaders(req.rawHeaders);
+    for (const name of ["host", "authorization", "content-length"]) headers = withoutHeader(headers, name);
+    return { host: cdp.host, port: cdp.port, path, headers: ["Host", DEVTOOLS_HOST, ...headers] };
+  }
+
+  function authorized(req: http.IncomingMessage): boolean {
+    if (carriesControlToken(req.headers.authorization, token)) return true;
+    const path = (req.url ?? "/").split("?")[0];
+    log.write({
+      event: "error",
+      error: `control: ${req.method} ${path} ${req.headers.authorization === undefined ? "without" : "with a wrong"} bearer token`,
+      client: req.socket.remoteAddress,
+      method: req.method,
+      status: 401,
+    });
+    return false;
+  }
+
+  function devtoolsFailed(err: Error): string {
+    log.write({ event: "error", error: `control: DevTools at ${cdp.host}:${cdp.port}: ${err.message}`, status: 502 });
+    return `DevTools at ${cdp.host}:${cdp.port}: ${err.message}`;
+  }
+
+  const server = http.createServer(serverOptions(headTimeoutMs, idleTimeoutMs), (req, res) => {
+    if (!authorized(req)) {
+      res.writeHead(401, { "WWW-Authenticate": WWW_AUTHENTICATE_CHALLENGE, "Content-Type": "application/json" });
+      return void res.end(JSON.stringify({ error: UNAUTHORIZED }) + "\n");
+    }
+    const problem = requestFramingProblem(req);
+    if (problem) return answerResponse(res, 400, null, `malformed request: ${problem}`, true);
+    const url = req.url ?? "/";
+    const path = devtoolsPath(url);
+    if (path !== undefined) {
+      return forward(req, res, devtoolsAgent, devtoolsDestination(req, path), {
+        answered: () => undefined,
+        failed: (err, answered) => (answered ? res.destroy() : answerResponse(res, 502, null, devtoolsFailed(err))),
+      });
+    }
+    const route = url.split("?")[0];
+    if (route !== "/log" && route !== "/ca.pem") {
+      res.writeHead(404, { "Content-Type": "application/json" });
+      return void res.end(JSON.stringify({ error: `no ${route} here; try GET /log, GET /ca.pem or /cdp/...` }) + "\n");
+    }
+    if (req.method !== "GET" && req.method !== "HEAD") return void res.writeHead(405, { Allow: "GET, HEAD" }).end();
+    if (route === "/log") {
+      res.writeHead(200, { "Content-Type": "application/x-ndjson" });
+      if (req.method === "HEAD") return void res.end();
+      fs.createReadStream(logPath)
+        .on("error", () => res.end())
+        .pipe(res);
+    } else {
+      res.writeHead(200, { "Content-Type": "application/x-pem-file" });
+      res.end(req.method === "HEAD" ? undefined : fs.readFileSync(caCertPath));
+    }
+  });
+
+  server.on("upgrade", (req: http.IncomingMessage, client: net.Socket, early: Buffer) => {
+    client.on("error", () => client.destroy());
+    if (!authorized(req)) return answerSocket(client, 401, null, UNAUTHORIZED, { "WWW-Authenticate": WWW_AUTHENTICATE_CHALLENGE });
+    const problem = upgradeFramingProblem(req);
+    if (problem) return answerSocket(client, 400, null, `malformed request: ${problem}`);
+    const path = devtoolsPath(req.url ?? "/");
+    if (path === undefined) return answerSocket(client, 404, null, "only /cdp/... takes an upgrade");
+    forwardUpgrade(req, client, early, devtoolsDestination(req, path), idleTimeoutMs, {
+      open: openDevtools,
+      answered: () => undefined,
+      failed: (err) => answerSocket(client, 502, null, devtoolsFailed(err)),
+    });
+  });
+
+  server.on("clientError", (err: NodeJS.ErrnoException, socket: net.Socket) => {
+    if (err.code?.startsWith("HPE_")) {
+      log.write({ event: "error", error: `control: malformed request (${err.code})`, client: socket.remoteAddress, status: 400 });
+      return answerSocket(socket, 400, null, `malformed request (${err.code})`);
+    }
+    socket.destroy();
+  });
+  server.on("close", () => devtoolsAgent.destroy());
+  return server;
+}

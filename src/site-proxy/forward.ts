@@ -1,0 +1,210 @@
+// Sending one parsed request on to its next hop and its answer back: the step the forward port (hosts and the
+// gateway) and the control port (the browser's DevTools) share. Node's client writes the request, framed again from
+// what node's server parsed (framing.ts), and parses the answer with the same strict parser; an answer whose
+// framing is broken is a 502 and its connection is destroyed, never handed back to the pool.
+import * as http from "node:http";
+import type * as net from "node:net";
+import { hasBody, requestFraming, responseFramingProblem } from "./framing";
+import { endToEndHeaders, withoutHeader } from "./messages";
+import { relay } from "./relay";
+
+/** Where a request goes: `headers` are its end-to-end headers for that hop, Host included, framing left out. */
+export interface Destination {
+  host: string;
+  port: number;
+  path: string;
+  headers: string[];
+}
+
+export interface ForwardHooks {
+  /** The request could not be sent or its answer was broken; nothing was answered yet (or the answer is cut off). */
+  failed(err: Error, answered: boolean): void;
+  /** The computer got `status` (the host's, or 502 for a broken answer). */
+  answered(status: number): void;
+}
+
+/** An answer the proxy refuses to pass on: its framing is broken. */
+export class BrokenAnswer extends Error {}
+
+/** RFC 9110 9.2.2: the methods a client may send again without changing what the first attempt did. */
+const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]);
+
+/**
+ * An agent whose sockets come from `open` (one deadline for the lookup and the attempts, the address check, a log
+ * line each), and which never keeps a socket that says something while no request is waiting for it: those bytes
+ * would be taken as the answer to the next request sent on it.
+ */
+export function connectorAgent(open: (host: string, port: number) => Promise<net.Socket>, idleTimeoutMs: number): http.Agent {
+  const agent = new http.Agent({ keepAlive: true, timeout: idleTimeoutMs, scheduling: "lifo" });
+  (agent as unknown as { createConnection: unknown }).createConnection = (
+    options: { host?: string | null; port?: number | string | null },
+    callback: (err: Error | null, socket?: net.Socket) => void,
+  ): undefined => {
+    open(String(options.host), Number(options.port)).then(
+      (socket) => callback(null, socket),
+      (err: Error) => callback(err),
+    );
+    return undefined;
+  };
+  const unsolicited = new WeakMap<net.Socket, () => void>();
+  // keepSocketAlive returns whether the socket is kept (typed void in @types/node).
+  const keepSocketAlive = agent.keepSocketAlive.bind(agent) as unknown as (socket: net.Socket) => boolean;
+  (agent as unknown as { keepSocketAlive: (socket: net.Socket) => boolean }).keepSocketAlive = (socket) => {
+    if (!keepSocketAlive(socket)) return false;
+    const drop = () => socket.destroy();
+    unsolicited.set(socket, drop);
+    socket.once("data", drop);
+    return true;
+  };
+  const reuseSocket = agent.reuseSocket.bind(agent);
+  agent.reuseSocket = (socket: net.Socket, req: http.ClientRequest) => {
+    const drop = unsolicited.get(socket);
+    if (drop) socket.off("data", drop);
+    unsolicited.delete(socket);
+    reuseSocket(socket, req);
+  };
+  return agent;
+}
+
+/**
+ * Sends `req` to `destination` through `agent` and streams the answer into `res`. A request without a body whose
+ * method is idempotent, meeting a kept-alive connection the host closed as it arrived, is sent once more on a new
+ * one, as a browser would do itself; any other request is sent once.
+ */
+export function forward(req: http.IncomingMessage, res: http.ServerResponse, agent: http.Agent, destination: Destination, hooks: ForwardHooks): void {
+  const bodyless = !hasBody(req);
+  const retriable = bodyless && IDEMPOTENT.has(req.method ?? "");
+  const headers = [...destination.headers, ...requestFraming(req)];
+  // Once the computer was answered (or told of a failure), later errors of the same exchange only end it.
+  let settled = false;
+  const failed = (err: Error) => {
+    const answered = settled || res.headersSent;
+    settled = true;
+    hooks.failed(err, answered);
+  };
+  const send = (mayRetry: boolean) => {
+    let upstream: http.ClientRequest;
+    try {
+      upstream = http.request({ agent, host: destination.host, port: destination.port, method: req.method, path: destination.path, headers, setHost: false });
+    } catch (err) {
+      // Node's client refuses what it cannot write (a path with characters a request line may not carry).
+      failed(err as Error);
+      return;
+    }
+    upstream.on("response", (answer) => {
+      const problem = responseFramingProblem(answer);
+      if (problem) {
+        answer.socket.destroy();
+        failed(new BrokenAnswer(`the answer is malformed: ${problem}`));
+        return;
+      }
+      try {
+        res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEndHeaders(answer.rawHeaders));
+      } catch (err) {
+        answer.socket.destroy();
+        failed(new BrokenAnswer(`the answer cannot be passed on: ${(err as Error).message}`));
+        return;
+      }
+      settled = true;
+      hooks.answered(answer.statusCode ?? 502);
+      answer.pipe(res);
+      answer.on("error", () => res.destroy());
+    });
+    upstream.on("error", (err: NodeJS.ErrnoException) => {
+      if (mayRetry && !settled && upstream.reusedSocket && !res.headersSent && (err.code === "ECONNRESET" || err.code === "EPIPE")) return send(false);
+      failed(err);
+    });
+    res.once("close", () => {
+      if (!res.writableFinished) upstream.destroy();
+    });
+    if (bodyless) {
+      req.resume();
+      upstream.end();
+    } else req.pipe(upstream);
+  };
+  send(retriable);
+}
+
+export interface UpgradeHooks {
+  /** Opens a fresh connection to the destination (an upgraded connection is never pooled). */
+  open(): Promise<net.Socket>;
+  /** The connection could not be opened or the answer was broken; the computer's socket is still unanswered. */
+  failed(err: Error): void;
+  answered(status: number): void;
+}
+
+/** The status line and headers of an answer, as bytes for a raw socket. */
+function head(answer: http.IncomingMessage, headers: string[]): string {
+  let text = `HTTP/1.1 ${answer.statusCode} ${answer.statusMessage ?? ""}\r\n`;
+  for (let i = 0; i < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
+  return text + "\r\n";
+}
+
+/**
+ * A WebSocket (or other) upgrade. The request is sent on a fresh connection, and what the computer sent after its
+ * request head is held back until the destination switches protocols (101): a destination that answers anything
+ * else gets no further byte from the computer, so none can be read there as the next request. A 101 is passed on
+ * and the two sockets are relayed; any other answer is passed on and both connections end.
+ */
+export function forwardUpgrade(req: http.IncomingMessage, client: net.Socket, early: Buffer, destination: Destination, idleTimeoutMs: number, hooks: UpgradeHooks): void {
+  const upgradeTo = req.headers.upgrade ?? "websocket";
+  const headers = [...destination.headers, "Connection", "Upgrade", "Upgrade", upgradeTo];
+  let upstream: http.ClientRequest;
+  try {
+    upstream = http.request({
+      host: destination.host,
+      port: destination.port,
+      method: req.method,
+      path: destination.path,
+      headers,
+      setHost: false,
+      createConnection: ((_options: unknown, callback: (err: Error | null, socket?: net.Socket) => void) => {
+        hooks.open().then(
+          (socket) => callback(null, socket),
+          (err: Error) => callback(err),
+        );
+        return undefined;
+      }) as never,
+    });
+  } catch (err) {
+    hooks.failed(err as Error);
+    return;
+  }
+  // Exactly one of failed/answered is called, however the exchange ends.
+  let settled = false;
+  const fail = (err: Error) => {
+    if (settled) return void client.destroy();
+    settled = true;
+    hooks.failed(err);
+  };
+  const answered = (status: number) => {
+    settled = true;
+    hooks.answered(status);
+  };
+  upstream.on("upgrade", (answer, socket: net.Socket, upgradeHead: Buffer) => {
+    const kept = endToEndHeaders(answer.rawHeaders);
+    client.write(head(answer, [...kept, "Connection", "Upgrade", "Upgrade", answer.headers.upgrade ?? upgradeTo]));
+    answered(101);
+    if (upgradeHead.length > 0) client.write(upgradeHead);
+    if (early.length > 0) socket.write(early);
+    relay(client, socket, idleTimeoutMs);
+  });
+  upstream.on("response", (answer) => {
+    const problem = responseFramingProblem(answer);
+    if (problem) {
+      answer.socket.destroy();
+      fail(new BrokenAnswer(`the answer is malformed: ${problem}`));
+      return;
+    }
+    // The body goes out as node decoded it, delimited by the end of the connection.
+    const kept = withoutHeader(endToEndHeaders(answer.rawHeaders), "content-length");
+    client.write(head(answer, [...kept, "Connection", "close"]));
+    answered(answer.statusCode ?? 502);
+    answer.pipe(client);
+    answer.on("error", () => client.destroy());
+    client.on("close", () => upstream.destroy());
+  });
+  upstream.on("error", fail);
+  client.on("close", () => upstream.destroy());
+  upstream.end();
+}

@@ -1,0 +1,234 @@
+// The address check: in every reach mode the proxy never dials the env's own networks (`deny`), loopback,
+// link-local, metadata or unspecified addresses, however the computer spells them and whatever a name resolves to;
+// under an allowlist never a private, shared or reserved address either. A refusal is a 403 with
+// X-Agentenv-Site-Proxy: refused and a `refused` line naming the address (and the name).
+//
+// Through the real proxy the attacks aim only at loopback-family addresses, where an origin listens and a broken
+// check would connect; addresses off this machine are judged by the check itself, so that a broken check never
+// sends a packet off the machine.
+import * as net from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RefusedRecord, RequestRecord } from "../../src/protocol/site-proxy";
+import { createAddressCheck } from "../../src/site-proxy/addresses";
+import { cleanup, closedPort, connectThrough, curl, type ProxyProcess, startHttpServer, startProxy, type TestHttpServer } from "./helpers";
+
+afterAll(cleanup);
+
+describe("the address check", () => {
+  const allowAll = createAddressCheck({ reach: "allow-all", deny: ["172.18.0.0/16", "fd12:3456::/32"] });
+  const allowlist = createAddressCheck({ reach: ["a.test"], deny: ["172.18.0.0/16"] });
+
+  const everyMode: [string, RegExp][] = [
+    ["127.0.0.1", /loopback/],
+    ["127.255.255.254", /loopback/],
+    ["::1", /loopback/],
+    ["::ffff:127.0.0.1", /loopback/],
+    ["::ffff:7f00:1", /loopback/],
+    ["64:ff9b::7f00:1", /loopback/],
+    ["::ffff:0:7f00:1", /loopback/],
+    ["169.254.169.254", /metadata/],
+    ["::ffff:169.254.169.254", /metadata/],
+    ["64:ff9b::a9fe:a9fe", /metadata/],
+    ["169.254.170.2", /metadata/],
+    ["169.254.1.1", /link-local/],
+    ["fe80::1", /link-local/],
+    ["fe80::1%eth0", /zone id/],
+    ["::1%lo", /zone id/],
+    ["fd00:ec2::254", /metadata/],
+    ["100.100.100.200", /metadata/],
+    ["168.63.129.16", /metadata/],
+    ["0.0.0.0", /unspecified/],
+    ["0.1.2.3", /unspecified/],
+    ["::", /unspecified/],
+    ["::ffff:0.0.0.0", /unspecified/],
+    ["224.0.0.1", /multicast/],
+    ["ff02::1", /multicast/],
+    ["255.255.255.255", /broadcast/],
+    ["172.18.0.5", /env's own networks \(deny 172\.18\.0\.0\/16\)/],
+    ["::ffff:172.18.0.5", /env's own networks/],
+    ["64:ff9b::ac12:5", /env's own networks/],
+  ];
+  for (const [address, why] of everyMode) {
+    it(`refuses ${address} in allow-all and under an allowlist`, () => {
+      expect(allowAll(address)).toMatch(why);
+      expect(allowlist(address)).toMatch(why);
+    });
+  }
+
+  it("refuses a deny range written in IPv6 in allow-all", () => {
+    expect(allowAll("fd12:3456::9")).toMatch(/env's own networks \(deny fd12:3456::\/32\)/);
+  });
+
+  const allowlistOnly: [string, RegExp][] = [
+    ["10.1.2.3", /private/],
+    ["172.16.0.1", /private/],
+    ["192.168.1.1", /private/],
+    ["fd00::1", /private \(unique local\)/],
+    ["100.64.0.1", /shared/],
+    ["::ffff:10.1.2.3", /private/],
+    ["64:ff9b::a01:203", /private/],
+    ["192.0.0.8", /special-purpose/],
+    ["192.0.2.1", /special-purpose/],
+    ["198.18.0.1", /special-purpose/],
+    ["240.0.0.1", /special-purpose/],
+    ["2001:db8::1", /special-purpose/],
+    ["2002:7f00:1::1", /special-purpose/],
+    ["::7f00:1", /outside global unicast/],
+    ["64:ff9b:1::1", /special-purpose/],
+  ];
+  for (const [address, why] of allowlistOnly) {
+    it(`refuses ${address} under an allowlist, and reaches it in allow-all`, () => {
+      expect(allowlist(address)).toMatch(why);
+      expect(allowAll(address)).toBeUndefined();
+    });
+  }
+
+  for (const address of ["8.8.8.8", "1.1.1.1", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"]) {
+    it(`reaches the public address ${address} in both modes`, () => {
+      expect(allowAll(address)).toBeUndefined();
+      expect(allowlist(address)).toBeUndefined();
+    });
+  }
+
+  it("lets allowAddresses open loopback and private ranges, never deny, link-local, metadata or unspecified addresses", () => {
+    const check = createAddressCheck({ reach: ["a.test"], deny: ["10.9.0.0/16"], allowAddresses: ["127.0.0.0/8", "10.0.0.0/8", "169.254.0.0/16", "0.0.0.0/8", "fd00::/8"] });
+    expect(check("127.0.0.1")).toBeUndefined();
+    expect(check("::ffff:127.0.0.1")).toBeUndefined();
+    expect(check("10.1.2.3")).toBeUndefined();
+    expect(check("10.9.1.1")).toMatch(/deny/);
+    expect(check("169.254.169.254")).toMatch(/metadata/);
+    expect(check("169.254.1.1")).toMatch(/link-local/);
+    expect(check("0.0.0.0")).toMatch(/unspecified/);
+    expect(check("fd00:ec2::254")).toMatch(/metadata/);
+    expect(check("::1")).toMatch(/loopback/);
+  });
+});
+
+/** Raw bytes to the proxy, its whole answer back: these spellings are what a client library would rewrite. */
+function rawExchange(port: number, bytes: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1");
+    let text = "";
+    socket.on("data", (d: Buffer) => (text += d.toString()));
+    socket.on("error", () => {});
+    socket.on("close", () => resolve(text));
+    socket.write(bytes);
+    setTimeout(() => socket.destroy(), 3_000);
+  });
+}
+
+describe("attacks on loopback through the proxy", () => {
+  let origin: TestHttpServer;
+  let allowAll: ProxyProcess;
+  let allowlist: ProxyProcess;
+
+  beforeAll(async () => {
+    origin = await startHttpServer(() => "the origin answered");
+    const resolve = {
+      localhost: ["127.0.0.1"],
+      "rebound.test": ["127.0.0.1"],
+      "mapped.test": ["::ffff:127.0.0.1"],
+      "zero.test": ["0.0.0.0"],
+      "v6.test": ["::1"],
+    };
+    // No allowAddresses: loopback is refused, as in a deployed env.
+    allowAll = await startProxy({ reach: "allow-all", allowAddresses: [], resolve });
+    allowlist = await startProxy({ reach: ["rebound.test", "mapped.test", "*.allowed.test"], allowAddresses: [], resolve });
+  });
+
+  async function expectRefused(proxy: ProxyProcess, host: string, address: RegExp): Promise<void> {
+    const authority = `${host}:${origin.port}`;
+    const before = origin.connections;
+    const viaHttp = await rawExchange(proxy.port, `GET http://${authority}/x HTTP/1.1\r\nHost: ${authority}\r\nConnection: close\r\n\r\n`);
+    expect(viaHttp, `GET http://${authority}/`).toMatch(/^HTTP\/1\.1 403 /);
+    expect(viaHttp).toMatch(/^X-Agentenv-Site-Proxy: refused$/im);
+    const viaConnect = await connectThrough(proxy.port, authority);
+    expect(viaConnect.status, `CONNECT ${authority}`).toBe(403);
+    expect(viaConnect.head).toMatch(/^X-Agentenv-Site-Proxy: refused$/im);
+    viaConnect.socket.destroy();
+    expect(origin.connections, `the origin was never contacted for ${host}`).toBe(before);
+    const name = host.replace(/^\[|\]$/g, "").toLowerCase().replace(/\.$/, "");
+    for (const method of ["GET", "CONNECT"]) {
+      const record = await proxy.waitForRecord<RefusedRecord>(`refused ${method} ${host}`, (r) => r.event === "refused" && r.method === method && r.host === name);
+      expect(record.port).toBe(origin.port);
+      expect(record.address, `the refused line names the address ${host} stood for`).toMatch(address);
+    }
+  }
+
+  for (const [host, address] of [
+    ["127.0.0.1", /^127\.0\.0\.1$/],
+    ["127.0.0.2", /^127\.0\.0\.2$/],
+    ["0x7f.1", /^127\.0\.0\.1$/],
+    ["2130706433", /^127\.0\.0\.1$/],
+    ["017700000001", /^127\.0\.0\.1$/],
+    ["0177.0.0.1", /^127\.0\.0\.1$/],
+    ["127.1", /^127\.0\.0\.1$/],
+    ["127.0.0.1.", /^127\.0\.0\.1$/],
+    ["0", /^0\.0\.0\.0$/],
+    ["0.0.0.0", /^0\.0\.0\.0$/],
+    ["[::1]", /^::1$/],
+    ["[::]", /^::$/],
+    ["[::ffff:127.0.0.1]", /^::ffff:127\.0\.0\.1$/],
+    ["[::ffff:7f00:1]", /^::ffff:7f00:1$/],
+    ["[::1%25lo]", /^::1%25lo$/],
+    ["localhost", /^127\.0\.0\.1$/],
+    ["LocalHost.", /^127\.0\.0\.1$/],
+    ["rebound.test", /^127\.0\.0\.1$/],
+    ["mapped.test", /^::ffff:127\.0\.0\.1$/],
+    ["zero.test", /^0\.0\.0\.0$/],
+    ["v6.test", /^::1$/],
+  ] as [string, RegExp][]) {
+    it(`allow-all refuses ${host}`, async () => {
+      await expectRefused(allowAll, host, address);
+    });
+  }
+
+  it("an allowlist refuses its own names when they resolve to loopback, and every spelling of an address", async () => {
+    const cases: [string, RegExp][] = [
+      ["rebound.test", /^127\.0\.0\.1$/],
+      ["mapped.test", /^::ffff:127\.0\.0\.1$/],
+      ["0x7f.1", /^127\.0\.0\.1$/],
+      ["2130706433", /^127\.0\.0\.1$/],
+      ["[::ffff:127.0.0.1]", /^::ffff:127\.0\.0\.1$/],
+    ];
+    for (const [host, address] of cases) await expectRefused(allowlist, host, address);
+    const record = allowlist.records().find((r): r is RefusedRecord => r.event === "refused" && r.host === "rebound.test");
+    expect(record).toMatchObject({ address: "127.0.0.1", why: expect.stringMatching(/loopback/) });
+  });
+
+  it("a name with an allowed and a refused address never falls through to the refused one", async () => {
+    // The first address stands in for a public host that is down; the second is loopback, where an origin answers.
+    const down = await closedPort("127.0.0.1");
+    const local = await startHttpServer(() => "loopback answered", "127.0.0.2", down);
+    const proxy = await startProxy({ reach: "allow-all", resolve: { "mixed.test": ["127.0.0.1", "127.0.0.2"] } });
+    const result = await curl(proxy.url, `http://mixed.test:${down}/`);
+    expect(result.status).toBe(403);
+    expect(result.headers["x-agentenv-site-proxy"]).toBe("refused");
+    const tunnel = await connectThrough(proxy.port, `mixed.test:${down}`);
+    expect(tunnel.status).toBe(403);
+    tunnel.socket.destroy();
+    expect(local.connections).toBe(0);
+    const record = await proxy.waitForRecord<RefusedRecord>("the refusal", (r) => r.event === "refused" && r.host === "mixed.test");
+    expect(record).toMatchObject({ method: "GET", address: "127.0.0.2", why: expect.stringMatching(/loopback/) });
+  });
+
+  it("deny wins over allowAddresses, by address and by a name that resolves there", async () => {
+    const proxy = await startProxy({ reach: "allow-all", deny: ["127.0.0.1/32"], resolve: { "env.test": ["127.0.0.1"] } });
+    for (const host of ["127.0.0.1", "env.test", "[::ffff:127.0.0.1]"]) {
+      const result = await curl(proxy.url, `http://${host}:${origin.port}/`);
+      expect(result.status, host).toBe(403);
+    }
+    const record = await proxy.waitForRecord<RefusedRecord>("the refusal", (r) => r.event === "refused" && r.host === "env.test");
+    expect(record).toMatchObject({ address: "127.0.0.1", why: "in the env's own networks (deny 127.0.0.1/32)" });
+    expect(origin.requests.filter((r) => r.url === "/")).toEqual([]);
+  });
+
+  it("allow-all still reaches an address it may dial, and logs the request", async () => {
+    // 127.0.0.1 stands in for a public address (allowAddresses), as in the other tests.
+    const proxy = await startProxy({ reach: "allow-all" });
+    const result = await curl(proxy.url, `http://127.0.0.1:${origin.port}/public`);
+    expect([result.status, result.body]).toEqual([200, "the origin answered"]);
+    const record = await proxy.waitForRecord<RequestRecord>("the request line", (r) => r.event === "request");
+    expect(record).toMatchObject({ method: "GET", host: "127.0.0.1", port: origin.port, status: 200 });
+  });
+});

@@ -1,0 +1,183 @@
+// The control listener: the log, the CA certificate and the browser's DevTools under /cdp/ (HTTP and WebSocket
+// upgrades), each only with `Authorization: Bearer $MULTIENV_SITE_PROXY_TOKEN` (401 and a log line otherwise). The
+// listeners bind the one address their host names, resolved at start while the DNS catches up. DevTools is a
+// stand-in here that checks the Host header as Chromium does (test/browser has the real one).
+import * as fs from "node:fs";
+import * as http from "node:http";
+import * as net from "node:net";
+import { spawn } from "node:child_process";
+import WebSocket, { WebSocketServer } from "ws";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseSiteProxyLog, type ErrorRecord } from "../../src/protocol/site-proxy";
+import { cleanup, curl, onCleanup, PROXY_BIN, type ProxyProcess, ROOT, startDns, startProxy, TEST_TOKEN, waitFor } from "./helpers";
+
+interface DevtoolsStandIn {
+  port: number;
+  seen: { url: string; headers: http.IncomingHttpHeaders }[];
+}
+
+/** Answers like Chromium's DevTools: only for a Host that is an address or localhost, ws URLs built from it. */
+async function startDevtools(): Promise<DevtoolsStandIn> {
+  const seen: DevtoolsStandIn["seen"] = [];
+  const server = http.createServer((req, res) => {
+    seen.push({ url: req.url!, headers: req.headers });
+    const host = req.headers.host ?? "";
+    if (!/^(localhost|\d+\.\d+\.\d+\.\d+|\[[0-9a-f:]+\])(:\d+)?$/i.test(host)) {
+      res.writeHead(500).end("Host header is specified and is not an IP address or localhost.");
+      return;
+    }
+    res.writeHead(200, { "Content-Type": "application/json" });
+    res.end(JSON.stringify({ Browser: "StandIn/1", webSocketDebuggerUrl: `ws://${host}/devtools/browser/abc` }));
+  });
+  const sockets = new WebSocketServer({ noServer: true });
+  server.on("upgrade", (req, socket, head) => {
+    seen.push({ url: req.url!, headers: req.headers });
+    sockets.handleUpgrade(req, socket, head, (ws) => ws.on("message", (data) => ws.send(`devtools: ${data}`)));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  onCleanup(() => new Promise((resolve) => { server.closeAllConnections(); for (const c of sockets.clients) c.terminate(); server.close(resolve); }));
+  return { port: (server.address() as net.AddressInfo).port, seen };
+}
+
+let devtools: DevtoolsStandIn;
+let proxy: ProxyProcess;
+let control: string;
+const auth = { Authorization: `Bearer ${TEST_TOKEN}` };
+
+beforeAll(async () => {
+  devtools = await startDevtools();
+  proxy = await startProxy({ control: { host: "127.0.0.1", port: 0, cdp: `127.0.0.1:${devtools.port}` } });
+  control = `http://127.0.0.1:${proxy.startup.control!.port}`;
+});
+afterAll(cleanup);
+
+/** Opens a WebSocket through the control listener; resolves with the first message after sending `hello`. */
+function wsRoundTrip(headers: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${proxy.startup.control!.port}/cdp/devtools/browser/abc`, { headers });
+    ws.on("open", () => ws.send("hello"));
+    ws.on("message", (data) => {
+      resolve(String(data));
+      ws.close();
+    });
+    ws.on("unexpected-response", (_req, res) => reject(new Error(`status ${res.statusCode}`)));
+    ws.on("error", reject);
+  });
+}
+
+describe("the control listener's token", () => {
+  const wrong: [string, Record<string, string>][] = [
+    ["no Authorization", {}],
+    ["a wrong token", { Authorization: `Bearer ${TEST_TOKEN.slice(0, -1)}x` }],
+    ["the token with more after it", { Authorization: `Bearer ${TEST_TOKEN}x` }],
+    ["the token as Basic", { Authorization: `Basic ${Buffer.from(`x:${TEST_TOKEN}`).toString("base64")}` }],
+    ["the bare token", { Authorization: TEST_TOKEN }],
+  ];
+  for (const [what, headers] of wrong) {
+    it(`answers 401 to ${what}, on every path, and logs it`, async () => {
+      const before = devtools.seen.length;
+      const logged = proxy.records().length;
+      for (const path of ["/log", "/ca.pem", "/cdp/json/version", "/cdp/json/new?about:blank", "/nothing"]) {
+        const res = await fetch(`${control}${path}`, { headers, method: path.includes("new") ? "PUT" : "GET" });
+        expect(res.status, path).toBe(401);
+        expect(res.headers.get("www-authenticate")).toMatch(/^Bearer /);
+      }
+      await expect(wsRoundTrip(headers)).rejects.toThrow(/status 401/);
+      expect(devtools.seen.length, "DevTools saw nothing").toBe(before);
+      const unauthorized = await waitFor("a 401 line per request", () => {
+        const lines = proxy.records().slice(logged).filter((r): r is ErrorRecord => r.event === "error" && r.status === 401);
+        return lines.length >= 6 ? lines : undefined;
+      });
+      expect(unauthorized.map((r) => r.error)).toContain(`control: GET /cdp/json/version ${headers.Authorization ? "with a wrong" : "without"} bearer token`);
+      expect(JSON.stringify(unauthorized)).not.toContain(TEST_TOKEN);
+    });
+  }
+
+  it("serves the log and the CA certificate with the token (the scheme in any case)", async () => {
+    const log = await fetch(`${control}/log`, { headers: { Authorization: `bearer ${TEST_TOKEN}` } });
+    expect(log.status).toBe(200);
+    expect(parseSiteProxyLog(await log.text())[0]).toMatchObject({ event: "startup", pid: proxy.startup.pid, control: { cdp: `127.0.0.1:${devtools.port}` } });
+    const ca = await fetch(`${control}/ca.pem`, { headers: auth });
+    expect(await ca.text()).toBe(fs.readFileSync(proxy.caCertPath, "utf8"));
+    expect((await fetch(`${control}/other`, { headers: auth })).status).toBe(404);
+    expect((await fetch(`${control}/log`, { headers: auth, method: "POST" })).status).toBe(405);
+  });
+});
+
+describe("DevTools through the control listener", () => {
+  it("passes what the gateway sends (Host: localhost) to DevTools, without the token", async () => {
+    const res = await fetch(`${control}/cdp/json/version`, { headers: { ...auth, Host: "localhost", Accept: "application/json" } });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ Browser: "StandIn/1", webSocketDebuggerUrl: "ws://localhost/devtools/browser/abc" });
+    const seen = devtools.seen[devtools.seen.length - 1];
+    expect(seen.url).toBe("/json/version");
+    expect(seen.headers.host).toBe("localhost");
+    expect(seen.headers.authorization).toBeUndefined();
+  });
+
+  it("sends DevTools Host: localhost whatever Host the client named, so its Host check passes", async () => {
+    const res = await curl("", `${control}/cdp/json/version`, ["--noproxy", "*", "-H", `Authorization: Bearer ${TEST_TOKEN}`, "-H", "Host: proxy-link.test:9000"]);
+    expect(res.status).toBe(200);
+    expect(devtools.seen[devtools.seen.length - 1].headers.host).toBe("localhost");
+  });
+
+  it("relays a WebSocket upgrade to DevTools, without the token", async () => {
+    expect(await wsRoundTrip(auth)).toBe("devtools: hello");
+    const seen = devtools.seen.filter((r) => r.url === "/devtools/browser/abc");
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen[seen.length - 1].headers.authorization).toBeUndefined();
+    expect(seen[seen.length - 1].headers.host).toBe("localhost");
+  });
+
+  it("answers 502 when DevTools is not there", async () => {
+    const lonely = await startProxy({ control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:1" } });
+    const res = await fetch(`http://127.0.0.1:${lonely.startup.control!.port}/cdp/json/version`, { headers: auth });
+    expect(res.status).toBe(502);
+  });
+});
+
+describe("listeners named by host name", () => {
+  it("resolves listen.host and control.host at start, waiting for the DNS to know them, and binds those addresses alone", async () => {
+    const answers: Record<string, string[]> = {};
+    const dns = await startDns(answers);
+    // The names resolve only a second after the proxy started: Docker's DNS learning a container's aliases.
+    setTimeout(() => Object.assign(answers, { "proxy.test": ["127.0.0.2"], "control.test": ["127.0.0.3"] }), 1_000);
+    const named = await startProxy({ listen: { host: "proxy.test", port: 0 }, control: { host: "control.test", port: 0, cdp: `127.0.0.1:${devtools.port}` }, dnsServers: [dns.server] });
+    expect(named.startup.proxy.host).toBe("127.0.0.2");
+    expect(named.startup.control).toMatchObject({ host: "127.0.0.3" });
+    expect(dns.queries.filter((q) => q === "proxy.test").length).toBeGreaterThan(1);
+    // Whether a request sent to host:port reaches this proxy (its log names the probe). Another test's server may
+    // hold the same port on another loopback address, so a connection alone proves nothing.
+    let probes = 0;
+    const reachesProxy = async (host: string, port: number) => {
+      const probe = `probe-${++probes}.test`;
+      await new Promise<void>((resolve) => {
+        const s = net.connect(port, host);
+        s.on("connect", () => s.write(`GET http://${probe}/ HTTP/1.1\r\nHost: ${probe}\r\n\r\n`));
+        s.on("error", () => resolve());
+        s.on("close", () => resolve());
+        setTimeout(() => s.destroy(), 500);
+      });
+      return named.records().some((r) => "host" in r && r.host === probe);
+    };
+    expect(await reachesProxy("127.0.0.1", named.startup.proxy.port)).toBe(false);
+    expect(await reachesProxy("127.0.0.2", named.startup.proxy.port)).toBe(true);
+    const other = await fetch(`http://127.0.0.1:${named.startup.control!.port}/log`, { headers: auth }).then((r) => r.status, () => "refused");
+    expect(other).not.toBe(200);
+    const log = await fetch(`http://127.0.0.3:${named.startup.control!.port}/log`, { headers: auth });
+    expect(log.status).toBe(200);
+  });
+
+  it("gives up on a name that never resolves with one line naming the field, exit status 2", async () => {
+    const config = { listen: { host: "never.test", port: 0 }, gateway: "http://127.0.0.1:9", sites: {}, reach: "none", log: "/tmp/never-written.log", dnsServers: ["127.0.0.1:1"] };
+    const child = spawn(process.execPath, [PROXY_BIN], { cwd: ROOT, env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(config) }, stdio: ["ignore", "pipe", "pipe"] });
+    onCleanup(() => child.kill("SIGKILL"));
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const started = Date.now();
+    const status = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    expect(status).toBe(2);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(4_500);
+    expect(stderr).toMatch(/^multienv-site-proxy: MULTIENV_SITE_PROXY_CONFIG\.listen\.host: "never\.test" does not resolve .* after 5000 ms; give an address or a name this container resolves\n$/);
+  });
+});
