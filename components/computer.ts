@@ -7,6 +7,7 @@ import type { BrowserServiceConfig, Plan, PlannedComputer, SiteProxyServiceConfi
 import { browserMounts, browserNetworks, DEFAULT_CAPABILITIES, ENV_VARS, proxyMounts, proxyNetworks, proxyPublish } from "../src/plan/layout";
 import { LABELS, ROLES } from "../policies/contract";
 import { DockerContainer } from "../src/providers/resources";
+import { computerControlToken } from "../src/protocol/auth";
 import { containerLabels, envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";
 import type { DockerEngine } from "./dockerEngine";
 
@@ -19,6 +20,8 @@ export interface ComputerArgs {
   engine: DockerEngine;
   /** `MULTIENV_SITE_PROXY_CONFIG`, from `siteProxyServiceConfig(plan, computer)` (ec2: with the gateway VM's address). */
   proxyConfig: pulumi.Input<SiteProxyServiceConfig>;
+  /** The env's control token (a secret): the proxy gets this computer's own token derived from it. */
+  controlToken: pulumi.Output<string>;
   /** `MULTIENV_BROWSER_CONFIG`, from `browserServiceConfig(plan, computer)`. */
   browserConfig: BrowserServiceConfig;
   /** Resources the proxy needs before it starts (docker: the gateway it forwards synthetic names to). */
@@ -47,11 +50,15 @@ export class Computer extends pulumi.ComponentResource {
         ports: proxyPublish(plan),
         mounts: volumeMounts(engine, proxyMounts(computer)),
         capabilities: DEFAULT_CAPABILITIES,
-        envs: [envEntry(ENV_VARS.siteProxyConfig, proxyConfigJson)],
+        envs: [
+          envEntry(ENV_VARS.siteProxyConfig, proxyConfigJson),
+          envEntry(ENV_VARS.siteProxyToken, pulumi.secret(args.controlToken.apply((token) => computerControlToken(token, computer.name)))),
+        ],
         restart: RESTART,
         labels: containerLabels(engine, { [LABELS.role]: ROLES.siteProxy, [LABELS.computer]: computer.name }),
       },
-      { parent: this, dependsOn: args.dependsOn },
+      // The computer's token is in envs: the engine keeps envs secret even if a wrapper were lost (policy secrets-stay-secret).
+      { parent: this, dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
     );
     this.browser = new DockerContainer(
       computer.browserContainerName,

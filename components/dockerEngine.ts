@@ -91,6 +91,11 @@ export class DockerEngine extends pulumi.ComponentResource {
     this.registerOutputs({});
   }
 
+  /** The subnets of every network on this engine: addresses a computer's site proxy must never dial. */
+  networkSubnets(): pulumi.Output<string[]> {
+    return pulumi.all([...this.networks.values()].map((n) => n.subnets)).apply((all) => all.flat());
+  }
+
   /** The network resource named `name`; asking for one the engine does not hold is a bug in the layout. */
   network(name: string): DockerNetwork {
     const network = this.networks.get(name);

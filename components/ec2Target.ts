@@ -88,7 +88,7 @@ export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
           {
             ...engineArgs,
             target: vm.target,
-            networks: computerEngineNetworks(plan, computer),
+            networks: computerEngineNetworks(computer),
             volumes: [computer.caVolumeName],
             projectImages: [],
             imagesFrom: imagesFor(vm),

@@ -46,9 +46,10 @@ export class Gateway extends pulumi.ComponentResource {
   constructor(name: string, args: GatewayArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:gateway:Gateway", name, {}, opts);
     const { plan, engine } = args;
-    const publish = gatewayPublish(plan);
-    if (publish.ip !== "127.0.0.1" && args.publicAddress === undefined) {
-      throw new Error(`Gateway ${name}: the port is published on ${publish.ip}; give the publicAddress the runner reaches it at`);
+    const ports = gatewayPublish(plan);
+    const published = ports[0];
+    if (published.ip !== "127.0.0.1" && args.publicAddress === undefined) {
+      throw new pulumi.ResourceError(`Gateway ${name}: the port is published on ${published.ip}; give the publicAddress the runner reaches it at`, this);
     }
     const configJson = pulumi.output(args.serviceConfig).apply((c) => JSON.stringify(c));
     this.container = new DockerContainer(
@@ -58,7 +59,7 @@ export class Gateway extends pulumi.ComponentResource {
         name: plan.gateway.containerName,
         image: engine.image(args.image, "gateway"),
         networksAdvanced: networksAdvanced(engine, gatewayNetworks(plan)),
-        ports: [publish],
+        ports,
         mounts: volumeMounts(engine, gatewayMounts(plan)),
         capabilities: DEFAULT_CAPABILITIES,
         envs: [envEntry(ENV_VARS.gatewayConfig, configJson), envEntry(ENV_VARS.controlToken, args.controlToken)],
@@ -71,8 +72,8 @@ export class Gateway extends pulumi.ComponentResource {
       // The control token is in envs: the engine keeps envs secret even if a wrapper were lost (policy secrets-stay-secret).
       { parent: this, dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
     );
-    const address = args.publicAddress ?? publish.ip;
-    const port = publish.external ?? this.container.publishedPorts.apply((ports) => ports?.[0]?.external ?? 0);
+    const address = args.publicAddress ?? published.ip;
+    const port = published.external ?? this.container.publishedPorts.apply((bound) => bound?.find((p) => p.internal === published.internal)?.external ?? 0);
     this.url = pulumi.all([address, port]).apply(([a, p]) => gatewayUrl(a, p));
     this.registerOutputs({ url: this.url });
   }

@@ -108,13 +108,25 @@ export class MultiEnv extends pulumi.ComponentResource {
     );
 
     this.computers = plan.computers.map((computer) => {
-      const proxyConfig = pulumi.output(engines.gatewayPrivateAddress).apply((address) => {
+      // The proxy never dials the env's own networks (and on ec2 the env VM itself): their subnets are the
+      // engine's to choose, so they are known only once the networks exist.
+      const denied = pulumi.all([engines.computer(computer).networkSubnets(), engines.gatewayPrivateAddress]);
+      const proxyConfig = denied.apply(([subnets, address]) => {
         const config = siteProxyServiceConfig(plan, computer);
-        return address === undefined ? config : { ...config, gateway: rehost(config.gateway, address) };
+        const deny = [...subnets, ...(address === undefined ? [] : [`${address}/32`])];
+        return { ...config, deny, ...(address === undefined ? {} : { gateway: rehost(config.gateway, address) }) };
       });
       return new Computer(
         computer.name,
-        { plan, computer, engine: engines.computer(computer), proxyConfig, browserConfig: browserServiceConfig(plan, computer), dependsOn: [this.gateway] },
+        {
+          plan,
+          computer,
+          engine: engines.computer(computer),
+          proxyConfig,
+          controlToken: this.controlToken.value,
+          browserConfig: browserServiceConfig(plan, computer),
+          dependsOn: [this.gateway],
+        },
         { parent: this },
       );
     });

@@ -51,6 +51,8 @@ export const SECRET_ENV = {
   controlToken: ENV_VARS.controlToken,
   /** A website server's settings: secret when its site has secret settings. */
   websiteSettings: ENV_VARS.websiteSettings,
+  /** A computer's own control token, in its site proxy's environment. */
+  siteProxyToken: ENV_VARS.siteProxyToken,
 } as const;
 
 /** The component that generates the gateway's control token; its secret child's output `value` is the token. */

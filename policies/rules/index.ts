@@ -5,6 +5,7 @@ import { captureSidecarPerWebsite } from "./capture-sidecars";
 import { computerNetworkIsolation } from "./computer-network";
 import { containerPrivileges } from "./container-privileges";
 import { awsResourceTags, ec2NoOpenEgress, ec2IngressClosedToWorld, ec2InstanceHardening } from "./ec2";
+import { siteProxyIsolation } from "./proxy-network";
 import { secretsStaySecret } from "./secrets";
 
 export {
@@ -17,12 +18,14 @@ export {
   ec2IngressClosedToWorld,
   ec2InstanceHardening,
   secretsStaySecret,
+  siteProxyIsolation,
 };
 
 export const RULES: readonly Rule[] = [
   containerPrivileges,
   capturesVolumeAccess,
   computerNetworkIsolation,
+  siteProxyIsolation,
   secretsStaySecret,
   ec2IngressClosedToWorld,
   ec2NoOpenEgress,

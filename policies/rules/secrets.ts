@@ -19,6 +19,7 @@ const MIN_SECRET_LENGTH = 8;
 function secretEnvNames(container: PolicyResource): string[] {
   const names: string[] = [];
   if (roleOf(container) === ROLES.gateway) names.push(SECRET_ENV.controlToken);
+  if (roleOf(container) === ROLES.siteProxy) names.push(SECRET_ENV.siteProxyToken);
   const settings = (labelsOf(container)[LABELS.secretSettings] ?? "").trim();
   if (settings !== "") names.push(SECRET_ENV.websiteSettings);
   return names;
@@ -59,7 +60,7 @@ export const secretsStaySecret: StackRule = {
   kind: "stack",
   name: "secrets-stay-secret",
   description:
-    `The controlToken output, the gateway's ${SECRET_ENV.controlToken} and the ${SECRET_ENV.websiteSettings} of every site with secret settings must be Pulumi secrets, and no plaintext value may contain a secret. ` +
+    `The controlToken output, the gateway's ${SECRET_ENV.controlToken}, each site proxy's ${SECRET_ENV.siteProxyToken} and the ${SECRET_ENV.websiteSettings} of every site with secret settings must be Pulumi secrets, and no plaintext value may contain a secret. ` +
     `To comply: build these values from pulumi.secret / config.requireSecret (never unsecret them), export controlToken as a secret, label a server whose site has secret settings with ${LABELS.secretSettings}, ` +
     `give every container that carries a secret additionalSecretOutputs: ["envs"], and the resource generating the control token additionalSecretOutputs: ["value"].`,
   check(stack) {

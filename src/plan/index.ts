@@ -114,6 +114,8 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
         browserContainerName: topologyNames.browser(stack, name),
         proxyContainerName: topologyNames.siteProxy(stack, name),
         networkName: topologyNames.computerNetwork(stack, name),
+        linkNetworkName: topologyNames.linkNetwork(stack, name),
+        egressNetworkName: topologyNames.computerEgressNetwork(stack, name),
         caVolumeName: topologyNames.caVolume(stack, name),
       };
     });

@@ -2,7 +2,7 @@
 // Pure data from the Plan: which networks, mounts, capabilities, ports, commands and firewall rules each piece
 // gets. The components in components/ only turn these answers into resources, so every topology rule is here,
 // once, with its tests, and the policy pack can hold the rendered graph to the same promises.
-import { CAPTURES_DIR, CA_DIR, CDP_PORT, SITE_PROXY_CONTROL_PORT } from "./topology";
+import { CAPTURES_DIR, CA_DIR, GATEWAY_BROWSE_PORT, SITE_PROXY_CONTROL_PORT, networkAliases } from "./topology";
 import type { Plan, PlannedCapture, PlannedComputer, PlannedWebsite } from "./types";
 
 /** Environment variable names the containers read (DESIGN "Entry points", docs/contracts.md). */
@@ -11,6 +11,8 @@ export const ENV_VARS = {
   gatewayConfig: "MULTIENV_GATEWAY_CONFIG",
   controlToken: "MULTIENV_CONTROL_TOKEN",
   siteProxyConfig: "MULTIENV_SITE_PROXY_CONFIG",
+  /** The computer's own control token (derived from the control token): its proxy's control listener requires it. */
+  siteProxyToken: "MULTIENV_SITE_PROXY_TOKEN",
   browserConfig: "MULTIENV_BROWSER_CONFIG",
 } as const;
 
@@ -59,11 +61,17 @@ export interface NetworkAttachment {
   aliases: string[];
 }
 
-/** The gateway: on the env network (to reach the sites) and the ingress network (the only one Docker publishes on). */
+/**
+ * The gateway: on the env network (it reaches the sites there, and listens on nothing there), the ingress network
+ * (its published listener, the only one Docker publishes), and each computer's link network (its browse
+ * listener, for that computer's proxy alone). On ec2 the computers are on other VMs: their proxies reach the
+ * browse listener published on the env VM, so there are no link networks.
+ */
 export function gatewayNetworks(plan: Plan): NetworkAttachment[] {
   return [
-    { network: plan.networks.env, aliases: [plan.gateway.containerName] },
-    { network: plan.networks.ingress, aliases: [] },
+    { network: plan.networks.env, aliases: [] },
+    { network: plan.networks.ingress, aliases: [networkAliases.gatewayIngress] },
+    ...(plan.target === "docker" ? plan.computers.map((c) => ({ network: c.linkNetworkName, aliases: [networkAliases.gatewayOnLink(c.name)] })) : []),
   ];
 }
 
@@ -81,22 +89,24 @@ export function frontendNetworks(plan: Plan, site: PlannedWebsite): NetworkAttac
 }
 
 /**
- * A computer's site proxy. docker: the env network (the gateway), the computer's own network, and egress only
- * when the computer reaches public hosts. ec2: the proxy runs on the computer's VM, where there is no env
- * network; it is on the computer's network and that VM's egress network, and the VM's security group is the
+ * A computer's site proxy: its computer's network (the browser's way out), its link network (the gateway's browse
+ * listener, and its own control listener for the gateway), and an egress network of its own when the computer
+ * reaches public hosts. Never the env network or another computer's: nothing but the gateway reaches it, and it
+ * reaches no site container. ec2: the proxy runs on the computer's VM, which has no link network; its egress
+ * network is how the gateway VM reaches its control port (published there), and the VM's security group is the
  * allowlist at network level (see `ec2SecurityRules`).
  */
 export function proxyNetworks(plan: Plan, computer: PlannedComputer): NetworkAttachment[] {
-  const own = { network: computer.networkName, aliases: [computer.proxyContainerName] };
-  if (plan.target === "ec2") return [own, { network: computerEgressNetwork(plan, computer), aliases: [] }];
-  const attachments = [{ network: plan.networks.env, aliases: [computer.proxyContainerName] }, own];
-  if (computer.reachesPublicHosts) attachments.push({ network: plan.networks.egress, aliases: [] });
+  const own = { network: computer.networkName, aliases: [networkAliases.proxyOnComputerNet] };
+  if (plan.target === "ec2") return [own, { network: computer.egressNetworkName, aliases: [networkAliases.proxyOnLink(computer.name)] }];
+  const attachments = [own, { network: computer.linkNetworkName, aliases: [networkAliases.proxyOnLink(computer.name)] }];
+  if (computer.reachesPublicHosts) attachments.push({ network: computer.egressNetworkName, aliases: [] });
   return attachments;
 }
 
 /** A computer's browser: its own internal network only; its proxy is its only way out. */
 export function browserNetworks(computer: PlannedComputer): NetworkAttachment[] {
-  return [{ network: computer.networkName, aliases: [computer.browserContainerName] }];
+  return [{ network: computer.networkName, aliases: [networkAliases.browserOnComputerNet] }];
 }
 
 /** The networks one engine holds: docker holds all of them; an ec2 computer VM holds its own and an egress network. */
@@ -108,20 +118,15 @@ export interface EngineNetworks {
 }
 
 export function envEngineNetworks(plan: Plan): EngineNetworks {
-  const computersHere = plan.target === "docker" ? plan.computers.map((c) => c.networkName) : [];
-  return { internal: [plan.networks.env, ...computersHere], external: [plan.networks.egress, plan.networks.ingress] };
+  if (plan.target !== "docker") return { internal: [plan.networks.env], external: [plan.networks.egress, plan.networks.ingress] };
+  return {
+    internal: [plan.networks.env, ...plan.computers.flatMap((c) => [c.networkName, c.linkNetworkName])],
+    external: [plan.networks.egress, plan.networks.ingress, ...plan.computers.filter((c) => c.reachesPublicHosts).map((c) => c.egressNetworkName)],
+  };
 }
 
-export function computerEngineNetworks(plan: Plan, computer: PlannedComputer): EngineNetworks {
-  return { internal: [computer.networkName], external: [computerEgressNetwork(plan, computer)] };
-}
-
-/**
- * ec2: the network with a route out on a computer's VM, for its site proxy alone. Named after the computer so
- * every Docker name (and Pulumi resource name) of a stack is unique across its VMs.
- */
-export function computerEgressNetwork(plan: Plan, computer: PlannedComputer): string {
-  return `${plan.stack}-${computer.name}-egress`;
+export function computerEngineNetworks(computer: PlannedComputer): EngineNetworks {
+  return { internal: [computer.networkName], external: [computer.egressNetworkName] };
 }
 
 export interface VolumeMount {
@@ -169,12 +174,12 @@ export function sharedNetworkMode(targetContainerId: string): string {
 }
 
 /**
- * The gateway's health check: `/healthz` answers 200 only when every site server is ready and every capture is
- * writing, and the gateway container is created with `wait`, so a deploy whose capture is not running fails.
- * node is in the gateway image (the gateway is a node service), so the check needs no curl.
+ * The gateway's health check: `/healthz` on its published listener answers 200 only when every site server is
+ * ready and every capture is writing, and the gateway container is created with `wait`, so a deploy whose capture
+ * is not running fails. node is in the gateway image (the gateway is a node service), so the check needs no curl.
  */
 export function gatewayHealthcheck(plan: Plan): { tests: string[]; interval: string; timeout: string; retries: number; startPeriod: string } {
-  const url = `http://127.0.0.1:${plan.gateway.port}/healthz`;
+  const url = `http://${networkAliases.gatewayIngress}:${plan.gateway.port}/healthz`;
   const script = `fetch(${JSON.stringify(url)}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`;
   return { tests: ["CMD", "node", "-e", script], interval: "2s", timeout: "5s", retries: 30, startPeriod: "5s" };
 }
@@ -183,19 +188,22 @@ export function gatewayHealthcheck(plan: Plan): { tests: string[]; interval: str
 export const GATEWAY_WAIT_TIMEOUT_SECONDS = 120;
 
 /**
- * Where the gateway's port is published. docker: loopback only, on a port the engine chooses (two stacks never
- * collide, and nothing outside the machine reaches it). ec2: every address of the VM on the gateway port itself,
- * since the security group (runner CIDRs only) is what guards it and its rules name that port.
+ * Where the gateway's ports are published. docker: its published listener on loopback only, on a port the engine
+ * chooses (two stacks never collide, and nothing outside the machine reaches it); the browse listener is reached
+ * over the link networks, not published. ec2: every address of the VM on the ports themselves, since the security
+ * groups (runner CIDRs to the published listener, computer VMs to the browse listener) are what guard them.
  */
-export function gatewayPublish(plan: Plan): { internal: number; external?: number; ip: string } {
-  if (plan.target === "ec2") return { internal: plan.gateway.port, external: plan.gateway.port, ip: "0.0.0.0" };
-  return { internal: plan.gateway.port, ip: "127.0.0.1" };
+export function gatewayPublish(plan: Plan): { internal: number; external?: number; ip: string }[] {
+  if (plan.target === "ec2") {
+    return [plan.gateway.port, GATEWAY_BROWSE_PORT].map((port) => ({ internal: port, external: port, ip: "0.0.0.0" }));
+  }
+  return [{ internal: plan.gateway.port, ip: "127.0.0.1" }];
 }
 
-/** ec2 only: the site proxy's CDP relay and control ports, published on the computer VM for the gateway VM. */
+/** ec2 only: the site proxy's control port (log, CA, DevTools, token required), published on the computer VM for the gateway VM. */
 export function proxyPublish(plan: Plan): { internal: number; external: number; ip: string }[] {
   if (plan.target !== "ec2") return [];
-  return [CDP_PORT, SITE_PROXY_CONTROL_PORT].map((port) => ({ internal: port, external: port, ip: "0.0.0.0" }));
+  return [{ internal: SITE_PROXY_CONTROL_PORT, external: SITE_PROXY_CONTROL_PORT, ip: "0.0.0.0" }];
 }
 
 /**
@@ -250,12 +258,13 @@ function webEgress(why: string): SecurityRule[] {
 
 /**
  * Security groups of the ec2 target, each an allowlist.
- * - env VM: ingress only from the runner's CIDRs to SSH and the gateway port, and from computer VMs to the
- *   gateway port; egress to the web ports (image pulls and the Docker install at boot; live site servers call
- *   their real site) and to each computer VM's CDP relay and proxy control ports.
- * - computer VM: ingress SSH from the runner and the relay/control ports from the env VM; egress to the env VM's
- *   gateway port, plus the web ports only when the computer reaches public hosts. A computer whose network is
- *   `none` or only synthetic sites has no way to the internet at all, whatever runs inside it.
+ * - env VM: ingress only from the runner's CIDRs to SSH and the gateway's published port, and from computer VMs
+ *   to the gateway's browse port; egress to the web ports (image pulls and the Docker install at boot; live site
+ *   servers call their real site) and to each computer VM's proxy control port.
+ * - computer VM: ingress SSH from the runner and the proxy control port from the env VM (the control listener
+ *   refuses whoever lacks the computer's token: a group cannot tell the gateway from a site container on the
+ *   env VM); egress to the env VM's browse port, plus the web ports only when the computer reaches public hosts.
+ *   A computer whose network is `none` or only synthetic sites has no way to the internet at all.
  */
 export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Record<string, HostSecurity> } {
   const ec2 = plan.ec2;
@@ -272,30 +281,28 @@ export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Re
     cidrBlocks: runnerV4,
     ...(runnerV6.length > 0 ? { ipv6CidrBlocks: runnerV6 } : {}),
   });
-  const computerPorts = [CDP_PORT, SITE_PROXY_CONTROL_PORT];
   const env: HostSecurity = {
     ingress: [
       fromRunner(SSH_PORT, "SSH (Docker engine)"),
       fromRunner(gatewayPort, "gateway"),
+      // The computers reach the browse listener alone: synthetic pages, never /svc/, traffic/v1 or CDP.
       ...plan.computers.map((c) => ({
-        description: `gateway from computer ${c.name}'s site proxy`,
+        description: `gateway browse listener from computer ${c.name}`,
         protocol: "tcp" as const,
-        fromPort: gatewayPort,
-        toPort: gatewayPort,
+        fromPort: GATEWAY_BROWSE_PORT,
+        toPort: GATEWAY_BROWSE_PORT,
         peer: computerPeer(c.name),
       })),
     ],
     egress: [
       ...webEgress("image pulls, Docker install and live site servers"),
-      ...plan.computers.flatMap((c) =>
-        computerPorts.map((port) => ({
-          description: `computer ${c.name}'s site proxy relay/control`,
-          protocol: "tcp" as const,
-          fromPort: port,
-          toPort: port,
-          peer: computerPeer(c.name),
-        })),
-      ),
+      ...plan.computers.map((c) => ({
+        description: `computer ${c.name} site proxy control (token required)`,
+        protocol: "tcp" as const,
+        fromPort: SITE_PROXY_CONTROL_PORT,
+        toPort: SITE_PROXY_CONTROL_PORT,
+        peer: computerPeer(c.name),
+      })),
     ],
   };
   const computers: Record<string, HostSecurity> = {};
@@ -303,16 +310,18 @@ export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Re
     computers[c.name] = {
       ingress: [
         fromRunner(SSH_PORT, "SSH (Docker engine)"),
-        ...computerPorts.map((port) => ({
-          description: "site proxy relay/control from the gateway",
+        // A group rule cannot tell the gateway from a site container on the env VM, so the control listener
+        // itself refuses every request without this computer's token (which only the gateway holds).
+        {
+          description: "site proxy control from the env VM (token required)",
           protocol: "tcp" as const,
-          fromPort: port,
-          toPort: port,
+          fromPort: SITE_PROXY_CONTROL_PORT,
+          toPort: SITE_PROXY_CONTROL_PORT,
           peer: "env",
-        })),
+        },
       ],
       egress: [
-        { description: "the gateway", protocol: "tcp", fromPort: gatewayPort, toPort: gatewayPort, peer: "env" },
+        { description: "the gateway browse listener", protocol: "tcp", fromPort: GATEWAY_BROWSE_PORT, toPort: GATEWAY_BROWSE_PORT, peer: "env" },
         ...(c.reachesPublicHosts ? webEgress("public hosts the computer reaches") : []),
       ],
     };

@@ -7,11 +7,12 @@ import {
   CAPTURES_DIR,
   CDP_PORT,
   CONNECT_TIMEOUT_MS,
+  GATEWAY_BROWSE_PORT,
   IDLE_TIMEOUT_MS,
-  LISTEN_ALL,
   SITE_PROXY_CONTROL_PORT,
   SITE_PROXY_LOG_PATH,
   SITE_PROXY_PORT,
+  networkAliases,
 } from "./topology";
 import type { Plan, PlannedComputer, Reaching } from "./types";
 
@@ -21,9 +22,13 @@ export interface HostPort {
 }
 
 export interface GatewayServiceConfig {
+  /** The published listener (the runner's), bound on the gateway's ingress address alone. */
   listen: HostPort;
+  /** The browse listener (the site proxies'): synthetic sites' pages only. */
+  browse?: { hosts: string[]; port: number };
   sites: Record<string, { server: string; frontend?: string; live: boolean }>;
   capturesDir?: string;
+  /** Each computer's site-proxy control listener: DevTools and the proxy log, behind the computer's token. */
   computers: Record<string, { cdp: string; proxyLog: string }>;
 }
 
@@ -36,18 +41,26 @@ export interface SiteProxyServiceConfig {
   connectTimeoutMs: number;
   idleTimeoutMs: number;
   ca: { cert: string; key: string };
-  relays: { listen: HostPort; target: string }[];
-  control: HostPort;
+  /** The env's own networks (CIDRs), never dialled: filled in at deploy, when the engine has given them subnets. */
+  deny?: string[];
+  /** The control listener (log, CA, DevTools), for the gateway alone. */
+  control: HostPort & { cdp: string };
 }
 
 export interface BrowserServiceConfig {
   proxy: string;
   startTabs: string[];
+  /** Where the browser's DevTools relay listens: its own name on its computer's network. */
+  cdpHost: string;
   cdpPort: number;
   caFile: string;
 }
 
-/** `MULTIENV_GATEWAY_CONFIG`: sites by their env-network aliases, computers by their site proxies. */
+/**
+ * `MULTIENV_GATEWAY_CONFIG`: sites by their env-network aliases, computers by their site proxies' control
+ * listeners. docker: the browse listener on each computer's link network; ec2: on the ingress network, published
+ * on the env VM for the computer VMs (their addresses are filled in at deploy).
+ */
 export function gatewayServiceConfig(plan: Plan): GatewayServiceConfig {
   const sites: GatewayServiceConfig["sites"] = {};
   for (const website of plan.websites) {
@@ -59,13 +72,13 @@ export function gatewayServiceConfig(plan: Plan): GatewayServiceConfig {
   }
   const computers: GatewayServiceConfig["computers"] = {};
   for (const computer of plan.computers) {
-    computers[computer.name] = {
-      cdp: `http://${computer.proxyContainerName}:${CDP_PORT}`,
-      proxyLog: `http://${computer.proxyContainerName}:${SITE_PROXY_CONTROL_PORT}/log`,
-    };
+    const control = `http://${networkAliases.proxyOnLink(computer.name)}:${SITE_PROXY_CONTROL_PORT}`;
+    computers[computer.name] = { cdp: `${control}/cdp`, proxyLog: `${control}/log` };
   }
+  const browseHosts = plan.target === "docker" ? plan.computers.map((c) => networkAliases.gatewayOnLink(c.name)) : [networkAliases.gatewayIngress];
   return {
-    listen: { host: LISTEN_ALL, port: plan.gateway.port },
+    listen: { host: networkAliases.gatewayIngress, port: plan.gateway.port },
+    ...(plan.computers.length > 0 ? { browse: { hosts: browseHosts, port: GATEWAY_BROWSE_PORT } } : {}),
     sites,
     ...(plan.capture.enabled ? { capturesDir: CAPTURES_DIR } : {}),
     computers,
@@ -79,20 +92,23 @@ function findComputer(plan: Plan, computer: string | PlannedComputer): PlannedCo
   return found;
 }
 
-/** `MULTIENV_SITE_PROXY_CONFIG` for one computer's site proxy. */
+/**
+ * `MULTIENV_SITE_PROXY_CONFIG` for one computer's site proxy; the deploy adds `deny` (the env's networks' subnets)
+ * and, on ec2, puts the env VM's address in `gateway`.
+ */
 export function siteProxyServiceConfig(plan: Plan, computer: string | PlannedComputer): SiteProxyServiceConfig {
   const c = findComputer(plan, computer);
+  const gatewayHost = plan.target === "docker" ? networkAliases.gatewayOnLink(c.name) : networkAliases.gatewayIngress;
   return {
-    listen: { host: LISTEN_ALL, port: SITE_PROXY_PORT },
-    gateway: `http://${plan.gateway.containerName}:${plan.gateway.port}`,
+    listen: { host: networkAliases.proxyOnComputerNet, port: SITE_PROXY_PORT },
+    gateway: `http://${gatewayHost}:${GATEWAY_BROWSE_PORT}`,
     sites: structuredClone(c.siteTable),
     reach: Array.isArray(c.reaching) ? [...c.reaching] : c.reaching,
     log: SITE_PROXY_LOG_PATH,
     connectTimeoutMs: CONNECT_TIMEOUT_MS,
     idleTimeoutMs: IDLE_TIMEOUT_MS,
     ca: { cert: CA_CERT_PATH, key: CA_KEY_PATH },
-    relays: [{ listen: { host: LISTEN_ALL, port: CDP_PORT }, target: `${c.browserContainerName}:${CDP_PORT}` }],
-    control: { host: LISTEN_ALL, port: SITE_PROXY_CONTROL_PORT },
+    control: { host: networkAliases.proxyOnLink(c.name), port: SITE_PROXY_CONTROL_PORT, cdp: `${networkAliases.browserOnComputerNet}:${CDP_PORT}` },
   };
 }
 
@@ -100,8 +116,9 @@ export function siteProxyServiceConfig(plan: Plan, computer: string | PlannedCom
 export function browserServiceConfig(plan: Plan, computer: string | PlannedComputer): BrowserServiceConfig {
   const c = findComputer(plan, computer);
   return {
-    proxy: `http://${c.proxyContainerName}:${SITE_PROXY_PORT}`,
+    proxy: `http://${networkAliases.proxyOnComputerNet}:${SITE_PROXY_PORT}`,
     startTabs: [...c.startTabs],
+    cdpHost: networkAliases.browserOnComputerNet,
     cdpPort: CDP_PORT,
     caFile: CA_CERT_PATH,
   };

@@ -1,7 +1,10 @@
 // Docker names, ports and paths of the topology (docs/contracts.md "Docker topology names", "Ports and paths").
 // The one place these are spelled; components and service configs read them from here.
 
+/** The gateway's published listener: the runner's (everything the gateway serves). */
 export const GATEWAY_PORT = 8080;
+/** The gateway's browse listener: synthetic sites' `/website/<site>/` and nothing else, for the site proxies. */
+export const GATEWAY_BROWSE_PORT = 8081;
 export const SITE_PROXY_PORT = 3128;
 export const CDP_PORT = 9222;
 export const SITE_PROXY_CONTROL_PORT = 9000;
@@ -12,7 +15,6 @@ export const CA_KEY_PATH = "/var/lib/multienv/ca-private/ca-key.pem";
 export const SITE_PROXY_LOG_PATH = "/var/log/multienv/site-proxy.log";
 export const CONNECT_TIMEOUT_MS = 30_000;
 export const IDLE_TIMEOUT_MS = 300_000;
-export const LISTEN_ALL = "0.0.0.0";
 
 export type SiteRole = "server" | "frontend";
 
@@ -21,6 +23,10 @@ export const topologyNames = {
   egressNetwork: (stack: string) => `${stack}-egress`,
   ingressNetwork: (stack: string) => `${stack}-ingress`,
   computerNetwork: (stack: string, computer: string) => `${stack}-${computer}-net`,
+  /** Internal: the gateway and one computer's site proxy, nothing else. */
+  linkNetwork: (stack: string, computer: string) => `${stack}-${computer}-link`,
+  /** Reaches the web: one computer's site proxy alone (only when the computer reaches public hosts). */
+  computerEgressNetwork: (stack: string, computer: string) => `${stack}-${computer}-egress`,
   capturesVolume: (stack: string) => `${stack}-captures`,
   caVolume: (stack: string, computer: string) => `${stack}-${computer}-ca`,
   gateway: (stack: string) => `${stack}-gateway`,
@@ -31,4 +37,21 @@ export const topologyNames = {
   captureFilePrefix: (site: string, role: SiteRole) => `${site}-${role}.pcap`,
   browser: (stack: string, computer: string) => `${stack}-${computer}-browser`,
   siteProxy: (stack: string, computer: string) => `${stack}-${computer}-proxy`,
+};
+
+/**
+ * Names a service answers to on one network only. Resolved inside the container that carries one, such a name
+ * gives that container's address on that network, so a listener bound to it is reachable there and nowhere else.
+ */
+export const networkAliases = {
+  /** The gateway on the ingress network: its published listener. */
+  gatewayIngress: "gateway-ingress",
+  /** The gateway on a computer's link network: its browse listener, for that computer's proxy. */
+  gatewayOnLink: (computer: string) => `gateway-${computer}`,
+  /** A computer's site proxy on its link network: its control listener (log, CA, DevTools), for the gateway. */
+  proxyOnLink: (computer: string) => `proxy-${computer}`,
+  /** The site proxy on its computer's network: its forward port, for the browser. */
+  proxyOnComputerNet: "site-proxy",
+  /** The browser on its computer's network: its DevTools relay, for the proxy. */
+  browserOnComputerNet: "browser",
 };

@@ -123,6 +123,10 @@ export interface PlannedComputer {
   proxyContainerName: string;
   /** The computer's own internal network: only the browser and its proxy are on it. */
   networkName: string;
+  /** Internal: the gateway and this computer's proxy alone (docker target). */
+  linkNetworkName: string;
+  /** Reaches the web, for this computer's proxy alone: docker, when it reaches public hosts; ec2, always. */
+  egressNetworkName: string;
   /** Volume holding the site proxy's CA certificate: `<stack>-<computer>-ca` (proxy rw, browser ro). */
   caVolumeName: string;
 }
@@ -154,9 +158,9 @@ export interface Plan {
     port: number;
   };
   networks: {
-    /** Internal: gateway, site containers, proxies. */
+    /** Internal: the gateway and the site containers. No computer's container is on it. */
     env: string;
-    /** Reaches the web: live site servers and proxies of computers that reach public hosts. */
+    /** Reaches the web: live site servers (they call the real site). No computer's container is on it. */
     egress: string;
     /** Non-internal, the gateway alone: Docker publishes no port of a container only on internal networks. */
     ingress: string;

@@ -8,7 +8,7 @@ import { ENV_VARS } from "../plan/layout";
 export const CONFIG_ENV = ENV_VARS.siteProxyConfig;
 
 /** The environment variable holding the token the control listener requires (`Authorization: Bearer <token>`). */
-export const TOKEN_ENV = "MULTIENV_SITE_PROXY_TOKEN";
+export const TOKEN_ENV = ENV_VARS.siteProxyToken;
 
 /** Exit status for a configuration the proxy cannot start with; the supervisor does not restart on it. */
 export const BAD_CONFIG_EXIT = 2;

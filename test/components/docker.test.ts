@@ -2,6 +2,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { plan, siteProxyServiceConfig, browserServiceConfig, gatewayServiceConfig, type Plan } from "../../src/plan";
 import { validateStackConfig } from "../../src/config";
+import { computerControlToken } from "../../src/protocol/auth";
 import type { Graph } from "../../src/runner/graph";
 import { CONTAINER, container, containers, envOf, graphOf, mountsOf, networksOf, rawConfig, resource } from "./helpers";
 
@@ -59,15 +60,17 @@ describe("docker target", () => {
   it("puts each container on exactly the networks of the topology", () => {
     const networks = Object.fromEntries(containers(graph).filter((c) => c.inputs.networksAdvanced).map((c) => [c.name, networksOf(c.inputs)]));
     expect(networks).toEqual({
-      "t1-gateway": ["t1-env", "t1-ingress"],
+      // The gateway: the sites (env), the runner (ingress), each computer's proxy (its link).
+      "t1-gateway": ["t1-env", "t1-ingress", "t1-desktop-link", "t1-offline-link", "t1-open-link"],
       "t1-shop-server": ["t1-env"],
       "t1-shop-frontend": ["t1-env"],
       // A live site's server calls the real site.
       "t1-github-server": ["t1-env", "t1-egress"],
-      // Proxies: env + own net, plus egress only when the computer reaches public hosts.
-      "t1-desktop-proxy": ["t1-env", "t1-desktop-net", "t1-egress"],
-      "t1-open-proxy": ["t1-env", "t1-open-net", "t1-egress"],
-      "t1-offline-proxy": ["t1-env", "t1-offline-net"],
+      // Proxies: own net + link to the gateway, plus an egress of their own only when the computer reaches
+      // public hosts. Never the env network or the live servers' egress.
+      "t1-desktop-proxy": ["t1-desktop-net", "t1-desktop-link", "t1-desktop-egress"],
+      "t1-open-proxy": ["t1-open-net", "t1-open-link", "t1-open-egress"],
+      "t1-offline-proxy": ["t1-offline-net", "t1-offline-link"],
       // A browser is on its own network only.
       "t1-desktop-browser": ["t1-desktop-net"],
       "t1-open-browser": ["t1-open-net"],
@@ -84,10 +87,15 @@ describe("docker target", () => {
     expect(internal).toEqual({
       "t1-env": true,
       "t1-desktop-net": true,
+      "t1-desktop-link": true,
       "t1-open-net": true,
+      "t1-open-link": true,
       "t1-offline-net": true,
+      "t1-offline-link": true,
       "t1-egress": false,
       "t1-ingress": false,
+      "t1-desktop-egress": false,
+      "t1-open-egress": false,
     });
   });
 
@@ -133,7 +141,8 @@ describe("docker target", () => {
     const gateway = container(graph, "t1-gateway");
     expect(gateway.ports).toEqual([{ internal: 8080, ip: "127.0.0.1" }]);
     expect(gateway.wait).toBe(true);
-    expect(gateway.healthcheck.tests.join(" ")).toContain("http://127.0.0.1:8080/healthz");
+    // On its published listener, which is bound to the gateway's ingress address alone.
+    expect(gateway.healthcheck.tests.join(" ")).toContain("http://gateway-ingress:8080/healthz");
     for (const c of containers(graph)) if (c.name !== "t1-gateway") expect(c.inputs.ports ?? [], c.name).toEqual([]);
   });
 
@@ -141,8 +150,15 @@ describe("docker target", () => {
     const gatewayEnv = envOf(container(revealed, "t1-gateway"));
     expect(JSON.parse(gatewayEnv.MULTIENV_GATEWAY_CONFIG)).toEqual(gatewayServiceConfig(planned));
     expect(gatewayEnv.MULTIENV_CONTROL_TOKEN).toBe("<random 32 bytes>");
+    const networkNames = graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Network").map((r) => r.name);
     for (const computer of planned.computers) {
-      expect(JSON.parse(envOf(container(graph, computer.proxyContainerName)).MULTIENV_SITE_PROXY_CONFIG)).toEqual(siteProxyServiceConfig(planned, computer));
+      const proxyEnv = envOf(container(revealed, computer.proxyContainerName));
+      const { deny, ...proxyConfig } = JSON.parse(proxyEnv.MULTIENV_SITE_PROXY_CONFIG);
+      expect(proxyConfig).toEqual(siteProxyServiceConfig(planned, computer));
+      // Every network of the env is denied to every proxy, its own included: their subnets as the engine gave them.
+      expect(deny.sort()).toEqual(networkNames.map((n) => `<subnet of ${n}>`).sort());
+      // The proxy's own token, derived from the control token: it opens this computer's control listener alone.
+      expect(proxyEnv.MULTIENV_SITE_PROXY_TOKEN).toBe(computerControlToken("<random 32 bytes>", computer.name));
       expect(JSON.parse(envOf(container(graph, computer.browserContainerName)).MULTIENV_BROWSER_CONFIG)).toEqual(browserServiceConfig(planned, computer));
     }
     const shopEnv = envOf(container(graph, "t1-shop-server"));
@@ -155,6 +171,10 @@ describe("docker target", () => {
     expect(text).not.toContain(SECRET_VALUE);
     expect(container(graph, "t1-github-server").envs).toBe("[secret]");
     expect(container(graph, "t1-gateway").envs).toBe("[secret]");
+    for (const proxy of ["t1-desktop-proxy", "t1-open-proxy", "t1-offline-proxy"]) {
+      expect(container(graph, proxy).envs, proxy).toBe("[secret]");
+      expect(resource(graph, "pulumi-nodejs:dynamic/docker:Container", proxy).additionalSecretOutputs, proxy).toEqual(["envs"]);
+    }
     const revealedEnv = container(revealed, "t1-github-server").envs;
     expect(Object.keys(revealedEnv)).toEqual(["[secret]"]);
     expect(JSON.parse(envOf(container(revealed, "t1-github-server")).AGENTENV_WEBSITE_SETTINGS)).toEqual({ account: "alex", token: SECRET_VALUE });
@@ -226,7 +246,7 @@ describe("docker target without capture or live sites", () => {
     expect(container(graph, "t2-gateway").mounts).toEqual([]);
     expect(graph.outputs).toMatchObject({ live: false, liveWebsites: [], reproducible: true, captureTraffic: false });
     // No live host to reach: the allowlist computer reaches only example.org, still on the web.
-    expect(networksOf(container(graph, "t2-desktop-proxy"))).toContain("t2-egress");
+    expect(networksOf(container(graph, "t2-desktop-proxy"))).toContain("t2-desktop-egress");
   });
 
   it("runs a computer's own browser image instead of building the project's", async () => {

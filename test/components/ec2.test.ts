@@ -48,16 +48,18 @@ function rulesOf(graph: Graph, type: string, group: string): string[] {
 
 describe("ec2 target", () => {
   let graph: Graph;
+  let revealed: Graph;
   beforeAll(async () => {
     graph = await graphOf(STACK, CONFIG, { githubToken: "ghp_secret-for-ec2-test" });
+    revealed = await graphOf(STACK, CONFIG, { githubToken: "ghp_secret-for-ec2-test" }, true);
   });
 
-  it("opens the env VM to the runner only (SSH, gateway) and to the computers' proxies on the gateway port", () => {
+  it("opens the env VM to the runner only (SSH, the published listener) and to the computers on the browse listener alone", () => {
     expect(rulesOf(graph, INGRESS, "e1-env-sg")).toEqual([
       `tcp 22-22 ${RUNNER}`,
       `tcp 8080-8080 ${RUNNER}`,
-      "tcp 8080-8080 sg:e1-desktop-sg",
-      "tcp 8080-8080 sg:e1-offline-sg",
+      "tcp 8081-8081 sg:e1-desktop-sg",
+      "tcp 8081-8081 sg:e1-offline-sg",
     ]);
     expect(rulesOf(graph, EGRESS, "e1-env-sg")).toEqual([
       "tcp 443-443 0.0.0.0/0",
@@ -66,15 +68,15 @@ describe("ec2 target", () => {
       "tcp 80-80 ::/0",
       "tcp 9000-9000 sg:e1-desktop-sg",
       "tcp 9000-9000 sg:e1-offline-sg",
-      "tcp 9222-9222 sg:e1-desktop-sg",
-      "tcp 9222-9222 sg:e1-offline-sg",
     ]);
   });
 
   it("makes each computer VM's egress its allowlist: the gateway, plus web ports only when it reaches public hosts", () => {
-    expect(rulesOf(graph, EGRESS, "e1-desktop-sg")).toEqual(["tcp 443-443 0.0.0.0/0", "tcp 443-443 ::/0", "tcp 80-80 0.0.0.0/0", "tcp 80-80 ::/0", "tcp 8080-8080 sg:e1-env-sg"]);
-    expect(rulesOf(graph, EGRESS, "e1-offline-sg")).toEqual(["tcp 8080-8080 sg:e1-env-sg"]);
-    expect(rulesOf(graph, INGRESS, "e1-offline-sg")).toEqual([`tcp 22-22 ${RUNNER}`, "tcp 9000-9000 sg:e1-env-sg", "tcp 9222-9222 sg:e1-env-sg"]);
+    expect(rulesOf(graph, EGRESS, "e1-desktop-sg")).toEqual(["tcp 443-443 0.0.0.0/0", "tcp 443-443 ::/0", "tcp 80-80 0.0.0.0/0", "tcp 80-80 ::/0", "tcp 8081-8081 sg:e1-env-sg"]);
+    expect(rulesOf(graph, EGRESS, "e1-offline-sg")).toEqual(["tcp 8081-8081 sg:e1-env-sg"]);
+    // The env VM reaches a computer's control port alone; its listener wants that computer's token, which a site
+    // container on the env VM does not have (a group rule cannot tell the gateway from a site).
+    expect(rulesOf(graph, INGRESS, "e1-offline-sg")).toEqual([`tcp 22-22 ${RUNNER}`, "tcp 9000-9000 sg:e1-env-sg"]);
     for (const rule of graph.resources.filter((r) => r.type === INGRESS || r.type === EGRESS)) {
       expect(rule.inputs.ipProtocol, rule.name).toBe("tcp");
       if (rule.type === INGRESS) expect([rule.inputs.cidrIpv4, rule.inputs.cidrIpv6], rule.name).not.toContain("0.0.0.0/0");
@@ -139,16 +141,18 @@ describe("ec2 target", () => {
     });
   });
 
-  it("wires containers across VMs by private address: the gateway port published on the VM, the proxies' relay ports on theirs", () => {
-    expect(container(graph, "e1-gateway").ports).toEqual([{ internal: 8080, external: 8080, ip: "0.0.0.0" }]);
-    expect(container(graph, "e1-desktop-proxy").ports).toEqual([
-      { internal: 9222, external: 9222, ip: "0.0.0.0" },
-      { internal: 9000, external: 9000, ip: "0.0.0.0" },
+  it("wires containers across VMs by private address: the gateway's ports published on the VM, each proxy's control port on its own", () => {
+    expect(container(graph, "e1-gateway").ports).toEqual([
+      { internal: 8080, external: 8080, ip: "0.0.0.0" },
+      { internal: 8081, external: 8081, ip: "0.0.0.0" },
     ]);
+    expect(container(graph, "e1-desktop-proxy").ports).toEqual([{ internal: 9000, external: 9000, ip: "0.0.0.0" }]);
     expect(networksOf(container(graph, "e1-desktop-proxy"))).toEqual(["e1-desktop-net", "e1-desktop-egress"]);
     expect(networksOf(container(graph, "e1-desktop-browser"))).toEqual(["e1-desktop-net"]);
-    const proxyConfig = JSON.parse(envOf(container(graph, "e1-desktop-proxy")).MULTIENV_SITE_PROXY_CONFIG);
-    expect(proxyConfig.gateway).toBe("http://<private IP of e1-env-vm>:8080");
+    const proxyConfig = JSON.parse(envOf(container(revealed, "e1-desktop-proxy")).MULTIENV_SITE_PROXY_CONFIG);
+    expect(proxyConfig.gateway).toBe("http://<private IP of e1-env-vm>:8081");
+    // The proxy never dials its VM's networks or the env VM (beyond its browse listener, its gateway).
+    expect(proxyConfig.deny.sort()).toEqual(["<private IP of e1-env-vm>/32", "<subnet of e1-desktop-egress>", "<subnet of e1-desktop-net>"]);
     expect(mountsOf(container(graph, "e1-gateway"))).toEqual(["e1-captures:/captures:ro"]);
     expect(container(graph, "e1-github-server").envs).toBe("[secret]");
     expect(JSON.stringify(graph)).not.toContain("ghp_secret-for-ec2-test");
@@ -167,7 +171,8 @@ describe("ec2 target, gateway config", () => {
     const graph = await graphOf("e2", { ...CONFIG, captureTraffic: false }, { githubToken: "x-secret" }, true);
     const gateway = container(graph, "e2-gateway");
     const config = JSON.parse(envOf(gateway).MULTIENV_GATEWAY_CONFIG);
-    expect(config.computers.desktop).toEqual({ cdp: "http://<private IP of e2-desktop-vm>:9222", proxyLog: "http://<private IP of e2-desktop-vm>:9000/log" });
+    expect(config.computers.desktop).toEqual({ cdp: "http://<private IP of e2-desktop-vm>:9000/cdp", proxyLog: "http://<private IP of e2-desktop-vm>:9000/log" });
+    expect(config.browse).toEqual({ hosts: ["gateway-ingress"], port: 8081 });
     expect(config.capturesDir).toBeUndefined();
     const unused: GraphResource[] = graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Volume" && r.name === "e2-captures");
     expect(unused).toEqual([]);

@@ -7,6 +7,7 @@ import {
   browserNetworks,
   captureCommand,
   ec2SecurityRules,
+  gatewayNetworks,
   gatewayPublish,
   gatewayUrl,
   proxyNetworks,
@@ -48,11 +49,25 @@ describe("layout", () => {
     expect(serverNetworks(p, site(p, "shop")).map((n) => n.network)).toEqual(["s-env"]);
   });
 
-  it("gives a proxy egress only when its computer reaches public hosts; a browser only its own network", () => {
+  it("gives a proxy its computer's network, its link to the gateway, and an egress of its own only when the computer reaches public hosts", () => {
     const p = planned({});
-    expect(proxyNetworks(p, computer(p, "closed")).map((n) => n.network)).toEqual(["s-env", "s-closed-net"]);
-    expect(proxyNetworks(p, computer(p, "listed")).map((n) => n.network)).toEqual(["s-env", "s-listed-net", "s-egress"]);
+    expect(proxyNetworks(p, computer(p, "closed")).map((n) => n.network)).toEqual(["s-closed-net", "s-closed-link"]);
+    expect(proxyNetworks(p, computer(p, "listed")).map((n) => n.network)).toEqual(["s-listed-net", "s-listed-link", "s-listed-egress"]);
+    // Never the env network (the sites) or the sites' egress network (the live servers).
+    for (const c of p.computers) expect(proxyNetworks(p, c).map((n) => n.network)).not.toContain("s-env");
+    for (const c of p.computers) expect(proxyNetworks(p, c).map((n) => n.network)).not.toContain("s-egress");
     expect(browserNetworks(computer(p, "wide")).map((n) => n.network)).toEqual(["s-wide-net"]);
+  });
+
+  it("puts the gateway on the env network, the ingress network and each computer's link, each under a name of that network alone", () => {
+    const p = planned({});
+    expect(gatewayNetworks(p)).toEqual([
+      { network: "s-env", aliases: [] },
+      { network: "s-ingress", aliases: ["gateway-ingress"] },
+      { network: "s-closed-link", aliases: ["gateway-closed"] },
+      { network: "s-listed-link", aliases: ["gateway-listed"] },
+      { network: "s-wide-link", aliases: ["gateway-wide"] },
+    ]);
   });
 
   it("rotates captures by the configured size and count", () => {
@@ -62,9 +77,13 @@ describe("layout", () => {
   });
 
   it("publishes the gateway on loopback with an engine-chosen port on docker, on the VM's gateway port on ec2", () => {
-    expect(gatewayPublish(planned({}))).toEqual({ internal: 8080, ip: "127.0.0.1" });
+    expect(gatewayPublish(planned({}))).toEqual([{ internal: 8080, ip: "127.0.0.1" }]);
     const ec2 = { region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["192.0.2.1/32"], sshPublicKey: "ssh-ed25519 AAAA x" };
-    expect(gatewayPublish(planned({ target: "ec2", ec2 }))).toEqual({ internal: 8080, external: 8080, ip: "0.0.0.0" });
+    // ec2: the browse listener too, for the computer VMs (their security groups reach it alone).
+    expect(gatewayPublish(planned({ target: "ec2", ec2 }))).toEqual([
+      { internal: 8080, external: 8080, ip: "0.0.0.0" },
+      { internal: 8081, external: 8081, ip: "0.0.0.0" },
+    ]);
   });
 
   it("never opens SSH or the gateway port beyond the runner, and gives web egress only to computers that reach public hosts", () => {
@@ -78,7 +97,11 @@ describe("layout", () => {
     expect(webPorts("wide")).toEqual([80, 443]);
     expect(webPorts("listed")).toEqual([80, 443]);
     expect(webPorts("closed")).toEqual([]);
-    expect(rules.computers.closed.egress).toEqual([{ description: "the gateway", protocol: "tcp", fromPort: 8080, toPort: 8080, peer: "env" }]);
+    expect(rules.computers.closed.egress).toEqual([{ description: "the gateway browse listener", protocol: "tcp", fromPort: 8081, toPort: 8081, peer: "env" }]);
+    // The computers reach the gateway's browse listener only, never its published one; the gateway VM reaches each
+    // computer's control port only (its listener wants the computer's token).
+    expect(rules.env.ingress.filter((r) => r.peer !== undefined).map((r) => r.fromPort)).toEqual([8081, 8081, 8081]);
+    expect(rules.computers.closed.ingress.filter((r) => r.peer !== undefined).map((r) => [r.fromPort, r.toPort])).toEqual([[9000, 9000]]);
   });
 
   it("merges secret values over plain settings in one JSON line", () => {

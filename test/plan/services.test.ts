@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { browserServiceConfig, formatProblem, gatewayServiceConfig, plan, siteProxyServiceConfig } from "../../src/plan";
 import type { Plan } from "../../src/plan";
+import { parseBrowserConfig } from "../../src/browser/config";
+import { parseGatewayConfig } from "../../src/gateway/config";
+import { parseSiteProxyConfig } from "../../src/site-proxy/config";
 import { stackConfig } from "./fixtures";
 
 function planned(input: Record<string, unknown>): Plan {
@@ -19,17 +22,19 @@ const p = planned({
 });
 
 describe("gateway service config", () => {
-  it("routes each site to its env-network alias, a frontend for synthetic sites only, and each computer to its proxy", () => {
+  it("routes each site to its env-network alias, a frontend for synthetic sites only, and each computer to its proxy's control listener", () => {
     expect(gatewayServiceConfig(p)).toEqual({
-      listen: { host: "0.0.0.0", port: 8080 },
+      // Each listener is bound to the gateway's name on one network: published on ingress, browse on each link.
+      listen: { host: "gateway-ingress", port: 8080 },
+      browse: { hosts: ["gateway-desk", "gateway-open"], port: 8081 },
       sites: {
         gh: { server: "http://gh-server:8000", live: true },
         shop: { server: "http://shop-server:8001", frontend: "http://shop-frontend:3000", live: false },
       },
       capturesDir: "/captures",
       computers: {
-        desk: { cdp: "http://demo-desk-proxy:9222", proxyLog: "http://demo-desk-proxy:9000/log" },
-        open: { cdp: "http://demo-open-proxy:9222", proxyLog: "http://demo-open-proxy:9000/log" },
+        desk: { cdp: "http://proxy-desk:9000/cdp", proxyLog: "http://proxy-desk:9000/log" },
+        open: { cdp: "http://proxy-open:9000/cdp", proxyLog: "http://proxy-open:9000/log" },
       },
     });
   });
@@ -40,18 +45,17 @@ describe("gateway service config", () => {
 });
 
 describe("site proxy service config", () => {
-  it("carries the computer's site table and reaching, and relays CDP to its browser", () => {
+  it("carries the computer's site table and reaching, reaches the gateway's browse listener, and serves DevTools on its control listener", () => {
     expect(siteProxyServiceConfig(p, "desk")).toEqual({
-      listen: { host: "0.0.0.0", port: 3128 },
-      gateway: "http://demo-gateway:8080",
+      listen: { host: "site-proxy", port: 3128 },
+      gateway: "http://gateway-desk:8081",
       sites: { shop: ["shop.test"] },
       reach: ["pypi.org", "github.com"],
       log: "/var/log/multienv/site-proxy.log",
       connectTimeoutMs: 30000,
       idleTimeoutMs: 300000,
       ca: { cert: "/var/lib/multienv/ca/ca.pem", key: "/var/lib/multienv/ca-private/ca-key.pem" },
-      relays: [{ listen: { host: "0.0.0.0", port: 9222 }, target: "demo-desk-browser:9222" }],
-      control: { host: "0.0.0.0", port: 9000 },
+      control: { host: "proxy-desk", port: 9000, cdp: "browser:9222" },
     });
   });
 
@@ -75,11 +79,22 @@ describe("site proxy service config", () => {
   });
 });
 
+describe("the services read what the plan writes", () => {
+  it("parses each config with the service's own schema", () => {
+    expect(parseGatewayConfig(JSON.stringify(gatewayServiceConfig(p))).browse).toEqual({ hosts: ["gateway-desk", "gateway-open"], port: 8081 });
+    for (const computer of p.computers) {
+      expect(parseSiteProxyConfig({ ...siteProxyServiceConfig(p, computer), deny: ["172.30.0.0/16"] }).control?.cdp).toBe("browser:9222");
+      expect(parseBrowserConfig(JSON.stringify(browserServiceConfig(p, computer))).cdpHost).toBe("browser");
+    }
+  });
+});
+
 describe("browser service config", () => {
   it("points the browser at its proxy, with its start tabs and the proxy's CA", () => {
     expect(browserServiceConfig(p, "desk")).toEqual({
-      proxy: "http://demo-desk-proxy:3128",
+      proxy: "http://site-proxy:3128",
       startTabs: ["https://shop.test/"],
+      cdpHost: "browser",
       cdpPort: 9222,
       caFile: "/var/lib/multienv/ca/ca.pem",
     });

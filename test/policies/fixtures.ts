@@ -33,7 +33,7 @@ const mount = (source: string, target: string, readOnly: boolean) => ({ type: "v
 export function gateway(extra: Record<string, unknown> = {}): GraphResource {
   return container("t-gateway", {
     capabilities: DROP_RAW,
-    networksAdvanced: nets("t-env", "t-ingress"),
+    networksAdvanced: nets("t-env", "t-ingress", "t-desktop-link"),
     mounts: [mount("t-captures", "/captures", true)],
     envs: ['MULTIENV_GATEWAY_CONFIG={"listen":{}}', secret("MULTIENV_CONTROL_TOKEN=0123456789abcdef0123456789abcdef")],
     labels: labels({ "multienv.role": "gateway" }),
@@ -68,13 +68,16 @@ export function sidecar(name: string, role: "server" | "frontend", extra: Record
 export function computer(name: string): GraphResource[] {
   return [
     network(`t-${name}-net`, true),
+    network(`t-${name}-link`, true),
+    network(`t-${name}-egress`, false),
     volume(`t-${name}-ca`),
     container(`t-${name}-proxy`, {
       capabilities: DROP_RAW,
-      networksAdvanced: nets("t-env", `t-${name}-net`, "t-egress"),
+      networksAdvanced: nets(`t-${name}-net`, `t-${name}-link`, `t-${name}-egress`),
       mounts: [mount(`t-${name}-ca`, "/var/lib/multienv/ca", false)],
+      envs: ['MULTIENV_SITE_PROXY_CONFIG={"listen":{}}', secret("MULTIENV_SITE_PROXY_TOKEN=fedcba9876543210fedcba9876543210")],
       labels: labels({ "multienv.role": "site-proxy", "multienv.computer": name }),
-    }),
+    }, ["envs"]),
     container(`t-${name}-browser`, {
       capabilities: DROP_RAW,
       networksAdvanced: nets(`t-${name}-net`),

@@ -95,6 +95,7 @@ describe("the policy pack process", () => {
     expect(found.map((d) => [d.policy, d.message])).toEqual([
       ["secrets-stay-secret", expect.stringMatching(/"t-gateway" carries MULTIENV_CONTROL_TOKEN but does not list "envs" in additionalSecretOutputs/)],
       ["secrets-stay-secret", expect.stringMatching(/"t-github-server" carries AGENTENV_WEBSITE_SETTINGS but does not list "envs"/)],
+      ["secrets-stay-secret", expect.stringMatching(/"t-desktop-proxy" carries MULTIENV_SITE_PROXY_TOKEN but does not list "envs"/)],
     ]);
   });
 });

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { runPolicies, type Graph, type GraphResource } from "../../policies/evaluate";
 import { TYPES } from "../../policies/model";
-import { aws, container, dockerGraph, ec2Resources, labels, sidecar, site, volume } from "./fixtures";
+import { aws, computer, container, dockerGraph, ec2Resources, labels, sidecar, site, volume } from "./fixtures";
 
 function violations(graph: Graph, policy: string, options: { knownSecrets?: string[] } = {}) {
   return runPolicies(graph, { ...options, only: [policy] });
@@ -105,6 +105,36 @@ describe("captures-volume-access", () => {
   it("does not mistake another volume for the captures volume", () => {
     const graph = patched(dockerGraph(), "t-shop-server", (i) => ({ ...i, mounts: [{ type: "volume", source: "t-desktop-ca", target: "/captures", readOnly: false }] }));
     expect(violations(graph, P)).toEqual([]);
+  });
+});
+
+describe("site-proxy-isolation", () => {
+  const P = "site-proxy-isolation";
+
+  it("accepts a proxy on its own network, its link to the gateway and an egress of its own", () => {
+    expect(violations(dockerGraph(), P)).toEqual([]);
+  });
+
+  it("refuses a proxy on the env network: every site container there could reach its control listener", () => {
+    const graph = patched(dockerGraph(), "t-desktop-proxy", (i) => ({ ...i, networksAdvanced: [{ name: "t-desktop-net" }, { name: "t-desktop-link" }, { name: "t-env" }] }));
+    const messages = violations(graph, P).map((v) => v.message);
+    expect(messages).toContainEqual(expect.stringMatching(/"t-shop-server" \(role server\) shares network "t-env" with the site proxy "t-desktop-proxy"/));
+    expect(messages).toContainEqual(expect.stringMatching(/"t-shop-frontend" \(role frontend\) shares network "t-env"/));
+  });
+
+  it("refuses a proxy on the live servers' egress network, and a site container on a proxy's link", () => {
+    const onEgress = patched(dockerGraph(), "t-desktop-proxy", (i) => ({ ...i, networksAdvanced: [{ name: "t-desktop-net" }, { name: "t-desktop-link" }, { name: "t-egress" }] }));
+    expect(violations(onEgress, P).map((v) => v.message)).toEqual([expect.stringMatching(/"t-github-server" .* shares network "t-egress"/)]);
+    const intruder = patched(dockerGraph(), "t-shop-server", (i) => ({ ...i, networksAdvanced: [{ name: "t-env" }, { name: "t-desktop-link" }] }));
+    expect(violations(intruder, P).map((v) => v.message)).toEqual([expect.stringMatching(/"t-shop-server" .* shares network "t-desktop-link"/)]);
+  });
+
+  it("refuses another computer's browser beside a proxy", () => {
+    const graph = withResources(
+      dockerGraph(),
+      ...computer("other").map((r) => (r.name === "t-other-browser" ? { ...r, inputs: { ...r.inputs, networksAdvanced: [{ name: "t-other-net" }, { name: "t-desktop-link" }] } } : r)),
+    );
+    expect(violations(graph, P).map((v) => v.message)).toEqual([expect.stringMatching(/"t-other-browser" \(role browser\) shares network "t-desktop-link" with the site proxy "t-desktop-proxy"/)]);
   });
 });
 

@@ -8,7 +8,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { collectThenDestroy, type StackSeam } from "../../src/runner/down";
 import { RunnerError } from "../../src/runner/errors";
 import { chromium } from "playwright-core";
-import { cleanup, deployedOutputs, freePort, pcapBytes, startChromium, startProxy, startTestGateway, startTlsOrigin, tempDir, waitFor, writeCaptures } from "./helpers";
+import { cleanup, deployedOutputs, freePort, pcapBytes, startChromium, startProxy, startTestGateway, startTlsOrigin, tempDir, TOKEN, waitFor, writeCaptures } from "./helpers";
+import { computerControlToken } from "../../src/protocol/auth";
+
+/** The computer's own token, as the gateway derives it from the control token (its proxy's control listener wants it). */
+const AGENT_TOKEN = computerControlToken(TOKEN, "agent");
 
 afterEach(cleanup);
 
@@ -116,8 +120,8 @@ describe("down with a computer", () => {
       sites: {},
       reach: "allow-all",
       resolve: { "example.com": ["127.0.0.1"] },
-      control: { host: "127.0.0.1", port: 0 },
-    });
+      control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" },
+    }, { token: AGENT_TOKEN });
     // The computer's browser reaches everything through its site proxy, as in a deployed env.
     const browser = await startChromium([`--proxy-server=${proxy.url}`, "--ignore-certificate-errors"]);
     const gateway = await startTestGateway({

@@ -9,6 +9,10 @@ import { collectRun } from "../../src/runner/collect";
 import { isNonPublicAddress, isPublicHost, publicHostsInLog } from "../../src/runner/evidence";
 import type { RunRecord } from "../../src/runner/run-record";
 import { cleanup, curl, freePort, startHttpServer, startProxy, startTestGateway, tempDir, TOKEN } from "./helpers";
+import { computerControlToken } from "../../src/protocol/auth";
+
+/** The computer's own token, as the gateway derives it from the control token (its proxy's control listener wants it). */
+const AGENT_TOKEN = computerControlToken(TOKEN, "agent");
 
 afterEach(cleanup);
 const caDir = mkdtempSync(join(tmpdir(), "runner-ca-"));
@@ -27,10 +31,10 @@ async function computerEnv() {
     sites: { shop: ["shop.test"] },
     reach: "allow-all",
     resolve: { "example.com": ["127.0.0.1"], "cdn.example.net": ["127.0.0.1"] },
-    control: { host: "127.0.0.1", port: 0 },
+    control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" },
     // One CA for every test here: generating its key is most of a proxy's start-up time.
     ca: { cert: join(caDir, "ca.pem"), key: join(caDir, "ca-key.pem") },
-  });
+  }, { token: AGENT_TOKEN });
   const gateway = await startTestGateway({
     listen: { host: "127.0.0.1", port: gatewayPort },
     sites: { shop: { server: frontend.url, frontend: frontend.url } },
@@ -98,9 +102,9 @@ describe("public hosts contacted", () => {
       gateway: `http://127.0.0.1:${gatewayPort}`,
       sites: { shop: ["shop.test"] },
       reach: "allow-all",
-      control: { host: "127.0.0.1", port: proxy.startup.control!.port },
+      control: { host: "127.0.0.1", port: proxy.startup.control!.port, cdp: "127.0.0.1:9" },
       ca: { cert: join(caDir, "ca.pem"), key: join(caDir, "ca-key.pem") },
-    });
+    }, { token: AGENT_TOKEN });
     await curl(replaced.url, `http://127.0.0.1:${origin.port}/`, ["-p"]);
     await replaced.waitForRecord("a connection", (r) => r.event === "connection");
     const { record } = await collect();

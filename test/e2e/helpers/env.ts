@@ -11,7 +11,7 @@ import YAML from "yaml";
 import { dockerApi, isNotFound, type DockerApi } from "../../../src/providers/docker-api";
 import { deployStack, destroyStack, gatewayAccess, type StackOutputs, type StackSpec } from "../../../src/runner";
 import { openStack } from "../../../src/runner/workspace";
-import { makeStandinCerts, startStandin, trustInBrowser } from "./web-standin";
+import { connectToInternet, makeStandinCerts, startStandin, trustInBrowser } from "./web-standin";
 
 export const REPO = path.resolve(__dirname, "../../..");
 export const DEMO_STACK_FILE = path.join(REPO, "stacks/Pulumi.demo.yaml");
@@ -212,10 +212,16 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
   };
   if (options.standin === false) return env;
   try {
-    // The web stand-in answers for the live hosts on the egress network; the browsers trust its test CA.
+    // The web stand-in answers for the live and public hosts on the test's internet network, which the proxies
+    // that reach the web are connected to; the browsers trust its test CA.
     const certs = makeStandinCerts();
-    await startStandin(api, stack, `${stack}-egress`, certs);
+    const internet = await startStandin(api, stack, certs);
     const computers = Object.keys(deployed.outputs.computers);
+    for (const computer of computers) {
+      const proxy = `${stack}-${computer}-proxy`;
+      const networks = Object.keys((await api.request("GET", `/containers/${proxy}/json`)).NetworkSettings.Networks);
+      if (networks.includes(`${stack}-${computer}-egress`)) await connectToInternet(api, internet.network, proxy);
+    }
     await Promise.all(
       computers.map(async (computer) => {
         const browser = `${stack}-${computer}-browser`;

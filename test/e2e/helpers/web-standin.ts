@@ -1,5 +1,8 @@
 // The stand-in for the real web (test/e2e/fixtures/web-standin.cjs): a test CA and a leaf for the
-// stand-in's names made with openssl, and the container on the stack's egress network under those names.
+// stand-in's names made with openssl, and the container under those names on an "internet" network of the test's
+// own. That network's subnet is a public range (a site proxy under an allowlist dials no private address) and is
+// not one of the env's networks (which every proxy refuses); the proxies that reach the web are connected to it,
+// as their egress would reach the real web.
 //
 // Trust: a computer's browser trusts only the env CA. For live hosts (tunnelled straight to the
 // "real" site) the stand-in's certificate must be trusted too, so the test CA is added to the
@@ -35,8 +38,26 @@ export function makeStandinCerts(): StandinCerts {
   return { dir, caPem: fs.readFileSync(path.join(dir, "ca.pem"), "utf8") };
 }
 
-/** Starts the stand-in on `network` (the stack's egress) answering to STANDIN_HOSTS; labelled for the stack's sweep. */
-export async function startStandin(api: DockerApi, stack: string, network: string, certs: StandinCerts): Promise<string> {
+let internets = 0;
+
+/**
+ * A public /24 for one stack's internet network: Docker refuses two networks with overlapping subnets, so each
+ * test process (and each stack in it) gets its own. 11.0.0.0/8 is public unicast, not a private or reserved range.
+ */
+function internetSubnet(): string {
+  internets += 1;
+  return `11.${10 + (process.pid % 200)}.${internets % 250}.0/24`;
+}
+
+/** Creates `<stack>-internet` and starts the stand-in on it answering to STANDIN_HOSTS; labelled for the stack's sweep. */
+export async function startStandin(api: DockerApi, stack: string, certs: StandinCerts): Promise<{ network: string; id: string }> {
+  const network = `${stack}-internet`;
+  await api.request("POST", "/networks/create", {
+    Name: network,
+    Driver: "bridge",
+    Labels: { [STACK_LABEL]: stack },
+    IPAM: { Config: [{ Subnet: internetSubnet() }] },
+  });
   const name = `${stack}-web-standin`;
   const created = await api.request<{ Id: string }>("POST", `/containers/create?name=${name}`, {
     Image: "multienv/node-base",
@@ -47,7 +68,12 @@ export async function startStandin(api: DockerApi, stack: string, network: strin
     NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: STANDIN_HOSTS } } },
   });
   await api.request("POST", `/containers/${created.Id}/start`);
-  return created.Id;
+  return { network, id: created.Id };
+}
+
+/** Connects a container (a site proxy that reaches the web) to the stack's internet network. */
+export async function connectToInternet(api: DockerApi, network: string, container: string): Promise<void> {
+  await api.request("POST", `/networks/${network}/connect`, { Container: container });
 }
 
 /** Adds the stand-in's CA to a browser container's NSS db (Chromium reads it when it starts). */
