@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readStackFile } from "../../src/config";
 import { renderGraph } from "../../src/runner/graph";
 import { signIn, signOut } from "../../src/runner/sign-in";
-import { DEMO_STACK_FILE, deployDemo, e2eStack, dockerExec, nodeIn, pidsIn, until, type DeployedEnv } from "./helpers/env";
+import { addressesOf, connectsFrom, DEMO_STACK_FILE, deployDemo, e2eStack, dockerExec, nodeIn, pidsIn, throughProxy, until, type DeployedEnv } from "./helpers/env";
 
 const STACK = e2eStack("e2e");
 let env: DeployedEnv;
@@ -168,6 +168,74 @@ describe("the demo multi env on the local engine", () => {
     for (const [target, result] of Object.entries(results)) {
       if (target !== "proxy") expect({ target, result }).not.toEqual({ target, result: "connected" });
     }
+  });
+
+  it("lets a hostile site image reach no computer's container, on any port, and none of the gateway's listeners", async () => {
+    const targets: Record<string, [string, number]> = {};
+    for (const computer of ["desktop", "open"]) {
+      for (const container of [`${STACK}-${computer}-proxy`, `${STACK}-${computer}-browser`]) {
+        for (const [network, ip] of Object.entries(await addressesOf(env.api, container))) {
+          for (const port of [3128, 9000, 9222, 22, 80]) targets[`${container}@${network}:${port}`] = [ip, port];
+        }
+      }
+    }
+    const gatewayIps = await addressesOf(env.api, `${STACK}-gateway`);
+    // On the env network the gateway listens on nothing: a site cannot ask it for another site's session.
+    for (const port of [8080, 8081]) targets[`gateway@env:${port}`] = [gatewayIps[`${STACK}-env`], port];
+    for (const site of ["shop-server", "github-server"]) {
+      const results = connectsFrom(`${STACK}-${site}`, targets);
+      for (const [target, result] of Object.entries(results)) expect({ site, target, result }).not.toEqual({ site, target, result: "connected" });
+    }
+  });
+
+  it("keeps the gateway's runner listener, DevTools and the proxy log out of a computer's reach, and refuses the env's addresses through its proxy", async () => {
+    const gatewayIps = await addressesOf(env.api, `${STACK}-gateway`);
+    const shopServer = (await addressesOf(env.api, `${STACK}-shop-server`))[`${STACK}-env`];
+    const browserIp = (await addressesOf(env.api, `${STACK}-open-browser`))[`${STACK}-open-net`];
+    // From the allow-all computer, whose proxy forwards any public host: every address of the env is refused.
+    const attempts = throughProxy(`${STACK}-open-browser`, {
+      linkBrowse: { method: "GET", target: "http://gateway-open:8081/svc/github/session" },
+      ingressByAddress: { method: "GET", target: `http://${gatewayIps[`${STACK}-ingress`]}:8080/svc/github/session` },
+      linkByAddress: { method: "GET", target: `http://${gatewayIps[`${STACK}-open-link`]}:8081/website/shop/` },
+      siteByAddress: { method: "GET", target: `http://${shopServer}:8000/` },
+      ownDevtools: { method: "CONNECT", target: `${browserIp}:9222` },
+      ownControl: { method: "GET", target: "http://proxy-open:9000/log" },
+      loopback: { method: "GET", target: "http://127.0.0.1:9222/json/version" },
+      localhost: { method: "CONNECT", target: "localhost:9222" },
+      metadata: { method: "GET", target: "http://169.254.169.254/latest/meta-data/" },
+    });
+    for (const [attempt, answer] of Object.entries(attempts)) {
+      expect({ attempt, status: answer.status }, answer.body).toEqual({ attempt, status: 403 });
+      expect({ attempt, marker: answer.marker }).toEqual({ attempt, marker: "refused" });
+    }
+    // A site's name on the env network does not even resolve where the proxy is.
+    expect(throughProxy(`${STACK}-open-browser`, { siteByName: { method: "GET", target: "http://shop-server:8000/" } }).siteByName).toMatchObject({ status: 502, marker: "failed" });
+    // The public web still works for it, and each refusal left a trace naming what was refused.
+    expect(throughProxy(`${STACK}-open-browser`, { web: { method: "CONNECT", target: "example.com:443" } }).web.status).toBe(200);
+    const refused = (await env.proxyLog("open")).filter((r) => r.event === "refused");
+    for (const address of [gatewayIps[`${STACK}-ingress`], shopServer, browserIp, "169.254.169.254"]) {
+      expect(refused.some((r) => r.address === address || r.host === address), address).toBe(true);
+    }
+    // The browser has no route to its proxy's control listener (bound on the link network).
+    const direct = connectsFrom(`${STACK}-open-browser`, { controlByName: ["proxy-open", 9000], control: ["site-proxy", 9000], relay: ["site-proxy", 9222] });
+    for (const [target, result] of Object.entries(direct)) expect({ target, result }).not.toEqual({ target, result: "connected" });
+  });
+
+  it("serves a proxy nothing but synthetic pages on the gateway's browse listener, whatever it asks and with whatever token", async () => {
+    const script = (path: string, auth: boolean) => `
+      fetch("http://gateway-desktop:8081${path}", { headers: ${auth ? `{ authorization: "Bearer ${env.token}" }` : "{}"} })
+        .then((r) => r.text().then((t) => console.log(JSON.stringify({ status: r.status, body: t.slice(0, 80) }))), (e) => console.log(JSON.stringify({ status: 0, body: e.message })));`;
+    const proxy = `${STACK}-desktop-proxy`;
+    expect(JSON.parse(nodeIn(proxy, script("/website/shop/", false))).status).toBe(200);
+    for (const path of ["/svc/github/session", "/svc/shop/echo", "/traffic/v1/captures", "/.well-known/agent-env.json", "/healthz", "/computers/desktop/cdp/json/version", "/computers/desktop/proxy-log"]) {
+      for (const auth of [false, true]) expect({ path, auth, status: JSON.parse(nodeIn(proxy, script(path, auth))).status }).toEqual({ path, auth, status: 404 });
+    }
+    // The runner's listener is not bound on the link network at all.
+    const gatewayIps = await addressesOf(env.api, `${STACK}-gateway`);
+    expect(connectsFrom(proxy, { published: [gatewayIps[`${STACK}-desktop-link`], 8080] }).published).not.toBe("connected");
+    // And the gateway logged each refusal.
+    const gatewayLog = execFileSync("docker", ["logs", `${STACK}-gateway`], { encoding: "utf8" });
+    expect(gatewayLog).toMatch(/request-refused[^\n]*\/svc\/github\/session/);
   });
 
   it("captures every website container's traffic, readable with tcpdump, behind the token, with no control token ever reaching a site", async () => {

@@ -245,3 +245,48 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
 export function deployDemo(stack: string, log?: (line: string) => void): Promise<DeployedEnv> {
   return deployEnv(stack, { log });
 }
+
+/** Each address a container has, by network name. */
+export async function addressesOf(api: DockerApi, container: string): Promise<Record<string, string>> {
+  const info = await api.request("GET", `/containers/${container}/json`);
+  return Object.fromEntries(Object.entries(info.NetworkSettings.Networks as Record<string, { IPAddress: string }>).map(([n, v]) => [n, v.IPAddress]));
+}
+
+/**
+ * TCP connects from inside `container` to each target (`[host, port]`), at once: `connected`, or why not
+ * (`ECONNREFUSED`, `EHOSTUNREACH`, `timeout`, a lookup error). Every multienv image has node.
+ */
+export function connectsFrom(container: string, targets: Record<string, [string, number]>): Record<string, string> {
+  const script = `
+    const net = require("net");
+    const targets = ${JSON.stringify(targets)};
+    Promise.all(Object.entries(targets).map(([k, [host, port]]) => new Promise((resolve) => {
+      // A name of another network never resolves here; its lookup would take the resolver's full timeout.
+      setTimeout(() => resolve([k, "timeout"]), 4000).unref();
+      const s = net.connect({ host, port, timeout: 3000 });
+      s.on("connect", () => { s.destroy(); resolve([k, "connected"]); });
+      s.on("timeout", () => { s.destroy(); resolve([k, "timeout"]); });
+      s.on("error", (e) => resolve([k, e.code]));
+    }))).then((r) => { console.log(JSON.stringify(Object.fromEntries(r))); process.exit(0); });`;
+  return JSON.parse(nodeIn(container, script)) as Record<string, string>;
+}
+
+/**
+ * Requests sent through a computer's site proxy from inside its browser container, as the agent's page would
+ * send them: `GET <absolute URL>` or `CONNECT host:port`. Each answer's status and X-Agentenv-Site-Proxy marker.
+ */
+export function throughProxy(browserContainer: string, requests: Record<string, { method: "GET" | "CONNECT"; target: string }>): Record<string, { status: number; marker?: string; body?: string }> {
+  const script = `
+    const http = require("http");
+    const requests = ${JSON.stringify(requests)};
+    Promise.all(Object.entries(requests).map(([k, r]) => new Promise((resolve) => {
+      setTimeout(() => resolve([k, { status: 0, body: "timeout" }]), 8000).unref();
+      const req = http.request({ host: "site-proxy", port: 3128, method: r.method, path: r.target, headers: r.method === "CONNECT" ? { host: r.target } : {} });
+      const done = (res, body) => resolve([k, { status: res.statusCode, marker: res.headers["x-agentenv-site-proxy"], body: body.slice(0, 200) }]);
+      req.on("connect", (res, socket) => { socket.destroy(); done(res, ""); });
+      req.on("response", (res) => { let b = ""; res.on("data", (c) => (b += c)); res.on("end", () => done(res, b)); });
+      req.on("error", (e) => resolve([k, { status: 0, body: e.code }]));
+      req.end();
+    }))).then((r) => { console.log(JSON.stringify(Object.fromEntries(r))); process.exit(0); });`;
+  return JSON.parse(nodeIn(browserContainer, script));
+}
