@@ -2,11 +2,13 @@
 // that file (no npm install during `docker build`, which must work offline).
 // A bundle newer than every file it was built from is left as it is.
 // Usage: node scripts/bundle.mjs [name...]   (default: every bundle whose entry exists)
+import { createRequire } from "node:module";
 import { build } from "esbuild";
 import fs from "node:fs";
 import path from "node:path";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
+const { bundleFiles, isFresh } = createRequire(import.meta.url)("./bundle-freshness.cjs");
 
 /** bundle name -> entry point. The names are what the Dockerfiles COPY from dist/bundle/. */
 export const BUNDLES = {
@@ -18,20 +20,6 @@ export const BUNDLES = {
   "sample-shop-frontend": "examples/sites/shop-frontend/server.ts",
   "sample-live-server": "examples/sites/live-server/server.ts",
 };
-
-/**
- * A bundle is fresh when it is newer than every file it was built from (the inputs esbuild reported, kept
- * beside it), so a deploy that changed nothing spends no time bundling.
- */
-function isFresh(outfile, inputsFile) {
-  try {
-    const built = fs.statSync(outfile).mtimeMs;
-    const inputs = JSON.parse(fs.readFileSync(inputsFile, "utf8"));
-    return inputs.every((input) => fs.statSync(path.join(root, input)).mtimeMs <= built);
-  } catch {
-    return false;
-  }
-}
 
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(BUNDLES);
@@ -46,9 +34,8 @@ for (const name of names) {
     console.error(`bundle: skipping ${name}: ${entry} does not exist yet`);
     continue;
   }
-  const outfile = path.join(root, "dist/bundle", `${name}.js`);
-  const inputsFile = path.join(root, "dist/bundle", `${name}.inputs.json`);
-  if (isFresh(outfile, inputsFile)) continue;
+  const { outfile, inputsFile } = bundleFiles(root, name);
+  if (isFresh(root, name)) continue;
   try {
     const result = await build({
       entryPoints: [path.join(root, entry)],

@@ -2,57 +2,47 @@
 // the engine runs their operations (operations.ts) in the Node.js dynamic-provider host, so a deploy needs no
 // provider plugin beyond Pulumi's own Node.js runtime, and what the tests deploy is what users deploy.
 //
-// Each resource's state records, with its inputs, the code that loads operations.ts; that code holds only the
-// kind's name and the module's path, so the operations themselves can change without a diff.
+// A dynamic resource carries its provider as code in its `__provider` input, which the host loads as a module
+// whose `handler()` returns the provider. Pulumi's own dynamic.Resource writes that code by serializing a
+// closure, which loads the TypeScript compiler into every program run (most of a second); here it is written
+// out: a loader of operations.ts (relative to the project directory, where Pulumi runs both the program and the
+// host) that names its kind, and nothing else, so the operations can change without a diff.
 import path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import type { EngineTarget } from "./docker-api";
 import type { Kind } from "./operations";
 import { RESOURCE_TYPES } from "./types";
 
-/**
- * operations.ts relative to the project directory, which is where Pulumi runs both the program and the
- * dynamic-provider host: the state then holds no absolute path, and the same checkout elsewhere still works.
- */
 const OPERATIONS_MODULE = path.relative(process.cwd(), path.join(__dirname, "operations.ts"));
 
-/** The dynamic provider of one kind: each call loads operations.ts in the provider host and runs the kind's operation. */
-function providerOf(kind: Kind): pulumi.dynamic.ResourceProvider {
-  const operations = () => {
+/** The input a dynamic resource's provider code travels in, as the dynamic-provider host reads it. */
+const PROVIDER_INPUT = "__provider";
+
+/** The provider module of one kind, as the dynamic-provider host loads it. */
+export function providerSource(kind: Kind, operationsModule = OPERATIONS_MODULE): string {
+  return `exports.handler = function () {
+  var kind = ${JSON.stringify(kind)};
+  function operations() {
     require("tsx/cjs");
-    return require(require("node:path").resolve(OPERATIONS_MODULE)).OPERATIONS[kind];
-  };
+    return require(require("path").resolve(${JSON.stringify(operationsModule)})).OPERATIONS[kind];
+  }
   return {
-    check: async (olds, news) => (operations().check ? operations().check(olds, news) : { inputs: news }),
-    diff: async (id, olds, news) => operations().diff(id, olds, news),
-    create: async (inputs) => operations().create(inputs),
-    read: async (id, props) => (operations().read ? operations().read(id, props) : { id, props }),
-    update: async (id, olds, news) => operations().update(id, olds, news),
-    delete: async (id, props) => {
-      if (operations().delete) await operations().delete(id, props);
-    },
+    check: function (olds, news) { var o = operations(); return o.check ? o.check(olds, news) : Promise.resolve({ inputs: news }); },
+    diff: function (id, olds, news) { return operations().diff(id, olds, news); },
+    create: function (inputs) { return operations().create(inputs); },
+    read: function (id, props) { var o = operations(); return o.read ? o.read(id, props) : Promise.resolve({ id: id, props: props }); },
+    update: function (id, olds, news) { return operations().update(id, olds, news); },
+    delete: function (id, props) { var o = operations(); return o.delete ? o.delete(id, props) : Promise.resolve(); },
   };
-}
-
-const PROVIDERS: Record<Kind, pulumi.dynamic.ResourceProvider> = {
-  container: providerOf("container"),
-  network: providerOf("network"),
-  volume: providerOf("volume"),
-  image: providerOf("image"),
-  imageRef: providerOf("imageRef"),
-  command: providerOf("command"),
-  secret: providerOf("secret"),
 };
-
-function tokenParts(kind: Kind): [string, string] {
-  const [, rest] = RESOURCE_TYPES[kind].split("dynamic/");
-  const [module, type] = rest.split(":");
-  return [module, type];
+`;
 }
 
-abstract class DynamicResource extends pulumi.dynamic.Resource {
+const SOURCES = Object.fromEntries((Object.keys(RESOURCE_TYPES) as Kind[]).map((kind) => [kind, providerSource(kind)])) as Record<Kind, string>;
+
+abstract class DynamicResource extends pulumi.CustomResource {
   constructor(kind: Kind, name: string, props: Record<string, unknown>, opts?: pulumi.CustomResourceOptions) {
-    super(PROVIDERS[kind], name, props, opts, ...tokenParts(kind));
+    super(RESOURCE_TYPES[kind], name, { ...props, [PROVIDER_INPUT]: SOURCES[kind] }, opts);
   }
 }
 
