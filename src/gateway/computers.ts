@@ -1,5 +1,6 @@
-// /computers/<name>/cdp and /computers/<name>/proxy-log: a computer's Chrome DevTools
-// endpoint and its site proxy's log, through the gateway (control token checked by the caller).
+// /computers/<name>/cdp, /computers/<name>/proxy-log and /computers/<name>/connections/end: a computer's
+// Chrome DevTools endpoint, its site proxy's log, and ending every connection that proxy holds (so the log is
+// complete between episodes), through the gateway (control token checked by the caller).
 //
 // Both live behind the computer's site-proxy control listener, which requires
 // `Authorization: Bearer <computerControlToken(control token, computer)>`: the gateway sends
@@ -17,6 +18,7 @@ import type { GatewayConfig } from "./config";
 import { getSmall } from "./fetch";
 import type { Forwarder, Upstream } from "./proxy";
 import { replyJson } from "./reply";
+import type { ComputerOp } from "./routes";
 import type { Refuse } from "./server";
 
 const CHROME_HOST = "localhost";
@@ -70,9 +72,14 @@ export class Computers {
     return { url: computer.cdp, label: { computer: name }, host: CHROME_HOST, authorization: this.authorization(name) };
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse, name: string, op: "cdp" | "proxy-log", rest: string, refuse: Refuse): Promise<void> {
+  async handle(req: IncomingMessage, res: ServerResponse, name: string, op: ComputerOp, rest: string, refuse: Refuse): Promise<void> {
     const computer = this.find(name);
     if (!computer) return refuse(404, { error: "unknown computer", computer: name });
+    if (op === "end-connections") {
+      if (!computer.endConnections) return refuse(404, { error: "this computer's site proxy cannot end its connections", computer: name });
+      if (req.method !== "POST") return refuse(405, { error: "method not allowed" }, undefined, { Allow: "POST" });
+      return this.forwarder.forward(req, res, { url: computer.endConnections, label: { computer: name }, authorization: this.authorization(name) }, "");
+    }
     if (op === "proxy-log") {
       if (!computer.proxyLog) return refuse(404, { error: "no proxy log configured", computer: name });
       if (req.method !== "GET" && req.method !== "HEAD") return refuse(405, { error: "method not allowed" }, undefined, { Allow: "GET, HEAD" });
@@ -100,7 +107,7 @@ export class Computers {
     this.forwarder.forward(req, res, this.cdpUpstream(name, computer), rest);
   }
 
-  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, name: string, op: "cdp" | "proxy-log", rest: string, refuse: Refuse): void {
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, name: string, op: ComputerOp, rest: string, refuse: Refuse): void {
     const computer = this.find(name);
     if (!computer || op !== "cdp") return refuse(404, { error: "unknown computer", computer: name });
     this.forwarder.upgrade(req, socket, head, this.cdpUpstream(name, computer), rest);

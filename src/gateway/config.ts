@@ -30,6 +30,8 @@ const computerSchema = z.strictObject({
   cdp: httpUrl,
   /** The site proxy's log on that listener (GET), e.g. http://shop-agent-proxy:9000/log. */
   proxyLog: httpUrl.optional(),
+  /** Ends every connection the computer's site proxy holds (POST), e.g. http://shop-agent-proxy:9000/connections/end. */
+  endConnections: httpUrl.optional(),
 });
 
 export const gatewayConfigSchema = z

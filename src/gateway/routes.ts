@@ -3,13 +3,16 @@
 
 export type Route =
   | { kind: "site"; via: "svc" | "website"; site: string; /** path and query for the upstream, starting with `/` */ rest: string }
-  | { kind: "computer"; computer: string; op: "cdp" | "proxy-log"; rest: string }
+  | { kind: "computer"; computer: string; op: ComputerOp; rest: string }
   | { kind: "card" }
   | { kind: "healthz" }
   | { kind: "captures" }
   | { kind: "capture"; name: string }
   | { kind: "bad"; error: string }
   | { kind: "not-found" };
+
+/** What a computer's route does: DevTools, its site proxy's log, or ending every connection its site proxy holds. */
+export type ComputerOp = "cdp" | "proxy-log" | "end-connections";
 
 const ESCAPED_SLASH = /%(2f|5c)/i;
 const SITE_PREFIX = /^\/(svc|website)(?=\/|%2f|%5c|$|\?)/i;
@@ -64,6 +67,7 @@ export function route(target: string): Route {
       return { kind: "computer", computer, op: "cdp", rest: cdpRest.startsWith("/") ? cdpRest : `/${cdpRest}` };
     }
     if (rest === "/proxy-log" || rest.startsWith("/proxy-log?")) return { kind: "computer", computer, op: "proxy-log", rest: "/" };
+    if (rest === "/connections/end") return { kind: "computer", computer, op: "end-connections", rest: "/" };
   }
   return { kind: "not-found" };
 }

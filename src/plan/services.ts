@@ -14,6 +14,7 @@ import {
   SITE_PROXY_PORT,
   networkAliases,
 } from "./topology";
+import { SITE_PROXY_CONTROL_PATHS } from "../protocol/site-proxy";
 import type { Plan, PlannedComputer, Reaching } from "./types";
 
 export interface HostPort {
@@ -29,7 +30,7 @@ export interface GatewayServiceConfig {
   sites: Record<string, { server: string; frontend?: string; live: boolean }>;
   capturesDir?: string;
   /** Each computer's site-proxy control listener: DevTools and the proxy log, behind the computer's token. */
-  computers: Record<string, { cdp: string; proxyLog: string }>;
+  computers: Record<string, { cdp: string; proxyLog: string; endConnections: string }>;
 }
 
 export interface SiteProxyServiceConfig {
@@ -73,7 +74,7 @@ export function gatewayServiceConfig(plan: Plan): GatewayServiceConfig {
   const computers: GatewayServiceConfig["computers"] = {};
   for (const computer of plan.computers) {
     const control = `http://${networkAliases.proxyOnLink(computer.name)}:${SITE_PROXY_CONTROL_PORT}`;
-    computers[computer.name] = { cdp: `${control}/cdp`, proxyLog: `${control}/log` };
+    computers[computer.name] = { cdp: control + SITE_PROXY_CONTROL_PATHS.cdp, proxyLog: control + SITE_PROXY_CONTROL_PATHS.log, endConnections: control + SITE_PROXY_CONTROL_PATHS.endConnections };
   }
   const browseHosts = plan.target === "docker" ? plan.computers.map((c) => networkAliases.gatewayOnLink(c.name)) : [networkAliases.gatewayIngress];
   return {

@@ -1,6 +1,9 @@
 // Wire constants of the site proxy: the header it marks its own answers with, and the JSON lines it logs.
 // The proxy writes these records and the runner, the gateway and tests read them, so they live here once.
 
+/** The site proxy's control listener: its log (GET), its CA certificate (GET), DevTools (under it), ending every connection (POST). */
+export const SITE_PROXY_CONTROL_PATHS = { log: "/log", caCert: "/ca.pem", cdp: "/cdp", endConnections: "/connections/end" } as const;
+
 /** Set on every answer the proxy gives itself (not a site's), so a client can tell "the proxy said no" from "the site said no". */
 export const SITE_PROXY_HEADER = "X-Agentenv-Site-Proxy";
 

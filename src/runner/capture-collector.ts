@@ -52,7 +52,7 @@ export function captureCollectorCommands(options: CaptureCollectorOptions = {}):
   const flags = options.failOnCaptureError ? " --fail-on-capture-error" : "";
   return {
     create: "true",
-    delete: `node bin/multienv.js collect --from-env --close-browsers${flags}`,
+    delete: `node bin/multienv.js collect --from-env --end-connections${flags}`,
   };
 }
 

@@ -5,7 +5,7 @@
 import type { EngineEvent, OutputMap } from "@pulumi/pulumi/automation";
 import { artifactsDirOf } from "./artifacts";
 import { CaptureCollectionError, collectRun, type CollectOptions, type CollectResult } from "./collect";
-import { logsSettled } from "./evidence";
+import { endProxyConnections, logsSettled } from "./evidence";
 import { closeBrowser } from "./sign-in";
 import { errorMessage, RunnerError } from "./errors";
 import { gatewayAccessOf, readOutputs, syntheticDomainsOf } from "./outputs";
@@ -28,10 +28,10 @@ export interface DownOptions {
   /** The collection to run before destroying (the real one unless a test says otherwise). */
   collect?: (options: CollectOptions) => Promise<CollectResult>;
   /**
-   * Close the computers' browsers before collecting, so the connections they still hold end and reach the site
-   * proxies' logs (default true: the env is about to be destroyed anyway).
+   * End every connection the computers' site proxies hold before collecting, so each reaches its log (default
+   * true: the env is about to be destroyed anyway).
    */
-  closeBrowsers?: boolean;
+  endConnections?: boolean;
 }
 
 export interface DownResult {
@@ -55,16 +55,28 @@ export function collectOptionsFor(stack: string, map: OutputMap, artifactsDir: s
   };
 }
 
-/** Closes each computer's browser (best effort), then waits until the proxies' logs stop growing. Teardown only. */
-export async function closeBrowsersAndSettle(options: Pick<CollectOptions, "stack" | "access" | "computers">, log: (line: string) => void): Promise<void> {
+/**
+ * Makes each computer's site-proxy log complete: every connection its proxy holds is ended, so its line is
+ * written. A proxy that cannot end them (an older image) has its browser closed instead, and its log is read until
+ * it stops growing. Best effort: a computer that cannot be reached is named in a warning.
+ */
+export async function completeProxyLogs(options: Pick<CollectOptions, "stack" | "access" | "computers">, log: (line: string) => void): Promise<void> {
+  const { access } = options;
+  const warn = (computer: string, error: unknown) =>
+    log(`warning: stack ${options.stack}: could not end computer ${computer}'s connections before collecting (${errorMessage(error).split("\n")[0]}); connections it still held may be missing from its site-proxy log`);
+  const unsettled: string[] = [];
   await Promise.all(
-    options.computers.map((computer) =>
-      closeBrowser(options.access, computer).catch((error: unknown) =>
-        log(`warning: stack ${options.stack}: could not close computer ${computer}'s browser before collecting (${errorMessage(error).split("\n")[0]}); connections it still held may be missing from its site-proxy log`),
-      ),
-    ),
+    options.computers.map(async (computer) => {
+      try {
+        if ((await endProxyConnections(access.gatewayUrl, access.controlToken, computer)) !== undefined) return;
+        await closeBrowser(access, computer);
+        unsettled.push(computer);
+      } catch (error) {
+        warn(computer, error);
+      }
+    }),
   );
-  await logsSettled(options.access, options.computers);
+  if (unsettled.length > 0) await logsSettled(access, unsettled);
 }
 
 /**
@@ -80,7 +92,7 @@ export async function collectThenDestroy(stack: StackSeam, options: DownOptions)
   if (collectOptions === undefined) {
     log(`stack ${stack.name}: nothing deployed to collect from`);
   } else {
-    if (options.closeBrowsers !== false && collectOptions.computers.length > 0) await closeBrowsersAndSettle(collectOptions, log);
+    if (options.endConnections !== false && collectOptions.computers.length > 0) await completeProxyLogs(collectOptions, log);
     try {
       collected = await collect({ ...collectOptions, failOnCaptureError: options.failOnCaptureError, log });
     } catch (error) {

@@ -25,6 +25,21 @@ export async function fetchProxyLog(gatewayUrl: string, token: string, computer:
 }
 
 /**
+ * Ends every connection a computer's site proxy holds, to its browser and to hosts, and resolves once their
+ * `connection` lines are in its log: a browser keeps idle connections open, and a connection is logged when it
+ * ends. The number of sockets ended, or undefined from a site proxy that cannot do this (an older image).
+ */
+export async function endProxyConnections(gatewayUrl: string, token: string, computer: string): Promise<number | undefined> {
+  const response = await fetch(`${gatewayUrl.replace(/\/+$/, "")}/computers/${encodeURIComponent(computer)}/connections/end`, { method: "POST", headers: { authorization: bearer(token) } }).catch((error: unknown) => {
+    throw new Error(`ending the connections of computer ${computer}'s site proxy: ${errorMessage(error)}`);
+  });
+  const body = await response.text();
+  if (response.status === 404) return undefined;
+  if (!response.ok) throw new Error(`ending the connections of computer ${computer}'s site proxy: HTTP ${response.status} ${body.slice(0, 300)}`.trim());
+  return (JSON.parse(body) as { ended: number }).ended;
+}
+
+/**
  * Resolves once every computer's site-proxy log has stopped growing (two reads `quietMs` apart agree), or after
  * `timeoutMs`: connections a browser just closed are logged a moment later. Unreadable logs do not hold it up.
  */

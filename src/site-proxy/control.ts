@@ -5,10 +5,12 @@
 import * as fs from "node:fs";
 import * as http from "node:http";
 import type * as net from "node:net";
+import { SITE_PROXY_CONTROL_PATHS } from "../protocol/site-proxy";
 import { carriesControlToken, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
 import type { Connector } from "./connect";
 import { connectorAgent, type Destination, forward, forwardUpgrade } from "./forward";
 import { requestFramingProblem, upgradeFramingProblem } from "./framing";
+import type { OpenConnections } from "./connections";
 import type { EventLog } from "./log";
 import { answerResponse, answerSocket, endToEndHeaders, serverOptions, withoutHeader } from "./messages";
 
@@ -23,9 +25,11 @@ export interface ControlOptions {
   log: EventLog;
   idleTimeoutMs: number;
   headTimeoutMs: number;
+  /** The proxy's sockets, which POST /connections/end ends. */
+  connections?: OpenConnections;
 }
 
-const CDP_PREFIX = "/cdp";
+const { log: LOG_PATH, caCert: CA_PATH, cdp: CDP_PREFIX, endConnections: CONNECTIONS_END_PATH } = SITE_PROXY_CONTROL_PATHS;
 const UNAUTHORIZED = "this listener needs Authorization: Bearer <the computer's control token>";
 
 /**
@@ -78,6 +82,13 @@ export function createControlServer(options: ControlOptions): http.Server {
     return `DevTools at ${cdp.host}:${cdp.port}: ${err.message}`;
   }
 
+  /** Ends the computer's connections and answers once their lines are in the log, so a reader of /log sees them all. */
+  async function endConnections(connections: OpenConnections): Promise<number> {
+    const ended = await connections.endAll();
+    await log.flushed();
+    return ended;
+  }
+
   const server = http.createServer(serverOptions(headTimeoutMs, idleTimeoutMs), (req, res) => {
     if (!authorized(req)) {
       res.writeHead(401, { "WWW-Authenticate": WWW_AUTHENTICATE_CHALLENGE, "Content-Type": "application/json" });
@@ -94,12 +105,19 @@ export function createControlServer(options: ControlOptions): http.Server {
       });
     }
     const route = url.split("?")[0];
-    if (route !== "/log" && route !== "/ca.pem") {
+    if (route === CONNECTIONS_END_PATH && options.connections) {
+      if (req.method !== "POST") return void res.writeHead(405, { Allow: "POST" }).end();
+      return void endConnections(options.connections).then((ended) => {
+        res.writeHead(200, { "Content-Type": "application/json" });
+        res.end(JSON.stringify({ ended }) + "\n");
+      });
+    }
+    if (route !== LOG_PATH && route !== CA_PATH) {
       res.writeHead(404, { "Content-Type": "application/json" });
-      return void res.end(JSON.stringify({ error: `no ${route} here; try GET /log, GET /ca.pem or /cdp/...` }) + "\n");
+      return void res.end(JSON.stringify({ error: `no ${route} here; try GET ${LOG_PATH}, GET ${CA_PATH}, POST ${CONNECTIONS_END_PATH} or ${CDP_PREFIX}/...` }) + "\n");
     }
     if (req.method !== "GET" && req.method !== "HEAD") return void res.writeHead(405, { Allow: "GET, HEAD" }).end();
-    if (route === "/log") {
+    if (route === LOG_PATH) {
       res.writeHead(200, { "Content-Type": "application/x-ndjson" });
       if (req.method === "HEAD") return void res.end();
       fs.createReadStream(logPath)

@@ -9,6 +9,8 @@ export type LogEntry = SiteProxyLogRecord extends infer R ? (R extends SiteProxy
 
 export interface EventLog {
   write(entry: LogEntry): void;
+  /** Resolves once every line written so far is in the file. */
+  flushed(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -35,6 +37,10 @@ export function openEventLog(file: string): EventLog {
     write(entry) {
       if (pending.length === 0) setImmediate(flush);
       pending.push(line(entry));
+    },
+    flushed() {
+      flush();
+      return new Promise((resolve) => stream.write("", () => resolve()));
     },
     close() {
       flush();

@@ -11,6 +11,7 @@ import type { CertificateAuthority } from "./ca";
 import { AddressRefused, addressOf, ConnectFailure, type Connector, normalizeHost, type Opened } from "./connect";
 import { BrokenAnswer, connectorAgent, type Destination, forward, type ForwardHooks, forwardUpgrade, type UpgradeHooks } from "./forward";
 import { requestFramingProblem, upgradeFramingProblem } from "./framing";
+import { OpenConnections } from "./connections";
 import type { EventLog } from "./log";
 import {
   answerResponse,
@@ -38,6 +39,8 @@ export interface ProxyOptions {
   idleTimeoutMs: number;
   /** A connection whose request head is not complete this long after it began is dropped. */
   headTimeoutMs: number;
+  /** Where the proxy's sockets, to the computer and to hosts, are held so they can be ended together. */
+  connections?: OpenConnections;
 }
 
 export interface SyntheticTunnel {
@@ -67,6 +70,7 @@ interface Failure {
 /** Creates the proxy's HTTP server (not yet listening). */
 export function createProxyServer(options: ProxyOptions): http.Server {
   const { router, connector, check, ca, log, gateway, idleTimeoutMs, headTimeoutMs } = options;
+  const connections = options.connections ?? new OpenConnections();
   const gatewayHost = normalizeHost(gateway.hostname);
   const gatewayPort = Number(gateway.port || 80);
   const gatewayPrefix = gateway.pathname.replace(/\/$/, "");
@@ -76,6 +80,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const start = new Date();
     const opened = await connector.open(host, port, { bulkReads: method === "CONNECT", check });
     const { socket, address } = opened;
+    connections.track(socket);
     socket.setTimeout(idleTimeoutMs);
     // A tunnel's relay ends its own idle sockets; a socket that carries requests ends here, answered or not.
     if (method === "HTTP") socket.once("timeout", () => socket.destroy(new Error(`no traffic for ${idleTimeoutMs} ms`)));
@@ -391,6 +396,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   }
 
   const server = http.createServer(serverOptions(headTimeoutMs, idleTimeoutMs));
+  server.on("connection", (socket: net.Socket) => connections.track(socket));
   server.on("request", onRequest);
   server.on("connect", onConnect);
   server.on("upgrade", onUpgrade);

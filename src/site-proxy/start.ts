@@ -11,6 +11,7 @@ import { type Connector, createConnector } from "./connect";
 import { createControlServer } from "./control";
 import { type EventLog, openEventLog } from "./log";
 import { parseAuthority } from "./messages";
+import { OpenConnections } from "./connections";
 import { createProxyServer } from "./proxy";
 import { createRouter } from "./routing";
 import { CONFIG_ENV } from "./supervision";
@@ -75,6 +76,7 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
   const ca = await loadOrCreateCa(config.ca, path.join(path.dirname(config.log), "ca.pem"));
   const connector = createConnector(config);
   const router = createRouter(config.sites, config.reach);
+  const connections = new OpenConnections();
 
   const proxyServer = createProxyServer({
     router,
@@ -85,6 +87,7 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
     gateway: new URL(config.gateway),
     idleTimeoutMs: config.idleTimeoutMs,
     headTimeoutMs: config.headTimeoutMs,
+    connections,
   });
   const proxy = await listen(proxyServer, await listenAddress(connector, "listen.host", config.listen.host), config.listen.port);
 
@@ -101,6 +104,7 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
       log,
       idleTimeoutMs: config.idleTimeoutMs,
       headTimeoutMs: config.headTimeoutMs,
+      connections,
     });
     control = await listen(controlServer, await listenAddress(connector, "control.host", config.control.host), config.control.port);
   }

@@ -171,7 +171,7 @@ describe("ec2 target, gateway config", () => {
     const graph = await graphOf("e2", { ...CONFIG, captureTraffic: false }, { githubToken: "x-secret" }, true);
     const gateway = container(graph, "e2-gateway");
     const config = JSON.parse(envOf(gateway).MULTIENV_GATEWAY_CONFIG);
-    expect(config.computers.desktop).toEqual({ cdp: "http://<private IP of e2-desktop-vm>:9000/cdp", proxyLog: "http://<private IP of e2-desktop-vm>:9000/log" });
+    expect(config.computers.desktop).toEqual({ cdp: "http://<private IP of e2-desktop-vm>:9000/cdp", proxyLog: "http://<private IP of e2-desktop-vm>:9000/log", endConnections: "http://<private IP of e2-desktop-vm>:9000/connections/end" });
     expect(config.browse).toEqual({ hosts: ["gateway-ingress"], port: 8081 });
     expect(config.capturesDir).toBeUndefined();
     const unused: GraphResource[] = graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Volume" && r.name === "e2-captures");

@@ -78,6 +78,7 @@ async function startControlListener(computer: string, devtoolsPort: number, log:
   const server = http.createServer((req, res) => {
     if (!allowed(req)) return void res.writeHead(401).end();
     if (req.url === "/log") return log(req, res);
+    if (req.url === "/connections/end") return void res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ ended: 2, method: req.method }));
     if (!req.url?.startsWith("/cdp/")) return void res.writeHead(404).end();
     const upstream = http.request(
       { host: "127.0.0.1", port: devtoolsPort, method: req.method, path: req.url.slice("/cdp".length), headers: devtoolsHeaders(req) as unknown as http.OutgoingHttpHeaders, setHost: false, agent: false },
@@ -137,7 +138,7 @@ describe("gateway /computers/<name>", () => {
     gateway = await startGateway({
       sites: {},
       computers: {
-        agent: { cdp: `${control.url}/cdp`, proxyLog: `${control.url}/log` },
+        agent: { cdp: `${control.url}/cdp`, proxyLog: `${control.url}/log`, endConnections: `${control.url}/connections/end` },
         nolog: { cdp: `${nologControl.url}/cdp` },
       },
     });
@@ -207,6 +208,15 @@ describe("gateway /computers/<name>", () => {
     expect(answer.body.trim().split("\n").map((line) => JSON.parse(line).event)).toEqual(["startup", "connection"]);
     const none = await request(`${gateway.url}/computers/nolog/proxy-log`, { headers: AUTH });
     expect(none.status).toBe(404);
+  });
+
+  it("ends a computer's connections with POST alone, on a computer whose site proxy can", async () => {
+    const answer = await request(`${gateway.url}/computers/agent/connections/end`, { method: "POST", headers: AUTH });
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toEqual({ ended: 2, method: "POST" });
+    expect((await request(`${gateway.url}/computers/agent/connections/end`, { headers: AUTH })).status).toBe(405);
+    expect((await request(`${gateway.url}/computers/nolog/connections/end`, { method: "POST", headers: AUTH })).status).toBe(404);
+    expect((await request(`${gateway.url}/computers/agent/connections/end/more`, { method: "POST", headers: AUTH })).status).toBe(404);
   });
 
   it("authenticates to each computer's control listener with that computer's token, never the control token", async () => {

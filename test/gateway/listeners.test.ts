@@ -136,6 +136,7 @@ describe("gateway listeners", () => {
       "/healthz",
       "/computers/agent/cdp/json/version",
       "/computers/agent/proxy-log",
+      "/computers/agent/connections/end",
       "/svc%2Fshop/x",
       "/",
     ];

@@ -133,7 +133,7 @@ describe("gateway and the control token", () => {
   });
 
   it("requires the token for its own operations: 401 with WWW-Authenticate", async () => {
-    for (const path of ["/traffic/v1/captures", "/traffic/v1/captures/shop-server.pcap0", "/computers/agent/cdp/json/version", "/computers/agent/proxy-log"]) {
+    for (const path of ["/traffic/v1/captures", "/traffic/v1/captures/shop-server.pcap0", "/computers/agent/cdp/json/version", "/computers/agent/proxy-log", "/computers/agent/connections/end"]) {
       for (const headers of [{}, { Authorization: "Bearer wrong" }, { Authorization: `Basic ${TOKEN}` }] as Array<Record<string, string>>) {
         const answer = await request(gateway.url + path, { headers });
         expect(answer.status, `${path} ${JSON.stringify(headers)}`).toBe(401);

@@ -33,8 +33,8 @@ describe("gateway service config", () => {
       },
       capturesDir: "/captures",
       computers: {
-        desk: { cdp: "http://proxy-desk:9000/cdp", proxyLog: "http://proxy-desk:9000/log" },
-        open: { cdp: "http://proxy-open:9000/cdp", proxyLog: "http://proxy-open:9000/log" },
+        desk: { cdp: "http://proxy-desk:9000/cdp", proxyLog: "http://proxy-desk:9000/log", endConnections: "http://proxy-desk:9000/connections/end" },
+        open: { cdp: "http://proxy-open:9000/cdp", proxyLog: "http://proxy-open:9000/log", endConnections: "http://proxy-open:9000/connections/end" },
       },
     });
   });

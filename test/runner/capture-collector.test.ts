@@ -28,7 +28,7 @@ describe("capture collector in the program", () => {
     const graph = await graphOf("cc1", CONFIG, {}, true);
     const step = resource(graph, DELETE_STEP, "cc1-capture-collector-delete-step");
     expect(step.parentType).toBe("multienv:index:CaptureCollector");
-    expect(step.inputs.delete).toBe("node bin/multienv.js collect --from-env --close-browsers");
+    expect(step.inputs.delete).toBe("node bin/multienv.js collect --from-env --end-connections");
     expect(step.additionalSecretOutputs).toEqual(["environment"]);
     const revealed = step.inputs.environment as Record<string, Record<string, string>>;
     expect(Object.keys(revealed)).toEqual(["[secret]"]);
@@ -55,8 +55,8 @@ describe("capture collector in the program", () => {
 
 describe("the delete step's command and environment", () => {
   it("adds --fail-on-capture-error only when asked, and reads back what it wrote", () => {
-    expect(captureCollectorCommands()).toEqual({ create: "true", delete: "node bin/multienv.js collect --from-env --close-browsers" });
-    expect(captureCollectorCommands({ failOnCaptureError: true }).delete).toBe("node bin/multienv.js collect --from-env --close-browsers --fail-on-capture-error");
+    expect(captureCollectorCommands()).toEqual({ create: "true", delete: "node bin/multienv.js collect --from-env --end-connections" });
+    expect(captureCollectorCommands({ failOnCaptureError: true }).delete).toBe("node bin/multienv.js collect --from-env --end-connections --fail-on-capture-error");
     const context: CollectorContext = { computers: ["a"], syntheticDomains: ["shop.test"], live: false, liveWebsites: [], captureTraffic: true };
     const env = captureCollectorEnvironment({ stack: "s", gatewayUrl: "http://127.0.0.1:1", controlToken: "t", context });
     expect(readCollectorEnvironment(env)).toEqual({ stack: "s", gatewayUrl: "http://127.0.0.1:1", controlToken: "t", context, artifactsDir: undefined });

@@ -9,7 +9,7 @@ import { spawn } from "node:child_process";
 import WebSocket, { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseSiteProxyLog, type ErrorRecord } from "../../src/protocol/site-proxy";
-import { cleanup, curl, onCleanup, PROXY_BIN, type ProxyProcess, ROOT, startDns, startProxy, TEST_TOKEN, waitFor } from "./helpers";
+import { cleanup, connectThrough, curl, onCleanup, PROXY_BIN, type ProxyProcess, ROOT, startDns, startEchoServer, startHttpServer, startProxy, TEST_TOKEN, waitFor } from "./helpers";
 
 interface DevtoolsStandIn {
   port: number;
@@ -179,5 +179,42 @@ describe("listeners named by host name", () => {
     expect(status).toBe(2);
     expect(Date.now() - started).toBeGreaterThanOrEqual(4_500);
     expect(stderr).toMatch(/^multienv-site-proxy: MULTIENV_SITE_PROXY_CONFIG\.listen\.host: "never\.test" does not resolve .* after 5000 ms; give an address or a name this container resolves\n$/);
+  });
+});
+
+describe("ending every connection (POST /connections/end)", () => {
+  it("ends an idle tunnel, a keep-alive request connection and its pooled upstream, and answers once all their lines are in the log", async () => {
+    const echo = await startEchoServer();
+    const origin = await startHttpServer();
+    const tunnel = await connectThrough(proxy.port, `127.0.0.1:${echo.port}`);
+    expect(tunnel.status).toBe(200);
+    tunnel.socket.write("hello");
+    await new Promise((resolve) => tunnel.socket.once("data", resolve));
+    // A plain-HTTP request on a keep-alive connection: both it and the proxy's upstream stay open afterwards.
+    const client = net.connect(proxy.port, "127.0.0.1");
+    client.write(`GET http://127.0.0.1:${origin.port}/kept HTTP/1.1\r\nHost: 127.0.0.1:${origin.port}\r\n\r\n`);
+    await new Promise((resolve) => client.once("data", resolve));
+    const closed = (socket: net.Socket) => new Promise((resolve) => socket.once("close", resolve));
+    const ends = [closed(tunnel.socket), closed(client)];
+    const before = proxy.records().filter((r) => r.event === "connection").length;
+
+    const answer = await fetch(`${control}/connections/end`, { method: "POST", headers: auth });
+    expect(answer.status).toBe(200);
+    expect(((await answer.json()) as { ended: number }).ended).toBeGreaterThanOrEqual(3);
+    // No waiting: the answer came after the lines were written.
+    const lines = proxy.records().filter((r) => r.event === "connection").slice(before);
+    expect(lines.map((r) => `${(r as { method: string }).method} ${(r as { port: number }).port}`).sort()).toEqual([`CONNECT ${echo.port}`, `HTTP ${origin.port}`].sort());
+    await Promise.all(ends);
+  });
+
+  it("takes POST alone, with the token alone", async () => {
+    expect((await fetch(`${control}/connections/end`, { headers: auth })).status).toBe(405);
+    expect((await fetch(`${control}/connections/end`, { method: "POST" })).status).toBe(401);
+    expect((await fetch(`${control}/connections/end`, { method: "POST", headers: { Authorization: `Bearer ${TEST_TOKEN}x` } })).status).toBe(401);
+  });
+
+  it("is not on the proxy listener: there it is a request like any other, refused as one", async () => {
+    const res = await curl(proxy.url, "http://127.0.0.1:1/connections/end", ["-X", "POST"]);
+    expect(res.status).not.toBe(200);
   });
 });

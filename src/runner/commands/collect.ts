@@ -14,7 +14,7 @@ interface CollectOptions extends CommonOptions {
   failOnCaptureError?: boolean;
   fromEnv?: boolean;
   artifacts?: string;
-  closeBrowsers?: boolean;
+  endConnections?: boolean;
 }
 
 function summary(stack: string, result: CollectResult, artifactsDir: string): string {
@@ -37,7 +37,7 @@ export function register(program: Command): void {
       .option("--fail-on-capture-error", "fail (exit 1) when a capture cannot be collected; by default it is a warning")
       .option("--from-env", "read the gateway URL, control token and env from MULTIENV_* variables (the capture collector's delete step)")
       .option("--artifacts <dir>", "store here instead of artifacts/<stack> under the project directory")
-      .option("--close-browsers", "first close the computers' browsers, so the connections they hold end up in the site-proxy logs (for teardown)"),
+      .option("--end-connections", "first end every connection the computers' site proxies hold, so each is in its log (for teardown)"),
   ).action((stack: string | undefined, options: CollectOptions) =>
     runAction("collect", async () => {
       if (options.fromEnv) {
@@ -46,9 +46,9 @@ export function register(program: Command): void {
         // Loaded when run: the delete step needs neither the Automation API nor Pulumi at all.
         const { collectRun } = require("../collect") as typeof import("../collect");
         const access = { gatewayUrl: fromEnv.gatewayUrl, controlToken: fromEnv.controlToken };
-        if (options.closeBrowsers && fromEnv.context.computers.length > 0) {
-          const { closeBrowsersAndSettle } = require("../down") as typeof import("../down");
-          await closeBrowsersAndSettle({ stack: fromEnv.stack, access, computers: fromEnv.context.computers }, note);
+        if (options.endConnections && fromEnv.context.computers.length > 0) {
+          const { completeProxyLogs } = require("../down") as typeof import("../down");
+          await completeProxyLogs({ stack: fromEnv.stack, access, computers: fromEnv.context.computers }, note);
         }
         const artifactsDir = resolve(options.artifacts ?? fromEnv.artifactsDir ?? artifactsDirOf(options.projectDir, fromEnv.stack));
         const result = await collectRun({
@@ -66,7 +66,7 @@ export function register(program: Command): void {
         return;
       }
       if (stack === undefined) throw new RunnerError("name the stack to collect (`multienv collect <stack>`), or pass --from-env");
-      if (options.closeBrowsers) throw new RunnerError(`stack ${stack}: --close-browsers is for teardown (--from-env); \`multienv down ${stack}\` closes them itself`);
+      if (options.endConnections) throw new RunnerError(`stack ${stack}: --end-connections is for teardown (--from-env); \`multienv down ${stack}\` ends them itself`);
       const artifactsDir = resolve(options.artifacts ?? artifactsDirOf(options.projectDir, stack));
       const { collectCaptures } = require("../index") as typeof import("../index");
       const result = await collectCaptures(stack, { projectDir: options.projectDir, artifactsDir, failOnCaptureError: options.failOnCaptureError, log: note });
