@@ -12,7 +12,7 @@
 //      service:<target> for the capture sidecars, capabilities, mounts, ports, health checks, the gateway
 //      started after its sites and the proxies after a healthy gateway), until the gateway is healthy.
 //      Debian's docker-compose is 1.29, which has no `up --wait`, so the wait is a poll of the gateway's
-//      health, the same check the deploy waits for; `docker-compose down -v` after.
+//      /healthz, the same check the deploy waits for; `docker-compose down -v` after.
 //   5. a page with 50 subresources (the sample shop's /bench?n=50), loaded by Chromium through the computer's
 //      site proxy and the gateway, and straight from the site container (median of BENCH_LOADS each).
 // The last line is one JSON object with every figure.
@@ -142,11 +142,13 @@ async function composeFileOf(stack: string): Promise<string> {
   return YAML.stringify({ version: "2.4", services, networks, volumes });
 }
 
+/** Polls the gateway's /healthz on its published port, as the deploy's wait runs the gateway's health check. */
 async function gatewayHealthy(name: string, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const info = await api.request("GET", `/containers/${name}/json`).catch(() => undefined);
-    if (info?.State?.Health?.Status === "healthy") return;
+    const port = info?.NetworkSettings?.Ports?.["8080/tcp"]?.[0]?.HostPort;
+    if (port && (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false))) return;
     if (Date.now() > deadline) throw new Error(`${name} not healthy after ${timeoutMs / 1000} s`);
     await sleep(100);
   }

@@ -37,6 +37,8 @@ export interface ComputerOutput {
   network: PlannedComputer["network"];
   reaching: Reaching;
   siteTable: Record<string, string[]>;
+  /** The tabs its browser opens at launch (and a reset opens again). */
+  startTabs: string[];
   cdpUrl: string;
 }
 
@@ -90,7 +92,7 @@ export class MultiEnv extends pulumi.ComponentResource {
         for (const [computer, address] of Object.entries(addresses)) {
           if (address === undefined) continue;
           const endpoints = config.computers[computer];
-          config.computers[computer] = { cdp: rehost(endpoints.cdp, address), proxyLog: rehost(endpoints.proxyLog, address) };
+          config.computers[computer] = { cdp: rehost(endpoints.cdp, address), proxyLog: rehost(endpoints.proxyLog, address), endConnections: rehost(endpoints.endConnections, address) };
         }
         return config;
       });
@@ -144,7 +146,7 @@ export class MultiEnv extends pulumi.ComponentResource {
         Object.fromEntries(
           plan.computers.map((c) => [
             c.name,
-            { network: c.network, reaching: c.reaching, siteTable: c.siteTable, cdpUrl: computerCdpUrl(url, c.name) },
+            { network: c.network, reaching: c.reaching, siteTable: c.siteTable, startTabs: [...c.startTabs], cdpUrl: computerCdpUrl(url, c.name) },
           ]),
         ),
       ),

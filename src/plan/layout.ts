@@ -181,7 +181,9 @@ export function sharedNetworkMode(targetContainerId: string): string {
 export function gatewayHealthcheck(plan: Plan): { tests: string[]; interval: string; timeout: string; retries: number; startPeriod: string } {
   const url = `http://${networkAliases.gatewayIngress}:${plan.gateway.port}/healthz`;
   const script = `fetch(${JSON.stringify(url)}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`;
-  return { tests: ["CMD", "node", "-e", script], interval: "2s", timeout: "5s", retries: 30, startPeriod: "5s" };
+  // The deploy runs this check itself until it passes (see the container kind's `wait`); the engine's own schedule
+  // only watches a running env, so a long interval keeps an idle env from starting a node process every few seconds.
+  return { tests: ["CMD", "node", "-e", script], interval: "30s", timeout: "5s", retries: 3, startPeriod: "10s" };
 }
 
 /** Seconds the deploy waits for the gateway to turn healthy before it fails. */

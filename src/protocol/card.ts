@@ -15,7 +15,7 @@
 //     "extensions": [
 //       { "uri": "urn:agentenv:website/v1",
 //         "params": { "domains": ["shop.test"], "live": false, "allowHosts": [] },
-//         "paths": { "ready": "/ready", "session": "/session" } }
+//         "paths": { "ready": "/ready", "session": "/session", "reset": "/reset" } }
 //     ]
 //   }
 //
@@ -40,8 +40,15 @@ import { z } from "zod";
 export const CARD_PATH = "/.well-known/agent-env.json";
 export const CARD_MEDIA_TYPE = "application/json";
 
-/** A website's extension: params `domains`, `live`, `allowHosts`; paths `ready` and, when it has one, `session`. */
+/**
+ * A website's extension: params `domains`, `live`, `allowHosts`; paths `ready` and, when it has them, `session`
+ * (Playwright storage state) and `reset` (`POST`: empties the site's data, so the next episode starts as the
+ * deploy left it; answered 2xx once done).
+ */
 export const WEBSITE_V1_URN = "urn:agentenv:website/v1";
+
+/** The website/v1 operations the runner calls by name. */
+export const WEBSITE_OPERATIONS = { ready: "ready", session: "session", reset: "reset" } as const;
 
 export const cardExtensionSchema = z.looseObject({
   uri: z.string().min(1),

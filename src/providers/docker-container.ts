@@ -22,7 +22,7 @@
 // | sysctls / securityOpts / pidMode        | HostConfig.Sysctls / SecurityOpt / PidMode                              |
 // | logDriver / logOpts                     | HostConfig.LogConfig                                                    |
 // | healthcheck {tests, interval, timeout, startPeriod, retries} | Healthcheck (durations as Go strings, "2s")        |
-// | wait / waitTimeout (s, default 60)      | after start, poll until State.Health.Status = healthy                   |
+// | wait / waitTimeout (s, default 60)      | after start, run the health check (exec) until it passes, or the engine says healthy |
 // | destroyGraceSeconds (default 2)         | delete: POST /containers/{id}/stop?t= before removing it                |
 // | engine {host, sshOptions}               | which engine (docker-api.ts)                                            |
 //
@@ -203,21 +203,47 @@ function observed(info: any, inputs: Record<string, any>): Record<string, any> {
   return { containerId: info.Id, publishedPorts: ports, networkDatas };
 }
 
+/** Runs `cmd` in the container and returns its exit code (null when it could not run to the end in time). */
+async function execExitCode(api: DockerApi, id: string, cmd: string[], timeoutMs: number): Promise<number | null> {
+  const exec = await api.request<{ Id: string }>("POST", `/containers/${id}/exec`, { Cmd: cmd, AttachStdout: false, AttachStderr: false });
+  await api.request("POST", `/exec/${exec.Id}/start`, { Detach: true });
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const state = await api.request<{ Running: boolean; ExitCode: number | null }>("GET", `/exec/${exec.Id}/json`);
+    if (!state.Running) return state.ExitCode;
+    if (Date.now() > deadline) return null;
+    await sleep(25);
+  }
+}
+
+/** The health check's command as an exec runs it (`CMD` argv, or `CMD-SHELL` through /bin/sh). */
+function healthCommand(tests: string[]): string[] | undefined {
+  if (tests[0] === "CMD") return tests.slice(1);
+  if (tests[0] === "CMD-SHELL") return ["/bin/sh", "-c", tests.slice(1).join(" ")];
+  return undefined;
+}
+
+/**
+ * Waits until the container is healthy. The deploy runs the container's own health check itself, back to back
+ * (an exec each time), rather than waiting for the engine's schedule: the health check's interval can then be
+ * long, so an idle env spends next to nothing on it, and a deploy still goes on the moment the check passes.
+ */
 async function waitHealthy(api: DockerApi, id: string, spec: ContainerSpec): Promise<void> {
   const deadline = Date.now() + spec.waitTimeoutSeconds * 1000;
-  let delay = 100;
+  const check = healthCommand((spec.create.Healthcheck?.Test as string[] | undefined) ?? []);
+  const timeoutMs = Math.max(1000, Math.round((spec.create.Healthcheck?.Timeout ?? 5e9) / 1e6));
   for (;;) {
     const info = await api.request("GET", `/containers/${id}/json`);
     const health = info.State?.Health;
     if (!health) throw new Error(`container ${spec.name}: wait is set but it has no health check`);
     if (health.Status === "healthy") return;
     if (!info.State.Running) throw new Error(`container ${spec.name} stopped while waiting for it to be healthy (exit ${info.State.ExitCode}); its log:\n${await containerLogs(api, id)}`);
+    if (check !== undefined && (await execExitCode(api, id, check, timeoutMs)) === 0) return;
     if (Date.now() > deadline) {
       const last = health.Log?.at(-1)?.Output?.trim() ?? "";
       throw new Error(`container ${spec.name}: not healthy after ${spec.waitTimeoutSeconds} s (last check: ${last}); its log:\n${await containerLogs(api, id)}`);
     }
-    await sleep(delay);
-    delay = Math.min(delay * 2, 500);
+    await sleep(100);
   }
 }
 

@@ -184,7 +184,10 @@ async function gatherEvidenceInto(options: CollectOptions, record: RunRecord): P
   for (const computer of options.computers) {
     const fetchedAt = new Date().toISOString();
     try {
-      const text = await fetchProxyLog(access.gatewayUrl, access.controlToken, computer);
+      const whole = await fetchProxyLog(access.gatewayUrl, access.controlToken, computer);
+      // The episode under way began at this offset (a reset); a shorter log is a replaced proxy's, read whole.
+      const offset = record.proxyLogOffsets?.[computer] ?? 0;
+      const text = whole.length >= offset ? whole.slice(offset) : whole;
       const logFile = `${PROXY_LOGS_DIR}/${computer}.jsonl`;
       await keepReplacedLog(join(artifactsDir, logFile), text);
       await writeFileAtomic(join(artifactsDir, logFile), text);

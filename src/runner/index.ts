@@ -19,6 +19,7 @@ import { collectOptionsFor, collectThenDestroy, type DownResult } from "./down";
 import { explain, RunnerError } from "./errors";
 import { displayOutputs, gatewayAccessOf, readOutputs, type GatewayAccess, type StackOutputs } from "./outputs";
 import { ProgressReporter, resourcesInDeployment, StepCounter } from "./progress";
+import { resetEnv, type ResetResult } from "./reset";
 import { readRunRecord, withReproducibility, writeRunRecord } from "./run-record";
 import { signIn as signInBrowser, signOut as signOutBrowser } from "./sign-in";
 import { withStackLock } from "./stack-lock";
@@ -29,6 +30,7 @@ export type { StackSpec, WorkspaceOptions } from "./workspace";
 export type { StackOutputs, GatewayAccess } from "./outputs";
 export type { RunRecord, CaptureRecord } from "./run-record";
 export type { CollectResult } from "./collect";
+export type { ResetResult } from "./reset";
 export type { StackSeam, DownResult } from "./down";
 // The same operations on a gateway you already hold (a URL and the token), for runners that deploy without
 // the Automation API: they need no stack at all.
@@ -176,6 +178,23 @@ export interface DestroyOptions extends RunnerOptions {
   failOnCaptureError?: boolean;
   /** Also remove the stack from the state backend once destroyed (its stacks/Pulumi.<stack>.yaml stays). */
   remove?: boolean;
+}
+
+export interface ResetStackOptions extends RunnerOptions {
+  /** Collect the finished episode first (into artifacts/<stack>/episodes/<n>/), so no evidence is lost. */
+  collect?: boolean;
+  failOnCaptureError?: boolean;
+}
+
+/**
+ * Puts the deployed env back to the state right after `up`, without redeploying: every site's data emptied, every
+ * browser signed out of everything with its start tabs open again, the captures and the proxy logs started over
+ * (see reset.ts). The next episode is counted in run.json.
+ */
+export async function resetStack(stack: string, options: ResetStackOptions = {}): Promise<ResetResult> {
+  return onStack(stack, options, "resetting", async (opened) =>
+    resetEnv(opened.stack, { artifactsDir: artifactsDir(opened, options), collect: options.collect, failOnCaptureError: options.failOnCaptureError, log: options.log }),
+  );
 }
 
 /** Collects whatever is not collected yet, then destroys the stack (see down.ts for the order and policy). */

@@ -41,9 +41,30 @@ export interface ComputerEvidence {
   fetchedAt: string;
 }
 
+/** An episode that ended with a reset. */
+export interface EpisodeRecord {
+  episode: number;
+  endedAt: string;
+  /** Whether its captures and proxy logs were collected before the reset. */
+  collected: boolean;
+  /** Where they are, relative to the run's artifacts directory: `episodes/<n>`. */
+  dir?: string;
+  reproducible?: boolean;
+  publicHostsContacted?: string[];
+  captures?: number;
+}
+
 export interface RunRecord {
   stack: string;
   updatedAt: string;
+  /** The episode under way: 1 from the deploy, one more after each reset. */
+  episode?: number;
+  /** When the episode under way began (a reset); absent for the deploy's own episode. */
+  episodeStartedAt?: string;
+  /** Computer -> where the episode under way begins in its site-proxy log (bytes): its evidence reads from there. */
+  proxyLogOffsets?: Record<string, number>;
+  /** The episodes that ended with a reset, first first. */
+  episodes?: EpisodeRecord[];
   /** True when the env deploys a live site. */
   live: boolean;
   liveWebsites: LiveWebsiteMark[];

@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readStackFile } from "../../src/config";
 import { renderGraph } from "../../src/runner/graph";
 import { signIn, signOut } from "../../src/runner/sign-in";
-import { addressesOf, connectsFrom, DEMO_STACK_FILE, deployDemo, e2eStack, dockerExec, nodeIn, pidsIn, throughProxy, until, type DeployedEnv } from "./helpers/env";
+import { collectCaptures, resetStack } from "../../src/runner";
+import { addressesOf, connectsFrom, DEMO_STACK_FILE, deployEnv, e2eStack, dockerExec, nodeIn, pidsIn, specOf, throughProxy, until, type DeployedEnv } from "./helpers/env";
 
 const STACK = e2eStack("e2e");
 let env: DeployedEnv;
@@ -21,7 +22,11 @@ const ARTIFACTS = path.resolve(__dirname, "../../artifacts", STACK);
 
 beforeAll(async () => {
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
-  env = await deployDemo(STACK);
+  // The demo as it is, but for gist.github.com's server, whose card declares no reset operation (so a reset restarts it).
+  const spec = specOf(STACK);
+  const websites = spec.config["multienv:websites"] as Record<string, { settings?: Record<string, unknown> }>;
+  websites.gist.settings = { ...websites.gist.settings, declareReset: false };
+  env = await deployEnv(STACK, { spec });
 }, 300_000);
 
 afterAll(async () => {
@@ -325,6 +330,53 @@ describe("the demo multi env on the local engine", () => {
       const version = await fetch(`${c.cdpUrl}/json/version`, { headers: { authorization: `Bearer ${env.token}` } });
       expect({ name, status: version.status }).toEqual({ name, status: 200 });
     }
+  });
+
+  it("resets the env for the next episode: every site's data emptied, each browser signed out with its start tabs, the episode collected first", async () => {
+    const access = { gatewayUrl: env.gatewayUrl, controlToken: env.token };
+    // Episode 1 leaves traces: data in the sites, a session, local storage, a tab elsewhere.
+    for (const site of ["shop", "gist", "github"]) expect((await env.gateway(`/svc/${site}/data`, { method: "POST", body: JSON.stringify({ left: site }) })).status).toBe(201);
+    await signIn({ access, site: "github", computer: "desktop" });
+    const before = await computer("desktop");
+    const page = await before.contexts()[0].newPage();
+    await page.goto("https://shop.test/");
+    await page.evaluate(() => (globalThis as unknown as { localStorage: { setItem(k: string, v: string): void } }).localStorage.setItem("cart", "3 items"));
+    await page.goto("https://gist.github.com/");
+    await before.close();
+    expect(throughProxy(`${STACK}-desktop-browser`, { offList: { method: "CONNECT", target: "example.com:443" } }).offList.status).toBe(403);
+
+    const result = await resetStack(STACK, { collect: true, log: (line) => console.log(line) });
+    expect(result.episode).toBe(2);
+    expect(result.sites).toEqual({ shop: "reset", github: "reset", gist: "restarted" });
+    console.log(`reset of the demo env, episode 1 collected first: ${result.seconds.toFixed(1)} s`);
+    // The data plane of every site is empty again.
+    for (const site of ["shop", "gist", "github"]) expect({ site, data: await (await env.gateway(`/svc/${site}/data`)).json() }).toEqual({ site, data: { items: [] } });
+    // The browser has its start tabs and nothing else, no cookie, no storage.
+    const after = await computer("desktop");
+    const context = after.contexts()[0];
+    await until("the start tabs loaded", async () => {
+      const urls = context.pages().map((p) => p.url()).sort();
+      return JSON.stringify(urls) === JSON.stringify(["https://github.com/", "https://shop.test/"]) ? urls : undefined;
+    });
+    expect(await context.cookies()).toEqual([]);
+    const shop = context.pages().find((p) => p.url() === "https://shop.test/")!;
+    expect(await shop.evaluate(() => (globalThis as unknown as { localStorage: { getItem(k: string): string | null } }).localStorage.getItem("cart"))).toBeNull();
+    // Episode 1 was collected first, whole; run.json counts episodes.
+    const episodeDir = path.join(ARTIFACTS, "episodes", "1");
+    expect(fs.readFileSync(path.join(episodeDir, "proxy-logs", "desktop.jsonl"), "utf8")).toContain('"host":"example.com"');
+    expect(fs.readdirSync(path.join(episodeDir, "traffic"))).toContain("shop-server.pcap0");
+    const record = JSON.parse(fs.readFileSync(path.join(ARTIFACTS, "run.json"), "utf8"));
+    expect(record.episode).toBe(2);
+    expect(record.episodes).toEqual([expect.objectContaining({ episode: 1, collected: true, dir: "episodes/1" })]);
+    // Episode 2's evidence starts empty: its proxy log, collected by the next reset, holds nothing of episode 1,
+    // and the start tabs' connections, still open when that reset began, are in it.
+    await until("the shop's start tab loaded", async () => (await shop.title()) === "Synthetic shop");
+    await after.close();
+    const next = await resetStack(STACK, { collect: true });
+    expect(next.episode).toBe(3);
+    const episode2 = fs.readFileSync(path.join(ARTIFACTS, "episodes", "2", "proxy-logs", "desktop.jsonl"), "utf8");
+    expect(episode2, episode2).not.toContain('"host":"example.com"');
+    expect(episode2, episode2).toContain('"host":"shop.test"');
   });
 
   it("turns /healthz 503 while a site server is stopped and 200 after docker restart", async () => {

@@ -43,9 +43,10 @@ export function stringList(value: unknown): string[] {
 }
 
 /** A small data plane both sample servers carry: GET lists, POST appends a JSON value, DELETE empties. */
-export function dataPlane(): (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void> {
+/** A site's data: `handle` serves `/data` (GET, POST one JSON value, DELETE); `reset` empties it. */
+export function dataPlane(): { handle: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>; reset: () => void } {
   let items: unknown[] = [];
-  return async (req, res) => {
+  const handle = async (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (req.method === "GET") return sendJson(res, 200, { items });
     if (req.method === "POST") {
       try {
@@ -61,6 +62,19 @@ export function dataPlane(): (req: http.IncomingMessage, res: http.ServerRespons
     }
     sendJson(res, 405, { error: `${req.method} /data is not supported; use GET, POST or DELETE` }, { allow: "GET, POST, DELETE" });
   };
+  return {
+    handle,
+    reset: () => {
+      items = [];
+    },
+  };
+}
+
+/** The website/v1 `reset` operation: `POST /reset` empties the site's data. */
+export async function resetOperation(req: http.IncomingMessage, res: http.ServerResponse, reset: () => void): Promise<void> {
+  if (req.method !== "POST") return sendJson(res, 405, { error: "POST /reset empties the site's data" }, { allow: "POST" });
+  reset();
+  sendJson(res, 200, { reset: true });
 }
 
 export function serve(port: number, handler: (req: http.IncomingMessage, res: http.ServerResponse) => void | Promise<void>): http.Server {

@@ -5,7 +5,7 @@
 //   AGENTENV_WEBSITE_SETTINGS={"account":"alex","sessionDomain":"github.com"}
 import { CARD_PATH, WEBSITE_V1_URN } from "../../../src/protocol/card";
 import { SESSION_PATH } from "../../../src/protocol/session";
-import { dataPlane, listenPort, sendJson, serve, stringList, websiteSettings } from "../common/http";
+import { dataPlane, listenPort, resetOperation, sendJson, serve, stringList, websiteSettings } from "../common/http";
 
 const settings = websiteSettings();
 const domains = stringList(settings.domains);
@@ -29,11 +29,12 @@ serve(listenPort(8000), async (req, res) => {
       name: typeof settings.name === "string" ? settings.name : "live",
       description: "A live site's server (multienv sample): data plane and session, no pages",
       version: "1",
-      extensions: [{ uri: WEBSITE_V1_URN, params: { domains, live: true, allowHosts: stringList(settings.allowHosts) }, paths: { ready: "/ready", session: SESSION_PATH } }],
+      extensions: [{ uri: WEBSITE_V1_URN, params: { domains, live: true, allowHosts: stringList(settings.allowHosts) }, paths: { ready: "/ready", session: SESSION_PATH, reset: "/reset" } }],
     });
   }
   if (path === "/ready") return sendJson(res, 200, { ready: true });
-  if (path === "/data") return data(req, res);
+  if (path === "/data") return data.handle(req, res);
+  if (path === "/reset") return resetOperation(req, res, data.reset);
   if (path === SESSION_PATH) return sendJson(res, 200, storageState());
   if (path === "/echo") return sendJson(res, 200, { method: req.method, url: req.url, headers: req.headers });
   sendJson(res, 404, { error: `a live site's server serves no pages (no ${path}); browse the real site through the computer's proxy` });

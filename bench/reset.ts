@@ -1,0 +1,135 @@
+// npm run bench:reset
+//
+// The next episode on the demo task (stacks/Pulumi.demo.yaml, local Docker engine, real Pulumi engine), three
+// ways, in alternating rounds:
+//   1. `reset`: resetStack(), the episode let go (sites emptied, captures and browsers started over);
+//   2. `reset --collect`: the same, the finished episode collected into episodes/<n>/ first;
+//   3. down + up: destroyStack() (which collects) then deployStack(), the redeploy a reset replaces;
+//   4. `docker restart` of every container of the stack at once, until the gateway's /healthz answers 200: the
+//      plain engine's way to start an env's containers over (it keeps each container's files, so it empties
+//      nothing a site keeps on disk, and the browsers keep their profiles: less than a reset does).
+// Before each reset the episode leaves traces (a record in every site's data plane, a page in the browser), so
+// there is work to undo. The last line is one JSON object with every figure.
+// Options (env): BENCH_ROUNDS (3), BENCH_STACK (bench-reset). Needs the Pulumi CLI (installed, or
+// scripts/pulumi-toolchain.sh) and the project's images (npm run images).
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import path from "node:path";
+import { chromium } from "playwright-core";
+import YAML from "yaml";
+import { dockerApi } from "../src/providers/docker-api";
+import { deployStack, destroyStack, gatewayAccess, resetStack, type StackSpec } from "../src/runner";
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const STACK = process.env.BENCH_STACK ?? "bench-reset";
+const REPO = path.resolve(__dirname, "..");
+const api = dockerApi();
+
+const built = path.join(REPO, ".cache/pulumi/current/bin");
+if (!(process.env.PATH ?? "").split(":").some((d) => existsSync(path.join(d, "pulumi"))) && existsSync(path.join(built, "pulumi"))) {
+  process.env.PATH = `${built}:${process.env.PATH}`;
+}
+const STATE = mkdtempSync(path.join(tmpdir(), "multienv-bench-state-"));
+Object.assign(process.env, { PULUMI_BACKEND_URL: `file://${STATE}`, PULUMI_CONFIG_PASSPHRASE: "bench", PULUMI_SKIP_UPDATE_CHECK: "true", PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true" });
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+async function timed(what: () => Promise<unknown>): Promise<number> {
+  const started = performance.now();
+  await what();
+  return (performance.now() - started) / 1000;
+}
+
+/** The demo's config as a spec: bare keys in the multienv namespace. */
+function demoSpec(): StackSpec {
+  const file = YAML.parse(readFileSync(path.join(REPO, "stacks/Pulumi.demo.yaml"), "utf8")) as { config: Record<string, unknown> };
+  const config = Object.fromEntries(Object.entries(file.config).map(([key, value]) => [key.replace(/^multienv:/, ""), value]));
+  return { name: STACK, config };
+}
+
+/** What an episode leaves behind: a record in every site's data plane and a page visited in the desktop browser. */
+async function leaveTraces(): Promise<void> {
+  const { gatewayUrl, controlToken } = await gatewayAccess(STACK);
+  const auth = { authorization: `Bearer ${controlToken}` };
+  for (const site of ["shop", "gist", "github"]) {
+    const answer = await fetch(`${gatewayUrl}/svc/${site}/data`, { method: "POST", headers: auth, body: JSON.stringify({ left: site }) });
+    if (answer.status !== 201) throw new Error(`site ${site}: POST /data answered ${answer.status}`);
+  }
+  const browser = await chromium.connectOverCDP(`${gatewayUrl}/computers/desktop/cdp`, { headers: { Authorization: `Bearer ${controlToken}` } });
+  try {
+    const page = await browser.contexts()[0].newPage();
+    await page.goto("https://shop.test/");
+  } finally {
+    await browser.close();
+  }
+}
+
+/** `docker restart` of every container of the stack, then a poll of the gateway's /healthz on its published port. */
+async function dockerRestart(): Promise<void> {
+  const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }));
+  const list = (await api.request("GET", `/containers/json?filters=${filters}`)) as { Id: string }[];
+  await Promise.all(list.map((c) => api.request("POST", `/containers/${c.Id}/restart?t=1`)));
+  const info = (await api.request("GET", `/containers/${STACK}-gateway/json`)) as { NetworkSettings: { Ports: Record<string, { HostPort: string }[] | null> } };
+  const port = info.NetworkSettings.Ports["8080/tcp"]?.[0]?.HostPort;
+  const deadline = Date.now() + 120_000;
+  while (!(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false))) {
+    if (Date.now() > deadline) throw new Error("the gateway was not healthy 120 s after docker restart");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function main(): Promise<void> {
+  const spec = demoSpec();
+  const figures = { reset: [] as number[], resetCollect: [] as number[], downUp: [] as number[], dockerRestart: [] as number[] };
+  let containers = 0;
+  try {
+    await deployStack(spec, { preview: false });
+    containers = ((await api.request("GET", `/containers/json?filters=${encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }))}`)) as unknown[]).length;
+    for (let round = 1; round <= ROUNDS; round++) {
+      await leaveTraces();
+      figures.reset.push(await timed(() => resetStack(STACK)));
+      await leaveTraces();
+      figures.resetCollect.push(await timed(() => resetStack(STACK, { collect: true })));
+      await leaveTraces();
+      figures.downUp.push(await timed(async () => {
+        await destroyStack(STACK);
+        await deployStack(spec, { preview: false });
+      }));
+      figures.dockerRestart.push(await timed(dockerRestart));
+      console.log(
+        `round ${round}: reset ${figures.reset.at(-1)!.toFixed(1)} s, reset --collect ${figures.resetCollect.at(-1)!.toFixed(1)} s, down + up ${figures.downUp.at(-1)!.toFixed(1)} s, docker restart ${figures.dockerRestart.at(-1)!.toFixed(1)} s`,
+      );
+    }
+  } finally {
+    await destroyStack(STACK, { remove: true }).catch(() => undefined);
+    rmSync(path.join(REPO, "stacks", `Pulumi.${STACK}.yaml`), { force: true });
+    rmSync(STATE, { recursive: true, force: true });
+    rmSync(path.join(REPO, "artifacts", STACK), { recursive: true, force: true });
+    api.close();
+  }
+  const m = Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, median(v)])) as Record<keyof typeof figures, number>;
+  console.log(`the demo task, ${containers} containers, median of ${ROUNDS} rounds:`);
+  console.log(`  reset: ${m.reset.toFixed(1)} s; with the episode collected first: ${m.resetCollect.toFixed(1)} s`);
+  console.log(`  down + up: ${m.downUp.toFixed(1)} s, ${(m.downUp / m.reset).toFixed(1)}x a reset`);
+  console.log(`  docker restart of every container until healthy: ${m.dockerRestart.toFixed(1)} s, ${(m.dockerRestart / m.reset).toFixed(1)}x a reset`);
+  console.log(
+    JSON.stringify({
+      bench: "reset",
+      rounds: ROUNDS,
+      containers,
+      cpus: cpus().length,
+      loadavg: loadavg()[0],
+      medianSeconds: m,
+      ratios: { downUpPerReset: m.downUp / m.reset, dockerRestartPerReset: m.dockerRestart / m.reset },
+      seconds: figures,
+    }),
+  );
+}
+
+main().catch((error: unknown) => {
+  console.error(`bench:reset: ${(error as Error).message}`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,314 @@
+// `reset`: puts a deployed env back to the state right after `up`, without redeploying, so an evaluation
+// harness runs episode after episode on one env. In order:
+//   1. each computer's browser is left with one blank tab, and every connection its site proxy holds is ended, so
+//      the proxy's log holds the whole episode; when asked, the finished episode is collected (captures, proxy
+//      logs, run.json) into artifacts/<stack>/episodes/<n>/;
+//   2. each site's data is emptied: its card's website/v1 `reset` operation through the gateway, or, for a
+//      site that declares none, a restart of its server container;
+//   3. capture files start over: each sidecar's files are removed and the sidecar restarted;
+//   4. each browser is signed out of everything (cookies, the storage of every origin it may hold, the cache)
+//      and its start tabs opened again; the browser process keeps running, so its DevTools clients stay valid;
+//   5. the next episode begins: run.json counts it, and its evidence reads each proxy log from where it was at 1.
+// What a reset does not undo: sign-ins are gone (as after `up`; sign in again for the next episode), and the
+// browser's history and its in-memory caches (HTTP auth, TLS sessions) outlive it.
+// The containers are found in the stack's state (their names, roles and engines), so this works on every target.
+import { mkdir, readdir, rename, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { OutputMap } from "@pulumi/pulumi/automation";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { isWildcard } from "../plan/names";
+import { bearer } from "../protocol/auth";
+import { CARD_PATH, findExtension, parseCard, WEBSITE_OPERATIONS, WEBSITE_V1_URN, type GatewayCard } from "../protocol/card";
+import { parseSiteProxyLog } from "../protocol/site-proxy";
+import { dockerApi, type EngineTarget } from "../providers/docker-api";
+import { RESOURCE_TYPES } from "../providers/types";
+import { PROXY_LOGS_DIR, TRAFFIC_DIR } from "./artifacts";
+import { collectRun, type CollectResult } from "./collect";
+import { collectOptionsFor, completeProxyLogs } from "./down";
+import { errorMessage, RunnerError } from "./errors";
+import { fetchProxyLog } from "./evidence";
+import { gatewayAccessOf, readOutputs, type GatewayAccess } from "./outputs";
+import { readRunRecord, writeRunRecord, type EpisodeRecord } from "./run-record";
+import { cdpUrlOf } from "./sign-in";
+
+/** The part of the Automation API's Stack that reset uses. */
+export interface ResetSeam {
+  readonly name: string;
+  outputs(): Promise<OutputMap>;
+  exportStack(): Promise<{ deployment: { resources?: { type: string; inputs?: Record<string, any>; outputs?: Record<string, any> }[] } }>;
+}
+
+export interface ResetOptions {
+  artifactsDir: string;
+  /** Collect the finished episode before resetting (into episodes/<n>/); otherwise its evidence is let go. */
+  collect?: boolean;
+  failOnCaptureError?: boolean;
+  log?: (line: string) => void;
+}
+
+export interface ResetResult {
+  /** The episode that begins now (1 is the deploy's own). */
+  episode: number;
+  /** The finished episode's collection, when asked for. */
+  collected?: CollectResult;
+  /** How each site's data was emptied. */
+  sites: Record<string, "reset" | "restarted">;
+  computers: Record<string, { cookies: number; origins: number; startTabs: number }>;
+  seconds: number;
+}
+
+interface StackContainer {
+  name: string;
+  role?: string;
+  site?: string;
+  computer?: string;
+  engine: EngineTarget;
+}
+
+const ROLE_LABEL = "multienv.role";
+const SITE_LABEL = "multienv.site";
+const COMPUTER_LABEL = "multienv.computer";
+const CAPTURE_SITE_LABEL = "multienv.capture.site";
+const CAPTURE_ROLE_LABEL = "multienv.capture.role";
+
+/** Every container of the stack, from its state: name, role, site or computer, and the engine it is on. */
+function containersOf(resources: { type: string; inputs?: Record<string, any> }[]): (StackContainer & { captureOf?: string })[] {
+  return resources
+    .filter((r) => r.type === RESOURCE_TYPES.container && r.inputs)
+    .map((r) => {
+      const labels = Object.fromEntries(((r.inputs!.labels ?? []) as { label: string; value: string }[]).map((l) => [l.label, l.value]));
+      const captureOf = labels[CAPTURE_SITE_LABEL] ? `${labels[CAPTURE_SITE_LABEL]}-${labels[CAPTURE_ROLE_LABEL]}` : undefined;
+      return { name: String(r.inputs!.name), role: labels[ROLE_LABEL], site: labels[SITE_LABEL], computer: labels[COMPUTER_LABEL], engine: (r.inputs!.engine ?? {}) as EngineTarget, captureOf };
+    });
+}
+
+async function gatewayCard(access: GatewayAccess): Promise<GatewayCard> {
+  const response = await fetch(access.gatewayUrl.replace(/\/+$/, "") + CARD_PATH, { headers: { authorization: bearer(access.controlToken) } });
+  if (!response.ok) throw new Error(`the gateway's card: HTTP ${response.status}`);
+  return (await response.json()) as GatewayCard;
+}
+
+async function waitReady(access: GatewayAccess, site: string, timeoutMs = 30_000): Promise<void> {
+  const url = `${access.gatewayUrl.replace(/\/+$/, "")}/svc/${encodeURIComponent(site)}/ready`;
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const ok = await fetch(url, { headers: { authorization: bearer(access.controlToken) } }).then((r) => r.ok, () => false);
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`site ${site} was not ready again within ${timeoutMs / 1000} s of its restart`);
+}
+
+/** Empties one site's data: its declared `reset` operation, else a restart of its server. */
+async function resetSite(access: GatewayAccess, card: GatewayCard | undefined, site: string, server: StackContainer | undefined): Promise<"reset" | "restarted"> {
+  const siteCard = card?.sites?.[site] ? parseCard(card.sites[site]) : undefined;
+  const path = findExtension(siteCard, WEBSITE_V1_URN)?.paths?.[WEBSITE_OPERATIONS.reset];
+  if (path !== undefined) {
+    const response = await fetch(access.gatewayUrl.replace(/\/+$/, "") + path, { method: "POST", headers: { authorization: bearer(access.controlToken) } });
+    if (!response.ok) throw new Error(`site ${site}: its reset operation (POST ${path}) answered HTTP ${response.status}`);
+    return "reset";
+  }
+  if (server === undefined) throw new Error(`site ${site} declares no reset operation and its server container is not in the stack's state`);
+  const api = dockerApi(server.engine);
+  try {
+    await api.request("POST", `/containers/${encodeURIComponent(server.name)}/restart?t=1`);
+  } finally {
+    api.close();
+  }
+  await waitReady(access, site);
+  return "restarted";
+}
+
+/** Removes a capture sidecar's files and restarts it, so the next episode's captures start empty. */
+async function restartCapture(sidecar: StackContainer & { captureOf?: string }): Promise<void> {
+  const api = dockerApi(sidecar.engine);
+  try {
+    const exec = await api.request<{ Id: string }>("POST", `/containers/${encodeURIComponent(sidecar.name)}/exec`, { Cmd: ["sh", "-c", `rm -f /captures/${sidecar.captureOf}.pcap*`] });
+    await api.request("POST", `/exec/${exec.Id}/start`, { Detach: true });
+    for (let i = 0; i < 100; i++) {
+      if (!(await api.request<{ Running: boolean }>("GET", `/exec/${exec.Id}/json`)).Running) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await api.request("POST", `/containers/${encodeURIComponent(sidecar.name)}/restart?t=1`);
+  } finally {
+    api.close();
+  }
+}
+
+/** The origins whose storage a browser may hold after an episode: the hosts its proxy saw, the sites' exact names, its tabs. */
+function originsToClear(logText: string, siteDomains: string[], extra: string[]): string[] {
+  const hosts = new Set<string>();
+  for (const line of logText.split("\n")) {
+    try {
+      for (const record of parseSiteProxyLog(line)) {
+        const host = (record as { host?: unknown }).host;
+        if (typeof host === "string" && host !== "") hosts.add(host.toLowerCase().replace(/\.$/, ""));
+      }
+    } catch {
+      // a torn line
+    }
+  }
+  for (const d of siteDomains) if (!isWildcard(d)) hosts.add(d);
+  const origins = new Set(extra);
+  for (const host of hosts) {
+    const name = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+    origins.add(`https://${name}`).add(`http://${name}`);
+  }
+  return [...origins];
+}
+
+/** A computer's browser over DevTools through the gateway, held for the whole reset. */
+async function connectBrowser(access: GatewayAccess, computer: string): Promise<Browser> {
+  try {
+    return await chromium.connectOverCDP(cdpUrlOf(access.gatewayUrl, computer), { headers: { Authorization: bearer(access.controlToken) }, timeout: 15_000 });
+  } catch (error) {
+    throw new RunnerError(`computer ${computer}'s browser did not answer on DevTools through the gateway: ${errorMessage(error).split("\n")[0]}`);
+  }
+}
+
+/** Ends the episode in a browser: one blank tab left, every other closed (the origins its tabs showed, returned). */
+async function closeTabs(browser: Browser, computer: string): Promise<{ context: BrowserContext; blank: Page; tabOrigins: string[] }> {
+  const context = browser.contexts()[0];
+  if (context === undefined) throw new RunnerError(`computer ${computer}'s browser has no default context`);
+  const old = context.pages();
+  const tabOrigins = old
+    .map((p) => p.url())
+    .filter((u) => /^https?:/.test(u))
+    .map((u) => new URL(u).origin);
+  // The blank tab first: a browser with no tab left would exit.
+  const blank = await context.newPage();
+  await Promise.all(old.map((page) => page.close().catch(() => undefined)));
+  return { context, blank, tabOrigins };
+}
+
+/** Signs a browser out of everything (cookies, each origin's storage, the cache) and opens its start tabs again. */
+async function cleanBrowser(
+  browser: Browser,
+  tabs: { context: BrowserContext; blank: Page; tabOrigins: string[] },
+  startTabs: string[],
+  siteDomains: string[],
+  logText: string,
+): Promise<{ cookies: number; origins: number; startTabs: number }> {
+  const { context, blank, tabOrigins } = tabs;
+  const cookies = (await context.cookies()).length;
+  const origins = originsToClear(logText, siteDomains, [...tabOrigins, ...startTabs.filter((t) => /^https?:/.test(t)).map((t) => new URL(t).origin)]);
+  await context.clearCookies();
+  const tab = await context.newCDPSession(blank);
+  // An origin the browser never held is no error; one it cannot parse is skipped.
+  await Promise.all(origins.map((origin) => tab.send("Storage.clearDataForOrigin", { origin, storageTypes: "all" }).catch(() => undefined)));
+  await tab.send("Network.clearBrowserCache");
+  await tab.detach().catch(() => undefined);
+  const session = await browser.newBrowserCDPSession();
+  // One after another, so the tabs stand in the order the computer declares them.
+  for (const url of startTabs) await session.send("Target.createTarget", { url });
+  if (startTabs.length > 0) await blank.close().catch(() => undefined);
+  return { cookies, origins: origins.length, startTabs: startTabs.length };
+}
+
+/** Moves the collected episode (captures, proxy logs, a copy of run.json) into episodes/<n>/ of the run. */
+async function archiveEpisode(artifactsDir: string, episode: number): Promise<string> {
+  const relative = join("episodes", String(episode));
+  const dir = join(artifactsDir, relative);
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  for (const sub of [TRAFFIC_DIR, PROXY_LOGS_DIR]) {
+    const from = join(artifactsDir, sub);
+    const entries = await readdir(from).catch(() => []);
+    if (entries.length > 0) await rename(from, join(dir, sub));
+  }
+  return relative;
+}
+
+/** Resets a deployed stack's env for the next episode (see the top of this file). */
+export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise<ResetResult> {
+  const started = Date.now();
+  const log = options.log ?? (() => {});
+  const [map, exported] = await Promise.all([stack.outputs(), stack.exportStack()]);
+  const collectOptions = collectOptionsFor(stack.name, map, options.artifactsDir);
+  if (collectOptions === undefined) throw new RunnerError(`stack ${stack.name}: nothing is deployed; deploy it first with \`multienv up ${stack.name}\``);
+  const access = gatewayAccessOf(map, stack.name);
+  const outputs = readOutputs(map);
+  const containers = containersOf(exported.deployment.resources ?? []);
+  const computers = Object.keys(outputs.computers);
+  const phase = (what: string) => log(`stack ${stack.name}: reset: ${what} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  phase("state read");
+
+  // 1. End the episode: the browsers' tabs close, every connection their proxies hold ends and is logged.
+  const browsers = new Map<string, Browser>();
+  try {
+    const tabs = new Map<string, Awaited<ReturnType<typeof closeTabs>>>();
+    await Promise.all(
+      computers.map(async (computer) => {
+        const browser = await connectBrowser(access, computer);
+        browsers.set(computer, browser);
+        tabs.set(computer, await closeTabs(browser, computer));
+      }),
+    );
+    phase("tabs closed");
+    if (computers.length > 0) await completeProxyLogs(collectOptions, log);
+    const logs = Object.fromEntries(await Promise.all(computers.map(async (c) => [c, await fetchProxyLog(access.gatewayUrl, access.controlToken, c).catch(() => "")] as const)));
+    phase("tabs closed, connections ended and logged");
+    let record = await readRunRecord(options.artifactsDir, stack.name);
+    const episode = record.episode ?? 1;
+    let collected: CollectResult | undefined;
+    let archived: string | undefined;
+    if (options.collect) {
+      collected = await collectRun({ ...collectOptions, failOnCaptureError: options.failOnCaptureError, log });
+      archived = await archiveEpisode(options.artifactsDir, episode);
+      record = collected.record;
+      phase(`episode ${episode} collected`);
+    }
+
+    // 2 and 3. The sites' data and the captures start over.
+    let card: GatewayCard | undefined;
+    try {
+      card = await gatewayCard(access);
+    } catch (error) {
+      log(`warning: stack ${stack.name}: the gateway's card could not be read (${errorMessage(error)}); every site's server is restarted instead`);
+    }
+    const sites: ResetResult["sites"] = {};
+    const siteWork = Object.keys(outputs.websites).map(async (site) => {
+      sites[site] = await resetSite(access, card, site, containers.find((c) => c.role === "server" && c.site === site));
+    });
+    const captureWork = outputs.captureTraffic ? containers.filter((c) => c.role === "capture").map(restartCapture) : [];
+    await Promise.all([...siteWork, ...captureWork]);
+    phase("sites and captures started over");
+
+    // 4. The browsers start clean, at their start tabs; the next episode's evidence starts where each log is now.
+    const siteDomains = Object.values(outputs.websites).flatMap((w) => w.domains);
+    const startTabsOf = (computer: string) => (outputs.computers[computer] as { startTabs?: string[] } | undefined)?.startTabs ?? [];
+    const cleaned: ResetResult["computers"] = {};
+    await Promise.all(
+      computers.map(async (computer) => {
+        cleaned[computer] = await cleanBrowser(browsers.get(computer)!, tabs.get(computer)!, startTabsOf(computer), siteDomains, logs[computer] ?? "");
+      }),
+    );
+    phase("browsers clean, start tabs open");
+
+    // 5. The next episode begins.
+    const logOffsets = Object.fromEntries(computers.map((c) => [c, (logs[c] ?? "").length]));
+    const finished: EpisodeRecord = {
+      episode,
+      endedAt: new Date().toISOString(),
+      collected: options.collect === true,
+      ...(archived ? { dir: archived } : {}),
+      ...(collected ? { reproducible: collected.record.reproducible, publicHostsContacted: collected.record.publicHostsContacted, captures: collected.record.captures.length } : {}),
+    };
+    await writeRunRecord(options.artifactsDir, {
+      ...record,
+      episode: episode + 1,
+      episodeStartedAt: new Date().toISOString(),
+      proxyLogOffsets: logOffsets,
+      episodes: [...(record.episodes ?? []), finished],
+      captures: [],
+      captureErrors: [],
+      evidence: {},
+      publicHostsContacted: [],
+    });
+    const seconds = (Date.now() - started) / 1000;
+    return { episode: episode + 1, collected, sites, computers: cleaned, seconds };
+  } finally {
+    // Disconnecting leaves each browser running.
+    await Promise.all([...browsers.values()].map((b) => b.close().catch(() => undefined)));
+  }
+}
