@@ -78,7 +78,8 @@ export class Computers {
     if (op === "end-connections") {
       if (!computer.endConnections) return refuse(404, { error: "this computer's site proxy cannot end its connections", computer: name });
       if (req.method !== "POST") return refuse(405, { error: "method not allowed" }, undefined, { Allow: "POST" });
-      return this.forwarder.forward(req, res, { url: computer.endConnections, label: { computer: name }, authorization: this.authorization(name) }, "");
+      // `rest` is the query alone (`?episode=<n>`), passed on as the client wrote it.
+      return this.forwarder.forward(req, res, { url: computer.endConnections, label: { computer: name }, authorization: this.authorization(name) }, rest);
     }
     if (op === "proxy-log") {
       if (!computer.proxyLog) return refuse(404, { error: "no proxy log configured", computer: name });

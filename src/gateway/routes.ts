@@ -67,7 +67,7 @@ export function route(target: string): Route {
       return { kind: "computer", computer, op: "cdp", rest: cdpRest.startsWith("/") ? cdpRest : `/${cdpRest}` };
     }
     if (rest === "/proxy-log" || rest.startsWith("/proxy-log?")) return { kind: "computer", computer, op: "proxy-log", rest: "/" };
-    if (rest === "/connections/end") return { kind: "computer", computer, op: "end-connections", rest: "/" };
+    if (rest === "/connections/end" || rest.startsWith("/connections/end?")) return { kind: "computer", computer, op: "end-connections", rest: rest.slice("/connections/end".length) };
   }
   return { kind: "not-found" };
 }

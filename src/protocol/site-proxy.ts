@@ -126,7 +126,54 @@ export interface RestartedRecord extends LogRecordBase {
   signal: string | null;
 }
 
-export type SiteProxyLogRecord = StartupRecord | ConnectionRecord | FailedRecord | RefusedRecord | RequestRecord | ErrorRecord | RestartedRecord;
+/**
+ * An episode begins: every connection the proxy held was ended first (their lines stand before this one), so the
+ * lines after it are the episode's alone. Written on `POST /connections/end?episode=<n>`.
+ */
+export interface EpisodeMarkRecord extends LogRecordBase {
+  event: "episode";
+  episode: number;
+  /** How many sockets were ended. */
+  ended: number;
+}
+
+export type SiteProxyLogRecord = StartupRecord | ConnectionRecord | FailedRecord | RefusedRecord | RequestRecord | ErrorRecord | RestartedRecord | EpisodeMarkRecord;
+
+const EPISODE_LINE = '{"event":"episode",';
+
+/** Where each `episode` line starts in the log, with its episode. The proxy writes `event` first, so the prefix is exact. */
+function episodeMarks(logText: string): { at: number; episode: number }[] {
+  const marks: { at: number; episode: number }[] = [];
+  for (let at = 0; at < logText.length; ) {
+    const end = logText.indexOf("\n", at);
+    const next = end === -1 ? logText.length : end + 1;
+    if (logText.startsWith(EPISODE_LINE, at)) {
+      try {
+        marks.push({ at, episode: (JSON.parse(logText.slice(at, next)) as EpisodeMarkRecord).episode });
+      } catch {
+        // a torn last line
+      }
+    }
+    at = next;
+  }
+  return marks;
+}
+
+/**
+ * The lines of one episode: from its `episode` line (included) to the next one, or to the end of the log; without
+ * `episode`, the episode under way. An episode the log has no mark for is read from the last mark before it, or,
+ * when every mark is later, the log before the first mark (the deploy's own episode, in a log a self-test did not
+ * mark).
+ */
+export function episodeOf(logText: string, episode?: number): string {
+  const marks = episodeMarks(logText);
+  if (marks.length === 0) return logText;
+  let index = marks.length - 1;
+  if (episode !== undefined) while (index >= 0 && marks[index].episode > episode) index--;
+  const from = index === -1 ? 0 : marks[index].at;
+  const until = marks[index + 1]?.at;
+  return logText.slice(from, until);
+}
 
 /** Parses the log file's text into records, one per line (blank lines skipped). */
 export function parseSiteProxyLog(text: string): SiteProxyLogRecord[] {

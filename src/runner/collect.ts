@@ -8,6 +8,7 @@ import { createReadStream } from "node:fs";
 import { mkdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { CARD_PATH, type AgentEnvCard } from "../protocol/card";
+import { episodeOf } from "../protocol/site-proxy";
 import { fetchTrafficCapture, listTrafficCaptures, parseCaptureName, servesTraffic, type TrafficCapture } from "../protocol/traffic";
 import { PROXY_LOGS_DIR, TRAFFIC_DIR, temporaryPathFor, writeFileAtomic } from "./artifacts";
 import { errorMessage, RunnerError } from "./errors";
@@ -42,6 +43,8 @@ export interface CollectOptions {
   marks?: DeployedMarks;
   /** Whether the env captures traffic; when absent the gateway's card says (traffic/v1 declared or not). */
   captureTraffic?: boolean;
+  /** The episode whose evidence to read (default: the one under way). */
+  episode?: number;
   /** Computers whose site-proxy logs are evidence. */
   computers: string[];
   /** Synthetic sites' domain patterns (connections to them are not public). */
@@ -184,10 +187,8 @@ async function gatherEvidenceInto(options: CollectOptions, record: RunRecord): P
   for (const computer of options.computers) {
     const fetchedAt = new Date().toISOString();
     try {
-      const whole = await fetchProxyLog(access.gatewayUrl, access.controlToken, computer);
-      // The episode under way began at this offset (a reset); a shorter log is a replaced proxy's, read whole.
-      const offset = record.proxyLogOffsets?.[computer] ?? 0;
-      const text = whole.length >= offset ? whole.slice(offset) : whole;
+      // The episode's lines alone: between the proxy's `episode` marks (a self-test's, a reset's).
+      const text = episodeOf(await fetchProxyLog(access.gatewayUrl, access.controlToken, computer), options.episode);
       const logFile = `${PROXY_LOGS_DIR}/${computer}.jsonl`;
       await keepReplacedLog(join(artifactsDir, logFile), text);
       await writeFileAtomic(join(artifactsDir, logFile), text);

@@ -27,10 +27,12 @@ export async function fetchProxyLog(gatewayUrl: string, token: string, computer:
 /**
  * Ends every connection a computer's site proxy holds, to its browser and to hosts, and resolves once their
  * `connection` lines are in its log: a browser keeps idle connections open, and a connection is logged when it
- * ends. The number of sockets ended, or undefined from a site proxy that cannot do this (an older image).
+ * ends. With `episode`, the proxy then marks the log: the lines after the mark are that episode's. The number of
+ * sockets ended, or undefined from a site proxy that cannot do this (an older image).
  */
-export async function endProxyConnections(gatewayUrl: string, token: string, computer: string): Promise<number | undefined> {
-  const response = await fetch(`${gatewayUrl.replace(/\/+$/, "")}/computers/${encodeURIComponent(computer)}/connections/end`, { method: "POST", headers: { authorization: bearer(token) } }).catch((error: unknown) => {
+export async function endProxyConnections(gatewayUrl: string, token: string, computer: string, episode?: number): Promise<number | undefined> {
+  const query = episode === undefined ? "" : `?episode=${episode}`;
+  const response = await fetch(`${gatewayUrl.replace(/\/+$/, "")}/computers/${encodeURIComponent(computer)}/connections/end${query}`, { method: "POST", headers: { authorization: bearer(token) } }).catch((error: unknown) => {
     throw new Error(`ending the connections of computer ${computer}'s site proxy: ${errorMessage(error)}`);
   });
   const body = await response.text();

@@ -1,14 +1,15 @@
 // `reset`: puts a deployed env back to the state right after `up`, without redeploying, so an evaluation
 // harness runs episode after episode on one env. In order:
 //   1. each computer's browser is left with one blank tab, and every connection its site proxy holds is ended, so
-//      the proxy's log holds the whole episode; when asked, the finished episode is collected (captures, proxy
-//      logs, run.json) into artifacts/<stack>/episodes/<n>/;
+//      the proxy's log holds the whole episode, and marked, so the lines after the mark are the next episode's;
+//      when asked, the finished episode is collected (captures, proxy logs, run.json), and what was collected of
+//      it moves to artifacts/<stack>/episodes/<n>/;
 //   2. each site's data is emptied: its card's website/v1 `reset` operation through the gateway, or, for a
 //      site that declares none, a restart of its server container;
 //   3. capture files start over: each sidecar's files are removed and the sidecar restarted;
 //   4. each browser is signed out of everything (cookies, the storage of every origin it may hold, the cache)
 //      and its start tabs opened again; the browser process keeps running, so its DevTools clients stay valid;
-//   5. the next episode begins: run.json counts it, and its evidence reads each proxy log from where it was at 1.
+//   5. the next episode begins: run.json counts it, and its evidence is each proxy log after the mark of 1.
 // What a reset does not undo: sign-ins are gone (as after `up`; sign in again for the next episode), and the
 // browser's history and its in-memory caches (HTTP auth, TLS sessions) outlive it.
 // The containers are found in the stack's state (their names, roles and engines), so this works on every target.
@@ -19,14 +20,14 @@ import { chromium, type Browser, type BrowserContext, type Page } from "playwrig
 import { isWildcard } from "../plan/names";
 import { bearer } from "../protocol/auth";
 import { CARD_PATH, findExtension, parseCard, WEBSITE_OPERATIONS, WEBSITE_V1_URN, type GatewayCard } from "../protocol/card";
-import { parseSiteProxyLog } from "../protocol/site-proxy";
+import { episodeOf, parseSiteProxyLog } from "../protocol/site-proxy";
 import { dockerApi, type EngineTarget } from "../providers/docker-api";
 import { RESOURCE_TYPES } from "../providers/types";
 import { PROXY_LOGS_DIR, TRAFFIC_DIR } from "./artifacts";
 import { collectRun, type CollectResult } from "./collect";
-import { collectOptionsFor, completeProxyLogs } from "./down";
+import { collectOptionsFor } from "./down";
 import { errorMessage, RunnerError } from "./errors";
-import { fetchProxyLog } from "./evidence";
+import { endProxyConnections, fetchProxyLog } from "./evidence";
 import { gatewayAccessOf, readOutputs, type GatewayAccess } from "./outputs";
 import { readRunRecord, writeRunRecord, type EpisodeRecord } from "./run-record";
 import { cdpUrlOf } from "./sign-in";
@@ -205,18 +206,22 @@ async function cleanBrowser(
   return { cookies, origins: origins.length, startTabs: startTabs.length };
 }
 
-/** Moves the collected episode (captures, proxy logs, a copy of run.json) into episodes/<n>/ of the run. */
-async function archiveEpisode(artifactsDir: string, episode: number): Promise<string> {
+/** Moves what was collected of an episode (captures, proxy logs) into episodes/<n>/ of the run; undefined when nothing was. */
+async function archiveEpisode(artifactsDir: string, episode: number): Promise<string | undefined> {
   const relative = join("episodes", String(episode));
   const dir = join(artifactsDir, relative);
-  await rm(dir, { recursive: true, force: true });
-  await mkdir(dir, { recursive: true });
+  let moved = false;
   for (const sub of [TRAFFIC_DIR, PROXY_LOGS_DIR]) {
     const from = join(artifactsDir, sub);
-    const entries = await readdir(from).catch(() => []);
-    if (entries.length > 0) await rename(from, join(dir, sub));
+    if ((await readdir(from).catch(() => [])).length === 0) continue;
+    if (!moved) {
+      await rm(dir, { recursive: true, force: true });
+      await mkdir(dir, { recursive: true });
+      moved = true;
+    }
+    await rename(from, join(dir, sub));
   }
-  return relative;
+  return moved ? relative : undefined;
 }
 
 /** Resets a deployed stack's env for the next episode (see the top of this file). */
@@ -245,19 +250,27 @@ export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise
       }),
     );
     phase("tabs closed");
-    if (computers.length > 0) await completeProxyLogs(collectOptions, log);
-    const logs = Object.fromEntries(await Promise.all(computers.map(async (c) => [c, await fetchProxyLog(access.gatewayUrl, access.controlToken, c).catch(() => "")] as const)));
-    phase("tabs closed, connections ended and logged");
+    // Every connection ends and is logged; the proxy marks where the next episode's lines begin.
     let record = await readRunRecord(options.artifactsDir, stack.name);
     const episode = record.episode ?? 1;
+    const logs = Object.fromEntries(
+      await Promise.all(
+        computers.map(async (computer) => {
+          const ended = await endProxyConnections(access.gatewayUrl, access.controlToken, computer, episode + 1);
+          if (ended === undefined) throw new RunnerError(`stack ${stack.name}: computer ${computer}'s site proxy cannot end its connections (an image from before reset); run \`multienv up ${stack.name}\` first`);
+          return [computer, episodeOf(await fetchProxyLog(access.gatewayUrl, access.controlToken, computer), episode)] as const;
+        }),
+      ),
+    );
+    phase(`episode ${episode} ended and logged`);
     let collected: CollectResult | undefined;
-    let archived: string | undefined;
     if (options.collect) {
-      collected = await collectRun({ ...collectOptions, failOnCaptureError: options.failOnCaptureError, log });
-      archived = await archiveEpisode(options.artifactsDir, episode);
+      collected = await collectRun({ ...collectOptions, episode, failOnCaptureError: options.failOnCaptureError, log });
       record = collected.record;
       phase(`episode ${episode} collected`);
     }
+    // What was collected of the episode, now or before, moves out of the way of the next one.
+    const archived = await archiveEpisode(options.artifactsDir, episode);
 
     // 2 and 3. The sites' data and the captures start over.
     let card: GatewayCard | undefined;
@@ -286,7 +299,6 @@ export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise
     phase("browsers clean, start tabs open");
 
     // 5. The next episode begins.
-    const logOffsets = Object.fromEntries(computers.map((c) => [c, (logs[c] ?? "").length]));
     const finished: EpisodeRecord = {
       episode,
       endedAt: new Date().toISOString(),
@@ -298,7 +310,6 @@ export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise
       ...record,
       episode: episode + 1,
       episodeStartedAt: new Date().toISOString(),
-      proxyLogOffsets: logOffsets,
       episodes: [...(record.episodes ?? []), finished],
       captures: [],
       captureErrors: [],

@@ -61,8 +61,6 @@ export interface RunRecord {
   episode?: number;
   /** When the episode under way began (a reset); absent for the deploy's own episode. */
   episodeStartedAt?: string;
-  /** Computer -> where the episode under way begins in its site-proxy log (bytes): its evidence reads from there. */
-  proxyLogOffsets?: Record<string, number>;
   /** The episodes that ended with a reset, first first. */
   episodes?: EpisodeRecord[];
   /** True when the env deploys a live site. */

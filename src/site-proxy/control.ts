@@ -39,6 +39,14 @@ const UNAUTHORIZED = "this listener needs Authorization: Bearer <the computer's 
  */
 const DEVTOOLS_HOST = "localhost";
 
+/** `?episode=<n>` of a request-target: undefined without it, null when it is not a whole number from 1. */
+function episodeParam(url: string): number | undefined | null {
+  const query = url.indexOf("?");
+  const value = query === -1 ? null : new URLSearchParams(url.slice(query + 1)).get("episode");
+  if (value === null) return undefined;
+  return /^[1-9][0-9]{0,8}$/.test(value) ? Number(value) : null;
+}
+
 /** The path under /cdp as DevTools knows it (`/cdp/json/version` -> `/json/version`), or undefined outside /cdp. */
 function devtoolsPath(url: string): string | undefined {
   if (url !== CDP_PREFIX && !url.startsWith(`${CDP_PREFIX}/`) && !url.startsWith(`${CDP_PREFIX}?`)) return undefined;
@@ -82,9 +90,13 @@ export function createControlServer(options: ControlOptions): http.Server {
     return `DevTools at ${cdp.host}:${cdp.port}: ${err.message}`;
   }
 
-  /** Ends the computer's connections and answers once their lines are in the log, so a reader of /log sees them all. */
-  async function endConnections(connections: OpenConnections): Promise<number> {
+  /**
+   * Ends the computer's connections and resolves once their lines are in the log, so a reader of /log sees them
+   * all; with `episode`, an `episode` line after them marks where that episode's lines begin.
+   */
+  async function endConnections(connections: OpenConnections, episode: number | undefined): Promise<number> {
     const ended = await connections.endAll();
+    if (episode !== undefined) log.write({ event: "episode", episode, ended });
     await log.flushed();
     return ended;
   }
@@ -107,7 +119,9 @@ export function createControlServer(options: ControlOptions): http.Server {
     const route = url.split("?")[0];
     if (route === CONNECTIONS_END_PATH && options.connections) {
       if (req.method !== "POST") return void res.writeHead(405, { Allow: "POST" }).end();
-      return void endConnections(options.connections).then((ended) => {
+      const episode = episodeParam(url);
+      if (episode === null) return answerResponse(res, 400, null, "episode must be a whole number from 1, as in ?episode=2", true);
+      return void endConnections(options.connections, episode).then((ended) => {
         res.writeHead(200, { "Content-Type": "application/json" });
         res.end(JSON.stringify({ ended }) + "\n");
       });

@@ -218,3 +218,27 @@ describe("ending every connection (POST /connections/end)", () => {
     expect(res.status).not.toBe(200);
   });
 });
+
+describe("marking an episode (POST /connections/end?episode=<n>)", () => {
+  it("writes the episode line after the lines of every connection it ended", async () => {
+    const echo = await startEchoServer();
+    const tunnel = await connectThrough(proxy.port, `127.0.0.1:${echo.port}`);
+    expect(tunnel.status).toBe(200);
+    const answer = await fetch(`${control}/connections/end?episode=2`, { method: "POST", headers: auth });
+    expect(answer.status).toBe(200);
+    const records = proxy.records();
+    const markAt = records.findIndex((r) => r.event === "episode");
+    expect(records[markAt]).toMatchObject({ event: "episode", episode: 2 });
+    const tunnelAt = records.findIndex((r) => r.event === "connection" && (r as { port: number }).port === echo.port);
+    expect(tunnelAt).toBeGreaterThanOrEqual(0);
+    expect(tunnelAt).toBeLessThan(markAt);
+  });
+
+  it("refuses an episode that is not a whole number from 1, marking nothing", async () => {
+    const before = proxy.records().filter((r) => r.event === "episode").length;
+    for (const bad of ["0", "-1", "1.5", "x", "", "99999999999"]) {
+      expect((await fetch(`${control}/connections/end?episode=${bad}`, { method: "POST", headers: auth })).status, bad).toBe(400);
+    }
+    expect(proxy.records().filter((r) => r.event === "episode").length).toBe(before);
+  });
+});
