@@ -23,11 +23,26 @@ export const CHROMIUM_FLAGS = [
   "--no-sandbox",
   "--disable-gpu",
   "--no-first-run",
+  "--disable-dev-shm-usage",
+  "--proxy-bypass-list=<-loopback>",
+  // Chromium's own traffic (sign-in, updates, network time, optimization hints, the search engine's preconnect,
+  // field trials) would be hosts the computer contacted, in the env's evidence: the switches Playwright's
+  // chromiumSwitches uses to keep a test browser quiet, those that bear on the network.
   "--disable-background-networking",
   "--disable-component-update",
   "--disable-sync",
-  "--disable-dev-shm-usage",
-  "--proxy-bypass-list=<-loopback>",
+  "--disable-field-trial-config",
+  "--disable-breakpad",
+  "--disable-component-extensions-with-background-pages",
+  "--disable-default-apps",
+  "--no-default-browser-check",
+  "--metrics-recording-only",
+  "--password-store=basic",
+  "--no-service-autorun",
+  "--disable-search-engine-choice-screen",
+  "--disable-domain-reliability",
+  "--disable-features=OptimizationHints,NetworkTimeServiceQuerying,AimEnabled,PreconnectToSearch,MediaRouter,DialMediaRouteProvider,Translate,AutofillServerCommunication,CertificateTransparencyComponentUpdater",
+  "--enable-features=SkipListAccountsWithoutGaiaCookies",
 ];
 
 /** How long the relay's host name may take to resolve at start (Docker's DNS learns a container's aliases late). */

@@ -106,6 +106,17 @@ describe("browser launcher", () => {
     expect(seen).toContain("GET http://plain.test/");
   });
 
+  it("sends nothing of its own through the proxy: only the start tabs' hosts, however long it idles", async () => {
+    // Chromium phones home (sign-in, push messaging, optimization hints, the search engine's preconnect, network
+    // time) unless told not to: in an env those would be hosts the computer contacted, in its evidence.
+    // Two remain that no switch or policy of this Chromium (156, Debian) turns off: its component updater's
+    // check and its sign-in service's ListAccounts; they are named here so that any other is a failure.
+    await new Promise((r) => setTimeout(r, 10_000));
+    const residual = /^(CONNECT (update\.googleapis\.com|accounts\.google\.com):443|GET http:\/\/update\.googleapis\.com\/service\/update2\/.*)$/;
+    const own = seen.filter((line) => !/^(CONNECT app\.test:443|GET http:\/\/plain\.test\/.*)$/.test(line) && !residual.test(line));
+    expect(own).toEqual([]);
+  }, 30_000);
+
   it("starts Chromium again after kill -9, with its start tabs", async () => {
     const pid = launcher.pid()!;
     const ready = launcher.ready();
