@@ -1,6 +1,7 @@
 // The components of a multi env, one per file.
 export { MultiEnv } from "./multiEnv";
-export type { MultiEnvArgs, MultiEnvOutputs, WebsiteOutput, ComputerOutput } from "./multiEnv";
+export type { MultiEnvArgs, MultiEnvOutputs } from "./multiEnv";
+export type { WebsiteOutput, ComputerOutput } from "../src/protocol/outputs";
 export { Website } from "./website";
 export { Gateway } from "./gateway";
 export { CaptureSidecar } from "./captureSidecar";

@@ -10,6 +10,8 @@ import { Computer } from "./computer";
 import { ControlToken } from "./controlToken";
 import { envTargetFor } from "./envTarget";
 import { Gateway } from "./gateway";
+import { SelfTest } from "./selfTest";
+import type { ComputerOutput, SelfTestOutput, WebsiteOutput } from "../src/protocol/outputs";
 import { Website } from "./website";
 
 export interface MultiEnvArgs {
@@ -25,23 +27,6 @@ export interface MultiEnvArgs {
   dockerHost?: string;
 }
 
-export interface WebsiteOutput {
-  live: boolean;
-  domains: string[];
-  svcUrl: string;
-  /** Synthetic sites only. */
-  browseUrl?: string;
-}
-
-export interface ComputerOutput {
-  network: PlannedComputer["network"];
-  reaching: Reaching;
-  siteTable: Record<string, string[]>;
-  /** The tabs its browser opens at launch (and a reset opens again). */
-  startTabs: string[];
-  cdpUrl: string;
-}
-
 /** The stack outputs (DESIGN "Outputs"). */
 export interface MultiEnvOutputs {
   gatewayUrl: pulumi.Output<string>;
@@ -52,6 +37,8 @@ export interface MultiEnvOutputs {
   liveWebsites: LiveWebsiteMark[];
   reproducible: boolean;
   captureTraffic: boolean;
+  /** What the deploy's self-test found, or that it was skipped. */
+  selfTest: pulumi.Output<SelfTestOutput>;
 }
 
 export class MultiEnv extends pulumi.ComponentResource {
@@ -134,6 +121,13 @@ export class MultiEnv extends pulumi.ComponentResource {
     });
 
     const gatewayUrl = this.gateway.url;
+    const selfTest = plan.selfTest.enabled
+      ? new SelfTest(
+          `${plan.stack}-self-test`,
+          { selfTest: plan.selfTest, gatewayUrl, controlToken: this.controlToken.value, containers: [this.gateway.container, ...this.computers.flatMap((c) => [c.proxy, c.browser])] },
+          { parent: this },
+        )
+      : undefined;
     // Collects on a plain `pulumi destroy`: deleted first, since it depends on the gateway and the computers.
     if (plan.capture.enabled) new CaptureCollector(`${plan.stack}-capture-collector`, { plan, gatewayUrl, controlToken: this.controlToken.value }, { parent: this, dependsOn: [this.gateway, ...this.computers] });
     this.outputs = {
@@ -154,6 +148,7 @@ export class MultiEnv extends pulumi.ComponentResource {
       liveWebsites: plan.liveWebsites,
       reproducible: plan.reproducible,
       captureTraffic: plan.capture.enabled,
+      selfTest: selfTest ? selfTest.results : pulumi.output({ skipped: true as const }),
     };
     this.registerOutputs({ ...this.outputs });
   }

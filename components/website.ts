@@ -50,7 +50,7 @@ export class Website extends pulumi.ComponentResource {
         image: engine.pulledImage(requireImage(site, "server", site.server)),
         networksAdvanced: networksAdvanced(engine, serverNetworks(plan, site)),
         capabilities: DEFAULT_CAPABILITIES,
-        envs: [settingsEnv(site, args.secretValues)],
+        envs: [settingsEnv(site, args.secretValues), envEntry(ENV_VARS.websiteDomains, JSON.stringify(site.domains))],
         restart: RESTART,
         labels: containerLabels(engine, siteLabels(site, "server")),
       },

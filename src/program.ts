@@ -9,6 +9,7 @@ import { MultiEnv, type MultiEnvOutputs } from "../components/multiEnv";
 import { ConfigError, loadStackConfig } from "./config";
 import { formatProblem, plan, type Plan } from "./plan";
 import { DEFAULT_BASE_IMAGE, PROJECT_IMAGES, projectImagesNeeded } from "./plan/layout";
+import { SELF_TEST_ENV } from "./plan/self-test";
 
 /** The repository root: the build context of the project's images. */
 const REPO_ROOT = path.resolve(__dirname, "..");
@@ -43,7 +44,7 @@ export async function multienvProgram(options: ProgramOptions = {}): Promise<Mul
     if (error instanceof ConfigError) throw new pulumi.RunError(error.message);
     throw error;
   }
-  const result = plan(loaded.config, { stack });
+  const result = plan(loaded.config, { stack, selfTest: process.env[SELF_TEST_ENV] !== "off" });
   for (const warning of result.warnings) pulumi.log.warn(warning);
   if (!result.ok) throw new pulumi.RunError(result.problems.map(formatProblem).join("\n"));
   if (options.bundle !== false) bundleServices(result.plan);

@@ -64,6 +64,17 @@ export const captureSchema = z.strictObject({
   fileCount: z.number().int().min(1).max(1_000).default(10),
 });
 
+/** The deploy's self-test: on (default), off, or on with the page an allow-all computer must reach. */
+export const selfTestSchema = z.union([
+  z.boolean(),
+  z.strictObject({
+    publicUrl: z
+      .string()
+      .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), { error: "must be an http:// or https:// URL, such as https://example.com/" })
+      .optional(),
+  }),
+]);
+
 // `ec2` is required when target is ec2: validate.ts checks that, so it is reported beside every other problem.
 export const stackConfigSchema = z.strictObject({
   target: z.enum(["docker", "ec2"]).default("docker"),
@@ -72,7 +83,8 @@ export const stackConfigSchema = z.strictObject({
   captureTraffic: z.boolean().default(false),
   capture: captureSchema.default({ fileSizeMb: 20, fileCount: 10 }),
   ec2: ec2Schema.optional(),
+  selfTest: selfTestSchema.default(true),
 });
 
 /** The keys the `multienv` namespace holds besides the secrets that secretSettings name. */
-export const STACK_KEYS = ["target", "websites", "computers", "captureTraffic", "capture", "ec2"] as const;
+export const STACK_KEYS = ["target", "websites", "computers", "captureTraffic", "capture", "ec2", "selfTest"] as const;

@@ -6,6 +6,7 @@ import { allowlistProblems, reachesPublicHosts, reaching } from "./reaching";
 import { namingProblems, stackNameProblem } from "./reserved";
 import { siteTable } from "./site-table";
 import { websiteProblems } from "./sites";
+import { selfTestPlan } from "./self-test";
 import { startTabProblems, startTabWarnings } from "./start-tabs";
 import { GATEWAY_PORT, topologyNames } from "./topology";
 import type { Plan, PlannedComputer, PlannedWebsite, PlanResult, Problem, StackConfig } from "./types";
@@ -24,6 +25,8 @@ export type { GatewayServiceConfig, SiteProxyServiceConfig, BrowserServiceConfig
 export interface PlanOptions {
   /** The Pulumi stack name: it prefixes every Docker name. */
   stack: string;
+  /** False skips the self-test whatever the config says (`multienv up --no-self-test`). */
+  selfTest?: boolean;
 }
 
 /** Every problem with `config` as a stack named `stack`, in config order (names first, then sites, computers, capture). */
@@ -145,6 +148,10 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
     live: liveWebsites.length > 0,
     reproducible: liveWebsites.length === 0,
     liveWebsites,
+    selfTest: selfTestPlan(computers, websites, {
+      enabled: config.selfTest !== false && options.selfTest !== false && computers.length > 0,
+      publicUrl: typeof config.selfTest === "object" ? config.selfTest.publicUrl : undefined,
+    }),
     warnings,
   };
   if (config.target === "ec2" && config.ec2 !== undefined) result.ec2 = { ...config.ec2, runnerCidrs: [...config.ec2.runnerCidrs] };

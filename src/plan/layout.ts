@@ -8,6 +8,8 @@ import type { Plan, PlannedCapture, PlannedComputer, PlannedWebsite } from "./ty
 /** Environment variable names the containers read (DESIGN "Entry points", docs/contracts.md). */
 export const ENV_VARS = {
   websiteSettings: "AGENTENV_WEBSITE_SETTINGS",
+  /** The names the site claims in the config (a JSON list), so its card can declare them. */
+  websiteDomains: "AGENTENV_WEBSITE_DOMAINS",
   gatewayConfig: "MULTIENV_GATEWAY_CONFIG",
   controlToken: "MULTIENV_CONTROL_TOKEN",
   siteProxyConfig: "MULTIENV_SITE_PROXY_CONFIG",

@@ -2,6 +2,7 @@
 // `StackConfig` is what `loadConfig` produces once the zod schema accepts a stack;
 // `Plan` is what `plan()` decides from it. Both are plain data: no Pulumi, no I/O.
 // Components consume a Plan and decide nothing of their own.
+import type { SelfTestPlan } from "./self-test";
 
 export type Target = "docker" | "ec2";
 
@@ -63,6 +64,8 @@ export interface StackConfig {
   captureTraffic: boolean;
   capture: CaptureConfig;
   ec2?: Ec2Config;
+  /** The deploy's self-test: on, off, or on with the page an allow-all computer must reach. */
+  selfTest: boolean | { publicUrl?: string };
 }
 
 /** One problem with a stack, named by its config path, e.g. `websites.github.domains[1]`. */
@@ -140,6 +143,8 @@ export interface LiveWebsiteMark {
 
 export interface Plan {
   stack: string;
+  /** What the deploy checks from inside each computer once the env is up. */
+  selfTest: SelfTestPlan;
   target: Target;
   websites: PlannedWebsite[];
   computers: PlannedComputer[];

@@ -137,9 +137,30 @@ export interface EpisodeMarkRecord extends LogRecordBase {
   ended: number;
 }
 
-export type SiteProxyLogRecord = StartupRecord | ConnectionRecord | FailedRecord | RefusedRecord | RequestRecord | ErrorRecord | RestartedRecord | EpisodeMarkRecord;
+/**
+ * A deploy's self-test begins or ends: every connection the proxy held was ended first, so the lines between a
+ * start and its end are the self-test's own, and no episode's evidence. Written on
+ * `POST /connections/end?selfTest=start|end`.
+ */
+export interface SelfTestMarkRecord extends LogRecordBase {
+  event: "self-test";
+  phase: "start" | "end";
+  ended: number;
+}
+
+export type SiteProxyLogRecord = StartupRecord | ConnectionRecord | FailedRecord | RefusedRecord | RequestRecord | ErrorRecord | RestartedRecord | EpisodeMarkRecord | SelfTestMarkRecord;
+
+/** How `POST /connections/end` may mark the log after ending every connection. */
+export type LogMark = { episode: number } | { selfTest: "start" | "end" };
+
+/** The query of `POST /connections/end` that asks for `mark`. */
+export function logMarkQuery(mark: LogMark | undefined): string {
+  if (mark === undefined) return "";
+  return "episode" in mark ? `?episode=${mark.episode}` : `?selfTest=${mark.selfTest}`;
+}
 
 const EPISODE_LINE = '{"event":"episode",';
+const SELF_TEST_START = '{"event":"self-test","time":';
 
 /** Where each `episode` line starts in the log, with its episode. The proxy writes `event` first, so the prefix is exact. */
 function episodeMarks(logText: string): { at: number; episode: number }[] {
@@ -160,12 +181,43 @@ function episodeMarks(logText: string): { at: number; episode: number }[] {
 }
 
 /**
+ * The log without its self-tests: from each self-test's start line to its end line, both included. A start with no
+ * end (a self-test that died) removes nothing, so no line of an episode is ever dropped on a guess.
+ */
+export function withoutSelfTests(logText: string): string {
+  let kept = "";
+  let from = 0;
+  let start: number | undefined;
+  for (let at = 0; at < logText.length; ) {
+    const end = logText.indexOf("\n", at);
+    const next = end === -1 ? logText.length : end + 1;
+    if (logText.startsWith(SELF_TEST_START, at)) {
+      let phase: unknown;
+      try {
+        phase = (JSON.parse(logText.slice(at, next)) as SelfTestMarkRecord).phase;
+      } catch {
+        // a torn last line
+      }
+      if (phase === "start") start = at;
+      else if (phase === "end" && start !== undefined) {
+        kept += logText.slice(from, start);
+        from = next;
+        start = undefined;
+      }
+    }
+    at = next;
+  }
+  return kept + logText.slice(from);
+}
+
+/**
  * The lines of one episode: from its `episode` line (included) to the next one, or to the end of the log; without
  * `episode`, the episode under way. An episode the log has no mark for is read from the last mark before it, or,
  * when every mark is later, the log before the first mark (the deploy's own episode, in a log a self-test did not
  * mark).
  */
 export function episodeOf(logText: string, episode?: number): string {
+  logText = withoutSelfTests(logText);
   const marks = episodeMarks(logText);
   if (marks.length === 0) return logText;
   let index = marks.length - 1;

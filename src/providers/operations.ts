@@ -5,7 +5,8 @@ import { container } from "./docker-container";
 import { image, imageRef } from "./docker-image";
 import { network, volume } from "./docker-network";
 import type { Operations } from "./operation";
+import { selfTest } from "./self-test";
 
-export const OPERATIONS = { container, network, volume, image, imageRef, command, secret } satisfies Record<string, Operations>;
+export const OPERATIONS = { container, network, volume, image, imageRef, command, secret, selfTest } satisfies Record<string, Operations>;
 
 export type Kind = keyof typeof OPERATIONS;

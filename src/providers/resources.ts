@@ -11,6 +11,8 @@ import path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import type { EngineTarget } from "./docker-api";
 import type { Kind } from "./operations";
+import type { SelfTestCheck } from "../plan/self-test";
+import type { SelfTestResults } from "../protocol/outputs";
 import { RESOURCE_TYPES } from "./types";
 
 const OPERATIONS_MODULE = path.relative(process.cwd(), path.join(__dirname, "operations.ts"));
@@ -182,5 +184,26 @@ export class RandomSecret extends DynamicResource {
   declare readonly value: pulumi.Output<string>;
   constructor(name: string, args: { bytes?: number }, opts?: pulumi.CustomResourceOptions) {
     super("secret", name, { bytes: args.bytes ?? 32, value: undefined }, { ...opts, additionalSecretOutputs: ["value", ...(opts?.additionalSecretOutputs ?? [])] });
+  }
+}
+
+export interface SelfTestArgs {
+  /** The gateway as the runner reaches it. */
+  gatewayUrl: pulumi.Input<string>;
+  /** The env's control token (a secret). */
+  controlToken: pulumi.Input<string>;
+  /** Computer -> the checks its browser runs (src/plan/self-test.ts). */
+  checks: pulumi.Input<Record<string, SelfTestCheck[]>>;
+  /** Computer -> its start tabs, checked against the names the sites' cards declare. */
+  startTabs: pulumi.Input<Record<string, string[]>>;
+  /** The engine ids of the containers under test: one recreated runs the self-test again. */
+  deployed: pulumi.Input<pulumi.Input<string>[]>;
+}
+
+/** The deploy's self-test (self-test.ts): created once the env is up; a failed check fails the deploy. */
+export class SelfTest extends DynamicResource {
+  declare readonly results: pulumi.Output<SelfTestResults>;
+  constructor(name: string, args: SelfTestArgs, opts?: pulumi.CustomResourceOptions) {
+    super("selfTest", name, { ...args, results: undefined }, { ...opts, additionalSecretOutputs: ["controlToken", ...(opts?.additionalSecretOutputs ?? [])] });
   }
 }

@@ -9,4 +9,5 @@ export const RESOURCE_TYPES = {
   imageRef: "pulumi-nodejs:dynamic/docker:ImageRef",
   command: "pulumi-nodejs:dynamic/multienv:Command",
   secret: "pulumi-nodejs:dynamic/multienv:Secret",
+  selfTest: "pulumi-nodejs:dynamic/multienv:SelfTest",
 } as const;

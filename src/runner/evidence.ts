@@ -7,7 +7,7 @@ import { isIPv4, isIPv6 } from "node:net";
 import { covers, isLocalhostName } from "../plan/names";
 import { bearer } from "../protocol/auth";
 import { errorMessage } from "./errors";
-import { parseSiteProxyLog, type ConnectionRecord } from "../protocol/site-proxy";
+import { logMarkQuery, parseSiteProxyLog, type ConnectionRecord, type LogMark } from "../protocol/site-proxy";
 
 /** The gateway path streaming a computer's site-proxy log (control token required). */
 export function proxyLogPath(computer: string): string {
@@ -27,12 +27,11 @@ export async function fetchProxyLog(gatewayUrl: string, token: string, computer:
 /**
  * Ends every connection a computer's site proxy holds, to its browser and to hosts, and resolves once their
  * `connection` lines are in its log: a browser keeps idle connections open, and a connection is logged when it
- * ends. With `episode`, the proxy then marks the log: the lines after the mark are that episode's. The number of
+ * ends. With `mark`, the proxy then marks the log (an episode begins, a self-test begins or ends). The number of
  * sockets ended, or undefined from a site proxy that cannot do this (an older image).
  */
-export async function endProxyConnections(gatewayUrl: string, token: string, computer: string, episode?: number): Promise<number | undefined> {
-  const query = episode === undefined ? "" : `?episode=${episode}`;
-  const response = await fetch(`${gatewayUrl.replace(/\/+$/, "")}/computers/${encodeURIComponent(computer)}/connections/end${query}`, { method: "POST", headers: { authorization: bearer(token) } }).catch((error: unknown) => {
+export async function endProxyConnections(gatewayUrl: string, token: string, computer: string, mark?: LogMark): Promise<number | undefined> {
+  const response = await fetch(`${gatewayUrl.replace(/\/+$/, "")}/computers/${encodeURIComponent(computer)}/connections/end${logMarkQuery(mark)}`, { method: "POST", headers: { authorization: bearer(token) } }).catch((error: unknown) => {
     throw new Error(`ending the connections of computer ${computer}'s site proxy: ${errorMessage(error)}`);
   });
   const body = await response.text();

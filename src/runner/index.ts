@@ -1,10 +1,13 @@
 // The runner's library API: how a test runner drives task stacks, the same way `multienv up|collect|sign-in|down` does.
 //
-//   import { deployStack, collectCaptures, signIn, destroyStack } from "multienv/src/runner";
-//   const { outputs } = await deployStack({ name: "task-42", config: { websites: {...}, computers: {...} } });
-//   await signIn("task-42", { site: "github", computer: "agent" });
+//   import { deployStack } from "multienv/src/runner";
+//   const env = await deployStack({ name: "task-42", config: { websites: {...}, computers: {...} } }, { signal });
+//   await env.signIn({ site: "github", computer: "agent" });
 //   ... the agent works ...
-//   await destroyStack("task-42");            // collects captures and evidence first
+//   await env.reset({ collect: true });        // the next episode, this one's evidence stored
+//   await env.destroy();                       // collects captures and evidence first
+//
+// Each operation is also a function of the stack's name (resetStack, collectCaptures, signIn, destroyStack).
 //
 // A stack is named (stacks/Pulumi.<stack>.yaml) or given as a spec object. State lives in a local file backend
 // under .multienv/state unless PULUMI_BACKEND_URL names another; secrets use PULUMI_CONFIG_PASSPHRASE.
@@ -13,6 +16,7 @@
 // Separate stacks share nothing in the file backend. Operations on the *same* stack from this process are
 // queued one after another (per-stack lock); from another process they meet Pulumi's own stack lock and fail
 // with a one-line error rather than corrupting state.
+import { SELF_TEST_ENV } from "../plan/self-test";
 import { artifactsDirOf } from "./artifacts";
 import { collectRun, type CollectResult } from "./collect";
 import { collectOptionsFor, collectThenDestroy, type DownResult } from "./down";
@@ -76,6 +80,13 @@ export interface DeployOptions extends RunnerOptions {
   preview?: boolean;
   /** Put secret outputs (the control token) in `displayed` in plain text. */
   showSecrets?: boolean;
+  /** False skips the self-test this deploy, whatever the stack config says (default: as the config says). */
+  selfTest?: boolean;
+  /**
+   * Cancels the deploy: the engine stops starting new steps, lets those under way finish and saves the state,
+   * so the stack can be deployed again or destroyed. The promise then rejects with a RunnerError saying so.
+   */
+  signal?: AbortSignal;
 }
 
 export interface DeployResult {
@@ -86,29 +97,82 @@ export interface DeployResult {
 }
 
 /**
+ * A deployed task env, as a test runner holds it: its typed outputs, and each lifecycle operation bound to its
+ * stack with the options it was deployed with (project directory, backend, artifacts, log).
+ */
+export interface DeployedStack extends DeployResult {
+  /** The gateway's URL and the control token (a secret). */
+  access(): Promise<GatewayAccess>;
+  /** The next episode on the same env (see resetStack). */
+  reset(options?: Omit<ResetStackOptions, keyof RunnerOptions>): Promise<ResetResult>;
+  /** Stores the run so far (see collectCaptures). */
+  collect(options?: { failOnCaptureError?: boolean }): Promise<CollectResult>;
+  signIn(options: Pick<SignInOptions, "site" | "computer">): Promise<{ cookies: number; origins: number }>;
+  signOut(options: Pick<SignInOptions, "site" | "computer">): Promise<{ cookies: number; origins: number }>;
+  /** Collects what is not collected yet, then destroys (see destroyStack). */
+  destroy(options?: Omit<DestroyOptions, keyof RunnerOptions>): Promise<DownResult>;
+}
+
+/** `result` with the lifecycle operations bound to its stack and `options`. */
+function bound(result: DeployResult, options: RunnerOptions): DeployedStack {
+  const { name } = result;
+  const common: RunnerOptions = { projectDir: options.projectDir, env: options.env, artifactsDir: options.artifactsDir, log: options.log };
+  return {
+    ...result,
+    access: () => gatewayAccess(name, common),
+    reset: (more) => resetStack(name, { ...common, ...more }),
+    collect: (more) => collectCaptures(name, { ...common, ...more }),
+    signIn: (more) => signIn(name, { ...common, ...more }),
+    signOut: (more) => signOut(name, { ...common, ...more }),
+    destroy: (more) => destroyStack(name, { ...common, ...more }),
+  };
+}
+
+/**
+ * An engine error as the user needs it: its own lines (a self-test names each failed check on one), without the
+ * stack trace a provider's exception carries.
+ */
+function engineErrorText(message: string): string {
+  const lines = message.trim().split("\n").filter((line) => !/^\s+at /.test(line) && line.trim() !== "");
+  return lines.slice(0, 20).join("\n");
+}
+
+/** The error of a deploy its caller cancelled, or undefined when `signal` did not abort it. */
+function cancelled(stack: string, signal: AbortSignal | undefined): RunnerError | undefined {
+  if (!signal?.aborted) return undefined;
+  return new RunnerError(`stack ${stack}: the deploy was cancelled; what it had created is in the state: run \`multienv up ${stack}\` to finish it or \`multienv down ${stack}\` to remove it`);
+}
+
+/**
  * Deploys a task stack (`pulumi up`), reporting progress through `log`, and writes the run's live marks to
  * artifacts/<stack>/run.json. The control token is not in the result: ask for it with gatewayAccess().
  */
-export async function deployStack(stackOrSpec: string | StackSpec, options: DeployOptions = {}): Promise<DeployResult> {
+export async function deployStack(stackOrSpec: string | StackSpec, options: DeployOptions = {}): Promise<DeployedStack> {
   const log = options.log ?? (() => {});
-  return onStack(stackOrSpec, { ...options, create: true }, "deploying", async (opened) => {
+  const programEnv = options.selfTest === false ? { ...options.programEnv, [SELF_TEST_ENV]: "off" } : options.programEnv;
+  return onStack(stackOrSpec, { ...options, programEnv, create: true }, "deploying", async (opened) => {
     const progress = new ProgressReporter(log);
     if (options.preview !== false) {
       const counter = new StepCounter();
       log(`stack ${opened.name}: previewing to count the resources…`);
-      await opened.stack.preview({ onEvent: counter.onEvent });
+      await opened.stack.preview({ onEvent: counter.onEvent, signal: options.signal }).catch((error: unknown) => {
+        throw cancelled(opened.name, options.signal) ?? error;
+      });
       progress.setTotal(counter.total);
     }
     const errors: string[] = [];
     const result = await opened.stack
       .up({
+        signal: options.signal,
         onEvent: (event) => {
           progress.onEvent(event);
           const diagnostic = event.diagnosticEvent;
-          if (diagnostic?.severity === "error") errors.push(diagnostic.message.trim().split("\n")[0]);
+          if (diagnostic?.severity === "error") errors.push(engineErrorText(diagnostic.message));
         },
       })
       .catch((error: unknown) => {
+        const cancel = cancelled(opened.name, options.signal);
+        if (cancel) throw cancel;
         // The engine's own first error says more than the CLI's "update failed".
         if (errors.length > 0) throw new RunnerError(`stack ${opened.name}: deploying failed: ${errors[0]}; fix it and run \`multienv up ${opened.name}\` again`);
         throw error;
@@ -116,8 +180,8 @@ export async function deployStack(stackOrSpec: string | StackSpec, options: Depl
     const outputs = readOutputs(result.outputs);
     const dir = artifactsDir(opened, options);
     const record = await readRunRecord(dir, opened.name);
-    await writeRunRecord(dir, withReproducibility({ ...record, live: outputs.live, liveWebsites: outputs.liveWebsites, captureTraffic: outputs.captureTraffic }));
-    return { name: opened.name, outputs, displayed: displayOutputs(result.outputs, options.showSecrets) };
+    await writeRunRecord(dir, withReproducibility({ ...record, live: outputs.live, liveWebsites: outputs.liveWebsites, captureTraffic: outputs.captureTraffic, selfTest: outputs.selfTest }));
+    return bound({ name: opened.name, outputs, displayed: displayOutputs(result.outputs, options.showSecrets) }, options);
   });
 }
 

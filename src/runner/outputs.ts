@@ -3,28 +3,13 @@
 // Nothing here prints a secret unless the caller asked for it by name.
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import type { LiveWebsiteMark } from "../plan/types";
+import type { ComputerOutput, SelfTestOutput, StackOutputValues, WebsiteOutput } from "../protocol/outputs";
 
 /** What `check --json` and `up` show in place of a secret value. */
 export const SECRET_PLACEHOLDER = "[secret]";
 
-export interface WebsiteOutput {
-  live: boolean;
-  domains: string[];
-  svcUrl?: string;
-  browseUrl?: string;
-}
-
-/** The outputs the runner relies on; anything else the program exports is kept in `all`. */
-export interface StackOutputs {
-  gatewayUrl: string;
-  websites: Record<string, WebsiteOutput>;
-  /** Computer name -> whatever the program says about it (network, reaching, site table, CDP URL). */
-  computers: Record<string, unknown>;
-  live: boolean;
-  liveWebsites: LiveWebsiteMark[];
-  reproducible: boolean;
-  captureTraffic: boolean;
-}
+/** The outputs the runner relies on, typed (the control token aside: see gatewayAccessOf). */
+export type StackOutputs = StackOutputValues;
 
 /** Where to reach a deployed env's gateway as its operator. */
 export interface GatewayAccess {
@@ -41,11 +26,12 @@ export function readOutputs(map: OutputMap): StackOutputs {
     websites: Object.fromEntries(
       Object.entries(websites).map(([name, site]) => [name, { ...site, live: site.live === true, domains: site.domains ?? [] } as WebsiteOutput]),
     ),
-    computers: (value("computers") ?? {}) as Record<string, unknown>,
+    computers: (value("computers") ?? {}) as Record<string, ComputerOutput>,
     live: value("live") === true,
     liveWebsites: (value("liveWebsites") ?? []) as LiveWebsiteMark[],
     reproducible: value("reproducible") !== false,
     captureTraffic: value("captureTraffic") === true,
+    selfTest: (value("selfTest") ?? { skipped: true }) as SelfTestOutput,
   };
 }
 

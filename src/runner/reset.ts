@@ -256,7 +256,7 @@ export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise
     const logs = Object.fromEntries(
       await Promise.all(
         computers.map(async (computer) => {
-          const ended = await endProxyConnections(access.gatewayUrl, access.controlToken, computer, episode + 1);
+          const ended = await endProxyConnections(access.gatewayUrl, access.controlToken, computer, { episode: episode + 1 });
           if (ended === undefined) throw new RunnerError(`stack ${stack.name}: computer ${computer}'s site proxy cannot end its connections (an image from before reset); run \`multienv up ${stack.name}\` first`);
           return [computer, episodeOf(await fetchProxyLog(access.gatewayUrl, access.controlToken, computer), episode)] as const;
         }),
@@ -283,13 +283,14 @@ export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise
     const siteWork = Object.keys(outputs.websites).map(async (site) => {
       sites[site] = await resetSite(access, card, site, containers.find((c) => c.role === "server" && c.site === site));
     });
-    const captureWork = outputs.captureTraffic ? containers.filter((c) => c.role === "capture").map(restartCapture) : [];
-    await Promise.all([...siteWork, ...captureWork]);
+    await Promise.all(siteWork);
+    // After the sites: a sidecar joins its site container's network namespace, which a restarting server has not.
+    if (outputs.captureTraffic) await Promise.all(containers.filter((c) => c.role === "capture").map(restartCapture));
     phase("sites and captures started over");
 
     // 4. The browsers start clean, at their start tabs; the next episode's evidence starts where each log is now.
     const siteDomains = Object.values(outputs.websites).flatMap((w) => w.domains);
-    const startTabsOf = (computer: string) => (outputs.computers[computer] as { startTabs?: string[] } | undefined)?.startTabs ?? [];
+    const startTabsOf = (computer: string) => outputs.computers[computer]?.startTabs ?? [];
     const cleaned: ResetResult["computers"] = {};
     await Promise.all(
       computers.map(async (computer) => {

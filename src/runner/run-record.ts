@@ -1,6 +1,7 @@
 // `artifacts/<stack>/run.json`: what a run leaves behind besides its files.
 // The live marks come from the stack's outputs (what was deployed); `publicHostsContacted` comes from the
 // computers' site-proxy logs (what actually happened). A run is reproducible only when both say so.
+import type { SelfTestOutput } from "../protocol/outputs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { LiveWebsiteMark } from "../plan/types";
@@ -61,6 +62,8 @@ export interface RunRecord {
   episode?: number;
   /** When the episode under way began (a reset); absent for the deploy's own episode. */
   episodeStartedAt?: string;
+  /** What the last deploy's self-test found, or that it was skipped. */
+  selfTest?: SelfTestOutput;
   /** The episodes that ended with a reset, first first. */
   episodes?: EpisodeRecord[];
   /** True when the env deploys a live site. */

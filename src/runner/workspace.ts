@@ -56,6 +56,8 @@ export interface WorkspaceOptions {
   create?: boolean;
   /** The environment to read PULUMI_* settings from. Default: process.env. */
   env?: NodeJS.ProcessEnv;
+  /** Variables the program runs with besides those (e.g. the self-test's switch). */
+  programEnv?: Record<string, string>;
 }
 
 export interface OpenedStack {
@@ -109,7 +111,7 @@ export async function openStack(stackOrSpec: string | StackSpec, options: Worksp
 
   const backendUrl = backendUrlFor(projectDir, env);
   if (backendUrl.startsWith("file://")) await mkdir(backendUrl.slice("file://".length), { recursive: true });
-  const envVars: Record<string, string> = { PULUMI_BACKEND_URL: backendUrl, PULUMI_SKIP_UPDATE_CHECK: "true" };
+  const envVars: Record<string, string> = { ...options.programEnv, PULUMI_BACKEND_URL: backendUrl, PULUMI_SKIP_UPDATE_CHECK: "true" };
 
   let stack: Stack;
   try {

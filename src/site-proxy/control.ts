@@ -5,7 +5,7 @@
 import * as fs from "node:fs";
 import * as http from "node:http";
 import type * as net from "node:net";
-import { SITE_PROXY_CONTROL_PATHS } from "../protocol/site-proxy";
+import { SITE_PROXY_CONTROL_PATHS, type LogMark } from "../protocol/site-proxy";
 import { carriesControlToken, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
 import type { Connector } from "./connect";
 import { connectorAgent, type Destination, forward, forwardUpgrade } from "./forward";
@@ -39,12 +39,17 @@ const UNAUTHORIZED = "this listener needs Authorization: Bearer <the computer's 
  */
 const DEVTOOLS_HOST = "localhost";
 
-/** `?episode=<n>` of a request-target: undefined without it, null when it is not a whole number from 1. */
-function episodeParam(url: string): number | undefined | null {
+/** The mark `?episode=<n>` or `?selfTest=start|end` asks for: undefined without one, null for anything else. */
+function logMarkParam(url: string): LogMark | undefined | null {
   const query = url.indexOf("?");
-  const value = query === -1 ? null : new URLSearchParams(url.slice(query + 1)).get("episode");
-  if (value === null) return undefined;
-  return /^[1-9][0-9]{0,8}$/.test(value) ? Number(value) : null;
+  const params = new URLSearchParams(query === -1 ? "" : url.slice(query + 1));
+  const keys = [...new Set(params.keys())];
+  if (keys.length === 0) return undefined;
+  if (keys.length > 1 || params.getAll(keys[0]).length > 1) return null;
+  const value = params.get(keys[0])!;
+  if (keys[0] === "episode") return /^[1-9][0-9]{0,8}$/.test(value) ? { episode: Number(value) } : null;
+  if (keys[0] === "selfTest") return value === "start" || value === "end" ? { selfTest: value } : null;
+  return null;
 }
 
 /** The path under /cdp as DevTools knows it (`/cdp/json/version` -> `/json/version`), or undefined outside /cdp. */
@@ -92,11 +97,12 @@ export function createControlServer(options: ControlOptions): http.Server {
 
   /**
    * Ends the computer's connections and resolves once their lines are in the log, so a reader of /log sees them
-   * all; with `episode`, an `episode` line after them marks where that episode's lines begin.
+   * all; a mark after them says where an episode's lines begin, or a self-test's begin or end.
    */
-  async function endConnections(connections: OpenConnections, episode: number | undefined): Promise<number> {
+  async function endConnections(connections: OpenConnections, mark: LogMark | undefined): Promise<number> {
     const ended = await connections.endAll();
-    if (episode !== undefined) log.write({ event: "episode", episode, ended });
+    if (mark !== undefined && "episode" in mark) log.write({ event: "episode", episode: mark.episode, ended });
+    else if (mark !== undefined) log.write({ event: "self-test", phase: mark.selfTest, ended });
     await log.flushed();
     return ended;
   }
@@ -119,9 +125,9 @@ export function createControlServer(options: ControlOptions): http.Server {
     const route = url.split("?")[0];
     if (route === CONNECTIONS_END_PATH && options.connections) {
       if (req.method !== "POST") return void res.writeHead(405, { Allow: "POST" }).end();
-      const episode = episodeParam(url);
-      if (episode === null) return answerResponse(res, 400, null, "episode must be a whole number from 1, as in ?episode=2", true);
-      return void endConnections(options.connections, episode).then((ended) => {
+      const mark = logMarkParam(url);
+      if (mark === null) return answerResponse(res, 400, null, "the one mark may be ?episode=<a whole number from 1> or ?selfTest=start|end", true);
+      return void endConnections(options.connections, mark).then((ended) => {
         res.writeHead(200, { "Content-Type": "application/json" });
         res.end(JSON.stringify({ ended }) + "\n");
       });

@@ -32,6 +32,7 @@ function planned(overrides: Partial<StackConfig>): Plan {
     },
     captureTraffic: true,
     capture: { fileSizeMb: 20, fileCount: 10 },
+    selfTest: true,
     ...overrides,
   };
   const result = plan(config, { stack: "s" });

@@ -16,6 +16,7 @@ function planned(overrides: Partial<StackConfig> = {}): Plan {
     computers: {},
     captureTraffic: false,
     capture: { fileSizeMb: 20, fileCount: 10 },
+    selfTest: true,
     ...overrides,
   };
   const result = plan(config, { stack: "r" });

@@ -106,7 +106,7 @@ describe("loadStackConfig, whole-config checks", () => {
   it("accepts an empty config as an empty docker env", () => {
     pulumi.runtime.setAllConfig({}, []);
     expect(loadStackConfig()).toEqual({
-      config: { target: "docker", websites: {}, computers: {}, captureTraffic: false, capture: { fileSizeMb: 20, fileCount: 10 } },
+      config: { target: "docker", websites: {}, computers: {}, captureTraffic: false, capture: { fileSizeMb: 20, fileCount: 10 }, selfTest: true },
       secrets: {},
     });
   });

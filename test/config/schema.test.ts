@@ -20,6 +20,7 @@ describe("stack config schema", () => {
       target: "docker",
       captureTraffic: false,
       capture: { fileSizeMb: 20, fileCount: 10 },
+      selfTest: true,
       websites: { shop: { domains: [], live: false, allowHosts: [], server: { port: 8000 }, settings: {}, secretSettings: {} } },
       computers: { desk: { network: "allow-all", routesSites: true, startTabs: [] } },
     });

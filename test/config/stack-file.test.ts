@@ -57,6 +57,7 @@ describe("readStackFile", () => {
       target: "docker",
       captureTraffic: true,
       capture: { fileSizeMb: 5, fileCount: 10 },
+      selfTest: true,
       websites: {
         shop: {
           domains: ["shop.test"],
@@ -92,7 +93,7 @@ describe("readStackFile", () => {
 
   it("accepts a file with no config: section as an empty docker env", () => {
     const file = readStackFile(stackFile("empty", "encryptionsalt: x\n"));
-    expect(file.config).toEqual({ target: "docker", websites: {}, computers: {}, captureTraffic: false, capture: { fileSizeMb: 20, fileCount: 10 } });
+    expect(file.config).toEqual({ target: "docker", websites: {}, computers: {}, captureTraffic: false, capture: { fileSizeMb: 20, fileCount: 10 }, selfTest: true });
   });
 
   it("refuses an unknown key, suggesting the one meant", () => {
@@ -164,7 +165,7 @@ describe("readStackFile", () => {
       problemLines(stackFile("nested", "config:\n  multienv:strayToken:\n    secure: v1:xyz\n  multienv:websites:\n    gh:\n      domains: [a.test]\n      settings:\n        token:\n          secure: v1:abc\n")),
     ).toEqual([
       "multienv:websites: holds a secret, so the plan cannot read it; keep websites plaintext and put each secret in its own key named by a website's secretSettings",
-      "multienv:strayToken: unknown key; the keys here are target, websites, computers, captureTraffic, capture, ec2 (a secret key belongs here only when a website's secretSettings names it)",
+      "multienv:strayToken: unknown key; the keys here are target, websites, computers, captureTraffic, capture, ec2, selfTest (a secret key belongs here only when a website's secretSettings names it)",
     ]);
   });
 

@@ -234,10 +234,15 @@ describe("marking an episode (POST /connections/end?episode=<n>)", () => {
     expect(tunnelAt).toBeLessThan(markAt);
   });
 
-  it("refuses an episode that is not a whole number from 1, marking nothing", async () => {
+  it("marks a self-test's start and end", async () => {
+    for (const phase of ["start", "end"]) expect((await fetch(`${control}/connections/end?selfTest=${phase}`, { method: "POST", headers: auth })).status).toBe(200);
+    expect(proxy.records().filter((r) => r.event === "self-test").map((r) => (r as { phase: string }).phase)).toEqual(["start", "end"]);
+  });
+
+  it("refuses any mark but one episode, a whole number from 1, or one self-test phase, marking nothing", async () => {
     const before = proxy.records().filter((r) => r.event === "episode").length;
-    for (const bad of ["0", "-1", "1.5", "x", "", "99999999999"]) {
-      expect((await fetch(`${control}/connections/end?episode=${bad}`, { method: "POST", headers: auth })).status, bad).toBe(400);
+    for (const bad of ["episode=0", "episode=-1", "episode=1.5", "episode=x", "episode=", "episode=99999999999", "episode=2&episode=3", "episode=2&selfTest=start", "selfTest=middle", "other=1"]) {
+      expect((await fetch(`${control}/connections/end?${bad}`, { method: "POST", headers: auth })).status, bad).toBe(400);
     }
     expect(proxy.records().filter((r) => r.event === "episode").length).toBe(before);
   });

@@ -34,6 +34,11 @@ export function websiteSettings(env: NodeJS.ProcessEnv = process.env): Record<st
   return value as Record<string, unknown>;
 }
 
+/** The names the site claims in the stack config: a JSON list in AGENTENV_WEBSITE_DOMAINS (empty when unset). */
+export function websiteDomains(env: NodeJS.ProcessEnv = process.env): string[] {
+  return env.AGENTENV_WEBSITE_DOMAINS ? stringList(JSON.parse(env.AGENTENV_WEBSITE_DOMAINS)) : [];
+}
+
 export function listenPort(fallback: number, env: NodeJS.ProcessEnv = process.env): number {
   return env.PORT ? Number(env.PORT) : fallback;
 }

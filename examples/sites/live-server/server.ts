@@ -5,10 +5,11 @@
 //   AGENTENV_WEBSITE_SETTINGS={"account":"alex","sessionDomain":"github.com"}
 import { CARD_PATH, WEBSITE_V1_URN } from "../../../src/protocol/card";
 import { SESSION_PATH } from "../../../src/protocol/session";
-import { dataPlane, listenPort, resetOperation, sendJson, serve, stringList, websiteSettings } from "../common/http";
+import { dataPlane, listenPort, resetOperation, sendJson, serve, stringList, websiteDomains, websiteSettings } from "../common/http";
 
 const settings = websiteSettings();
-const domains = stringList(settings.domains);
+/** The names its card declares: its `domains` setting when it has one, else those the stack gives it. */
+const domains = settings.domains === undefined ? websiteDomains() : stringList(settings.domains);
 const data = dataPlane();
 
 /** The sample is github.com's fixture: its session cookie goes there unless the settings say otherwise. */

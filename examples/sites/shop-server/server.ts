@@ -2,9 +2,11 @@
 // headers back, so a test can prove what reached a site, e.g. that no control token did). The setting
 // `declareReset: false` leaves `reset` out of its card, as a site without one would (a reset then restarts it).
 import { CARD_PATH, WEBSITE_V1_URN } from "../../../src/protocol/card";
-import { dataPlane, listenPort, resetOperation, sendJson, serve, stringList, websiteSettings } from "../common/http";
+import { dataPlane, listenPort, resetOperation, sendJson, serve, stringList, websiteDomains, websiteSettings } from "../common/http";
 
 const settings = websiteSettings();
+/** The names its card declares: its `domains` setting when it has one, else those the stack gives it. */
+const domains = settings.domains === undefined ? websiteDomains() : stringList(settings.domains);
 const data = dataPlane();
 
 serve(listenPort(8000), async (req, res) => {
@@ -14,7 +16,7 @@ serve(listenPort(8000), async (req, res) => {
       name: typeof settings.name === "string" ? settings.name : "shop",
       description: "A synthetic web shop (multienv sample site)",
       version: "1",
-      extensions: [{ uri: WEBSITE_V1_URN, params: { domains: stringList(settings.domains), live: false, allowHosts: [] }, paths: { ready: "/ready", ...(settings.declareReset === false ? {} : { reset: "/reset" }) } }],
+      extensions: [{ uri: WEBSITE_V1_URN, params: { domains, live: false, allowHosts: [] }, paths: { ready: "/ready", ...(settings.declareReset === false ? {} : { reset: "/reset" }) } }],
     });
   }
   if (path === "/ready") return sendJson(res, 200, { ready: true });

@@ -6,6 +6,7 @@ interface UpOptions extends CommonOptions {
   showSecrets?: boolean;
   preview: boolean;
   json?: boolean;
+  selfTest: boolean;
 }
 
 export function register(program: Command): void {
@@ -16,13 +17,14 @@ export function register(program: Command): void {
       .argument("<stack>", "the stack (task) name")
       .option("--show-secrets", "print secret outputs (the control token) instead of [secret]")
       .option("--no-preview", "skip the preview that counts the resources (progress then shows done/?)")
-      .option("--json", "print the outputs as one JSON object"),
+      .option("--json", "print the outputs as one JSON object")
+      .option("--no-self-test", "skip the check, once the env is up, that each computer reaches what it should and is refused the rest"),
   ).action((stack: string, options: UpOptions) =>
     runAction("up", async () => {
       // Loaded when run, not when registered: `--help` and argument errors stay fast.
       const { deployStack } = require("../index") as typeof import("../index");
       const { formatDisplayed } = require("../outputs") as typeof import("../outputs");
-      const result = await deployStack(stack, { projectDir: options.projectDir, preview: options.preview, showSecrets: options.showSecrets, log: note });
+      const result = await deployStack(stack, { projectDir: options.projectDir, preview: options.preview, showSecrets: options.showSecrets, selfTest: options.selfTest, log: note });
       const shown = result.displayed;
       if (options.json) say(JSON.stringify(shown, null, 2));
       else say(`stack ${stack} is up. Outputs:\n${formatDisplayed(shown)}`);

@@ -1,0 +1,56 @@
+// A task stack's outputs (DESIGN "Outputs"), as plain data: what MultiEnv exports and what the runner reads.
+// The types live here once, so the program and the runner cannot drift apart.
+import type { ComputerNetwork, LiveWebsiteMark, Reaching } from "../plan/types";
+
+export interface WebsiteOutput {
+  live: boolean;
+  domains: string[];
+  /** The site's server through the gateway, `<gatewayUrl>/svc/<site>/`. */
+  svcUrl: string;
+  /** Synthetic sites only: its pages through the gateway, `<gatewayUrl>/website/<site>/`. */
+  browseUrl?: string;
+}
+
+export interface ComputerOutput {
+  network: ComputerNetwork;
+  reaching: Reaching;
+  siteTable: Record<string, string[]>;
+  /** The tabs its browser opens at launch (and a reset opens again). */
+  startTabs: string[];
+  /** DevTools through the gateway (control token required). */
+  cdpUrl: string;
+}
+
+/** One check of the deploy's self-test. */
+export interface SelfTestCheckResult {
+  check: string;
+  url: string;
+  ok: boolean;
+  /** What was seen: the status and who answered, or the browser's error. */
+  detail: string;
+}
+
+/** What the deploy's self-test found (it fails the deploy when a check fails, so a deployed env shows `passed`). */
+export interface SelfTestResults {
+  passed: boolean;
+  finishedAt: string;
+  seconds: number;
+  /** Computer -> its network checks. */
+  computers: Record<string, SelfTestCheckResult[]>;
+  /** Computer -> its start tabs, each at a name a site's card declares. */
+  startTabs: Record<string, SelfTestCheckResult[]>;
+}
+
+export type SelfTestOutput = SelfTestResults | { skipped: true };
+
+/** The stack outputs, the control token aside (a secret, read by name). */
+export interface StackOutputValues {
+  gatewayUrl: string;
+  websites: Record<string, WebsiteOutput>;
+  computers: Record<string, ComputerOutput>;
+  live: boolean;
+  liveWebsites: LiveWebsiteMark[];
+  reproducible: boolean;
+  captureTraffic: boolean;
+  selfTest: SelfTestOutput;
+}

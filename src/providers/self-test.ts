@@ -1,0 +1,179 @@
+// `selfTest`: the deploy's check, once the env is up, that each computer's network holds as planned
+// (src/plan/self-test.ts decides the checks). Every check is a page load in the computer's own browser, in a
+// browser context of its own (so the agent's profile keeps nothing of it), through the computer's own proxy:
+// what the agent's browser would see. The proxy's log marks the self-test's start and end, so no episode's
+// evidence counts its connections. A failed check fails the deploy, naming the computer and the check.
+// Start tabs are checked too, against the names the sites' own cards declare: a tab at a name no site claims
+// would open an error page in front of the agent.
+import { randomBytes } from "node:crypto";
+import type { Browser, Response } from "playwright-core";
+import { covers } from "../plan/names";
+import type { SelfTestCheck } from "../plan/self-test";
+import { startTabHost } from "../plan/start-tabs";
+import { bearer } from "../protocol/auth";
+import { CARD_PATH, findExtension, parseCard, WEBSITE_V1_URN, type GatewayCard } from "../protocol/card";
+import { parseSiteProxyLog, SITE_PROXY_HEADER, SiteProxyVerdict, type LogMark, logMarkQuery } from "../protocol/site-proxy";
+import type { SelfTestCheckResult, SelfTestResults } from "../protocol/outputs";
+import { diffInputs, pick, type Operations } from "./operation";
+
+const INPUT_KEYS = ["gatewayUrl", "controlToken", "checks", "startTabs", "deployed"] as const;
+const NAVIGATION_TIMEOUT_MS = 20_000;
+
+interface Gateway {
+  url: string;
+  token: string;
+}
+
+function computerPath(computer: string, rest: string): string {
+  return `/computers/${encodeURIComponent(computer)}${rest}`;
+}
+
+async function gatewayFetch(gateway: Gateway, path: string, init: RequestInit = {}): Promise<Response | globalThis.Response> {
+  return fetch(gateway.url.replace(/\/+$/, "") + path, { ...init, headers: { authorization: bearer(gateway.token) } });
+}
+
+/** Ends the computer's connections and marks its proxy's log; an older proxy that cannot is left unmarked. */
+async function markLog(gateway: Gateway, computer: string, mark: LogMark): Promise<void> {
+  await gatewayFetch(gateway, computerPath(computer, `/connections/end${logMarkQuery(mark)}`), { method: "POST" });
+}
+
+async function refusedInLog(gateway: Gateway, computer: string, host: string, since: string): Promise<boolean> {
+  const answer = (await gatewayFetch(gateway, computerPath(computer, "/proxy-log"))) as globalThis.Response;
+  if (!answer.ok) return false;
+  return parseSiteProxyLog(await answer.text()).some((r) => r.event === "refused" && r.host === host && r.time >= since);
+}
+
+/** Who answered a navigation: the proxy itself (its marker), or the host. */
+function answeredBy(response: Response): string {
+  const verdict = response.headers()[SITE_PROXY_HEADER.toLowerCase()];
+  return verdict === undefined ? `the host answered ${response.status()}` : `the proxy answered ${response.status()} (${verdict})`;
+}
+
+async function runCheck(gateway: Gateway, browser: Browser, computer: string, check: SelfTestCheck): Promise<SelfTestCheckResult> {
+  const context = await browser.newContext();
+  const started = new Date(Date.now() - 1000).toISOString();
+  const result = (ok: boolean, detail: string): SelfTestCheckResult => ({ check: check.name, url: check.url, ok, detail });
+  try {
+    const page = await context.newPage();
+    let response: Response | null = null;
+    let error: string | undefined;
+    try {
+      response = await page.goto(check.url, { timeout: NAVIGATION_TIMEOUT_MS, waitUntil: "commit" });
+    } catch (e) {
+      error = (e as Error).message.split("\n")[0];
+    }
+    const fromProxy = response?.headers()[SITE_PROXY_HEADER.toLowerCase()];
+    switch (check.expect) {
+      case "synthetic-loads":
+        if (!response) return result(false, `did not load: ${error}`);
+        if (fromProxy !== undefined || response.status() >= 500) return result(false, answeredBy(response));
+        return result(true, `${answeredBy(response)} over HTTPS, its certificate trusted`);
+      case "live-connects":
+      case "public-reached":
+        if (!response) return result(false, `no answer: ${error}`);
+        return result(fromProxy === undefined, answeredBy(response));
+      case "refused": {
+        if (response && fromProxy === SiteProxyVerdict.refused) return result(true, answeredBy(response));
+        if (response) return result(false, `not refused: ${answeredBy(response)}`);
+        // A refused CONNECT is only an error page (a browser that upgraded to HTTPS): the proxy's log says why.
+        const host = new URL(check.url).hostname.replace(/^\[|\]$/g, "");
+        if (await refusedInLog(gateway, computer, host, started)) return result(true, `refused (the proxy's log has it; the browser saw ${error})`);
+        return result(false, `no refusal from the proxy: ${error}`);
+      }
+    }
+  } finally {
+    await context.close().catch(() => undefined);
+  }
+}
+
+async function testComputer(gateway: Gateway, computer: string, checks: SelfTestCheck[]): Promise<SelfTestCheckResult[]> {
+  // Loaded here: every other resource kind's operations run in the same host, and need no browser client.
+  const { chromium } = require("playwright-core") as typeof import("playwright-core");
+  let browser: Browser;
+  try {
+    browser = await chromium.connectOverCDP(gateway.url.replace(/\/+$/, "") + computerPath(computer, "/cdp"), { headers: { Authorization: bearer(gateway.token) }, timeout: 30_000 });
+  } catch (error) {
+    return [{ check: "its browser answers on DevTools through the gateway", url: "", ok: false, detail: (error as Error).message.split("\n")[0] }];
+  }
+  await markLog(gateway, computer, { selfTest: "start" }).catch(() => undefined);
+  try {
+    const results: SelfTestCheckResult[] = [];
+    for (const check of checks) results.push(await runCheck(gateway, browser, computer, check));
+    return results;
+  } finally {
+    await browser.close().catch(() => undefined);
+    await markLog(gateway, computer, { selfTest: "end" }).catch(() => undefined);
+  }
+}
+
+/** Each start tab's host against the names the sites' cards declare (website/v1 `domains`), as served by the gateway. */
+async function checkStartTabs(gateway: Gateway, startTabs: Record<string, string[]>): Promise<Record<string, SelfTestCheckResult[]>> {
+  if (Object.keys(startTabs).length === 0) return {};
+  let card: GatewayCard | undefined;
+  let problem = "";
+  try {
+    const answer = (await gatewayFetch(gateway, CARD_PATH)) as globalThis.Response;
+    if (answer.ok) card = (await answer.json()) as GatewayCard;
+    else problem = `the gateway's card answered HTTP ${answer.status}`;
+  } catch (error) {
+    problem = `the gateway's card: ${(error as Error).message}`;
+  }
+  const declared = Object.entries(card?.sites ?? {}).flatMap(([site, raw]) => {
+    const params = findExtension(parseCard(raw), WEBSITE_V1_URN)?.params ?? {};
+    const names = [...(Array.isArray(params.domains) ? params.domains : []), ...(Array.isArray(params.allowHosts) ? params.allowHosts : [])];
+    return names.filter((n): n is string => typeof n === "string").map((name) => ({ site, name }));
+  });
+  return Object.fromEntries(
+    Object.entries(startTabs).map(([computer, tabs]) => [
+      computer,
+      tabs.map((tab): SelfTestCheckResult => {
+        const parsed = startTabHost(tab);
+        const check = `start tab ${tab} is at a name a site's card declares`;
+        if (!("host" in parsed)) return { check, url: tab, ok: true, detail: "not a web page" };
+        if (card === undefined) return { check, url: tab, ok: false, detail: problem };
+        const claim = declared.find((d) => covers(d.name, parsed.host));
+        return claim ? { check, url: tab, ok: true, detail: `site ${claim.site} declares ${claim.name}` } : { check, url: tab, ok: false, detail: `no site's card declares ${parsed.host}` };
+      }),
+    ]),
+  );
+}
+
+/** Runs every check; the results, whatever they are. */
+export async function runSelfTest(inputs: { gatewayUrl: string; controlToken: string; checks: Record<string, SelfTestCheck[]>; startTabs: Record<string, string[]> }): Promise<SelfTestResults> {
+  const started = Date.now();
+  const gateway = { url: inputs.gatewayUrl, token: inputs.controlToken };
+  const [computers, startTabs] = await Promise.all([
+    Promise.all(Object.entries(inputs.checks).map(async ([computer, checks]) => [computer, await testComputer(gateway, computer, checks)] as const)).then(Object.fromEntries),
+    checkStartTabs(gateway, inputs.startTabs),
+  ]);
+  const all = [...Object.values(computers), ...Object.values(startTabs)].flat() as SelfTestCheckResult[];
+  return { passed: all.every((r) => r.ok), finishedAt: new Date().toISOString(), seconds: (Date.now() - started) / 1000, computers, startTabs };
+}
+
+/** The deploy's error for failed checks: one line per failure, naming the computer and the check. */
+export function selfTestFailure(results: SelfTestResults): string {
+  const lines: string[] = [];
+  for (const byComputer of [results.computers, results.startTabs]) {
+    for (const [computer, checks] of Object.entries(byComputer)) for (const r of checks.filter((c) => !c.ok)) lines.push(`computer ${computer}: ${r.check}: ${r.detail}`);
+  }
+  return `the self-test failed:\n${lines.join("\n")}\n(skip it with \`multienv up --no-self-test\`, or selfTest: false in the stack config)`;
+}
+
+async function run(inputs: Record<string, any>): Promise<Record<string, any>> {
+  const results = await runSelfTest(inputs as Parameters<typeof runSelfTest>[0]);
+  if (!results.passed) throw new Error(selfTestFailure(results));
+  return { ...pick(inputs, INPUT_KEYS), results };
+}
+
+export const selfTest: Operations = {
+  async diff(_id, olds, news) {
+    // Any change to what is tested, or to the containers it runs in, runs it again.
+    return diffInputs(olds, news, INPUT_KEYS, { replaceOn: [] });
+  },
+  async create(inputs) {
+    return { id: `self-test-${randomBytes(8).toString("hex")}`, outs: await run(inputs) };
+  },
+  async update(_id, _olds, news) {
+    return { outs: await run(news) };
+  },
+};
