@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readStackFile } from "../../src/config";
 import { renderGraph } from "../../src/runner/graph";
 import { signIn, signOut } from "../../src/runner/sign-in";
-import { collectCaptures, resetStack } from "../../src/runner";
+import { collectCaptures, deployStack, resetStack, type StackSpec } from "../../src/runner";
+import { episodeOf } from "../../src/protocol/site-proxy";
 import { addressesOf, connectsFrom, DEMO_STACK_FILE, deployEnv, e2eStack, dockerExec, nodeIn, pidsIn, specOf, throughProxy, until, type DeployedEnv } from "./helpers/env";
 
 const STACK = e2eStack("e2e");
@@ -27,7 +28,8 @@ beforeAll(async () => {
   const websites = spec.config["multienv:websites"] as Record<string, { settings?: Record<string, unknown> }>;
   websites.gist.settings = { ...websites.gist.settings, declareReset: false };
   env = await deployEnv(STACK, { spec });
-}, 300_000);
+  demoSpec = spec;
+}, 420_000);
 
 afterAll(async () => {
   await Promise.all(browsers.map((b) => b.close().catch(() => undefined)));
@@ -42,6 +44,8 @@ afterAll(async () => {
   for (const c of ["shop-server", "shop-frontend", "github-server", "gist-server", "gist-frontend"]) expect(stored).toContain(`${c}.pcap0`);
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
 }, 120_000);
+
+let demoSpec: StackSpec;
 
 async function computer(name: string): Promise<Browser> {
   const browser = await env.connect(name);
@@ -332,6 +336,59 @@ describe("the demo multi env on the local engine", () => {
     }
   });
 
+  it("checks each computer from inside at deploy, through its own proxy: results in the outputs and run.json", async () => {
+    const selfTest = env.outputs.selfTest;
+    expect("passed" in selfTest && selfTest.passed, JSON.stringify(selfTest, null, 2)).toBe(true);
+    if (!("passed" in selfTest)) return;
+    console.log(`self-test: ${selfTest.seconds.toFixed(1)} s (the up that ran it: ${env.selfTestSeconds?.toFixed(1)} s)`);
+    const names = (computer: string) => selfTest.computers[computer].map((r) => `${r.check}: ${r.ok}`);
+    expect(names("desktop")).toEqual([
+      "synthetic shop.test loads over HTTPS with the env CA: true",
+      "live github.com connects: true",
+      "not-reached.multienv.invalid, off its reaching, is refused: true",
+      "the address 169.254.169.254 is refused: true",
+    ]);
+    expect(names("open")).toEqual([
+      // No start tab: its first site's first name.
+      "synthetic gist.github.com loads over HTTPS with the env CA: true",
+      "live github.com connects: true",
+      "the address 169.254.169.254 is refused: true",
+      "public example.com is reached: true",
+    ]);
+    expect(selfTest.startTabs.desktop.map((r) => [r.url, r.ok, r.detail])).toEqual([
+      ["https://shop.test/", true, "site shop declares shop.test"],
+      ["https://github.com/", true, "site github declares github.com"],
+    ]);
+    const record = JSON.parse(fs.readFileSync(path.join(ARTIFACTS, "run.json"), "utf8"));
+    expect(record.selfTest).toEqual(selfTest);
+    // The self-test's traffic is marked off in the proxy's log: no episode's evidence holds it.
+    const log = await (await env.gateway("/computers/open/proxy-log")).text();
+    const start = log.lastIndexOf('{"event":"self-test","time"');
+    const section = log.slice(log.lastIndexOf('{"event":"self-test","time"', start - 1), start);
+    expect(section).toContain('"phase":"start"');
+    expect(section).toContain('"host":"example.com"');
+    const episode = episodeOf(log);
+    for (const line of section.split("\n").filter((l) => l.includes('"event":"connection"'))) expect(episode).not.toContain(line);
+    // It left nothing in the agent's browser: its pages were in a context of their own.
+    const open = await computer("open");
+    expect(pages(open).map((p) => p.url())).not.toContain("https://example.com/");
+    expect(await open.contexts()[0].cookies()).toEqual([]);
+  });
+
+  it("fails `up` naming the computer and the check when a check fails, and passes again once the host is back", async () => {
+    const standin = `${STACK}-web-standin`;
+    await env.api.request("POST", `/containers/${standin}/stop?t=1`);
+    const changed: StackSpec = { ...demoSpec, config: { ...demoSpec.config, "multienv:selfTest": { publicUrl: "https://example.com/again" } } };
+    try {
+      await expect(deployStack(changed, { preview: false })).rejects.toThrow(/computer open: public example\.com is reached: no answer/);
+    } finally {
+      await env.api.request("POST", `/containers/${standin}/start`);
+    }
+    const passed = (await deployStack(changed, { preview: false })).outputs.selfTest;
+    expect("passed" in passed && passed.passed).toBe(true);
+    await deployStack(demoSpec, { preview: false });
+  });
+
   it("resets the env for the next episode: every site's data emptied, each browser signed out with its start tabs, the episode collected first", async () => {
     const access = { gatewayUrl: env.gatewayUrl, controlToken: env.token };
     // Episode 1 leaves traces: data in the sites, a session, local storage, a tab elsewhere.
@@ -363,7 +420,9 @@ describe("the demo multi env on the local engine", () => {
     expect(await shop.evaluate(() => (globalThis as unknown as { localStorage: { getItem(k: string): string | null } }).localStorage.getItem("cart"))).toBeNull();
     // Episode 1 was collected first, whole; run.json counts episodes.
     const episodeDir = path.join(ARTIFACTS, "episodes", "1");
-    expect(fs.readFileSync(path.join(episodeDir, "proxy-logs", "desktop.jsonl"), "utf8")).toContain('"host":"example.com"');
+    const episode1 = fs.readFileSync(path.join(episodeDir, "proxy-logs", "desktop.jsonl"), "utf8");
+    expect(episode1).toContain('"host":"example.com"');
+    expect(episode1, "the self-test's lines are no episode's").not.toContain("not-reached.multienv.invalid");
     expect(fs.readdirSync(path.join(episodeDir, "traffic"))).toContain("shop-server.pcap0");
     const record = JSON.parse(fs.readFileSync(path.join(ARTIFACTS, "run.json"), "utf8"));
     expect(record.episode).toBe(2);

@@ -5,7 +5,9 @@ import { episodeOf } from "../../src/protocol/site-proxy";
 
 const line = (record: Record<string, unknown>) => JSON.stringify({ event: record.event, time: "2026-12-01T00:00:00.000Z", ...record }) + "\n";
 const startup = line({ event: "startup", pid: 1 });
-const selfTest = line({ event: "connection", host: "self-test.example" });
+const selfTestStart = line({ event: "self-test", phase: "start", ended: 0 });
+const selfTestEnd = line({ event: "self-test", phase: "end", ended: 3 });
+const selfTest = selfTestStart + line({ event: "connection", host: "example.com" }) + selfTestEnd;
 const mark = (episode: number) => line({ event: "episode", episode, ended: 2 });
 const visit = (host: string) => line({ event: "connection", host });
 
@@ -16,10 +18,16 @@ describe("episodeOf", () => {
     expect(episodeOf(log, 1)).toBe(log);
   });
 
-  it("leaves out what came before the deploy's mark (the self-test's own connections)", () => {
-    const log = startup + selfTest + mark(1) + visit("shop.test");
-    expect(episodeOf(log)).toBe(mark(1) + visit("shop.test"));
-    expect(episodeOf(log, 1)).toBe(mark(1) + visit("shop.test"));
+  it("leaves out a self-test's lines, at deploy or in the middle of an episode", () => {
+    expect(episodeOf(startup + selfTest + visit("shop.test"))).toBe(startup + visit("shop.test"));
+    const log = startup + mark(1) + visit("one.test") + selfTest + visit("still-one.test") + mark(2) + visit("two.test");
+    expect(episodeOf(log, 1)).toBe(mark(1) + visit("one.test") + visit("still-one.test"));
+    expect(episodeOf(log, 2)).toBe(mark(2) + visit("two.test"));
+  });
+
+  it("keeps every line after a self-test's start that has no end (a self-test that died), dropping nothing on a guess", () => {
+    const log = startup + selfTestStart + visit("example.com") + visit("shop.test");
+    expect(episodeOf(log)).toBe(log);
   });
 
   it("reads one episode between its mark and the next, and the one under way to the end", () => {

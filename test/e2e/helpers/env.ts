@@ -26,6 +26,8 @@ export interface DeployedEnv {
   token: string;
   /** Seconds from the start of the deploy to the gateway healthy (the deploy waits for it). */
   deploySeconds: number;
+  /** Seconds of the `up` that ran the self-test once the stand-in was there (undefined when it did not run). */
+  selfTestSeconds?: number;
   /** A fetch to the gateway, with the control token unless `auth` is false. */
   gateway(pathAndQuery: string, init?: RequestInit & { auth?: boolean }): Promise<Response>;
   /** Playwright connected over CDP through the gateway to a computer's browser. */
@@ -153,6 +155,11 @@ export interface DeployOptions {
   spec?: StackSpec;
   /** Start the web stand-in and make the browsers trust its CA (default true). */
   standin?: boolean;
+  /**
+   * Once the stand-in is up, run `up` again with the self-test on (default true with the stand-in). The first
+   * deploy skips it: the live and public hosts it checks answer only once the stand-in is connected.
+   */
+  selfTest?: boolean;
 }
 
 /** Deploys a stack through the runner library on the real engine, then readies the web stand-in. */
@@ -164,7 +171,7 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
   const started = Date.now();
   let deployed;
   try {
-    deployed = await deployStack(spec, { log: options.log, preview: false });
+    deployed = await deployStack(spec, { log: options.log, preview: false, selfTest: false });
   } catch (error) {
     await sweepStack(api, stack).catch(() => undefined);
     fs.rmSync(stackFileOf(stack), { force: true });
@@ -234,6 +241,11 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
         await until(`${computer}'s DevTools through the gateway`, async () => (await gateway(`/computers/${computer}/cdp/json/version`)).ok, 60_000);
       }),
     );
+    if (options.selfTest !== false) {
+      const started = Date.now();
+      env.outputs = (await deployStack(spec, { log: options.log, preview: false })).outputs;
+      env.selfTestSeconds = (Date.now() - started) / 1000;
+    }
   } catch (e) {
     await env.teardown().catch(() => undefined);
     throw e;

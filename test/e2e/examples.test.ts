@@ -1,0 +1,40 @@
+// examples/runner/episodes.ts as a user runs it: a child process on the real engine, three episodes of the demo
+// task on one deploy, each episode starting from the state `up` left (no cart, one order: the episode's own).
+import { execFile } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, expect, it } from "vitest";
+import { dockerApi } from "../../src/providers/docker-api";
+import { e2eStack, REPO, stackFileOf, sweepStack } from "./helpers/env";
+
+const STACK = e2eStack("e2e-ex");
+const ARTIFACTS = path.join(REPO, "artifacts", STACK);
+const api = dockerApi();
+
+afterAll(async () => {
+  await sweepStack(api, STACK).catch(() => undefined);
+  fs.rmSync(stackFileOf(STACK), { force: true });
+  fs.rmSync(ARTIFACTS, { recursive: true, force: true });
+  api.close();
+});
+
+it("runs three episodes of the demo task on one env, each from a clean state, and stores each one's evidence", async () => {
+  // The self-test is off: it checks the live github.com, and this test starts no stand-in for it (demo.test does).
+  const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+    execFile(process.execPath, ["--require", "tsx/cjs", path.join(REPO, "examples/runner/episodes.ts"), STACK, "--no-self-test"], { cwd: REPO, env: process.env, timeout: 600_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) =>
+      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
+  console.log(run.stdout);
+  expect(run.code, run.stderr + run.stdout).toBe(0);
+  const episodes = run.stdout.split("\n").filter((l) => /^episode \d: start tabs/.test(l));
+  expect(episodes).toHaveLength(3);
+  // Its github.com tab shows an error page here (no stand-in for the live site); the shop's is its start tab.
+  for (const line of episodes) expect(line).toMatch(/start tabs \[.*"https:\/\/shop\.test\/".*\], cart before null, order 201, orders now 1$/);
+  for (const n of [1, 2, 3]) expect(fs.readdirSync(path.join(ARTIFACTS, "episodes", String(n), "proxy-logs"))).toContain("desktop.jsonl");
+  const record = JSON.parse(fs.readFileSync(path.join(ARTIFACTS, "run.json"), "utf8"));
+  expect(record.episode).toBe(4);
+  expect(record.episodes.map((e: { episode: number }) => e.episode)).toEqual([1, 2, 3]);
+  const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }));
+  expect(await api.request("GET", `/containers/json?all=1&filters=${filters}`)).toEqual([]);
+});
