@@ -27,7 +27,7 @@ export interface ForwardHooks {
 export class BrokenAnswer extends Error {}
 
 /** RFC 9110 9.2.2: the methods a client may send again without changing what the first attempt did. */
-const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]);
+export const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]);
 
 /**
  * An agent whose sockets come from `open` (one deadline for the lookup and the attempts, the address check, a log

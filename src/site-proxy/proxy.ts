@@ -3,6 +3,7 @@
 // are tunnelled or forwarded when the computer reaches them and the address dialled passes the address check;
 // every answer the proxy gives itself carries X-Agentenv-Site-Proxy.
 import * as http from "node:http";
+import * as http2 from "node:http2";
 import type * as net from "node:net";
 import * as tls from "node:tls";
 import { SiteProxyVerdict } from "../protocol/site-proxy";
@@ -12,6 +13,7 @@ import { AddressRefused, addressOf, ConnectFailure, type Connector, normalizeHos
 import { BrokenAnswer, connectorAgent, type Destination, forward, type ForwardHooks, forwardUpgrade, type UpgradeHooks } from "./forward";
 import { requestFramingProblem, upgradeFramingProblem } from "./framing";
 import { OpenConnections } from "./connections";
+import { answerStream, forwardStream, H2_SERVER_OPTIONS, type H2Request, readH2Request } from "./h2";
 import type { EventLog } from "./log";
 import {
   answerResponse,
@@ -170,8 +172,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   }
 
   /** The request's own headers for the gateway: the gateway's Host, and the browser's in X-Forwarded-Host/-Proto. */
-  function gatewayDestination(req: http.IncomingMessage, site: string, authority: string, proto: "http" | "https", path: string): Destination {
-    let headers = endToEndHeaders(req.rawHeaders);
+  function gatewayDestination(rawHeaders: string[], site: string, authority: string, proto: "http" | "https", path: string): Destination {
+    let headers = endToEndHeaders(rawHeaders);
     for (const name of ["host", "content-length", "x-forwarded-host", "x-forwarded-proto"]) headers = withoutHeader(headers, name);
     return {
       host: gatewayHost,
@@ -219,7 +221,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const tunnel = tunnels.get(req.socket);
     if (tunnel) {
       const x = exchange(req, tunnel.host, tunnel.port, tunnel.site);
-      forward(req, res, gatewayAgent, gatewayDestination(req, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, tunnelPath(req.url ?? "/")), forwardHooks(res, x));
+      forward(req, res, gatewayAgent, gatewayDestination(req.rawHeaders, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, tunnelPath(req.url ?? "/")), forwardHooks(res, x));
       return;
     }
     const target = parseAbsoluteForm(req.url ?? "");
@@ -230,7 +232,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const route = router.route(target.host);
     if (route.kind === "synthetic") {
       const x = exchange(req, target.host, target.port, route.site);
-      forward(req, res, gatewayAgent, gatewayDestination(req, route.site, target.authority, "http", target.path), forwardHooks(res, x));
+      forward(req, res, gatewayAgent, gatewayDestination(req.rawHeaders, route.site, target.authority, "http", target.path), forwardHooks(res, x));
     } else if (route.kind === "refused") {
       const f = refusedByRoute(exchange(req, target.host, target.port), route.why);
       answerResponse(res, f.status, f.verdict, f.message);
@@ -251,7 +253,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const tunnel = tunnels.get(client);
     if (tunnel) {
       const x = exchange(req, tunnel.host, tunnel.port, tunnel.site);
-      const destination = gatewayDestination(req, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, tunnelPath(req.url ?? "/"));
+      const destination = gatewayDestination(req.rawHeaders, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, tunnelPath(req.url ?? "/"));
       return forwardUpgrade(req, client, early, destination, idleTimeoutMs, upgradeHooks(client, x, openGateway));
     }
     const target = parseAbsoluteForm(req.url ?? "");
@@ -262,7 +264,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const route = router.route(target.host);
     if (route.kind === "synthetic") {
       const x = exchange(req, target.host, target.port, route.site);
-      forwardUpgrade(req, client, early, gatewayDestination(req, route.site, target.authority, "http", target.path), idleTimeoutMs, upgradeHooks(client, x, openGateway));
+      forwardUpgrade(req, client, early, gatewayDestination(req.rawHeaders, route.site, target.authority, "http", target.path), idleTimeoutMs, upgradeHooks(client, x, openGateway));
     } else if (route.kind === "refused") {
       const f = refusedByRoute(exchange(req, target.host, target.port), route.why);
       answerSocket(client, f.status, f.verdict, f.message);
@@ -304,10 +306,13 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       client.pause();
       client.unshift(first); // a TLSSocket takes over bytes already read; the HTTP parser gets them on resume
       const tlsHandshake = first[0] === 0x16;
+      // HTTP/2 first: one connection for a whole page. The context is the name's own, cached with its leaf, so a
+      // browser coming back resumes its TLS session with a ticket only that name's context can read.
       const conversation: net.Socket = tlsHandshake
-        ? new tls.TLSSocket(client, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] })
+        ? new tls.TLSSocket(client, { isServer: true, secureContext: context, ALPNProtocols: ["h2", "http/1.1"] })
         : client;
-      tunnels.set(conversation, { site, host, port, proto: tlsHandshake ? "https" : "http" });
+      const tunnel: SyntheticTunnel = { site, host, port, proto: tlsHandshake ? "https" : "http" };
+      tunnels.set(conversation, tunnel);
       conversation.setTimeout(idleTimeoutMs);
       conversation.on("timeout", () => conversation.destroy());
       conversation.on("error", (err: NodeJS.ErrnoException) => {
@@ -318,6 +323,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       });
       conversation.once("close", () => {
         client.destroy();
+        const protocol = tlsHandshake ? ((conversation as tls.TLSSocket).alpnProtocol || "http/1.1") : undefined;
         log.write({
           event: "connection",
           method: "CONNECT",
@@ -325,18 +331,104 @@ export function createProxyServer(options: ProxyOptions): http.Server {
           port,
           address: `${gatewayHost}:${gatewayPort}`,
           site,
+          ...(protocol === "h2" || protocol === "http/1.1" ? { protocol } : {}),
           bytesToHost: client.bytesRead - readBefore,
           bytesFromHost: client.bytesWritten - writtenBefore,
           start: start.toISOString(),
           durationMs: Date.now() - start.getTime(),
         });
       });
-      // This server parses the conversation like any connection of its own, head timeout included.
-      server.emit("connection", conversation);
-      if (!tlsHandshake) client.resume();
+      if (!tlsHandshake) {
+        // This server parses the conversation like any connection of its own, head timeout included.
+        server.emit("connection", conversation);
+        client.resume();
+        return;
+      }
+      // The handshake counts against the head timeout, as the head it comes before does.
+      const handshake = setTimeout(() => {
+        log.write({ event: "error", error: `no TLS handshake within ${headTimeoutMs} ms; connection dropped`, client: client.remoteAddress, host, port });
+        conversation.destroy();
+      }, headTimeoutMs);
+      conversation.once("close", () => clearTimeout(handshake));
+      conversation.once("secure", () => {
+        clearTimeout(handshake);
+        if ((conversation as tls.TLSSocket).alpnProtocol === "h2") serveH2(conversation as tls.TLSSocket, tunnel);
+        else server.emit("connection", conversation);
+      });
     };
     if (head.length > 0) serve(head);
     else client.once("data", serve);
+  }
+
+  // HTTP/2 conversations inside tunnels to synthetic names. The server only makes the sessions (it never listens);
+  // each session is bound to its tunnel as it is made, so a stream is only ever routed by its own tunnel's name.
+  const h2server = http2.createServer(H2_SERVER_OPTIONS);
+  let arriving: { tunnel: SyntheticTunnel; conversation: tls.TLSSocket } | undefined;
+  h2server.on("session", (session: http2.ServerHttp2Session) => {
+    const bound = arriving;
+    if (!bound) return void session.destroy();
+    session.on("error", () => session.destroy());
+    // The session's own timer: with HTTP/2 reading the socket itself, the socket's timer would not see traffic.
+    session.setTimeout(idleTimeoutMs, () => session.destroy());
+    // The computer is done sending (its side of the connection ended): the streams under way finish, then it closes.
+    // The proxy's sockets are half-open ones, so nothing else would close it.
+    bound.conversation.once("end", () => session.close());
+    const client = bound.conversation.remoteAddress;
+    session.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) =>
+      onStream(stream, readH2Request(headers, rawHeaders, flags), bound.tunnel, client),
+    );
+  });
+
+  function serveH2(conversation: tls.TLSSocket, tunnel: SyntheticTunnel): void {
+    connections.track(conversation);
+    conversation.setTimeout(0);
+    // A TLS server marks its sockets connected once secure (node's tls.Server does it as it emits
+    // secureConnection); a session waits for a socket still marked connecting, so this one is marked by hand.
+    (conversation as tls.TLSSocket & { secureConnecting: boolean }).secureConnecting = false;
+    arriving = { tunnel, conversation };
+    try {
+      h2server.emit("connection", conversation);
+    } finally {
+      arriving = undefined;
+    }
+  }
+
+  /** Why a stream's request is not sent on (answered 400), or undefined. */
+  function streamProblem(r: H2Request): string | undefined {
+    if (r.method === "CONNECT") return "CONNECT inside a tunnel";
+    if (r.scheme !== "https") return `:scheme must be https inside TLS, got "${r.scheme}"`;
+    if (r.path === undefined || !r.path.startsWith("/")) return `:path must be an absolute path, got "${r.path}"`;
+    if (r.authority === undefined) return "a request needs :authority (or Host)";
+    if (r.hostHeader !== undefined && r.hostHeader !== r.authority) return `a Host header "${r.hostHeader}" that differs from :authority "${r.authority}"`;
+    return undefined;
+  }
+
+  /** One HTTP/2 stream inside a synthetic tunnel: its own name's site, or refused. */
+  function onStream(stream: http2.ServerHttp2Stream, r: H2Request, tunnel: SyntheticTunnel, client: string | undefined): void {
+    stream.on("error", () => stream.destroy());
+    const problem = streamProblem(r);
+    if (problem) {
+      log.write({ event: "error", error: `malformed request: ${problem}`, client, method: r.method, host: tunnel.host, port: tunnel.port, status: 400 });
+      return answerStream(stream, 400, SiteProxyVerdict.badRequest, `malformed request: ${problem}`);
+    }
+    // A connection is for its tunnel's name alone (no coalescing, RFC 9113 9.1.1): another authority is misdirected.
+    const target = parseAuthority(r.authority!, 443);
+    if (!target || target.host !== tunnel.host || target.port !== tunnel.port) {
+      const why = `this connection is for ${formatAuthority(tunnel.host, tunnel.port, 443)} only`;
+      const address = target ? addressOf(target.host) : undefined;
+      log.write({ event: "refused", method: r.method, host: target?.host ?? r.authority!, port: target?.port ?? 443, ...(address !== undefined ? { address } : {}), why });
+      return answerStream(stream, 421, SiteProxyVerdict.refused, `${r.authority} is misdirected: ${why}`);
+    }
+    const x: Exchange = { method: r.method, host: tunnel.host, port: tunnel.port, site: tunnel.site, hostHeader: r.authority };
+    forwardStream(stream, r, gatewayAgent, gatewayDestination(r.headers, tunnel.site, tunnelAuthority(tunnel), "https", r.path!), {
+      answered: (status) => logRequest(x, status),
+      failed: (err, answered) => {
+        if (answered) return void stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+        const f = failure(err, x);
+        answerStream(stream, f.status, f.verdict, f.message);
+        logRequest(x, f.status);
+      },
+    });
   }
 
   /** CONNECT to a host the computer reaches: a byte tunnel, never decrypted. */
