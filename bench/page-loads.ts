@@ -49,11 +49,13 @@ async function loadOnce(browser: Browser, url: string, expected: number, proxy?:
   try {
     const page = await context.newPage();
     let loaded = 0;
+    let failed = 0;
     page.on("requestfinished", () => loaded++);
+    page.on("response", (r) => r.status() !== 200 && !r.url().endsWith("/favicon.ico") && failed++);
     const started = performance.now();
     const response = await page.goto(url, { waitUntil: "load" });
     const ms = performance.now() - started;
-    if (response?.status() !== 200 || loaded < expected) throw new Error(`${url}: status ${response?.status()}, ${loaded} requests finished`);
+    if (response?.status() !== 200 || loaded < expected || failed > 0) throw new Error(`${url}: status ${response?.status()}, ${loaded} requests finished, ${failed} not 200`);
     if (!ttfb) return ms;
     return (await page.evaluate('(() => { const nav = performance.getEntriesByType("navigation")[0]; return nav.responseStart - nav.startTime; })()')) as number;
   } finally {
