@@ -8,7 +8,7 @@
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import { SITE_PROXY_HEADER, type SiteProxyVerdict } from "../protocol/site-proxy";
-import { BrokenAnswer, type Destination, type ForwardHooks, IDEMPOTENT } from "./forward";
+import { BrokenAnswer, type Destination, type ForwardHooks, IDEMPOTENT, type RequestSlots } from "./forward";
 import { responseFramingProblem } from "./framing";
 import { endToEndHeaders, MAX_HEADER_BYTES } from "./messages";
 
@@ -106,7 +106,7 @@ export function answerStream(stream: http2.ServerHttp2Stream, status: number, ve
  * for an HTTP/1.1 request: the body framed again (its length, or chunked), a bodiless idempotent request that meets
  * a kept-alive connection closed as it arrived sent once more, a broken answer a 502.
  */
-export function forwardStream(stream: http2.ServerHttp2Stream, request: H2Request, agent: http.Agent, destination: Destination, hooks: ForwardHooks): void {
+export function forwardStream(stream: http2.ServerHttp2Stream, request: H2Request, agent: http.Agent, destination: Destination, hooks: ForwardHooks, slots?: RequestSlots): void {
   const framing = request.contentLength !== undefined ? ["Content-Length", request.contentLength] : request.bodyless ? [] : ["Transfer-Encoding", "chunked"];
   const headers = [...destination.headers, ...framing];
   const retriable = request.bodyless && IDEMPOTENT.has(request.method);
@@ -116,14 +116,20 @@ export function forwardStream(stream: http2.ServerHttp2Stream, request: H2Reques
     settled = true;
     hooks.failed(err, answered);
   };
+  let release = () => {};
   const send = (mayRetry: boolean) => {
     let upstream: http.ClientRequest;
     try {
       upstream = http.request({ agent, host: destination.host, port: destination.port, method: request.method, path: destination.path, headers, setHost: false });
     } catch (err) {
+      release();
       failed(err as Error);
       return;
     }
+    let retried = false;
+    // A request's close comes just before its kept-alive socket is free again: the slot is given on after that,
+    // so the next request finds the socket rather than opening another.
+    upstream.once("close", () => retried || process.nextTick(release));
     upstream.on("response", (answer) => {
       const problem = responseFramingProblem(answer);
       if (problem) {
@@ -145,7 +151,10 @@ export function forwardStream(stream: http2.ServerHttp2Stream, request: H2Reques
       answer.on("error", () => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR));
     });
     upstream.on("error", (err: NodeJS.ErrnoException) => {
-      if (mayRetry && !settled && upstream.reusedSocket && !stream.headersSent && (err.code === "ECONNRESET" || err.code === "EPIPE")) return send(false);
+      if (mayRetry && !settled && upstream.reusedSocket && !stream.headersSent && (err.code === "ECONNRESET" || err.code === "EPIPE")) {
+        retried = true;
+        return send(false);
+      }
       failed(err);
     });
     stream.once("close", () => {
@@ -156,5 +165,11 @@ export function forwardStream(stream: http2.ServerHttp2Stream, request: H2Reques
       upstream.end();
     } else stream.pipe(upstream);
   };
-  send(retriable);
+  if (!slots) return send(retriable);
+  slots.run((done) => {
+    release = done;
+    // A stream the computer reset while it waited for a slot: nothing to send.
+    if (stream.destroyed || stream.closed) return release();
+    send(retriable);
+  });
 }

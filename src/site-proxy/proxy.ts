@@ -10,7 +10,7 @@ import { SiteProxyVerdict } from "../protocol/site-proxy";
 import type { AddressCheck } from "./addresses";
 import type { CertificateAuthority } from "./ca";
 import { AddressRefused, addressOf, ConnectFailure, type Connector, normalizeHost, type Opened } from "./connect";
-import { BrokenAnswer, connectorAgent, type Destination, forward, type ForwardHooks, forwardUpgrade, type UpgradeHooks } from "./forward";
+import { BrokenAnswer, connectorAgent, type Destination, forward, type ForwardHooks, forwardUpgrade, RequestSlots, type UpgradeHooks } from "./forward";
 import { requestFramingProblem, upgradeFramingProblem } from "./framing";
 import { OpenConnections } from "./connections";
 import { answerStream, forwardStream, H2_SERVER_OPTIONS, type H2Request, readH2Request } from "./h2";
@@ -69,6 +69,9 @@ interface Failure {
   message: string;
 }
 
+/** Connections to the gateway a proxy holds at most (requests beyond them wait for one to be free). */
+export const GATEWAY_CONNECTIONS = 32;
+
 /** Creates the proxy's HTTP server (not yet listening). */
 export function createProxyServer(options: ProxyOptions): http.Server {
   const { router, connector, check, ca, log, gateway, idleTimeoutMs, headTimeoutMs } = options;
@@ -111,7 +114,11 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   }
 
   const hostAgent = connectorAgent(async (host, port) => (await openLogged("HTTP", host, port)).socket, idleTimeoutMs);
+  // HTTP/2 lets one connection carry 128 requests at once, where a browser held itself to 32 connections to a proxy:
+  // the gateway, shared by every computer, gets at most this many of this computer's requests at a time, the rest
+  // waiting their turn here, on connections kept alive and reused.
   const gatewayAgent = connectorAgent(openGateway, idleTimeoutMs);
+  const gatewaySlots = new RequestSlots(GATEWAY_CONNECTIONS);
 
   /** What the computer is told when its request could not be sent on, and the log line that says why. */
   function failure(err: Error, x: Exchange): Failure {
@@ -221,7 +228,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const tunnel = tunnels.get(req.socket);
     if (tunnel) {
       const x = exchange(req, tunnel.host, tunnel.port, tunnel.site);
-      forward(req, res, gatewayAgent, gatewayDestination(req.rawHeaders, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, tunnelPath(req.url ?? "/")), forwardHooks(res, x));
+      forward(req, res, gatewayAgent, gatewayDestination(req.rawHeaders, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, tunnelPath(req.url ?? "/")), forwardHooks(res, x), gatewaySlots);
       return;
     }
     const target = parseAbsoluteForm(req.url ?? "");
@@ -232,7 +239,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const route = router.route(target.host);
     if (route.kind === "synthetic") {
       const x = exchange(req, target.host, target.port, route.site);
-      forward(req, res, gatewayAgent, gatewayDestination(req.rawHeaders, route.site, target.authority, "http", target.path), forwardHooks(res, x));
+      forward(req, res, gatewayAgent, gatewayDestination(req.rawHeaders, route.site, target.authority, "http", target.path), forwardHooks(res, x), gatewaySlots);
     } else if (route.kind === "refused") {
       const f = refusedByRoute(exchange(req, target.host, target.port), route.why);
       answerResponse(res, f.status, f.verdict, f.message);
@@ -428,7 +435,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
         answerStream(stream, f.status, f.verdict, f.message);
         logRequest(x, f.status);
       },
-    });
+    }, gatewaySlots);
   }
 
   /** CONNECT to a host the computer reaches: a byte tunnel, never decrypted. */

@@ -4,7 +4,9 @@
 // malformed stream (connection-specific headers, bad pseudo-headers, extended CONNECT) is reset, never forwarded.
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as http from "node:http";
 import * as http2 from "node:http2";
+import type * as net from "node:net";
 import * as path from "node:path";
 import * as tls from "node:tls";
 import { chromium, type Browser } from "playwright-core";
@@ -12,7 +14,7 @@ import { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConnectionRecord, RefusedRecord, RequestRecord } from "../../src/protocol/site-proxy";
 import { CHROMIUM_FLAGS } from "../../src/browser/launcher";
-import { cleanup, connectThrough, curl, type ProxyProcess, sleep, startHttpServer, startProxy, tempDir, TEST_TOKEN, type TestHttpServer, waitFor } from "./helpers";
+import { cleanup, connectThrough, curl, onCleanup, type ProxyProcess, sleep, startHttpServer, startProxy, tempDir, TEST_TOKEN, type TestHttpServer, waitFor } from "./helpers";
 
 let gateway: TestHttpServer;
 const upgrades: { url: string; forwardedProto: unknown }[] = [];
@@ -55,17 +57,17 @@ beforeAll(async () => {
 afterAll(cleanup);
 
 /** TLS through a CONNECT tunnel to `name`, offering `alpn`, trusting the env CA alone. */
-async function tunnelTls(name: string, alpn: string[], session?: Buffer): Promise<tls.TLSSocket> {
-  const { socket, status } = await connectThrough(proxy.port, `${name}:443`);
+async function tunnelTls(name: string, alpn: string[], session?: Buffer, through = proxy): Promise<tls.TLSSocket> {
+  const { socket, status } = await connectThrough(through.port, `${name}:443`);
   expect(status).toBe(200);
-  const secure = tls.connect({ socket, servername: name, ca: caPem, ALPNProtocols: alpn, ...(session ? { session } : {}) });
+  const secure = tls.connect({ socket, servername: name, ca: fs.readFileSync(through.caCertPath, "utf8"), ALPNProtocols: alpn, ...(session ? { session } : {}) });
   await new Promise<void>((resolve, reject) => secure.once("secureConnect", resolve).once("error", reject));
   return secure;
 }
 
 /** An HTTP/2 session (node's client) inside a tunnel to `name`. */
-async function h2Session(name: string): Promise<{ session: http2.ClientHttp2Session; secure: tls.TLSSocket }> {
-  const secure = await tunnelTls(name, ["h2"]);
+async function h2Session(name: string, through = proxy): Promise<{ session: http2.ClientHttp2Session; secure: tls.TLSSocket }> {
+  const secure = await tunnelTls(name, ["h2"], undefined, through);
   expect(secure.alpnProtocol).toBe("h2");
   const session = http2.connect(`https://${name}`, { createConnection: () => secure });
   session.on("error", () => undefined);
@@ -149,6 +151,31 @@ describe("HTTP/2 for synthetic names (curl)", () => {
     }
     // 24 requests, at most 8 at once: the pool opens at most 8 connections and then reuses them.
     expect(gateway.connections - before).toBeLessThanOrEqual(8);
+  });
+
+  it("holds the gateway to 32 of its connections however many streams are in flight, the rest waiting their turn", async () => {
+    // A gateway that takes 300 ms over each answer, so the streams overlap.
+    let connections = 0;
+    let inFlight = 0;
+    let most = 0;
+    const slow = http.createServer((req, res) => {
+      most = Math.max(most, ++inFlight);
+      req.resume();
+      setTimeout(() => {
+        inFlight--;
+        res.end("slow");
+      }, 300);
+    });
+    slow.on("connection", () => connections++);
+    await new Promise<void>((resolve) => slow.listen(0, "127.0.0.1", resolve));
+    onCleanup(() => new Promise((resolve) => { slow.closeAllConnections(); slow.close(resolve); }));
+    const slowProxy = await startProxy({ gateway: `http://127.0.0.1:${(slow.address() as net.AddressInfo).port}`, sites: { shop: ["shop.test"] } });
+    const { session } = await h2Session("shop.test", slowProxy);
+    const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => h2Get(session, { ":path": `/fan-out/${i}` })));
+    expect(answers.every((a) => a.status === 200 && a.body === "slow")).toBe(true);
+    expect(most).toBe(32);
+    expect(connections).toBe(32);
+    session.close();
   });
 
   it("resumes a TLS session for the same name, and never with a ticket issued for another", async () => {
@@ -274,7 +301,7 @@ describe("Chromium", () => {
       const response = await page.goto("https://shop.test/page", { waitUntil: "load" });
       expect(failed).toEqual([]);
       expect(response?.status()).toBe(200);
-      expect(await page.evaluate(() => (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming).nextHopProtocol)).toBe(version);
+      expect(await page.evaluate('performance.getEntriesByType("navigation")[0].nextHopProtocol')).toBe(version);
       const security = await response!.securityDetails();
       expect(security?.subjectName).toBe("shop.test");
       expect(security?.issuer).toMatch(/multienv env CA/);
