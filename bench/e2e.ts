@@ -84,6 +84,7 @@ function reportPages(p: PageLoadFigures): Record<string, unknown> {
   row("page with 50 subresources", p.page50Ms);
   row("page with 200 subresources", p.page200Ms);
   row("time to first byte, home page", p.ttfbMs);
+  if (p.retries.length > 0) console.log(`  loads done again after a failure: ${p.retries.length} (${p.retries.slice(0, 3).join("; ")})`);
   const ratios = (m: Record<string, number>) => ({ envVsNginx: ratio(m, "env", "nginx"), envVsDirect: ratio(m, "env", "direct"), nginxVsDirect: ratio(m, "nginx", "direct"), gatewayVsDirect: ratio(m, "gateway", "direct") });
   return {
     loads: p.loads,
@@ -93,6 +94,7 @@ function reportPages(p: PageLoadFigures): Record<string, unknown> {
     ttfbMs: p.ttfbMs,
     ratios: { page50: ratios(p.page50Ms), page200: ratios(p.page200Ms), ttfb: ratios(p.ttfbMs) },
     aim: { envVsNginx: 1.0 },
+    retries: p.retries,
     samples: p.samples,
   };
 }

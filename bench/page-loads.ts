@@ -26,6 +26,8 @@ export interface PageLoadFigures {
   page200Ms: Record<Contender, number>;
   ttfbMs: Record<Contender, number>;
   samples: Record<"page50" | "page200" | "ttfb", Record<Contender, number[]>>;
+  /** Loads done again after a failure (Chromium gives up a load when the machine's interfaces change). */
+  retries: string[];
 }
 
 function median(xs: number[]): number {
@@ -60,6 +62,18 @@ async function loadOnce(browser: Browser, url: string, expected: number, proxy?:
     return (await page.evaluate('(() => { const nav = performance.getEntriesByType("navigation")[0]; return nav.responseStart - nav.startTime; })()')) as number;
   } finally {
     await context.close();
+  }
+}
+
+/** `loadOnce`, tried up to three times: another process adding a network interface fails Chromium's loads. */
+async function load(browser: Browser, url: string, expected: number, retries: string[], proxy?: string, ttfb = false): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await loadOnce(browser, url, expected, proxy, ttfb);
+    } catch (err) {
+      if (attempt === 3) throw err;
+      retries.push(`${url}${proxy ? " via the site proxy" : ""}: ${(err as Error).message.split("\n")[0]}`);
+    }
   }
 }
 
@@ -138,13 +152,14 @@ http {
       { kind: "ttfb" as const, path: "/", expected: 1, ttfb: true },
     ];
     const samples = Object.fromEntries(kinds.map((k) => [k.kind, Object.fromEntries(CONTENDERS.map((c) => [c, [] as number[]]))])) as PageLoadFigures["samples"];
+    const retries: string[] = [];
     // One warm-up load each: the leaf is issued, the pools and the browser's caches of names are filled.
-    for (const c of CONTENDERS) for (const k of kinds) await loadOnce(browser, bases[c].base + k.path, k.expected, bases[c].proxy, k.ttfb);
+    for (const c of CONTENDERS) for (const k of kinds) await load(browser, bases[c].base + k.path, k.expected, retries, bases[c].proxy, k.ttfb);
     for (let i = 0; i < loads; i++) {
-      for (const k of kinds) for (const c of CONTENDERS) samples[k.kind][c].push(await loadOnce(browser, bases[c].base + k.path, k.expected, bases[c].proxy, k.ttfb));
+      for (const k of kinds) for (const c of CONTENDERS) samples[k.kind][c].push(await load(browser, bases[c].base + k.path, k.expected, retries, bases[c].proxy, k.ttfb));
     }
     const medians = (kind: keyof PageLoadFigures["samples"]) => Object.fromEntries(CONTENDERS.map((c) => [c, median(samples[kind][c])])) as Record<Contender, number>;
-    return { loads, page50Ms: medians("page50"), page200Ms: medians("page200"), ttfbMs: medians("ttfb"), samples };
+    return { loads, page50Ms: medians("page50"), page200Ms: medians("page200"), ttfbMs: medians("ttfb"), samples, retries };
   } finally {
     await browser?.close();
     // SIGINT: node writes its --cpu-prof profile as it exits on a signal it handles (the gateway and proxy stop on it).
