@@ -381,6 +381,13 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     // The proxy's sockets are half-open ones, so nothing else would close it.
     bound.conversation.once("end", () => session.close());
     const client = bound.conversation.remoteAddress;
+    // As for an HTTP/1.1 connection, the first request must come within the head timeout.
+    const firstRequest = setTimeout(() => {
+      log.write({ event: "error", error: `no complete request head within ${headTimeoutMs} ms; connection dropped`, client, host: bound.tunnel.host, port: bound.tunnel.port });
+      session.destroy();
+    }, headTimeoutMs);
+    session.once("stream", () => clearTimeout(firstRequest));
+    session.once("close", () => clearTimeout(firstRequest));
     session.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) =>
       onStream(stream, readH2Request(headers, rawHeaders, flags), bound.tunnel, client),
     );

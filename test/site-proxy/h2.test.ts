@@ -205,6 +205,18 @@ describe("HTTP/2 for synthetic names (curl)", () => {
 });
 
 describe("HTTP/2 attacks", () => {
+  it("drops a session that sends no request within the head timeout, with a log line", async () => {
+    const quick = await startProxy({ gateway: gateway.url, sites: { shop: ["shop.test"] }, headTimeoutMs: 500 });
+    const secure = await tunnelTls("shop.test", ["h2"], undefined, quick);
+    expect(secure.alpnProtocol).toBe("h2");
+    secure.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    secure.resume();
+    const started = Date.now();
+    await new Promise((resolve) => secure.once("close", resolve));
+    expect(Date.now() - started).toBeLessThan(3_000);
+    await quick.waitForRecord("the head timeout line", (r) => r.event === "error" && r.error.startsWith("no complete request head within 500 ms"));
+  });
+
   it("answers 421 to an :authority that is not the tunnel's name (another synthetic name, a host outside, another port): nothing is routed", async () => {
     const { session } = await h2Session("shop.test");
     const before = gateway.requests.length;
