@@ -30,7 +30,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import YAML from "yaml";
 import { composeFileOf, gatewayHealthy } from "./compose";
-import { CONTENDERS, loopbackPageLoads, type PageLoadFigures } from "./page-loads";
+import { CONTENDERS, isolatedPageLoads, type PageLoadFigures } from "./page-loads";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const LOADS = Number(process.env.BENCH_LOADS ?? 15);
@@ -102,7 +102,7 @@ function reportPages(p: PageLoadFigures): Record<string, unknown> {
 async function main(): Promise<void> {
   if (PAGES_ONLY) {
     rmSync(STATE, { recursive: true, force: true });
-    const pages = reportPages(await loopbackPageLoads(LOADS));
+    const pages = reportPages(await isolatedPageLoads(LOADS));
     const load = loadavg().map((l) => Number(l.toFixed(2)));
     console.log(`  load average at the end: ${load.join(" ")} on ${cpus().length} cores`);
     console.log(JSON.stringify({ bench: "e2e", pagesOnly: true, pageLoads: pages, loadAverage: load }));
@@ -145,7 +145,7 @@ async function main(): Promise<void> {
   console.log(`  no-change pulumi up: ${m.noChangeUp.toFixed(1)} s (aim < 5 s)`);
   console.log(`  destroy (pulumi destroy, captures collected first): ${m.destroy.toFixed(1)} s; docker-compose down -v: ${m.composeDown.toFixed(1)} s`);
   // After the deploy rounds, so the containers they started are gone and the loads have the machine to themselves.
-  const pages = reportPages(await loopbackPageLoads(LOADS));
+  const pages = reportPages(await isolatedPageLoads(LOADS));
   const load = loadavg().map((l) => Number(l.toFixed(2)));
   console.log(`  load average at the end: ${load.join(" ")} on ${cpus().length} cores`);
   console.log(
