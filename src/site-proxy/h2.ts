@@ -3,19 +3,25 @@
 // gateway over the same kept-alive HTTP/1.1 pool as a tunnel's HTTP/1.1 requests; the answer goes back on the stream.
 // nghttp2 refuses what RFC 9113 calls malformed before a stream reaches the proxy (connection-specific headers such
 // as Transfer-Encoding or Connection, unknown or repeated pseudo-headers, upper-case names, a Content-Length the
-// body does not match): such a stream is reset and never sent on. Extended CONNECT (RFC 8441) is not offered, so a
-// browser opens its WebSockets on an HTTP/1.1 connection of their own.
+// body does not match): such a stream is reset and never sent on. A WebSocket comes as an extended CONNECT
+// (RFC 8441, `:protocol websocket`) and goes to the gateway as the HTTP/1.1 upgrade it stands for (RFC 6455),
+// its frames relayed as they are.
+import * as crypto from "node:crypto";
 import * as http from "node:http";
 import * as http2 from "node:http2";
+import type * as net from "node:net";
 import { SITE_PROXY_HEADER, type SiteProxyVerdict } from "../protocol/site-proxy";
-import { BrokenAnswer, type Destination, type ForwardHooks, IDEMPOTENT, type RequestSlots } from "./forward";
+import { BrokenAnswer, type Destination, type ForwardHooks, IDEMPOTENT, type RequestSlots, type UpgradeHooks } from "./forward";
 import { responseFramingProblem } from "./framing";
-import { endToEndHeaders, MAX_HEADER_BYTES } from "./messages";
+import { endToEndHeaders, MAX_HEADER_BYTES, withoutHeader } from "./messages";
+import { relay } from "./relay";
 
 /** What the proxy's HTTP/2 sessions announce and accept. */
 export const H2_SERVER_OPTIONS: http2.ServerOptions = {
   settings: {
     enablePush: false,
+    // Extended CONNECT (RFC 8441): a browser opens its WebSockets on the page's own connection.
+    enableConnectProtocol: true,
     // A page's subresources in flight at once; more streams wait for a slot (RFC 9113 5.1.2).
     maxConcurrentStreams: 128,
     maxHeaderListSize: MAX_HEADER_BYTES,
@@ -30,6 +36,8 @@ const H2_FORBIDDEN_RESPONSE_HEADERS = new Set(["http2-settings"]);
 /** One stream's request as the proxy reads it. */
 export interface H2Request {
   method: string;
+  /** `:protocol` of an extended CONNECT. */
+  protocol: string | undefined;
   scheme: string | undefined;
   /** `:authority`, or the Host header when a client sent that instead (RFC 9113 8.3.1). */
   authority: string | undefined;
@@ -60,6 +68,7 @@ export function readH2Request(headers: http2.IncomingHttpHeaders, rawHeaders: st
   const host = first(headers.host);
   return {
     method: String(first(headers[":method"])),
+    protocol: first(headers[":protocol"]),
     scheme: first(headers[":scheme"]),
     authority: authority ?? host,
     hostHeader: authority !== undefined ? host : undefined,
@@ -172,4 +181,85 @@ export function forwardStream(stream: http2.ServerHttp2Stream, request: H2Reques
     if (stream.destroyed || stream.closed) return release();
     send(retriable);
   });
+}
+
+/** RFC 6455 4.2.2: what a server's Sec-WebSocket-Accept must be for `key`. */
+function websocketAccept(key: string): string {
+  return crypto.createHash("sha1").update(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest("base64");
+}
+
+/**
+ * A WebSocket opened by extended CONNECT: sent to `destination` as an HTTP/1.1 upgrade on a fresh connection, with
+ * a key of the proxy's own (an HTTP/2 client sends none). A 101 whose Sec-WebSocket-Accept matches is answered 200,
+ * with the subprotocol and extensions the destination chose, and the stream and the connection are relayed; any
+ * other answer is passed on, and the stream ends with it.
+ */
+export function forwardWebSocket(stream: http2.ServerHttp2Stream, destination: Destination, idleTimeoutMs: number, hooks: UpgradeHooks): void {
+  const key = crypto.randomBytes(16).toString("base64");
+  const headers = [...withoutHeader(destination.headers, "sec-websocket-key"), "Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Key", key];
+  let settled = false;
+  const fail = (err: Error) => {
+    if (settled) return void stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    settled = true;
+    hooks.failed(err);
+  };
+  let upstream: http.ClientRequest;
+  try {
+    upstream = http.request({
+      host: destination.host,
+      port: destination.port,
+      method: "GET",
+      path: destination.path,
+      headers,
+      setHost: false,
+      createConnection: ((_options: unknown, callback: (err: Error | null, socket?: net.Socket) => void) => {
+        hooks.open().then(
+          (socket) => callback(null, socket),
+          (err: Error) => callback(err),
+        );
+        return undefined;
+      }) as never,
+    });
+  } catch (err) {
+    return hooks.failed(err as Error);
+  }
+  stream.once("close", () => upstream.destroy());
+  upstream.on("upgrade", (answer, socket: net.Socket, head: Buffer) => {
+    if (answer.headers["sec-websocket-accept"] !== websocketAccept(key)) {
+      socket.destroy();
+      return fail(new BrokenAnswer("the answer is malformed: a 101 without the Sec-WebSocket-Accept its key calls for"));
+    }
+    if (stream.destroyed) return void socket.destroy();
+    const chosen: http2.OutgoingHttpHeaders = { ":status": 200 };
+    for (const name of ["sec-websocket-protocol", "sec-websocket-extensions"]) if (answer.headers[name] !== undefined) chosen[name] = answer.headers[name];
+    try {
+      stream.respond(chosen);
+    } catch (err) {
+      socket.destroy();
+      return fail(new BrokenAnswer(`the answer cannot be passed on: ${(err as Error).message}`));
+    }
+    settled = true;
+    hooks.answered(101);
+    if (head.length > 0) stream.write(head);
+    relay(stream as never, socket, idleTimeoutMs);
+  });
+  upstream.on("response", (answer) => {
+    const problem = responseFramingProblem(answer);
+    if (problem) {
+      answer.socket.destroy();
+      return fail(new BrokenAnswer(`the answer is malformed: ${problem}`));
+    }
+    try {
+      stream.respond(h2ResponseHeaders(answer));
+    } catch (err) {
+      answer.socket.destroy();
+      return fail(new BrokenAnswer(`the answer cannot be passed on: ${(err as Error).message}`));
+    }
+    settled = true;
+    hooks.answered(answer.statusCode ?? 502);
+    answer.pipe(stream);
+    answer.on("error", () => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR));
+  });
+  upstream.on("error", fail);
+  upstream.end();
 }

@@ -13,7 +13,7 @@ import { AddressRefused, addressOf, ConnectFailure, type Connector, normalizeHos
 import { BrokenAnswer, connectorAgent, type Destination, forward, type ForwardHooks, forwardUpgrade, RequestSlots, type UpgradeHooks } from "./forward";
 import { requestFramingProblem, upgradeFramingProblem } from "./framing";
 import { OpenConnections } from "./connections";
-import { answerStream, forwardStream, H2_SERVER_OPTIONS, type H2Request, readH2Request } from "./h2";
+import { answerStream, forwardStream, forwardWebSocket, H2_SERVER_OPTIONS, type H2Request, readH2Request } from "./h2";
 import type { EventLog } from "./log";
 import {
   answerResponse,
@@ -409,7 +409,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
 
   /** Why a stream's request is not sent on (answered 400), or undefined. */
   function streamProblem(r: H2Request): string | undefined {
-    if (r.method === "CONNECT") return "CONNECT inside a tunnel";
+    if (r.method === "CONNECT" && r.protocol === undefined) return "CONNECT inside a tunnel";
+    if (r.protocol !== undefined && r.protocol !== "websocket") return `extended CONNECT for "${r.protocol}"; only websocket is relayed`;
     if (r.scheme !== "https") return `:scheme must be https inside TLS, got "${r.scheme}"`;
     if (r.path === undefined || !r.path.startsWith("/")) return `:path must be an absolute path, got "${r.path}"`;
     if (r.authority === undefined) return "a request needs :authority (or Host)";
@@ -434,6 +435,18 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       return answerStream(stream, 421, SiteProxyVerdict.refused, `${r.authority} is misdirected: ${why}`);
     }
     const x: Exchange = { method: r.method, host: tunnel.host, port: tunnel.port, site: tunnel.site, hostHeader: r.authority };
+    if (r.protocol === "websocket") {
+      const destination = gatewayDestination(r.headers, tunnel.site, tunnelAuthority(tunnel), "https", r.path!);
+      return forwardWebSocket(stream, destination, idleTimeoutMs, {
+        open: openGateway,
+        answered: (status) => logRequest(x, status),
+        failed: (err) => {
+          const f = failure(err, x);
+          answerStream(stream, f.status, f.verdict, f.message);
+          logRequest(x, f.status);
+        },
+      });
+    }
     forwardStream(stream, r, gatewayAgent, gatewayDestination(r.headers, tunnel.site, tunnelAuthority(tunnel), "https", r.path!), {
       answered: (status) => logRequest(x, status),
       failed: (err, answered) => {
