@@ -1,6 +1,6 @@
 // The multi env of one task: everything a Plan describes, on the local Docker engine or on EC2 VMs.
 // It decides nothing: the plan says what exists, src/plan/layout.ts how it is wired, and this component
-// creates the resources in that shape and exposes the stack outputs of DESIGN "Outputs".
+// creates the resources in that shape and exposes the stack outputs of docs/design.md "Outputs".
 import * as pulumi from "@pulumi/pulumi";
 import type { LiveWebsiteMark, Plan, PlannedComputer, Reaching } from "../src/plan";
 import { browserServiceConfig, gatewayServiceConfig, siteProxyServiceConfig } from "../src/plan";
@@ -27,7 +27,7 @@ export interface MultiEnvArgs {
   dockerHost?: string;
 }
 
-/** The stack outputs (DESIGN "Outputs"). */
+/** The stack outputs (docs/design.md "Outputs"). */
 export interface MultiEnvOutputs {
   gatewayUrl: pulumi.Output<string>;
   controlToken: pulumi.Output<string>;

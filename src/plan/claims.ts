@@ -1,4 +1,4 @@
-// Which site a name belongs to (DESIGN "Rules": claims, synthetic wins, live hosts).
+// Which site a name belongs to (docs/design.md "Rules": claims, synthetic wins, live hosts).
 import { covers, overlaps } from "./names";
 import { problem, quote } from "./problems";
 import type { Problem, WebsiteConfig } from "./types";

@@ -1,11 +1,11 @@
-// How a Plan is laid out on a container engine and, for ec2, on VMs (DESIGN "Topology").
+// How a Plan is laid out on a container engine and, for ec2, on VMs (docs/design.md "Topology").
 // Pure data from the Plan: which networks, mounts, capabilities, ports, commands and firewall rules each piece
 // gets. The components in components/ only turn these answers into resources, so every topology rule is here,
 // once, with its tests, and the policy pack can hold the rendered graph to the same promises.
 import { CAPTURES_DIR, CA_DIR, GATEWAY_BROWSE_PORT, SITE_PROXY_CONTROL_PORT, networkAliases } from "./topology";
 import type { Plan, PlannedCapture, PlannedComputer, PlannedWebsite } from "./types";
 
-/** Environment variable names the containers read (DESIGN "Entry points", docs/contracts.md). */
+/** Environment variable names the containers read (docs/design.md "Entry points", docs/contracts.md). */
 export const ENV_VARS = {
   websiteSettings: "AGENTENV_WEBSITE_SETTINGS",
   /** The names the site claims in the config (a JSON list), so its card can declare them. */
@@ -428,7 +428,7 @@ export function gatewayUrl(host: string, port: number | string): string {
   return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
-/** A site's routes through the gateway (DESIGN "Gateway"): `/svc/<site>/` always, `/website/<site>/` synthetic only. */
+/** A site's routes through the gateway (docs/design.md "Gateway"): `/svc/<site>/` always, `/website/<site>/` synthetic only. */
 export function siteUrls(gateway: string, site: Pick<PlannedWebsite, "name" | "live">): { svcUrl: string; browseUrl?: string } {
   const svcUrl = `${gateway}/svc/${encodeURIComponent(site.name)}/`;
   return site.live ? { svcUrl } : { svcUrl, browseUrl: `${gateway}/website/${encodeURIComponent(site.name)}/` };

@@ -1,4 +1,4 @@
-// Host name syntax, wildcards and the `covers` relation (DESIGN "Rules").
+// Host name syntax, wildcards and the `covers` relation (docs/design.md "Rules").
 // Everything here is pure string logic; the rules that use it live beside it in src/plan.
 import { isIP } from "node:net";
 

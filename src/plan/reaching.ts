@@ -1,4 +1,4 @@
-// What a computer's site proxy forwards beyond synthetic names (DESIGN "Rules": reaching).
+// What a computer's site proxy forwards beyond synthetic names (docs/design.md "Rules": reaching).
 import { domainPatternProblem, isAddress, isLocalhostName } from "./names";
 import { problem, quote } from "./problems";
 import type { ComputerNetwork, Problem, Reaching } from "./types";

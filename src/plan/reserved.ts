@@ -1,4 +1,4 @@
-// Site and computer names: syntax, reserved words, and collisions (DESIGN "Rules": reserved site names).
+// Site and computer names: syntax, reserved words, and collisions (docs/design.md "Rules": reserved site names).
 //
 // Site and computer names become container names (`<stack>-<site>-server`), network aliases
 // (`<site>-server`), gateway path segments (`/svc/<site>/`, `/computers/<name>/`) and file names

@@ -1,4 +1,4 @@
-// The JSON configs the containers' services read (DESIGN "Entry points" and docs/contracts.md extensions).
+// The JSON configs the containers' services read (docs/design.md "Entry points" and docs/contracts.md extensions).
 // Pure data from a Plan; the services parse them with their own schemas (src/gateway/config.ts,
 // src/site-proxy/config.ts), so field names here follow the contract exactly.
 import {

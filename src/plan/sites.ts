@@ -1,4 +1,4 @@
-// Rules about one website on its own: its names, live-site refusals, settings (DESIGN "Rules").
+// Rules about one website on its own: its names, live-site refusals, settings (docs/design.md "Rules").
 import { domainPatternProblem, isAddress, isLocalhostName } from "./names";
 import { problem, quote } from "./problems";
 import type { Problem, WebsiteConfig } from "./types";

@@ -1,4 +1,4 @@
-// Start tabs (DESIGN "Rules": start tabs).
+// Start tabs (docs/design.md "Rules": start tabs).
 import { isClaimed, syntheticClaimOf } from "./claims";
 import { covers } from "./names";
 import { problem, quote } from "./problems";

@@ -1,4 +1,4 @@
-// The site proxy's configuration (DESIGN "Entry points", docs/contracts.md "Service config extensions"):
+// The site proxy's configuration (docs/design.md "Entry points", docs/contracts.md "Service config extensions"):
 // one JSON object in MULTIENV_SITE_PROXY_CONFIG, checked here so a mistake is one line naming the field.
 import { z } from "zod";
 import { isCidr } from "./addresses";

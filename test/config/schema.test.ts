@@ -13,7 +13,7 @@ describe("stack config schema", () => {
     expectTypeOf<keyof NonNullable<Parsed["ec2"]>>().toEqualTypeOf<keyof NonNullable<StackConfig["ec2"]>>();
   });
 
-  it("fills every default of DESIGN 'Stack config'", () => {
+  it("fills every default of docs/design.md 'Stack config'", () => {
     expect(
       stackConfigSchema.parse({ websites: { shop: { domains: [] } }, computers: { desk: { network: "allow-all" } } }),
     ).toEqual({

@@ -1,4 +1,4 @@
-// The entry point's contract (DESIGN "Entry points", docs/contracts.md): a bad MULTIENV_SITE_PROXY_CONFIG is one
+// The entry point's contract (docs/design.md "Entry points", docs/contracts.md): a bad MULTIENV_SITE_PROXY_CONFIG is one
 // line naming the field and exit status 2; `ca` paths that don't exist yet are generated (key 0600) and kept across
 // restarts; the control listener's token is refused at start when it could not guard it (control.test.ts has the rest).
 import { spawnSync } from "node:child_process";
