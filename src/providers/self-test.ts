@@ -12,7 +12,7 @@ import type { SelfTestCheck } from "../plan/self-test";
 import { startTabHost } from "../plan/start-tabs";
 import { bearer } from "../protocol/auth";
 import { CARD_PATH, findExtension, parseCard, WEBSITE_V1_URN, type GatewayCard } from "../protocol/card";
-import { parseSiteProxyLog, SITE_PROXY_HEADER, SiteProxyVerdict, type LogMark, logMarkQuery } from "../protocol/site-proxy";
+import { parseLiveSiteProxyLog, SITE_PROXY_HEADER, SiteProxyVerdict, type LogMark, logMarkQuery } from "../protocol/site-proxy";
 import type { SelfTestCheckResult, SelfTestResults } from "../protocol/outputs";
 import { diffInputs, pick, type Operations } from "./operation";
 
@@ -40,7 +40,7 @@ async function markLog(gateway: Gateway, computer: string, mark: LogMark): Promi
 async function refusedInLog(gateway: Gateway, computer: string, host: string, since: string): Promise<boolean> {
   const answer = (await gatewayFetch(gateway, computerPath(computer, "/proxy-log"))) as globalThis.Response;
   if (!answer.ok) return false;
-  return parseSiteProxyLog(await answer.text()).some((r) => r.event === "refused" && r.host === host && r.time >= since);
+  return parseLiveSiteProxyLog(await answer.text()).some((r) => r.event === "refused" && r.host === host && r.time >= since);
 }
 
 /** Who answered a navigation: the proxy itself (its marker), or the host. */

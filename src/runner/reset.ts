@@ -20,7 +20,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from "playwrig
 import { isWildcard } from "../plan/names";
 import { bearer } from "../protocol/auth";
 import { CARD_PATH, findExtension, parseCard, WEBSITE_OPERATIONS, WEBSITE_V1_URN, type GatewayCard } from "../protocol/card";
-import { episodeOf, parseSiteProxyLog } from "../protocol/site-proxy";
+import { episodeOf, parseLiveSiteProxyLog } from "../protocol/site-proxy";
 import { dockerApi, type EngineTarget } from "../providers/docker-api";
 import { RESOURCE_TYPES } from "../providers/types";
 import { PROXY_LOGS_DIR, TRAFFIC_DIR } from "./artifacts";
@@ -139,15 +139,9 @@ async function restartCapture(sidecar: StackContainer & { captureOf?: string }):
 /** The origins whose storage a browser may hold after an episode: the hosts its proxy saw, the sites' exact names, its tabs. */
 function originsToClear(logText: string, siteDomains: string[], extra: string[]): string[] {
   const hosts = new Set<string>();
-  for (const line of logText.split("\n")) {
-    try {
-      for (const record of parseSiteProxyLog(line)) {
-        const host = (record as { host?: unknown }).host;
-        if (typeof host === "string" && host !== "") hosts.add(host.toLowerCase().replace(/\.$/, ""));
-      }
-    } catch {
-      // a torn line
-    }
+  for (const record of parseLiveSiteProxyLog(logText)) {
+    const host = (record as { host?: unknown }).host;
+    if (typeof host === "string" && host !== "") hosts.add(host.toLowerCase().replace(/\.$/, ""));
   }
   for (const d of siteDomains) if (!isWildcard(d)) hosts.add(d);
   const origins = new Set(extra);
