@@ -84,7 +84,7 @@ async function dockerRestart(): Promise<void> {
 async function main(): Promise<void> {
   const spec = demoSpec();
   const figures = { reset: [] as number[], resetCollect: [] as number[], downUp: [] as number[], dockerRestart: [] as number[] };
-  let containers = 0;
+  let containers: number;
   try {
     await deployStack(spec, { preview: false });
     containers = ((await api.request("GET", `/containers/json?filters=${encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }))}`)) as unknown[]).length;

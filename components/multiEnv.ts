@@ -2,7 +2,7 @@
 // It decides nothing: the plan says what exists, src/plan/layout.ts how it is wired, and this component
 // creates the resources in that shape and exposes the stack outputs of docs/design.md "Outputs".
 import * as pulumi from "@pulumi/pulumi";
-import type { LiveWebsiteMark, Plan, PlannedComputer, Reaching } from "../src/plan";
+import type { LiveWebsiteMark, Plan } from "../src/plan";
 import { browserServiceConfig, gatewayServiceConfig, siteProxyServiceConfig } from "../src/plan";
 import { computerCdpUrl, rehost, siteUrls } from "../src/plan/layout";
 import { CaptureCollector } from "./captureCollector";

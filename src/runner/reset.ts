@@ -36,7 +36,7 @@ import { cdpUrlOf } from "./sign-in";
 export interface ResetSeam {
   readonly name: string;
   outputs(): Promise<OutputMap>;
-  exportStack(): Promise<{ deployment: { resources?: { type: string; inputs?: Record<string, any>; outputs?: Record<string, any> }[] } }>;
+  exportStack(): Promise<{ deployment: { resources?: { type: string; inputs?: Record<string, unknown>; outputs?: Record<string, unknown> }[] } }>;
 }
 
 export interface ResetOptions {
@@ -73,7 +73,7 @@ const CAPTURE_SITE_LABEL = "multienv.capture.site";
 const CAPTURE_ROLE_LABEL = "multienv.capture.role";
 
 /** Every container of the stack, from its state: name, role, site or computer, and the engine it is on. */
-function containersOf(resources: { type: string; inputs?: Record<string, any> }[]): (StackContainer & { captureOf?: string })[] {
+function containersOf(resources: { type: string; inputs?: Record<string, unknown> }[]): (StackContainer & { captureOf?: string })[] {
   return resources
     .filter((r) => r.type === RESOURCE_TYPES.container && r.inputs)
     .map((r) => {

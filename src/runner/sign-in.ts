@@ -48,7 +48,7 @@ async function withComputerBrowser<T>(access: GatewayAccess, computer: string, u
     });
   } catch (error) {
     const reason = (error instanceof Error ? error.message : String(error)).split("\n")[0];
-    throw new Error(`could not reach computer ${computer}'s browser over DevTools through the gateway: ${reason}`);
+    throw new Error(`could not reach computer ${computer}'s browser over DevTools through the gateway: ${reason}`, { cause: error });
   }
   try {
     // The browser's own (default) context: the one its tabs live in and its cookies persist in.

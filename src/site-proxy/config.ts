@@ -9,7 +9,7 @@ const port = z.number().int().min(0).max(65535);
 const listen = z.object({ host: z.string().min(1), port }).strict();
 /** `host:port`, the host possibly a bracketed IPv6 address. */
 const cidrs = z.array(z.string().refine(isCidr, { error: "must be a CIDR such as 172.18.0.0/16 or fd00::/64" }));
-const hostPort = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:\/\[\]]+):\d{1,5}$/, 'must be "host:port", e.g. "127.0.0.1:53"');
+const hostPort = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:/[\]]+):\d{1,5}$/, 'must be "host:port", e.g. "127.0.0.1:53"');
 
 export const siteProxyConfigSchema = z
   .object({
