@@ -13,7 +13,7 @@ import type { Plan, PlannedComputer, PlannedWebsite, PlanResult, Problem, StackC
 
 export * from "./types";
 export { formatProblem, configPath, CONFIG_NAMESPACE } from "./problems";
-export { covers, isAddress, isLocalhostName, isHostName, isWildcard, isDomainPattern } from "./names";
+export { covers, isAddress, isLocalhostName, isHostName, isWildcard, isDomainPattern } from "../protocol/host-names";
 export { liveHosts, isClaimed } from "./claims";
 export { reaching, reachesPublicHosts } from "./reaching";
 export { siteTable } from "./site-table";

@@ -5,18 +5,9 @@
 import { CAPTURES_DIR, CA_DIR, GATEWAY_BROWSE_PORT, SITE_PROXY_CONTROL_PORT, networkAliases } from "./topology";
 import type { Plan, PlannedCapture, PlannedComputer, PlannedWebsite } from "./types";
 
-/** Environment variable names the containers read (docs/design.md "Entry points", docs/contracts.md). */
-export const ENV_VARS = {
-  websiteSettings: "AGENTENV_WEBSITE_SETTINGS",
-  /** The names the site claims in the config (a JSON list), so its card can declare them. */
-  websiteDomains: "AGENTENV_WEBSITE_DOMAINS",
-  gatewayConfig: "MULTIENV_GATEWAY_CONFIG",
-  controlToken: "MULTIENV_CONTROL_TOKEN",
-  siteProxyConfig: "MULTIENV_SITE_PROXY_CONFIG",
-  /** The computer's own control token (derived from the control token): its proxy's control listener requires it. */
-  siteProxyToken: "MULTIENV_SITE_PROXY_TOKEN",
-  browserConfig: "MULTIENV_BROWSER_CONFIG",
-} as const;
+import { ENV_VARS } from "../protocol/env";
+
+export { ENV_VARS };
 
 /** The project's own images, built from `src/<role>/Dockerfile` when a container gives no image of its own. */
 export type ProjectImageRole = "gateway" | "site-proxy" | "browser";

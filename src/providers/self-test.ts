@@ -7,7 +7,7 @@
 // would open an error page in front of the agent.
 import { randomBytes } from "node:crypto";
 import type { Browser, Response } from "playwright-core";
-import { covers } from "../plan/names";
+import { covers } from "../protocol/host-names";
 import type { SelfTestCheck } from "../plan/self-test";
 import { startTabHost } from "../plan/start-tabs";
 import { bearer } from "../protocol/auth";

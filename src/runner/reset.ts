@@ -17,7 +17,7 @@ import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
-import { isWildcard } from "../plan/names";
+import { isWildcard } from "../protocol/host-names";
 import { bearer } from "../protocol/auth";
 import { CARD_PATH, findExtension, parseCard, WEBSITE_OPERATIONS, WEBSITE_V1_URN, type GatewayCard } from "../protocol/card";
 import { episodeOf, parseLiveSiteProxyLog } from "../protocol/site-proxy";
