@@ -19,17 +19,18 @@ export interface CaptureSidecarArgs {
   engine: DockerEngine;
 }
 
+/** tcpdump in one website container's network namespace, writing the site's rotating capture files. */
 export class CaptureSidecar extends pulumi.ComponentResource {
   readonly container: DockerContainer;
 
   constructor(name: string, args: CaptureSidecarArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:capture:CaptureSidecar", name, {}, opts);
     if (!args.plan.capture.enabled) {
-      throw new Error(`CaptureSidecar ${name}: capture is off in this plan; a sidecar would record traffic nobody asked for`);
+      throw new pulumi.ResourceError(`CaptureSidecar ${name}: capture is off in this plan; a sidecar would record traffic nobody asked for`, this);
     }
     const [entrypoint, ...rest] = captureCommand(args.plan, args.sidecar);
     this.container = new DockerContainer(
-      args.sidecar.containerName,
+      name,
       {
         engine: args.engine.target,
         name: args.sidecar.containerName,

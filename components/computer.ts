@@ -37,11 +37,11 @@ export class Computer extends pulumi.ComponentResource {
     const { plan, computer, engine } = args;
     const browserNets = browserNetworks(computer);
     if (browserNets.some((n) => n.network !== computer.networkName)) {
-      throw new Error(`Computer ${computer.name}: the browser may only be on its own network ${computer.networkName}`);
+      throw new pulumi.ResourceError(`Computer ${computer.name}: the browser may only be on its own network ${computer.networkName}`, this);
     }
     const proxyConfigJson = pulumi.output(args.proxyConfig).apply((c) => JSON.stringify(c));
     this.proxy = new DockerContainer(
-      computer.proxyContainerName,
+      `${name}-proxy`,
       {
         engine: engine.target,
         name: computer.proxyContainerName,
@@ -61,7 +61,7 @@ export class Computer extends pulumi.ComponentResource {
       { parent: this, dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
     );
     this.browser = new DockerContainer(
-      computer.browserContainerName,
+      `${name}-browser`,
       {
         engine: engine.target,
         name: computer.browserContainerName,

@@ -49,7 +49,7 @@ describe.concurrent("multienv check", () => {
     for (const r of result.resources) expect(Object.keys(r)).toEqual(expect.arrayContaining(["type", "name", "parent", "inputs"]));
     const server = result.resources.find((r: { name: string; type: string }) => r.name === "github-live-github-server" && r.type === "pulumi-nodejs:dynamic/docker:Container");
     expect(server.inputs.envs).toBe("[secret]");
-    expect(server.parent).toBe("github");
+    expect(server.parent).toBe("github-live-github");
     expect(result.outputs.controlToken).toBe("[secret]");
     expect(result.outputs.liveWebsites).toEqual([
       { name: "github", domains: ["github.com", "*.github.com"], allowHosts: ["*.githubassets.com", "*.githubusercontent.com"], reproducible: false },
