@@ -17,6 +17,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
 import YAML from "yaml";
+import { LABELS, ROLES } from "../policies/contract";
 import { dockerApi } from "../src/providers/docker-api";
 import { deployStack, destroyStack, gatewayAccess, resetStack, type StackSpec } from "../src/runner";
 
@@ -70,8 +71,12 @@ async function leaveTraces(): Promise<void> {
 /** `docker restart` of every container of the stack, then a poll of the gateway's /healthz on its published port. */
 async function dockerRestart(): Promise<void> {
   const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }));
-  const list = (await api.request("GET", `/containers/json?filters=${filters}`)) as { Id: string }[];
-  await Promise.all(list.map((c) => api.request("POST", `/containers/${c.Id}/restart?t=1`)));
+  const list = (await api.request("GET", `/containers/json?filters=${filters}`)) as { Id: string; Labels: Record<string, string> }[];
+  // A capture sidecar joins its site container's network namespace, so it can only start once that one runs.
+  const isCapture = (c: { Labels: Record<string, string> }) => c.Labels[LABELS.role] === ROLES.capture;
+  const restart = (c: { Id: string }) => api.request("POST", `/containers/${c.Id}/restart?t=1`);
+  await Promise.all(list.filter((c) => !isCapture(c)).map(restart));
+  await Promise.all(list.filter(isCapture).map(restart));
   const info = (await api.request("GET", `/containers/${STACK}-gateway/json`)) as { NetworkSettings: { Ports: Record<string, { HostPort: string }[] | null> } };
   const port = info.NetworkSettings.Ports["8080/tcp"]?.[0]?.HostPort;
   const deadline = Date.now() + 120_000;
