@@ -1,7 +1,7 @@
 // npm run bench:reset
 //
 // The next episode on the demo task (stacks/Pulumi.demo.yaml, local Docker engine, real Pulumi engine; the
-// self-test off, since its live checks need the real github.com), four ways, in alternating rounds:
+// self-test off, since its live checks need the real github.com), four ways, the first three in alternating rounds:
 //   1. `reset`: resetStack(), the episode let go (sites emptied, captures and browsers started over);
 //   2. `reset --collect`: the same, the finished episode collected into episodes/<n>/ first;
 //   3. down + up: destroyStack() (which collects) then deployStack(), the redeploy a reset replaces;
@@ -103,10 +103,15 @@ async function main(): Promise<void> {
         await destroyStack(STACK);
         await deployStack(spec, { preview: false, selfTest: false });
       }));
-      figures.dockerRestart.push(await timed(dockerRestart));
       console.log(
-        `round ${round}: reset ${figures.reset.at(-1)!.toFixed(1)} s, reset --collect ${figures.resetCollect.at(-1)!.toFixed(1)} s, down + up ${figures.downUp.at(-1)!.toFixed(1)} s, docker restart ${figures.dockerRestart.at(-1)!.toFixed(1)} s`,
+        `round ${round}: reset ${figures.reset.at(-1)!.toFixed(1)} s, reset --collect ${figures.resetCollect.at(-1)!.toFixed(1)} s, down + up ${figures.downUp.at(-1)!.toFixed(1)} s`,
       );
+    }
+    // Last, not alternated: a restarted gateway may be published on another host port than the stack's outputs
+    // say, so nothing that reads the outputs can follow it.
+    for (let round = 1; round <= ROUNDS; round++) {
+      figures.dockerRestart.push(await timed(dockerRestart));
+      console.log(`docker restart ${round}: ${figures.dockerRestart.at(-1)!.toFixed(1)} s`);
     }
   } finally {
     await destroyStack(STACK, { remove: true }).catch(() => undefined);
