@@ -4,7 +4,8 @@
 // browser mounts read-only to trust it.
 import * as pulumi from "@pulumi/pulumi";
 import type { BrowserServiceConfig, Plan, PlannedComputer, SiteProxyServiceConfig } from "../src/plan";
-import { browserMounts, browserNetworks, DEFAULT_CAPABILITIES, ENV_VARS, proxyMounts, proxyNetworks, proxyPublish } from "../src/plan/layout";
+import { browserMounts, browserNetworks, DEFAULT_CAPABILITIES, proxyMounts, proxyNetworks, proxyPublish } from "../src/plan/wiring";
+import { ENV_VARS } from "../src/protocol/env";
 import { LABELS, ROLES } from "../policies/contract";
 import { DockerContainer } from "../src/providers/resources";
 import { computerControlToken } from "../src/protocol/auth";

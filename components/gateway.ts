@@ -3,16 +3,9 @@
 // the deploy waits for, so an env whose site or capture is not running fails to deploy.
 import * as pulumi from "@pulumi/pulumi";
 import type { GatewayServiceConfig, Plan } from "../src/plan";
-import {
-  DEFAULT_CAPABILITIES,
-  ENV_VARS,
-  GATEWAY_WAIT_TIMEOUT_SECONDS,
-  gatewayHealthcheck,
-  gatewayMounts,
-  gatewayNetworks,
-  gatewayPublish,
-  gatewayUrl,
-} from "../src/plan/layout";
+import { DEFAULT_CAPABILITIES, GATEWAY_WAIT_TIMEOUT_SECONDS, gatewayHealthcheck, gatewayMounts, gatewayNetworks, gatewayPublish } from "../src/plan/wiring";
+import { ENV_VARS } from "../src/protocol/env";
+import { gatewayUrl } from "../src/plan/urls";
 import { LABELS, ROLES } from "../policies/contract";
 import { DockerContainer } from "../src/providers/resources";
 import { containerLabels, envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";

@@ -1,10 +1,10 @@
 // The multi env of one task: everything a Plan describes, on the local Docker engine or on EC2 VMs.
-// It decides nothing: the plan says what exists, src/plan/layout.ts how it is wired, and this component
+// It decides nothing: the plan says what exists and how it is wired (src/plan/wiring.ts, ec2.ts), and this component
 // creates the resources in that shape and exposes the stack outputs of docs/design.md "Outputs".
 import * as pulumi from "@pulumi/pulumi";
 import type { LiveWebsiteMark, Plan } from "../src/plan";
 import { browserServiceConfig, gatewayServiceConfig, siteProxyServiceConfig } from "../src/plan";
-import { computerCdpUrl, rehost, siteUrls } from "../src/plan/layout";
+import { computerCdpUrl, rehost, siteUrls } from "../src/plan/urls";
 import { CaptureCollector } from "./captureCollector";
 import { Computer } from "./computer";
 import { ControlToken } from "./controlToken";

@@ -4,7 +4,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { Plan, PlannedContainer, PlannedWebsite } from "../src/plan";
 import { configPath, formatProblem } from "../src/plan";
-import { DEFAULT_CAPABILITIES, ENV_VARS, frontendNetworks, serverNetworks, websiteSettingsJson } from "../src/plan/layout";
+import { DEFAULT_CAPABILITIES, frontendNetworks, serverNetworks, websiteSettingsJson } from "../src/plan/wiring";
+import { ENV_VARS } from "../src/protocol/env";
 import { LABELS, ROLES } from "../policies/contract";
 import { CaptureSidecar } from "./captureSidecar";
 import { DockerContainer } from "../src/providers/resources";
