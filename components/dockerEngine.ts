@@ -6,8 +6,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { EngineTarget } from "../src/providers/docker-api";
 import { DockerImage, DockerImageRef, DockerNetwork, DockerVolume, LocalCommand } from "../src/providers/resources";
-import type { EngineNetworks, ProjectImageRole } from "../src/plan/layout";
-import { PROJECT_IMAGES, projectImageFiles, shipImageCommand } from "../src/plan/layout";
+import type { EngineNetworks } from "../src/plan/wiring";
+import type { ProjectImageRole } from "../src/plan/images";
+import { PROJECT_IMAGES, projectImageFiles } from "../src/plan/images";
+import { shipImageCommand } from "../src/plan/ec2";
 
 /** Where a VM's engine gets its images: another engine (the runner's), and how to reach this one over SSH. */
 export interface ImageSource {

@@ -4,7 +4,7 @@
 import type * as awsTypes from "@pulumi/aws";
 import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
-import { EC2_SSH_OPTIONS, remoteReadinessCommand } from "../src/plan/layout";
+import { EC2_SSH_OPTIONS, remoteReadinessCommand } from "../src/plan/ec2";
 import type { EngineTarget } from "../src/providers/docker-api";
 import { LocalCommand } from "../src/providers/resources";
 import { OPENSSH_PUBLIC_KEY } from "../src/config/schema";

@@ -4,16 +4,9 @@ import type * as awsTypes from "@pulumi/aws";
 import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { PlannedComputer } from "../src/plan";
-import {
-  EC2_DEFAULT_AMI_PARAMETER,
-  EC2_SSH_USER,
-  awsTags,
-  computerEngineNetworks,
-  computerPeer,
-  ec2UserData,
-  envEngineNetworks,
-  projectImagesNeeded,
-} from "../src/plan/layout";
+import { EC2_DEFAULT_AMI_PARAMETER, EC2_SSH_USER, awsTags, computerPeer, ec2UserData } from "../src/plan/ec2";
+import { computerEngineNetworks, envEngineNetworks } from "../src/plan/wiring";
+import { projectImagesNeeded } from "../src/plan/images";
 import { LABELS } from "../policies/contract";
 import { DockerEngine } from "./dockerEngine";
 import { Ec2Firewall } from "./ec2Firewall";

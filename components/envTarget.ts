@@ -33,7 +33,7 @@ export interface EnvTargetArgs {
   runnerEngine: EngineTarget;
 }
 
-/** The target component for the plan's target, a child of `parent`. */
-export function envTargetFor(args: EnvTargetArgs, opts: pulumi.ComponentResourceOptions): EnvTarget {
-  return args.plan.target === "ec2" ? new Ec2Target(`${args.plan.stack}-ec2`, args, opts) : new DockerTarget(`${args.plan.stack}-docker`, args, opts);
+/** The target component for the plan's target, named after `owner` (the MultiEnv's name), a child of `parent`. */
+export function envTargetFor(args: EnvTargetArgs, opts: pulumi.ComponentResourceOptions, owner: string): EnvTarget {
+  return args.plan.target === "ec2" ? new Ec2Target(`${owner}-ec2`, args, opts) : new DockerTarget(`${owner}-docker`, args, opts);
 }

@@ -109,7 +109,7 @@ function egressProtocolsOf(resource: PolicyResource): unknown[] {
   }
 }
 
-// Stricter than "a computer whose network is an allowlist": DESIGN gives every VM of the env an allowlist
+// Stricter than "a computer whose network is an allowlist": docs/design.md gives every VM of the env an allowlist
 // (the env VM the web ports and the computers' relay ports; a computer VM the gateway port, plus the web ports
 // only when it reaches public hosts), so an all-protocol egress is wrong on any of them, and the rule needs
 // no mark telling which group belongs to which computer.

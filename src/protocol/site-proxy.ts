@@ -236,3 +236,19 @@ export function parseSiteProxyLog(text: string): SiteProxyLogRecord[] {
     .filter((line) => line.trim() !== "")
     .map((line) => JSON.parse(line) as SiteProxyLogRecord);
 }
+
+/**
+ * A log that is being written while it is read: every complete line parsed, and the last line skipped when it is
+ * not yet complete (no newline after it, or not yet valid JSON).
+ */
+export function parseLiveSiteProxyLog(text: string): SiteProxyLogRecord[] {
+  const lines = text.split("\n");
+  const last = lines.pop() ?? "";
+  const records = parseSiteProxyLog(lines.join("\n"));
+  try {
+    records.push(...parseSiteProxyLog(last));
+  } catch {
+    // a torn last line: the rest of it is still being written
+  }
+  return records;
+}

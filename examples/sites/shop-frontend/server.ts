@@ -37,7 +37,8 @@ serve(listenPort(80), (req, res) => {
   if (asset) {
     const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><text>${asset[1]}</text></svg>`;
     res.writeHead(200, { "content-type": "image/svg+xml", "content-length": Buffer.byteLength(svg), "cache-control": "no-store" });
-    return res.end(svg);
+    res.end(svg);
+    return;
   }
   if (url.pathname === "/") {
     const user = signedInUser(req.headers.cookie);
