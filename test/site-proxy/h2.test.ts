@@ -22,7 +22,6 @@ let gateway: TestHttpServer;
 const upgrades: { url: string; forwardedProto: unknown }[] = [];
 let proxy: ProxyProcess;
 let control: string;
-let caPem: string;
 
 const PAGE_ASSETS = 30;
 
@@ -54,7 +53,6 @@ beforeAll(async () => {
     control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" },
   });
   control = `http://127.0.0.1:${proxy.startup.control!.port}`;
-  caPem = fs.readFileSync(proxy.caCertPath, "utf8");
 });
 afterAll(cleanup);
 
