@@ -50,6 +50,8 @@ export interface ConnectionRecord extends LogRecordBase {
   address: string;
   /** Synthetic site the host belongs to, when it is one. */
   site?: string;
+  /** What a tunnel whose TLS the proxy terminated carried, as ALPN chose it. */
+  protocol?: "h2" | "http/1.1";
   /** Bytes from the computer to the host. */
   bytesToHost: number;
   /** Bytes from the host to the computer. */

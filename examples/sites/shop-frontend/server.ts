@@ -29,7 +29,8 @@ serve(listenPort(80), (req, res) => {
   }
   if (url.pathname === "/bench") {
     const n = Math.min(Number(url.searchParams.get("n") ?? 50) || 50, 500);
-    const imgs = Array.from({ length: n }, (_, i) => `<img src="/asset/${i}.svg" width="8" height="8">`).join("");
+    // Relative, so the page loads whole under any prefix too (the gateway's /website/shop/).
+    const imgs = Array.from({ length: n }, (_, i) => `<img src="asset/${i}.svg" width="8" height="8">`).join("");
     return sendHtml(res, 200, `<!doctype html><title>Bench ${n}</title>${imgs}`, { "cache-control": "no-store" });
   }
   const asset = /^\/asset\/(\d+)\.svg$/.exec(url.pathname);
