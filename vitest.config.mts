@@ -1,7 +1,9 @@
 import { defineConfig } from "vitest/config";
 
 // Two tiers: `unit` (plan, config, components under Pulumi mocks, services on loopback)
-// and `e2e` (the real Pulumi engine deploying on the real Docker engine). `npm test` runs both.
+// and `e2e` (the real Pulumi engine deploying on the real Docker engine). `npm test` runs both, the unit tier
+// first: while e2e deploys, Docker adds and removes interfaces, and Chromium drops a page load when the
+// machine's interfaces change (ERR_NETWORK_CHANGED), which the unit tier's browser tests must not meet.
 export default defineConfig({
   test: {
     projects: [
@@ -9,6 +11,7 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["test/**/*.test.ts"],
+          sequence: { groupOrder: 0 },
           exclude: ["test/e2e/**"],
           testTimeout: 60_000,
           hookTimeout: 60_000,
@@ -18,6 +21,7 @@ export default defineConfig({
         test: {
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
+          sequence: { groupOrder: 1 },
           setupFiles: ["test/e2e/setup.ts"],
           testTimeout: 300_000,
           hookTimeout: 600_000,
