@@ -217,6 +217,33 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   // Connections whose framing broke: whatever the parser read after the broken request is never acted on.
   const condemned = new WeakSet<net.Socket>();
 
+  /**
+   * Where one request (or upgrade) goes, decided once from its tunnel or its absolute-form target: to the
+   * gateway as a synthetic site's page, to a host the computer reaches, or answered by the proxy itself.
+   */
+  type RequestRoute =
+    | { to: "gateway"; x: Exchange; destination: Destination }
+    | { to: "host"; x: Exchange; destination: Destination }
+    | { to: "answer"; failure: Failure };
+
+  function routeRequest(req: http.IncomingMessage, socket: net.Socket, notProxyHint: string): RequestRoute {
+    const tunnel = tunnels.get(socket);
+    if (tunnel) {
+      const x = exchange(req, tunnel.host, tunnel.port, tunnel.site);
+      const path = tunnelPath(req.url ?? "/");
+      return { to: "gateway", x, destination: gatewayDestination(req.rawHeaders, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, path) };
+    }
+    const target = parseAbsoluteForm(req.url ?? "");
+    if (!target) return { to: "answer", failure: badRequest(socket, `not a proxy request: "${req.method} ${req.url}"${notProxyHint}`, req.method) };
+    const route = router.route(target.host);
+    if (route.kind === "synthetic") {
+      const x = exchange(req, target.host, target.port, route.site);
+      return { to: "gateway", x, destination: gatewayDestination(req.rawHeaders, route.site, target.authority, "http", target.path) };
+    }
+    if (route.kind === "refused") return { to: "answer", failure: refusedByRoute(exchange(req, target.host, target.port), route.why) };
+    return { to: "host", x: exchange(req, target.host, target.port), destination: hostDestination(req, target.host, target.port, target.path) };
+  }
+
   function onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
     if (condemned.has(req.socket)) return void res.destroy();
     const problem = requestFramingProblem(req);
@@ -225,28 +252,10 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       const f = badRequest(req.socket, `malformed request: ${problem}`, req.method);
       return answerResponse(res, f.status, f.verdict, f.message, true);
     }
-    const tunnel = tunnels.get(req.socket);
-    if (tunnel) {
-      const x = exchange(req, tunnel.host, tunnel.port, tunnel.site);
-      forward(req, res, gatewayAgent, gatewayDestination(req.rawHeaders, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, tunnelPath(req.url ?? "/")), forwardHooks(res, x), gatewaySlots);
-      return;
-    }
-    const target = parseAbsoluteForm(req.url ?? "");
-    if (!target) {
-      const f = badRequest(req.socket, `not a proxy request: "${req.method} ${req.url}"; send an absolute http:// URL or CONNECT host:port`, req.method);
-      return answerResponse(res, f.status, f.verdict, f.message);
-    }
-    const route = router.route(target.host);
-    if (route.kind === "synthetic") {
-      const x = exchange(req, target.host, target.port, route.site);
-      forward(req, res, gatewayAgent, gatewayDestination(req.rawHeaders, route.site, target.authority, "http", target.path), forwardHooks(res, x), gatewaySlots);
-    } else if (route.kind === "refused") {
-      const f = refusedByRoute(exchange(req, target.host, target.port), route.why);
-      answerResponse(res, f.status, f.verdict, f.message);
-    } else {
-      const x = exchange(req, target.host, target.port);
-      forward(req, res, hostAgent, hostDestination(req, target.host, target.port, target.path), forwardHooks(res, x));
-    }
+    const route = routeRequest(req, req.socket, "; send an absolute http:// URL or CONNECT host:port");
+    if (route.to === "answer") return answerResponse(res, route.failure.status, route.failure.verdict, route.failure.message);
+    if (route.to === "gateway") return forward(req, res, gatewayAgent, route.destination, forwardHooks(res, route.x), gatewaySlots);
+    forward(req, res, hostAgent, route.destination, forwardHooks(res, route.x));
   }
 
   function onUpgrade(req: http.IncomingMessage, client: net.Socket, early: Buffer): void {
@@ -257,29 +266,11 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       const f = badRequest(client, `malformed request: ${problem}`, req.method);
       return answerSocket(client, f.status, f.verdict, f.message);
     }
-    const tunnel = tunnels.get(client);
-    if (tunnel) {
-      const x = exchange(req, tunnel.host, tunnel.port, tunnel.site);
-      const destination = gatewayDestination(req.rawHeaders, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, tunnelPath(req.url ?? "/"));
-      return forwardUpgrade(req, client, early, destination, idleTimeoutMs, upgradeHooks(client, x, openGateway));
-    }
-    const target = parseAbsoluteForm(req.url ?? "");
-    if (!target) {
-      const f = badRequest(client, `not a proxy request: "${req.method} ${req.url}"`, req.method);
-      return answerSocket(client, f.status, f.verdict, f.message);
-    }
-    const route = router.route(target.host);
-    if (route.kind === "synthetic") {
-      const x = exchange(req, target.host, target.port, route.site);
-      forwardUpgrade(req, client, early, gatewayDestination(req.rawHeaders, route.site, target.authority, "http", target.path), idleTimeoutMs, upgradeHooks(client, x, openGateway));
-    } else if (route.kind === "refused") {
-      const f = refusedByRoute(exchange(req, target.host, target.port), route.why);
-      answerSocket(client, f.status, f.verdict, f.message);
-    } else {
-      const x = exchange(req, target.host, target.port);
-      const open = async () => (await openLogged("HTTP", target.host, target.port)).socket;
-      forwardUpgrade(req, client, early, hostDestination(req, target.host, target.port, target.path), idleTimeoutMs, upgradeHooks(client, x, open));
-    }
+    const route = routeRequest(req, client, "");
+    if (route.to === "answer") return answerSocket(client, route.failure.status, route.failure.verdict, route.failure.message);
+    const { host, port } = route.destination;
+    const open = route.to === "gateway" ? openGateway : async () => (await openLogged("HTTP", host, port)).socket;
+    forwardUpgrade(req, client, early, route.destination, idleTimeoutMs, upgradeHooks(client, route.x, open));
   }
 
   /**
@@ -287,7 +278,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
    * that starts with a TLS handshake (https, wss) is answered as that name with a leaf from the env CA; one that
    * starts in the clear (Chromium tunnels ws:// through CONNECT too) is read as plain HTTP.
    */
-  async function terminate(client: net.Socket, head: Buffer, site: string, host: string, port: number): Promise<void> {
+  async function terminate(client: net.Socket, head: Buffer, target: Omit<SyntheticTunnel, "proto">): Promise<void> {
+    const { site, host, port } = target;
     let context: tls.SecureContext;
     try {
       context = await ca.contextFor(host);
@@ -459,7 +451,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   }
 
   /** CONNECT to a host the computer reaches: a byte tunnel, never decrypted. */
-  async function tunnel(client: net.Socket, head: Buffer, host: string, port: number): Promise<void> {
+  async function tunnel(client: net.Socket, head: Buffer, target: { host: string; port: number }): Promise<void> {
+    const { host, port } = target;
     let upstream: Opened;
     try {
       upstream = await openLogged("CONNECT", host, port);
@@ -491,11 +484,11 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       return answerSocket(client, f.status, f.verdict, f.message);
     }
     const route = router.route(target.host);
-    if (route.kind === "synthetic") void terminate(client, head, route.site, target.host, target.port);
+    if (route.kind === "synthetic") void terminate(client, head, { site: route.site, host: target.host, port: target.port });
     else if (route.kind === "refused") {
       const f = refusedByRoute({ method: "CONNECT", host: target.host, port: target.port }, route.why);
       answerSocket(client, f.status, f.verdict, f.message);
-    } else void tunnel(client, head, target.host, target.port);
+    } else void tunnel(client, head, target);
   }
 
   /** A request node's parser refused (malformed, headers over 64 KiB, a head that never completes): a log line. */
