@@ -12,7 +12,7 @@ import { OPENSSH_PUBLIC_KEY } from "../src/config/schema";
 export interface Ec2HostArgs {
   /** Instance type, e.g. `t3.large`. */
   instanceType: string;
-  /** The AMI; it must have Docker or reach the web ports to install it. */
+  /** The AMI; it must have Docker or reach the web ports to install it. A later change of it is ignored (no replacement). */
   ami: pulumi.Input<string>;
   /** The subnet; unset: the default subnet of the default VPC. */
   subnetId?: string;
@@ -63,7 +63,8 @@ export class Ec2Host extends pulumi.ComponentResource {
         tags: args.tags(`${name}-vm`),
         volumeTags: args.tags(`${name}-vm-root`),
       },
-      { parent: this },
+      // A new release of the default AMI changes its SSM parameter: running VMs keep the AMI they booted.
+      { parent: this, ignoreChanges: ["ami"] },
     );
     this.publicIp = this.instance.publicIp;
     this.privateIp = this.instance.privateIp;

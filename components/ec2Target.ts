@@ -5,8 +5,6 @@ import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { PlannedComputer } from "../src/plan";
 import {
-  EC2_DEFAULT_AMI_PARAMETER,
-  EC2_SSH_USER,
   awsTags,
   computerEngineNetworks,
   computerPeer,
@@ -39,8 +37,10 @@ export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
     const awsProvider = new (aws().Provider)(`${plan.stack}-aws`, { region: ec2.region as awsTypes.Region }, { parent: this });
     const awsOpts = { parent: this, providers: { aws: awsProvider } };
     const firewall = new Ec2Firewall(`${plan.stack}-firewall`, { plan }, awsOpts);
+    // The default AMI is the instance type's architecture's; the VMs ignore later changes of it (below), so a new
+    // AMI release reaches new VMs only, and an `up` never replaces a running one for it.
     const ami: pulumi.Input<string> =
-      ec2.ami ?? aws().ssm.getParameterOutput({ name: EC2_DEFAULT_AMI_PARAMETER }, { parent: this, provider: awsProvider }).value;
+      ec2.ami ?? aws().ssm.getParameterOutput({ name: ec2.amiParameter! }, { parent: this, provider: awsProvider }).value;
     const host = (name: string, key: string) =>
       new Ec2Host(
         name,
@@ -50,8 +50,8 @@ export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
           subnetId: ec2.subnetId,
           securityGroupId: firewall.groupId(key),
           sshPublicKey: ec2.sshPublicKey,
-          sshUser: EC2_SSH_USER,
-          userData: ec2UserData(),
+          sshUser: ec2.sshUser,
+          userData: ec2UserData(ec2.sshUser),
           tags,
           readyAfter: firewall.rules,
         },

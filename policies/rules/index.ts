@@ -1,5 +1,6 @@
 // Every policy of the pack, in the order they are reported.
 import type { Rule } from "../rule";
+import { awsDescriptionCharset } from "./aws-descriptions";
 import { capturesVolumeAccess } from "./captures-volume";
 import { captureSidecarPerWebsite } from "./capture-sidecars";
 import { computerNetworkIsolation } from "./computer-network";
@@ -9,6 +10,7 @@ import { siteProxyIsolation } from "./proxy-network";
 import { secretsStaySecret } from "./secrets";
 
 export {
+  awsDescriptionCharset,
   awsResourceTags,
   capturesVolumeAccess,
   captureSidecarPerWebsite,
@@ -30,6 +32,7 @@ export const RULES: readonly Rule[] = [
   ec2IngressClosedToWorld,
   ec2NoOpenEgress,
   ec2InstanceHardening,
+  awsDescriptionCharset,
   awsResourceTags,
   captureSidecarPerWebsite,
 ];

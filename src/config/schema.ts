@@ -2,6 +2,7 @@
 // Structure and types only; the rules between values (names, claims, reaching...) are src/plan's.
 // Every object is strict: an unknown key is a typo, refused rather than silently ignored.
 import { z } from "zod";
+import { EC2_DEFAULT_LIFETIME_HOURS, EC2_DEFAULT_SSH_USER } from "../plan/ec2";
 
 /** An OpenSSH public key line (`ssh-ed25519 AAAA... comment`): what EC2 key pairs take. */
 export const OPENSSH_PUBLIC_KEY = /^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-[a-z0-9]+|sk-[a-z0-9-]+@openssh\.com) [A-Za-z0-9+/=]+( .*)?$/;
@@ -57,6 +58,11 @@ export const ec2Schema = z.strictObject({
   vpcId: z.string().regex(/^vpc-[0-9a-f]+$/, { error: "must be a VPC id such as vpc-0abc1234" }).optional(),
   subnetId: z.string().regex(/^subnet-[0-9a-f]+$/, { error: "must be a subnet id such as subnet-0abc1234" }).optional(),
   ami: z.string().regex(/^ami-[0-9a-f]+$/, { error: "must be an AMI id such as ami-0abc1234" }).optional(),
+  sshUser: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_-]{0,31}$/, { error: "must be a login name such as ec2-user or ubuntu (the AMI's user)" })
+    .default(EC2_DEFAULT_SSH_USER),
+  lifetimeHours: z.number().positive().max(24 * 30, { error: "must be at most 720 (30 days)" }).default(EC2_DEFAULT_LIFETIME_HOURS),
 });
 
 export const captureSchema = z.strictObject({

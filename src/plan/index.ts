@@ -1,6 +1,7 @@
 // plan(): everything the components deploy, decided from a validated StackConfig. Pure: no Pulumi, no I/O.
 import { captureProblems, captureSidecars } from "./capture";
 import { claimProblems, liveHosts } from "./claims";
+import { ec2Problems, plannedEc2 } from "./ec2";
 import { formatProblem, problem } from "./problems";
 import { allowlistProblems, reachesPublicHosts, reaching } from "./reaching";
 import { namingProblems, stackNameProblem } from "./reserved";
@@ -42,6 +43,7 @@ export function planProblems(config: StackConfig, stack: string): Problem[] {
     problems.push(...startTabProblems(computer, config.computers[computer], config.websites));
   }
   problems.push(...captureProblems(config));
+  problems.push(...ec2Problems(config));
   return problems;
 }
 
@@ -154,6 +156,6 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
     }),
     warnings,
   };
-  if (config.target === "ec2" && config.ec2 !== undefined) result.ec2 = { ...config.ec2, runnerCidrs: [...config.ec2.runnerCidrs] };
+  if (config.target === "ec2" && config.ec2 !== undefined) result.ec2 = plannedEc2(config.ec2);
   return { ok: true, plan: result, warnings };
 }

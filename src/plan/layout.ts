@@ -333,20 +333,11 @@ export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Re
   return { env, computers };
 }
 
-/** The login user of the default AMI (Amazon ECS-optimized Amazon Linux 2023: Docker preinstalled). */
-export const EC2_SSH_USER = "ec2-user";
-
-/**
- * The SSM parameter naming the default AMI: Amazon Linux 2023 with Docker already installed, so a computer VM
- * whose security group has no web egress still has Docker at boot.
- */
-export const EC2_DEFAULT_AMI_PARAMETER = "/aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id";
-
 /**
  * User data: make sure Docker is installed (an image other than the default may lack it; installing then needs
  * the web ports), running, and usable by the SSH user; the ECS agent of the default AMI is not used.
  */
-export function ec2UserData(): string {
+export function ec2UserData(sshUser: string): string {
   return [
     "#!/bin/bash",
     "set -eu",
@@ -356,7 +347,7 @@ export function ec2UserData(): string {
     "fi",
     "systemctl disable --now ecs 2>/dev/null || true",
     "systemctl enable --now docker",
-    `usermod -aG docker ${EC2_SSH_USER} 2>/dev/null || usermod -aG docker ubuntu 2>/dev/null || true`,
+    `usermod -aG docker ${shellQuote(sshUser)}`,
     "touch /var/lib/multienv-docker-ready",
     "",
   ].join("\n");

@@ -50,6 +50,19 @@ export interface Ec2Config {
   vpcId?: string;
   subnetId?: string;
   ami?: string;
+  /** The AMI's login user; default `ec2-user`. */
+  sshUser?: string;
+  /** Hours after boot at which a VM shuts itself down and is terminated; default 4. */
+  lifetimeHours?: number;
+}
+
+/** The ec2 section as planned: defaults filled in, the instance type's architecture and its AMI parameter. */
+export interface PlannedEc2 extends Ec2Config {
+  sshUser: string;
+  lifetimeHours: number;
+  architecture: "arm64" | "x86_64";
+  /** The SSM parameter the AMI is read from; unset when `ami` is given. */
+  amiParameter?: string;
 }
 
 export interface CaptureConfig {
@@ -174,7 +187,7 @@ export interface Plan {
   reproducible: boolean;
   liveWebsites: LiveWebsiteMark[];
   warnings: string[];
-  ec2?: Ec2Config;
+  ec2?: PlannedEc2;
 }
 
 export type PlanResult = { ok: true; plan: Plan; warnings: string[] } | { ok: false; problems: Problem[]; warnings: string[] };

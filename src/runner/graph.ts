@@ -33,6 +33,10 @@ export interface GraphResource {
   inputs: Record<string, unknown>;
   /** Outputs the engine is told to keep secret (e.g. the control token's generator stdout). */
   additionalSecretOutputs?: string[];
+  /** Inputs whose later changes the engine ignores (the `ignoreChanges` option). */
+  ignoreChanges?: string[];
+  /** The name of the resource whose deletion deletes this one with it (the `deletedWith` option). */
+  deletedWith?: string;
 }
 
 export interface Graph {
@@ -158,6 +162,8 @@ interface RegisterRequest {
   getProvider(): string;
   getObject(): unknown;
   getAdditionalsecretoutputsList(): string[];
+  getIgnorechangesList(): string[];
+  getDeletedwith(): string;
 }
 
 interface MockMonitorInternals {
@@ -211,6 +217,8 @@ export async function renderGraph(options: GraphOptions): Promise<Graph> {
         providerRef: req.getProvider(),
         inputs: {},
         additionalSecretOutputs: req.getAdditionalsecretoutputsList(),
+        ignoreChanges: req.getIgnorechangesList(),
+        deletedWith: req.getDeletedwith(),
       };
       registered.push(registration);
       registering = registration;
@@ -259,6 +267,8 @@ interface Registration {
   providerRef: string;
   inputs: Record<string, unknown>;
   additionalSecretOutputs: string[];
+  ignoreChanges: string[];
+  deletedWith: string;
 }
 
 function withoutProviderCode(inputs: Record<string, unknown>): Record<string, unknown> {
@@ -288,6 +298,9 @@ function toGraphResources(registered: Registration[], reveal: boolean): GraphRes
       }
       if (provider) resource.provider = provider.name;
       if (r.additionalSecretOutputs.length > 0) resource.additionalSecretOutputs = [...r.additionalSecretOutputs];
+      if (r.ignoreChanges.length > 0) resource.ignoreChanges = [...r.ignoreChanges];
+      const deletedWith = r.deletedWith ? byUrn.get(r.deletedWith) : undefined;
+      if (deletedWith) resource.deletedWith = deletedWith.name;
       return resource;
     });
 }

@@ -1,5 +1,6 @@
 // The ec2 target under Pulumi's mocks: the env VM and one VM per computer, each security group an allowlist.
 import { beforeAll, describe, expect, it } from "vitest";
+import { runPolicies } from "../../policies/evaluate";
 import type { Graph, GraphResource } from "../../src/runner/graph";
 import { container, containers, envOf, graphOf, mountsOf, networksOf, resource } from "./helpers";
 
@@ -219,5 +220,45 @@ describe("ec2 target, images", () => {
     expect(container(graph, "e4-gateway").image).toBe("<id of multienv/gateway:latest as built>");
     expect(container(graph, "e4-shop-server").image).toBe("<id of multienv/sample-shop-server>");
     expect(container(graph, "e4-offline-browser").image).toBe("<id of multienv/browser:latest as built>");
+  });
+});
+
+describe("ec2 target, what AWS would refuse or mis-handle", () => {
+  const instances = (graph: Graph) => graph.resources.filter((r) => r.type === "aws:ec2/instance:Instance");
+
+  it("passes the whole policy pack, every security group and rule description in AWS's character set among it", async () => {
+    const graph = await graphOf("e5", CONFIG, { githubToken: "x" });
+    expect(runPolicies(graph)).toEqual([]);
+    const described = graph.resources.filter((r) => r.type.startsWith("aws:") && typeof r.inputs.description === "string");
+    expect(described.length).toBeGreaterThan(10);
+    for (const r of described) expect(r.inputs.description, r.name).toMatch(/^[a-zA-Z0-9. _\-:/()#,@[\]+=&;{}!$*]{1,255}$/);
+  });
+
+  it("reads the AMI of the instance type's architecture, and ignores later AMI changes so a new release replaces no running VM", async () => {
+    const x86 = await graphOf("e6", CONFIG, { githubToken: "x" });
+    for (const vm of instances(x86)) {
+      expect(vm.inputs.ami, vm.name).toBe("<value of SSM parameter /aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id>");
+      expect(vm.ignoreChanges, vm.name).toEqual(["ami"]);
+    }
+    const arm = await graphOf("e7", { ...CONFIG, ec2: { ...CONFIG.ec2, instanceType: "m7g.large" } }, { githubToken: "x" });
+    for (const vm of instances(arm)) {
+      expect(vm.inputs.ami, vm.name).toBe("<value of SSM parameter /aws/service/ecs/optimized-ami/amazon-linux-2023/arm64/recommended/image_id>");
+      expect(vm.inputs.instanceType).toBe("m7g.large");
+    }
+    const given = await graphOf("e8", { ...CONFIG, ec2: { ...CONFIG.ec2, ami: "ami-0abc1234" } }, { githubToken: "x" });
+    for (const vm of instances(given)) expect(vm.inputs.ami, vm.name).toBe("ami-0abc1234");
+  });
+
+  it("logs in as the configured SSH user, and adds that user to the docker group", async () => {
+    const graph = await graphOf("e9", { ...CONFIG, ec2: { ...CONFIG.ec2, sshUser: "ubuntu", ami: "ami-0abc1234" } }, { githubToken: "x" });
+    for (const vm of instances(graph)) expect(vm.inputs.userData, vm.name).toContain("usermod -aG docker 'ubuntu'");
+    const engines = containers(graph).map((c) => (c.inputs.engine as { host: string }).host);
+    expect(engines.every((h) => h.startsWith("ssh://ubuntu@<public IP of "))).toBe(true);
+  });
+
+  it("refuses vpcId without subnetId, naming both keys", async () => {
+    await expect(graphOf("e10", { ...CONFIG, ec2: { ...CONFIG.ec2, vpcId: "vpc-0abc1234" } }, { githubToken: "x" })).rejects.toThrow(
+      /multienv:ec2\.vpcId: is set without ec2\.subnetId: .*set ec2\.subnetId to a subnet of vpc-0abc1234, or remove ec2\.vpcId/,
+    );
   });
 });

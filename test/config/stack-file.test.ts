@@ -143,7 +143,7 @@ describe("readStackFile", () => {
         "config:\n  multienv:target: ec2\n  multienv:ec2:\n    region: us-east-1\n    instanceType: t3.large\n    runnerCidrs: [203.0.113.7/32]\n    sshPublicKey: ssh-ed25519 AAAAC3Nza me@host\n    vpcId: vpc-0abc\n",
       ),
     );
-    expect(file.config.ec2).toEqual({ region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["203.0.113.7/32"], sshPublicKey: "ssh-ed25519 AAAAC3Nza me@host", vpcId: "vpc-0abc" });
+    expect(file.config.ec2).toEqual({ region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["203.0.113.7/32"], sshPublicKey: "ssh-ed25519 AAAAC3Nza me@host", vpcId: "vpc-0abc", sshUser: "ec2-user", lifetimeHours: 4 });
   });
 
   it("refuses a secret setting whose config key is missing, naming the key and the command that fixes it", () => {
