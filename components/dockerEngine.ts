@@ -36,6 +36,11 @@ export interface DockerEngineArgs {
   labels: Record<string, string>;
   /** Copy images from another engine instead of building and pulling them here (`projectImages` is then unused). */
   imagesFrom?: ImageSource;
+  /**
+   * The machine the engine lives on, when the deploy creates it (a VM): every resource on the engine is deleted
+   * with it, so a destroy never has to reach the engine (its SSH may be long gone) and only terminates the VM.
+   */
+  deletedWith?: pulumi.Resource;
 }
 
 export class DockerEngine extends pulumi.ComponentResource {
@@ -51,6 +56,8 @@ export class DockerEngine extends pulumi.ComponentResource {
   readonly target: pulumi.Input<EngineTarget>;
   /** Labels of the stack, for the containers created on this engine. */
   readonly labels: Record<string, string>;
+  /** Options every resource on this engine is created with (see `deletedWith`): spread them into a container's. */
+  readonly onEngine: { deletedWith?: pulumi.Resource };
 
   constructor(name: string, args: DockerEngineArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:docker:DockerEngine", name, {}, opts);
@@ -58,16 +65,17 @@ export class DockerEngine extends pulumi.ComponentResource {
     this.imagesFrom = args.imagesFrom;
     this.target = args.target;
     this.labels = args.labels;
+    this.onEngine = args.deletedWith === undefined ? {} : { deletedWith: args.deletedWith };
     const labels = Object.entries(args.labels).map(([label, value]) => ({ label, value }));
     const all = [...args.networks.internal.map((n) => [n, true] as const), ...args.networks.external.map((n) => [n, false] as const)];
     const seen = new Set<string>();
     for (const [network, internal] of all) {
       if (seen.has(network)) throw new pulumi.ResourceError(`DockerEngine ${name}: network ${network} is listed twice`, this);
       seen.add(network);
-      this.networks.set(network, new DockerNetwork(network, { engine: this.target, name: network, internal, driver: "bridge", labels }, { parent: this }));
+      this.networks.set(network, new DockerNetwork(network, { engine: this.target, name: network, internal, driver: "bridge", labels }, { parent: this, ...this.onEngine }));
     }
     for (const volume of args.volumes) {
-      this.volumes.set(volume, new DockerVolume(volume, { engine: this.target, name: volume, labels }, { parent: this }));
+      this.volumes.set(volume, new DockerVolume(volume, { engine: this.target, name: volume, labels }, { parent: this, ...this.onEngine }));
     }
     for (const role of args.imagesFrom ? [] : args.projectImages) {
       const image = PROJECT_IMAGES[role];
@@ -127,7 +135,7 @@ export class DockerEngine extends pulumi.ComponentResource {
     let pulled = this.pulledImages.get(image);
     if (pulled === undefined) {
       const resourceName = `${this.engineName}-image-${image.replace(/[^A-Za-z0-9_.-]+/g, "-")}`;
-      pulled = new DockerImageRef(resourceName, { engine: this.target, name: image }, { parent: this });
+      pulled = new DockerImageRef(resourceName, { engine: this.target, name: image }, { parent: this, ...this.onEngine });
       this.pulledImages.set(image, pulled);
     }
     return pulled.imageId;
@@ -148,7 +156,7 @@ export class DockerEngine extends pulumi.ComponentResource {
           create: pulumi.all([source, from.sshTarget]).apply(([image, target]) => shipImageCommand(image, target)),
           triggers: [source, from.sshTarget],
         },
-        { parent: this, dependsOn: from.after },
+        { parent: this, dependsOn: from.after, ...this.onEngine },
       );
       shipped = pulumi.all([load.stdout, source]).apply(([, image]) => image);
       this.shippedImages.set(key, shipped);

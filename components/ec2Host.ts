@@ -58,6 +58,8 @@ export class Ec2Host extends pulumi.ComponentResource {
         associatePublicIpAddress: true,
         userData: args.userData,
         userDataReplaceOnChange: true,
+        // The lifetime fuse in user data powers the VM off; this makes that a termination, so it stops billing.
+        instanceInitiatedShutdownBehavior: "terminate",
         metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },
         rootBlockDevice: { encrypted: true, volumeType: "gp3", deleteOnTermination: true },
         tags: args.tags(`${name}-vm`),

@@ -70,7 +70,7 @@ export class Gateway extends pulumi.ComponentResource {
         labels: containerLabels(engine, { [LABELS.role]: ROLES.gateway }),
       },
       // The control token is in envs: the engine keeps envs secret even if a wrapper were lost (policy secrets-stay-secret).
-      { parent: this, dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
+      { parent: this, ...engine.onEngine, dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
     );
     const address = args.publicAddress ?? published.ip;
     const port = published.external ?? this.container.publishedPorts.apply((bound) => bound?.find((p) => p.internal === published.internal)?.external ?? 0);

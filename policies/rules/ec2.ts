@@ -158,6 +158,21 @@ export const ec2InstanceHardening: ResourceRule = {
   },
 };
 
+export const ec2LifetimeFuse: ResourceRule = {
+  kind: "resource",
+  name: "ec2-lifetime-fuse",
+  description:
+    "Every EC2 instance must terminate when it shuts down, so the lifetime fuse in its user data (a power-off timer, ec2.lifetimeHours) ends the VM and its bill, even for a task nobody destroys. " +
+    'To comply: set instanceInitiatedShutdownBehavior: "terminate".',
+  appliesTo: [TYPES.instance],
+  check(instance) {
+    const behaviour = asString(input(instance, "instanceInitiatedShutdownBehavior"));
+    return behaviour === "terminate"
+      ? []
+      : [`instanceInitiatedShutdownBehavior is ${behaviour === undefined ? "unset (stop)" : `"${behaviour}"`}: a VM that powers itself off would keep its volume billing and could be started again; set it to "terminate"`];
+  },
+};
+
 export const awsResourceTags: ResourceRule = {
   kind: "resource",
   name: "aws-resource-tags",

@@ -334,13 +334,37 @@ export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Re
 }
 
 /**
- * User data: make sure Docker is installed (an image other than the default may lack it; installing then needs
- * the web ports), running, and usable by the SSH user; the ECS agent of the default AMI is not used.
+ * The lifetime fuse, as user data lines: a systemd timer at an absolute time `hours` after first boot powers
+ * the VM off, and its shutdown behaviour (terminate) then ends it, so a task nobody destroys stops billing.
+ * Absolute and persistent: a reboot neither restarts the count nor skips a time already past.
  */
-export function ec2UserData(sshUser: string): string {
+export function lifetimeFuseLines(hours: number): string[] {
+  const minutes = Math.max(1, Math.round(hours * 60));
+  return [
+    `fuse_at=$(date -u -d "+${minutes} minutes" '+%Y-%m-%d %H:%M:%S UTC')`,
+    "cat >/etc/systemd/system/multienv-fuse.service <<'UNIT'",
+    "[Unit]",
+    "Description=multienv lifetime fuse: power off, and so terminate, this VM",
+    "[Service]",
+    "Type=oneshot",
+    "ExecStart=/usr/bin/systemctl poweroff",
+    "UNIT",
+    'printf \'[Unit]\\nDescription=multienv lifetime fuse\\n[Timer]\\nOnCalendar=%s\\nPersistent=true\\n[Install]\\nWantedBy=timers.target\\n\' "$fuse_at" >/etc/systemd/system/multienv-fuse.timer',
+    "systemctl daemon-reload",
+    "systemctl enable --now multienv-fuse.timer",
+  ];
+}
+
+/**
+ * User data: arm the lifetime fuse first (whatever fails later, the VM still ends), then make sure Docker is
+ * installed (an image other than the default may lack it; installing then needs the web ports), running, and
+ * usable by the SSH user; the ECS agent of the default AMI is not used.
+ */
+export function ec2UserData(sshUser: string, lifetimeHours: number): string {
   return [
     "#!/bin/bash",
     "set -eu",
+    ...lifetimeFuseLines(lifetimeHours),
     "if ! command -v docker >/dev/null 2>&1; then",
     "  if command -v dnf >/dev/null 2>&1; then dnf install -y docker;",
     "  else apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io; fi",

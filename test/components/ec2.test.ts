@@ -262,3 +262,32 @@ describe("ec2 target, what AWS would refuse or mis-handle", () => {
     );
   });
 });
+
+describe("ec2 target, teardown and cost", () => {
+  it("deletes every Docker resource on a VM with its instance, so a destroy never needs the VM's engine", async () => {
+    const graph = await graphOf("e11", CONFIG, { githubToken: "x" });
+    const onVm = graph.resources.filter((r) => r.type.startsWith("pulumi-nodejs:dynamic/docker:") && (r.inputs.engine as { host?: string }).host?.startsWith("ssh://"));
+    expect(onVm.length).toBeGreaterThan(15);
+    for (const r of onVm) {
+      const host = (r.inputs.engine as { host: string }).host;
+      const vm = /<public IP of (.*)>/.exec(host)![1];
+      expect(r.deletedWith, `${r.type} ${r.name}`).toBe(vm);
+    }
+    const loads = graph.resources.filter((r) => r.name.includes("-load-"));
+    for (const l of loads) expect(l.deletedWith, l.name).toMatch(/-vm$/);
+    // What lives on the runner's engine is deleted as usual.
+    for (const r of graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Image")) expect(r.deletedWith).toBeUndefined();
+  });
+
+  it("gives every VM a lifetime fuse: terminate on shutdown, and a power-off timer at ec2.lifetimeHours", async () => {
+    const fuse = (graph: Graph) => graph.resources.filter((r) => r.type === "aws:ec2/instance:Instance");
+    for (const vm of fuse(await graphOf("e12", CONFIG, { githubToken: "x" }))) {
+      expect(vm.inputs.instanceInitiatedShutdownBehavior, vm.name).toBe("terminate");
+      expect(vm.inputs.userData, vm.name).toContain('date -u -d "+240 minutes"');
+      expect(vm.inputs.userData, vm.name).toContain("systemctl enable --now multienv-fuse.timer");
+    }
+    for (const vm of fuse(await graphOf("e13", { ...CONFIG, ec2: { ...CONFIG.ec2, lifetimeHours: 1.5 } }, { githubToken: "x" }))) {
+      expect(vm.inputs.userData, vm.name).toContain('date -u -d "+90 minutes"');
+    }
+  });
+});

@@ -16,6 +16,7 @@ import {
   shipImageCommand,
   siteUrls,
   websiteSettingsJson,
+  lifetimeFuseLines,
 } from "../../src/plan/layout";
 
 function planned(overrides: Partial<StackConfig>): Plan {
@@ -128,5 +129,24 @@ describe("layout", () => {
     execFileSync("bash", ["-n", "-c", script]);
     expect(script).toContain(`docker save 'multienv/o'\\''dd:1' | ssh -o StrictHostKeyChecking=no`);
     expect(script).toContain("'ec2-user@203.0.113.9' docker load");
+  });
+});
+
+describe("lifetimeFuseLines", () => {
+  it("arms a persistent timer at an absolute time systemd reads, hours after boot", () => {
+    const lines = lifetimeFuseLines(0.5);
+    expect(lines[0]).toContain('date -u -d "+30 minutes"');
+    expect(lines.join("\n")).toContain("Persistent=true");
+    expect(lines.join("\n")).toContain("ExecStart=/usr/bin/systemctl poweroff");
+    // The fuse's time as the first line computes it, parsed by systemd itself where it is installed.
+    const at = execFileSync("/bin/bash", ["-c", `${lines[0]}; echo "$fuse_at"`]).toString().trim();
+    const minutes = (Date.parse(at.replace(" UTC", "Z").replace(" ", "T")) - Date.now()) / 60_000;
+    expect(minutes).toBeGreaterThan(28);
+    expect(minutes).toBeLessThan(31);
+    try {
+      execFileSync("systemd-analyze", ["calendar", at], { stdio: "pipe" });
+    } catch (error) {
+      if ((error as { code?: string }).code !== "ENOENT") throw error;
+    }
   });
 });

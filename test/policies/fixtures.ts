@@ -140,6 +140,7 @@ export function ec2Resources(): GraphResource[] {
     aws(TYPES.instance, "t-env-vm", {
       metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },
       rootBlockDevice: { encrypted: true, volumeType: "gp3" },
+      instanceInitiatedShutdownBehavior: "terminate",
     }),
     aws("aws:ec2/keyPair:KeyPair", "t-env-key", { publicKey: "ssh-ed25519 AAAA" }),
   ];

@@ -356,6 +356,18 @@ describe("ec2-instance-hardening", () => {
   });
 });
 
+describe("ec2-lifetime-fuse", () => {
+  const P = "ec2-lifetime-fuse";
+  it("refuses an instance that stops (or keeps AWS's default) instead of terminating on shutdown", () => {
+    expect(violations({ resources: ec2Resources() }, P)).toEqual([]);
+    const vm = (name: string, extra: Record<string, unknown>) => aws(TYPES.instance, name, extra);
+    expect(violations({ resources: [vm("stop", { instanceInitiatedShutdownBehavior: "stop" }), vm("unset", {})] }, P).map((v) => [v.resource, v.message])).toEqual([
+      ["stop", expect.stringMatching(/instanceInitiatedShutdownBehavior is "stop".*set it to "terminate"/)],
+      ["unset", expect.stringMatching(/is unset \(stop\)/)],
+    ]);
+  });
+});
+
 describe("aws-description-charset", () => {
   const P = "aws-description-charset";
   it("accepts descriptions made of AWS's allowed characters", () => {
