@@ -1,30 +1,22 @@
-// The ec2 target: a VM for the env and one per computer, each with its own Docker engine (reached over SSH)
-// and security group; every image is built or pulled on the runner's engine and copied to the VMs that run it.
+// The ec2 target: a VM for the env and one per computer, each with its own security group, then on those VMs
+// what the hosts target does on any SSH-reachable Docker hosts (RemoteEngines).
 import type * as awsTypes from "@pulumi/aws";
 import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { PlannedComputer } from "../src/plan";
-import {
-  awsTags,
-  computerEngineNetworks,
-  computerPeer,
-  ec2UserData,
-  envEngineNetworks,
-  projectImagesNeeded,
-} from "../src/plan/layout";
-import { LABELS } from "../policies/contract";
-import { DockerEngine } from "./dockerEngine";
+import { awsTags, computerPeer } from "../src/plan/layout";
+import type { DockerEngine } from "./dockerEngine";
 import { Ec2Firewall } from "./ec2Firewall";
 import { Ec2Host } from "./ec2Host";
 import type { EnvTarget, EnvTargetArgs } from "./envTarget";
+import { RemoteEngines, type RemoteHost } from "./remoteEngines";
 
 /** A multi env on EC2 VMs. */
 export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
   readonly env: DockerEngine;
-  readonly gatewayPrivateAddress: pulumi.Output<string>;
-  readonly gatewayPublicAddress: pulumi.Output<string>;
-  private readonly computerHosts = new Map<string, Ec2Host>();
-  private readonly computerEngines = new Map<string, DockerEngine>();
+  readonly gatewayPrivateAddress: pulumi.Input<string>;
+  readonly gatewayPublicAddress: pulumi.Input<string>;
+  private readonly engines: RemoteEngines;
 
   constructor(name: string, args: EnvTargetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:ec2:Ec2Target", name, {}, opts);
@@ -41,7 +33,7 @@ export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
     // AMI release reaches new VMs only, and an `up` never replaces a running one for it.
     const ami: pulumi.Input<string> =
       ec2.ami ?? aws().ssm.getParameterOutput({ name: ec2.amiParameter! }, { parent: this, provider: awsProvider }).value;
-    const host = (name: string, key: string) =>
+    const vm = (name: string, key: string) =>
       new Ec2Host(
         name,
         {
@@ -51,65 +43,34 @@ export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
           securityGroupId: firewall.groupId(key),
           sshPublicKey: ec2.sshPublicKey,
           sshUser: ec2.sshUser,
-          userData: ec2UserData(ec2.sshUser, ec2.lifetimeHours),
+          lifetimeHours: ec2.lifetimeHours,
           tags,
-          readyAfter: firewall.rules,
         },
         awsOpts,
       );
-    const engineArgs = { buildContext: args.buildContext, baseImage: args.baseImage, labels: { [LABELS.stack]: plan.stack } };
-    // Every image is built or pulled on the runner's engine and copied to the VMs that run it (see DockerEngine).
-    const images = new DockerEngine(
-      `${plan.stack}-images`,
-      { ...engineArgs, target: args.runnerEngine, networks: { internal: [], external: [] }, volumes: [], projectImages: projectImagesNeeded(true, plan.computers) },
-      { parent: this },
-    );
-    const imagesFor = (vm: Ec2Host) => ({ engine: images, sshTarget: vm.sshTarget, after: [vm.ready] });
-    const envHost = host(`${plan.stack}-env`, "env");
-    const env = new DockerEngine(
-      `${plan.stack}-env-engine`,
-      {
-        ...engineArgs,
-        target: envHost.target,
-        networks: envEngineNetworks(plan),
-        volumes: plan.capture.enabled ? [plan.capture.volumeName] : [],
-        projectImages: [],
-        imagesFrom: imagesFor(envHost),
-        deletedWith: envHost.instance,
-      },
-      { parent: this },
-    );
-    for (const computer of plan.computers) {
-      const vm = host(`${plan.stack}-${computer.name}`, computerPeer(computer.name));
-      this.computerHosts.set(computer.name, vm);
-      this.computerEngines.set(
-        computer.name,
-        new DockerEngine(
-          `${plan.stack}-${computer.name}-engine`,
-          {
-            ...engineArgs,
-            target: vm.target,
-            networks: computerEngineNetworks(computer),
-            volumes: [computer.caVolumeName],
-            projectImages: [],
-            imagesFrom: imagesFor(vm),
-            deletedWith: vm.instance,
-          },
-          { parent: this },
-        ),
-      );
-    }
-    this.env = env;
-    this.gatewayPrivateAddress = envHost.privateIp;
-    this.gatewayPublicAddress = envHost.publicIp;
+    const remote = (host: Ec2Host): RemoteHost => ({
+      ssh: host.ssh,
+      privateAddress: host.privateIp,
+      publicAddress: host.publicIp,
+      booted: true,
+      machine: host.instance,
+      readyAfter: firewall.rules,
+    });
+    const envVm = vm(`${plan.stack}-env`, "env");
+    const computers = Object.fromEntries(plan.computers.map((c) => [c.name, remote(vm(`${plan.stack}-${c.name}`, computerPeer(c.name)))]));
+    // Everything on the VMs is the hosts target's work: only how the VMs came to be is ec2's.
+    this.engines = new RemoteEngines(`${plan.stack}-remote`, { ...args, env: remote(envVm), computers }, { parent: this });
+    this.env = this.engines.env;
+    this.gatewayPrivateAddress = this.engines.gatewayPrivateAddress;
+    this.gatewayPublicAddress = this.engines.gatewayPublicAddress;
     this.registerOutputs({});
   }
 
   computer(computer: PlannedComputer): DockerEngine {
-    return this.computerEngines.get(computer.name)!;
+    return this.engines.computer(computer);
   }
 
-  computerAddress(computer: PlannedComputer): pulumi.Output<string> {
-    return this.computerHosts.get(computer.name)!.privateIp;
+  computerAddress(computer: PlannedComputer): pulumi.Input<string> {
+    return this.engines.computerAddress(computer);
   }
 }

@@ -3,6 +3,7 @@
 // gets. The components in components/ only turn these answers into resources, so every topology rule is here,
 // once, with its tests, and the policy pack can hold the rendered graph to the same promises.
 import { CAPTURES_DIR, CA_DIR, GATEWAY_BROWSE_PORT, SITE_PROXY_CONTROL_PORT, networkAliases } from "./topology";
+import { sshMasterLines, sshRun, sshSetup, type SshEndpoint } from "./ssh";
 import type { Plan, PlannedCapture, PlannedComputer, PlannedWebsite } from "./types";
 
 /** Environment variable names the containers read (DESIGN "Entry points", docs/contracts.md). */
@@ -100,7 +101,7 @@ export function frontendNetworks(plan: Plan, site: PlannedWebsite): NetworkAttac
  */
 export function proxyNetworks(plan: Plan, computer: PlannedComputer): NetworkAttachment[] {
   const own = { network: computer.networkName, aliases: [networkAliases.proxyOnComputerNet] };
-  if (plan.target === "ec2") return [own, { network: computer.egressNetworkName, aliases: [networkAliases.proxyOnLink(computer.name)] }];
+  if (plan.target !== "docker") return [own, { network: computer.egressNetworkName, aliases: [networkAliases.proxyOnLink(computer.name)] }];
   const attachments = [own, { network: computer.linkNetworkName, aliases: [networkAliases.proxyOnLink(computer.name)] }];
   if (computer.reachesPublicHosts) attachments.push({ network: computer.egressNetworkName, aliases: [] });
   return attachments;
@@ -198,7 +199,7 @@ export const GATEWAY_WAIT_TIMEOUT_SECONDS = 120;
  * groups (runner CIDRs to the published listener, computer VMs to the browse listener) are what guard them.
  */
 export function gatewayPublish(plan: Plan): { internal: number; external?: number; ip: string }[] {
-  if (plan.target === "ec2") {
+  if (plan.target !== "docker") {
     return [plan.gateway.port, GATEWAY_BROWSE_PORT].map((port) => ({ internal: port, external: port, ip: "0.0.0.0" }));
   }
   return [{ internal: plan.gateway.port, ip: "127.0.0.1" }];
@@ -206,7 +207,7 @@ export function gatewayPublish(plan: Plan): { internal: number; external?: numbe
 
 /** ec2 only: the site proxy's control port (log, CA, DevTools, token required), published on the computer VM for the gateway VM. */
 export function proxyPublish(plan: Plan): { internal: number; external: number; ip: string }[] {
-  if (plan.target !== "ec2") return [];
+  if (plan.target === "docker") return [];
   return [{ internal: SITE_PROXY_CONTROL_PORT, external: SITE_PROXY_CONTROL_PORT, ip: "0.0.0.0" }];
 }
 
@@ -355,16 +356,41 @@ export function lifetimeFuseLines(hours: number): string[] {
   ];
 }
 
+/** sshd settings for a parallel `up` over one shared connection: many sessions on it, many connections at once. */
+export const SSHD_LIMITS = { maxSessions: 64, maxStartups: "100:30:200" };
+
 /**
- * User data: arm the lifetime fuse first (whatever fails later, the VM still ends), then make sure Docker is
- * installed (an image other than the default may lack it; installing then needs the web ports), running, and
- * usable by the SSH user; the ECS agent of the default AMI is not used.
+ * User data lines installing the host key the deploy made (the only one sshd then presents: the runner pins it)
+ * and the session limits, then restarting sshd. A file under sshd_config.d sorted first: its values win.
  */
-export function ec2UserData(sshUser: string, lifetimeHours: number): string {
+export function sshdUserDataLines(hostPrivateKey: string): string[] {
+  return [
+    "install -d -m 755 /etc/ssh/sshd_config.d",
+    "(umask 077; cat >/etc/ssh/multienv_host_ed25519_key <<'MULTIENV_HOST_KEY'",
+    `${hostPrivateKey.trim()}`,
+    "MULTIENV_HOST_KEY",
+    ")",
+    "cat >/etc/ssh/sshd_config.d/00-multienv.conf <<'MULTIENV_SSHD'",
+    "HostKey /etc/ssh/multienv_host_ed25519_key",
+    `MaxSessions ${SSHD_LIMITS.maxSessions}`,
+    `MaxStartups ${SSHD_LIMITS.maxStartups}`,
+    "MULTIENV_SSHD",
+    "grep -q '^Include /etc/ssh/sshd_config.d/' /etc/ssh/sshd_config || sed -i '1i Include /etc/ssh/sshd_config.d/*.conf' /etc/ssh/sshd_config",
+    "systemctl restart sshd 2>/dev/null || systemctl restart ssh",
+  ];
+}
+
+/**
+ * User data: arm the lifetime fuse first (whatever fails later, the VM still ends), install the pinned host key
+ * and sshd's limits, then make sure Docker is installed (an image other than the default may lack it; installing
+ * then needs the web ports), running, and usable by the SSH user; the ECS agent of the default AMI is not used.
+ */
+export function ec2UserData(sshUser: string, lifetimeHours: number, hostPrivateKey: string): string {
   return [
     "#!/bin/bash",
     "set -eu",
     ...lifetimeFuseLines(lifetimeHours),
+    ...sshdUserDataLines(hostPrivateKey),
     "if ! command -v docker >/dev/null 2>&1; then",
     "  if command -v dnf >/dev/null 2>&1; then dnf install -y docker;",
     "  else apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io; fi",
@@ -372,13 +398,13 @@ export function ec2UserData(sshUser: string, lifetimeHours: number): string {
     "systemctl disable --now ecs 2>/dev/null || true",
     "systemctl enable --now docker",
     `usermod -aG docker ${shellQuote(sshUser)}`,
-    "touch /var/lib/multienv-docker-ready",
+    `touch ${EC2_READY_MARKER}`,
     "",
   ].join("\n");
 }
 
-/** ssh options for a VM created by this deploy: its host key is new, so it cannot be known yet. */
-export const EC2_SSH_OPTIONS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"];
+/** The file user data creates last: an ec2 VM is ready only once it exists. */
+export const EC2_READY_MARKER = "/var/lib/multienv-docker-ready";
 
 /** `text` as one /bin/sh word. */
 export function shellQuote(text: string): string {
@@ -386,45 +412,75 @@ export function shellQuote(text: string): string {
 }
 
 /**
- * Copies an image from the runner's engine to a VM (`user@host`) with `docker save | ssh docker load`,
- * skipping the copy when the VM already has that image id. Runs on the runner with its docker CLI and
- * ssh-agent, as the deploy's own SSH connections to the engine do.
+ * The images a remote engine runs, all shipped in one `docker save` (shared layers once), compressed with zstd
+ * (gzip where the host has no zstd), skipping those the host already has by id. Runs on the runner, with its
+ * docker CLI and the host's shared SSH connection. Image ids, not tags: a rebuilt image is a new id, so it is
+ * shipped again and the containers running it are replaced.
  */
-export function shipImageCommand(image: string, sshTarget: string): string {
-  const quote = shellQuote;
-  const ssh = `ssh ${EC2_SSH_OPTIONS.join(" ")} ${quote(sshTarget)}`;
-  const inspect = `docker image inspect -f '{{.Id}}' ${quote(image)}`;
+export function shipImagesCommand(imageIds: string[], endpoint: SshEndpoint): string {
+  const ids = [...new Set(imageIds)].sort();
+  const probe = `for i in ${ids.map(shellQuote).join(" ")}; do docker image inspect -f . "$i" >/dev/null 2>&1 || echo "$i"; done`;
   return [
     "set -eu",
-    `id=$(${inspect})`,
-    `if [ "$(${ssh} ${quote(inspect)} 2>/dev/null || true)" = "$id" ]; then echo ${quote(`${image} is there`)}; exit 0; fi`,
-    `docker save ${quote(image)} | ${ssh} docker load`,
+    sshSetup(endpoint),
+    `missing=$(${sshRun(shellQuote(probe))})`,
+    `if [ -z "$missing" ]; then echo "all ${ids.length} image(s) are there"; exit 0; fi`,
+    'set --',
+    'while IFS= read -r i; do if [ -n "$i" ]; then set -- "$@" "$i"; fi; done <<MULTIENV_MISSING\n$missing\nMULTIENV_MISSING',
+    `if ${sshRun("'command -v zstd'")} >/dev/null 2>&1; then pack="zstd -q -T0 -3"; unpack="zstd -q -d"; else pack="gzip -1"; unpack="gzip -d"; fi`,
+    "# One save of every missing image: layers they share travel once.",
+    `docker save "$@" | $pack | ${sshRun('"$unpack | docker load"')}`,
+    'echo "shipped $# image(s)"',
   ].join("\n");
 }
 
 /**
- * The readiness command run over SSH: waits until user data finished and Docker answers. `sudo`: this session
- * may have started before user data added the SSH user to the docker group (the deploy's own SSH
- * sessions start later and have the group).
+ * The readiness check run on the host over SSH. Exit 0: ready. 3: it will not get ready (cloud-init failed, user
+ * data did not finish, the user is not in the docker group), with the tail of the cloud-init log. 4: the user is
+ * in the docker group but this session's connection logged in before it was added: reconnect. Else: not yet.
  */
-export const EC2_READINESS_COMMAND =
-  "for i in $(seq 1 120); do if [ -e /var/lib/multienv-docker-ready ] && sudo -n docker info >/dev/null 2>&1; then exit 0; fi; sleep 5; done; " +
-  "echo 'Docker did not come up within 10 minutes' >&2; exit 1";
+export function hostReadinessScript(options: { cloudInit: boolean }): string {
+  const log = "/var/log/cloud-init-output.log";
+  return [
+    `tail_log() { echo "the tail of ${log}:"; sudo -n tail -n 40 ${log} 2>/dev/null || tail -n 40 ${log} 2>/dev/null || echo "(not readable)"; }`,
+    ...(options.cloudInit
+      ? [
+          "if command -v cloud-init >/dev/null 2>&1; then",
+          "  cloud-init status --wait >/dev/null 2>&1 || true",
+          `  s=$(cloud-init status 2>/dev/null | sed -n "s/^status: //p")`,
+          `  if [ "$s" != "done" ]; then echo "cloud-init finished with status \${s:-unknown}" >&2; tail_log >&2; exit 3; fi`,
+          "fi",
+          `if [ ! -e ${EC2_READY_MARKER} ]; then echo "user data did not finish (no ${EC2_READY_MARKER})" >&2; tail_log >&2; exit 3; fi`,
+        ]
+      : []),
+    'if ! id -nG | tr " " "\n" | grep -qx docker; then',
+    '  if id -nG "$(id -un)" | tr " " "\n" | grep -qx docker; then exit 4; fi',
+    '  echo "$(id -un) is not in the docker group, so it cannot reach Docker; add it (usermod -aG docker $(id -un))" >&2; ' + (options.cloudInit ? "tail_log >&2; " : "") + "exit 3",
+    "fi",
+    'if ! out=$(docker info --format "{{.ServerVersion}}" 2>&1); then echo "docker does not answer yet: $out" >&2; exit 5; fi',
+  ].join("\n");
+}
 
 /**
- * Runs the readiness command on a VM (`user@host`) over SSH from the runner, retrying the connection while the
- * VM boots (about 10 minutes), so the first container is created only once Docker answers there.
+ * Waits on the runner until the host is ready (`hostReadinessScript`), retrying the connection while it boots
+ * (10 s apart, about 10 minutes), and stops at once, with what the host says, when it will not get ready.
  */
-export function remoteReadinessCommand(sshTarget: string): string {
-  const quote = shellQuote;
-  const ssh = `ssh ${EC2_SSH_OPTIONS.join(" ")} -o ConnectTimeout=10 -o BatchMode=yes ${quote(sshTarget)}`;
+export function readinessCommand(endpoint: SshEndpoint, options: { cloudInit: boolean; attempts?: number; pauseSeconds?: number }): string {
+  const where = `${endpoint.user}@${endpoint.host}`;
+  const attempts = options.attempts ?? 60;
   return [
-    "for attempt in $(seq 1 60); do",
-    `  if ${ssh} ${quote(EC2_READINESS_COMMAND)}; then exit 0; fi`,
-    "  sleep 10",
+    sshSetup(endpoint),
+    "i=0",
+    "while :; do",
+    `  ${sshRun(shellQuote(hostReadinessScript(options)))} && exit 0`,
+    "  rc=$?",
+    `  if [ $rc -eq 3 ]; then echo ${shellQuote(`${where} will not get ready (above)`)} >&2; exit 1; fi`,
+    '  if [ $rc -eq 4 ]; then ssh -F "$cfg" -O exit "$alias" >/dev/null 2>&1 || true; fi',
+    "  i=$((i + 1))",
+    `  if [ $i -ge ${attempts} ]; then echo "${where}: Docker did not answer over SSH after ${attempts} attempts (last exit $rc)" >&2; exit 1; fi`,
+    `  sleep ${options.pauseSeconds ?? 10}`,
+    sshMasterLines(),
     "done",
-    `echo ${quote(`${sshTarget}: Docker did not answer over SSH within 10 minutes`)} >&2`,
-    "exit 1",
   ].join("\n");
 }
 
@@ -452,6 +508,24 @@ export function siteUrls(gateway: string, site: Pick<PlannedWebsite, "name" | "l
 /** A computer's Chrome DevTools endpoint through the gateway (control token required). */
 export function computerCdpUrl(gateway: string, computer: string): string {
   return `${gateway}/computers/${encodeURIComponent(computer)}/cdp`;
+}
+
+/** The images a remote engine's containers run: the project's by role, the others by reference. */
+export interface RemoteEngineImages {
+  roles: ProjectImageRole[];
+  refs: string[];
+}
+
+/**
+ * What a remote engine runs (ec2 and hosts): the env's host the gateway (its capture sidecars use it too) and
+ * every site image; a computer's host its proxy and its browser, the project's or its own.
+ */
+export function remoteEngineImages(plan: Plan, computer?: PlannedComputer): RemoteEngineImages {
+  if (computer !== undefined) {
+    return { roles: computer.image === undefined ? ["site-proxy", "browser"] : ["site-proxy"], refs: computer.image === undefined ? [] : [computer.image] };
+  }
+  const refs = plan.websites.flatMap((w) => [w.server.image, w.frontend?.image]).filter((i): i is string => i !== undefined);
+  return { roles: ["gateway"], refs: [...new Set(refs)].sort() };
 }
 
 /**

@@ -4,7 +4,6 @@
 // so a parallel `up` opens one TCP connection and one authentication per host, not one per resource.
 // The same text serves the providers (node writes the files, then spawns `ssh -F`) and the shell commands
 // (image loads, readiness), which write them with a here-document: both read `sshSetup`.
-import { createHash } from "node:crypto";
 
 /** A Docker host the runner reaches over SSH. */
 export interface SshEndpoint {
@@ -27,8 +26,15 @@ export function hostKeyLine(key: string): string {
 
 /** The name ssh knows the host by: per address, user, port and key, so a new key is a new name, never a clash. */
 export function sshAlias(endpoint: SshEndpoint): string {
-  const digest = createHash("sha256").update(JSON.stringify([endpoint.host, endpoint.user, endpoint.port ?? 22, hostKeyLine(endpoint.hostKey), endpoint.identityFile ?? ""])).digest("hex");
-  return `multienv-${digest.slice(0, 16)}`;
+  const text = JSON.stringify([endpoint.host, endpoint.user, endpoint.port ?? 22, hostKeyLine(endpoint.hostKey), endpoint.identityFile ?? ""]);
+  return `multienv-${fnv1a(text, 0x811c9dc5)}${fnv1a(text, 0x01000193)}`;
+}
+
+/** 32-bit FNV-1a as 8 hex digits: a name, not a secret, so a small pure hash does (this module stays free of node). */
+function fnv1a(text: string, seed: number): string {
+  let hash = seed >>> 0;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return hash.toString(16).padStart(8, "0");
 }
 
 /** Seconds a shared connection outlives its last session. */

@@ -4,7 +4,7 @@
 // Components consume a Plan and decide nothing of their own.
 import type { SelfTestPlan } from "./self-test";
 
-export type Target = "docker" | "ec2";
+export type Target = "docker" | "ec2" | "hosts";
 
 /** A computer's network as configured: every host, none, or an allowlist of host names. */
 export type ComputerNetwork = "allow-all" | "none" | string[];

@@ -6,7 +6,8 @@ import { image, imageRef } from "./docker-image";
 import { network, volume } from "./docker-network";
 import type { Operations } from "./operation";
 import { selfTest } from "./self-test";
+import { sshHostKey } from "./ssh-host-key";
 
-export const OPERATIONS = { container, network, volume, image, imageRef, command, secret, selfTest } satisfies Record<string, Operations>;
+export const OPERATIONS = { container, network, volume, image, imageRef, command, secret, selfTest, sshHostKey } satisfies Record<string, Operations>;
 
 export type Kind = keyof typeof OPERATIONS;

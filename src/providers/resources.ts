@@ -179,6 +179,17 @@ export class LocalCommand extends DynamicResource {
   }
 }
 
+/** An SSH host key pair (ed25519), made once: the VM presents it, the runner pins its public half. */
+export class SshHostKey extends DynamicResource {
+  /** `ssh-ed25519 AAAA... comment`. */
+  declare readonly publicKey: pulumi.Output<string>;
+  /** The OpenSSH private key file's text; a secret. */
+  declare readonly privateKey: pulumi.Output<string>;
+  constructor(name: string, args: { comment: string }, opts?: pulumi.CustomResourceOptions) {
+    super("sshHostKey", name, { comment: args.comment, publicKey: undefined, privateKey: undefined }, { ...opts, additionalSecretOutputs: ["privateKey", ...(opts?.additionalSecretOutputs ?? [])] });
+  }
+}
+
 /** Random bytes (hex), made once; the value is a secret. */
 export class RandomSecret extends DynamicResource {
   declare readonly value: pulumi.Output<string>;

@@ -10,4 +10,5 @@ export const RESOURCE_TYPES = {
   command: "pulumi-nodejs:dynamic/multienv:Command",
   secret: "pulumi-nodejs:dynamic/multienv:Secret",
   selfTest: "pulumi-nodejs:dynamic/multienv:SelfTest",
+  sshHostKey: "pulumi-nodejs:dynamic/multienv:SshHostKey",
 } as const;

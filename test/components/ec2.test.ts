@@ -90,20 +90,31 @@ describe("ec2 target", () => {
   });
 
   it("runs three VMs with IMDSv2 required and encrypted root volumes, each checked for Docker over SSH", () => {
-    const instances = graph.resources.filter((r) => r.type === "aws:ec2/instance:Instance");
+    const instances = revealed.resources.filter((r) => r.type === "aws:ec2/instance:Instance");
     expect(instances.map((i) => i.name).sort()).toEqual(["e1-desktop-vm", "e1-env-vm", "e1-offline-vm"]);
     for (const { inputs } of instances) {
       const instance = { inputs: inputs as Record<string, any> };
       expect(instance.inputs.metadataOptions.httpTokens).toBe("required");
       expect(instance.inputs.rootBlockDevice.encrypted).toBe(true);
       expect(instance.inputs.instanceType).toBe("t3.large");
-      expect(instance.inputs.userData).toContain("systemctl enable --now docker");
+      const userData = (instance.inputs.userData as Record<string, string>)["[secret]"];
+      expect(userData).toContain("systemctl enable --now docker");
+      // The host key made for this VM, which sshd then presents alone, and room for a parallel up on one connection.
+      expect(userData).toMatch(/cat >\/etc\/ssh\/multienv_host_ed25519_key <<'MULTIENV_HOST_KEY'\n<private key of e1-\w+-host-key>\nMULTIENV_HOST_KEY/);
+      expect(userData).toContain("HostKey /etc/ssh/multienv_host_ed25519_key\nMaxSessions 64\nMaxStartups 100:30:200");
     }
+    // The user data holds a private key: secret in the state.
+    for (const vm of graph.resources.filter((r) => r.type === "aws:ec2/instance:Instance")) expect(vm.inputs.userData, vm.name).toBe("[secret]");
     const readiness = graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/multienv:Command" && r.name.endsWith("-docker-ready"));
     expect(readiness.map((r) => r.name).sort()).toEqual(["e1-desktop-docker-ready", "e1-env-docker-ready", "e1-offline-docker-ready"]);
     const envReady = readiness.find((r) => r.name === "e1-env-docker-ready")!;
-    expect(envReady.inputs.create).toContain("'ec2-user@<public IP of e1-env-vm>'");
-    expect(envReady.inputs.create).toContain("docker info");
+    const ready = envReady.inputs.create as string;
+    expect(ready).toContain("HostName <public IP of e1-env-vm>\n  User ec2-user");
+    expect(ready).toContain("StrictHostKeyChecking yes");
+    // The pinned key is the one the deploy made for this VM.
+    expect(ready).toContain(`ssh-ed25519 AAAA${Buffer.from("e1-env-host-key").toString("base64").replace(/=+$/, "")}'`);
+    expect(ready).toContain("cloud-init status --wait");
+    expect(ready).toContain("docker info");
   });
 
   it("tags every AWS resource with the stack and task, and creates each with the stack's AWS provider in its region", () => {
@@ -203,20 +214,20 @@ describe("ec2 target, images", () => {
     ]);
     expect(onRunner("pulumi-nodejs:dynamic/docker:ImageRef").every((r) => r.endsWith(" {}"))).toBe(true);
     const loads = graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/multienv:Command" && r.name.includes("-load-"));
-    expect(loads.map((l) => l.name).sort()).toEqual([
-      "e4-desktop-engine-load-project-browser",
-      "e4-desktop-engine-load-project-site-proxy",
-      "e4-env-engine-load-multienv-sample-live-server",
-      "e4-env-engine-load-multienv-sample-shop-frontend",
-      "e4-env-engine-load-multienv-sample-shop-server",
-      "e4-env-engine-load-project-gateway",
-      "e4-offline-engine-load-project-browser",
-      "e4-offline-engine-load-project-site-proxy",
-    ]);
-    const gatewayLoad = loads.find((l) => l.name === "e4-env-engine-load-project-gateway")!.inputs.create as string;
+    // One load per VM, of every image it runs.
+    expect(loads.map((l) => l.name).sort()).toEqual(["e4-desktop-engine-load-images", "e4-env-engine-load-images", "e4-offline-engine-load-images"]);
+    const envLoad = loads.find((l) => l.name === "e4-env-engine-load-images")!;
     // Shipped by image id: a rebuilt image is a new id, so it reaches the VM and its containers are replaced.
-    expect(gatewayLoad).toContain("docker save '<id of multienv/gateway:latest as built>' | ssh");
-    expect(gatewayLoad).toContain("'ec2-user@<public IP of e4-env-vm>' docker load");
+    expect(envLoad.inputs.triggers).toEqual([
+      ["<id of multienv/gateway:latest as built>", "<id of multienv/sample-live-server>", "<id of multienv/sample-shop-frontend>", "<id of multienv/sample-shop-server>"],
+      expect.objectContaining({ host: "<public IP of e4-env-vm>", user: "ec2-user" }),
+    ]);
+    expect(envLoad.inputs.create).toContain("HostName <public IP of e4-env-vm>");
+    expect(envLoad.inputs.create).toContain('docker save "$@" | $pack |');
+    expect(loads.find((l) => l.name === "e4-offline-engine-load-images")!.inputs.triggers).toEqual([
+      ["<id of multienv/site-proxy:latest as built>", "<id of multienv/browser:latest as built>"],
+      expect.anything(),
+    ]);
     expect(container(graph, "e4-gateway").image).toBe("<id of multienv/gateway:latest as built>");
     expect(container(graph, "e4-shop-server").image).toBe("<id of multienv/sample-shop-server>");
     expect(container(graph, "e4-offline-browser").image).toBe("<id of multienv/browser:latest as built>");
@@ -250,8 +261,8 @@ describe("ec2 target, what AWS would refuse or mis-handle", () => {
   });
 
   it("logs in as the configured SSH user, and adds that user to the docker group", async () => {
-    const graph = await graphOf("e9", { ...CONFIG, ec2: { ...CONFIG.ec2, sshUser: "ubuntu", ami: "ami-0abc1234" } }, { githubToken: "x" });
-    for (const vm of instances(graph)) expect(vm.inputs.userData, vm.name).toContain("usermod -aG docker 'ubuntu'");
+    const graph = await graphOf("e9", { ...CONFIG, ec2: { ...CONFIG.ec2, sshUser: "ubuntu", ami: "ami-0abc1234" } }, { githubToken: "x" }, true);
+    for (const vm of instances(graph)) expect((vm.inputs.userData as Record<string, string>)["[secret]"], vm.name).toContain("usermod -aG docker 'ubuntu'");
     const engines = containers(graph).map((c) => (c.inputs.engine as { host: string }).host);
     expect(engines.every((h) => h.startsWith("ssh://ubuntu@<public IP of "))).toBe(true);
   });
@@ -281,13 +292,14 @@ describe("ec2 target, teardown and cost", () => {
 
   it("gives every VM a lifetime fuse: terminate on shutdown, and a power-off timer at ec2.lifetimeHours", async () => {
     const fuse = (graph: Graph) => graph.resources.filter((r) => r.type === "aws:ec2/instance:Instance");
-    for (const vm of fuse(await graphOf("e12", CONFIG, { githubToken: "x" }))) {
+    const userData = (vm: GraphResource) => (vm.inputs.userData as Record<string, string>)["[secret]"];
+    for (const vm of fuse(await graphOf("e12", CONFIG, { githubToken: "x" }, true))) {
       expect(vm.inputs.instanceInitiatedShutdownBehavior, vm.name).toBe("terminate");
-      expect(vm.inputs.userData, vm.name).toContain('date -u -d "+240 minutes"');
-      expect(vm.inputs.userData, vm.name).toContain("systemctl enable --now multienv-fuse.timer");
+      expect(userData(vm), vm.name).toContain('date -u -d "+240 minutes"');
+      expect(userData(vm), vm.name).toContain("systemctl enable --now multienv-fuse.timer");
     }
-    for (const vm of fuse(await graphOf("e13", { ...CONFIG, ec2: { ...CONFIG.ec2, lifetimeHours: 1.5 } }, { githubToken: "x" }))) {
-      expect(vm.inputs.userData, vm.name).toContain('date -u -d "+90 minutes"');
+    for (const vm of fuse(await graphOf("e13", { ...CONFIG, ec2: { ...CONFIG.ec2, lifetimeHours: 1.5 } }, { githubToken: "x" }, true))) {
+      expect(userData(vm), vm.name).toContain('date -u -d "+90 minutes"');
     }
   });
 });

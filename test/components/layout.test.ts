@@ -13,7 +13,7 @@ import {
   proxyNetworks,
   rehost,
   serverNetworks,
-  shipImageCommand,
+  shipImagesCommand,
   siteUrls,
   websiteSettingsJson,
   lifetimeFuseLines,
@@ -124,11 +124,14 @@ describe("layout", () => {
     expect(siteUrls(url, { name: "gh", live: true })).toEqual({ svcUrl: `${url}/svc/gh/` });
   });
 
-  it("copies an image to a VM with a shell command bash accepts, quoting the image and the target", () => {
-    const script = shipImageCommand("multienv/o'dd:1", "ec2-user@203.0.113.9");
-    execFileSync("bash", ["-n", "-c", script]);
-    expect(script).toContain(`docker save 'multienv/o'\\''dd:1' | ssh -o StrictHostKeyChecking=no`);
-    expect(script).toContain("'ec2-user@203.0.113.9' docker load");
+  it("ships a host's images in one compressed save, by id, with a shell command sh accepts", () => {
+    const endpoint = { host: "203.0.113.9", user: "ec2-user", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKey" };
+    const script = shipImagesCommand(["sha256:bbb", "sha256:aaa", "sha256:bbb"], endpoint);
+    execFileSync("sh", ["-n", "-c", script]);
+    expect(script).toContain("for i in '\\''sha256:aaa'\\'' '\\''sha256:bbb'\\''; do docker image inspect");
+    expect(script).toContain('docker save "$@" | $pack | ssh -F "$cfg" "$alias" "$unpack | docker load"');
+    expect(script).toContain('pack="zstd -q -T0 -3"');
+    expect(script.match(/docker save/g)).toHaveLength(1);
   });
 });
 

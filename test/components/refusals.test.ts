@@ -94,9 +94,8 @@ describe("component refusals", () => {
           securityGroupId: "sg-1",
           sshPublicKey: "-----BEGIN OPENSSH PRIVATE KEY-----",
           sshUser: "ec2-user",
-          userData: "",
+          lifetimeHours: 4,
           tags: () => ({}),
-          readyAfter: [],
         }),
     ).toThrow("sshPublicKey is not an OpenSSH public key");
   });
