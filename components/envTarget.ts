@@ -1,6 +1,6 @@
 // What MultiEnv needs from a target, whichever it is: the engine of the gateway and the sites, each computer's
 // engine, and the addresses that connect them when they are on different machines. DockerTarget (the local
-// engine) and Ec2Target (VMs) are the two; `envTargetFor` picks one from the plan. The ec2 one loads the AWS SDK
+// engine), Ec2Target (VMs it creates) and HostsTarget (existing SSH hosts) are the three; `envTargetFor` picks one from the plan. The ec2 one loads the AWS SDK
 // only when it is used (components/aws.ts), so a docker deploy never does.
 import type * as pulumi from "@pulumi/pulumi";
 import type { Plan, PlannedComputer } from "../src/plan";
@@ -8,6 +8,7 @@ import type { EngineTarget } from "../src/providers/docker-api";
 import type { DockerEngine } from "./dockerEngine";
 import { DockerTarget } from "./dockerTarget";
 import { Ec2Target } from "./ec2Target";
+import { HostsTarget } from "./hostsTarget";
 
 export interface EnvTarget {
   /** The engine of the gateway and the sites. */
@@ -35,5 +36,7 @@ export interface EnvTargetArgs {
 
 /** The target component for the plan's target, a child of `parent`. */
 export function envTargetFor(args: EnvTargetArgs, opts: pulumi.ComponentResourceOptions): EnvTarget {
-  return args.plan.target === "ec2" ? new Ec2Target(`${args.plan.stack}-ec2`, args, opts) : new DockerTarget(`${args.plan.stack}-docker`, args, opts);
+  if (args.plan.target === "ec2") return new Ec2Target(`${args.plan.stack}-ec2`, args, opts);
+  if (args.plan.target === "hosts") return new HostsTarget(`${args.plan.stack}-hosts`, args, opts);
+  return new DockerTarget(`${args.plan.stack}-docker`, args, opts);
 }

@@ -442,9 +442,9 @@ export function shipImagesCommand(imageIds: string[], endpoint: SshEndpoint): st
 export function hostReadinessScript(options: { cloudInit: boolean }): string {
   const log = "/var/log/cloud-init-output.log";
   return [
-    `tail_log() { echo "the tail of ${log}:"; sudo -n tail -n 40 ${log} 2>/dev/null || tail -n 40 ${log} 2>/dev/null || echo "(not readable)"; }`,
     ...(options.cloudInit
       ? [
+          `tail_log() { echo "the tail of ${log}:"; sudo -n tail -n 40 ${log} 2>/dev/null || tail -n 40 ${log} 2>/dev/null || echo "(not readable)"; }`,
           "if command -v cloud-init >/dev/null 2>&1; then",
           "  cloud-init status --wait >/dev/null 2>&1 || true",
           `  s=$(cloud-init status 2>/dev/null | sed -n "s/^status: //p")`,

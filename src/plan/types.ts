@@ -65,6 +65,23 @@ export interface PlannedEc2 extends Ec2Config {
   amiParameter?: string;
 }
 
+/** An existing Docker host reached over SSH (target hosts). */
+export interface HostConfig {
+  address: string;
+  user: string;
+  /** Its public key line: the only key accepted for it. */
+  hostKey: string;
+  port?: number;
+  identityFile?: string;
+  /** Where the env's other hosts reach it; default `address`. */
+  privateAddress?: string;
+}
+
+export interface HostsConfig {
+  env: HostConfig;
+  computers: Record<string, HostConfig>;
+}
+
 export interface CaptureConfig {
   fileSizeMb: number;
   fileCount: number;
@@ -77,6 +94,7 @@ export interface StackConfig {
   captureTraffic: boolean;
   capture: CaptureConfig;
   ec2?: Ec2Config;
+  hosts?: HostsConfig;
   /** The deploy's self-test: on, off, or on with the page an allow-all computer must reach. */
   selfTest: boolean | { publicUrl?: string };
 }
@@ -188,6 +206,7 @@ export interface Plan {
   liveWebsites: LiveWebsiteMark[];
   warnings: string[];
   ec2?: PlannedEc2;
+  hosts?: HostsConfig;
 }
 
 export type PlanResult = { ok: true; plan: Plan; warnings: string[] } | { ok: false; problems: Problem[]; warnings: string[] };

@@ -109,7 +109,7 @@ describe("readStackFile", () => {
         stackFile("types", 'config:\n  multienv:websites:\n    shop:\n      domains: shop.test\n      server: {port: "80"}\n  multienv:target: gcp\n  multienv:computers:\n    desk: {network: some}\n'),
       ),
     ).toEqual([
-      'multienv:target: expected one of "docker", "ec2"; got "gcp"',
+      'multienv:target: expected one of "docker", "ec2", "hosts"; got "gcp"',
       'multienv:websites.shop.domains: expected a list, got the string "shop.test"',
       'multienv:websites.shop.server.port: expected a number, got the string "80"',
       'multienv:computers.desk.network: must be "allow-all", "none" or a list of host names (an allowlist)',
@@ -165,7 +165,7 @@ describe("readStackFile", () => {
       problemLines(stackFile("nested", "config:\n  multienv:strayToken:\n    secure: v1:xyz\n  multienv:websites:\n    gh:\n      domains: [a.test]\n      settings:\n        token:\n          secure: v1:abc\n")),
     ).toEqual([
       "multienv:websites: holds a secret, so the plan cannot read it; keep websites plaintext and put each secret in its own key named by a website's secretSettings",
-      "multienv:strayToken: unknown key; the keys here are target, websites, computers, captureTraffic, capture, ec2, selfTest (a secret key belongs here only when a website's secretSettings names it)",
+      "multienv:strayToken: unknown key; the keys here are target, websites, computers, captureTraffic, capture, ec2, hosts, selfTest (a secret key belongs here only when a website's secretSettings names it)",
     ]);
   });
 
