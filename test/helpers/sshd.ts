@@ -71,7 +71,7 @@ export async function startSshd(options: { host?: string; port?: number; dockerS
   );
   fs.mkdirSync("/run/sshd", { recursive: true });
   const argv = [SSHD, "-D", "-e", "-f", path.join(dir, "sshd_config"), "-E", logFile];
-  const child: ChildProcess = options.netns ? spawn("ip", ["netns", "exec", options.netns, ...argv], { stdio: "ignore" }) : spawn(argv[0], argv.slice(1), { stdio: "ignore" });
+  const child: ChildProcess = options.netns ? spawn("nsenter", [`--net=/var/run/netns/${options.netns}`, ...argv], { stdio: "ignore" }) : spawn(argv[0], argv.slice(1), { stdio: "ignore" });
   const deadline = Date.now() + 10_000;
   for (;;) {
     const log = fs.existsSync(logFile) ? fs.readFileSync(logFile, "utf8") : "";
