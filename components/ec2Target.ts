@@ -9,13 +9,15 @@ import type { DockerEngine } from "./dockerEngine";
 import { Ec2Firewall } from "./ec2Firewall";
 import { Ec2Host } from "./ec2Host";
 import type { EnvTarget, EnvTargetArgs } from "./envTarget";
+import type { GatewayTunnel as GatewayTunnelSpec } from "../src/plan/ssh";
 import { RemoteEngines, type RemoteHost } from "./remoteEngines";
 
 /** A multi env on EC2 VMs. */
 export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
   readonly env: DockerEngine;
   readonly gatewayPrivateAddress: pulumi.Input<string>;
-  readonly gatewayPublicAddress: pulumi.Input<string>;
+  readonly gatewayReachedAt: pulumi.Input<string>;
+  readonly gatewayTunnel: pulumi.Input<GatewayTunnelSpec>;
   private readonly engines: RemoteEngines;
 
   constructor(name: string, args: EnvTargetArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -51,7 +53,6 @@ export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
     const remote = (host: Ec2Host): RemoteHost => ({
       ssh: host.ssh,
       privateAddress: host.privateIp,
-      publicAddress: host.publicIp,
       booted: true,
       machine: host.instance,
       readyAfter: firewall.rules,
@@ -62,7 +63,8 @@ export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
     this.engines = new RemoteEngines(`${plan.stack}-remote`, { ...args, env: remote(envVm), computers }, { parent: this });
     this.env = this.engines.env;
     this.gatewayPrivateAddress = this.engines.gatewayPrivateAddress;
-    this.gatewayPublicAddress = this.engines.gatewayPublicAddress;
+    this.gatewayReachedAt = this.engines.gatewayReachedAt;
+    this.gatewayTunnel = this.engines.gatewayTunnel;
     this.registerOutputs({});
   }
 

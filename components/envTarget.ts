@@ -5,6 +5,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import type { Plan, PlannedComputer } from "../src/plan";
 import type { EngineTarget } from "../src/providers/docker-api";
+import type { GatewayTunnel as GatewayTunnelSpec } from "../src/plan/ssh";
 import type { DockerEngine } from "./dockerEngine";
 import { DockerTarget } from "./dockerTarget";
 import { Ec2Target } from "./ec2Target";
@@ -19,8 +20,10 @@ export interface EnvTarget {
   computerAddress(computer: PlannedComputer): pulumi.Input<string | undefined>;
   /** ec2: the env VM's private address, where computer VMs reach the gateway. */
   readonly gatewayPrivateAddress: pulumi.Input<string> | undefined;
-  /** ec2: the env VM's public address, where the runner reaches the gateway. */
-  readonly gatewayPublicAddress: pulumi.Input<string> | undefined;
+  /** Remote hosts: the URL the runner reaches the gateway at (the local end of an SSH tunnel). */
+  readonly gatewayReachedAt: pulumi.Input<string> | undefined;
+  /** Remote hosts: how the runner brings that tunnel up again (a stack output). */
+  readonly gatewayTunnel: pulumi.Input<GatewayTunnelSpec> | undefined;
 }
 
 export interface EnvTargetArgs {

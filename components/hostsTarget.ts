@@ -7,13 +7,13 @@ import type { PlannedComputer } from "../src/plan";
 import type { HostConfig } from "../src/plan/types";
 import type { DockerEngine } from "./dockerEngine";
 import type { EnvTarget, EnvTargetArgs } from "./envTarget";
+import type { GatewayTunnel as GatewayTunnelSpec } from "../src/plan/ssh";
 import { RemoteEngines, type RemoteHost } from "./remoteEngines";
 
 function remoteHost(host: HostConfig): RemoteHost {
   return {
     ssh: { host: host.address, user: host.user, hostKey: host.hostKey, ...(host.port ? { port: host.port } : {}), ...(host.identityFile ? { identityFile: host.identityFile } : {}) },
     privateAddress: host.privateAddress ?? host.address,
-    publicAddress: host.address,
     booted: false,
   };
 }
@@ -21,7 +21,8 @@ function remoteHost(host: HostConfig): RemoteHost {
 export class HostsTarget extends pulumi.ComponentResource implements EnvTarget {
   readonly env: DockerEngine;
   readonly gatewayPrivateAddress: pulumi.Input<string>;
-  readonly gatewayPublicAddress: pulumi.Input<string>;
+  readonly gatewayReachedAt: pulumi.Input<string>;
+  readonly gatewayTunnel: pulumi.Input<GatewayTunnelSpec>;
   private readonly engines: RemoteEngines;
 
   constructor(name: string, args: EnvTargetArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -32,7 +33,8 @@ export class HostsTarget extends pulumi.ComponentResource implements EnvTarget {
     this.engines = new RemoteEngines(`${args.plan.stack}-remote`, { ...args, env: remoteHost(hosts.env), computers }, { parent: this });
     this.env = this.engines.env;
     this.gatewayPrivateAddress = this.engines.gatewayPrivateAddress;
-    this.gatewayPublicAddress = this.engines.gatewayPublicAddress;
+    this.gatewayReachedAt = this.engines.gatewayReachedAt;
+    this.gatewayTunnel = this.engines.gatewayTunnel;
     this.registerOutputs({});
   }
 

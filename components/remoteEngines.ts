@@ -4,10 +4,10 @@
 // created, or machines the config names) is the caller's; everything done on them is here, once.
 import * as pulumi from "@pulumi/pulumi";
 import type { PlannedComputer } from "../src/plan";
-import { computerEngineNetworks, envEngineNetworks, projectImagesNeeded, readinessCommand, remoteEngineImages } from "../src/plan/layout";
-import type { SshEndpoint } from "../src/plan/ssh";
+import { computerEngineNetworks, envEngineNetworks, gatewayUrl, projectImagesNeeded, readinessCommand, remoteEngineImages } from "../src/plan/layout";
+import type { GatewayTunnel as GatewayTunnelSpec, SshEndpoint } from "../src/plan/ssh";
 import type { EngineTarget } from "../src/providers/docker-api";
-import { LocalCommand } from "../src/providers/resources";
+import { GatewayTunnel, LocalCommand } from "../src/providers/resources";
 import { LABELS } from "../policies/contract";
 import { DockerEngine } from "./dockerEngine";
 import type { EnvTarget, EnvTargetArgs } from "./envTarget";
@@ -18,8 +18,6 @@ export interface RemoteHost {
   ssh: pulumi.Input<SshEndpoint>;
   /** The address the env's other hosts reach it at. */
   privateAddress: pulumi.Input<string>;
-  /** The address the runner reaches the gateway at (the env's host only). */
-  publicAddress: pulumi.Input<string>;
   /** The host was booted by this deploy: wait for cloud-init and its user data before anything else. */
   booted: boolean;
   /** The machine when this deploy creates it: everything on its engine is deleted with it. */
@@ -36,7 +34,8 @@ export interface RemoteEnginesArgs extends EnvTargetArgs {
 export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget {
   readonly env: DockerEngine;
   readonly gatewayPrivateAddress: pulumi.Input<string>;
-  readonly gatewayPublicAddress: pulumi.Input<string>;
+  readonly gatewayReachedAt: pulumi.Output<string>;
+  readonly gatewayTunnel: pulumi.Output<GatewayTunnelSpec>;
   private readonly computerEngines = new Map<string, DockerEngine>();
   private readonly computerHosts: Record<string, RemoteHost>;
 
@@ -51,6 +50,7 @@ export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget
       { ...engineArgs, target: args.runnerEngine, networks: { internal: [], external: [] }, volumes: [], projectImages: projectImagesNeeded(true, plan.computers) },
       { parent: this },
     );
+    const readiness = new Map<string, LocalCommand>();
     const engineOn = (role: string, host: RemoteHost, computer: PlannedComputer | undefined) => {
       const ready = new LocalCommand(
         `${plan.stack}-${role}-docker-ready`,
@@ -66,6 +66,7 @@ export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget
         host: `ssh://${ssh.user}@${ssh.host.includes(":") ? `[${ssh.host}]` : ssh.host}${ssh.port ? `:${ssh.port}` : ""}`,
         ssh,
       }));
+      readiness.set(role, ready);
       return new DockerEngine(
         `${plan.stack}-${role}-engine`,
         {
@@ -81,13 +82,16 @@ export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget
       );
     };
     this.env = engineOn("env", args.env, undefined);
+    // The runner reaches the gateway through an SSH tunnel to the env host's loopback, where it is published.
+    const tunnel = new GatewayTunnel(`${plan.stack}-gateway-tunnel`, { ssh: args.env.ssh, remotePort: plan.gateway.port }, { parent: this, dependsOn: [readiness.get("env")!] });
+    this.gatewayTunnel = pulumi.all([args.env.ssh, tunnel.localPort]).apply(([ssh, localPort]) => ({ ssh, localPort, remotePort: plan.gateway.port }));
+    this.gatewayReachedAt = tunnel.localPort.apply((port) => gatewayUrl("127.0.0.1", port));
     for (const computer of plan.computers) {
       const host = args.computers[computer.name];
       if (host === undefined) throw new pulumi.ResourceError(`RemoteEngines ${name}: no host for computer ${computer.name}`, this);
       this.computerEngines.set(computer.name, engineOn(computer.name, host, computer));
     }
     this.gatewayPrivateAddress = args.env.privateAddress;
-    this.gatewayPublicAddress = args.env.publicAddress;
     this.registerOutputs({});
   }
 

@@ -200,7 +200,12 @@ export const GATEWAY_WAIT_TIMEOUT_SECONDS = 120;
  */
 export function gatewayPublish(plan: Plan): { internal: number; external?: number; ip: string }[] {
   if (plan.target !== "docker") {
-    return [plan.gateway.port, GATEWAY_BROWSE_PORT].map((port) => ({ internal: port, external: port, ip: "0.0.0.0" }));
+    // The runner's listener on the host's loopback alone (the runner comes through an SSH tunnel); the browse
+    // listener on every address, for the computers' hosts.
+    return [
+      { internal: plan.gateway.port, external: plan.gateway.port, ip: "127.0.0.1" },
+      { internal: GATEWAY_BROWSE_PORT, external: GATEWAY_BROWSE_PORT, ip: "0.0.0.0" },
+    ];
   }
   return [{ internal: plan.gateway.port, ip: "127.0.0.1" }];
 }
@@ -274,7 +279,6 @@ function webEgress(why: string): SecurityRule[] {
 export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Record<string, HostSecurity> } {
   const ec2 = plan.ec2;
   const runner = ec2?.runnerCidrs ?? [];
-  const gatewayPort = plan.gateway.port;
   // AWS takes IPv4 and IPv6 CIDRs in separate fields.
   const runnerV4 = runner.filter((cidr) => !cidr.includes(":"));
   const runnerV6 = runner.filter((cidr) => cidr.includes(":"));
@@ -288,8 +292,8 @@ export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Re
   });
   const env: HostSecurity = {
     ingress: [
-      fromRunner(SSH_PORT, "SSH (Docker engine)"),
-      fromRunner(gatewayPort, "gateway"),
+      // SSH alone: the runner reaches the gateway through an SSH tunnel to the VM's loopback, never over the network.
+      fromRunner(SSH_PORT, "SSH (Docker engine and the gateway tunnel)"),
       // The computers reach the browse listener alone: synthetic pages, never /svc/, traffic/v1 or CDP.
       ...plan.computers.map((c) => ({
         description: `gateway browse listener from computer ${c.name}`,

@@ -106,3 +106,40 @@ export function sshMasterLines(): string {
 export function sshRun(command: string): string {
   return `ssh -F "$cfg" "$alias" ${command}`;
 }
+
+/** The control socket of a host's gateway tunnel on local port `localPort` (after `sshSetup`). */
+function tunnelSocket(localPort: number): string {
+  return `"$d/$alias.tunnel-${localPort}.sock"`;
+}
+
+/**
+ * Shell lines (after `sshSetup`) that make sure a tunnel from 127.0.0.1:`localPort` here to 127.0.0.1:`remotePort`
+ * on the host is up: a connection of its own (its own control socket, so `-O check` finds it and `-O exit` ends
+ * it), in the background, failing when the local port is taken.
+ */
+export function tunnelUpLines(localPort: number, remotePort: number): string {
+  const socket = tunnelSocket(localPort);
+  return [
+    `if ! ssh -F "$cfg" -o ControlPath=${socket} -O check "$alias" >/dev/null 2>&1; then`,
+    `  ssh -F "$cfg" -o ControlMaster=yes -o ControlPath=${socket} -o ControlPersist=no -o ExitOnForwardFailure=yes -f -N -L 127.0.0.1:${localPort}:127.0.0.1:${remotePort} "$alias" 9>&- </dev/null >/dev/null 2>>"$d/$alias.log" ||`,
+    `    { echo "the tunnel to $alias (127.0.0.1:${localPort} -> ${remotePort}) did not start: $(tail -n 1 "$d/$alias.log")" >&2; exit 1; }`,
+    "fi",
+  ].join("\n");
+}
+
+/** Shell lines (after `sshSetup`) that end that tunnel, if it is up. */
+export function tunnelDownLines(localPort: number): string {
+  return `ssh -F "$cfg" -o ControlPath=${tunnelSocket(localPort)} -O exit "$alias" >/dev/null 2>&1 || true`;
+}
+
+/** Where a runner reaches a gateway on a remote host: through this tunnel, to the port published on its loopback. */
+export interface GatewayTunnel {
+  ssh: SshEndpoint;
+  localPort: number;
+  remotePort: number;
+}
+
+/** The whole script that brings a gateway tunnel up (the runner runs it before it uses the gateway). */
+export function gatewayTunnelUp(tunnel: GatewayTunnel): string {
+  return ["set -eu", sshSetup(tunnel.ssh), tunnelUpLines(tunnel.localPort, tunnel.remotePort)].join("\n");
+}

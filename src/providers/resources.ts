@@ -10,6 +10,7 @@
 import path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import type { EngineTarget } from "./docker-api";
+import type { SshEndpoint } from "../plan/ssh";
 import type { Kind } from "./operations";
 import type { SelfTestCheck } from "../plan/self-test";
 import type { SelfTestResults } from "../protocol/outputs";
@@ -187,6 +188,15 @@ export class SshHostKey extends DynamicResource {
   declare readonly privateKey: pulumi.Output<string>;
   constructor(name: string, args: { comment: string }, opts?: pulumi.CustomResourceOptions) {
     super("sshHostKey", name, { comment: args.comment, publicKey: undefined, privateKey: undefined }, { ...opts, additionalSecretOutputs: ["privateKey", ...(opts?.additionalSecretOutputs ?? [])] });
+  }
+}
+
+/** The runner's SSH tunnel to a gateway published on a remote host's loopback (tunnel.ts). */
+export class GatewayTunnel extends DynamicResource {
+  /** The local port: the gateway is at http://127.0.0.1:<localPort>. */
+  declare readonly localPort: pulumi.Output<number>;
+  constructor(name: string, args: { ssh: pulumi.Input<SshEndpoint>; remotePort: number }, opts?: pulumi.CustomResourceOptions) {
+    super("gatewayTunnel", name, { ...args, localPort: undefined }, opts);
   }
 }
 

@@ -11,4 +11,5 @@ export const RESOURCE_TYPES = {
   secret: "pulumi-nodejs:dynamic/multienv:Secret",
   selfTest: "pulumi-nodejs:dynamic/multienv:SelfTest",
   sshHostKey: "pulumi-nodejs:dynamic/multienv:SshHostKey",
+  gatewayTunnel: "pulumi-nodejs:dynamic/multienv:GatewayTunnel",
 } as const;

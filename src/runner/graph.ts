@@ -91,6 +91,8 @@ function computedState(type: string, name: string, inputs: Record<string, any>):
       return { ...inputs, stdout: `<stdout of ${name}>` };
     case RESOURCE_TYPES.secret:
       return { ...inputs, value: `<random ${inputs.bytes} bytes>` };
+    case RESOURCE_TYPES.gatewayTunnel:
+      return { ...inputs, localPort: "<local port of the tunnel>" };
     case RESOURCE_TYPES.sshHostKey:
       // A well-formed key line (the program reads it), whose key part names the resource.
       return { ...inputs, publicKey: `ssh-ed25519 AAAA${Buffer.from(name).toString("base64").replace(/=+$/, "")} ${inputs.comment}`, privateKey: `<private key of ${name}>` };

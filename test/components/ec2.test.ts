@@ -55,10 +55,9 @@ describe("ec2 target", () => {
     revealed = await graphOf(STACK, CONFIG, { githubToken: "ghp_secret-for-ec2-test" }, true);
   });
 
-  it("opens the env VM to the runner only (SSH, the published listener) and to the computers on the browse listener alone", () => {
+  it("opens the env VM to the runner on SSH alone (the gateway comes through a tunnel) and to the computers on the browse listener alone", () => {
     expect(rulesOf(graph, INGRESS, "e1-env-sg")).toEqual([
       `tcp 22-22 ${RUNNER}`,
-      `tcp 8080-8080 ${RUNNER}`,
       "tcp 8081-8081 sg:e1-desktop-sg",
       "tcp 8081-8081 sg:e1-offline-sg",
     ]);
@@ -155,7 +154,7 @@ describe("ec2 target", () => {
 
   it("wires containers across VMs by private address: the gateway's ports published on the VM, each proxy's control port on its own", () => {
     expect(container(graph, "e1-gateway").ports).toEqual([
-      { internal: 8080, external: 8080, ip: "0.0.0.0" },
+      { internal: 8080, external: 8080, ip: "127.0.0.1" },
       { internal: 8081, external: 8081, ip: "0.0.0.0" },
     ]);
     expect(container(graph, "e1-desktop-proxy").ports).toEqual([{ internal: 9000, external: 9000, ip: "0.0.0.0" }]);
@@ -170,9 +169,12 @@ describe("ec2 target", () => {
     expect(JSON.stringify(graph)).not.toContain("ghp_secret-for-ec2-test");
   });
 
-  it("gives the runner the gateway at the env VM's public address", () => {
-    const url = "http://<public IP of e1-env-vm>:8080";
+  it("gives the runner the gateway through an SSH tunnel to the env VM's loopback, and says how to bring it up again", () => {
+    const url = "http://127.0.0.1:<local port of the tunnel>";
     expect(graph.outputs.gatewayUrl).toBe(url);
+    const tunnel = resource(graph, "pulumi-nodejs:dynamic/multienv:GatewayTunnel", "e1-gateway-tunnel");
+    expect(tunnel.inputs).toMatchObject({ remotePort: 8080, ssh: { host: "<public IP of e1-env-vm>", user: "ec2-user" } });
+    expect(graph.outputs.gatewayTunnel).toMatchObject({ localPort: "<local port of the tunnel>", remotePort: 8080, ssh: { host: "<public IP of e1-env-vm>" } });
     expect(graph.outputs.controlToken).toBe("[secret]");
     expect((graph.outputs.computers as Record<string, { cdpUrl: string }>).desktop.cdpUrl).toBe(`${url}/computers/desktop/cdp`);
   });

@@ -57,7 +57,8 @@ describe("hosts target", () => {
     const gateway = JSON.parse(envOf(container(revealed, "h1-gateway")).MULTIENV_GATEWAY_CONFIG);
     expect(gateway.computers.desktop.cdp).toBe("http://10.0.0.12:9000/cdp");
     expect(JSON.parse(envOf(container(revealed, "h1-desktop-proxy")).MULTIENV_SITE_PROXY_CONFIG).gateway).toBe("http://192.0.2.10:8081");
-    expect(graph.outputs.gatewayUrl).toBe("http://192.0.2.10:8080");
+    expect(graph.outputs.gatewayUrl).toBe("http://127.0.0.1:<local port of the tunnel>");
+    expect(container(graph, "h1-gateway").ports[0]).toEqual({ internal: 8080, external: 8080, ip: "127.0.0.1" });
     const loads = graph.resources.filter((r) => r.name.endsWith("-load-images")).map((r) => r.name).sort();
     expect(loads).toEqual(["h1-desktop-engine-load-images", "h1-env-engine-load-images"]);
   });

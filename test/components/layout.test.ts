@@ -81,9 +81,10 @@ describe("layout", () => {
   it("publishes the gateway on loopback with an engine-chosen port on docker, on the VM's gateway port on ec2", () => {
     expect(gatewayPublish(planned({}))).toEqual([{ internal: 8080, ip: "127.0.0.1" }]);
     const ec2 = { region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["192.0.2.1/32"], sshPublicKey: "ssh-ed25519 AAAA x" };
-    // ec2: the browse listener too, for the computer VMs (their security groups reach it alone).
+    // ec2: the runner's listener on the VM's loopback alone (the runner comes through an SSH tunnel); the browse
+    // listener on every address, for the computer VMs (their security groups reach it alone).
     expect(gatewayPublish(planned({ target: "ec2", ec2 }))).toEqual([
-      { internal: 8080, external: 8080, ip: "0.0.0.0" },
+      { internal: 8080, external: 8080, ip: "127.0.0.1" },
       { internal: 8081, external: 8081, ip: "0.0.0.0" },
     ]);
   });

@@ -44,7 +44,9 @@ describe("hosts target on stand-in VMs", () => {
       { preview: false, log: (l) => lines.push(l) },
     );
     ({ gatewayUrl, controlToken: token } = await gatewayAccess(STACK));
-    expect(gatewayUrl).toBe(`http://${env.address}:8080`);
+    // Through the SSH tunnel: the gateway's runner listener is on the env host's loopback alone.
+    expect(gatewayUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    await expect(fetch(`http://${env.address}:8080/healthz`)).rejects.toThrow();
     const selfTest = deployed.outputs.selfTest as { skipped?: boolean; computers?: Record<string, unknown> };
     expect(selfTest.skipped).toBeUndefined();
     // Each engine holds its own role's containers, and nothing of the other's.
