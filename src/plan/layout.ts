@@ -457,7 +457,8 @@ export function hostReadinessScript(options: { cloudInit: boolean }): string {
           `if [ ! -e ${EC2_READY_MARKER} ]; then echo "user data did not finish (no ${EC2_READY_MARKER})" >&2; tail_log >&2; exit 3; fi`,
         ]
       : []),
-    'if ! id -nG | tr " " "\n" | grep -qx docker; then',
+    // root reaches the socket without the group.
+    'if [ "$(id -u)" != 0 ] && ! id -nG | tr " " "\n" | grep -qx docker; then',
     '  if id -nG "$(id -un)" | tr " " "\n" | grep -qx docker; then exit 4; fi',
     '  echo "$(id -un) is not in the docker group, so it cannot reach Docker; add it (usermod -aG docker $(id -un))" >&2; ' + (options.cloudInit ? "tail_log >&2; " : "") + "exit 3",
     "fi",
