@@ -89,6 +89,8 @@ export async function startSshd(options: { host?: string; port?: number; dockerS
     logins: () => (read().match(/Accepted publickey/g) ?? []).length,
     log: read,
     async stop() {
+      // Its connections too (a shared one the runner still holds among them), as when a machine's SSH is gone.
+      execFileSync("sh", ["-c", `pkill -TERM -P ${child.pid} 2>/dev/null; true`]);
       if (child.exitCode === null) {
         child.kill("SIGTERM");
         await new Promise((r) => child.once("exit", r));

@@ -115,5 +115,10 @@ export async function stopStandin(name: string): Promise<void> {
     execFileSync("sh", ["-c", `while iptables -D FORWARD ${chain.join(" ")} -j ACCEPT 2>/dev/null; do :; done`]);
   }
   execFileSync("sh", ["-c", `ip link del ${hostIf} 2>/dev/null; ip netns del mev-${name} 2>/dev/null; true`]);
+  // What its dockerd left mounted (container namespaces, layers), then its files: a stand-in is made anew each time.
+  const root = `/var/lib/multienv-standin/${name}`;
+  const mounts = fs.readFileSync("/proc/mounts", "utf8").split("\n").map((l) => l.split(" ")[1]).filter((m) => m && (m.startsWith(`${runDir}/`) || m.startsWith(`${root}/`)));
+  for (const m of mounts.reverse()) execFileSync("umount", ["-l", m], { stdio: "ignore" });
   fs.rmSync(runDir, { recursive: true, force: true });
+  fs.rmSync(root, { recursive: true, force: true });
 }
