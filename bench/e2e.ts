@@ -13,28 +13,32 @@
 //      started after its sites and the proxies after a healthy gateway), until the gateway is healthy.
 //      Debian's docker-compose is 1.29, which has no `up --wait`, so the wait is a poll of the gateway's
 //      /healthz, the same check the deploy waits for; `docker-compose down -v` after.
-//   5. a page with 50 subresources (the sample shop's /bench?n=50), loaded by Chromium through the computer's
-//      site proxy and the gateway, and straight from the site container (median of BENCH_LOADS each).
+//   5. page loads in Chromium (bench/page-loads.ts), on loopback with processes from this checkout, so they
+//      measure this code rather than the images: the sample shop's page with 50 subresources, one with 200, and
+//      the time to first byte of its home page, through the site proxy (TLS from the env CA, HTTP/2) and the
+//      gateway, straight from the frontend over HTTP/1.1, through nginx terminating TLS with HTTP/2 in front of
+//      the same frontend, and through the gateway alone; the contenders alternate load by load, median of
+//      BENCH_LOADS each. Aim: through the env <= 1.0x nginx TLS + HTTP/2.
 // The last line is one JSON object with every figure.
-// Options (env): BENCH_ROUNDS (3), BENCH_LOADS (15), BENCH_STACK (bench-e2e). Needs docker-compose
-// (apt-get install docker-compose) and the Pulumi CLI (installed, or scripts/pulumi-toolchain.sh).
+// Options (env): BENCH_ROUNDS (3), BENCH_LOADS (15), BENCH_STACK (bench-e2e), BENCH_PAGES_ONLY=1 (the page loads
+// alone: no deploy, no Docker), BENCH_CPU_PROF=<dir> (CPU profiles of the gateway and site proxy during the page
+// loads). Needs nginx and Chromium, and for the deploy rounds docker-compose (apt-get install docker-compose) and
+// the Pulumi CLI (installed, or scripts/pulumi-toolchain.sh).
 import { execFile, execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
-import { chromium, type Browser } from "playwright-core";
 import YAML from "yaml";
-import { dockerApi } from "../src/providers/docker-api";
 import { composeFileOf, gatewayHealthy } from "./compose";
+import { CONTENDERS, isolatedPageLoads, type PageLoadFigures } from "./page-loads";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const LOADS = Number(process.env.BENCH_LOADS ?? 15);
 const STACK = process.env.BENCH_STACK ?? "bench-e2e";
 const COMPOSE_PROJECT = `${STACK}-compose`;
-const SUBRESOURCES = 50;
+const PAGES_ONLY = process.env.BENCH_PAGES_ONLY === "1";
 const REPO = path.resolve(__dirname, "..");
 const STACK_FILE = path.join(REPO, "stacks", `Pulumi.${STACK}.yaml`);
-const api = dockerApi();
 
 const built = path.join(REPO, ".cache/pulumi/current/bin");
 if (!(process.env.PATH ?? "").split(":").some((d) => existsSync(path.join(d, "pulumi"))) && existsSync(path.join(built, "pulumi"))) {
@@ -66,73 +70,50 @@ function run(file: string, args: string[], cwd = REPO): Promise<{ seconds: numbe
 
 const pulumi = (...args: string[]) => run("pulumi", [...args, "--stack", STACK, "--non-interactive"]);
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-// --- page loads --------------------------------------------------------------------------------------
-
-async function loadOnce(browser: Browser, url: string, proxy?: string): Promise<number> {
-  const context = await browser.newContext({ ignoreHTTPSErrors: true, ...(proxy ? { proxy: { server: proxy } } : {}) });
-  const page = await context.newPage();
-  let loaded = 0;
-  page.on("requestfinished", () => loaded++);
-  const started = performance.now();
-  const response = await page.goto(url, { waitUntil: "load" });
-  const ms = performance.now() - started;
-  if (response?.status() !== 200 || loaded < SUBRESOURCES + 1) throw new Error(`${url}: status ${response?.status()}, ${loaded} requests finished`);
-  await context.close();
-  return ms;
-}
-
-async function pageLoads(gatewayUrl: string): Promise<Record<string, number>> {
-  const egress = `${STACK}-egress`;
-  const frontend = `${STACK}-shop-frontend`;
-  await api.request("POST", `/networks/${egress}/connect`, { Container: frontend });
-  const proxyContainer = `${STACK}-desktop-proxy`;
-  await api.request("POST", `/networks/${egress}/connect`, { Container: proxyContainer }).catch(() => undefined);
-  const ipOn = async (container: string) => (await api.request("GET", `/containers/${container}/json`)).NetworkSettings.Networks[egress].IPAddress as string;
-  const proxy = `http://${await ipOn(proxyContainer)}:3128`;
-  const direct = `http://${await ipOn(frontend)}/bench?n=${SUBRESOURCES}`;
-  const proxied = `https://shop.test/bench?n=${SUBRESOURCES}`;
-  const viaGateway = `${gatewayUrl}/website/shop/bench?n=${SUBRESOURCES}`;
-  // Playwright's proxy option needs a launch-wide proxy to be overridable per context.
-  const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox", "--disable-gpu"], proxy: { server: "per-context" } });
-  try {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await loadOnce(browser, proxied, proxy);
-        break;
-      } catch (e) {
-        if (attempt > 40) throw e;
-        await sleep(250);
-      }
-    }
-    await loadOnce(browser, direct);
-    const a: number[] = [];
-    const b: number[] = [];
-    const c: number[] = [];
-    for (let i = 0; i < LOADS; i++) {
-      a.push(await loadOnce(browser, proxied, proxy));
-      b.push(await loadOnce(browser, direct));
-      c.push(await loadOnce(browser, viaGateway));
-    }
-    return { proxiedMs: median(a), directMs: median(b), gatewayOnlyMs: median(c) };
-  } finally {
-    await browser.close();
-  }
-}
-
 // --- the rounds ----------------------------------------------------------------------------------------
 
+/** The page-load lines, and their figures with the ratios for the JSON line. */
+function reportPages(p: PageLoadFigures): Record<string, unknown> {
+  const ratio = (m: Record<string, number>, a: string, b: string) => m[a] / m[b];
+  const row = (what: string, m: Record<string, number>) =>
+    console.log(
+      `  ${what}: env ${m.env.toFixed(0)} ms, direct HTTP/1.1 ${m.direct.toFixed(0)} ms, nginx TLS+h2 ${m.nginx.toFixed(0)} ms, gateway alone ${m.gateway.toFixed(0)} ms; ` +
+        `env/nginx ${ratio(m, "env", "nginx").toFixed(2)}x (aim <= 1.0x), env/direct ${ratio(m, "env", "direct").toFixed(2)}x, nginx/direct ${ratio(m, "nginx", "direct").toFixed(2)}x`,
+    );
+  console.log(`page loads on loopback, median of ${p.loads} each, fresh context each, contenders alternating:`);
+  row("page with 50 subresources", p.page50Ms);
+  row("page with 200 subresources", p.page200Ms);
+  row("time to first byte, home page", p.ttfbMs);
+  if (p.retries.length > 0) console.log(`  loads done again after a failure: ${p.retries.length} (${p.retries.slice(0, 3).join("; ")})`);
+  const ratios = (m: Record<string, number>) => ({ envVsNginx: ratio(m, "env", "nginx"), envVsDirect: ratio(m, "env", "direct"), nginxVsDirect: ratio(m, "nginx", "direct"), gatewayVsDirect: ratio(m, "gateway", "direct") });
+  return {
+    loads: p.loads,
+    contenders: CONTENDERS,
+    page50Ms: p.page50Ms,
+    page200Ms: p.page200Ms,
+    ttfbMs: p.ttfbMs,
+    ratios: { page50: ratios(p.page50Ms), page200: ratios(p.page200Ms), ttfb: ratios(p.ttfbMs) },
+    aim: { envVsNginx: 1.0 },
+    retries: p.retries,
+    samples: p.samples,
+  };
+}
+
 async function main(): Promise<void> {
+  if (PAGES_ONLY) {
+    rmSync(STATE, { recursive: true, force: true });
+    const pages = reportPages(await isolatedPageLoads(LOADS));
+    const load = loadavg().map((l) => Number(l.toFixed(2)));
+    console.log(`  load average at the end: ${load.join(" ")} on ${cpus().length} cores`);
+    console.log(JSON.stringify({ bench: "e2e", pagesOnly: true, pageLoads: pages, loadAverage: load }));
+    return;
+  }
   if (!existsSync("/usr/bin/docker-compose")) throw new Error("docker-compose is not installed: apt-get install docker-compose");
   const demo = YAML.parse(execFileSync("cat", [path.join(REPO, "stacks/Pulumi.demo.yaml")], { encoding: "utf8" }));
   writeFileSync(STACK_FILE, YAML.stringify(demo));
   const composeDir = mkdtempSync(path.join(tmpdir(), "multienv-bench-compose-"));
   const compose = (...args: string[]) => run("docker-compose", ["-p", COMPOSE_PROJECT, "-f", path.join(composeDir, "docker-compose.yml"), ...args], composeDir);
   const figures = { deploy: [] as number[], noChangeUp: [] as number[], destroy: [] as number[], composeUp: [] as number[], composeDown: [] as number[] };
-  let loads: Record<string, number> | undefined;
   let containers = 0;
   try {
     await pulumi("stack", "init");
@@ -140,10 +121,8 @@ async function main(): Promise<void> {
       figures.deploy.push((await pulumi("up", "--yes", "--skip-preview")).seconds);
       figures.noChangeUp.push((await pulumi("up", "--yes", "--skip-preview")).seconds);
       if (round === 1) {
-        const gatewayUrl = JSON.parse((await pulumi("stack", "output", "gatewayUrl", "--json")).stdout) as string;
         writeFileSync(path.join(composeDir, "docker-compose.yml"), await composeFileOf(STACK));
         containers = Object.keys(YAML.parse(execFileSync("cat", [path.join(composeDir, "docker-compose.yml")], { encoding: "utf8" })).services).length;
-        loads = await pageLoads(gatewayUrl);
       }
       figures.destroy.push((await pulumi("destroy", "--yes", "--skip-preview")).seconds);
       const composeStarted = performance.now();
@@ -165,9 +144,8 @@ async function main(): Promise<void> {
   console.log(`  deploy-to-healthy (pulumi up): ${m.deploy.toFixed(1)} s (aim < 20 s); docker-compose up -d until healthy: ${m.composeUp.toFixed(1)} s; ratio ${(m.deploy / m.composeUp).toFixed(2)}x (aim <= 2x)`);
   console.log(`  no-change pulumi up: ${m.noChangeUp.toFixed(1)} s (aim < 5 s)`);
   console.log(`  destroy (pulumi destroy, captures collected first): ${m.destroy.toFixed(1)} s; docker-compose down -v: ${m.composeDown.toFixed(1)} s`);
-  if (loads) {
-    console.log(`  a page with ${SUBRESOURCES} subresources, median of ${LOADS} loads: through site proxy + gateway ${loads.proxiedMs.toFixed(0)} ms, straight from the site ${loads.directMs.toFixed(0)} ms (${(loads.proxiedMs / loads.directMs).toFixed(2)}x), gateway alone ${loads.gatewayOnlyMs.toFixed(0)} ms`);
-  }
+  // After the deploy rounds, so the containers they started are gone and the loads have the machine to themselves.
+  const pages = reportPages(await isolatedPageLoads(LOADS));
   const load = loadavg().map((l) => Number(l.toFixed(2)));
   console.log(`  load average at the end: ${load.join(" ")} on ${cpus().length} cores`);
   console.log(
@@ -182,7 +160,7 @@ async function main(): Promise<void> {
       destroySeconds: m.destroy,
       composeDownSeconds: m.composeDown,
       samples: figures,
-      ...(loads ? { pageLoads: { subresources: SUBRESOURCES, loads: LOADS, ...loads, proxiedVsDirect: loads.proxiedMs / loads.directMs } } : {}),
+      pageLoads: pages,
       loadAverage: load,
     }),
   );

@@ -5,65 +5,35 @@
 //   - requests/s and p99 latency with 64 connections (the gateway with its default workers,
 //     one per core; the nginx proxy with `worker_processes auto`);
 //   - throughput of streaming a 1 GiB body through each (curl, body discarded);
-//   - the gateway's RSS (each process) after at least 100k requests.
-// Targets: >= 0.8x nginx's requests/s, >= 0.9x its streaming throughput, RSS < 150 MiB.
+//   - the gateway's RSS (each process) after at least 100k requests;
+//   - the latency each proxy adds per request at 1 and at 8 concurrent connections: its median latency
+//     (wrk, /hello) less the upstream's own, measured straight, in the same alternating rounds.
+// Targets: >= 0.8x nginx's requests/s, >= 0.9x its streaming throughput, RSS < 150 MiB, added latency
+// at 1 and 8 connections <= 2x nginx's.
 // Alongside, the same gateway with the hand-written HTTP/1.1 client it used before undici
 // (bench/gateway-hand-written.ts): undici was to replace it unless more than 20% slower.
 // The machine is shared (other processes compete for its cores), so the proxies are
 // measured in alternating rounds and each figure is the median of its rounds.
-// Options (env): BENCH_SECONDS per round (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (64).
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync, openSync, closeSync } from "node:fs";
-import net from "node:net";
+// Options (env): BENCH_SECONDS per round (5), BENCH_ROUNDS (3), BENCH_CONNECTIONS (64), BENCH_LATENCY_SECONDS
+// per latency round (3).
+import { spawnSync, type ChildProcess } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, truncateSync, openSync, closeSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort, startGateway, startNginx, waitForPort } from "./loopback";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
+const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 3);
+/** Concurrent connections at which the added latency is measured. */
+const LATENCY_CONNECTIONS = [1, 8];
 const TOKEN = "bench-control-token-0123456789abcdef";
 const GIB = 1024 ** 3;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitForPort(port: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    const up = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, "127.0.0.1");
-      socket.once("connect", () => (socket.destroy(), resolve(true)));
-      socket.once("error", () => resolve(false));
-    });
-    if (up) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`nothing listens on ${port}`);
-}
-
-function startNginx(dir: string, name: string, body: string): ChildProcess {
-  const conf = join(dir, `${name}.conf`);
-  writeFileSync(
-    conf,
-    `daemon off;
-master_process on;
-pid ${dir}/${name}.pid;
-error_log ${dir}/${name}-error.log warn;
-${body}
-`,
-  );
-  const child = spawn("nginx", ["-c", conf, "-p", dir], { stdio: ["ignore", "ignore", "inherit"] });
-  child.on("exit", (code) => code && console.error(`nginx ${name} exited ${code}; see ${dir}/${name}-error.log`));
-  return child;
-}
-
 interface WrkResult {
   requestsPerSecond: number;
+  p50Ms: number;
   p99Ms: number;
   requests: number;
   errors: string;
@@ -76,15 +46,16 @@ function toMs(value: string): number {
   return match[2] === "us" ? n / 1000 : match[2] === "ms" ? n : match[2] === "s" ? n * 1000 : n * 60_000;
 }
 
-function wrk(url: string, seconds: number): WrkResult {
-  const run = spawnSync("wrk", ["-t2", `-c${CONNECTIONS}`, `-d${seconds}s`, "--latency", url], { encoding: "utf8" });
+function wrk(url: string, seconds: number, connections = CONNECTIONS): WrkResult {
+  const run = spawnSync("wrk", [`-t${Math.min(2, connections)}`, `-c${connections}`, `-d${seconds}s`, "--latency", url], { encoding: "utf8" });
   if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr}`);
   const out = run.stdout;
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+  const p50 = toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? "");
   const p99 = toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? "");
   const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
   const errors = [/Socket errors:.*/.exec(out)?.[0], /Non-2xx or 3xx responses: \d+/.exec(out)?.[0]].filter(Boolean).join("; ");
-  return { requestsPerSecond: rps, p99Ms: p99, requests, errors };
+  return { requestsPerSecond: rps, p50Ms: p50, p99Ms: p99, requests, errors };
 }
 
 /** MB/s (10^6 bytes) of downloading url to /dev/null. */
@@ -197,35 +168,19 @@ http {
     children.push(nginxProxy);
     await Promise.all([waitForPort(upstreamPort), waitForPort(nginxProxyPort)]);
 
-    const startGateway = async (args: string[]): Promise<ChildProcess & { port: number; workers: number }> => {
-      const child = spawn(process.execPath, args, {
-        env: {
-          ...process.env,
-          MULTIENV_CONTROL_TOKEN: TOKEN,
-          MULTIENV_GATEWAY_CONFIG: JSON.stringify({ listen: { host: "127.0.0.1", port: 0 }, sites: { bench: { server: `http://127.0.0.1:${upstreamPort}` } } }),
-        },
-        stdio: ["ignore", "pipe", "inherit"],
-      });
+    const config = { listen: { host: "127.0.0.1", port: 0 }, sites: { bench: { server: `http://127.0.0.1:${upstreamPort}` } } };
+    const started = async (running: Promise<{ child: ChildProcess; port: number; workers: number }>) => {
+      const { child, port, workers } = await running;
       children.push(child);
-      const listening = await new Promise<{ port: number; workers: number }>((resolve, reject) => {
-        let text = "";
-        child.stdout!.on("data", (chunk) => {
-          text += chunk;
-          const line = text.split("\n").find((l) => l.includes('"listening"'));
-          if (line) resolve(JSON.parse(line));
-        });
-        child.once("exit", (code) => reject(new Error(`gateway (${args.join(" ")}) exited ${code}`)));
-      });
-      child.stdout!.resume();
-      return Object.assign(child, listening);
+      return { pid: child.pid!, port, workers };
     };
-    const gateway = await startGateway([join(__dirname, "..", "bin", "multienv-gateway.js")]);
-    const handWritten = await startGateway(["--require", "tsx/cjs", join(__dirname, "gateway-hand-written.ts")]);
+    const gateway = await started(startGateway(config, TOKEN));
+    const handWritten = await started(startGateway(config, TOKEN, [], join(__dirname, "gateway-hand-written.ts")));
 
     type Run = WrkResult & { perCpuSecond: number };
     const contenders = [
-      { name: "gateway", base: `http://127.0.0.1:${gateway.port}/svc/bench`, pid: gateway.pid! },
-      { name: "hand-written", base: `http://127.0.0.1:${handWritten.port}/svc/bench`, pid: handWritten.pid! },
+      { name: "gateway", base: `http://127.0.0.1:${gateway.port}/svc/bench`, pid: gateway.pid },
+      { name: "hand-written", base: `http://127.0.0.1:${handWritten.port}/svc/bench`, pid: handWritten.pid },
       { name: "nginx", base: `http://127.0.0.1:${nginxProxyPort}/svc/bench`, pid: nginxProxy.pid! },
     ].map((c) => ({ ...c, pids: [c.pid, ...childPids(c.pid)], runs: [] as Run[], streams: [] as number[], streamCpu: [] as number[] }));
     console.log(
@@ -254,12 +209,35 @@ http {
       errors: c.runs.map((r) => r.errors).filter(Boolean).join(" "),
     }));
     const [gw, hw, ng] = figures;
+
+    // Added latency: each proxy's median latency less the upstream's own, at few connections (where the
+    // latency is each hop's own work, not queueing). Alternating rounds, medians.
+    const straight = `http://127.0.0.1:${upstreamPort}/hello`;
+    const latencyOf = [{ name: "upstream", url: straight }, ...contenders.map((c) => ({ name: c.name, url: `${c.base}/hello` }))];
+    const latency: Record<string, Record<string, number[]>> = {};
+    for (const connections of LATENCY_CONNECTIONS) {
+      latency[connections] = Object.fromEntries(latencyOf.map((l) => [l.name, [] as number[]]));
+      for (let round = 0; round < ROUNDS; round++) for (const l of latencyOf) latency[connections][l.name].push(wrk(l.url, LATENCY_SECONDS, connections).p50Ms);
+    }
+    const addedMs = (connections: number, name: string) => median(latency[connections][name]) - median(latency[connections].upstream);
+    const added = Object.fromEntries(
+      LATENCY_CONNECTIONS.map((connections) => [
+        connections,
+        {
+          upstreamP50Ms: median(latency[connections].upstream),
+          gatewayAddedMs: addedMs(connections, "gateway"),
+          handWrittenAddedMs: addedMs(connections, "hand-written"),
+          nginxAddedMs: addedMs(connections, "nginx"),
+          gatewayVsNginx: addedMs(connections, "gateway") / addedMs(connections, "nginx"),
+        },
+      ]),
+    );
     let gatewayRequests = contenders[0].runs.reduce((n, r) => n + r.requests, 0);
     console.log("");
 
     while (gatewayRequests < 100_000) gatewayRequests += wrk(`${contenders[0].base}/hello`, 5).requests + 3; // +3: the warm-up is not counted
-    const rss = [gateway.pid!, ...childPids(gateway.pid!)].map((pid) => ({ pid, mib: rssMiB(pid) }));
-    const handWrittenRss = Math.max(...[handWritten.pid!, ...childPids(handWritten.pid!)].map(rssMiB));
+    const rss = [gateway.pid, ...childPids(gateway.pid)].map((pid) => ({ pid, mib: rssMiB(pid) }));
+    const handWrittenRss = Math.max(...[handWritten.pid, ...childPids(handWritten.pid)].map(rssMiB));
 
     const row = (name: string, ...cells: string[]) => console.log(name.padEnd(26) + cells.map((cell) => cell.padStart(14)).join(""));
     const ratio = (a: number, b: number) => (a / b).toFixed(2);
@@ -271,6 +249,11 @@ http {
     row("1 GiB stream (CPU s)", gw.streamCpuSeconds.toFixed(2), hw.streamCpuSeconds.toFixed(2), ng.streamCpuSeconds.toFixed(2), ratio(gw.streamCpuSeconds, ng.streamCpuSeconds), ratio(gw.streamCpuSeconds, hw.streamCpuSeconds));
     const errors = contenders.map((c, i) => (figures[i].errors ? `${c.name} [${figures[i].errors}]` : "")).filter(Boolean);
     if (errors.length) console.log(`errors: ${errors.join(" ")}`);
+    for (const connections of LATENCY_CONNECTIONS) {
+      const a = added[connections];
+      row(`added latency, ${connections} conn (ms)`, a.gatewayAddedMs.toFixed(3), a.handWrittenAddedMs.toFixed(3), a.nginxAddedMs.toFixed(3), a.gatewayVsNginx.toFixed(2), ratio(a.gatewayAddedMs, a.handWrittenAddedMs));
+    }
+    console.log(`(added latency, aim gw/nginx <= 2: median latency through each proxy less the upstream's own, ${median(latency[1].upstream).toFixed(3)} ms at 1 connection, ${median(latency[8].upstream).toFixed(3)} ms at 8)`);
     console.log(`\ngateway RSS after ${gatewayRequests} requests: ${rss.map((r) => `${r.pid}: ${r.mib.toFixed(1)} MiB`).join(", ")} (hand-written: at most ${handWrittenRss.toFixed(1)} MiB)`);
     const maxRss = Math.max(...rss.map((r) => r.mib));
     const worst = Math.min(gw.requestsPerSecond / hw.requestsPerSecond, gw.streamMBps / hw.streamMBps);
@@ -292,6 +275,8 @@ http {
           requestsPerCpuSecond: gw.requestsPerCpuSecond / ng.requestsPerCpuSecond,
           p99: gw.p99Ms / ng.p99Ms,
           stream: gw.streamMBps / ng.streamMBps,
+          addedLatency1: added[1].gatewayVsNginx,
+          addedLatency8: added[8].gatewayVsNginx,
           undiciVsHandWritten: {
             requestsPerSecond: gw.requestsPerSecond / hw.requestsPerSecond,
             requestsPerCpuSecond: gw.requestsPerCpuSecond / hw.requestsPerCpuSecond,
@@ -300,7 +285,9 @@ http {
             streamCpu: gw.streamCpuSeconds / hw.streamCpuSeconds,
           },
         },
-        targets: { requestsPerSecond: 0.8, stream: 0.9, maxRssMiB: 150, undiciAtLeast: 0.8 },
+        addedLatency: added,
+        latencySamplesP50Ms: latency,
+        targets: { requestsPerSecond: 0.8, stream: 0.9, maxRssMiB: 150, undiciAtLeast: 0.8, addedLatencyVsNginxAtMost: 2 },
       }),
     );
   } finally {

@@ -3,7 +3,7 @@
 //   round trip inside an open tunnel), RSS per idle tunnel with 1,000 idle tunnels open, and forwarded plain-HTTP
 //   requests per second on kept-alive connections (a GET, and a POST whose 16 KiB body the proxy frames again).
 //   The last line is every figure as one JSON object.
-// Aims (issue 4): throughput >= 1.0x squid and >= 0.8x direct; tunnels/s >= squid; < 64 KiB RSS per idle tunnel.
+// Aims: throughput >= 1.0x squid and >= 0.8x direct; tunnels/s >= squid; < 64 KiB RSS per idle tunnel.
 // Usage: npm run bench:proxy [-- --gib 1 --seconds 3 --idle 1000 --rounds 3]
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";

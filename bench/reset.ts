@@ -1,7 +1,7 @@
 // npm run bench:reset
 //
-// The next episode on the demo task (stacks/Pulumi.demo.yaml, local Docker engine, real Pulumi engine), three
-// ways, in alternating rounds:
+// The next episode on the demo task (stacks/Pulumi.demo.yaml, local Docker engine, real Pulumi engine; the
+// self-test off, since its live checks need the real github.com), four ways, the first three in alternating rounds:
 //   1. `reset`: resetStack(), the episode let go (sites emptied, captures and browsers started over);
 //   2. `reset --collect`: the same, the finished episode collected into episodes/<n>/ first;
 //   3. down + up: destroyStack() (which collects) then deployStack(), the redeploy a reset replaces;
@@ -17,6 +17,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
 import YAML from "yaml";
+import { LABELS, ROLES } from "../policies/contract";
 import { dockerApi } from "../src/providers/docker-api";
 import { deployStack, destroyStack, gatewayAccess, resetStack, type StackSpec } from "../src/runner";
 
@@ -70,8 +71,12 @@ async function leaveTraces(): Promise<void> {
 /** `docker restart` of every container of the stack, then a poll of the gateway's /healthz on its published port. */
 async function dockerRestart(): Promise<void> {
   const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }));
-  const list = (await api.request("GET", `/containers/json?filters=${filters}`)) as { Id: string }[];
-  await Promise.all(list.map((c) => api.request("POST", `/containers/${c.Id}/restart?t=1`)));
+  const list = (await api.request("GET", `/containers/json?filters=${filters}`)) as { Id: string; Labels: Record<string, string> }[];
+  // A capture sidecar joins its site container's network namespace, so it can only start once that one runs.
+  const isCapture = (c: { Labels: Record<string, string> }) => c.Labels[LABELS.role] === ROLES.capture;
+  const restart = (c: { Id: string }) => api.request("POST", `/containers/${c.Id}/restart?t=1`);
+  await Promise.all(list.filter((c) => !isCapture(c)).map(restart));
+  await Promise.all(list.filter(isCapture).map(restart));
   const info = (await api.request("GET", `/containers/${STACK}-gateway/json`)) as { NetworkSettings: { Ports: Record<string, { HostPort: string }[] | null> } };
   const port = info.NetworkSettings.Ports["8080/tcp"]?.[0]?.HostPort;
   const deadline = Date.now() + 120_000;
@@ -84,9 +89,9 @@ async function dockerRestart(): Promise<void> {
 async function main(): Promise<void> {
   const spec = demoSpec();
   const figures = { reset: [] as number[], resetCollect: [] as number[], downUp: [] as number[], dockerRestart: [] as number[] };
-  let containers = 0;
+  let containers: number;
   try {
-    await deployStack(spec, { preview: false });
+    await deployStack(spec, { preview: false, selfTest: false });
     containers = ((await api.request("GET", `/containers/json?filters=${encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }))}`)) as unknown[]).length;
     for (let round = 1; round <= ROUNDS; round++) {
       await leaveTraces();
@@ -96,12 +101,17 @@ async function main(): Promise<void> {
       await leaveTraces();
       figures.downUp.push(await timed(async () => {
         await destroyStack(STACK);
-        await deployStack(spec, { preview: false });
+        await deployStack(spec, { preview: false, selfTest: false });
       }));
-      figures.dockerRestart.push(await timed(dockerRestart));
       console.log(
-        `round ${round}: reset ${figures.reset.at(-1)!.toFixed(1)} s, reset --collect ${figures.resetCollect.at(-1)!.toFixed(1)} s, down + up ${figures.downUp.at(-1)!.toFixed(1)} s, docker restart ${figures.dockerRestart.at(-1)!.toFixed(1)} s`,
+        `round ${round}: reset ${figures.reset.at(-1)!.toFixed(1)} s, reset --collect ${figures.resetCollect.at(-1)!.toFixed(1)} s, down + up ${figures.downUp.at(-1)!.toFixed(1)} s`,
       );
+    }
+    // Last, not alternated: a restarted gateway may be published on another host port than the stack's outputs
+    // say, so nothing that reads the outputs can follow it.
+    for (let round = 1; round <= ROUNDS; round++) {
+      figures.dockerRestart.push(await timed(dockerRestart));
+      console.log(`docker restart ${round}: ${figures.dockerRestart.at(-1)!.toFixed(1)} s`);
     }
   } finally {
     await destroyStack(STACK, { remove: true }).catch(() => undefined);

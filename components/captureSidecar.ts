@@ -1,7 +1,8 @@
 // A capture sidecar: tcpdump in one website container's network namespace, writing rotating files to the
 // captures volume. The only container that holds NET_RAW/NET_ADMIN and mounts the captures volume read-write.
 import * as pulumi from "@pulumi/pulumi";
-import { CAPTURE_CAPABILITIES, CAPTURE_IMAGE_ROLE, captureCommand, captureSidecarMounts, sharedNetworkMode } from "../src/plan/layout";
+import { CAPTURE_CAPABILITIES, captureCommand, captureSidecarMounts, sharedNetworkMode } from "../src/plan/wiring";
+import { CAPTURE_IMAGE_ROLE } from "../src/plan/images";
 import type { Plan, PlannedCapture } from "../src/plan";
 import { LABELS, ROLES } from "../policies/contract";
 import { DockerContainer } from "../src/providers/resources";
@@ -19,17 +20,18 @@ export interface CaptureSidecarArgs {
   engine: DockerEngine;
 }
 
+/** tcpdump in one website container's network namespace, writing the site's rotating capture files. */
 export class CaptureSidecar extends pulumi.ComponentResource {
   readonly container: DockerContainer;
 
   constructor(name: string, args: CaptureSidecarArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:capture:CaptureSidecar", name, {}, opts);
     if (!args.plan.capture.enabled) {
-      throw new Error(`CaptureSidecar ${name}: capture is off in this plan; a sidecar would record traffic nobody asked for`);
+      throw new pulumi.ResourceError(`CaptureSidecar ${name}: capture is off in this plan; a sidecar would record traffic nobody asked for`, this);
     }
     const [entrypoint, ...rest] = captureCommand(args.plan, args.sidecar);
     this.container = new DockerContainer(
-      args.sidecar.containerName,
+      name,
       {
         engine: args.engine.target,
         name: args.sidecar.containerName,

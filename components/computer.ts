@@ -4,7 +4,8 @@
 // browser mounts read-only to trust it.
 import * as pulumi from "@pulumi/pulumi";
 import type { BrowserServiceConfig, Plan, PlannedComputer, SiteProxyServiceConfig } from "../src/plan";
-import { browserMounts, browserNetworks, DEFAULT_CAPABILITIES, ENV_VARS, proxyMounts, proxyNetworks, proxyPublish } from "../src/plan/layout";
+import { browserMounts, browserNetworks, DEFAULT_CAPABILITIES, proxyMounts, proxyNetworks, proxyPublish } from "../src/plan/wiring";
+import { ENV_VARS } from "../src/protocol/env";
 import { LABELS, ROLES } from "../policies/contract";
 import { DockerContainer } from "../src/providers/resources";
 import { computerControlToken } from "../src/protocol/auth";
@@ -37,11 +38,11 @@ export class Computer extends pulumi.ComponentResource {
     const { plan, computer, engine } = args;
     const browserNets = browserNetworks(computer);
     if (browserNets.some((n) => n.network !== computer.networkName)) {
-      throw new Error(`Computer ${computer.name}: the browser may only be on its own network ${computer.networkName}`);
+      throw new pulumi.ResourceError(`Computer ${computer.name}: the browser may only be on its own network ${computer.networkName}`, this);
     }
     const proxyConfigJson = pulumi.output(args.proxyConfig).apply((c) => JSON.stringify(c));
     this.proxy = new DockerContainer(
-      computer.proxyContainerName,
+      `${name}-proxy`,
       {
         engine: engine.target,
         name: computer.proxyContainerName,
@@ -61,7 +62,7 @@ export class Computer extends pulumi.ComponentResource {
       { parent: this, ...engine.onEngine, dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
     );
     this.browser = new DockerContainer(
-      computer.browserContainerName,
+      `${name}-browser`,
       {
         engine: engine.target,
         name: computer.browserContainerName,

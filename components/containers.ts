@@ -1,7 +1,7 @@
-// Shared by the components that run containers: turns layout answers (src/plan/layout.ts) into container
-// inputs. No decisions here: networks, mounts and capabilities come from the layout, images from the engine.
+// Shared by the components that run containers: turns wiring answers (src/plan/wiring.ts) into container
+// inputs. No decisions here: networks, mounts and capabilities come from the plan, images from the engine.
 import * as pulumi from "@pulumi/pulumi";
-import type { NetworkAttachment, VolumeMount } from "../src/plan/layout";
+import type { NetworkAttachment, VolumeMount } from "../src/plan/wiring";
 import type { DockerContainerArgs } from "../src/providers/resources";
 import type { DockerEngine } from "./dockerEngine";
 

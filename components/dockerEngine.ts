@@ -6,9 +6,10 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { EngineTarget } from "../src/providers/docker-api";
 import { DockerImage, DockerImageRef, DockerNetwork, DockerVolume, LocalCommand } from "../src/providers/resources";
-import type { EngineNetworks, ProjectImageRole } from "../src/plan/layout";
-import type { RemoteEngineImages } from "../src/plan/layout";
-import { PROJECT_IMAGES, projectImageFiles, shipImagesCommand } from "../src/plan/layout";
+import type { EngineNetworks } from "../src/plan/wiring";
+import type { ProjectImageRole, RemoteEngineImages } from "../src/plan/images";
+import { PROJECT_IMAGES, projectImageFiles } from "../src/plan/images";
+import { shipImagesCommand } from "../src/plan/ec2";
 import type { SshEndpoint } from "../src/plan/ssh";
 
 /** Where a remote engine gets its images: another engine (the runner's), and how to reach this one over SSH. */
@@ -19,7 +20,7 @@ export interface ImageSource {
   ssh: pulumi.Input<SshEndpoint>;
   /** What must be done before images can be loaded here (the host's readiness check). */
   after: pulumi.Resource[];
-  /** Every image this engine's containers run (src/plan/layout.ts `remoteEngineImages`): shipped together. */
+  /** Every image this engine's containers run (src/plan/images.ts `remoteEngineImages`): shipped together. */
   images: RemoteEngineImages;
 }
 

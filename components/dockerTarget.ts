@@ -1,7 +1,8 @@
 // The docker target: one engine, the runner's own (DOCKER_HOST or the local socket), holding every network,
 // volume and container of the env.
 import * as pulumi from "@pulumi/pulumi";
-import { envEngineNetworks, projectImagesNeeded } from "../src/plan/layout";
+import { envEngineNetworks } from "../src/plan/wiring";
+import { projectImagesNeeded } from "../src/plan/images";
 import { LABELS } from "../policies/contract";
 import { DockerEngine } from "./dockerEngine";
 import type { EnvTarget, EnvTargetArgs } from "./envTarget";

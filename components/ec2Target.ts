@@ -4,7 +4,7 @@ import type * as awsTypes from "@pulumi/aws";
 import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { PlannedComputer } from "../src/plan";
-import { awsTags, computerPeer } from "../src/plan/layout";
+import { awsTags, computerPeer } from "../src/plan/ec2";
 import type { DockerEngine } from "./dockerEngine";
 import { Ec2Firewall } from "./ec2Firewall";
 import { Ec2Host } from "./ec2Host";

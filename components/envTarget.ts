@@ -37,9 +37,9 @@ export interface EnvTargetArgs {
   runnerEngine: EngineTarget;
 }
 
-/** The target component for the plan's target, a child of `parent`. */
-export function envTargetFor(args: EnvTargetArgs, opts: pulumi.ComponentResourceOptions): EnvTarget {
-  if (args.plan.target === "ec2") return new Ec2Target(`${args.plan.stack}-ec2`, args, opts);
-  if (args.plan.target === "hosts") return new HostsTarget(`${args.plan.stack}-hosts`, args, opts);
-  return new DockerTarget(`${args.plan.stack}-docker`, args, opts);
+/** The target component for the plan's target, named after `owner` (the MultiEnv's name), a child of `parent`. */
+export function envTargetFor(args: EnvTargetArgs, opts: pulumi.ComponentResourceOptions, owner: string): EnvTarget {
+  if (args.plan.target === "ec2") return new Ec2Target(`${owner}-ec2`, args, opts);
+  if (args.plan.target === "hosts") return new HostsTarget(`${owner}-hosts`, args, opts);
+  return new DockerTarget(`${owner}-docker`, args, opts);
 }

@@ -3,16 +3,9 @@
 // the deploy waits for, so an env whose site or capture is not running fails to deploy.
 import * as pulumi from "@pulumi/pulumi";
 import type { GatewayServiceConfig, Plan } from "../src/plan";
-import {
-  DEFAULT_CAPABILITIES,
-  ENV_VARS,
-  GATEWAY_WAIT_TIMEOUT_SECONDS,
-  gatewayHealthcheck,
-  gatewayMounts,
-  gatewayNetworks,
-  gatewayPublish,
-  gatewayUrl,
-} from "../src/plan/layout";
+import { DEFAULT_CAPABILITIES, GATEWAY_WAIT_TIMEOUT_SECONDS, gatewayHealthcheck, gatewayMounts, gatewayNetworks, gatewayPublish } from "../src/plan/wiring";
+import { ENV_VARS } from "../src/protocol/env";
+import { gatewayUrl } from "../src/plan/urls";
 import { LABELS, ROLES } from "../policies/contract";
 import { DockerContainer } from "../src/providers/resources";
 import { containerLabels, envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";
@@ -27,8 +20,6 @@ export interface GatewayArgs {
   serviceConfig: pulumi.Input<GatewayServiceConfig>;
   /** The control token (a secret). */
   controlToken: pulumi.Output<string>;
-  /** The gateway's image; unset: the project's gateway image. */
-  image?: string;
   /**
    * The URL the runner reaches the gateway at on a remote host (ec2, hosts): the local end of the SSH tunnel to
    * the host's loopback, where the runner's listener is published. Unset on docker: published on this loopback.
@@ -38,6 +29,7 @@ export interface GatewayArgs {
   dependsOn: pulumi.Resource[];
 }
 
+/** The env's gateway container, published on loopback (docker) or its VM (ec2), healthy before the deploy goes on. */
 export class Gateway extends pulumi.ComponentResource {
   readonly container: DockerContainer;
   /** `http://<address>:<published port>` */
@@ -53,11 +45,11 @@ export class Gateway extends pulumi.ComponentResource {
     }
     const configJson = pulumi.output(args.serviceConfig).apply((c) => JSON.stringify(c));
     this.container = new DockerContainer(
-      plan.gateway.containerName,
+      name,
       {
         engine: engine.target,
         name: plan.gateway.containerName,
-        image: engine.image(args.image, "gateway"),
+        image: engine.image(undefined, "gateway"),
         networksAdvanced: networksAdvanced(engine, gatewayNetworks(plan)),
         ports,
         mounts: volumeMounts(engine, gatewayMounts(plan)),

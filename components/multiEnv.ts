@@ -1,10 +1,10 @@
 // The multi env of one task: everything a Plan describes, on the local Docker engine or on EC2 VMs.
-// It decides nothing: the plan says what exists, src/plan/layout.ts how it is wired, and this component
-// creates the resources in that shape and exposes the stack outputs of DESIGN "Outputs".
+// It decides nothing: the plan says what exists and how it is wired (src/plan/wiring.ts, ec2.ts), and this component
+// creates the resources in that shape and exposes the stack outputs of docs/design.md "Outputs".
 import * as pulumi from "@pulumi/pulumi";
-import type { LiveWebsiteMark, Plan, PlannedComputer, Reaching } from "../src/plan";
+import type { LiveWebsiteMark, Plan } from "../src/plan";
 import { browserServiceConfig, gatewayServiceConfig, siteProxyServiceConfig } from "../src/plan";
-import { computerCdpUrl, rehost, siteUrls } from "../src/plan/layout";
+import { computerCdpUrl, rehost, siteUrls } from "../src/plan/urls";
 import { CaptureCollector } from "./captureCollector";
 import { Computer } from "./computer";
 import { ControlToken } from "./controlToken";
@@ -28,7 +28,7 @@ export interface MultiEnvArgs {
   dockerHost?: string;
 }
 
-/** The stack outputs (DESIGN "Outputs"). */
+/** The stack outputs (docs/design.md "Outputs"). */
 export interface MultiEnvOutputs {
   gatewayUrl: pulumi.Output<string>;
   controlToken: pulumi.Output<string>;
@@ -44,6 +44,7 @@ export interface MultiEnvOutputs {
   gatewayTunnel?: pulumi.Input<GatewayTunnel>;
 }
 
+/** The multi env of one task: its targets' engines, websites, gateway, computers, self-test and capture collector. */
 export class MultiEnv extends pulumi.ComponentResource {
   readonly gateway: Gateway;
   readonly websites: Website[];
@@ -54,13 +55,13 @@ export class MultiEnv extends pulumi.ComponentResource {
   constructor(name: string, args: MultiEnvArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:index:MultiEnv", name, {}, opts);
     const { plan } = args;
-    this.controlToken = new ControlToken(`${plan.stack}-control-token`, {}, { parent: this });
+    this.controlToken = new ControlToken(`${name}-control-token`, {}, { parent: this });
     const secretValues = (siteName: string, mapping: Record<string, string>) =>
       Object.fromEntries(
         Object.entries(mapping).map(([setting, key]) => {
           const value = args.secrets[key];
           if (value === undefined) {
-            throw new Error(`multienv:websites.${siteName}.secretSettings.${setting}: the secret config key ${key} has no value; run pulumi config set --secret ${key} <value>`);
+            throw new pulumi.ResourceError(`multienv:websites.${siteName}.secretSettings.${setting}: the secret config key ${key} has no value; run pulumi config set --secret ${key} <value>`, this);
           }
           return [setting, value];
         }),
@@ -69,10 +70,15 @@ export class MultiEnv extends pulumi.ComponentResource {
     const engines = envTargetFor(
       { plan, buildContext: args.buildContext, baseImage: args.baseImage, runnerEngine: args.dockerHost === undefined ? {} : { host: args.dockerHost } },
       { parent: this },
+      name,
     );
     this.websites = plan.websites.map(
       (site) =>
-        new Website(site.name, { plan, site, engine: engines.env, secretValues: secretValues(site.name, site.secretSettings) }, { parent: this }),
+        new Website(
+          `${name}-${site.name}`,
+          { plan, site, engine: engines.env, secretValues: secretValues(site.name, site.secretSettings) },
+          { parent: this, aliases: [{ name: site.name }] },
+        ),
     );
 
     const gatewayConfig = pulumi
@@ -87,7 +93,7 @@ export class MultiEnv extends pulumi.ComponentResource {
         return config;
       });
     this.gateway = new Gateway(
-      plan.gateway.containerName,
+      `${name}-gateway`,
       {
         plan,
         engine: engines.env,
@@ -109,7 +115,7 @@ export class MultiEnv extends pulumi.ComponentResource {
         return { ...config, deny, ...(address === undefined ? {} : { gateway: rehost(config.gateway, address) }) };
       });
       return new Computer(
-        computer.name,
+        `${name}-${computer.name}`,
         {
           plan,
           computer,
@@ -119,20 +125,20 @@ export class MultiEnv extends pulumi.ComponentResource {
           browserConfig: browserServiceConfig(plan, computer),
           dependsOn: [this.gateway],
         },
-        { parent: this },
+        { parent: this, aliases: [{ name: computer.name }] },
       );
     });
 
     const gatewayUrl = this.gateway.url;
     const selfTest = plan.selfTest.enabled
       ? new SelfTest(
-          `${plan.stack}-self-test`,
+          `${name}-self-test`,
           { selfTest: plan.selfTest, gatewayUrl, controlToken: this.controlToken.value, containers: [this.gateway.container, ...this.computers.flatMap((c) => [c.proxy, c.browser])] },
           { parent: this },
         )
       : undefined;
     // Collects on a plain `pulumi destroy`: deleted first, since it depends on the gateway and the computers.
-    if (plan.capture.enabled) new CaptureCollector(`${plan.stack}-capture-collector`, { plan, gatewayUrl, controlToken: this.controlToken.value }, { parent: this, dependsOn: [this.gateway, ...this.computers] });
+    if (plan.capture.enabled) new CaptureCollector(`${name}-capture-collector`, { plan, gatewayUrl, controlToken: this.controlToken.value }, { parent: this, dependsOn: [this.gateway, ...this.computers] });
     this.outputs = {
       gatewayUrl,
       controlToken: this.controlToken.value,

@@ -4,7 +4,10 @@
 // created, or machines the config names) is the caller's; everything done on them is here, once.
 import * as pulumi from "@pulumi/pulumi";
 import type { PlannedComputer } from "../src/plan";
-import { computerEngineNetworks, envEngineNetworks, gatewayUrl, projectImagesNeeded, readinessCommand, remoteEngineImages } from "../src/plan/layout";
+import { readinessCommand } from "../src/plan/ec2";
+import { projectImagesNeeded, remoteEngineImages } from "../src/plan/images";
+import { gatewayUrl } from "../src/plan/urls";
+import { computerEngineNetworks, envEngineNetworks } from "../src/plan/wiring";
 import type { GatewayTunnel as GatewayTunnelSpec, SshEndpoint } from "../src/plan/ssh";
 import type { EngineTarget } from "../src/providers/docker-api";
 import { GatewayTunnel, LocalCommand } from "../src/providers/resources";

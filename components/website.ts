@@ -4,7 +4,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { Plan, PlannedContainer, PlannedWebsite } from "../src/plan";
 import { configPath, formatProblem } from "../src/plan";
-import { DEFAULT_CAPABILITIES, ENV_VARS, frontendNetworks, serverNetworks, websiteSettingsJson } from "../src/plan/layout";
+import { DEFAULT_CAPABILITIES, frontendNetworks, serverNetworks, websiteSettingsJson } from "../src/plan/wiring";
+import { ENV_VARS } from "../src/protocol/env";
 import { LABELS, ROLES } from "../policies/contract";
 import { CaptureSidecar } from "./captureSidecar";
 import { DockerContainer } from "../src/providers/resources";
@@ -25,6 +26,7 @@ export interface WebsiteArgs {
   secretValues: Record<string, pulumi.Output<string>>;
 }
 
+/** A website of the env: its server, its frontend (synthetic sites), and their capture sidecars. */
 export class Website extends pulumi.ComponentResource {
   readonly server: DockerContainer;
   /** Synthetic sites only. */
@@ -36,14 +38,14 @@ export class Website extends pulumi.ComponentResource {
     const { plan, site, engine } = args;
     const missing = Object.keys(site.secretSettings).filter((setting) => args.secretValues[setting] === undefined);
     if (missing.length > 0) {
-      throw new Error(`Website ${site.name}: no value for the secret settings ${missing.join(", ")}; pass every secretSettings value`);
+      throw new pulumi.ResourceError(`Website ${site.name}: no value for the secret settings ${missing.join(", ")}; pass every secretSettings value`, this);
     }
     if (site.live && site.frontend !== undefined) {
-      throw new Error(`Website ${site.name}: a live site serves no pages, so it has no frontend`);
+      throw new pulumi.ResourceError(`Website ${site.name}: a live site serves no pages, so it has no frontend`, this);
     }
 
     this.server = new DockerContainer(
-      site.server.containerName,
+      `${name}-server`,
       {
         engine: engine.target,
         name: site.server.containerName,
@@ -59,7 +61,7 @@ export class Website extends pulumi.ComponentResource {
     );
     if (site.frontend !== undefined) {
       this.frontend = new DockerContainer(
-        site.frontend.containerName,
+        `${name}-frontend`,
         {
           engine: engine.target,
           name: site.frontend.containerName,
@@ -74,8 +76,8 @@ export class Website extends pulumi.ComponentResource {
     }
     for (const sidecar of plan.capture.sidecars.filter((s) => s.site === site.name)) {
       const target = sidecar.role === "server" ? this.server : this.frontend;
-      if (target === undefined) throw new Error(`Website ${site.name}: the plan captures a ${sidecar.role} the site does not have`);
-      this.sidecars.push(new CaptureSidecar(sidecar.containerName, { plan, sidecar, target, engine }, { parent: this }));
+      if (target === undefined) throw new pulumi.ResourceError(`Website ${site.name}: the plan captures a ${sidecar.role} the site does not have`, this);
+      this.sidecars.push(new CaptureSidecar(`${name}-${sidecar.role}-capture`, { plan, sidecar, target, engine }, { parent: this }));
     }
     this.registerOutputs({ server: this.server.name, frontend: this.frontend?.name });
   }

@@ -1,7 +1,7 @@
 // The marks the components put on resources so the policy pack can tell what each one is.
 // A container is known by its Docker labels, an AWS resource by its tags; container names are never parsed.
 // These are the names components/ writes; components may import them from here.
-import { ENV_VARS } from "../src/plan/layout";
+import { ENV_VARS } from "../src/protocol/env";
 
 /** Docker label keys. */
 export const LABELS = {
@@ -39,7 +39,7 @@ export type ContainerRole = (typeof ROLES)[keyof typeof ROLES];
 /** `multienv.role` a volume may carry to mark it as the captures volume (besides its `<stack>-captures` name). */
 export const CAPTURES_VOLUME_ROLE = "captures";
 
-/** AWS tag keys, on every taggable AWS resource (src/plan/layout.ts `awsTags` writes them). */
+/** AWS tag keys, on every taggable AWS resource (src/plan/ec2.ts `awsTags` writes them). */
 export const TAGS = {
   stack: "multienv:stack",
   task: "multienv:task",

@@ -8,7 +8,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { MultiEnv, type MultiEnvOutputs } from "../components/multiEnv";
 import { ConfigError, loadStackConfig } from "./config";
 import { formatProblem, plan, type Plan } from "./plan";
-import { DEFAULT_BASE_IMAGE, PROJECT_IMAGES, projectImagesNeeded } from "./plan/layout";
+import { DEFAULT_BASE_IMAGE, PROJECT_IMAGES, projectImagesNeeded } from "./plan/images";
 import { SELF_TEST_ENV } from "./plan/self-test";
 
 /** The repository root: the build context of the project's images. */

@@ -12,6 +12,12 @@ import { chromium } from "playwright-core";
 import YAML from "yaml";
 import { deployStack, type DeployedStack, type StackSpec } from "../../src/runner";
 
+/** The page's localStorage, as far as this example uses it (the program itself has no DOM types). */
+interface WebStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+}
+
 const EPISODES = 3;
 
 /** The demo task under another stack name: the spec a harness would build for each task it runs. */
@@ -29,8 +35,8 @@ async function agentEpisode(env: DeployedStack, episode: number): Promise<string
     const tabs = context.pages().map((p) => p.url());
     const page = await context.newPage();
     await page.goto("https://shop.test/");
-    const cartBefore = await page.evaluate(() => (globalThis as unknown as { localStorage: Storage }).localStorage.getItem("cart"));
-    await page.evaluate((n) => (globalThis as unknown as { localStorage: Storage }).localStorage.setItem("cart", `episode ${n}`), episode);
+    const cartBefore = await page.evaluate(() => (globalThis as unknown as { localStorage: WebStorage }).localStorage.getItem("cart"));
+    await page.evaluate((n) => (globalThis as unknown as { localStorage: WebStorage }).localStorage.setItem("cart", `episode ${n}`), episode);
     const order = await fetch(`${env.outputs.websites.shop.svcUrl}data`, { method: "POST", headers: { authorization: `Bearer ${controlToken}` }, body: JSON.stringify({ episode }) });
     const orders = (await (await fetch(`${env.outputs.websites.shop.svcUrl}data`, { headers: { authorization: `Bearer ${controlToken}` } })).json()) as { items: unknown[] };
     return `start tabs ${JSON.stringify(tabs)}, cart before ${JSON.stringify(cartBefore)}, order ${order.status}, orders now ${orders.items.length}`;

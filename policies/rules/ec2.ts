@@ -111,7 +111,7 @@ function isEveryPort(p: Permission): boolean {
   return Number(p.fromPort) <= 1 && Number(p.toPort) >= 65535;
 }
 
-// Stricter than "a computer whose network is an allowlist": DESIGN gives every VM of the env an allowlist
+// Stricter than "a computer whose network is an allowlist": docs/design.md gives every VM of the env an allowlist
 // (the env VM the web ports and the computers' relay ports; a computer VM the gateway port, plus the web ports
 // only when it reaches public hosts), so an all-protocol egress is wrong on any of them, and the rule needs
 // no mark telling which group belongs to which computer. Every port of tcp (or udp) to the world is the same

@@ -133,7 +133,7 @@ async function relayAddress(host: string): Promise<string> {
       return address;
     } catch (e) {
       if ((e as Error).message.startsWith("cdpHost")) throw e;
-      if (Date.now() > until) throw new Error(`cdpHost "${host}" does not resolve (${(e as Error).message}) after ${RESOLVE_MS} ms`);
+      if (Date.now() > until) throw new Error(`cdpHost "${host}" does not resolve (${(e as Error).message}) after ${RESOLVE_MS} ms`, { cause: e });
       await sleep(250);
     }
   }

@@ -1,5 +1,6 @@
 // Entry of the browser computer image: `node browser-launcher.js` with MULTIENV_BROWSER_CONFIG set.
-import { BrowserConfigError, parseBrowserConfig } from "./config";
+import { ServiceConfigError } from "../protocol/service-config";
+import { parseBrowserConfig } from "./config";
 import { start } from "./launcher";
 
 function main(): void {
@@ -7,7 +8,7 @@ function main(): void {
   try {
     config = parseBrowserConfig(process.env.MULTIENV_BROWSER_CONFIG);
   } catch (e) {
-    if (e instanceof BrowserConfigError) {
+    if (e instanceof ServiceConfigError) {
       process.stderr.write(`multienv-browser: ${e.message}\n`);
       process.exit(2);
     }

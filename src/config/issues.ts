@@ -2,101 +2,15 @@
 import type { z } from "zod";
 import { configPath, problem } from "../plan/problems";
 import type { Problem } from "../plan/types";
+import { issueMessages } from "../protocol/config-issues";
 
-type Issue = z.core.$ZodIssue;
-type RawIssue = z.core.$ZodRawIssue;
-
-function describeExpected(expected: string): string {
-  switch (expected) {
-    case "array":
-      return "a list";
-    case "object":
-    case "record":
-      return "a mapping of keys to values";
-    case "string":
-      return "a string";
-    case "number":
-      return "a number";
-    case "boolean":
-      return "true or false";
-    default:
-      return expected;
-  }
-}
-
-function describeInput(input: unknown): string {
-  if (input === null) return "null";
-  if (Array.isArray(input)) return "a list";
-  switch (typeof input) {
-    case "string":
-      return `the string ${JSON.stringify(input)}`;
-    case "number":
-    case "boolean":
-      return `${typeof input} ${String(input)}`;
-    case "object":
-      return "a mapping";
-    default:
-      return typeof input;
-  }
-}
-
-/** Per-parse error map: friendly defaults; a message the schema sets itself still wins. */
-export function friendlyMessage(issue: RawIssue): string | undefined {
-  switch (issue.code) {
-    case "invalid_type":
-      if (issue.input === undefined) return `is required (${describeExpected(issue.expected)})`;
-      if (issue.expected === "int") return `must be a whole number, got ${describeInput(issue.input)}`;
-      return `expected ${describeExpected(issue.expected)}, got ${describeInput(issue.input)}`;
-    case "invalid_value":
-      return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}; got ${JSON.stringify(issue.input)}`;
-    case "too_small":
-      if (issue.origin === "array") return `needs at least ${String(issue.minimum)} item(s)`;
-      if (issue.origin === "string") return "must not be empty";
-      return `must be at least ${String(issue.minimum)}`;
-    case "too_big":
-      if (issue.origin === "array") return `holds at most ${String(issue.maximum)} item(s)`;
-      return `must be at most ${String(issue.maximum)}`;
-    case "invalid_union":
-      return `has an unexpected value: ${describeInput(issue.input)}`;
-    default:
-      return undefined;
-  }
-}
-
-export function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let previous = row[0];
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const current = row[j];
-      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1));
-      previous = current;
-    }
-  }
-  return row[b.length];
-}
-
-/** "did you mean domains?" when a known key is close to the typo. */
-export function suggestion(key: string, known: readonly string[]): string {
-  const close = known
-    .map((k) => ({ k, d: editDistance(key.toLowerCase(), k.toLowerCase()) }))
-    .filter(({ d }) => d <= Math.max(2, Math.floor(key.length / 3)))
-    .sort((a, b) => a.d - b.d)[0];
-  return close ? `; did you mean ${close.k}?` : `; the keys here are ${known.join(", ")}`;
-}
+export { editDistance, friendlyMessage, suggestion } from "../protocol/config-issues";
 
 /** One problem per issue (and per unknown key), paths relative to `prefix`. */
-export function issuesToProblems(issues: readonly Issue[], knownKeysAt: (path: readonly PropertyKey[]) => readonly string[], prefix: readonly (string | number)[] = []): Problem[] {
-  const problems: Problem[] = [];
-  for (const issue of issues) {
-    const path = [...prefix, ...issue.path.map((p) => (typeof p === "number" ? p : String(p)))];
-    if (issue.code === "unrecognized_keys") {
-      const known = knownKeysAt(issue.path);
-      for (const key of issue.keys) problems.push(problem([...path, key], `unknown key${suggestion(key, known)}`));
-    } else {
-      problems.push(problem(configPath(path), issue.message));
-    }
-  }
-  return problems;
+export function issuesToProblems(
+  issues: readonly z.core.$ZodIssue[],
+  knownKeysAt: (path: readonly PropertyKey[]) => readonly string[],
+  prefix: readonly (string | number)[] = [],
+): Problem[] {
+  return issueMessages(issues, knownKeysAt).map(({ path, message }) => problem(configPath([...prefix, ...path]), message));
 }

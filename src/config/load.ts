@@ -158,5 +158,5 @@ export function planOrThrow(config: StackConfig, stack: string): Plan {
   return result.plan;
 }
 
-/** DESIGN's name for the Pulumi entry point ("stack config -> loadConfig -> plan()"). */
+/** docs/design.md's name for the Pulumi entry point ("stack config -> loadConfig -> plan()"). */
 export const loadConfig = loadStackConfig;

@@ -1,4 +1,4 @@
-// The zod schema of the stack config (DESIGN "Stack config", namespace `multienv`).
+// The zod schema of the stack config (docs/design.md "Stack config", namespace `multienv`).
 // Structure and types only; the rules between values (names, claims, reaching...) are src/plan's.
 // Every object is strict: an unknown key is a typo, refused rather than silently ignored.
 import { z } from "zod";

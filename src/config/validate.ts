@@ -1,10 +1,12 @@
 // The one validator behind both entry points (Pulumi program and `multienv check`): it sees each key
 // of the `multienv` namespace as Pulumi stores it (a string, JSON for structured values) and whether
 // it is a secret, and never needs a secret's value.
+import { planProblemsOfParts } from "../plan";
 import { problem, quote } from "../plan/problems";
 import type { Problem, StackConfig } from "../plan/types";
 import { editDistance, friendlyMessage, issuesToProblems, suggestion } from "./issues";
 import { CONFIG_NAMESPACE } from "../plan/problems";
+import type { z } from "zod";
 import { captureSchema, computerSchema, CONFIG_KEY, ec2Schema, hostSchema, hostsSchema, stackConfigSchema, STACK_KEYS, websiteSchema } from "./schema";
 
 /** One key of the namespace, as Pulumi holds it. */
@@ -55,6 +57,40 @@ function secretReferences(websites: unknown): { site: string; setting: string; k
   return refs.sort((a, b) => (a.site + "\0" + a.setting < b.site + "\0" + b.setting ? -1 : 1));
 }
 
+/** A record of entries (websites, computers), each parsed on its own: those that pass, and whether all did. */
+function parsedEntries<T>(value: unknown, schema: z.ZodType<T>): { entries: Record<string, T>; complete: boolean } {
+  const entries: Record<string, T> = {};
+  if (value === undefined) return { entries, complete: true };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return { entries, complete: false };
+  let complete = true;
+  for (const [name, entry] of Object.entries(value)) {
+    const parsed = schema.safeParse(entry);
+    if (parsed.success) entries[name] = parsed.data;
+    else complete = false;
+  }
+  return { entries, complete };
+}
+
+/** The parts of a config that failed the schema: each key, and each website and computer, that passes on its own. */
+function parsedParts(input: Record<string, unknown>): { config: StackConfig; complete: { websites: boolean } } {
+  const shape = stackConfigSchema.shape;
+  const keyOrDefault = <K extends keyof typeof shape>(key: K) => {
+    const parsed = shape[key].safeParse(input[key]);
+    return (parsed.success ? parsed.data : shape[key].parse(undefined)) as z.output<(typeof shape)[K]>;
+  };
+  const websites = parsedEntries(input.websites, websiteSchema);
+  const computers = parsedEntries(input.computers, computerSchema);
+  const config: StackConfig = {
+    target: keyOrDefault("target"),
+    websites: websites.entries,
+    computers: computers.entries,
+    captureTraffic: keyOrDefault("captureTraffic"),
+    capture: keyOrDefault("capture"),
+    selfTest: keyOrDefault("selfTest"),
+  };
+  return { config, complete: { websites: websites.complete } };
+}
+
 /**
  * Validates the namespace's keys (names without the `multienv:` prefix). `stack` only shapes the fix
  * commands in messages. Every problem is returned at once.
@@ -82,7 +118,11 @@ export function validateStackConfig(values: Record<string, RawConfigValue>, stac
   }
 
   const parsed = stackConfigSchema.safeParse(input, { reportInput: true, error: friendlyMessage });
-  if (!parsed.success) problems.push(...issuesToProblems(parsed.error.issues, knownKeysAt));
+  if (!parsed.success) {
+    problems.push(...issuesToProblems(parsed.error.issues, knownKeysAt));
+    const parts = parsedParts(input);
+    problems.push(...planProblemsOfParts(parts.config, stack, parts.complete));
+  }
   if (input.target === "ec2" && input.ec2 === undefined && values.ec2 === undefined) {
     problems.push(problem(["ec2"], "is required when target is ec2: set region, instanceType, runnerCidrs and sshPublicKey"));
   }

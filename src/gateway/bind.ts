@@ -5,7 +5,8 @@
 // `resolveTimeoutMs` before the start fails.
 import { lookup as dnsLookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { ConfigError, CONFIG_ENV, type GatewayConfig } from "./config";
+import { CONFIG_ENV, type GatewayConfig } from "./config";
+import { ServiceConfigError } from "../protocol/service-config";
 
 export type Listener = "published" | "browse";
 
@@ -24,7 +25,7 @@ export type Lookup = (host: string) => Promise<string[]>;
 const systemLookup: Lookup = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
 const RETRY_MS = 250;
 
-/** The addresses `host` resolves to, retried until `timeoutMs`; throws ConfigError naming `field` when it never does. */
+/** The addresses `host` resolves to, retried until `timeoutMs`; throws ServiceConfigError naming `field` when it never does. */
 export async function resolveHost(field: string, host: string, timeoutMs: number, lookup: Lookup = systemLookup): Promise<string[]> {
   if (isIP(host)) return [host];
   const deadline = Date.now() + timeoutMs;
@@ -38,7 +39,7 @@ export async function resolveHost(field: string, host: string, timeoutMs: number
       failure = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     }
     if (Date.now() + RETRY_MS > deadline) {
-      throw new ConfigError(`${field}: cannot resolve ${JSON.stringify(host)} (${failure}) after ${timeoutMs} ms; use a name that resolves inside the gateway, or an address`);
+      throw new ServiceConfigError(`${field}: cannot resolve ${JSON.stringify(host)} (${failure}) after ${timeoutMs} ms; use a name that resolves inside the gateway, or an address`);
     }
     await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
   }

@@ -1,105 +1,25 @@
-// The gateway's configuration: MULTIENV_GATEWAY_CONFIG (JSON) and MULTIENV_CONTROL_TOKEN.
-// Every problem is reported as one line naming its field, e.g.
+// The gateway's configuration: MULTIENV_GATEWAY_CONFIG (JSON; its schema is src/protocol/gateway-config.ts) and
+// MULTIENV_CONTROL_TOKEN. Every problem is reported on one line naming its field, e.g.
 // `MULTIENV_GATEWAY_CONFIG.sites.shop.server: expected an http:// URL`.
-import { availableParallelism } from "node:os";
-import { z } from "zod";
 import { tokenProblem } from "../protocol/auth";
+import { ENV_VARS } from "../protocol/env";
+import { gatewayConfigSchema, type GatewayConfig } from "../protocol/gateway-config";
+import { parseServiceConfig, ServiceConfigError } from "../protocol/service-config";
 
-export const CONFIG_ENV = "MULTIENV_GATEWAY_CONFIG";
-export const TOKEN_ENV = "MULTIENV_CONTROL_TOKEN";
+export { gatewayConfigSchema, type GatewayConfig, type GatewayConfigInput, type SiteUpstreams } from "../protocol/gateway-config";
 
-const siteName = /^[a-z0-9][a-z0-9-]*$/;
+export const CONFIG_ENV = ENV_VARS.gatewayConfig;
+export const TOKEN_ENV = ENV_VARS.controlToken;
 
-const httpUrl = z
-  .string()
-  .refine((value) => URL.canParse(value) && new URL(value).protocol === "http:", { message: "expected an http:// URL" })
-  .transform((value) => new URL(value));
-
-const siteSchema = z.strictObject({
-  server: httpUrl,
-  frontend: httpUrl.optional(),
-  live: z.boolean().default(false),
-});
-
-/** A host name (resolved at start) or an address to bind on. */
-const bindHost = z.string().min(1).regex(/^[A-Za-z0-9.:_-]+$/, "a host name or an IP address");
-const port = z.number().int().min(0).max(65535);
-
-const computerSchema = z.strictObject({
-  /** DevTools through the computer's site-proxy control listener, e.g. http://shop-agent-proxy:9000/cdp. */
-  cdp: httpUrl,
-  /** The site proxy's log on that listener (GET), e.g. http://shop-agent-proxy:9000/log. */
-  proxyLog: httpUrl.optional(),
-  /** Ends every connection the computer's site proxy holds (POST), e.g. http://shop-agent-proxy:9000/connections/end. */
-  endConnections: httpUrl.optional(),
-});
-
-export const gatewayConfigSchema = z
-  .strictObject({
-    /** The published listener: everything the gateway serves. */
-    listen: z.strictObject({ host: bindHost.default("0.0.0.0"), port }),
-    /** The browse listener, bound on each of `hosts`: synthetic sites' /website/<site>/ and nothing else. */
-    browse: z
-      .strictObject({
-        hosts: z.array(bindHost).min(1, "at least one host").refine((hosts) => new Set(hosts).size === hosts.length, "a host listed twice"),
-        port,
-      })
-      .optional(),
-    sites: z.record(z.string().regex(siteName, "a site name is lowercase letters, digits and dashes"), siteSchema),
-    capturesDir: z.string().min(1).optional(),
-    computers: z.record(z.string().regex(siteName, "a computer name is lowercase letters, digits and dashes"), computerSchema).default({}),
-    /** Before an upstream accepts the connection. */
-    connectTimeoutMs: z.number().int().positive().default(10_000),
-    /** An upstream exchange with no bytes either way for this long is cut. Not a ceiling on the whole exchange. */
-    idleTimeoutMs: z.number().int().positive().default(60_000),
-    /** A client connection whose request head has not all arrived this long after it began is answered 408 and closed. */
-    headersTimeoutMs: z.number().int().positive().default(20_000),
-    /** How long a listener's host name may take to resolve at start (retried while it fails). */
-    resolveTimeoutMs: z.number().int().positive().default(10_000),
-    /** /healthz: a capture file modified this recently counts as writing (else it must grow during the check). */
-    captureFreshMs: z.number().int().positive().default(30_000),
-    /** Processes serving requests (node cluster workers); 1 serves from the main process. */
-    workers: z.number().int().min(1).max(64).default(() => availableParallelism()),
-  })
-  .superRefine((config, ctx) => {
-    for (const [name, site] of Object.entries(config.sites)) {
-      if (site.live && site.frontend) {
-        ctx.addIssue({ code: "custom", path: ["sites", name, "frontend"], message: "a live site has no frontend; remove it or set live: false" });
-      }
-    }
-  });
-
-export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
-export type GatewayConfigInput = z.input<typeof gatewayConfigSchema>;
-export type SiteUpstreams = GatewayConfig["sites"][string];
-
-/** Thrown with a message that is one line naming the field. */
-export class ConfigError extends Error {}
-
-function fieldPath(root: string, path: ReadonlyArray<PropertyKey>): string {
-  return [root, ...path.map(String)].join(".");
+/** Parses the config JSON text; throws ServiceConfigError naming every problem on one line. */
+export function parseGatewayConfig(text: string | undefined): GatewayConfig {
+  return parseServiceConfig(CONFIG_ENV, text, gatewayConfigSchema, "the gateway's JSON config");
 }
 
-/** Parses the config JSON text; throws ConfigError naming every problem on one line. */
-export function parseGatewayConfig(text: string | undefined, root = CONFIG_ENV): GatewayConfig {
-  if (text === undefined || text.trim() === "") throw new ConfigError(`${root}: missing; set it to the gateway's JSON config`);
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    throw new ConfigError(`${root}: not JSON (${(error as Error).message})`);
-  }
-  const result = gatewayConfigSchema.safeParse(json);
-  if (!result.success) {
-    throw new ConfigError(result.error.issues.map((issue) => `${fieldPath(root, issue.path)}: ${issue.message}`).join("; "));
-  }
-  return result.data;
-}
-
-/** The control token from the environment; throws ConfigError when it is missing or could be guessed or mangled. */
+/** The control token from the environment; throws ServiceConfigError when it is missing or could be guessed or mangled. */
 export function readControlToken(env: NodeJS.ProcessEnv): string {
   const token = env[TOKEN_ENV];
   const problem = tokenProblem(token);
-  if (problem !== undefined) throw new ConfigError(`${TOKEN_ENV}: ${problem}; set it to the deploy's control token`);
+  if (problem !== undefined) throw new ServiceConfigError(`${TOKEN_ENV}: ${problem}; set it to the deploy's control token`);
   return token!;
 }

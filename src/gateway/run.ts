@@ -9,7 +9,8 @@
 // an unresolvable host exits 2 with one line naming the field.
 import cluster from "node:cluster";
 import { resolveBindings, type Binding } from "./bind";
-import { ConfigError, parseGatewayConfig, readControlToken, CONFIG_ENV, type GatewayConfig } from "./config";
+import { parseGatewayConfig, readControlToken, CONFIG_ENV, type GatewayConfig } from "./config";
+import { ServiceConfigError } from "../protocol/service-config";
 import { logJsonLine } from "./log";
 import type { DispatcherFor } from "./proxy";
 import { start } from "./server";
@@ -26,7 +27,7 @@ function load(): { config: GatewayConfig; token: string } {
   try {
     return { config: parseGatewayConfig(process.env[CONFIG_ENV]), token: readControlToken(process.env) };
   } catch (error) {
-    if (error instanceof ConfigError) exitWith(error.message, 2);
+    if (error instanceof ServiceConfigError) exitWith(error.message, 2);
     throw error;
   }
 }
@@ -36,7 +37,7 @@ async function bindings(config: GatewayConfig): Promise<Binding[]> {
   try {
     return await resolveBindings(config);
   } catch (error) {
-    if (error instanceof ConfigError) exitWith(error.message, 2);
+    if (error instanceof ServiceConfigError) exitWith(error.message, 2);
     throw error;
   }
 }

@@ -1,4 +1,4 @@
-// Traffic capture (DESIGN "Rules": capture; "Topology": capture sidecars).
+// Traffic capture (docs/design.md "Rules": capture; "Topology": capture sidecars).
 import { problem } from "./problems";
 import { topologyNames } from "./topology";
 import type { PlannedCapture, PlannedWebsite, Problem, StackConfig } from "./types";

@@ -1,5 +1,5 @@
-// Which site a name belongs to (DESIGN "Rules": claims, synthetic wins, live hosts).
-import { covers, overlaps } from "./names";
+// Which site a name belongs to (docs/design.md "Rules": claims, synthetic wins, live hosts).
+import { covers, overlaps } from "../protocol/host-names";
 import { problem, quote } from "./problems";
 import type { Problem, WebsiteConfig } from "./types";
 

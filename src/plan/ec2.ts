@@ -1,7 +1,279 @@
-// The ec2 target's own decisions from its config section: which architecture the instance type runs, so which
-// AMI the VMs boot; the SSH user; how long a VM may live; and the combinations AWS would take but mis-place.
+// What the ec2 target does with its VMs (docs/design.md "Topology"): the security groups as rules, the tags,
+// the user data; the shell commands that ship images to a remote host and check its readiness over SSH (the
+// hosts target's too); and the ec2 section's own decisions: the instance type's architecture (so its AMI), the
+// SSH user, the lifetime, and the combinations AWS would take but mis-place. Pure data from the Plan.
+import { GATEWAY_BROWSE_PORT, SITE_PROXY_CONTROL_PORT } from "./topology";
 import { problem } from "./problems";
-import type { Ec2Config, PlannedEc2, Problem, StackConfig } from "./types";
+import { sshMasterLines, sshRun, sshSetup, type SshEndpoint } from "./ssh";
+import type { Ec2Config, Plan, PlannedEc2, Problem, StackConfig } from "./types";
+
+/** Tags on every AWS resource: which stack (task) it belongs to, so a bill or a leak names its task. */
+export function awsTags(plan: Plan, name: string): Record<string, string> {
+  return { Name: name, "multienv:stack": plan.stack, "multienv:task": plan.stack };
+}
+
+/** A security group rule as data; `peer` names another VM of the env instead of CIDRs. */
+export interface SecurityRule {
+  description: string;
+  protocol: "tcp" | "udp";
+  fromPort: number;
+  toPort: number;
+  cidrBlocks?: string[];
+  ipv6CidrBlocks?: string[];
+  /** The security group of another VM of this env: `env` or `computer:<name>`. */
+  peer?: string;
+}
+
+export interface HostSecurity {
+  ingress: SecurityRule[];
+  egress: SecurityRule[];
+}
+
+const SSH_PORT = 22;
+
+const WEB_PORTS = [80, 443];
+
+const ANYWHERE = ["0.0.0.0/0"];
+
+const ANYWHERE_V6 = ["::/0"];
+
+export function computerPeer(computer: string): string {
+  return `computer:${computer}`;
+}
+
+function webEgress(why: string): SecurityRule[] {
+  return WEB_PORTS.map((port) => ({
+    description: `${why} (port ${port})`,
+    protocol: "tcp" as const,
+    fromPort: port,
+    toPort: port,
+    cidrBlocks: ANYWHERE,
+    ipv6CidrBlocks: ANYWHERE_V6,
+  }));
+}
+
+/**
+ * Security groups of the ec2 target, each an allowlist.
+ * - env VM: ingress only from the runner's CIDRs to SSH and the gateway's published port, and from computer VMs
+ *   to the gateway's browse port; egress to the web ports (image pulls and the Docker install at boot; live site
+ *   servers call their real site) and to each computer VM's proxy control port.
+ * - computer VM: ingress SSH from the runner and the proxy control port from the env VM (the control listener
+ *   refuses whoever lacks the computer's token: a group cannot tell the gateway from a site container on the
+ *   env VM); egress to the env VM's browse port, plus the web ports only when the computer reaches public hosts.
+ *   A computer whose network is `none` or only synthetic sites has no way to the internet at all.
+ */
+export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Record<string, HostSecurity> } {
+  const ec2 = plan.ec2;
+  const runner = ec2?.runnerCidrs ?? [];
+  // AWS takes IPv4 and IPv6 CIDRs in separate fields.
+  const runnerV4 = runner.filter((cidr) => !cidr.includes(":"));
+  const runnerV6 = runner.filter((cidr) => cidr.includes(":"));
+  const fromRunner = (port: number, what: string): SecurityRule => ({
+    description: `${what} from the runner`,
+    protocol: "tcp",
+    fromPort: port,
+    toPort: port,
+    cidrBlocks: runnerV4,
+    ...(runnerV6.length > 0 ? { ipv6CidrBlocks: runnerV6 } : {}),
+  });
+  const env: HostSecurity = {
+    ingress: [
+      // SSH alone: the runner reaches the gateway through an SSH tunnel to the VM's loopback, never over the network.
+      fromRunner(SSH_PORT, "SSH (Docker engine and the gateway tunnel)"),
+      // The computers reach the browse listener alone: synthetic pages, never /svc/, traffic/v1 or CDP.
+      ...plan.computers.map((c) => ({
+        description: `gateway browse listener from computer ${c.name}`,
+        protocol: "tcp" as const,
+        fromPort: GATEWAY_BROWSE_PORT,
+        toPort: GATEWAY_BROWSE_PORT,
+        peer: computerPeer(c.name),
+      })),
+    ],
+    egress: [
+      ...webEgress("image pulls, Docker install and live site servers"),
+      ...plan.computers.map((c) => ({
+        description: `computer ${c.name} site proxy control (token required)`,
+        protocol: "tcp" as const,
+        fromPort: SITE_PROXY_CONTROL_PORT,
+        toPort: SITE_PROXY_CONTROL_PORT,
+        peer: computerPeer(c.name),
+      })),
+    ],
+  };
+  const computers: Record<string, HostSecurity> = {};
+  for (const c of plan.computers) {
+    computers[c.name] = {
+      ingress: [
+        fromRunner(SSH_PORT, "SSH (Docker engine)"),
+        // A group rule cannot tell the gateway from a site container on the env VM, so the control listener
+        // itself refuses every request without this computer's token (which only the gateway holds).
+        {
+          description: "site proxy control from the env VM (token required)",
+          protocol: "tcp" as const,
+          fromPort: SITE_PROXY_CONTROL_PORT,
+          toPort: SITE_PROXY_CONTROL_PORT,
+          peer: "env",
+        },
+      ],
+      egress: [
+        { description: "the gateway browse listener", protocol: "tcp", fromPort: GATEWAY_BROWSE_PORT, toPort: GATEWAY_BROWSE_PORT, peer: "env" },
+        ...(c.reachesPublicHosts ? webEgress("public hosts the computer reaches") : []),
+      ],
+    };
+  }
+  return { env, computers };
+}
+
+/**
+ * The lifetime fuse, as user data lines: a systemd timer at an absolute time `hours` after first boot powers
+ * the VM off, and its shutdown behaviour (terminate) then ends it, so a task nobody destroys stops billing.
+ * Absolute and persistent: a reboot neither restarts the count nor skips a time already past.
+ */
+export function lifetimeFuseLines(hours: number): string[] {
+  const minutes = Math.max(1, Math.round(hours * 60));
+  return [
+    `fuse_at=$(date -u -d "+${minutes} minutes" '+%Y-%m-%d %H:%M:%S UTC')`,
+    "cat >/etc/systemd/system/multienv-fuse.service <<'UNIT'",
+    "[Unit]",
+    "Description=multienv lifetime fuse: power off, and so terminate, this VM",
+    "[Service]",
+    "Type=oneshot",
+    "ExecStart=/usr/bin/systemctl poweroff",
+    "UNIT",
+    'printf \'[Unit]\\nDescription=multienv lifetime fuse\\n[Timer]\\nOnCalendar=%s\\nPersistent=true\\n[Install]\\nWantedBy=timers.target\\n\' "$fuse_at" >/etc/systemd/system/multienv-fuse.timer',
+    "systemctl daemon-reload",
+    "systemctl enable --now multienv-fuse.timer",
+  ];
+}
+
+/** sshd settings for a parallel `up` over one shared connection: many sessions on it, many connections at once. */
+export const SSHD_LIMITS = { maxSessions: 64, maxStartups: "100:30:200" };
+
+/**
+ * User data lines installing the host key the deploy made (the only one sshd then presents: the runner pins it)
+ * and the session limits, then restarting sshd. A file under sshd_config.d sorted first: its values win.
+ */
+export function sshdUserDataLines(hostPrivateKey: string): string[] {
+  return [
+    "install -d -m 755 /etc/ssh/sshd_config.d",
+    "(umask 077; cat >/etc/ssh/multienv_host_ed25519_key <<'MULTIENV_HOST_KEY'",
+    `${hostPrivateKey.trim()}`,
+    "MULTIENV_HOST_KEY",
+    ")",
+    "cat >/etc/ssh/sshd_config.d/00-multienv.conf <<'MULTIENV_SSHD'",
+    "HostKey /etc/ssh/multienv_host_ed25519_key",
+    `MaxSessions ${SSHD_LIMITS.maxSessions}`,
+    `MaxStartups ${SSHD_LIMITS.maxStartups}`,
+    "MULTIENV_SSHD",
+    "grep -q '^Include /etc/ssh/sshd_config.d/' /etc/ssh/sshd_config || sed -i '1i Include /etc/ssh/sshd_config.d/*.conf' /etc/ssh/sshd_config",
+    "systemctl restart sshd 2>/dev/null || systemctl restart ssh",
+  ];
+}
+
+/**
+ * User data: arm the lifetime fuse first (whatever fails later, the VM still ends), install the pinned host key
+ * and sshd's limits, then make sure Docker is installed (an image other than the default may lack it; installing
+ * then needs the web ports), running, and usable by the SSH user; the ECS agent of the default AMI is not used.
+ */
+export function ec2UserData(sshUser: string, lifetimeHours: number, hostPrivateKey: string): string {
+  return [
+    "#!/bin/bash",
+    "set -eu",
+    ...lifetimeFuseLines(lifetimeHours),
+    ...sshdUserDataLines(hostPrivateKey),
+    "if ! command -v docker >/dev/null 2>&1; then",
+    "  if command -v dnf >/dev/null 2>&1; then dnf install -y docker;",
+    "  else apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io; fi",
+    "fi",
+    "systemctl disable --now ecs 2>/dev/null || true",
+    "systemctl enable --now docker",
+    `usermod -aG docker ${shellQuote(sshUser)}`,
+    `touch ${EC2_READY_MARKER}`,
+    "",
+  ].join("\n");
+}
+
+/** The file user data creates last: an ec2 VM is ready only once it exists. */
+export const EC2_READY_MARKER = "/var/lib/multienv-docker-ready";
+
+/** `text` as one /bin/sh word. */
+export function shellQuote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The images a remote engine runs, all shipped in one `docker save` (shared layers once), compressed with zstd
+ * (gzip where the host has no zstd), skipping those the host already has by id. Runs on the runner, with its
+ * docker CLI and the host's shared SSH connection. Image ids, not tags: a rebuilt image is a new id, so it is
+ * shipped again and the containers running it are replaced.
+ */
+export function shipImagesCommand(imageIds: string[], endpoint: SshEndpoint): string {
+  const ids = [...new Set(imageIds)].sort();
+  const probe = `for i in ${ids.map(shellQuote).join(" ")}; do docker image inspect -f . "$i" >/dev/null 2>&1 || echo "$i"; done`;
+  return [
+    "set -eu",
+    sshSetup(endpoint),
+    `missing=$(${sshRun(shellQuote(probe))})`,
+    `if [ -z "$missing" ]; then echo "all ${ids.length} image(s) are there"; exit 0; fi`,
+    'set --',
+    'while IFS= read -r i; do if [ -n "$i" ]; then set -- "$@" "$i"; fi; done <<MULTIENV_MISSING\n$missing\nMULTIENV_MISSING',
+    `if ${sshRun("'command -v zstd'")} >/dev/null 2>&1; then pack="zstd -q -T0 -3"; unpack="zstd -q -d"; else pack="gzip -1"; unpack="gzip -d"; fi`,
+    "# One save of every missing image: layers they share travel once.",
+    `docker save "$@" | $pack | ${sshRun('"$unpack | docker load"')}`,
+    'echo "shipped $# image(s)"',
+  ].join("\n");
+}
+
+/**
+ * The readiness check run on the host over SSH. Exit 0: ready. 3: it will not get ready (cloud-init failed, user
+ * data did not finish, the user is not in the docker group), with the tail of the cloud-init log. 4: the user is
+ * in the docker group but this session's connection logged in before it was added: reconnect. Else: not yet.
+ */
+export function hostReadinessScript(options: { cloudInit: boolean }): string {
+  const log = "/var/log/cloud-init-output.log";
+  return [
+    ...(options.cloudInit
+      ? [
+          `tail_log() { echo "the tail of ${log}:"; sudo -n tail -n 40 ${log} 2>/dev/null || tail -n 40 ${log} 2>/dev/null || echo "(not readable)"; }`,
+          "if command -v cloud-init >/dev/null 2>&1; then",
+          "  cloud-init status --wait >/dev/null 2>&1 || true",
+          `  s=$(cloud-init status 2>/dev/null | sed -n "s/^status: //p")`,
+          `  if [ "$s" != "done" ]; then echo "cloud-init finished with status \${s:-unknown}" >&2; tail_log >&2; exit 3; fi`,
+          "fi",
+          `if [ ! -e ${EC2_READY_MARKER} ]; then echo "user data did not finish (no ${EC2_READY_MARKER})" >&2; tail_log >&2; exit 3; fi`,
+        ]
+      : []),
+    // root reaches the socket without the group.
+    'if [ "$(id -u)" != 0 ] && ! id -nG | tr " " "\n" | grep -qx docker; then',
+    '  if id -nG "$(id -un)" | tr " " "\n" | grep -qx docker; then exit 4; fi',
+    '  echo "$(id -un) is not in the docker group, so it cannot reach Docker; add it (usermod -aG docker $(id -un))" >&2; ' + (options.cloudInit ? "tail_log >&2; " : "") + "exit 3",
+    "fi",
+    'if ! out=$(docker info --format "{{.ServerVersion}}" 2>&1); then echo "docker does not answer yet: $out" >&2; exit 5; fi',
+  ].join("\n");
+}
+
+/**
+ * Waits on the runner until the host is ready (`hostReadinessScript`), retrying the connection while it boots
+ * (10 s apart, about 10 minutes), and stops at once, with what the host says, when it will not get ready.
+ */
+export function readinessCommand(endpoint: SshEndpoint, options: { cloudInit: boolean; attempts?: number; pauseSeconds?: number }): string {
+  const where = `${endpoint.user}@${endpoint.host}`;
+  const attempts = options.attempts ?? 60;
+  return [
+    sshSetup(endpoint),
+    "i=0",
+    "while :; do",
+    `  ${sshRun(shellQuote(hostReadinessScript(options)))} && exit 0`,
+    "  rc=$?",
+    `  if [ $rc -eq 3 ]; then echo ${shellQuote(`${where} will not get ready (above)`)} >&2; exit 1; fi`,
+    '  if [ $rc -eq 4 ]; then ssh -F "$cfg" -O exit "$alias" >/dev/null 2>&1 || true; fi',
+    "  i=$((i + 1))",
+    `  if [ $i -ge ${attempts} ]; then echo "${where}: Docker did not answer over SSH after ${attempts} attempts (last exit $rc)" >&2; exit 1; fi`,
+    `  sleep ${options.pauseSeconds ?? 10}`,
+    sshMasterLines(),
+    "done",
+  ].join("\n");
+}
 
 /** The CPU architecture of an EC2 instance type, as the AMI parameters name it. */
 export type Ec2Architecture = "arm64" | "x86_64";

@@ -15,7 +15,7 @@ import type { Plan, PlannedComputer, PlannedWebsite, PlanResult, Problem, StackC
 
 export * from "./types";
 export { formatProblem, configPath, CONFIG_NAMESPACE } from "./problems";
-export { covers, isAddress, isLocalhostName, isHostName, isWildcard, isDomainPattern } from "./names";
+export { covers, isAddress, isLocalhostName, isHostName, isWildcard, isDomainPattern } from "../protocol/host-names";
 export { liveHosts, isClaimed } from "./claims";
 export { reaching, reachesPublicHosts } from "./reaching";
 export { siteTable } from "./site-table";
@@ -33,6 +33,15 @@ export interface PlanOptions {
 
 /** Every problem with `config` as a stack named `stack`, in config order (names first, then sites, computers, capture). */
 export function planProblems(config: StackConfig, stack: string): Problem[] {
+  return planProblemsOfParts(config, stack, { websites: true });
+}
+
+/**
+ * The plan's problems with a config of which only some parts passed the schema (`config` holds those parts, the
+ * rest at their defaults), so one run reports both kinds. A rule runs only when every part it reads is `complete`:
+ * a start tab is not "claimed by no website" because the website that claims it failed the schema.
+ */
+export function planProblemsOfParts(config: StackConfig, stack: string, complete: { websites: boolean }): Problem[] {
   const problems: Problem[] = [];
   const stackProblem = stackNameProblem(stack);
   if (stackProblem !== undefined) problems.push(problem("", stackProblem));
@@ -41,9 +50,9 @@ export function planProblems(config: StackConfig, stack: string): Problem[] {
   problems.push(...claimProblems(config.websites));
   for (const computer of Object.keys(config.computers).sort()) {
     problems.push(...allowlistProblems(computer, config.computers[computer].network));
-    problems.push(...startTabProblems(computer, config.computers[computer], config.websites));
+    if (complete.websites) problems.push(...startTabProblems(computer, config.computers[computer], config.websites));
   }
-  problems.push(...captureProblems(config));
+  if (complete.websites) problems.push(...captureProblems(config));
   problems.push(...ec2Problems(config));
   problems.push(...hostsProblems(config));
   return problems;

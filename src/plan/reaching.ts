@@ -1,5 +1,5 @@
-// What a computer's site proxy forwards beyond synthetic names (DESIGN "Rules": reaching).
-import { domainPatternProblem, isAddress, isLocalhostName } from "./names";
+// What a computer's site proxy forwards beyond synthetic names (docs/design.md "Rules": reaching).
+import { domainPatternProblem, isAddress, isLocalhostName } from "../protocol/host-names";
 import { problem, quote } from "./problems";
 import type { ComputerNetwork, Problem, Reaching } from "./types";
 

@@ -1,4 +1,4 @@
-// Site and computer names: syntax, reserved words, and collisions (DESIGN "Rules": reserved site names).
+// Site and computer names: syntax, reserved words, and collisions (docs/design.md "Rules": reserved site names).
 //
 // Site and computer names become container names (`<stack>-<site>-server`), network aliases
 // (`<site>-server`), gateway path segments (`/svc/<site>/`, `/computers/<name>/`) and file names
@@ -10,7 +10,7 @@
 //   container name of site `shop` in stack `demo`, and Docker's DNS would answer it twice;
 // - a site and a computer may not share a name: one name, one thing, in containers, outputs and logs;
 // - every name Docker's DNS answers (containers and aliases) must fit in one 63-character DNS label.
-import { resourceNameProblem } from "./names";
+import { resourceNameProblem } from "../protocol/host-names";
 import { problem, quote } from "./problems";
 import { topologyNames } from "./topology";
 import type { Problem, StackConfig } from "./types";

@@ -2,7 +2,7 @@
 // from inside it, through its own proxy. Pure: which checks a computer gets follows from its reaching and the
 // sites; the checks themselves run in src/providers/self-test.ts.
 import { startTabHost } from "./start-tabs";
-import { covers, isWildcard } from "./names";
+import { covers, isWildcard } from "../protocol/host-names";
 import type { PlannedComputer, PlannedWebsite, Reaching } from "./types";
 
 /** Set to `off` in the program's environment, it skips the self-test whatever the config says (`multienv up --no-self-test`). */

@@ -1,6 +1,6 @@
-// The JSON configs the containers' services read (DESIGN "Entry points" and docs/contracts.md extensions).
-// Pure data from a Plan; the services parse them with their own schemas (src/gateway/config.ts,
-// src/site-proxy/config.ts), so field names here follow the contract exactly.
+// The JSON configs the containers' services read (docs/design.md "Entry points" and docs/contracts.md extensions).
+// Pure data from a Plan, typed by the services' own schemas (src/protocol/*-config.ts), so the plan writes
+// exactly what the services read.
 import {
   CA_CERT_PATH,
   CA_KEY_PATH,
@@ -14,48 +14,35 @@ import {
   SITE_PROXY_PORT,
   networkAliases,
 } from "./topology";
+import type { BrowserConfigInput } from "../protocol/browser-config";
+import type { GatewayConfigInput } from "../protocol/gateway-config";
 import { SITE_PROXY_CONTROL_PATHS } from "../protocol/site-proxy";
-import type { Plan, PlannedComputer, Reaching } from "./types";
+import type { SiteProxyConfigInput } from "../protocol/site-proxy-config";
+import type { Plan, PlannedComputer } from "./types";
 
 export interface HostPort {
   host: string;
   port: number;
 }
 
-export interface GatewayServiceConfig {
-  /** The published listener (the runner's), bound on the gateway's ingress address alone. */
+/** `MULTIENV_GATEWAY_CONFIG` as the plan writes it: the schema's input, with what the plan always sets required. */
+export type GatewayServiceConfig = GatewayConfigInput & {
   listen: HostPort;
-  /** The browse listener (the site proxies'): synthetic sites' pages only. */
-  browse?: { hosts: string[]; port: number };
-  sites: Record<string, { server: string; frontend?: string; live: boolean }>;
-  capturesDir?: string;
   /** Each computer's site-proxy control listener: DevTools and the proxy log, behind the computer's token. */
   computers: Record<string, { cdp: string; proxyLog: string; endConnections: string }>;
-}
+};
 
-export interface SiteProxyServiceConfig {
-  listen: HostPort;
-  gateway: string;
-  sites: Record<string, string[]>;
-  reach: Reaching;
-  log: string;
+/** `MULTIENV_SITE_PROXY_CONFIG` as the plan writes it (`deny` is filled in at deploy, when the engine gives subnets). */
+export type SiteProxyServiceConfig = SiteProxyConfigInput & {
   connectTimeoutMs: number;
   idleTimeoutMs: number;
   ca: { cert: string; key: string };
-  /** The env's own networks (CIDRs), never dialled: filled in at deploy, when the engine has given them subnets. */
-  deny?: string[];
   /** The control listener (log, CA, DevTools), for the gateway alone. */
   control: HostPort & { cdp: string };
-}
+};
 
-export interface BrowserServiceConfig {
-  proxy: string;
-  startTabs: string[];
-  /** Where the browser's DevTools relay listens: its own name on its computer's network. */
-  cdpHost: string;
-  cdpPort: number;
-  caFile: string;
-}
+/** `MULTIENV_BROWSER_CONFIG` as the plan writes it. */
+export type BrowserServiceConfig = BrowserConfigInput & { startTabs: string[]; cdpPort: number };
 
 /**
  * `MULTIENV_GATEWAY_CONFIG`: sites by their env-network aliases, computers by their site proxies' control

@@ -1,4 +1,4 @@
-// A routing computer's site table (DESIGN "Rules": site tables).
+// A routing computer's site table (docs/design.md "Rules": site tables).
 import type { ComputerConfig, WebsiteConfig } from "./types";
 
 /**

@@ -1,5 +1,5 @@
-// Rules about one website on its own: its names, live-site refusals, settings (DESIGN "Rules").
-import { domainPatternProblem, isAddress, isLocalhostName } from "./names";
+// Rules about one website on its own: its names, live-site refusals, settings (docs/design.md "Rules").
+import { domainPatternProblem, isAddress, isLocalhostName } from "../protocol/host-names";
 import { problem, quote } from "./problems";
 import type { Problem, WebsiteConfig } from "./types";
 

@@ -1,6 +1,6 @@
-// Start tabs (DESIGN "Rules": start tabs).
+// Start tabs (docs/design.md "Rules": start tabs).
 import { isClaimed, syntheticClaimOf } from "./claims";
-import { covers } from "./names";
+import { covers } from "../protocol/host-names";
 import { problem, quote } from "./problems";
 import type { ComputerConfig, Problem, Reaching, WebsiteConfig } from "./types";
 

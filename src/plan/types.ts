@@ -9,7 +9,7 @@ export type Target = "docker" | "ec2" | "hosts";
 /** A computer's network as configured: every host, none, or an allowlist of host names. */
 export type ComputerNetwork = "allow-all" | "none" | string[];
 
-/** What a computer's site proxy forwards beyond synthetic names (DESIGN "Reaching"). */
+/** What a computer's site proxy forwards beyond synthetic names (docs/design.md "Reaching"). */
 export type Reaching = "allow-all" | "none" | string[];
 
 export interface ImageRef {

@@ -1,4 +1,4 @@
-// A task stack's outputs (DESIGN "Outputs"), as plain data: what MultiEnv exports and what the runner reads.
+// A task stack's outputs (docs/design.md "Outputs"), as plain data: what MultiEnv exports and what the runner reads.
 // The types live here once, so the program and the runner cannot drift apart.
 import type { ComputerNetwork, LiveWebsiteMark, Reaching } from "../plan/types";
 

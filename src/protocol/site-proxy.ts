@@ -50,6 +50,8 @@ export interface ConnectionRecord extends LogRecordBase {
   address: string;
   /** Synthetic site the host belongs to, when it is one. */
   site?: string;
+  /** What a tunnel whose TLS the proxy terminated carried, as ALPN chose it. */
+  protocol?: "h2" | "http/1.1";
   /** Bytes from the computer to the host. */
   bytesToHost: number;
   /** Bytes from the host to the computer. */
@@ -233,4 +235,20 @@ export function parseSiteProxyLog(text: string): SiteProxyLogRecord[] {
     .split("\n")
     .filter((line) => line.trim() !== "")
     .map((line) => JSON.parse(line) as SiteProxyLogRecord);
+}
+
+/**
+ * A log that is being written while it is read: every complete line parsed, and the last line skipped when it is
+ * not yet complete (no newline after it, or not yet valid JSON).
+ */
+export function parseLiveSiteProxyLog(text: string): SiteProxyLogRecord[] {
+  const lines = text.split("\n");
+  const last = lines.pop() ?? "";
+  const records = parseSiteProxyLog(lines.join("\n"));
+  try {
+    records.push(...parseSiteProxyLog(last));
+  } catch {
+    // a torn last line: the rest of it is still being written
+  }
+  return records;
 }

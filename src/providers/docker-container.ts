@@ -268,7 +268,7 @@ async function run(api: DockerApi, spec: ContainerSpec, inputs: Record<string, a
     created = await api.request("POST", `/containers/create?name=${encodeURIComponent(spec.name)}`, spec.create);
   } catch (error) {
     if ((error as { status?: number }).status === 409) {
-      throw new Error(`container ${spec.name}: a container of that name already exists on ${api.where} (a leftover, or another stack's); remove it with \`docker rm -f ${spec.name}\``);
+      throw new Error(`container ${spec.name}: a container of that name already exists on ${api.where} (a leftover, or another stack's); remove it with \`docker rm -f ${spec.name}\``, { cause: error });
     }
     throw error;
   }

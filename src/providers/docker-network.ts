@@ -32,7 +32,13 @@ export const network: Operations = {
       };
       const created = await api.request<{ Id: string }>("POST", "/networks/create", body).catch((e) => {
         if ((e as { status?: number }).status === 409) {
-          throw new Error(`network ${inputs.name}: a network of that name already exists on ${api.where} (a leftover, or another stack's); remove it with \`docker network rm ${inputs.name}\``);
+          throw new Error(`network ${inputs.name}: a network of that name already exists on ${api.where} (a leftover, or another stack's); remove it with \`docker network rm ${inputs.name}\``, { cause: e });
+        }
+        if (/non-overlapping IPv4 address pool/.test((e as Error).message)) {
+          throw new Error(
+            `network ${inputs.name}: the engine on ${api.where} has no address range left for another network (Docker's default pools hold about 30 networks, and every env takes several); give dockerd wider pools, e.g. "default-address-pools": [{"base": "10.200.0.0/13", "size": 26}] in /etc/docker/daemon.json (README "Many stacks on one engine")`,
+            { cause: e },
+          );
         }
         throw e;
       });

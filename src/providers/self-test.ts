@@ -7,12 +7,12 @@
 // would open an error page in front of the agent.
 import { randomBytes } from "node:crypto";
 import type { Browser, Response } from "playwright-core";
-import { covers } from "../plan/names";
+import { covers } from "../protocol/host-names";
 import type { SelfTestCheck } from "../plan/self-test";
 import { startTabHost } from "../plan/start-tabs";
 import { bearer } from "../protocol/auth";
 import { CARD_PATH, findExtension, parseCard, WEBSITE_V1_URN, type GatewayCard } from "../protocol/card";
-import { parseSiteProxyLog, SITE_PROXY_HEADER, SiteProxyVerdict, type LogMark, logMarkQuery } from "../protocol/site-proxy";
+import { parseLiveSiteProxyLog, SITE_PROXY_HEADER, SiteProxyVerdict, type LogMark, logMarkQuery } from "../protocol/site-proxy";
 import type { SelfTestCheckResult, SelfTestResults } from "../protocol/outputs";
 import { diffInputs, pick, type Operations } from "./operation";
 
@@ -28,6 +28,9 @@ function computerPath(computer: string, rest: string): string {
   return `/computers/${encodeURIComponent(computer)}${rest}`;
 }
 
+/** How long a computer's browser may take to answer on DevTools once its containers are up. */
+const DEVTOOLS_READY_MS = 60_000;
+
 async function gatewayFetch(gateway: Gateway, path: string, init: RequestInit = {}): Promise<Response | globalThis.Response> {
   return fetch(gateway.url.replace(/\/+$/, "") + path, { ...init, headers: { authorization: bearer(gateway.token) } });
 }
@@ -40,7 +43,7 @@ async function markLog(gateway: Gateway, computer: string, mark: LogMark): Promi
 async function refusedInLog(gateway: Gateway, computer: string, host: string, since: string): Promise<boolean> {
   const answer = (await gatewayFetch(gateway, computerPath(computer, "/proxy-log"))) as globalThis.Response;
   if (!answer.ok) return false;
-  return parseSiteProxyLog(await answer.text()).some((r) => r.event === "refused" && r.host === host && r.time >= since);
+  return parseLiveSiteProxyLog(await answer.text()).some((r) => r.event === "refused" && r.host === host && r.time >= since);
 }
 
 /** Who answered a navigation: the proxy itself (its marker), or the host. */
@@ -89,11 +92,22 @@ async function runCheck(gateway: Gateway, browser: Browser, computer: string, ch
 async function testComputer(gateway: Gateway, computer: string, checks: SelfTestCheck[]): Promise<SelfTestCheckResult[]> {
   // Loaded here: every other resource kind's operations run in the same host, and need no browser client.
   const { chromium } = require("playwright-core") as typeof import("playwright-core");
-  let browser: Browser;
-  try {
-    browser = await chromium.connectOverCDP(gateway.url.replace(/\/+$/, "") + computerPath(computer, "/cdp"), { headers: { Authorization: bearer(gateway.token) }, timeout: 30_000 });
-  } catch (error) {
-    return [{ check: "its browser answers on DevTools through the gateway", url: "", ok: false, detail: (error as Error).message.split("\n")[0] }];
+  let browser: Browser | undefined;
+  // The containers are up, but a browser under a loaded engine may still be starting: the gateway answers 502
+  // until its DevTools relay listens, so that is retried until the deadline.
+  const until = Date.now() + DEVTOOLS_READY_MS;
+  for (;;) {
+    try {
+      browser = await chromium.connectOverCDP(gateway.url.replace(/\/+$/, "") + computerPath(computer, "/cdp"), { headers: { Authorization: bearer(gateway.token) }, timeout: 30_000 });
+      break;
+    } catch (error) {
+      const detail = (error as Error).message.split("\n")[0];
+      if (Date.now() < until && /Unexpected status 50[234]/.test(detail)) {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        continue;
+      }
+      return [{ check: "its browser answers on DevTools through the gateway", url: "", ok: false, detail }];
+    }
   }
   await markLog(gateway, computer, { selfTest: "start" }).catch(() => undefined);
   try {

@@ -98,7 +98,7 @@ export function readCollectorEnvironment(env: NodeJS.ProcessEnv): {
       captureTraffic: parsed.captureTraffic !== false,
     };
   } catch (error) {
-    if (error instanceof SyntaxError) throw new Error(`collect --from-env: ${COLLECTOR_ENV.context} is not JSON (${error.message})`);
+    if (error instanceof SyntaxError) throw new Error(`collect --from-env: ${COLLECTOR_ENV.context} is not JSON (${error.message})`, { cause: error });
     throw error;
   }
   return { stack, gatewayUrl, controlToken, context, artifactsDir: env[COLLECTOR_ENV.artifactsDir] || undefined };

@@ -97,7 +97,7 @@ export async function checkStack(stackOrPath: string, options: CheckOptions = {}
   return { ok: problems.length === 0, stack, file, problems, warnings: planned.warnings, resources: graph.resources, outputs: graph.outputs };
 }
 
-/** `--json`: exactly the DESIGN shape `{ok, problems[], warnings[], resources[{type,name,parent,inputs}], outputs{}}`. */
+/** `--json`: exactly the docs/design.md shape `{ok, problems[], warnings[], resources[{type,name,parent,inputs}], outputs{}}`. */
 export function checkJson(result: CheckResult): string {
   return JSON.stringify(
     {

@@ -4,10 +4,10 @@
 // computer's site proxy logs a `connection` record per connection it made; every host in them that is neither
 // one of the env's synthetic names nor a loopback/private address is a public host.
 import { isIPv4, isIPv6 } from "node:net";
-import { covers, isLocalhostName } from "../plan/names";
+import { covers, isLocalhostName } from "../protocol/host-names";
 import { bearer } from "../protocol/auth";
 import { errorMessage } from "./errors";
-import { logMarkQuery, parseSiteProxyLog, type ConnectionRecord, type LogMark } from "../protocol/site-proxy";
+import { logMarkQuery, parseLiveSiteProxyLog, type ConnectionRecord, type LogMark } from "../protocol/site-proxy";
 
 /** The gateway path streaming a computer's site-proxy log (control token required). */
 export function proxyLogPath(computer: string): string {
@@ -96,7 +96,7 @@ export function isPublicHost(host: string, syntheticDomains: readonly string[]):
 
 /** The public hosts (sorted, unique) in a site-proxy log, and how many connections it records. */
 export function publicHostsInLog(logText: string, syntheticDomains: readonly string[]): { connections: number; publicHosts: string[] } {
-  const connections = parseLogLeniently(logText).filter((r): r is ConnectionRecord => r.event === "connection");
+  const connections = parseLiveSiteProxyLog(logText).filter((r): r is ConnectionRecord => r.event === "connection");
   const hosts = new Set<string>();
   for (const connection of connections) {
     if (connection.site !== undefined) continue;
@@ -105,15 +105,3 @@ export function publicHostsInLog(logText: string, syntheticDomains: readonly str
   return { connections: connections.length, publicHosts: [...hosts].sort() };
 }
 
-/** Like parseSiteProxyLog, but a torn last line (the log is being written while it is read) is skipped, not fatal. */
-function parseLogLeniently(text: string) {
-  const lines = text.split("\n");
-  const complete = text.endsWith("\n") ? lines : lines.slice(0, -1);
-  return complete.flatMap((line) => {
-    try {
-      return parseSiteProxyLog(line);
-    } catch {
-      return [];
-    }
-  });
-}

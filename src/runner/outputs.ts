@@ -1,4 +1,4 @@
-// A task stack's outputs as the runner reads them (DESIGN "Outputs"), and how they are shown.
+// A task stack's outputs as the runner reads them (docs/design.md "Outputs"), and how they are shown.
 // The Automation API hands outputs back decrypted, each flagged `secret`; the control token is one of them.
 // Nothing here prints a secret unless the caller asked for it by name.
 import { execFileSync } from "node:child_process";

@@ -17,10 +17,10 @@ import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
-import { isWildcard } from "../plan/names";
+import { isWildcard } from "../protocol/host-names";
 import { bearer } from "../protocol/auth";
 import { CARD_PATH, findExtension, parseCard, WEBSITE_OPERATIONS, WEBSITE_V1_URN, type GatewayCard } from "../protocol/card";
-import { episodeOf, parseSiteProxyLog } from "../protocol/site-proxy";
+import { episodeOf, parseLiveSiteProxyLog } from "../protocol/site-proxy";
 import { dockerApi, type EngineTarget } from "../providers/docker-api";
 import { RESOURCE_TYPES } from "../providers/types";
 import { PROXY_LOGS_DIR, TRAFFIC_DIR } from "./artifacts";
@@ -36,7 +36,7 @@ import { cdpUrlOf } from "./sign-in";
 export interface ResetSeam {
   readonly name: string;
   outputs(): Promise<OutputMap>;
-  exportStack(): Promise<{ deployment: { resources?: { type: string; inputs?: Record<string, any>; outputs?: Record<string, any> }[] } }>;
+  exportStack(): Promise<{ deployment: { resources?: { type: string; inputs?: Record<string, unknown>; outputs?: Record<string, unknown> }[] } }>;
 }
 
 export interface ResetOptions {
@@ -73,7 +73,7 @@ const CAPTURE_SITE_LABEL = "multienv.capture.site";
 const CAPTURE_ROLE_LABEL = "multienv.capture.role";
 
 /** Every container of the stack, from its state: name, role, site or computer, and the engine it is on. */
-function containersOf(resources: { type: string; inputs?: Record<string, any> }[]): (StackContainer & { captureOf?: string })[] {
+function containersOf(resources: { type: string; inputs?: Record<string, unknown> }[]): (StackContainer & { captureOf?: string })[] {
   return resources
     .filter((r) => r.type === RESOURCE_TYPES.container && r.inputs)
     .map((r) => {
@@ -139,15 +139,9 @@ async function restartCapture(sidecar: StackContainer & { captureOf?: string }):
 /** The origins whose storage a browser may hold after an episode: the hosts its proxy saw, the sites' exact names, its tabs. */
 function originsToClear(logText: string, siteDomains: string[], extra: string[]): string[] {
   const hosts = new Set<string>();
-  for (const line of logText.split("\n")) {
-    try {
-      for (const record of parseSiteProxyLog(line)) {
-        const host = (record as { host?: unknown }).host;
-        if (typeof host === "string" && host !== "") hosts.add(host.toLowerCase().replace(/\.$/, ""));
-      }
-    } catch {
-      // a torn line
-    }
+  for (const record of parseLiveSiteProxyLog(logText)) {
+    const host = (record as { host?: unknown }).host;
+    if (typeof host === "string" && host !== "") hosts.add(host.toLowerCase().replace(/\.$/, ""));
   }
   for (const d of siteDomains) if (!isWildcard(d)) hosts.add(d);
   const origins = new Set(extra);

@@ -3,7 +3,7 @@
 // playwright-core's connectOverCDP is the DevTools client; connecting sends the control token on both the
 // /json/version request and the WebSocket. Disconnecting leaves the computer's browser running.
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
-import { covers, isWildcard } from "../plan/names";
+import { covers, isWildcard } from "../protocol/host-names";
 import { bearer } from "../protocol/auth";
 import { parseStorageState, SESSION_PATH, type StorageState } from "../protocol/session";
 import { errorMessage } from "./errors";
@@ -48,7 +48,7 @@ async function withComputerBrowser<T>(access: GatewayAccess, computer: string, u
     });
   } catch (error) {
     const reason = (error instanceof Error ? error.message : String(error)).split("\n")[0];
-    throw new Error(`could not reach computer ${computer}'s browser over DevTools through the gateway: ${reason}`);
+    throw new Error(`could not reach computer ${computer}'s browser over DevTools through the gateway: ${reason}`, { cause: error });
   }
   try {
     // The browser's own (default) context: the one its tabs live in and its cookies persist in.

@@ -38,11 +38,6 @@ const ALWAYS_UNLESS_ALLOWED = new Set(["loopback"]);
 const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR("2000::/3");
 const NAT64_WELL_KNOWN = ipaddr.parseCIDR("64:ff9b::/96");
 
-/** True when `text` is a CIDR ipaddr.js can read, e.g. `172.18.0.0/16` or `fd00::/8`. */
-export function isCidr(text: string): boolean {
-  return ipaddr.isValidCIDR(text);
-}
-
 function matches(address: Address, cidr: Cidr): boolean {
   return address.kind() === cidr[0].kind() && address.match(cidr);
 }

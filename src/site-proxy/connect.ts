@@ -3,7 +3,7 @@
 // the `failed` log line say.
 import * as dns from "node:dns";
 import * as net from "node:net";
-import { isAddress } from "../plan/names";
+import { isAddress } from "../protocol/host-names";
 import type { FailedReason } from "../protocol/site-proxy";
 import type { AddressCheck } from "./addresses";
 import { BulkReads } from "./bulk-reads";

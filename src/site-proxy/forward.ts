@@ -27,7 +27,7 @@ export interface ForwardHooks {
 export class BrokenAnswer extends Error {}
 
 /** RFC 9110 9.2.2: the methods a client may send again without changing what the first attempt did. */
-const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]);
+export const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]);
 
 /**
  * An agent whose sockets come from `open` (one deadline for the lookup and the attempts, the address check, a log
@@ -67,11 +67,36 @@ export function connectorAgent(open: (host: string, port: number) => Promise<net
 }
 
 /**
+ * At most `max` requests under way at once, the rest started in turn as those end. With one request at a time on a
+ * connection, that bounds the agent's connections too (an agent whose sockets open asynchronously, as the
+ * connector's do, cannot count them for its own maxSockets until they have opened).
+ */
+export class RequestSlots {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(private readonly max: number) {}
+
+  /** Runs `start` once a slot is free; `start` calls its `release` (once; later calls do nothing) when its request ended. */
+  run(start: (release: () => void) => void): void {
+    if (this.running >= this.max) return void this.waiting.push(() => this.run(start));
+    this.running++;
+    let released = false;
+    start(() => {
+      if (released) return;
+      released = true;
+      this.running--;
+      this.waiting.shift()?.();
+    });
+  }
+}
+
+/**
  * Sends `req` to `destination` through `agent` and streams the answer into `res`. A request without a body whose
  * method is idempotent, meeting a kept-alive connection the host closed as it arrived, is sent once more on a new
  * one, as a browser would do itself; any other request is sent once.
  */
-export function forward(req: http.IncomingMessage, res: http.ServerResponse, agent: http.Agent, destination: Destination, hooks: ForwardHooks): void {
+export function forward(req: http.IncomingMessage, res: http.ServerResponse, agent: http.Agent, destination: Destination, hooks: ForwardHooks, slots?: RequestSlots): void {
   const bodyless = !hasBody(req);
   const retriable = bodyless && IDEMPOTENT.has(req.method ?? "");
   const headers = [...destination.headers, ...requestFraming(req)];
@@ -82,15 +107,21 @@ export function forward(req: http.IncomingMessage, res: http.ServerResponse, age
     settled = true;
     hooks.failed(err, answered);
   };
+  let release = () => {};
   const send = (mayRetry: boolean) => {
     let upstream: http.ClientRequest;
     try {
       upstream = http.request({ agent, host: destination.host, port: destination.port, method: req.method, path: destination.path, headers, setHost: false });
     } catch (err) {
       // Node's client refuses what it cannot write (a path with characters a request line may not carry).
+      release();
       failed(err as Error);
       return;
     }
+    let retried = false;
+    // A request's close comes just before its kept-alive socket is free again: the slot is given on after that,
+    // so the next request finds the socket rather than opening another.
+    upstream.once("close", () => retried || process.nextTick(release));
     upstream.on("response", (answer) => {
       const problem = responseFramingProblem(answer);
       if (problem) {
@@ -111,7 +142,10 @@ export function forward(req: http.IncomingMessage, res: http.ServerResponse, age
       answer.on("error", () => res.destroy());
     });
     upstream.on("error", (err: NodeJS.ErrnoException) => {
-      if (mayRetry && !settled && upstream.reusedSocket && !res.headersSent && (err.code === "ECONNRESET" || err.code === "EPIPE")) return send(false);
+      if (mayRetry && !settled && upstream.reusedSocket && !res.headersSent && (err.code === "ECONNRESET" || err.code === "EPIPE")) {
+        retried = true;
+        return send(false);
+      }
       failed(err);
     });
     res.once("close", () => {
@@ -122,7 +156,13 @@ export function forward(req: http.IncomingMessage, res: http.ServerResponse, age
       upstream.end();
     } else req.pipe(upstream);
   };
-  send(retriable);
+  if (!slots) return send(retriable);
+  slots.run((done) => {
+    release = done;
+    // A computer that went away while its request waited for a slot: nothing to send.
+    if (res.destroyed || req.destroyed) return release();
+    send(retriable);
+  });
 }
 
 export interface UpgradeHooks {

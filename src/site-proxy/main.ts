@@ -1,11 +1,12 @@
 // multienv-site-proxy: reads MULTIENV_SITE_PROXY_CONFIG, starts the proxy and prints its startup line (with the
 // bound ports) on stdout. A bad configuration is one line naming the field, and exit status 2.
-import { ConfigError, configFromEnv, controlTokenFromEnv } from "./config";
+import { configFromEnv, controlTokenFromEnv } from "./config";
+import { ServiceConfigError } from "../protocol/service-config";
 import { BAD_CONFIG_EXIT, STANDBY_ENV, StandbyMessage } from "./supervision";
 
 /** A configuration the proxy cannot start with: one line naming the field, and the status the supervisor heeds. */
 function refuseConfig(err: unknown): never {
-  if (!(err instanceof ConfigError)) throw err;
+  if (!(err instanceof ServiceConfigError)) throw err;
   process.stderr.write(`multienv-site-proxy: ${err.message}\n`);
   process.exit(BAD_CONFIG_EXIT);
 }

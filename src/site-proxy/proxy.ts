@@ -3,15 +3,17 @@
 // are tunnelled or forwarded when the computer reaches them and the address dialled passes the address check;
 // every answer the proxy gives itself carries X-Agentenv-Site-Proxy.
 import * as http from "node:http";
+import * as http2 from "node:http2";
 import type * as net from "node:net";
 import * as tls from "node:tls";
 import { SiteProxyVerdict } from "../protocol/site-proxy";
 import type { AddressCheck } from "./addresses";
 import type { CertificateAuthority } from "./ca";
 import { AddressRefused, addressOf, ConnectFailure, type Connector, normalizeHost, type Opened } from "./connect";
-import { BrokenAnswer, connectorAgent, type Destination, forward, type ForwardHooks, forwardUpgrade, type UpgradeHooks } from "./forward";
+import { BrokenAnswer, connectorAgent, type Destination, forward, type ForwardHooks, forwardUpgrade, RequestSlots, type UpgradeHooks } from "./forward";
 import { requestFramingProblem, upgradeFramingProblem } from "./framing";
 import { OpenConnections } from "./connections";
+import { answerStream, forwardStream, forwardWebSocket, H2_SERVER_OPTIONS, type H2Request, readH2Request } from "./h2";
 import type { EventLog } from "./log";
 import {
   answerResponse,
@@ -67,6 +69,9 @@ interface Failure {
   message: string;
 }
 
+/** Connections to the gateway a proxy holds at most (requests beyond them wait for one to be free). */
+export const GATEWAY_CONNECTIONS = 32;
+
 /** Creates the proxy's HTTP server (not yet listening). */
 export function createProxyServer(options: ProxyOptions): http.Server {
   const { router, connector, check, ca, log, gateway, idleTimeoutMs, headTimeoutMs } = options;
@@ -109,7 +114,11 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   }
 
   const hostAgent = connectorAgent(async (host, port) => (await openLogged("HTTP", host, port)).socket, idleTimeoutMs);
+  // HTTP/2 lets one connection carry 128 requests at once, where a browser held itself to 32 connections to a proxy:
+  // the gateway, shared by every computer, gets at most this many of this computer's requests at a time, the rest
+  // waiting their turn here, on connections kept alive and reused.
   const gatewayAgent = connectorAgent(openGateway, idleTimeoutMs);
+  const gatewaySlots = new RequestSlots(GATEWAY_CONNECTIONS);
 
   /** What the computer is told when its request could not be sent on, and the log line that says why. */
   function failure(err: Error, x: Exchange): Failure {
@@ -170,8 +179,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   }
 
   /** The request's own headers for the gateway: the gateway's Host, and the browser's in X-Forwarded-Host/-Proto. */
-  function gatewayDestination(req: http.IncomingMessage, site: string, authority: string, proto: "http" | "https", path: string): Destination {
-    let headers = endToEndHeaders(req.rawHeaders);
+  function gatewayDestination(rawHeaders: string[], site: string, authority: string, proto: "http" | "https", path: string): Destination {
+    let headers = endToEndHeaders(rawHeaders);
     for (const name of ["host", "content-length", "x-forwarded-host", "x-forwarded-proto"]) headers = withoutHeader(headers, name);
     return {
       host: gatewayHost,
@@ -219,7 +228,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const tunnel = tunnels.get(req.socket);
     if (tunnel) {
       const x = exchange(req, tunnel.host, tunnel.port, tunnel.site);
-      forward(req, res, gatewayAgent, gatewayDestination(req, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, tunnelPath(req.url ?? "/")), forwardHooks(res, x));
+      forward(req, res, gatewayAgent, gatewayDestination(req.rawHeaders, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, tunnelPath(req.url ?? "/")), forwardHooks(res, x), gatewaySlots);
       return;
     }
     const target = parseAbsoluteForm(req.url ?? "");
@@ -230,7 +239,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const route = router.route(target.host);
     if (route.kind === "synthetic") {
       const x = exchange(req, target.host, target.port, route.site);
-      forward(req, res, gatewayAgent, gatewayDestination(req, route.site, target.authority, "http", target.path), forwardHooks(res, x));
+      forward(req, res, gatewayAgent, gatewayDestination(req.rawHeaders, route.site, target.authority, "http", target.path), forwardHooks(res, x), gatewaySlots);
     } else if (route.kind === "refused") {
       const f = refusedByRoute(exchange(req, target.host, target.port), route.why);
       answerResponse(res, f.status, f.verdict, f.message);
@@ -251,7 +260,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const tunnel = tunnels.get(client);
     if (tunnel) {
       const x = exchange(req, tunnel.host, tunnel.port, tunnel.site);
-      const destination = gatewayDestination(req, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, tunnelPath(req.url ?? "/"));
+      const destination = gatewayDestination(req.rawHeaders, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, tunnelPath(req.url ?? "/"));
       return forwardUpgrade(req, client, early, destination, idleTimeoutMs, upgradeHooks(client, x, openGateway));
     }
     const target = parseAbsoluteForm(req.url ?? "");
@@ -262,7 +271,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const route = router.route(target.host);
     if (route.kind === "synthetic") {
       const x = exchange(req, target.host, target.port, route.site);
-      forwardUpgrade(req, client, early, gatewayDestination(req, route.site, target.authority, "http", target.path), idleTimeoutMs, upgradeHooks(client, x, openGateway));
+      forwardUpgrade(req, client, early, gatewayDestination(req.rawHeaders, route.site, target.authority, "http", target.path), idleTimeoutMs, upgradeHooks(client, x, openGateway));
     } else if (route.kind === "refused") {
       const f = refusedByRoute(exchange(req, target.host, target.port), route.why);
       answerSocket(client, f.status, f.verdict, f.message);
@@ -304,10 +313,13 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       client.pause();
       client.unshift(first); // a TLSSocket takes over bytes already read; the HTTP parser gets them on resume
       const tlsHandshake = first[0] === 0x16;
+      // HTTP/2 first: one connection for a whole page. The context is the name's own, cached with its leaf, so a
+      // browser coming back resumes its TLS session with a ticket only that name's context can read.
       const conversation: net.Socket = tlsHandshake
-        ? new tls.TLSSocket(client, { isServer: true, secureContext: context, ALPNProtocols: ["http/1.1"] })
+        ? new tls.TLSSocket(client, { isServer: true, secureContext: context, ALPNProtocols: ["h2", "http/1.1"] })
         : client;
-      tunnels.set(conversation, { site, host, port, proto: tlsHandshake ? "https" : "http" });
+      const tunnel: SyntheticTunnel = { site, host, port, proto: tlsHandshake ? "https" : "http" };
+      tunnels.set(conversation, tunnel);
       conversation.setTimeout(idleTimeoutMs);
       conversation.on("timeout", () => conversation.destroy());
       conversation.on("error", (err: NodeJS.ErrnoException) => {
@@ -318,6 +330,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       });
       conversation.once("close", () => {
         client.destroy();
+        const protocol = tlsHandshake ? ((conversation as tls.TLSSocket).alpnProtocol || "http/1.1") : undefined;
         log.write({
           event: "connection",
           method: "CONNECT",
@@ -325,18 +338,124 @@ export function createProxyServer(options: ProxyOptions): http.Server {
           port,
           address: `${gatewayHost}:${gatewayPort}`,
           site,
+          ...(protocol === "h2" || protocol === "http/1.1" ? { protocol } : {}),
           bytesToHost: client.bytesRead - readBefore,
           bytesFromHost: client.bytesWritten - writtenBefore,
           start: start.toISOString(),
           durationMs: Date.now() - start.getTime(),
         });
       });
-      // This server parses the conversation like any connection of its own, head timeout included.
-      server.emit("connection", conversation);
-      if (!tlsHandshake) client.resume();
+      if (!tlsHandshake) {
+        // This server parses the conversation like any connection of its own, head timeout included.
+        server.emit("connection", conversation);
+        client.resume();
+        return;
+      }
+      // The handshake counts against the head timeout, as the head it comes before does.
+      const handshake = setTimeout(() => {
+        log.write({ event: "error", error: `no TLS handshake within ${headTimeoutMs} ms; connection dropped`, client: client.remoteAddress, host, port });
+        conversation.destroy();
+      }, headTimeoutMs);
+      conversation.once("close", () => clearTimeout(handshake));
+      conversation.once("secure", () => {
+        clearTimeout(handshake);
+        if ((conversation as tls.TLSSocket).alpnProtocol === "h2") serveH2(conversation as tls.TLSSocket, tunnel);
+        else server.emit("connection", conversation);
+      });
     };
     if (head.length > 0) serve(head);
     else client.once("data", serve);
+  }
+
+  // HTTP/2 conversations inside tunnels to synthetic names. The server only makes the sessions (it never listens);
+  // each session is bound to its tunnel as it is made, so a stream is only ever routed by its own tunnel's name.
+  const h2server = http2.createServer(H2_SERVER_OPTIONS);
+  let arriving: { tunnel: SyntheticTunnel; conversation: tls.TLSSocket } | undefined;
+  h2server.on("session", (session: http2.ServerHttp2Session) => {
+    const bound = arriving;
+    if (!bound) return void session.destroy();
+    session.on("error", () => session.destroy());
+    // The session's own timer: with HTTP/2 reading the socket itself, the socket's timer would not see traffic.
+    session.setTimeout(idleTimeoutMs, () => session.destroy());
+    // The computer is done sending (its side of the connection ended): the streams under way finish, then it closes.
+    // The proxy's sockets are half-open ones, so nothing else would close it.
+    bound.conversation.once("end", () => session.close());
+    const client = bound.conversation.remoteAddress;
+    // As for an HTTP/1.1 connection, the first request must come within the head timeout.
+    const firstRequest = setTimeout(() => {
+      log.write({ event: "error", error: `no complete request head within ${headTimeoutMs} ms; connection dropped`, client, host: bound.tunnel.host, port: bound.tunnel.port });
+      session.destroy();
+    }, headTimeoutMs);
+    session.once("stream", () => clearTimeout(firstRequest));
+    session.once("close", () => clearTimeout(firstRequest));
+    session.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) =>
+      onStream(stream, readH2Request(headers, rawHeaders, flags), bound.tunnel, client),
+    );
+  });
+
+  function serveH2(conversation: tls.TLSSocket, tunnel: SyntheticTunnel): void {
+    connections.track(conversation);
+    conversation.setTimeout(0);
+    // A TLS server marks its sockets connected once secure (node's tls.Server does it as it emits
+    // secureConnection); a session waits for a socket still marked connecting, so this one is marked by hand.
+    (conversation as tls.TLSSocket & { secureConnecting: boolean }).secureConnecting = false;
+    arriving = { tunnel, conversation };
+    try {
+      h2server.emit("connection", conversation);
+    } finally {
+      arriving = undefined;
+    }
+  }
+
+  /** Why a stream's request is not sent on (answered 400), or undefined. */
+  function streamProblem(r: H2Request): string | undefined {
+    if (r.method === "CONNECT" && r.protocol === undefined) return "CONNECT inside a tunnel";
+    if (r.protocol !== undefined && r.protocol !== "websocket") return `extended CONNECT for "${r.protocol}"; only websocket is relayed`;
+    if (r.scheme !== "https") return `:scheme must be https inside TLS, got "${r.scheme}"`;
+    if (r.path === undefined || !r.path.startsWith("/")) return `:path must be an absolute path, got "${r.path}"`;
+    if (r.authority === undefined) return "a request needs :authority (or Host)";
+    if (r.hostHeader !== undefined && r.hostHeader !== r.authority) return `a Host header "${r.hostHeader}" that differs from :authority "${r.authority}"`;
+    return undefined;
+  }
+
+  /** One HTTP/2 stream inside a synthetic tunnel: its own name's site, or refused. */
+  function onStream(stream: http2.ServerHttp2Stream, r: H2Request, tunnel: SyntheticTunnel, client: string | undefined): void {
+    stream.on("error", () => stream.destroy());
+    const problem = streamProblem(r);
+    if (problem) {
+      log.write({ event: "error", error: `malformed request: ${problem}`, client, method: r.method, host: tunnel.host, port: tunnel.port, status: 400 });
+      return answerStream(stream, 400, SiteProxyVerdict.badRequest, `malformed request: ${problem}`);
+    }
+    // A connection is for its tunnel's name alone (no coalescing, RFC 9113 9.1.1): another authority is misdirected.
+    const target = parseAuthority(r.authority!, 443);
+    if (!target || target.host !== tunnel.host || target.port !== tunnel.port) {
+      const why = `this connection is for ${formatAuthority(tunnel.host, tunnel.port, 443)} only`;
+      const address = target ? addressOf(target.host) : undefined;
+      log.write({ event: "refused", method: r.method, host: target?.host ?? r.authority!, port: target?.port ?? 443, ...(address !== undefined ? { address } : {}), why });
+      return answerStream(stream, 421, SiteProxyVerdict.refused, `${r.authority} is misdirected: ${why}`);
+    }
+    const x: Exchange = { method: r.method, host: tunnel.host, port: tunnel.port, site: tunnel.site, hostHeader: r.authority };
+    if (r.protocol === "websocket") {
+      const destination = gatewayDestination(r.headers, tunnel.site, tunnelAuthority(tunnel), "https", r.path!);
+      return forwardWebSocket(stream, destination, idleTimeoutMs, {
+        open: openGateway,
+        answered: (status) => logRequest(x, status),
+        failed: (err) => {
+          const f = failure(err, x);
+          answerStream(stream, f.status, f.verdict, f.message);
+          logRequest(x, f.status);
+        },
+      });
+    }
+    forwardStream(stream, r, gatewayAgent, gatewayDestination(r.headers, tunnel.site, tunnelAuthority(tunnel), "https", r.path!), {
+      answered: (status) => logRequest(x, status),
+      failed: (err, answered) => {
+        if (answered) return void stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+        const f = failure(err, x);
+        answerStream(stream, f.status, f.verdict, f.message);
+        logRequest(x, f.status);
+      },
+    }, gatewaySlots);
   }
 
   /** CONNECT to a host the computer reaches: a byte tunnel, never decrypted. */

@@ -1,4 +1,4 @@
-// Relaying bytes between two sockets until both sides are done, with the two waits DESIGN bounds: a connection
+// Relaying bytes between two sockets until both sides are done, with the two waits docs/design.md bounds: a connection
 // with no traffic either way ends after the idle timeout, and so does a write to a peer that stopped reading
 // (even while the other direction is busy, which would keep the sockets' own idle timers from firing).
 import type { Duplex } from "node:stream";

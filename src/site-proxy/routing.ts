@@ -1,7 +1,7 @@
-// Where a request for a host goes, decided from the computer's site table and reaching alone (DESIGN "Site proxy").
+// Where a request for a host goes, decided from the computer's site table and reaching alone (docs/design.md "Site proxy").
 // A synthetic name always wins, also inside a wildcard the computer reaches; beyond synthetic names, allow-all
 // forwards any host, an allowlist only its own names (never an address or a localhost name), none nothing.
-import { covers, isAddress, isLocalhostName, isWildcard } from "../plan/names";
+import { covers, isAddress, isLocalhostName, isWildcard } from "../protocol/host-names";
 import { normalizeHost } from "./connect";
 
 export type Route = { kind: "synthetic"; site: string } | { kind: "forward" } | { kind: "refused"; why: string };

@@ -6,7 +6,8 @@ import * as path from "node:path";
 import type { StartupRecord } from "../protocol/site-proxy";
 import { createAddressCheck } from "./addresses";
 import { loadOrCreateCa } from "./ca";
-import { ConfigError, type SiteProxyConfig } from "./config";
+import type { SiteProxyConfig } from "./config";
+import { ServiceConfigError } from "../protocol/service-config";
 import { type Connector, createConnector } from "./connect";
 import { createControlServer } from "./control";
 import { type EventLog, openEventLog } from "./log";
@@ -37,7 +38,7 @@ const LISTEN_RETRY_MS = 250;
 
 /**
  * The address a listener binds: `host` itself when it is an address, else the first address it resolves to,
- * asked again until it resolves or LISTEN_RESOLVE_MS pass (then a ConfigError naming `field`).
+ * asked again until it resolves or LISTEN_RESOLVE_MS pass (then a ServiceConfigError naming `field`).
  */
 export async function listenAddress(connector: Connector, field: string, host: string): Promise<string> {
   const until = Date.now() + LISTEN_RESOLVE_MS;
@@ -46,7 +47,7 @@ export async function listenAddress(connector: Connector, field: string, host: s
       return (await connector.lookup(host, until))[0];
     } catch (err) {
       if (Date.now() + LISTEN_RETRY_MS > until) {
-        throw new ConfigError(`${CONFIG_ENV}.${field}: "${host}" does not resolve (${(err as Error).message}) after ${LISTEN_RESOLVE_MS} ms; give an address or a name this container resolves`);
+        throw new ServiceConfigError(`${CONFIG_ENV}.${field}: "${host}" does not resolve (${(err as Error).message}) after ${LISTEN_RESOLVE_MS} ms; give an address or a name this container resolves`);
       }
       await new Promise((resolve) => setTimeout(resolve, LISTEN_RETRY_MS));
     }

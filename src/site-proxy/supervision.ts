@@ -2,7 +2,7 @@
 // "do not start me again", and the two words they exchange over the IPC channel. Kept apart from config.ts so the
 // supervisor loads none of the proxy's code (zod, TLS) itself.
 
-import { ENV_VARS } from "../plan/layout";
+import { ENV_VARS } from "../protocol/env";
 
 /** The environment variable holding the proxy's JSON configuration (named once, with the others, in src/plan). */
 export const CONFIG_ENV = ENV_VARS.siteProxyConfig;

@@ -134,11 +134,11 @@ describe("browser launcher", () => {
 
 describe("browser config", () => {
   it("names the field that is wrong", () => {
-    expect(() => parseBrowserConfig(undefined)).toThrow(/MULTIENV_BROWSER_CONFIG is not set/);
+    expect(() => parseBrowserConfig(undefined)).toThrow(/MULTIENV_BROWSER_CONFIG: is not set/);
     expect(() => parseBrowserConfig("{")).toThrow(/is not JSON/);
     expect(() => parseBrowserConfig(JSON.stringify({ proxy: "nope", caFile: "/x" }))).toThrow(/MULTIENV_BROWSER_CONFIG.proxy: must be/);
     expect(() => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", startTabs: ["not a url"] }))).toThrow(/startTabs\[0\]: "not a url" is not a URL/);
-    expect(() => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", cdpHost: "b", extra: 1 }))).toThrow(/MULTIENV_BROWSER_CONFIG.extra: unknown field/);
+    expect(() => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", cdpHost: "b", extra: 1 }))).toThrow(/MULTIENV_BROWSER_CONFIG\.extra: unknown key/);
     expect(() => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x" }))).toThrow(/MULTIENV_BROWSER_CONFIG.cdpHost: must be the browser's address or name/);
     expect(parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/ca.pem", cdpHost: "desk-browser" }))).toEqual({ proxy: "http://p:3128", startTabs: [], cdpHost: "desk-browser", cdpPort: 9222, caFile: "/ca.pem" });
   });

@@ -49,7 +49,7 @@ describe.concurrent("multienv check", () => {
     for (const r of result.resources) expect(Object.keys(r)).toEqual(expect.arrayContaining(["type", "name", "parent", "inputs"]));
     const server = result.resources.find((r: { name: string; type: string }) => r.name === "github-live-github-server" && r.type === "pulumi-nodejs:dynamic/docker:Container");
     expect(server.inputs.envs).toBe("[secret]");
-    expect(server.parent).toBe("github");
+    expect(server.parent).toBe("github-live-github");
     expect(result.outputs.controlToken).toBe("[secret]");
     expect(result.outputs.liveWebsites).toEqual([
       { name: "github", domains: ["github.com", "*.github.com"], allowHosts: ["*.githubassets.com", "*.githubusercontent.com"], reproducible: false },
@@ -89,6 +89,39 @@ describe.concurrent("multienv check", () => {
     expect(lines[0]).toMatch(/^multienv check broken: \d+ problems in /);
     expect(lines.some((l) => l.startsWith("multienv:websites.gh.domains[0]:") && l.includes("140.82.112.3"))).toBe(true);
     expect(lines.some((l) => l.startsWith("multienv:computers.c.startTabs[0]:") && l.includes("example.com"))).toBe(true);
+  });
+
+  it("reports the schema's problems and the plan rules' problems of the parts that parsed in one run", async () => {
+    const path = stackFile(
+      "mixed",
+      [
+        "config:",
+        "  multienv:websites:",
+        "    gh: {live: true, domains: [], server: {image: x}}",
+        "    api: {live: true, domains: [api.example.com], server: {image: x}, frontend: {image: y}}",
+        "    shop: {domains: [shop.test], allowHosts: [cdn.example.com], server: {image: x}, frontend: {image: y}}",
+        "    typo: {domains: [typo.test], sever: {image: x}}",
+        "  multienv:computers:",
+        "    c: {network: 5}",
+        "    d: {network: allow-all, startTabs: [\"https://nowhere.test/\"]}",
+        "  multienv:captureTraffic: maybe",
+      ].join("\n"),
+    );
+    const { code, stderr } = await check(path);
+    expect(code).toBe(1);
+    expect(stderr).not.toMatch(NO_STACK_TRACE);
+    const lines = stderr.trim().split("\n").slice(1);
+    const at = (prefix: string) => lines.filter((l) => l.startsWith(prefix));
+    // the schema's
+    expect(at("multienv:websites.typo.sever:")).toHaveLength(1);
+    expect(at("multienv:computers.c.network:")).toHaveLength(1);
+    expect(at("multienv:captureTraffic:")).toHaveLength(1);
+    // the plan rules', on the sites that parsed
+    expect(at("multienv:websites.gh.domains:")).toHaveLength(1);
+    expect(at("multienv:websites.api.frontend:")).toHaveLength(1);
+    expect(at("multienv:websites.shop.allowHosts:")).toHaveLength(1);
+    // a start tab is not judged against websites of which one failed the schema: typo might have claimed it
+    expect(at("multienv:computers.d.startTabs")).toEqual([]);
   });
 
   it("refuses an unknown key and --json says why with ok: false", async () => {

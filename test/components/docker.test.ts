@@ -209,7 +209,7 @@ describe("docker target", () => {
     expect(container(graph, "t1-shop-server").image).toBe("<id of multienv/sample-shop-server>");
   });
 
-  it("exports the DESIGN outputs", () => {
+  it("exports the outputs docs/design.md names", () => {
     const url = "http://127.0.0.1:<port chosen by Docker>";
     expect(graph.outputs).toEqual({
       gatewayUrl: url,

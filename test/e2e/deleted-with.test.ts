@@ -9,7 +9,7 @@ import path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { LocalWorkspace, type Stack } from "@pulumi/pulumi/automation";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { shellQuote, shipImagesCommand } from "../../src/plan/layout";
+import { shellQuote, shipImagesCommand } from "../../src/plan/ec2";
 import { sshRun, sshSetup } from "../../src/plan/ssh";
 import { dockerApi } from "../../src/providers/docker-api";
 import { DockerContainer, DockerNetwork, LocalCommand } from "../../src/providers/resources";

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readStackFile } from "../../src/config";
 import { renderGraph } from "../../src/runner/graph";
 import { signIn, signOut } from "../../src/runner/sign-in";
-import { collectCaptures, deployStack, resetStack, type StackSpec } from "../../src/runner";
+import { deployStack, resetStack, type StackSpec } from "../../src/runner";
 import { episodeOf } from "../../src/protocol/site-proxy";
 import { addressesOf, connectsFrom, DEMO_STACK_FILE, deployEnv, e2eStack, dockerExec, nodeIn, pidsIn, specOf, throughProxy, until, type DeployedEnv } from "./helpers/env";
 

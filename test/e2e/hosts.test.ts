@@ -9,7 +9,7 @@ import { dockerApi } from "../../src/providers/docker-api";
 import { deployStack, destroyStack, gatewayAccess } from "../../src/runner";
 import { validateStackConfig } from "../../src/config";
 import { plan } from "../../src/plan";
-import { ec2SecurityRules } from "../../src/plan/layout";
+import { ec2SecurityRules } from "../../src/plan/ec2";
 import { startStandin, type Standin } from "../helpers/standin";
 import { applySecurityGroup } from "../helpers/standin-firewall";
 import { execFileSync } from "node:child_process";

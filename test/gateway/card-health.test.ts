@@ -1,4 +1,4 @@
-// Issue 3, points 6 and 7: the gateway's card and /healthz.
+// The gateway's card and /healthz.
 import { spawn, type ChildProcess } from "node:child_process";
 import { appendFileSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,18 +1,19 @@
 // The gateway's entry point: a bad or missing config exits 2 with one line naming the problem.
 import { describe, expect, it } from "vitest";
 import { resolveBindings, resolveHost } from "../../src/gateway/bind";
-import { ConfigError, parseGatewayConfig } from "../../src/gateway/config";
+import { parseGatewayConfig } from "../../src/gateway/config";
+import { ServiceConfigError } from "../../src/protocol/service-config";
 import { runGatewayExpectingExit, TOKEN } from "./helpers";
 
 const good = { listen: { host: "127.0.0.1", port: 0 }, sites: { shop: { server: "http://shop-server:8000" } } };
 
 describe("gateway config", () => {
   it.each([
-    ["missing", undefined, /^multienv-gateway: MULTIENV_GATEWAY_CONFIG: missing/],
-    ["not JSON", "{nope", /^multienv-gateway: MULTIENV_GATEWAY_CONFIG: not JSON/],
+    ["missing", undefined, /^multienv-gateway: MULTIENV_GATEWAY_CONFIG: is not set/],
+    ["not JSON", "{nope", /^multienv-gateway: MULTIENV_GATEWAY_CONFIG: is not JSON/],
     ["a bad server URL", JSON.stringify({ ...good, sites: { shop: { server: "ftp://x" } } }), /^multienv-gateway: MULTIENV_GATEWAY_CONFIG\.sites\.shop\.server: expected an http:\/\/ URL/],
     ["a live site with a frontend", JSON.stringify({ ...good, sites: { gh: { server: "http://a", frontend: "http://b", live: true } } }), /MULTIENV_GATEWAY_CONFIG\.sites\.gh\.frontend: a live site has no frontend/],
-    ["an unknown key", JSON.stringify({ ...good, capturedir: "/x" }), /MULTIENV_GATEWAY_CONFIG: .*capturedir/],
+    ["an unknown key", JSON.stringify({ ...good, capturedir: "/x" }), /MULTIENV_GATEWAY_CONFIG\.capturedir: unknown key; did you mean capturesDir\?/],
     ["a bad port", JSON.stringify({ ...good, listen: { port: 70000 } }), /MULTIENV_GATEWAY_CONFIG\.listen\.port: /],
     ["a browse listener without hosts", JSON.stringify({ ...good, browse: { hosts: [], port: 8081 } }), /MULTIENV_GATEWAY_CONFIG\.browse\.hosts: at least one host/],
     ["a browse host listed twice", JSON.stringify({ ...good, browse: { hosts: ["a", "a"], port: 8081 } }), /MULTIENV_GATEWAY_CONFIG\.browse\.hosts: a host listed twice/],
@@ -64,7 +65,7 @@ describe("gateway config", () => {
     const config = parseGatewayConfig(JSON.stringify({ ...good, browse: { hosts: ["127.0.0.1", "gateway-agent"], port: 0 }, resolveTimeoutMs: 600 }));
     const started = Date.now();
     const error = await resolveBindings(config, async (host) => (host === "gateway-agent" ? never() : ["127.0.0.1"])).catch((e: Error) => e);
-    expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toBeInstanceOf(ServiceConfigError);
     expect((error as Error).message).toBe(
       'MULTIENV_GATEWAY_CONFIG.browse.hosts.1: cannot resolve "gateway-agent" (ENOTFOUND) after 600 ms; use a name that resolves inside the gateway, or an address',
     );

@@ -1,4 +1,4 @@
-// Issue 3, point 3: what the client sees, and what the log says, when an upstream fails.
+// What the client sees, and what the log says, when an upstream fails.
 import { spawn, type ChildProcess } from "node:child_process";
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";

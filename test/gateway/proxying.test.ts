@@ -1,4 +1,4 @@
-// Issue 3, point 2: the gateway is a faithful proxy.
+// The gateway is a faithful proxy.
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// Issue 3, point 1: which upstream a path reaches.
+// Which upstream a path reaches.
 import type http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { echoHandler, request, startGateway, startUpstream, type Echo, type GatewayProcess, type Upstream } from "./helpers";

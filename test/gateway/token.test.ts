@@ -1,4 +1,4 @@
-// Issue 3, point 4: the control token opens the gateway's own operations and never reaches a site.
+// The control token opens the gateway's own operations and never reaches a site.
 import type http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";

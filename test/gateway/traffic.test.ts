@@ -1,4 +1,4 @@
-// Issue 3, points 5 and 9: traffic/v1 over files real tcpdump wrote, through the protocol client.
+// traffic/v1 over files real tcpdump wrote, through the protocol client.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";

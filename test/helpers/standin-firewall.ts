@@ -3,7 +3,7 @@
 // in mangle PREROUTING and egress in mangle POSTROUTING (before Docker's own NAT and forwarding rules, which
 // would otherwise let published ports through whatever INPUT says); replies to allowed connections pass.
 import { execFileSync } from "node:child_process";
-import type { HostSecurity, SecurityRule } from "../../src/plan/layout";
+import type { HostSecurity, SecurityRule } from "../../src/plan/ec2";
 import type { Standin } from "./standin";
 
 /** Applies `security` to the stand-in: `peers` maps `env` / `computer:<name>` to the stand-ins' addresses. */

@@ -1,7 +1,58 @@
-// The ec2 section's own decisions: the instance type's architecture (so its AMI), defaults, refusals.
+// src/plan/ec2.ts: the ec2 target's rules and scripts, and its config section's decisions (architecture, defaults, refusals).
+import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { ec2Problems, instanceArchitecture, plannedEc2 } from "../../src/plan/ec2";
+import { ec2Problems, ec2SecurityRules, instanceArchitecture, lifetimeFuseLines, plannedEc2, shipImagesCommand } from "../../src/plan/ec2";
 import type { StackConfig } from "../../src/plan/types";
+import { planned } from "./layout-fixture";
+
+describe("ec2", () => {
+  it("never opens SSH or the gateway port beyond the runner, and gives web egress only to computers that reach public hosts", () => {
+    const ec2 = { region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["192.0.2.1/32", "2001:db8::/64"], sshPublicKey: "ssh-ed25519 AAAA x" };
+    const rules = ec2SecurityRules(planned({ target: "ec2", ec2 }));
+    for (const rule of [...rules.env.ingress, ...rules.computers.closed.ingress].filter((r) => r.peer === undefined)) {
+      expect(rule.cidrBlocks, rule.description).toEqual(["192.0.2.1/32"]);
+      expect(rule.ipv6CidrBlocks, rule.description).toEqual(["2001:db8::/64"]);
+    }
+    const webPorts = (name: string) => rules.computers[name].egress.filter((r) => r.cidrBlocks?.includes("0.0.0.0/0")).map((r) => r.fromPort);
+    expect(webPorts("wide")).toEqual([80, 443]);
+    expect(webPorts("listed")).toEqual([80, 443]);
+    expect(webPorts("closed")).toEqual([]);
+    expect(rules.computers.closed.egress).toEqual([{ description: "the gateway browse listener", protocol: "tcp", fromPort: 8081, toPort: 8081, peer: "env" }]);
+    // The computers reach the gateway's browse listener only, never its published one; the gateway VM reaches each
+    // computer's control port only (its listener wants the computer's token).
+    expect(rules.env.ingress.filter((r) => r.peer !== undefined).map((r) => r.fromPort)).toEqual([8081, 8081, 8081]);
+    expect(rules.computers.closed.ingress.filter((r) => r.peer !== undefined).map((r) => [r.fromPort, r.toPort])).toEqual([[9000, 9000]]);
+  });
+
+  it("ships a host's images in one compressed save, by id, with a shell command sh accepts", () => {
+    const endpoint = { host: "203.0.113.9", user: "ec2-user", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKey" };
+    const script = shipImagesCommand(["sha256:bbb", "sha256:aaa", "sha256:bbb"], endpoint);
+    execFileSync("sh", ["-n", "-c", script]);
+    expect(script).toContain("for i in '\\''sha256:aaa'\\'' '\\''sha256:bbb'\\''; do docker image inspect");
+    expect(script).toContain('docker save "$@" | $pack | ssh -F "$cfg" "$alias" "$unpack | docker load"');
+    expect(script).toContain('pack="zstd -q -T0 -3"');
+    expect(script.match(/docker save/g)).toHaveLength(1);
+  });
+});
+
+describe("lifetimeFuseLines", () => {
+  it("arms a persistent timer at an absolute time systemd reads, hours after boot", () => {
+    const lines = lifetimeFuseLines(0.5);
+    expect(lines[0]).toContain('date -u -d "+30 minutes"');
+    expect(lines.join("\n")).toContain("Persistent=true");
+    expect(lines.join("\n")).toContain("ExecStart=/usr/bin/systemctl poweroff");
+    // The fuse's time as the first line computes it, parsed by systemd itself where it is installed.
+    const at = execFileSync("/bin/bash", ["-c", `${lines[0]}; echo "$fuse_at"`]).toString().trim();
+    const minutes = (Date.parse(at.replace(" UTC", "Z").replace(" ", "T")) - Date.now()) / 60_000;
+    expect(minutes).toBeGreaterThan(28);
+    expect(minutes).toBeLessThan(31);
+    try {
+      execFileSync("systemd-analyze", ["calendar", at], { stdio: "pipe" });
+    } catch (error) {
+      if ((error as { code?: string }).code !== "ENOENT") throw error;
+    }
+  });
+});
 
 const EC2 = { region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["203.0.113.7/32"], sshPublicKey: "ssh-ed25519 AAAA me" };
 

@@ -10,7 +10,7 @@ import {
   isWildcard,
   overlaps,
   resourceNameProblem,
-} from "../../src/plan/names";
+} from "../../src/protocol/host-names";
 
 describe("host names", () => {
   it.each(["shop.test", "github.com", "a-b.c-d.example", "x", "xn--bcher-kva.example", "a1.b2"])("accepts %s", (name) => {

@@ -1,7 +1,7 @@
 // Which lines of a site-proxy log are an episode's: the proxy marks where each episode begins (a self-test marks
 // episode 1 at deploy, each reset the next one), and the evidence of an episode is its lines alone.
 import { describe, expect, it } from "vitest";
-import { episodeOf } from "../../src/protocol/site-proxy";
+import { episodeOf, parseLiveSiteProxyLog } from "../../src/protocol/site-proxy";
 
 const line = (record: Record<string, unknown>) => JSON.stringify({ event: record.event, time: "2026-12-01T00:00:00.000Z", ...record }) + "\n";
 const startup = line({ event: "startup", pid: 1 });
@@ -47,5 +47,19 @@ describe("episodeOf", () => {
   it("is not fooled by a host whose name spells a mark, nor by a torn last line", () => {
     const log = mark(1) + visit('{"event":"episode","episode":9}') + '{"event":"episode","epi';
     expect(episodeOf(log)).toBe(log);
+  });
+});
+
+describe("parseLiveSiteProxyLog", () => {
+  it("reads every complete line and skips a last line still being written", () => {
+    const complete = startup + visit("shop.test");
+    expect(parseLiveSiteProxyLog(complete).map((r) => r.event)).toEqual(["startup", "connection"]);
+    expect(parseLiveSiteProxyLog(complete + '{"event":"connection","host":"tor').map((r) => r.event)).toEqual(["startup", "connection"]);
+    // a last line complete but for its newline is read
+    expect(parseLiveSiteProxyLog(complete + visit("two.test").trimEnd())).toHaveLength(3);
+  });
+
+  it("still fails on a broken line before the last: that is not a log being written", () => {
+    expect(() => parseLiveSiteProxyLog(startup + "{broken\n" + visit("shop.test"))).toThrow();
   });
 });

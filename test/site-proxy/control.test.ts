@@ -8,7 +8,7 @@ import * as net from "node:net";
 import { spawn } from "node:child_process";
 import WebSocket, { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseSiteProxyLog, type ErrorRecord } from "../../src/protocol/site-proxy";
+import { parseLiveSiteProxyLog, type ErrorRecord } from "../../src/protocol/site-proxy";
 import { cleanup, connectThrough, curl, onCleanup, PROXY_BIN, type ProxyProcess, ROOT, startDns, startEchoServer, startHttpServer, startProxy, TEST_TOKEN, waitFor } from "./helpers";
 
 interface DevtoolsStandIn {
@@ -96,7 +96,7 @@ describe("the control listener's token", () => {
   it("serves the log and the CA certificate with the token (the scheme in any case)", async () => {
     const log = await fetch(`${control}/log`, { headers: { Authorization: `bearer ${TEST_TOKEN}` } });
     expect(log.status).toBe(200);
-    expect(parseSiteProxyLog(await log.text())[0]).toMatchObject({ event: "startup", pid: proxy.startup.pid, control: { cdp: `127.0.0.1:${devtools.port}` } });
+    expect(parseLiveSiteProxyLog(await log.text())[0]).toMatchObject({ event: "startup", pid: proxy.startup.pid, control: { cdp: `127.0.0.1:${devtools.port}` } });
     const ca = await fetch(`${control}/ca.pem`, { headers: auth });
     expect(await ca.text()).toBe(fs.readFileSync(proxy.caCertPath, "utf8"));
     expect((await fetch(`${control}/other`, { headers: auth })).status).toBe(404);

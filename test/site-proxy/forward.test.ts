@@ -1,4 +1,4 @@
-// DESIGN "Site proxy": CONNECT to a host that is not synthetic is a byte tunnel, never decrypted; an absolute-form
+// docs/design.md "Site proxy": CONNECT to a host that is not synthetic is a byte tunnel, never decrypted; an absolute-form
 // request is sent on in origin form with hop-by-hop headers dropped; keep-alive works between requests.
 import { execFileSync } from "node:child_process";
 import * as crypto from "node:crypto";

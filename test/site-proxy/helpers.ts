@@ -7,7 +7,7 @@ import * as http from "node:http";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { parseSiteProxyLog, type SiteProxyLogRecord, type StartupRecord } from "../../src/protocol/site-proxy";
+import { parseLiveSiteProxyLog, type SiteProxyLogRecord, type StartupRecord } from "../../src/protocol/site-proxy";
 
 export const ROOT = path.resolve(__dirname, "../..");
 export const PROXY_BIN = path.join(ROOT, "bin/multienv-site-proxy.js");
@@ -260,7 +260,7 @@ export async function startProxy(config: Record<string, unknown>, options: Start
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   const startup = await readStartup(child, () => stderr);
-  const records = () => (fs.existsSync(logPath) ? parseSiteProxyLog(fs.readFileSync(logPath, "utf8")) : []);
+  const records = () => (fs.existsSync(logPath) ? parseLiveSiteProxyLog(fs.readFileSync(logPath, "utf8")) : []);
   return {
     child,
     startup,

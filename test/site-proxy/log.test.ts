@@ -1,4 +1,4 @@
-// DESIGN "Site proxy": one JSON line per event. A success and both kinds of failure are sent through the real
+// docs/design.md "Site proxy": one JSON line per event. A success and both kinds of failure are sent through the real
 // proxy and every field of their records is checked.
 import * as fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// DESIGN "Site proxy" / "Reaching": allow-all forwards any host (names and addresses; loopback, link-local and
+// docs/design.md "Site proxy" / "Reaching": allow-all forwards any host (names and addresses; loopback, link-local and
 // the env's own networks never, see addresses.test.ts); an allowlist only its names and wildcards, never an address
 // or a localhost name; none nothing but synthetic names. A refusal is 403 with X-Agentenv-Site-Proxy: refused and a
 // `refused` log line. The origin's 127.0.0.1 stands in for a public address (the helpers' allowAddresses).

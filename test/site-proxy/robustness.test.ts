@@ -1,4 +1,4 @@
-// DESIGN "Site proxy" and issue 4 point 6: more than 1,024 connections at once (no select()-style limit), 200
+// The site proxy under pressure: more than 1,024 connections at once (no select()-style limit), 200
 // concurrent tunnels, bad requests answered 400 with a log line and never a crash, and the supervisor starting the
 // proxy again within 2 s of a kill -9.
 import * as crypto from "node:crypto";

@@ -1,4 +1,4 @@
-// DESIGN "Site proxy": a synthetic name always wins (also inside a wildcard the computer reaches), and goes to the
+// docs/design.md "Site proxy": a synthetic name always wins (also inside a wildcard the computer reaches), and goes to the
 // gateway's /website/<site>/ with X-Forwarded-Host/-Proto; CONNECT to it is TLS terminated with a leaf for exactly
 // that name from the env CA, which a browser trusting the CA loads without a certificate error.
 import { execFileSync } from "node:child_process";

@@ -1,4 +1,4 @@
-// DESIGN "Site proxy": one deadline (connectTimeoutMs) covers the lookup and every connection attempt; a name's
+// docs/design.md "Site proxy": one deadline (connectTimeoutMs) covers the lookup and every connection attempt; a name's
 // addresses are tried in turn; a name that doesn't resolve or a host that never answers is a 502 with
 // X-Agentenv-Site-Proxy: failed at or before the deadline; an idle tunnel ends after idleTimeoutMs, and so does a
 // write to a peer that stopped reading.

@@ -29,14 +29,16 @@ serve(listenPort(80), (req, res) => {
   }
   if (url.pathname === "/bench") {
     const n = Math.min(Number(url.searchParams.get("n") ?? 50) || 50, 500);
-    const imgs = Array.from({ length: n }, (_, i) => `<img src="/asset/${i}.svg" width="8" height="8">`).join("");
+    // Relative, so the page loads whole under any prefix too (the gateway's /website/shop/).
+    const imgs = Array.from({ length: n }, (_, i) => `<img src="asset/${i}.svg" width="8" height="8">`).join("");
     return sendHtml(res, 200, `<!doctype html><title>Bench ${n}</title>${imgs}`, { "cache-control": "no-store" });
   }
   const asset = /^\/asset\/(\d+)\.svg$/.exec(url.pathname);
   if (asset) {
     const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><text>${asset[1]}</text></svg>`;
     res.writeHead(200, { "content-type": "image/svg+xml", "content-length": Buffer.byteLength(svg), "cache-control": "no-store" });
-    return res.end(svg);
+    res.end(svg);
+    return;
   }
   if (url.pathname === "/") {
     const user = signedInUser(req.headers.cookie);

@@ -1,5 +1,5 @@
-// Host name syntax, wildcards and the `covers` relation (DESIGN "Rules").
-// Everything here is pure string logic; the rules that use it live beside it in src/plan.
+// Host name syntax, wildcards and the `covers` relation (docs/design.md "Rules").
+// Pure string logic, shared by the plan's rules and the services that apply them (the site proxy, the browser).
 import { isIP } from "node:net";
 
 const LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;

@@ -1,0 +1,205 @@
+// Page loads in this machine's Chromium, on loopback, every contender a process started here from this checkout:
+//   env     https://shop.test/ through the site proxy (CONNECT, TLS from the env CA, HTTP/2) and the gateway;
+//   direct  the sample shop frontend itself over plain HTTP/1.1;
+//   nginx   nginx (Debian's) terminating TLS with HTTP/2 in front of the same frontend, a leaf from a test CA;
+//   gateway the gateway alone over plain HTTP/1.1 (its /website/shop/).
+// Each figure is the median of BENCH_LOADS loads, each in a fresh browser context, the contenders alternating
+// load by load: a page with 50 subresources, one with 200, and the time to first byte of the small home page
+// (navigation start to the first byte of the answer, connection set-up included).
+// With BENCH_CPU_PROF=<dir> the gateway (one worker) and the site proxy write CPU profiles there (node --cpu-prof).
+// `isolatedPageLoads` runs all of it in a network namespace of its own with loopback alone (unshare -n, as root):
+// Chromium drops every load under way when an interface comes or goes, which a Docker engine busy with other
+// stacks does all the time. Run as a script, this file does the loads and prints their figures as one JSON line.
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type Browser } from "playwright-core";
+import { freePort, startGateway, startNginx, startNode, startSiteProxy, waitForPort } from "./loopback";
+
+const REPO = join(__dirname, "..");
+
+export type Contender = "env" | "direct" | "nginx" | "gateway";
+export const CONTENDERS: Contender[] = ["env", "direct", "nginx", "gateway"];
+
+export interface PageLoadFigures {
+  loads: number;
+  /** Medians in ms, per contender. */
+  page50Ms: Record<Contender, number>;
+  page200Ms: Record<Contender, number>;
+  ttfbMs: Record<Contender, number>;
+  samples: Record<"page50" | "page200" | "ttfb", Record<Contender, number[]>>;
+  /** Loads done again after a failure (Chromium gives up a load when the machine's interfaces change). */
+  retries: string[];
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+/** A test CA and a leaf it signs for shop.test and 127.0.0.1, as nginx's certificate (PEM files in `dir`). */
+function testCertificate(dir: string): { cert: string; key: string } {
+  const run = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
+  run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-subj", "/CN=bench test CA", "-days", "2");
+  run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "leaf-key.pem", "-out", "leaf.csr", "-subj", "/CN=shop.test");
+  execFileSync("sh", ["-c", "printf 'subjectAltName=DNS:shop.test,IP:127.0.0.1\\n' > leaf.ext"], { cwd: dir });
+  run("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial", "-out", "leaf.pem", "-days", "2", "-extfile", "leaf.ext");
+  return { cert: join(dir, "leaf.pem"), key: join(dir, "leaf-key.pem") };
+}
+
+/** One load in a fresh context: ms to the load event, or to the first byte of the answer when `ttfb`. */
+async function loadOnce(browser: Browser, url: string, expected: number, proxy?: string, ttfb = false): Promise<number> {
+  const context = await browser.newContext({ ignoreHTTPSErrors: true, ...(proxy ? { proxy: { server: proxy } } : {}) });
+  try {
+    const page = await context.newPage();
+    let loaded = 0;
+    let failed = 0;
+    page.on("requestfinished", () => loaded++);
+    page.on("response", (r) => r.status() !== 200 && !r.url().endsWith("/favicon.ico") && failed++);
+    const started = performance.now();
+    const response = await page.goto(url, { waitUntil: "load" });
+    const ms = performance.now() - started;
+    if (response?.status() !== 200 || loaded < expected || failed > 0) throw new Error(`${url}: status ${response?.status()}, ${loaded} requests finished, ${failed} not 200`);
+    if (!ttfb) return ms;
+    return (await page.evaluate('(() => { const nav = performance.getEntriesByType("navigation")[0]; return nav.responseStart - nav.startTime; })()')) as number;
+  } finally {
+    await context.close();
+  }
+}
+
+/** `loadOnce`, tried up to three times: another process adding a network interface fails Chromium's loads. */
+async function load(browser: Browser, url: string, expected: number, retries: string[], proxy?: string, ttfb = false): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await loadOnce(browser, url, expected, proxy, ttfb);
+    } catch (err) {
+      if (attempt === 3) throw err;
+      retries.push(`${url}${proxy ? " via the site proxy" : ""}: ${(err as Error).message.split("\n")[0]}`);
+    }
+  }
+}
+
+export async function loopbackPageLoads(loads: number, log: (line: string) => void = console.log): Promise<PageLoadFigures> {
+  const dir = mkdtempSync(join(tmpdir(), "multienv-bench-pages-"));
+  const children: ChildProcess[] = [];
+  const profileDir = process.env.BENCH_CPU_PROF;
+  const profiling = (name: string) => (profileDir ? [`--cpu-prof`, `--cpu-prof-dir=${join(profileDir, name)}`] : []);
+  if (profileDir) for (const name of ["gateway", "site-proxy"]) mkdirSync(join(profileDir, name), { recursive: true });
+  let browser: Browser | undefined;
+  try {
+    chmodSync(dir, 0o755);
+    const frontendPort = await freePort();
+    const frontend = await startNode<{ port: number }>(["--require", "tsx/cjs", join(REPO, "examples/sites/shop-frontend/server.ts")], { PORT: String(frontendPort) }, '"startup"');
+    children.push(frontend.child);
+    const site = `http://127.0.0.1:${frontendPort}`;
+    const gateway = await startGateway(
+      { listen: { host: "127.0.0.1", port: 0 }, sites: { shop: { server: site, frontend: site } }, ...(profileDir ? { workers: 1 } : {}) },
+      "bench-control-token-0123456789abcdef",
+      profiling("gateway"),
+    );
+    children.push(gateway.child);
+    const proxy = await startSiteProxy(
+      {
+        listen: { host: "127.0.0.1", port: 0 },
+        gateway: `http://127.0.0.1:${gateway.port}`,
+        sites: { shop: ["shop.test"] },
+        reach: "none",
+        log: join(dir, "site-proxy.log"),
+        dnsServers: ["127.0.0.1:1"],
+      },
+      profiling("site-proxy"),
+    );
+    children.push(proxy.child);
+    const { cert, key } = testCertificate(dir);
+    const nginxPort = await freePort();
+    children.push(
+      startNginx(
+        dir,
+        "tls-h2",
+        `worker_processes auto;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  upstream site { server 127.0.0.1:${frontendPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${nginxPort} ssl http2 backlog=4096;
+    ssl_certificate ${cert};
+    ssl_certificate_key ${key};
+    ssl_session_cache shared:SSL:1m;
+    location / {
+      proxy_pass http://site;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-Host $http_host;
+      proxy_set_header X-Forwarded-Proto https;
+    }
+  }
+}`,
+      ),
+    );
+    await waitForPort(nginxPort);
+    log(`page loads on loopback: frontend :${frontendPort}, gateway :${gateway.port} (${gateway.workers} workers), site proxy :${proxy.port}, nginx TLS+h2 :${nginxPort}`);
+
+    const bases: Record<Contender, { base: string; proxy?: string }> = {
+      env: { base: "https://shop.test", proxy: `http://127.0.0.1:${proxy.port}` },
+      direct: { base: site },
+      nginx: { base: `https://127.0.0.1:${nginxPort}` },
+      gateway: { base: `http://127.0.0.1:${gateway.port}/website/shop` },
+    };
+    browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox", "--disable-gpu"], proxy: { server: "per-context" } });
+    const kinds = [
+      { kind: "page50" as const, path: "/bench?n=50", expected: 51, ttfb: false },
+      { kind: "page200" as const, path: "/bench?n=200", expected: 201, ttfb: false },
+      { kind: "ttfb" as const, path: "/", expected: 1, ttfb: true },
+    ];
+    const samples = Object.fromEntries(kinds.map((k) => [k.kind, Object.fromEntries(CONTENDERS.map((c) => [c, [] as number[]]))])) as PageLoadFigures["samples"];
+    const retries: string[] = [];
+    // One warm-up load each: the leaf is issued, the pools and the browser's caches of names are filled.
+    for (const c of CONTENDERS) for (const k of kinds) await load(browser, bases[c].base + k.path, k.expected, retries, bases[c].proxy, k.ttfb);
+    for (let i = 0; i < loads; i++) {
+      for (const k of kinds) for (const c of CONTENDERS) samples[k.kind][c].push(await load(browser, bases[c].base + k.path, k.expected, retries, bases[c].proxy, k.ttfb));
+    }
+    const medians = (kind: keyof PageLoadFigures["samples"]) => Object.fromEntries(CONTENDERS.map((c) => [c, median(samples[kind][c])])) as Record<Contender, number>;
+    return { loads, page50Ms: medians("page50"), page200Ms: medians("page200"), ttfbMs: medians("ttfb"), samples, retries };
+  } finally {
+    await browser?.close();
+    // SIGINT: node writes its --cpu-prof profile as it exits on a signal it handles (the gateway and proxy stop on it).
+    for (const child of children) child.kill(profileDir ? "SIGINT" : "SIGTERM");
+    await new Promise((resolve) => setTimeout(resolve, profileDir ? 2_000 : 300));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** `loopbackPageLoads` in a network namespace with loopback alone, when this process may make one; else here. */
+export async function isolatedPageLoads(loads: number, log: (line: string) => void = console.log): Promise<PageLoadFigures> {
+  const canUnshare = process.getuid?.() === 0 && execFileSync("sh", ["-c", "unshare -n true && echo yes || true"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim() === "yes";
+  if (!canUnshare) {
+    log("page loads: no network namespace of their own (needs root and unshare); interface changes may fail loads");
+    return loopbackPageLoads(loads, log);
+  }
+  const child = spawn("unshare", ["-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", process.execPath, "--require", "tsx/cjs", __filename], {
+    cwd: REPO,
+    env: { ...process.env, BENCH_LOADS: String(loads) },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout.on("data", (d: Buffer) => (out += d));
+  child.stderr.on("data", (d: Buffer) => process.stderr.write(d));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  const lines = out.trim().split("\n");
+  for (const line of lines.slice(0, -1)) log(line);
+  if (code !== 0) throw new Error(`the page loads (in their own network namespace) exited ${code}`);
+  return JSON.parse(lines.at(-1)!) as PageLoadFigures;
+}
+
+if (require.main === module) {
+  loopbackPageLoads(Number(process.env.BENCH_LOADS ?? 15)).then(
+    (figures) => console.log(JSON.stringify(figures)),
+    (err: Error) => {
+      console.error(`page loads: ${err.message}`);
+      process.exit(1);
+    },
+  );
+}

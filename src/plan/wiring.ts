@@ -1,0 +1,178 @@
+// How a Plan's containers are wired on a Docker engine (docs/design.md "Topology"): the networks, mounts,
+// capabilities, published ports, commands and health checks each gets. Pure data from the Plan; the components
+// only turn these answers into resources, and the policy pack holds the rendered graph to the same promises.
+import { CAPTURES_DIR, CA_DIR, GATEWAY_BROWSE_PORT, SITE_PROXY_CONTROL_PORT, networkAliases } from "./topology";
+import type { Plan, PlannedCapture, PlannedComputer, PlannedWebsite } from "./types";
+
+/** Capabilities: capture sidecars alone hold NET_RAW/NET_ADMIN; every other container drops NET_RAW. */
+export const CAPTURE_CAPABILITIES = { adds: ["NET_RAW", "NET_ADMIN"], drops: [] as string[] };
+
+export const DEFAULT_CAPABILITIES = { adds: [] as string[], drops: ["NET_RAW"] };
+
+export interface NetworkAttachment {
+  /** Docker network name. */
+  network: string;
+  /** Names the container answers to on that network. */
+  aliases: string[];
+}
+
+/**
+ * The gateway: on the env network (it reaches the sites there, and listens on nothing there), the ingress network
+ * (its published listener, the only one Docker publishes), and each computer's link network (its browse
+ * listener, for that computer's proxy alone). On ec2 the computers are on other VMs: their proxies reach the
+ * browse listener published on the env VM, so there are no link networks.
+ */
+export function gatewayNetworks(plan: Plan): NetworkAttachment[] {
+  return [
+    { network: plan.networks.env, aliases: [] },
+    { network: plan.networks.ingress, aliases: [networkAliases.gatewayIngress] },
+    ...(plan.target === "docker" ? plan.computers.map((c) => ({ network: c.linkNetworkName, aliases: [networkAliases.gatewayOnLink(c.name)] })) : []),
+  ];
+}
+
+/** A site server: on the env network under its alias; a live site's server also on egress (it calls the real site). */
+export function serverNetworks(plan: Plan, site: PlannedWebsite): NetworkAttachment[] {
+  const attachments = [{ network: plan.networks.env, aliases: site.server.alias ? [site.server.alias] : [] }];
+  if (site.serverOnEgress) attachments.push({ network: plan.networks.egress, aliases: [] });
+  return attachments;
+}
+
+/** A synthetic site's frontend: on the env network only. */
+export function frontendNetworks(plan: Plan, site: PlannedWebsite): NetworkAttachment[] {
+  if (!site.frontend) return [];
+  return [{ network: plan.networks.env, aliases: site.frontend.alias ? [site.frontend.alias] : [] }];
+}
+
+/**
+ * A computer's site proxy: its computer's network (the browser's way out), its link network (the gateway's browse
+ * listener, and its own control listener for the gateway), and an egress network of its own when the computer
+ * reaches public hosts. Never the env network or another computer's: nothing but the gateway reaches it, and it
+ * reaches no site container. ec2: the proxy runs on the computer's VM, which has no link network; its egress
+ * network is how the gateway VM reaches its control port (published there), and the VM's security group is the
+ * allowlist at network level (see `ec2SecurityRules`).
+ */
+export function proxyNetworks(plan: Plan, computer: PlannedComputer): NetworkAttachment[] {
+  const own = { network: computer.networkName, aliases: [networkAliases.proxyOnComputerNet] };
+  if (plan.target !== "docker") return [own, { network: computer.egressNetworkName, aliases: [networkAliases.proxyOnLink(computer.name)] }];
+  const attachments = [own, { network: computer.linkNetworkName, aliases: [networkAliases.proxyOnLink(computer.name)] }];
+  if (computer.reachesPublicHosts) attachments.push({ network: computer.egressNetworkName, aliases: [] });
+  return attachments;
+}
+
+/** A computer's browser: its own internal network only; its proxy is its only way out. */
+export function browserNetworks(computer: PlannedComputer): NetworkAttachment[] {
+  return [{ network: computer.networkName, aliases: [networkAliases.browserOnComputerNet] }];
+}
+
+/** The networks one engine holds: docker holds all of them; an ec2 computer VM holds its own and an egress network. */
+export interface EngineNetworks {
+  /** Internal networks (no route out of the engine). */
+  internal: string[];
+  /** Networks with a route out. */
+  external: string[];
+}
+
+export function envEngineNetworks(plan: Plan): EngineNetworks {
+  if (plan.target !== "docker") return { internal: [plan.networks.env], external: [plan.networks.egress, plan.networks.ingress] };
+  return {
+    internal: [plan.networks.env, ...plan.computers.flatMap((c) => [c.networkName, c.linkNetworkName])],
+    external: [plan.networks.egress, plan.networks.ingress, ...plan.computers.filter((c) => c.reachesPublicHosts).map((c) => c.egressNetworkName)],
+  };
+}
+
+export function computerEngineNetworks(computer: PlannedComputer): EngineNetworks {
+  return { internal: [computer.networkName], external: [computer.egressNetworkName] };
+}
+
+export interface VolumeMount {
+  volume: string;
+  target: string;
+  readOnly: boolean;
+}
+
+/** The captures volume: read-write in sidecars, read-only in the gateway, absent from every other container. */
+export function captureSidecarMounts(plan: Plan): VolumeMount[] {
+  return [{ volume: plan.capture.volumeName, target: CAPTURES_DIR, readOnly: false }];
+}
+
+export function gatewayMounts(plan: Plan): VolumeMount[] {
+  return plan.capture.enabled ? [{ volume: plan.capture.volumeName, target: CAPTURES_DIR, readOnly: true }] : [];
+}
+
+/** The site proxy writes its CA certificate into the computer's CA volume; the browser reads it to trust it. */
+export function proxyMounts(computer: PlannedComputer): VolumeMount[] {
+  return [{ volume: computer.caVolumeName, target: CA_DIR, readOnly: false }];
+}
+
+export function browserMounts(computer: PlannedComputer): VolumeMount[] {
+  return [{ volume: computer.caVolumeName, target: CA_DIR, readOnly: true }];
+}
+
+/**
+ * tcpdump in the website container's network namespace: every interface, packets written as they arrive (-U) so
+ * the gateway sees a capture writing, rotating `-C fileSizeMb -W fileCount`, running as root so it can write the
+ * volume (-Z root: no switch to a tcpdump user that the volume does not know).
+ */
+export function captureCommand(plan: Plan, sidecar: PlannedCapture): string[] {
+  return [
+    "tcpdump", "-i", "any", "-n", "-U",
+    "-w", `${CAPTURES_DIR}/${sidecar.filePrefix}`,
+    "-C", String(plan.capture.fileSizeMb),
+    "-W", String(plan.capture.fileCount),
+    "-Z", "root",
+  ];
+}
+
+/** The docker network mode that puts a sidecar in its website container's network namespace. */
+export function sharedNetworkMode(targetContainerId: string): string {
+  return `container:${targetContainerId}`;
+}
+
+/**
+ * The gateway's health check: `/healthz` on its published listener answers 200 only when every site server is
+ * ready and every capture is writing, and the gateway container is created with `wait`, so a deploy whose capture
+ * is not running fails. node is in the gateway image (the gateway is a node service), so the check needs no curl.
+ */
+export function gatewayHealthcheck(plan: Plan): { tests: string[]; interval: string; timeout: string; retries: number; startPeriod: string } {
+  const url = `http://${networkAliases.gatewayIngress}:${plan.gateway.port}/healthz`;
+  const script = `fetch(${JSON.stringify(url)}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`;
+  // The deploy runs this check itself until it passes (see the container kind's `wait`); the engine's own schedule
+  // only watches a running env, so a long interval keeps an idle env from starting a node process every few seconds.
+  return { tests: ["CMD", "node", "-e", script], interval: "30s", timeout: "5s", retries: 3, startPeriod: "10s" };
+}
+
+/** Seconds the deploy waits for the gateway to turn healthy before it fails. */
+export const GATEWAY_WAIT_TIMEOUT_SECONDS = 120;
+
+/**
+ * Where the gateway's ports are published. docker: its published listener on loopback only, on a port the engine
+ * chooses (two stacks never collide, and nothing outside the machine reaches it); the browse listener is reached
+ * over the link networks, not published. ec2 and hosts: the published listener on the host's loopback (the
+ * runner comes through an SSH tunnel), the browse listener on every address (the computers' security groups
+ * reach it alone).
+ */
+export function gatewayPublish(plan: Plan): { internal: number; external?: number; ip: string }[] {
+  if (plan.target !== "docker") {
+    // The runner's listener on the host's loopback alone (the runner comes through an SSH tunnel); the browse
+    // listener on every address, for the computers' hosts.
+    return [
+      { internal: plan.gateway.port, external: plan.gateway.port, ip: "127.0.0.1" },
+      { internal: GATEWAY_BROWSE_PORT, external: GATEWAY_BROWSE_PORT, ip: "0.0.0.0" },
+    ];
+  }
+  return [{ internal: plan.gateway.port, ip: "127.0.0.1" }];
+}
+
+/** ec2 only: the site proxy's control port (log, CA, DevTools, token required), published on the computer VM for the gateway VM. */
+export function proxyPublish(plan: Plan): { internal: number; external: number; ip: string }[] {
+  if (plan.target === "docker") return [];
+  return [{ internal: SITE_PROXY_CONTROL_PORT, external: SITE_PROXY_CONTROL_PORT, ip: "0.0.0.0" }];
+}
+
+/**
+ * One line of JSON with a site's settings, secret values merged in. The caller marks the result secret whenever
+ * `secretValues` is not empty, so the whole environment value is a Pulumi secret.
+ */
+export function websiteSettingsJson(settings: Record<string, unknown>, secretValues: Record<string, string>): string {
+  return JSON.stringify({ ...settings, ...secretValues });
+}

@@ -1,0 +1,42 @@
+// The site proxy's JSON config (MULTIENV_SITE_PROXY_CONFIG): its one schema, read by the proxy and built by the
+// plan (src/plan/services.ts builds values of SiteProxyConfigInput).
+import ipaddr from "ipaddr.js";
+import { z } from "zod";
+
+const port = z.number().int().min(0).max(65535);
+/** `host` an address or a name, resolved once at start and bound alone. */
+const listen = z.object({ host: z.string().min(1), port }).strict();
+/** `host:port`, the host possibly a bracketed IPv6 address. */
+const cidrs = z.array(z.string().refine((text) => ipaddr.isValidCIDR(text), { error: "must be a CIDR such as 172.18.0.0/16 or fd00::/64" }));
+const hostPort = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:/[\]]+):\d{1,5}$/, 'must be "host:port", e.g. "127.0.0.1:53"');
+
+export const siteProxyConfigSchema = z
+  .object({
+    listen,
+    gateway: z.url({ protocol: /^https?$/, error: "must be an http:// URL of the gateway, e.g. http://gateway:8080" }),
+    /** Synthetic site -> the names (exact or `*.suffix`) it claims. */
+    sites: z.record(z.string().min(1), z.array(z.string().min(1))),
+    reach: z.union([z.literal("allow-all"), z.literal("none"), z.array(z.string().min(1))], {
+      error: 'must be "allow-all", "none" or a list of host names',
+    }),
+    log: z.string().min(1),
+    connectTimeoutMs: z.number().int().positive().default(30_000),
+    idleTimeoutMs: z.number().int().positive().default(300_000),
+    /** A connection whose request head (TLS handshake included, for a synthetic name) takes longer is dropped. */
+    headTimeoutMs: z.number().int().positive().default(30_000),
+    /** The env's own networks: never dialled, in any reach mode. */
+    deny: cidrs.optional(),
+    /** Ranges that may be dialled although loopback, private, shared or reserved (never overriding `deny`). */
+    allowAddresses: cidrs.optional(),
+    /** Static answers, checked before DNS. */
+    resolve: z.record(z.string().min(1), z.array(z.union([z.ipv4(), z.ipv6()], { error: "must be an IP address" })).min(1)).optional(),
+    /** DNS servers to ask instead of the system's resolver. */
+    dnsServers: z.array(hostPort).min(1).optional(),
+    ca: z.object({ cert: z.string().min(1), key: z.string().min(1) }).strict().optional(),
+    /** The control listener (log, CA, DevTools); `cdp` is the browser's DevTools relay, `host:port`. */
+    control: z.object({ host: z.string().min(1), port, cdp: hostPort }).strict().optional(),
+  })
+  .strict();
+
+export type SiteProxyConfig = z.output<typeof siteProxyConfigSchema>;
+export type SiteProxyConfigInput = z.input<typeof siteProxyConfigSchema>;

@@ -1,0 +1,265 @@
+// HTTP/2 on the TLS the proxy terminates for a synthetic name (ALPN h2): one connection carries a whole page, where
+// HTTP/1.1 gives a browser at most six to a host. Each stream is one request, checked here and sent on to the
+// gateway over the same kept-alive HTTP/1.1 pool as a tunnel's HTTP/1.1 requests; the answer goes back on the stream.
+// nghttp2 refuses what RFC 9113 calls malformed before a stream reaches the proxy (connection-specific headers such
+// as Transfer-Encoding or Connection, unknown or repeated pseudo-headers, upper-case names, a Content-Length the
+// body does not match): such a stream is reset and never sent on. A WebSocket comes as an extended CONNECT
+// (RFC 8441, `:protocol websocket`) and goes to the gateway as the HTTP/1.1 upgrade it stands for (RFC 6455),
+// its frames relayed as they are.
+import * as crypto from "node:crypto";
+import * as http from "node:http";
+import * as http2 from "node:http2";
+import type * as net from "node:net";
+import { SITE_PROXY_HEADER, type SiteProxyVerdict } from "../protocol/site-proxy";
+import { BrokenAnswer, type Destination, type ForwardHooks, IDEMPOTENT, type RequestSlots, type UpgradeHooks } from "./forward";
+import { responseFramingProblem } from "./framing";
+import { endToEndHeaders, MAX_HEADER_BYTES, withoutHeader } from "./messages";
+import { relay } from "./relay";
+
+/** What the proxy's HTTP/2 sessions announce and accept. */
+export const H2_SERVER_OPTIONS: http2.ServerOptions = {
+  settings: {
+    enablePush: false,
+    // Extended CONNECT (RFC 8441): a browser opens its WebSockets on the page's own connection.
+    enableConnectProtocol: true,
+    // A page's subresources in flight at once; more streams wait for a slot (RFC 9113 5.1.2).
+    maxConcurrentStreams: 128,
+    maxHeaderListSize: MAX_HEADER_BYTES,
+  },
+  // The same bound as an HTTP/1.1 head: its size (above), and as many header lines as 64 KiB allows.
+  maxHeaderListPairs: 2_048,
+};
+
+/** Response headers HTTP/2 forbids (RFC 9113 8.2.2) that endToEndHeaders does not already leave out. */
+const H2_FORBIDDEN_RESPONSE_HEADERS = new Set(["http2-settings"]);
+
+/** One stream's request as the proxy reads it. */
+export interface H2Request {
+  method: string;
+  /** `:protocol` of an extended CONNECT. */
+  protocol: string | undefined;
+  scheme: string | undefined;
+  /** `:authority`, or the Host header when a client sent that instead (RFC 9113 8.3.1). */
+  authority: string | undefined;
+  /** The Host header, when one came beside `:authority`. */
+  hostHeader: string | undefined;
+  path: string | undefined;
+  /** The request's headers as HTTP/1.1 lines: no pseudo-headers, no Host or Content-Length, cookies as one line. */
+  headers: string[];
+  contentLength: string | undefined;
+  /** The HEADERS frame ended the stream: no body follows. */
+  bodyless: boolean;
+}
+
+/** Reads a stream's request from its header block (`rawHeaders` as received, in order). */
+export function readH2Request(headers: http2.IncomingHttpHeaders, rawHeaders: string[], flags: number): H2Request {
+  const kept: string[] = [];
+  const cookies: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i];
+    if (name.startsWith(":")) continue;
+    // HTTP/2 may split a Cookie into many fields; an HTTP/1.1 hop gets them as one (RFC 9113 8.2.3).
+    if (name === "cookie") cookies.push(rawHeaders[i + 1]);
+    else if (name !== "host" && name !== "content-length") kept.push(name, rawHeaders[i + 1]);
+  }
+  if (cookies.length > 0) kept.push("cookie", cookies.join("; "));
+  const first = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
+  const authority = first(headers[":authority"]);
+  const host = first(headers.host);
+  return {
+    method: String(first(headers[":method"])),
+    protocol: first(headers[":protocol"]),
+    scheme: first(headers[":scheme"]),
+    authority: authority ?? host,
+    hostHeader: authority !== undefined ? host : undefined,
+    path: first(headers[":path"]),
+    headers: endToEndHeaders(kept),
+    contentLength: first(headers["content-length"]),
+    bodyless: (flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0,
+  };
+}
+
+/** An HTTP/1.1 answer's head as HTTP/2 headers: names in lower case, repeated ones as lists. */
+function h2ResponseHeaders(answer: http.IncomingMessage): http2.OutgoingHttpHeaders {
+  const out: Record<string, string | string[]> = Object.create(null);
+  out[":status"] = String(answer.statusCode ?? 502);
+  const raw = endToEndHeaders(answer.rawHeaders);
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toLowerCase();
+    if (H2_FORBIDDEN_RESPONSE_HEADERS.has(name)) continue;
+    const value = raw[i + 1];
+    const seen = out[name];
+    if (seen === undefined) out[name] = value;
+    else if (Array.isArray(seen)) seen.push(value);
+    else out[name] = [seen, value];
+  }
+  return out;
+}
+
+/** The proxy's own answer on a stream, marked with its verdict. */
+export function answerStream(stream: http2.ServerHttp2Stream, status: number, verdict: SiteProxyVerdict | null, message: string): void {
+  if (stream.destroyed || stream.closed) return;
+  if (stream.headersSent) return void stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+  const body = message + "\n";
+  stream.respond({
+    ":status": status,
+    ...(verdict ? { [SITE_PROXY_HEADER.toLowerCase()]: verdict } : {}),
+    "content-type": "text/plain; charset=utf-8",
+    "content-length": Buffer.byteLength(body),
+  });
+  stream.end(body);
+}
+
+/**
+ * Sends the stream's request to `destination` through `agent` and its answer back on the stream, as `forward` does
+ * for an HTTP/1.1 request: the body framed again (its length, or chunked), a bodiless idempotent request that meets
+ * a kept-alive connection closed as it arrived sent once more, a broken answer a 502.
+ */
+export function forwardStream(stream: http2.ServerHttp2Stream, request: H2Request, agent: http.Agent, destination: Destination, hooks: ForwardHooks, slots?: RequestSlots): void {
+  const framing = request.contentLength !== undefined ? ["Content-Length", request.contentLength] : request.bodyless ? [] : ["Transfer-Encoding", "chunked"];
+  const headers = [...destination.headers, ...framing];
+  const retriable = request.bodyless && IDEMPOTENT.has(request.method);
+  let settled = false;
+  const failed = (err: Error) => {
+    const answered = settled || stream.headersSent;
+    settled = true;
+    hooks.failed(err, answered);
+  };
+  let release = () => {};
+  const send = (mayRetry: boolean) => {
+    let upstream: http.ClientRequest;
+    try {
+      upstream = http.request({ agent, host: destination.host, port: destination.port, method: request.method, path: destination.path, headers, setHost: false });
+    } catch (err) {
+      release();
+      failed(err as Error);
+      return;
+    }
+    let retried = false;
+    // A request's close comes just before its kept-alive socket is free again: the slot is given on after that,
+    // so the next request finds the socket rather than opening another.
+    upstream.once("close", () => retried || process.nextTick(release));
+    upstream.on("response", (answer) => {
+      const problem = responseFramingProblem(answer);
+      if (problem) {
+        answer.socket.destroy();
+        failed(new BrokenAnswer(`the answer is malformed: ${problem}`));
+        return;
+      }
+      if (stream.destroyed) return void answer.socket.destroy();
+      try {
+        stream.respond(h2ResponseHeaders(answer));
+      } catch (err) {
+        answer.socket.destroy();
+        failed(new BrokenAnswer(`the answer cannot be passed on: ${(err as Error).message}`));
+        return;
+      }
+      settled = true;
+      hooks.answered(answer.statusCode ?? 502);
+      answer.pipe(stream);
+      answer.on("error", () => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR));
+    });
+    upstream.on("error", (err: NodeJS.ErrnoException) => {
+      if (mayRetry && !settled && upstream.reusedSocket && !stream.headersSent && (err.code === "ECONNRESET" || err.code === "EPIPE")) {
+        retried = true;
+        return send(false);
+      }
+      failed(err);
+    });
+    stream.once("close", () => {
+      if (!stream.writableFinished) upstream.destroy();
+    });
+    if (request.bodyless) {
+      stream.resume();
+      upstream.end();
+    } else stream.pipe(upstream);
+  };
+  if (!slots) return send(retriable);
+  slots.run((done) => {
+    release = done;
+    // A stream the computer reset while it waited for a slot: nothing to send.
+    if (stream.destroyed || stream.closed) return release();
+    send(retriable);
+  });
+}
+
+/** RFC 6455 4.2.2: what a server's Sec-WebSocket-Accept must be for `key`. */
+function websocketAccept(key: string): string {
+  return crypto.createHash("sha1").update(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest("base64");
+}
+
+/**
+ * A WebSocket opened by extended CONNECT: sent to `destination` as an HTTP/1.1 upgrade on a fresh connection, with
+ * a key of the proxy's own (an HTTP/2 client sends none). A 101 whose Sec-WebSocket-Accept matches is answered 200,
+ * with the subprotocol and extensions the destination chose, and the stream and the connection are relayed; any
+ * other answer is passed on, and the stream ends with it.
+ */
+export function forwardWebSocket(stream: http2.ServerHttp2Stream, destination: Destination, idleTimeoutMs: number, hooks: UpgradeHooks): void {
+  const key = crypto.randomBytes(16).toString("base64");
+  const headers = [...withoutHeader(destination.headers, "sec-websocket-key"), "Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Key", key];
+  let settled = false;
+  const fail = (err: Error) => {
+    if (settled) return void stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    settled = true;
+    hooks.failed(err);
+  };
+  let upstream: http.ClientRequest;
+  try {
+    upstream = http.request({
+      host: destination.host,
+      port: destination.port,
+      method: "GET",
+      path: destination.path,
+      headers,
+      setHost: false,
+      createConnection: ((_options: unknown, callback: (err: Error | null, socket?: net.Socket) => void) => {
+        hooks.open().then(
+          (socket) => callback(null, socket),
+          (err: Error) => callback(err),
+        );
+        return undefined;
+      }) as never,
+    });
+  } catch (err) {
+    return hooks.failed(err as Error);
+  }
+  stream.once("close", () => upstream.destroy());
+  upstream.on("upgrade", (answer, socket: net.Socket, head: Buffer) => {
+    if (answer.headers["sec-websocket-accept"] !== websocketAccept(key)) {
+      socket.destroy();
+      return fail(new BrokenAnswer("the answer is malformed: a 101 without the Sec-WebSocket-Accept its key calls for"));
+    }
+    if (stream.destroyed) return void socket.destroy();
+    const chosen: http2.OutgoingHttpHeaders = { ":status": 200 };
+    for (const name of ["sec-websocket-protocol", "sec-websocket-extensions"]) if (answer.headers[name] !== undefined) chosen[name] = answer.headers[name];
+    try {
+      stream.respond(chosen);
+    } catch (err) {
+      socket.destroy();
+      return fail(new BrokenAnswer(`the answer cannot be passed on: ${(err as Error).message}`));
+    }
+    settled = true;
+    hooks.answered(101);
+    if (head.length > 0) stream.write(head);
+    relay(stream as never, socket, idleTimeoutMs);
+  });
+  upstream.on("response", (answer) => {
+    const problem = responseFramingProblem(answer);
+    if (problem) {
+      answer.socket.destroy();
+      return fail(new BrokenAnswer(`the answer is malformed: ${problem}`));
+    }
+    try {
+      stream.respond(h2ResponseHeaders(answer));
+    } catch (err) {
+      answer.socket.destroy();
+      return fail(new BrokenAnswer(`the answer cannot be passed on: ${(err as Error).message}`));
+    }
+    settled = true;
+    hooks.answered(answer.statusCode ?? 502);
+    answer.pipe(stream);
+    answer.on("error", () => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR));
+  });
+  upstream.on("error", fail);
+  upstream.end();
+}

@@ -1,0 +1,28 @@
+// The stack the layout tests plan: a synthetic and a live site, and one computer of each network kind.
+import { plan, type Plan } from "../../src/plan";
+import type { StackConfig } from "../../src/plan/types";
+
+export function planned(overrides: Partial<StackConfig>): Plan {
+  const config: StackConfig = {
+    target: "docker",
+    websites: {
+      shop: { domains: ["shop.test"], live: false, allowHosts: [], server: { image: "s", port: 8000 }, frontend: { image: "f", port: 80 }, settings: {}, secretSettings: {} },
+      gh: { domains: ["github.com"], live: true, allowHosts: [], server: { image: "g", port: 8000 }, settings: {}, secretSettings: {} },
+    },
+    computers: {
+      wide: { network: "allow-all", routesSites: true, startTabs: [] },
+      listed: { network: ["example.org"], routesSites: true, startTabs: [] },
+      closed: { network: "none", routesSites: true, startTabs: [] },
+    },
+    captureTraffic: true,
+    capture: { fileSizeMb: 20, fileCount: 10 },
+    selfTest: true,
+    ...overrides,
+  };
+  const result = plan(config, { stack: "s" });
+  if (!result.ok) throw new Error(JSON.stringify(result.problems));
+  return result.plan;
+}
+
+export const computer = (p: Plan, name: string) => p.computers.find((c) => c.name === name)!;
+export const site = (p: Plan, name: string) => p.websites.find((w) => w.name === name)!;
