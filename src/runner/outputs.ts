@@ -51,7 +51,7 @@ export function gatewayAccessOf(map: OutputMap, stack: string): GatewayAccess {
       execFileSync("/bin/sh", ["-c", gatewayTunnelUp(tunnel)], { stdio: ["ignore", "ignore", "pipe"], timeout: 60_000 });
     } catch (error) {
       const stderr = String((error as { stderr?: Buffer }).stderr ?? "").trim().split("\n").at(-1);
-      throw new Error(`stack ${stack}: the SSH tunnel to the gateway (${tunnel.ssh.user}@${tunnel.ssh.host}) did not come up: ${stderr || (error as Error).message}`);
+      throw new Error(`stack ${stack}: the SSH tunnel to the gateway (${tunnel.ssh.user}@${tunnel.ssh.host}) did not come up: ${stderr || (error as Error).message}`, { cause: error });
     }
   }
   return { gatewayUrl, controlToken };
