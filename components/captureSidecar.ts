@@ -48,7 +48,7 @@ export class CaptureSidecar extends pulumi.ComponentResource {
           [LABELS.captureRole]: args.sidecar.role,
         }),
       },
-      { parent: this },
+      { parent: this, ...args.engine.onEngine },
     );
     this.registerOutputs({ containerName: this.container.name });
   }

@@ -59,7 +59,7 @@ export class Computer extends pulumi.ComponentResource {
         labels: containerLabels(engine, { [LABELS.role]: ROLES.siteProxy, [LABELS.computer]: computer.name }),
       },
       // The computer's token is in envs: the engine keeps envs secret even if a wrapper were lost (policy secrets-stay-secret).
-      { parent: this, dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
+      { parent: this, ...engine.onEngine, dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
     );
     this.browser = new DockerContainer(
       `${name}-browser`,
@@ -77,7 +77,7 @@ export class Computer extends pulumi.ComponentResource {
         labels: containerLabels(engine, { [LABELS.role]: ROLES.browser, [LABELS.computer]: computer.name }),
       },
       // The browser's proxy must be up first: the browser never falls back to a direct connection.
-      { parent: this, dependsOn: [this.proxy] },
+      { parent: this, ...engine.onEngine, dependsOn: [this.proxy] },
     );
     this.registerOutputs({ proxy: this.proxy.name, browser: this.browser.name });
   }

@@ -1,24 +1,27 @@
 // One Docker engine's shared pieces: its networks, its volumes and the images its containers run. Every child
 // resource names the engine it is on (`target`), so the same component serves the local engine and a VM's.
-// A VM's engine gets its images from the runner's engine (`imagesFrom`): built or pulled there, then copied
-// with `docker save | docker load` over SSH. A VM then needs no registry and no web access to get them: a
+// A remote engine gets its images from the runner's engine (`imagesFrom`): built or pulled there, then copied
+// with one `docker save | zstd | ssh docker load` of them all. A VM then needs no registry and no web access to get them: a
 // computer VM whose security group has no web egress still gets its browser and proxy images.
 import * as pulumi from "@pulumi/pulumi";
 import type { EngineTarget } from "../src/providers/docker-api";
 import { DockerImage, DockerImageRef, DockerNetwork, DockerVolume, LocalCommand } from "../src/providers/resources";
 import type { EngineNetworks } from "../src/plan/wiring";
-import type { ProjectImageRole } from "../src/plan/images";
+import type { ProjectImageRole, RemoteEngineImages } from "../src/plan/images";
 import { PROJECT_IMAGES, projectImageFiles } from "../src/plan/images";
-import { shipImageCommand } from "../src/plan/ec2";
+import { shipImagesCommand } from "../src/plan/ec2";
+import type { SshEndpoint } from "../src/plan/ssh";
 
-/** Where a VM's engine gets its images: another engine (the runner's), and how to reach this one over SSH. */
+/** Where a remote engine gets its images: another engine (the runner's), and how to reach this one over SSH. */
 export interface ImageSource {
   /** The engine the images are built or pulled on. */
   engine: DockerEngine;
-  /** Where this engine's VM is reached over SSH, `user@host`. */
-  sshTarget: pulumi.Input<string>;
-  /** What must be done before images can be loaded here (the VM's Docker readiness check). */
+  /** How this engine's host is reached over SSH. */
+  ssh: pulumi.Input<SshEndpoint>;
+  /** What must be done before images can be loaded here (the host's readiness check). */
   after: pulumi.Resource[];
+  /** Every image this engine's containers run (src/plan/images.ts `remoteEngineImages`): shipped together. */
+  images: RemoteEngineImages;
 }
 
 export interface DockerEngineArgs {
@@ -38,6 +41,11 @@ export interface DockerEngineArgs {
   labels: Record<string, string>;
   /** Copy images from another engine instead of building and pulling them here (`projectImages` is then unused). */
   imagesFrom?: ImageSource;
+  /**
+   * The machine the engine lives on, when the deploy creates it (a VM): every resource on the engine is deleted
+   * with it, so a destroy never has to reach the engine (its SSH may be long gone) and only terminates the VM.
+   */
+  deletedWith?: pulumi.Resource;
 }
 
 export class DockerEngine extends pulumi.ComponentResource {
@@ -45,31 +53,36 @@ export class DockerEngine extends pulumi.ComponentResource {
   private readonly volumes = new Map<string, DockerVolume>();
   private readonly builtImages = new Map<ProjectImageRole, DockerImage>();
   private readonly pulledImages = new Map<string, DockerImageRef>();
+  /** Remote engines: the id of each image this engine has, by role or reference, once the one load is done. */
   private readonly shippedImages = new Map<string, pulumi.Output<string>>();
-  private readonly imagesFrom?: ImageSource;
+  /** True when the images come from another engine (`imagesFrom`). */
+  private readonly remote: boolean;
   /** The component's name: it prefixes the names of images pulled on demand. */
   readonly engineName: string;
   /** The engine every child resource is created on. */
   readonly target: pulumi.Input<EngineTarget>;
   /** Labels of the stack, for the containers created on this engine. */
   readonly labels: Record<string, string>;
+  /** Options every resource on this engine is created with (see `deletedWith`): spread them into a container's. */
+  readonly onEngine: { deletedWith?: pulumi.Resource };
 
   constructor(name: string, args: DockerEngineArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:docker:DockerEngine", name, {}, opts);
     this.engineName = name;
-    this.imagesFrom = args.imagesFrom;
+    this.remote = args.imagesFrom !== undefined;
     this.target = args.target;
     this.labels = args.labels;
+    this.onEngine = args.deletedWith === undefined ? {} : { deletedWith: args.deletedWith };
     const labels = Object.entries(args.labels).map(([label, value]) => ({ label, value }));
     const all = [...args.networks.internal.map((n) => [n, true] as const), ...args.networks.external.map((n) => [n, false] as const)];
     const seen = new Set<string>();
     for (const [network, internal] of all) {
       if (seen.has(network)) throw new pulumi.ResourceError(`DockerEngine ${name}: network ${network} is listed twice`, this);
       seen.add(network);
-      this.networks.set(network, new DockerNetwork(network, { engine: this.target, name: network, internal, driver: "bridge", labels }, { parent: this }));
+      this.networks.set(network, new DockerNetwork(network, { engine: this.target, name: network, internal, driver: "bridge", labels }, { parent: this, ...this.onEngine }));
     }
     for (const volume of args.volumes) {
-      this.volumes.set(volume, new DockerVolume(volume, { engine: this.target, name: volume, labels }, { parent: this }));
+      this.volumes.set(volume, new DockerVolume(volume, { engine: this.target, name: volume, labels }, { parent: this, ...this.onEngine }));
     }
     for (const role of args.imagesFrom ? [] : args.projectImages) {
       const image = PROJECT_IMAGES[role];
@@ -90,7 +103,34 @@ export class DockerEngine extends pulumi.ComponentResource {
         ),
       );
     }
+    if (args.imagesFrom) this.shipAll(name, args.imagesFrom);
     this.registerOutputs({});
+  }
+
+  /**
+   * Loads every image of `from.images` into this engine with one command (see `shipImagesCommand`), run again
+   * when any image id or the host changes. Each shipped id carries the load as a dependency, so a container
+   * using it starts only once its image is here.
+   */
+  private shipAll(name: string, from: ImageSource): void {
+    const sources = new Map<string, pulumi.Output<string>>([
+      ...from.images.roles.map((role) => [`project-${role}`, from.engine.image(undefined, role)] as const),
+      ...from.images.refs.map((ref) => [ref, from.engine.pulledImage(ref)] as const),
+    ]);
+    const ids = pulumi.all([...sources.values()]);
+    const load = new LocalCommand(
+      `${name}-load-images`,
+      { create: pulumi.all([ids, from.ssh]).apply(([all, ssh]) => shipImagesCommand(all, ssh)), triggers: [ids, from.ssh] },
+      { parent: this, dependsOn: from.after, ...this.onEngine },
+    );
+    for (const [key, id] of sources) this.shippedImages.set(key, pulumi.all([load.stdout, id]).apply(([, image]) => image));
+  }
+
+  /** An image shipped here; asking for one the layout did not list for this engine is a bug in the layout. */
+  private shipped(key: string): pulumi.Output<string> {
+    const id = this.shippedImages.get(key);
+    if (id === undefined) throw new pulumi.ResourceError(`DockerEngine ${this.engineName}: image ${key} is not among the images shipped here (has ${[...this.shippedImages.keys()].join(", ")})`, this);
+    return id;
   }
 
   /** The subnets of every network on this engine: addresses a computer's site proxy must never dial. */
@@ -117,7 +157,7 @@ export class DockerEngine extends pulumi.ComponentResource {
    */
   image(image: string | undefined, role: ProjectImageRole): pulumi.Output<string> {
     if (image !== undefined) return this.pulledImage(image);
-    if (this.imagesFrom) return this.ship(`project-${role}`, this.imagesFrom.engine.image(undefined, role));
+    if (this.remote) return this.shipped(`project-${role}`);
     const built = this.builtImages.get(role);
     if (built === undefined) throw new pulumi.ResourceError(`DockerEngine ${this.engineName}: the ${role} image is not built on this engine`, this);
     return built.imageId;
@@ -125,36 +165,13 @@ export class DockerEngine extends pulumi.ComponentResource {
 
   /** An image given by reference: used as the engine has it, pulled when it has not. One resource per reference. */
   pulledImage(image: string): pulumi.Output<string> {
-    if (this.imagesFrom) return this.ship(image, this.imagesFrom.engine.pulledImage(image));
+    if (this.remote) return this.shipped(image);
     let pulled = this.pulledImages.get(image);
     if (pulled === undefined) {
       const resourceName = `${this.engineName}-image-${image.replace(/[^A-Za-z0-9_.-]+/g, "-")}`;
-      pulled = new DockerImageRef(resourceName, { engine: this.target, name: image }, { parent: this });
+      pulled = new DockerImageRef(resourceName, { engine: this.target, name: image }, { parent: this, ...this.onEngine });
       this.pulledImages.set(image, pulled);
     }
     return pulled.imageId;
-  }
-
-  /**
-   * The image `source` names on the source engine, loaded into this one: the returned id carries the load as a
-   * dependency, so a container using it starts only once its image is here. Loaded again when the source image
-   * or this engine's VM changes.
-   */
-  private ship(key: string, source: pulumi.Output<string>): pulumi.Output<string> {
-    const from = this.imagesFrom!;
-    let shipped = this.shippedImages.get(key);
-    if (shipped === undefined) {
-      const load = new LocalCommand(
-        `${this.engineName}-load-${key.replace(/[^A-Za-z0-9_.-]+/g, "-")}`,
-        {
-          create: pulumi.all([source, from.sshTarget]).apply(([image, target]) => shipImageCommand(image, target)),
-          triggers: [source, from.sshTarget],
-        },
-        { parent: this, dependsOn: from.after },
-      );
-      shipped = pulumi.all([load.stdout, source]).apply(([, image]) => image);
-      this.shippedImages.set(key, shipped);
-    }
-    return shipped;
   }
 }

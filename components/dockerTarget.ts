@@ -11,7 +11,8 @@ import type { EnvTarget, EnvTargetArgs } from "./envTarget";
 export class DockerTarget extends pulumi.ComponentResource implements EnvTarget {
   readonly env: DockerEngine;
   readonly gatewayPrivateAddress = undefined;
-  readonly gatewayPublicAddress = undefined;
+  readonly gatewayReachedAt = undefined;
+  readonly gatewayTunnel = undefined;
 
   constructor(name: string, args: EnvTargetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:docker:DockerTarget", name, {}, opts);

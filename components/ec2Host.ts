@@ -1,18 +1,19 @@
-// ec2 target: one VM with Docker, whose engine is reached over SSH (docker-api.ts) once a readiness command has
-// seen Docker answer. IMDSv2 is required (no token-less metadata for a container to steal credentials through) and
-// the root volume is encrypted. The VM's security group comes from Ec2Firewall.
+// ec2 target: one VM with Docker. IMDSv2 is required with a hop limit of 1 (no token for a container to steal
+// credentials with) and the root volume is encrypted. Its SSH host key is made at deploy and installed by user
+// data, so the runner pins it (src/plan/ssh.ts) and never accepts another. The VM's security group comes from
+// Ec2Firewall; what runs on it, and its readiness, from RemoteEngines.
 import type * as awsTypes from "@pulumi/aws";
 import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
-import { EC2_SSH_OPTIONS, remoteReadinessCommand } from "../src/plan/ec2";
-import type { EngineTarget } from "../src/providers/docker-api";
-import { LocalCommand } from "../src/providers/resources";
+import { ec2UserData } from "../src/plan/ec2";
+import type { SshEndpoint } from "../src/plan/ssh";
+import { SshHostKey } from "../src/providers/resources";
 import { OPENSSH_PUBLIC_KEY } from "../src/config/schema";
 
 export interface Ec2HostArgs {
   /** Instance type, e.g. `t3.large`. */
   instanceType: string;
-  /** The AMI; it must have Docker or reach the web ports to install it. */
+  /** The AMI; it must have Docker or reach the web ports to install it. A later change of it is ignored (no replacement). */
   ami: pulumi.Input<string>;
   /** The subnet; unset: the default subnet of the default VPC. */
   subnetId?: string;
@@ -22,24 +23,18 @@ export interface Ec2HostArgs {
   sshPublicKey: string;
   /** The login user of the AMI. */
   sshUser: string;
-  /** User data: installs and starts Docker. */
-  userData: string;
+  /** Hours after boot at which the VM powers off and so terminates (its lifetime fuse). */
+  lifetimeHours: number;
   /** Tags for every AWS resource of the host (the stack and task tags among them); `Name` is set per resource. */
   tags: (name: string) => Record<string, string>;
-  /** What must exist before the readiness check can connect (the firewall rules that open SSH). */
-  readyAfter: pulumi.Resource[];
 }
 
 export class Ec2Host extends pulumi.ComponentResource {
   readonly instance: awsTypes.ec2.Instance;
-  /** This VM's engine, over SSH; it answers once `ready` is done. */
-  readonly target: pulumi.Output<EngineTarget>;
   readonly publicIp: pulumi.Output<string>;
   readonly privateIp: pulumi.Output<string>;
-  /** `user@publicIp`: where the runner reaches the VM over SSH. */
-  readonly sshTarget: pulumi.Output<string>;
-  /** The readiness check: done once Docker answers on the VM. */
-  readonly ready: LocalCommand;
+  /** How the runner reaches the VM: its public address, the SSH user, the host key made for it. */
+  readonly ssh: pulumi.Output<SshEndpoint>;
 
   constructor(name: string, args: Ec2HostArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:ec2:Ec2Host", name, {}, opts);
@@ -47,6 +42,7 @@ export class Ec2Host extends pulumi.ComponentResource {
       throw new Error(`Ec2Host ${name}: sshPublicKey is not an OpenSSH public key (ssh-ed25519 AAAA..., ssh-rsa AAAA...)`);
     }
     const keyPair = new (aws().ec2.KeyPair)(`${name}-key`, { publicKey: args.sshPublicKey, tags: args.tags(`${name}-key`) }, { parent: this });
+    const hostKey = new SshHostKey(`${name}-host-key`, { comment: `${name} host key` }, { parent: this });
     this.instance = new (aws().ec2.Instance)(
       `${name}-vm`,
       {
@@ -56,25 +52,22 @@ export class Ec2Host extends pulumi.ComponentResource {
         subnetId: args.subnetId,
         vpcSecurityGroupIds: [args.securityGroupId],
         associatePublicIpAddress: true,
-        userData: args.userData,
+        // It holds the host's private key: a secret in the state.
+        userData: pulumi.secret(hostKey.privateKey.apply((key) => ec2UserData(args.sshUser, args.lifetimeHours, key))),
         userDataReplaceOnChange: true,
+        // The lifetime fuse in user data powers the VM off; this makes that a termination, so it stops billing.
+        instanceInitiatedShutdownBehavior: "terminate",
         metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },
         rootBlockDevice: { encrypted: true, volumeType: "gp3", deleteOnTermination: true },
         tags: args.tags(`${name}-vm`),
         volumeTags: args.tags(`${name}-vm-root`),
       },
-      { parent: this },
+      // A new release of the default AMI changes its SSM parameter: running VMs keep the AMI they booted.
+      { parent: this, ignoreChanges: ["ami"] },
     );
     this.publicIp = this.instance.publicIp;
     this.privateIp = this.instance.privateIp;
-    this.sshTarget = pulumi.interpolate`${args.sshUser}@${this.publicIp}`;
-    this.ready = new LocalCommand(
-      `${name}-docker-ready`,
-      { create: this.sshTarget.apply(remoteReadinessCommand), triggers: [this.instance.id] },
-      { parent: this, dependsOn: args.readyAfter },
-    );
-    // Containers on this VM carry the readiness check as a dependency through the target.
-    this.target = pulumi.all([this.sshTarget, this.ready.stdout]).apply(([target]) => ({ host: `ssh://${target}`, sshOptions: EC2_SSH_OPTIONS }));
+    this.ssh = pulumi.all([this.publicIp, hostKey.publicKey]).apply(([host, key]) => ({ host, user: args.sshUser, hostKey: key }));
     this.registerOutputs({ publicIp: this.publicIp, privateIp: this.privateIp });
   }
 }

@@ -1,25 +1,24 @@
-// The ec2 target: a VM for the env and one per computer, each with its own Docker engine (reached over SSH)
-// and security group; every image is built or pulled on the runner's engine and copied to the VMs that run it.
+// The ec2 target: a VM for the env and one per computer, each with its own security group, then on those VMs
+// what the hosts target does on any SSH-reachable Docker hosts (RemoteEngines).
 import type * as awsTypes from "@pulumi/aws";
 import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { PlannedComputer } from "../src/plan";
-import { EC2_DEFAULT_AMI_PARAMETER, EC2_SSH_USER, awsTags, computerPeer, ec2UserData } from "../src/plan/ec2";
-import { computerEngineNetworks, envEngineNetworks } from "../src/plan/wiring";
-import { projectImagesNeeded } from "../src/plan/images";
-import { LABELS } from "../policies/contract";
-import { DockerEngine } from "./dockerEngine";
+import { awsTags, computerPeer } from "../src/plan/ec2";
+import type { DockerEngine } from "./dockerEngine";
 import { Ec2Firewall } from "./ec2Firewall";
 import { Ec2Host } from "./ec2Host";
 import type { EnvTarget, EnvTargetArgs } from "./envTarget";
+import type { GatewayTunnel as GatewayTunnelSpec } from "../src/plan/ssh";
+import { RemoteEngines, type RemoteHost } from "./remoteEngines";
 
 /** A multi env on EC2 VMs. */
 export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
   readonly env: DockerEngine;
-  readonly gatewayPrivateAddress: pulumi.Output<string>;
-  readonly gatewayPublicAddress: pulumi.Output<string>;
-  private readonly computerHosts = new Map<string, Ec2Host>();
-  private readonly computerEngines = new Map<string, DockerEngine>();
+  readonly gatewayPrivateAddress: pulumi.Input<string>;
+  readonly gatewayReachedAt: pulumi.Input<string>;
+  readonly gatewayTunnel: pulumi.Input<GatewayTunnelSpec>;
+  private readonly engines: RemoteEngines;
 
   constructor(name: string, args: EnvTargetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:ec2:Ec2Target", name, {}, opts);
@@ -32,9 +31,11 @@ export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
     const awsProvider = new (aws().Provider)(`${plan.stack}-aws`, { region: ec2.region as awsTypes.Region }, { parent: this });
     const awsOpts = { parent: this, providers: { aws: awsProvider } };
     const firewall = new Ec2Firewall(`${plan.stack}-firewall`, { plan }, awsOpts);
+    // The default AMI is the instance type's architecture's; the VMs ignore later changes of it (below), so a new
+    // AMI release reaches new VMs only, and an `up` never replaces a running one for it.
     const ami: pulumi.Input<string> =
-      ec2.ami ?? aws().ssm.getParameterOutput({ name: EC2_DEFAULT_AMI_PARAMETER }, { parent: this, provider: awsProvider }).value;
-    const host = (name: string, key: string) =>
+      ec2.ami ?? aws().ssm.getParameterOutput({ name: ec2.amiParameter! }, { parent: this, provider: awsProvider }).value;
+    const vm = (name: string, key: string) =>
       new Ec2Host(
         name,
         {
@@ -43,64 +44,35 @@ export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
           subnetId: ec2.subnetId,
           securityGroupId: firewall.groupId(key),
           sshPublicKey: ec2.sshPublicKey,
-          sshUser: EC2_SSH_USER,
-          userData: ec2UserData(),
+          sshUser: ec2.sshUser,
+          lifetimeHours: ec2.lifetimeHours,
           tags,
-          readyAfter: firewall.rules,
         },
         awsOpts,
       );
-    const engineArgs = { buildContext: args.buildContext, baseImage: args.baseImage, labels: { [LABELS.stack]: plan.stack } };
-    // Every image is built or pulled on the runner's engine and copied to the VMs that run it (see DockerEngine).
-    const images = new DockerEngine(
-      `${plan.stack}-images`,
-      { ...engineArgs, target: args.runnerEngine, networks: { internal: [], external: [] }, volumes: [], projectImages: projectImagesNeeded(true, plan.computers) },
-      { parent: this },
-    );
-    const imagesFor = (vm: Ec2Host) => ({ engine: images, sshTarget: vm.sshTarget, after: [vm.ready] });
-    const envHost = host(`${plan.stack}-env`, "env");
-    const env = new DockerEngine(
-      `${plan.stack}-env-engine`,
-      {
-        ...engineArgs,
-        target: envHost.target,
-        networks: envEngineNetworks(plan),
-        volumes: plan.capture.enabled ? [plan.capture.volumeName] : [],
-        projectImages: [],
-        imagesFrom: imagesFor(envHost),
-      },
-      { parent: this },
-    );
-    for (const computer of plan.computers) {
-      const vm = host(`${plan.stack}-${computer.name}`, computerPeer(computer.name));
-      this.computerHosts.set(computer.name, vm);
-      this.computerEngines.set(
-        computer.name,
-        new DockerEngine(
-          `${plan.stack}-${computer.name}-engine`,
-          {
-            ...engineArgs,
-            target: vm.target,
-            networks: computerEngineNetworks(computer),
-            volumes: [computer.caVolumeName],
-            projectImages: [],
-            imagesFrom: imagesFor(vm),
-          },
-          { parent: this },
-        ),
-      );
-    }
-    this.env = env;
-    this.gatewayPrivateAddress = envHost.privateIp;
-    this.gatewayPublicAddress = envHost.publicIp;
+    const remote = (host: Ec2Host): RemoteHost => ({
+      ssh: host.ssh,
+      privateAddress: host.privateIp,
+      booted: true,
+      machine: host.instance,
+      readyAfter: firewall.rules,
+    });
+    const envVm = vm(`${plan.stack}-env`, "env");
+    const computers = Object.fromEntries(plan.computers.map((c) => [c.name, remote(vm(`${plan.stack}-${c.name}`, computerPeer(c.name)))]));
+    // Everything on the VMs is the hosts target's work: only how the VMs came to be is ec2's.
+    this.engines = new RemoteEngines(`${plan.stack}-remote`, { ...args, env: remote(envVm), computers }, { parent: this });
+    this.env = this.engines.env;
+    this.gatewayPrivateAddress = this.engines.gatewayPrivateAddress;
+    this.gatewayReachedAt = this.engines.gatewayReachedAt;
+    this.gatewayTunnel = this.engines.gatewayTunnel;
     this.registerOutputs({});
   }
 
   computer(computer: PlannedComputer): DockerEngine {
-    return this.computerEngines.get(computer.name)!;
+    return this.engines.computer(computer);
   }
 
-  computerAddress(computer: PlannedComputer): pulumi.Output<string> {
-    return this.computerHosts.get(computer.name)!.privateIp;
+  computerAddress(computer: PlannedComputer): pulumi.Input<string> {
+    return this.engines.computerAddress(computer);
   }
 }

@@ -1,13 +1,15 @@
 // What MultiEnv needs from a target, whichever it is: the engine of the gateway and the sites, each computer's
 // engine, and the addresses that connect them when they are on different machines. DockerTarget (the local
-// engine) and Ec2Target (VMs) are the two; `envTargetFor` picks one from the plan. The ec2 one loads the AWS SDK
+// engine), Ec2Target (VMs it creates) and HostsTarget (existing SSH hosts) are the three; `envTargetFor` picks one from the plan. The ec2 one loads the AWS SDK
 // only when it is used (components/aws.ts), so a docker deploy never does.
 import type * as pulumi from "@pulumi/pulumi";
 import type { Plan, PlannedComputer } from "../src/plan";
 import type { EngineTarget } from "../src/providers/docker-api";
+import type { GatewayTunnel as GatewayTunnelSpec } from "../src/plan/ssh";
 import type { DockerEngine } from "./dockerEngine";
 import { DockerTarget } from "./dockerTarget";
 import { Ec2Target } from "./ec2Target";
+import { HostsTarget } from "./hostsTarget";
 
 export interface EnvTarget {
   /** The engine of the gateway and the sites. */
@@ -18,8 +20,10 @@ export interface EnvTarget {
   computerAddress(computer: PlannedComputer): pulumi.Input<string | undefined>;
   /** ec2: the env VM's private address, where computer VMs reach the gateway. */
   readonly gatewayPrivateAddress: pulumi.Input<string> | undefined;
-  /** ec2: the env VM's public address, where the runner reaches the gateway. */
-  readonly gatewayPublicAddress: pulumi.Input<string> | undefined;
+  /** Remote hosts: the URL the runner reaches the gateway at (the local end of an SSH tunnel). */
+  readonly gatewayReachedAt: pulumi.Input<string> | undefined;
+  /** Remote hosts: how the runner brings that tunnel up again (a stack output). */
+  readonly gatewayTunnel: pulumi.Input<GatewayTunnelSpec> | undefined;
 }
 
 export interface EnvTargetArgs {
@@ -35,5 +39,7 @@ export interface EnvTargetArgs {
 
 /** The target component for the plan's target, named after `owner` (the MultiEnv's name), a child of `parent`. */
 export function envTargetFor(args: EnvTargetArgs, opts: pulumi.ComponentResourceOptions, owner: string): EnvTarget {
-  return args.plan.target === "ec2" ? new Ec2Target(`${owner}-ec2`, args, opts) : new DockerTarget(`${owner}-docker`, args, opts);
+  if (args.plan.target === "ec2") return new Ec2Target(`${owner}-ec2`, args, opts);
+  if (args.plan.target === "hosts") return new HostsTarget(`${owner}-hosts`, args, opts);
+  return new DockerTarget(`${owner}-docker`, args, opts);
 }

@@ -21,10 +21,10 @@ export interface GatewayArgs {
   /** The control token (a secret). */
   controlToken: pulumi.Output<string>;
   /**
-   * The address the runner reaches the gateway at when it is not the published IP itself (ec2: the VM's public
-   * address). Unset on docker: the port is published on loopback.
+   * The URL the runner reaches the gateway at on a remote host (ec2, hosts): the local end of the SSH tunnel to
+   * the host's loopback, where the runner's listener is published. Unset on docker: published on this loopback.
    */
-  publicAddress?: pulumi.Input<string>;
+  reachedAt?: pulumi.Input<string>;
   /** Containers the gateway's health depends on (site servers and capture sidecars): created first. */
   dependsOn: pulumi.Resource[];
 }
@@ -40,8 +40,8 @@ export class Gateway extends pulumi.ComponentResource {
     const { plan, engine } = args;
     const ports = gatewayPublish(plan);
     const published = ports[0];
-    if (published.ip !== "127.0.0.1" && args.publicAddress === undefined) {
-      throw new pulumi.ResourceError(`Gateway ${name}: the port is published on ${published.ip}; give the publicAddress the runner reaches it at`, this);
+    if (plan.target !== "docker" && args.reachedAt === undefined) {
+      throw new pulumi.ResourceError(`Gateway ${name}: on target ${plan.target} the gateway is published on its host's loopback; give reachedAt, the local URL of the SSH tunnel to it`, this);
     }
     const configJson = pulumi.output(args.serviceConfig).apply((c) => JSON.stringify(c));
     this.container = new DockerContainer(
@@ -62,11 +62,14 @@ export class Gateway extends pulumi.ComponentResource {
         labels: containerLabels(engine, { [LABELS.role]: ROLES.gateway }),
       },
       // The control token is in envs: the engine keeps envs secret even if a wrapper were lost (policy secrets-stay-secret).
-      { parent: this, dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
+      { parent: this, ...engine.onEngine, dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
     );
-    const address = args.publicAddress ?? published.ip;
+    const address = published.ip;
     const port = published.external ?? this.container.publishedPorts.apply((bound) => bound?.find((p) => p.internal === published.internal)?.external ?? 0);
-    this.url = pulumi.all([address, port]).apply(([a, p]) => gatewayUrl(a, p));
+    this.url =
+      args.reachedAt !== undefined
+        ? pulumi.all([args.reachedAt, this.container.containerId]).apply(([url]) => url)
+        : pulumi.all([address, port]).apply(([a, p]) => gatewayUrl(a, p));
     this.registerOutputs({ url: this.url });
   }
 }

@@ -9,6 +9,8 @@ export { Computer } from "./computer";
 export { DockerEngine } from "./dockerEngine";
 export { Ec2Host } from "./ec2Host";
 export { DockerTarget } from "./dockerTarget";
+export { HostsTarget } from "./hostsTarget";
+export { RemoteEngines } from "./remoteEngines";
 export type { EnvTarget, EnvTargetArgs } from "./envTarget";
 export { Ec2Firewall } from "./ec2Firewall";
 export { ControlToken } from "./controlToken";

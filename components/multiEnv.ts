@@ -12,6 +12,7 @@ import { envTargetFor } from "./envTarget";
 import { Gateway } from "./gateway";
 import { SelfTest } from "./selfTest";
 import type { ComputerOutput, SelfTestOutput, WebsiteOutput } from "../src/protocol/outputs";
+import type { GatewayTunnel } from "../src/plan/ssh";
 import { Website } from "./website";
 
 export interface MultiEnvArgs {
@@ -39,6 +40,8 @@ export interface MultiEnvOutputs {
   captureTraffic: boolean;
   /** What the deploy's self-test found, or that it was skipped. */
   selfTest: pulumi.Output<SelfTestOutput>;
+  /** Remote hosts: the SSH tunnel the runner reaches `gatewayUrl` through (the runner brings it up again as needed). */
+  gatewayTunnel?: pulumi.Input<GatewayTunnel>;
 }
 
 /** The multi env of one task: its targets' engines, websites, gateway, computers, self-test and capture collector. */
@@ -96,7 +99,7 @@ export class MultiEnv extends pulumi.ComponentResource {
         engine: engines.env,
         serviceConfig: gatewayConfig,
         controlToken: this.controlToken.value,
-        publicAddress: engines.gatewayPublicAddress,
+        reachedAt: engines.gatewayReachedAt,
         dependsOn: this.websites.flatMap((w) => w.containers()),
       },
       { parent: this },
@@ -155,6 +158,7 @@ export class MultiEnv extends pulumi.ComponentResource {
       reproducible: plan.reproducible,
       captureTraffic: plan.capture.enabled,
       selfTest: selfTest ? selfTest.results : pulumi.output({ skipped: true as const }),
+      ...(engines.gatewayTunnel !== undefined ? { gatewayTunnel: engines.gatewayTunnel } : {}),
     };
     this.registerOutputs({ ...this.outputs });
   }

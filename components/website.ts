@@ -57,7 +57,7 @@ export class Website extends pulumi.ComponentResource {
         labels: containerLabels(engine, siteLabels(site, "server")),
       },
       // Secret settings are in envs: the engine keeps envs secret even if a wrapper were lost (policy secrets-stay-secret).
-      { parent: this, additionalSecretOutputs: Object.keys(site.secretSettings).length > 0 ? ["envs"] : [] },
+      { parent: this, ...engine.onEngine, additionalSecretOutputs: Object.keys(site.secretSettings).length > 0 ? ["envs"] : [] },
     );
     if (site.frontend !== undefined) {
       this.frontend = new DockerContainer(
@@ -71,7 +71,7 @@ export class Website extends pulumi.ComponentResource {
           restart: RESTART,
           labels: containerLabels(engine, siteLabels(site, "frontend")),
         },
-        { parent: this },
+        { parent: this, ...engine.onEngine },
       );
     }
     for (const sidecar of plan.capture.sidecars.filter((s) => s.site === site.name)) {

@@ -1,14 +1,16 @@
 // Every policy of the pack, in the order they are reported.
 import type { Rule } from "../rule";
+import { awsDescriptionCharset } from "./aws-descriptions";
 import { capturesVolumeAccess } from "./captures-volume";
 import { captureSidecarPerWebsite } from "./capture-sidecars";
 import { computerNetworkIsolation } from "./computer-network";
 import { containerPrivileges } from "./container-privileges";
-import { awsResourceTags, ec2NoOpenEgress, ec2IngressClosedToWorld, ec2InstanceHardening } from "./ec2";
+import { awsResourceTags, ec2IngressClosedToWorld, ec2InstanceHardening, ec2LifetimeFuse, ec2NoOpenEgress } from "./ec2";
 import { siteProxyIsolation } from "./proxy-network";
 import { secretsStaySecret } from "./secrets";
 
 export {
+  awsDescriptionCharset,
   awsResourceTags,
   capturesVolumeAccess,
   captureSidecarPerWebsite,
@@ -17,6 +19,7 @@ export {
   ec2NoOpenEgress,
   ec2IngressClosedToWorld,
   ec2InstanceHardening,
+  ec2LifetimeFuse,
   secretsStaySecret,
   siteProxyIsolation,
 };
@@ -30,6 +33,8 @@ export const RULES: readonly Rule[] = [
   ec2IngressClosedToWorld,
   ec2NoOpenEgress,
   ec2InstanceHardening,
+  ec2LifetimeFuse,
+  awsDescriptionCharset,
   awsResourceTags,
   captureSidecarPerWebsite,
 ];

@@ -2,6 +2,7 @@
 // Structure and types only; the rules between values (names, claims, reaching...) are src/plan's.
 // Every object is strict: an unknown key is a typo, refused rather than silently ignored.
 import { z } from "zod";
+import { EC2_DEFAULT_LIFETIME_HOURS, EC2_DEFAULT_SSH_USER } from "../plan/ec2";
 
 /** An OpenSSH public key line (`ssh-ed25519 AAAA... comment`): what EC2 key pairs take. */
 export const OPENSSH_PUBLIC_KEY = /^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-[a-z0-9]+|sk-[a-z0-9-]+@openssh\.com) [A-Za-z0-9+/=]+( .*)?$/;
@@ -57,6 +58,33 @@ export const ec2Schema = z.strictObject({
   vpcId: z.string().regex(/^vpc-[0-9a-f]+$/, { error: "must be a VPC id such as vpc-0abc1234" }).optional(),
   subnetId: z.string().regex(/^subnet-[0-9a-f]+$/, { error: "must be a subnet id such as subnet-0abc1234" }).optional(),
   ami: z.string().regex(/^ami-[0-9a-f]+$/, { error: "must be an AMI id such as ami-0abc1234" }).optional(),
+  sshUser: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_-]{0,31}$/, { error: "must be a login name such as ec2-user or ubuntu (the AMI's user)" })
+    .default(EC2_DEFAULT_SSH_USER),
+  lifetimeHours: z.number().positive().max(24 * 30, { error: "must be at most 720 (30 days)" }).default(EC2_DEFAULT_LIFETIME_HOURS),
+});
+
+/** A host name or an IPv4/IPv6 address: what an ssh config's HostName takes (no spaces, quotes or `$`). */
+const HOST_ADDRESS = /^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*|\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]+)$/;
+const address = z.string().regex(HOST_ADDRESS, { error: "must be a host name or an IP address such as 192.0.2.10" });
+
+/** One existing Docker host, reached over SSH. */
+export const hostSchema = z.strictObject({
+  address,
+  user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, { error: "must be a login name such as ubuntu" }),
+  hostKey: z.string().regex(/^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,2}( .*)?$/, {
+    error: "must be the host's public key line, such as the output of `ssh-keyscan -t ed25519 <host>` without the host name (ssh-ed25519 AAAA...)",
+  }),
+  port: port.optional(),
+  identityFile: z.string().regex(/^[A-Za-z0-9._/~+-]+$/, { error: "must be a path to a private key file (letters, digits and . _ / ~ + -)" }).optional(),
+  privateAddress: address.optional(),
+});
+
+/** The hosts target: the env's host and one per computer. */
+export const hostsSchema = z.strictObject({
+  env: hostSchema,
+  computers: z.record(z.string(), hostSchema).default({}),
 });
 
 export const captureSchema = z.strictObject({
@@ -77,14 +105,15 @@ export const selfTestSchema = z.union([
 
 // `ec2` is required when target is ec2: validate.ts checks that, so it is reported beside every other problem.
 export const stackConfigSchema = z.strictObject({
-  target: z.enum(["docker", "ec2"]).default("docker"),
+  target: z.enum(["docker", "ec2", "hosts"]).default("docker"),
   websites: z.record(z.string(), websiteSchema).default({}),
   computers: z.record(z.string(), computerSchema).default({}),
   captureTraffic: z.boolean().default(false),
   capture: captureSchema.default({ fileSizeMb: 20, fileCount: 10 }),
   ec2: ec2Schema.optional(),
+  hosts: hostsSchema.optional(),
   selfTest: selfTestSchema.default(true),
 });
 
 /** The keys the `multienv` namespace holds besides the secrets that secretSettings name. */
-export const STACK_KEYS = ["target", "websites", "computers", "captureTraffic", "capture", "ec2", "selfTest"] as const;
+export const STACK_KEYS = ["target", "websites", "computers", "captureTraffic", "capture", "ec2", "hosts", "selfTest"] as const;

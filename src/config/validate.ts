@@ -7,7 +7,7 @@ import type { Problem, StackConfig } from "../plan/types";
 import { editDistance, friendlyMessage, issuesToProblems, suggestion } from "./issues";
 import { CONFIG_NAMESPACE } from "../plan/problems";
 import type { z } from "zod";
-import { captureSchema, computerSchema, CONFIG_KEY, ec2Schema, stackConfigSchema, STACK_KEYS, websiteSchema } from "./schema";
+import { captureSchema, computerSchema, CONFIG_KEY, ec2Schema, hostSchema, hostsSchema, stackConfigSchema, STACK_KEYS, websiteSchema } from "./schema";
 
 /** One key of the namespace, as Pulumi holds it. */
 export interface RawConfigValue {
@@ -40,6 +40,8 @@ function knownKeysAt(path: readonly PropertyKey[]): readonly string[] {
   if (top === "computers" && path.length === 2) return Object.keys(computerSchema.shape);
   if (top === "capture") return Object.keys(captureSchema.shape);
   if (top === "ec2") return Object.keys(ec2Schema.shape);
+  if (top === "hosts" && path.length === 1) return Object.keys(hostsSchema.shape);
+  if (top === "hosts") return Object.keys(hostSchema.shape);
   return [];
 }
 
@@ -123,6 +125,9 @@ export function validateStackConfig(values: Record<string, RawConfigValue>, stac
   }
   if (input.target === "ec2" && input.ec2 === undefined && values.ec2 === undefined) {
     problems.push(problem(["ec2"], "is required when target is ec2: set region, instanceType, runnerCidrs and sshPublicKey"));
+  }
+  if (input.target === "hosts" && input.hosts === undefined && values.hosts === undefined) {
+    problems.push(problem(["hosts"], "is required when target is hosts: set env and computers.<name>, each with address, user and hostKey"));
   }
 
   for (const { site, setting, key } of refs) {

@@ -1,7 +1,11 @@
 // What the ec2 target does with its VMs (docs/design.md "Topology"): the security groups as rules, the tags,
-// the user data, and the shell commands that ship images and check readiness over SSH. Pure data from the Plan.
+// the user data; the shell commands that ship images to a remote host and check its readiness over SSH (the
+// hosts target's too); and the ec2 section's own decisions: the instance type's architecture (so its AMI), the
+// SSH user, the lifetime, and the combinations AWS would take but mis-place. Pure data from the Plan.
 import { GATEWAY_BROWSE_PORT, SITE_PROXY_CONTROL_PORT } from "./topology";
-import type { Plan } from "./types";
+import { problem } from "./problems";
+import { sshMasterLines, sshRun, sshSetup, type SshEndpoint } from "./ssh";
+import type { Ec2Config, Plan, PlannedEc2, Problem, StackConfig } from "./types";
 
 /** Tags on every AWS resource: which stack (task) it belongs to, so a bill or a leak names its task. */
 export function awsTags(plan: Plan, name: string): Record<string, string> {
@@ -61,7 +65,6 @@ function webEgress(why: string): SecurityRule[] {
 export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Record<string, HostSecurity> } {
   const ec2 = plan.ec2;
   const runner = ec2?.runnerCidrs ?? [];
-  const gatewayPort = plan.gateway.port;
   // AWS takes IPv4 and IPv6 CIDRs in separate fields.
   const runnerV4 = runner.filter((cidr) => !cidr.includes(":"));
   const runnerV6 = runner.filter((cidr) => cidr.includes(":"));
@@ -75,8 +78,8 @@ export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Re
   });
   const env: HostSecurity = {
     ingress: [
-      fromRunner(SSH_PORT, "SSH (Docker engine)"),
-      fromRunner(gatewayPort, "gateway"),
+      // SSH alone: the runner reaches the gateway through an SSH tunnel to the VM's loopback, never over the network.
+      fromRunner(SSH_PORT, "SSH (Docker engine and the gateway tunnel)"),
       // The computers reach the browse listener alone: synthetic pages, never /svc/, traffic/v1 or CDP.
       ...plan.computers.map((c) => ({
         description: `gateway browse listener from computer ${c.name}`,
@@ -121,37 +124,77 @@ export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Re
   return { env, computers };
 }
 
-/** The login user of the default AMI (Amazon ECS-optimized Amazon Linux 2023: Docker preinstalled). */
-export const EC2_SSH_USER = "ec2-user";
+/**
+ * The lifetime fuse, as user data lines: a systemd timer at an absolute time `hours` after first boot powers
+ * the VM off, and its shutdown behaviour (terminate) then ends it, so a task nobody destroys stops billing.
+ * Absolute and persistent: a reboot neither restarts the count nor skips a time already past.
+ */
+export function lifetimeFuseLines(hours: number): string[] {
+  const minutes = Math.max(1, Math.round(hours * 60));
+  return [
+    `fuse_at=$(date -u -d "+${minutes} minutes" '+%Y-%m-%d %H:%M:%S UTC')`,
+    "cat >/etc/systemd/system/multienv-fuse.service <<'UNIT'",
+    "[Unit]",
+    "Description=multienv lifetime fuse: power off, and so terminate, this VM",
+    "[Service]",
+    "Type=oneshot",
+    "ExecStart=/usr/bin/systemctl poweroff",
+    "UNIT",
+    'printf \'[Unit]\\nDescription=multienv lifetime fuse\\n[Timer]\\nOnCalendar=%s\\nPersistent=true\\n[Install]\\nWantedBy=timers.target\\n\' "$fuse_at" >/etc/systemd/system/multienv-fuse.timer',
+    "systemctl daemon-reload",
+    "systemctl enable --now multienv-fuse.timer",
+  ];
+}
+
+/** sshd settings for a parallel `up` over one shared connection: many sessions on it, many connections at once. */
+export const SSHD_LIMITS = { maxSessions: 64, maxStartups: "100:30:200" };
 
 /**
- * The SSM parameter naming the default AMI: Amazon Linux 2023 with Docker already installed, so a computer VM
- * whose security group has no web egress still has Docker at boot.
+ * User data lines installing the host key the deploy made (the only one sshd then presents: the runner pins it)
+ * and the session limits, then restarting sshd. A file under sshd_config.d sorted first: its values win.
  */
-export const EC2_DEFAULT_AMI_PARAMETER = "/aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id";
+export function sshdUserDataLines(hostPrivateKey: string): string[] {
+  return [
+    "install -d -m 755 /etc/ssh/sshd_config.d",
+    "(umask 077; cat >/etc/ssh/multienv_host_ed25519_key <<'MULTIENV_HOST_KEY'",
+    `${hostPrivateKey.trim()}`,
+    "MULTIENV_HOST_KEY",
+    ")",
+    "cat >/etc/ssh/sshd_config.d/00-multienv.conf <<'MULTIENV_SSHD'",
+    "HostKey /etc/ssh/multienv_host_ed25519_key",
+    `MaxSessions ${SSHD_LIMITS.maxSessions}`,
+    `MaxStartups ${SSHD_LIMITS.maxStartups}`,
+    "MULTIENV_SSHD",
+    "grep -q '^Include /etc/ssh/sshd_config.d/' /etc/ssh/sshd_config || sed -i '1i Include /etc/ssh/sshd_config.d/*.conf' /etc/ssh/sshd_config",
+    "systemctl restart sshd 2>/dev/null || systemctl restart ssh",
+  ];
+}
 
 /**
- * User data: make sure Docker is installed (an image other than the default may lack it; installing then needs
- * the web ports), running, and usable by the SSH user; the ECS agent of the default AMI is not used.
+ * User data: arm the lifetime fuse first (whatever fails later, the VM still ends), install the pinned host key
+ * and sshd's limits, then make sure Docker is installed (an image other than the default may lack it; installing
+ * then needs the web ports), running, and usable by the SSH user; the ECS agent of the default AMI is not used.
  */
-export function ec2UserData(): string {
+export function ec2UserData(sshUser: string, lifetimeHours: number, hostPrivateKey: string): string {
   return [
     "#!/bin/bash",
     "set -eu",
+    ...lifetimeFuseLines(lifetimeHours),
+    ...sshdUserDataLines(hostPrivateKey),
     "if ! command -v docker >/dev/null 2>&1; then",
     "  if command -v dnf >/dev/null 2>&1; then dnf install -y docker;",
     "  else apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io; fi",
     "fi",
     "systemctl disable --now ecs 2>/dev/null || true",
     "systemctl enable --now docker",
-    `usermod -aG docker ${EC2_SSH_USER} 2>/dev/null || usermod -aG docker ubuntu 2>/dev/null || true`,
-    "touch /var/lib/multienv-docker-ready",
+    `usermod -aG docker ${shellQuote(sshUser)}`,
+    `touch ${EC2_READY_MARKER}`,
     "",
   ].join("\n");
 }
 
-/** ssh options for a VM created by this deploy: its host key is new, so it cannot be known yet. */
-export const EC2_SSH_OPTIONS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"];
+/** The file user data creates last: an ec2 VM is ready only once it exists. */
+export const EC2_READY_MARKER = "/var/lib/multienv-docker-ready";
 
 /** `text` as one /bin/sh word. */
 export function shellQuote(text: string): string {
@@ -159,44 +202,134 @@ export function shellQuote(text: string): string {
 }
 
 /**
- * Copies an image from the runner's engine to a VM (`user@host`) with `docker save | ssh docker load`,
- * skipping the copy when the VM already has that image id. Runs on the runner with its docker CLI and
- * ssh-agent, as the deploy's own SSH connections to the engine do.
+ * The images a remote engine runs, all shipped in one `docker save` (shared layers once), compressed with zstd
+ * (gzip where the host has no zstd), skipping those the host already has by id. Runs on the runner, with its
+ * docker CLI and the host's shared SSH connection. Image ids, not tags: a rebuilt image is a new id, so it is
+ * shipped again and the containers running it are replaced.
  */
-export function shipImageCommand(image: string, sshTarget: string): string {
-  const quote = shellQuote;
-  const ssh = `ssh ${EC2_SSH_OPTIONS.join(" ")} ${quote(sshTarget)}`;
-  const inspect = `docker image inspect -f '{{.Id}}' ${quote(image)}`;
+export function shipImagesCommand(imageIds: string[], endpoint: SshEndpoint): string {
+  const ids = [...new Set(imageIds)].sort();
+  const probe = `for i in ${ids.map(shellQuote).join(" ")}; do docker image inspect -f . "$i" >/dev/null 2>&1 || echo "$i"; done`;
   return [
     "set -eu",
-    `id=$(${inspect})`,
-    `if [ "$(${ssh} ${quote(inspect)} 2>/dev/null || true)" = "$id" ]; then echo ${quote(`${image} is there`)}; exit 0; fi`,
-    `docker save ${quote(image)} | ${ssh} docker load`,
+    sshSetup(endpoint),
+    `missing=$(${sshRun(shellQuote(probe))})`,
+    `if [ -z "$missing" ]; then echo "all ${ids.length} image(s) are there"; exit 0; fi`,
+    'set --',
+    'while IFS= read -r i; do if [ -n "$i" ]; then set -- "$@" "$i"; fi; done <<MULTIENV_MISSING\n$missing\nMULTIENV_MISSING',
+    `if ${sshRun("'command -v zstd'")} >/dev/null 2>&1; then pack="zstd -q -T0 -3"; unpack="zstd -q -d"; else pack="gzip -1"; unpack="gzip -d"; fi`,
+    "# One save of every missing image: layers they share travel once.",
+    `docker save "$@" | $pack | ${sshRun('"$unpack | docker load"')}`,
+    'echo "shipped $# image(s)"',
   ].join("\n");
 }
 
 /**
- * The readiness command run over SSH: waits until user data finished and Docker answers. `sudo`: this session
- * may have started before user data added the SSH user to the docker group (the deploy's own SSH
- * sessions start later and have the group).
+ * The readiness check run on the host over SSH. Exit 0: ready. 3: it will not get ready (cloud-init failed, user
+ * data did not finish, the user is not in the docker group), with the tail of the cloud-init log. 4: the user is
+ * in the docker group but this session's connection logged in before it was added: reconnect. Else: not yet.
  */
-export const EC2_READINESS_COMMAND =
-  "for i in $(seq 1 120); do if [ -e /var/lib/multienv-docker-ready ] && sudo -n docker info >/dev/null 2>&1; then exit 0; fi; sleep 5; done; " +
-  "echo 'Docker did not come up within 10 minutes' >&2; exit 1";
+export function hostReadinessScript(options: { cloudInit: boolean }): string {
+  const log = "/var/log/cloud-init-output.log";
+  return [
+    ...(options.cloudInit
+      ? [
+          `tail_log() { echo "the tail of ${log}:"; sudo -n tail -n 40 ${log} 2>/dev/null || tail -n 40 ${log} 2>/dev/null || echo "(not readable)"; }`,
+          "if command -v cloud-init >/dev/null 2>&1; then",
+          "  cloud-init status --wait >/dev/null 2>&1 || true",
+          `  s=$(cloud-init status 2>/dev/null | sed -n "s/^status: //p")`,
+          `  if [ "$s" != "done" ]; then echo "cloud-init finished with status \${s:-unknown}" >&2; tail_log >&2; exit 3; fi`,
+          "fi",
+          `if [ ! -e ${EC2_READY_MARKER} ]; then echo "user data did not finish (no ${EC2_READY_MARKER})" >&2; tail_log >&2; exit 3; fi`,
+        ]
+      : []),
+    // root reaches the socket without the group.
+    'if [ "$(id -u)" != 0 ] && ! id -nG | tr " " "\n" | grep -qx docker; then',
+    '  if id -nG "$(id -un)" | tr " " "\n" | grep -qx docker; then exit 4; fi',
+    '  echo "$(id -un) is not in the docker group, so it cannot reach Docker; add it (usermod -aG docker $(id -un))" >&2; ' + (options.cloudInit ? "tail_log >&2; " : "") + "exit 3",
+    "fi",
+    'if ! out=$(docker info --format "{{.ServerVersion}}" 2>&1); then echo "docker does not answer yet: $out" >&2; exit 5; fi',
+  ].join("\n");
+}
 
 /**
- * Runs the readiness command on a VM (`user@host`) over SSH from the runner, retrying the connection while the
- * VM boots (about 10 minutes), so the first container is created only once Docker answers there.
+ * Waits on the runner until the host is ready (`hostReadinessScript`), retrying the connection while it boots
+ * (10 s apart, about 10 minutes), and stops at once, with what the host says, when it will not get ready.
  */
-export function remoteReadinessCommand(sshTarget: string): string {
-  const quote = shellQuote;
-  const ssh = `ssh ${EC2_SSH_OPTIONS.join(" ")} -o ConnectTimeout=10 -o BatchMode=yes ${quote(sshTarget)}`;
+export function readinessCommand(endpoint: SshEndpoint, options: { cloudInit: boolean; attempts?: number; pauseSeconds?: number }): string {
+  const where = `${endpoint.user}@${endpoint.host}`;
+  const attempts = options.attempts ?? 60;
   return [
-    "for attempt in $(seq 1 60); do",
-    `  if ${ssh} ${quote(EC2_READINESS_COMMAND)}; then exit 0; fi`,
-    "  sleep 10",
+    sshSetup(endpoint),
+    "i=0",
+    "while :; do",
+    `  ${sshRun(shellQuote(hostReadinessScript(options)))} && exit 0`,
+    "  rc=$?",
+    `  if [ $rc -eq 3 ]; then echo ${shellQuote(`${where} will not get ready (above)`)} >&2; exit 1; fi`,
+    '  if [ $rc -eq 4 ]; then ssh -F "$cfg" -O exit "$alias" >/dev/null 2>&1 || true; fi',
+    "  i=$((i + 1))",
+    `  if [ $i -ge ${attempts} ]; then echo "${where}: Docker did not answer over SSH after ${attempts} attempts (last exit $rc)" >&2; exit 1; fi`,
+    `  sleep ${options.pauseSeconds ?? 10}`,
+    sshMasterLines(),
     "done",
-    `echo ${quote(`${sshTarget}: Docker did not answer over SSH within 10 minutes`)} >&2`,
-    "exit 1",
   ].join("\n");
+}
+
+/** The CPU architecture of an EC2 instance type, as the AMI parameters name it. */
+export type Ec2Architecture = "arm64" | "x86_64";
+
+/** The login user of the default AMI (Amazon ECS-optimized Amazon Linux 2023). */
+export const EC2_DEFAULT_SSH_USER = "ec2-user";
+
+/** Hours a VM runs before it powers itself off and, since its shutdown behaviour is terminate, is terminated. */
+export const EC2_DEFAULT_LIFETIME_HOURS = 4;
+
+/**
+ * The SSM parameters naming the default AMI per architecture: Amazon Linux 2023 with Docker already installed,
+ * so a computer VM whose security group has no web egress still has Docker at boot.
+ */
+export const EC2_DEFAULT_AMI_PARAMETERS: Record<Ec2Architecture, string> = {
+  x86_64: "/aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id",
+  arm64: "/aws/service/ecs/optimized-ami/amazon-linux-2023/arm64/recommended/image_id",
+};
+
+/**
+ * The architecture of an instance type. Graviton families carry a `g` right after their generation (`t4g`,
+ * `m7gd`, `c6gn`, `im4gn`, `is4gen`, `g5g`), and `a1` is the first; GPU families start with `g` before the
+ * generation (`g4dn`, `g6`, `gr6`) and are x86, as is every other family.
+ */
+export function instanceArchitecture(instanceType: string): Ec2Architecture {
+  const family = instanceType.split(".")[0];
+  if (family === "a1") return "arm64";
+  const match = /^[a-z]+(?:-[a-z0-9]+)?\d+([a-z-]*)$/.exec(family);
+  return match !== null && match[1].startsWith("g") ? "arm64" : "x86_64";
+}
+
+/** Refusals of the ec2 section, each naming its key. */
+export function ec2Problems(config: StackConfig): Problem[] {
+  const ec2 = config.ec2;
+  if (config.target !== "ec2" || ec2 === undefined) return [];
+  const problems: Problem[] = [];
+  if (ec2.vpcId !== undefined && ec2.subnetId === undefined) {
+    problems.push(
+      problem(
+        ["ec2", "vpcId"],
+        `is set without ec2.subnetId: the security groups would be created in ${ec2.vpcId} and the VMs in the default VPC's default subnet, which AWS refuses; set ec2.subnetId to a subnet of ${ec2.vpcId}, or remove ec2.vpcId`,
+      ),
+    );
+  }
+  return problems;
+}
+
+/** The ec2 section as the components use it: every default filled in, the architecture decided. */
+export function plannedEc2(ec2: Ec2Config): PlannedEc2 {
+  const architecture = instanceArchitecture(ec2.instanceType);
+  return {
+    ...ec2,
+    runnerCidrs: [...ec2.runnerCidrs],
+    sshUser: ec2.sshUser ?? EC2_DEFAULT_SSH_USER,
+    lifetimeHours: ec2.lifetimeHours ?? EC2_DEFAULT_LIFETIME_HOURS,
+    architecture,
+    amiParameter: ec2.ami === undefined ? EC2_DEFAULT_AMI_PARAMETERS[architecture] : undefined,
+  };
 }

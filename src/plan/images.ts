@@ -1,6 +1,6 @@
 // The image catalogue: the project's own images (gateway, site proxy, browser), what each build copies, the
 // base they build on, and which of them an engine needs.
-import type { PlannedComputer } from "./types";
+import type { Plan, PlannedComputer } from "./types";
 
 /** The project's own images, built from `src/<role>/Dockerfile` when a container gives no image of its own. */
 export type ProjectImageRole = "gateway" | "site-proxy" | "browser";
@@ -46,4 +46,22 @@ export function projectImagesNeeded(gatewayHere: boolean, computers: PlannedComp
   if (computers.length > 0) roles.add("site-proxy");
   if (computers.some((c) => c.image === undefined)) roles.add("browser");
   return [...roles];
+}
+
+/** The images a remote engine's containers run: the project's by role, the others by reference. */
+export interface RemoteEngineImages {
+  roles: ProjectImageRole[];
+  refs: string[];
+}
+
+/**
+ * What a remote engine runs (ec2 and hosts): the env's host the gateway (its capture sidecars use it too) and
+ * every site image; a computer's host its proxy and its browser, the project's or its own.
+ */
+export function remoteEngineImages(plan: Plan, computer?: PlannedComputer): RemoteEngineImages {
+  if (computer !== undefined) {
+    return { roles: computer.image === undefined ? ["site-proxy", "browser"] : ["site-proxy"], refs: computer.image === undefined ? [] : [computer.image] };
+  }
+  const refs = plan.websites.flatMap((w) => [w.server.image, w.frontend?.image]).filter((i): i is string => i !== undefined);
+  return { roles: ["gateway"], refs: [...new Set(refs)].sort() };
 }

@@ -1,6 +1,8 @@
 // plan(): everything the components deploy, decided from a validated StackConfig. Pure: no Pulumi, no I/O.
 import { captureProblems, captureSidecars } from "./capture";
 import { claimProblems, liveHosts } from "./claims";
+import { ec2Problems, plannedEc2 } from "./ec2";
+import { hostsProblems } from "./hosts";
 import { formatProblem, problem } from "./problems";
 import { allowlistProblems, reachesPublicHosts, reaching } from "./reaching";
 import { namingProblems, stackNameProblem } from "./reserved";
@@ -51,6 +53,8 @@ export function planProblemsOfParts(config: StackConfig, stack: string, complete
     if (complete.websites) problems.push(...startTabProblems(computer, config.computers[computer], config.websites));
   }
   if (complete.websites) problems.push(...captureProblems(config));
+  problems.push(...ec2Problems(config));
+  problems.push(...hostsProblems(config));
   return problems;
 }
 
@@ -99,6 +103,9 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
   const warningProblems = [...live.warnings];
   if (config.ec2 !== undefined && config.target !== "ec2") {
     warningProblems.push(problem(["ec2"], `ignored, since target is ${config.target}; set target: ec2 to deploy on EC2, or remove ec2`));
+  }
+  if (config.hosts !== undefined && config.target !== "hosts") {
+    warningProblems.push(problem(["hosts"], `ignored, since target is ${config.target}; set target: hosts to deploy on these hosts, or remove hosts`));
   }
   for (const name of Object.keys(config.computers).sort()) {
     const computer = config.computers[name];
@@ -163,6 +170,7 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
     }),
     warnings,
   };
-  if (config.target === "ec2" && config.ec2 !== undefined) result.ec2 = { ...config.ec2, runnerCidrs: [...config.ec2.runnerCidrs] };
+  if (config.target === "ec2" && config.ec2 !== undefined) result.ec2 = plannedEc2(config.ec2);
+  if (config.target === "hosts" && config.hosts !== undefined) result.hosts = structuredClone(config.hosts);
   return { ok: true, plan: result, warnings };
 }

@@ -4,7 +4,7 @@
 // Components consume a Plan and decide nothing of their own.
 import type { SelfTestPlan } from "./self-test";
 
-export type Target = "docker" | "ec2";
+export type Target = "docker" | "ec2" | "hosts";
 
 /** A computer's network as configured: every host, none, or an allowlist of host names. */
 export type ComputerNetwork = "allow-all" | "none" | string[];
@@ -50,6 +50,36 @@ export interface Ec2Config {
   vpcId?: string;
   subnetId?: string;
   ami?: string;
+  /** The AMI's login user; default `ec2-user`. */
+  sshUser?: string;
+  /** Hours after boot at which a VM shuts itself down and is terminated; default 4. */
+  lifetimeHours?: number;
+}
+
+/** The ec2 section as planned: defaults filled in, the instance type's architecture and its AMI parameter. */
+export interface PlannedEc2 extends Ec2Config {
+  sshUser: string;
+  lifetimeHours: number;
+  architecture: "arm64" | "x86_64";
+  /** The SSM parameter the AMI is read from; unset when `ami` is given. */
+  amiParameter?: string;
+}
+
+/** An existing Docker host reached over SSH (target hosts). */
+export interface HostConfig {
+  address: string;
+  user: string;
+  /** Its public key line: the only key accepted for it. */
+  hostKey: string;
+  port?: number;
+  identityFile?: string;
+  /** Where the env's other hosts reach it; default `address`. */
+  privateAddress?: string;
+}
+
+export interface HostsConfig {
+  env: HostConfig;
+  computers: Record<string, HostConfig>;
 }
 
 export interface CaptureConfig {
@@ -64,6 +94,7 @@ export interface StackConfig {
   captureTraffic: boolean;
   capture: CaptureConfig;
   ec2?: Ec2Config;
+  hosts?: HostsConfig;
   /** The deploy's self-test: on, off, or on with the page an allow-all computer must reach. */
   selfTest: boolean | { publicUrl?: string };
 }
@@ -174,7 +205,8 @@ export interface Plan {
   reproducible: boolean;
   liveWebsites: LiveWebsiteMark[];
   warnings: string[];
-  ec2?: Ec2Config;
+  ec2?: PlannedEc2;
+  hosts?: HostsConfig;
 }
 
 export type PlanResult = { ok: true; plan: Plan; warnings: string[] } | { ok: false; problems: Problem[]; warnings: string[] };

@@ -53,7 +53,7 @@ export function frontendNetworks(plan: Plan, site: PlannedWebsite): NetworkAttac
  */
 export function proxyNetworks(plan: Plan, computer: PlannedComputer): NetworkAttachment[] {
   const own = { network: computer.networkName, aliases: [networkAliases.proxyOnComputerNet] };
-  if (plan.target === "ec2") return [own, { network: computer.egressNetworkName, aliases: [networkAliases.proxyOnLink(computer.name)] }];
+  if (plan.target !== "docker") return [own, { network: computer.egressNetworkName, aliases: [networkAliases.proxyOnLink(computer.name)] }];
   const attachments = [own, { network: computer.linkNetworkName, aliases: [networkAliases.proxyOnLink(computer.name)] }];
   if (computer.reachesPublicHosts) attachments.push({ network: computer.egressNetworkName, aliases: [] });
   return attachments;
@@ -147,19 +147,25 @@ export const GATEWAY_WAIT_TIMEOUT_SECONDS = 120;
 /**
  * Where the gateway's ports are published. docker: its published listener on loopback only, on a port the engine
  * chooses (two stacks never collide, and nothing outside the machine reaches it); the browse listener is reached
- * over the link networks, not published. ec2: every address of the VM on the ports themselves, since the security
- * groups (runner CIDRs to the published listener, computer VMs to the browse listener) are what guard them.
+ * over the link networks, not published. ec2 and hosts: the published listener on the host's loopback (the
+ * runner comes through an SSH tunnel), the browse listener on every address (the computers' security groups
+ * reach it alone).
  */
 export function gatewayPublish(plan: Plan): { internal: number; external?: number; ip: string }[] {
-  if (plan.target === "ec2") {
-    return [plan.gateway.port, GATEWAY_BROWSE_PORT].map((port) => ({ internal: port, external: port, ip: "0.0.0.0" }));
+  if (plan.target !== "docker") {
+    // The runner's listener on the host's loopback alone (the runner comes through an SSH tunnel); the browse
+    // listener on every address, for the computers' hosts.
+    return [
+      { internal: plan.gateway.port, external: plan.gateway.port, ip: "127.0.0.1" },
+      { internal: GATEWAY_BROWSE_PORT, external: GATEWAY_BROWSE_PORT, ip: "0.0.0.0" },
+    ];
   }
   return [{ internal: plan.gateway.port, ip: "127.0.0.1" }];
 }
 
 /** ec2 only: the site proxy's control port (log, CA, DevTools, token required), published on the computer VM for the gateway VM. */
 export function proxyPublish(plan: Plan): { internal: number; external: number; ip: string }[] {
-  if (plan.target !== "ec2") return [];
+  if (plan.target === "docker") return [];
   return [{ internal: SITE_PROXY_CONTROL_PORT, external: SITE_PROXY_CONTROL_PORT, ip: "0.0.0.0" }];
 }
 

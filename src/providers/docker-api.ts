@@ -3,7 +3,9 @@
 // CLI's own ssh:// transport), so the remote engine's socket is never exposed on the network.
 import { spawn } from "node:child_process";
 import http from "node:http";
-import { Duplex, type Readable } from "node:stream";
+import { Duplex, PassThrough, type Readable } from "node:stream";
+import type { SshEndpoint } from "../plan/ssh";
+import { prepareSsh, sshArgs } from "./ssh";
 
 export const DEFAULT_DOCKER_SOCKET = "/var/run/docker.sock";
 
@@ -12,6 +14,11 @@ export interface EngineTarget {
   host?: string;
   /** Extra `ssh` options for an ssh:// host (`-o ...` pairs). */
   sshOptions?: string[];
+  /**
+   * The host as src/plan/ssh.ts reaches it (its pinned host key, one shared connection): when set, `host` only
+   * names the engine, and every connection goes through this endpoint.
+   */
+  ssh?: SshEndpoint;
 }
 
 export class DockerApiError extends Error {
@@ -53,23 +60,34 @@ export function dialStdioArgs(host: string, sshOptions: string[] = []): string[]
 }
 
 /** One connection to an ssh:// engine: the ssh process's stdout and stdin as a socket-like duplex. */
-function sshConnection(host: string, sshOptions: string[] | undefined): Duplex {
-  const child = spawn("ssh", dialStdioArgs(host, sshOptions), { stdio: ["pipe", "pipe", "pipe"] });
+function sshConnection(host: string, sshOptions: string[] | undefined, endpoint?: SshEndpoint): Duplex {
+  const args = endpoint ? sshArgs(endpoint, ["docker", "system", "dial-stdio"]) : dialStdioArgs(host, sshOptions);
+  const child = spawn("ssh", args, { stdio: ["pipe", "pipe", "pipe"] });
   let stderr = "";
   child.stderr.on("data", (c: Buffer) => (stderr = (stderr + c.toString("utf8")).slice(-2000)));
-  const duplex = Duplex.from({ readable: child.stdout, writable: child.stdin });
+  // The answer ends only once ssh has exited: a failed ssh (a refused host key, say) then ends the connection
+  // with its own message rather than as a bare hang-up.
+  const readable = new PassThrough();
+  child.stdout.pipe(readable, { end: false });
+  const duplex = Duplex.from({ readable, writable: child.stdin });
+  // Closing a connection ends its ssh process, which aborts the pipes' pending reads and writes: expected then.
+  child.stdout.on("error", () => undefined);
+  child.stdin.on("error", () => undefined);
   child.on("error", (e) => duplex.destroy(new Error(`ssh to ${host} did not start (${e.message}); is ssh installed?`)));
-  child.on("exit", (code) => {
+  child.on("close", (code) => {
     if (code !== 0 && code !== null) duplex.destroy(new Error(`ssh to ${host} exited ${code}: ${stderr.trim().split("\n").at(-1) ?? ""}`));
+    else readable.end();
   });
   duplex.on("close", () => child.kill());
+  // A connection the agent drops while idle is destroyed with an abort: nobody is waiting on it then.
+  duplex.on("error", () => undefined);
   // http.Agent treats its connections as sockets.
   Object.assign(duplex, { setKeepAlive: () => duplex, setNoDelay: () => duplex, setTimeout: () => duplex, unref: () => duplex, ref: () => duplex });
   return duplex;
 }
 
 export function dockerApi(target: EngineTarget | string = {}): DockerApi {
-  const { host, sshOptions } = typeof target === "string" ? { host: `unix://${target}`, sshOptions: undefined } : target;
+  const { host, sshOptions, ssh } = typeof target === "string" ? { host: `unix://${target}`, sshOptions: undefined, ssh: undefined } : target;
   const remote = host?.startsWith("ssh://") ?? false;
   if (host !== undefined && !remote && !host.startsWith("unix://")) throw new Error(`engine host ${host}: expected unix:///path or ssh://user@host`);
   const socketPath = remote ? undefined : localSocket(host);
@@ -77,7 +95,19 @@ export function dockerApi(target: EngineTarget | string = {}): DockerApi {
   const agent = remote
     ? new http.Agent({ keepAlive: true, maxSockets: 8 })
     : new http.Agent({ keepAlive: true, maxSockets: 16 });
-  if (remote) (agent as unknown as { createConnection: () => Duplex }).createConnection = () => sshConnection(host!, sshOptions);
+  if (remote && ssh === undefined) (agent as unknown as { createConnection: () => Duplex }).createConnection = () => sshConnection(host!, sshOptions);
+  if (remote && ssh !== undefined) {
+    // The host's files and its shared connection first (once per client), then each connection is a session on it.
+    let prepared: Promise<void> | undefined;
+    (agent as unknown as { createConnection: (o: unknown, done: (e: Error | null, s?: Duplex) => void) => undefined }).createConnection = (_o, done) => {
+      prepared ??= prepareSsh(ssh);
+      prepared.then(
+        () => done(null, sshConnection(host!, undefined, ssh)),
+        (e: Error) => done(e),
+      );
+      return undefined;
+    };
+  }
 
   const open = (method: string, path: string, headers: Record<string, string | number>) =>
     http.request({ agent, ...(socketPath ? { socketPath } : { host: "docker" }), method, path, headers: { host: "docker", ...headers } });

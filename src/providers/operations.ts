@@ -6,7 +6,9 @@ import { image, imageRef } from "./docker-image";
 import { network, volume } from "./docker-network";
 import type { Operations } from "./operation";
 import { selfTest } from "./self-test";
+import { sshHostKey } from "./ssh-host-key";
+import { gatewayTunnel } from "./tunnel";
 
-export const OPERATIONS = { container, network, volume, image, imageRef, command, secret, selfTest } satisfies Record<string, Operations>;
+export const OPERATIONS = { container, network, volume, image, imageRef, command, secret, selfTest, sshHostKey, gatewayTunnel } satisfies Record<string, Operations>;
 
 export type Kind = keyof typeof OPERATIONS;

@@ -10,6 +10,7 @@
 import path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import type { EngineTarget } from "./docker-api";
+import type { SshEndpoint } from "../plan/ssh";
 import type { Kind } from "./operations";
 import type { SelfTestCheck } from "../plan/self-test";
 import type { SelfTestResults } from "../protocol/outputs";
@@ -176,6 +177,26 @@ export class LocalCommand extends DynamicResource {
   declare readonly stderr: pulumi.Output<string>;
   constructor(name: string, args: LocalCommandArgs, opts?: pulumi.CustomResourceOptions) {
     super("command", name, { ...args, stdout: undefined, stderr: undefined }, opts);
+  }
+}
+
+/** An SSH host key pair (ed25519), made once: the VM presents it, the runner pins its public half. */
+export class SshHostKey extends DynamicResource {
+  /** `ssh-ed25519 AAAA... comment`. */
+  declare readonly publicKey: pulumi.Output<string>;
+  /** The OpenSSH private key file's text; a secret. */
+  declare readonly privateKey: pulumi.Output<string>;
+  constructor(name: string, args: { comment: string }, opts?: pulumi.CustomResourceOptions) {
+    super("sshHostKey", name, { comment: args.comment, publicKey: undefined, privateKey: undefined }, { ...opts, additionalSecretOutputs: ["privateKey", ...(opts?.additionalSecretOutputs ?? [])] });
+  }
+}
+
+/** The runner's SSH tunnel to a gateway published on a remote host's loopback (tunnel.ts). */
+export class GatewayTunnel extends DynamicResource {
+  /** The local port: the gateway is at http://127.0.0.1:<localPort>. */
+  declare readonly localPort: pulumi.Output<number>;
+  constructor(name: string, args: { ssh: pulumi.Input<SshEndpoint>; remotePort: number }, opts?: pulumi.CustomResourceOptions) {
+    super("gatewayTunnel", name, { ...args, localPort: undefined }, opts);
   }
 }
 

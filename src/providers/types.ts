@@ -10,4 +10,6 @@ export const RESOURCE_TYPES = {
   command: "pulumi-nodejs:dynamic/multienv:Command",
   secret: "pulumi-nodejs:dynamic/multienv:Secret",
   selfTest: "pulumi-nodejs:dynamic/multienv:SelfTest",
+  sshHostKey: "pulumi-nodejs:dynamic/multienv:SshHostKey",
+  gatewayTunnel: "pulumi-nodejs:dynamic/multienv:GatewayTunnel",
 } as const;

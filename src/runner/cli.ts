@@ -6,10 +6,11 @@ import * as collect from "./commands/collect";
 import * as down from "./commands/down";
 import * as reset from "./commands/reset";
 import * as signIn from "./commands/sign-in";
+import * as sweep from "./commands/sweep";
 import * as up from "./commands/up";
 
 /** The subcommands, in the order `--help` lists them. */
-export const COMMANDS: { register(program: Command): void }[] = [check, up, collect, signIn, reset, down];
+export const COMMANDS: { register(program: Command): void }[] = [check, up, collect, signIn, reset, down, sweep];
 
 export function buildCli(): Command {
   const program = new Command("multienv")

@@ -33,6 +33,10 @@ export interface GraphResource {
   inputs: Record<string, unknown>;
   /** Outputs the engine is told to keep secret (e.g. the control token's generator stdout). */
   additionalSecretOutputs?: string[];
+  /** Inputs whose later changes the engine ignores (the `ignoreChanges` option). */
+  ignoreChanges?: string[];
+  /** The name of the resource whose deletion deletes this one with it (the `deletedWith` option). */
+  deletedWith?: string;
 }
 
 export interface Graph {
@@ -87,6 +91,11 @@ function computedState(type: string, name: string, inputs: Record<string, any>):
       return { ...inputs, stdout: `<stdout of ${name}>` };
     case RESOURCE_TYPES.secret:
       return { ...inputs, value: `<random ${inputs.bytes} bytes>` };
+    case RESOURCE_TYPES.gatewayTunnel:
+      return { ...inputs, localPort: "<local port of the tunnel>" };
+    case RESOURCE_TYPES.sshHostKey:
+      // A well-formed key line (the program reads it), whose key part names the resource.
+      return { ...inputs, publicKey: `ssh-ed25519 AAAA${Buffer.from(name).toString("base64").replace(/=+$/, "")} ${inputs.comment}`, privateKey: `<private key of ${name}>` };
     case "aws:ec2/instance:Instance":
       return { ...inputs, publicIp: `<public IP of ${name}>`, privateIp: `<private IP of ${name}>` };
     case "aws:ec2/keyPair:KeyPair":
@@ -158,6 +167,8 @@ interface RegisterRequest {
   getProvider(): string;
   getObject(): unknown;
   getAdditionalsecretoutputsList(): string[];
+  getIgnorechangesList(): string[];
+  getDeletedwith(): string;
 }
 
 interface MockMonitorInternals {
@@ -211,6 +222,8 @@ export async function renderGraph(options: GraphOptions): Promise<Graph> {
         providerRef: req.getProvider(),
         inputs: {},
         additionalSecretOutputs: req.getAdditionalsecretoutputsList(),
+        ignoreChanges: req.getIgnorechangesList(),
+        deletedWith: req.getDeletedwith(),
       };
       registered.push(registration);
       registering = registration;
@@ -259,6 +272,8 @@ interface Registration {
   providerRef: string;
   inputs: Record<string, unknown>;
   additionalSecretOutputs: string[];
+  ignoreChanges: string[];
+  deletedWith: string;
 }
 
 function withoutProviderCode(inputs: Record<string, unknown>): Record<string, unknown> {
@@ -288,6 +303,9 @@ function toGraphResources(registered: Registration[], reveal: boolean): GraphRes
       }
       if (provider) resource.provider = provider.name;
       if (r.additionalSecretOutputs.length > 0) resource.additionalSecretOutputs = [...r.additionalSecretOutputs];
+      if (r.ignoreChanges.length > 0) resource.ignoreChanges = [...r.ignoreChanges];
+      const deletedWith = r.deletedWith ? byUrn.get(r.deletedWith) : undefined;
+      if (deletedWith) resource.deletedWith = deletedWith.name;
       return resource;
     });
 }

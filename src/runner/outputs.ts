@@ -1,7 +1,9 @@
 // A task stack's outputs as the runner reads them (docs/design.md "Outputs"), and how they are shown.
 // The Automation API hands outputs back decrypted, each flagged `secret`; the control token is one of them.
 // Nothing here prints a secret unless the caller asked for it by name.
+import { execFileSync } from "node:child_process";
 import type { OutputMap } from "@pulumi/pulumi/automation";
+import { gatewayTunnelUp, type GatewayTunnel } from "../plan/ssh";
 import type { LiveWebsiteMark } from "../plan/types";
 import type { ComputerOutput, SelfTestOutput, StackOutputValues, WebsiteOutput } from "../protocol/outputs";
 
@@ -41,6 +43,16 @@ export function gatewayAccessOf(map: OutputMap, stack: string): GatewayAccess {
   const controlToken = map.controlToken?.value;
   if (typeof gatewayUrl !== "string" || gatewayUrl === "" || typeof controlToken !== "string" || controlToken === "") {
     throw new Error(`stack ${stack} has no gatewayUrl/controlToken outputs; deploy it first with \`multienv up ${stack}\``);
+  }
+  // A gateway on a remote host is reached through an SSH tunnel: bring it up again if it went down.
+  const tunnel = map.gatewayTunnel?.value as GatewayTunnel | undefined;
+  if (tunnel !== undefined) {
+    try {
+      execFileSync("/bin/sh", ["-c", gatewayTunnelUp(tunnel)], { stdio: ["ignore", "ignore", "pipe"], timeout: 60_000 });
+    } catch (error) {
+      const stderr = String((error as { stderr?: Buffer }).stderr ?? "").trim().split("\n").at(-1);
+      throw new Error(`stack ${stack}: the SSH tunnel to the gateway (${tunnel.ssh.user}@${tunnel.ssh.host}) did not come up: ${stderr || (error as Error).message}`, { cause: error });
+    }
   }
   return { gatewayUrl, controlToken };
 }

@@ -80,6 +80,10 @@ describe("docker target", () => {
     expect(container(graph, "t1-shop-frontend").networksAdvanced[0].aliases).toEqual(["shop-frontend"]);
   });
 
+  it("deletes each Docker resource on its own (the local engine outlives the stack)", () => {
+    for (const r of graph.resources) expect(r.deletedWith, r.name).toBeUndefined();
+  });
+
   it("makes the env and computer networks internal; egress and ingress reach out", () => {
     const internal = Object.fromEntries(
       graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Network").map((r) => [r.name, r.inputs.internal]),

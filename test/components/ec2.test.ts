@@ -1,5 +1,6 @@
 // The ec2 target under Pulumi's mocks: the env VM and one VM per computer, each security group an allowlist.
 import { beforeAll, describe, expect, it } from "vitest";
+import { runPolicies } from "../../policies/evaluate";
 import type { Graph, GraphResource } from "../../src/runner/graph";
 import { container, containers, envOf, graphOf, mountsOf, networksOf, resource } from "./helpers";
 
@@ -54,10 +55,9 @@ describe("ec2 target", () => {
     revealed = await graphOf(STACK, CONFIG, { githubToken: "ghp_secret-for-ec2-test" }, true);
   });
 
-  it("opens the env VM to the runner only (SSH, the published listener) and to the computers on the browse listener alone", () => {
+  it("opens the env VM to the runner on SSH alone (the gateway comes through a tunnel) and to the computers on the browse listener alone", () => {
     expect(rulesOf(graph, INGRESS, "e1-env-sg")).toEqual([
       `tcp 22-22 ${RUNNER}`,
-      `tcp 8080-8080 ${RUNNER}`,
       "tcp 8081-8081 sg:e1-desktop-sg",
       "tcp 8081-8081 sg:e1-offline-sg",
     ]);
@@ -89,20 +89,31 @@ describe("ec2 target", () => {
   });
 
   it("runs three VMs with IMDSv2 required and encrypted root volumes, each checked for Docker over SSH", () => {
-    const instances = graph.resources.filter((r) => r.type === "aws:ec2/instance:Instance");
+    const instances = revealed.resources.filter((r) => r.type === "aws:ec2/instance:Instance");
     expect(instances.map((i) => i.name).sort()).toEqual(["e1-desktop-vm", "e1-env-vm", "e1-offline-vm"]);
     for (const { inputs } of instances) {
       const instance = { inputs: inputs as Record<string, any> };
       expect(instance.inputs.metadataOptions.httpTokens).toBe("required");
       expect(instance.inputs.rootBlockDevice.encrypted).toBe(true);
       expect(instance.inputs.instanceType).toBe("t3.large");
-      expect(instance.inputs.userData).toContain("systemctl enable --now docker");
+      const userData = (instance.inputs.userData as Record<string, string>)["[secret]"];
+      expect(userData).toContain("systemctl enable --now docker");
+      // The host key made for this VM, which sshd then presents alone, and room for a parallel up on one connection.
+      expect(userData).toMatch(/cat >\/etc\/ssh\/multienv_host_ed25519_key <<'MULTIENV_HOST_KEY'\n<private key of e1-\w+-host-key>\nMULTIENV_HOST_KEY/);
+      expect(userData).toContain("HostKey /etc/ssh/multienv_host_ed25519_key\nMaxSessions 64\nMaxStartups 100:30:200");
     }
+    // The user data holds a private key: secret in the state.
+    for (const vm of graph.resources.filter((r) => r.type === "aws:ec2/instance:Instance")) expect(vm.inputs.userData, vm.name).toBe("[secret]");
     const readiness = graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/multienv:Command" && r.name.endsWith("-docker-ready"));
     expect(readiness.map((r) => r.name).sort()).toEqual(["e1-desktop-docker-ready", "e1-env-docker-ready", "e1-offline-docker-ready"]);
     const envReady = readiness.find((r) => r.name === "e1-env-docker-ready")!;
-    expect(envReady.inputs.create).toContain("'ec2-user@<public IP of e1-env-vm>'");
-    expect(envReady.inputs.create).toContain("docker info");
+    const ready = envReady.inputs.create as string;
+    expect(ready).toContain("HostName <public IP of e1-env-vm>\n  User ec2-user");
+    expect(ready).toContain("StrictHostKeyChecking yes");
+    // The pinned key is the one the deploy made for this VM.
+    expect(ready).toContain(`ssh-ed25519 AAAA${Buffer.from("e1-env-host-key").toString("base64").replace(/=+$/, "")}'`);
+    expect(ready).toContain("cloud-init status --wait");
+    expect(ready).toContain("docker info");
   });
 
   it("tags every AWS resource with the stack and task, and creates each with the stack's AWS provider in its region", () => {
@@ -143,7 +154,7 @@ describe("ec2 target", () => {
 
   it("wires containers across VMs by private address: the gateway's ports published on the VM, each proxy's control port on its own", () => {
     expect(container(graph, "e1-gateway").ports).toEqual([
-      { internal: 8080, external: 8080, ip: "0.0.0.0" },
+      { internal: 8080, external: 8080, ip: "127.0.0.1" },
       { internal: 8081, external: 8081, ip: "0.0.0.0" },
     ]);
     expect(container(graph, "e1-desktop-proxy").ports).toEqual([{ internal: 9000, external: 9000, ip: "0.0.0.0" }]);
@@ -158,9 +169,12 @@ describe("ec2 target", () => {
     expect(JSON.stringify(graph)).not.toContain("ghp_secret-for-ec2-test");
   });
 
-  it("gives the runner the gateway at the env VM's public address", () => {
-    const url = "http://<public IP of e1-env-vm>:8080";
+  it("gives the runner the gateway through an SSH tunnel to the env VM's loopback, and says how to bring it up again", () => {
+    const url = "http://127.0.0.1:<local port of the tunnel>";
     expect(graph.outputs.gatewayUrl).toBe(url);
+    const tunnel = resource(graph, "pulumi-nodejs:dynamic/multienv:GatewayTunnel", "e1-gateway-tunnel");
+    expect(tunnel.inputs).toMatchObject({ remotePort: 8080, ssh: { host: "<public IP of e1-env-vm>", user: "ec2-user" } });
+    expect(graph.outputs.gatewayTunnel).toMatchObject({ localPort: "<local port of the tunnel>", remotePort: 8080, ssh: { host: "<public IP of e1-env-vm>" } });
     expect(graph.outputs.controlToken).toBe("[secret]");
     expect((graph.outputs.computers as Record<string, { cdpUrl: string }>).desktop.cdpUrl).toBe(`${url}/computers/desktop/cdp`);
   });
@@ -202,22 +216,92 @@ describe("ec2 target, images", () => {
     ]);
     expect(onRunner("pulumi-nodejs:dynamic/docker:ImageRef").every((r) => r.endsWith(" {}"))).toBe(true);
     const loads = graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/multienv:Command" && r.name.includes("-load-"));
-    expect(loads.map((l) => l.name).sort()).toEqual([
-      "e4-desktop-engine-load-project-browser",
-      "e4-desktop-engine-load-project-site-proxy",
-      "e4-env-engine-load-multienv-sample-live-server",
-      "e4-env-engine-load-multienv-sample-shop-frontend",
-      "e4-env-engine-load-multienv-sample-shop-server",
-      "e4-env-engine-load-project-gateway",
-      "e4-offline-engine-load-project-browser",
-      "e4-offline-engine-load-project-site-proxy",
-    ]);
-    const gatewayLoad = loads.find((l) => l.name === "e4-env-engine-load-project-gateway")!.inputs.create as string;
+    // One load per VM, of every image it runs.
+    expect(loads.map((l) => l.name).sort()).toEqual(["e4-desktop-engine-load-images", "e4-env-engine-load-images", "e4-offline-engine-load-images"]);
+    const envLoad = loads.find((l) => l.name === "e4-env-engine-load-images")!;
     // Shipped by image id: a rebuilt image is a new id, so it reaches the VM and its containers are replaced.
-    expect(gatewayLoad).toContain("docker save '<id of multienv/gateway:latest as built>' | ssh");
-    expect(gatewayLoad).toContain("'ec2-user@<public IP of e4-env-vm>' docker load");
+    expect(envLoad.inputs.triggers).toEqual([
+      ["<id of multienv/gateway:latest as built>", "<id of multienv/sample-live-server>", "<id of multienv/sample-shop-frontend>", "<id of multienv/sample-shop-server>"],
+      expect.objectContaining({ host: "<public IP of e4-env-vm>", user: "ec2-user" }),
+    ]);
+    expect(envLoad.inputs.create).toContain("HostName <public IP of e4-env-vm>");
+    expect(envLoad.inputs.create).toContain('docker save "$@" | $pack |');
+    expect(loads.find((l) => l.name === "e4-offline-engine-load-images")!.inputs.triggers).toEqual([
+      ["<id of multienv/site-proxy:latest as built>", "<id of multienv/browser:latest as built>"],
+      expect.anything(),
+    ]);
     expect(container(graph, "e4-gateway").image).toBe("<id of multienv/gateway:latest as built>");
     expect(container(graph, "e4-shop-server").image).toBe("<id of multienv/sample-shop-server>");
     expect(container(graph, "e4-offline-browser").image).toBe("<id of multienv/browser:latest as built>");
+  });
+});
+
+describe("ec2 target, what AWS would refuse or mis-handle", () => {
+  const instances = (graph: Graph) => graph.resources.filter((r) => r.type === "aws:ec2/instance:Instance");
+
+  it("passes the whole policy pack, every security group and rule description in AWS's character set among it", async () => {
+    const graph = await graphOf("e5", CONFIG, { githubToken: "x" });
+    expect(runPolicies(graph)).toEqual([]);
+    const described = graph.resources.filter((r) => r.type.startsWith("aws:") && typeof r.inputs.description === "string");
+    expect(described.length).toBeGreaterThan(10);
+    for (const r of described) expect(r.inputs.description, r.name).toMatch(/^[a-zA-Z0-9. _\-:/()#,@[\]+=&;{}!$*]{1,255}$/);
+  });
+
+  it("reads the AMI of the instance type's architecture, and ignores later AMI changes so a new release replaces no running VM", async () => {
+    const x86 = await graphOf("e6", CONFIG, { githubToken: "x" });
+    for (const vm of instances(x86)) {
+      expect(vm.inputs.ami, vm.name).toBe("<value of SSM parameter /aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id>");
+      expect(vm.ignoreChanges, vm.name).toEqual(["ami"]);
+    }
+    const arm = await graphOf("e7", { ...CONFIG, ec2: { ...CONFIG.ec2, instanceType: "m7g.large" } }, { githubToken: "x" });
+    for (const vm of instances(arm)) {
+      expect(vm.inputs.ami, vm.name).toBe("<value of SSM parameter /aws/service/ecs/optimized-ami/amazon-linux-2023/arm64/recommended/image_id>");
+      expect(vm.inputs.instanceType).toBe("m7g.large");
+    }
+    const given = await graphOf("e8", { ...CONFIG, ec2: { ...CONFIG.ec2, ami: "ami-0abc1234" } }, { githubToken: "x" });
+    for (const vm of instances(given)) expect(vm.inputs.ami, vm.name).toBe("ami-0abc1234");
+  });
+
+  it("logs in as the configured SSH user, and adds that user to the docker group", async () => {
+    const graph = await graphOf("e9", { ...CONFIG, ec2: { ...CONFIG.ec2, sshUser: "ubuntu", ami: "ami-0abc1234" } }, { githubToken: "x" }, true);
+    for (const vm of instances(graph)) expect((vm.inputs.userData as Record<string, string>)["[secret]"], vm.name).toContain("usermod -aG docker 'ubuntu'");
+    const engines = containers(graph).map((c) => (c.inputs.engine as { host: string }).host);
+    expect(engines.every((h) => h.startsWith("ssh://ubuntu@<public IP of "))).toBe(true);
+  });
+
+  it("refuses vpcId without subnetId, naming both keys", async () => {
+    await expect(graphOf("e10", { ...CONFIG, ec2: { ...CONFIG.ec2, vpcId: "vpc-0abc1234" } }, { githubToken: "x" })).rejects.toThrow(
+      /multienv:ec2\.vpcId: is set without ec2\.subnetId: .*set ec2\.subnetId to a subnet of vpc-0abc1234, or remove ec2\.vpcId/,
+    );
+  });
+});
+
+describe("ec2 target, teardown and cost", () => {
+  it("deletes every Docker resource on a VM with its instance, so a destroy never needs the VM's engine", async () => {
+    const graph = await graphOf("e11", CONFIG, { githubToken: "x" });
+    const onVm = graph.resources.filter((r) => r.type.startsWith("pulumi-nodejs:dynamic/docker:") && (r.inputs.engine as { host?: string }).host?.startsWith("ssh://"));
+    expect(onVm.length).toBeGreaterThan(15);
+    for (const r of onVm) {
+      const host = (r.inputs.engine as { host: string }).host;
+      const vm = /<public IP of (.*)>/.exec(host)![1];
+      expect(r.deletedWith, `${r.type} ${r.name}`).toBe(vm);
+    }
+    const loads = graph.resources.filter((r) => r.name.includes("-load-"));
+    for (const l of loads) expect(l.deletedWith, l.name).toMatch(/-vm$/);
+    // What lives on the runner's engine is deleted as usual.
+    for (const r of graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Image")) expect(r.deletedWith).toBeUndefined();
+  });
+
+  it("gives every VM a lifetime fuse: terminate on shutdown, and a power-off timer at ec2.lifetimeHours", async () => {
+    const fuse = (graph: Graph) => graph.resources.filter((r) => r.type === "aws:ec2/instance:Instance");
+    const userData = (vm: GraphResource) => (vm.inputs.userData as Record<string, string>)["[secret]"];
+    for (const vm of fuse(await graphOf("e12", CONFIG, { githubToken: "x" }, true))) {
+      expect(vm.inputs.instanceInitiatedShutdownBehavior, vm.name).toBe("terminate");
+      expect(userData(vm), vm.name).toContain('date -u -d "+240 minutes"');
+      expect(userData(vm), vm.name).toContain("systemctl enable --now multienv-fuse.timer");
+    }
+    for (const vm of fuse(await graphOf("e13", { ...CONFIG, ec2: { ...CONFIG.ec2, lifetimeHours: 1.5 } }, { githubToken: "x" }, true))) {
+      expect(userData(vm), vm.name).toContain('date -u -d "+90 minutes"');
+    }
   });
 });

@@ -71,7 +71,7 @@ describe("component refusals", () => {
     expect(() => new CaptureSidecar("c", { plan: p, sidecar, target: website.server, engine: e })).toThrow("capture is off in this plan");
   });
 
-  it("Gateway: on ec2 it needs the address the runner reaches it at", () => {
+  it("Gateway: on ec2 it needs the tunnel's URL the runner reaches it at", () => {
     const p = planned({ target: "ec2", ec2: EC2 });
     expect(
       () =>
@@ -82,7 +82,7 @@ describe("component refusals", () => {
           controlToken: pulumi.secret("t"),
           dependsOn: [],
         }),
-    ).toThrow("give the publicAddress the runner reaches it at");
+    ).toThrow("on target ec2 the gateway is published on its host's loopback; give reachedAt, the local URL of the SSH tunnel to it");
   });
 
   it("Ec2Host: the SSH key must be an OpenSSH public key", () => {
@@ -94,9 +94,8 @@ describe("component refusals", () => {
           securityGroupId: "sg-1",
           sshPublicKey: "-----BEGIN OPENSSH PRIVATE KEY-----",
           sshUser: "ec2-user",
-          userData: "",
+          lifetimeHours: 4,
           tags: () => ({}),
-          readyAfter: [],
         }),
     ).toThrow("sshPublicKey is not an OpenSSH public key");
   });

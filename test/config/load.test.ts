@@ -85,7 +85,7 @@ describe("loadStackConfig", () => {
       expect.unreachable();
     } catch (error) {
       expect(error).toBeInstanceOf(ConfigError);
-      expect((error as ConfigError).problems).toEqual([{ path: "target", message: 'expected one of "docker", "ec2"; got "gcp"' }]);
+      expect((error as ConfigError).problems).toEqual([{ path: "target", message: 'expected one of "docker", "ec2", "hosts"; got "gcp"' }]);
     }
   });
 });

@@ -109,7 +109,7 @@ describe("readStackFile", () => {
         stackFile("types", 'config:\n  multienv:websites:\n    shop:\n      domains: shop.test\n      server: {port: "80"}\n  multienv:target: gcp\n  multienv:computers:\n    desk: {network: some}\n'),
       ),
     ).toEqual([
-      'multienv:target: expected one of "docker", "ec2"; got "gcp"',
+      'multienv:target: expected one of "docker", "ec2", "hosts"; got "gcp"',
       'multienv:websites.shop.domains: expected a list, got the string "shop.test"',
       'multienv:websites.shop.server.port: expected a number, got the string "80"',
       'multienv:computers.desk.network: must be "allow-all", "none" or a list of host names (an allowlist)',
@@ -143,7 +143,7 @@ describe("readStackFile", () => {
         "config:\n  multienv:target: ec2\n  multienv:ec2:\n    region: us-east-1\n    instanceType: t3.large\n    runnerCidrs: [203.0.113.7/32]\n    sshPublicKey: ssh-ed25519 AAAAC3Nza me@host\n    vpcId: vpc-0abc\n",
       ),
     );
-    expect(file.config.ec2).toEqual({ region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["203.0.113.7/32"], sshPublicKey: "ssh-ed25519 AAAAC3Nza me@host", vpcId: "vpc-0abc" });
+    expect(file.config.ec2).toEqual({ region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["203.0.113.7/32"], sshPublicKey: "ssh-ed25519 AAAAC3Nza me@host", vpcId: "vpc-0abc", sshUser: "ec2-user", lifetimeHours: 4 });
   });
 
   it("refuses a secret setting whose config key is missing, naming the key and the command that fixes it", () => {
@@ -165,7 +165,7 @@ describe("readStackFile", () => {
       problemLines(stackFile("nested", "config:\n  multienv:strayToken:\n    secure: v1:xyz\n  multienv:websites:\n    gh:\n      domains: [a.test]\n      settings:\n        token:\n          secure: v1:abc\n")),
     ).toEqual([
       "multienv:websites: holds a secret, so the plan cannot read it; keep websites plaintext and put each secret in its own key named by a website's secretSettings",
-      "multienv:strayToken: unknown key; the keys here are target, websites, computers, captureTraffic, capture, ec2, selfTest (a secret key belongs here only when a website's secretSettings names it)",
+      "multienv:strayToken: unknown key; the keys here are target, websites, computers, captureTraffic, capture, ec2, hosts, selfTest (a secret key belongs here only when a website's secretSettings names it)",
     ]);
   });
 

@@ -1,7 +1,8 @@
-// src/plan/ec2.ts: the ec2 target's rules and scripts.
+// src/plan/ec2.ts: the ec2 target's rules and scripts, and its config section's decisions (architecture, defaults, refusals).
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { ec2SecurityRules, shipImageCommand } from "../../src/plan/ec2";
+import { ec2Problems, ec2SecurityRules, instanceArchitecture, lifetimeFuseLines, plannedEc2, shipImagesCommand } from "../../src/plan/ec2";
+import type { StackConfig } from "../../src/plan/types";
 import { planned } from "./layout-fixture";
 
 describe("ec2", () => {
@@ -23,10 +24,70 @@ describe("ec2", () => {
     expect(rules.computers.closed.ingress.filter((r) => r.peer !== undefined).map((r) => [r.fromPort, r.toPort])).toEqual([[9000, 9000]]);
   });
 
-  it("copies an image to a VM with a shell command bash accepts, quoting the image and the target", () => {
-    const script = shipImageCommand("multienv/o'dd:1", "ec2-user@203.0.113.9");
-    execFileSync("bash", ["-n", "-c", script]);
-    expect(script).toContain(`docker save 'multienv/o'\\''dd:1' | ssh -o StrictHostKeyChecking=no`);
-    expect(script).toContain("'ec2-user@203.0.113.9' docker load");
+  it("ships a host's images in one compressed save, by id, with a shell command sh accepts", () => {
+    const endpoint = { host: "203.0.113.9", user: "ec2-user", hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAITestKey" };
+    const script = shipImagesCommand(["sha256:bbb", "sha256:aaa", "sha256:bbb"], endpoint);
+    execFileSync("sh", ["-n", "-c", script]);
+    expect(script).toContain("for i in '\\''sha256:aaa'\\'' '\\''sha256:bbb'\\''; do docker image inspect");
+    expect(script).toContain('docker save "$@" | $pack | ssh -F "$cfg" "$alias" "$unpack | docker load"');
+    expect(script).toContain('pack="zstd -q -T0 -3"');
+    expect(script.match(/docker save/g)).toHaveLength(1);
+  });
+});
+
+describe("lifetimeFuseLines", () => {
+  it("arms a persistent timer at an absolute time systemd reads, hours after boot", () => {
+    const lines = lifetimeFuseLines(0.5);
+    expect(lines[0]).toContain('date -u -d "+30 minutes"');
+    expect(lines.join("\n")).toContain("Persistent=true");
+    expect(lines.join("\n")).toContain("ExecStart=/usr/bin/systemctl poweroff");
+    // The fuse's time as the first line computes it, parsed by systemd itself where it is installed.
+    const at = execFileSync("/bin/bash", ["-c", `${lines[0]}; echo "$fuse_at"`]).toString().trim();
+    const minutes = (Date.parse(at.replace(" UTC", "Z").replace(" ", "T")) - Date.now()) / 60_000;
+    expect(minutes).toBeGreaterThan(28);
+    expect(minutes).toBeLessThan(31);
+    try {
+      execFileSync("systemd-analyze", ["calendar", at], { stdio: "pipe" });
+    } catch (error) {
+      if ((error as { code?: string }).code !== "ENOENT") throw error;
+    }
+  });
+});
+
+const EC2 = { region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["203.0.113.7/32"], sshPublicKey: "ssh-ed25519 AAAA me" };
+
+describe("instanceArchitecture", () => {
+  it("knows Graviton families by the g after their generation, and a1", () => {
+    for (const type of ["t4g.small", "m6g.large", "m7gd.xlarge", "c6gn.large", "c7g.medium", "r8g.large", "x2gd.large", "im4gn.large", "is4gen.large", "g5g.xlarge", "hpc7g.4xlarge", "a1.large"]) {
+      expect(instanceArchitecture(type), type).toBe("arm64");
+    }
+  });
+
+  it("takes every other family as x86_64, GPU families that start with g among them", () => {
+    for (const type of ["t3.large", "t3a.large", "m5.large", "m6i.large", "m7i-flex.large", "c5n.large", "g4dn.xlarge", "g6.xlarge", "gr6.4xlarge", "p4d.24xlarge", "inf2.xlarge", "z1d.large", "m5zn.large"]) {
+      expect(instanceArchitecture(type), type).toBe("x86_64");
+    }
+  });
+});
+
+describe("plannedEc2", () => {
+  it("fills the defaults and picks the AMI parameter of the architecture, none when an AMI is given", () => {
+    expect(plannedEc2(EC2)).toMatchObject({ sshUser: "ec2-user", lifetimeHours: 4, architecture: "x86_64", amiParameter: "/aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id" });
+    expect(plannedEc2({ ...EC2, instanceType: "t4g.large" }).amiParameter).toBe("/aws/service/ecs/optimized-ami/amazon-linux-2023/arm64/recommended/image_id");
+    expect(plannedEc2({ ...EC2, ami: "ami-0abc", sshUser: "ubuntu" })).toMatchObject({ amiParameter: undefined, sshUser: "ubuntu" });
+  });
+});
+
+describe("ec2Problems", () => {
+  const config = (ec2: Partial<typeof EC2> & Record<string, unknown>, target: StackConfig["target"] = "ec2") =>
+    ({ target, websites: {}, computers: {}, captureTraffic: false, capture: { fileSizeMb: 20, fileCount: 10 }, selfTest: true, ec2: { ...EC2, ...ec2 } }) as StackConfig;
+
+  it("refuses vpcId without subnetId, naming both keys", () => {
+    expect(ec2Problems(config({ vpcId: "vpc-0abc" }))).toEqual([
+      { path: "ec2.vpcId", message: expect.stringMatching(/^is set without ec2\.subnetId: .* set ec2\.subnetId to a subnet of vpc-0abc, or remove ec2\.vpcId$/) },
+    ]);
+    expect(ec2Problems(config({ vpcId: "vpc-0abc", subnetId: "subnet-0abc" }))).toEqual([]);
+    expect(ec2Problems(config({ subnetId: "subnet-0abc" }))).toEqual([]);
+    expect(ec2Problems(config({ vpcId: "vpc-0abc" }, "docker"))).toEqual([]);
   });
 });

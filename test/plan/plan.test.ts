@@ -133,7 +133,13 @@ describe("plan", () => {
 
   it("carries the ec2 section for target ec2, and warns that it is ignored for docker", () => {
     const ec2 = { region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["203.0.113.7/32"], sshPublicKey: "ssh-ed25519 AAAA me" };
-    expect(planned(stackConfig({ target: "ec2", ec2 })).ec2).toEqual(ec2);
+    expect(planned(stackConfig({ target: "ec2", ec2 })).ec2).toEqual({
+      ...ec2,
+      sshUser: "ec2-user",
+      lifetimeHours: 4,
+      architecture: "x86_64",
+      amiParameter: "/aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id",
+    });
     const result = plan(stackConfig({ ec2 }), { stack: "demo" });
     expect(result.ok && result.plan.ec2).toBeUndefined();
     expect(result.warnings).toEqual(["multienv:ec2: ignored, since target is docker; set target: ec2 to deploy on EC2, or remove ec2"]);

@@ -42,7 +42,7 @@ describe("wiring", () => {
     const ec2 = { region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["192.0.2.1/32"], sshPublicKey: "ssh-ed25519 AAAA x" };
     // ec2: the browse listener too, for the computer VMs (their security groups reach it alone).
     expect(gatewayPublish(planned({ target: "ec2", ec2 }))).toEqual([
-      { internal: 8080, external: 8080, ip: "0.0.0.0" },
+      { internal: 8080, external: 8080, ip: "127.0.0.1" },
       { internal: 8081, external: 8081, ip: "0.0.0.0" },
     ]);
   });

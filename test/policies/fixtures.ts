@@ -138,8 +138,9 @@ export function ec2Resources(): GraphResource[] {
     aws(TYPES.ingressRule, "t-env-in-gw", { ipProtocol: "tcp", fromPort: 8080, toPort: 8080, cidrIpv4: "203.0.113.7/32" }),
     aws(TYPES.egressRule, "t-env-out-443", { ipProtocol: "tcp", fromPort: 443, toPort: 443, cidrIpv4: "0.0.0.0/0" }),
     aws(TYPES.instance, "t-env-vm", {
-      metadataOptions: { httpTokens: "required", httpEndpoint: "enabled" },
+      metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },
       rootBlockDevice: { encrypted: true, volumeType: "gp3" },
+      instanceInitiatedShutdownBehavior: "terminate",
     }),
     aws("aws:ec2/keyPair:KeyPair", "t-env-key", { publicKey: "ssh-ed25519 AAAA" }),
   ];

@@ -267,9 +267,24 @@ describe("ec2-ingress-closed-to-world", () => {
     ]);
   });
 
-  it("refuses an all-protocol ingress from the world (it covers SSH)", () => {
+  it("refuses an all-protocol ingress from the world (it covers every guarded port)", () => {
     const found = violations(graph(aws(TYPES.ingressRule, "all", { ipProtocol: "-1", cidrIpv6: "::/0" })), P);
-    expect(found).toHaveLength(2);
+    expect(found).toHaveLength(5);
+  });
+
+  it("guards the gateway browse port, a site proxy's control (log) port and DevTools as it guards SSH", () => {
+    const open = (name: string, port: number) => aws(TYPES.ingressRule, name, { ipProtocol: "tcp", fromPort: port, toPort: port, cidrIpv4: "0.0.0.0/0" });
+    const found = violations(graph(open("browse", 8081), open("control", 9000), open("cdp", 9222), open("web", 8443)), P);
+    expect(found.map((v) => [v.resource, v.message])).toEqual([
+      ["browse", expect.stringMatching(/opens the gateway browse port \(8081\) to 0.0.0.0\/0/)],
+      ["control", expect.stringMatching(/opens a site proxy's control port \(its log, CA and DevTools\) \(9000\)/)],
+      ["cdp", expect.stringMatching(/opens the browser's DevTools port \(9222\)/)],
+    ]);
+  });
+
+  it("sees a guarded port inside a wide tcp range from the world (tcp 0-65535 covers all of them)", () => {
+    const wide = aws(TYPES.ingressRule, "wide", { ipProtocol: "tcp", fromPort: 0, toPort: 65535, cidrIpv4: "0.0.0.0/0" });
+    expect(violations(graph(wide), P)).toHaveLength(5);
   });
 
   it("ignores egress rules", () => {
@@ -294,6 +309,26 @@ describe("ec2-no-open-egress", () => {
     );
     expect(found.map((v) => v.resource)).toEqual(["out", "sg", "legacy"]);
   });
+
+  it("flags tcp or udp over every port to the world as it flags all protocols, and not to a peer or a port range", () => {
+    const found = violations(
+      {
+        resources: [
+          aws(TYPES.egressRule, "tcp-all", { ipProtocol: "tcp", fromPort: 0, toPort: 65535, cidrIpv4: "0.0.0.0/0" }),
+          aws(TYPES.egressRule, "udp-all6", { ipProtocol: "udp", fromPort: 1, toPort: 65535, cidrIpv6: "::/0" }),
+          aws(TYPES.securityGroup, "sg", { egress: [{ protocol: "tcp", fromPort: 0, toPort: 65535, cidrBlocks: ["0.0.0.0/0"] }] }),
+          aws(TYPES.egressRule, "tcp-all-vpc", { ipProtocol: "tcp", fromPort: 0, toPort: 65535, cidrIpv4: "10.0.0.0/16" }),
+          aws(TYPES.egressRule, "tcp-high", { ipProtocol: "tcp", fromPort: 1024, toPort: 65535, cidrIpv4: "0.0.0.0/0" }),
+        ],
+      },
+      P,
+    );
+    expect(found.map((v) => [v.resource, v.message])).toEqual([
+      ["tcp-all", expect.stringMatching(/allows tcp 0-65535 out to 0.0.0.0\/0: every port/)],
+      ["udp-all6", expect.stringMatching(/allows udp 1-65535 out to ::\/0/)],
+      ["sg", expect.stringMatching(/allows tcp 0-65535 out/)],
+    ]);
+  });
 });
 
 describe("ec2-instance-hardening", () => {
@@ -303,10 +338,62 @@ describe("ec2-instance-hardening", () => {
     const weak = aws(TYPES.instance, "vm", { metadataOptions: { httpTokens: "optional" }, rootBlockDevice: { volumeType: "gp3" } });
     expect(violations({ resources: [weak] }, P).map((v) => v.message)).toEqual([
       expect.stringMatching(/does not require IMDSv2 \(metadataOptions.httpTokens is "optional"\)/),
+      expect.stringMatching(/httpPutResponseHopLimit is unset/),
       expect.stringMatching(/does not encrypt its root volume/),
     ]);
     const bare = aws(TYPES.instance, "vm2", {});
     expect(violations({ resources: [bare] }, P).map((v) => v.message)[0]).toMatch(/httpTokens is unset/);
+  });
+
+  it("requires a metadata hop limit of 1, so a container one hop further gets no token", () => {
+    const hardened = { httpTokens: "required", httpPutResponseHopLimit: 1 };
+    const vm = (name: string, metadataOptions: Record<string, unknown>) => aws(TYPES.instance, name, { metadataOptions, rootBlockDevice: { encrypted: true } });
+    expect(violations({ resources: [vm("ok", hardened)] }, P)).toEqual([]);
+    expect(violations({ resources: [vm("two", { ...hardened, httpPutResponseHopLimit: 2 }), vm("unset", { httpTokens: "required" })] }, P).map((v) => [v.resource, v.message])).toEqual([
+      ["two", expect.stringMatching(/httpPutResponseHopLimit is 2; set it to 1/)],
+      ["unset", expect.stringMatching(/httpPutResponseHopLimit is unset; set it to 1/)],
+    ]);
+  });
+});
+
+describe("ec2-lifetime-fuse", () => {
+  const P = "ec2-lifetime-fuse";
+  it("refuses an instance that stops (or keeps AWS's default) instead of terminating on shutdown", () => {
+    expect(violations({ resources: ec2Resources() }, P)).toEqual([]);
+    const vm = (name: string, extra: Record<string, unknown>) => aws(TYPES.instance, name, extra);
+    expect(violations({ resources: [vm("stop", { instanceInitiatedShutdownBehavior: "stop" }), vm("unset", {})] }, P).map((v) => [v.resource, v.message])).toEqual([
+      ["stop", expect.stringMatching(/instanceInitiatedShutdownBehavior is "stop".*set it to "terminate"/)],
+      ["unset", expect.stringMatching(/is unset \(stop\)/)],
+    ]);
+  });
+});
+
+describe("aws-description-charset", () => {
+  const P = "aws-description-charset";
+  it("accepts descriptions made of AWS's allowed characters", () => {
+    const allowed = "a-z A-Z 0-9 . _ - : / ( ) # , @ [ ] + = & ; { } ! $ *";
+    expect(violations({ resources: [aws(TYPES.ingressRule, "ok", { description: allowed }), aws(TYPES.securityGroup, "sg", { description: "multienv t: the env VM (gateway, sites); an allowlist" })] }, P)).toEqual([]);
+  });
+
+  it("refuses an apostrophe or a quote in a rule, a group or an inline rule, and an overlong description", () => {
+    const found = violations(
+      {
+        resources: [
+          aws(TYPES.ingressRule, "in", { description: "computer desktop's site proxy" }),
+          aws(TYPES.egressRule, "out", { description: 'the "gateway"' }),
+          { type: TYPES.securityGroupRule, name: "legacy", inputs: { type: "ingress", description: "ça" } },
+          aws(TYPES.securityGroup, "sg", { description: "x".repeat(256), egress: [{ protocol: "tcp", description: "it's" }] }),
+        ],
+      },
+      P,
+    );
+    expect(found.map((v) => [v.resource, v.message])).toEqual([
+      ["in", expect.stringMatching(/description "computer desktop's site proxy" has characters AWS refuses there \("'"\)/)],
+      ["out", expect.stringMatching(/has characters AWS refuses there \("\\""\)/)],
+      ["legacy", expect.stringMatching(/\("ç"\)/)],
+      ["sg", expect.stringMatching(/description is 256 characters; AWS takes at most 255/)],
+      ["sg", expect.stringMatching(/egress\[0\].description "it's"/)],
+    ]);
   });
 });
 

@@ -1,0 +1,145 @@
+// How the runner speaks SSH to a Docker host (a VM the deploy creates, or a host the config names): one ssh
+// config file per host, written at run time next to a known_hosts file holding that host's one pinned key,
+// and one shared connection per host (a ControlMaster started once, kept for two minutes after its last use),
+// so a parallel `up` opens one TCP connection and one authentication per host, not one per resource.
+// The same text serves the providers (node writes the files, then spawns `ssh -F`) and the shell commands
+// (image loads, readiness), which write them with a here-document: both read `sshSetup`.
+
+/** A Docker host the runner reaches over SSH. */
+export interface SshEndpoint {
+  /** Address or DNS name. */
+  host: string;
+  user: string;
+  port?: number;
+  /** The host's public key, `ssh-ed25519 AAAA...`: the only key accepted for it. */
+  hostKey: string;
+  /** A private key file to log in with; unset: the runner's ssh-agent and default keys. */
+  identityFile?: string;
+}
+
+/** The ssh-ed25519 (or other) public key line without a comment, or an error naming what is wrong. */
+export function hostKeyLine(key: string): string {
+  const match = /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(?:256|384|521)) ([A-Za-z0-9+/]+={0,2})(?: .*)?$/.exec(key.trim());
+  if (match === null) throw new Error(`host key ${JSON.stringify(key.slice(0, 40))}: expected a public key line such as "ssh-ed25519 AAAA..." (a line of ssh-keyscan, or /etc/ssh/ssh_host_ed25519_key.pub)`);
+  return `${match[1]} ${match[2]}`;
+}
+
+/** The name ssh knows the host by: per address, user, port and key, so a new key is a new name, never a clash. */
+export function sshAlias(endpoint: SshEndpoint): string {
+  const text = JSON.stringify([endpoint.host, endpoint.user, endpoint.port ?? 22, hostKeyLine(endpoint.hostKey), endpoint.identityFile ?? ""]);
+  return `multienv-${fnv1a(text, 0x811c9dc5)}${fnv1a(text, 0x01000193)}`;
+}
+
+/** 32-bit FNV-1a as 8 hex digits: a name, not a secret, so a small pure hash does (this module stays free of node). */
+function fnv1a(text: string, seed: number): string {
+  let hash = seed >>> 0;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return hash.toString(16).padStart(8, "0");
+}
+
+/** Seconds a shared connection outlives its last session. */
+export const CONTROL_PERSIST_SECONDS = 120;
+
+/**
+ * The ssh config of one host, paths under `dir` (a literal directory, or `$d` inside a here-document).
+ * Host keys are checked strictly against the one pinned key; sessions go through the shared connection when
+ * it is up and connect on their own otherwise (ControlMaster no: only `sshSetup` starts the master).
+ */
+export function sshConfigText(endpoint: SshEndpoint, dir: string): string {
+  const alias = sshAlias(endpoint);
+  const keyType = hostKeyLine(endpoint.hostKey).split(" ")[0];
+  return [
+    `Host ${alias}`,
+    `  HostName ${endpoint.host}`,
+    `  User ${endpoint.user}`,
+    `  Port ${endpoint.port ?? 22}`,
+    `  HostKeyAlias ${alias}`,
+    `  HostKeyAlgorithms ${keyType}`,
+    `  UserKnownHostsFile ${dir}/${alias}.known_hosts`,
+    "  GlobalKnownHostsFile /dev/null",
+    "  StrictHostKeyChecking yes",
+    "  UpdateHostKeys no",
+    "  BatchMode yes",
+    "  ConnectTimeout 10",
+    "  ServerAliveInterval 15",
+    "  ServerAliveCountMax 4",
+    "  ControlMaster no",
+    `  ControlPath ${dir}/${alias}.sock`,
+    `  ControlPersist ${CONTROL_PERSIST_SECONDS}`,
+    "  LogLevel ERROR",
+    ...(endpoint.identityFile ? [`  IdentityFile ${endpoint.identityFile}`, "  IdentitiesOnly yes"] : []),
+    "",
+  ].join("\n");
+}
+
+/** The directory of the files, as /bin/sh computes it: per user, so two users on one runner never share it. */
+export const SSH_DIR_SHELL = '"${TMPDIR:-/tmp}/multienv-ssh-$(id -u)"';
+
+/**
+ * Shell lines that write a host's config and known_hosts, and start its shared connection unless one is up
+ * (under a lock: parallel steps start one master, not several). They leave `$cfg` and `$alias` set, so
+ * `ssh -F "$cfg" "$alias" ...` reaches the host. A master that cannot start yet (the host still booting) is no
+ * error here: the session after it connects on its own and reports what is wrong.
+ */
+export function sshSetup(endpoint: SshEndpoint): string {
+  const alias = sshAlias(endpoint);
+  return [
+    `d=${SSH_DIR_SHELL}`,
+    'mkdir -p -m 700 "$d"',
+    `alias=${alias}`,
+    'cfg="$d/$alias.conf"',
+    `cat >"$cfg.$$" <<MULTIENV_SSH_CONFIG\n${sshConfigText(endpoint, "$d")}MULTIENV_SSH_CONFIG`,
+    'mv -f "$cfg.$$" "$cfg"',
+    `printf '%s\\n' '${alias} ${hostKeyLine(endpoint.hostKey)}' >"$d/$alias.known_hosts"`,
+    sshMasterLines(),
+  ].join("\n");
+}
+
+/** Starts the shared connection of `$alias` (config `$cfg`) unless it is up; the lock is not inherited by the master. */
+export function sshMasterLines(): string {
+  return [
+    '( flock 9; ssh -F "$cfg" -O check "$alias" >/dev/null 2>&1 || ssh -F "$cfg" -o ControlMaster=yes -f -N "$alias" 9>&- </dev/null >/dev/null 2>>"$d/$alias.log" ) 9>"$d/$alias.lock" || true',
+  ].join("\n");
+}
+
+/** `ssh` through the shared connection of the host `sshSetup` prepared, with `command` as the remote command. */
+export function sshRun(command: string): string {
+  return `ssh -F "$cfg" "$alias" ${command}`;
+}
+
+/** The control socket of a host's gateway tunnel on local port `localPort` (after `sshSetup`). */
+function tunnelSocket(localPort: number): string {
+  return `"$d/$alias.tunnel-${localPort}.sock"`;
+}
+
+/**
+ * Shell lines (after `sshSetup`) that make sure a tunnel from 127.0.0.1:`localPort` here to 127.0.0.1:`remotePort`
+ * on the host is up: a connection of its own (its own control socket, so `-O check` finds it and `-O exit` ends
+ * it), in the background, failing when the local port is taken.
+ */
+export function tunnelUpLines(localPort: number, remotePort: number): string {
+  const socket = tunnelSocket(localPort);
+  return [
+    `if ! ssh -F "$cfg" -o ControlPath=${socket} -O check "$alias" >/dev/null 2>&1; then`,
+    `  ssh -F "$cfg" -o ControlMaster=yes -o ControlPath=${socket} -o ControlPersist=no -o ExitOnForwardFailure=yes -f -N -L 127.0.0.1:${localPort}:127.0.0.1:${remotePort} "$alias" 9>&- </dev/null >/dev/null 2>>"$d/$alias.log" ||`,
+    `    { echo "the tunnel to $alias (127.0.0.1:${localPort} -> ${remotePort}) did not start: $(tail -n 1 "$d/$alias.log")" >&2; exit 1; }`,
+    "fi",
+  ].join("\n");
+}
+
+/** Shell lines (after `sshSetup`) that end that tunnel, if it is up. */
+export function tunnelDownLines(localPort: number): string {
+  return `ssh -F "$cfg" -o ControlPath=${tunnelSocket(localPort)} -O exit "$alias" >/dev/null 2>&1 || true`;
+}
+
+/** Where a runner reaches a gateway on a remote host: through this tunnel, to the port published on its loopback. */
+export interface GatewayTunnel {
+  ssh: SshEndpoint;
+  localPort: number;
+  remotePort: number;
+}
+
+/** The whole script that brings a gateway tunnel up (the runner runs it before it uses the gateway). */
+export function gatewayTunnelUp(tunnel: GatewayTunnel): string {
+  return ["set -eu", sshSetup(tunnel.ssh), tunnelUpLines(tunnel.localPort, tunnel.remotePort)].join("\n");
+}
