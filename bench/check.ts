@@ -48,14 +48,20 @@ function stackYaml(synthetic: number, live: number, computers: number): string {
 const dir = mkdtempSync(join(tmpdir(), "multienv-bench-"));
 
 /** Runs the bin under bash's `time`, so the CPU the check used is reported beside its wall time. */
-function runCheck(name: string, synthetic: number, live: number, computers: number): { ms: number; cpuMs: number; resources: number } {
+function runCheck(
+  name: string,
+  synthetic: number,
+  live: number,
+  computers: number,
+): { ms: number; cpuMs: number; resources: number } {
   const file = join(dir, `Pulumi.${name}.yaml`);
   const out = join(dir, `${name}.json`);
   writeFileSync(file, stackYaml(synthetic, live, computers));
   const script = `TIMEFORMAT='%R %U %S'; time "$0" "$1" check "$2" --json > "$3"`;
   const run = spawnSync("bash", ["-c", script, process.execPath, BIN, file, out], { cwd: ROOT, encoding: "utf8" });
   const timing = run.stderr.trim().split("\n").pop() ?? "";
-  if (run.status !== 0 || !/^[\d.]+ [\d.]+ [\d.]+$/.test(timing)) throw new Error(`check of ${name} failed (exit ${run.status}):\n${run.stderr}`);
+  if (run.status !== 0 || !/^[\d.]+ [\d.]+ [\d.]+$/.test(timing))
+    throw new Error(`check of ${name} failed (exit ${run.status}):\n${run.stderr}`);
   const [real, user, sys] = timing.split(" ").map(Number);
   const result = JSON.parse(readFileSync(out, "utf8")) as { ok: boolean; problems: string[]; resources: unknown[] };
   if (!result.ok) throw new Error(`bench stack ${name} failed check:\n${result.problems.join("\n")}`);
@@ -76,12 +82,17 @@ console.log(
 if (main.ms >= LIMIT_MS) failures.push(`check took ${main.ms.toFixed(0)} ms, limit ${LIMIT_MS} ms`);
 
 const sizes = [25, 50, 100].map((n) => ({ n, ...runCheck(`s${n}`, n, 10, 10) }));
-for (const s of sizes) console.log(`check: ${s.n} synthetic + 10 live sites, 10 computers: ${s.resources} resources in ${s.ms.toFixed(0)} ms wall, ${s.cpuMs.toFixed(0)} ms CPU`);
+for (const s of sizes)
+  console.log(
+    `check: ${s.n} synthetic + 10 live sites, 10 computers: ${s.resources} resources in ${s.ms.toFixed(0)} ms wall, ${s.cpuMs.toFixed(0)} ms CPU`,
+  );
 const perSite = (a: (typeof sizes)[number], b: (typeof sizes)[number]) => (b.resources - a.resources) / (b.n - a.n);
 const [small, medium, large] = sizes;
 console.log(`resources per synthetic site: ${perSite(small, medium)} (25->50), ${perSite(medium, large)} (50->100)`);
-if (perSite(small, medium) !== perSite(medium, large)) failures.push(`resource count is not linear in sites: ${sizes.map((s) => `${s.n}: ${s.resources}`).join(", ")}`);
-if (large.resources !== main.resources) failures.push(`the same stack gave ${large.resources} and ${main.resources} resources`);
+if (perSite(small, medium) !== perSite(medium, large))
+  failures.push(`resource count is not linear in sites: ${sizes.map((s) => `${s.n}: ${s.resources}`).join(", ")}`);
+if (large.resources !== main.resources)
+  failures.push(`the same stack gave ${large.resources} and ${main.resources} resources`);
 
 if (failures.length > 0) {
   for (const f of failures) console.error(`bench:check FAILED: ${f}`);

@@ -14,8 +14,23 @@ function sleep(ms: number): Promise<void> {
 interface Inspected {
   Name: string;
   Id: string;
-  Config: { Image: string; Env: string[]; Cmd: string[] | null; Entrypoint: string[] | null; Labels: Record<string, string>; Healthcheck?: { Test: string[]; Interval?: number; Timeout?: number; Retries?: number; StartPeriod?: number } };
-  HostConfig: { NetworkMode: string; CapAdd: string[] | null; CapDrop: string[] | null; ShmSize: number; RestartPolicy: { Name: string }; PortBindings: Record<string, { HostIp: string; HostPort: string }[]> | null; Mounts?: { Type: string; Source: string; Target: string; ReadOnly: boolean }[] };
+  Config: {
+    Image: string;
+    Env: string[];
+    Cmd: string[] | null;
+    Entrypoint: string[] | null;
+    Labels: Record<string, string>;
+    Healthcheck?: { Test: string[]; Interval?: number; Timeout?: number; Retries?: number; StartPeriod?: number };
+  };
+  HostConfig: {
+    NetworkMode: string;
+    CapAdd: string[] | null;
+    CapDrop: string[] | null;
+    ShmSize: number;
+    RestartPolicy: { Name: string };
+    PortBindings: Record<string, { HostIp: string; HostPort: string }[]> | null;
+    Mounts?: { Type: string; Source: string; Target: string; ReadOnly: boolean }[];
+  };
   NetworkSettings: { Networks: Record<string, { Aliases: string[] | null }> };
 }
 
@@ -25,7 +40,9 @@ const seconds = (ns?: number) => (ns ? `${ns / 1e9}s` : undefined);
 export async function composeFileOf(stack: string): Promise<string> {
   const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${stack}`] }));
   const list = (await api.request("GET", `/containers/json?filters=${filters}`)) as { Id: string }[];
-  const containers = await Promise.all(list.map((c) => api.request("GET", `/containers/${c.Id}/json`) as Promise<Inspected>));
+  const containers = await Promise.all(
+    list.map((c) => api.request("GET", `/containers/${c.Id}/json`) as Promise<Inspected>),
+  );
   const serviceOf = new Map(containers.map((c) => [c.Id, c.Name.slice(1)]));
   const networks: Record<string, { internal: boolean; name: string }> = {};
   const volumes: Record<string, { name: string }> = {};
@@ -58,7 +75,9 @@ export async function composeFileOf(stack: string): Promise<string> {
         }),
       );
     }
-    const ports = Object.entries(c.HostConfig.PortBindings ?? {}).map(([port, [binding]]) => `${binding.HostIp}::${port.split("/")[0]}`);
+    const ports = Object.entries(c.HostConfig.PortBindings ?? {}).map(
+      ([port, [binding]]) => `${binding.HostIp}::${port.split("/")[0]}`,
+    );
     if (ports.length) service.ports = ports;
     const mounts = (c.HostConfig.Mounts ?? []).filter((m) => m.Type === "volume");
     if (mounts.length) {
@@ -66,19 +85,35 @@ export async function composeFileOf(stack: string): Promise<string> {
       for (const m of mounts) volumes[m.Source] = { name: m.Source };
     }
     const hc = c.Config.Healthcheck;
-    if (hc?.Test) service.healthcheck = { test: hc.Test, interval: seconds(hc.Interval), timeout: seconds(hc.Timeout), retries: hc.Retries, start_period: seconds(hc.StartPeriod) };
+    if (hc?.Test)
+      service.healthcheck = {
+        test: hc.Test,
+        interval: seconds(hc.Interval),
+        timeout: seconds(hc.Timeout),
+        retries: hc.Retries,
+        start_period: seconds(hc.StartPeriod),
+      };
     services[name] = service;
   }
-  for (const network of Object.keys(networks)) networks[network].internal = (await api.request("GET", `/networks/${network}`)).Internal === true;
+  for (const network of Object.keys(networks))
+    networks[network].internal = (await api.request("GET", `/networks/${network}`)).Internal === true;
   // The deploy's order: the gateway after its sites and captures, each proxy after a healthy gateway, each
   // browser after its proxy.
-  const byRole = (role: string) => containers.filter((c) => c.Config.Labels["multienv.role"] === role).map((c) => c.Name.slice(1));
+  const byRole = (role: string) =>
+    containers.filter((c) => c.Config.Labels["multienv.role"] === role).map((c) => c.Name.slice(1));
   const gateway = byRole("gateway")[0];
-  (services[gateway] as Record<string, unknown>).depends_on = [...byRole("website-server"), ...byRole("website-frontend"), ...byRole("capture")];
-  for (const proxy of byRole("site-proxy")) (services[proxy] as Record<string, unknown>).depends_on = { [gateway]: { condition: "service_healthy" } };
+  (services[gateway] as Record<string, unknown>).depends_on = [
+    ...byRole("website-server"),
+    ...byRole("website-frontend"),
+    ...byRole("capture"),
+  ];
+  for (const proxy of byRole("site-proxy"))
+    (services[proxy] as Record<string, unknown>).depends_on = { [gateway]: { condition: "service_healthy" } };
   for (const browser of byRole("browser")) {
     const computer = containers.find((c) => c.Name.slice(1) === browser)!.Config.Labels["multienv.computer"];
-    (services[browser] as Record<string, unknown>).depends_on = byRole("site-proxy").filter((p) => p.endsWith(`-${computer}-proxy`));
+    (services[browser] as Record<string, unknown>).depends_on = byRole("site-proxy").filter((p) =>
+      p.endsWith(`-${computer}-proxy`),
+    );
   }
   return YAML.stringify({ version: "2.4", services, networks, volumes });
 }
@@ -89,7 +124,14 @@ export async function gatewayHealthy(name: string, timeoutMs = 120_000): Promise
   for (;;) {
     const info = await api.request("GET", `/containers/${name}/json`).catch(() => undefined);
     const port = info?.NetworkSettings?.Ports?.["8080/tcp"]?.[0]?.HostPort;
-    if (port && (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false))) return;
+    if (
+      port &&
+      (await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      ))
+    )
+      return;
     if (Date.now() > deadline) throw new Error(`${name} not healthy after ${timeoutMs / 1000} s`);
     await sleep(100);
   }

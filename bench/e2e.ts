@@ -41,7 +41,10 @@ const REPO = path.resolve(__dirname, "..");
 const STACK_FILE = path.join(REPO, "stacks", `Pulumi.${STACK}.yaml`);
 
 const built = path.join(REPO, ".cache/pulumi/current/bin");
-if (!(process.env.PATH ?? "").split(":").some((d) => existsSync(path.join(d, "pulumi"))) && existsSync(path.join(built, "pulumi"))) {
+if (
+  !(process.env.PATH ?? "").split(":").some((d) => existsSync(path.join(d, "pulumi"))) &&
+  existsSync(path.join(built, "pulumi"))
+) {
   process.env.PATH = `${built}:${process.env.PATH}`;
 }
 const STATE = mkdtempSync(path.join(tmpdir(), "multienv-bench-state-"));
@@ -62,7 +65,12 @@ function run(file: string, args: string[], cwd = REPO): Promise<{ seconds: numbe
   const started = performance.now();
   return new Promise((resolve, reject) =>
     execFile(file, args, { cwd, env: ENV, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error) return reject(new Error(`${file} ${args.join(" ")}: ${(stderr || stdout || error.message).trim().split("\n").slice(-8).join("\n")}`));
+      if (error)
+        return reject(
+          new Error(
+            `${file} ${args.join(" ")}: ${(stderr || stdout || error.message).trim().split("\n").slice(-8).join("\n")}`,
+          ),
+        );
       resolve({ seconds: (performance.now() - started) / 1000, stdout });
     }),
   );
@@ -84,8 +92,14 @@ function reportPages(p: PageLoadFigures): Record<string, unknown> {
   row("page with 50 subresources", p.page50Ms);
   row("page with 200 subresources", p.page200Ms);
   row("time to first byte, home page", p.ttfbMs);
-  if (p.retries.length > 0) console.log(`  loads done again after a failure: ${p.retries.length} (${p.retries.slice(0, 3).join("; ")})`);
-  const ratios = (m: Record<string, number>) => ({ envVsNginx: ratio(m, "env", "nginx"), envVsDirect: ratio(m, "env", "direct"), nginxVsDirect: ratio(m, "nginx", "direct"), gatewayVsDirect: ratio(m, "gateway", "direct") });
+  if (p.retries.length > 0)
+    console.log(`  loads done again after a failure: ${p.retries.length} (${p.retries.slice(0, 3).join("; ")})`);
+  const ratios = (m: Record<string, number>) => ({
+    envVsNginx: ratio(m, "env", "nginx"),
+    envVsDirect: ratio(m, "env", "direct"),
+    nginxVsDirect: ratio(m, "nginx", "direct"),
+    gatewayVsDirect: ratio(m, "gateway", "direct"),
+  });
   return {
     loads: p.loads,
     contenders: CONTENDERS,
@@ -108,14 +122,26 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ bench: "e2e", pagesOnly: true, pageLoads: pages, loadAverage: load }));
     return;
   }
-  if (!existsSync("/usr/bin/docker-compose")) throw new Error("docker-compose is not installed: apt-get install docker-compose");
+  if (!existsSync("/usr/bin/docker-compose"))
+    throw new Error("docker-compose is not installed: apt-get install docker-compose");
   const demo = YAML.parse(execFileSync("cat", [path.join(REPO, "stacks/Pulumi.demo.yaml")], { encoding: "utf8" }));
   // The self-test checks the real github.com and the public web, which this bench does not stand in for.
   demo.config["multienv:selfTest"] = false;
   writeFileSync(STACK_FILE, YAML.stringify(demo));
   const composeDir = mkdtempSync(path.join(tmpdir(), "multienv-bench-compose-"));
-  const compose = (...args: string[]) => run("docker-compose", ["-p", COMPOSE_PROJECT, "-f", path.join(composeDir, "docker-compose.yml"), ...args], composeDir);
-  const figures = { deploy: [] as number[], noChangeUp: [] as number[], destroy: [] as number[], composeUp: [] as number[], composeDown: [] as number[] };
+  const compose = (...args: string[]) =>
+    run(
+      "docker-compose",
+      ["-p", COMPOSE_PROJECT, "-f", path.join(composeDir, "docker-compose.yml"), ...args],
+      composeDir,
+    );
+  const figures = {
+    deploy: [] as number[],
+    noChangeUp: [] as number[],
+    destroy: [] as number[],
+    composeUp: [] as number[],
+    composeDown: [] as number[],
+  };
   let containers = 0;
   try {
     await pulumi("stack", "init");
@@ -124,7 +150,9 @@ async function main(): Promise<void> {
       figures.noChangeUp.push((await pulumi("up", "--yes", "--skip-preview")).seconds);
       if (round === 1) {
         writeFileSync(path.join(composeDir, "docker-compose.yml"), await composeFileOf(STACK));
-        containers = Object.keys(YAML.parse(execFileSync("cat", [path.join(composeDir, "docker-compose.yml")], { encoding: "utf8" })).services).length;
+        containers = Object.keys(
+          YAML.parse(execFileSync("cat", [path.join(composeDir, "docker-compose.yml")], { encoding: "utf8" })).services,
+        ).length;
       }
       figures.destroy.push((await pulumi("destroy", "--yes", "--skip-preview")).seconds);
       const composeStarted = performance.now();
@@ -132,7 +160,9 @@ async function main(): Promise<void> {
       await gatewayHealthy(`${STACK}-gateway`);
       figures.composeUp.push((performance.now() - composeStarted) / 1000);
       figures.composeDown.push((await compose("down", "-v", "-t", "2")).seconds);
-      console.log(`round ${round}: deploy ${figures.deploy.at(-1)!.toFixed(1)} s, no-change up ${figures.noChangeUp.at(-1)!.toFixed(1)} s, destroy ${figures.destroy.at(-1)!.toFixed(1)} s, compose up ${figures.composeUp.at(-1)!.toFixed(1)} s, compose down ${figures.composeDown.at(-1)!.toFixed(1)} s`);
+      console.log(
+        `round ${round}: deploy ${figures.deploy.at(-1)!.toFixed(1)} s, no-change up ${figures.noChangeUp.at(-1)!.toFixed(1)} s, destroy ${figures.destroy.at(-1)!.toFixed(1)} s, compose up ${figures.composeUp.at(-1)!.toFixed(1)} s, compose down ${figures.composeDown.at(-1)!.toFixed(1)} s`,
+      );
     }
   } finally {
     await compose("down", "-v", "-t", "1").catch(() => undefined);
@@ -141,11 +171,18 @@ async function main(): Promise<void> {
     rmSync(STATE, { recursive: true, force: true });
     rmSync(path.join(REPO, "artifacts", STACK), { recursive: true, force: true });
   }
-  const m = Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, median(v)])) as Record<keyof typeof figures, number>;
+  const m = Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, median(v)])) as Record<
+    keyof typeof figures,
+    number
+  >;
   console.log(`the demo task, ${containers} containers, median of ${ROUNDS} rounds:`);
-  console.log(`  deploy-to-healthy (pulumi up): ${m.deploy.toFixed(1)} s (aim < 20 s); docker-compose up -d until healthy: ${m.composeUp.toFixed(1)} s; ratio ${(m.deploy / m.composeUp).toFixed(2)}x (aim <= 2x)`);
+  console.log(
+    `  deploy-to-healthy (pulumi up): ${m.deploy.toFixed(1)} s (aim < 20 s); docker-compose up -d until healthy: ${m.composeUp.toFixed(1)} s; ratio ${(m.deploy / m.composeUp).toFixed(2)}x (aim <= 2x)`,
+  );
   console.log(`  no-change pulumi up: ${m.noChangeUp.toFixed(1)} s (aim < 5 s)`);
-  console.log(`  destroy (pulumi destroy, captures collected first): ${m.destroy.toFixed(1)} s; docker-compose down -v: ${m.composeDown.toFixed(1)} s`);
+  console.log(
+    `  destroy (pulumi destroy, captures collected first): ${m.destroy.toFixed(1)} s; docker-compose down -v: ${m.composeDown.toFixed(1)} s`,
+  );
   // After the deploy rounds, so the containers they started are gone and the loads have the machine to themselves.
   const pages = reportPages(await isolatedPageLoads(LOADS));
   const load = loadavg().map((l) => Number(l.toFixed(2)));

@@ -56,7 +56,9 @@ class ChunkedDecoder {
   private remaining = 0;
   private line = "";
 
-  /** Decodes `chunk`; returns the bytes after the message's end, or undefined while it goes on. Throws on bad framing. */
+  /**
+   * Decodes `chunk`; returns the bytes after the message's end, or undefined while it goes on. Throws on bad framing.
+   */
   feed(chunk: Buffer, onData: (data: Buffer) => void): Buffer | undefined {
     let at = 0;
     while (at < chunk.length) {
@@ -93,10 +95,18 @@ class ChunkedDecoder {
   }
 }
 
-function parseHead(text: string): { version: 0 | 1; head: ResponseHead; connectionClose: boolean; keepAliveToken: boolean; transferEncoding?: string; contentLength?: number } {
+function parseHead(text: string): {
+  version: 0 | 1;
+  head: ResponseHead;
+  connectionClose: boolean;
+  keepAliveToken: boolean;
+  transferEncoding?: string;
+  contentLength?: number;
+} {
   const lines = text.split("\r\n");
   const status = STATUS_LINE.exec(lines[0]);
-  if (!status) throw new UpstreamError("upstream failed", `malformed status line ${JSON.stringify(lines[0].slice(0, 100))}`);
+  if (!status)
+    throw new UpstreamError("upstream failed", `malformed status line ${JSON.stringify(lines[0].slice(0, 100))}`);
   const rawHeaders: string[] = [];
   let connectionClose = false;
   let keepAliveToken = false;
@@ -106,7 +116,8 @@ function parseHead(text: string): { version: 0 | 1; head: ResponseHead; connecti
     const line = lines[i];
     const colon = line.indexOf(":");
     const name = colon > 0 ? line.slice(0, colon) : "";
-    if (!TOKEN.test(name)) throw new UpstreamError("upstream failed", `malformed header line ${JSON.stringify(line.slice(0, 100))}`);
+    if (!TOKEN.test(name))
+      throw new UpstreamError("upstream failed", `malformed header line ${JSON.stringify(line.slice(0, 100))}`);
     const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, "");
     if (/[\0\r\n]/.test(value)) throw new UpstreamError("upstream failed", `malformed header value of ${name}`);
     rawHeaders.push(name, value);
@@ -121,9 +132,11 @@ function parseHead(text: string): { version: 0 | 1; head: ResponseHead; connecti
         transferEncoding = transferEncoding === undefined ? value : `${transferEncoding}, ${value}`;
         break;
       case "content-length": {
-        if (!/^\d{1,15}$/.test(value)) throw new UpstreamError("upstream failed", `malformed Content-Length ${JSON.stringify(value)}`);
+        if (!/^\d{1,15}$/.test(value))
+          throw new UpstreamError("upstream failed", `malformed Content-Length ${JSON.stringify(value)}`);
         const length = Number(value);
-        if (contentLength !== undefined && contentLength !== length) throw new UpstreamError("upstream failed", "conflicting Content-Length headers");
+        if (contentLength !== undefined && contentLength !== length)
+          throw new UpstreamError("upstream failed", "conflicting Content-Length headers");
         contentLength = length;
         break;
       }
@@ -235,7 +248,8 @@ export class Exchange {
     const all: Buffer = this.buffered ? Buffer.concat([this.buffered, chunk]) : chunk;
     const end = all.indexOf("\r\n\r\n");
     if (end === -1) {
-      if (all.length > MAX_HEAD_BYTES) throw new UpstreamError("upstream failed", `response head larger than ${MAX_HEAD_BYTES} bytes`);
+      if (all.length > MAX_HEAD_BYTES)
+        throw new UpstreamError("upstream failed", `response head larger than ${MAX_HEAD_BYTES} bytes`);
       this.buffered = all;
       return undefined;
     }
@@ -244,14 +258,18 @@ export class Exchange {
     const after = all.subarray(end + 4);
     const status = parsed.head.status;
     if (status >= 100 && status < 200) {
-      if (status === 101) throw new UpstreamError("upstream failed", "101 Switching Protocols to a request that asked for no upgrade");
+      if (status === 101)
+        throw new UpstreamError("upstream failed", "101 Switching Protocols to a request that asked for no upgrade");
       return after; // informational (100 Continue, 103 Early Hints): the final head follows
     }
     this.headDone = true;
     this.reusable = parsed.version === 1 ? !parsed.connectionClose : parsed.keepAliveToken && !parsed.connectionClose;
     if (this.isHead || status === 204 || status === 304) this.body = { kind: "none" };
     else if (parsed.transferEncoding !== undefined) {
-      const codings = parsed.transferEncoding.toLowerCase().split(",").map((c) => c.trim());
+      const codings = parsed.transferEncoding
+        .toLowerCase()
+        .split(",")
+        .map((c) => c.trim());
       if (codings[codings.length - 1] === "chunked") {
         this.body = { kind: "chunked" };
         this.chunked = new ChunkedDecoder();
@@ -333,7 +351,10 @@ class Connection {
     });
     if (socket.connecting) {
       this.connectTimer = setTimeout(
-        () => this.exchange?.fail(new UpstreamError(CONNECT_TIMEOUT_REASON, `no connection after ${pool.connectTimeoutMs} ms`)),
+        () =>
+          this.exchange?.fail(
+            new UpstreamError(CONNECT_TIMEOUT_REASON, `no connection after ${pool.connectTimeoutMs} ms`),
+          ),
         pool.connectTimeoutMs,
       );
       socket.once("connect", () => {
@@ -401,7 +422,6 @@ export class UpstreamPool {
   }
 }
 
-
 /** Carries the gateway's `dispatch(options, handler)` calls to an UpstreamPool, as undici's Pool would. */
 class HandWrittenDispatcher {
   constructor(private readonly pool: UpstreamPool) {}
@@ -413,7 +433,13 @@ class HandWrittenDispatcher {
     if (chunked) headers.push("Transfer-Encoding", "chunked");
     const exchange: Exchange = this.pool.request(options.method, options.path, headers, {
       // (The gateway reads each raw header with toString("latin1"), which a string answers as itself.)
-      onHead: (head) => void handler.onHeaders?.(head.status, head.rawHeaders as unknown as Buffer[], () => exchange.resume(), head.statusText),
+      onHead: (head) =>
+        void handler.onHeaders?.(
+          head.status,
+          head.rawHeaders as unknown as Buffer[],
+          () => exchange.resume(),
+          head.statusText,
+        ),
       onData: (chunk) => handler.onData?.(chunk) ?? true,
       onEnd: () => handler.onComplete?.(null),
       onError: (error) => handler.onError?.(error),
@@ -445,6 +471,8 @@ class HandWrittenDispatcher {
 void runGateway({
   dispatcherFor: (origin) => {
     const url = new URL(origin);
-    return new HandWrittenDispatcher(new UpstreamPool(url.hostname, Number(url.port || 80), 10_000, 60_000)) as unknown as Dispatcher;
+    return new HandWrittenDispatcher(
+      new UpstreamPool(url.hostname, Number(url.port || 80), 10_000, 60_000),
+    ) as unknown as Dispatcher;
   },
 });

@@ -47,20 +47,28 @@ function toMs(value: string): number {
 }
 
 function wrk(url: string, seconds: number, connections = CONNECTIONS): WrkResult {
-  const run = spawnSync("wrk", [`-t${Math.min(2, connections)}`, `-c${connections}`, `-d${seconds}s`, "--latency", url], { encoding: "utf8" });
+  const run = spawnSync(
+    "wrk",
+    [`-t${Math.min(2, connections)}`, `-c${connections}`, `-d${seconds}s`, "--latency", url],
+    { encoding: "utf8" },
+  );
   if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr}`);
   const out = run.stdout;
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
   const p50 = toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? "");
   const p99 = toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? "");
   const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
-  const errors = [/Socket errors:.*/.exec(out)?.[0], /Non-2xx or 3xx responses: \d+/.exec(out)?.[0]].filter(Boolean).join("; ");
+  const errors = [/Socket errors:.*/.exec(out)?.[0], /Non-2xx or 3xx responses: \d+/.exec(out)?.[0]]
+    .filter(Boolean)
+    .join("; ");
   return { requestsPerSecond: rps, p50Ms: p50, p99Ms: p99, requests, errors };
 }
 
 /** MB/s (10^6 bytes) of downloading url to /dev/null. */
 function streamThroughput(url: string): { mbPerSecond: number; bytes: number } {
-  const run = spawnSync("curl", ["-s", "-o", "/dev/null", "-w", "%{size_download} %{time_total} %{http_code}", url], { encoding: "utf8" });
+  const run = spawnSync("curl", ["-s", "-o", "/dev/null", "-w", "%{size_download} %{time_total} %{http_code}", url], {
+    encoding: "utf8",
+  });
   const [bytes, seconds, code] = run.stdout.trim().split(" ");
   if (code !== "200" || Number(bytes) !== GIB) throw new Error(`streaming ${url}: HTTP ${code}, ${bytes} bytes`);
   return { mbPerSecond: Number(bytes) / Number(seconds) / 1e6, bytes: Number(bytes) };
@@ -139,9 +147,9 @@ http {
     // The same reverse proxy as the gateway: prefix stripped, Host kept, X-Forwarded-* added,
     // hop-by-hop headers dropped, kept-alive upstream connections, streamed (unbuffered) both ways.
     const nginxProxy = startNginx(
-        dir,
-        "proxy",
-        `worker_processes auto;
+      dir,
+      "proxy",
+      `worker_processes auto;
 events { worker_connections 4096; }
 http {
   access_log off;
@@ -168,7 +176,10 @@ http {
     children.push(nginxProxy);
     await Promise.all([waitForPort(upstreamPort), waitForPort(nginxProxyPort)]);
 
-    const config = { listen: { host: "127.0.0.1", port: 0 }, sites: { bench: { server: `http://127.0.0.1:${upstreamPort}` } } };
+    const config = {
+      listen: { host: "127.0.0.1", port: 0 },
+      sites: { bench: { server: `http://127.0.0.1:${upstreamPort}` } },
+    };
     const started = async (running: Promise<{ child: ChildProcess; port: number; workers: number }>) => {
       const { child, port, workers } = await running;
       children.push(child);
@@ -182,12 +193,20 @@ http {
       { name: "gateway", base: `http://127.0.0.1:${gateway.port}/svc/bench`, pid: gateway.pid },
       { name: "hand-written", base: `http://127.0.0.1:${handWritten.port}/svc/bench`, pid: handWritten.pid },
       { name: "nginx", base: `http://127.0.0.1:${nginxProxyPort}/svc/bench`, pid: nginxProxy.pid! },
-    ].map((c) => ({ ...c, pids: [c.pid, ...childPids(c.pid)], runs: [] as Run[], streams: [] as number[], streamCpu: [] as number[] }));
+    ].map((c) => ({
+      ...c,
+      pids: [c.pid, ...childPids(c.pid)],
+      runs: [] as Run[],
+      streams: [] as number[],
+      streamCpu: [] as number[],
+    }));
     console.log(
       `gateway (undici): ${gateway.workers} workers on ${gateway.port}; gateway (hand-written client): ${handWritten.workers} workers on ${handWritten.port}; ` +
         `nginx proxy on ${nginxProxyPort}; upstream nginx on ${upstreamPort}`,
     );
-    console.log(`wrk -t2 -c${CONNECTIONS} -d${SECONDS}s, ${ROUNDS} alternating rounds (after a 3 s warm-up each); medians\n`);
+    console.log(
+      `wrk -t2 -c${CONNECTIONS} -d${SECONDS}s, ${ROUNDS} alternating rounds (after a 3 s warm-up each); medians\n`,
+    );
 
     for (const c of contenders) wrk(`${c.base}/hello`, 3);
     for (let round = 0; round < ROUNDS; round++) {
@@ -197,7 +216,8 @@ http {
         c.streams.push(streamThroughput(`${c.base}/big`).mbPerSecond);
         c.streamCpu.push(cpuSeconds(c.pids) - cpu);
       }
-      const last = (c: (typeof contenders)[number]) => `${c.runs.at(-1)!.requestsPerSecond.toFixed(0)} req/s, p99 ${c.runs.at(-1)!.p99Ms.toFixed(1)} ms, ${c.streams.at(-1)!.toFixed(0)} MB/s`;
+      const last = (c: (typeof contenders)[number]) =>
+        `${c.runs.at(-1)!.requestsPerSecond.toFixed(0)} req/s, p99 ${c.runs.at(-1)!.p99Ms.toFixed(1)} ms, ${c.streams.at(-1)!.toFixed(0)} MB/s`;
       console.log(`round ${round + 1}: ${contenders.map((c) => `${c.name} ${last(c)}`).join(" | ")}`);
     }
     const figures = contenders.map((c) => ({
@@ -206,20 +226,28 @@ http {
       p99Ms: median(c.runs.map((r) => r.p99Ms)),
       streamMBps: median(c.streams),
       streamCpuSeconds: median(c.streamCpu),
-      errors: c.runs.map((r) => r.errors).filter(Boolean).join(" "),
+      errors: c.runs
+        .map((r) => r.errors)
+        .filter(Boolean)
+        .join(" "),
     }));
     const [gw, hw, ng] = figures;
 
     // Added latency: each proxy's median latency less the upstream's own, at few connections (where the
     // latency is each hop's own work, not queueing). Alternating rounds, medians.
     const straight = `http://127.0.0.1:${upstreamPort}/hello`;
-    const latencyOf = [{ name: "upstream", url: straight }, ...contenders.map((c) => ({ name: c.name, url: `${c.base}/hello` }))];
+    const latencyOf = [
+      { name: "upstream", url: straight },
+      ...contenders.map((c) => ({ name: c.name, url: `${c.base}/hello` })),
+    ];
     const latency: Record<string, Record<string, number[]>> = {};
     for (const connections of LATENCY_CONNECTIONS) {
       latency[connections] = Object.fromEntries(latencyOf.map((l) => [l.name, [] as number[]]));
-      for (let round = 0; round < ROUNDS; round++) for (const l of latencyOf) latency[connections][l.name].push(wrk(l.url, LATENCY_SECONDS, connections).p50Ms);
+      for (let round = 0; round < ROUNDS; round++)
+        for (const l of latencyOf) latency[connections][l.name].push(wrk(l.url, LATENCY_SECONDS, connections).p50Ms);
     }
-    const addedMs = (connections: number, name: string) => median(latency[connections][name]) - median(latency[connections].upstream);
+    const addedMs = (connections: number, name: string) =>
+      median(latency[connections][name]) - median(latency[connections].upstream);
     const added = Object.fromEntries(
       LATENCY_CONNECTIONS.map((connections) => [
         connections,
@@ -239,25 +267,76 @@ http {
     const rss = [gateway.pid, ...childPids(gateway.pid)].map((pid) => ({ pid, mib: rssMiB(pid) }));
     const handWrittenRss = Math.max(...[handWritten.pid, ...childPids(handWritten.pid)].map(rssMiB));
 
-    const row = (name: string, ...cells: string[]) => console.log(name.padEnd(26) + cells.map((cell) => cell.padStart(14)).join(""));
+    const row = (name: string, ...cells: string[]) =>
+      console.log(name.padEnd(26) + cells.map((cell) => cell.padStart(14)).join(""));
     const ratio = (a: number, b: number) => (a / b).toFixed(2);
     row("", "gateway", "hand-written", "nginx", "gw/nginx", "gw/hand-wr.");
-    row("requests/s", gw.requestsPerSecond.toFixed(0), hw.requestsPerSecond.toFixed(0), ng.requestsPerSecond.toFixed(0), ratio(gw.requestsPerSecond, ng.requestsPerSecond), ratio(gw.requestsPerSecond, hw.requestsPerSecond));
-    row("requests per CPU second", gw.requestsPerCpuSecond.toFixed(0), hw.requestsPerCpuSecond.toFixed(0), ng.requestsPerCpuSecond.toFixed(0), ratio(gw.requestsPerCpuSecond, ng.requestsPerCpuSecond), ratio(gw.requestsPerCpuSecond, hw.requestsPerCpuSecond));
-    row("p99 latency (ms)", gw.p99Ms.toFixed(2), hw.p99Ms.toFixed(2), ng.p99Ms.toFixed(2), ratio(gw.p99Ms, ng.p99Ms), ratio(gw.p99Ms, hw.p99Ms));
-    row("1 GiB stream (MB/s)", gw.streamMBps.toFixed(0), hw.streamMBps.toFixed(0), ng.streamMBps.toFixed(0), ratio(gw.streamMBps, ng.streamMBps), ratio(gw.streamMBps, hw.streamMBps));
-    row("1 GiB stream (CPU s)", gw.streamCpuSeconds.toFixed(2), hw.streamCpuSeconds.toFixed(2), ng.streamCpuSeconds.toFixed(2), ratio(gw.streamCpuSeconds, ng.streamCpuSeconds), ratio(gw.streamCpuSeconds, hw.streamCpuSeconds));
-    const errors = contenders.map((c, i) => (figures[i].errors ? `${c.name} [${figures[i].errors}]` : "")).filter(Boolean);
+    row(
+      "requests/s",
+      gw.requestsPerSecond.toFixed(0),
+      hw.requestsPerSecond.toFixed(0),
+      ng.requestsPerSecond.toFixed(0),
+      ratio(gw.requestsPerSecond, ng.requestsPerSecond),
+      ratio(gw.requestsPerSecond, hw.requestsPerSecond),
+    );
+    row(
+      "requests per CPU second",
+      gw.requestsPerCpuSecond.toFixed(0),
+      hw.requestsPerCpuSecond.toFixed(0),
+      ng.requestsPerCpuSecond.toFixed(0),
+      ratio(gw.requestsPerCpuSecond, ng.requestsPerCpuSecond),
+      ratio(gw.requestsPerCpuSecond, hw.requestsPerCpuSecond),
+    );
+    row(
+      "p99 latency (ms)",
+      gw.p99Ms.toFixed(2),
+      hw.p99Ms.toFixed(2),
+      ng.p99Ms.toFixed(2),
+      ratio(gw.p99Ms, ng.p99Ms),
+      ratio(gw.p99Ms, hw.p99Ms),
+    );
+    row(
+      "1 GiB stream (MB/s)",
+      gw.streamMBps.toFixed(0),
+      hw.streamMBps.toFixed(0),
+      ng.streamMBps.toFixed(0),
+      ratio(gw.streamMBps, ng.streamMBps),
+      ratio(gw.streamMBps, hw.streamMBps),
+    );
+    row(
+      "1 GiB stream (CPU s)",
+      gw.streamCpuSeconds.toFixed(2),
+      hw.streamCpuSeconds.toFixed(2),
+      ng.streamCpuSeconds.toFixed(2),
+      ratio(gw.streamCpuSeconds, ng.streamCpuSeconds),
+      ratio(gw.streamCpuSeconds, hw.streamCpuSeconds),
+    );
+    const errors = contenders
+      .map((c, i) => (figures[i].errors ? `${c.name} [${figures[i].errors}]` : ""))
+      .filter(Boolean);
     if (errors.length) console.log(`errors: ${errors.join(" ")}`);
     for (const connections of LATENCY_CONNECTIONS) {
       const a = added[connections];
-      row(`added latency, ${connections} conn (ms)`, a.gatewayAddedMs.toFixed(3), a.handWrittenAddedMs.toFixed(3), a.nginxAddedMs.toFixed(3), a.gatewayVsNginx.toFixed(2), ratio(a.gatewayAddedMs, a.handWrittenAddedMs));
+      row(
+        `added latency, ${connections} conn (ms)`,
+        a.gatewayAddedMs.toFixed(3),
+        a.handWrittenAddedMs.toFixed(3),
+        a.nginxAddedMs.toFixed(3),
+        a.gatewayVsNginx.toFixed(2),
+        ratio(a.gatewayAddedMs, a.handWrittenAddedMs),
+      );
     }
-    console.log(`(added latency, aim gw/nginx <= 2: median latency through each proxy less the upstream's own, ${median(latency[1].upstream).toFixed(3)} ms at 1 connection, ${median(latency[8].upstream).toFixed(3)} ms at 8)`);
-    console.log(`\ngateway RSS after ${gatewayRequests} requests: ${rss.map((r) => `${r.pid}: ${r.mib.toFixed(1)} MiB`).join(", ")} (hand-written: at most ${handWrittenRss.toFixed(1)} MiB)`);
+    console.log(
+      `(added latency, aim gw/nginx <= 2: median latency through each proxy less the upstream's own, ${median(latency[1].upstream).toFixed(3)} ms at 1 connection, ${median(latency[8].upstream).toFixed(3)} ms at 8)`,
+    );
+    console.log(
+      `\ngateway RSS after ${gatewayRequests} requests: ${rss.map((r) => `${r.pid}: ${r.mib.toFixed(1)} MiB`).join(", ")} (hand-written: at most ${handWrittenRss.toFixed(1)} MiB)`,
+    );
     const maxRss = Math.max(...rss.map((r) => r.mib));
     const worst = Math.min(gw.requestsPerSecond / hw.requestsPerSecond, gw.streamMBps / hw.streamMBps);
-    console.log(`undici against the hand-written client, the worse of requests/s and stream: ${worst.toFixed(2)}x (undici was to stay unless below 0.80x)`);
+    console.log(
+      `undici against the hand-written client, the worse of requests/s and stream: ${worst.toFixed(2)}x (undici was to stay unless below 0.80x)`,
+    );
     const { errors: _g, ...gatewayFigures } = gw;
     const { errors: _h, ...handWrittenFigures } = hw;
     const { errors: _n, ...nginxFigures } = ng;
@@ -267,8 +346,19 @@ http {
         seconds: SECONDS,
         rounds: ROUNDS,
         loadAverage: loadavg(),
-        gateway: { ...gatewayFigures, client: "undici", workers: gateway.workers, maxRssMiB: maxRss, requests: gatewayRequests },
-        handWritten: { ...handWrittenFigures, client: "hand-written", workers: handWritten.workers, maxRssMiB: handWrittenRss },
+        gateway: {
+          ...gatewayFigures,
+          client: "undici",
+          workers: gateway.workers,
+          maxRssMiB: maxRss,
+          requests: gatewayRequests,
+        },
+        handWritten: {
+          ...handWrittenFigures,
+          client: "hand-written",
+          workers: handWritten.workers,
+          maxRssMiB: handWrittenRss,
+        },
         nginx: nginxFigures,
         ratios: {
           requestsPerSecond: gw.requestsPerSecond / ng.requestsPerSecond,
@@ -287,7 +377,13 @@ http {
         },
         addedLatency: added,
         latencySamplesP50Ms: latency,
-        targets: { requestsPerSecond: 0.8, stream: 0.9, maxRssMiB: 150, undiciAtLeast: 0.8, addedLatencyVsNginxAtMost: 2 },
+        targets: {
+          requestsPerSecond: 0.8,
+          stream: 0.9,
+          maxRssMiB: 150,
+          undiciAtLeast: 0.8,
+          addedLatencyVsNginxAtMost: 2,
+        },
       }),
     );
   } finally {

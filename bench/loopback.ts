@@ -48,8 +48,16 @@ ${body}
 }
 
 /** Starts a node process and resolves with it once a stdout line has `marker`, parsed as JSON. */
-export function startNode<T>(args: string[], env: NodeJS.ProcessEnv, marker: string): Promise<{ child: ChildProcess; line: T }> {
-  const child = spawn(process.execPath, args, { cwd: REPO, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "inherit"] });
+export function startNode<T>(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  marker: string,
+): Promise<{ child: ChildProcess; line: T }> {
+  const child = spawn(process.execPath, args, {
+    cwd: REPO,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   return new Promise((resolve, reject) => {
     let text = "";
     const onData = (chunk: Buffer) => {
@@ -66,17 +74,34 @@ export function startNode<T>(args: string[], env: NodeJS.ProcessEnv, marker: str
 }
 
 /** The gateway from this checkout (`bin/multienv-gateway.js`, or `script` through tsx), with `config`. */
-export async function startGateway(config: Record<string, unknown>, token: string, nodeArgs: string[] = [], script?: string): Promise<{ child: ChildProcess; port: number; workers: number }> {
-  const args = script ? [...nodeArgs, "--require", "tsx/cjs", script] : [...nodeArgs, join(REPO, "bin", "multienv-gateway.js")];
-  const { child, line } = await startNode<{ port: number; workers: number }>(args, { MULTIENV_CONTROL_TOKEN: token, MULTIENV_GATEWAY_CONFIG: JSON.stringify(config) }, '"listening"');
+export async function startGateway(
+  config: Record<string, unknown>,
+  token: string,
+  nodeArgs: string[] = [],
+  script?: string,
+): Promise<{ child: ChildProcess; port: number; workers: number }> {
+  const args = script
+    ? [...nodeArgs, "--require", "tsx/cjs", script]
+    : [...nodeArgs, join(REPO, "bin", "multienv-gateway.js")];
+  const { child, line } = await startNode<{ port: number; workers: number }>(
+    args,
+    { MULTIENV_CONTROL_TOKEN: token, MULTIENV_GATEWAY_CONFIG: JSON.stringify(config) },
+    '"listening"',
+  );
   return { child, port: line.port, workers: line.workers };
 }
 
 /** The site proxy from this checkout, with `config` (its listen address and log path included). */
-export async function startSiteProxy(config: Record<string, unknown>, nodeArgs: string[] = []): Promise<{ child: ChildProcess; port: number }> {
+export async function startSiteProxy(
+  config: Record<string, unknown>,
+  nodeArgs: string[] = [],
+): Promise<{ child: ChildProcess; port: number }> {
   const { child, line } = await startNode<{ proxy: { port: number } }>(
     [...nodeArgs, join(REPO, "bin", "multienv-site-proxy.js")],
-    { MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(config), MULTIENV_SITE_PROXY_TOKEN: "bench-site-proxy-token-0123456789abcdef" },
+    {
+      MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(config),
+      MULTIENV_SITE_PROXY_TOKEN: "bench-site-proxy-token-0123456789abcdef",
+    },
     '"startup"',
   );
   return { child, port: line.proxy.port };

@@ -41,15 +41,66 @@ function median(xs: number[]): number {
 /** A test CA and a leaf it signs for shop.test and 127.0.0.1, as nginx's certificate (PEM files in `dir`). */
 function testCertificate(dir: string): { cert: string; key: string } {
   const run = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
-  run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-subj", "/CN=bench test CA", "-days", "2");
-  run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "leaf-key.pem", "-out", "leaf.csr", "-subj", "/CN=shop.test");
+  run(
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    "ca-key.pem",
+    "-out",
+    "ca.pem",
+    "-subj",
+    "/CN=bench test CA",
+    "-days",
+    "2",
+  );
+  run(
+    "req",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    "leaf-key.pem",
+    "-out",
+    "leaf.csr",
+    "-subj",
+    "/CN=shop.test",
+  );
   execFileSync("sh", ["-c", "printf 'subjectAltName=DNS:shop.test,IP:127.0.0.1\\n' > leaf.ext"], { cwd: dir });
-  run("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial", "-out", "leaf.pem", "-days", "2", "-extfile", "leaf.ext");
+  run(
+    "x509",
+    "-req",
+    "-in",
+    "leaf.csr",
+    "-CA",
+    "ca.pem",
+    "-CAkey",
+    "ca-key.pem",
+    "-CAcreateserial",
+    "-out",
+    "leaf.pem",
+    "-days",
+    "2",
+    "-extfile",
+    "leaf.ext",
+  );
   return { cert: join(dir, "leaf.pem"), key: join(dir, "leaf-key.pem") };
 }
 
 /** One load in a fresh context: ms to the load event, or to the first byte of the answer when `ttfb`. */
-async function loadOnce(browser: Browser, url: string, expected: number, proxy?: string, ttfb = false): Promise<number> {
+async function loadOnce(
+  browser: Browser,
+  url: string,
+  expected: number,
+  proxy?: string,
+  ttfb = false,
+): Promise<number> {
   const context = await browser.newContext({ ignoreHTTPSErrors: true, ...(proxy ? { proxy: { server: proxy } } : {}) });
   try {
     const page = await context.newPage();
@@ -60,16 +111,26 @@ async function loadOnce(browser: Browser, url: string, expected: number, proxy?:
     const started = performance.now();
     const response = await page.goto(url, { waitUntil: "load" });
     const ms = performance.now() - started;
-    if (response?.status() !== 200 || loaded < expected || failed > 0) throw new Error(`${url}: status ${response?.status()}, ${loaded} requests finished, ${failed} not 200`);
+    if (response?.status() !== 200 || loaded < expected || failed > 0)
+      throw new Error(`${url}: status ${response?.status()}, ${loaded} requests finished, ${failed} not 200`);
     if (!ttfb) return ms;
-    return (await page.evaluate('(() => { const nav = performance.getEntriesByType("navigation")[0]; return nav.responseStart - nav.startTime; })()')) as number;
+    return (await page.evaluate(
+      '(() => { const nav = performance.getEntriesByType("navigation")[0]; return nav.responseStart - nav.startTime; })()',
+    )) as number;
   } finally {
     await context.close();
   }
 }
 
 /** `loadOnce`, tried up to three times: another process adding a network interface fails Chromium's loads. */
-async function load(browser: Browser, url: string, expected: number, retries: string[], proxy?: string, ttfb = false): Promise<number> {
+async function load(
+  browser: Browser,
+  url: string,
+  expected: number,
+  retries: string[],
+  proxy?: string,
+  ttfb = false,
+): Promise<number> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await loadOnce(browser, url, expected, proxy, ttfb);
@@ -80,7 +141,10 @@ async function load(browser: Browser, url: string, expected: number, retries: st
   }
 }
 
-export async function loopbackPageLoads(loads: number, log: (line: string) => void = console.log): Promise<PageLoadFigures> {
+export async function loopbackPageLoads(
+  loads: number,
+  log: (line: string) => void = console.log,
+): Promise<PageLoadFigures> {
   const dir = mkdtempSync(join(tmpdir(), "multienv-bench-pages-"));
   const children: ChildProcess[] = [];
   const profileDir = process.env.BENCH_CPU_PROF;
@@ -90,11 +154,19 @@ export async function loopbackPageLoads(loads: number, log: (line: string) => vo
   try {
     chmodSync(dir, 0o755);
     const frontendPort = await freePort();
-    const frontend = await startNode<{ port: number }>(["--require", "tsx/cjs", join(REPO, "examples/sites/shop-frontend/server.ts")], { PORT: String(frontendPort) }, '"startup"');
+    const frontend = await startNode<{ port: number }>(
+      ["--require", "tsx/cjs", join(REPO, "examples/sites/shop-frontend/server.ts")],
+      { PORT: String(frontendPort) },
+      '"startup"',
+    );
     children.push(frontend.child);
     const site = `http://127.0.0.1:${frontendPort}`;
     const gateway = await startGateway(
-      { listen: { host: "127.0.0.1", port: 0 }, sites: { shop: { server: site, frontend: site } }, ...(profileDir ? { workers: 1 } : {}) },
+      {
+        listen: { host: "127.0.0.1", port: 0 },
+        sites: { shop: { server: site, frontend: site } },
+        ...(profileDir ? { workers: 1 } : {}),
+      },
       "bench-control-token-0123456789abcdef",
       profiling("gateway"),
     );
@@ -140,7 +212,9 @@ http {
       ),
     );
     await waitForPort(nginxPort);
-    log(`page loads on loopback: frontend :${frontendPort}, gateway :${gateway.port} (${gateway.workers} workers), site proxy :${proxy.port}, nginx TLS+h2 :${nginxPort}`);
+    log(
+      `page loads on loopback: frontend :${frontendPort}, gateway :${gateway.port} (${gateway.workers} workers), site proxy :${proxy.port}, nginx TLS+h2 :${nginxPort}`,
+    );
 
     const bases: Record<Contender, { base: string; proxy?: string }> = {
       env: { base: "https://shop.test", proxy: `http://127.0.0.1:${proxy.port}` },
@@ -148,21 +222,40 @@ http {
       nginx: { base: `https://127.0.0.1:${nginxPort}` },
       gateway: { base: `http://127.0.0.1:${gateway.port}/website/shop` },
     };
-    browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox", "--disable-gpu"], proxy: { server: "per-context" } });
+    browser = await chromium.launch({
+      executablePath: "/usr/bin/chromium",
+      args: ["--no-sandbox", "--disable-gpu"],
+      proxy: { server: "per-context" },
+    });
     const kinds = [
       { kind: "page50" as const, path: "/bench?n=50", expected: 51, ttfb: false },
       { kind: "page200" as const, path: "/bench?n=200", expected: 201, ttfb: false },
       { kind: "ttfb" as const, path: "/", expected: 1, ttfb: true },
     ];
-    const samples = Object.fromEntries(kinds.map((k) => [k.kind, Object.fromEntries(CONTENDERS.map((c) => [c, [] as number[]]))])) as PageLoadFigures["samples"];
+    const samples = Object.fromEntries(
+      kinds.map((k) => [k.kind, Object.fromEntries(CONTENDERS.map((c) => [c, [] as number[]]))]),
+    ) as PageLoadFigures["samples"];
     const retries: string[] = [];
     // One warm-up load each: the leaf is issued, the pools and the browser's caches of names are filled.
-    for (const c of CONTENDERS) for (const k of kinds) await load(browser, bases[c].base + k.path, k.expected, retries, bases[c].proxy, k.ttfb);
+    for (const c of CONTENDERS)
+      for (const k of kinds) await load(browser, bases[c].base + k.path, k.expected, retries, bases[c].proxy, k.ttfb);
     for (let i = 0; i < loads; i++) {
-      for (const k of kinds) for (const c of CONTENDERS) samples[k.kind][c].push(await load(browser, bases[c].base + k.path, k.expected, retries, bases[c].proxy, k.ttfb));
+      for (const k of kinds)
+        for (const c of CONTENDERS)
+          samples[k.kind][c].push(
+            await load(browser, bases[c].base + k.path, k.expected, retries, bases[c].proxy, k.ttfb),
+          );
     }
-    const medians = (kind: keyof PageLoadFigures["samples"]) => Object.fromEntries(CONTENDERS.map((c) => [c, median(samples[kind][c])])) as Record<Contender, number>;
-    return { loads, page50Ms: medians("page50"), page200Ms: medians("page200"), ttfbMs: medians("ttfb"), samples, retries };
+    const medians = (kind: keyof PageLoadFigures["samples"]) =>
+      Object.fromEntries(CONTENDERS.map((c) => [c, median(samples[kind][c])])) as Record<Contender, number>;
+    return {
+      loads,
+      page50Ms: medians("page50"),
+      page200Ms: medians("page200"),
+      ttfbMs: medians("ttfb"),
+      samples,
+      retries,
+    };
   } finally {
     await browser?.close();
     // SIGINT: node writes its --cpu-prof profile as it exits on a signal it handles (the gateway and proxy stop on it).
@@ -173,17 +266,29 @@ http {
 }
 
 /** `loopbackPageLoads` in a network namespace with loopback alone, when this process may make one; else here. */
-export async function isolatedPageLoads(loads: number, log: (line: string) => void = console.log): Promise<PageLoadFigures> {
-  const canUnshare = process.getuid?.() === 0 && execFileSync("sh", ["-c", "unshare -n true && echo yes || true"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim() === "yes";
+export async function isolatedPageLoads(
+  loads: number,
+  log: (line: string) => void = console.log,
+): Promise<PageLoadFigures> {
+  const canUnshare =
+    process.getuid?.() === 0 &&
+    execFileSync("sh", ["-c", "unshare -n true && echo yes || true"], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }).trim() === "yes";
   if (!canUnshare) {
     log("page loads: no network namespace of their own (needs root and unshare); interface changes may fail loads");
     return loopbackPageLoads(loads, log);
   }
-  const child = spawn("unshare", ["-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", process.execPath, "--require", "tsx/cjs", __filename], {
-    cwd: REPO,
-    env: { ...process.env, BENCH_LOADS: String(loads) },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    "unshare",
+    ["-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", process.execPath, "--require", "tsx/cjs", __filename],
+    {
+      cwd: REPO,
+      env: { ...process.env, BENCH_LOADS: String(loads) },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let out = "";
   child.stdout.on("data", (d: Buffer) => (out += d));
   child.stderr.on("data", (d: Buffer) => process.stderr.write(d));

@@ -38,7 +38,11 @@ process.on("SIGINT", () => process.exit(130));
 const chunk = Buffer.alloc(1 << 20, 0x61);
 
 function listen(server: net.Server): Promise<number> {
-  return new Promise((resolve) => server.listen({ port: 0, host: "127.0.0.1", backlog: 4096 }, () => resolve((server.address() as net.AddressInfo).port)));
+  return new Promise((resolve) =>
+    server.listen({ port: 0, host: "127.0.0.1", backlog: 4096 }, () =>
+      resolve((server.address() as net.AddressInfo).port),
+    ),
+  );
 }
 
 const source = net.createServer((socket) => {
@@ -95,7 +99,8 @@ function viaProxy(proxyPort: number): Opener {
         if (end < 0) return;
         socket.off("data", onData);
         socket.pause();
-        if (!/^HTTP\/1\.[01] 200/.test(head.toString("latin1", 0, 16))) return reject(new Error(`proxy answered ${head.toString("latin1", 0, end)}`));
+        if (!/^HTTP\/1\.[01] 200/.test(head.toString("latin1", 0, 16)))
+          return reject(new Error(`proxy answered ${head.toString("latin1", 0, end)}`));
         const rest = head.subarray(end + 4);
         if (rest.length > 0) socket.unshift(rest);
         socket.off("error", reject);
@@ -206,14 +211,22 @@ async function latencyMicros(open: Opener, echoPort: number): Promise<{ mean: nu
   }
   socket.destroy();
   samples.sort((a, b) => a - b);
-  return { mean: samples.reduce((a, b) => a + b, 0) / samples.length, p50: samples[Math.floor(samples.length / 2)], p99: samples[Math.floor(samples.length * 0.99)] };
+  return {
+    mean: samples.reduce((a, b) => a + b, 0) / samples.length,
+    p50: samples[Math.floor(samples.length / 2)],
+    p99: samples[Math.floor(samples.length * 0.99)],
+  };
 }
 
 /**
  * Requests per second on RATE_CONCURRENCY kept-alive connections: absolute-form through a proxy, or origin-form
  * straight to the origin (proxyPort undefined).
  */
-async function httpRequestsPerSecond(proxyPort: number | undefined, originPort: number, method: "GET" | "POST"): Promise<number> {
+async function httpRequestsPerSecond(
+  proxyPort: number | undefined,
+  originPort: number,
+  method: "GET" | "POST",
+): Promise<number> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: RATE_CONCURRENCY });
   const until = Date.now() + RATE_SECONDS * 1000;
   const start = Date.now();
@@ -227,7 +240,10 @@ async function httpRequestsPerSecond(proxyPort: number | undefined, originPort: 
           port: proxyPort ?? originPort,
           method,
           path: proxyPort === undefined ? "/page" : `http://127.0.0.1:${originPort}/page`,
-          headers: { Host: `127.0.0.1:${originPort}`, ...(method === "POST" ? { "Content-Length": POST_BODY.length } : {}) },
+          headers: {
+            Host: `127.0.0.1:${originPort}`,
+            ...(method === "POST" ? { "Content-Length": POST_BODY.length } : {}),
+          },
         },
         (res) => {
           if (res.statusCode !== 200) reject(new Error(`${method} answered ${res.statusCode}`));
@@ -294,7 +310,9 @@ function waitForPort(port: number, timeoutMs: number): Promise<void> {
         s.destroy();
         resolve();
       });
-      s.once("error", () => (Date.now() > until ? reject(new Error(`nothing listens on ${port}`)) : setTimeout(attempt, 100)));
+      s.once("error", () =>
+        Date.now() > until ? reject(new Error(`nothing listens on ${port}`)) : setTimeout(attempt, 100),
+      );
     };
     attempt();
   });
@@ -302,11 +320,28 @@ function waitForPort(port: number, timeoutMs: number): Promise<void> {
 
 async function startOurs(): Promise<{ port: number; pid: number }> {
   // The upstreams are on 127.0.0.1, standing in for public hosts: loopback is refused unless allowAddresses opens it.
-  const config = { listen: { host: "127.0.0.1", port: 0 }, gateway: "http://127.0.0.1:9", sites: {}, reach: "allow-all", log: path.join(work, "ours/site-proxy.log"), allowAddresses: ["127.0.0.1/32"] };
-  const child = spawn("bash", ["-c", `ulimit -n $(ulimit -Hn); exec "$@"`, "bash", process.execPath, path.join(root, "bin/multienv-site-proxy.js")], {
-    env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(config) },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const config = {
+    listen: { host: "127.0.0.1", port: 0 },
+    gateway: "http://127.0.0.1:9",
+    sites: {},
+    reach: "allow-all",
+    log: path.join(work, "ours/site-proxy.log"),
+    allowAddresses: ["127.0.0.1/32"],
+  };
+  const child = spawn(
+    "bash",
+    [
+      "-c",
+      `ulimit -n $(ulimit -Hn); exec "$@"`,
+      "bash",
+      process.execPath,
+      path.join(root, "bin/multienv-site-proxy.js"),
+    ],
+    {
+      env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(config) },
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
   children.push(child);
   const line = await new Promise<string>((resolve, reject) => {
     child.stdout!.once("data", (d: Buffer) => resolve(d.toString().split("\n")[0]));
@@ -348,7 +383,9 @@ async function startSquid(): Promise<{ port: number; pid: number } | undefined> 
       "",
     ].join("\n"),
   );
-  const child = spawn("bash", ["-c", `ulimit -n $(ulimit -Hn); exec squid -N -f ${conf}`], { stdio: ["ignore", "inherit", "inherit"] });
+  const child = spawn("bash", ["-c", `ulimit -n $(ulimit -Hn); exec squid -N -f ${conf}`], {
+    stdio: ["ignore", "inherit", "inherit"],
+  });
   children.push(child);
   await waitForPort(port, 15_000);
   return { port, pid: child.pid! };
@@ -375,23 +412,46 @@ async function main(): Promise<void> {
     ...(squid ? ([["squid", viaProxy(squid.port), squid.pid, squid.port]] as [string, Opener, number, number][]) : []),
   ];
 
-  console.log(`site proxy benchmark on ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), node ${process.version}, ${squid ? "squid 5" : "no squid"}`);
+  console.log(
+    `site proxy benchmark on ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}), node ${process.version}, ${squid ? "squid 5" : "no squid"}`,
+  );
   console.log(`the benchmark's clients and upstreams share the machine with the proxy under test\n`);
 
   // Each measure runs in rounds, the contenders taking turns within a round, and the best round counts: on a shared
   // machine a burst of someone else's load then hits one round, not one contender.
-  type Result = { mibps: number; tps: number; rtt: { mean: number; p50: number; p99: number }; getsPerSecond: number; postsPerSecond: number; rss?: number; cpuPerGiB?: number; cpuPerTunnelUs?: number };
+  type Result = {
+    mibps: number;
+    tps: number;
+    rtt: { mean: number; p50: number; p99: number };
+    getsPerSecond: number;
+    postsPerSecond: number;
+    rss?: number;
+    cpuPerGiB?: number;
+    cpuPerTunnelUs?: number;
+  };
   const results: Record<string, Result> = {};
-  for (const [name] of contenders) results[name] = { mibps: 0, tps: 0, rtt: { mean: Infinity, p50: Infinity, p99: Infinity }, getsPerSecond: 0, postsPerSecond: 0 };
+  for (const [name] of contenders)
+    results[name] = {
+      mibps: 0,
+      tps: 0,
+      rtt: { mean: Infinity, p50: Infinity, p99: Infinity },
+      getsPerSecond: 0,
+      postsPerSecond: 0,
+    };
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, open, pid, proxyPort] of round % 2 === 0 ? contenders : [...contenders].reverse()) {
       const r = results[name];
       const cpuBefore = pid ? cpuSeconds(pid) : 0;
       r.mibps = Math.max(r.mibps, await throughput(proxyPort, sourcePort));
-      if (pid) r.cpuPerGiB = Math.min(r.cpuPerGiB ?? Infinity, (cpuSeconds(pid) - cpuBefore) / (TRANSFER_BYTES / 1024 ** 3));
+      if (pid)
+        r.cpuPerGiB = Math.min(r.cpuPerGiB ?? Infinity, (cpuSeconds(pid) - cpuBefore) / (TRANSFER_BYTES / 1024 ** 3));
       const cpuBeforeTunnels = pid ? cpuSeconds(pid) : 0;
       const rate = await tunnelsPerSecond(open, echoPort);
-      if (pid) r.cpuPerTunnelUs = Math.min(r.cpuPerTunnelUs ?? Infinity, ((cpuSeconds(pid) - cpuBeforeTunnels) * 1e6) / (rate.count || 1));
+      if (pid)
+        r.cpuPerTunnelUs = Math.min(
+          r.cpuPerTunnelUs ?? Infinity,
+          ((cpuSeconds(pid) - cpuBeforeTunnels) * 1e6) / (rate.count || 1),
+        );
       r.tps = Math.max(r.tps, rate.perSecond);
       const rtt = await latencyMicros(open, echoPort);
       if (rtt.p50 < r.rtt.p50) r.rtt = rtt;
@@ -414,15 +474,48 @@ async function main(): Promise<void> {
   const o = results.multienv;
   const s = results.squid;
   console.log("\nratios");
-  console.log(`  throughput       multienv/direct ${fmt(o.mibps / d.mibps, 2)}x (aim >= 0.8)` + (s ? ` | multienv/squid ${fmt(o.mibps / s.mibps, 2)}x (aim >= 1.0)` : ""));
-  if (s) console.log(`  proxy CPU/GiB    multienv/squid ${fmt(o.cpuPerGiB! / s.cpuPerGiB!, 2)}x (lower is better; unlike wall time, barely moved by other load)`);
-  if (s) console.log(`  proxy CPU/tunnel multienv/squid ${fmt(o.cpuPerTunnelUs! / s.cpuPerTunnelUs!, 2)}x (lower is better)`);
-  console.log(`  new tunnels/s    multienv/direct ${fmt(o.tps / d.tps, 2)}x` + (s ? ` | multienv/squid ${fmt(o.tps / s.tps, 2)}x (aim >= 1.0)` : ""));
-  console.log(`  added latency    multienv +${fmt(o.rtt.p50 - d.rtt.p50, 1)} µs per round trip (p50)` + (s ? ` | squid +${fmt(s.rtt.p50 - d.rtt.p50, 1)} µs` : ""));
-  console.log(`  idle tunnel RSS  multienv ${fmt(o.rss! / 1024, 1)} KiB (aim < 64)` + (s?.rss !== undefined ? ` | squid ${fmt(s.rss / 1024, 1)} KiB` : ""));
-  console.log(`  HTTP GET/s       multienv/direct ${fmt(o.getsPerSecond / d.getsPerSecond, 2)}x` + (s ? ` | multienv/squid ${fmt(o.getsPerSecond / s.getsPerSecond, 2)}x` : ""));
-  console.log(`  HTTP POST/s      multienv/direct ${fmt(o.postsPerSecond / d.postsPerSecond, 2)}x` + (s ? ` | multienv/squid ${fmt(o.postsPerSecond / s.postsPerSecond, 2)}x` : ""));
-  console.log(JSON.stringify({ bench: "proxy", cores: os.cpus().length, node: process.version, transferBytes: TRANSFER_BYTES, idleTunnels: IDLE_TUNNELS, results }));
+  console.log(
+    `  throughput       multienv/direct ${fmt(o.mibps / d.mibps, 2)}x (aim >= 0.8)` +
+      (s ? ` | multienv/squid ${fmt(o.mibps / s.mibps, 2)}x (aim >= 1.0)` : ""),
+  );
+  if (s)
+    console.log(
+      `  proxy CPU/GiB    multienv/squid ${fmt(o.cpuPerGiB! / s.cpuPerGiB!, 2)}x (lower is better; unlike wall time, barely moved by other load)`,
+    );
+  if (s)
+    console.log(
+      `  proxy CPU/tunnel multienv/squid ${fmt(o.cpuPerTunnelUs! / s.cpuPerTunnelUs!, 2)}x (lower is better)`,
+    );
+  console.log(
+    `  new tunnels/s    multienv/direct ${fmt(o.tps / d.tps, 2)}x` +
+      (s ? ` | multienv/squid ${fmt(o.tps / s.tps, 2)}x (aim >= 1.0)` : ""),
+  );
+  console.log(
+    `  added latency    multienv +${fmt(o.rtt.p50 - d.rtt.p50, 1)} µs per round trip (p50)` +
+      (s ? ` | squid +${fmt(s.rtt.p50 - d.rtt.p50, 1)} µs` : ""),
+  );
+  console.log(
+    `  idle tunnel RSS  multienv ${fmt(o.rss! / 1024, 1)} KiB (aim < 64)` +
+      (s?.rss !== undefined ? ` | squid ${fmt(s.rss / 1024, 1)} KiB` : ""),
+  );
+  console.log(
+    `  HTTP GET/s       multienv/direct ${fmt(o.getsPerSecond / d.getsPerSecond, 2)}x` +
+      (s ? ` | multienv/squid ${fmt(o.getsPerSecond / s.getsPerSecond, 2)}x` : ""),
+  );
+  console.log(
+    `  HTTP POST/s      multienv/direct ${fmt(o.postsPerSecond / d.postsPerSecond, 2)}x` +
+      (s ? ` | multienv/squid ${fmt(o.postsPerSecond / s.postsPerSecond, 2)}x` : ""),
+  );
+  console.log(
+    JSON.stringify({
+      bench: "proxy",
+      cores: os.cpus().length,
+      node: process.version,
+      transferBytes: TRANSFER_BYTES,
+      idleTunnels: IDLE_TUNNELS,
+      results,
+    }),
+  );
   process.exit(0);
 }
 

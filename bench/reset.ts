@@ -27,11 +27,19 @@ const REPO = path.resolve(__dirname, "..");
 const api = dockerApi();
 
 const built = path.join(REPO, ".cache/pulumi/current/bin");
-if (!(process.env.PATH ?? "").split(":").some((d) => existsSync(path.join(d, "pulumi"))) && existsSync(path.join(built, "pulumi"))) {
+if (
+  !(process.env.PATH ?? "").split(":").some((d) => existsSync(path.join(d, "pulumi"))) &&
+  existsSync(path.join(built, "pulumi"))
+) {
   process.env.PATH = `${built}:${process.env.PATH}`;
 }
 const STATE = mkdtempSync(path.join(tmpdir(), "multienv-bench-state-"));
-Object.assign(process.env, { PULUMI_BACKEND_URL: `file://${STATE}`, PULUMI_CONFIG_PASSPHRASE: "bench", PULUMI_SKIP_UPDATE_CHECK: "true", PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true" });
+Object.assign(process.env, {
+  PULUMI_BACKEND_URL: `file://${STATE}`,
+  PULUMI_CONFIG_PASSPHRASE: "bench",
+  PULUMI_SKIP_UPDATE_CHECK: "true",
+  PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
+});
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -46,8 +54,12 @@ async function timed(what: () => Promise<unknown>): Promise<number> {
 
 /** The demo's config as a spec: bare keys in the multienv namespace. */
 function demoSpec(): StackSpec {
-  const file = YAML.parse(readFileSync(path.join(REPO, "stacks/Pulumi.demo.yaml"), "utf8")) as { config: Record<string, unknown> };
-  const config = Object.fromEntries(Object.entries(file.config).map(([key, value]) => [key.replace(/^multienv:/, ""), value]));
+  const file = YAML.parse(readFileSync(path.join(REPO, "stacks/Pulumi.demo.yaml"), "utf8")) as {
+    config: Record<string, unknown>;
+  };
+  const config = Object.fromEntries(
+    Object.entries(file.config).map(([key, value]) => [key.replace(/^multienv:/, ""), value]),
+  );
   return { name: STACK, config };
 }
 
@@ -56,10 +68,16 @@ async function leaveTraces(): Promise<void> {
   const { gatewayUrl, controlToken } = await gatewayAccess(STACK);
   const auth = { authorization: `Bearer ${controlToken}` };
   for (const site of ["shop", "gist", "github"]) {
-    const answer = await fetch(`${gatewayUrl}/svc/${site}/data`, { method: "POST", headers: auth, body: JSON.stringify({ left: site }) });
+    const answer = await fetch(`${gatewayUrl}/svc/${site}/data`, {
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify({ left: site }),
+    });
     if (answer.status !== 201) throw new Error(`site ${site}: POST /data answered ${answer.status}`);
   }
-  const browser = await chromium.connectOverCDP(`${gatewayUrl}/computers/desktop/cdp`, { headers: { Authorization: `Bearer ${controlToken}` } });
+  const browser = await chromium.connectOverCDP(`${gatewayUrl}/computers/desktop/cdp`, {
+    headers: { Authorization: `Bearer ${controlToken}` },
+  });
   try {
     const page = await browser.contexts()[0].newPage();
     await page.goto("https://shop.test/");
@@ -71,16 +89,26 @@ async function leaveTraces(): Promise<void> {
 /** `docker restart` of every container of the stack, then a poll of the gateway's /healthz on its published port. */
 async function dockerRestart(): Promise<void> {
   const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }));
-  const list = (await api.request("GET", `/containers/json?filters=${filters}`)) as { Id: string; Labels: Record<string, string> }[];
+  const list = (await api.request("GET", `/containers/json?filters=${filters}`)) as {
+    Id: string;
+    Labels: Record<string, string>;
+  }[];
   // A capture sidecar joins its site container's network namespace, so it can only start once that one runs.
   const isCapture = (c: { Labels: Record<string, string> }) => c.Labels[LABELS.role] === ROLES.capture;
   const restart = (c: { Id: string }) => api.request("POST", `/containers/${c.Id}/restart?t=1`);
   await Promise.all(list.filter((c) => !isCapture(c)).map(restart));
   await Promise.all(list.filter(isCapture).map(restart));
-  const info = (await api.request("GET", `/containers/${STACK}-gateway/json`)) as { NetworkSettings: { Ports: Record<string, { HostPort: string }[] | null> } };
+  const info = (await api.request("GET", `/containers/${STACK}-gateway/json`)) as {
+    NetworkSettings: { Ports: Record<string, { HostPort: string }[] | null> };
+  };
   const port = info.NetworkSettings.Ports["8080/tcp"]?.[0]?.HostPort;
   const deadline = Date.now() + 120_000;
-  while (!(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false))) {
+  while (
+    !(await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  ) {
     if (Date.now() > deadline) throw new Error("the gateway was not healthy 120 s after docker restart");
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -88,21 +116,33 @@ async function dockerRestart(): Promise<void> {
 
 async function main(): Promise<void> {
   const spec = demoSpec();
-  const figures = { reset: [] as number[], resetCollect: [] as number[], downUp: [] as number[], dockerRestart: [] as number[] };
+  const figures = {
+    reset: [] as number[],
+    resetCollect: [] as number[],
+    downUp: [] as number[],
+    dockerRestart: [] as number[],
+  };
   let containers: number;
   try {
     await deployStack(spec, { preview: false, selfTest: false });
-    containers = ((await api.request("GET", `/containers/json?filters=${encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }))}`)) as unknown[]).length;
+    containers = (
+      (await api.request(
+        "GET",
+        `/containers/json?filters=${encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }))}`,
+      )) as unknown[]
+    ).length;
     for (let round = 1; round <= ROUNDS; round++) {
       await leaveTraces();
       figures.reset.push(await timed(() => resetStack(STACK)));
       await leaveTraces();
       figures.resetCollect.push(await timed(() => resetStack(STACK, { collect: true })));
       await leaveTraces();
-      figures.downUp.push(await timed(async () => {
-        await destroyStack(STACK);
-        await deployStack(spec, { preview: false, selfTest: false });
-      }));
+      figures.downUp.push(
+        await timed(async () => {
+          await destroyStack(STACK);
+          await deployStack(spec, { preview: false, selfTest: false });
+        }),
+      );
       console.log(
         `round ${round}: reset ${figures.reset.at(-1)!.toFixed(1)} s, reset --collect ${figures.resetCollect.at(-1)!.toFixed(1)} s, down + up ${figures.downUp.at(-1)!.toFixed(1)} s`,
       );
@@ -120,11 +160,16 @@ async function main(): Promise<void> {
     rmSync(path.join(REPO, "artifacts", STACK), { recursive: true, force: true });
     api.close();
   }
-  const m = Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, median(v)])) as Record<keyof typeof figures, number>;
+  const m = Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, median(v)])) as Record<
+    keyof typeof figures,
+    number
+  >;
   console.log(`the demo task, ${containers} containers, median of ${ROUNDS} rounds:`);
   console.log(`  reset: ${m.reset.toFixed(1)} s; with the episode collected first: ${m.resetCollect.toFixed(1)} s`);
   console.log(`  down + up: ${m.downUp.toFixed(1)} s, ${(m.downUp / m.reset).toFixed(1)}x a reset`);
-  console.log(`  docker restart of every container until healthy: ${m.dockerRestart.toFixed(1)} s, ${(m.dockerRestart / m.reset).toFixed(1)}x a reset`);
+  console.log(
+    `  docker restart of every container until healthy: ${m.dockerRestart.toFixed(1)} s, ${(m.dockerRestart / m.reset).toFixed(1)}x a reset`,
+  );
   console.log(
     JSON.stringify({
       bench: "reset",

@@ -5,7 +5,8 @@
 //   - deploy: from the first `up` starting to the last one done (each waits for its gateway healthy);
 //   - docker-compose: the same containers (bench/compose.ts) of all N envs started at once, until every
 //     gateway's /healthz answers, the engine's own tool beside the deploy;
-//   - memory per env once idle (the sum of its containers' memory as the engine reports it, less page cache), and the engine's
+// - memory per env once idle (the sum of its containers' memory as the engine reports it, less page cache), and the
+// engine's
 //     own (dockerd and containerd resident memory);
 //   - idle CPU per env: its containers' CPU time over BENCH_IDLE_SECONDS with nothing driving them, as a
 //     share of one core.
@@ -27,14 +28,24 @@ const api = dockerApi();
 const MiB = 1024 * 1024;
 
 const built = path.join(REPO, ".cache/pulumi/current/bin");
-if (!(process.env.PATH ?? "").split(":").some((d) => existsSync(path.join(d, "pulumi"))) && existsSync(path.join(built, "pulumi"))) {
+if (
+  !(process.env.PATH ?? "").split(":").some((d) => existsSync(path.join(d, "pulumi"))) &&
+  existsSync(path.join(built, "pulumi"))
+) {
   process.env.PATH = `${built}:${process.env.PATH}`;
 }
 const STATE = mkdtempSync(path.join(tmpdir(), "multienv-bench-state-"));
-Object.assign(process.env, { PULUMI_BACKEND_URL: `file://${STATE}`, PULUMI_CONFIG_PASSPHRASE: "bench", PULUMI_SKIP_UPDATE_CHECK: "true", PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true" });
+Object.assign(process.env, {
+  PULUMI_BACKEND_URL: `file://${STATE}`,
+  PULUMI_CONFIG_PASSPHRASE: "bench",
+  PULUMI_SKIP_UPDATE_CHECK: "true",
+  PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
+});
 
 function spec(name: string): StackSpec {
-  const file = YAML.parse(readFileSync(path.join(REPO, "stacks/Pulumi.demo.yaml"), "utf8")) as { config: Record<string, unknown> };
+  const file = YAML.parse(readFileSync(path.join(REPO, "stacks/Pulumi.demo.yaml"), "utf8")) as {
+    config: Record<string, unknown>;
+  };
   return { name, config: { ...file.config, "multienv:selfTest": false } };
 }
 
@@ -49,7 +60,11 @@ async function usageOf(id: string): Promise<{ memory: number; cpuNanos: number }
     memory_stats: { usage?: number; stats?: Record<string, number> };
     cpu_stats: { cpu_usage: { total_usage: number } };
   };
-  const cache = stats.memory_stats.stats?.total_inactive_file ?? stats.memory_stats.stats?.inactive_file ?? stats.memory_stats.stats?.cache ?? 0;
+  const cache =
+    stats.memory_stats.stats?.total_inactive_file ??
+    stats.memory_stats.stats?.inactive_file ??
+    stats.memory_stats.stats?.cache ??
+    0;
   return { memory: (stats.memory_stats.usage ?? 0) - cache, cpuNanos: stats.cpu_stats.cpu_usage.total_usage };
 }
 
@@ -71,7 +86,13 @@ function residentOf(processName: string): number {
 }
 
 function run(file: string, args: string[], cwd: string): Promise<void> {
-  return new Promise((resolve, reject) => execFile(file, args, { cwd, maxBuffer: 16 * 1024 * 1024 }, (error, _o, stderr) => (error ? reject(new Error(`${file} ${args.join(" ")}: ${stderr.trim().split("\n").slice(-5).join("\n")}`)) : resolve())));
+  return new Promise((resolve, reject) =>
+    execFile(file, args, { cwd, maxBuffer: 16 * 1024 * 1024 }, (error, _o, stderr) =>
+      error
+        ? reject(new Error(`${file} ${args.join(" ")}: ${stderr.trim().split("\n").slice(-5).join("\n")}`))
+        : resolve(),
+    ),
+  );
 }
 
 interface Round {
@@ -114,7 +135,11 @@ async function round(n: number): Promise<Round> {
       }),
     );
     const composeSeconds = (performance.now() - composeStarted) / 1000;
-    await Promise.all(stacks.map((s) => run("docker-compose", ["-p", `${s}-compose`, "-f", `${s}.yml`, "down", "-v", "-t", "1"], composeDir)));
+    await Promise.all(
+      stacks.map((s) =>
+        run("docker-compose", ["-p", `${s}-compose`, "-f", `${s}.yml`, "down", "-v", "-t", "1"], composeDir),
+      ),
+    );
     const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     return {
       envs: n,
@@ -130,14 +155,20 @@ async function round(n: number): Promise<Round> {
       await destroyStack(s, { remove: true }).catch(() => undefined);
       rmSync(path.join(REPO, "stacks", `Pulumi.${s}.yaml`), { force: true });
       rmSync(path.join(REPO, "artifacts", s), { recursive: true, force: true });
-      if (existsSync(path.join(composeDir, `${s}.yml`))) execFileSync("docker-compose", ["-p", `${s}-compose`, "-f", path.join(composeDir, `${s}.yml`), "down", "-v", "-t", "1"], { stdio: "ignore" });
+      if (existsSync(path.join(composeDir, `${s}.yml`)))
+        execFileSync(
+          "docker-compose",
+          ["-p", `${s}-compose`, "-f", path.join(composeDir, `${s}.yml`), "down", "-v", "-t", "1"],
+          { stdio: "ignore" },
+        );
     }
     rmSync(composeDir, { recursive: true, force: true });
   }
 }
 
 async function main(): Promise<void> {
-  if (!existsSync("/usr/bin/docker-compose")) throw new Error("docker-compose is not installed: apt-get install docker-compose");
+  if (!existsSync("/usr/bin/docker-compose"))
+    throw new Error("docker-compose is not installed: apt-get install docker-compose");
   const rounds: Round[] = [];
   try {
     for (const n of SCALE) {
@@ -153,8 +184,19 @@ async function main(): Promise<void> {
     closeComposeApi();
   }
   const perEnvSeconds = rounds.map((r) => r.deploySeconds / r.envs);
-  console.log(`deploy seconds per env: ${rounds.map((r, i) => `${r.envs}: ${perEnvSeconds[i].toFixed(1)}`).join(", ")} (${cpus().length} cores, ${(totalmem() / MiB / 1024).toFixed(0)} GiB)`);
-  console.log(JSON.stringify({ bench: "scale", cpus: cpus().length, totalMiB: totalmem() / MiB, loadavg: loadavg()[0], idleSeconds: IDLE_SECONDS, rounds }));
+  console.log(
+    `deploy seconds per env: ${rounds.map((r, i) => `${r.envs}: ${perEnvSeconds[i].toFixed(1)}`).join(", ")} (${cpus().length} cores, ${(totalmem() / MiB / 1024).toFixed(0)} GiB)`,
+  );
+  console.log(
+    JSON.stringify({
+      bench: "scale",
+      cpus: cpus().length,
+      totalMiB: totalmem() / MiB,
+      loadavg: loadavg()[0],
+      idleSeconds: IDLE_SECONDS,
+      rounds,
+    }),
+  );
 }
 
 main().catch((error: unknown) => {

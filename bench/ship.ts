@@ -15,9 +15,17 @@ import { sshRun, sshSetup } from "../src/plan/ssh";
 import { startStandin } from "../test/helpers/standin";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
-const IMAGES = ["multienv/gateway:latest", "multienv/site-proxy:latest", "multienv/browser:latest", "multienv/sample-shop-server", "multienv/sample-shop-frontend", "multienv/sample-live-server"];
+const IMAGES = [
+  "multienv/gateway:latest",
+  "multienv/site-proxy:latest",
+  "multienv/browser:latest",
+  "multienv/sample-shop-server",
+  "multienv/sample-shop-frontend",
+  "multienv/sample-live-server",
+];
 
-const sh = (script: string) => execFileSync("/bin/sh", ["-c", script], { maxBuffer: 1 << 20, stdio: ["ignore", "pipe", "pipe"] }).toString();
+const sh = (script: string) =>
+  execFileSync("/bin/sh", ["-c", script], { maxBuffer: 1 << 20, stdio: ["ignore", "pipe", "pipe"] }).toString();
 const ids = IMAGES.map((i) => sh(`docker image inspect -f '{{.Id}}' ${shellQuote(i)}`).trim());
 
 function bytes(command: string): number {
@@ -31,12 +39,15 @@ async function round(kind: "before" | "after", n: number): Promise<number> {
     if (kind === "before") {
       // The former per-image command: its own ssh each time, no compression.
       const prelude = sshSetup(host.ssh).replace(/\n\( flock 9;[^\n]*\n?$/, "\n");
-      for (const id of ids) sh(`${prelude}\ndocker save ${shellQuote(id)} | ssh -F "$cfg" -o ControlPath=none "$alias" docker load`);
+      for (const id of ids)
+        sh(`${prelude}\ndocker save ${shellQuote(id)} | ssh -F "$cfg" -o ControlPath=none "$alias" docker load`);
     } else {
       sh(shipImagesCommand(ids, host.ssh));
     }
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    const there = sh(`${sshSetup(host.ssh)}\n${sshRun(shellQuote(`for i in ${ids.join(" ")}; do docker image inspect -f . $i; done | wc -l`))}`).trim();
+    const there = sh(
+      `${sshSetup(host.ssh)}\n${sshRun(shellQuote(`for i in ${ids.join(" ")}; do docker image inspect -f . $i; done | wc -l`))}`,
+    ).trim();
     if (Number(there) !== ids.length) throw new Error(`${kind}: the host has ${there} of ${ids.length} images`);
     return seconds;
   } finally {
@@ -66,8 +77,12 @@ async function round(kind: "before" | "after", n: number): Promise<number> {
     afterSeconds: Number(median(after).toFixed(2)),
     secondsRatio: Number((median(before) / median(after)).toFixed(2)),
   };
-  console.log(`before (one save | ssh load per image, uncompressed): ${(beforeBytes / 1e6).toFixed(0)} MB, ${figures.beforeSeconds} s`);
-  console.log(`after (one save of all, zstd, shared connection): ${(afterBytes / 1e6).toFixed(0)} MB (${(afterRaw / 1e6).toFixed(0)} MB before zstd), ${figures.afterSeconds} s`);
+  console.log(
+    `before (one save | ssh load per image, uncompressed): ${(beforeBytes / 1e6).toFixed(0)} MB, ${figures.beforeSeconds} s`,
+  );
+  console.log(
+    `after (one save of all, zstd, shared connection): ${(afterBytes / 1e6).toFixed(0)} MB (${(afterRaw / 1e6).toFixed(0)} MB before zstd), ${figures.afterSeconds} s`,
+  );
   console.log(`ratios: ${figures.bytesRatio}x fewer bytes, ${figures.secondsRatio}x faster`);
   console.log(JSON.stringify(figures));
 })().catch((error) => {

@@ -6,7 +6,11 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { Plan } from "../src/plan";
 import { LocalCommand } from "../src/providers/resources";
-import { captureCollectorCommands, captureCollectorEnvironment, collectorContext } from "../src/runner/capture-collector";
+import {
+  captureCollectorCommands,
+  captureCollectorEnvironment,
+  collectorContext,
+} from "../src/runner/capture-collector";
 
 export interface CaptureCollectorArgs {
   plan: Plan;
@@ -22,7 +26,12 @@ export class CaptureCollector extends pulumi.ComponentResource {
     super("multienv:index:CaptureCollector", name, {}, opts);
     const commands = captureCollectorCommands();
     const environment = pulumi.all([args.gatewayUrl, args.controlToken]).apply(([gatewayUrl, controlToken]) =>
-      captureCollectorEnvironment({ stack: args.plan.stack, gatewayUrl, controlToken, context: collectorContext(args.plan) }),
+      captureCollectorEnvironment({
+        stack: args.plan.stack,
+        gatewayUrl,
+        controlToken,
+        context: collectorContext(args.plan),
+      }),
     );
     this.command = new LocalCommand(
       `${name}-delete-step`,

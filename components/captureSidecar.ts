@@ -27,7 +27,10 @@ export class CaptureSidecar extends pulumi.ComponentResource {
   constructor(name: string, args: CaptureSidecarArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:capture:CaptureSidecar", name, {}, opts);
     if (!args.plan.capture.enabled) {
-      throw new pulumi.ResourceError(`CaptureSidecar ${name}: capture is off in this plan; a sidecar would record traffic nobody asked for`, this);
+      throw new pulumi.ResourceError(
+        `CaptureSidecar ${name}: capture is off in this plan; a sidecar would record traffic nobody asked for`,
+        this,
+      );
     }
     const [entrypoint, ...rest] = captureCommand(args.plan, args.sidecar);
     this.container = new DockerContainer(

@@ -4,7 +4,14 @@
 // browser mounts read-only to trust it.
 import * as pulumi from "@pulumi/pulumi";
 import type { BrowserServiceConfig, Plan, PlannedComputer, SiteProxyServiceConfig } from "../src/plan";
-import { browserMounts, browserNetworks, DEFAULT_CAPABILITIES, proxyMounts, proxyNetworks, proxyPublish } from "../src/plan/wiring";
+import {
+  browserMounts,
+  browserNetworks,
+  DEFAULT_CAPABILITIES,
+  proxyMounts,
+  proxyNetworks,
+  proxyPublish,
+} from "../src/plan/wiring";
 import { ENV_VARS } from "../src/protocol/env";
 import { LABELS, ROLES } from "../policies/contract";
 import { DockerContainer } from "../src/providers/resources";
@@ -19,7 +26,9 @@ export interface ComputerArgs {
   computer: PlannedComputer;
   /** The engine the computer runs on: the env's (docker) or the computer's own VM (ec2). */
   engine: DockerEngine;
-  /** `MULTIENV_SITE_PROXY_CONFIG`, from `siteProxyServiceConfig(plan, computer)` (ec2: with the gateway VM's address). */
+  /**
+   * `MULTIENV_SITE_PROXY_CONFIG`, from `siteProxyServiceConfig(plan, computer)` (ec2: with the gateway VM's address).
+   */
   proxyConfig: pulumi.Input<SiteProxyServiceConfig>;
   /** The env's control token (a secret): the proxy gets this computer's own token derived from it. */
   controlToken: pulumi.Output<string>;
@@ -38,7 +47,10 @@ export class Computer extends pulumi.ComponentResource {
     const { plan, computer, engine } = args;
     const browserNets = browserNetworks(computer);
     if (browserNets.some((n) => n.network !== computer.networkName)) {
-      throw new pulumi.ResourceError(`Computer ${computer.name}: the browser may only be on its own network ${computer.networkName}`, this);
+      throw new pulumi.ResourceError(
+        `Computer ${computer.name}: the browser may only be on its own network ${computer.networkName}`,
+        this,
+      );
     }
     const proxyConfigJson = pulumi.output(args.proxyConfig).apply((c) => JSON.stringify(c));
     this.proxy = new DockerContainer(
@@ -53,12 +65,16 @@ export class Computer extends pulumi.ComponentResource {
         capabilities: DEFAULT_CAPABILITIES,
         envs: [
           envEntry(ENV_VARS.siteProxyConfig, proxyConfigJson),
-          envEntry(ENV_VARS.siteProxyToken, pulumi.secret(args.controlToken.apply((token) => computerControlToken(token, computer.name)))),
+          envEntry(
+            ENV_VARS.siteProxyToken,
+            pulumi.secret(args.controlToken.apply((token) => computerControlToken(token, computer.name))),
+          ),
         ],
         restart: RESTART,
         labels: containerLabels(engine, { [LABELS.role]: ROLES.siteProxy, [LABELS.computer]: computer.name }),
       },
-      // The computer's token is in envs: the engine keeps envs secret even if a wrapper were lost (policy secrets-stay-secret).
+      // The computer's token is in envs: the engine keeps envs secret even if a wrapper were lost (policy
+      // secrets-stay-secret).
       { parent: this, ...engine.onEngine, dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
     );
     this.browser = new DockerContainer(

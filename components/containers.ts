@@ -6,13 +6,21 @@ import type { DockerContainerArgs } from "../src/providers/resources";
 import type { DockerEngine } from "./dockerEngine";
 
 /** Container `networksAdvanced` for the attachments, naming each network through its resource (a dependency). */
-export function networksAdvanced(engine: DockerEngine, attachments: NetworkAttachment[]): NonNullable<DockerContainerArgs["networksAdvanced"]> {
+export function networksAdvanced(
+  engine: DockerEngine,
+  attachments: NetworkAttachment[],
+): NonNullable<DockerContainerArgs["networksAdvanced"]> {
   return attachments.map((a) => ({ name: engine.network(a.network).name, aliases: a.aliases }));
 }
 
 /** Container `mounts` for volume mounts, naming each volume through its resource (a dependency). */
 export function volumeMounts(engine: DockerEngine, mounts: VolumeMount[]): NonNullable<DockerContainerArgs["mounts"]> {
-  return mounts.map((m) => ({ type: "volume", source: engine.volume(m.volume).name, target: m.target, readOnly: m.readOnly }));
+  return mounts.map((m) => ({
+    type: "volume",
+    source: engine.volume(m.volume).name,
+    target: m.target,
+    readOnly: m.readOnly,
+  }));
 }
 
 /** `KEY=value` entries; a secret value keeps the whole entry secret. */

@@ -1,8 +1,8 @@
 // One Docker engine's shared pieces: its networks, its volumes and the images its containers run. Every child
 // resource names the engine it is on (`target`), so the same component serves the local engine and a VM's.
 // A remote engine gets its images from the runner's engine (`imagesFrom`): built or pulled there, then copied
-// with one `docker save | zstd | ssh docker load` of them all. A VM then needs no registry and no web access to get them: a
-// computer VM whose security group has no web egress still gets its browser and proxy images.
+// with one `docker save | zstd | ssh docker load` of them all. A VM then needs no registry and no web access to get
+// them: a computer VM whose security group has no web egress still gets its browser and proxy images.
 import * as pulumi from "@pulumi/pulumi";
 import type { EngineTarget } from "../src/providers/docker-api";
 import { DockerImage, DockerImageRef, DockerNetwork, DockerVolume, LocalCommand } from "../src/providers/resources";
@@ -74,15 +74,29 @@ export class DockerEngine extends pulumi.ComponentResource {
     this.labels = args.labels;
     this.onEngine = args.deletedWith === undefined ? {} : { deletedWith: args.deletedWith };
     const labels = Object.entries(args.labels).map(([label, value]) => ({ label, value }));
-    const all = [...args.networks.internal.map((n) => [n, true] as const), ...args.networks.external.map((n) => [n, false] as const)];
+    const all = [
+      ...args.networks.internal.map((n) => [n, true] as const),
+      ...args.networks.external.map((n) => [n, false] as const),
+    ];
     const seen = new Set<string>();
     for (const [network, internal] of all) {
-      if (seen.has(network)) throw new pulumi.ResourceError(`DockerEngine ${name}: network ${network} is listed twice`, this);
+      if (seen.has(network))
+        throw new pulumi.ResourceError(`DockerEngine ${name}: network ${network} is listed twice`, this);
       seen.add(network);
-      this.networks.set(network, new DockerNetwork(network, { engine: this.target, name: network, internal, driver: "bridge", labels }, { parent: this, ...this.onEngine }));
+      this.networks.set(
+        network,
+        new DockerNetwork(
+          network,
+          { engine: this.target, name: network, internal, driver: "bridge", labels },
+          { parent: this, ...this.onEngine },
+        ),
+      );
     }
     for (const volume of args.volumes) {
-      this.volumes.set(volume, new DockerVolume(volume, { engine: this.target, name: volume, labels }, { parent: this, ...this.onEngine }));
+      this.volumes.set(
+        volume,
+        new DockerVolume(volume, { engine: this.target, name: volume, labels }, { parent: this, ...this.onEngine }),
+      );
     }
     for (const role of args.imagesFrom ? [] : args.projectImages) {
       const image = PROJECT_IMAGES[role];
@@ -120,16 +134,27 @@ export class DockerEngine extends pulumi.ComponentResource {
     const ids = pulumi.all([...sources.values()]);
     const load = new LocalCommand(
       `${name}-load-images`,
-      { create: pulumi.all([ids, from.ssh]).apply(([all, ssh]) => shipImagesCommand(all, ssh)), triggers: [ids, from.ssh] },
+      {
+        create: pulumi.all([ids, from.ssh]).apply(([all, ssh]) => shipImagesCommand(all, ssh)),
+        triggers: [ids, from.ssh],
+      },
       { parent: this, dependsOn: from.after, ...this.onEngine },
     );
-    for (const [key, id] of sources) this.shippedImages.set(key, pulumi.all([load.stdout, id]).apply(([, image]) => image));
+    for (const [key, id] of sources)
+      this.shippedImages.set(
+        key,
+        pulumi.all([load.stdout, id]).apply(([, image]) => image),
+      );
   }
 
   /** An image shipped here; asking for one the layout did not list for this engine is a bug in the layout. */
   private shipped(key: string): pulumi.Output<string> {
     const id = this.shippedImages.get(key);
-    if (id === undefined) throw new pulumi.ResourceError(`DockerEngine ${this.engineName}: image ${key} is not among the images shipped here (has ${[...this.shippedImages.keys()].join(", ")})`, this);
+    if (id === undefined)
+      throw new pulumi.ResourceError(
+        `DockerEngine ${this.engineName}: image ${key} is not among the images shipped here (has ${[...this.shippedImages.keys()].join(", ")})`,
+        this,
+      );
     return id;
   }
 
@@ -141,13 +166,21 @@ export class DockerEngine extends pulumi.ComponentResource {
   /** The network resource named `name`; asking for one the engine does not hold is a bug in the layout. */
   network(name: string): DockerNetwork {
     const network = this.networks.get(name);
-    if (network === undefined) throw new pulumi.ResourceError(`DockerEngine ${this.engineName}: no network ${name} on this engine (has ${[...this.networks.keys()].join(", ")})`, this);
+    if (network === undefined)
+      throw new pulumi.ResourceError(
+        `DockerEngine ${this.engineName}: no network ${name} on this engine (has ${[...this.networks.keys()].join(", ")})`,
+        this,
+      );
     return network;
   }
 
   volume(name: string): DockerVolume {
     const volume = this.volumes.get(name);
-    if (volume === undefined) throw new pulumi.ResourceError(`DockerEngine ${this.engineName}: no volume ${name} on this engine (has ${[...this.volumes.keys()].join(", ")})`, this);
+    if (volume === undefined)
+      throw new pulumi.ResourceError(
+        `DockerEngine ${this.engineName}: no volume ${name} on this engine (has ${[...this.volumes.keys()].join(", ")})`,
+        this,
+      );
     return volume;
   }
 
@@ -159,7 +192,11 @@ export class DockerEngine extends pulumi.ComponentResource {
     if (image !== undefined) return this.pulledImage(image);
     if (this.remote) return this.shipped(`project-${role}`);
     const built = this.builtImages.get(role);
-    if (built === undefined) throw new pulumi.ResourceError(`DockerEngine ${this.engineName}: the ${role} image is not built on this engine`, this);
+    if (built === undefined)
+      throw new pulumi.ResourceError(
+        `DockerEngine ${this.engineName}: the ${role} image is not built on this engine`,
+        this,
+      );
     return built.imageId;
   }
 
@@ -169,7 +206,11 @@ export class DockerEngine extends pulumi.ComponentResource {
     let pulled = this.pulledImages.get(image);
     if (pulled === undefined) {
       const resourceName = `${this.engineName}-image-${image.replace(/[^A-Za-z0-9_.-]+/g, "-")}`;
-      pulled = new DockerImageRef(resourceName, { engine: this.target, name: image }, { parent: this, ...this.onEngine });
+      pulled = new DockerImageRef(
+        resourceName,
+        { engine: this.target, name: image },
+        { parent: this, ...this.onEngine },
+      );
       this.pulledImages.set(image, pulled);
     }
     return pulled.imageId;

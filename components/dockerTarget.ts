@@ -22,7 +22,10 @@ export class DockerTarget extends pulumi.ComponentResource implements EnvTarget 
       {
         target: args.runnerEngine,
         networks: envEngineNetworks(plan),
-        volumes: [...(plan.capture.enabled ? [plan.capture.volumeName] : []), ...plan.computers.map((c) => c.caVolumeName)],
+        volumes: [
+          ...(plan.capture.enabled ? [plan.capture.volumeName] : []),
+          ...plan.computers.map((c) => c.caVolumeName),
+        ],
         projectImages: projectImagesNeeded(true, plan.computers),
         buildContext: args.buildContext,
         baseImage: args.baseImage,

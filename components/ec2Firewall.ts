@@ -24,15 +24,27 @@ export class Ec2Firewall extends pulumi.ComponentResource {
   constructor(name: string, args: Ec2FirewallArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:ec2:Ec2Firewall", name, {}, opts);
     const { plan } = args;
-    if (plan.target !== "ec2" || plan.ec2 === undefined) throw new Error(`Ec2Firewall ${name}: the plan's target is ${plan.target}, not ec2`);
-    if (plan.ec2.runnerCidrs.length === 0) throw new Error(`Ec2Firewall ${name}: no runner CIDRs; nobody could reach the gateway or SSH`);
+    if (plan.target !== "ec2" || plan.ec2 === undefined)
+      throw new Error(`Ec2Firewall ${name}: the plan's target is ${plan.target}, not ec2`);
+    if (plan.ec2.runnerCidrs.length === 0)
+      throw new Error(`Ec2Firewall ${name}: no runner CIDRs; nobody could reach the gateway or SSH`);
     const security = ec2SecurityRules(plan);
     // The groups must live in the VPC of the VMs' subnet: the given VPC, else the subnet's, else the default VPC.
     const vpcId: pulumi.Input<string> | undefined =
-      plan.ec2.vpcId ?? (plan.ec2.subnetId !== undefined ? aws().ec2.getSubnetOutput({ id: plan.ec2.subnetId }, { parent: this }).vpcId : undefined);
+      plan.ec2.vpcId ??
+      (plan.ec2.subnetId !== undefined
+        ? aws().ec2.getSubnetOutput({ id: plan.ec2.subnetId }, { parent: this }).vpcId
+        : undefined);
     const hosts: [HostKey, string, HostSecurity][] = [
       ["env", `${plan.stack}-env`, security.env],
-      ...plan.computers.map((c) => [computerPeer(c.name), `${plan.stack}-${c.name}`, security.computers[c.name]] as [HostKey, string, HostSecurity]),
+      ...plan.computers.map(
+        (c) =>
+          [computerPeer(c.name), `${plan.stack}-${c.name}`, security.computers[c.name]] as [
+            HostKey,
+            string,
+            HostSecurity,
+          ],
+      ),
     ];
     for (const [key, groupName] of hosts) {
       this.groups.set(
@@ -65,7 +77,8 @@ export class Ec2Firewall extends pulumi.ComponentResource {
 
   private addRules(plan: Plan, name: string, key: HostKey, rule: SecurityRule, direction: "ingress" | "egress"): void {
     const sources: { suffix: string; peer: Partial<awsTypes.vpc.SecurityGroupIngressRuleArgs> }[] = [];
-    if (rule.peer !== undefined) sources.push({ suffix: "", peer: { referencedSecurityGroupId: this.groupId(rule.peer) } });
+    if (rule.peer !== undefined)
+      sources.push({ suffix: "", peer: { referencedSecurityGroupId: this.groupId(rule.peer) } });
     (rule.cidrBlocks ?? []).forEach((cidr, i) => sources.push({ suffix: `-v4-${i}`, peer: { cidrIpv4: cidr } }));
     (rule.ipv6CidrBlocks ?? []).forEach((cidr, i) => sources.push({ suffix: `-v6-${i}`, peer: { cidrIpv6: cidr } }));
     for (const { suffix, peer } of sources) {

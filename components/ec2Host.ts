@@ -13,7 +13,10 @@ import { OPENSSH_PUBLIC_KEY } from "../src/config/schema";
 export interface Ec2HostArgs {
   /** Instance type, e.g. `t3.large`. */
   instanceType: string;
-  /** The AMI; it must have Docker or reach the web ports to install it. A later change of it is ignored (no replacement). */
+  /**
+   * The AMI; it must have Docker or reach the web ports to install it. A later change of it is ignored (no
+   * replacement).
+   */
   ami: pulumi.Input<string>;
   /** The subnet; unset: the default subnet of the default VPC. */
   subnetId?: string;
@@ -39,9 +42,15 @@ export class Ec2Host extends pulumi.ComponentResource {
   constructor(name: string, args: Ec2HostArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:ec2:Ec2Host", name, {}, opts);
     if (!OPENSSH_PUBLIC_KEY.test(args.sshPublicKey)) {
-      throw new Error(`Ec2Host ${name}: sshPublicKey is not an OpenSSH public key (ssh-ed25519 AAAA..., ssh-rsa AAAA...)`);
+      throw new Error(
+        `Ec2Host ${name}: sshPublicKey is not an OpenSSH public key (ssh-ed25519 AAAA..., ssh-rsa AAAA...)`,
+      );
     }
-    const keyPair = new (aws().ec2.KeyPair)(`${name}-key`, { publicKey: args.sshPublicKey, tags: args.tags(`${name}-key`) }, { parent: this });
+    const keyPair = new (aws().ec2.KeyPair)(
+      `${name}-key`,
+      { publicKey: args.sshPublicKey, tags: args.tags(`${name}-key`) },
+      { parent: this },
+    );
     const hostKey = new SshHostKey(`${name}-host-key`, { comment: `${name} host key` }, { parent: this });
     this.instance = new (aws().ec2.Instance)(
       `${name}-vm`,
@@ -67,7 +76,9 @@ export class Ec2Host extends pulumi.ComponentResource {
     );
     this.publicIp = this.instance.publicIp;
     this.privateIp = this.instance.privateIp;
-    this.ssh = pulumi.all([this.publicIp, hostKey.publicKey]).apply(([host, key]) => ({ host, user: args.sshUser, hostKey: key }));
+    this.ssh = pulumi
+      .all([this.publicIp, hostKey.publicKey])
+      .apply(([host, key]) => ({ host, user: args.sshUser, hostKey: key }));
     this.registerOutputs({ publicIp: this.publicIp, privateIp: this.privateIp });
   }
 }

@@ -24,17 +24,25 @@ export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
     super("multienv:ec2:Ec2Target", name, {}, opts);
     const { plan } = args;
     if (plan.ec2 === undefined) {
-      throw new pulumi.ResourceError("multienv:ec2: target is ec2 and the ec2 settings are missing; set multienv:ec2 (region, instanceType, runnerCidrs, sshPublicKey)", this);
+      throw new pulumi.ResourceError(
+        "multienv:ec2: target is ec2 and the ec2 settings are missing; set multienv:ec2 (region, instanceType, runnerCidrs, sshPublicKey)",
+        this,
+      );
     }
     const ec2 = plan.ec2;
     const tags = (name: string) => awsTags(plan, name);
-    const awsProvider = new (aws().Provider)(`${plan.stack}-aws`, { region: ec2.region as awsTypes.Region }, { parent: this });
+    const awsProvider = new (aws().Provider)(
+      `${plan.stack}-aws`,
+      { region: ec2.region as awsTypes.Region },
+      { parent: this },
+    );
     const awsOpts = { parent: this, providers: { aws: awsProvider } };
     const firewall = new Ec2Firewall(`${plan.stack}-firewall`, { plan }, awsOpts);
     // The default AMI is the instance type's architecture's; the VMs ignore later changes of it (below), so a new
     // AMI release reaches new VMs only, and an `up` never replaces a running one for it.
     const ami: pulumi.Input<string> =
-      ec2.ami ?? aws().ssm.getParameterOutput({ name: ec2.amiParameter! }, { parent: this, provider: awsProvider }).value;
+      ec2.ami ??
+      aws().ssm.getParameterOutput({ name: ec2.amiParameter! }, { parent: this, provider: awsProvider }).value;
     const vm = (name: string, key: string) =>
       new Ec2Host(
         name,
@@ -58,9 +66,15 @@ export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
       readyAfter: firewall.rules,
     });
     const envVm = vm(`${plan.stack}-env`, "env");
-    const computers = Object.fromEntries(plan.computers.map((c) => [c.name, remote(vm(`${plan.stack}-${c.name}`, computerPeer(c.name)))]));
+    const computers = Object.fromEntries(
+      plan.computers.map((c) => [c.name, remote(vm(`${plan.stack}-${c.name}`, computerPeer(c.name)))]),
+    );
     // Everything on the VMs is the hosts target's work: only how the VMs came to be is ec2's.
-    this.engines = new RemoteEngines(`${plan.stack}-remote`, { ...args, env: remote(envVm), computers }, { parent: this });
+    this.engines = new RemoteEngines(
+      `${plan.stack}-remote`,
+      { ...args, env: remote(envVm), computers },
+      { parent: this },
+    );
     this.env = this.engines.env;
     this.gatewayPrivateAddress = this.engines.gatewayPrivateAddress;
     this.gatewayReachedAt = this.engines.gatewayReachedAt;

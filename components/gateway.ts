@@ -3,7 +3,14 @@
 // the deploy waits for, so an env whose site or capture is not running fails to deploy.
 import * as pulumi from "@pulumi/pulumi";
 import type { GatewayServiceConfig, Plan } from "../src/plan";
-import { DEFAULT_CAPABILITIES, GATEWAY_WAIT_TIMEOUT_SECONDS, gatewayHealthcheck, gatewayMounts, gatewayNetworks, gatewayPublish } from "../src/plan/wiring";
+import {
+  DEFAULT_CAPABILITIES,
+  GATEWAY_WAIT_TIMEOUT_SECONDS,
+  gatewayHealthcheck,
+  gatewayMounts,
+  gatewayNetworks,
+  gatewayPublish,
+} from "../src/plan/wiring";
 import { ENV_VARS } from "../src/protocol/env";
 import { gatewayUrl } from "../src/plan/urls";
 import { LABELS, ROLES } from "../policies/contract";
@@ -41,7 +48,10 @@ export class Gateway extends pulumi.ComponentResource {
     const ports = gatewayPublish(plan);
     const published = ports[0];
     if (plan.target !== "docker" && args.reachedAt === undefined) {
-      throw new pulumi.ResourceError(`Gateway ${name}: on target ${plan.target} the gateway is published on its host's loopback; give reachedAt, the local URL of the SSH tunnel to it`, this);
+      throw new pulumi.ResourceError(
+        `Gateway ${name}: on target ${plan.target} the gateway is published on its host's loopback; give reachedAt, the local URL of the SSH tunnel to it`,
+        this,
+      );
     }
     const configJson = pulumi.output(args.serviceConfig).apply((c) => JSON.stringify(c));
     this.container = new DockerContainer(
@@ -61,11 +71,16 @@ export class Gateway extends pulumi.ComponentResource {
         restart: RESTART,
         labels: containerLabels(engine, { [LABELS.role]: ROLES.gateway }),
       },
-      // The control token is in envs: the engine keeps envs secret even if a wrapper were lost (policy secrets-stay-secret).
+      // The control token is in envs: the engine keeps envs secret even if a wrapper were lost (policy
+      // secrets-stay-secret).
       { parent: this, ...engine.onEngine, dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
     );
     const address = published.ip;
-    const port = published.external ?? this.container.publishedPorts.apply((bound) => bound?.find((p) => p.internal === published.internal)?.external ?? 0);
+    const port =
+      published.external ??
+      this.container.publishedPorts.apply(
+        (bound) => bound?.find((p) => p.internal === published.internal)?.external ?? 0,
+      );
     this.url =
       args.reachedAt !== undefined
         ? pulumi.all([args.reachedAt, this.container.containerId]).apply(([url]) => url)

@@ -12,7 +12,13 @@ import { RemoteEngines, type RemoteHost } from "./remoteEngines";
 
 function remoteHost(host: HostConfig): RemoteHost {
   return {
-    ssh: { host: host.address, user: host.user, hostKey: host.hostKey, ...(host.port ? { port: host.port } : {}), ...(host.identityFile ? { identityFile: host.identityFile } : {}) },
+    ssh: {
+      host: host.address,
+      user: host.user,
+      hostKey: host.hostKey,
+      ...(host.port ? { port: host.port } : {}),
+      ...(host.identityFile ? { identityFile: host.identityFile } : {}),
+    },
     privateAddress: host.privateAddress ?? host.address,
     booted: false,
   };
@@ -28,9 +34,17 @@ export class HostsTarget extends pulumi.ComponentResource implements EnvTarget {
   constructor(name: string, args: EnvTargetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:hosts:HostsTarget", name, {}, opts);
     const hosts = args.plan.hosts;
-    if (hosts === undefined) throw new pulumi.ResourceError("multienv:hosts: target is hosts and the hosts are missing; set multienv:hosts (env, computers.<name>)", this);
+    if (hosts === undefined)
+      throw new pulumi.ResourceError(
+        "multienv:hosts: target is hosts and the hosts are missing; set multienv:hosts (env, computers.<name>)",
+        this,
+      );
     const computers = Object.fromEntries(args.plan.computers.map((c) => [c.name, remoteHost(hosts.computers[c.name])]));
-    this.engines = new RemoteEngines(`${args.plan.stack}-remote`, { ...args, env: remoteHost(hosts.env), computers }, { parent: this });
+    this.engines = new RemoteEngines(
+      `${args.plan.stack}-remote`,
+      { ...args, env: remoteHost(hosts.env), computers },
+      { parent: this },
+    );
     this.env = this.engines.env;
     this.gatewayPrivateAddress = this.engines.gatewayPrivateAddress;
     this.gatewayReachedAt = this.engines.gatewayReachedAt;

@@ -24,7 +24,10 @@ export interface MultiEnvArgs {
   buildContext: string;
   /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */
   baseImage: string;
-  /** The runner's engine (docker target: where the env runs; ec2: where images are built): unset, DOCKER_HOST or the local socket. */
+  /**
+   * The runner's engine (docker target: where the env runs; ec2: where images are built): unset, DOCKER_HOST or the
+   * local socket.
+   */
   dockerHost?: string;
 }
 
@@ -61,14 +64,22 @@ export class MultiEnv extends pulumi.ComponentResource {
         Object.entries(mapping).map(([setting, key]) => {
           const value = args.secrets[key];
           if (value === undefined) {
-            throw new pulumi.ResourceError(`multienv:websites.${siteName}.secretSettings.${setting}: the secret config key ${key} has no value; run pulumi config set --secret ${key} <value>`, this);
+            throw new pulumi.ResourceError(
+              `multienv:websites.${siteName}.secretSettings.${setting}: the secret config key ${key} has no value; run pulumi config set --secret ${key} <value>`,
+              this,
+            );
           }
           return [setting, value];
         }),
       );
 
     const engines = envTargetFor(
-      { plan, buildContext: args.buildContext, baseImage: args.baseImage, runnerEngine: args.dockerHost === undefined ? {} : { host: args.dockerHost } },
+      {
+        plan,
+        buildContext: args.buildContext,
+        baseImage: args.baseImage,
+        runnerEngine: args.dockerHost === undefined ? {} : { host: args.dockerHost },
+      },
       { parent: this },
       name,
     );
@@ -88,7 +99,11 @@ export class MultiEnv extends pulumi.ComponentResource {
         for (const [computer, address] of Object.entries(addresses)) {
           if (address === undefined) continue;
           const endpoints = config.computers[computer];
-          config.computers[computer] = { cdp: rehost(endpoints.cdp, address), proxyLog: rehost(endpoints.proxyLog, address), endConnections: rehost(endpoints.endConnections, address) };
+          config.computers[computer] = {
+            cdp: rehost(endpoints.cdp, address),
+            proxyLog: rehost(endpoints.proxyLog, address),
+            endConnections: rehost(endpoints.endConnections, address),
+          };
         }
         return config;
       });
@@ -133,23 +148,41 @@ export class MultiEnv extends pulumi.ComponentResource {
     const selfTest = plan.selfTest.enabled
       ? new SelfTest(
           `${name}-self-test`,
-          { selfTest: plan.selfTest, gatewayUrl, controlToken: this.controlToken.value, containers: [this.gateway.container, ...this.computers.flatMap((c) => [c.proxy, c.browser])] },
+          {
+            selfTest: plan.selfTest,
+            gatewayUrl,
+            controlToken: this.controlToken.value,
+            containers: [this.gateway.container, ...this.computers.flatMap((c) => [c.proxy, c.browser])],
+          },
           { parent: this },
         )
       : undefined;
     // Collects on a plain `pulumi destroy`: deleted first, since it depends on the gateway and the computers.
-    if (plan.capture.enabled) new CaptureCollector(`${name}-capture-collector`, { plan, gatewayUrl, controlToken: this.controlToken.value }, { parent: this, dependsOn: [this.gateway, ...this.computers] });
+    if (plan.capture.enabled)
+      new CaptureCollector(
+        `${name}-capture-collector`,
+        { plan, gatewayUrl, controlToken: this.controlToken.value },
+        { parent: this, dependsOn: [this.gateway, ...this.computers] },
+      );
     this.outputs = {
       gatewayUrl,
       controlToken: this.controlToken.value,
       websites: gatewayUrl.apply((url) =>
-        Object.fromEntries(plan.websites.map((w) => [w.name, { live: w.live, domains: [...w.domains], ...siteUrls(url, w) }])),
+        Object.fromEntries(
+          plan.websites.map((w) => [w.name, { live: w.live, domains: [...w.domains], ...siteUrls(url, w) }]),
+        ),
       ),
       computers: gatewayUrl.apply((url) =>
         Object.fromEntries(
           plan.computers.map((c) => [
             c.name,
-            { network: c.network, reaching: c.reaching, siteTable: c.siteTable, startTabs: [...c.startTabs], cdpUrl: computerCdpUrl(url, c.name) },
+            {
+              network: c.network,
+              reaching: c.reaching,
+              siteTable: c.siteTable,
+              startTabs: [...c.startTabs],
+              cdpUrl: computerCdpUrl(url, c.name),
+            },
           ]),
         ),
       ),

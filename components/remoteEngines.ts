@@ -46,11 +46,21 @@ export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget
     super("multienv:remote:RemoteEngines", name, {}, opts);
     const { plan } = args;
     this.computerHosts = args.computers;
-    const engineArgs = { buildContext: args.buildContext, baseImage: args.baseImage, labels: { [LABELS.stack]: plan.stack } };
+    const engineArgs = {
+      buildContext: args.buildContext,
+      baseImage: args.baseImage,
+      labels: { [LABELS.stack]: plan.stack },
+    };
     // Every image is built or pulled on the runner's engine and shipped to the hosts that run it.
     const images = new DockerEngine(
       `${plan.stack}-images`,
-      { ...engineArgs, target: args.runnerEngine, networks: { internal: [], external: [] }, volumes: [], projectImages: projectImagesNeeded(true, plan.computers) },
+      {
+        ...engineArgs,
+        target: args.runnerEngine,
+        networks: { internal: [], external: [] },
+        volumes: [],
+        projectImages: projectImagesNeeded(true, plan.computers),
+      },
       { parent: this },
     );
     const readiness = new Map<string, LocalCommand>();
@@ -86,12 +96,19 @@ export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget
     };
     this.env = engineOn("env", args.env, undefined);
     // The runner reaches the gateway through an SSH tunnel to the env host's loopback, where it is published.
-    const tunnel = new GatewayTunnel(`${plan.stack}-gateway-tunnel`, { ssh: args.env.ssh, remotePort: plan.gateway.port }, { parent: this, dependsOn: [readiness.get("env")!] });
-    this.gatewayTunnel = pulumi.all([args.env.ssh, tunnel.localPort]).apply(([ssh, localPort]) => ({ ssh, localPort, remotePort: plan.gateway.port }));
+    const tunnel = new GatewayTunnel(
+      `${plan.stack}-gateway-tunnel`,
+      { ssh: args.env.ssh, remotePort: plan.gateway.port },
+      { parent: this, dependsOn: [readiness.get("env")!] },
+    );
+    this.gatewayTunnel = pulumi
+      .all([args.env.ssh, tunnel.localPort])
+      .apply(([ssh, localPort]) => ({ ssh, localPort, remotePort: plan.gateway.port }));
     this.gatewayReachedAt = tunnel.localPort.apply((port) => gatewayUrl("127.0.0.1", port));
     for (const computer of plan.computers) {
       const host = args.computers[computer.name];
-      if (host === undefined) throw new pulumi.ResourceError(`RemoteEngines ${name}: no host for computer ${computer.name}`, this);
+      if (host === undefined)
+        throw new pulumi.ResourceError(`RemoteEngines ${name}: no host for computer ${computer.name}`, this);
       this.computerEngines.set(computer.name, engineOn(computer.name, host, computer));
     }
     this.gatewayPrivateAddress = args.env.privateAddress;

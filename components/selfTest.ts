@@ -25,7 +25,8 @@ export class SelfTest extends pulumi.ComponentResource {
 
   constructor(name: string, args: SelfTestArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:index:SelfTest", name, {}, opts);
-    if (!args.selfTest.enabled) throw new pulumi.ResourceError(`${name}: the plan's self-test is off; declare no SelfTest then`, this);
+    if (!args.selfTest.enabled)
+      throw new pulumi.ResourceError(`${name}: the plan's self-test is off; declare no SelfTest then`, this);
     const run = new SelfTestResource(
       `${name}-run`,
       {

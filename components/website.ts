@@ -38,7 +38,10 @@ export class Website extends pulumi.ComponentResource {
     const { plan, site, engine } = args;
     const missing = Object.keys(site.secretSettings).filter((setting) => args.secretValues[setting] === undefined);
     if (missing.length > 0) {
-      throw new pulumi.ResourceError(`Website ${site.name}: no value for the secret settings ${missing.join(", ")}; pass every secretSettings value`, this);
+      throw new pulumi.ResourceError(
+        `Website ${site.name}: no value for the secret settings ${missing.join(", ")}; pass every secretSettings value`,
+        this,
+      );
     }
     if (site.live && site.frontend !== undefined) {
       throw new pulumi.ResourceError(`Website ${site.name}: a live site serves no pages, so it has no frontend`, this);
@@ -56,8 +59,13 @@ export class Website extends pulumi.ComponentResource {
         restart: RESTART,
         labels: containerLabels(engine, siteLabels(site, "server")),
       },
-      // Secret settings are in envs: the engine keeps envs secret even if a wrapper were lost (policy secrets-stay-secret).
-      { parent: this, ...engine.onEngine, additionalSecretOutputs: Object.keys(site.secretSettings).length > 0 ? ["envs"] : [] },
+      // Secret settings are in envs: the engine keeps envs secret even if a wrapper were lost (policy
+      // secrets-stay-secret).
+      {
+        parent: this,
+        ...engine.onEngine,
+        additionalSecretOutputs: Object.keys(site.secretSettings).length > 0 ? ["envs"] : [],
+      },
     );
     if (site.frontend !== undefined) {
       this.frontend = new DockerContainer(
@@ -76,8 +84,14 @@ export class Website extends pulumi.ComponentResource {
     }
     for (const sidecar of plan.capture.sidecars.filter((s) => s.site === site.name)) {
       const target = sidecar.role === "server" ? this.server : this.frontend;
-      if (target === undefined) throw new pulumi.ResourceError(`Website ${site.name}: the plan captures a ${sidecar.role} the site does not have`, this);
-      this.sidecars.push(new CaptureSidecar(`${name}-${sidecar.role}-capture`, { plan, sidecar, target, engine }, { parent: this }));
+      if (target === undefined)
+        throw new pulumi.ResourceError(
+          `Website ${site.name}: the plan captures a ${sidecar.role} the site does not have`,
+          this,
+        );
+      this.sidecars.push(
+        new CaptureSidecar(`${name}-${sidecar.role}-capture`, { plan, sidecar, target, engine }, { parent: this }),
+      );
     }
     this.registerOutputs({ server: this.server.name, frontend: this.frontend?.name });
   }
@@ -95,7 +109,9 @@ export class Website extends pulumi.ComponentResource {
 function requireImage(site: PlannedWebsite, role: "server" | "frontend", container: PlannedContainer): string {
   if (container.image === undefined) {
     const path = configPath(["websites", site.name, role, "image"]);
-    throw new Error(formatProblem({ path, message: `a website's ${role} needs an image (the task's own site image); set ${path}` }));
+    throw new Error(
+      formatProblem({ path, message: `a website's ${role} needs an image (the task's own site image); set ${path}` }),
+    );
   }
   return container.image;
 }
@@ -104,7 +120,12 @@ function settingsEnv(site: PlannedWebsite, secretValues: Record<string, pulumi.O
   const names = Object.keys(site.secretSettings);
   if (names.length === 0) return envEntry(ENV_VARS.websiteSettings, websiteSettingsJson(site.settings, {}));
   const values = pulumi.all(Object.fromEntries(names.map((n) => [n, secretValues[n]])));
-  return pulumi.secret(envEntry(ENV_VARS.websiteSettings, values.apply((v) => websiteSettingsJson(site.settings, v))));
+  return pulumi.secret(
+    envEntry(
+      ENV_VARS.websiteSettings,
+      values.apply((v) => websiteSettingsJson(site.settings, v)),
+    ),
+  );
 }
 
 /** Marks the policy pack reads (policies/contract.ts): role, site, and which settings are secret (names only). */

@@ -41,7 +41,9 @@ export interface RunOptions {
 /** A mocked graph as the pack's data: secret markers are still there, so secret-ness is judged. */
 export function stackFromGraph(graph: Graph | GraphResource[], options: RunOptions = {}): PolicyStack {
   const { resources, outputs } = Array.isArray(graph) ? { resources: graph, outputs: undefined } : graph;
-  const providers = new Map(resources.filter((r) => r.type.startsWith("pulumi:providers:")).map((r) => [r.name, r.inputs]));
+  const providers = new Map(
+    resources.filter((r) => r.type.startsWith("pulumi:providers:")).map((r) => [r.name, r.inputs]),
+  );
   return {
     resources: resources
       .filter((r) => r.type !== TYPES.stack)
@@ -74,18 +76,21 @@ export function checkResource(rule: ResourceRule, resource: PolicyResource): Vio
 }
 
 export function checkStack(rule: StackRule, stack: PolicyStack): Violation[] {
-  return rule.check(stack).map(({ resource, message }) =>
-    resource === undefined
-      ? { policy: rule.name, resource: "stack", message }
-      : { policy: rule.name, resource: resourceId(resource), name: resource.name, type: resource.type, message },
-  );
+  return rule
+    .check(stack)
+    .map(({ resource, message }) =>
+      resource === undefined
+        ? { policy: rule.name, resource: "stack", message }
+        : { policy: rule.name, resource: resourceId(resource), name: resource.name, type: resource.type, message },
+    );
 }
 
 /** Every violation of the pack's rules in `stack`, resource rules first, in the pack's order. */
 export function evaluate(stack: PolicyStack, rules: readonly Rule[] = RULES): Violation[] {
   const violations: Violation[] = [];
   for (const rule of rules) {
-    if (rule.kind === "resource") for (const resource of stack.resources) violations.push(...checkResource(rule, resource));
+    if (rule.kind === "resource")
+      for (const resource of stack.resources) violations.push(...checkResource(rule, resource));
     else violations.push(...checkStack(rule, stack));
   }
   return violations;

@@ -129,7 +129,10 @@ function memo<T>(cache: WeakMap<PolicyResource, T>, resource: PolicyResource, co
   return value;
 }
 
-/** A container's role: its `multienv.role` label; a container labelled only with the site it captures is a capture sidecar. */
+/**
+ * A container's role: its `multienv.role` label; a container labelled only with the site it captures is a capture
+ * sidecar.
+ */
 export function roleOf(resource: PolicyResource): ContainerRole | string | undefined {
   const labels = labelsOf(resource);
   return labels[LABELS.role] ?? (labels[LABELS.captureSite] !== undefined ? ROLES.capture : undefined);
@@ -182,7 +185,8 @@ export function envOf(container: PolicyResource): EnvEntry[] {
 
 /** The array inside a secret-marked list, keeping the marks on its elements. */
 function revealOuter(value: unknown): unknown {
-  if (isSecretValue(value) && typeof value === "object" && value !== null && "value" in value) return (value as { value: unknown }).value;
+  if (isSecretValue(value) && typeof value === "object" && value !== null && "value" in value)
+    return (value as { value: unknown }).value;
   return value;
 }
 
@@ -266,12 +270,17 @@ export function networksOf(container: PolicyResource): string[] {
   });
 }
 
-/** The names a container's attachment may use for a docker.Network: its Docker name (components pass `network.name`). */
+/**
+ * The names a container's attachment may use for a docker.Network: its Docker name (components pass `network.name`).
+ */
 export function networkRefs(network: PolicyResource): string[] {
   return [dockerName(network)];
 }
 
-/** The captures volumes of a stack: `<stack>-captures` for the stack the volume is labelled with, or labelled `multienv.role=captures`. */
+/**
+ * The captures volumes of a stack: `<stack>-captures` for the stack the volume is labelled with, or labelled
+ * `multienv.role=captures`.
+ */
 export function capturesVolumes(stack: PolicyStack): PolicyResource[] {
   return ofType(stack, TYPES.volume).filter((v) => {
     const labels = labelsOf(v);

@@ -1,7 +1,13 @@
 // The pack's rules as CrossGuard policies, all mandatory. Resource rules become resource validations that
 // say "not applicable" to other types (the Docker resources are dynamic resources, which have no SDK class
-// for validateResourceOfType to filter by); stack rules become stack validations. The checks themselves are the rules' own (rules/), shared with `multienv check`.
-import { type Policies, type ResourceValidation, type ResourceValidationPolicy, type StackValidationPolicy } from "@pulumi/policy";
+// for validateResourceOfType to filter by); stack rules become stack validations. The checks themselves are the rules'
+// own (rules/), shared with `multienv check`.
+import {
+  type Policies,
+  type ResourceValidation,
+  type ResourceValidationPolicy,
+  type StackValidationPolicy,
+} from "@pulumi/policy";
 import { checkResource, checkStack, resourceFromCrossGuard, stackFromCrossGuard } from "./evaluate";
 import { appliesTo, type ResourceRule, type Rule, type StackRule } from "./rule";
 import { RULES } from "./rules";
@@ -15,7 +21,9 @@ function report(rule: ResourceRule): ResourceValidation {
 function resourcePolicy(rule: ResourceRule): ResourceValidationPolicy {
   const validateResource: ResourceValidation = (args, reportViolation) => {
     if (!appliesTo(rule, args.type)) {
-      args.notApplicable(rule.appliesTo === "aws" ? "applies to AWS resources only" : `applies to ${rule.appliesTo.join(", ")} only`);
+      args.notApplicable(
+        rule.appliesTo === "aws" ? "applies to AWS resources only" : `applies to ${rule.appliesTo.join(", ")} only`,
+      );
       return;
     }
     report(rule)(args, reportViolation);
@@ -29,7 +37,8 @@ function stackPolicy(rule: StackRule): StackValidationPolicy {
     description: rule.description,
     enforcementLevel: "mandatory",
     validateStack: (args, reportViolation) => {
-      for (const v of checkStack(rule, stackFromCrossGuard(args))) reportViolation(v.message, v.resource === "stack" ? undefined : v.resource);
+      for (const v of checkStack(rule, stackFromCrossGuard(args)))
+        reportViolation(v.message, v.resource === "stack" ? undefined : v.resource);
     },
   };
 }

@@ -12,7 +12,11 @@ export const REDACTED = "[secret]";
 export function isSecretValue(value: unknown): boolean {
   if (value === REDACTED) return true;
   if (value instanceof Secret) return true;
-  return typeof value === "object" && value !== null && (value as Record<string, unknown>)[specialSigKey] === specialSecretSig;
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    (value as Record<string, unknown>)[specialSigKey] === specialSecretSig
+  );
 }
 
 /** The value inside one layer of secret marking; "[secret]" stays as it is (its plaintext is gone). */
@@ -32,7 +36,10 @@ export function reveal(value: unknown): unknown {
   return inner;
 }
 
-/** One string found while walking a value: where it is, its plaintext, and whether it (or something around it) is secret. */
+/**
+ * One string found while walking a value: where it is, its plaintext, and whether it (or something around it) is
+ * secret.
+ */
 export interface StringLeaf {
   path: string;
   text: string;
@@ -40,7 +47,11 @@ export interface StringLeaf {
 }
 
 /** Calls `visit` with every string in `value` and whether a secret marker encloses it (no paths: the fast walk). */
-export function visitStrings(value: unknown, visit: (text: string, secret: boolean) => void, enclosedBySecret = false): void {
+export function visitStrings(
+  value: unknown,
+  visit: (text: string, secret: boolean) => void,
+  enclosedBySecret = false,
+): void {
   const secret = enclosedBySecret || isSecretValue(value);
   const inner = unwrapOnce(value);
   if (typeof inner === "string") visit(inner, secret);

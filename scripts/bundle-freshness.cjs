@@ -6,7 +6,10 @@ const path = require("node:path");
 
 /** The bundle's output file and its inputs list, under `root`. */
 function bundleFiles(root, name) {
-  return { outfile: path.join(root, "dist/bundle", `${name}.js`), inputsFile: path.join(root, "dist/bundle", `${name}.inputs.json`) };
+  return {
+    outfile: path.join(root, "dist/bundle", `${name}.js`),
+    inputsFile: path.join(root, "dist/bundle", `${name}.inputs.json`),
+  };
 }
 
 function isFresh(root, name) {

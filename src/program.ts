@@ -24,11 +24,19 @@ export interface ProgramOptions {
 
 /** Writes dist/bundle/<name>.js for every service the plan's project images copy; one line naming what failed. */
 function bundleServices(planned: Plan): void {
-  const bundles = [...new Set(projectImagesNeeded(true, planned.computers).flatMap((role) => PROJECT_IMAGES[role].bundles))];
-  const { isFresh } = require(path.join(REPO_ROOT, "scripts/bundle-freshness.cjs")) as { isFresh(root: string, name: string): boolean };
+  const bundles = [
+    ...new Set(projectImagesNeeded(true, planned.computers).flatMap((role) => PROJECT_IMAGES[role].bundles)),
+  ];
+  const { isFresh } = require(path.join(REPO_ROOT, "scripts/bundle-freshness.cjs")) as {
+    isFresh(root: string, name: string): boolean;
+  };
   if (bundles.every((name) => isFresh(REPO_ROOT, name))) return;
   try {
-    execFileSync(process.execPath, [path.join(REPO_ROOT, "scripts/bundle.mjs"), ...bundles], { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "pipe"], encoding: "utf8" });
+    execFileSync(process.execPath, [path.join(REPO_ROOT, "scripts/bundle.mjs"), ...bundles], {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "ignore", "pipe"],
+      encoding: "utf8",
+    });
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr?.trim() || (error as Error).message;
     throw new pulumi.RunError(`multienv: bundling the services for the project's images failed: ${stderr}`);

@@ -22,23 +22,38 @@ const EPISODES = 3;
 
 /** The demo task under another stack name: the spec a harness would build for each task it runs. */
 function demoTask(stack: string): StackSpec {
-  const file = YAML.parse(readFileSync(path.join(__dirname, "../../stacks/Pulumi.demo.yaml"), "utf8")) as { config: Record<string, unknown> };
+  const file = YAML.parse(readFileSync(path.join(__dirname, "../../stacks/Pulumi.demo.yaml"), "utf8")) as {
+    config: Record<string, unknown>;
+  };
   return { name: stack, config: file.config };
 }
 
 /** What an agent leaves behind in an episode: pages visited, a cart in local storage, a record in the shop. */
 async function agentEpisode(env: DeployedStack, episode: number): Promise<string> {
   const { controlToken } = await env.access();
-  const browser = await chromium.connectOverCDP(env.outputs.computers.desktop.cdpUrl, { headers: { Authorization: `Bearer ${controlToken}` } });
+  const browser = await chromium.connectOverCDP(env.outputs.computers.desktop.cdpUrl, {
+    headers: { Authorization: `Bearer ${controlToken}` },
+  });
   try {
     const context = browser.contexts()[0];
     const tabs = context.pages().map((p) => p.url());
     const page = await context.newPage();
     await page.goto("https://shop.test/");
-    const cartBefore = await page.evaluate(() => (globalThis as unknown as { localStorage: WebStorage }).localStorage.getItem("cart"));
-    await page.evaluate((n) => (globalThis as unknown as { localStorage: WebStorage }).localStorage.setItem("cart", `episode ${n}`), episode);
-    const order = await fetch(`${env.outputs.websites.shop.svcUrl}data`, { method: "POST", headers: { authorization: `Bearer ${controlToken}` }, body: JSON.stringify({ episode }) });
-    const orders = (await (await fetch(`${env.outputs.websites.shop.svcUrl}data`, { headers: { authorization: `Bearer ${controlToken}` } })).json()) as { items: unknown[] };
+    const cartBefore = await page.evaluate(() =>
+      (globalThis as unknown as { localStorage: WebStorage }).localStorage.getItem("cart"),
+    );
+    await page.evaluate(
+      (n) => (globalThis as unknown as { localStorage: WebStorage }).localStorage.setItem("cart", `episode ${n}`),
+      episode,
+    );
+    const order = await fetch(`${env.outputs.websites.shop.svcUrl}data`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${controlToken}` },
+      body: JSON.stringify({ episode }),
+    });
+    const orders = (await (
+      await fetch(`${env.outputs.websites.shop.svcUrl}data`, { headers: { authorization: `Bearer ${controlToken}` } })
+    ).json()) as { items: unknown[] };
     return `start tabs ${JSON.stringify(tabs)}, cart before ${JSON.stringify(cartBefore)}, order ${order.status}, orders now ${orders.items.length}`;
   } finally {
     await browser.close();
@@ -62,7 +77,9 @@ async function main(): Promise<void> {
     }
   } finally {
     const down = await env.destroy({ remove: true });
-    console.log(`destroyed ${stack} (${down.collected?.record.captures.length ?? 0} captures of the last episode stored)`);
+    console.log(
+      `destroyed ${stack} (${down.collected?.record.captures.length ?? 0} captures of the last episode stored)`,
+    );
   }
 }
 

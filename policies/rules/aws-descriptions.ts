@@ -12,7 +12,8 @@ export const AWS_DESCRIPTION_MAX = 255;
 function descriptionsOf(resource: PolicyResource): [string, unknown][] {
   const own: [string, unknown][] = [["description", input(resource, "description")]];
   if (resource.type !== TYPES.securityGroup) return own;
-  const inline = (key: string): [string, unknown][] => asArray(input(resource, key)).map((e, i) => [`${key}[${i}].description`, asRecord(e).description]);
+  const inline = (key: string): [string, unknown][] =>
+    asArray(input(resource, key)).map((e, i) => [`${key}[${i}].description`, asRecord(e).description]);
   return [...own, ...inline("ingress"), ...inline("egress")];
 }
 
@@ -28,8 +29,12 @@ export const awsDescriptionCharset: ResourceRule = {
     for (const [where, value] of descriptionsOf(resource)) {
       if (typeof value !== "string") continue;
       const bad = [...new Set([...value].filter((c) => !AWS_DESCRIPTION_CHARS.test(c)))];
-      if (bad.length > 0) problems.push(`${where} ${JSON.stringify(value)} has characters AWS refuses there (${bad.map((c) => JSON.stringify(c)).join(", ")}); reword it without them`);
-      if (value.length > AWS_DESCRIPTION_MAX) problems.push(`${where} is ${value.length} characters; AWS takes at most ${AWS_DESCRIPTION_MAX}`);
+      if (bad.length > 0)
+        problems.push(
+          `${where} ${JSON.stringify(value)} has characters AWS refuses there (${bad.map((c) => JSON.stringify(c)).join(", ")}); reword it without them`,
+        );
+      if (value.length > AWS_DESCRIPTION_MAX)
+        problems.push(`${where} is ${value.length} characters; AWS takes at most ${AWS_DESCRIPTION_MAX}`);
     }
     return problems;
   },

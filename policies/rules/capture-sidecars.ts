@@ -1,7 +1,15 @@
 // Policy 6: with capture on, every website container has exactly one capture sidecar (as many sidecars
 // as website containers); with capture off there is none.
 import { LABELS, OUTPUTS, ROLES } from "../contract";
-import { capturesVolumes, containersOf, describe, labelsOf, roleOf, type PolicyResource, type PolicyStack } from "../model";
+import {
+  capturesVolumes,
+  containersOf,
+  describe,
+  labelsOf,
+  roleOf,
+  type PolicyResource,
+  type PolicyStack,
+} from "../model";
 import type { StackFinding, StackRule } from "../rule";
 import { reveal } from "../secrets";
 
@@ -32,12 +40,17 @@ export const captureSidecarPerWebsite: StackRule = {
     const findings: StackFinding[] = [];
     if (!captureOn(stack)) {
       for (const sidecar of sidecars) {
-        findings.push({ resource: sidecar, message: `capture is off but capture sidecar ${describe(sidecar)} is deployed; remove it (or set captureTraffic: true)` });
+        findings.push({
+          resource: sidecar,
+          message: `capture is off but capture sidecar ${describe(sidecar)} is deployed; remove it (or set captureTraffic: true)`,
+        });
       }
       return findings;
     }
     if (sidecars.length !== websites.length) {
-      findings.push({ message: `capture is on and the stack has ${websites.length} website containers but ${sidecars.length} capture sidecars; each website container needs exactly one` });
+      findings.push({
+        message: `capture is on and the stack has ${websites.length} website containers but ${sidecars.length} capture sidecars; each website container needs exactly one`,
+      });
     }
     // Match sidecars to website containers by their labels, to name the one that lacks (or doubles) a sidecar.
     const key = (site: string | undefined, part: string | undefined) => `${site ?? "?"}/${part ?? "?"}`;
@@ -45,8 +58,16 @@ export const captureSidecarPerWebsite: StackRule = {
     for (const website of websites) {
       const k = key(labelsOf(website)[LABELS.site], websitePart(website));
       const count = sidecarKeys.filter((s) => s === k).length;
-      if (count === 0) findings.push({ resource: website, message: `website container ${describe(website)} has no capture sidecar; add one recording its traffic` });
-      if (count > 1) findings.push({ resource: website, message: `website container ${describe(website)} has ${count} capture sidecars; keep exactly one` });
+      if (count === 0)
+        findings.push({
+          resource: website,
+          message: `website container ${describe(website)} has no capture sidecar; add one recording its traffic`,
+        });
+      if (count > 1)
+        findings.push({
+          resource: website,
+          message: `website container ${describe(website)} has ${count} capture sidecars; keep exactly one`,
+        });
     }
     const websiteKeys = new Set(websites.map((w) => key(labelsOf(w)[LABELS.site], websitePart(w))));
     sidecars.forEach((sidecar, i) => {

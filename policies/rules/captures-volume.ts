@@ -29,7 +29,10 @@ export const capturesVolumeAccess: StackRule = {
         if (role === ROLES.capture) continue;
         if (role === ROLES.gateway) {
           if (!mount.readOnly) {
-            findings.push({ resource: container, message: `the gateway ${describe(container)} mounts the captures volume "${mount.source}" read-write; set readOnly: true` });
+            findings.push({
+              resource: container,
+              message: `the gateway ${describe(container)} mounts the captures volume "${mount.source}" read-write; set readOnly: true`,
+            });
           }
           continue;
         }

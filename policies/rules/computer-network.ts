@@ -32,9 +32,12 @@ export const computerNetworkIsolation: StackRule = {
     const networks = ofType(stack, TYPES.network);
     const containers = containersOf(stack);
     /** The docker.Network a container's attachment names, on the container's own engine. */
-    const networkOf = (container: PolicyResource, ref: string) => networks.find((n) => sameEngine(n, container) && networkRefs(n).includes(ref));
+    const networkOf = (container: PolicyResource, ref: string) =>
+      networks.find((n) => sameEngine(n, container) && networkRefs(n).includes(ref));
     const membersOf = (network: PolicyResource): PolicyResource[] =>
-      containers.filter((c) => sameEngine(c, network) && networksOf(c).some((ref) => networkRefs(network).includes(ref)));
+      containers.filter(
+        (c) => sameEngine(c, network) && networksOf(c).some((ref) => networkRefs(network).includes(ref)),
+      );
 
     for (const browser of containers.filter((c) => roleOf(c) === ROLES.browser)) {
       const computer = labelsOf(browser)[LABELS.computer];
@@ -58,14 +61,22 @@ export const computerNetworkIsolation: StackRule = {
       for (const ref of attached) {
         const network = networkOf(browser, ref);
         if (network === undefined) {
-          findings.push({ resource: browser, message: `the browser ${describe(browser)} is attached to network "${ref}", which this stack does not define as a docker.Network; attach it to its computer's own internal network` });
+          findings.push({
+            resource: browser,
+            message: `the browser ${describe(browser)} is attached to network "${ref}", which this stack does not define as a docker.Network; attach it to its computer's own internal network`,
+          });
           continue;
         }
         if (input(network, "internal") !== true) {
-          findings.push({ resource: network, message: `network ${describe(network)} holds the browser ${describe(browser)} but is not internal; set internal: true` });
+          findings.push({
+            resource: network,
+            message: `network ${describe(network)} holds the browser ${describe(browser)} but is not internal; set internal: true`,
+          });
         }
         const others = membersOf(network).filter((c) => c !== browser);
-        const proxies = others.filter((c) => roleOf(c) === ROLES.siteProxy && (computer === undefined || labelsOf(c)[LABELS.computer] === computer));
+        const proxies = others.filter(
+          (c) => roleOf(c) === ROLES.siteProxy && (computer === undefined || labelsOf(c)[LABELS.computer] === computer),
+        );
         for (const intruder of others.filter((c) => !proxies.includes(c))) {
           findings.push({
             resource: intruder,

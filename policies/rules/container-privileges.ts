@@ -34,15 +34,20 @@ export const containerPrivileges: ResourceRule = {
     const drops = asArray(caps.drops).map(capability);
     if (role !== ROLES.capture) {
       for (const cap of RAW_SOCKET_CAPABILITIES.filter((c) => adds.includes(c) || adds.includes("ALL"))) {
-        problems.push(`adds ${cap} but is not a capture sidecar (role ${role ?? "unknown"}); remove it from capabilities.adds`);
+        problems.push(
+          `adds ${cap} but is not a capture sidecar (role ${role ?? "unknown"}); remove it from capabilities.adds`,
+        );
       }
       if (!drops.includes("NET_RAW") && !drops.includes("ALL")) {
         problems.push(`keeps NET_RAW, which Docker grants by default; add "NET_RAW" to capabilities.drops`);
       }
     }
-    if (input(container, "privileged") === true) problems.push("is privileged; remove privileged: true (capture sidecars need only NET_RAW and NET_ADMIN)");
-    if (asString(knownInput(container, "networkMode")) === "host") problems.push("shares the host's network namespace (networkMode: host); attach it to the env's networks instead");
-    if (asString(input(container, "pidMode")) === "host") problems.push("shares the host's PID namespace (pidMode: host); remove pidMode");
+    if (input(container, "privileged") === true)
+      problems.push("is privileged; remove privileged: true (capture sidecars need only NET_RAW and NET_ADMIN)");
+    if (asString(knownInput(container, "networkMode")) === "host")
+      problems.push("shares the host's network namespace (networkMode: host); attach it to the env's networks instead");
+    if (asString(input(container, "pidMode")) === "host")
+      problems.push("shares the host's PID namespace (pidMode: host); remove pidMode");
     return problems;
   },
 };

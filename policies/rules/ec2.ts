@@ -58,7 +58,12 @@ function permissionsOf(resource: PolicyResource, direction: "ingress" | "egress"
     case TYPES.securityGroup:
       return asArray(input(resource, direction)).map((e) => {
         const r = asRecord(e);
-        return { protocol: r.protocol, fromPort: r.fromPort, toPort: r.toPort, cidrs: [...asArray(r.cidrBlocks), ...asArray(r.ipv6CidrBlocks)] };
+        return {
+          protocol: r.protocol,
+          fromPort: r.fromPort,
+          toPort: r.toPort,
+          cidrs: [...asArray(r.cidrBlocks), ...asArray(r.ipv6CidrBlocks)],
+        };
       });
     case TYPES.securityGroupRule:
       if (input(resource, "type") !== direction) return [];
@@ -127,9 +132,13 @@ export const ec2NoOpenEgress: ResourceRule = {
     const problems: string[] = [];
     for (const p of permissionsOf(resource, "egress")) {
       if (isAllProtocols(p.protocol)) {
-        problems.push("allows all protocols on all ports out; allow only the tcp ports the VM needs (the gateway port, the web ports when it reaches public hosts)");
+        problems.push(
+          "allows all protocols on all ports out; allow only the tcp ports the VM needs (the gateway port, the web ports when it reaches public hosts)",
+        );
       } else if (isEveryPort(p) && p.cidrs.some(isWorld)) {
-        problems.push(`allows ${String(p.protocol)} ${String(p.fromPort)}-${String(p.toPort)} out to ${p.cidrs.filter(isWorld).join(" and ")}: every port, as good as all protocols; allow only the ports the VM needs`);
+        problems.push(
+          `allows ${String(p.protocol)} ${String(p.fromPort)}-${String(p.toPort)} out to ${p.cidrs.filter(isWorld).join(" and ")}: every port, as good as all protocols; allow only the ports the VM needs`,
+        );
       }
     }
     return problems;
@@ -147,13 +156,19 @@ export const ec2InstanceHardening: ResourceRule = {
     const problems: string[] = [];
     const metadata = asRecord(input(instance, "metadataOptions"));
     const tokens = asString(metadata.httpTokens);
-    if (tokens !== "required") problems.push(`does not require IMDSv2 (metadataOptions.httpTokens is ${tokens === undefined ? "unset" : `"${tokens}"`}); set it to "required"`);
+    if (tokens !== "required")
+      problems.push(
+        `does not require IMDSv2 (metadataOptions.httpTokens is ${tokens === undefined ? "unset" : `"${tokens}"`}); set it to "required"`,
+      );
     // Unset is AWS's default of 1 for most AMIs but 2 for some: only an explicit 1 is known to hold.
     const hops = metadata.httpPutResponseHopLimit;
     if (Number(hops) !== 1) {
-      problems.push(`metadataOptions.httpPutResponseHopLimit is ${hops === undefined ? "unset" : String(hops)}; set it to 1, so a container on the VM (one hop further) cannot get a metadata token`);
+      problems.push(
+        `metadataOptions.httpPutResponseHopLimit is ${hops === undefined ? "unset" : String(hops)}; set it to 1, so a container on the VM (one hop further) cannot get a metadata token`,
+      );
     }
-    if (asRecord(input(instance, "rootBlockDevice")).encrypted !== true) problems.push("does not encrypt its root volume; set rootBlockDevice.encrypted: true");
+    if (asRecord(input(instance, "rootBlockDevice")).encrypted !== true)
+      problems.push("does not encrypt its root volume; set rootBlockDevice.encrypted: true");
     return problems;
   },
 };
@@ -169,7 +184,9 @@ export const ec2LifetimeFuse: ResourceRule = {
     const behaviour = asString(input(instance, "instanceInitiatedShutdownBehavior"));
     return behaviour === "terminate"
       ? []
-      : [`instanceInitiatedShutdownBehavior is ${behaviour === undefined ? "unset (stop)" : `"${behaviour}"`}: a VM that powers itself off would keep its volume billing and could be started again; set it to "terminate"`];
+      : [
+          `instanceInitiatedShutdownBehavior is ${behaviour === undefined ? "unset (stop)" : `"${behaviour}"`}: a VM that powers itself off would keep its volume billing and could be started again; set it to "terminate"`,
+        ];
   },
 };
 
@@ -185,6 +202,9 @@ export const awsResourceTags: ResourceRule = {
     const tags = awsTagsOf(resource);
     return [TAGS.stack, TAGS.task]
       .filter((key) => (tags[key] ?? "") === "")
-      .map((key) => `has no ${key} tag; add it to the resource's tags (or the provider's defaultTags). If this resource type cannot carry tags, add "${resource.type}" to policies/rules/aws-untaggable.ts`);
+      .map(
+        (key) =>
+          `has no ${key} tag; add it to the resource's tags (or the provider's defaultTags). If this resource type cannot carry tags, add "${resource.type}" to policies/rules/aws-untaggable.ts`,
+      );
   },
 };

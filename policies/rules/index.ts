@@ -5,7 +5,13 @@ import { capturesVolumeAccess } from "./captures-volume";
 import { captureSidecarPerWebsite } from "./capture-sidecars";
 import { computerNetworkIsolation } from "./computer-network";
 import { containerPrivileges } from "./container-privileges";
-import { awsResourceTags, ec2IngressClosedToWorld, ec2InstanceHardening, ec2LifetimeFuse, ec2NoOpenEgress } from "./ec2";
+import {
+  awsResourceTags,
+  ec2IngressClosedToWorld,
+  ec2InstanceHardening,
+  ec2LifetimeFuse,
+  ec2NoOpenEgress,
+} from "./ec2";
 import { siteProxyIsolation } from "./proxy-network";
 import { secretsStaySecret } from "./secrets";
 

@@ -3,7 +3,18 @@
 // site container (a hostile image) reaches the proxy's control listener or its forward port, and the proxy (an
 // allow-all computer's way out) reaches no site container and no other computer directly.
 import { LABELS, ROLES } from "../contract";
-import { containersOf, describe, labelsOf, networkRefs, networksOf, ofType, roleOf, sameEngine, TYPES, type PolicyResource } from "../model";
+import {
+  containersOf,
+  describe,
+  labelsOf,
+  networkRefs,
+  networksOf,
+  ofType,
+  roleOf,
+  sameEngine,
+  TYPES,
+  type PolicyResource,
+} from "../model";
 import type { StackFinding, StackRule } from "../rule";
 
 export const siteProxyIsolation: StackRule = {
@@ -17,14 +28,19 @@ export const siteProxyIsolation: StackRule = {
     const findings: StackFinding[] = [];
     const networks = ofType(stack, TYPES.network);
     const containers = containersOf(stack);
-    const networkOf = (container: PolicyResource, ref: string) => networks.find((n) => sameEngine(n, container) && networkRefs(n).includes(ref));
+    const networkOf = (container: PolicyResource, ref: string) =>
+      networks.find((n) => sameEngine(n, container) && networkRefs(n).includes(ref));
     const membersOf = (network: PolicyResource): PolicyResource[] =>
-      containers.filter((c) => sameEngine(c, network) && networksOf(c).some((ref) => networkRefs(network).includes(ref)));
+      containers.filter(
+        (c) => sameEngine(c, network) && networksOf(c).some((ref) => networkRefs(network).includes(ref)),
+      );
 
     for (const proxy of containers.filter((c) => roleOf(c) === ROLES.siteProxy)) {
       const computer = labelsOf(proxy)[LABELS.computer];
       const allowed = (c: PolicyResource) =>
-        c === proxy || roleOf(c) === ROLES.gateway || (roleOf(c) === ROLES.browser && computer !== undefined && labelsOf(c)[LABELS.computer] === computer);
+        c === proxy ||
+        roleOf(c) === ROLES.gateway ||
+        (roleOf(c) === ROLES.browser && computer !== undefined && labelsOf(c)[LABELS.computer] === computer);
       for (const ref of networksOf(proxy)) {
         const network = networkOf(proxy, ref);
         if (network === undefined) continue;

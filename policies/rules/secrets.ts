@@ -8,7 +8,16 @@
 // a container that carries a secret must list "envs" in additionalSecretOutputs, which makes the engine
 // treat the variable list as secret even if a wrapper were lost upstream.
 import { CONTROL_TOKEN_COMPONENT, CONTROL_TOKEN_OUTPUT, LABELS, OUTPUTS, ROLES, SECRET_ENV } from "../contract";
-import { containersOf, describe, envOf, labelsOf, roleOf, TYPES, type PolicyResource, type PolicyStack } from "../model";
+import {
+  containersOf,
+  describe,
+  envOf,
+  labelsOf,
+  roleOf,
+  TYPES,
+  type PolicyResource,
+  type PolicyStack,
+} from "../model";
 import type { StackFinding, StackRule } from "../rule";
 import { isSecretValue, REDACTED, stringLeaves, visitStrings } from "../secrets";
 
@@ -25,7 +34,10 @@ function secretEnvNames(container: PolicyResource): string[] {
   return names;
 }
 
-/** Every plaintext known to be secret: marked values (and the strings inside JSON or NAME=value ones), plus the caller's. */
+/**
+ * Every plaintext known to be secret: marked values (and the strings inside JSON or NAME=value ones), plus the
+ * caller's.
+ */
 function knownSecretValues(stack: PolicyStack): Set<string> {
   const values = new Set<string>();
   const add = (text: string) => {
@@ -70,12 +82,16 @@ export const secretsStaySecret: StackRule = {
     for (const container of containers) {
       const carried = secretEnvNames(container);
       if (carried.length === 0) continue;
-      // Under CrossGuard every value looks plaintext (and may be unknown in a preview): read envs only where marks show.
+      // Under CrossGuard every value looks plaintext (and may be unknown in a preview): read envs only where marks
+      // show.
       const env = stack.secretsVisible ? envOf(container) : [];
       for (const name of carried) {
         const entry = env.find((e) => e.name === name);
         if (entry !== undefined && !entry.secret) {
-          findings.push({ resource: container, message: `${describe(container)} sets ${name} in plaintext; build it from a Pulumi secret (pulumi.secret or config.requireSecret)` });
+          findings.push({
+            resource: container,
+            message: `${describe(container)} sets ${name} in plaintext; build it from a Pulumi secret (pulumi.secret or config.requireSecret)`,
+          });
         }
       }
       if (container.additionalSecretOutputs !== undefined && !container.additionalSecretOutputs.includes("envs")) {
@@ -88,8 +104,13 @@ export const secretsStaySecret: StackRule = {
 
     // The token at its source: the resource that generates it must keep its value secret in state. Resource
     // options are visible to CrossGuard, so this holds the control token to secrecy where values are not.
-    for (const generator of stack.resources.filter((r) => r.parentType === CONTROL_TOKEN_COMPONENT && r.type === TYPES.secret)) {
-      if (generator.additionalSecretOutputs !== undefined && !generator.additionalSecretOutputs.includes(CONTROL_TOKEN_OUTPUT)) {
+    for (const generator of stack.resources.filter(
+      (r) => r.parentType === CONTROL_TOKEN_COMPONENT && r.type === TYPES.secret,
+    )) {
+      if (
+        generator.additionalSecretOutputs !== undefined &&
+        !generator.additionalSecretOutputs.includes(CONTROL_TOKEN_OUTPUT)
+      ) {
         findings.push({
           resource: generator,
           message: `${describe(generator)} generates the control token but does not list "${CONTROL_TOKEN_OUTPUT}" in additionalSecretOutputs; add additionalSecretOutputs: ["${CONTROL_TOKEN_OUTPUT}"]`,
@@ -101,7 +122,9 @@ export const secretsStaySecret: StackRule = {
       const hasGateway = containers.some((c) => roleOf(c) === ROLES.gateway);
       const token = stack.outputs[OUTPUTS.controlToken];
       if (token === undefined && hasGateway) {
-        findings.push({ message: `the stack has a gateway but exports no ${OUTPUTS.controlToken}; export the gateway's control token as a secret output` });
+        findings.push({
+          message: `the stack has a gateway but exports no ${OUTPUTS.controlToken}; export the gateway's control token as a secret output`,
+        });
       } else if (token !== undefined && !isSecretValue(token)) {
         findings.push({ message: `the ${OUTPUTS.controlToken} output is plaintext; export it as a Pulumi secret` });
       }
@@ -119,7 +142,10 @@ export const secretsStaySecret: StackRule = {
         if (!leaked) return;
         for (const leaf of stringLeaves(value)) {
           if (!leaf.secret && known.some((s) => leaf.text.includes(s))) {
-            findings.push({ resource, message: `${where} ${leaf.path} holds a secret value in plaintext; pass it as a Pulumi secret` });
+            findings.push({
+              resource,
+              message: `${where} ${leaf.path} holds a secret value in plaintext; pass it as a Pulumi secret`,
+            });
           }
         }
       };

@@ -7,5 +7,10 @@ import { parseServiceConfig } from "../protocol/service-config";
 export { relayHostProblem, type BrowserConfig } from "../protocol/browser-config";
 
 export function parseBrowserConfig(text: string | undefined): BrowserConfig {
-  return parseServiceConfig(ENV_VARS.browserConfig, text, browserConfigSchema, "the browser's JSON config {proxy, startTabs, cdpHost, cdpPort, caFile}");
+  return parseServiceConfig(
+    ENV_VARS.browserConfig,
+    text,
+    browserConfigSchema,
+    "the browser's JSON config {proxy, startTabs, cdpHost, cdpPort, caFile}",
+  );
 }

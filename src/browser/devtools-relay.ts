@@ -5,7 +5,10 @@
 import net from "node:net";
 
 /** `target` gives the running Chromium's DevTools port, or undefined while none runs. */
-export function startDevtoolsRelay(listen: { host: string; port: number }, target: () => number | undefined): Promise<net.Server> {
+export function startDevtoolsRelay(
+  listen: { host: string; port: number },
+  target: () => number | undefined,
+): Promise<net.Server> {
   const server = net.createServer((client) => {
     const port = target();
     if (port === undefined) return void client.destroy();

@@ -79,7 +79,11 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-async function waitForFile(file: string, isStopped: () => boolean, log: (r: Record<string, unknown>) => void): Promise<void> {
+async function waitForFile(
+  file: string,
+  isStopped: () => boolean,
+  log: (r: Record<string, unknown>) => void,
+): Promise<void> {
   let logged = false;
   while (!isStopped()) {
     try {
@@ -95,12 +99,15 @@ async function waitForFile(file: string, isStopped: () => boolean, log: (r: Reco
 
 function devtools(port: number, method: string, pathAndQuery: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: "127.0.0.1", port, method, path: pathAndQuery, headers: { host: "localhost" } }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (c) => (body += c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = http.request(
+      { host: "127.0.0.1", port, method, path: pathAndQuery, headers: { host: "localhost" } },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (c) => (body += c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     req.on("error", reject);
     req.setTimeout(5000, () => req.destroy(new Error("DevTools did not answer in 5 s")));
     req.end();
@@ -111,7 +118,8 @@ function devtools(port: number, method: string, pathAndQuery: string): Promise<{
 async function waitForDevtools(profileDir: string, child: ChildProcess): Promise<number> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error("Chromium exited before DevTools answered");
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error("Chromium exited before DevTools answered");
     try {
       const port = Number(fs.readFileSync(path.join(profileDir, "DevToolsActivePort"), "utf8").split("\n")[0]);
       if (port > 0 && (await devtools(port, "GET", "/json/version")).status === 200) return port;
@@ -129,11 +137,15 @@ async function relayAddress(host: string): Promise<string> {
   for (;;) {
     try {
       const { address } = await dns.promises.lookup(host.replace(/^\[|\]$/g, ""));
-      if (address === "0.0.0.0" || address === "::") throw new Error(`cdpHost "${host}" resolves to ${address}, which listens on every network`);
+      if (address === "0.0.0.0" || address === "::")
+        throw new Error(`cdpHost "${host}" resolves to ${address}, which listens on every network`);
       return address;
     } catch (e) {
       if ((e as Error).message.startsWith("cdpHost")) throw e;
-      if (Date.now() > until) throw new Error(`cdpHost "${host}" does not resolve (${(e as Error).message}) after ${RESOLVE_MS} ms`, { cause: e });
+      if (Date.now() > until)
+        throw new Error(`cdpHost "${host}" does not resolve (${(e as Error).message}) after ${RESOLVE_MS} ms`, {
+          cause: e,
+        });
       await sleep(250);
     }
   }
@@ -149,7 +161,14 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
   let readyWaiters: Array<() => void> = [];
 
   const listenAddress = await relayAddress(config.cdpHost);
-  log({ event: "startup", proxy: config.proxy, startTabs: config.startTabs, cdpHost: config.cdpHost, cdpAddress: listenAddress, cdpPort: config.cdpPort });
+  log({
+    event: "startup",
+    proxy: config.proxy,
+    startTabs: config.startTabs,
+    cdpHost: config.cdpHost,
+    cdpAddress: listenAddress,
+    cdpPort: config.cdpPort,
+  });
   const relay: net.Server = await startDevtoolsRelay({ host: listenAddress, port: config.cdpPort }, () => internalPort);
 
   const launchOnce = async (): Promise<ChildProcess> => {
@@ -158,7 +177,8 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     fs.mkdirSync(profileDir, { recursive: true });
     // A Chromium killed with -9 leaves its singleton lock behind; the profile is ours alone.
     // So is the port file of the last run, which would name a port no one listens on any more.
-    for (const f of ["SingletonLock", "SingletonSocket", "SingletonCookie", "DevToolsActivePort"]) fs.rmSync(path.join(profileDir, f), { force: true });
+    for (const f of ["SingletonLock", "SingletonSocket", "SingletonCookie", "DevToolsActivePort"])
+      fs.rmSync(path.join(profileDir, f), { force: true });
     const [first, ...rest] = config.startTabs;
     const args = [
       ...CHROMIUM_FLAGS,
@@ -168,7 +188,10 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
       `--user-data-dir=${profileDir}`,
       first ?? "about:blank",
     ];
-    const proc = spawn(options.chromium ?? "chromium", args, { env: { ...process.env, HOME: home }, stdio: ["ignore", "ignore", "pipe"] });
+    const proc = spawn(options.chromium ?? "chromium", args, {
+      env: { ...process.env, HOME: home },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     proc.stderr?.resume();
     const port = await waitForDevtools(profileDir, proc);
     // Headless Chromium takes one URL on its command line; the other tabs are opened over DevTools.

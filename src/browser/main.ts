@@ -16,7 +16,8 @@ function main(): void {
   }
   start(config).then(
     (launcher) => {
-      for (const sig of ["SIGTERM", "SIGINT"] as const) process.on(sig, () => void launcher.stop().then(() => process.exit(0)));
+      for (const sig of ["SIGTERM", "SIGINT"] as const)
+        process.on(sig, () => void launcher.stop().then(() => process.exit(0)));
     },
     (e: Error) => {
       process.stderr.write(`multienv-browser: ${e.message}\n`);

@@ -12,5 +12,7 @@ export function issuesToProblems(
   knownKeysAt: (path: readonly PropertyKey[]) => readonly string[],
   prefix: readonly (string | number)[] = [],
 ): Problem[] {
-  return issueMessages(issues, knownKeysAt).map(({ path, message }) => problem(configPath([...prefix, ...path]), message));
+  return issueMessages(issues, knownKeysAt).map(({ path, message }) =>
+    problem(configPath([...prefix, ...path]), message),
+  );
 }

@@ -27,7 +27,9 @@ export interface LoadedStackConfig {
 function isConfigSecret(fullKey: string): boolean {
   const runtime = pulumi.runtime as unknown as { isConfigSecret?: (k: string) => boolean };
   if (typeof runtime.isConfigSecret !== "function") {
-    throw new Error("@pulumi/pulumi no longer exports runtime.isConfigSecret; multienv cannot tell a secret from plaintext");
+    throw new Error(
+      "@pulumi/pulumi no longer exports runtime.isConfigSecret; multienv cannot tell a secret from plaintext",
+    );
   }
   return runtime.isConfigSecret(fullKey);
 }
@@ -69,7 +71,13 @@ export interface StackFile {
 }
 
 function isSecure(value: unknown): boolean {
-  return typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length === 1 && "secure" in value;
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.keys(value).length === 1 &&
+    "secure" in value
+  );
 }
 
 function holdsSecure(value: unknown): boolean {
@@ -82,7 +90,8 @@ function holdsSecure(value: unknown): boolean {
 function masked(value: unknown): unknown {
   if (isSecure(value)) return SECRET_MARKER;
   if (Array.isArray(value)) return value.map(masked);
-  if (typeof value === "object" && value !== null) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, masked(v)]));
+  if (typeof value === "object" && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, masked(v)]));
   return value;
 }
 
@@ -109,7 +118,9 @@ export function readStackFile(path: string, stack: string = stackNameOfFile(path
     text = readFileSync(path, "utf8");
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new ConfigError([problem("", `cannot read ${path}: ${code === "ENOENT" ? "no such file" : (error as Error).message}`)]);
+    throw new ConfigError([
+      problem("", `cannot read ${path}: ${code === "ENOENT" ? "no such file" : (error as Error).message}`),
+    ]);
   }
   const document = parseDocument(text, { prettyErrors: false });
   if (document.errors.length > 0) {
@@ -142,7 +153,8 @@ export function readStackFile(path: string, stack: string = stackNameOfFile(path
     const secret = holdsSecure(value);
     rawConfig[fullKey] = configString(masked(value));
     if (secret) secretKeys.push(fullKey);
-    if (fullKey.startsWith(prefix)) values[fullKey.slice(prefix.length)] = secret ? { secret } : { secret, value: rawConfig[fullKey] };
+    if (fullKey.startsWith(prefix))
+      values[fullKey.slice(prefix.length)] = secret ? { secret } : { secret, value: rawConfig[fullKey] };
   }
   const validated = validateStackConfig(values, stack);
   problems.push(...namespaceProblems(Object.keys(section)), ...validated.problems);

@@ -5,7 +5,8 @@ import { z } from "zod";
 import { EC2_DEFAULT_LIFETIME_HOURS, EC2_DEFAULT_SSH_USER } from "../plan/ec2";
 
 /** An OpenSSH public key line (`ssh-ed25519 AAAA... comment`): what EC2 key pairs take. */
-export const OPENSSH_PUBLIC_KEY = /^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-[a-z0-9]+|sk-[a-z0-9-]+@openssh\.com) [A-Za-z0-9+/=]+( .*)?$/;
+export const OPENSSH_PUBLIC_KEY =
+  /^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-[a-z0-9]+|sk-[a-z0-9-]+@openssh\.com) [A-Za-z0-9+/=]+( .*)?$/;
 
 const port = z.number().int().min(1).max(65535);
 const image = z.string().min(1);
@@ -27,7 +28,9 @@ export const websiteSchema = z.strictObject({
   secretSettings: z
     .record(
       z.string(),
-      z.string().regex(CONFIG_KEY, { error: "must name a stack config key (letters, digits, _ and -, starting with a letter), e.g. githubToken" }),
+      z.string().regex(CONFIG_KEY, {
+        error: "must name a stack config key (letters, digits, _ and -, starting with a letter), e.g. githubToken",
+      }),
     )
     .default({}),
 });
@@ -50,23 +53,35 @@ export const ec2Schema = z.strictObject({
   runnerCidrs: z
     .array(z.string().regex(CIDR, { error: "must be a CIDR such as 203.0.113.7/32" }))
     .min(1, { error: "needs at least one CIDR: the addresses the runner connects from" }),
-  sshPublicKey: z
+  sshPublicKey: z.string().regex(OPENSSH_PUBLIC_KEY, {
+    error: "must be an OpenSSH public key line such as `ssh-ed25519 AAAA... you@host`",
+  }),
+  vpcId: z
     .string()
-    .regex(OPENSSH_PUBLIC_KEY, {
-      error: "must be an OpenSSH public key line such as `ssh-ed25519 AAAA... you@host`",
-    }),
-  vpcId: z.string().regex(/^vpc-[0-9a-f]+$/, { error: "must be a VPC id such as vpc-0abc1234" }).optional(),
-  subnetId: z.string().regex(/^subnet-[0-9a-f]+$/, { error: "must be a subnet id such as subnet-0abc1234" }).optional(),
-  ami: z.string().regex(/^ami-[0-9a-f]+$/, { error: "must be an AMI id such as ami-0abc1234" }).optional(),
+    .regex(/^vpc-[0-9a-f]+$/, { error: "must be a VPC id such as vpc-0abc1234" })
+    .optional(),
+  subnetId: z
+    .string()
+    .regex(/^subnet-[0-9a-f]+$/, { error: "must be a subnet id such as subnet-0abc1234" })
+    .optional(),
+  ami: z
+    .string()
+    .regex(/^ami-[0-9a-f]+$/, { error: "must be an AMI id such as ami-0abc1234" })
+    .optional(),
   sshUser: z
     .string()
     .regex(/^[a-z_][a-z0-9_-]{0,31}$/, { error: "must be a login name such as ec2-user or ubuntu (the AMI's user)" })
     .default(EC2_DEFAULT_SSH_USER),
-  lifetimeHours: z.number().positive().max(24 * 30, { error: "must be at most 720 (30 days)" }).default(EC2_DEFAULT_LIFETIME_HOURS),
+  lifetimeHours: z
+    .number()
+    .positive()
+    .max(24 * 30, { error: "must be at most 720 (30 days)" })
+    .default(EC2_DEFAULT_LIFETIME_HOURS),
 });
 
 /** A host name or an IPv4/IPv6 address: what an ssh config's HostName takes (no spaces, quotes or `$`). */
-const HOST_ADDRESS = /^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*|\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]+)$/;
+const HOST_ADDRESS =
+  /^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*|\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]+)$/;
 const address = z.string().regex(HOST_ADDRESS, { error: "must be a host name or an IP address such as 192.0.2.10" });
 
 /** One existing Docker host, reached over SSH. */
@@ -74,10 +89,14 @@ export const hostSchema = z.strictObject({
   address,
   user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/, { error: "must be a login name such as ubuntu" }),
   hostKey: z.string().regex(/^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,2}( .*)?$/, {
-    error: "must be the host's public key line, such as the output of `ssh-keyscan -t ed25519 <host>` without the host name (ssh-ed25519 AAAA...)",
+    error:
+      "must be the host's public key line, such as the output of `ssh-keyscan -t ed25519 <host>` without the host name (ssh-ed25519 AAAA...)",
   }),
   port: port.optional(),
-  identityFile: z.string().regex(/^[A-Za-z0-9._/~+-]+$/, { error: "must be a path to a private key file (letters, digits and . _ / ~ + -)" }).optional(),
+  identityFile: z
+    .string()
+    .regex(/^[A-Za-z0-9._/~+-]+$/, { error: "must be a path to a private key file (letters, digits and . _ / ~ + -)" })
+    .optional(),
   privateAddress: address.optional(),
 });
 
@@ -98,7 +117,9 @@ export const selfTestSchema = z.union([
   z.strictObject({
     publicUrl: z
       .string()
-      .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), { error: "must be an http:// or https:// URL, such as https://example.com/" })
+      .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), {
+        error: "must be an http:// or https:// URL, such as https://example.com/",
+      })
       .optional(),
   }),
 ]);
@@ -116,4 +137,13 @@ export const stackConfigSchema = z.strictObject({
 });
 
 /** The keys the `multienv` namespace holds besides the secrets that secretSettings name. */
-export const STACK_KEYS = ["target", "websites", "computers", "captureTraffic", "capture", "ec2", "hosts", "selfTest"] as const;
+export const STACK_KEYS = [
+  "target",
+  "websites",
+  "computers",
+  "captureTraffic",
+  "capture",
+  "ec2",
+  "hosts",
+  "selfTest",
+] as const;

@@ -7,7 +7,17 @@ import type { Problem, StackConfig } from "../plan/types";
 import { editDistance, friendlyMessage, issuesToProblems, suggestion } from "./issues";
 import { CONFIG_NAMESPACE } from "../plan/problems";
 import type { z } from "zod";
-import { captureSchema, computerSchema, CONFIG_KEY, ec2Schema, hostSchema, hostsSchema, stackConfigSchema, STACK_KEYS, websiteSchema } from "./schema";
+import {
+  captureSchema,
+  computerSchema,
+  CONFIG_KEY,
+  ec2Schema,
+  hostSchema,
+  hostsSchema,
+  stackConfigSchema,
+  STACK_KEYS,
+  websiteSchema,
+} from "./schema";
 
 /** One key of the namespace, as Pulumi holds it. */
 export interface RawConfigValue {
@@ -52,7 +62,8 @@ function secretReferences(websites: unknown): { site: string; setting: string; k
   for (const [site, website] of Object.entries(websites)) {
     const secretSettings = (website as { secretSettings?: unknown } | null)?.secretSettings;
     if (typeof secretSettings !== "object" || secretSettings === null) continue;
-    for (const [setting, key] of Object.entries(secretSettings)) if (typeof key === "string") refs.push({ site, setting, key });
+    for (const [setting, key] of Object.entries(secretSettings))
+      if (typeof key === "string") refs.push({ site, setting, key });
   }
   return refs.sort((a, b) => (a.site + "\0" + a.setting < b.site + "\0" + b.setting ? -1 : 1));
 }
@@ -102,7 +113,12 @@ export function validateStackConfig(values: Record<string, RawConfigValue>, stac
     const raw = values[key];
     if (raw === undefined) continue;
     if (raw.secret) {
-      problems.push(problem([key], `holds a secret, so the plan cannot read it; keep ${key} plaintext and put each secret in its own key named by a website's secretSettings`));
+      problems.push(
+        problem(
+          [key],
+          `holds a secret, so the plan cannot read it; keep ${key} plaintext and put each secret in its own key named by a website's secretSettings`,
+        ),
+      );
       continue;
     }
     if (raw.value !== undefined) input[key] = decodeConfigValue(raw.value);
@@ -113,7 +129,10 @@ export function validateStackConfig(values: Record<string, RawConfigValue>, stac
   for (const key of Object.keys(values).sort()) {
     if ((STACK_KEYS as readonly string[]).includes(key) || referenced.has(key)) continue;
     problems.push(
-      problem([key], `unknown key${suggestion(key, STACK_KEYS)} (a secret key belongs here only when a website's secretSettings names it)`),
+      problem(
+        [key],
+        `unknown key${suggestion(key, STACK_KEYS)} (a secret key belongs here only when a website's secretSettings names it)`,
+      ),
     );
   }
 
@@ -124,10 +143,17 @@ export function validateStackConfig(values: Record<string, RawConfigValue>, stac
     problems.push(...planProblemsOfParts(parts.config, stack, parts.complete));
   }
   if (input.target === "ec2" && input.ec2 === undefined && values.ec2 === undefined) {
-    problems.push(problem(["ec2"], "is required when target is ec2: set region, instanceType, runnerCidrs and sshPublicKey"));
+    problems.push(
+      problem(["ec2"], "is required when target is ec2: set region, instanceType, runnerCidrs and sshPublicKey"),
+    );
   }
   if (input.target === "hosts" && input.hosts === undefined && values.hosts === undefined) {
-    problems.push(problem(["hosts"], "is required when target is hosts: set env and computers.<name>, each with address, user and hostKey"));
+    problems.push(
+      problem(
+        ["hosts"],
+        "is required when target is hosts: set env and computers.<name>, each with address, user and hostKey",
+      ),
+    );
   }
 
   for (const { site, setting, key } of refs) {
@@ -135,11 +161,21 @@ export function validateStackConfig(values: Record<string, RawConfigValue>, stac
     const fix = `pulumi config set --secret ${key} <value> --stack ${stack}`;
     if (!CONFIG_KEY.test(key)) continue; // the schema names this one
     if ((STACK_KEYS as readonly string[]).includes(key)) {
-      problems.push(problem(path, `names ${quote(key)}, a stack key, not a secret; name a key of its own, set with \`${fix.replace(key, `${setting}Secret`)}\``));
+      problems.push(
+        problem(
+          path,
+          `names ${quote(key)}, a stack key, not a secret; name a key of its own, set with \`${fix.replace(key, `${setting}Secret`)}\``,
+        ),
+      );
     } else if (values[key] === undefined) {
       problems.push(problem(path, `names config key ${key}, which is not set; set it with \`${fix}\``));
     } else if (!values[key].secret) {
-      problems.push(problem(path, `names config key ${key}, which holds a plaintext value; a secret setting must be a secret: \`${fix}\``));
+      problems.push(
+        problem(
+          path,
+          `names config key ${key}, which holds a plaintext value; a secret setting must be a secret: \`${fix}\``,
+        ),
+      );
     }
   }
 
@@ -160,7 +196,10 @@ export function namespaceProblems(fullKeys: Iterable<string>): Problem[] {
     const namespace = fullKey.slice(0, colon);
     if (namespace !== CONFIG_NAMESPACE && editDistance(namespace.toLowerCase(), CONFIG_NAMESPACE) <= 2) {
       problems.push(
-        problem("", `config key ${quote(fullKey)} is in namespace ${namespace}, which nothing reads; did you mean ${CONFIG_NAMESPACE}:${fullKey.slice(colon + 1)}?`),
+        problem(
+          "",
+          `config key ${quote(fullKey)} is in namespace ${namespace}, which nothing reads; did you mean ${CONFIG_NAMESPACE}:${fullKey.slice(colon + 1)}?`,
+        ),
       );
     }
   }

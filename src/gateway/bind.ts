@@ -22,11 +22,20 @@ export interface Binding {
 
 export type Lookup = (host: string) => Promise<string[]>;
 
-const systemLookup: Lookup = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
+const systemLookup: Lookup = async (host) =>
+  (await dnsLookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
 const RETRY_MS = 250;
 
-/** The addresses `host` resolves to, retried until `timeoutMs`; throws ServiceConfigError naming `field` when it never does. */
-export async function resolveHost(field: string, host: string, timeoutMs: number, lookup: Lookup = systemLookup): Promise<string[]> {
+/**
+ * The addresses `host` resolves to, retried until `timeoutMs`; throws ServiceConfigError naming `field` when it never
+ * does.
+ */
+export async function resolveHost(
+  field: string,
+  host: string,
+  timeoutMs: number,
+  lookup: Lookup = systemLookup,
+): Promise<string[]> {
   if (isIP(host)) return [host];
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -39,7 +48,9 @@ export async function resolveHost(field: string, host: string, timeoutMs: number
       failure = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     }
     if (Date.now() + RETRY_MS > deadline) {
-      throw new ServiceConfigError(`${field}: cannot resolve ${JSON.stringify(host)} (${failure}) after ${timeoutMs} ms; use a name that resolves inside the gateway, or an address`);
+      throw new ServiceConfigError(
+        `${field}: cannot resolve ${JSON.stringify(host)} (${failure}) after ${timeoutMs} ms; use a name that resolves inside the gateway, or an address`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
   }
@@ -49,9 +60,12 @@ export async function resolveHost(field: string, host: string, timeoutMs: number
 export async function resolveBindings(config: GatewayConfig, lookup?: Lookup): Promise<Binding[]> {
   const bindings: Binding[] = [];
   const published = await resolveHost(`${CONFIG_ENV}.listen.host`, config.listen.host, config.resolveTimeoutMs, lookup);
-  for (const address of published) bindings.push({ listener: "published", host: config.listen.host, address, port: config.listen.port });
+  for (const address of published)
+    bindings.push({ listener: "published", host: config.listen.host, address, port: config.listen.port });
   const hosts = config.browse?.hosts ?? [];
-  const resolved = await Promise.all(hosts.map((host, i) => resolveHost(`${CONFIG_ENV}.browse.hosts.${i}`, host, config.resolveTimeoutMs, lookup)));
+  const resolved = await Promise.all(
+    hosts.map((host, i) => resolveHost(`${CONFIG_ENV}.browse.hosts.${i}`, host, config.resolveTimeoutMs, lookup)),
+  );
   hosts.forEach((host, i) => {
     for (const address of resolved[i]) bindings.push({ listener: "browse", host, address, port: config.browse!.port });
   });

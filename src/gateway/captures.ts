@@ -9,7 +9,12 @@ import { lstat, open, readdir, type FileHandle } from "node:fs/promises";
 import type { Stats } from "node:fs";
 import type { ServerResponse } from "node:http";
 import { join } from "node:path";
-import { parseCaptureName, PCAP_MEDIA_TYPE, type TrafficCapture, type TrafficCaptureListing } from "../protocol/traffic";
+import {
+  parseCaptureName,
+  PCAP_MEDIA_TYPE,
+  type TrafficCapture,
+  type TrafficCaptureListing,
+} from "../protocol/traffic";
 import { replyJson } from "./reply";
 
 /**
@@ -65,10 +70,16 @@ export async function serveListing(dir: string, res: ServerResponse): Promise<vo
  * Streams one capture with its length, as it is when opened (tcpdump may still be appending);
  * or says why not (the caller answers).
  */
-export async function serveCapture(dir: string, name: string, res: ServerResponse): Promise<{ status: number; error: string; reason: string } | undefined> {
-  if (!parseCaptureName(name)) return { status: 400, error: "not a capture file name", reason: "not a capture file name" };
+export async function serveCapture(
+  dir: string,
+  name: string,
+  res: ServerResponse,
+): Promise<{ status: number; error: string; reason: string } | undefined> {
+  if (!parseCaptureName(name))
+    return { status: 400, error: "not a capture file name", reason: "not a capture file name" };
   const opened = await openCapture(dir, name);
-  if (!opened) return { status: 404, error: "no such capture", reason: "no regular file of that name in the captures folder" };
+  if (!opened)
+    return { status: 404, error: "no such capture", reason: "no regular file of that name in the captures folder" };
   const { handle, info } = opened;
   res.writeHead(200, {
     "Content-Type": PCAP_MEDIA_TYPE,

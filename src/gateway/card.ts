@@ -9,7 +9,12 @@ import type { Logger } from "./log";
 
 const CARD_TIMEOUT_MS = 3_000;
 
-async function siteCard(name: string, site: GatewayConfig["sites"][string], agent: http.Agent, log: Logger): Promise<AgentEnvCard | undefined> {
+async function siteCard(
+  name: string,
+  site: GatewayConfig["sites"][string],
+  agent: http.Agent,
+  log: Logger,
+): Promise<AgentEnvCard | undefined> {
   const url = new URL(site.server.pathname.replace(/\/+$/, "") + CARD_PATH, site.server);
   try {
     const fetched = await getSmall(url, { timeoutMs: CARD_TIMEOUT_MS, agent, headers: { accept: "application/json" } });
@@ -34,7 +39,8 @@ export async function gatewayCard(config: GatewayConfig, agent: http.Agent, log:
   });
   return {
     name: "multienv-gateway",
-    description: "The multi env's gateway: the websites' servers under /svc/<site>, synthetic sites' pages under /website/<site>/.",
+    description:
+      "The multi env's gateway: the websites' servers under /svc/<site>, synthetic sites' pages under /website/<site>/.",
     version: "1",
     extensions: config.capturesDir === undefined ? [] : [trafficExtension()],
     sites,

@@ -28,8 +28,12 @@ type Computer = GatewayConfig["computers"][string];
 
 /** The public base of a computer's CDP route as the client reached it, e.g. `127.0.0.1:8080/computers/agent/cdp`. */
 function cdpBase(req: IncomingMessage, computer: string): { scheme: "ws" | "wss"; base: string } {
-  const host = String(req.headers["x-forwarded-host"] ?? req.headers.host ?? "localhost").split(",")[0].trim();
-  const proto = String(req.headers["x-forwarded-proto"] ?? "http").split(",")[0].trim();
+  const host = String(req.headers["x-forwarded-host"] ?? req.headers.host ?? "localhost")
+    .split(",")[0]
+    .trim();
+  const proto = String(req.headers["x-forwarded-proto"] ?? "http")
+    .split(",")[0]
+    .trim();
   return { scheme: proto === "https" ? "wss" : "ws", base: `${host}/computers/${encodeURIComponent(computer)}/cdp` };
 }
 
@@ -72,18 +76,32 @@ export class Computers {
     return { url: computer.cdp, label: { computer: name }, host: CHROME_HOST, authorization: this.authorization(name) };
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse, name: string, op: ComputerOp, rest: string, refuse: Refuse): Promise<void> {
+  async handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    name: string,
+    op: ComputerOp,
+    rest: string,
+    refuse: Refuse,
+  ): Promise<void> {
     const computer = this.find(name);
     if (!computer) return refuse(404, { error: "unknown computer", computer: name });
     if (op === "end-connections") {
-      if (!computer.endConnections) return refuse(404, { error: "this computer's site proxy cannot end its connections", computer: name });
+      if (!computer.endConnections)
+        return refuse(404, { error: "this computer's site proxy cannot end its connections", computer: name });
       if (req.method !== "POST") return refuse(405, { error: "method not allowed" }, undefined, { Allow: "POST" });
       // `rest` is the query alone (`?episode=<n>`), passed on as the client wrote it.
-      return this.forwarder.forward(req, res, { url: computer.endConnections, label: { computer: name }, authorization: this.authorization(name) }, rest);
+      return this.forwarder.forward(
+        req,
+        res,
+        { url: computer.endConnections, label: { computer: name }, authorization: this.authorization(name) },
+        rest,
+      );
     }
     if (op === "proxy-log") {
       if (!computer.proxyLog) return refuse(404, { error: "no proxy log configured", computer: name });
-      if (req.method !== "GET" && req.method !== "HEAD") return refuse(405, { error: "method not allowed" }, undefined, { Allow: "GET, HEAD" });
+      if (req.method !== "GET" && req.method !== "HEAD")
+        return refuse(405, { error: "method not allowed" }, undefined, { Allow: "GET, HEAD" });
       const upstream = { url: computer.proxyLog, label: { computer: name }, authorization: this.authorization(name) };
       return this.forwarder.forward(req, res, upstream, computer.proxyLog.search);
     }
@@ -92,7 +110,11 @@ export class Computers {
       const url = new URL(computer.cdp.pathname.replace(/\/+$/, "") + rest, computer.cdp);
       let fetched;
       try {
-        fetched = await getSmall(url, { timeoutMs: 10_000, agent: this.agent, headers: { host: CHROME_HOST, accept: "application/json", authorization: this.authorization(name) } });
+        fetched = await getSmall(url, {
+          timeoutMs: 10_000,
+          agent: this.agent,
+          headers: { host: CHROME_HOST, accept: "application/json", authorization: this.authorization(name) },
+        });
       } catch (error) {
         return replyJson(res, 502, { error: "upstream failed", computer: name, detail: (error as Error).message });
       }
@@ -100,7 +122,11 @@ export class Computers {
       try {
         json = JSON.parse(fetched.body.toString("utf8"));
       } catch {
-        return replyJson(res, 502, { error: "DevTools answered with something other than JSON", computer: name, status: fetched.status });
+        return replyJson(res, 502, {
+          error: "DevTools answered with something other than JSON",
+          computer: name,
+          status: fetched.status,
+        });
       }
       const { scheme, base } = cdpBase(req, name);
       return replyJson(res, fetched.status, rewriteDevtoolsJson(json, scheme, base));
@@ -108,7 +134,15 @@ export class Computers {
     this.forwarder.forward(req, res, this.cdpUpstream(name, computer), rest);
   }
 
-  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, name: string, op: ComputerOp, rest: string, refuse: Refuse): void {
+  upgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    name: string,
+    op: ComputerOp,
+    rest: string,
+    refuse: Refuse,
+  ): void {
     const computer = this.find(name);
     if (!computer || op !== "cdp") return refuse(404, { error: "unknown computer", computer: name });
     this.forwarder.upgrade(req, socket, head, this.cdpUpstream(name, computer), rest);

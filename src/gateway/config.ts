@@ -6,7 +6,12 @@ import { ENV_VARS } from "../protocol/env";
 import { gatewayConfigSchema, type GatewayConfig } from "../protocol/gateway-config";
 import { parseServiceConfig, ServiceConfigError } from "../protocol/service-config";
 
-export { gatewayConfigSchema, type GatewayConfig, type GatewayConfigInput, type SiteUpstreams } from "../protocol/gateway-config";
+export {
+  gatewayConfigSchema,
+  type GatewayConfig,
+  type GatewayConfigInput,
+  type SiteUpstreams,
+} from "../protocol/gateway-config";
 
 export const CONFIG_ENV = ENV_VARS.gatewayConfig;
 export const TOKEN_ENV = ENV_VARS.controlToken;
@@ -16,10 +21,13 @@ export function parseGatewayConfig(text: string | undefined): GatewayConfig {
   return parseServiceConfig(CONFIG_ENV, text, gatewayConfigSchema, "the gateway's JSON config");
 }
 
-/** The control token from the environment; throws ServiceConfigError when it is missing or could be guessed or mangled. */
+/**
+ * The control token from the environment; throws ServiceConfigError when it is missing or could be guessed or mangled.
+ */
 export function readControlToken(env: NodeJS.ProcessEnv): string {
   const token = env[TOKEN_ENV];
   const problem = tokenProblem(token);
-  if (problem !== undefined) throw new ServiceConfigError(`${TOKEN_ENV}: ${problem}; set it to the deploy's control token`);
+  if (problem !== undefined)
+    throw new ServiceConfigError(`${TOKEN_ENV}: ${problem}; set it to the deploy's control token`);
   return token!;
 }

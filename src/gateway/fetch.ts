@@ -10,7 +10,10 @@ export interface Fetched {
 
 const MAX_BODY = 4 * 1024 * 1024;
 
-export function getSmall(url: URL, options: { timeoutMs: number; headers?: Record<string, string>; agent?: http.Agent }): Promise<Fetched> {
+export function getSmall(
+  url: URL,
+  options: { timeoutMs: number; headers?: Record<string, string>; agent?: http.Agent },
+): Promise<Fetched> {
   return new Promise((resolve, reject) => {
     const req = http.get(url, { headers: options.headers, agent: options.agent }, (res) => {
       const chunks: Buffer[] = [];
@@ -26,7 +29,10 @@ export function getSmall(url: URL, options: { timeoutMs: number; headers?: Recor
       });
       res.on("error", reject);
     });
-    const timer = setTimeout(() => req.destroy(new Error(`no answer within ${options.timeoutMs} ms`)), options.timeoutMs);
+    const timer = setTimeout(
+      () => req.destroy(new Error(`no answer within ${options.timeoutMs} ms`)),
+      options.timeoutMs,
+    );
     req.on("error", (error) => {
       clearTimeout(timer);
       reject(error);

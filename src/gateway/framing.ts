@@ -25,11 +25,16 @@ const HOST_VALUE = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::\d*
 
 function values(raw: string[], lower: string): string[] {
   const out: string[] = [];
-  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === lower.length && raw[i].toLowerCase() === lower) out.push(raw[i + 1]);
+  for (let i = 0; i < raw.length; i += 2)
+    if (raw[i].length === lower.length && raw[i].toLowerCase() === lower) out.push(raw[i + 1]);
   return out;
 }
 
-const refusal = (status: number, reason: string): Refusal => ({ status, error: status === 501 ? "not implemented" : "bad request", reason });
+const refusal = (status: number, reason: string): Refusal => ({
+  status,
+  error: status === 501 ? "not implemented" : "bad request",
+  reason,
+});
 
 /** The body of a request as llhttp framed it (it has already refused every ambiguous form). */
 export function requestBody(req: IncomingMessage): BodyFraming {
@@ -50,10 +55,15 @@ export function requestRefusal(req: IncomingMessage, upgrade: boolean): Refusal 
   if (codings.length > 0) {
     // RFC 9112 section 6.1: Transfer-Encoding in HTTP/1.0 means the framing is faulty.
     if (req.httpVersion !== "1.1") return refusal(400, `Transfer-Encoding in an HTTP/${req.httpVersion} request`);
-    const list = codings.join(",").toLowerCase().split(",").map((coding) => coding.trim());
+    const list = codings
+      .join(",")
+      .toLowerCase()
+      .split(",")
+      .map((coding) => coding.trim());
     // RFC 9112 section 6.3: the body's length cannot be known.
     if (list.at(-1) !== "chunked") return refusal(400, "a last transfer coding other than chunked");
-    // RFC 9112 section 6.1: a coding the gateway does not apply (it would be dropped, and the site read coded bytes as the body).
+    // RFC 9112 section 6.1: a coding the gateway does not apply (it would be dropped, and the site read coded bytes as
+    // the body).
     if (list.length > 1) return refusal(501, "a transfer coding other than chunked");
   }
   // An upgraded connection is a byte pipe from its first byte after the head: a body would go
@@ -73,7 +83,8 @@ export function responseFramingProblem(raw: string[]): string | undefined {
   if (lengths.length === 1 && !/^\d{1,15}$/.test(lengths[0])) return "malformed Content-Length";
   if (codings.length > 0 && lengths.length > 0) return "both Transfer-Encoding and Content-Length";
   // Anything but plain chunked would reach the client decoded of its chunks yet still coded, without saying so.
-  if (codings.length > 0 && codings.join(",").trim().toLowerCase() !== "chunked") return "a transfer coding other than chunked";
+  if (codings.length > 0 && codings.join(",").trim().toLowerCase() !== "chunked")
+    return "a transfer coding other than chunked";
   return undefined;
 }
 

@@ -77,7 +77,10 @@ interface CaptureState {
 }
 
 /** The newest file of each expected capture (undefined when there is none). */
-async function snapshot(dir: string, expected: Array<{ site: string; role: CaptureRole }>): Promise<Array<CaptureState | undefined>> {
+async function snapshot(
+  dir: string,
+  expected: Array<{ site: string; role: CaptureRole }>,
+): Promise<Array<CaptureState | undefined>> {
   const all = await listCaptures(dir).catch(() => []); // oldest first
   return expected.map(({ site, role }) => {
     const newest = all.filter((capture) => capture.site === site && capture.role === role).at(-1);
@@ -91,7 +94,13 @@ export class HealthCheck {
     private readonly agent: http.Agent,
   ) {}
 
-  private async captureProblem(dir: string, state: CaptureState | undefined, before: CaptureState | undefined, site: string, role: CaptureRole): Promise<string | undefined> {
+  private async captureProblem(
+    dir: string,
+    state: CaptureState | undefined,
+    before: CaptureState | undefined,
+    site: string,
+    role: CaptureRole,
+  ): Promise<string | undefined> {
     if (!state) return `no ${site}-${role}.pcap<N> file in the captures folder`;
     if (state.bytes < PCAP_HEADER_BYTES) return `${state.name} has no pcap header yet`;
     const magic = await readMagic(dir, state.name).catch(() => undefined);
@@ -105,7 +114,15 @@ export class HealthCheck {
     const missing: Missing[] = [];
     const sites = Object.entries(this.config.sites);
     const dir = this.config.capturesDir;
-    const expected = dir === undefined ? [] : sites.flatMap(([site, upstreams]) => (upstreams.frontend ? ["server", "frontend"] : ["server"]).map((role) => ({ site, role: role as CaptureRole })));
+    const expected =
+      dir === undefined
+        ? []
+        : sites.flatMap(([site, upstreams]) =>
+            (upstreams.frontend ? ["server", "frontend"] : ["server"]).map((role) => ({
+              site,
+              role: role as CaptureRole,
+            })),
+          );
     const before = dir === undefined ? [] : await snapshot(dir, expected);
     await Promise.all(
       sites.map(async ([name, site]) => {
@@ -120,7 +137,9 @@ export class HealthCheck {
       let problems: Array<string | undefined>;
       for (;;) {
         const now = await snapshot(dir, expected);
-        problems = await Promise.all(expected.map(({ site, role }, i) => this.captureProblem(dir, now[i], before[i], site, role)));
+        problems = await Promise.all(
+          expected.map(({ site, role }, i) => this.captureProblem(dir, now[i], before[i], site, role)),
+        );
         if (problems.every((p) => p === undefined) || Date.now() >= deadline) break;
         await new Promise((resolve) => setTimeout(resolve, 100));
       }

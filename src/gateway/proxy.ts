@@ -16,7 +16,14 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import { Readable, type Duplex } from "node:stream";
 import type { Dispatcher } from "undici";
-import { mayRetry, requestBody, responseContentLength, responseFramingProblem, responseHasBody, type BodyFraming } from "./framing";
+import {
+  mayRetry,
+  requestBody,
+  responseContentLength,
+  responseFramingProblem,
+  responseHasBody,
+  type BodyFraming,
+} from "./framing";
 import { clientResponseHeaders, responseHead, upstreamRequestHeaders } from "./headers";
 import type { Logger } from "./log";
 import { replyJson, replyJsonOnSocket } from "./reply";
@@ -61,7 +68,8 @@ function refusedByParser(error: Error): string | undefined {
     return "Content-Length that does not frame the answer (repeated, malformed, beside Transfer-Encoding, or not what was sent)";
   }
   if (code.startsWith("HPE_") || code === "UND_ERR_HEADERS_OVERFLOW") return error.message;
-  if (code === "UND_ERR_SOCKET" && /bad (response|upgrade)/.test(error.message)) return `${error.message} (an answer nothing asked for)`;
+  if (code === "UND_ERR_SOCKET" && /bad (response|upgrade)/.test(error.message))
+    return `${error.message} (an answer nothing asked for)`;
   if (error.name === "AssertionError") return `unparseable answer (${error.message.split("\n")[0]})`;
   return undefined;
 }
@@ -69,7 +77,9 @@ function refusedByParser(error: Error): string | undefined {
 /** What a request on a kept-alive connection that the upstream already closed fails with. */
 function isStaleConnection(error: Error): boolean {
   const code = (error as NodeJS.ErrnoException).code;
-  return code === "ECONNRESET" || code === "EPIPE" || (code === "UND_ERR_SOCKET" && error.message === "other side closed");
+  return (
+    code === "ECONNRESET" || code === "EPIPE" || (code === "UND_ERR_SOCKET" && error.message === "other side closed")
+  );
 }
 
 function upstreamPath(upstream: Upstream, rest: string): string {
@@ -82,8 +92,16 @@ function describe(error: Error): { error: string; detail: string; refused: boole
   const refused = refusedByParser(error);
   if (refused !== undefined) return { error: FAILED_REASON, detail: `answer refused: ${refused}`, refused: true };
   const code = (error as NodeJS.ErrnoException).code;
-  if (code === "UND_ERR_CONNECT_TIMEOUT") return { error: CONNECT_TIMEOUT_REASON, detail: error.message, refused: false };
-  const reason = code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "EHOSTUNREACH" || code === "ENETUNREACH" ? "upstream connect failed" : FAILED_REASON;
+  if (code === "UND_ERR_CONNECT_TIMEOUT")
+    return { error: CONNECT_TIMEOUT_REASON, detail: error.message, refused: false };
+  const reason =
+    code === "ECONNREFUSED" ||
+    code === "ENOTFOUND" ||
+    code === "EAI_AGAIN" ||
+    code === "EHOSTUNREACH" ||
+    code === "ENETUNREACH"
+      ? "upstream connect failed"
+      : FAILED_REASON;
   return { error: reason, detail: error.message, refused: false };
 }
 
@@ -166,7 +184,10 @@ class Exchange implements Dispatcher.DispatchHandlers {
 
   onConnect(abort: (error?: Error) => void): void {
     this.abort = abort;
-    this.idle = setTimeout(() => abort(new UpstreamError(IDLE_REASON, `no bytes for ${this.idleTimeoutMs} ms`)), this.idleTimeoutMs);
+    this.idle = setTimeout(
+      () => abort(new UpstreamError(IDLE_REASON, `no bytes for ${this.idleTimeoutMs} ms`)),
+      this.idleTimeoutMs,
+    );
   }
 
   onBodySent(): void {
@@ -187,7 +208,8 @@ class Exchange implements Dispatcher.DispatchHandlers {
     const hasBody = responseHasBody(this.method, status);
     // The client's framing is the gateway's own: the answer's length when it had one, else node chunks it.
     // HEAD and 304 keep theirs: it describes the representation, and no body follows.
-    if (length !== undefined && (hasBody || this.method === "HEAD" || status === 304)) headers.push("Content-Length", length);
+    if (length !== undefined && (hasBody || this.method === "HEAD" || status === 304))
+      headers.push("Content-Length", length);
     this.pending = { status, statusText, headers };
     this.resume = resume;
     if (!hasBody && this.method !== "HEAD") {
@@ -196,7 +218,8 @@ class Exchange implements Dispatcher.DispatchHandlers {
       if (!this.writeHead()) return false;
       this.answered = true;
       this.res.end();
-      if (length !== undefined) this.abort?.(new UpstreamError(FAILED_REASON, "a bodiless answer with a Content-Length"));
+      if (length !== undefined)
+        this.abort?.(new UpstreamError(FAILED_REASON, "a bodiless answer with a Content-Length"));
       return true;
     }
     // Sent with the first body bytes, or on its own if they are not here by the loop's next turn, so
@@ -251,7 +274,14 @@ class Exchange implements Dispatcher.DispatchHandlers {
     clearTimeout(this.idle);
     if (this.answered) return;
     const { req, res, upstream } = this;
-    if (!this.headWritten && this.attempt === 1 && this.body.kind === "none" && mayRetry(this.method) && isStaleConnection(error) && !res.destroyed) {
+    if (
+      !this.headWritten &&
+      this.attempt === 1 &&
+      this.body.kind === "none" &&
+      mayRetry(this.method) &&
+      isStaleConnection(error) &&
+      !res.destroyed
+    ) {
       // A kept-alive connection the upstream closed just as the request went: once more on a new one.
       this.forwarder.dispatch(req, res, upstream, this.path, this.body, this.attempt + 1);
       return;
@@ -259,9 +289,16 @@ class Exchange implements Dispatcher.DispatchHandlers {
     const { error: reason, detail, refused } = describe(error);
     const fields = { ...upstream.label, method: this.method, path: this.path };
     if (this.headWritten) {
-      if (reason === IDLE_REASON) this.forwarder.log("upstream-idle-timeout", { ...fields, bytesSent: this.bytesSent, idleTimeoutMs: this.idleTimeoutMs });
-      else if (refused) this.forwarder.log("upstream-refused", { ...fields, bytesSent: this.bytesSent, reason: detail });
-      else if (!res.destroyed) this.forwarder.log("upstream-error", { ...fields, bytesSent: this.bytesSent, error: error.message });
+      if (reason === IDLE_REASON)
+        this.forwarder.log("upstream-idle-timeout", {
+          ...fields,
+          bytesSent: this.bytesSent,
+          idleTimeoutMs: this.idleTimeoutMs,
+        });
+      else if (refused)
+        this.forwarder.log("upstream-refused", { ...fields, bytesSent: this.bytesSent, reason: detail });
+      else if (!res.destroyed)
+        this.forwarder.log("upstream-error", { ...fields, bytesSent: this.bytesSent, error: error.message });
       res.destroy();
       return;
     }
@@ -298,7 +335,10 @@ export class Forwarder {
     upstreamReq.once("socket", (socket) => {
       if (!socket.connecting) return;
       const timer = setTimeout(
-        () => upstreamReq.destroy(new UpstreamError(CONNECT_TIMEOUT_REASON, `no connection after ${this.options.connectTimeoutMs} ms`)),
+        () =>
+          upstreamReq.destroy(
+            new UpstreamError(CONNECT_TIMEOUT_REASON, `no connection after ${this.options.connectTimeoutMs} ms`),
+          ),
         this.options.connectTimeoutMs,
       );
       socket.once("connect", () => clearTimeout(timer));
@@ -316,16 +356,34 @@ export class Forwarder {
   }
 
   /** @internal one attempt of `forward`. */
-  dispatch(req: IncomingMessage, res: ServerResponse, upstream: Upstream, path: string, body: BodyFraming, attempt: number): void {
+  dispatch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    upstream: Upstream,
+    path: string,
+    body: BodyFraming,
+    attempt: number,
+  ): void {
     const method = req.method ?? "GET";
-    const headers = upstreamRequestHeaders(req, { upgrade: false, controlToken: this.options.controlToken, host: upstream.host, authorization: upstream.authorization });
-    // The body is framed again: its length as llhttp read it; else undici chunks it (or, when all of it is in already, sends its length).
+    const headers = upstreamRequestHeaders(req, {
+      upgrade: false,
+      controlToken: this.options.controlToken,
+      host: upstream.host,
+      authorization: upstream.authorization,
+    });
+    // The body is framed again: its length as llhttp read it; else undici chunks it (or, when all of it is in already,
+    // sends its length).
     if (body.kind === "length") headers.push("Content-Length", String(body.length));
     const exchange = new Exchange(this, req, res, upstream, method, path, body, attempt, this.options.idleTimeoutMs);
     res.once("close", () => res.writableFinished || exchange.cancel());
     if (body.kind === "none") req.resume();
     this.pool(upstream.url).dispatch(
-      { method: method as Dispatcher.HttpMethod, path, headers, body: body.kind === "none" ? null : new RequestBody(req) },
+      {
+        method: method as Dispatcher.HttpMethod,
+        path,
+        headers,
+        body: body.kind === "none" ? null : new RequestBody(req),
+      },
       exchange,
     );
   }
@@ -338,7 +396,12 @@ export class Forwarder {
       port: upstream.url.port || 80,
       method: req.method,
       path,
-      headers: upstreamRequestHeaders(req, { upgrade: true, controlToken: this.options.controlToken, host: upstream.host, authorization: upstream.authorization }) as unknown as http.OutgoingHttpHeaders,
+      headers: upstreamRequestHeaders(req, {
+        upgrade: true,
+        controlToken: this.options.controlToken,
+        host: upstream.host,
+        authorization: upstream.authorization,
+      }) as unknown as http.OutgoingHttpHeaders,
       setHost: false,
       agent: false,
     });
@@ -350,7 +413,14 @@ export class Forwarder {
 
     upstreamReq.on("upgrade", (upstreamRes, upstreamSocket, upstreamHead) => {
       socket.off("close", onClientGone);
-      socket.write(responseHead(101, upstreamRes.statusMessage ?? "Switching Protocols", clientResponseHeaders(upstreamRes.rawHeaders, true)), "latin1");
+      socket.write(
+        responseHead(
+          101,
+          upstreamRes.statusMessage ?? "Switching Protocols",
+          clientResponseHeaders(upstreamRes.rawHeaders, true),
+        ),
+        "latin1",
+      );
       if (upstreamHead.length > 0) socket.write(upstreamHead);
       if (head.length > 0) upstreamSocket.write(head);
       upstreamSocket.setNoDelay(true);
@@ -370,13 +440,27 @@ export class Forwarder {
         upstreamReq.destroy(new UpstreamError(FAILED_REASON, `answer refused: ${problem}`, true));
         return;
       }
-      socket.write(responseHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage ?? "", [...clientResponseHeaders(upstreamRes.rawHeaders), "Connection", "close"]), "latin1");
+      socket.write(
+        responseHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage ?? "", [
+          ...clientResponseHeaders(upstreamRes.rawHeaders),
+          "Connection",
+          "close",
+        ]),
+        "latin1",
+      );
       upstreamRes.pipe(socket);
     });
 
     upstreamReq.on("error", (error) => {
       const { error: reason, detail, refused } = describe(error);
-      this.options.log(refused ? "upstream-refused" : "upstream-failed", { ...upstream.label, method: req.method, path, upgrade: true, error: reason, detail });
+      this.options.log(refused ? "upstream-refused" : "upstream-failed", {
+        ...upstream.label,
+        method: req.method,
+        path,
+        upgrade: true,
+        error: reason,
+        detail,
+      });
       replyJsonOnSocket(socket, 502, { error: reason, ...upstream.label, detail });
     });
     upstreamReq.end();

@@ -2,7 +2,12 @@
 // decoded or normalised form), so the rest of the path reaches the upstream byte for byte.
 
 export type Route =
-  | { kind: "site"; via: "svc" | "website"; site: string; /** path and query for the upstream, starting with `/` */ rest: string }
+  | {
+      kind: "site";
+      via: "svc" | "website";
+      site: string;
+      /** path and query for the upstream, starting with `/` */ rest: string;
+    }
   | { kind: "computer"; computer: string; op: ComputerOp; rest: string }
   | { kind: "card" }
   | { kind: "healthz" }
@@ -45,7 +50,8 @@ export function route(target: string): Route {
     if (!after.startsWith("/")) return { kind: "bad", error: "escaped slash in the route prefix" };
     const { segment, rest } = splitSegment(target, site[0].length + 1);
     const name = decodeName(segment);
-    if (name === undefined) return { kind: "bad", error: "escaped slash or bad escape in the site name of the route prefix" };
+    if (name === undefined)
+      return { kind: "bad", error: "escaped slash or bad escape in the site name of the route prefix" };
     return { kind: "site", via, site: name, rest };
   }
   const query = target.indexOf("?");
@@ -66,8 +72,10 @@ export function route(target: string): Route {
       const cdpRest = rest.slice("/cdp".length);
       return { kind: "computer", computer, op: "cdp", rest: cdpRest.startsWith("/") ? cdpRest : `/${cdpRest}` };
     }
-    if (rest === "/proxy-log" || rest.startsWith("/proxy-log?")) return { kind: "computer", computer, op: "proxy-log", rest: "/" };
-    if (rest === "/connections/end" || rest.startsWith("/connections/end?")) return { kind: "computer", computer, op: "end-connections", rest: rest.slice("/connections/end".length) };
+    if (rest === "/proxy-log" || rest.startsWith("/proxy-log?"))
+      return { kind: "computer", computer, op: "proxy-log", rest: "/" };
+    if (rest === "/connections/end" || rest.startsWith("/connections/end?"))
+      return { kind: "computer", computer, op: "end-connections", rest: rest.slice("/connections/end".length) };
   }
   return { kind: "not-found" };
 }

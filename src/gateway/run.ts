@@ -46,10 +46,21 @@ type WorkerMessage = { event: "listening"; bound: Binding[] };
 
 function announce(config: GatewayConfig, bound: Binding[]): void {
   const published = bound.find((b) => b.listener === "published")!;
-  logJsonLine("listening", { host: config.listen.host, port: published.port, workers: config.workers, listeners: bound });
+  logJsonLine("listening", {
+    host: config.listen.host,
+    port: published.port,
+    workers: config.workers,
+    listeners: bound,
+  });
 }
 
-function serveInProcess(config: GatewayConfig, token: string, wanted: Binding[], dispatcherFor: DispatcherFor | undefined, onListening: (bound: Binding[]) => void): void {
+function serveInProcess(
+  config: GatewayConfig,
+  token: string,
+  wanted: Binding[],
+  dispatcherFor: DispatcherFor | undefined,
+  onListening: (bound: Binding[]) => void,
+): void {
   start(config, token, { bindings: wanted, dispatcherFor })
     .then((running) => {
       onListening(running.bound);
@@ -57,7 +68,9 @@ function serveInProcess(config: GatewayConfig, token: string, wanted: Binding[],
       process.once("SIGTERM", stop);
       process.once("SIGINT", stop);
     })
-    .catch((error: Error) => exitWith(`cannot listen on ${wanted.map((b) => `${b.address}:${b.port}`).join(", ")}: ${error.message}`, 1));
+    .catch((error: Error) =>
+      exitWith(`cannot listen on ${wanted.map((b) => `${b.address}:${b.port}`).join(", ")}: ${error.message}`, 1),
+    );
 }
 
 function runPrimary(config: GatewayConfig, wanted: Binding[]): void {
@@ -110,7 +123,11 @@ export async function runGateway(options: { dispatcherFor?: DispatcherFor } = {}
   });
   const { config, token } = load();
   const wanted = await bindings(config);
-  if (config.workers === 1) serveInProcess(config, token, wanted, options.dispatcherFor, (bound) => announce(config, bound));
+  if (config.workers === 1)
+    serveInProcess(config, token, wanted, options.dispatcherFor, (bound) => announce(config, bound));
   else if (cluster.isPrimary) runPrimary(config, wanted);
-  else serveInProcess(config, token, wanted, options.dispatcherFor, (bound) => process.send?.({ event: "listening", bound } satisfies WorkerMessage));
+  else
+    serveInProcess(config, token, wanted, options.dispatcherFor, (bound) =>
+      process.send?.({ event: "listening", bound } satisfies WorkerMessage),
+    );
 }

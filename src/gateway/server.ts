@@ -30,7 +30,12 @@ export interface RunningGateway {
 type SiteRoute = Extract<Route, { kind: "site" }>;
 
 /** Answers the request in hand with the gateway's own error, and logs why. */
-export type Refuse = (status: number, body: Record<string, unknown>, reason?: string, headers?: Record<string, string>) => void;
+export type Refuse = (
+  status: number,
+  body: Record<string, unknown>,
+  reason?: string,
+  headers?: Record<string, string>,
+) => void;
 
 const UNAUTHORIZED = { error: "control token required", detail: "send Authorization: Bearer <control token>" };
 const CHALLENGE = { "WWW-Authenticate": WWW_AUTHENTICATE_CHALLENGE };
@@ -39,7 +44,9 @@ const BROWSE_ONLY = "the browse listener serves /website/<site>/ only";
 const LOGGED_TARGET_CHARS = 512;
 
 function clip(target: string | undefined): string | undefined {
-  return target !== undefined && target.length > LOGGED_TARGET_CHARS ? `${target.slice(0, LOGGED_TARGET_CHARS)}...` : target;
+  return target !== undefined && target.length > LOGGED_TARGET_CHARS
+    ? `${target.slice(0, LOGGED_TARGET_CHARS)}...`
+    : target;
 }
 
 /** Method and target of the request line at the start of a refused packet, as far as they can be read. */
@@ -72,7 +79,13 @@ export class Gateway {
     options: GatewayOptions = {},
   ) {
     this.log = options.log ?? logJsonLine;
-    this.forwarder = new Forwarder({ controlToken, connectTimeoutMs: config.connectTimeoutMs, idleTimeoutMs: config.idleTimeoutMs, log: this.log, dispatcherFor: options.dispatcherFor });
+    this.forwarder = new Forwarder({
+      controlToken,
+      connectTimeoutMs: config.connectTimeoutMs,
+      idleTimeoutMs: config.idleTimeoutMs,
+      log: this.log,
+      dispatcherFor: options.dispatcherFor,
+    });
     this.health = new HealthCheck(config, this.ownAgent);
     this.computers = new Computers(config.computers, controlToken, this.forwarder, this.ownAgent);
   }
@@ -82,7 +95,14 @@ export class Gateway {
   }
 
   private refusal(listener: Listener, req: IncomingMessage, status: number, reason: string): void {
-    this.log("request-refused", { listener, status, method: req.method, target: clip(req.url), reason, remote: req.socket.remoteAddress });
+    this.log("request-refused", {
+      listener,
+      status,
+      method: req.method,
+      target: clip(req.url),
+      reason,
+      remote: req.socket.remoteAddress,
+    });
   }
 
   private refuser(listener: Listener, req: IncomingMessage, res: ServerResponse): Refuse {
@@ -105,7 +125,10 @@ export class Gateway {
     if (!site) return { status: 404, body: { error: "unknown site", site: target.site } };
     if (target.via === "svc") return { url: site.server, label: { site: target.site } };
     if (!site.frontend) {
-      return { status: 404, body: { error: site.live ? "a live site has no /website/ route" : "site has no frontend", site: target.site } };
+      return {
+        status: 404,
+        body: { error: site.live ? "a live site has no /website/ route" : "site has no frontend", site: target.site },
+      };
     }
     return { url: site.frontend, label: { site: target.site } };
   }
@@ -128,7 +151,9 @@ export class Gateway {
     if (refused) {
       // The connection's framing is not to be trusted after this: it is closed once answered.
       this.distrusted.add(req.socket);
-      return refuse(refused.status, { error: refused.error, detail: refused.reason }, refused.reason, { Connection: "close" });
+      return refuse(refused.status, { error: refused.error, detail: refused.reason }, refused.reason, {
+        Connection: "close",
+      });
     }
     const target = route(req.url ?? "");
     if (listener === "browse" && !(target.kind === "site" && target.via === "website")) {
@@ -199,7 +224,9 @@ export class Gateway {
   }
 
   /** What node's parser refused (bad framing, a head too slow or too large): a bare answer, and a log line. */
-  onClientError(listener: Listener): (error: Error & { code?: string; reason?: string; rawPacket?: Buffer }, socket: Duplex) => void {
+  onClientError(
+    listener: Listener,
+  ): (error: Error & { code?: string; reason?: string; rawPacket?: Buffer }, socket: Duplex) => void {
     return (error, socket) => {
       const code = error.code ?? "";
       const timedOut = code === "ERR_HTTP_REQUEST_TIMEOUT";
@@ -208,11 +235,20 @@ export class Gateway {
         return;
       }
       const status = timedOut ? 408 : code === "HPE_HEADER_OVERFLOW" ? 431 : 400;
-      const reason = timedOut ? `request head not received within ${this.config.headersTimeoutMs} ms` : `${code}: ${error.reason ?? error.message}`;
-      this.log("request-refused", { listener, status, ...requestLine(error.rawPacket), reason, remote: (socket as Socket).remoteAddress });
+      const reason = timedOut
+        ? `request head not received within ${this.config.headersTimeoutMs} ms`
+        : `${code}: ${error.reason ?? error.message}`;
+      this.log("request-refused", {
+        listener,
+        status,
+        ...requestLine(error.rawPacket),
+        reason,
+        remote: (socket as Socket).remoteAddress,
+      });
       // An answer already under way on this connection cannot be followed by another: just close it.
       const inFlight = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
-      if (socket.writable && !inFlight?.headersSent) socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      if (socket.writable && !inFlight?.headersSent)
+        socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
       else socket.destroy();
     };
   }
@@ -232,14 +268,22 @@ function notAllowed(refuse: Refuse): void {
 }
 
 export interface StartOptions extends GatewayOptions {
-  /** Sockets to listen on, names already resolved (bind.ts); by default `listen.host` as given, and no browse listener. */
+  /**
+   * Sockets to listen on, names already resolved (bind.ts); by default `listen.host` as given, and no browse listener.
+   */
   bindings?: Binding[];
 }
 
 /** Starts serving `config` in this process; resolves once every listener is listening. */
-export async function start(config: GatewayConfig, controlToken: string, options: StartOptions = {}): Promise<RunningGateway> {
+export async function start(
+  config: GatewayConfig,
+  controlToken: string,
+  options: StartOptions = {},
+): Promise<RunningGateway> {
   const gateway = new Gateway(config, controlToken, options);
-  const bindings = options.bindings ?? [{ listener: "published", host: config.listen.host, address: config.listen.host, port: config.listen.port }];
+  const bindings = options.bindings ?? [
+    { listener: "published", host: config.listen.host, address: config.listen.host, port: config.listen.port },
+  ];
   const servers: http.Server[] = [];
   const close = () =>
     Promise.all(

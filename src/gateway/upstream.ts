@@ -55,7 +55,8 @@ class HeadCheck {
     while (this.inHead && at < chunk.length) {
       const newline = chunk.indexOf(10, at);
       const end = newline === -1 ? chunk.length : newline;
-      if (this.line.length + end - at > MAX_RESPONSE_HEAD_BYTES) return undefined; // undici refuses an oversized head itself
+      // undici refuses an oversized head itself
+      if (this.line.length + end - at > MAX_RESPONSE_HEAD_BYTES) return undefined;
       this.line += chunk.toString("latin1", at, end);
       if (newline === -1) return undefined;
       at = newline + 1;
@@ -112,7 +113,8 @@ export function upstreamPool(origin: string, connectTimeoutMs: number): Pool {
     // One request at a time per connection: what makes the head check (and the answers) unambiguous.
     pipelining: 1,
     keepAliveTimeout: POOL_IDLE_MS,
-    // The idle timeout is the gateway's own (bytes either way); undici's would cut a long upload waiting for its answer.
+    // The idle timeout is the gateway's own (bytes either way); undici's would cut a long upload waiting for its
+    // answer.
     headersTimeout: 0,
     bodyTimeout: 0,
     maxHeaderSize: MAX_RESPONSE_HEAD_BYTES,

@@ -6,7 +6,12 @@ import type { PlannedCapture, PlannedWebsite, Problem, StackConfig } from "./typ
 /** captureTraffic with no website in the env is refused: there would be nothing to record. */
 export function captureProblems(config: Pick<StackConfig, "captureTraffic" | "websites">): Problem[] {
   if (config.captureTraffic && Object.keys(config.websites).length === 0) {
-    return [problem(["captureTraffic"], "capture records websites' traffic and the env has no website; add a website or set captureTraffic: false")];
+    return [
+      problem(
+        ["captureTraffic"],
+        "capture records websites' traffic and the env has no website; add a website or set captureTraffic: false",
+      ),
+    ];
   }
   return [];
 }
@@ -15,7 +20,10 @@ export function captureProblems(config: Pick<StackConfig, "captureTraffic" | "we
 export function captureSidecars(stack: string, websites: readonly PlannedWebsite[]): PlannedCapture[] {
   const sidecars: PlannedCapture[] = [];
   for (const website of websites) {
-    const containers = [["server", website.server] as const, ...(website.frontend ? [["frontend", website.frontend] as const] : [])];
+    const containers = [
+      ["server", website.server] as const,
+      ...(website.frontend ? [["frontend", website.frontend] as const] : []),
+    ];
     for (const [role, container] of containers) {
       sidecars.push({
         target: container.containerName,

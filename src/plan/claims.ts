@@ -17,7 +17,9 @@ function sortedSites(websites: Record<string, WebsiteConfig>): [string, WebsiteC
 function domainClaims(websites: Record<string, WebsiteConfig>, live: boolean): Claim[] {
   return sortedSites(websites)
     .filter(([, website]) => website.live === live)
-    .flatMap(([site, website]) => website.domains.map((name, index) => ({ site, key: "domains" as const, index, name })));
+    .flatMap(([site, website]) =>
+      website.domains.map((name, index) => ({ site, key: "domains" as const, index, name })),
+    );
 }
 
 /**
@@ -46,7 +48,10 @@ export function claimProblems(websites: Record<string, WebsiteConfig>): Problem[
 }
 
 /** The synthetic name that wins `host` (equal to it or covering it), if any. */
-export function syntheticClaimOf(websites: Record<string, WebsiteConfig>, host: string): { site: string; name: string } | undefined {
+export function syntheticClaimOf(
+  websites: Record<string, WebsiteConfig>,
+  host: string,
+): { site: string; name: string } | undefined {
   for (const [site, website] of sortedSites(websites)) {
     if (website.live) continue;
     const name = website.domains.find((d) => covers(d, host));
@@ -93,7 +98,10 @@ export function liveHosts(websites: Record<string, WebsiteConfig>): LiveHosts {
   return { hosts: [...hosts].sort(), warnings };
 }
 
-/** True when some website of the env claims `host`: a synthetic domain, or a live domain or allowed host (exact or wildcard). */
+/**
+ * True when some website of the env claims `host`: a synthetic domain, or a live domain or allowed host (exact or
+ * wildcard).
+ */
 export function isClaimed(websites: Record<string, WebsiteConfig>, host: string): boolean {
   return Object.values(websites).some((website) =>
     [...website.domains, ...(website.live ? website.allowHosts : [])].some((name) => covers(name, host)),

@@ -116,7 +116,13 @@ export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Re
         },
       ],
       egress: [
-        { description: "the gateway browse listener", protocol: "tcp", fromPort: GATEWAY_BROWSE_PORT, toPort: GATEWAY_BROWSE_PORT, peer: "env" },
+        {
+          description: "the gateway browse listener",
+          protocol: "tcp",
+          fromPort: GATEWAY_BROWSE_PORT,
+          toPort: GATEWAY_BROWSE_PORT,
+          peer: "env",
+        },
         ...(c.reachesPublicHosts ? webEgress("public hosts the computer reaches") : []),
       ],
     };
@@ -140,7 +146,7 @@ export function lifetimeFuseLines(hours: number): string[] {
     "Type=oneshot",
     "ExecStart=/usr/bin/systemctl poweroff",
     "UNIT",
-    'printf \'[Unit]\\nDescription=multienv lifetime fuse\\n[Timer]\\nOnCalendar=%s\\nPersistent=true\\n[Install]\\nWantedBy=timers.target\\n\' "$fuse_at" >/etc/systemd/system/multienv-fuse.timer',
+    "printf '[Unit]\\nDescription=multienv lifetime fuse\\n[Timer]\\nOnCalendar=%s\\nPersistent=true\\n[Install]\\nWantedBy=timers.target\\n' \"$fuse_at\" >/etc/systemd/system/multienv-fuse.timer",
     "systemctl daemon-reload",
     "systemctl enable --now multienv-fuse.timer",
   ];
@@ -215,7 +221,7 @@ export function shipImagesCommand(imageIds: string[], endpoint: SshEndpoint): st
     sshSetup(endpoint),
     `missing=$(${sshRun(shellQuote(probe))})`,
     `if [ -z "$missing" ]; then echo "all ${ids.length} image(s) are there"; exit 0; fi`,
-    'set --',
+    "set --",
     'while IFS= read -r i; do if [ -n "$i" ]; then set -- "$@" "$i"; fi; done <<MULTIENV_MISSING\n$missing\nMULTIENV_MISSING',
     `if ${sshRun("'command -v zstd'")} >/dev/null 2>&1; then pack="zstd -q -T0 -3"; unpack="zstd -q -d"; else pack="gzip -1"; unpack="gzip -d"; fi`,
     "# One save of every missing image: layers they share travel once.",
@@ -246,7 +252,9 @@ export function hostReadinessScript(options: { cloudInit: boolean }): string {
     // root reaches the socket without the group.
     'if [ "$(id -u)" != 0 ] && ! id -nG | tr " " "\n" | grep -qx docker; then',
     '  if id -nG "$(id -un)" | tr " " "\n" | grep -qx docker; then exit 4; fi',
-    '  echo "$(id -un) is not in the docker group, so it cannot reach Docker; add it (usermod -aG docker $(id -un))" >&2; ' + (options.cloudInit ? "tail_log >&2; " : "") + "exit 3",
+    '  echo "$(id -un) is not in the docker group, so it cannot reach Docker; add it (usermod -aG docker $(id -un))" >&2; ' +
+      (options.cloudInit ? "tail_log >&2; " : "") +
+      "exit 3",
     "fi",
     'if ! out=$(docker info --format "{{.ServerVersion}}" 2>&1); then echo "docker does not answer yet: $out" >&2; exit 5; fi',
   ].join("\n");
@@ -256,7 +264,10 @@ export function hostReadinessScript(options: { cloudInit: boolean }): string {
  * Waits on the runner until the host is ready (`hostReadinessScript`), retrying the connection while it boots
  * (10 s apart, about 10 minutes), and stops at once, with what the host says, when it will not get ready.
  */
-export function readinessCommand(endpoint: SshEndpoint, options: { cloudInit: boolean; attempts?: number; pauseSeconds?: number }): string {
+export function readinessCommand(
+  endpoint: SshEndpoint,
+  options: { cloudInit: boolean; attempts?: number; pauseSeconds?: number },
+): string {
   const where = `${endpoint.user}@${endpoint.host}`;
   const attempts = options.attempts ?? 60;
   return [

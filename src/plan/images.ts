@@ -15,8 +15,16 @@ export interface ProjectImage {
 
 export const PROJECT_IMAGES: Record<ProjectImageRole, ProjectImage> = {
   gateway: { imageName: "multienv/gateway:latest", dockerfile: "src/gateway/Dockerfile", bundles: ["gateway"] },
-  "site-proxy": { imageName: "multienv/site-proxy:latest", dockerfile: "src/site-proxy/Dockerfile", bundles: ["site-proxy", "site-proxy-supervisor"] },
-  browser: { imageName: "multienv/browser:latest", dockerfile: "src/browser/Dockerfile", bundles: ["browser-launcher"] },
+  "site-proxy": {
+    imageName: "multienv/site-proxy:latest",
+    dockerfile: "src/site-proxy/Dockerfile",
+    bundles: ["site-proxy", "site-proxy-supervisor"],
+  },
+  browser: {
+    imageName: "multienv/browser:latest",
+    dockerfile: "src/browser/Dockerfile",
+    bundles: ["browser-launcher"],
+  },
 };
 
 /** The files of a project image's build context besides its Dockerfile, relative to the repository root. */
@@ -60,8 +68,13 @@ export interface RemoteEngineImages {
  */
 export function remoteEngineImages(plan: Plan, computer?: PlannedComputer): RemoteEngineImages {
   if (computer !== undefined) {
-    return { roles: computer.image === undefined ? ["site-proxy", "browser"] : ["site-proxy"], refs: computer.image === undefined ? [] : [computer.image] };
+    return {
+      roles: computer.image === undefined ? ["site-proxy", "browser"] : ["site-proxy"],
+      refs: computer.image === undefined ? [] : [computer.image],
+    };
   }
-  const refs = plan.websites.flatMap((w) => [w.server.image, w.frontend?.image]).filter((i): i is string => i !== undefined);
+  const refs = plan.websites
+    .flatMap((w) => [w.server.image, w.frontend?.image])
+    .filter((i): i is string => i !== undefined);
   return { roles: ["gateway"], refs: [...new Set(refs)].sort() };
 }

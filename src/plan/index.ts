@@ -31,7 +31,9 @@ export interface PlanOptions {
   selfTest?: boolean;
 }
 
-/** Every problem with `config` as a stack named `stack`, in config order (names first, then sites, computers, capture). */
+/**
+ * Every problem with `config` as a stack named `stack`, in config order (names first, then sites, computers, capture).
+ */
 export function planProblems(config: StackConfig, stack: string): Problem[] {
   return planProblemsOfParts(config, stack, { websites: true });
 }
@@ -46,7 +48,8 @@ export function planProblemsOfParts(config: StackConfig, stack: string, complete
   const stackProblem = stackNameProblem(stack);
   if (stackProblem !== undefined) problems.push(problem("", stackProblem));
   problems.push(...namingProblems(config, stack));
-  for (const site of Object.keys(config.websites).sort()) problems.push(...websiteProblems(site, config.websites[site]));
+  for (const site of Object.keys(config.websites).sort())
+    problems.push(...websiteProblems(site, config.websites[site]));
   problems.push(...claimProblems(config.websites));
   for (const computer of Object.keys(config.computers).sort()) {
     problems.push(...allowlistProblems(computer, config.computers[computer].network));
@@ -79,7 +82,8 @@ function plannedWebsites(config: StackConfig, stack: string): PlannedWebsite[] {
         // A live site's server calls the real site's API, so it also sits on the egress network.
         serverOnEgress: website.live,
       };
-      // Every synthetic site serves its pages from a frontend; `frontend` in the config only overrides its image and port.
+      // Every synthetic site serves its pages from a frontend; `frontend` in the config only overrides its image and
+      // port.
       if (!website.live) {
         planned.frontend = {
           containerName: topologyNames.siteContainer(stack, name, "frontend"),
@@ -102,10 +106,17 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
   const live = liveHosts(config.websites);
   const warningProblems = [...live.warnings];
   if (config.ec2 !== undefined && config.target !== "ec2") {
-    warningProblems.push(problem(["ec2"], `ignored, since target is ${config.target}; set target: ec2 to deploy on EC2, or remove ec2`));
+    warningProblems.push(
+      problem(["ec2"], `ignored, since target is ${config.target}; set target: ec2 to deploy on EC2, or remove ec2`),
+    );
   }
   if (config.hosts !== undefined && config.target !== "hosts") {
-    warningProblems.push(problem(["hosts"], `ignored, since target is ${config.target}; set target: hosts to deploy on these hosts, or remove hosts`));
+    warningProblems.push(
+      problem(
+        ["hosts"],
+        `ignored, since target is ${config.target}; set target: hosts to deploy on these hosts, or remove hosts`,
+      ),
+    );
   }
   for (const name of Object.keys(config.computers).sort()) {
     const computer = config.computers[name];
@@ -140,7 +151,12 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
     });
   const liveWebsites = websites
     .filter((w) => w.live)
-    .map((w) => ({ name: w.name, domains: [...w.domains], allowHosts: [...w.allowHosts], reproducible: false as const }));
+    .map((w) => ({
+      name: w.name,
+      domains: [...w.domains],
+      allowHosts: [...w.allowHosts],
+      reproducible: false as const,
+    }));
 
   const result: Plan = {
     stack,

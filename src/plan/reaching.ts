@@ -26,9 +26,16 @@ export function allowlistProblems(computer: string, network: ComputerNetwork): P
   network.forEach((name, index) => {
     const path = ["computers", computer, "network", index];
     if (isAddress(name)) {
-      problems.push(problem(path, `${quote(name)} is an address; an allowlist holds host names (use network: allow-all to reach addresses)`));
+      problems.push(
+        problem(
+          path,
+          `${quote(name)} is an address; an allowlist holds host names (use network: allow-all to reach addresses)`,
+        ),
+      );
     } else if (isLocalhostName(name)) {
-      problems.push(problem(path, `${quote(name)} is a localhost name, which the browser reaches without its proxy; remove it`));
+      problems.push(
+        problem(path, `${quote(name)} is a localhost name, which the browser reaches without its proxy; remove it`),
+      );
     } else {
       const syntax = domainPatternProblem(name);
       if (syntax !== undefined) problems.push(problem(path, `${quote(name)} ${syntax}`));

@@ -16,8 +16,25 @@ import { topologyNames } from "./topology";
 import type { Problem, StackConfig } from "./types";
 
 export const RESERVED_NAMES: readonly string[] = [
-  "gateway", "proxy", "ingress", "egress", "env", "captures", "capture", "computers", "computer",
-  "svc", "website", "websites", "traffic", "healthz", "server", "frontend", "browser", "net", "ca",
+  "gateway",
+  "proxy",
+  "ingress",
+  "egress",
+  "env",
+  "captures",
+  "capture",
+  "computers",
+  "computer",
+  "svc",
+  "website",
+  "websites",
+  "traffic",
+  "healthz",
+  "server",
+  "frontend",
+  "browser",
+  "net",
+  "ca",
 ];
 
 export const ROLE_SUFFIXES: readonly string[] = ["-server", "-frontend", "-capture", "-proxy", "-browser"];
@@ -40,11 +57,19 @@ function nameProblems(kind: "websites" | "computers", name: string, stack: strin
   }
   const suffix = ROLE_SUFFIXES.find((s) => name.endsWith(s));
   if (suffix !== undefined) {
-    return [problem(path, `${what} name ${quote(name)} ends in ${quote(suffix)}, which container names use for roles; choose another name`)];
+    return [
+      problem(
+        path,
+        `${what} name ${quote(name)} ends in ${quote(suffix)}, which container names use for roles; choose another name`,
+      ),
+    ];
   }
   if (kind === "websites" && name.startsWith(`${stack}-`)) {
     return [
-      problem(path, `site name ${quote(name)} starts with the stack name ${quote(`${stack}-`)}, so its network alias would be another site's container name; choose another name`),
+      problem(
+        path,
+        `site name ${quote(name)} starts with the stack name ${quote(`${stack}-`)}, so its network alias would be another site's container name; choose another name`,
+      ),
     ];
   }
   const resolvable =
@@ -53,7 +78,12 @@ function nameProblems(kind: "websites" | "computers", name: string, stack: strin
       : [topologyNames.browser(stack, name), topologyNames.siteProxy(stack, name)];
   const tooLong = resolvable.find((n) => n.length > MAX_LABEL);
   if (tooLong !== undefined) {
-    return [problem(path, `${what} name ${quote(name)} makes the container name ${quote(tooLong)}, longer than the ${MAX_LABEL} characters of a DNS label; shorten the ${what} or stack name`)];
+    return [
+      problem(
+        path,
+        `${what} name ${quote(name)} makes the container name ${quote(tooLong)}, longer than the ${MAX_LABEL} characters of a DNS label; shorten the ${what} or stack name`,
+      ),
+    ];
   }
   return [];
 }
@@ -65,7 +95,12 @@ export function namingProblems(config: StackConfig, stack: string): Problem[] {
   for (const computer of Object.keys(config.computers).sort()) {
     problems.push(...nameProblems("computers", computer, stack));
     if (Object.hasOwn(config.websites, computer)) {
-      problems.push(problem(["computers", computer], `computer ${quote(computer)} has the name of a website; a site and a computer each need their own name`));
+      problems.push(
+        problem(
+          ["computers", computer],
+          `computer ${quote(computer)} has the name of a website; a site and a computer each need their own name`,
+        ),
+      );
     }
   }
   return problems;

@@ -5,7 +5,10 @@ import { startTabHost } from "./start-tabs";
 import { covers, isWildcard } from "../protocol/host-names";
 import type { PlannedComputer, PlannedWebsite, Reaching } from "./types";
 
-/** Set to `off` in the program's environment, it skips the self-test whatever the config says (`multienv up --no-self-test`). */
+/**
+ * Set to `off` in the program's environment, it skips the self-test whatever the config says (`multienv up
+ * --no-self-test`).
+ */
 export const SELF_TEST_ENV = "MULTIENV_SELF_TEST";
 
 /** A name no computer's reaching can hold (`.invalid` is reserved and never resolves). */
@@ -65,26 +68,48 @@ function syntheticUrl(computer: PlannedComputer): string | undefined {
 function checksFor(computer: PlannedComputer, websites: PlannedWebsite[], publicUrl: string): SelfTestCheck[] {
   const checks: SelfTestCheck[] = [];
   const synthetic = syntheticUrl(computer);
-  if (synthetic !== undefined) checks.push({ name: `synthetic ${new URL(synthetic).host} loads over HTTPS with the env CA`, url: synthetic, expect: "synthetic-loads" });
+  if (synthetic !== undefined)
+    checks.push({
+      name: `synthetic ${new URL(synthetic).host} loads over HTTPS with the env CA`,
+      url: synthetic,
+      expect: "synthetic-loads",
+    });
   for (const site of websites.filter((w) => w.live)) {
     const host = exactName(site.domains);
     if (host === undefined) continue;
-    if (reaches(computer.reaching, host)) checks.push({ name: `live ${host} connects`, url: `https://${host}/`, expect: "live-connects" });
+    if (reaches(computer.reaching, host))
+      checks.push({ name: `live ${host} connects`, url: `https://${host}/`, expect: "live-connects" });
     // Plain HTTP, so the proxy's refusal is an answer the browser shows (a refused CONNECT is only an error page).
     else checks.push({ name: `live ${host} off its reaching is refused`, url: `http://${host}/`, expect: "refused" });
   }
-  if (computer.reaching !== "allow-all") checks.push({ name: `${OFF_REACH_HOST}, off its reaching, is refused`, url: `http://${OFF_REACH_HOST}/`, expect: "refused" });
-  checks.push({ name: `the address ${REFUSED_ADDRESS} is refused`, url: `http://${REFUSED_ADDRESS}/latest/meta-data/`, expect: "refused" });
-  if (computer.reaching === "allow-all") checks.push({ name: `public ${new URL(publicUrl).host} is reached`, url: publicUrl, expect: "public-reached" });
+  if (computer.reaching !== "allow-all")
+    checks.push({
+      name: `${OFF_REACH_HOST}, off its reaching, is refused`,
+      url: `http://${OFF_REACH_HOST}/`,
+      expect: "refused",
+    });
+  checks.push({
+    name: `the address ${REFUSED_ADDRESS} is refused`,
+    url: `http://${REFUSED_ADDRESS}/latest/meta-data/`,
+    expect: "refused",
+  });
+  if (computer.reaching === "allow-all")
+    checks.push({ name: `public ${new URL(publicUrl).host} is reached`, url: publicUrl, expect: "public-reached" });
   return checks;
 }
 
 /** The self-test of an env: every computer's checks, and its start tabs for the card check. */
-export function selfTestPlan(computers: PlannedComputer[], websites: PlannedWebsite[], options: { enabled: boolean; publicUrl?: string }): SelfTestPlan {
+export function selfTestPlan(
+  computers: PlannedComputer[],
+  websites: PlannedWebsite[],
+  options: { enabled: boolean; publicUrl?: string },
+): SelfTestPlan {
   const publicUrl = options.publicUrl ?? DEFAULT_PUBLIC_URL;
   return {
     enabled: options.enabled,
     checks: Object.fromEntries(computers.map((c) => [c.name, checksFor(c, websites, publicUrl)])),
-    startTabs: Object.fromEntries(computers.filter((c) => c.startTabs.length > 0).map((c) => [c.name, [...c.startTabs]])),
+    startTabs: Object.fromEntries(
+      computers.filter((c) => c.startTabs.length > 0).map((c) => [c.name, [...c.startTabs]]),
+    ),
   };
 }

@@ -32,7 +32,9 @@ export type GatewayServiceConfig = GatewayConfigInput & {
   computers: Record<string, { cdp: string; proxyLog: string; endConnections: string }>;
 };
 
-/** `MULTIENV_SITE_PROXY_CONFIG` as the plan writes it (`deny` is filled in at deploy, when the engine gives subnets). */
+/**
+ * `MULTIENV_SITE_PROXY_CONFIG` as the plan writes it (`deny` is filled in at deploy, when the engine gives subnets).
+ */
 export type SiteProxyServiceConfig = SiteProxyConfigInput & {
   connectTimeoutMs: number;
   idleTimeoutMs: number;
@@ -61,9 +63,16 @@ export function gatewayServiceConfig(plan: Plan): GatewayServiceConfig {
   const computers: GatewayServiceConfig["computers"] = {};
   for (const computer of plan.computers) {
     const control = `http://${networkAliases.proxyOnLink(computer.name)}:${SITE_PROXY_CONTROL_PORT}`;
-    computers[computer.name] = { cdp: control + SITE_PROXY_CONTROL_PATHS.cdp, proxyLog: control + SITE_PROXY_CONTROL_PATHS.log, endConnections: control + SITE_PROXY_CONTROL_PATHS.endConnections };
+    computers[computer.name] = {
+      cdp: control + SITE_PROXY_CONTROL_PATHS.cdp,
+      proxyLog: control + SITE_PROXY_CONTROL_PATHS.log,
+      endConnections: control + SITE_PROXY_CONTROL_PATHS.endConnections,
+    };
   }
-  const browseHosts = plan.target === "docker" ? plan.computers.map((c) => networkAliases.gatewayOnLink(c.name)) : [networkAliases.gatewayIngress];
+  const browseHosts =
+    plan.target === "docker"
+      ? plan.computers.map((c) => networkAliases.gatewayOnLink(c.name))
+      : [networkAliases.gatewayIngress];
   return {
     listen: { host: networkAliases.gatewayIngress, port: plan.gateway.port },
     ...(plan.computers.length > 0 ? { browse: { hosts: browseHosts, port: GATEWAY_BROWSE_PORT } } : {}),
@@ -96,7 +105,11 @@ export function siteProxyServiceConfig(plan: Plan, computer: string | PlannedCom
     connectTimeoutMs: CONNECT_TIMEOUT_MS,
     idleTimeoutMs: IDLE_TIMEOUT_MS,
     ca: { cert: CA_CERT_PATH, key: CA_KEY_PATH },
-    control: { host: networkAliases.proxyOnLink(c.name), port: SITE_PROXY_CONTROL_PORT, cdp: `${networkAliases.browserOnComputerNet}:${CDP_PORT}` },
+    control: {
+      host: networkAliases.proxyOnLink(c.name),
+      port: SITE_PROXY_CONTROL_PORT,
+      cdp: `${networkAliases.browserOnComputerNet}:${CDP_PORT}`,
+    },
   };
 }
 

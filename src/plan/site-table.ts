@@ -6,7 +6,10 @@ import type { ComputerConfig, WebsiteConfig } from "./types";
  * Live sites never appear: the computer reaches them at their real names. Sites that claim
  * no name are left out (they are reached through the gateway's /website/<site>/ only).
  */
-export function siteTable(computer: Pick<ComputerConfig, "routesSites">, websites: Record<string, WebsiteConfig>): Record<string, string[]> {
+export function siteTable(
+  computer: Pick<ComputerConfig, "routesSites">,
+  websites: Record<string, WebsiteConfig>,
+): Record<string, string[]> {
   const table: Record<string, string[]> = {};
   if (!computer.routesSites) return table;
   for (const site of Object.keys(websites).sort()) {

@@ -39,26 +39,51 @@ export function websiteProblems(site: string, website: WebsiteConfig): Problem[]
   problems.push(...listProblems(site, "domains", website.domains, website.live));
   if (website.live) {
     if (website.domains.length === 0) {
-      problems.push(problem(["websites", site, "domains"], "a live site needs at least one domain: the real site's names, e.g. github.com"));
+      problems.push(
+        problem(
+          ["websites", site, "domains"],
+          "a live site needs at least one domain: the real site's names, e.g. github.com",
+        ),
+      );
     }
     if (website.frontend !== undefined) {
-      problems.push(problem(["websites", site, "frontend"], "a live site serves no pages, so it has no frontend; remove frontend or set live: false"));
+      problems.push(
+        problem(
+          ["websites", site, "frontend"],
+          "a live site serves no pages, so it has no frontend; remove frontend or set live: false",
+        ),
+      );
     }
     problems.push(...listProblems(site, "allowHosts", website.allowHosts, true));
   } else if (website.allowHosts.length > 0) {
-    problems.push(problem(["websites", site, "allowHosts"], "only a live site has allowHosts; remove them or set live: true"));
+    problems.push(
+      problem(["websites", site, "allowHosts"], "only a live site has allowHosts; remove them or set live: true"),
+    );
   }
   // Site images are the task's own: the project ships no site image to fall back to.
   if (website.server.image === undefined) {
-    problems.push(problem(["websites", site, "server", "image"], "a website's server needs an image (the task's own site image); set it"));
+    problems.push(
+      problem(
+        ["websites", site, "server", "image"],
+        "a website's server needs an image (the task's own site image); set it",
+      ),
+    );
   }
   if (!website.live && website.frontend?.image === undefined) {
-    problems.push(problem(["websites", site, "frontend", "image"], "a synthetic site's frontend needs an image (the task's own site image); set it"));
+    problems.push(
+      problem(
+        ["websites", site, "frontend", "image"],
+        "a synthetic site's frontend needs an image (the task's own site image); set it",
+      ),
+    );
   }
   for (const setting of Object.keys(website.secretSettings)) {
     if (Object.hasOwn(website.settings, setting)) {
       problems.push(
-        problem(["websites", site, "secretSettings", setting], `setting ${quote(setting)} is also in settings; a setting is either plain or secret, so remove it from one`),
+        problem(
+          ["websites", site, "secretSettings", setting],
+          `setting ${quote(setting)} is also in settings; a setting is either plain or secret, so remove it from one`,
+        ),
       );
     }
   }

@@ -19,14 +19,25 @@ export interface SshEndpoint {
 
 /** The ssh-ed25519 (or other) public key line without a comment, or an error naming what is wrong. */
 export function hostKeyLine(key: string): string {
-  const match = /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(?:256|384|521)) ([A-Za-z0-9+/]+={0,2})(?: .*)?$/.exec(key.trim());
-  if (match === null) throw new Error(`host key ${JSON.stringify(key.slice(0, 40))}: expected a public key line such as "ssh-ed25519 AAAA..." (a line of ssh-keyscan, or /etc/ssh/ssh_host_ed25519_key.pub)`);
+  const match = /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(?:256|384|521)) ([A-Za-z0-9+/]+={0,2})(?: .*)?$/.exec(
+    key.trim(),
+  );
+  if (match === null)
+    throw new Error(
+      `host key ${JSON.stringify(key.slice(0, 40))}: expected a public key line such as "ssh-ed25519 AAAA..." (a line of ssh-keyscan, or /etc/ssh/ssh_host_ed25519_key.pub)`,
+    );
   return `${match[1]} ${match[2]}`;
 }
 
 /** The name ssh knows the host by: per address, user, port and key, so a new key is a new name, never a clash. */
 export function sshAlias(endpoint: SshEndpoint): string {
-  const text = JSON.stringify([endpoint.host, endpoint.user, endpoint.port ?? 22, hostKeyLine(endpoint.hostKey), endpoint.identityFile ?? ""]);
+  const text = JSON.stringify([
+    endpoint.host,
+    endpoint.user,
+    endpoint.port ?? 22,
+    hostKeyLine(endpoint.hostKey),
+    endpoint.identityFile ?? "",
+  ]);
   return `multienv-${fnv1a(text, 0x811c9dc5)}${fnv1a(text, 0x01000193)}`;
 }
 
@@ -95,7 +106,9 @@ export function sshSetup(endpoint: SshEndpoint): string {
   ].join("\n");
 }
 
-/** Starts the shared connection of `$alias` (config `$cfg`) unless it is up; the lock is not inherited by the master. */
+/**
+ * Starts the shared connection of `$alias` (config `$cfg`) unless it is up; the lock is not inherited by the master.
+ */
 export function sshMasterLines(): string {
   return [
     '( flock 9; ssh -F "$cfg" -O check "$alias" >/dev/null 2>&1 || ssh -F "$cfg" -o ControlMaster=yes -f -N "$alias" 9>&- </dev/null >/dev/null 2>>"$d/$alias.log" ) 9>"$d/$alias.lock" || true',

@@ -22,7 +22,11 @@ export function startTabHost(tab: string): { host: string } | { problem: string 
  * Every start tab must be an http(s) URL. A computer that routes sites may open a start tab only at a host
  * that a website of the env claims (exact or under a wildcard, synthetic or live); the refusal names the host.
  */
-export function startTabProblems(computer: string, config: ComputerConfig, websites: Record<string, WebsiteConfig>): Problem[] {
+export function startTabProblems(
+  computer: string,
+  config: ComputerConfig,
+  websites: Record<string, WebsiteConfig>,
+): Problem[] {
   const problems: Problem[] = [];
   config.startTabs.forEach((tab, index) => {
     const path = ["computers", computer, "startTabs", index];
@@ -47,7 +51,12 @@ export function startTabProblems(computer: string, config: ComputerConfig, websi
  * Warnings for start tabs the computer will not be able to load: a host that is neither a synthetic name the
  * computer routes nor covered by its reaching (e.g. a live site's page on a computer whose network is none).
  */
-export function startTabWarnings(computer: string, config: ComputerConfig, reach: Reaching, websites: Record<string, WebsiteConfig>): Problem[] {
+export function startTabWarnings(
+  computer: string,
+  config: ComputerConfig,
+  reach: Reaching,
+  websites: Record<string, WebsiteConfig>,
+): Problem[] {
   const warnings: Problem[] = [];
   config.startTabs.forEach((tab, index) => {
     const parsed = startTabHost(tab);
@@ -57,7 +66,12 @@ export function startTabWarnings(computer: string, config: ComputerConfig, reach
     if (config.routesSites && syntheticClaimOf(websites, host) !== undefined) return;
     if (reach === "allow-all" || (Array.isArray(reach) && reach.some((name) => covers(name, host)))) return;
     const network = Array.isArray(config.network) ? "its allowlist" : `network ${config.network}`;
-    warnings.push(problem(["computers", computer, "startTabs", index], `${quote(host)} is not reachable from computer ${computer} (${network}), so this tab will not load`));
+    warnings.push(
+      problem(
+        ["computers", computer, "startTabs", index],
+        `${quote(host)} is not reachable from computer ${computer} (${network}), so this tab will not load`,
+      ),
+    );
   });
   return warnings;
 }

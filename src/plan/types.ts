@@ -209,4 +209,5 @@ export interface Plan {
   hosts?: HostsConfig;
 }
 
-export type PlanResult = { ok: true; plan: Plan; warnings: string[] } | { ok: false; problems: Problem[]; warnings: string[] };
+export type PlanResult =
+  { ok: true; plan: Plan; warnings: string[] } | { ok: false; problems: Problem[]; warnings: string[] };

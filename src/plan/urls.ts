@@ -17,8 +17,14 @@ export function gatewayUrl(host: string, port: number | string): string {
   return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
-/** A site's routes through the gateway (docs/design.md "Gateway"): `/svc/<site>/` always, `/website/<site>/` synthetic only. */
-export function siteUrls(gateway: string, site: Pick<PlannedWebsite, "name" | "live">): { svcUrl: string; browseUrl?: string } {
+/**
+ * A site's routes through the gateway (docs/design.md "Gateway"): `/svc/<site>/` always, `/website/<site>/` synthetic
+ * only.
+ */
+export function siteUrls(
+  gateway: string,
+  site: Pick<PlannedWebsite, "name" | "live">,
+): { svcUrl: string; browseUrl?: string } {
   const svcUrl = `${gateway}/svc/${encodeURIComponent(site.name)}/`;
   return site.live ? { svcUrl } : { svcUrl, browseUrl: `${gateway}/website/${encodeURIComponent(site.name)}/` };
 }

@@ -26,7 +26,9 @@ export function gatewayNetworks(plan: Plan): NetworkAttachment[] {
   return [
     { network: plan.networks.env, aliases: [] },
     { network: plan.networks.ingress, aliases: [networkAliases.gatewayIngress] },
-    ...(plan.target === "docker" ? plan.computers.map((c) => ({ network: c.linkNetworkName, aliases: [networkAliases.gatewayOnLink(c.name)] })) : []),
+    ...(plan.target === "docker"
+      ? plan.computers.map((c) => ({ network: c.linkNetworkName, aliases: [networkAliases.gatewayOnLink(c.name)] }))
+      : []),
   ];
 }
 
@@ -53,8 +55,12 @@ export function frontendNetworks(plan: Plan, site: PlannedWebsite): NetworkAttac
  */
 export function proxyNetworks(plan: Plan, computer: PlannedComputer): NetworkAttachment[] {
   const own = { network: computer.networkName, aliases: [networkAliases.proxyOnComputerNet] };
-  if (plan.target !== "docker") return [own, { network: computer.egressNetworkName, aliases: [networkAliases.proxyOnLink(computer.name)] }];
-  const attachments = [own, { network: computer.linkNetworkName, aliases: [networkAliases.proxyOnLink(computer.name)] }];
+  if (plan.target !== "docker")
+    return [own, { network: computer.egressNetworkName, aliases: [networkAliases.proxyOnLink(computer.name)] }];
+  const attachments = [
+    own,
+    { network: computer.linkNetworkName, aliases: [networkAliases.proxyOnLink(computer.name)] },
+  ];
   if (computer.reachesPublicHosts) attachments.push({ network: computer.egressNetworkName, aliases: [] });
   return attachments;
 }
@@ -73,10 +79,15 @@ export interface EngineNetworks {
 }
 
 export function envEngineNetworks(plan: Plan): EngineNetworks {
-  if (plan.target !== "docker") return { internal: [plan.networks.env], external: [plan.networks.egress, plan.networks.ingress] };
+  if (plan.target !== "docker")
+    return { internal: [plan.networks.env], external: [plan.networks.egress, plan.networks.ingress] };
   return {
     internal: [plan.networks.env, ...plan.computers.flatMap((c) => [c.networkName, c.linkNetworkName])],
-    external: [plan.networks.egress, plan.networks.ingress, ...plan.computers.filter((c) => c.reachesPublicHosts).map((c) => c.egressNetworkName)],
+    external: [
+      plan.networks.egress,
+      plan.networks.ingress,
+      ...plan.computers.filter((c) => c.reachesPublicHosts).map((c) => c.egressNetworkName),
+    ],
   };
 }
 
@@ -115,11 +126,19 @@ export function browserMounts(computer: PlannedComputer): VolumeMount[] {
  */
 export function captureCommand(plan: Plan, sidecar: PlannedCapture): string[] {
   return [
-    "tcpdump", "-i", "any", "-n", "-U",
-    "-w", `${CAPTURES_DIR}/${sidecar.filePrefix}`,
-    "-C", String(plan.capture.fileSizeMb),
-    "-W", String(plan.capture.fileCount),
-    "-Z", "root",
+    "tcpdump",
+    "-i",
+    "any",
+    "-n",
+    "-U",
+    "-w",
+    `${CAPTURES_DIR}/${sidecar.filePrefix}`,
+    "-C",
+    String(plan.capture.fileSizeMb),
+    "-W",
+    String(plan.capture.fileCount),
+    "-Z",
+    "root",
   ];
 }
 
@@ -133,7 +152,13 @@ export function sharedNetworkMode(targetContainerId: string): string {
  * ready and every capture is writing, and the gateway container is created with `wait`, so a deploy whose capture
  * is not running fails. node is in the gateway image (the gateway is a node service), so the check needs no curl.
  */
-export function gatewayHealthcheck(plan: Plan): { tests: string[]; interval: string; timeout: string; retries: number; startPeriod: string } {
+export function gatewayHealthcheck(plan: Plan): {
+  tests: string[];
+  interval: string;
+  timeout: string;
+  retries: number;
+  startPeriod: string;
+} {
   const url = `http://${networkAliases.gatewayIngress}:${plan.gateway.port}/healthz`;
   const script = `fetch(${JSON.stringify(url)}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`;
   // The deploy runs this check itself until it passes (see the container kind's `wait`); the engine's own schedule
@@ -163,7 +188,10 @@ export function gatewayPublish(plan: Plan): { internal: number; external?: numbe
   return [{ internal: plan.gateway.port, ip: "127.0.0.1" }];
 }
 
-/** ec2 only: the site proxy's control port (log, CA, DevTools, token required), published on the computer VM for the gateway VM. */
+/**
+ * ec2 only: the site proxy's control port (log, CA, DevTools, token required), published on the computer VM for the
+ * gateway VM.
+ */
 export function proxyPublish(plan: Plan): { internal: number; external: number; ip: string }[] {
   if (plan.target === "docker") return [];
   return [{ internal: SITE_PROXY_CONTROL_PORT, external: SITE_PROXY_CONTROL_PORT, ip: "0.0.0.0" }];

@@ -32,7 +32,8 @@ export function bearer(token: string): string {
 export function tokenProblem(token: string | undefined): string | undefined {
   if (token === undefined) return "missing";
   if (token.trim() === "") return "blank";
-  if (!TOKEN_CHARS.test(token)) return "holds characters other than letters, digits and - . _ ~ + / (whitespace, quotes, commas or = included)";
+  if (!TOKEN_CHARS.test(token))
+    return "holds characters other than letters, digits and - . _ ~ + / (whitespace, quotes, commas or = included)";
   if (token.length < MIN_TOKEN_LENGTH) return `shorter than ${MIN_TOKEN_LENGTH} characters`;
   return undefined;
 }
@@ -60,7 +61,9 @@ export function tokensEqual(presented: string, expected: string): boolean {
   return timingSafeEqual(digest(presented), digest(expected));
 }
 
-/** True when an Authorization header value is exactly `Bearer <control token>`: what opens the gateway's own operations. */
+/**
+ * True when an Authorization header value is exactly `Bearer <control token>`: what opens the gateway's own operations.
+ */
 export function carriesControlToken(authorization: string | undefined, controlToken: string): boolean {
   const presented = parseBearer(authorization);
   // Compare even when absent, so a missing header costs what a wrong one does.

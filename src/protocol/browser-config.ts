@@ -5,8 +5,10 @@ import { z } from "zod";
 import { isAddress, isLocalhostName } from "./host-names";
 
 const relayHost = z
-  .string({ error: 'must be the browser\'s address or name on its computer\'s network, e.g. "demo-desk-browser"' })
-  .refine((host) => host.trim() !== "", { error: 'must be the browser\'s address or name on its computer\'s network, e.g. "demo-desk-browser"' })
+  .string({ error: "must be the browser's address or name on its computer's network, e.g. \"demo-desk-browser\"" })
+  .refine((host) => host.trim() !== "", {
+    error: "must be the browser's address or name on its computer's network, e.g. \"demo-desk-browser\"",
+  })
   .superRefine((host, ctx) => {
     const problem = relayHostProblem(host);
     if (problem) ctx.addIssue({ code: "custom", message: `${JSON.stringify(host)} ${problem}`, input: host });
@@ -14,9 +16,17 @@ const relayHost = z
 
 export const browserConfigSchema = z.strictObject({
   /** The computer's site proxy, e.g. `http://demo-desk-proxy:3128`: Chromium's only way out. */
-  proxy: z.string().regex(/^https?:\/\/[^/]+\/?$/, { error: 'must be the site proxy\'s URL, e.g. "http://desk-proxy:3128"' }),
+  proxy: z
+    .string()
+    .regex(/^https?:\/\/[^/]+\/?$/, { error: 'must be the site proxy\'s URL, e.g. "http://desk-proxy:3128"' }),
   /** Opened as tabs each time Chromium starts. */
-  startTabs: z.array(z.string().refine((tab) => URL.canParse(tab), { error: (issue) => `${JSON.stringify(issue.input)} is not a URL` })).default([]),
+  startTabs: z
+    .array(
+      z
+        .string()
+        .refine((tab) => URL.canParse(tab), { error: (issue) => `${JSON.stringify(issue.input)} is not a URL` }),
+    )
+    .default([]),
   /**
    * Where the DevTools relay listens: the browser's own address (or a name for it) on its computer's network, where
    * only its site proxy is. Never an unspecified or loopback address.
@@ -25,7 +35,9 @@ export const browserConfigSchema = z.strictObject({
   /** The DevTools relay's port (the site proxy's control listener serves it under /cdp/). */
   cdpPort: z.number({ error: "must be a TCP port number, e.g. 9222" }).int().min(1).max(65535).default(9222),
   /** The env CA certificate (PEM) written by the site proxy to a shared volume; trusted before launch. */
-  caFile: z.string({ error: 'must be the absolute path of the env CA (PEM), e.g. "/var/lib/multienv/ca/ca.pem"' }).startsWith("/", { error: 'must be the absolute path of the env CA (PEM), e.g. "/var/lib/multienv/ca/ca.pem"' }),
+  caFile: z
+    .string({ error: 'must be the absolute path of the env CA (PEM), e.g. "/var/lib/multienv/ca/ca.pem"' })
+    .startsWith("/", { error: 'must be the absolute path of the env CA (PEM), e.g. "/var/lib/multienv/ca/ca.pem"' }),
 });
 
 export type BrowserConfig = z.output<typeof browserConfigSchema>;
@@ -41,7 +53,9 @@ export function relayHostProblem(host: string): string | undefined {
   const bare = host.replace(/^\[|\]$/g, "");
   const address = ipaddr.IPv6.isValid(bare) ? ipaddr.process(bare) : ipaddr.parse(new URL(`http://${bare}/`).hostname);
   const range = address.range();
-  if (range === "unspecified") return "is an unspecified address, which listens on every network; give the browser's address on its computer's network";
-  if (range === "loopback") return "is a loopback address, which only the browser's own container reaches; give its address on its computer's network";
+  if (range === "unspecified")
+    return "is an unspecified address, which listens on every network; give the browser's address on its computer's network";
+  if (range === "loopback")
+    return "is a loopback address, which only the browser's own container reaches; give its address on its computer's network";
   return undefined;
 }

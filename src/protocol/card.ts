@@ -30,7 +30,7 @@
 //                       "paths": { "list": "/traffic/v1/captures", "get": "/traffic/v1/captures/{name}" } } ],
 //     "sites": { "shop": { "name": "shop", "basePath": "/svc/shop", "browsePath": "/website/shop/",
 //                          "extensions": [ { "uri": "urn:agentenv:website/v1", ...,
-//                                            "paths": { "ready": "/svc/shop/ready", "session": "/svc/shop/session" } } ] } }
+// "paths": { "ready": "/svc/shop/ready", "session": "/svc/shop/session" } } ] } }
 //   }
 //
 // Unknown keys are kept (a card may say more than this module knows).
@@ -93,12 +93,18 @@ export function prefixCardPaths(card: AgentEnvCard, prefix: string): AgentEnvCar
     extensions: card.extensions.map((extension) =>
       extension.paths === undefined
         ? extension
-        : { ...extension, paths: Object.fromEntries(Object.entries(extension.paths).map(([op, path]) => [op, root + path])) },
+        : {
+            ...extension,
+            paths: Object.fromEntries(Object.entries(extension.paths).map(([op, path]) => [op, root + path])),
+          },
     ),
   };
 }
 
 /** The extension of `card` named `uri`, if it declares one. */
-export function findExtension(card: Pick<AgentEnvCard, "extensions"> | undefined, uri: string): CardExtension | undefined {
+export function findExtension(
+  card: Pick<AgentEnvCard, "extensions"> | undefined,
+  uri: string,
+): CardExtension | undefined {
   return card?.extensions.find((extension) => extension.uri === uri);
 }

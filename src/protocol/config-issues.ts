@@ -108,7 +108,8 @@ export function issueMessages(
     const path = issue.path.map((p) => (typeof p === "number" ? p : String(p)));
     if (issue.code === "unrecognized_keys") {
       const known = knownKeysAt(issue.path);
-      for (const key of issue.keys) messages.push({ path: [...path, key], message: `unknown key${suggestion(key, known)}` });
+      for (const key of issue.keys)
+        messages.push({ path: [...path, key], message: `unknown key${suggestion(key, known)}` });
     } else {
       messages.push({ path, message: issue.message });
     }

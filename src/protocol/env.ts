@@ -1,4 +1,5 @@
-// The environment variables the containers read, named once for the plan that sets them and the services that read them.
+// The environment variables the containers read, named once for the plan that sets them and the services that read
+// them.
 /** Environment variable names the containers read (docs/design.md "Entry points", docs/contracts.md). */
 export const ENV_VARS = {
   websiteSettings: "AGENTENV_WEBSITE_SETTINGS",

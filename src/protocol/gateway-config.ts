@@ -17,7 +17,10 @@ const siteSchema = z.strictObject({
 });
 
 /** A host name (resolved at start) or an address to bind on. */
-const bindHost = z.string().min(1).regex(/^[A-Za-z0-9.:_-]+$/, "a host name or an IP address");
+const bindHost = z
+  .string()
+  .min(1)
+  .regex(/^[A-Za-z0-9.:_-]+$/, "a host name or an IP address");
 const port = z.number().int().min(0).max(65535);
 
 const computerSchema = z.strictObject({
@@ -25,7 +28,9 @@ const computerSchema = z.strictObject({
   cdp: httpUrl,
   /** The site proxy's log on that listener (GET), e.g. http://shop-agent-proxy:9000/log. */
   proxyLog: httpUrl.optional(),
-  /** Ends every connection the computer's site proxy holds (POST), e.g. http://shop-agent-proxy:9000/connections/end. */
+  /**
+   * Ends every connection the computer's site proxy holds (POST), e.g. http://shop-agent-proxy:9000/connections/end.
+   */
   endConnections: httpUrl.optional(),
 });
 
@@ -36,30 +41,46 @@ export const gatewayConfigSchema = z
     /** The browse listener, bound on each of `hosts`: synthetic sites' /website/<site>/ and nothing else. */
     browse: z
       .strictObject({
-        hosts: z.array(bindHost).min(1, "at least one host").refine((hosts) => new Set(hosts).size === hosts.length, "a host listed twice"),
+        hosts: z
+          .array(bindHost)
+          .min(1, "at least one host")
+          .refine((hosts) => new Set(hosts).size === hosts.length, "a host listed twice"),
         port,
       })
       .optional(),
     sites: z.record(z.string().regex(siteName, "a site name is lowercase letters, digits and dashes"), siteSchema),
     capturesDir: z.string().min(1).optional(),
-    computers: z.record(z.string().regex(siteName, "a computer name is lowercase letters, digits and dashes"), computerSchema).default({}),
+    computers: z
+      .record(z.string().regex(siteName, "a computer name is lowercase letters, digits and dashes"), computerSchema)
+      .default({}),
     /** Before an upstream accepts the connection. */
     connectTimeoutMs: z.number().int().positive().default(10_000),
     /** An upstream exchange with no bytes either way for this long is cut. Not a ceiling on the whole exchange. */
     idleTimeoutMs: z.number().int().positive().default(60_000),
-    /** A client connection whose request head has not all arrived this long after it began is answered 408 and closed. */
+    /**
+     * A client connection whose request head has not all arrived this long after it began is answered 408 and closed.
+     */
     headersTimeoutMs: z.number().int().positive().default(20_000),
     /** How long a listener's host name may take to resolve at start (retried while it fails). */
     resolveTimeoutMs: z.number().int().positive().default(10_000),
     /** /healthz: a capture file modified this recently counts as writing (else it must grow during the check). */
     captureFreshMs: z.number().int().positive().default(30_000),
     /** Processes serving requests (node cluster workers); 1 serves from the main process. */
-    workers: z.number().int().min(1).max(64).default(() => availableParallelism()),
+    workers: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .default(() => availableParallelism()),
   })
   .superRefine((config, ctx) => {
     for (const [name, site] of Object.entries(config.sites)) {
       if (site.live && site.frontend) {
-        ctx.addIssue({ code: "custom", path: ["sites", name, "frontend"], message: "a live site has no frontend; remove it or set live: false" });
+        ctx.addIssue({
+          code: "custom",
+          path: ["sites", name, "frontend"],
+          message: "a live site has no frontend; remove it or set live: false",
+        });
       }
     }
   });
@@ -67,4 +88,3 @@ export const gatewayConfigSchema = z
 export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
 export type GatewayConfigInput = z.input<typeof gatewayConfigSchema>;
 export type SiteUpstreams = GatewayConfig["sites"][string];
-

@@ -50,7 +50,8 @@ export function hostNameProblem(name: string): string | undefined {
     if (label.length > 63) return `has a label longer than 63 characters ("${label.slice(0, 20)}...")`;
     if (!LABEL.test(label)) return `has the label "${label}"; labels are letters, digits and inner hyphens`;
   }
-  if (/^\d+$/.test(labels[labels.length - 1])) return "ends in a numeric label; a host name's last label is not a number";
+  if (/^\d+$/.test(labels[labels.length - 1]))
+    return "ends in a numeric label; a host name's last label is not a number";
   return undefined;
 }
 

@@ -17,7 +17,14 @@ export function serviceConfigField(variable: string, path: readonly (string | nu
   return rest.startsWith("[") ? variable + rest : `${variable}.${rest}`;
 }
 
-type Def = { type: string; innerType?: z.ZodType; in?: z.ZodType; shape?: Record<string, z.ZodType>; valueType?: z.ZodType; element?: z.ZodType };
+type Def = {
+  type: string;
+  innerType?: z.ZodType;
+  in?: z.ZodType;
+  shape?: Record<string, z.ZodType>;
+  valueType?: z.ZodType;
+  element?: z.ZodType;
+};
 
 /** The keys an object of `schema` may have at `path`, for "did you mean" on an unknown key. */
 function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): readonly string[] {
@@ -41,15 +48,23 @@ export function checkServiceConfig<S extends z.ZodType>(variable: string, raw: u
   const result = schema.safeParse(raw, { reportInput: true, error: friendlyMessage });
   if (result.success) return result.data;
   const messages = issueMessages(result.error.issues, (path) => keysAt(schema, path));
-  throw new ServiceConfigError(messages.map(({ path, message }) => `${serviceConfigField(variable, path)}: ${message}`).join("; "));
+  throw new ServiceConfigError(
+    messages.map(({ path, message }) => `${serviceConfigField(variable, path)}: ${message}`).join("; "),
+  );
 }
 
 /**
  * The config in `text` (the variable's value), checked against `schema`. `expected` says what the variable should
  * hold, for the messages about a missing or non-JSON value ("the gateway's JSON config").
  */
-export function parseServiceConfig<S extends z.ZodType>(variable: string, text: string | undefined, schema: S, expected: string): z.output<S> {
-  if (text === undefined || text.trim() === "") throw new ServiceConfigError(`${variable}: is not set; set it to ${expected}`);
+export function parseServiceConfig<S extends z.ZodType>(
+  variable: string,
+  text: string | undefined,
+  schema: S,
+  expected: string,
+): z.output<S> {
+  if (text === undefined || text.trim() === "")
+    throw new ServiceConfigError(`${variable}: is not set; set it to ${expected}`);
   let raw: unknown;
   try {
     raw = JSON.parse(text);

@@ -40,6 +40,9 @@ export function parseStorageState(value: unknown): { ok: true; state: StorageSta
   const result = storageStateSchema.safeParse(value);
   if (result.success) return { ok: true, state: result.data };
   const issue = result.error.issues[0];
-  const path = issue.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("").replace(/^\./, "");
+  const path = issue.path
+    .map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`))
+    .join("")
+    .replace(/^\./, "");
   return { ok: false, problem: `${path || "(root)"}: ${issue.message}` };
 }

@@ -7,8 +7,12 @@ const port = z.number().int().min(0).max(65535);
 /** `host` an address or a name, resolved once at start and bound alone. */
 const listen = z.object({ host: z.string().min(1), port }).strict();
 /** `host:port`, the host possibly a bracketed IPv6 address. */
-const cidrs = z.array(z.string().refine((text) => ipaddr.isValidCIDR(text), { error: "must be a CIDR such as 172.18.0.0/16 or fd00::/64" }));
-const hostPort = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:/[\]]+):\d{1,5}$/, 'must be "host:port", e.g. "127.0.0.1:53"');
+const cidrs = z.array(
+  z.string().refine((text) => ipaddr.isValidCIDR(text), { error: "must be a CIDR such as 172.18.0.0/16 or fd00::/64" }),
+);
+const hostPort = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:.]+\]|[^\s:/[\]]+):\d{1,5}$/, 'must be "host:port", e.g. "127.0.0.1:53"');
 
 export const siteProxyConfigSchema = z
   .object({
@@ -29,12 +33,20 @@ export const siteProxyConfigSchema = z
     /** Ranges that may be dialled although loopback, private, shared or reserved (never overriding `deny`). */
     allowAddresses: cidrs.optional(),
     /** Static answers, checked before DNS. */
-    resolve: z.record(z.string().min(1), z.array(z.union([z.ipv4(), z.ipv6()], { error: "must be an IP address" })).min(1)).optional(),
+    resolve: z
+      .record(z.string().min(1), z.array(z.union([z.ipv4(), z.ipv6()], { error: "must be an IP address" })).min(1))
+      .optional(),
     /** DNS servers to ask instead of the system's resolver. */
     dnsServers: z.array(hostPort).min(1).optional(),
-    ca: z.object({ cert: z.string().min(1), key: z.string().min(1) }).strict().optional(),
+    ca: z
+      .object({ cert: z.string().min(1), key: z.string().min(1) })
+      .strict()
+      .optional(),
     /** The control listener (log, CA, DevTools); `cdp` is the browser's DevTools relay, `host:port`. */
-    control: z.object({ host: z.string().min(1), port, cdp: hostPort }).strict().optional(),
+    control: z
+      .object({ host: z.string().min(1), port, cdp: hostPort })
+      .strict()
+      .optional(),
   })
   .strict();
 

@@ -1,10 +1,21 @@
 // Wire constants of the site proxy: the header it marks its own answers with, and the JSON lines it logs.
 // The proxy writes these records and the runner, the gateway and tests read them, so they live here once.
 
-/** The site proxy's control listener: its log (GET), its CA certificate (GET), DevTools (under it), ending every connection (POST). */
-export const SITE_PROXY_CONTROL_PATHS = { log: "/log", caCert: "/ca.pem", cdp: "/cdp", endConnections: "/connections/end" } as const;
+/**
+ * The site proxy's control listener: its log (GET), its CA certificate (GET), DevTools (under it), ending every
+ * connection (POST).
+ */
+export const SITE_PROXY_CONTROL_PATHS = {
+  log: "/log",
+  caCert: "/ca.pem",
+  cdp: "/cdp",
+  endConnections: "/connections/end",
+} as const;
 
-/** Set on every answer the proxy gives itself (not a site's), so a client can tell "the proxy said no" from "the site said no". */
+/**
+ * Set on every answer the proxy gives itself (not a site's), so a client can tell "the proxy said no" from "the site
+ * said no".
+ */
 export const SITE_PROXY_HEADER = "X-Agentenv-Site-Proxy";
 
 /** Values of SITE_PROXY_HEADER. */
@@ -150,7 +161,16 @@ export interface SelfTestMarkRecord extends LogRecordBase {
   ended: number;
 }
 
-export type SiteProxyLogRecord = StartupRecord | ConnectionRecord | FailedRecord | RefusedRecord | RequestRecord | ErrorRecord | RestartedRecord | EpisodeMarkRecord | SelfTestMarkRecord;
+export type SiteProxyLogRecord =
+  | StartupRecord
+  | ConnectionRecord
+  | FailedRecord
+  | RefusedRecord
+  | RequestRecord
+  | ErrorRecord
+  | RestartedRecord
+  | EpisodeMarkRecord
+  | SelfTestMarkRecord;
 
 /** How `POST /connections/end` may mark the log after ending every connection. */
 export type LogMark = { episode: number } | { selfTest: "start" | "end" };
@@ -164,10 +184,13 @@ export function logMarkQuery(mark: LogMark | undefined): string {
 const EPISODE_LINE = '{"event":"episode",';
 const SELF_TEST_START = '{"event":"self-test","time":';
 
-/** Where each `episode` line starts in the log, with its episode. The proxy writes `event` first, so the prefix is exact. */
+/**
+ * Where each `episode` line starts in the log, with its episode. The proxy writes `event` first, so the prefix is
+ * exact.
+ */
 function episodeMarks(logText: string): { at: number; episode: number }[] {
   const marks: { at: number; episode: number }[] = [];
-  for (let at = 0; at < logText.length; ) {
+  for (let at = 0; at < logText.length;) {
     const end = logText.indexOf("\n", at);
     const next = end === -1 ? logText.length : end + 1;
     if (logText.startsWith(EPISODE_LINE, at)) {
@@ -190,7 +213,7 @@ export function withoutSelfTests(logText: string): string {
   let kept = "";
   let from = 0;
   let start: number | undefined;
-  for (let at = 0; at < logText.length; ) {
+  for (let at = 0; at < logText.length;) {
     const end = logText.indexOf("\n", at);
     const next = end === -1 ? logText.length : end + 1;
     if (logText.startsWith(SELF_TEST_START, at)) {

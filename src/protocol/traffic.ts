@@ -82,7 +82,9 @@ async function failure(response: Response, what: string): Promise<Error> {
 
 /** The gateway's captures, oldest first. */
 export async function listTrafficCaptures(gatewayUrl: string, token: string): Promise<TrafficCapture[]> {
-  const response = await fetch(endpoint(gatewayUrl, TRAFFIC_CAPTURES_PATH), { headers: { authorization: bearer(token) } });
+  const response = await fetch(endpoint(gatewayUrl, TRAFFIC_CAPTURES_PATH), {
+    headers: { authorization: bearer(token) },
+  });
   if (!response.ok) throw await failure(response, "listing traffic captures");
   const listing = (await response.json()) as TrafficCaptureListing;
   return listing.captures;

@@ -55,6 +55,9 @@ export const secret: Operations = {
   },
   async create(inputs) {
     const bytes = typeof inputs.bytes === "number" ? inputs.bytes : 32;
-    return { id: `secret-${randomBytes(8).toString("hex")}`, outs: { bytes, value: randomBytes(bytes).toString("hex") } };
+    return {
+      id: `secret-${randomBytes(8).toString("hex")}`,
+      outs: { bytes, value: randomBytes(bytes).toString("hex") },
+    };
   },
 };

@@ -75,31 +75,43 @@ function sshConnection(host: string, sshOptions: string[] | undefined, endpoint?
   child.stdin.on("error", () => undefined);
   child.on("error", (e) => duplex.destroy(new Error(`ssh to ${host} did not start (${e.message}); is ssh installed?`)));
   child.on("close", (code) => {
-    if (code !== 0 && code !== null) duplex.destroy(new Error(`ssh to ${host} exited ${code}: ${stderr.trim().split("\n").at(-1) ?? ""}`));
+    if (code !== 0 && code !== null)
+      duplex.destroy(new Error(`ssh to ${host} exited ${code}: ${stderr.trim().split("\n").at(-1) ?? ""}`));
     else readable.end();
   });
   duplex.on("close", () => child.kill());
   // A connection the agent drops while idle is destroyed with an abort: nobody is waiting on it then.
   duplex.on("error", () => undefined);
   // http.Agent treats its connections as sockets.
-  Object.assign(duplex, { setKeepAlive: () => duplex, setNoDelay: () => duplex, setTimeout: () => duplex, unref: () => duplex, ref: () => duplex });
+  Object.assign(duplex, {
+    setKeepAlive: () => duplex,
+    setNoDelay: () => duplex,
+    setTimeout: () => duplex,
+    unref: () => duplex,
+    ref: () => duplex,
+  });
   return duplex;
 }
 
 export function dockerApi(target: EngineTarget | string = {}): DockerApi {
-  const { host, sshOptions, ssh } = typeof target === "string" ? { host: `unix://${target}`, sshOptions: undefined, ssh: undefined } : target;
+  const { host, sshOptions, ssh } =
+    typeof target === "string" ? { host: `unix://${target}`, sshOptions: undefined, ssh: undefined } : target;
   const remote = host?.startsWith("ssh://") ?? false;
-  if (host !== undefined && !remote && !host.startsWith("unix://")) throw new Error(`engine host ${host}: expected unix:///path or ssh://user@host`);
+  if (host !== undefined && !remote && !host.startsWith("unix://"))
+    throw new Error(`engine host ${host}: expected unix:///path or ssh://user@host`);
   const socketPath = remote ? undefined : localSocket(host);
   const where = remote ? host! : socketPath!;
   const agent = remote
     ? new http.Agent({ keepAlive: true, maxSockets: 8 })
     : new http.Agent({ keepAlive: true, maxSockets: 16 });
-  if (remote && ssh === undefined) (agent as unknown as { createConnection: () => Duplex }).createConnection = () => sshConnection(host!, sshOptions);
+  if (remote && ssh === undefined)
+    (agent as unknown as { createConnection: () => Duplex }).createConnection = () => sshConnection(host!, sshOptions);
   if (remote && ssh !== undefined) {
     // The host's files and its shared connection first (once per client), then each connection is a session on it.
     let prepared: Promise<void> | undefined;
-    (agent as unknown as { createConnection: (o: unknown, done: (e: Error | null, s?: Duplex) => void) => undefined }).createConnection = (_o, done) => {
+    (
+      agent as unknown as { createConnection: (o: unknown, done: (e: Error | null, s?: Duplex) => void) => undefined }
+    ).createConnection = (_o, done) => {
       prepared ??= prepareSsh(ssh);
       prepared.then(
         () => done(null, sshConnection(host!, undefined, ssh)),
@@ -110,14 +122,28 @@ export function dockerApi(target: EngineTarget | string = {}): DockerApi {
   }
 
   const open = (method: string, path: string, headers: Record<string, string | number>) =>
-    http.request({ agent, ...(socketPath ? { socketPath } : { host: "docker" }), method, path, headers: { host: "docker", ...headers } });
+    http.request({
+      agent,
+      ...(socketPath ? { socketPath } : { host: "docker" }),
+      method,
+      path,
+      headers: { host: "docker", ...headers },
+    });
   const unreachable = (e: Error) =>
-    new Error(remote ? `Docker Engine API at ${where} is not reachable (${e.message})` : `Docker Engine API at ${where} is not reachable (${e.message}); start dockerd`);
+    new Error(
+      remote
+        ? `Docker Engine API at ${where} is not reachable (${e.message})`
+        : `Docker Engine API at ${where} is not reachable (${e.message}); start dockerd`,
+    );
 
   const send = (method: string, path: string, body?: unknown): Promise<{ status: number; data: Buffer }> =>
     new Promise((resolve, reject) => {
       const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-      const req = open(method, path, payload ? { "content-type": "application/json", "content-length": payload.length } : {});
+      const req = open(
+        method,
+        path,
+        payload ? { "content-type": "application/json", "content-length": payload.length } : {},
+      );
       req.on("response", (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));

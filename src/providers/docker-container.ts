@@ -5,26 +5,27 @@
 // | input                                   | Engine API                                                              |
 // |-----------------------------------------|-------------------------------------------------------------------------|
 // | name                                    | ?name=                                                                  |
-// | image                                   | Image (an image id from the image resources, so a rebuilt image replaces it) |
-// | entrypoints / command                   | Entrypoint / Cmd                                                        |
-// | envs                                    | Env                                                                     |
-// | labels [{label, value}]                 | Labels                                                                  |
-// | hostname / user / workingDir            | Hostname / User / WorkingDir                                            |
-// | ports [{internal, external, ip, protocol}] | ExposedPorts + HostConfig.PortBindings (external unset: the engine picks; output publishedPorts) |
-// | networkMode                             | HostConfig.NetworkMode (`container:<id>`)                               |
-// | networksAdvanced [{name, aliases, ipv4Address}] | first: NetworkingConfig at create; the rest: POST /networks/{name}/connect |
-// | mounts [{type, source, target, readOnly}] | HostConfig.Mounts                                                     |
-// | capabilities {adds, drops}              | HostConfig.CapAdd / CapDrop                                             |
-// | privileged / readOnly / init            | HostConfig.Privileged / ReadonlyRootfs / Init                           |
-// | restart                                 | HostConfig.RestartPolicy.Name                                           |
-// | dns / hosts [{host, ip}] / tmpfs        | HostConfig.Dns / ExtraHosts / Tmpfs                                     |
-// | shmSize / memory (MB)                   | HostConfig.ShmSize / Memory (bytes)                                     |
-// | sysctls / securityOpts / pidMode        | HostConfig.Sysctls / SecurityOpt / PidMode                              |
-// | logDriver / logOpts                     | HostConfig.LogConfig                                                    |
-// | healthcheck {tests, interval, timeout, startPeriod, retries} | Healthcheck (durations as Go strings, "2s")        |
-// | wait / waitTimeout (s, default 60)      | after start, run the health check (exec) until it passes, or the engine says healthy |
-// | destroyGraceSeconds (default 2)         | delete: POST /containers/{id}/stop?t= before removing it                |
-// | engine {host, sshOptions}               | which engine (docker-api.ts)                                            |
+// | image                                   | Image (an image id from the image resources, so a rebuilt image replaces
+// it) | | entrypoints / command                   | Entrypoint / Cmd
+// | | envs                                    | Env
+// | | labels [{label, value}]                 | Labels
+// | | hostname / user / workingDir            | Hostname / User / WorkingDir
+// | | ports [{internal, external, ip, protocol}] | ExposedPorts + HostConfig.PortBindings (external unset: the engine
+// picks; output publishedPorts) | | networkMode                             | HostConfig.NetworkMode (`container:<id>`)
+// | | networksAdvanced [{name, aliases, ipv4Address}] | first: NetworkingConfig at create; the rest: POST
+// /networks/{name}/connect | | mounts [{type, source, target, readOnly}] | HostConfig.Mounts
+// | | capabilities {adds, drops}              | HostConfig.CapAdd / CapDrop
+// | | privileged / readOnly / init            | HostConfig.Privileged / ReadonlyRootfs / Init
+// | | restart                                 | HostConfig.RestartPolicy.Name
+// | | dns / hosts [{host, ip}] / tmpfs        | HostConfig.Dns / ExtraHosts / Tmpfs
+// | | shmSize / memory (MB)                   | HostConfig.ShmSize / Memory (bytes)
+// | | sysctls / securityOpts / pidMode        | HostConfig.Sysctls / SecurityOpt / PidMode
+// | | logDriver / logOpts                     | HostConfig.LogConfig
+// | | healthcheck {tests, interval, timeout, startPeriod, retries} | Healthcheck (durations as Go strings, "2s")
+// | | wait / waitTimeout (s, default 60)      | after start, run the health check (exec) until it passes, or the engine
+// says healthy | | destroyGraceSeconds (default 2)         | delete: POST /containers/{id}/stop?t= before removing it
+// | | engine {host, sshOptions}               | which engine (docker-api.ts)
+// |
 //
 // The resource's id is the container's name (outputs: containerId, publishedPorts, networkDatas). A change of
 // its name or engine replaces it; any other change updates it, which for Docker means the container is
@@ -58,7 +59,8 @@ export function durationNs(value: string, where: string): number {
     total += Number(m[1]) * unit[m[2]];
     consumed += m[0].length;
   }
-  if (consumed !== value.length || consumed === 0) throw new ContainerInputError(`${where}: "${value}" is not a duration like "2s" or "1m30s"`);
+  if (consumed !== value.length || consumed === 0)
+    throw new ContainerInputError(`${where}: "${value}" is not a duration like "2s" or "1m30s"`);
   return Math.round(total);
 }
 
@@ -66,14 +68,20 @@ function labelsOf(value: { label: string; value: string }[] | undefined): Record
   return Object.fromEntries((value ?? []).map((l) => [l.label, l.value]));
 }
 
-const host = (field: string): Apply => (v, s) => {
-  s.create.HostConfig[field] = v;
-};
-const top = (field: string): Apply => (v, s) => {
-  s.create[field] = v;
-};
+const host =
+  (field: string): Apply =>
+  (v, s) => {
+    s.create.HostConfig[field] = v;
+  };
+const top =
+  (field: string): Apply =>
+  (v, s) => {
+    s.create[field] = v;
+  };
 function onlyKeys(value: object, keys: string[], where: string): void {
-  for (const k of Object.keys(value)) if (!keys.includes(k)) throw new ContainerInputError(`${where}.${k}: not a known field (known: ${keys.join(", ")})`);
+  for (const k of Object.keys(value))
+    if (!keys.includes(k))
+      throw new ContainerInputError(`${where}.${k}: not a known field (known: ${keys.join(", ")})`);
 }
 
 const CONTAINER_INPUTS: Record<string, Apply> = {
@@ -96,7 +104,10 @@ const CONTAINER_INPUTS: Record<string, Apply> = {
       onlyKeys(p, ["internal", "external", "ip", "protocol"], `${where}.ports[${i}]`);
       const key = `${p.internal}/${p.protocol ?? "tcp"}`;
       s.create.ExposedPorts[key] = {};
-      (s.create.HostConfig.PortBindings[key] ??= []).push({ HostIp: p.ip ?? "0.0.0.0", HostPort: p.external ? String(p.external) : "" });
+      (s.create.HostConfig.PortBindings[key] ??= []).push({
+        HostIp: p.ip ?? "0.0.0.0",
+        HostPort: p.external ? String(p.external) : "",
+      });
     });
   },
   networkMode: host("NetworkMode"),
@@ -106,12 +117,19 @@ const CONTAINER_INPUTS: Record<string, Apply> = {
     if (!first) return;
     s.create.HostConfig.NetworkMode ??= first.name;
     const ipam = first.ipv4Address ? { IPv4Address: first.ipv4Address } : undefined;
-    s.create.NetworkingConfig = { EndpointsConfig: { [first.name]: { Aliases: first.aliases ?? [], IPAMConfig: ipam } } };
+    s.create.NetworkingConfig = {
+      EndpointsConfig: { [first.name]: { Aliases: first.aliases ?? [], IPAMConfig: ipam } },
+    };
     s.extraNetworks = rest.map((n) => ({ name: n.name, aliases: n.aliases ?? [], ipv4Address: n.ipv4Address }));
   },
   mounts: (v: { type: string; source?: string; target: string; readOnly?: boolean }[], s, where) => {
     v.forEach((m, i) => onlyKeys(m, ["type", "source", "target", "readOnly"], `${where}.mounts[${i}]`));
-    s.create.HostConfig.Mounts = v.map((m) => ({ Type: m.type, Source: m.source, Target: m.target, ReadOnly: m.readOnly ?? false }));
+    s.create.HostConfig.Mounts = v.map((m) => ({
+      Type: m.type,
+      Source: m.source,
+      Target: m.target,
+      ReadOnly: m.readOnly ?? false,
+    }));
   },
   capabilities: (v: { adds?: string[]; drops?: string[] }, s, where) => {
     onlyKeys(v, ["adds", "drops"], `${where}.capabilities`);
@@ -144,7 +162,11 @@ const CONTAINER_INPUTS: Record<string, Apply> = {
   logOpts: (v, s) => {
     s.create.HostConfig.LogConfig = { Type: "json-file", ...s.create.HostConfig.LogConfig, Config: v };
   },
-  healthcheck: (v: { tests: string[]; interval?: string; timeout?: string; startPeriod?: string; retries?: number }, s, where) => {
+  healthcheck: (
+    v: { tests: string[]; interval?: string; timeout?: string; startPeriod?: string; retries?: number },
+    s,
+    where,
+  ) => {
     onlyKeys(v, ["tests", "interval", "timeout", "startPeriod", "retries"], `${where}.healthcheck`);
     s.create.Healthcheck = {
       Test: v.tests,
@@ -170,11 +192,20 @@ export const CONTAINER_INPUT_KEYS = Object.keys(CONTAINER_INPUTS);
 export function containerSpec(inputs: Record<string, any>): ContainerSpec {
   const where = `container ${inputs.name ?? "(unnamed)"}`;
   if (typeof inputs.name !== "string" || inputs.name === "") throw new ContainerInputError(`${where}.name: required`);
-  const spec: ContainerSpec = { name: inputs.name, create: { HostConfig: {}, Labels: {} }, extraNetworks: [], wait: false, waitTimeoutSeconds: 60 };
+  const spec: ContainerSpec = {
+    name: inputs.name,
+    create: { HostConfig: {}, Labels: {} },
+    extraNetworks: [],
+    wait: false,
+    waitTimeoutSeconds: 60,
+  };
   for (const [input, value] of Object.entries(inputs)) {
     if (value === undefined || value === null || input === "__provider") continue;
     const apply = CONTAINER_INPUTS[input];
-    if (!apply) throw new ContainerInputError(`${where}.${input}: not an input of a container (known: ${CONTAINER_INPUT_KEYS.join(", ")})`);
+    if (!apply)
+      throw new ContainerInputError(
+        `${where}.${input}: not an input of a container (known: ${CONTAINER_INPUT_KEYS.join(", ")})`,
+      );
     apply(value, spec, where);
   }
   if (!spec.create.Image) throw new ContainerInputError(`${where}.image: required`);
@@ -191,10 +222,17 @@ function sleep(ms: number): Promise<void> {
  */
 function observed(info: any, inputs: Record<string, any>): Record<string, any> {
   const bindings = info.NetworkSettings?.Ports ?? {};
-  const ports = ((inputs.ports as { internal: number; protocol?: string; ip?: string }[] | undefined) ?? []).map((p) => {
-    const bound = bindings[`${p.internal}/${p.protocol ?? "tcp"}`]?.[0];
-    return { internal: p.internal, external: bound ? Number(bound.HostPort) : undefined, ip: bound?.HostIp ?? p.ip, protocol: p.protocol ?? "tcp" };
-  });
+  const ports = ((inputs.ports as { internal: number; protocol?: string; ip?: string }[] | undefined) ?? []).map(
+    (p) => {
+      const bound = bindings[`${p.internal}/${p.protocol ?? "tcp"}`]?.[0];
+      return {
+        internal: p.internal,
+        external: bound ? Number(bound.HostPort) : undefined,
+        ip: bound?.HostIp ?? p.ip,
+        protocol: p.protocol ?? "tcp",
+      };
+    },
+  );
   const networkDatas = Object.entries(info.NetworkSettings?.Networks ?? {}).map(([networkName, n]: [string, any]) => ({
     networkName,
     ipAddress: n.IPAddress,
@@ -205,7 +243,11 @@ function observed(info: any, inputs: Record<string, any>): Record<string, any> {
 
 /** Runs `cmd` in the container and returns its exit code (null when it could not run to the end in time). */
 async function execExitCode(api: DockerApi, id: string, cmd: string[], timeoutMs: number): Promise<number | null> {
-  const exec = await api.request<{ Id: string }>("POST", `/containers/${id}/exec`, { Cmd: cmd, AttachStdout: false, AttachStderr: false });
+  const exec = await api.request<{ Id: string }>("POST", `/containers/${id}/exec`, {
+    Cmd: cmd,
+    AttachStdout: false,
+    AttachStderr: false,
+  });
   await api.request("POST", `/exec/${exec.Id}/start`, { Detach: true });
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -237,11 +279,16 @@ async function waitHealthy(api: DockerApi, id: string, spec: ContainerSpec): Pro
     const health = info.State?.Health;
     if (!health) throw new Error(`container ${spec.name}: wait is set but it has no health check`);
     if (health.Status === "healthy") return;
-    if (!info.State.Running) throw new Error(`container ${spec.name} stopped while waiting for it to be healthy (exit ${info.State.ExitCode}); its log:\n${await containerLogs(api, id)}`);
+    if (!info.State.Running)
+      throw new Error(
+        `container ${spec.name} stopped while waiting for it to be healthy (exit ${info.State.ExitCode}); its log:\n${await containerLogs(api, id)}`,
+      );
     if (check !== undefined && (await execExitCode(api, id, check, timeoutMs)) === 0) return;
     if (Date.now() > deadline) {
       const last = health.Log?.at(-1)?.Output?.trim() ?? "";
-      throw new Error(`container ${spec.name}: not healthy after ${spec.waitTimeoutSeconds} s (last check: ${last}); its log:\n${await containerLogs(api, id)}`);
+      throw new Error(
+        `container ${spec.name}: not healthy after ${spec.waitTimeoutSeconds} s (last check: ${last}); its log:\n${await containerLogs(api, id)}`,
+      );
     }
     await sleep(100);
   }
@@ -251,8 +298,12 @@ async function waitHealthy(api: DockerApi, id: string, spec: ContainerSpec): Pro
  * The spec with each port the inputs leave to the engine pinned to the host port the container had before
  * (when it had one), so recreating a container keeps its published addresses.
  */
-function keepingPorts(spec: ContainerSpec, before: { internal: number; external?: number; protocol?: string }[] | undefined): ContainerSpec {
-  const bindings = spec.create.HostConfig.PortBindings as Record<string, { HostIp: string; HostPort: string }[]> | undefined;
+function keepingPorts(
+  spec: ContainerSpec,
+  before: { internal: number; external?: number; protocol?: string }[] | undefined,
+): ContainerSpec {
+  const bindings = spec.create.HostConfig.PortBindings as
+    Record<string, { HostIp: string; HostPort: string }[]> | undefined;
   if (!bindings || !before) return spec;
   for (const old of before) {
     const binding = bindings[`${old.internal}/${old.protocol ?? "tcp"}`]?.[0];
@@ -268,18 +319,27 @@ async function run(api: DockerApi, spec: ContainerSpec, inputs: Record<string, a
     created = await api.request("POST", `/containers/create?name=${encodeURIComponent(spec.name)}`, spec.create);
   } catch (error) {
     if ((error as { status?: number }).status === 409) {
-      throw new Error(`container ${spec.name}: a container of that name already exists on ${api.where} (a leftover, or another stack's); remove it with \`docker rm -f ${spec.name}\``, { cause: error });
+      throw new Error(
+        `container ${spec.name}: a container of that name already exists on ${api.where} (a leftover, or another stack's); remove it with \`docker rm -f ${spec.name}\``,
+        { cause: error },
+      );
     }
     throw error;
   }
   try {
     for (const n of spec.extraNetworks) {
       const ipam = n.ipv4Address ? { IPv4Address: n.ipv4Address } : undefined;
-      await api.request("POST", `/networks/${encodeURIComponent(n.name)}/connect`, { Container: created.Id, EndpointConfig: { Aliases: n.aliases, IPAMConfig: ipam } });
+      await api.request("POST", `/networks/${encodeURIComponent(n.name)}/connect`, {
+        Container: created.Id,
+        EndpointConfig: { Aliases: n.aliases, IPAMConfig: ipam },
+      });
     }
     await api.request("POST", `/containers/${created.Id}/start`);
     const started = await api.request("GET", `/containers/${created.Id}/json`);
-    if (!started.State.Running) throw new Error(`container ${spec.name} is not running after start (exit ${started.State.ExitCode}); its log:\n${await containerLogs(api, created.Id)}`);
+    if (!started.State.Running)
+      throw new Error(
+        `container ${spec.name} is not running after start (exit ${started.State.ExitCode}); its log:\n${await containerLogs(api, created.Id)}`,
+      );
     if (spec.wait) await waitHealthy(api, created.Id, spec);
     const info = await api.request("GET", `/containers/${created.Id}/json`);
     return { ...pick(inputs, CONTAINER_INPUT_KEYS), ...observed(info, inputs) };
@@ -315,7 +375,8 @@ export const container: Operations = {
     try {
       containerSpec(news);
     } catch (error) {
-      if (error instanceof ContainerInputError) return { inputs: news, failures: [{ property: "", reason: error.message }] };
+      if (error instanceof ContainerInputError)
+        return { inputs: news, failures: [{ property: "", reason: error.message }] };
       throw error;
     }
     return { inputs: news };

@@ -14,7 +14,16 @@ import * as tar from "tar";
 import { dockerApi, isNotFound, type DockerApi, type EngineTarget } from "./docker-api";
 import { diffInputs, hasUnknown, pick, type Operations } from "./operation";
 
-const IMAGE_INPUT_KEYS = ["engine", "imageName", "context", "dockerfile", "files", "buildArgs", "labels", "contextDigest"] as const;
+const IMAGE_INPUT_KEYS = [
+  "engine",
+  "imageName",
+  "context",
+  "dockerfile",
+  "files",
+  "buildArgs",
+  "labels",
+  "contextDigest",
+] as const;
 const IMAGE_REF_INPUT_KEYS = ["engine", "name", "engineImageId"] as const;
 
 /** sha256 of the Dockerfile, the context's files (names and contents) and the build's arguments and labels. */
@@ -33,7 +42,10 @@ export function contextDigest(inputs: Record<string, any>): string {
 /** The build context as a tar stream: the Dockerfile and the named files, with no host-specific metadata. */
 function contextTar(inputs: Record<string, any>): Readable {
   const files = [inputs.dockerfile as string, ...((inputs.files as string[]) ?? [])];
-  return tar.c({ cwd: inputs.context as string, portable: true, mtime: new Date(0), noDirRecurse: true }, files) as unknown as Readable;
+  return tar.c(
+    { cwd: inputs.context as string, portable: true, mtime: new Date(0), noDirRecurse: true },
+    files,
+  ) as unknown as Readable;
 }
 
 interface BuildMessage {
@@ -53,7 +65,9 @@ async function build(api: DockerApi, inputs: Record<string, any>): Promise<strin
     forcerm: "1",
   });
   const body = new PassThrough();
-  contextTar(inputs).on("error", (e) => body.destroy(e)).pipe(body);
+  contextTar(inputs)
+    .on("error", (e) => body.destroy(e))
+    .pipe(body);
   const res = await api.stream("POST", `/build?${query}`, body, { "content-type": "application/x-tar" });
   let id: string | undefined;
   const tail: string[] = [];
@@ -67,7 +81,9 @@ async function build(api: DockerApi, inputs: Record<string, any>): Promise<strin
       const message = JSON.parse(line) as BuildMessage;
       if (message.stream) tail.push(...message.stream.split("\n").filter((l) => l.trim()));
       if (message.error || message.errorDetail) {
-        throw new Error(`image ${inputs.imageName}: the build failed: ${message.errorDetail?.message ?? message.error}\n${tail.slice(-15).join("\n")}`);
+        throw new Error(
+          `image ${inputs.imageName}: the build failed: ${message.errorDetail?.message ?? message.error}\n${tail.slice(-15).join("\n")}`,
+        );
       }
       if (message.aux?.ID) id = message.aux.ID;
     }
@@ -82,9 +98,16 @@ async function build(api: DockerApi, inputs: Record<string, any>): Promise<strin
 export const image: Operations = {
   async check(_olds, news) {
     if (hasUnknown([news.context, news.dockerfile, news.files, news.buildArgs, news.labels])) return { inputs: news };
-    const missing = [news.dockerfile, ...(news.files ?? [])].filter((f: string) => !fs.existsSync(path.join(news.context, f)));
+    const missing = [news.dockerfile, ...(news.files ?? [])].filter(
+      (f: string) => !fs.existsSync(path.join(news.context, f)),
+    );
     if (missing.length > 0) {
-      return { inputs: news, failures: [{ property: "files", reason: `image ${news.imageName}: ${missing.join(", ")} missing in ${news.context}` }] };
+      return {
+        inputs: news,
+        failures: [
+          { property: "files", reason: `image ${news.imageName}: ${missing.join(", ")} missing in ${news.context}` },
+        ],
+      };
     }
     return { inputs: { ...news, contextDigest: contextDigest(news) } };
   },
@@ -150,11 +173,14 @@ async function resolveRef(inputs: Record<string, any>): Promise<string> {
     let id = await engineImageId(api, inputs.name);
     if (id === undefined) {
       await pull(api, inputs.name).catch((e: Error) => {
-        throw new Error(`image ${inputs.name} is not on the engine at ${api.where} and could not be pulled (${e.message}); build it there (for the sample sites: npm run images) or push it to a registry that engine reaches`);
+        throw new Error(
+          `image ${inputs.name} is not on the engine at ${api.where} and could not be pulled (${e.message}); build it there (for the sample sites: npm run images) or push it to a registry that engine reaches`,
+        );
       });
       id = await engineImageId(api, inputs.name);
     }
-    if (id === undefined) throw new Error(`image ${inputs.name}: pulled, yet the engine at ${api.where} does not have it`);
+    if (id === undefined)
+      throw new Error(`image ${inputs.name}: pulled, yet the engine at ${api.where} does not have it`);
     return id;
   } finally {
     api.close();
@@ -180,7 +206,10 @@ export const imageRef: Operations = {
   },
   async create(inputs) {
     const imageId = await resolveRef(inputs);
-    return { id: `${inputs.name}@${imageId}`, outs: { ...pick(inputs, IMAGE_REF_INPUT_KEYS), engineImageId: imageId, imageId } };
+    return {
+      id: `${inputs.name}@${imageId}`,
+      outs: { ...pick(inputs, IMAGE_REF_INPUT_KEYS), engineImageId: imageId, imageId },
+    };
   },
   async update(_id, _olds, news) {
     const imageId = await resolveRef(news);

@@ -11,7 +11,9 @@ type Labels = { label: string; value: string }[] | undefined;
 const labelsOf = (labels: Labels) => Object.fromEntries((labels ?? []).map((l) => [l.label, l.value]));
 
 function subnetsOf(info: any): string[] {
-  return ((info.IPAM?.Config ?? []) as { Subnet?: string }[]).map((c) => c.Subnet).filter((s): s is string => typeof s === "string");
+  return ((info.IPAM?.Config ?? []) as { Subnet?: string }[])
+    .map((c) => c.Subnet)
+    .filter((s): s is string => typeof s === "string");
 }
 
 export const network: Operations = {
@@ -28,11 +30,23 @@ export const network: Operations = {
         Labels: labelsOf(inputs.labels),
         Options: inputs.options,
         CheckDuplicate: true,
-        ...(inputs.ipamConfigs ? { IPAM: { Config: (inputs.ipamConfigs as { subnet?: string; gateway?: string }[]).map((c) => ({ Subnet: c.subnet, Gateway: c.gateway })) } } : {}),
+        ...(inputs.ipamConfigs
+          ? {
+              IPAM: {
+                Config: (inputs.ipamConfigs as { subnet?: string; gateway?: string }[]).map((c) => ({
+                  Subnet: c.subnet,
+                  Gateway: c.gateway,
+                })),
+              },
+            }
+          : {}),
       };
       const created = await api.request<{ Id: string }>("POST", "/networks/create", body).catch((e) => {
         if ((e as { status?: number }).status === 409) {
-          throw new Error(`network ${inputs.name}: a network of that name already exists on ${api.where} (a leftover, or another stack's); remove it with \`docker network rm ${inputs.name}\``, { cause: e });
+          throw new Error(
+            `network ${inputs.name}: a network of that name already exists on ${api.where} (a leftover, or another stack's); remove it with \`docker network rm ${inputs.name}\``,
+            { cause: e },
+          );
         }
         if (/non-overlapping IPv4 address pool/.test((e as Error).message)) {
           throw new Error(
@@ -70,7 +84,9 @@ export const network: Operations = {
       });
       if (info === undefined) return;
       for (const endpoint of Object.keys(info.Containers ?? {})) {
-        await api.request("POST", `/networks/${encodeURIComponent(id)}/disconnect`, { Container: endpoint, Force: true }).catch(() => undefined);
+        await api
+          .request("POST", `/networks/${encodeURIComponent(id)}/disconnect`, { Container: endpoint, Force: true })
+          .catch(() => undefined);
       }
       await api.request("DELETE", `/networks/${encodeURIComponent(id)}`).catch((e) => {
         if (!isNotFound(e)) throw e;

@@ -27,7 +27,13 @@ export function hasUnknown(value: unknown): boolean {
 /** JSON with sorted keys, so two equal inputs compare equal whatever their key order. */
 export function canonical(value: unknown): string {
   return JSON.stringify(value, (_k, v) =>
-    v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v,
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map((k) => [k, v[k]]),
+        )
+      : v,
   );
 }
 
@@ -57,7 +63,11 @@ export function pick(state: Record<string, any>, keys: readonly string[]): Recor
 }
 
 /** Check failures for input names the kind does not know (a typo is an error, not a silent default). */
-export function unknownInputs(news: Record<string, any>, keys: readonly string[], what: string): pulumi.dynamic.CheckFailure[] {
+export function unknownInputs(
+  news: Record<string, any>,
+  keys: readonly string[],
+  what: string,
+): pulumi.dynamic.CheckFailure[] {
   return Object.keys(news)
     .filter((k) => k !== "__provider" && !keys.includes(k) && news[k] !== undefined)
     .map((k) => ({ property: k, reason: `${what} has no input ${k}; known: ${keys.join(", ")}` }));

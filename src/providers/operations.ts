@@ -9,6 +9,17 @@ import { selfTest } from "./self-test";
 import { sshHostKey } from "./ssh-host-key";
 import { gatewayTunnel } from "./tunnel";
 
-export const OPERATIONS = { container, network, volume, image, imageRef, command, secret, selfTest, sshHostKey, gatewayTunnel } satisfies Record<string, Operations>;
+export const OPERATIONS = {
+  container,
+  network,
+  volume,
+  image,
+  imageRef,
+  command,
+  secret,
+  selfTest,
+  sshHostKey,
+  gatewayTunnel,
+} satisfies Record<string, Operations>;
 
 export type Kind = keyof typeof OPERATIONS;

@@ -41,7 +41,9 @@ export function providerSource(kind: Kind, operationsModule = OPERATIONS_MODULE)
 `;
 }
 
-const SOURCES = Object.fromEntries((Object.keys(RESOURCE_TYPES) as Kind[]).map((kind) => [kind, providerSource(kind)])) as Record<Kind, string>;
+const SOURCES = Object.fromEntries(
+  (Object.keys(RESOURCE_TYPES) as Kind[]).map((kind) => [kind, providerSource(kind)]),
+) as Record<Kind, string>;
 
 abstract class DynamicResource extends pulumi.CustomResource {
   constructor(kind: Kind, name: string, props: Record<string, unknown>, opts?: pulumi.CustomResourceOptions) {
@@ -134,12 +136,22 @@ export interface DockerContainerArgs {
   labels?: pulumi.Input<pulumi.Input<Label>[]>;
   ports?: pulumi.Input<pulumi.Input<{ internal: number; external?: number; ip?: string; protocol?: string }>[]>;
   networkMode?: pulumi.Input<string>;
-  networksAdvanced?: pulumi.Input<pulumi.Input<{ name: pulumi.Input<string>; aliases?: string[]; ipv4Address?: string }>[]>;
-  mounts?: pulumi.Input<pulumi.Input<{ type: string; source?: pulumi.Input<string>; target: string; readOnly?: boolean }>[]>;
+  networksAdvanced?: pulumi.Input<
+    pulumi.Input<{ name: pulumi.Input<string>; aliases?: string[]; ipv4Address?: string }>[]
+  >;
+  mounts?: pulumi.Input<
+    pulumi.Input<{ type: string; source?: pulumi.Input<string>; target: string; readOnly?: boolean }>[]
+  >;
   capabilities?: pulumi.Input<{ adds?: string[]; drops?: string[] }>;
   restart?: pulumi.Input<string>;
   shmSize?: pulumi.Input<number>;
-  healthcheck?: pulumi.Input<{ tests: string[]; interval?: string; timeout?: string; startPeriod?: string; retries?: number }>;
+  healthcheck?: pulumi.Input<{
+    tests: string[];
+    interval?: string;
+    timeout?: string;
+    startPeriod?: string;
+    retries?: number;
+  }>;
   wait?: pulumi.Input<boolean>;
   waitTimeout?: pulumi.Input<number>;
   destroyGraceSeconds?: pulumi.Input<number>;
@@ -151,10 +163,17 @@ export class DockerContainer extends DynamicResource {
   /** The engine's id of the running container: new whenever the container is recreated. */
   declare readonly containerId: pulumi.Output<string>;
   /** The `ports` as the engine bound them (`external` is the host port it chose). */
-  declare readonly publishedPorts: pulumi.Output<{ internal: number; external?: number; ip?: string; protocol: string }[]>;
+  declare readonly publishedPorts: pulumi.Output<
+    { internal: number; external?: number; ip?: string; protocol: string }[]
+  >;
   declare readonly networkDatas: pulumi.Output<{ networkName: string; ipAddress: string; gateway: string }[]>;
   constructor(name: string, args: DockerContainerArgs, opts?: pulumi.CustomResourceOptions) {
-    super("container", name, { ...args, containerId: undefined, publishedPorts: undefined, networkDatas: undefined }, opts);
+    super(
+      "container",
+      name,
+      { ...args, containerId: undefined, publishedPorts: undefined, networkDatas: undefined },
+      opts,
+    );
   }
 }
 
@@ -187,7 +206,12 @@ export class SshHostKey extends DynamicResource {
   /** The OpenSSH private key file's text; a secret. */
   declare readonly privateKey: pulumi.Output<string>;
   constructor(name: string, args: { comment: string }, opts?: pulumi.CustomResourceOptions) {
-    super("sshHostKey", name, { comment: args.comment, publicKey: undefined, privateKey: undefined }, { ...opts, additionalSecretOutputs: ["privateKey", ...(opts?.additionalSecretOutputs ?? [])] });
+    super(
+      "sshHostKey",
+      name,
+      { comment: args.comment, publicKey: undefined, privateKey: undefined },
+      { ...opts, additionalSecretOutputs: ["privateKey", ...(opts?.additionalSecretOutputs ?? [])] },
+    );
   }
 }
 
@@ -195,7 +219,11 @@ export class SshHostKey extends DynamicResource {
 export class GatewayTunnel extends DynamicResource {
   /** The local port: the gateway is at http://127.0.0.1:<localPort>. */
   declare readonly localPort: pulumi.Output<number>;
-  constructor(name: string, args: { ssh: pulumi.Input<SshEndpoint>; remotePort: number }, opts?: pulumi.CustomResourceOptions) {
+  constructor(
+    name: string,
+    args: { ssh: pulumi.Input<SshEndpoint>; remotePort: number },
+    opts?: pulumi.CustomResourceOptions,
+  ) {
     super("gatewayTunnel", name, { ...args, localPort: undefined }, opts);
   }
 }
@@ -204,7 +232,12 @@ export class GatewayTunnel extends DynamicResource {
 export class RandomSecret extends DynamicResource {
   declare readonly value: pulumi.Output<string>;
   constructor(name: string, args: { bytes?: number }, opts?: pulumi.CustomResourceOptions) {
-    super("secret", name, { bytes: args.bytes ?? 32, value: undefined }, { ...opts, additionalSecretOutputs: ["value", ...(opts?.additionalSecretOutputs ?? [])] });
+    super(
+      "secret",
+      name,
+      { bytes: args.bytes ?? 32, value: undefined },
+      { ...opts, additionalSecretOutputs: ["value", ...(opts?.additionalSecretOutputs ?? [])] },
+    );
   }
 }
 
@@ -225,6 +258,11 @@ export interface SelfTestArgs {
 export class SelfTest extends DynamicResource {
   declare readonly results: pulumi.Output<SelfTestResults>;
   constructor(name: string, args: SelfTestArgs, opts?: pulumi.CustomResourceOptions) {
-    super("selfTest", name, { ...args, results: undefined }, { ...opts, additionalSecretOutputs: ["controlToken", ...(opts?.additionalSecretOutputs ?? [])] });
+    super(
+      "selfTest",
+      name,
+      { ...args, results: undefined },
+      { ...opts, additionalSecretOutputs: ["controlToken", ...(opts?.additionalSecretOutputs ?? [])] },
+    );
   }
 }

@@ -12,7 +12,13 @@ import type { SelfTestCheck } from "../plan/self-test";
 import { startTabHost } from "../plan/start-tabs";
 import { bearer } from "../protocol/auth";
 import { CARD_PATH, findExtension, parseCard, WEBSITE_V1_URN, type GatewayCard } from "../protocol/card";
-import { parseLiveSiteProxyLog, SITE_PROXY_HEADER, SiteProxyVerdict, type LogMark, logMarkQuery } from "../protocol/site-proxy";
+import {
+  parseLiveSiteProxyLog,
+  SITE_PROXY_HEADER,
+  SiteProxyVerdict,
+  type LogMark,
+  logMarkQuery,
+} from "../protocol/site-proxy";
 import type { SelfTestCheckResult, SelfTestResults } from "../protocol/outputs";
 import { diffInputs, pick, type Operations } from "./operation";
 
@@ -31,7 +37,11 @@ function computerPath(computer: string, rest: string): string {
 /** How long a computer's browser may take to answer on DevTools once its containers are up. */
 const DEVTOOLS_READY_MS = 60_000;
 
-async function gatewayFetch(gateway: Gateway, path: string, init: RequestInit = {}): Promise<Response | globalThis.Response> {
+async function gatewayFetch(
+  gateway: Gateway,
+  path: string,
+  init: RequestInit = {},
+): Promise<Response | globalThis.Response> {
   return fetch(gateway.url.replace(/\/+$/, "") + path, { ...init, headers: { authorization: bearer(gateway.token) } });
 }
 
@@ -43,19 +53,33 @@ async function markLog(gateway: Gateway, computer: string, mark: LogMark): Promi
 async function refusedInLog(gateway: Gateway, computer: string, host: string, since: string): Promise<boolean> {
   const answer = (await gatewayFetch(gateway, computerPath(computer, "/proxy-log"))) as globalThis.Response;
   if (!answer.ok) return false;
-  return parseLiveSiteProxyLog(await answer.text()).some((r) => r.event === "refused" && r.host === host && r.time >= since);
+  return parseLiveSiteProxyLog(await answer.text()).some(
+    (r) => r.event === "refused" && r.host === host && r.time >= since,
+  );
 }
 
 /** Who answered a navigation: the proxy itself (its marker), or the host. */
 function answeredBy(response: Response): string {
   const verdict = response.headers()[SITE_PROXY_HEADER.toLowerCase()];
-  return verdict === undefined ? `the host answered ${response.status()}` : `the proxy answered ${response.status()} (${verdict})`;
+  return verdict === undefined
+    ? `the host answered ${response.status()}`
+    : `the proxy answered ${response.status()} (${verdict})`;
 }
 
-async function runCheck(gateway: Gateway, browser: Browser, computer: string, check: SelfTestCheck): Promise<SelfTestCheckResult> {
+async function runCheck(
+  gateway: Gateway,
+  browser: Browser,
+  computer: string,
+  check: SelfTestCheck,
+): Promise<SelfTestCheckResult> {
   const context = await browser.newContext();
   const started = new Date(Date.now() - 1000).toISOString();
-  const result = (ok: boolean, detail: string): SelfTestCheckResult => ({ check: check.name, url: check.url, ok, detail });
+  const result = (ok: boolean, detail: string): SelfTestCheckResult => ({
+    check: check.name,
+    url: check.url,
+    ok,
+    detail,
+  });
   try {
     const page = await context.newPage();
     let response: Response | null = null;
@@ -80,7 +104,8 @@ async function runCheck(gateway: Gateway, browser: Browser, computer: string, ch
         if (response) return result(false, `not refused: ${answeredBy(response)}`);
         // A refused CONNECT is only an error page (a browser that upgraded to HTTPS): the proxy's log says why.
         const host = new URL(check.url).hostname.replace(/^\[|\]$/g, "");
-        if (await refusedInLog(gateway, computer, host, started)) return result(true, `refused (the proxy's log has it; the browser saw ${error})`);
+        if (await refusedInLog(gateway, computer, host, started))
+          return result(true, `refused (the proxy's log has it; the browser saw ${error})`);
         return result(false, `no refusal from the proxy: ${error}`);
       }
     }
@@ -89,7 +114,11 @@ async function runCheck(gateway: Gateway, browser: Browser, computer: string, ch
   }
 }
 
-async function testComputer(gateway: Gateway, computer: string, checks: SelfTestCheck[]): Promise<SelfTestCheckResult[]> {
+async function testComputer(
+  gateway: Gateway,
+  computer: string,
+  checks: SelfTestCheck[],
+): Promise<SelfTestCheckResult[]> {
   // Loaded here: every other resource kind's operations run in the same host, and need no browser client.
   const { chromium } = require("playwright-core") as typeof import("playwright-core");
   let browser: Browser | undefined;
@@ -98,7 +127,10 @@ async function testComputer(gateway: Gateway, computer: string, checks: SelfTest
   const until = Date.now() + DEVTOOLS_READY_MS;
   for (;;) {
     try {
-      browser = await chromium.connectOverCDP(gateway.url.replace(/\/+$/, "") + computerPath(computer, "/cdp"), { headers: { Authorization: bearer(gateway.token) }, timeout: 30_000 });
+      browser = await chromium.connectOverCDP(gateway.url.replace(/\/+$/, "") + computerPath(computer, "/cdp"), {
+        headers: { Authorization: bearer(gateway.token) },
+        timeout: 30_000,
+      });
       break;
     } catch (error) {
       const detail = (error as Error).message.split("\n")[0];
@@ -120,8 +152,13 @@ async function testComputer(gateway: Gateway, computer: string, checks: SelfTest
   }
 }
 
-/** Each start tab's host against the names the sites' cards declare (website/v1 `domains`), as served by the gateway. */
-async function checkStartTabs(gateway: Gateway, startTabs: Record<string, string[]>): Promise<Record<string, SelfTestCheckResult[]>> {
+/**
+ * Each start tab's host against the names the sites' cards declare (website/v1 `domains`), as served by the gateway.
+ */
+async function checkStartTabs(
+  gateway: Gateway,
+  startTabs: Record<string, string[]>,
+): Promise<Record<string, SelfTestCheckResult[]>> {
   if (Object.keys(startTabs).length === 0) return {};
   let card: GatewayCard | undefined;
   let problem = "";
@@ -134,7 +171,10 @@ async function checkStartTabs(gateway: Gateway, startTabs: Record<string, string
   }
   const declared = Object.entries(card?.sites ?? {}).flatMap(([site, raw]) => {
     const params = findExtension(parseCard(raw), WEBSITE_V1_URN)?.params ?? {};
-    const names = [...(Array.isArray(params.domains) ? params.domains : []), ...(Array.isArray(params.allowHosts) ? params.allowHosts : [])];
+    const names = [
+      ...(Array.isArray(params.domains) ? params.domains : []),
+      ...(Array.isArray(params.allowHosts) ? params.allowHosts : []),
+    ];
     return names.filter((n): n is string => typeof n === "string").map((name) => ({ site, name }));
   });
   return Object.fromEntries(
@@ -146,29 +186,47 @@ async function checkStartTabs(gateway: Gateway, startTabs: Record<string, string
         if (!("host" in parsed)) return { check, url: tab, ok: true, detail: "not a web page" };
         if (card === undefined) return { check, url: tab, ok: false, detail: problem };
         const claim = declared.find((d) => covers(d.name, parsed.host));
-        return claim ? { check, url: tab, ok: true, detail: `site ${claim.site} declares ${claim.name}` } : { check, url: tab, ok: false, detail: `no site's card declares ${parsed.host}` };
+        return claim
+          ? { check, url: tab, ok: true, detail: `site ${claim.site} declares ${claim.name}` }
+          : { check, url: tab, ok: false, detail: `no site's card declares ${parsed.host}` };
       }),
     ]),
   );
 }
 
 /** Runs every check; the results, whatever they are. */
-export async function runSelfTest(inputs: { gatewayUrl: string; controlToken: string; checks: Record<string, SelfTestCheck[]>; startTabs: Record<string, string[]> }): Promise<SelfTestResults> {
+export async function runSelfTest(inputs: {
+  gatewayUrl: string;
+  controlToken: string;
+  checks: Record<string, SelfTestCheck[]>;
+  startTabs: Record<string, string[]>;
+}): Promise<SelfTestResults> {
   const started = Date.now();
   const gateway = { url: inputs.gatewayUrl, token: inputs.controlToken };
   const [computers, startTabs] = await Promise.all([
-    Promise.all(Object.entries(inputs.checks).map(async ([computer, checks]) => [computer, await testComputer(gateway, computer, checks)] as const)).then(Object.fromEntries),
+    Promise.all(
+      Object.entries(inputs.checks).map(
+        async ([computer, checks]) => [computer, await testComputer(gateway, computer, checks)] as const,
+      ),
+    ).then(Object.fromEntries),
     checkStartTabs(gateway, inputs.startTabs),
   ]);
   const all = [...Object.values(computers), ...Object.values(startTabs)].flat() as SelfTestCheckResult[];
-  return { passed: all.every((r) => r.ok), finishedAt: new Date().toISOString(), seconds: (Date.now() - started) / 1000, computers, startTabs };
+  return {
+    passed: all.every((r) => r.ok),
+    finishedAt: new Date().toISOString(),
+    seconds: (Date.now() - started) / 1000,
+    computers,
+    startTabs,
+  };
 }
 
 /** The deploy's error for failed checks: one line per failure, naming the computer and the check. */
 export function selfTestFailure(results: SelfTestResults): string {
   const lines: string[] = [];
   for (const byComputer of [results.computers, results.startTabs]) {
-    for (const [computer, checks] of Object.entries(byComputer)) for (const r of checks.filter((c) => !c.ok)) lines.push(`computer ${computer}: ${r.check}: ${r.detail}`);
+    for (const [computer, checks] of Object.entries(byComputer))
+      for (const r of checks.filter((c) => !c.ok)) lines.push(`computer ${computer}: ${r.check}: ${r.detail}`);
   }
   return `the self-test failed:\n${lines.join("\n")}\n(skip it with \`multienv up --no-self-test\`, or selfTest: false in the stack config)`;
 }

@@ -15,8 +15,14 @@ function keygen(comment: string): Promise<{ publicKey: string; privateKey: strin
   return new Promise((resolve, reject) => {
     execFile("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", file], (error, _out, stderr) => {
       try {
-        if (error) return reject(new Error(`ssh-keygen failed (${(stderr || error.message).trim()}); is openssh-client installed?`));
-        resolve({ publicKey: fs.readFileSync(`${file}.pub`, "utf8").trim(), privateKey: fs.readFileSync(file, "utf8") });
+        if (error)
+          return reject(
+            new Error(`ssh-keygen failed (${(stderr || error.message).trim()}); is openssh-client installed?`),
+          );
+        resolve({
+          publicKey: fs.readFileSync(`${file}.pub`, "utf8").trim(),
+          privateKey: fs.readFileSync(file, "utf8"),
+        });
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
       }

@@ -13,7 +13,11 @@ export function sshDir(): string {
 export function prepareSsh(endpoint: SshEndpoint): Promise<void> {
   return new Promise((resolve, reject) => {
     execFile("/bin/sh", ["-c", sshSetup(endpoint)], { timeout: 60_000 }, (error, _stdout, stderr) =>
-      error ? reject(new Error(`ssh setup for ${endpoint.user}@${endpoint.host} failed: ${(stderr || error.message).trim()}`)) : resolve(),
+      error
+        ? reject(
+            new Error(`ssh setup for ${endpoint.user}@${endpoint.host} failed: ${(stderr || error.message).trim()}`),
+          )
+        : resolve(),
     );
   });
 }

@@ -12,7 +12,9 @@ const INPUT_KEYS = ["ssh", "remotePort"] as const;
 
 function sh(script: string): Promise<void> {
   return new Promise((resolve, reject) =>
-    execFile("/bin/sh", ["-c", script], { timeout: 60_000 }, (error, _out, stderr) => (error ? reject(new Error((stderr || error.message).trim())) : resolve())),
+    execFile("/bin/sh", ["-c", script], { timeout: 60_000 }, (error, _out, stderr) =>
+      error ? reject(new Error((stderr || error.message).trim())) : resolve(),
+    ),
   );
 }
 
@@ -37,8 +39,14 @@ export async function ensureTunnel(tunnel: GatewayTunnel): Promise<GatewayTunnel
 export const gatewayTunnel: Operations = {
   async check(olds, news) {
     // An up after the tunnel died (a reboot, another shell) must find it again, on the port the URL names.
-    if (!hasUnknown(news) && typeof olds.localPort === "number" && JSON.stringify(olds.ssh) === JSON.stringify(news.ssh)) {
-      await ensureTunnel({ ssh: news.ssh, localPort: olds.localPort, remotePort: news.remotePort }).catch(() => undefined);
+    if (
+      !hasUnknown(news) &&
+      typeof olds.localPort === "number" &&
+      JSON.stringify(olds.ssh) === JSON.stringify(news.ssh)
+    ) {
+      await ensureTunnel({ ssh: news.ssh, localPort: olds.localPort, remotePort: news.remotePort }).catch(
+        () => undefined,
+      );
     }
     return { inputs: news };
   },
@@ -51,6 +59,8 @@ export const gatewayTunnel: Operations = {
     return { id: `tunnel-${localPort}`, outs: { ...pick(inputs, INPUT_KEYS), localPort } };
   },
   async delete(_id, props) {
-    await sh(`${sshSetup(props.ssh).split("\n").slice(0, -1).join("\n")}\n${tunnelDownLines(props.localPort)}`).catch(() => undefined);
+    await sh(`${sshSetup(props.ssh).split("\n").slice(0, -1).join("\n")}\n${tunnelDownLines(props.localPort)}`).catch(
+      () => undefined,
+    );
   },
 };

@@ -22,7 +22,10 @@ export const PROXY_LOGS_DIR = "proxy-logs";
 
 /** A temporary path beside `destination` (same directory, so the rename is atomic), hidden and unique. */
 export function temporaryPathFor(destination: string): string {
-  return join(dirname(destination), `.${destination.split("/").pop()}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
+  return join(
+    dirname(destination),
+    `.${destination.split("/").pop()}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`,
+  );
 }
 
 /** Writes `data` to `destination` atomically (temporary file, then rename), creating its directory. */

@@ -81,7 +81,8 @@ export function readCollectorEnvironment(env: NodeJS.ProcessEnv): {
 } {
   const required = (name: string) => {
     const value = env[name];
-    if (value === undefined || value === "") throw new Error(`collect --from-env: ${name} is not set; the capture collector's delete step sets it`);
+    if (value === undefined || value === "")
+      throw new Error(`collect --from-env: ${name} is not set; the capture collector's delete step sets it`);
     return value;
   };
   const stack = required(COLLECTOR_ENV.stack);
@@ -98,7 +99,8 @@ export function readCollectorEnvironment(env: NodeJS.ProcessEnv): {
       captureTraffic: parsed.captureTraffic !== false,
     };
   } catch (error) {
-    if (error instanceof SyntaxError) throw new Error(`collect --from-env: ${COLLECTOR_ENV.context} is not JSON (${error.message})`, { cause: error });
+    if (error instanceof SyntaxError)
+      throw new Error(`collect --from-env: ${COLLECTOR_ENV.context} is not JSON (${error.message})`, { cause: error });
     throw error;
   }
   return { stack, gatewayUrl, controlToken, context, artifactsDir: env[COLLECTOR_ENV.artifactsDir] || undefined };

@@ -53,7 +53,10 @@ export interface CheckResult {
  * A stack name (`stacks/Pulumi.<stack>.yaml` under the project directory) or a path to a stack file.
  * An argument with a slash or a .yaml/.yml ending is a path.
  */
-export function resolveStackFile(stackOrPath: string, projectDir: string = process.cwd()): { file: string; stack: string } {
+export function resolveStackFile(
+  stackOrPath: string,
+  projectDir: string = process.cwd(),
+): { file: string; stack: string } {
   const looksLikePath = stackOrPath.includes("/") || /\.ya?ml$/.test(stackOrPath);
   if (looksLikePath) {
     const file = isAbsolute(stackOrPath) ? stackOrPath : resolve(process.cwd(), stackOrPath);
@@ -78,26 +81,40 @@ export async function checkStack(stackOrPath: string, options: CheckOptions = {}
   try {
     stackFile = readStackFile(file, stack);
   } catch (error) {
-    if (error instanceof ConfigError) return { ...empty, ok: false, problems: error.problems.map(formatProblem), warnings: [] };
+    if (error instanceof ConfigError)
+      return { ...empty, ok: false, problems: error.problems.map(formatProblem), warnings: [] };
     throw error;
   }
   const planned = plan(stackFile.config, { stack });
-  if (!planned.ok) return { ...empty, ok: false, problems: planned.problems.map(formatProblem), warnings: planned.warnings };
+  if (!planned.ok)
+    return { ...empty, ok: false, problems: planned.problems.map(formatProblem), warnings: planned.warnings };
 
   let graph: Graph;
   try {
     graph = await renderGraph({ stack, config: stackFile.rawConfig, secretKeys: stackFile.secretKeys });
   } catch (error) {
-    if (error instanceof GraphError) return { ...empty, ok: false, problems: error.message.split("\n").filter(Boolean), warnings: planned.warnings };
+    if (error instanceof GraphError)
+      return { ...empty, ok: false, problems: error.message.split("\n").filter(Boolean), warnings: planned.warnings };
     throw error;
   }
   const context: GraphCheckContext = { stack, plan: planned.plan, secretKeys: Object.keys(stackFile.secrets) };
   const findings = (options.checks ?? GRAPH_CHECKS).flatMap((check) => check(graph, context));
   const problems = findings.map((f) => `policy ${f.policy}: ${f.resource}: ${f.message}`);
-  return { ok: problems.length === 0, stack, file, problems, warnings: planned.warnings, resources: graph.resources, outputs: graph.outputs };
+  return {
+    ok: problems.length === 0,
+    stack,
+    file,
+    problems,
+    warnings: planned.warnings,
+    resources: graph.resources,
+    outputs: graph.outputs,
+  };
 }
 
-/** `--json`: exactly the docs/design.md shape `{ok, problems[], warnings[], resources[{type,name,parent,inputs}], outputs{}}`. */
+/**
+ * `--json`: exactly the docs/design.md shape `{ok, problems[], warnings[], resources[{type,name,parent,inputs}],
+ * outputs{}}`.
+ */
 export function checkJson(result: CheckResult): string {
   return JSON.stringify(
     {
@@ -135,7 +152,8 @@ export function checkText(result: CheckResult): { stdout: string; stderr: string
 
 function resourceTree(resources: GraphResource[]): string[] {
   const children = new Map<string | undefined, GraphResource[]>();
-  const key = (type: string | undefined, name: string | undefined) => (name === undefined ? undefined : `${type}::${name}`);
+  const key = (type: string | undefined, name: string | undefined) =>
+    name === undefined ? undefined : `${type}::${name}`;
   for (const r of resources) {
     const parent = key(r.parentType, r.parent);
     if (!children.has(parent)) children.set(parent, []);
@@ -145,7 +163,9 @@ function resourceTree(resources: GraphResource[]): string[] {
   const walk = (parent: string | undefined, depth: number) => {
     for (const r of children.get(parent) ?? []) {
       const summary = keyInputs(r);
-      lines.push(`${"  ".repeat(depth)}${r.type} ${r.name}${r.provider ? ` [provider ${r.provider}]` : ""}${summary ? `  ${summary}` : ""}`);
+      lines.push(
+        `${"  ".repeat(depth)}${r.type} ${r.name}${r.provider ? ` [provider ${r.provider}]` : ""}${summary ? `  ${summary}` : ""}`,
+      );
       walk(key(r.type, r.name), depth + 1);
     }
   };
@@ -171,12 +191,20 @@ function keyInputs(r: GraphResource): string {
       if (engine) parts.push(`engine=${engine}`);
       parts.push(`image=${show(i.image)}`);
       if (i.networkMode) parts.push(`networkMode=${show(i.networkMode)}`);
-      if (Array.isArray(i.networksAdvanced)) parts.push(`networks=${i.networksAdvanced.map((n: any) => n.name).join(",")}`);
-      if (Array.isArray(i.ports) && i.ports.length > 0) parts.push(`ports=${i.ports.map((p: any) => `${p.ip ?? ""}:${p.external ?? "auto"}->${p.internal}`).join(",")}`);
+      if (Array.isArray(i.networksAdvanced))
+        parts.push(`networks=${i.networksAdvanced.map((n: any) => n.name).join(",")}`);
+      if (Array.isArray(i.ports) && i.ports.length > 0)
+        parts.push(
+          `ports=${i.ports.map((p: any) => `${p.ip ?? ""}:${p.external ?? "auto"}->${p.internal}`).join(",")}`,
+        );
       if (i.capabilities?.adds?.length) parts.push(`capAdd=${i.capabilities.adds.join(",")}`);
       if (i.capabilities?.drops?.length) parts.push(`capDrop=${i.capabilities.drops.join(",")}`);
-      if (Array.isArray(i.mounts) && i.mounts.length > 0) parts.push(`mounts=${i.mounts.map((m: any) => `${m.source}:${m.target}${m.readOnly ? ":ro" : ""}`).join(",")}`);
-      if (i.envs !== undefined) parts.push(`env=${Array.isArray(i.envs) ? i.envs.map((e: unknown) => (typeof e === "string" ? e.split("=")[0] : show(e))).join(",") : show(i.envs)}`);
+      if (Array.isArray(i.mounts) && i.mounts.length > 0)
+        parts.push(`mounts=${i.mounts.map((m: any) => `${m.source}:${m.target}${m.readOnly ? ":ro" : ""}`).join(",")}`);
+      if (i.envs !== undefined)
+        parts.push(
+          `env=${Array.isArray(i.envs) ? i.envs.map((e: unknown) => (typeof e === "string" ? e.split("=")[0] : show(e))).join(",") : show(i.envs)}`,
+        );
       if (i.healthcheck) parts.push("healthcheck");
       if (i.wait) parts.push("wait");
       break;
@@ -192,11 +220,18 @@ function keyInputs(r: GraphResource): string {
       parts.push(`name=${show(i.name)}`);
       break;
     case "aws:ec2/instance:Instance":
-      parts.push(`instanceType=${show(i.instanceType)}`, `httpTokens=${show(i.metadataOptions?.httpTokens)}`, `rootEncrypted=${show(i.rootBlockDevice?.encrypted)}`);
+      parts.push(
+        `instanceType=${show(i.instanceType)}`,
+        `httpTokens=${show(i.metadataOptions?.httpTokens)}`,
+        `rootEncrypted=${show(i.rootBlockDevice?.encrypted)}`,
+      );
       break;
     case "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule":
     case "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule":
-      parts.push(`${show(i.ipProtocol)} ${i.fromPort}-${i.toPort}`, `from/to=${show(i.cidrIpv4 ?? i.cidrIpv6 ?? i.referencedSecurityGroupId)}`);
+      parts.push(
+        `${show(i.ipProtocol)} ${i.fromPort}-${i.toPort}`,
+        `from/to=${show(i.cidrIpv4 ?? i.cidrIpv6 ?? i.referencedSecurityGroupId)}`,
+      );
       break;
     case RESOURCE_TYPES.command:
       parts.push(`create=${show(i.create)}`);

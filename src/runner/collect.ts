@@ -9,7 +9,13 @@ import { mkdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { CARD_PATH, type AgentEnvCard } from "../protocol/card";
 import { episodeOf } from "../protocol/site-proxy";
-import { fetchTrafficCapture, listTrafficCaptures, parseCaptureName, servesTraffic, type TrafficCapture } from "../protocol/traffic";
+import {
+  fetchTrafficCapture,
+  listTrafficCaptures,
+  parseCaptureName,
+  servesTraffic,
+  type TrafficCapture,
+} from "../protocol/traffic";
 import { PROXY_LOGS_DIR, TRAFFIC_DIR, temporaryPathFor, writeFileAtomic } from "./artifacts";
 import { errorMessage, RunnerError } from "./errors";
 import { fetchProxyLog, publicHostsInLog } from "./evidence";
@@ -76,7 +82,10 @@ async function sizeOf(path: string): Promise<number | undefined> {
   }
 }
 
-/** True when `listed` is stored complete: recorded with the same listed size and time, and the file is there at the recorded size. */
+/**
+ * True when `listed` is stored complete: recorded with the same listed size and time, and the file is there at the
+ * recorded size.
+ */
 async function isStored(listed: TrafficCapture, record: RunRecord, artifactsDir: string): Promise<boolean> {
   const stored = record.captures.find((c) => c.name === listed.name);
   if (stored === undefined || stored.listedBytes !== listed.bytes || stored.modified !== listed.modified) return false;
@@ -84,15 +93,24 @@ async function isStored(listed: TrafficCapture, record: RunRecord, artifactsDir:
 }
 
 /** The listed captures not yet stored complete in `artifactsDir`. */
-export async function uncollectedCaptures(listing: TrafficCapture[], record: RunRecord, artifactsDir: string): Promise<TrafficCapture[]> {
+export async function uncollectedCaptures(
+  listing: TrafficCapture[],
+  record: RunRecord,
+  artifactsDir: string,
+): Promise<TrafficCapture[]> {
   const pending: TrafficCapture[] = [];
   for (const listed of listing) if (!(await isStored(listed, record, artifactsDir))) pending.push(listed);
   return pending;
 }
 
 /** Downloads one capture to traffic/<name> (temporary file, then rename) and returns its record. */
-async function downloadCapture(access: GatewayAccess, listed: TrafficCapture, artifactsDir: string): Promise<CaptureRecord> {
-  if (parseCaptureName(listed.name) === undefined) throw new Error(`the listing names ${JSON.stringify(listed.name)}, which is not a capture file name; not stored`);
+async function downloadCapture(
+  access: GatewayAccess,
+  listed: TrafficCapture,
+  artifactsDir: string,
+): Promise<CaptureRecord> {
+  if (parseCaptureName(listed.name) === undefined)
+    throw new Error(`the listing names ${JSON.stringify(listed.name)}, which is not a capture file name; not stored`);
   const file = `${TRAFFIC_DIR}/${listed.name}`;
   const destination = join(artifactsDir, file);
   await mkdir(join(artifactsDir, TRAFFIC_DIR), { recursive: true });
@@ -101,7 +119,9 @@ async function downloadCapture(access: GatewayAccess, listed: TrafficCapture, ar
     const { bytes } = await fetchTrafficCapture(access.gatewayUrl, access.controlToken, listed.name, temporary);
     // The newest file is still being written: it may have grown since it was listed, never shrunk.
     if (bytes < listed.bytes) {
-      throw new Error(`capture ${listed.name}: got ${bytes} bytes but the listing said ${listed.bytes} (rotated or cut while downloading); collect again`);
+      throw new Error(
+        `capture ${listed.name}: got ${bytes} bytes but the listing said ${listed.bytes} (rotated or cut while downloading); collect again`,
+      );
     }
     const sha256 = await sha256Of(temporary);
     await rename(temporary, destination);
@@ -161,7 +181,12 @@ async function collectCapturesInto(options: CollectOptions, record: RunRecord) {
       errors.push({ name: listed.name, error: message(error), at: at() });
     }
   }
-  return { record: { ...record, captures: [...captures.values()], captureErrors: errors }, downloaded, skipped, errors };
+  return {
+    record: { ...record, captures: [...captures.values()], captureErrors: errors },
+    downloaded,
+    skipped,
+    errors,
+  };
 }
 
 /**
@@ -175,7 +200,8 @@ async function keepReplacedLog(path: string, text: string): Promise<void> {
   } catch {
     return;
   }
-  if (!text.startsWith(stored)) await rename(path, path.replace(/\.jsonl$/, `.until-${new Date().toISOString().replace(/[:.]/g, "-")}.jsonl`));
+  if (!text.startsWith(stored))
+    await rename(path, path.replace(/\.jsonl$/, `.until-${new Date().toISOString().replace(/[:.]/g, "-")}.jsonl`));
 }
 
 /** Fetches each computer's site-proxy log, stores it, and records the public hosts it shows. */
@@ -198,8 +224,16 @@ async function gatherEvidenceInto(options: CollectOptions, record: RunRecord): P
       publicHosts.forEach((h) => hosts.add(h));
       evidence[computer] = { log: logFile, connections: found.connections, publicHosts, fetchedAt };
     } catch (error) {
-      log(`warning: stack ${options.stack}: ${message(error)}; the run is marked not reproducible since its traffic is unknown`);
-      evidence[computer] = { ...evidence[computer], connections: evidence[computer]?.connections ?? 0, publicHosts: evidence[computer]?.publicHosts ?? [], error: message(error), fetchedAt };
+      log(
+        `warning: stack ${options.stack}: ${message(error)}; the run is marked not reproducible since its traffic is unknown`,
+      );
+      evidence[computer] = {
+        ...evidence[computer],
+        connections: evidence[computer]?.connections ?? 0,
+        publicHosts: evidence[computer]?.publicHosts ?? [],
+        error: message(error),
+        fetchedAt,
+      };
     }
   }
   return { ...record, evidence, publicHostsContacted: [...hosts].sort() };

@@ -41,7 +41,11 @@ export interface DownResult {
 }
 
 /** The collection options for a deployed stack, from its outputs; undefined when nothing is deployed. */
-export function collectOptionsFor(stack: string, map: OutputMap, artifactsDir: string): Omit<CollectOptions, "log" | "failOnCaptureError"> | undefined {
+export function collectOptionsFor(
+  stack: string,
+  map: OutputMap,
+  artifactsDir: string,
+): Omit<CollectOptions, "log" | "failOnCaptureError"> | undefined {
   if (map.gatewayUrl === undefined && map.controlToken === undefined) return undefined;
   const outputs = readOutputs(map);
   return {
@@ -60,10 +64,15 @@ export function collectOptionsFor(stack: string, map: OutputMap, artifactsDir: s
  * written. A proxy that cannot end them (an older image) has its browser closed instead, and its log is read until
  * it stops growing. Best effort: a computer that cannot be reached is named in a warning.
  */
-export async function completeProxyLogs(options: Pick<CollectOptions, "stack" | "access" | "computers">, log: (line: string) => void): Promise<void> {
+export async function completeProxyLogs(
+  options: Pick<CollectOptions, "stack" | "access" | "computers">,
+  log: (line: string) => void,
+): Promise<void> {
   const { access } = options;
   const warn = (computer: string, error: unknown) =>
-    log(`warning: stack ${options.stack}: could not end computer ${computer}'s connections before collecting (${errorMessage(error).split("\n")[0]}); connections it still held may be missing from its site-proxy log`);
+    log(
+      `warning: stack ${options.stack}: could not end computer ${computer}'s connections before collecting (${errorMessage(error).split("\n")[0]}); connections it still held may be missing from its site-proxy log`,
+    );
   const unsettled: string[] = [];
   await Promise.all(
     options.computers.map(async (computer) => {
@@ -92,12 +101,15 @@ export async function collectThenDestroy(stack: StackSeam, options: DownOptions)
   if (collectOptions === undefined) {
     log(`stack ${stack.name}: nothing deployed to collect from`);
   } else {
-    if (options.endConnections !== false && collectOptions.computers.length > 0) await completeProxyLogs(collectOptions, log);
+    if (options.endConnections !== false && collectOptions.computers.length > 0)
+      await completeProxyLogs(collectOptions, log);
     try {
       collected = await collect({ ...collectOptions, failOnCaptureError: options.failOnCaptureError, log });
     } catch (error) {
       if (!(error instanceof CaptureCollectionError)) throw error;
-      throw new RunnerError(`${error.what}; not destroyed, so nothing is lost: fix the gateway and run \`multienv down ${stack.name}\` again, or drop --fail-on-capture-error to destroy anyway`);
+      throw new RunnerError(
+        `${error.what}; not destroyed, so nothing is lost: fix the gateway and run \`multienv down ${stack.name}\` again, or drop --fail-on-capture-error to destroy anyway`,
+      );
     }
   }
   await stack.destroy({ onEvent: options.onEvent });

@@ -59,7 +59,9 @@ export function credentialsFromEnv(env: NodeJS.ProcessEnv = process.env): Ec2Cre
   const accessKeyId = env.AWS_ACCESS_KEY_ID;
   const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
   if (!accessKeyId || !secretAccessKey) {
-    throw new RunnerError("no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones) in the environment");
+    throw new RunnerError(
+      "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones) in the environment",
+    );
   }
   return { accessKeyId, secretAccessKey, ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}) };
 }
@@ -75,8 +77,18 @@ export function signingKey(secret: string, day: string, region: string, service:
 }
 
 /** The headers of a SigV4-signed POST of `body` to `url` for `service` in `region`. */
-export function signedHeaders(url: URL, body: string, region: string, credentials: Ec2Credentials, now = new Date(), service = "ec2"): Record<string, string> {
-  const amzDate = now.toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
+export function signedHeaders(
+  url: URL,
+  body: string,
+  region: string,
+  credentials: Ec2Credentials,
+  now = new Date(),
+  service = "ec2",
+): Record<string, string> {
+  const amzDate = now
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d{3}/, "");
   const day = amzDate.slice(0, 8);
   const headers: Record<string, string> = {
     "content-type": "application/x-www-form-urlencoded; charset=utf-8",
@@ -85,11 +97,24 @@ export function signedHeaders(url: URL, body: string, region: string, credential
     ...(credentials.sessionToken ? { "x-amz-security-token": credentials.sessionToken } : {}),
   };
   const names = Object.keys(headers).sort();
-  const canonical = ["POST", url.pathname || "/", "", ...names.map((n) => `${n}:${headers[n]}`), "", names.join(";"), sha256(body)].join("\n");
+  const canonical = [
+    "POST",
+    url.pathname || "/",
+    "",
+    ...names.map((n) => `${n}:${headers[n]}`),
+    "",
+    names.join(";"),
+    sha256(body),
+  ].join("\n");
   const scope = `${day}/${region}/${service}/aws4_request`;
   const toSign = ["AWS4-HMAC-SHA256", amzDate, scope, sha256(canonical)].join("\n");
-  const signature = createHmac("sha256", signingKey(credentials.secretAccessKey, day, region, service)).update(toSign).digest("hex");
-  return { ...headers, authorization: `AWS4-HMAC-SHA256 Credential=${credentials.accessKeyId}/${scope}, SignedHeaders=${names.join(";")}, Signature=${signature}` };
+  const signature = createHmac("sha256", signingKey(credentials.secretAccessKey, day, region, service))
+    .update(toSign)
+    .digest("hex");
+  return {
+    ...headers,
+    authorization: `AWS4-HMAC-SHA256 Credential=${credentials.accessKeyId}/${scope}, SignedHeaders=${names.join(";")}, Signature=${signature}`,
+  };
 }
 
 /** An XML element: its name, text and children (EC2's answers carry nothing in attributes). */
@@ -102,7 +127,9 @@ export interface XmlNode {
 const ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" };
 const decode = (text: string) =>
   text.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, e: string) =>
-    e[0] === "#" ? String.fromCodePoint(e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : Number(e.slice(1))) : (ENTITIES[e] ?? whole),
+    e[0] === "#"
+      ? String.fromCodePoint(e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : Number(e.slice(1)))
+      : (ENTITIES[e] ?? whole),
   );
 
 /** Parses the XML of an EC2 answer (elements, text, entities; declarations and comments skipped). */
@@ -128,19 +155,27 @@ export function parseXml(xml: string): XmlNode {
 
 const child = (node: XmlNode | undefined, name: string) => node?.children.find((c) => c.name === name);
 const text = (node: XmlNode | undefined, name: string) => child(node, name)?.text.trim() ?? "";
-const items = (node: XmlNode | undefined, name: string) => child(node, name)?.children.filter((c) => c.name === "item") ?? [];
-const tagsOf = (node: XmlNode) => Object.fromEntries(items(node, "tagSet").map((t) => [text(t, "key"), text(t, "value")]));
+const items = (node: XmlNode | undefined, name: string) =>
+  child(node, name)?.children.filter((c) => c.name === "item") ?? [];
+const tagsOf = (node: XmlNode) =>
+  Object.fromEntries(items(node, "tagSet").map((t) => [text(t, "key"), text(t, "value")]));
 
 /** EC2's Query API at `endpoint` (default `https://ec2.<region>.amazonaws.com/`). */
 export function queryEc2Api(options: { region: string; credentials: Ec2Credentials; endpoint?: string }): Ec2Api {
   const url = new URL(options.endpoint ?? `https://ec2.${options.region}.amazonaws.com/`);
   async function call(action: string, params: Record<string, string> = {}): Promise<XmlNode> {
     const body = new URLSearchParams({ Action: action, Version: VERSION, ...params }).toString();
-    const response = await fetch(url, { method: "POST", headers: signedHeaders(url, body, options.region, options.credentials), body });
+    const response = await fetch(url, {
+      method: "POST",
+      headers: signedHeaders(url, body, options.region, options.credentials),
+      body,
+    });
     const answer = parseXml(await response.text());
     if (!response.ok) {
       const error = answer.children[0]?.children.find((c) => c.name === "Errors")?.children[0];
-      throw new RunnerError(`EC2 ${action} failed (${response.status}): ${text(error, "Code") || "error"}: ${text(error, "Message")}`);
+      throw new RunnerError(
+        `EC2 ${action} failed (${response.status}): ${text(error, "Code") || "error"}: ${text(error, "Message")}`,
+      );
     }
     return answer.children[0];
   }
@@ -154,7 +189,8 @@ export function queryEc2Api(options: { region: string; credentials: Ec2Credentia
     } while (token);
   }
   const byTagKey = (tagKey: string) => ({ "Filter.1.Name": "tag-key", "Filter.1.Value.1": tagKey });
-  const listed = (prefix: string, values: string[]) => Object.fromEntries(values.map((v, i) => [`${prefix}.${i + 1}`, v]));
+  const listed = (prefix: string, values: string[]) =>
+    Object.fromEntries(values.map((v, i) => [`${prefix}.${i + 1}`, v]));
   return {
     async instances(tagKey) {
       const found: TaggedInstance[] = [];
@@ -162,7 +198,13 @@ export function queryEc2Api(options: { region: string; credentials: Ec2Credentia
         for (const reservation of items(page, "reservationSet")) {
           for (const i of items(reservation, "instancesSet")) {
             const state = text(child(i, "instanceState"), "name");
-            if (state !== "terminated") found.push({ id: text(i, "instanceId"), state, launchTime: new Date(text(i, "launchTime")), tags: tagsOf(i) });
+            if (state !== "terminated")
+              found.push({
+                id: text(i, "instanceId"),
+                state,
+                launchTime: new Date(text(i, "launchTime")),
+                tags: tagsOf(i),
+              });
           }
         }
       });
@@ -174,27 +216,46 @@ export function queryEc2Api(options: { region: string; credentials: Ec2Credentia
     async groups(tagKey) {
       const found: TaggedGroup[] = [];
       await pages("DescribeSecurityGroups", byTagKey(tagKey), (page) => {
-        for (const g of items(page, "securityGroupInfo")) found.push({ id: text(g, "groupId"), name: text(g, "groupName"), tags: tagsOf(g) });
+        for (const g of items(page, "securityGroupInfo"))
+          found.push({ id: text(g, "groupId"), name: text(g, "groupName"), tags: tagsOf(g) });
       });
       return found;
     },
     async groupRules(groupIds) {
       const found: GroupRule[] = [];
       if (groupIds.length === 0) return found;
-      await pages("DescribeSecurityGroupRules", { "Filter.1.Name": "group-id", ...listed("Filter.1.Value", groupIds) }, (page) => {
-        for (const r of items(page, "securityGroupRuleSet")) found.push({ id: text(r, "securityGroupRuleId"), groupId: text(r, "groupId"), egress: text(r, "isEgress") === "true" });
-      });
+      await pages(
+        "DescribeSecurityGroupRules",
+        { "Filter.1.Name": "group-id", ...listed("Filter.1.Value", groupIds) },
+        (page) => {
+          for (const r of items(page, "securityGroupRuleSet"))
+            found.push({
+              id: text(r, "securityGroupRuleId"),
+              groupId: text(r, "groupId"),
+              egress: text(r, "isEgress") === "true",
+            });
+        },
+      );
       return found;
     },
     async revokeRules(groupId, egress, ruleIds) {
-      if (ruleIds.length > 0) await call(egress ? "RevokeSecurityGroupEgress" : "RevokeSecurityGroupIngress", { GroupId: groupId, ...listed("SecurityGroupRuleId", ruleIds) });
+      if (ruleIds.length > 0)
+        await call(egress ? "RevokeSecurityGroupEgress" : "RevokeSecurityGroupIngress", {
+          GroupId: groupId,
+          ...listed("SecurityGroupRuleId", ruleIds),
+        });
     },
     async deleteGroup(id) {
       await call("DeleteSecurityGroup", { GroupId: id });
     },
     async keyPairs(tagKey) {
       const answer = await call("DescribeKeyPairs", byTagKey(tagKey));
-      return items(answer, "keySet").map((k) => ({ id: text(k, "keyPairId"), name: text(k, "keyName"), createTime: new Date(text(k, "createTime")), tags: tagsOf(k) }));
+      return items(answer, "keySet").map((k) => ({
+        id: text(k, "keyPairId"),
+        name: text(k, "keyName"),
+        createTime: new Date(text(k, "createTime")),
+        tags: tagsOf(k),
+      }));
     },
     async deleteKeyPair(id) {
       await call("DeleteKeyPair", { KeyPairId: id });

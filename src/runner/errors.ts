@@ -20,7 +20,8 @@ export function isPulumiMissing(error: unknown): boolean {
 export function errorMessage(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const cause = error.cause as { code?: string; message?: string } | undefined;
-  if (error.message === "fetch failed" && cause?.message) return `cannot reach the gateway (${cause.code ?? cause.message})`;
+  if (error.message === "fetch failed" && cause?.message)
+    return `cannot reach the gateway (${cause.code ?? cause.message})`;
   return error.message;
 }
 
@@ -43,17 +44,22 @@ function essence(error: unknown): string {
 export function explain(error: unknown, stack: string, doing: string): RunnerError {
   if (error instanceof RunnerError) return error;
   if (isPulumiMissing(error)) {
-    return new RunnerError(`stack ${stack}: ${doing} needs the Pulumi CLI, which is not installed; ${PULUMI_INSTALL_HINT}`);
+    return new RunnerError(
+      `stack ${stack}: ${doing} needs the Pulumi CLI, which is not installed; ${PULUMI_INSTALL_HINT}`,
+    );
   }
   // Required here, not at the top: the CLI loads this module for every command, and the Automation API is slow to load.
-  const { ConcurrentUpdateError, StackNotFoundError } = require("@pulumi/pulumi/automation") as typeof import("@pulumi/pulumi/automation");
+  const { ConcurrentUpdateError, StackNotFoundError } =
+    require("@pulumi/pulumi/automation") as typeof import("@pulumi/pulumi/automation");
   if (error instanceof ConcurrentUpdateError) {
     return new RunnerError(
       `stack ${stack}: another update holds Pulumi's lock on this stack; wait for it to finish, or if that process died, run \`pulumi cancel --stack ${stack}\``,
     );
   }
   if (error instanceof StackNotFoundError) {
-    return new RunnerError(`stack ${stack}: no such stack in the state backend; deploy it first with \`multienv up ${stack}\``);
+    return new RunnerError(
+      `stack ${stack}: no such stack in the state backend; deploy it first with \`multienv up ${stack}\``,
+    );
   }
   const line = essence(error);
   if (/passphrase/i.test(line)) {

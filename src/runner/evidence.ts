@@ -16,11 +16,16 @@ export function proxyLogPath(computer: string): string {
 
 /** Fetches a computer's site-proxy log (JSON lines) through the gateway. */
 export async function fetchProxyLog(gatewayUrl: string, token: string, computer: string): Promise<string> {
-  const response = await fetch(gatewayUrl.replace(/\/+$/, "") + proxyLogPath(computer), { headers: { authorization: bearer(token) } }).catch((error: unknown) => {
+  const response = await fetch(gatewayUrl.replace(/\/+$/, "") + proxyLogPath(computer), {
+    headers: { authorization: bearer(token) },
+  }).catch((error: unknown) => {
     throw new Error(`fetching the site-proxy log of computer ${computer}: ${errorMessage(error)}`);
   });
   const body = await response.text();
-  if (!response.ok) throw new Error(`fetching the site-proxy log of computer ${computer}: HTTP ${response.status} ${body.slice(0, 300)}`.trim());
+  if (!response.ok)
+    throw new Error(
+      `fetching the site-proxy log of computer ${computer}: HTTP ${response.status} ${body.slice(0, 300)}`.trim(),
+    );
   return body;
 }
 
@@ -30,13 +35,24 @@ export async function fetchProxyLog(gatewayUrl: string, token: string, computer:
  * ends. With `mark`, the proxy then marks the log (an episode begins, a self-test begins or ends). The number of
  * sockets ended, or undefined from a site proxy that cannot do this (an older image).
  */
-export async function endProxyConnections(gatewayUrl: string, token: string, computer: string, mark?: LogMark): Promise<number | undefined> {
-  const response = await fetch(`${gatewayUrl.replace(/\/+$/, "")}/computers/${encodeURIComponent(computer)}/connections/end${logMarkQuery(mark)}`, { method: "POST", headers: { authorization: bearer(token) } }).catch((error: unknown) => {
+export async function endProxyConnections(
+  gatewayUrl: string,
+  token: string,
+  computer: string,
+  mark?: LogMark,
+): Promise<number | undefined> {
+  const response = await fetch(
+    `${gatewayUrl.replace(/\/+$/, "")}/computers/${encodeURIComponent(computer)}/connections/end${logMarkQuery(mark)}`,
+    { method: "POST", headers: { authorization: bearer(token) } },
+  ).catch((error: unknown) => {
     throw new Error(`ending the connections of computer ${computer}'s site proxy: ${errorMessage(error)}`);
   });
   const body = await response.text();
   if (response.status === 404) return undefined;
-  if (!response.ok) throw new Error(`ending the connections of computer ${computer}'s site proxy: HTTP ${response.status} ${body.slice(0, 300)}`.trim());
+  if (!response.ok)
+    throw new Error(
+      `ending the connections of computer ${computer}'s site proxy: HTTP ${response.status} ${body.slice(0, 300)}`.trim(),
+    );
   return (JSON.parse(body) as { ended: number }).ended;
 }
 
@@ -44,8 +60,21 @@ export async function endProxyConnections(gatewayUrl: string, token: string, com
  * Resolves once every computer's site-proxy log has stopped growing (two reads `quietMs` apart agree), or after
  * `timeoutMs`: connections a browser just closed are logged a moment later. Unreadable logs do not hold it up.
  */
-export async function logsSettled(access: { gatewayUrl: string; controlToken: string }, computers: string[], quietMs = 300, timeoutMs = 5_000): Promise<void> {
-  const sizes = async () => Promise.all(computers.map((c) => fetchProxyLog(access.gatewayUrl, access.controlToken, c).then((t) => t.length, () => -1)));
+export async function logsSettled(
+  access: { gatewayUrl: string; controlToken: string },
+  computers: string[],
+  quietMs = 300,
+  timeoutMs = 5_000,
+): Promise<void> {
+  const sizes = async () =>
+    Promise.all(
+      computers.map((c) =>
+        fetchProxyLog(access.gatewayUrl, access.controlToken, c).then(
+          (t) => t.length,
+          () => -1,
+        ),
+      ),
+    );
   const until = Date.now() + timeoutMs;
   let before = await sizes();
   while (Date.now() < until) {
@@ -60,7 +89,10 @@ function ipv4Octets(address: string): number[] {
   return address.split(".").map(Number);
 }
 
-/** True for IPv4/IPv6 addresses that do not route on the public internet: loopback, private, link-local, CGNAT, unspecified. */
+/**
+ * True for IPv4/IPv6 addresses that do not route on the public internet: loopback, private, link-local, CGNAT,
+ * unspecified.
+ */
 export function isNonPublicAddress(host: string): boolean {
   const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
   if (isIPv4(bare)) {
@@ -95,7 +127,10 @@ export function isPublicHost(host: string, syntheticDomains: readonly string[]):
 }
 
 /** The public hosts (sorted, unique) in a site-proxy log, and how many connections it records. */
-export function publicHostsInLog(logText: string, syntheticDomains: readonly string[]): { connections: number; publicHosts: string[] } {
+export function publicHostsInLog(
+  logText: string,
+  syntheticDomains: readonly string[],
+): { connections: number; publicHosts: string[] } {
   const connections = parseLiveSiteProxyLog(logText).filter((r): r is ConnectionRecord => r.event === "connection");
   const hosts = new Set<string>();
   for (const connection of connections) {
@@ -104,4 +139,3 @@ export function publicHostsInLog(logText: string, syntheticDomains: readonly str
   }
   return { connections: connections.length, publicHosts: [...hosts].sort() };
 }
-

@@ -79,7 +79,10 @@ function computedState(type: string, name: string, inputs: Record<string, any>):
       return {
         ...inputs,
         containerId: `${name}-id`,
-        publishedPorts: (inputs.ports ?? []).map((p: Record<string, unknown>) => ({ ...p, external: p.external ?? "<port chosen by Docker>" })),
+        publishedPorts: (inputs.ports ?? []).map((p: Record<string, unknown>) => ({
+          ...p,
+          external: p.external ?? "<port chosen by Docker>",
+        })),
       };
     case RESOURCE_TYPES.network:
       return { ...inputs, subnets: [`<subnet of ${inputs.name}>`] };
@@ -95,7 +98,11 @@ function computedState(type: string, name: string, inputs: Record<string, any>):
       return { ...inputs, localPort: "<local port of the tunnel>" };
     case RESOURCE_TYPES.sshHostKey:
       // A well-formed key line (the program reads it), whose key part names the resource.
-      return { ...inputs, publicKey: `ssh-ed25519 AAAA${Buffer.from(name).toString("base64").replace(/=+$/, "")} ${inputs.comment}`, privateKey: `<private key of ${name}>` };
+      return {
+        ...inputs,
+        publicKey: `ssh-ed25519 AAAA${Buffer.from(name).toString("base64").replace(/=+$/, "")} ${inputs.comment}`,
+        privateKey: `<private key of ${name}>`,
+      };
     case "aws:ec2/instance:Instance":
       return { ...inputs, publicIp: `<public IP of ${name}>`, privateIp: `<private IP of ${name}>` };
     case "aws:ec2/keyPair:KeyPair":
@@ -115,7 +122,8 @@ const mocks: pulumi.runtime.Mocks = {
     return { id: `${args.name}-id`, state: computedState(args.type, args.name, args.inputs) };
   },
   call(args) {
-    if (args.token === "aws:ssm/getParameter:getParameter") return { ...args.inputs, value: `<value of SSM parameter ${args.inputs.name}>` };
+    if (args.token === "aws:ssm/getParameter:getParameter")
+      return { ...args.inputs, value: `<value of SSM parameter ${args.inputs.name}>` };
     if (args.token === "aws:ec2/getSubnet:getSubnet") return { ...args.inputs, vpcId: `<VPC of ${args.inputs.id}>` };
     return args.inputs;
   },
@@ -128,7 +136,8 @@ export function renderValue(value: unknown, reveal = false): unknown {
   if (Array.isArray(value)) return value.map((v) => renderValue(v, reveal));
   if (value !== null && typeof value === "object") {
     const record = value as Record<string, unknown>;
-    if (record[rpc.specialSigKey] === rpc.specialSecretSig) return reveal ? { [SECRET]: renderValue(record.value, reveal) } : SECRET;
+    if (record[rpc.specialSigKey] === rpc.specialSecretSig)
+      return reveal ? { [SECRET]: renderValue(record.value, reveal) } : SECRET;
     if (rpc.specialSigKey in record) return `[${String(record[rpc.specialSigKey])}]`;
     return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, renderValue(v, reveal)]));
   }
@@ -153,7 +162,9 @@ async function renderOutput(value: unknown, reveal: boolean): Promise<unknown> {
   if (value instanceof Promise) return renderOutput(await value, reveal);
   if (Array.isArray(value)) return Promise.all(value.map((v) => renderOutput(v, reveal)));
   if (value !== null && typeof value === "object") {
-    const entries = await Promise.all(Object.entries(value).map(async ([k, v]) => [k, await renderOutput(v, reveal)] as const));
+    const entries = await Promise.all(
+      Object.entries(value).map(async ([k, v]) => [k, await renderOutput(v, reveal)] as const),
+    );
     return Object.fromEntries(entries.filter(([, v]) => v !== undefined));
   }
   return value;

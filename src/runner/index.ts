@@ -41,7 +41,12 @@ export type { StackSeam, DownResult } from "./down";
 export { collectRun } from "./collect";
 export { collectThenDestroy } from "./down";
 export { signIn as signInComputer, signOut as signOutComputer, closeBrowser } from "./sign-in";
-export { captureCollectorCommands, captureCollectorEnvironment, collectorContext, COLLECTOR_ENV } from "./capture-collector";
+export {
+  captureCollectorCommands,
+  captureCollectorEnvironment,
+  collectorContext,
+  COLLECTOR_ENV,
+} from "./capture-collector";
 
 export interface RunnerOptions extends WorkspaceOptions {
   /** Default: artifacts/<stack> under the project directory. */
@@ -116,7 +121,12 @@ export interface DeployedStack extends DeployResult {
 /** `result` with the lifecycle operations bound to its stack and `options`. */
 function bound(result: DeployResult, options: RunnerOptions): DeployedStack {
   const { name } = result;
-  const common: RunnerOptions = { projectDir: options.projectDir, env: options.env, artifactsDir: options.artifactsDir, log: options.log };
+  const common: RunnerOptions = {
+    projectDir: options.projectDir,
+    env: options.env,
+    artifactsDir: options.artifactsDir,
+    log: options.log,
+  };
   return {
     ...result,
     access: () => gatewayAccess(name, common),
@@ -133,23 +143,32 @@ function bound(result: DeployResult, options: RunnerOptions): DeployedStack {
  * stack trace a provider's exception carries.
  */
 function engineErrorText(message: string): string {
-  const lines = message.trim().split("\n").filter((line) => !/^\s+at /.test(line) && line.trim() !== "");
+  const lines = message
+    .trim()
+    .split("\n")
+    .filter((line) => !/^\s+at /.test(line) && line.trim() !== "");
   return lines.slice(0, 20).join("\n");
 }
 
 /** The error of a deploy its caller cancelled, or undefined when `signal` did not abort it. */
 function cancelled(stack: string, signal: AbortSignal | undefined): RunnerError | undefined {
   if (!signal?.aborted) return undefined;
-  return new RunnerError(`stack ${stack}: the deploy was cancelled; what it had created is in the state: run \`multienv up ${stack}\` to finish it or \`multienv down ${stack}\` to remove it`);
+  return new RunnerError(
+    `stack ${stack}: the deploy was cancelled; what it had created is in the state: run \`multienv up ${stack}\` to finish it or \`multienv down ${stack}\` to remove it`,
+  );
 }
 
 /**
  * Deploys a task stack (`pulumi up`), reporting progress through `log`, and writes the run's live marks to
  * artifacts/<stack>/run.json. The control token is not in the result: ask for it with gatewayAccess().
  */
-export async function deployStack(stackOrSpec: string | StackSpec, options: DeployOptions = {}): Promise<DeployedStack> {
+export async function deployStack(
+  stackOrSpec: string | StackSpec,
+  options: DeployOptions = {},
+): Promise<DeployedStack> {
   const log = options.log ?? (() => {});
-  const programEnv = options.selfTest === false ? { ...options.programEnv, [SELF_TEST_ENV]: "off" } : options.programEnv;
+  const programEnv =
+    options.selfTest === false ? { ...options.programEnv, [SELF_TEST_ENV]: "off" } : options.programEnv;
   return onStack(stackOrSpec, { ...options, programEnv, create: true }, "deploying", async (opened) => {
     const progress = new ProgressReporter(log);
     if (options.preview !== false) {
@@ -174,35 +193,63 @@ export async function deployStack(stackOrSpec: string | StackSpec, options: Depl
         const cancel = cancelled(opened.name, options.signal);
         if (cancel) throw cancel;
         // The engine's own first error says more than the CLI's "update failed".
-        if (errors.length > 0) throw new RunnerError(`stack ${opened.name}: deploying failed: ${errors[0]}; fix it and run \`multienv up ${opened.name}\` again`);
+        if (errors.length > 0)
+          throw new RunnerError(
+            `stack ${opened.name}: deploying failed: ${errors[0]}; fix it and run \`multienv up ${opened.name}\` again`,
+          );
         throw error;
       });
     const outputs = readOutputs(result.outputs);
     const dir = artifactsDir(opened, options);
     const record = await readRunRecord(dir, opened.name);
-    await writeRunRecord(dir, withReproducibility({ ...record, live: outputs.live, liveWebsites: outputs.liveWebsites, captureTraffic: outputs.captureTraffic, selfTest: outputs.selfTest }));
-    return bound({ name: opened.name, outputs, displayed: displayOutputs(result.outputs, options.showSecrets) }, options);
+    await writeRunRecord(
+      dir,
+      withReproducibility({
+        ...record,
+        live: outputs.live,
+        liveWebsites: outputs.liveWebsites,
+        captureTraffic: outputs.captureTraffic,
+        selfTest: outputs.selfTest,
+      }),
+    );
+    return bound(
+      { name: opened.name, outputs, displayed: displayOutputs(result.outputs, options.showSecrets) },
+      options,
+    );
   });
 }
 
 /** The stack's outputs; secrets are "[secret]" unless `showSecrets`. */
-export async function stackOutputs(stack: string, options: RunnerOptions & { showSecrets?: boolean } = {}): Promise<Record<string, unknown>> {
-  return onStack(stack, options, "reading outputs", async (opened) => displayOutputs(await opened.stack.outputs(), options.showSecrets));
+export async function stackOutputs(
+  stack: string,
+  options: RunnerOptions & { showSecrets?: boolean } = {},
+): Promise<Record<string, unknown>> {
+  return onStack(stack, options, "reading outputs", async (opened) =>
+    displayOutputs(await opened.stack.outputs(), options.showSecrets),
+  );
 }
 
 /** The gateway's URL and the decrypted control token: the one place the runner hands the token out. */
 export async function gatewayAccess(stack: string, options: RunnerOptions = {}): Promise<GatewayAccess> {
-  return onStack(stack, options, "reading the gateway's address and control token", async (opened) => gatewayAccessOf(await opened.stack.outputs(), opened.name));
+  return onStack(stack, options, "reading the gateway's address and control token", async (opened) =>
+    gatewayAccessOf(await opened.stack.outputs(), opened.name),
+  );
 }
 
 /**
  * Collects the run: every capture not yet stored (to artifacts/<stack>/traffic/, size-checked, SHA-256 in
  * run.json), each computer's site-proxy log, and reproducibility. Best effort unless `failOnCaptureError`.
  */
-export async function collectCaptures(stack: string, options: RunnerOptions & { failOnCaptureError?: boolean } = {}): Promise<CollectResult> {
+export async function collectCaptures(
+  stack: string,
+  options: RunnerOptions & { failOnCaptureError?: boolean } = {},
+): Promise<CollectResult> {
   return onStack(stack, options, "collecting", async (opened) => {
     const collectOptions = collectOptionsFor(opened.name, await opened.stack.outputs(), artifactsDir(opened, options));
-    if (collectOptions === undefined) throw new RunnerError(`stack ${opened.name}: nothing is deployed; deploy it first with \`multienv up ${opened.name}\``);
+    if (collectOptions === undefined)
+      throw new RunnerError(
+        `stack ${opened.name}: nothing is deployed; deploy it first with \`multienv up ${opened.name}\``,
+      );
     return collectRun({ ...collectOptions, failOnCaptureError: options.failOnCaptureError, log: options.log });
   });
 }
@@ -218,23 +265,36 @@ async function signInTarget(opened: OpenedStack, options: SignInOptions) {
   const website = outputs.websites[options.site];
   if (website === undefined) {
     const known = Object.keys(outputs.websites).join(", ") || "none";
-    throw new RunnerError(`stack ${opened.name}: no website ${options.site} (its websites: ${known}); pass one of them with --site`);
+    throw new RunnerError(
+      `stack ${opened.name}: no website ${options.site} (its websites: ${known}); pass one of them with --site`,
+    );
   }
   if (!(options.computer in outputs.computers)) {
     const known = Object.keys(outputs.computers).join(", ") || "none";
-    throw new RunnerError(`stack ${opened.name}: no computer ${options.computer} (its computers: ${known}); pass one of them with --computer`);
+    throw new RunnerError(
+      `stack ${opened.name}: no computer ${options.computer} (its computers: ${known}); pass one of them with --computer`,
+    );
   }
-  return { access: gatewayAccessOf(map, opened.name), site: options.site, computer: options.computer, domains: website.domains };
+  return {
+    access: gatewayAccessOf(map, opened.name),
+    site: options.site,
+    computer: options.computer,
+    domains: website.domains,
+  };
 }
 
 /** Loads the site's session (its /session, Playwright storage state) into the computer's browser. */
 export async function signIn(stack: string, options: SignInOptions): Promise<{ cookies: number; origins: number }> {
-  return onStack(stack, options, `signing computer ${options.computer} in to ${options.site}`, async (opened) => signInBrowser(await signInTarget(opened, options)));
+  return onStack(stack, options, `signing computer ${options.computer} in to ${options.site}`, async (opened) =>
+    signInBrowser(await signInTarget(opened, options)),
+  );
 }
 
 /** Removes the site's cookies and storage from the computer's browser. */
 export async function signOut(stack: string, options: SignInOptions): Promise<{ cookies: number; origins: number }> {
-  return onStack(stack, options, `signing computer ${options.computer} out of ${options.site}`, async (opened) => signOutBrowser(await signInTarget(opened, options)));
+  return onStack(stack, options, `signing computer ${options.computer} out of ${options.site}`, async (opened) =>
+    signOutBrowser(await signInTarget(opened, options)),
+  );
 }
 
 export interface DestroyOptions extends RunnerOptions {
@@ -257,7 +317,12 @@ export interface ResetStackOptions extends RunnerOptions {
  */
 export async function resetStack(stack: string, options: ResetStackOptions = {}): Promise<ResetResult> {
   return onStack(stack, options, "resetting", async (opened) =>
-    resetEnv(opened.stack, { artifactsDir: artifactsDir(opened, options), collect: options.collect, failOnCaptureError: options.failOnCaptureError, log: options.log }),
+    resetEnv(opened.stack, {
+      artifactsDir: artifactsDir(opened, options),
+      collect: options.collect,
+      failOnCaptureError: options.failOnCaptureError,
+      log: options.log,
+    }),
   );
 }
 
@@ -274,7 +339,8 @@ export async function destroyStack(stack: string, options: DestroyOptions = {}):
       log: options.log,
       onEvent: progress.onEvent,
     });
-    // The config file stays: it may be the user's own stacks/Pulumi.<stack>.yaml, and a spec's is needed to deploy it again.
+    // The config file stays: it may be the user's own stacks/Pulumi.<stack>.yaml, and a spec's is needed to deploy it
+    // again.
     if (options.remove) await opened.stack.workspace.removeStack(opened.name, { preserveConfig: true });
     return result;
   });

@@ -26,7 +26,10 @@ export function readOutputs(map: OutputMap): StackOutputs {
   return {
     gatewayUrl: String(value("gatewayUrl") ?? ""),
     websites: Object.fromEntries(
-      Object.entries(websites).map(([name, site]) => [name, { ...site, live: site.live === true, domains: site.domains ?? [] } as WebsiteOutput]),
+      Object.entries(websites).map(([name, site]) => [
+        name,
+        { ...site, live: site.live === true, domains: site.domains ?? [] } as WebsiteOutput,
+      ]),
     ),
     computers: (value("computers") ?? {}) as Record<string, ComputerOutput>,
     live: value("live") === true,
@@ -42,16 +45,27 @@ export function gatewayAccessOf(map: OutputMap, stack: string): GatewayAccess {
   const gatewayUrl = map.gatewayUrl?.value;
   const controlToken = map.controlToken?.value;
   if (typeof gatewayUrl !== "string" || gatewayUrl === "" || typeof controlToken !== "string" || controlToken === "") {
-    throw new Error(`stack ${stack} has no gatewayUrl/controlToken outputs; deploy it first with \`multienv up ${stack}\``);
+    throw new Error(
+      `stack ${stack} has no gatewayUrl/controlToken outputs; deploy it first with \`multienv up ${stack}\``,
+    );
   }
   // A gateway on a remote host is reached through an SSH tunnel: bring it up again if it went down.
   const tunnel = map.gatewayTunnel?.value as GatewayTunnel | undefined;
   if (tunnel !== undefined) {
     try {
-      execFileSync("/bin/sh", ["-c", gatewayTunnelUp(tunnel)], { stdio: ["ignore", "ignore", "pipe"], timeout: 60_000 });
+      execFileSync("/bin/sh", ["-c", gatewayTunnelUp(tunnel)], {
+        stdio: ["ignore", "ignore", "pipe"],
+        timeout: 60_000,
+      });
     } catch (error) {
-      const stderr = String((error as { stderr?: Buffer }).stderr ?? "").trim().split("\n").at(-1);
-      throw new Error(`stack ${stack}: the SSH tunnel to the gateway (${tunnel.ssh.user}@${tunnel.ssh.host}) did not come up: ${stderr || (error as Error).message}`, { cause: error });
+      const stderr = String((error as { stderr?: Buffer }).stderr ?? "")
+        .trim()
+        .split("\n")
+        .at(-1);
+      throw new Error(
+        `stack ${stack}: the SSH tunnel to the gateway (${tunnel.ssh.user}@${tunnel.ssh.host}) did not come up: ${stderr || (error as Error).message}`,
+        { cause: error },
+      );
     }
   }
   return { gatewayUrl, controlToken };
@@ -74,6 +88,9 @@ export function displayOutputs(map: OutputMap, showSecrets = false): Record<stri
 /** Displayed outputs (see displayOutputs) for a terminal: `key: value` lines, objects as indented JSON. */
 export function formatDisplayed(shown: Record<string, unknown>): string {
   return Object.entries(shown)
-    .map(([key, value]) => `  ${key}: ${typeof value === "string" ? value : JSON.stringify(value, null, 2).replace(/\n/g, "\n  ")}`)
+    .map(
+      ([key, value]) =>
+        `  ${key}: ${typeof value === "string" ? value : JSON.stringify(value, null, 2).replace(/\n/g, "\n  ")}`,
+    )
     .join("\n");
 }

@@ -15,8 +15,12 @@ function counts(urn: string, type: string): boolean {
   return type !== "pulumi:pulumi:Stack" && !type.startsWith("pulumi:providers:") && urn !== "";
 }
 
-/** How many resources a stack's exported state holds (what a destroy will delete), not counting the stack or providers. */
-export function resourcesInDeployment(deployment: { deployment?: { resources?: { urn?: string; type?: string }[] } }): number {
+/**
+ * How many resources a stack's exported state holds (what a destroy will delete), not counting the stack or providers.
+ */
+export function resourcesInDeployment(deployment: {
+  deployment?: { resources?: { urn?: string; type?: string }[] };
+}): number {
   return (deployment.deployment?.resources ?? []).filter((r) => counts(r.urn ?? "", r.type ?? "")).length;
 }
 
@@ -65,7 +69,8 @@ export class ProgressReporter {
     if (finished && counts(finished.urn, finished.type) && !this.done.has(finished.urn)) {
       this.done.add(finished.urn);
       const failed = event.resOpFailedEvent !== undefined;
-      if (finished.op !== "same" || failed) this.print(`${this.count()} ${failed ? "failed" : "done"}: ${finished.op} ${describeUrn(finished.urn)}`);
+      if (finished.op !== "same" || failed)
+        this.print(`${this.count()} ${failed ? "failed" : "done"}: ${finished.op} ${describeUrn(finished.urn)}`);
       return;
     }
     const diagnostic = event.diagnosticEvent;

@@ -19,7 +19,14 @@ import type { OutputMap } from "@pulumi/pulumi/automation";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { isWildcard } from "../protocol/host-names";
 import { bearer } from "../protocol/auth";
-import { CARD_PATH, findExtension, parseCard, WEBSITE_OPERATIONS, WEBSITE_V1_URN, type GatewayCard } from "../protocol/card";
+import {
+  CARD_PATH,
+  findExtension,
+  parseCard,
+  WEBSITE_OPERATIONS,
+  WEBSITE_V1_URN,
+  type GatewayCard,
+} from "../protocol/card";
 import { episodeOf, parseLiveSiteProxyLog } from "../protocol/site-proxy";
 import { dockerApi, type EngineTarget } from "../providers/docker-api";
 import { RESOURCE_TYPES } from "../providers/types";
@@ -36,7 +43,9 @@ import { cdpUrlOf } from "./sign-in";
 export interface ResetSeam {
   readonly name: string;
   outputs(): Promise<OutputMap>;
-  exportStack(): Promise<{ deployment: { resources?: { type: string; inputs?: Record<string, unknown>; outputs?: Record<string, unknown> }[] } }>;
+  exportStack(): Promise<{
+    deployment: { resources?: { type: string; inputs?: Record<string, unknown>; outputs?: Record<string, unknown> }[] };
+  }>;
 }
 
 export interface ResetOptions {
@@ -73,18 +82,33 @@ const CAPTURE_SITE_LABEL = "multienv.capture.site";
 const CAPTURE_ROLE_LABEL = "multienv.capture.role";
 
 /** Every container of the stack, from its state: name, role, site or computer, and the engine it is on. */
-function containersOf(resources: { type: string; inputs?: Record<string, unknown> }[]): (StackContainer & { captureOf?: string })[] {
+function containersOf(
+  resources: { type: string; inputs?: Record<string, unknown> }[],
+): (StackContainer & { captureOf?: string })[] {
   return resources
     .filter((r) => r.type === RESOURCE_TYPES.container && r.inputs)
     .map((r) => {
-      const labels = Object.fromEntries(((r.inputs!.labels ?? []) as { label: string; value: string }[]).map((l) => [l.label, l.value]));
-      const captureOf = labels[CAPTURE_SITE_LABEL] ? `${labels[CAPTURE_SITE_LABEL]}-${labels[CAPTURE_ROLE_LABEL]}` : undefined;
-      return { name: String(r.inputs!.name), role: labels[ROLE_LABEL], site: labels[SITE_LABEL], computer: labels[COMPUTER_LABEL], engine: (r.inputs!.engine ?? {}) as EngineTarget, captureOf };
+      const labels = Object.fromEntries(
+        ((r.inputs!.labels ?? []) as { label: string; value: string }[]).map((l) => [l.label, l.value]),
+      );
+      const captureOf = labels[CAPTURE_SITE_LABEL]
+        ? `${labels[CAPTURE_SITE_LABEL]}-${labels[CAPTURE_ROLE_LABEL]}`
+        : undefined;
+      return {
+        name: String(r.inputs!.name),
+        role: labels[ROLE_LABEL],
+        site: labels[SITE_LABEL],
+        computer: labels[COMPUTER_LABEL],
+        engine: (r.inputs!.engine ?? {}) as EngineTarget,
+        captureOf,
+      };
     });
 }
 
 async function gatewayCard(access: GatewayAccess): Promise<GatewayCard> {
-  const response = await fetch(access.gatewayUrl.replace(/\/+$/, "") + CARD_PATH, { headers: { authorization: bearer(access.controlToken) } });
+  const response = await fetch(access.gatewayUrl.replace(/\/+$/, "") + CARD_PATH, {
+    headers: { authorization: bearer(access.controlToken) },
+  });
   if (!response.ok) throw new Error(`the gateway's card: HTTP ${response.status}`);
   return (await response.json()) as GatewayCard;
 }
@@ -93,7 +117,10 @@ async function waitReady(access: GatewayAccess, site: string, timeoutMs = 30_000
   const url = `${access.gatewayUrl.replace(/\/+$/, "")}/svc/${encodeURIComponent(site)}/ready`;
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const ok = await fetch(url, { headers: { authorization: bearer(access.controlToken) } }).then((r) => r.ok, () => false);
+    const ok = await fetch(url, { headers: { authorization: bearer(access.controlToken) } }).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -101,15 +128,25 @@ async function waitReady(access: GatewayAccess, site: string, timeoutMs = 30_000
 }
 
 /** Empties one site's data: its declared `reset` operation, else a restart of its server. */
-async function resetSite(access: GatewayAccess, card: GatewayCard | undefined, site: string, server: StackContainer | undefined): Promise<"reset" | "restarted"> {
+async function resetSite(
+  access: GatewayAccess,
+  card: GatewayCard | undefined,
+  site: string,
+  server: StackContainer | undefined,
+): Promise<"reset" | "restarted"> {
   const siteCard = card?.sites?.[site] ? parseCard(card.sites[site]) : undefined;
   const path = findExtension(siteCard, WEBSITE_V1_URN)?.paths?.[WEBSITE_OPERATIONS.reset];
   if (path !== undefined) {
-    const response = await fetch(access.gatewayUrl.replace(/\/+$/, "") + path, { method: "POST", headers: { authorization: bearer(access.controlToken) } });
-    if (!response.ok) throw new Error(`site ${site}: its reset operation (POST ${path}) answered HTTP ${response.status}`);
+    const response = await fetch(access.gatewayUrl.replace(/\/+$/, "") + path, {
+      method: "POST",
+      headers: { authorization: bearer(access.controlToken) },
+    });
+    if (!response.ok)
+      throw new Error(`site ${site}: its reset operation (POST ${path}) answered HTTP ${response.status}`);
     return "reset";
   }
-  if (server === undefined) throw new Error(`site ${site} declares no reset operation and its server container is not in the stack's state`);
+  if (server === undefined)
+    throw new Error(`site ${site} declares no reset operation and its server container is not in the stack's state`);
   const api = dockerApi(server.engine);
   try {
     await api.request("POST", `/containers/${encodeURIComponent(server.name)}/restart?t=1`);
@@ -124,7 +161,9 @@ async function resetSite(access: GatewayAccess, card: GatewayCard | undefined, s
 async function restartCapture(sidecar: StackContainer & { captureOf?: string }): Promise<void> {
   const api = dockerApi(sidecar.engine);
   try {
-    const exec = await api.request<{ Id: string }>("POST", `/containers/${encodeURIComponent(sidecar.name)}/exec`, { Cmd: ["sh", "-c", `rm -f /captures/${sidecar.captureOf}.pcap*`] });
+    const exec = await api.request<{ Id: string }>("POST", `/containers/${encodeURIComponent(sidecar.name)}/exec`, {
+      Cmd: ["sh", "-c", `rm -f /captures/${sidecar.captureOf}.pcap*`],
+    });
     await api.request("POST", `/exec/${exec.Id}/start`, { Detach: true });
     for (let i = 0; i < 100; i++) {
       if (!(await api.request<{ Running: boolean }>("GET", `/exec/${exec.Id}/json`)).Running) break;
@@ -136,7 +175,10 @@ async function restartCapture(sidecar: StackContainer & { captureOf?: string }):
   }
 }
 
-/** The origins whose storage a browser may hold after an episode: the hosts its proxy saw, the sites' exact names, its tabs. */
+/**
+ * The origins whose storage a browser may hold after an episode: the hosts its proxy saw, the sites' exact names, its
+ * tabs.
+ */
 function originsToClear(logText: string, siteDomains: string[], extra: string[]): string[] {
   const hosts = new Set<string>();
   for (const record of parseLiveSiteProxyLog(logText)) {
@@ -155,14 +197,22 @@ function originsToClear(logText: string, siteDomains: string[], extra: string[])
 /** A computer's browser over DevTools through the gateway, held for the whole reset. */
 async function connectBrowser(access: GatewayAccess, computer: string): Promise<Browser> {
   try {
-    return await chromium.connectOverCDP(cdpUrlOf(access.gatewayUrl, computer), { headers: { Authorization: bearer(access.controlToken) }, timeout: 15_000 });
+    return await chromium.connectOverCDP(cdpUrlOf(access.gatewayUrl, computer), {
+      headers: { Authorization: bearer(access.controlToken) },
+      timeout: 15_000,
+    });
   } catch (error) {
-    throw new RunnerError(`computer ${computer}'s browser did not answer on DevTools through the gateway: ${errorMessage(error).split("\n")[0]}`);
+    throw new RunnerError(
+      `computer ${computer}'s browser did not answer on DevTools through the gateway: ${errorMessage(error).split("\n")[0]}`,
+    );
   }
 }
 
 /** Ends the episode in a browser: one blank tab left, every other closed (the origins its tabs showed, returned). */
-async function closeTabs(browser: Browser, computer: string): Promise<{ context: BrowserContext; blank: Page; tabOrigins: string[] }> {
+async function closeTabs(
+  browser: Browser,
+  computer: string,
+): Promise<{ context: BrowserContext; blank: Page; tabOrigins: string[] }> {
   const context = browser.contexts()[0];
   if (context === undefined) throw new RunnerError(`computer ${computer}'s browser has no default context`);
   const old = context.pages();
@@ -186,11 +236,18 @@ async function cleanBrowser(
 ): Promise<{ cookies: number; origins: number; startTabs: number }> {
   const { context, blank, tabOrigins } = tabs;
   const cookies = (await context.cookies()).length;
-  const origins = originsToClear(logText, siteDomains, [...tabOrigins, ...startTabs.filter((t) => /^https?:/.test(t)).map((t) => new URL(t).origin)]);
+  const origins = originsToClear(logText, siteDomains, [
+    ...tabOrigins,
+    ...startTabs.filter((t) => /^https?:/.test(t)).map((t) => new URL(t).origin),
+  ]);
   await context.clearCookies();
   const tab = await context.newCDPSession(blank);
   // An origin the browser never held is no error; one it cannot parse is skipped.
-  await Promise.all(origins.map((origin) => tab.send("Storage.clearDataForOrigin", { origin, storageTypes: "all" }).catch(() => undefined)));
+  await Promise.all(
+    origins.map((origin) =>
+      tab.send("Storage.clearDataForOrigin", { origin, storageTypes: "all" }).catch(() => undefined),
+    ),
+  );
   await tab.send("Network.clearBrowserCache");
   await tab.detach().catch(() => undefined);
   const session = await browser.newBrowserCDPSession();
@@ -200,7 +257,10 @@ async function cleanBrowser(
   return { cookies, origins: origins.length, startTabs: startTabs.length };
 }
 
-/** Moves what was collected of an episode (captures, proxy logs) into episodes/<n>/ of the run; undefined when nothing was. */
+/**
+ * Moves what was collected of an episode (captures, proxy logs) into episodes/<n>/ of the run; undefined when nothing
+ * was.
+ */
 async function archiveEpisode(artifactsDir: string, episode: number): Promise<string | undefined> {
   const relative = join("episodes", String(episode));
   const dir = join(artifactsDir, relative);
@@ -224,12 +284,16 @@ export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise
   const log = options.log ?? (() => {});
   const [map, exported] = await Promise.all([stack.outputs(), stack.exportStack()]);
   const collectOptions = collectOptionsFor(stack.name, map, options.artifactsDir);
-  if (collectOptions === undefined) throw new RunnerError(`stack ${stack.name}: nothing is deployed; deploy it first with \`multienv up ${stack.name}\``);
+  if (collectOptions === undefined)
+    throw new RunnerError(
+      `stack ${stack.name}: nothing is deployed; deploy it first with \`multienv up ${stack.name}\``,
+    );
   const access = gatewayAccessOf(map, stack.name);
   const outputs = readOutputs(map);
   const containers = containersOf(exported.deployment.resources ?? []);
   const computers = Object.keys(outputs.computers);
-  const phase = (what: string) => log(`stack ${stack.name}: reset: ${what} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  const phase = (what: string) =>
+    log(`stack ${stack.name}: reset: ${what} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
   phase("state read");
 
   // 1. End the episode: the browsers' tabs close, every connection their proxies hold ends and is logged.
@@ -250,9 +314,17 @@ export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise
     const logs = Object.fromEntries(
       await Promise.all(
         computers.map(async (computer) => {
-          const ended = await endProxyConnections(access.gatewayUrl, access.controlToken, computer, { episode: episode + 1 });
-          if (ended === undefined) throw new RunnerError(`stack ${stack.name}: computer ${computer}'s site proxy cannot end its connections (an image from before reset); run \`multienv up ${stack.name}\` first`);
-          return [computer, episodeOf(await fetchProxyLog(access.gatewayUrl, access.controlToken, computer), episode)] as const;
+          const ended = await endProxyConnections(access.gatewayUrl, access.controlToken, computer, {
+            episode: episode + 1,
+          });
+          if (ended === undefined)
+            throw new RunnerError(
+              `stack ${stack.name}: computer ${computer}'s site proxy cannot end its connections (an image from before reset); run \`multienv up ${stack.name}\` first`,
+            );
+          return [
+            computer,
+            episodeOf(await fetchProxyLog(access.gatewayUrl, access.controlToken, computer), episode),
+          ] as const;
         }),
       ),
     );
@@ -271,11 +343,18 @@ export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise
     try {
       card = await gatewayCard(access);
     } catch (error) {
-      log(`warning: stack ${stack.name}: the gateway's card could not be read (${errorMessage(error)}); every site's server is restarted instead`);
+      log(
+        `warning: stack ${stack.name}: the gateway's card could not be read (${errorMessage(error)}); every site's server is restarted instead`,
+      );
     }
     const sites: ResetResult["sites"] = {};
     const siteWork = Object.keys(outputs.websites).map(async (site) => {
-      sites[site] = await resetSite(access, card, site, containers.find((c) => c.role === "server" && c.site === site));
+      sites[site] = await resetSite(
+        access,
+        card,
+        site,
+        containers.find((c) => c.role === "server" && c.site === site),
+      );
     });
     await Promise.all(siteWork);
     // After the sites: a sidecar joins its site container's network namespace, which a restarting server has not.
@@ -288,7 +367,13 @@ export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise
     const cleaned: ResetResult["computers"] = {};
     await Promise.all(
       computers.map(async (computer) => {
-        cleaned[computer] = await cleanBrowser(browsers.get(computer)!, tabs.get(computer)!, startTabsOf(computer), siteDomains, logs[computer] ?? "");
+        cleaned[computer] = await cleanBrowser(
+          browsers.get(computer)!,
+          tabs.get(computer)!,
+          startTabsOf(computer),
+          siteDomains,
+          logs[computer] ?? "",
+        );
       }),
     );
     phase("browsers clean, start tabs open");
@@ -299,7 +384,13 @@ export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise
       endedAt: new Date().toISOString(),
       collected: options.collect === true,
       ...(archived ? { dir: archived } : {}),
-      ...(collected ? { reproducible: collected.record.reproducible, publicHostsContacted: collected.record.publicHostsContacted, captures: collected.record.captures.length } : {}),
+      ...(collected
+        ? {
+            reproducible: collected.record.reproducible,
+            publicHostsContacted: collected.record.publicHostsContacted,
+            captures: collected.record.captures.length,
+          }
+        : {}),
     };
     await writeRunRecord(options.artifactsDir, {
       ...record,

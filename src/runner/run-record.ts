@@ -128,11 +128,15 @@ export interface DeployedMarks {
  */
 export function withReproducibility(record: RunRecord): RunRecord {
   const reasons: string[] = [];
-  for (const site of record.liveWebsites) reasons.push(`live website ${site.name} (${site.domains.join(", ")}) was deployed`);
+  for (const site of record.liveWebsites)
+    reasons.push(`live website ${site.name} (${site.domains.join(", ")}) was deployed`);
   if (record.live && record.liveWebsites.length === 0) reasons.push("a live website was deployed");
   for (const host of record.publicHostsContacted) reasons.push(`a computer contacted the public host ${host}`);
   for (const [computer, evidence] of Object.entries(record.evidence)) {
-    if (evidence.error !== undefined) reasons.push(`the site-proxy log of computer ${computer} could not be read, so its traffic is unknown: ${evidence.error}`);
+    if (evidence.error !== undefined)
+      reasons.push(
+        `the site-proxy log of computer ${computer} could not be read, so its traffic is unknown: ${evidence.error}`,
+      );
   }
   return { ...record, reproducible: reasons.length === 0, notReproducibleBecause: reasons };
 }

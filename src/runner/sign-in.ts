@@ -23,11 +23,16 @@ export function cdpUrlOf(gatewayUrl: string, computer: string): string {
 /** Reads the site's session through the gateway. */
 export async function fetchSession(access: GatewayAccess, site: string): Promise<StorageState> {
   const url = `${access.gatewayUrl.replace(/\/+$/, "")}/svc/${encodeURIComponent(site)}${SESSION_PATH}`;
-  const response = await fetch(url, { headers: { authorization: bearer(access.controlToken) } }).catch((error: unknown) => {
-    throw new Error(`reading site ${site}'s session through the gateway: ${errorMessage(error)}`);
-  });
+  const response = await fetch(url, { headers: { authorization: bearer(access.controlToken) } }).catch(
+    (error: unknown) => {
+      throw new Error(`reading site ${site}'s session through the gateway: ${errorMessage(error)}`);
+    },
+  );
   const body = await response.text();
-  if (!response.ok) throw new Error(`site ${site} did not give its session: GET /svc/${site}${SESSION_PATH} answered HTTP ${response.status} ${body.slice(0, 200)}`.trim());
+  if (!response.ok)
+    throw new Error(
+      `site ${site} did not give its session: GET /svc/${site}${SESSION_PATH} answered HTTP ${response.status} ${body.slice(0, 200)}`.trim(),
+    );
   let json: unknown;
   try {
     json = JSON.parse(body);
@@ -39,7 +44,11 @@ export async function fetchSession(access: GatewayAccess, site: string): Promise
   return parsed.state;
 }
 
-async function withComputerBrowser<T>(access: GatewayAccess, computer: string, use: (context: BrowserContext, browser: Browser) => Promise<T>): Promise<T> {
+async function withComputerBrowser<T>(
+  access: GatewayAccess,
+  computer: string,
+  use: (context: BrowserContext, browser: Browser) => Promise<T>,
+): Promise<T> {
   let browser: Browser;
   try {
     browser = await chromium.connectOverCDP(cdpUrlOf(access.gatewayUrl, computer), {
@@ -48,7 +57,9 @@ async function withComputerBrowser<T>(access: GatewayAccess, computer: string, u
     });
   } catch (error) {
     const reason = (error instanceof Error ? error.message : String(error)).split("\n")[0];
-    throw new Error(`could not reach computer ${computer}'s browser over DevTools through the gateway: ${reason}`, { cause: error });
+    throw new Error(`could not reach computer ${computer}'s browser over DevTools through the gateway: ${reason}`, {
+      cause: error,
+    });
   }
   try {
     // The browser's own (default) context: the one its tabs live in and its cookies persist in.
@@ -61,10 +72,14 @@ async function withComputerBrowser<T>(access: GatewayAccess, computer: string, u
   }
 }
 
-/** A blank page whose every request is answered locally, so visiting an origin to reach its storage sends nothing to it. */
+/**
+ * A blank page whose every request is answered locally, so visiting an origin to reach its storage sends nothing to it.
+ */
 async function offlinePageAt(context: BrowserContext, origin: string): Promise<Page> {
   const page = await context.newPage();
-  await page.route("**/*", (route) => route.fulfill({ status: 200, contentType: "text/html", body: "<!doctype html><title>multienv</title>" }));
+  await page.route("**/*", (route) =>
+    route.fulfill({ status: 200, contentType: "text/html", body: "<!doctype html><title>multienv</title>" }),
+  );
   await page.goto(origin);
   return page;
 }
@@ -81,7 +96,8 @@ export async function signIn(target: SignInTarget): Promise<{ cookies: number; o
       try {
         await page.evaluate((items) => {
           // Runs in the page, where localStorage is the origin's (the project's TypeScript lib has no DOM types).
-          const storage = (globalThis as unknown as { localStorage: { setItem(name: string, value: string): void } }).localStorage;
+          const storage = (globalThis as unknown as { localStorage: { setItem(name: string, value: string): void } })
+            .localStorage;
           for (const { name, value } of items) storage.setItem(name, value);
         }, localStorage);
         origins += 1;
@@ -93,11 +109,17 @@ export async function signIn(target: SignInTarget): Promise<{ cookies: number; o
   });
 }
 
-/** True when a cookie for `cookieDomain` (`github.com`, or `.github.com` for it and its subdomains) belongs to a site with `domains`. */
+/**
+ * True when a cookie for `cookieDomain` (`github.com`, or `.github.com` for it and its subdomains) belongs to a site
+ * with `domains`.
+ */
 export function cookieBelongsTo(cookieDomain: string, domains: readonly string[]): boolean {
   const host = cookieDomain.toLowerCase().replace(/^\./, "");
   // `*.s` covers the names under s; a `.s` cookie is sent to exactly those names too.
-  return domains.some((pattern) => covers(pattern, host) || (isWildcard(pattern) && cookieDomain.startsWith(".") && pattern.slice(2) === host));
+  return domains.some(
+    (pattern) =>
+      covers(pattern, host) || (isWildcard(pattern) && cookieDomain.startsWith(".") && pattern.slice(2) === host),
+  );
 }
 
 /** The origins whose storage a site with `domains` may hold: each exact domain over http and https. */
@@ -107,9 +129,12 @@ function originsOf(domains: readonly string[]): string[] {
 
 /**
  * Signs the computer's browser out of the site: removes every cookie of the site's domains, and clears the
- * storage of its origins (each exact domain, each origin its session names, and each open tab's origin under its domains).
+ * storage of its origins (each exact domain, each origin its session names, and each open tab's origin under its
+ * domains).
  */
-export async function signOut(target: SignInTarget & { domains: readonly string[] }): Promise<{ cookies: number; origins: number }> {
+export async function signOut(
+  target: SignInTarget & { domains: readonly string[] },
+): Promise<{ cookies: number; origins: number }> {
   let sessionOrigins: string[] = [];
   try {
     sessionOrigins = (await fetchSession(target.access, target.site)).origins.map((o) => o.origin);
@@ -118,7 +143,8 @@ export async function signOut(target: SignInTarget & { domains: readonly string[
   }
   return withComputerBrowser(target.access, target.computer, async (context) => {
     const doomed = (await context.cookies()).filter((c) => cookieBelongsTo(c.domain, target.domains));
-    for (const cookie of doomed) await context.clearCookies({ name: cookie.name, domain: cookie.domain, path: cookie.path });
+    for (const cookie of doomed)
+      await context.clearCookies({ name: cookie.name, domain: cookie.domain, path: cookie.path });
     const tabOrigins = context
       .pages()
       .map((p) => p.url())

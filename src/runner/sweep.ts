@@ -56,35 +56,60 @@ export async function sweep(options: SweepOptions): Promise<SweepReport> {
   const { api } = options;
   const log = options.log ?? (() => undefined);
   const cutoff = (options.now ?? new Date()).getTime() - options.olderThanMs;
-  const [instances, groups, keyPairs] = await Promise.all([api.instances(TAGS.stack), api.groups(TAGS.stack), api.keyPairs(TAGS.stack)]);
-  const oldInstances = instances.filter((i) => i.launchTime.getTime() < cutoff).map((i) => ({ ...i, stack: stackOf(i.tags) }));
-  const oldKeys = keyPairs.filter((k) => k.createTime.getTime() < cutoff).map((k) => ({ ...k, stack: stackOf(k.tags) }));
+  const [instances, groups, keyPairs] = await Promise.all([
+    api.instances(TAGS.stack),
+    api.groups(TAGS.stack),
+    api.keyPairs(TAGS.stack),
+  ]);
+  const oldInstances = instances
+    .filter((i) => i.launchTime.getTime() < cutoff)
+    .map((i) => ({ ...i, stack: stackOf(i.tags) }));
+  const oldKeys = keyPairs
+    .filter((k) => k.createTime.getTime() < cutoff)
+    .map((k) => ({ ...k, stack: stackOf(k.tags) }));
   const stale = new Set([...oldInstances, ...oldKeys].map((r) => r.stack));
   const inUse = new Set(instances.filter((i) => i.launchTime.getTime() >= cutoff).map((i) => stackOf(i.tags)));
-  const oldGroups = groups.filter((g) => stale.has(stackOf(g.tags)) && !inUse.has(stackOf(g.tags))).map((g) => ({ ...g, stack: stackOf(g.tags) }));
+  const oldGroups = groups
+    .filter((g) => stale.has(stackOf(g.tags)) && !inUse.has(stackOf(g.tags)))
+    .map((g) => ({ ...g, stack: stackOf(g.tags) }));
   const now = options.now ?? new Date();
-  for (const i of oldInstances) log(`instance ${i.id} (${i.tags.Name ?? ""}) stack ${i.stack}: ${i.state}, launched ${formatAge(now.getTime() - i.launchTime.getTime())} ago`);
+  for (const i of oldInstances)
+    log(
+      `instance ${i.id} (${i.tags.Name ?? ""}) stack ${i.stack}: ${i.state}, launched ${formatAge(now.getTime() - i.launchTime.getTime())} ago`,
+    );
   for (const g of oldGroups) log(`security group ${g.id} (${g.name}) stack ${g.stack}`);
-  for (const k of oldKeys) log(`key pair ${k.name} stack ${k.stack}: created ${formatAge(now.getTime() - k.createTime.getTime())} ago`);
+  for (const k of oldKeys)
+    log(`key pair ${k.name} stack ${k.stack}: created ${formatAge(now.getTime() - k.createTime.getTime())} ago`);
   const report: SweepReport = { instances: oldInstances, groups: oldGroups, keyPairs: oldKeys, swept: false };
   if (!options.yes) return report;
 
   await api.terminate(oldInstances.map((i) => i.id));
-  if (oldInstances.length > 0) log(`terminating ${oldInstances.length} instance(s); waiting for them to end before their groups can go`);
+  if (oldInstances.length > 0)
+    log(`terminating ${oldInstances.length} instance(s); waiting for them to end before their groups can go`);
   // A group is deleted only once no instance (not even one shutting down) holds it.
   const deadline = Date.now() + (options.terminationTimeoutMs ?? 600_000);
   const ids = new Set(oldInstances.map((i) => i.id));
   while ((await api.instances(TAGS.stack)).some((i) => ids.has(i.id))) {
-    if (Date.now() > deadline) throw new RunnerError(`the instances were asked to terminate but still exist after ${formatAge(options.terminationTimeoutMs ?? 600_000)}; run sweep again later to delete their groups`);
+    if (Date.now() > deadline)
+      throw new RunnerError(
+        `the instances were asked to terminate but still exist after ${formatAge(options.terminationTimeoutMs ?? 600_000)}; run sweep again later to delete their groups`,
+      );
     await new Promise((r) => setTimeout(r, options.pollMs ?? 5000));
   }
   // The env's group and its computers' groups name each other in their rules: empty them all before deleting any.
   const rules = await api.groupRules(oldGroups.map((g) => g.id));
   for (const g of oldGroups) {
-    for (const egress of [false, true]) await api.revokeRules(g.id, egress, rules.filter((r) => r.groupId === g.id && r.egress === egress).map((r) => r.id));
+    for (const egress of [false, true])
+      await api.revokeRules(
+        g.id,
+        egress,
+        rules.filter((r) => r.groupId === g.id && r.egress === egress).map((r) => r.id),
+      );
   }
   for (const g of oldGroups) await api.deleteGroup(g.id);
   for (const k of oldKeys) await api.deleteKeyPair(k.id);
-  log(`swept: ${oldInstances.length} instance(s) terminated, ${oldGroups.length} security group(s) and ${oldKeys.length} key pair(s) deleted`);
+  log(
+    `swept: ${oldInstances.length} instance(s) terminated, ${oldGroups.length} security group(s) and ${oldKeys.length} key pair(s) deleted`,
+  );
   return { ...report, swept: true };
 }

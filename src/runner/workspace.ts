@@ -19,7 +19,10 @@ import { explain, RunnerError } from "./errors";
 
 export { DEFAULT_PROJECT_DIR };
 
-/** Where scripts/pulumi-toolchain.sh puts the toolchain it builds (`bin/pulumi` beside its plugins), under the project directory. */
+/**
+ * Where scripts/pulumi-toolchain.sh puts the toolchain it builds (`bin/pulumi` beside its plugins), under the project
+ * directory.
+ */
 export const BUILT_TOOLCHAIN_DIR = join(".cache", "pulumi", "current");
 
 /**
@@ -41,7 +44,10 @@ export const STATE_DIR = join(".multienv", "state");
 export interface StackSpec {
   /** The stack (task) name. */
   name: string;
-  /** Config keys; a bare key is in the `multienv` namespace (`websites` means `multienv:websites`). Objects are written as JSON. */
+  /**
+   * Config keys; a bare key is in the `multienv` namespace (`websites` means `multienv:websites`). Objects are written
+   * as JSON.
+   */
   config: Record<string, unknown>;
   /** Secret config keys and their values (e.g. `githubToken`), stored encrypted. */
   secrets?: Record<string, string>;
@@ -52,7 +58,10 @@ export interface WorkspaceOptions {
   projectDir?: string;
   /** What the caller is doing, for error messages ("deploying"). Default: "opening the stack". */
   doing?: string;
-  /** Create the stack when the backend has none (deploying does; collecting or destroying a stack that was never deployed is an error). */
+  /**
+   * Create the stack when the backend has none (deploying does; collecting or destroying a stack that was never
+   * deployed is an error).
+   */
   create?: boolean;
   /** The environment to read PULUMI_* settings from. Default: process.env. */
   env?: NodeJS.ProcessEnv;
@@ -103,26 +112,45 @@ export async function openStack(stackOrSpec: string | StackSpec, options: Worksp
   const nameProblem = stackNameProblem(name);
   if (nameProblem !== undefined) throw new RunnerError(nameProblem);
   if (!existsSync(join(projectDir, "Pulumi.yaml"))) {
-    throw new RunnerError(`stack ${name}: ${projectDir} has no Pulumi.yaml; run from the multienv checkout or pass its directory as the project directory`);
+    throw new RunnerError(
+      `stack ${name}: ${projectDir} has no Pulumi.yaml; run from the multienv checkout or pass its directory as the project directory`,
+    );
   }
   if (spec === undefined && !existsSync(stackFileOf(projectDir, name))) {
-    throw new RunnerError(`stack ${name}: there is no stacks/Pulumi.${name}.yaml; write one (see the examples in stacks/) or deploy from a spec object`);
+    throw new RunnerError(
+      `stack ${name}: there is no stacks/Pulumi.${name}.yaml; write one (see the examples in stacks/) or deploy from a spec object`,
+    );
   }
 
   const backendUrl = backendUrlFor(projectDir, env);
   if (backendUrl.startsWith("file://")) await mkdir(backendUrl.slice("file://".length), { recursive: true });
-  const envVars: Record<string, string> = { ...options.programEnv, PULUMI_BACKEND_URL: backendUrl, PULUMI_SKIP_UPDATE_CHECK: "true" };
+  const envVars: Record<string, string> = {
+    ...options.programEnv,
+    PULUMI_BACKEND_URL: backendUrl,
+    PULUMI_SKIP_UPDATE_CHECK: "true",
+  };
 
   let stack: Stack;
   try {
-    const workspace = await LocalWorkspace.create({ workDir: projectDir, envVars, pulumiCommand: await pulumiCommandFor(projectDir, env) });
+    const workspace = await LocalWorkspace.create({
+      workDir: projectDir,
+      envVars,
+      pulumiCommand: await pulumiCommandFor(projectDir, env),
+    });
     const usesPassphrase = backendUrl.startsWith("file://") || env.PULUMI_CONFIG_PASSPHRASE !== undefined;
-    if (usesPassphrase && env.PULUMI_CONFIG_PASSPHRASE === undefined && env.PULUMI_CONFIG_PASSPHRASE_FILE === undefined) {
+    if (
+      usesPassphrase &&
+      env.PULUMI_CONFIG_PASSPHRASE === undefined &&
+      env.PULUMI_CONFIG_PASSPHRASE_FILE === undefined
+    ) {
       throw new RunnerError(
         `stack ${name}: the local state backend keeps secrets under a passphrase; set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE), the same one every time for this stack`,
       );
     }
-    stack = options.create || spec !== undefined ? await Stack.createOrSelect(name, workspace) : await Stack.select(name, workspace);
+    stack =
+      options.create || spec !== undefined
+        ? await Stack.createOrSelect(name, workspace)
+        : await Stack.select(name, workspace);
     if (spec !== undefined) {
       const wanted = specConfigMap(spec);
       const current = await stack.getAllConfig();

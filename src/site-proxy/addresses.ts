@@ -27,7 +27,13 @@ export interface AddressRules {
 export type AddressCheck = (address: string) => string | undefined;
 
 /** Cloud metadata and host-agent addresses (AWS IMDS and ECS, AWS Nitro's IPv6 services, Alibaba, Azure). */
-const METADATA: Cidr[] = ["169.254.169.254/32", "169.254.170.2/32", "fd00:ec2::/32", "100.100.100.200/32", "168.63.129.16/32"].map((c) => ipaddr.parseCIDR(c));
+const METADATA: Cidr[] = [
+  "169.254.169.254/32",
+  "169.254.170.2/32",
+  "fd00:ec2::/32",
+  "100.100.100.200/32",
+  "168.63.129.16/32",
+].map((c) => ipaddr.parseCIDR(c));
 
 /** Ranges no mode dials and `allowAddresses` cannot open. */
 const NEVER = new Set(["unspecified", "linkLocal", "multicast", "broadcast"]);
@@ -90,7 +96,8 @@ export function createAddressCheck(rules: AddressRules): AddressCheck {
     if (ALWAYS_UNLESS_ALLOWED.has(range)) return rangeName(address);
     if (!allowlist) return undefined;
     if (range !== "unicast") return `${rangeName(address)}, which an allowlist never reaches`;
-    if (address.kind() === "ipv6" && !address.match(GLOBAL_UNICAST_V6)) return "an IPv6 address outside global unicast (2000::/3), which an allowlist never reaches";
+    if (address.kind() === "ipv6" && !address.match(GLOBAL_UNICAST_V6))
+      return "an IPv6 address outside global unicast (2000::/3), which an allowlist never reaches";
     return undefined;
   }
 

@@ -43,7 +43,10 @@ function randomSerial(): string {
 
 async function privateKeyPem(key: CryptoKey): Promise<string> {
   const der = Buffer.from(await subtle.exportKey("pkcs8", key));
-  return `-----BEGIN PRIVATE KEY-----\n${der.toString("base64").replace(/(.{64})/g, "$1\n").replace(/\n$/, "")}\n-----END PRIVATE KEY-----\n`;
+  return `-----BEGIN PRIVATE KEY-----\n${der
+    .toString("base64")
+    .replace(/(.{64})/g, "$1\n")
+    .replace(/\n$/, "")}\n-----END PRIVATE KEY-----\n`;
 }
 
 /** Imports a CA key written by us (ECDSA) or by someone else (ECDSA P-256/P-384 or RSA). */
@@ -152,7 +155,8 @@ export async function loadOrCreateCa(
         contexts.delete(host);
       } else {
         context = issue(host);
-        context.catch(() => contexts.get(host) === context && contexts.delete(host)); // a failed issue is tried again next time
+        // a failed issue is tried again next time
+        context.catch(() => contexts.get(host) === context && contexts.delete(host));
       }
       contexts.set(host, context);
       while (contexts.size > maxCachedLeaves) contexts.delete(contexts.keys().next().value!);

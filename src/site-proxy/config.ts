@@ -36,6 +36,9 @@ export function tokenProblem(token: string | undefined): string | undefined {
 export function controlTokenFromEnv(env: NodeJS.ProcessEnv = process.env): string {
   const token = env[TOKEN_ENV];
   const problem = tokenProblem(token);
-  if (problem) throw new ServiceConfigError(`${TOKEN_ENV}: ${problem}; set it to the computer's control token (at least ${MIN_TOKEN_LENGTH} characters, no whitespace)`);
+  if (problem)
+    throw new ServiceConfigError(
+      `${TOKEN_ENV}: ${problem}; set it to the computer's control token (at least ${MIN_TOKEN_LENGTH} characters, no whitespace)`,
+    );
   return token!;
 }

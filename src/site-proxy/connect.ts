@@ -101,7 +101,13 @@ function beforeDeadline<T>(work: Promise<T>, deadline: number, onLate: () => Err
 /** One connection attempt to one address, given up after `timeoutMs`. */
 function attempt(address: string, port: number, timeoutMs: number, bulk: BulkReads | undefined): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: address, port, allowHalfOpen: true, noDelay: true, ...(bulk ? { onread: bulk.onread } : {}) });
+    const socket = net.connect({
+      host: address,
+      port,
+      allowHalfOpen: true,
+      noDelay: true,
+      ...(bulk ? { onread: bulk.onread } : {}),
+    });
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`connect ${address}:${port}: no answer within ${timeoutMs} ms`));
@@ -120,7 +126,9 @@ function attempt(address: string, port: number, timeoutMs: number, bulk: BulkRea
 }
 
 export function createConnector(options: ConnectorOptions): Connector {
-  const staticAnswers = new Map(Object.entries(options.resolve ?? {}).map(([name, addresses]) => [normalizeHost(name), addresses]));
+  const staticAnswers = new Map(
+    Object.entries(options.resolve ?? {}).map(([name, addresses]) => [normalizeHost(name), addresses]),
+  );
   let resolver: dns.promises.Resolver | undefined;
   if (options.dnsServers) {
     resolver = new dns.promises.Resolver({ timeout: Math.min(options.connectTimeoutMs, 5_000), tries: 2 });
@@ -130,9 +138,13 @@ export function createConnector(options: ConnectorOptions): Connector {
   async function ask(host: string): Promise<string[]> {
     if (resolver) {
       const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
-      const addresses = [...(v4.status === "fulfilled" ? v4.value : []), ...(v6.status === "fulfilled" ? v6.value : [])];
+      const addresses = [
+        ...(v4.status === "fulfilled" ? v4.value : []),
+        ...(v6.status === "fulfilled" ? v6.value : []),
+      ];
       if (addresses.length === 0) {
-        const err = v4.status === "rejected" ? v4.reason : v6.status === "rejected" ? v6.reason : new Error("no addresses");
+        const err =
+          v4.status === "rejected" ? v4.reason : v6.status === "rejected" ? v6.reason : new Error("no addresses");
         throw new ConnectFailure("doesn't resolve", errorText(err));
       }
       return addresses;
@@ -153,7 +165,11 @@ export function createConnector(options: ConnectorOptions): Connector {
     return beforeDeadline(
       ask(name),
       deadline,
-      () => new ConnectFailure("doesn't resolve", `lookup of ${name}: no answer within the ${options.connectTimeoutMs} ms deadline`),
+      () =>
+        new ConnectFailure(
+          "doesn't resolve",
+          `lookup of ${name}: no answer within the ${options.connectTimeoutMs} ms deadline`,
+        ),
     );
   }
 
@@ -181,7 +197,10 @@ export function createConnector(options: ConnectorOptions): Connector {
         errors.push(errorText(err));
       }
     }
-    if (errors.length < addresses.length) errors.push(`no time left for ${addresses.slice(errors.length).join(", ")} within ${options.connectTimeoutMs} ms`);
+    if (errors.length < addresses.length)
+      errors.push(
+        `no time left for ${addresses.slice(errors.length).join(", ")} within ${options.connectTimeoutMs} ms`,
+      );
     throw new ConnectFailure("no answer", errors.join("; "));
   }
 

@@ -29,7 +29,12 @@ export interface ControlOptions {
   connections?: OpenConnections;
 }
 
-const { log: LOG_PATH, caCert: CA_PATH, cdp: CDP_PREFIX, endConnections: CONNECTIONS_END_PATH } = SITE_PROXY_CONTROL_PATHS;
+const {
+  log: LOG_PATH,
+  caCert: CA_PATH,
+  cdp: CDP_PREFIX,
+  endConnections: CONNECTIONS_END_PATH,
+} = SITE_PROXY_CONTROL_PATHS;
 const UNAUTHORIZED = "this listener needs Authorization: Bearer <the computer's control token>";
 
 /**
@@ -126,7 +131,14 @@ export function createControlServer(options: ControlOptions): http.Server {
     if (route === CONNECTIONS_END_PATH && options.connections) {
       if (req.method !== "POST") return void res.writeHead(405, { Allow: "POST" }).end();
       const mark = logMarkParam(url);
-      if (mark === null) return answerResponse(res, 400, null, "the one mark may be ?episode=<a whole number from 1> or ?selfTest=start|end", true);
+      if (mark === null)
+        return answerResponse(
+          res,
+          400,
+          null,
+          "the one mark may be ?episode=<a whole number from 1> or ?selfTest=start|end",
+          true,
+        );
       return void endConnections(options.connections, mark).then((ended) => {
         res.writeHead(200, { "Content-Type": "application/json" });
         res.end(JSON.stringify({ ended }) + "\n");
@@ -134,7 +146,11 @@ export function createControlServer(options: ControlOptions): http.Server {
     }
     if (route !== LOG_PATH && route !== CA_PATH) {
       res.writeHead(404, { "Content-Type": "application/json" });
-      return void res.end(JSON.stringify({ error: `no ${route} here; try GET ${LOG_PATH}, GET ${CA_PATH}, POST ${CONNECTIONS_END_PATH} or ${CDP_PREFIX}/...` }) + "\n");
+      return void res.end(
+        JSON.stringify({
+          error: `no ${route} here; try GET ${LOG_PATH}, GET ${CA_PATH}, POST ${CONNECTIONS_END_PATH} or ${CDP_PREFIX}/...`,
+        }) + "\n",
+      );
     }
     if (req.method !== "GET" && req.method !== "HEAD") return void res.writeHead(405, { Allow: "GET, HEAD" }).end();
     if (route === LOG_PATH) {
@@ -151,7 +167,8 @@ export function createControlServer(options: ControlOptions): http.Server {
 
   server.on("upgrade", (req: http.IncomingMessage, client: net.Socket, early: Buffer) => {
     client.on("error", () => client.destroy());
-    if (!authorized(req)) return answerSocket(client, 401, null, UNAUTHORIZED, { "WWW-Authenticate": WWW_AUTHENTICATE_CHALLENGE });
+    if (!authorized(req))
+      return answerSocket(client, 401, null, UNAUTHORIZED, { "WWW-Authenticate": WWW_AUTHENTICATE_CHALLENGE });
     const problem = upgradeFramingProblem(req);
     if (problem) return answerSocket(client, 400, null, `malformed request: ${problem}`);
     const path = devtoolsPath(req.url ?? "/");
@@ -165,7 +182,12 @@ export function createControlServer(options: ControlOptions): http.Server {
 
   server.on("clientError", (err: NodeJS.ErrnoException, socket: net.Socket) => {
     if (err.code?.startsWith("HPE_")) {
-      log.write({ event: "error", error: `control: malformed request (${err.code})`, client: socket.remoteAddress, status: 400 });
+      log.write({
+        event: "error",
+        error: `control: malformed request (${err.code})`,
+        client: socket.remoteAddress,
+        status: 400,
+      });
       return answerSocket(socket, 400, null, `malformed request (${err.code})`);
     }
     socket.destroy();

@@ -34,7 +34,10 @@ export const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DE
  * line each), and which never keeps a socket that says something while no request is waiting for it: those bytes
  * would be taken as the answer to the next request sent on it.
  */
-export function connectorAgent(open: (host: string, port: number) => Promise<net.Socket>, idleTimeoutMs: number): http.Agent {
+export function connectorAgent(
+  open: (host: string, port: number) => Promise<net.Socket>,
+  idleTimeoutMs: number,
+): http.Agent {
   const agent = new http.Agent({ keepAlive: true, timeout: idleTimeoutMs, scheduling: "lifo" });
   (agent as unknown as { createConnection: unknown }).createConnection = (
     options: { host?: string | null; port?: number | string | null },
@@ -77,7 +80,10 @@ export class RequestSlots {
 
   constructor(private readonly max: number) {}
 
-  /** Runs `start` once a slot is free; `start` calls its `release` (once; later calls do nothing) when its request ended. */
+  /**
+   * Runs `start` once a slot is free; `start` calls its `release` (once; later calls do nothing) when its request
+   * ended.
+   */
   run(start: (release: () => void) => void): void {
     if (this.running >= this.max) return void this.waiting.push(() => this.run(start));
     this.running++;
@@ -96,7 +102,14 @@ export class RequestSlots {
  * method is idempotent, meeting a kept-alive connection the host closed as it arrived, is sent once more on a new
  * one, as a browser would do itself; any other request is sent once.
  */
-export function forward(req: http.IncomingMessage, res: http.ServerResponse, agent: http.Agent, destination: Destination, hooks: ForwardHooks, slots?: RequestSlots): void {
+export function forward(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  agent: http.Agent,
+  destination: Destination,
+  hooks: ForwardHooks,
+  slots?: RequestSlots,
+): void {
   const bodyless = !hasBody(req);
   const retriable = bodyless && IDEMPOTENT.has(req.method ?? "");
   const headers = [...destination.headers, ...requestFraming(req)];
@@ -111,7 +124,15 @@ export function forward(req: http.IncomingMessage, res: http.ServerResponse, age
   const send = (mayRetry: boolean) => {
     let upstream: http.ClientRequest;
     try {
-      upstream = http.request({ agent, host: destination.host, port: destination.port, method: req.method, path: destination.path, headers, setHost: false });
+      upstream = http.request({
+        agent,
+        host: destination.host,
+        port: destination.port,
+        method: req.method,
+        path: destination.path,
+        headers,
+        setHost: false,
+      });
     } catch (err) {
       // Node's client refuses what it cannot write (a path with characters a request line may not carry).
       release();
@@ -142,7 +163,13 @@ export function forward(req: http.IncomingMessage, res: http.ServerResponse, age
       answer.on("error", () => res.destroy());
     });
     upstream.on("error", (err: NodeJS.ErrnoException) => {
-      if (mayRetry && !settled && upstream.reusedSocket && !res.headersSent && (err.code === "ECONNRESET" || err.code === "EPIPE")) {
+      if (
+        mayRetry &&
+        !settled &&
+        upstream.reusedSocket &&
+        !res.headersSent &&
+        (err.code === "ECONNRESET" || err.code === "EPIPE")
+      ) {
         retried = true;
         return send(false);
       }
@@ -186,7 +213,14 @@ function head(answer: http.IncomingMessage, headers: string[]): string {
  * else gets no further byte from the computer, so none can be read there as the next request. A 101 is passed on
  * and the two sockets are relayed; any other answer is passed on and both connections end.
  */
-export function forwardUpgrade(req: http.IncomingMessage, client: net.Socket, early: Buffer, destination: Destination, idleTimeoutMs: number, hooks: UpgradeHooks): void {
+export function forwardUpgrade(
+  req: http.IncomingMessage,
+  client: net.Socket,
+  early: Buffer,
+  destination: Destination,
+  idleTimeoutMs: number,
+  hooks: UpgradeHooks,
+): void {
   const upgradeTo = req.headers.upgrade ?? "websocket";
   const headers = [...destination.headers, "Connection", "Upgrade", "Upgrade", upgradeTo];
   let upstream: http.ClientRequest;

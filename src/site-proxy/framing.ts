@@ -13,7 +13,8 @@ function transferEncodingProblem(message: http.IncomingMessage, side: "request" 
   if (message.httpVersion === "1.0") return `Transfer-Encoding in an HTTP/1.0 ${side}`;
   // Chunked alone: the proxy re-frames bodies as chunked and would otherwise drop a coding the body still carries;
   // chunked applied twice, or a coding after it, leaves the length undecidable.
-  if (codings.length > 1 || codings[0].trim().toLowerCase() !== "chunked") return `Transfer-Encoding must be chunked alone, got "${codings.join(", ")}"`;
+  if (codings.length > 1 || codings[0].trim().toLowerCase() !== "chunked")
+    return `Transfer-Encoding must be chunked alone, got "${codings.join(", ")}"`;
   if (headerValues(message.rawHeaders, "content-length").length > 0) return "both Transfer-Encoding and Content-Length";
   return undefined;
 }
@@ -52,7 +53,10 @@ export function requestFraming(req: http.IncomingMessage): string[] {
   return [];
 }
 
-/** Why an upgrade request may not be forwarded: broken framing, or a body (nothing may follow its head but the new protocol). */
+/**
+ * Why an upgrade request may not be forwarded: broken framing, or a body (nothing may follow its head but the new
+ * protocol).
+ */
 export function upgradeFramingProblem(req: http.IncomingMessage): string | undefined {
   return requestFramingProblem(req) ?? (hasBody(req) ? "an upgrade request with a body" : undefined);
 }

@@ -11,7 +11,14 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import type * as net from "node:net";
 import { SITE_PROXY_HEADER, type SiteProxyVerdict } from "../protocol/site-proxy";
-import { BrokenAnswer, type Destination, type ForwardHooks, IDEMPOTENT, type RequestSlots, type UpgradeHooks } from "./forward";
+import {
+  BrokenAnswer,
+  type Destination,
+  type ForwardHooks,
+  IDEMPOTENT,
+  type RequestSlots,
+  type UpgradeHooks,
+} from "./forward";
 import { responseFramingProblem } from "./framing";
 import { endToEndHeaders, MAX_HEADER_BYTES, withoutHeader } from "./messages";
 import { relay } from "./relay";
@@ -97,7 +104,12 @@ function h2ResponseHeaders(answer: http.IncomingMessage): http2.OutgoingHttpHead
 }
 
 /** The proxy's own answer on a stream, marked with its verdict. */
-export function answerStream(stream: http2.ServerHttp2Stream, status: number, verdict: SiteProxyVerdict | null, message: string): void {
+export function answerStream(
+  stream: http2.ServerHttp2Stream,
+  status: number,
+  verdict: SiteProxyVerdict | null,
+  message: string,
+): void {
   if (stream.destroyed || stream.closed) return;
   if (stream.headersSent) return void stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
   const body = message + "\n";
@@ -115,8 +127,20 @@ export function answerStream(stream: http2.ServerHttp2Stream, status: number, ve
  * for an HTTP/1.1 request: the body framed again (its length, or chunked), a bodiless idempotent request that meets
  * a kept-alive connection closed as it arrived sent once more, a broken answer a 502.
  */
-export function forwardStream(stream: http2.ServerHttp2Stream, request: H2Request, agent: http.Agent, destination: Destination, hooks: ForwardHooks, slots?: RequestSlots): void {
-  const framing = request.contentLength !== undefined ? ["Content-Length", request.contentLength] : request.bodyless ? [] : ["Transfer-Encoding", "chunked"];
+export function forwardStream(
+  stream: http2.ServerHttp2Stream,
+  request: H2Request,
+  agent: http.Agent,
+  destination: Destination,
+  hooks: ForwardHooks,
+  slots?: RequestSlots,
+): void {
+  const framing =
+    request.contentLength !== undefined
+      ? ["Content-Length", request.contentLength]
+      : request.bodyless
+        ? []
+        : ["Transfer-Encoding", "chunked"];
   const headers = [...destination.headers, ...framing];
   const retriable = request.bodyless && IDEMPOTENT.has(request.method);
   let settled = false;
@@ -129,7 +153,15 @@ export function forwardStream(stream: http2.ServerHttp2Stream, request: H2Reques
   const send = (mayRetry: boolean) => {
     let upstream: http.ClientRequest;
     try {
-      upstream = http.request({ agent, host: destination.host, port: destination.port, method: request.method, path: destination.path, headers, setHost: false });
+      upstream = http.request({
+        agent,
+        host: destination.host,
+        port: destination.port,
+        method: request.method,
+        path: destination.path,
+        headers,
+        setHost: false,
+      });
     } catch (err) {
       release();
       failed(err as Error);
@@ -160,7 +192,13 @@ export function forwardStream(stream: http2.ServerHttp2Stream, request: H2Reques
       answer.on("error", () => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR));
     });
     upstream.on("error", (err: NodeJS.ErrnoException) => {
-      if (mayRetry && !settled && upstream.reusedSocket && !stream.headersSent && (err.code === "ECONNRESET" || err.code === "EPIPE")) {
+      if (
+        mayRetry &&
+        !settled &&
+        upstream.reusedSocket &&
+        !stream.headersSent &&
+        (err.code === "ECONNRESET" || err.code === "EPIPE")
+      ) {
         retried = true;
         return send(false);
       }
@@ -185,7 +223,10 @@ export function forwardStream(stream: http2.ServerHttp2Stream, request: H2Reques
 
 /** RFC 6455 4.2.2: what a server's Sec-WebSocket-Accept must be for `key`. */
 function websocketAccept(key: string): string {
-  return crypto.createHash("sha1").update(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest("base64");
+  return crypto
+    .createHash("sha1")
+    .update(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11")
+    .digest("base64");
 }
 
 /**
@@ -194,9 +235,22 @@ function websocketAccept(key: string): string {
  * with the subprotocol and extensions the destination chose, and the stream and the connection are relayed; any
  * other answer is passed on, and the stream ends with it.
  */
-export function forwardWebSocket(stream: http2.ServerHttp2Stream, destination: Destination, idleTimeoutMs: number, hooks: UpgradeHooks): void {
+export function forwardWebSocket(
+  stream: http2.ServerHttp2Stream,
+  destination: Destination,
+  idleTimeoutMs: number,
+  hooks: UpgradeHooks,
+): void {
   const key = crypto.randomBytes(16).toString("base64");
-  const headers = [...withoutHeader(destination.headers, "sec-websocket-key"), "Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Key", key];
+  const headers = [
+    ...withoutHeader(destination.headers, "sec-websocket-key"),
+    "Connection",
+    "Upgrade",
+    "Upgrade",
+    "websocket",
+    "Sec-WebSocket-Key",
+    key,
+  ];
   let settled = false;
   const fail = (err: Error) => {
     if (settled) return void stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
@@ -227,11 +281,14 @@ export function forwardWebSocket(stream: http2.ServerHttp2Stream, destination: D
   upstream.on("upgrade", (answer, socket: net.Socket, head: Buffer) => {
     if (answer.headers["sec-websocket-accept"] !== websocketAccept(key)) {
       socket.destroy();
-      return fail(new BrokenAnswer("the answer is malformed: a 101 without the Sec-WebSocket-Accept its key calls for"));
+      return fail(
+        new BrokenAnswer("the answer is malformed: a 101 without the Sec-WebSocket-Accept its key calls for"),
+      );
     }
     if (stream.destroyed) return void socket.destroy();
     const chosen: http2.OutgoingHttpHeaders = { ":status": 200 };
-    for (const name of ["sec-websocket-protocol", "sec-websocket-extensions"]) if (answer.headers[name] !== undefined) chosen[name] = answer.headers[name];
+    for (const name of ["sec-websocket-protocol", "sec-websocket-extensions"])
+      if (answer.headers[name] !== undefined) chosen[name] = answer.headers[name];
     try {
       stream.respond(chosen);
     } catch (err) {

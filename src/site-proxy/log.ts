@@ -5,7 +5,11 @@ import * as path from "node:path";
 import type { SiteProxyLogRecord } from "../protocol/site-proxy";
 
 /** A record as handed to the log: the log stamps the time. */
-export type LogEntry = SiteProxyLogRecord extends infer R ? (R extends SiteProxyLogRecord ? Omit<R, "time"> : never) : never;
+export type LogEntry = SiteProxyLogRecord extends infer R
+  ? R extends SiteProxyLogRecord
+    ? Omit<R, "time">
+    : never
+  : never;
 
 export interface EventLog {
   write(entry: LogEntry): void;
@@ -26,7 +30,9 @@ function line(entry: LogEntry): string {
 export function openEventLog(file: string): EventLog {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const stream = fs.createWriteStream(file, { flags: "a" });
-  stream.on("error", (err) => process.stderr.write(`multienv-site-proxy: cannot write the log ${file}: ${err.message}\n`));
+  stream.on("error", (err) =>
+    process.stderr.write(`multienv-site-proxy: cannot write the log ${file}: ${err.message}\n`),
+  );
   let pending: string[] = [];
   const flush = () => {
     if (pending.length === 0) return;

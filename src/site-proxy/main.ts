@@ -25,8 +25,12 @@ async function main(): Promise<void> {
   if (process.env[STANDBY_ENV] === "1" && process.send) await standBy();
   const running = await startSiteProxy(config, token).catch(refuseConfig);
   // A proxy outlives a bug in one connection: the error is a log line, and the proxy goes on serving the others.
-  process.on("uncaughtException", (err) => running.log.write({ event: "error", error: `uncaught: ${err.stack ?? err.message}` }));
-  process.on("unhandledRejection", (err) => running.log.write({ event: "error", error: `unhandled rejection: ${String(err)}` }));
+  process.on("uncaughtException", (err) =>
+    running.log.write({ event: "error", error: `uncaught: ${err.stack ?? err.message}` }),
+  );
+  process.on("unhandledRejection", (err) =>
+    running.log.write({ event: "error", error: `unhandled rejection: ${String(err)}` }),
+  );
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.once(signal, () => {
       // Open connections end with the process; only the log's last lines are worth waiting for.

@@ -27,9 +27,21 @@ const HOP_BY_HOP = new Set([
  */
 const NEVER_NOMINATED = new Set(["content-length", "host"]);
 
-const STATUS_TEXT: Record<number, string> = { 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 502: "Bad Gateway" };
+const STATUS_TEXT: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  502: "Bad Gateway",
+};
 
-function rawAnswer(status: number, verdict: SiteProxyVerdict | null, message: string, headers: Record<string, string>): string {
+function rawAnswer(
+  status: number,
+  verdict: SiteProxyVerdict | null,
+  message: string,
+  headers: Record<string, string>,
+): string {
   const body = message + "\n";
   let head = `HTTP/1.1 ${status} ${STATUS_TEXT[status]}\r\n`;
   if (verdict) head += `${SITE_PROXY_HEADER}: ${verdict}\r\n`;
@@ -41,7 +53,13 @@ function rawAnswer(status: number, verdict: SiteProxyVerdict | null, message: st
  * Answers on a raw socket (CONNECT, an upgrade, or a request node could not parse) and closes it. `verdict` marks
  * the forward proxy's own answers; the control listener's carry none.
  */
-export function answerSocket(socket: net.Socket, status: number, verdict: SiteProxyVerdict | null, message: string, headers: Record<string, string> = {}): void {
+export function answerSocket(
+  socket: net.Socket,
+  status: number,
+  verdict: SiteProxyVerdict | null,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   if (socket.writable) socket.end(rawAnswer(status, verdict, message, headers));
   else socket.destroy();
 }
@@ -63,7 +81,13 @@ export function serverOptions(headTimeoutMs: number, idleTimeoutMs: number): htt
 }
 
 /** Answers on a parsed request; `close` ends the connection after the answer (its framing is not to be trusted). */
-export function answerResponse(res: http.ServerResponse, status: number, verdict: SiteProxyVerdict | null, message: string, close = false): void {
+export function answerResponse(
+  res: http.ServerResponse,
+  status: number,
+  verdict: SiteProxyVerdict | null,
+  message: string,
+  close = false,
+): void {
   if (res.headersSent) {
     res.destroy();
     return;
@@ -87,7 +111,8 @@ export function formatAuthority(host: string, port: number, defaultPort = 80): s
 /** The values of every `name` header line of a message, in order. */
 export function headerValues(rawHeaders: string[], name: string): string[] {
   const values: string[] = [];
-  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i].toLowerCase() === name) values.push(rawHeaders[i + 1]);
+  for (let i = 0; i < rawHeaders.length; i += 2)
+    if (rawHeaders[i].toLowerCase() === name) values.push(rawHeaders[i + 1]);
   return values;
 }
 
@@ -114,7 +139,8 @@ export function endToEndHeaders(rawHeaders: string[]): string[] {
 
 export function withoutHeader(headers: string[], name: string): string[] {
   const kept: string[] = [];
-  for (let i = 0; i < headers.length; i += 2) if (headers[i].toLowerCase() !== name) kept.push(headers[i], headers[i + 1]);
+  for (let i = 0; i < headers.length; i += 2)
+    if (headers[i].toLowerCase() !== name) kept.push(headers[i], headers[i + 1]);
   return kept;
 }
 
@@ -123,14 +149,17 @@ export function parseAuthority(authority: string, defaultPort?: number): { host:
   const match = /^(\[[^\]]+\]|[^:]*)(?::(\d*))?$/.exec(authority);
   if (!match || match[1] === "") return undefined;
   const host = normalizeHost(match[1]);
-  if (match[2] === undefined || match[2] === "") return defaultPort === undefined ? undefined : { host, port: defaultPort };
+  if (match[2] === undefined || match[2] === "")
+    return defaultPort === undefined ? undefined : { host, port: defaultPort };
   const port = Number(match[2]);
   if (!Number.isInteger(port) || port < 1 || port > 65535) return undefined;
   return { host, port };
 }
 
 /** The parts of an absolute-form `http://` request target; the path kept exactly as sent. */
-export function parseAbsoluteForm(url: string): { authority: string; host: string; port: number; path: string } | undefined {
+export function parseAbsoluteForm(
+  url: string,
+): { authority: string; host: string; port: number; path: string } | undefined {
   const match = /^http:\/\/([^/?#]*)([^#]*)/i.exec(url);
   if (!match) return undefined;
   const authority = match[1].replace(/^.*@/, ""); // userinfo is never sent on

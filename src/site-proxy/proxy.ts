@@ -10,7 +10,16 @@ import { SiteProxyVerdict } from "../protocol/site-proxy";
 import type { AddressCheck } from "./addresses";
 import type { CertificateAuthority } from "./ca";
 import { AddressRefused, addressOf, ConnectFailure, type Connector, normalizeHost, type Opened } from "./connect";
-import { BrokenAnswer, connectorAgent, type Destination, forward, type ForwardHooks, forwardUpgrade, RequestSlots, type UpgradeHooks } from "./forward";
+import {
+  BrokenAnswer,
+  connectorAgent,
+  type Destination,
+  forward,
+  type ForwardHooks,
+  forwardUpgrade,
+  RequestSlots,
+  type UpgradeHooks,
+} from "./forward";
 import { requestFramingProblem, upgradeFramingProblem } from "./framing";
 import { OpenConnections } from "./connections";
 import { answerStream, forwardStream, forwardWebSocket, H2_SERVER_OPTIONS, type H2Request, readH2Request } from "./h2";
@@ -88,7 +97,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     connections.track(socket);
     socket.setTimeout(idleTimeoutMs);
     // A tunnel's relay ends its own idle sockets; a socket that carries requests ends here, answered or not.
-    if (method === "HTTP") socket.once("timeout", () => socket.destroy(new Error(`no traffic for ${idleTimeoutMs} ms`)));
+    if (method === "HTTP")
+      socket.once("timeout", () => socket.destroy(new Error(`no traffic for ${idleTimeoutMs} ms`)));
     socket.once("close", () =>
       log.write({
         event: "connection",
@@ -125,11 +135,26 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const authority = formatAuthority(x.host, x.port, -1);
     if (err instanceof AddressRefused) {
       log.write({ event: "refused", method: x.method, host: x.host, port: x.port, address: err.address, why: err.why });
-      return { status: 403, verdict: SiteProxyVerdict.refused, message: `${authority} is refused: ${err.address} is ${err.why}` };
+      return {
+        status: 403,
+        verdict: SiteProxyVerdict.refused,
+        message: `${authority} is refused: ${err.address} is ${err.why}`,
+      };
     }
     if (err instanceof ConnectFailure) {
-      log.write({ event: "failed", method: x.method, host: x.host, port: x.port, reason: err.reason, error: err.message });
-      return { status: 502, verdict: SiteProxyVerdict.failed, message: `${authority} ${err.reason === "no answer" ? "does not answer" : "does not resolve"}: ${err.message}` };
+      log.write({
+        event: "failed",
+        method: x.method,
+        host: x.host,
+        port: x.port,
+        reason: err.reason,
+        error: err.message,
+      });
+      return {
+        status: 502,
+        verdict: SiteProxyVerdict.failed,
+        message: `${authority} ${err.reason === "no answer" ? "does not answer" : "does not resolve"}: ${err.message}`,
+      };
     }
     log.write({ event: "error", error: err.message, method: x.method, host: x.host, port: x.port, status: 502 });
     return { status: 502, verdict: SiteProxyVerdict.failed, message: `${authority}: ${err.message}` };
@@ -137,16 +162,41 @@ export function createProxyServer(options: ProxyOptions): http.Server {
 
   function refusedByRoute(x: Exchange, why: string): Failure {
     const address = addressOf(x.host);
-    log.write({ event: "refused", method: x.method, host: x.host, port: x.port, ...(address !== undefined ? { address } : {}), why });
-    return { status: 403, verdict: SiteProxyVerdict.refused, message: `${formatAuthority(x.host, x.port, -1)} is refused: ${why}` };
+    log.write({
+      event: "refused",
+      method: x.method,
+      host: x.host,
+      port: x.port,
+      ...(address !== undefined ? { address } : {}),
+      why,
+    });
+    return {
+      status: 403,
+      verdict: SiteProxyVerdict.refused,
+      message: `${formatAuthority(x.host, x.port, -1)} is refused: ${why}`,
+    };
   }
 
   function logRequest(x: Exchange, status: number): void {
-    log.write({ event: "request", method: x.method, host: x.host, port: x.port, ...(x.site ? { site: x.site } : {}), ...(x.hostHeader !== undefined ? { hostHeader: x.hostHeader } : {}), status });
+    log.write({
+      event: "request",
+      method: x.method,
+      host: x.host,
+      port: x.port,
+      ...(x.site ? { site: x.site } : {}),
+      ...(x.hostHeader !== undefined ? { hostHeader: x.hostHeader } : {}),
+      status,
+    });
   }
 
   function badRequest(client: net.Socket, message: string, method?: string): Failure {
-    log.write({ event: "error", error: message, client: client.remoteAddress, ...(method ? { method } : {}), status: 400 });
+    log.write({
+      event: "error",
+      error: message,
+      client: client.remoteAddress,
+      ...(method ? { method } : {}),
+      status: 400,
+    });
     return { status: 400, verdict: SiteProxyVerdict.badRequest, message };
   }
 
@@ -179,9 +229,16 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   }
 
   /** The request's own headers for the gateway: the gateway's Host, and the browser's in X-Forwarded-Host/-Proto. */
-  function gatewayDestination(rawHeaders: string[], site: string, authority: string, proto: "http" | "https", path: string): Destination {
+  function gatewayDestination(
+    rawHeaders: string[],
+    site: string,
+    authority: string,
+    proto: "http" | "https",
+    path: string,
+  ): Destination {
     let headers = endToEndHeaders(rawHeaders);
-    for (const name of ["host", "content-length", "x-forwarded-host", "x-forwarded-proto"]) headers = withoutHeader(headers, name);
+    for (const name of ["host", "content-length", "x-forwarded-host", "x-forwarded-proto"])
+      headers = withoutHeader(headers, name);
     return {
       host: gatewayHost,
       port: gatewayPort,
@@ -202,7 +259,13 @@ export function createProxyServer(options: ProxyOptions): http.Server {
 
   function exchange(req: http.IncomingMessage, host: string, port: number, site?: string): Exchange {
     const hostHeader = headerValues(req.rawHeaders, "host")[0];
-    return { method: req.method ?? "GET", host, port, ...(site ? { site } : {}), ...(hostHeader !== undefined ? { hostHeader } : {}) };
+    return {
+      method: req.method ?? "GET",
+      host,
+      port,
+      ...(site ? { site } : {}),
+      ...(hostHeader !== undefined ? { hostHeader } : {}),
+    };
   }
 
   /** The host as the browser's URL had it: the port only when it is not the scheme's default. */
@@ -231,17 +294,34 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     if (tunnel) {
       const x = exchange(req, tunnel.host, tunnel.port, tunnel.site);
       const path = tunnelPath(req.url ?? "/");
-      return { to: "gateway", x, destination: gatewayDestination(req.rawHeaders, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, path) };
+      return {
+        to: "gateway",
+        x,
+        destination: gatewayDestination(req.rawHeaders, tunnel.site, tunnelAuthority(tunnel), tunnel.proto, path),
+      };
     }
     const target = parseAbsoluteForm(req.url ?? "");
-    if (!target) return { to: "answer", failure: badRequest(socket, `not a proxy request: "${req.method} ${req.url}"${notProxyHint}`, req.method) };
+    if (!target)
+      return {
+        to: "answer",
+        failure: badRequest(socket, `not a proxy request: "${req.method} ${req.url}"${notProxyHint}`, req.method),
+      };
     const route = router.route(target.host);
     if (route.kind === "synthetic") {
       const x = exchange(req, target.host, target.port, route.site);
-      return { to: "gateway", x, destination: gatewayDestination(req.rawHeaders, route.site, target.authority, "http", target.path) };
+      return {
+        to: "gateway",
+        x,
+        destination: gatewayDestination(req.rawHeaders, route.site, target.authority, "http", target.path),
+      };
     }
-    if (route.kind === "refused") return { to: "answer", failure: refusedByRoute(exchange(req, target.host, target.port), route.why) };
-    return { to: "host", x: exchange(req, target.host, target.port), destination: hostDestination(req, target.host, target.port, target.path) };
+    if (route.kind === "refused")
+      return { to: "answer", failure: refusedByRoute(exchange(req, target.host, target.port), route.why) };
+    return {
+      to: "host",
+      x: exchange(req, target.host, target.port),
+      destination: hostDestination(req, target.host, target.port, target.path),
+    };
   }
 
   function onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -253,8 +333,10 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       return answerResponse(res, f.status, f.verdict, f.message, true);
     }
     const route = routeRequest(req, req.socket, "; send an absolute http:// URL or CONNECT host:port");
-    if (route.to === "answer") return answerResponse(res, route.failure.status, route.failure.verdict, route.failure.message);
-    if (route.to === "gateway") return forward(req, res, gatewayAgent, route.destination, forwardHooks(res, route.x), gatewaySlots);
+    if (route.to === "answer")
+      return answerResponse(res, route.failure.status, route.failure.verdict, route.failure.message);
+    if (route.to === "gateway")
+      return forward(req, res, gatewayAgent, route.destination, forwardHooks(res, route.x), gatewaySlots);
     forward(req, res, hostAgent, route.destination, forwardHooks(res, route.x));
   }
 
@@ -267,7 +349,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       return answerSocket(client, f.status, f.verdict, f.message);
     }
     const route = routeRequest(req, client, "");
-    if (route.to === "answer") return answerSocket(client, route.failure.status, route.failure.verdict, route.failure.message);
+    if (route.to === "answer")
+      return answerSocket(client, route.failure.status, route.failure.verdict, route.failure.message);
     const { host, port } = route.destination;
     const open = route.to === "gateway" ? openGateway : async () => (await openLogged("HTTP", host, port)).socket;
     forwardUpgrade(req, client, early, route.destination, idleTimeoutMs, upgradeHooks(client, route.x, open));
@@ -284,7 +367,14 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     try {
       context = await ca.contextFor(host);
     } catch (err) {
-      log.write({ event: "error", error: `issuing a certificate for ${host}: ${(err as Error).message}`, method: "CONNECT", host, port, status: 502 });
+      log.write({
+        event: "error",
+        error: `issuing a certificate for ${host}: ${(err as Error).message}`,
+        method: "CONNECT",
+        host,
+        port,
+        status: 502,
+      });
       answerSocket(client, 502, SiteProxyVerdict.failed, `cannot issue a certificate for ${host}`);
       return;
     }
@@ -316,13 +406,20 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       conversation.on("timeout", () => conversation.destroy());
       conversation.on("error", (err: NodeJS.ErrnoException) => {
         if (err.code !== "ECONNRESET" && err.code !== "EPIPE") {
-          log.write({ event: "error", error: `${tlsHandshake ? "TLS" : "HTTP"} with the computer for ${host}: ${err.message}`, client: client.remoteAddress, method: "CONNECT", host, port });
+          log.write({
+            event: "error",
+            error: `${tlsHandshake ? "TLS" : "HTTP"} with the computer for ${host}: ${err.message}`,
+            client: client.remoteAddress,
+            method: "CONNECT",
+            host,
+            port,
+          });
         }
         conversation.destroy();
       });
       conversation.once("close", () => {
         client.destroy();
-        const protocol = tlsHandshake ? ((conversation as tls.TLSSocket).alpnProtocol || "http/1.1") : undefined;
+        const protocol = tlsHandshake ? (conversation as tls.TLSSocket).alpnProtocol || "http/1.1" : undefined;
         log.write({
           event: "connection",
           method: "CONNECT",
@@ -345,7 +442,13 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       }
       // The handshake counts against the head timeout, as the head it comes before does.
       const handshake = setTimeout(() => {
-        log.write({ event: "error", error: `no TLS handshake within ${headTimeoutMs} ms; connection dropped`, client: client.remoteAddress, host, port });
+        log.write({
+          event: "error",
+          error: `no TLS handshake within ${headTimeoutMs} ms; connection dropped`,
+          client: client.remoteAddress,
+          host,
+          port,
+        });
         conversation.destroy();
       }, headTimeoutMs);
       conversation.once("close", () => clearTimeout(handshake));
@@ -375,13 +478,21 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const client = bound.conversation.remoteAddress;
     // As for an HTTP/1.1 connection, the first request must come within the head timeout.
     const firstRequest = setTimeout(() => {
-      log.write({ event: "error", error: `no complete request head within ${headTimeoutMs} ms; connection dropped`, client, host: bound.tunnel.host, port: bound.tunnel.port });
+      log.write({
+        event: "error",
+        error: `no complete request head within ${headTimeoutMs} ms; connection dropped`,
+        client,
+        host: bound.tunnel.host,
+        port: bound.tunnel.port,
+      });
       session.destroy();
     }, headTimeoutMs);
     session.once("stream", () => clearTimeout(firstRequest));
     session.once("close", () => clearTimeout(firstRequest));
-    session.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) =>
-      onStream(stream, readH2Request(headers, rawHeaders, flags), bound.tunnel, client),
+    session.on(
+      "stream",
+      (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) =>
+        onStream(stream, readH2Request(headers, rawHeaders, flags), bound.tunnel, client),
     );
   });
 
@@ -402,20 +513,35 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   /** Why a stream's request is not sent on (answered 400), or undefined. */
   function streamProblem(r: H2Request): string | undefined {
     if (r.method === "CONNECT" && r.protocol === undefined) return "CONNECT inside a tunnel";
-    if (r.protocol !== undefined && r.protocol !== "websocket") return `extended CONNECT for "${r.protocol}"; only websocket is relayed`;
+    if (r.protocol !== undefined && r.protocol !== "websocket")
+      return `extended CONNECT for "${r.protocol}"; only websocket is relayed`;
     if (r.scheme !== "https") return `:scheme must be https inside TLS, got "${r.scheme}"`;
     if (r.path === undefined || !r.path.startsWith("/")) return `:path must be an absolute path, got "${r.path}"`;
     if (r.authority === undefined) return "a request needs :authority (or Host)";
-    if (r.hostHeader !== undefined && r.hostHeader !== r.authority) return `a Host header "${r.hostHeader}" that differs from :authority "${r.authority}"`;
+    if (r.hostHeader !== undefined && r.hostHeader !== r.authority)
+      return `a Host header "${r.hostHeader}" that differs from :authority "${r.authority}"`;
     return undefined;
   }
 
   /** One HTTP/2 stream inside a synthetic tunnel: its own name's site, or refused. */
-  function onStream(stream: http2.ServerHttp2Stream, r: H2Request, tunnel: SyntheticTunnel, client: string | undefined): void {
+  function onStream(
+    stream: http2.ServerHttp2Stream,
+    r: H2Request,
+    tunnel: SyntheticTunnel,
+    client: string | undefined,
+  ): void {
     stream.on("error", () => stream.destroy());
     const problem = streamProblem(r);
     if (problem) {
-      log.write({ event: "error", error: `malformed request: ${problem}`, client, method: r.method, host: tunnel.host, port: tunnel.port, status: 400 });
+      log.write({
+        event: "error",
+        error: `malformed request: ${problem}`,
+        client,
+        method: r.method,
+        host: tunnel.host,
+        port: tunnel.port,
+        status: 400,
+      });
       return answerStream(stream, 400, SiteProxyVerdict.badRequest, `malformed request: ${problem}`);
     }
     // A connection is for its tunnel's name alone (no coalescing, RFC 9113 9.1.1): another authority is misdirected.
@@ -423,10 +549,23 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     if (!target || target.host !== tunnel.host || target.port !== tunnel.port) {
       const why = `this connection is for ${formatAuthority(tunnel.host, tunnel.port, 443)} only`;
       const address = target ? addressOf(target.host) : undefined;
-      log.write({ event: "refused", method: r.method, host: target?.host ?? r.authority!, port: target?.port ?? 443, ...(address !== undefined ? { address } : {}), why });
+      log.write({
+        event: "refused",
+        method: r.method,
+        host: target?.host ?? r.authority!,
+        port: target?.port ?? 443,
+        ...(address !== undefined ? { address } : {}),
+        why,
+      });
       return answerStream(stream, 421, SiteProxyVerdict.refused, `${r.authority} is misdirected: ${why}`);
     }
-    const x: Exchange = { method: r.method, host: tunnel.host, port: tunnel.port, site: tunnel.site, hostHeader: r.authority };
+    const x: Exchange = {
+      method: r.method,
+      host: tunnel.host,
+      port: tunnel.port,
+      site: tunnel.site,
+      hostHeader: r.authority,
+    };
     if (r.protocol === "websocket") {
       const destination = gatewayDestination(r.headers, tunnel.site, tunnelAuthority(tunnel), "https", r.path!);
       return forwardWebSocket(stream, destination, idleTimeoutMs, {
@@ -439,15 +578,22 @@ export function createProxyServer(options: ProxyOptions): http.Server {
         },
       });
     }
-    forwardStream(stream, r, gatewayAgent, gatewayDestination(r.headers, tunnel.site, tunnelAuthority(tunnel), "https", r.path!), {
-      answered: (status) => logRequest(x, status),
-      failed: (err, answered) => {
-        if (answered) return void stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
-        const f = failure(err, x);
-        answerStream(stream, f.status, f.verdict, f.message);
-        logRequest(x, f.status);
+    forwardStream(
+      stream,
+      r,
+      gatewayAgent,
+      gatewayDestination(r.headers, tunnel.site, tunnelAuthority(tunnel), "https", r.path!),
+      {
+        answered: (status) => logRequest(x, status),
+        failed: (err, answered) => {
+          if (answered) return void stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+          const f = failure(err, x);
+          answerStream(stream, f.status, f.verdict, f.message);
+          logRequest(x, f.status);
+        },
       },
-    }, gatewaySlots);
+      gatewaySlots,
+    );
   }
 
   /** CONNECT to a host the computer reaches: a byte tunnel, never decrypted. */
@@ -484,7 +630,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       return answerSocket(client, f.status, f.verdict, f.message);
     }
     const route = router.route(target.host);
-    if (route.kind === "synthetic") void terminate(client, head, { site: route.site, host: target.host, port: target.port });
+    if (route.kind === "synthetic")
+      void terminate(client, head, { site: route.site, host: target.host, port: target.port });
     else if (route.kind === "refused") {
       const f = refusedByRoute({ method: "CONNECT", host: target.host, port: target.port }, route.why);
       answerSocket(client, f.status, f.verdict, f.message);
@@ -495,15 +642,24 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   function onClientError(err: NodeJS.ErrnoException, socket: net.Socket): void {
     const code = err.code ?? "";
     if (code.startsWith("HPE_") && code !== "HPE_INVALID_EOF_STATE") {
-      const message = code === "HPE_HEADER_OVERFLOW" ? `request headers larger than ${MAX_HEADER_BYTES} bytes` : `malformed request (${code}: ${err.message})`;
+      const message =
+        code === "HPE_HEADER_OVERFLOW"
+          ? `request headers larger than ${MAX_HEADER_BYTES} bytes`
+          : `malformed request (${code}: ${err.message})`;
       log.write({ event: "error", error: message, client: socket.remoteAddress, status: 400 });
       answerSocket(socket, 400, SiteProxyVerdict.badRequest, message);
       return;
     }
     if (code === "ERR_HTTP_REQUEST_TIMEOUT") {
       const tunnel = tunnels.get(socket);
-      log.write({ event: "error", error: `no complete request head within ${headTimeoutMs} ms; connection dropped`, client: socket.remoteAddress, ...(tunnel ? { host: tunnel.host, port: tunnel.port } : {}) });
-    } else if (code !== "ECONNRESET" && code !== "EPIPE") log.write({ event: "error", error: err.message, client: socket.remoteAddress });
+      log.write({
+        event: "error",
+        error: `no complete request head within ${headTimeoutMs} ms; connection dropped`,
+        client: socket.remoteAddress,
+        ...(tunnel ? { host: tunnel.host, port: tunnel.port } : {}),
+      });
+    } else if (code !== "ECONNRESET" && code !== "EPIPE")
+      log.write({ event: "error", error: err.message, client: socket.remoteAddress });
     socket.destroy();
   }
 

@@ -60,7 +60,12 @@ function forwardBulk(from: Duplex, bulk: BulkReads, to: Duplex, stallMs: number,
  * Relays `client` <-> `upstream` until both are closed; why the relay ended them, when it did, is in
  * `endedByRelay`. `upstreamBulk` is given when the upstream socket was opened with bulk reads.
  */
-export function relay(client: Duplex & Relayed, upstream: Duplex & Relayed, idleTimeoutMs: number, upstreamBulk?: BulkReads): void {
+export function relay(
+  client: Duplex & Relayed,
+  upstream: Duplex & Relayed,
+  idleTimeoutMs: number,
+  upstreamBulk?: BulkReads,
+): void {
   let endedBy: string | undefined;
   const stop = (why: string) => {
     endedBy ??= why;

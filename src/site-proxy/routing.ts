@@ -1,5 +1,5 @@
-// Where a request for a host goes, decided from the computer's site table and reaching alone (docs/design.md "Site proxy").
-// A synthetic name always wins, also inside a wildcard the computer reaches; beyond synthetic names, allow-all
+// Where a request for a host goes, decided from the computer's site table and reaching alone (docs/design.md "Site
+// proxy"). A synthetic name always wins, also inside a wildcard the computer reaches; beyond synthetic names, allow-all
 // forwards any host, an allowlist only its own names (never an address or a localhost name), none nothing.
 import { covers, isAddress, isLocalhostName, isWildcard } from "../protocol/host-names";
 import { normalizeHost } from "./connect";

@@ -47,7 +47,9 @@ export async function listenAddress(connector: Connector, field: string, host: s
       return (await connector.lookup(host, until))[0];
     } catch (err) {
       if (Date.now() + LISTEN_RETRY_MS > until) {
-        throw new ServiceConfigError(`${CONFIG_ENV}.${field}: "${host}" does not resolve (${(err as Error).message}) after ${LISTEN_RESOLVE_MS} ms; give an address or a name this container resolves`);
+        throw new ServiceConfigError(
+          `${CONFIG_ENV}.${field}: "${host}" does not resolve (${(err as Error).message}) after ${LISTEN_RESOLVE_MS} ms; give an address or a name this container resolves`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, LISTEN_RETRY_MS));
     }
@@ -90,7 +92,11 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
     headTimeoutMs: config.headTimeoutMs,
     connections,
   });
-  const proxy = await listen(proxyServer, await listenAddress(connector, "listen.host", config.listen.host), config.listen.port);
+  const proxy = await listen(
+    proxyServer,
+    await listenAddress(connector, "listen.host", config.listen.host),
+    config.listen.port,
+  );
 
   let controlServer: http.Server | undefined;
   let control: Endpoint | null = null;
@@ -107,7 +113,11 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
       headTimeoutMs: config.headTimeoutMs,
       connections,
     });
-    control = await listen(controlServer, await listenAddress(connector, "control.host", config.control.host), config.control.port);
+    control = await listen(
+      controlServer,
+      await listenAddress(connector, "control.host", config.control.host),
+      config.control.port,
+    );
   }
 
   const startup: Omit<StartupRecord, "time"> = {

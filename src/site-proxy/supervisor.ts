@@ -45,7 +45,8 @@ function say(text: string): void {
 }
 
 function main(): void {
-  const [script, ...args] = process.argv.length > 2 ? process.argv.slice(2) : [path.resolve(__dirname, "../../bin/multienv-site-proxy.js")];
+  const [script, ...args] =
+    process.argv.length > 2 ? process.argv.slice(2) : [path.resolve(__dirname, "../../bin/multienv-site-proxy.js")];
   const log = logPath();
   let stopping = false;
   let serving: Proxy | undefined;
@@ -62,7 +63,13 @@ function main(): void {
     serving.child.send(StandbyMessage.start);
     if (unreplaced && log) {
       try {
-        appendEventSync(log, { event: "restarted", pid: serving.child.pid ?? -1, previousPid: unreplaced.pid, exitCode: unreplaced.exitCode, signal: unreplaced.signal });
+        appendEventSync(log, {
+          event: "restarted",
+          pid: serving.child.pid ?? -1,
+          previousPid: unreplaced.pid,
+          exitCode: unreplaced.exitCode,
+          signal: unreplaced.signal,
+        });
       } catch (err) {
         say(`cannot write the log ${log}: ${(err as Error).message}`);
       }
@@ -80,7 +87,10 @@ function main(): void {
   }
 
   function spawnProxy(): Proxy {
-    const child = fork(script, args, { env: { ...process.env, [STANDBY_ENV]: "1" }, stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    const child = fork(script, args, {
+      env: { ...process.env, [STANDBY_ENV]: "1" },
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
     const proxy: Proxy = { child, ready: false };
     const bornAt = Date.now();
     child.on("message", (message) => {
@@ -114,7 +124,9 @@ function main(): void {
     process.on(signal, () => {
       stopping = true;
       clearTimeout(spawnTimer);
-      const alive = [serving, waiting].filter((p): p is Proxy => p !== undefined && p.child.exitCode === null && p.child.signalCode === null);
+      const alive = [serving, waiting].filter(
+        (p): p is Proxy => p !== undefined && p.child.exitCode === null && p.child.signalCode === null,
+      );
       if (alive.length === 0) process.exit(0);
       let left = alive.length;
       for (const p of alive) {

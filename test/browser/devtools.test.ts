@@ -11,7 +11,15 @@ import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { start, type Launcher } from "../../src/browser/launcher";
 import type { RefusedRecord } from "../../src/protocol/site-proxy";
-import { cleanup, type ProxyProcess, startHttpServer, startProxy, TEST_TOKEN, tempDir, waitFor } from "../site-proxy/helpers";
+import {
+  cleanup,
+  type ProxyProcess,
+  startHttpServer,
+  startProxy,
+  TEST_TOKEN,
+  tempDir,
+  waitFor,
+} from "../site-proxy/helpers";
 
 /** Tries every way a page has to reach `targets`; the outcomes end up in the page's body as JSON. */
 const ATTACK_PAGE = `<!doctype html><title>attacking</title><body>running</body><script>
@@ -71,7 +79,9 @@ async function devtoolsJson<T>(pathname: string): Promise<T> {
 }
 
 beforeAll(async () => {
-  const gateway = await startHttpServer((req) => (req.url!.startsWith("/website/shop/attack") ? ATTACK_PAGE : "<title>shop</title>"));
+  const gateway = await startHttpServer((req) =>
+    req.url!.startsWith("/website/shop/attack") ? ATTACK_PAGE : "<title>shop</title>",
+  );
   relayPort = await freePort();
   // As deployed: loopback is refused (no allowAddresses), and localhost resolves to it (a static answer standing in
   // for the container's /etc/hosts).
@@ -101,21 +111,37 @@ afterAll(async () => {
 describe("DevTools and the page", () => {
   it("a page cannot reach DevTools through localhost: no read, no side effect, no WebSocket, in any spelling", async () => {
     const devtoolsPort = launcher.devtoolsPort()!;
-    const victim = await (await fetch(`http://127.0.0.1:${relayPort}/json/new?about:blank`, { method: "PUT" })).json() as { id: string };
+    const victim = (await (
+      await fetch(`http://127.0.0.1:${relayPort}/json/new?about:blank`, { method: "PUT" })
+    ).json()) as { id: string };
     const version = await devtoolsJson<{ webSocketDebuggerUrl: string }>("/json/version");
     const browserId = new URL(version.webSocketDebuggerUrl).pathname.split("/").pop();
 
     // The test's own client drives the page: Playwright over the proxy's control listener, as the gateway would.
     const control = proxy.startup.control!;
-    const browser = await chromium.connectOverCDP(`ws://127.0.0.1:${control.port}/cdp/devtools/browser/${browserId}`, { headers: { Authorization: `Bearer ${TEST_TOKEN}` } });
+    const browser = await chromium.connectOverCDP(`ws://127.0.0.1:${control.port}/cdp/devtools/browser/${browserId}`, {
+      headers: { Authorization: `Bearer ${TEST_TOKEN}` },
+    });
     browsers.push(browser);
     const page = await browser.contexts()[0].newPage();
 
-    const targets = [`localhost:${devtoolsPort}`, `127.0.0.1:${devtoolsPort}`, `[::1]:${devtoolsPort}`, `127.1:${devtoolsPort}`, `localhost:${relayPort}`, `127.0.0.1:${relayPort}`];
+    const targets = [
+      `localhost:${devtoolsPort}`,
+      `127.0.0.1:${devtoolsPort}`,
+      `[::1]:${devtoolsPort}`,
+      `127.1:${devtoolsPort}`,
+      `localhost:${relayPort}`,
+      `127.0.0.1:${relayPort}`,
+    ];
     // The page is handed the ids an attacker would need (as if they had leaked): only reaching DevTools is missing.
-    await page.goto(`http://shop.test/attack?victim=${victim.id}&browser=${browserId}&targets=${encodeURIComponent(JSON.stringify(targets))}`);
+    await page.goto(
+      `http://shop.test/attack?victim=${victim.id}&browser=${browserId}&targets=${encodeURIComponent(JSON.stringify(targets))}`,
+    );
     await page.waitForFunction('document.title === "done"', undefined, { timeout: 60_000 });
-    const results = JSON.parse((await page.textContent("body"))!) as Record<string, { version: string; close: string; socket: string }>;
+    const results = JSON.parse((await page.textContent("body"))!) as Record<
+      string,
+      { version: string; close: string; socket: string }
+    >;
     for (const target of targets) {
       expect(results[target].version, `fetch ${target}/json/version`).toBe("error");
       expect(results[target].socket, `WebSocket to ${target}`).not.toBe("open");
@@ -126,7 +152,10 @@ describe("DevTools and the page", () => {
     expect(tabs.map((t) => t.id)).toContain(victim.id);
     // They went to the site proxy, which refused each by the loopback address it names.
     for (const host of ["localhost", "127.0.0.1", "::1"]) {
-      const record = await proxy.waitForRecord<RefusedRecord>(`refused ${host}`, (r) => r.event === "refused" && r.host === host && r.port === devtoolsPort);
+      const record = await proxy.waitForRecord<RefusedRecord>(
+        `refused ${host}`,
+        (r) => r.event === "refused" && r.host === host && r.port === devtoolsPort,
+      );
       expect(record.why).toMatch(/loopback/);
     }
     await page.close();
@@ -155,7 +184,9 @@ describe("DevTools and the page", () => {
 
   it("the gateway's DevTools request through the control listener (Host: localhost) gets DevTools' JSON", async () => {
     const control = proxy.startup.control!;
-    const res = await fetch(`http://127.0.0.1:${control.port}/cdp/json/version`, { headers: { Host: "localhost", Accept: "application/json", Authorization: `Bearer ${TEST_TOKEN}` } });
+    const res = await fetch(`http://127.0.0.1:${control.port}/cdp/json/version`, {
+      headers: { Host: "localhost", Accept: "application/json", Authorization: `Bearer ${TEST_TOKEN}` },
+    });
     expect(res.status).toBe(200);
     const json = (await res.json()) as { Browser: string; webSocketDebuggerUrl: string };
     expect(json.Browser).toMatch(/Chrome/);

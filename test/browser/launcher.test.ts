@@ -45,13 +45,46 @@ async function until<T>(what: string, probe: () => Promise<T | undefined | false
 }
 
 beforeAll(async () => {
-  openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca-ready.pem", "-days", "1", "-subj", "/CN=test env CA"]);
+  openssl([
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-keyout",
+    "ca-key.pem",
+    "-out",
+    "ca-ready.pem",
+    "-days",
+    "1",
+    "-subj",
+    "/CN=test env CA",
+  ]);
   openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "key.pem", "-out", "leaf.csr", "-subj", "/CN=app.test"]);
   fs.writeFileSync(path.join(dir, "ext.cnf"), "subjectAltName=DNS:app.test\nextendedKeyUsage=serverAuth\n");
-  openssl(["x509", "-req", "-in", "leaf.csr", "-CA", "ca-ready.pem", "-CAkey", "ca-key.pem", "-CAcreateserial", "-out", "cert.pem", "-days", "1", "-extfile", "ext.cnf"]);
-  origin = https.createServer({ cert: fs.readFileSync(path.join(dir, "cert.pem")), key: fs.readFileSync(path.join(dir, "key.pem")) }, (_req, res) => {
-    res.end("<!doctype html><title>trusted app</title>");
-  });
+  openssl([
+    "x509",
+    "-req",
+    "-in",
+    "leaf.csr",
+    "-CA",
+    "ca-ready.pem",
+    "-CAkey",
+    "ca-key.pem",
+    "-CAcreateserial",
+    "-out",
+    "cert.pem",
+    "-days",
+    "1",
+    "-extfile",
+    "ext.cnf",
+  ]);
+  origin = https.createServer(
+    { cert: fs.readFileSync(path.join(dir, "cert.pem")), key: fs.readFileSync(path.join(dir, "key.pem")) },
+    (_req, res) => {
+      res.end("<!doctype html><title>trusted app</title>");
+    },
+  );
   const originPort = await listen(origin);
   // A forward proxy: CONNECT goes to the HTTPS origin whatever the name; absolute-form GET is answered here.
   proxy = http.createServer((req, res) => {
@@ -72,9 +105,20 @@ beforeAll(async () => {
   const reserved = net.createServer();
   cdpPort = await listen(reserved);
   await new Promise((r) => reserved.close(r));
-  const config = parseBrowserConfig(JSON.stringify({ proxy: `http://127.0.0.1:${proxyPort}`, startTabs: ["https://app.test/", "http://plain.test/"], cdpHost: "browser.test", cdpPort, caFile }));
+  const config = parseBrowserConfig(
+    JSON.stringify({
+      proxy: `http://127.0.0.1:${proxyPort}`,
+      startTabs: ["https://app.test/", "http://plain.test/"],
+      cdpHost: "browser.test",
+      cdpPort,
+      caFile,
+    }),
+  );
   // The relay listens on loopback here, where the test is (a configuration refuses loopback: see below).
-  launcher = await start({ ...config, cdpHost: "127.0.0.1" }, { home: path.join(dir, "home"), log: (r) => log.push(r), restartDelayMs: 100 });
+  launcher = await start(
+    { ...config, cdpHost: "127.0.0.1" },
+    { home: path.join(dir, "home"), log: (r) => log.push(r), restartDelayMs: 100 },
+  );
 }, 30_000);
 
 afterAll(async () => {
@@ -112,8 +156,11 @@ describe("browser launcher", () => {
     // Two remain that no switch or policy of this Chromium (156, Debian) turns off: its component updater's
     // check and its sign-in service's ListAccounts; they are named here so that any other is a failure.
     await new Promise((r) => setTimeout(r, 10_000));
-    const residual = /^(CONNECT (update\.googleapis\.com|accounts\.google\.com):443|GET http:\/\/update\.googleapis\.com\/service\/update2\/.*)$/;
-    const own = seen.filter((line) => !/^(CONNECT app\.test:443|GET http:\/\/plain\.test\/.*)$/.test(line) && !residual.test(line));
+    const residual =
+      /^(CONNECT (update\.googleapis\.com|accounts\.google\.com):443|GET http:\/\/update\.googleapis\.com\/service\/update2\/.*)$/;
+    const own = seen.filter(
+      (line) => !/^(CONNECT app\.test:443|GET http:\/\/plain\.test\/.*)$/.test(line) && !residual.test(line),
+    );
     expect(own).toEqual([]);
   }, 30_000);
 
@@ -136,17 +183,44 @@ describe("browser config", () => {
   it("names the field that is wrong", () => {
     expect(() => parseBrowserConfig(undefined)).toThrow(/MULTIENV_BROWSER_CONFIG: is not set/);
     expect(() => parseBrowserConfig("{")).toThrow(/is not JSON/);
-    expect(() => parseBrowserConfig(JSON.stringify({ proxy: "nope", caFile: "/x" }))).toThrow(/MULTIENV_BROWSER_CONFIG.proxy: must be/);
-    expect(() => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", startTabs: ["not a url"] }))).toThrow(/startTabs\[0\]: "not a url" is not a URL/);
-    expect(() => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", cdpHost: "b", extra: 1 }))).toThrow(/MULTIENV_BROWSER_CONFIG\.extra: unknown key/);
-    expect(() => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x" }))).toThrow(/MULTIENV_BROWSER_CONFIG.cdpHost: must be the browser's address or name/);
-    expect(parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/ca.pem", cdpHost: "desk-browser" }))).toEqual({ proxy: "http://p:3128", startTabs: [], cdpHost: "desk-browser", cdpPort: 9222, caFile: "/ca.pem" });
+    expect(() => parseBrowserConfig(JSON.stringify({ proxy: "nope", caFile: "/x" }))).toThrow(
+      /MULTIENV_BROWSER_CONFIG.proxy: must be/,
+    );
+    expect(() =>
+      parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", startTabs: ["not a url"] })),
+    ).toThrow(/startTabs\[0\]: "not a url" is not a URL/);
+    expect(() =>
+      parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", cdpHost: "b", extra: 1 })),
+    ).toThrow(/MULTIENV_BROWSER_CONFIG\.extra: unknown key/);
+    expect(() => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x" }))).toThrow(
+      /MULTIENV_BROWSER_CONFIG.cdpHost: must be the browser's address or name/,
+    );
+    expect(
+      parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/ca.pem", cdpHost: "desk-browser" })),
+    ).toEqual({ proxy: "http://p:3128", startTabs: [], cdpHost: "desk-browser", cdpPort: 9222, caFile: "/ca.pem" });
   });
 
   it("never lets the DevTools relay listen on every address or on loopback", () => {
-    for (const host of ["0.0.0.0", "::", "[::]", "0", "127.0.0.1", "127.0.0.2", "::1", "::ffff:127.0.0.1", "0x7f.1", "localhost", "relay.localhost"]) {
-      expect(() => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", cdpHost: host })), host).toThrow(/^MULTIENV_BROWSER_CONFIG\.cdpHost: ".*" is (an unspecified|a loopback|a localhost)/);
+    for (const host of [
+      "0.0.0.0",
+      "::",
+      "[::]",
+      "0",
+      "127.0.0.1",
+      "127.0.0.2",
+      "::1",
+      "::ffff:127.0.0.1",
+      "0x7f.1",
+      "localhost",
+      "relay.localhost",
+    ]) {
+      expect(
+        () => parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", cdpHost: host })),
+        host,
+      ).toThrow(/^MULTIENV_BROWSER_CONFIG\.cdpHost: ".*" is (an unspecified|a loopback|a localhost)/);
     }
-    expect(parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", cdpHost: "172.20.0.3" })).cdpHost).toBe("172.20.0.3");
+    expect(
+      parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/x", cdpHost: "172.20.0.3" })).cdpHost,
+    ).toBe("172.20.0.3");
   });
 });

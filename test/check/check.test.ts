@@ -33,8 +33,12 @@ describe.concurrent("multienv check", () => {
     expect(code).toBe(0);
     expect(stdout).toMatch(/^multienv check demo: ok, \d+ resources/);
     expect(stdout).toContain("multienv:index:MultiEnv demo");
-    expect(stdout).toMatch(/docker:Container demo-shop-server-capture .*networkMode=container:demo-shop-server-id capAdd=NET_RAW,NET_ADMIN/);
-    expect(stdout).toMatch(/docker:Container demo-gateway .*ports=127\.0\.0\.1:auto->8080 capDrop=NET_RAW mounts=demo-captures:\/captures:ro env=\[secret\] healthcheck wait/);
+    expect(stdout).toMatch(
+      /docker:Container demo-shop-server-capture .*networkMode=container:demo-shop-server-id capAdd=NET_RAW,NET_ADMIN/,
+    );
+    expect(stdout).toMatch(
+      /docker:Container demo-gateway .*ports=127\.0\.0\.1:auto->8080 capDrop=NET_RAW mounts=demo-captures:\/captures:ro env=\[secret\] healthcheck wait/,
+    );
     expect(stdout).toContain('controlToken: "[secret]"');
     expect(stdout).toContain('gatewayUrl: "http://127.0.0.1:<port chosen by Docker>"');
   });
@@ -46,13 +50,22 @@ describe.concurrent("multienv check", () => {
     expect(Object.keys(result)).toEqual(["ok", "problems", "warnings", "resources", "outputs"]);
     expect(result.ok).toBe(true);
     expect(result.problems).toEqual([]);
-    for (const r of result.resources) expect(Object.keys(r)).toEqual(expect.arrayContaining(["type", "name", "parent", "inputs"]));
-    const server = result.resources.find((r: { name: string; type: string }) => r.name === "github-live-github-server" && r.type === "pulumi-nodejs:dynamic/docker:Container");
+    for (const r of result.resources)
+      expect(Object.keys(r)).toEqual(expect.arrayContaining(["type", "name", "parent", "inputs"]));
+    const server = result.resources.find(
+      (r: { name: string; type: string }) =>
+        r.name === "github-live-github-server" && r.type === "pulumi-nodejs:dynamic/docker:Container",
+    );
     expect(server.inputs.envs).toBe("[secret]");
     expect(server.parent).toBe("github-live-github");
     expect(result.outputs.controlToken).toBe("[secret]");
     expect(result.outputs.liveWebsites).toEqual([
-      { name: "github", domains: ["github.com", "*.github.com"], allowHosts: ["*.githubassets.com", "*.githubusercontent.com"], reproducible: false },
+      {
+        name: "github",
+        domains: ["github.com", "*.github.com"],
+        allowHosts: ["*.githubassets.com", "*.githubusercontent.com"],
+        reproducible: false,
+      },
     ]);
     expect(result.outputs.reproducible).toBe(false);
     expect(stdout).not.toContain("PLACEHOLDER");
@@ -87,8 +100,12 @@ describe.concurrent("multienv check", () => {
     expect(stderr).not.toMatch(NO_STACK_TRACE);
     const lines = stderr.trim().split("\n");
     expect(lines[0]).toMatch(/^multienv check broken: \d+ problems in /);
-    expect(lines.some((l) => l.startsWith("multienv:websites.gh.domains[0]:") && l.includes("140.82.112.3"))).toBe(true);
-    expect(lines.some((l) => l.startsWith("multienv:computers.c.startTabs[0]:") && l.includes("example.com"))).toBe(true);
+    expect(lines.some((l) => l.startsWith("multienv:websites.gh.domains[0]:") && l.includes("140.82.112.3"))).toBe(
+      true,
+    );
+    expect(lines.some((l) => l.startsWith("multienv:computers.c.startTabs[0]:") && l.includes("example.com"))).toBe(
+      true,
+    );
   });
 
   it("reports the schema's problems and the plan rules' problems of the parts that parsed in one run", async () => {
@@ -103,7 +120,7 @@ describe.concurrent("multienv check", () => {
         "    typo: {domains: [typo.test], sever: {image: x}}",
         "  multienv:computers:",
         "    c: {network: 5}",
-        "    d: {network: allow-all, startTabs: [\"https://nowhere.test/\"]}",
+        '    d: {network: allow-all, startTabs: ["https://nowhere.test/"]}',
         "  multienv:captureTraffic: maybe",
       ].join("\n"),
     );
@@ -125,7 +142,12 @@ describe.concurrent("multienv check", () => {
   });
 
   it("refuses an unknown key and --json says why with ok: false", async () => {
-    const path = stackFile("typo", ["config:", "  multienv:websites:", "    shop:", "      domains: [shop.test]", "      sever: {image: y}"].join("\n"));
+    const path = stackFile(
+      "typo",
+      ["config:", "  multienv:websites:", "    shop:", "      domains: [shop.test]", "      sever: {image: y}"].join(
+        "\n",
+      ),
+    );
     const { code, stdout } = await check(path, "--json");
     expect(code).toBe(1);
     const result = JSON.parse(stdout);
@@ -155,7 +177,10 @@ describe.concurrent("multienv check", () => {
   });
 
   it("refuses a site without its images, naming each config key, before rendering anything", async () => {
-    const path = stackFile("noimage", ["config:", "  multienv:websites:", "    shop:", "      domains: [shop.test]"].join("\n"));
+    const path = stackFile(
+      "noimage",
+      ["config:", "  multienv:websites:", "    shop:", "      domains: [shop.test]"].join("\n"),
+    );
     const { code, stderr } = await check(path);
     expect(code).toBe(1);
     expect(stderr).not.toMatch(NO_STACK_TRACE);

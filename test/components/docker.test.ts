@@ -38,7 +38,10 @@ const SECRET_VALUE = "ghp_not-a-real-token-0123456789";
 function planOf(config: Record<string, unknown>, stack: string): Plan {
   const { config: raw, secretKeys } = rawConfig(config, { githubToken: SECRET_VALUE });
   const values = Object.fromEntries(
-    Object.entries(raw).map(([k, v]) => [k.slice("multienv:".length), secretKeys.includes(k) ? { secret: true } : { secret: false, value: v }]),
+    Object.entries(raw).map(([k, v]) => [
+      k.slice("multienv:".length),
+      secretKeys.includes(k) ? { secret: true } : { secret: false, value: v },
+    ]),
   );
   const validated = validateStackConfig(values as never, stack);
   if (!validated.config) throw new Error(JSON.stringify(validated.problems));
@@ -58,7 +61,11 @@ describe("docker target", () => {
   });
 
   it("puts each container on exactly the networks of the topology", () => {
-    const networks = Object.fromEntries(containers(graph).filter((c) => c.inputs.networksAdvanced).map((c) => [c.name, networksOf(c.inputs)]));
+    const networks = Object.fromEntries(
+      containers(graph)
+        .filter((c) => c.inputs.networksAdvanced)
+        .map((c) => [c.name, networksOf(c.inputs)]),
+    );
     expect(networks).toEqual({
       // The gateway: the sites (env), the runner (ingress), each computer's proxy (its link).
       "t1-gateway": ["t1-env", "t1-ingress", "t1-desktop-link", "t1-offline-link", "t1-open-link"],
@@ -86,7 +93,9 @@ describe("docker target", () => {
 
   it("makes the env and computer networks internal; egress and ingress reach out", () => {
     const internal = Object.fromEntries(
-      graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Network").map((r) => [r.name, r.inputs.internal]),
+      graph.resources
+        .filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Network")
+        .map((r) => [r.name, r.inputs.internal]),
     );
     expect(internal).toEqual({
       "t1-env": true,
@@ -105,14 +114,32 @@ describe("docker target", () => {
 
   it("runs one capture sidecar per website container, in that container's network namespace", () => {
     const sidecars = containers(graph).filter((c) => c.name.endsWith("-capture"));
-    expect(sidecars.map((s) => s.name).sort()).toEqual(["t1-github-server-capture", "t1-shop-frontend-capture", "t1-shop-server-capture"]);
+    expect(sidecars.map((s) => s.name).sort()).toEqual([
+      "t1-github-server-capture",
+      "t1-shop-frontend-capture",
+      "t1-shop-server-capture",
+    ]);
     for (const sidecar of sidecars) {
       const target = sidecar.name.replace(/-capture$/, "");
       expect(sidecar.inputs.networkMode).toBe(`container:${target}-id`);
       expect(sidecar.inputs.networksAdvanced).toBeUndefined();
     }
     const shop = container(graph, "t1-shop-server-capture");
-    expect([...shop.entrypoints, ...shop.command]).toEqual(["tcpdump", "-i", "any", "-n", "-U", "-w", "/captures/shop-server.pcap", "-C", "5", "-W", "3", "-Z", "root"]);
+    expect([...shop.entrypoints, ...shop.command]).toEqual([
+      "tcpdump",
+      "-i",
+      "any",
+      "-n",
+      "-U",
+      "-w",
+      "/captures/shop-server.pcap",
+      "-C",
+      "5",
+      "-W",
+      "3",
+      "-Z",
+      "root",
+    ]);
   });
 
   it("gives NET_RAW/NET_ADMIN to capture sidecars alone; every other container drops NET_RAW", () => {
@@ -154,7 +181,9 @@ describe("docker target", () => {
     const gatewayEnv = envOf(container(revealed, "t1-gateway"));
     expect(JSON.parse(gatewayEnv.MULTIENV_GATEWAY_CONFIG)).toEqual(gatewayServiceConfig(planned));
     expect(gatewayEnv.MULTIENV_CONTROL_TOKEN).toBe("<random 32 bytes>");
-    const networkNames = graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Network").map((r) => r.name);
+    const networkNames = graph.resources
+      .filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Network")
+      .map((r) => r.name);
     for (const computer of planned.computers) {
       const proxyEnv = envOf(container(revealed, computer.proxyContainerName));
       const { deny, ...proxyConfig } = JSON.parse(proxyEnv.MULTIENV_SITE_PROXY_CONFIG);
@@ -163,7 +192,9 @@ describe("docker target", () => {
       expect(deny.sort()).toEqual(networkNames.map((n) => `<subnet of ${n}>`).sort());
       // The proxy's own token, derived from the control token: it opens this computer's control listener alone.
       expect(proxyEnv.MULTIENV_SITE_PROXY_TOKEN).toBe(computerControlToken("<random 32 bytes>", computer.name));
-      expect(JSON.parse(envOf(container(graph, computer.browserContainerName)).MULTIENV_BROWSER_CONFIG)).toEqual(browserServiceConfig(planned, computer));
+      expect(JSON.parse(envOf(container(graph, computer.browserContainerName)).MULTIENV_BROWSER_CONFIG)).toEqual(
+        browserServiceConfig(planned, computer),
+      );
     }
     const shopEnv = envOf(container(graph, "t1-shop-server"));
     expect(shopEnv.AGENTENV_WEBSITE_SETTINGS).toBe('{"currency":"USD"}');
@@ -177,11 +208,16 @@ describe("docker target", () => {
     expect(container(graph, "t1-gateway").envs).toBe("[secret]");
     for (const proxy of ["t1-desktop-proxy", "t1-open-proxy", "t1-offline-proxy"]) {
       expect(container(graph, proxy).envs, proxy).toBe("[secret]");
-      expect(resource(graph, "pulumi-nodejs:dynamic/docker:Container", proxy).additionalSecretOutputs, proxy).toEqual(["envs"]);
+      expect(resource(graph, "pulumi-nodejs:dynamic/docker:Container", proxy).additionalSecretOutputs, proxy).toEqual([
+        "envs",
+      ]);
     }
     const revealedEnv = container(revealed, "t1-github-server").envs;
     expect(Object.keys(revealedEnv)).toEqual(["[secret]"]);
-    expect(JSON.parse(envOf(container(revealed, "t1-github-server")).AGENTENV_WEBSITE_SETTINGS)).toEqual({ account: "alex", token: SECRET_VALUE });
+    expect(JSON.parse(envOf(container(revealed, "t1-github-server")).AGENTENV_WEBSITE_SETTINGS)).toEqual({
+      account: "alex",
+      token: SECRET_VALUE,
+    });
     const generator = resource(graph, "pulumi-nodejs:dynamic/multienv:Secret", "t1-control-token-generator");
     expect(generator.additionalSecretOutputs).toContain("value");
     expect(generator.inputs.bytes).toBe(32);
@@ -192,11 +228,14 @@ describe("docker target", () => {
     const dockerResources = graph.resources.filter((r) => r.type.startsWith("pulumi-nodejs:dynamic/docker:"));
     expect(dockerResources.length).toBeGreaterThan(20);
     for (const r of dockerResources) expect(r.inputs.engine, `${r.type} ${r.name}`).toEqual({});
-    expect(graph.resources.some((r) => r.type.startsWith("aws:") || r.type.startsWith("pulumi:providers:"))).toBe(false);
+    expect(graph.resources.some((r) => r.type.startsWith("aws:") || r.type.startsWith("pulumi:providers:"))).toBe(
+      false,
+    );
   });
 
   it("builds the project's images from src/*/Dockerfile and runs the task's site images as given", () => {
-    const gatewayImage = resource(graph, "pulumi-nodejs:dynamic/docker:Image", "t1-engine-gateway-image").inputs as Record<string, any>;
+    const gatewayImage = resource(graph, "pulumi-nodejs:dynamic/docker:Image", "t1-engine-gateway-image")
+      .inputs as Record<string, any>;
     expect(gatewayImage.imageName).toBe("multienv/gateway:latest");
     expect(gatewayImage.dockerfile).toBe("src/gateway/Dockerfile");
     // The build context is the Dockerfile and the bundle it copies, no more: a change elsewhere is no rebuild.
@@ -226,11 +265,30 @@ describe("docker target", () => {
           cdpUrl: `${url}/computers/desktop/cdp`,
           startTabs: ["https://shop.test/", "https://github.com/"],
         },
-        offline: { network: "none", reaching: "none", siteTable: { shop: ["shop.test"] }, cdpUrl: `${url}/computers/offline/cdp`, startTabs: [] },
-        open: { network: "allow-all", reaching: "allow-all", siteTable: { shop: ["shop.test"] }, cdpUrl: `${url}/computers/open/cdp`, startTabs: [] },
+        offline: {
+          network: "none",
+          reaching: "none",
+          siteTable: { shop: ["shop.test"] },
+          cdpUrl: `${url}/computers/offline/cdp`,
+          startTabs: [],
+        },
+        open: {
+          network: "allow-all",
+          reaching: "allow-all",
+          siteTable: { shop: ["shop.test"] },
+          cdpUrl: `${url}/computers/open/cdp`,
+          startTabs: [],
+        },
       },
       live: true,
-      liveWebsites: [{ name: "github", domains: ["github.com", "*.github.com"], allowHosts: ["*.githubassets.com"], reproducible: false }],
+      liveWebsites: [
+        {
+          name: "github",
+          domains: ["github.com", "*.github.com"],
+          allowHosts: ["*.githubassets.com"],
+          reproducible: false,
+        },
+      ],
       reproducible: false,
       captureTraffic: true,
     });
@@ -241,13 +299,19 @@ describe("docker target", () => {
 describe("docker target without capture or live sites", () => {
   it("has no sidecar and no captures volume, and the gateway mounts nothing; the env is reproducible", async () => {
     const computers = { ...CONFIG.computers, desktop: { network: ["example.org"], startTabs: ["https://shop.test/"] } };
-    const graph = await graphOf("t2", { ...CONFIG, captureTraffic: false, websites: { shop: CONFIG.websites.shop }, computers });
+    const graph = await graphOf("t2", {
+      ...CONFIG,
+      captureTraffic: false,
+      websites: { shop: CONFIG.websites.shop },
+      computers,
+    });
     expect(containers(graph).filter((c) => c.name.endsWith("-capture"))).toEqual([]);
-    expect(graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Volume").map((r) => r.name).sort()).toEqual([
-      "t2-desktop-ca",
-      "t2-offline-ca",
-      "t2-open-ca",
-    ]);
+    expect(
+      graph.resources
+        .filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Volume")
+        .map((r) => r.name)
+        .sort(),
+    ).toEqual(["t2-desktop-ca", "t2-offline-ca", "t2-open-ca"]);
     expect(container(graph, "t2-gateway").mounts).toEqual([]);
     expect(graph.outputs).toMatchObject({ live: false, liveWebsites: [], reproducible: true, captureTraffic: false });
     // No live host to reach: the allowlist computer reaches only example.org, still on the web.
@@ -255,9 +319,14 @@ describe("docker target without capture or live sites", () => {
   });
 
   it("runs a computer's own browser image instead of building the project's", async () => {
-    const graph = await graphOf("t3", { websites: { shop: CONFIG.websites.shop }, computers: { kiosk: { network: "none", image: "example/kiosk:1" } } });
+    const graph = await graphOf("t3", {
+      websites: { shop: CONFIG.websites.shop },
+      computers: { kiosk: { network: "none", image: "example/kiosk:1" } },
+    });
     expect(container(graph, "t3-kiosk-browser").image).toBe("<id of example/kiosk:1>");
-    expect(graph.resources.some((r) => r.type === "pulumi-nodejs:dynamic/docker:Image" && r.name.endsWith("browser-image"))).toBe(false);
+    expect(
+      graph.resources.some((r) => r.type === "pulumi-nodejs:dynamic/docker:Image" && r.name.endsWith("browser-image")),
+    ).toBe(false);
   });
 
   it("refuses a website without an image, naming the config key", async () => {

@@ -16,7 +16,11 @@ const CONFIG = {
   },
   captureTraffic: true,
   websites: {
-    shop: { domains: ["shop.test"], server: { image: "multienv/sample-shop-server" }, frontend: { image: "multienv/sample-shop-frontend" } },
+    shop: {
+      domains: ["shop.test"],
+      server: { image: "multienv/sample-shop-server" },
+      frontend: { image: "multienv/sample-shop-frontend" },
+    },
     github: {
       live: true,
       domains: ["github.com", "*.github.com"],
@@ -72,14 +76,21 @@ describe("ec2 target", () => {
   });
 
   it("makes each computer VM's egress its allowlist: the gateway, plus web ports only when it reaches public hosts", () => {
-    expect(rulesOf(graph, EGRESS, "e1-desktop-sg")).toEqual(["tcp 443-443 0.0.0.0/0", "tcp 443-443 ::/0", "tcp 80-80 0.0.0.0/0", "tcp 80-80 ::/0", "tcp 8081-8081 sg:e1-env-sg"]);
+    expect(rulesOf(graph, EGRESS, "e1-desktop-sg")).toEqual([
+      "tcp 443-443 0.0.0.0/0",
+      "tcp 443-443 ::/0",
+      "tcp 80-80 0.0.0.0/0",
+      "tcp 80-80 ::/0",
+      "tcp 8081-8081 sg:e1-env-sg",
+    ]);
     expect(rulesOf(graph, EGRESS, "e1-offline-sg")).toEqual(["tcp 8081-8081 sg:e1-env-sg"]);
     // The env VM reaches a computer's control port alone; its listener wants that computer's token, which a site
     // container on the env VM does not have (a group rule cannot tell the gateway from a site).
     expect(rulesOf(graph, INGRESS, "e1-offline-sg")).toEqual([`tcp 22-22 ${RUNNER}`, "tcp 9000-9000 sg:e1-env-sg"]);
     for (const rule of graph.resources.filter((r) => r.type === INGRESS || r.type === EGRESS)) {
       expect(rule.inputs.ipProtocol, rule.name).toBe("tcp");
-      if (rule.type === INGRESS) expect([rule.inputs.cidrIpv4, rule.inputs.cidrIpv6], rule.name).not.toContain("0.0.0.0/0");
+      if (rule.type === INGRESS)
+        expect([rule.inputs.cidrIpv4, rule.inputs.cidrIpv6], rule.name).not.toContain("0.0.0.0/0");
     }
     // Security groups carry no inline rules (so AWS's default allow-all egress is removed).
     for (const group of graph.resources.filter((r) => r.type === "aws:ec2/securityGroup:SecurityGroup")) {
@@ -99,13 +110,22 @@ describe("ec2 target", () => {
       const userData = (instance.inputs.userData as Record<string, string>)["[secret]"];
       expect(userData).toContain("systemctl enable --now docker");
       // The host key made for this VM, which sshd then presents alone, and room for a parallel up on one connection.
-      expect(userData).toMatch(/cat >\/etc\/ssh\/multienv_host_ed25519_key <<'MULTIENV_HOST_KEY'\n<private key of e1-\w+-host-key>\nMULTIENV_HOST_KEY/);
+      expect(userData).toMatch(
+        /cat >\/etc\/ssh\/multienv_host_ed25519_key <<'MULTIENV_HOST_KEY'\n<private key of e1-\w+-host-key>\nMULTIENV_HOST_KEY/,
+      );
       expect(userData).toContain("HostKey /etc/ssh/multienv_host_ed25519_key\nMaxSessions 64\nMaxStartups 100:30:200");
     }
     // The user data holds a private key: secret in the state.
-    for (const vm of graph.resources.filter((r) => r.type === "aws:ec2/instance:Instance")) expect(vm.inputs.userData, vm.name).toBe("[secret]");
-    const readiness = graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/multienv:Command" && r.name.endsWith("-docker-ready"));
-    expect(readiness.map((r) => r.name).sort()).toEqual(["e1-desktop-docker-ready", "e1-env-docker-ready", "e1-offline-docker-ready"]);
+    for (const vm of graph.resources.filter((r) => r.type === "aws:ec2/instance:Instance"))
+      expect(vm.inputs.userData, vm.name).toBe("[secret]");
+    const readiness = graph.resources.filter(
+      (r) => r.type === "pulumi-nodejs:dynamic/multienv:Command" && r.name.endsWith("-docker-ready"),
+    );
+    expect(readiness.map((r) => r.name).sort()).toEqual([
+      "e1-desktop-docker-ready",
+      "e1-env-docker-ready",
+      "e1-offline-docker-ready",
+    ]);
     const envReady = readiness.find((r) => r.name === "e1-env-docker-ready")!;
     const ready = envReady.inputs.create as string;
     expect(ready).toContain("HostName <public IP of e1-env-vm>\n  User ec2-user");
@@ -131,11 +151,19 @@ describe("ec2 target", () => {
     const vm = (name: string) => `ssh://ec2-user@<public IP of ${name}-vm>`;
     const engineOf = (r: { inputs: Record<string, unknown> }) => (r.inputs.engine as { host?: string }).host;
     const hostOf = (name: string) => engineOf(containers(graph).find((c) => c.name === name)!);
-    for (const name of ["e1-gateway", "e1-shop-server", "e1-shop-frontend", "e1-github-server", "e1-shop-server-capture"]) expect(hostOf(name), name).toBe(vm("e1-env"));
+    for (const name of [
+      "e1-gateway",
+      "e1-shop-server",
+      "e1-shop-frontend",
+      "e1-github-server",
+      "e1-shop-server-capture",
+    ])
+      expect(hostOf(name), name).toBe(vm("e1-env"));
     for (const name of ["e1-desktop-proxy", "e1-desktop-browser"]) expect(hostOf(name), name).toBe(vm("e1-desktop"));
     for (const name of ["e1-offline-proxy", "e1-offline-browser"]) expect(hostOf(name), name).toBe(vm("e1-offline"));
     // Networks and volumes live on the engine that uses them.
-    const byEngine = (type: string) => Object.fromEntries(graph.resources.filter((r) => r.type === type).map((r) => [r.name, engineOf(r)]));
+    const byEngine = (type: string) =>
+      Object.fromEntries(graph.resources.filter((r) => r.type === type).map((r) => [r.name, engineOf(r)]));
     expect(byEngine("pulumi-nodejs:dynamic/docker:Network")).toEqual({
       "e1-env": vm("e1-env"),
       "e1-egress": vm("e1-env"),
@@ -163,7 +191,11 @@ describe("ec2 target", () => {
     const proxyConfig = JSON.parse(envOf(container(revealed, "e1-desktop-proxy")).MULTIENV_SITE_PROXY_CONFIG);
     expect(proxyConfig.gateway).toBe("http://<private IP of e1-env-vm>:8081");
     // The proxy never dials its VM's networks or the env VM (beyond its browse listener, its gateway).
-    expect(proxyConfig.deny.sort()).toEqual(["<private IP of e1-env-vm>/32", "<subnet of e1-desktop-egress>", "<subnet of e1-desktop-net>"]);
+    expect(proxyConfig.deny.sort()).toEqual([
+      "<private IP of e1-env-vm>/32",
+      "<subnet of e1-desktop-egress>",
+      "<subnet of e1-desktop-net>",
+    ]);
     expect(mountsOf(container(graph, "e1-gateway"))).toEqual(["e1-captures:/captures:ro"]);
     expect(container(graph, "e1-github-server").envs).toBe("[secret]");
     expect(JSON.stringify(graph)).not.toContain("ghp_secret-for-ec2-test");
@@ -173,10 +205,19 @@ describe("ec2 target", () => {
     const url = "http://127.0.0.1:<local port of the tunnel>";
     expect(graph.outputs.gatewayUrl).toBe(url);
     const tunnel = resource(graph, "pulumi-nodejs:dynamic/multienv:GatewayTunnel", "e1-gateway-tunnel");
-    expect(tunnel.inputs).toMatchObject({ remotePort: 8080, ssh: { host: "<public IP of e1-env-vm>", user: "ec2-user" } });
-    expect(graph.outputs.gatewayTunnel).toMatchObject({ localPort: "<local port of the tunnel>", remotePort: 8080, ssh: { host: "<public IP of e1-env-vm>" } });
+    expect(tunnel.inputs).toMatchObject({
+      remotePort: 8080,
+      ssh: { host: "<public IP of e1-env-vm>", user: "ec2-user" },
+    });
+    expect(graph.outputs.gatewayTunnel).toMatchObject({
+      localPort: "<local port of the tunnel>",
+      remotePort: 8080,
+      ssh: { host: "<public IP of e1-env-vm>" },
+    });
     expect(graph.outputs.controlToken).toBe("[secret]");
-    expect((graph.outputs.computers as Record<string, { cdpUrl: string }>).desktop.cdpUrl).toBe(`${url}/computers/desktop/cdp`);
+    expect((graph.outputs.computers as Record<string, { cdpUrl: string }>).desktop.cdpUrl).toBe(
+      `${url}/computers/desktop/cdp`,
+    );
   });
 });
 
@@ -185,17 +226,27 @@ describe("ec2 target, gateway config", () => {
     const graph = await graphOf("e2", { ...CONFIG, captureTraffic: false }, { githubToken: "x-secret" }, true);
     const gateway = container(graph, "e2-gateway");
     const config = JSON.parse(envOf(gateway).MULTIENV_GATEWAY_CONFIG);
-    expect(config.computers.desktop).toEqual({ cdp: "http://<private IP of e2-desktop-vm>:9000/cdp", proxyLog: "http://<private IP of e2-desktop-vm>:9000/log", endConnections: "http://<private IP of e2-desktop-vm>:9000/connections/end" });
+    expect(config.computers.desktop).toEqual({
+      cdp: "http://<private IP of e2-desktop-vm>:9000/cdp",
+      proxyLog: "http://<private IP of e2-desktop-vm>:9000/log",
+      endConnections: "http://<private IP of e2-desktop-vm>:9000/connections/end",
+    });
     expect(config.browse).toEqual({ hosts: ["gateway-ingress"], port: 8081 });
     expect(config.capturesDir).toBeUndefined();
-    const unused: GraphResource[] = graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Volume" && r.name === "e2-captures");
+    const unused: GraphResource[] = graph.resources.filter(
+      (r) => r.type === "pulumi-nodejs:dynamic/docker:Volume" && r.name === "e2-captures",
+    );
     expect(unused).toEqual([]);
   });
 });
 
 describe("ec2 target in a given subnet", () => {
   it("puts the security groups in the subnet's VPC and the VMs in the subnet", async () => {
-    const graph = await graphOf("e3", { ...CONFIG, ec2: { ...CONFIG.ec2, subnetId: "subnet-0abc1234" } }, { githubToken: "x" });
+    const graph = await graphOf(
+      "e3",
+      { ...CONFIG, ec2: { ...CONFIG.ec2, subnetId: "subnet-0abc1234" } },
+      { githubToken: "x" },
+    );
     for (const group of graph.resources.filter((r) => r.type === "aws:ec2/securityGroup:SecurityGroup")) {
       expect(group.inputs.vpcId, group.name).toBe("<VPC of subnet-0abc1234>");
     }
@@ -208,20 +259,35 @@ describe("ec2 target in a given subnet", () => {
 describe("ec2 target, images", () => {
   it("builds and pulls every image on the runner's engine and copies each to the VMs that run it", async () => {
     const graph = await graphOf("e4", CONFIG, { githubToken: "x" });
-    const onRunner = (type: string) => graph.resources.filter((r) => r.type === type).map((r) => `${r.name} ${JSON.stringify(r.inputs.engine)}`).sort();
+    const onRunner = (type: string) =>
+      graph.resources
+        .filter((r) => r.type === type)
+        .map((r) => `${r.name} ${JSON.stringify(r.inputs.engine)}`)
+        .sort();
     expect(onRunner("pulumi-nodejs:dynamic/docker:Image")).toEqual([
       "e4-images-browser-image {}",
       "e4-images-gateway-image {}",
       "e4-images-site-proxy-image {}",
     ]);
     expect(onRunner("pulumi-nodejs:dynamic/docker:ImageRef").every((r) => r.endsWith(" {}"))).toBe(true);
-    const loads = graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/multienv:Command" && r.name.includes("-load-"));
+    const loads = graph.resources.filter(
+      (r) => r.type === "pulumi-nodejs:dynamic/multienv:Command" && r.name.includes("-load-"),
+    );
     // One load per VM, of every image it runs.
-    expect(loads.map((l) => l.name).sort()).toEqual(["e4-desktop-engine-load-images", "e4-env-engine-load-images", "e4-offline-engine-load-images"]);
+    expect(loads.map((l) => l.name).sort()).toEqual([
+      "e4-desktop-engine-load-images",
+      "e4-env-engine-load-images",
+      "e4-offline-engine-load-images",
+    ]);
     const envLoad = loads.find((l) => l.name === "e4-env-engine-load-images")!;
     // Shipped by image id: a rebuilt image is a new id, so it reaches the VM and its containers are replaced.
     expect(envLoad.inputs.triggers).toEqual([
-      ["<id of multienv/gateway:latest as built>", "<id of multienv/sample-live-server>", "<id of multienv/sample-shop-frontend>", "<id of multienv/sample-shop-server>"],
+      [
+        "<id of multienv/gateway:latest as built>",
+        "<id of multienv/sample-live-server>",
+        "<id of multienv/sample-shop-frontend>",
+        "<id of multienv/sample-shop-server>",
+      ],
       expect.objectContaining({ host: "<public IP of e4-env-vm>", user: "ec2-user" }),
     ]);
     expect(envLoad.inputs.create).toContain("HostName <public IP of e4-env-vm>");
@@ -242,20 +308,31 @@ describe("ec2 target, what AWS would refuse or mis-handle", () => {
   it("passes the whole policy pack, every security group and rule description in AWS's character set among it", async () => {
     const graph = await graphOf("e5", CONFIG, { githubToken: "x" });
     expect(runPolicies(graph)).toEqual([]);
-    const described = graph.resources.filter((r) => r.type.startsWith("aws:") && typeof r.inputs.description === "string");
+    const described = graph.resources.filter(
+      (r) => r.type.startsWith("aws:") && typeof r.inputs.description === "string",
+    );
     expect(described.length).toBeGreaterThan(10);
-    for (const r of described) expect(r.inputs.description, r.name).toMatch(/^[a-zA-Z0-9. _\-:/()#,@[\]+=&;{}!$*]{1,255}$/);
+    for (const r of described)
+      expect(r.inputs.description, r.name).toMatch(/^[a-zA-Z0-9. _\-:/()#,@[\]+=&;{}!$*]{1,255}$/);
   });
 
   it("reads the AMI of the instance type's architecture, and ignores later AMI changes so a new release replaces no running VM", async () => {
     const x86 = await graphOf("e6", CONFIG, { githubToken: "x" });
     for (const vm of instances(x86)) {
-      expect(vm.inputs.ami, vm.name).toBe("<value of SSM parameter /aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id>");
+      expect(vm.inputs.ami, vm.name).toBe(
+        "<value of SSM parameter /aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id>",
+      );
       expect(vm.ignoreChanges, vm.name).toEqual(["ami"]);
     }
-    const arm = await graphOf("e7", { ...CONFIG, ec2: { ...CONFIG.ec2, instanceType: "m7g.large" } }, { githubToken: "x" });
+    const arm = await graphOf(
+      "e7",
+      { ...CONFIG, ec2: { ...CONFIG.ec2, instanceType: "m7g.large" } },
+      { githubToken: "x" },
+    );
     for (const vm of instances(arm)) {
-      expect(vm.inputs.ami, vm.name).toBe("<value of SSM parameter /aws/service/ecs/optimized-ami/amazon-linux-2023/arm64/recommended/image_id>");
+      expect(vm.inputs.ami, vm.name).toBe(
+        "<value of SSM parameter /aws/service/ecs/optimized-ami/amazon-linux-2023/arm64/recommended/image_id>",
+      );
       expect(vm.inputs.instanceType).toBe("m7g.large");
     }
     const given = await graphOf("e8", { ...CONFIG, ec2: { ...CONFIG.ec2, ami: "ami-0abc1234" } }, { githubToken: "x" });
@@ -263,14 +340,24 @@ describe("ec2 target, what AWS would refuse or mis-handle", () => {
   });
 
   it("logs in as the configured SSH user, and adds that user to the docker group", async () => {
-    const graph = await graphOf("e9", { ...CONFIG, ec2: { ...CONFIG.ec2, sshUser: "ubuntu", ami: "ami-0abc1234" } }, { githubToken: "x" }, true);
-    for (const vm of instances(graph)) expect((vm.inputs.userData as Record<string, string>)["[secret]"], vm.name).toContain("usermod -aG docker 'ubuntu'");
+    const graph = await graphOf(
+      "e9",
+      { ...CONFIG, ec2: { ...CONFIG.ec2, sshUser: "ubuntu", ami: "ami-0abc1234" } },
+      { githubToken: "x" },
+      true,
+    );
+    for (const vm of instances(graph))
+      expect((vm.inputs.userData as Record<string, string>)["[secret]"], vm.name).toContain(
+        "usermod -aG docker 'ubuntu'",
+      );
     const engines = containers(graph).map((c) => (c.inputs.engine as { host: string }).host);
     expect(engines.every((h) => h.startsWith("ssh://ubuntu@<public IP of "))).toBe(true);
   });
 
   it("refuses vpcId without subnetId, naming both keys", async () => {
-    await expect(graphOf("e10", { ...CONFIG, ec2: { ...CONFIG.ec2, vpcId: "vpc-0abc1234" } }, { githubToken: "x" })).rejects.toThrow(
+    await expect(
+      graphOf("e10", { ...CONFIG, ec2: { ...CONFIG.ec2, vpcId: "vpc-0abc1234" } }, { githubToken: "x" }),
+    ).rejects.toThrow(
       /multienv:ec2\.vpcId: is set without ec2\.subnetId: .*set ec2\.subnetId to a subnet of vpc-0abc1234, or remove ec2\.vpcId/,
     );
   });
@@ -279,7 +366,11 @@ describe("ec2 target, what AWS would refuse or mis-handle", () => {
 describe("ec2 target, teardown and cost", () => {
   it("deletes every Docker resource on a VM with its instance, so a destroy never needs the VM's engine", async () => {
     const graph = await graphOf("e11", CONFIG, { githubToken: "x" });
-    const onVm = graph.resources.filter((r) => r.type.startsWith("pulumi-nodejs:dynamic/docker:") && (r.inputs.engine as { host?: string }).host?.startsWith("ssh://"));
+    const onVm = graph.resources.filter(
+      (r) =>
+        r.type.startsWith("pulumi-nodejs:dynamic/docker:") &&
+        (r.inputs.engine as { host?: string }).host?.startsWith("ssh://"),
+    );
     expect(onVm.length).toBeGreaterThan(15);
     for (const r of onVm) {
       const host = (r.inputs.engine as { host: string }).host;
@@ -289,7 +380,8 @@ describe("ec2 target, teardown and cost", () => {
     const loads = graph.resources.filter((r) => r.name.includes("-load-"));
     for (const l of loads) expect(l.deletedWith, l.name).toMatch(/-vm$/);
     // What lives on the runner's engine is deleted as usual.
-    for (const r of graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Image")) expect(r.deletedWith).toBeUndefined();
+    for (const r of graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Image"))
+      expect(r.deletedWith).toBeUndefined();
   });
 
   it("gives every VM a lifetime fuse: terminate on shutdown, and a power-off timer at ec2.lifetimeHours", async () => {
@@ -300,7 +392,9 @@ describe("ec2 target, teardown and cost", () => {
       expect(userData(vm), vm.name).toContain('date -u -d "+240 minutes"');
       expect(userData(vm), vm.name).toContain("systemctl enable --now multienv-fuse.timer");
     }
-    for (const vm of fuse(await graphOf("e13", { ...CONFIG, ec2: { ...CONFIG.ec2, lifetimeHours: 1.5 } }, { githubToken: "x" }, true))) {
+    for (const vm of fuse(
+      await graphOf("e13", { ...CONFIG, ec2: { ...CONFIG.ec2, lifetimeHours: 1.5 } }, { githubToken: "x" }, true),
+    )) {
       expect(userData(vm), vm.name).toContain('date -u -d "+90 minutes"');
     }
   });

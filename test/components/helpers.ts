@@ -4,20 +4,32 @@ import { renderGraph, type Graph, type GraphResource } from "../../src/runner/gr
 export const CONTAINER = "pulumi-nodejs:dynamic/docker:Container";
 
 /** Pulumi's string form of config values: structured values as JSON. */
-export function rawConfig(config: Record<string, unknown>, secrets: Record<string, string> = {}): { config: Record<string, string>; secretKeys: string[] } {
+export function rawConfig(
+  config: Record<string, unknown>,
+  secrets: Record<string, string> = {},
+): { config: Record<string, string>; secretKeys: string[] } {
   const raw: Record<string, string> = {};
-  for (const [key, value] of Object.entries(config)) raw[`multienv:${key}`] = typeof value === "string" ? value : JSON.stringify(value);
+  for (const [key, value] of Object.entries(config))
+    raw[`multienv:${key}`] = typeof value === "string" ? value : JSON.stringify(value);
   for (const [key, value] of Object.entries(secrets)) raw[`multienv:${key}`] = value;
   return { config: raw, secretKeys: Object.keys(secrets).map((k) => `multienv:${k}`) };
 }
 
-export async function graphOf(stack: string, config: Record<string, unknown>, secrets: Record<string, string> = {}, revealSecrets = false): Promise<Graph> {
+export async function graphOf(
+  stack: string,
+  config: Record<string, unknown>,
+  secrets: Record<string, string> = {},
+  revealSecrets = false,
+): Promise<Graph> {
   return renderGraph({ stack, ...rawConfig(config, secrets), revealSecrets });
 }
 
 export function resource(graph: Graph, type: string, name: string): GraphResource {
   const found = graph.resources.find((r) => r.type === type && r.name === name);
-  if (!found) throw new Error(`no ${type} ${name} in the graph; have: ${graph.resources.map((r) => `${r.type} ${r.name}`).join("\n")}`);
+  if (!found)
+    throw new Error(
+      `no ${type} ${name} in the graph; have: ${graph.resources.map((r) => `${r.type} ${r.name}`).join("\n")}`,
+    );
   return found;
 }
 
@@ -35,11 +47,15 @@ export function networksOf(inputs: Record<string, any>): string[] {
 }
 
 export function mountsOf(inputs: Record<string, any>): string[] {
-  return (inputs.mounts ?? []).map((m: { source: string; target: string; readOnly?: boolean }) => `${m.source}:${m.target}:${m.readOnly ? "ro" : "rw"}`);
+  return (inputs.mounts ?? []).map(
+    (m: { source: string; target: string; readOnly?: boolean }) =>
+      `${m.source}:${m.target}:${m.readOnly ? "ro" : "rw"}`,
+  );
 }
 
 /** `NAME=value` entries of a container's env as a map (a revealed secret entry is unwrapped). */
 export function envOf(inputs: Record<string, any>): Record<string, string> {
-  const envs = inputs.envs && typeof inputs.envs === "object" && "[secret]" in inputs.envs ? inputs.envs["[secret]"] : inputs.envs;
+  const envs =
+    inputs.envs && typeof inputs.envs === "object" && "[secret]" in inputs.envs ? inputs.envs["[secret]"] : inputs.envs;
   return Object.fromEntries((envs ?? []).map((e: string) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
 }

@@ -9,13 +9,25 @@ const KEY = (n: number) => `ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI${"k".repeat(10
 const HOSTS = {
   env: { address: "192.0.2.10", user: "deploy", hostKey: KEY(1), port: 2222 },
   computers: {
-    desktop: { address: "desktop.lab.example", user: "deploy", hostKey: KEY(2), privateAddress: "10.0.0.12", identityFile: "/keys/lab" },
+    desktop: {
+      address: "desktop.lab.example",
+      user: "deploy",
+      hostKey: KEY(2),
+      privateAddress: "10.0.0.12",
+      identityFile: "/keys/lab",
+    },
   },
 };
 const CONFIG = {
   target: "hosts",
   hosts: HOSTS,
-  websites: { shop: { domains: ["shop.test"], server: { image: "multienv/sample-shop-server" }, frontend: { image: "multienv/sample-shop-frontend" } } },
+  websites: {
+    shop: {
+      domains: ["shop.test"],
+      server: { image: "multienv/sample-shop-server" },
+      frontend: { image: "multienv/sample-shop-frontend" },
+    },
+  },
   computers: { desktop: { network: "none" } },
 };
 
@@ -28,7 +40,9 @@ describe("hosts target", () => {
   });
 
   it("creates no AWS resource and deletes nothing with a machine (the hosts outlive the stack)", () => {
-    expect(graph.resources.filter((r) => r.type.startsWith("aws:") || r.type.startsWith("pulumi:providers:aws"))).toEqual([]);
+    expect(
+      graph.resources.filter((r) => r.type.startsWith("aws:") || r.type.startsWith("pulumi:providers:aws")),
+    ).toEqual([]);
     for (const r of graph.resources) expect(r.deletedWith, r.name).toBeUndefined();
     expect(runPolicies(graph)).toEqual([]);
   });
@@ -37,12 +51,19 @@ describe("hosts target", () => {
     const engine = (name: string) => container(graph, name).engine as { host: string; ssh: Record<string, unknown> };
     expect(engine("h1-gateway").host).toBe("ssh://deploy@192.0.2.10:2222");
     expect(engine("h1-gateway").ssh).toEqual({ host: "192.0.2.10", user: "deploy", hostKey: KEY(1), port: 2222 });
-    expect(engine("h1-desktop-browser").ssh).toEqual({ host: "desktop.lab.example", user: "deploy", hostKey: KEY(2), identityFile: "/keys/lab" });
+    expect(engine("h1-desktop-browser").ssh).toEqual({
+      host: "desktop.lab.example",
+      user: "deploy",
+      hostKey: KEY(2),
+      identityFile: "/keys/lab",
+    });
     for (const c of containers(graph)) expect((c.inputs.engine as { host: string }).host, c.name).toMatch(/^ssh:\/\//);
   });
 
   it("checks each host's readiness without waiting for cloud-init, which an existing host need not have", () => {
-    const ready = graph.resources.filter((r) => r.name.endsWith("-docker-ready")).map((r) => [r.name, r.inputs.create as string]);
+    const ready = graph.resources
+      .filter((r) => r.name.endsWith("-docker-ready"))
+      .map((r) => [r.name, r.inputs.create as string]);
     expect(ready.map(([n]) => n).sort()).toEqual(["h1-desktop-docker-ready", "h1-env-docker-ready"]);
     for (const [, script] of ready) {
       expect(script).not.toContain("cloud-init");
@@ -56,10 +77,15 @@ describe("hosts target", () => {
     expect(networksOf(container(graph, "h1-desktop-proxy"))).toEqual(["h1-desktop-net", "h1-desktop-egress"]);
     const gateway = JSON.parse(envOf(container(revealed, "h1-gateway")).MULTIENV_GATEWAY_CONFIG);
     expect(gateway.computers.desktop.cdp).toBe("http://10.0.0.12:9000/cdp");
-    expect(JSON.parse(envOf(container(revealed, "h1-desktop-proxy")).MULTIENV_SITE_PROXY_CONFIG).gateway).toBe("http://192.0.2.10:8081");
+    expect(JSON.parse(envOf(container(revealed, "h1-desktop-proxy")).MULTIENV_SITE_PROXY_CONFIG).gateway).toBe(
+      "http://192.0.2.10:8081",
+    );
     expect(graph.outputs.gatewayUrl).toBe("http://127.0.0.1:<local port of the tunnel>");
     expect(container(graph, "h1-gateway").ports[0]).toEqual({ internal: 8080, external: 8080, ip: "127.0.0.1" });
-    const loads = graph.resources.filter((r) => r.name.endsWith("-load-images")).map((r) => r.name).sort();
+    const loads = graph.resources
+      .filter((r) => r.name.endsWith("-load-images"))
+      .map((r) => r.name)
+      .sort();
     expect(loads).toEqual(["h1-desktop-engine-load-images", "h1-env-engine-load-images"]);
   });
 
@@ -68,7 +94,11 @@ describe("hosts target", () => {
     await expect(graphOf("h2", bad)).rejects.toThrow(
       /multienv:hosts\.computers\.desktop: is missing: computer desktop needs a host[\s\S]*multienv:hosts\.computers\.laptop: names no computer of this stack[\s\S]*multienv:hosts\.computers\.laptop: is the same host as hosts\.env \(192\.0\.2\.10:2222\)/,
     );
-    await expect(graphOf("h3", { ...CONFIG, hosts: undefined })).rejects.toThrow(/multienv:hosts: is required when target is hosts/);
-    await expect(graphOf("h4", { ...CONFIG, hosts: { ...HOSTS, env: { ...HOSTS.env, hostKey: "AAAA" } } })).rejects.toThrow(/multienv:hosts\.env\.hostKey: must be the host's public key line/);
+    await expect(graphOf("h3", { ...CONFIG, hosts: undefined })).rejects.toThrow(
+      /multienv:hosts: is required when target is hosts/,
+    );
+    await expect(
+      graphOf("h4", { ...CONFIG, hosts: { ...HOSTS, env: { ...HOSTS.env, hostKey: "AAAA" } } }),
+    ).rejects.toThrow(/multienv:hosts\.env\.hostKey: must be the host's public key line/);
   });
 });

@@ -10,7 +10,10 @@ describe("program", () => {
   it("index.ts exports the program itself, so Pulumi's CommonJS loader (node --import=tsx) calls it", () => {
     // What Pulumi's nodejs runtime does with Pulumi.yaml's nodeargs: require the main module, call it if a function.
     const script = "const m = require('./index.ts'); process.stdout.write(typeof m + ' ' + m.name)";
-    const out = execFileSync(process.execPath, ["--import=tsx", "-e", script], { cwd: resolve(__dirname, "..", ".."), encoding: "utf8" });
+    const out = execFileSync(process.execPath, ["--import=tsx", "-e", script], {
+      cwd: resolve(__dirname, "..", ".."),
+      encoding: "utf8",
+    });
     expect(out).toBe(`function ${multienvProgram.name}`);
   });
 

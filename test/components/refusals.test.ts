@@ -5,13 +5,25 @@ import { CaptureSidecar, DockerEngine, Ec2Host, Gateway, MultiEnv, Website } fro
 import { plan, type Plan } from "../../src/plan";
 import type { StackConfig } from "../../src/plan/types";
 
-const EC2 = { region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["192.0.2.1/32"], sshPublicKey: "ssh-ed25519 AAAA x" };
+const EC2 = {
+  region: "us-east-1",
+  instanceType: "t3.large",
+  runnerCidrs: ["192.0.2.1/32"],
+  sshPublicKey: "ssh-ed25519 AAAA x",
+};
 
 function planned(overrides: Partial<StackConfig> = {}): Plan {
   const config: StackConfig = {
     target: "docker",
     websites: {
-      gh: { domains: ["github.com"], live: true, allowHosts: [], server: { image: "g", port: 8000 }, settings: {}, secretSettings: { token: "githubToken" } },
+      gh: {
+        domains: ["github.com"],
+        live: true,
+        allowHosts: [],
+        server: { image: "g", port: 8000 },
+        settings: {},
+        secretSettings: { token: "githubToken" },
+      },
     },
     computers: {},
     captureTraffic: false,
@@ -58,17 +70,30 @@ describe("component refusals", () => {
   it("Website: a live site has no frontend", () => {
     const p = planned();
     const site = { ...p.websites[0], frontend: { containerName: "r-gh-frontend", image: "f", port: 80 } };
-    expect(() => new Website("gh2", { plan: p, site, engine: engine(p), secretValues: { token: pulumi.secret("t") } })).toThrow(
-      "a live site serves no pages, so it has no frontend",
-    );
+    expect(
+      () => new Website("gh2", { plan: p, site, engine: engine(p), secretValues: { token: pulumi.secret("t") } }),
+    ).toThrow("a live site serves no pages, so it has no frontend");
   });
 
   it("CaptureSidecar: not when capture is off", () => {
     const p = planned();
     const e = engine(p);
-    const website = new Website("gh3", { plan: p, site: p.websites[0], engine: e, secretValues: { token: pulumi.secret("t") } });
-    const sidecar = { target: "r-gh-server", site: "gh", role: "server" as const, containerName: "r-gh-server-capture", filePrefix: "gh-server.pcap" };
-    expect(() => new CaptureSidecar("c", { plan: p, sidecar, target: website.server, engine: e })).toThrow("capture is off in this plan");
+    const website = new Website("gh3", {
+      plan: p,
+      site: p.websites[0],
+      engine: e,
+      secretValues: { token: pulumi.secret("t") },
+    });
+    const sidecar = {
+      target: "r-gh-server",
+      site: "gh",
+      role: "server" as const,
+      containerName: "r-gh-server-capture",
+      filePrefix: "gh-server.pcap",
+    };
+    expect(() => new CaptureSidecar("c", { plan: p, sidecar, target: website.server, engine: e })).toThrow(
+      "capture is off in this plan",
+    );
   });
 
   it("Gateway: on ec2 it needs the tunnel's URL the runner reaches it at", () => {
@@ -82,7 +107,9 @@ describe("component refusals", () => {
           controlToken: pulumi.secret("t"),
           dependsOn: [],
         }),
-    ).toThrow("on target ec2 the gateway is published on its host's loopback; give reachedAt, the local URL of the SSH tunnel to it");
+    ).toThrow(
+      "on target ec2 the gateway is published on its host's loopback; give reachedAt, the local URL of the SSH tunnel to it",
+    );
   });
 
   it("Ec2Host: the SSH key must be an OpenSSH public key", () => {

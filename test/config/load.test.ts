@@ -22,9 +22,13 @@ const websites = {
 /** Sets the stack's config the way the Pulumi engine passes it: strings, structured values as JSON. */
 function setConfig(values: Record<string, unknown>, secretKeys: string[] = []): void {
   const config: Record<string, string> = {};
-  for (const [key, value] of Object.entries(values)) config[`multienv:${key}`] = typeof value === "string" ? value : JSON.stringify(value);
+  for (const [key, value] of Object.entries(values))
+    config[`multienv:${key}`] = typeof value === "string" ? value : JSON.stringify(value);
   config["aws:region"] = "us-east-1";
-  pulumi.runtime.setAllConfig(config, secretKeys.map((k) => `multienv:${k}`));
+  pulumi.runtime.setAllConfig(
+    config,
+    secretKeys.map((k) => `multienv:${k}`),
+  );
 }
 
 function unwrap<T>(output: pulumi.Output<T>): Promise<T> {
@@ -85,7 +89,9 @@ describe("loadStackConfig", () => {
       expect.unreachable();
     } catch (error) {
       expect(error).toBeInstanceOf(ConfigError);
-      expect((error as ConfigError).problems).toEqual([{ path: "target", message: 'expected one of "docker", "ec2", "hosts"; got "gcp"' }]);
+      expect((error as ConfigError).problems).toEqual([
+        { path: "target", message: 'expected one of "docker", "ec2", "hosts"; got "gcp"' },
+      ]);
     }
   });
 });
@@ -93,7 +99,9 @@ describe("loadStackConfig", () => {
 describe("loadStackConfig, whole-config checks", () => {
   it("refuses a key in a namespace that looks like a typo of multienv", () => {
     pulumi.runtime.setAllConfig({ "multenv:websites": "{}", "aws:region": "us-east-1" }, []);
-    expect(problemLines()).toEqual(['multienv: config key "multenv:websites" is in namespace multenv, which nothing reads; did you mean multienv:websites?']);
+    expect(problemLines()).toEqual([
+      'multienv: config key "multenv:websites" is in namespace multenv, which nothing reads; did you mean multienv:websites?',
+    ]);
   });
 
   it("refuses a secret setting that names a stack key", () => {
@@ -106,7 +114,14 @@ describe("loadStackConfig, whole-config checks", () => {
   it("accepts an empty config as an empty docker env", () => {
     pulumi.runtime.setAllConfig({}, []);
     expect(loadStackConfig()).toEqual({
-      config: { target: "docker", websites: {}, computers: {}, captureTraffic: false, capture: { fileSizeMb: 20, fileCount: 10 }, selfTest: true },
+      config: {
+        target: "docker",
+        websites: {},
+        computers: {},
+        captureTraffic: false,
+        capture: { fileSizeMb: 20, fileCount: 10 },
+        selfTest: true,
+      },
       secrets: {},
     });
   });

@@ -10,10 +10,14 @@ describe("stack config schema", () => {
       captureTraffic: false,
       capture: { fileSizeMb: 20, fileCount: 10 },
       selfTest: true,
-      websites: { shop: { domains: [], live: false, allowHosts: [], server: { port: 8000 }, settings: {}, secretSettings: {} } },
+      websites: {
+        shop: { domains: [], live: false, allowHosts: [], server: { port: 8000 }, settings: {}, secretSettings: {} },
+      },
       computers: { desk: { network: "allow-all", routesSites: true, startTabs: [] } },
     });
-    expect(stackConfigSchema.parse({ websites: { s: { domains: [], frontend: {} } } }).websites.s.frontend).toEqual({ port: 80 });
+    expect(stackConfigSchema.parse({ websites: { s: { domains: [], frontend: {} } } }).websites.s.frontend).toEqual({
+      port: 80,
+    });
   });
 
   it("refuses unknown keys at every level", () => {
@@ -30,8 +34,12 @@ describe("stack config schema", () => {
 
   it("refuses ports out of range and settings that are not JSON", () => {
     expect(stackConfigSchema.safeParse({ websites: { s: { domains: [], server: { port: 0 } } } }).success).toBe(false);
-    expect(stackConfigSchema.safeParse({ websites: { s: { domains: [], server: { port: 1.5 } } } }).success).toBe(false);
-    expect(stackConfigSchema.safeParse({ websites: { s: { domains: [], settings: { f: () => 1 } } } }).success).toBe(false);
+    expect(stackConfigSchema.safeParse({ websites: { s: { domains: [], server: { port: 1.5 } } } }).success).toBe(
+      false,
+    );
+    expect(stackConfigSchema.safeParse({ websites: { s: { domains: [], settings: { f: () => 1 } } } }).success).toBe(
+      false,
+    );
     expect(stackConfigSchema.safeParse({ websites: { s: { domains: [], settings: [1] } } }).success).toBe(false);
   });
 });

@@ -88,16 +88,32 @@ describe("readStackFile", () => {
     expect(file.rawConfig["aws:region"]).toBe("us-east-1");
     expect(file.rawConfig["multienv:captureTraffic"]).toBe("true");
     expect(file.rawConfig["multienv:githubToken"]).toBe("[secret]");
-    expect(JSON.parse(file.rawConfig["multienv:computers"])).toEqual({ desk: { network: ["pypi.org"], startTabs: ["https://shop.test/"] } });
+    expect(JSON.parse(file.rawConfig["multienv:computers"])).toEqual({
+      desk: { network: ["pypi.org"], startTabs: ["https://shop.test/"] },
+    });
   });
 
   it("accepts a file with no config: section as an empty docker env", () => {
     const file = readStackFile(stackFile("empty", "encryptionsalt: x\n"));
-    expect(file.config).toEqual({ target: "docker", websites: {}, computers: {}, captureTraffic: false, capture: { fileSizeMb: 20, fileCount: 10 }, selfTest: true });
+    expect(file.config).toEqual({
+      target: "docker",
+      websites: {},
+      computers: {},
+      captureTraffic: false,
+      capture: { fileSizeMb: 20, fileCount: 10 },
+      selfTest: true,
+    });
   });
 
   it("refuses an unknown key, suggesting the one meant", () => {
-    expect(problemLines(stackFile("typo", "config:\n  multienv:captureTrafic: true\n  multienv:websites:\n    shop: {domians: [a.test], domains: []}\n"))).toEqual([
+    expect(
+      problemLines(
+        stackFile(
+          "typo",
+          "config:\n  multienv:captureTrafic: true\n  multienv:websites:\n    shop: {domians: [a.test], domains: []}\n",
+        ),
+      ),
+    ).toEqual([
       "multienv:captureTrafic: unknown key; did you mean captureTraffic? (a secret key belongs here only when a website's secretSettings names it)",
       "multienv:websites.shop.domians: unknown key; did you mean domains?",
     ]);
@@ -106,7 +122,10 @@ describe("readStackFile", () => {
   it("refuses a value of the wrong type, naming the path and what it expected", () => {
     expect(
       problemLines(
-        stackFile("types", 'config:\n  multienv:websites:\n    shop:\n      domains: shop.test\n      server: {port: "80"}\n  multienv:target: gcp\n  multienv:computers:\n    desk: {network: some}\n'),
+        stackFile(
+          "types",
+          'config:\n  multienv:websites:\n    shop:\n      domains: shop.test\n      server: {port: "80"}\n  multienv:target: gcp\n  multienv:computers:\n    desk: {network: some}\n',
+        ),
       ),
     ).toEqual([
       'multienv:target: expected one of "docker", "ec2", "hosts"; got "gcp"',
@@ -117,7 +136,14 @@ describe("readStackFile", () => {
   });
 
   it("refuses a missing required key", () => {
-    expect(problemLines(stackFile("missing", "config:\n  multienv:websites:\n    shop: {live: true}\n  multienv:computers:\n    desk: {}\n"))).toEqual([
+    expect(
+      problemLines(
+        stackFile(
+          "missing",
+          "config:\n  multienv:websites:\n    shop: {live: true}\n  multienv:computers:\n    desk: {}\n",
+        ),
+      ),
+    ).toEqual([
       "multienv:websites.shop.domains: is required (a list)",
       'multienv:computers.desk.network: is required: it must be "allow-all", "none" or a list of host names (an allowlist)',
     ]);
@@ -128,7 +154,12 @@ describe("readStackFile", () => {
       "multienv:ec2: is required when target is ec2: set region, instanceType, runnerCidrs and sshPublicKey",
     ]);
     expect(
-      problemLines(stackFile("badec2", "config:\n  multienv:target: ec2\n  multienv:ec2:\n    region: Virginia\n    instanceType: t3.large\n    runnerCidrs: []\n")),
+      problemLines(
+        stackFile(
+          "badec2",
+          "config:\n  multienv:target: ec2\n  multienv:ec2:\n    region: Virginia\n    instanceType: t3.large\n    runnerCidrs: []\n",
+        ),
+      ),
     ).toEqual([
       "multienv:ec2.region: must be an AWS region such as us-east-1",
       "multienv:ec2.runnerCidrs: needs at least one CIDR: the addresses the runner connects from",
@@ -143,18 +174,38 @@ describe("readStackFile", () => {
         "config:\n  multienv:target: ec2\n  multienv:ec2:\n    region: us-east-1\n    instanceType: t3.large\n    runnerCidrs: [203.0.113.7/32]\n    sshPublicKey: ssh-ed25519 AAAAC3Nza me@host\n    vpcId: vpc-0abc\n",
       ),
     );
-    expect(file.config.ec2).toEqual({ region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["203.0.113.7/32"], sshPublicKey: "ssh-ed25519 AAAAC3Nza me@host", vpcId: "vpc-0abc", sshUser: "ec2-user", lifetimeHours: 4 });
+    expect(file.config.ec2).toEqual({
+      region: "us-east-1",
+      instanceType: "t3.large",
+      runnerCidrs: ["203.0.113.7/32"],
+      sshPublicKey: "ssh-ed25519 AAAAC3Nza me@host",
+      vpcId: "vpc-0abc",
+      sshUser: "ec2-user",
+      lifetimeHours: 4,
+    });
   });
 
   it("refuses a secret setting whose config key is missing, naming the key and the command that fixes it", () => {
-    expect(problemLines(stackFile("nosecret", "config:\n  multienv:websites:\n    gh:\n      live: true\n      domains: [github.com]\n      secretSettings: {token: githubToken}\n"))).toEqual([
+    expect(
+      problemLines(
+        stackFile(
+          "nosecret",
+          "config:\n  multienv:websites:\n    gh:\n      live: true\n      domains: [github.com]\n      secretSettings: {token: githubToken}\n",
+        ),
+      ),
+    ).toEqual([
       "multienv:websites.gh.secretSettings.token: names config key githubToken, which is not set; set it with `pulumi config set --secret githubToken <value> --stack nosecret`",
     ]);
   });
 
   it("refuses a secret setting whose config key holds plaintext", () => {
     expect(
-      problemLines(stackFile("plain", "config:\n  multienv:githubToken: ghp_plaintext\n  multienv:websites:\n    gh:\n      live: true\n      domains: [github.com]\n      secretSettings: {token: githubToken}\n")),
+      problemLines(
+        stackFile(
+          "plain",
+          "config:\n  multienv:githubToken: ghp_plaintext\n  multienv:websites:\n    gh:\n      live: true\n      domains: [github.com]\n      secretSettings: {token: githubToken}\n",
+        ),
+      ),
     ).toEqual([
       "multienv:websites.gh.secretSettings.token: names config key githubToken, which holds a plaintext value; a secret setting must be a secret: `pulumi config set --secret githubToken <value> --stack plain`",
     ]);
@@ -162,7 +213,12 @@ describe("readStackFile", () => {
 
   it("refuses a secret inside a structured key, and a secret key no setting names", () => {
     expect(
-      problemLines(stackFile("nested", "config:\n  multienv:strayToken:\n    secure: v1:xyz\n  multienv:websites:\n    gh:\n      domains: [a.test]\n      settings:\n        token:\n          secure: v1:abc\n")),
+      problemLines(
+        stackFile(
+          "nested",
+          "config:\n  multienv:strayToken:\n    secure: v1:xyz\n  multienv:websites:\n    gh:\n      domains: [a.test]\n      settings:\n        token:\n          secure: v1:abc\n",
+        ),
+      ),
     ).toEqual([
       "multienv:websites: holds a secret, so the plan cannot read it; keep websites plaintext and put each secret in its own key named by a website's secretSettings",
       "multienv:strayToken: unknown key; the keys here are target, websites, computers, captureTraffic, capture, ec2, hosts, selfTest (a secret key belongs here only when a website's secretSettings names it)",
@@ -192,11 +248,15 @@ describe("readStackFile", () => {
   });
 
   it("refuses a key without its namespace, as Pulumi does", () => {
-    expect(problemLines(stackFile("bare", "config:\n  websites: {}\n"))).toEqual(["multienv:websites: a config key needs its namespace; write multienv:websites"]);
+    expect(problemLines(stackFile("bare", "config:\n  websites: {}\n"))).toEqual([
+      "multienv:websites: a config key needs its namespace; write multienv:websites",
+    ]);
   });
 
   it("names a missing file, and bad YAML with its line, in one line each", () => {
-    expect(problemLines(join(dir, "Pulumi.nope.yaml"))).toEqual([`multienv: cannot read ${join(dir, "Pulumi.nope.yaml")}: no such file`]);
+    expect(problemLines(join(dir, "Pulumi.nope.yaml"))).toEqual([
+      `multienv: cannot read ${join(dir, "Pulumi.nope.yaml")}: no such file`,
+    ]);
     const bad = stackFile("yaml", "config:\n  multienv:websites:\n    shop: {domains: [a.test\n");
     const lines = problemLines(bad);
     expect(lines.length).toBeGreaterThan(0);

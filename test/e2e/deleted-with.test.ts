@@ -36,10 +36,23 @@ async function stackOf(name: string, withDeletedWith: boolean, marker: string): 
     const machine = new LocalCommand(`${name}-vm`, { create: "true", delete: `touch ${shellQuote(marker)}` });
     const opts: pulumi.CustomResourceOptions = withDeletedWith ? { deletedWith: machine } : { dependsOn: [machine] };
     const network = new DockerNetwork(`${name}-net`, { engine, name: `${name}-net`, internal: true }, opts);
-    new DockerContainer(`${name}-box`, { engine, name: `${name}-box`, image: imageId, command: ["sleep", "600"], networksAdvanced: [{ name: network.name }] }, opts);
+    new DockerContainer(
+      `${name}-box`,
+      {
+        engine,
+        name: `${name}-box`,
+        image: imageId,
+        command: ["sleep", "600"],
+        networksAdvanced: [{ name: network.name }],
+      },
+      opts,
+    );
     return {};
   };
-  const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, projectName: "multienv", program }, { workDir: REPO, envVars: { PULUMI_SKIP_UPDATE_CHECK: "true" } });
+  const stack = await LocalWorkspace.createOrSelectStack(
+    { stackName: name, projectName: "multienv", program },
+    { workDir: REPO, envVars: { PULUMI_SKIP_UPDATE_CHECK: "true" } },
+  );
   return stack;
 }
 
@@ -56,7 +69,9 @@ describe("destroy with the VM's SSH gone", () => {
 
     await vm.stopSshd();
     // SSH is gone: no new connection, and the shared one the deploy used died with the server.
-    expect(() => execFileSync("/bin/sh", ["-c", `${sshSetup(vm.ssh)}\n${sshRun("true")}`], { stdio: "pipe" })).toThrow();
+    expect(() =>
+      execFileSync("/bin/sh", ["-c", `${sshSetup(vm.ssh)}\n${sshRun("true")}`], { stdio: "pipe" }),
+    ).toThrow();
     await withIt.destroy();
     // The "instance" went (its delete ran) and nothing asked the engine for anything.
     expect(fs.existsSync(marker)).toBe(true);

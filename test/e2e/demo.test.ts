@@ -6,14 +6,32 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { capturePath, PCAP_MEDIA_TYPE, TRAFFIC_CAPTURES_PATH, type TrafficCaptureListing } from "../../src/protocol/traffic";
+import {
+  capturePath,
+  PCAP_MEDIA_TYPE,
+  TRAFFIC_CAPTURES_PATH,
+  type TrafficCaptureListing,
+} from "../../src/protocol/traffic";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readStackFile } from "../../src/config";
 import { renderGraph } from "../../src/runner/graph";
 import { signIn, signOut } from "../../src/runner/sign-in";
 import { deployStack, resetStack, type StackSpec } from "../../src/runner";
 import { episodeOf } from "../../src/protocol/site-proxy";
-import { addressesOf, connectsFrom, DEMO_STACK_FILE, deployEnv, e2eStack, dockerExec, nodeIn, pidsIn, specOf, throughProxy, until, type DeployedEnv } from "./helpers/env";
+import {
+  addressesOf,
+  connectsFrom,
+  DEMO_STACK_FILE,
+  deployEnv,
+  e2eStack,
+  dockerExec,
+  nodeIn,
+  pidsIn,
+  specOf,
+  throughProxy,
+  until,
+  type DeployedEnv,
+} from "./helpers/env";
 
 const STACK = e2eStack("e2e");
 let env: DeployedEnv;
@@ -23,7 +41,8 @@ const ARTIFACTS = path.resolve(__dirname, "../../artifacts", STACK);
 
 beforeAll(async () => {
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
-  // The demo as it is, but for gist.github.com's server, whose card declares no reset operation (so a reset restarts it).
+  // The demo as it is, but for gist.github.com's server, whose card declares no reset operation (so a reset restarts
+  // it).
   const spec = specOf(STACK);
   const websites = spec.config["multienv:websites"] as Record<string, { settings?: Record<string, unknown> }>;
   websites.gist.settings = { ...websites.gist.settings, declareReset: false };
@@ -41,7 +60,8 @@ afterAll(async () => {
   expect(await env.api.request("GET", `/networks?filters=${filters}`)).toEqual([]);
   // Before anything went, the capture collector's delete step stored every capture (as `pulumi destroy` would).
   const stored = fs.readdirSync(path.join(ARTIFACTS, "traffic"));
-  for (const c of ["shop-server", "shop-frontend", "github-server", "gist-server", "gist-frontend"]) expect(stored).toContain(`${c}.pcap0`);
+  for (const c of ["shop-server", "shop-frontend", "github-server", "gist-server", "gist-frontend"])
+    expect(stored).toContain(`${c}.pcap0`);
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
 }, 120_000);
 
@@ -61,7 +81,8 @@ async function inspect(container: string): Promise<any> {
   return env.api.request("GET", `/containers/${container}/json`);
 }
 
-const websiteContainers = () => ["shop-server", "shop-frontend", "github-server", "gist-server", "gist-frontend"].map((c) => `${STACK}-${c}`);
+const websiteContainers = () =>
+  ["shop-server", "shop-frontend", "github-server", "gist-server", "gist-frontend"].map((c) => `${STACK}-${c}`);
 
 describe("the demo multi env on the local engine", () => {
   it("opens the start tabs: the synthetic shop through proxy and gateway, github.com tunnelled to its stand-in; read over DevTools with the token", async () => {
@@ -74,7 +95,10 @@ describe("the demo multi env on the local engine", () => {
       async () => {
         const byUrl = new Map<string, string>();
         for (const page of pages(desktop)) byUrl.set(page.url(), await page.title());
-        return byUrl.get("https://shop.test/") === "Synthetic shop" && byUrl.get("https://github.com/") === "GitHub stand-in" ? byUrl : undefined;
+        return byUrl.get("https://shop.test/") === "Synthetic shop" &&
+          byUrl.get("https://github.com/") === "GitHub stand-in"
+          ? byUrl
+          : undefined;
       },
       30_000,
     );
@@ -88,7 +112,10 @@ describe("the demo multi env on the local engine", () => {
     // No certificate error: the shop's leaf came from the env CA, and the page's TLS state says so.
     const shop = pages(desktop).find((p) => p.url() === "https://shop.test/")!;
     const cdp = await shop.context().newCDPSession(shop);
-    const nav = await cdp.send("Runtime.evaluate", { expression: "performance.getEntriesByType('navigation')[0].responseStatus", returnByValue: true });
+    const nav = await cdp.send("Runtime.evaluate", {
+      expression: "performance.getEntriesByType('navigation')[0].responseStatus",
+      returnByValue: true,
+    });
     expect(nav.result.value).toBe(200);
     expect(await shop.textContent("#host")).toContain("shop.test");
   });
@@ -103,7 +130,9 @@ describe("the demo multi env on the local engine", () => {
     expect(refused).toMatch(/ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY|ERR_/);
     expect(await page.title()).not.toBe("Example Domain stand-in");
     await page.close();
-    const log = await until("the refusal in the proxy log", async () => (await env.proxyLog("desktop")).find((r) => r.event === "refused" && r.host === "example.com"));
+    const log = await until("the refusal in the proxy log", async () =>
+      (await env.proxyLog("desktop")).find((r) => r.event === "refused" && r.host === "example.com"),
+    );
     expect(log).toMatchObject({ event: "refused", host: "example.com" });
 
     const open = await computer("open");
@@ -144,7 +173,10 @@ describe("the demo multi env on the local engine", () => {
   });
 
   it("lets nothing but its proxy be reached from inside the computer's container", async () => {
-    const ipOf = async (container: string) => Object.values((await inspect(container)).NetworkSettings.Networks as Record<string, { IPAddress: string }>).map((n) => n.IPAddress);
+    const ipOf = async (container: string) =>
+      Object.values((await inspect(container)).NetworkSettings.Networks as Record<string, { IPAddress: string }>).map(
+        (n) => n.IPAddress,
+      );
     const targets = {
       proxy: [`${STACK}-desktop-proxy`, 3128],
       gatewayByName: [`${STACK}-gateway`, 8080],
@@ -193,7 +225,8 @@ describe("the demo multi env on the local engine", () => {
     for (const port of [8080, 8081]) targets[`gateway@env:${port}`] = [gatewayIps[`${STACK}-env`], port];
     for (const site of ["shop-server", "github-server"]) {
       const results = connectsFrom(`${STACK}-${site}`, targets);
-      for (const [target, result] of Object.entries(results)) expect({ site, target, result }).not.toEqual({ site, target, result: "connected" });
+      for (const [target, result] of Object.entries(results))
+        expect({ site, target, result }).not.toEqual({ site, target, result: "connected" });
     }
   });
 
@@ -218,16 +251,29 @@ describe("the demo multi env on the local engine", () => {
       expect({ attempt, marker: answer.marker }).toEqual({ attempt, marker: "refused" });
     }
     // A site's name on the env network does not even resolve where the proxy is.
-    expect(throughProxy(`${STACK}-open-browser`, { siteByName: { method: "GET", target: "http://shop-server:8000/" } }).siteByName).toMatchObject({ status: 502, marker: "failed" });
+    expect(
+      throughProxy(`${STACK}-open-browser`, { siteByName: { method: "GET", target: "http://shop-server:8000/" } })
+        .siteByName,
+    ).toMatchObject({ status: 502, marker: "failed" });
     // The public web still works for it, and each refusal left a trace naming what was refused.
-    expect(throughProxy(`${STACK}-open-browser`, { web: { method: "CONNECT", target: "example.com:443" } }).web.status).toBe(200);
+    expect(
+      throughProxy(`${STACK}-open-browser`, { web: { method: "CONNECT", target: "example.com:443" } }).web.status,
+    ).toBe(200);
     const refused = (await env.proxyLog("open")).filter((r) => r.event === "refused");
     for (const address of [gatewayIps[`${STACK}-ingress`], shopServer, browserIp, "169.254.169.254"]) {
-      expect(refused.some((r) => r.address === address || r.host === address), address).toBe(true);
+      expect(
+        refused.some((r) => r.address === address || r.host === address),
+        address,
+      ).toBe(true);
     }
     // The browser has no route to its proxy's control listener (bound on the link network).
-    const direct = connectsFrom(`${STACK}-open-browser`, { controlByName: ["proxy-open", 9000], control: ["site-proxy", 9000], relay: ["site-proxy", 9222] });
-    for (const [target, result] of Object.entries(direct)) expect({ target, result }).not.toEqual({ target, result: "connected" });
+    const direct = connectsFrom(`${STACK}-open-browser`, {
+      controlByName: ["proxy-open", 9000],
+      control: ["site-proxy", 9000],
+      relay: ["site-proxy", 9222],
+    });
+    for (const [target, result] of Object.entries(direct))
+      expect({ target, result }).not.toEqual({ target, result: "connected" });
   });
 
   it("serves a proxy nothing but synthetic pages on the gateway's browse listener, whatever it asks and with whatever token", async () => {
@@ -236,12 +282,27 @@ describe("the demo multi env on the local engine", () => {
         .then((r) => r.text().then((t) => console.log(JSON.stringify({ status: r.status, body: t.slice(0, 80) }))), (e) => console.log(JSON.stringify({ status: 0, body: e.message })));`;
     const proxy = `${STACK}-desktop-proxy`;
     expect(JSON.parse(nodeIn(proxy, script("/website/shop/", false))).status).toBe(200);
-    for (const path of ["/svc/github/session", "/svc/shop/echo", "/traffic/v1/captures", "/.well-known/agent-env.json", "/healthz", "/computers/desktop/cdp/json/version", "/computers/desktop/proxy-log"]) {
-      for (const auth of [false, true]) expect({ path, auth, status: JSON.parse(nodeIn(proxy, script(path, auth))).status }).toEqual({ path, auth, status: 404 });
+    for (const path of [
+      "/svc/github/session",
+      "/svc/shop/echo",
+      "/traffic/v1/captures",
+      "/.well-known/agent-env.json",
+      "/healthz",
+      "/computers/desktop/cdp/json/version",
+      "/computers/desktop/proxy-log",
+    ]) {
+      for (const auth of [false, true])
+        expect({ path, auth, status: JSON.parse(nodeIn(proxy, script(path, auth))).status }).toEqual({
+          path,
+          auth,
+          status: 404,
+        });
     }
     // The runner's listener is not bound on the link network at all.
     const gatewayIps = await addressesOf(env.api, `${STACK}-gateway`);
-    expect(connectsFrom(proxy, { published: [gatewayIps[`${STACK}-desktop-link`], 8080] }).published).not.toBe("connected");
+    expect(connectsFrom(proxy, { published: [gatewayIps[`${STACK}-desktop-link`], 8080] }).published).not.toBe(
+      "connected",
+    );
     // And the gateway logged each refusal.
     const gatewayLog = execFileSync("docker", ["logs", `${STACK}-gateway`], { encoding: "utf8" });
     expect(gatewayLog).toMatch(/request-refused[^\n]*\/svc\/github\/session/);
@@ -253,7 +314,9 @@ describe("the demo multi env on the local engine", () => {
     expect(echo.headers.authorization).toBeUndefined();
     expect(JSON.stringify(echo)).not.toContain(env.token);
     // A site's own bearer auth still reaches it.
-    const own = (await (await env.gateway("/svc/shop/echo", { auth: false, headers: { authorization: "Bearer site-own" } })).json()) as { headers: Record<string, string> };
+    const own = (await (
+      await env.gateway("/svc/shop/echo", { auth: false, headers: { authorization: "Bearer site-own" } })
+    ).json()) as { headers: Record<string, string> };
     expect(own.headers.authorization).toBe("Bearer site-own");
     await env.gateway("/website/shop/");
 
@@ -261,7 +324,9 @@ describe("the demo multi env on the local engine", () => {
     const listing = await until("a capture per website container", async () => {
       const files = ((await (await env.gateway(TRAFFIC_CAPTURES_PATH)).json()) as TrafficCaptureListing).captures;
       const containers = new Set(files.map((f) => f.container));
-      return websiteContainers().every((c) => containers.has(c) || containers.has(c.slice(STACK.length + 1))) ? files : undefined;
+      return websiteContainers().every((c) => containers.has(c) || containers.has(c.slice(STACK.length + 1)))
+        ? files
+        : undefined;
     });
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-e2e-captures-"));
     const download = async (file: { name: string }) => {
@@ -274,14 +339,22 @@ describe("the demo multi env on the local engine", () => {
       return { bytes, out };
     };
     // tcpdump hands packets over in blocks (up to a second late): wait for the echo request to be written.
-    const shopServerText = await until("the echo request in the shop server's capture", async () => {
-      const list = ((await (await env.gateway(TRAFFIC_CAPTURES_PATH)).json()) as TrafficCaptureListing).captures;
-      let text = "";
-      for (const file of list.filter((f) => f.name.startsWith("shop-server"))) {
-        text += execFileSync("tcpdump", ["-r", (await download(file)).out, "-A", "-n"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-      }
-      return text.includes("GET /echo") ? text : undefined;
-    }, 20_000, 1000);
+    const shopServerText = await until(
+      "the echo request in the shop server's capture",
+      async () => {
+        const list = ((await (await env.gateway(TRAFFIC_CAPTURES_PATH)).json()) as TrafficCaptureListing).captures;
+        let text = "";
+        for (const file of list.filter((f) => f.name.startsWith("shop-server"))) {
+          text += execFileSync("tcpdump", ["-r", (await download(file)).out, "-A", "-n"], {
+            encoding: "utf8",
+            stdio: ["ignore", "pipe", "pipe"],
+          });
+        }
+        return text.includes("GET /echo") ? text : undefined;
+      },
+      20_000,
+      1000,
+    );
     // The downloaded file reads with tcpdump and holds the echo request made above.
     expect(shopServerText).toContain("GET /echo");
     // No capture holds the control token: it never reached a site.
@@ -292,12 +365,16 @@ describe("the demo multi env on the local engine", () => {
       const info = await inspect(c);
       expect((info.Mounts as { Name?: string }[]).map((m) => m.Name)).not.toContain(`${STACK}-captures`);
     }
-    const all = (await env.api.request("GET", `/containers/json?all=1&filters=${encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }))}`)) as { Names: string[] }[];
+    const all = (await env.api.request(
+      "GET",
+      `/containers/json?all=1&filters=${encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }))}`,
+    )) as { Names: string[] }[];
     for (const c of all) {
       const name = c.Names[0].slice(1);
       if (name.endsWith("-web-standin")) continue;
       const info = await inspect(name);
-      const holdsRaw = (info.HostConfig.CapAdd ?? []).includes("NET_RAW") || (info.HostConfig.CapAdd ?? []).includes("CAP_NET_RAW");
+      const holdsRaw =
+        (info.HostConfig.CapAdd ?? []).includes("NET_RAW") || (info.HostConfig.CapAdd ?? []).includes("CAP_NET_RAW");
       expect({ name, holdsRaw }).toEqual({ name, holdsRaw: name.endsWith("-capture") });
       if (!name.endsWith("-capture")) expect(info.HostConfig.CapDrop).toContain("NET_RAW");
     }
@@ -321,9 +398,13 @@ describe("the demo multi env on the local engine", () => {
     expect(published.HostIp).toBe("127.0.0.1");
     expect(out.live).toBe(true);
     expect(out.reproducible).toBe(false);
-    expect(out.liveWebsites).toEqual([expect.objectContaining({ name: "github", domains: ["github.com", "*.github.com"], reproducible: false })]);
+    expect(out.liveWebsites).toEqual([
+      expect.objectContaining({ name: "github", domains: ["github.com", "*.github.com"], reproducible: false }),
+    ]);
     expect((await inspect(`${STACK}-github-server`)).State.Running).toBe(true);
-    for (const [site, website] of Object.entries(out.websites as Record<string, { live: boolean; svcUrl: string; browseUrl?: string }>)) {
+    for (const [site, website] of Object.entries(
+      out.websites as Record<string, { live: boolean; svcUrl: string; browseUrl?: string }>,
+    )) {
       expect((await inspect(`${STACK}-${site}-server`)).State.Running).toBe(true);
       const ready = await fetch(`${website.svcUrl}ready`);
       expect(ready.status).toBe(200);
@@ -340,7 +421,9 @@ describe("the demo multi env on the local engine", () => {
     const selfTest = env.outputs.selfTest;
     expect("passed" in selfTest && selfTest.passed, JSON.stringify(selfTest, null, 2)).toBe(true);
     if (!("passed" in selfTest)) return;
-    console.log(`self-test: ${selfTest.seconds.toFixed(1)} s (the up that ran it: ${env.selfTestSeconds?.toFixed(1)} s)`);
+    console.log(
+      `self-test: ${selfTest.seconds.toFixed(1)} s (the up that ran it: ${env.selfTestSeconds?.toFixed(1)} s)`,
+    );
     const names = (computer: string) => selfTest.computers[computer].map((r) => `${r.check}: ${r.ok}`);
     expect(names("desktop")).toEqual([
       "synthetic shop.test loads over HTTPS with the env CA: true",
@@ -368,7 +451,8 @@ describe("the demo multi env on the local engine", () => {
     expect(section).toContain('"phase":"start"');
     expect(section).toContain('"host":"example.com"');
     const episode = episodeOf(log);
-    for (const line of section.split("\n").filter((l) => l.includes('"event":"connection"'))) expect(episode).not.toContain(line);
+    for (const line of section.split("\n").filter((l) => l.includes('"event":"connection"')))
+      expect(episode).not.toContain(line);
     // It left nothing in the agent's browser: its pages were in a context of their own.
     const open = await computer("open");
     expect(pages(open).map((p) => p.url())).not.toContain("https://example.com/");
@@ -378,9 +462,14 @@ describe("the demo multi env on the local engine", () => {
   it("fails `up` naming the computer and the check when a check fails, and passes again once the host is back", async () => {
     const standin = `${STACK}-web-standin`;
     await env.api.request("POST", `/containers/${standin}/stop?t=1`);
-    const changed: StackSpec = { ...demoSpec, config: { ...demoSpec.config, "multienv:selfTest": { publicUrl: "https://example.com/again" } } };
+    const changed: StackSpec = {
+      ...demoSpec,
+      config: { ...demoSpec.config, "multienv:selfTest": { publicUrl: "https://example.com/again" } },
+    };
     try {
-      await expect(deployStack(changed, { preview: false })).rejects.toThrow(/computer open: public example\.com is reached: no answer/);
+      await expect(deployStack(changed, { preview: false })).rejects.toThrow(
+        /computer open: public example\.com is reached: no answer/,
+      );
     } finally {
       await env.api.request("POST", `/containers/${standin}/start`);
     }
@@ -392,32 +481,54 @@ describe("the demo multi env on the local engine", () => {
   it("resets the env for the next episode: every site's data emptied, each browser signed out with its start tabs, the episode collected first", async () => {
     const access = { gatewayUrl: env.gatewayUrl, controlToken: env.token };
     // Episode 1 leaves traces: data in the sites, a session, local storage, a tab elsewhere.
-    for (const site of ["shop", "gist", "github"]) expect((await env.gateway(`/svc/${site}/data`, { method: "POST", body: JSON.stringify({ left: site }) })).status).toBe(201);
+    for (const site of ["shop", "gist", "github"])
+      expect(
+        (await env.gateway(`/svc/${site}/data`, { method: "POST", body: JSON.stringify({ left: site }) })).status,
+      ).toBe(201);
     await signIn({ access, site: "github", computer: "desktop" });
     const before = await computer("desktop");
     const page = await before.contexts()[0].newPage();
     await page.goto("https://shop.test/");
-    await page.evaluate(() => (globalThis as unknown as { localStorage: { setItem(k: string, v: string): void } }).localStorage.setItem("cart", "3 items"));
+    await page.evaluate(() =>
+      (globalThis as unknown as { localStorage: { setItem(k: string, v: string): void } }).localStorage.setItem(
+        "cart",
+        "3 items",
+      ),
+    );
     await page.goto("https://gist.github.com/");
     await before.close();
-    expect(throughProxy(`${STACK}-desktop-browser`, { offList: { method: "CONNECT", target: "example.com:443" } }).offList.status).toBe(403);
+    expect(
+      throughProxy(`${STACK}-desktop-browser`, { offList: { method: "CONNECT", target: "example.com:443" } }).offList
+        .status,
+    ).toBe(403);
 
     const result = await resetStack(STACK, { collect: true, log: (line) => console.log(line) });
     expect(result.episode).toBe(2);
     expect(result.sites).toEqual({ shop: "reset", github: "reset", gist: "restarted" });
     console.log(`reset of the demo env, episode 1 collected first: ${result.seconds.toFixed(1)} s`);
     // The data plane of every site is empty again.
-    for (const site of ["shop", "gist", "github"]) expect({ site, data: await (await env.gateway(`/svc/${site}/data`)).json() }).toEqual({ site, data: { items: [] } });
+    for (const site of ["shop", "gist", "github"])
+      expect({ site, data: await (await env.gateway(`/svc/${site}/data`)).json() }).toEqual({
+        site,
+        data: { items: [] },
+      });
     // The browser has its start tabs and nothing else, no cookie, no storage.
     const after = await computer("desktop");
     const context = after.contexts()[0];
     await until("the start tabs loaded", async () => {
-      const urls = context.pages().map((p) => p.url()).sort();
+      const urls = context
+        .pages()
+        .map((p) => p.url())
+        .sort();
       return JSON.stringify(urls) === JSON.stringify(["https://github.com/", "https://shop.test/"]) ? urls : undefined;
     });
     expect(await context.cookies()).toEqual([]);
     const shop = context.pages().find((p) => p.url() === "https://shop.test/")!;
-    expect(await shop.evaluate(() => (globalThis as unknown as { localStorage: { getItem(k: string): string | null } }).localStorage.getItem("cart"))).toBeNull();
+    expect(
+      await shop.evaluate(() =>
+        (globalThis as unknown as { localStorage: { getItem(k: string): string | null } }).localStorage.getItem("cart"),
+      ),
+    ).toBeNull();
     // Episode 1 was collected first, whole; run.json counts episodes.
     const episodeDir = path.join(ARTIFACTS, "episodes", "1");
     const episode1 = fs.readFileSync(path.join(episodeDir, "proxy-logs", "desktop.jsonl"), "utf8");
@@ -447,9 +558,16 @@ describe("the demo multi env on the local engine", () => {
   });
 
   it("brings a live site's server back after docker restart: ready, its data plane answers", async () => {
-    expect((await env.gateway("/svc/github/data", { method: "POST", body: JSON.stringify({ repo: "octocat/Hello-World" }) })).status).toBe(201);
+    expect(
+      (await env.gateway("/svc/github/data", { method: "POST", body: JSON.stringify({ repo: "octocat/Hello-World" }) }))
+        .status,
+    ).toBe(201);
     execFileSync("docker", ["restart", "-t", "1", `${STACK}-github-server`]);
-    await until("the live site ready again", async () => (await env.gateway("/svc/github/ready")).status === 200, 30_000);
+    await until(
+      "the live site ready again",
+      async () => (await env.gateway("/svc/github/ready")).status === 200,
+      30_000,
+    );
     const data = await env.gateway("/svc/github/data");
     expect(data.status).toBe(200);
     expect(await data.json()).toEqual({ items: [] });
@@ -460,10 +578,18 @@ describe("the demo multi env on the local engine", () => {
     const children = pidsIn(proxy, /site-proxy\.js/).filter((p) => p !== 1);
     expect(children.length).toBeGreaterThan(0);
     dockerExec(proxy, ["sh", "-c", `kill -9 ${children.join(" ")}`]);
-    await until("a restarted line", async () => (await env.proxyLog("desktop")).some((r) => r.event === "restarted"), 20_000);
+    await until(
+      "a restarted line",
+      async () => (await env.proxyLog("desktop")).some((r) => r.event === "restarted"),
+      20_000,
+    );
     const desktop = await computer("desktop");
     const page = await desktop.contexts()[0].newPage();
-    const response = await until("the shop through the restarted proxy", async () => page.goto("https://shop.test/").catch(() => undefined), 20_000);
+    const response = await until(
+      "the shop through the restarted proxy",
+      async () => page.goto("https://shop.test/").catch(() => undefined),
+      20_000,
+    );
     expect(response?.status()).toBe(200);
     expect(await page.title()).toBe("Synthetic shop");
     await page.close();

@@ -21,8 +21,12 @@ afterAll(async () => {
 it("runs three episodes of the demo task on one env, each from a clean state, and stores each one's evidence", async () => {
   // The self-test is off: it checks the live github.com, and this test starts no stand-in for it (demo.test does).
   const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
-    execFile(process.execPath, ["--require", "tsx/cjs", path.join(REPO, "examples/runner/episodes.ts"), STACK, "--no-self-test"], { cwd: REPO, env: process.env, timeout: 600_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) =>
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      ["--require", "tsx/cjs", path.join(REPO, "examples/runner/episodes.ts"), STACK, "--no-self-test"],
+      { cwd: REPO, env: process.env, timeout: 600_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     ),
   );
   console.log(run.stdout);
@@ -30,8 +34,10 @@ it("runs three episodes of the demo task on one env, each from a clean state, an
   const episodes = run.stdout.split("\n").filter((l) => /^episode \d: start tabs/.test(l));
   expect(episodes).toHaveLength(3);
   // Its github.com tab shows an error page here (no stand-in for the live site); the shop's is its start tab.
-  for (const line of episodes) expect(line).toMatch(/start tabs \[.*"https:\/\/shop\.test\/".*\], cart before null, order 201, orders now 1$/);
-  for (const n of [1, 2, 3]) expect(fs.readdirSync(path.join(ARTIFACTS, "episodes", String(n), "proxy-logs"))).toContain("desktop.jsonl");
+  for (const line of episodes)
+    expect(line).toMatch(/start tabs \[.*"https:\/\/shop\.test\/".*\], cart before null, order 201, orders now 1$/);
+  for (const n of [1, 2, 3])
+    expect(fs.readdirSync(path.join(ARTIFACTS, "episodes", String(n), "proxy-logs"))).toContain("desktop.jsonl");
   const record = JSON.parse(fs.readFileSync(path.join(ARTIFACTS, "run.json"), "utf8"));
   expect(record.episode).toBe(4);
   expect(record.episodes.map((e: { episode: number }) => e.episode)).toEqual([1, 2, 3]);

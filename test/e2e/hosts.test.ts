@@ -19,13 +19,24 @@ const STACK = e2eStack("e2e-hosts");
 let env: Standin;
 let desktop: Standin;
 
-const hostOf = (s: Standin) => ({ address: s.address, user: s.ssh.user, hostKey: s.ssh.hostKey, identityFile: s.ssh.identityFile });
+const hostOf = (s: Standin) => ({
+  address: s.address,
+  user: s.ssh.user,
+  hostKey: s.ssh.hostKey,
+  identityFile: s.ssh.identityFile,
+});
 const onStandin = (s: Standin) => dockerApi({ host: `unix://${s.dockerSocket}` });
 
 const CONFIG = () => ({
   target: "hosts",
   hosts: { env: hostOf(env), computers: { desktop: hostOf(desktop) } },
-  websites: { shop: { domains: ["shop.test"], server: { image: "multienv/sample-shop-server" }, frontend: { image: "multienv/sample-shop-frontend" } } },
+  websites: {
+    shop: {
+      domains: ["shop.test"],
+      server: { image: "multienv/sample-shop-server" },
+      frontend: { image: "multienv/sample-shop-frontend" },
+    },
+  },
   computers: { desktop: { network: "none", startTabs: ["https://shop.test/"] } },
 });
 
@@ -33,11 +44,19 @@ beforeAll(async () => {
   env = await startStandin("hostenv", 11);
   desktop = await startStandin("hostpc", 12);
   // The groups an ec2 deploy of this config would get, the runner being this machine's end of each link.
-  const raw = Object.fromEntries(Object.entries(CONFIG()).map(([k, v]) => [k, { value: typeof v === "string" ? v : JSON.stringify(v), secret: false }]));
+  const raw = Object.fromEntries(
+    Object.entries(CONFIG()).map(([k, v]) => [
+      k,
+      { value: typeof v === "string" ? v : JSON.stringify(v), secret: false },
+    ]),
+  );
   const validated = validateStackConfig(raw, STACK);
   const planned = plan(validated.config!, { stack: STACK });
   if (!planned.ok) throw new Error(JSON.stringify(planned.problems));
-  const groups = ec2SecurityRules({ ...planned.plan, ec2: { runnerCidrs: ["10.213.11.1/32", "10.213.12.1/32"] } as never });
+  const groups = ec2SecurityRules({
+    ...planned.plan,
+    ec2: { runnerCidrs: ["10.213.11.1/32", "10.213.12.1/32"] } as never,
+  });
   const peers = { env: env.address, "computer:desktop": desktop.address };
   applySecurityGroup(env, groups.env, peers);
   applySecurityGroup(desktop, groups.computers.desktop, peers);
@@ -67,7 +86,10 @@ describe("hosts target on stand-in VMs", () => {
     const selfTest = deployed.outputs.selfTest as { skipped?: boolean; computers?: Record<string, unknown> };
     expect(selfTest.skipped).toBeUndefined();
     // Each engine holds its own role's containers, and nothing of the other's.
-    const names = async (s: Standin) => ((await onStandin(s).request("GET", "/containers/json")) as { Names: string[] }[]).map((c) => c.Names[0].slice(1)).sort();
+    const names = async (s: Standin) =>
+      ((await onStandin(s).request("GET", "/containers/json")) as { Names: string[] }[])
+        .map((c) => c.Names[0].slice(1))
+        .sort();
     expect(await names(env)).toEqual([`${STACK}-gateway`, `${STACK}-shop-frontend`, `${STACK}-shop-server`]);
     expect(await names(desktop)).toEqual([`${STACK}-desktop-browser`, `${STACK}-desktop-proxy`]);
     // One SSH connection per host carried the whole deploy's engine traffic (readiness, the load, every resource).
@@ -78,16 +100,26 @@ describe("hosts target on stand-in VMs", () => {
     expect((await fetch(`${gatewayUrl}/healthz`)).status).toBe(200);
     const page = await fetch(`${gatewayUrl}/website/shop/`);
     expect(page.status).toBe(200);
-    const version = await fetch(`${gatewayUrl}/computers/desktop/cdp/json/version`, { headers: { authorization: `Bearer ${token}` } });
+    const version = await fetch(`${gatewayUrl}/computers/desktop/cdp/json/version`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(version.status).toBe(200);
   });
 
   it("holds the security groups' allowlist between the hosts: from the computer's containers only the browse port of the env host", () => {
     // A TCP connect from inside a container on the computer's host, through the stand-in's namespace.
     const connect = (container: string, host: string, port: number) =>
-      execFileSync("docker", ["-H", `unix://${desktop.dockerSocket}`, "exec", container, "node", "-e",
+      execFileSync("docker", [
+        "-H",
+        `unix://${desktop.dockerSocket}`,
+        "exec",
+        container,
+        "node",
+        "-e",
         `const s=require("net").connect(${port},${JSON.stringify(host)});s.setTimeout(3000);s.on("connect",()=>{console.log("open");process.exit(0)});s.on("timeout",()=>{console.log("timeout");process.exit(0)});s.on("error",(e)=>{console.log(e.code);process.exit(0)})`,
-      ]).toString().trim();
+      ])
+        .toString()
+        .trim();
     const proxy = `${STACK}-desktop-proxy`;
     expect(connect(proxy, env.address, 8081)).toBe("open");
     // SSH, the gateway's runner port (on the host's loopback anyway) and the sites are not reachable.
@@ -101,7 +133,9 @@ describe("hosts target on stand-in VMs", () => {
     for (const s of [env, desktop]) {
       const api = onStandin(s);
       expect(await api.request("GET", "/containers/json?all=1")).toEqual([]);
-      const networks = ((await api.request("GET", "/networks")) as { Name: string }[]).map((n) => n.Name).filter((n) => n.startsWith(STACK));
+      const networks = ((await api.request("GET", "/networks")) as { Name: string }[])
+        .map((n) => n.Name)
+        .filter((n) => n.startsWith(STACK));
       expect(networks).toEqual([]);
     }
   }, 600_000);

@@ -16,8 +16,18 @@ const STACK = e2eStack("e2e-life");
 
 /** The CLI's and the Node.js language host's versions, as `pulumi about` reports them. */
 const HOST = (() => {
-  const about = JSON.parse(execFileSync("pulumi", ["about", "--json"], { cwd: REPO, env: process.env, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }));
-  const language = (about.plugins as { name: string; kind: string; version: string }[]).find((p) => p.kind === "language" && p.name === "nodejs")?.version ?? "unknown";
+  const about = JSON.parse(
+    execFileSync("pulumi", ["about", "--json"], {
+      cwd: REPO,
+      env: process.env,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    }),
+  );
+  const language =
+    (about.plugins as { name: string; kind: string; version: string }[]).find(
+      (p) => p.kind === "language" && p.name === "nodejs",
+    )?.version ?? "unknown";
   return { cli: String(about.cliAbout?.version ?? "").replace(/^v/, ""), language };
 })();
 const POLICY_PACKS_RUN = HOST.language === HOST.cli;
@@ -65,16 +75,24 @@ interface Run {
 /** The plain Pulumi CLI in the project directory, on this run's backend (test/e2e/setup.ts). */
 function pulumi(args: string[], timeout = 240_000): Promise<Run> {
   return new Promise((resolve) => {
-    execFile("pulumi", [...args, "--non-interactive"], { cwd: REPO, env: process.env, timeout, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) =>
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      "pulumi",
+      [...args, "--non-interactive"],
+      { cwd: REPO, env: process.env, timeout, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
 
 function multienvCheck(stackFile: string): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [path.join(REPO, "bin/multienv.js"), "check", stackFile], { cwd: REPO, timeout: 120_000 }, (error, stdout, stderr) =>
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [path.join(REPO, "bin/multienv.js"), "check", stackFile],
+      { cwd: REPO, timeout: 120_000 },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
@@ -82,7 +100,10 @@ function multienvCheck(stackFile: string): Promise<Run> {
 /** Container name -> the engine's id, for every container of the stack. */
 async function containerIds(): Promise<Record<string, string>> {
   const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }));
-  const list = (await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as { Id: string; Names: string[] }[];
+  const list = (await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as {
+    Id: string;
+    Names: string[];
+  }[];
   return Object.fromEntries(list.map((c) => [c.Names[0].slice(1), c.Id]));
 }
 
@@ -125,16 +146,41 @@ describe("a task stack under the real engine", () => {
     const shown = await pulumi(["stack", "output", "--json", "--stack", STACK]);
     expect(shown.code).toBe(0);
     const outputs = JSON.parse(shown.stdout);
-    expect(Object.keys(outputs).sort()).toEqual(["captureTraffic", "computers", "controlToken", "gatewayUrl", "live", "liveWebsites", "reproducible", "selfTest", "websites"]);
+    expect(Object.keys(outputs).sort()).toEqual([
+      "captureTraffic",
+      "computers",
+      "controlToken",
+      "gatewayUrl",
+      "live",
+      "liveWebsites",
+      "reproducible",
+      "selfTest",
+      "websites",
+    ]);
     expect(outputs.selfTest).toEqual({ skipped: true }); // off in this spec
     expect(outputs.controlToken).toBe("[secret]");
     expect(outputs.gatewayUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(outputs.websites.shop).toEqual({ live: false, domains: ["shop.test"], svcUrl: `${outputs.gatewayUrl}/svc/shop/`, browseUrl: `${outputs.gatewayUrl}/website/shop/` });
-    expect(outputs.websites.github).toEqual({ live: true, domains: ["github.com"], svcUrl: `${outputs.gatewayUrl}/svc/github/` });
-    expect(outputs.computers.desktop).toMatchObject({ network: ["example.org"], cdpUrl: `${outputs.gatewayUrl}/computers/desktop/cdp`, siteTable: { shop: ["shop.test"] } });
+    expect(outputs.websites.shop).toEqual({
+      live: false,
+      domains: ["shop.test"],
+      svcUrl: `${outputs.gatewayUrl}/svc/shop/`,
+      browseUrl: `${outputs.gatewayUrl}/website/shop/`,
+    });
+    expect(outputs.websites.github).toEqual({
+      live: true,
+      domains: ["github.com"],
+      svcUrl: `${outputs.gatewayUrl}/svc/github/`,
+    });
+    expect(outputs.computers.desktop).toMatchObject({
+      network: ["example.org"],
+      cdpUrl: `${outputs.gatewayUrl}/computers/desktop/cdp`,
+      siteTable: { shop: ["shop.test"] },
+    });
     expect(outputs.computers.desktop.reaching).toEqual(expect.arrayContaining(["example.org", "github.com"]));
     expect(outputs).toMatchObject({ live: true, reproducible: false, captureTraffic: true });
-    expect(outputs.liveWebsites).toEqual([{ name: "github", domains: ["github.com"], allowHosts: [], reproducible: false }]);
+    expect(outputs.liveWebsites).toEqual([
+      { name: "github", domains: ["github.com"], allowHosts: [], reproducible: false },
+    ]);
 
     const token = await pulumi(["stack", "output", "controlToken", "--show-secrets", "--stack", STACK]);
     expect(token.code).toBe(0);
@@ -154,7 +200,10 @@ describe("a task stack under the real engine", () => {
     const { controlToken } = await gatewayAccess(STACK);
     const state = fs.readFileSync(stateFile(), "utf8");
     const stackFile = fs.readFileSync(stackFileOf(STACK), "utf8");
-    for (const [where, text] of [["state", state], ["stack file", stackFile]] as const) {
+    for (const [where, text] of [
+      ["state", state],
+      ["stack file", stackFile],
+    ] as const) {
       expect({ where, token: text.includes(controlToken) }).toEqual({ where, token: false });
       expect({ where, setting: text.includes(SECRET_SETTING) }).toEqual({ where, setting: false });
     }
@@ -165,26 +214,45 @@ describe("a task stack under the real engine", () => {
 
   it("recreates only the changed site's server (and its capture sidecar, in that server's network namespace)", async () => {
     const before = await containerIds();
-    await deployStack(spec({ ...WEBSITES, shop: { ...WEBSITES.shop, settings: { currency: "EUR" } } }), { preview: false });
+    await deployStack(spec({ ...WEBSITES, shop: { ...WEBSITES.shop, settings: { currency: "EUR" } } }), {
+      preview: false,
+    });
     const after = await containerIds();
-    const changed = Object.keys(before).filter((name) => after[name] !== before[name]).sort();
+    const changed = Object.keys(before)
+      .filter((name) => after[name] !== before[name])
+      .sort();
     expect(changed).toEqual([`${STACK}-shop-server`, `${STACK}-shop-server-capture`]);
-    const settings = (await api.request("GET", `/containers/${STACK}-shop-server/json`)).Config.Env.find((e: string) => e.startsWith("AGENTENV_WEBSITE_SETTINGS="));
+    const settings = (await api.request("GET", `/containers/${STACK}-shop-server/json`)).Config.Env.find((e: string) =>
+      e.startsWith("AGENTENV_WEBSITE_SETTINGS="),
+    );
     expect(settings).toBe('AGENTENV_WEBSITE_SETTINGS={"currency":"EUR"}');
     expect((await gatewayAccess(STACK)).gatewayUrl).toBe(gatewayUrl);
   });
 
   it("adds a website's containers and leaves the other sites alone; the gateway and the proxy, reconfigured, keep their addresses", async () => {
     const before = await containerIds();
-    const blog = { domains: ["blog.test"], server: { image: "multienv/sample-shop-server" }, frontend: { image: "multienv/sample-shop-frontend" } };
+    const blog = {
+      domains: ["blog.test"],
+      server: { image: "multienv/sample-shop-server" },
+      frontend: { image: "multienv/sample-shop-frontend" },
+    };
     const websites = { ...WEBSITES, shop: { ...WEBSITES.shop, settings: { currency: "EUR" } }, blog };
     const deployed = await deployStack(spec(websites), { preview: false });
     const after = await containerIds();
-    const added = Object.keys(after).filter((name) => !(name in before)).sort();
-    expect(added).toEqual([`${STACK}-blog-frontend`, `${STACK}-blog-frontend-capture`, `${STACK}-blog-server`, `${STACK}-blog-server-capture`]);
+    const added = Object.keys(after)
+      .filter((name) => !(name in before))
+      .sort();
+    expect(added).toEqual([
+      `${STACK}-blog-frontend`,
+      `${STACK}-blog-frontend-capture`,
+      `${STACK}-blog-server`,
+      `${STACK}-blog-server-capture`,
+    ]);
     // The gateway's config names every site and the proxy's site table every synthetic name, so those two are
     // recreated (the proxy keeps its CA in its volume); the other sites' containers and the browser are untouched.
-    const changed = Object.keys(before).filter((name) => after[name] !== before[name]).sort();
+    const changed = Object.keys(before)
+      .filter((name) => after[name] !== before[name])
+      .sort();
     expect(changed).toEqual([`${STACK}-desktop-proxy`, `${STACK}-gateway`]);
     expect(deployed.outputs.gatewayUrl).toBe(gatewayUrl);
     await until("the new site through the gateway", () => routes(gatewayUrl, "/website/blog/"), 20_000);
@@ -242,11 +310,14 @@ describe("a task stack under the real engine", () => {
 
   // The CLI starts a policy pack through its language host's RunPlugin call; a host older than the CLI (the one
   // scripts/pulumi-toolchain.sh can build where the release's own is not served) has none.
-  it.skipIf(!POLICY_PACKS_RUN)(`runs the policy pack under pulumi up --policy-pack policies (needs the CLI's own language host; this one is ${HOST.language})`, async () => {
-    const up = await pulumi(["up", "--yes", "--skip-preview", "--stack", STACK, "--policy-pack", "policies"]);
-    expect(up.code, up.stdout + up.stderr).toBe(0);
-    expect(up.stdout).toMatch(/Policies:[\s\S]*multienv/);
-  });
+  it.skipIf(!POLICY_PACKS_RUN)(
+    `runs the policy pack under pulumi up --policy-pack policies (needs the CLI's own language host; this one is ${HOST.language})`,
+    async () => {
+      const up = await pulumi(["up", "--yes", "--skip-preview", "--stack", STACK, "--policy-pack", "policies"]);
+      expect(up.code, up.stdout + up.stderr).toBe(0);
+      expect(up.stdout).toMatch(/Policies:[\s\S]*multienv/);
+    },
+  );
 
   it("goes through the plain CLI: pulumi up, then pulumi destroy, which stores every capture before anything goes", async () => {
     const up = await pulumi(["up", "--yes", "--skip-preview", "--stack", STACK]);
@@ -255,7 +326,8 @@ describe("a task stack under the real engine", () => {
     expect(destroy.code, destroy.stderr).toBe(0);
     expect(await containerIds()).toEqual({});
     const stored = fs.readdirSync(path.join(ARTIFACTS, "traffic"));
-    for (const c of ["shop-server", "shop-frontend", "github-server", "blog-server", "blog-frontend"]) expect(stored).toContain(`${c}.pcap0`);
+    for (const c of ["shop-server", "shop-frontend", "github-server", "blog-server", "blog-frontend"])
+      expect(stored).toContain(`${c}.pcap0`);
     const record = JSON.parse(fs.readFileSync(path.join(ARTIFACTS, "run.json"), "utf8"));
     expect(record.captures.length).toBeGreaterThanOrEqual(5);
     for (const capture of record.captures) expect(capture.sha256).toMatch(/^[0-9a-f]{64}$/);

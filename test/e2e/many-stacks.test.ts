@@ -22,8 +22,17 @@ function task(name: string): StackSpec {
     name,
     config: {
       "multienv:target": "docker",
-      "multienv:websites": { shop: { domains: ["shop.test"], server: { image: "multienv/sample-shop-server" }, frontend: { image: "multienv/sample-shop-frontend" } } },
-      "multienv:computers": { agent: { network: ["example.org"], startTabs: ["https://shop.test/"] }, open: { network: "allow-all" } },
+      "multienv:websites": {
+        shop: {
+          domains: ["shop.test"],
+          server: { image: "multienv/sample-shop-server" },
+          frontend: { image: "multienv/sample-shop-frontend" },
+        },
+      },
+      "multienv:computers": {
+        agent: { network: ["example.org"], startTabs: ["https://shop.test/"] },
+        open: { network: "allow-all" },
+      },
       // No web stand-in here: the allow-all computer's public page is the env's own synthetic shop.
       "multienv:selfTest": { publicUrl: "https://shop.test/" },
     },
@@ -34,21 +43,31 @@ function task(name: string): StackSpec {
 function upInAnotherProcess(spec: StackSpec): Promise<{ code: number; stdout: string; stderr: string }> {
   fs.writeFileSync(stackFileOf(spec.name), YAML.stringify({ config: spec.config }));
   return new Promise((resolve) =>
-    execFile(process.execPath, [path.join(REPO, "bin/multienv.js"), "up", spec.name, "--no-preview"], { cwd: REPO, env: process.env, timeout: 600_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) =>
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [path.join(REPO, "bin/multienv.js"), "up", spec.name, "--no-preview"],
+      { cwd: REPO, env: process.env, timeout: 600_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     ),
   );
 }
 
 async function containersOf(stack: string): Promise<Record<string, string>> {
   const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${stack}`] }));
-  const list = (await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as { Id: string; Names: string[]; State: string }[];
+  const list = (await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as {
+    Id: string;
+    Names: string[];
+    State: string;
+  }[];
   return Object.fromEntries(list.map((c) => [c.Names[0].replace(/^\//, ""), `${c.Id} ${c.State}`]));
 }
 
 async function shopTitle(stack: string): Promise<string> {
   const { gatewayUrl, controlToken } = await gatewayAccess(stack);
-  const browser = await chromium.connectOverCDP(`${gatewayUrl}/computers/agent/cdp`, { headers: { Authorization: `Bearer ${controlToken}` } });
+  const browser = await chromium.connectOverCDP(`${gatewayUrl}/computers/agent/cdp`, {
+    headers: { Authorization: `Bearer ${controlToken}` },
+  });
   try {
     const page = await browser.contexts()[0].newPage();
     await page.goto("https://shop.test/");
@@ -66,7 +85,10 @@ let seconds = 0;
 beforeAll(async () => {
   for (const stack of STACKS) await sweepStack(api, stack);
   const started = Date.now();
-  const [inProcess, other] = await Promise.all([Promise.all([deployStack(task(A), { preview: false }), deployStack(task(B), { preview: false })]), upInAnotherProcess(task(C))]);
+  const [inProcess, other] = await Promise.all([
+    Promise.all([deployStack(task(A), { preview: false }), deployStack(task(B), { preview: false })]),
+    upInAnotherProcess(task(C)),
+  ]);
   seconds = (Date.now() - started) / 1000;
   deployed = inProcess;
   if (other.code !== 0) throw new Error(`multienv up ${C} failed: ${other.stderr || other.stdout}`);
@@ -84,7 +106,8 @@ afterAll(async () => {
 }, 300_000);
 
 it("gives each of them a working env: its self-test passed and its computer loads its site", async () => {
-  for (const env of deployed) expect("passed" in env.outputs.selfTest && env.outputs.selfTest.passed, env.name).toBe(true);
+  for (const env of deployed)
+    expect("passed" in env.outputs.selfTest && env.outputs.selfTest.passed, env.name).toBe(true);
   const record = JSON.parse(fs.readFileSync(path.join(REPO, "artifacts", C, "run.json"), "utf8"));
   expect(record.selfTest.passed).toBe(true);
   for (const stack of STACKS) expect(await shopTitle(stack)).toBe("Synthetic shop");
@@ -106,8 +129,13 @@ it("lets no computer of one reach any container of another, from inside its cont
     for (const [network, address] of Object.entries(await addressesOf(api, container))) {
       for (const port of ports) targets[`${container} on ${network}:${port}`] = [address, port];
       // The engine's side of each of B's networks is the host itself.
-      const gateway = (await api.request("GET", `/networks/${network}`)).IPAM?.Config?.[0]?.Gateway as string | undefined;
-      if (gateway) targets[`the host on ${network}, B's gateway port`] = [gateway, Number(new URL((await gatewayAccess(B)).gatewayUrl).port)];
+      const gateway = (await api.request("GET", `/networks/${network}`)).IPAM?.Config?.[0]?.Gateway as
+        string | undefined;
+      if (gateway)
+        targets[`the host on ${network}, B's gateway port`] = [
+          gateway,
+          Number(new URL((await gatewayAccess(B)).gatewayUrl).port),
+        ];
     }
   }
   expect(Object.keys(targets).length).toBeGreaterThan(10);
@@ -123,7 +151,9 @@ it("lets no computer of one reach any container of another, from inside its cont
     requests[`GET ${what}`] = { method: "GET", target: `http://${address}:${port}/` };
   }
   const answers = throughProxy(`${A}-open-browser`, requests);
-  const through = Object.entries(answers).filter(([, a]) => a.status === 200 || (a.status > 0 && a.marker === undefined));
+  const through = Object.entries(answers).filter(
+    ([, a]) => a.status === 200 || (a.status > 0 && a.marker === undefined),
+  );
   expect(through).toEqual([]);
 });
 

@@ -10,7 +10,9 @@ const BUILT = path.join(REPO, ".cache/pulumi/current/bin");
 const onPath = (process.env.PATH ?? "").split(":").some((dir) => dir !== "" && existsSync(path.join(dir, "pulumi")));
 if (!onPath) {
   if (!existsSync(path.join(BUILT, "pulumi"))) {
-    throw new Error("the e2e tier needs the Pulumi CLI: install it, or build it with `bash scripts/pulumi-toolchain.sh` (bash .ci/run does)");
+    throw new Error(
+      "the e2e tier needs the Pulumi CLI: install it, or build it with `bash scripts/pulumi-toolchain.sh` (bash .ci/run does)",
+    );
   }
   process.env.PATH = `${BUILT}:${process.env.PATH}`;
 }

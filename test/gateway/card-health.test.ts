@@ -77,7 +77,12 @@ describe("gateway card", () => {
     expect(card.name).toBe("multienv-gateway");
     expect(card.extensions).toEqual([]); // no capturesDir: no traffic/v1
     expect(Object.keys(card.sites).sort()).toEqual(["github", "shop"]);
-    expect(card.sites.shop).toMatchObject({ name: "shop", basePath: "/svc/shop", browsePath: "/website/shop/", vendorField: { kept: true } });
+    expect(card.sites.shop).toMatchObject({
+      name: "shop",
+      basePath: "/svc/shop",
+      browsePath: "/website/shop/",
+      vendorField: { kept: true },
+    });
     expect(card.sites.shop.extensions[0]).toEqual({
       uri: WEBSITE_V1_URN,
       params: { domains: ["shop.test"], live: false, allowHosts: [] },
@@ -85,7 +90,10 @@ describe("gateway card", () => {
     });
     expect(card.sites.shop.extensions[1]).toEqual({ uri: "urn:example:other/v1" });
     expect(card.sites.github.browsePath).toBeUndefined();
-    expect(card.sites.github.extensions[0].paths).toEqual({ ready: "/svc/github/ready", session: "/svc/github/session" });
+    expect(card.sites.github.extensions[0].paths).toEqual({
+      ready: "/svc/github/ready",
+      session: "/svc/github/session",
+    });
   });
 
   it("serves the paths the card names", async () => {
@@ -99,9 +107,28 @@ describe("gateway card", () => {
 
 /** A loopback capture the way a sidecar runs it, writing `<dir>/<site>-<role>.pcap<N>`. */
 async function capture(dir: string, site: string, role: string, port: number): Promise<ChildProcess> {
-  const child = spawn("tcpdump", ["-i", "lo", "-U", "-Z", "root", "-w", join(dir, `${site}-${role}.pcap`), "-C", "1", "-W", "3", "tcp", "port", String(port)], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+  const child = spawn(
+    "tcpdump",
+    [
+      "-i",
+      "lo",
+      "-U",
+      "-Z",
+      "root",
+      "-w",
+      join(dir, `${site}-${role}.pcap`),
+      "-C",
+      "1",
+      "-W",
+      "3",
+      "tcp",
+      "port",
+      String(port),
+    ],
+    {
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
   await new Promise<void>((resolve, reject) => {
     let stderr = "";
     child.stderr!.on("data", (chunk) => {
@@ -128,7 +155,10 @@ describe("gateway /healthz", () => {
     staleDir = mkdtempSync(join(tmpdir(), "multienv-health-stale-"));
     shop = await siteServer(websiteCard("shop", false));
     frontend = await startUpstream((_req, res) => res.end("frontend"));
-    captures.push(await capture(liveDir, "shop", "server", shop.port), await capture(liveDir, "shop", "frontend", frontend.port));
+    captures.push(
+      await capture(liveDir, "shop", "server", shop.port),
+      await capture(liveDir, "shop", "frontend", frontend.port),
+    );
   });
   afterAll(async () => {
     await Promise.all(gateways.map((g) => g.stop()));
@@ -147,7 +177,11 @@ describe("gateway /healthz", () => {
   it("is 200 when every server is ready and every capture is writing", async () => {
     // A freshness window of 1 ms: only packets written during the check itself count, so this
     // proves the check's own traffic (the /ready request, a connection to the frontend) reaches tcpdump.
-    const gateway = await gatewayWith({ sites: { shop: { server: shop.url, frontend: frontend.url } }, capturesDir: liveDir, captureFreshMs: 1 });
+    const gateway = await gatewayWith({
+      sites: { shop: { server: shop.url, frontend: frontend.url } },
+      capturesDir: liveDir,
+      captureFreshMs: 1,
+    });
     const before = shop.ready.hits;
     const answer = await request(`${gateway.url}/healthz`);
     expect(JSON.parse(answer.body)).toEqual({ ok: true, missing: [] });
@@ -158,7 +192,9 @@ describe("gateway /healthz", () => {
   it("is 503 naming a site whose server is not ready", async () => {
     const other = await siteServer(websiteCard("other", false));
     other.ready.status = 500;
-    const gateway = await gatewayWith({ sites: { shop: { server: shop.url }, other: { server: other.url }, gone: { server: "http://127.0.0.1:9" } } });
+    const gateway = await gatewayWith({
+      sites: { shop: { server: shop.url }, other: { server: other.url }, gone: { server: "http://127.0.0.1:9" } },
+    });
     const answer = await request(`${gateway.url}/healthz`);
     expect(answer.status).toBe(503);
     const missing = JSON.parse(answer.body).missing as Array<Record<string, string>>;
@@ -184,7 +220,11 @@ describe("gateway /healthz", () => {
     const first = await request(`${gateway.url}/healthz`);
     expect(first.status).toBe(503);
     const missing = JSON.parse(first.body).missing as Array<Record<string, string>>;
-    expect(missing.map((m) => `${m.what} ${m.site}-${m.role}`).sort()).toEqual(["capture cart-server", "capture shop-frontend", "capture shop-server"]);
+    expect(missing.map((m) => `${m.what} ${m.site}-${m.role}`).sort()).toEqual([
+      "capture cart-server",
+      "capture shop-frontend",
+      "capture shop-server",
+    ]);
     expect(missing.find((m) => m.site === "shop" && m.role === "server")!.detail).toContain("unchanged since");
     expect(missing.find((m) => m.role === "frontend")!.detail).toContain("no shop-frontend.pcap<N> file");
     expect(missing.find((m) => m.site === "cart")!.detail).toContain("no pcap header");

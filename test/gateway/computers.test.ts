@@ -36,7 +36,11 @@ async function startChromium(profile: string): Promise<{ port: number; process: 
 }
 
 /** One CDP command over a WebSocket: resolves with its result. */
-function cdpCommand(socket: WebSocket, method: string, params: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+function cdpCommand(
+  socket: WebSocket,
+  method: string,
+  params: Record<string, unknown> = {},
+): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
     const id = Math.floor(Math.random() * 1e9);
     const onMessage = (data: Buffer) => {
@@ -63,7 +67,11 @@ interface ControlListener {
  * <computerControlToken>` required (401 otherwise), `/cdp/...` relayed to DevTools at
  * `devtoolsPort` (HTTP and WebSocket upgrades), `GET /log` served by `log`.
  */
-async function startControlListener(computer: string, devtoolsPort: number, log: http.RequestListener): Promise<ControlListener> {
+async function startControlListener(
+  computer: string,
+  devtoolsPort: number,
+  log: http.RequestListener,
+): Promise<ControlListener> {
   const expected = bearer(computerControlToken(TOKEN, computer));
   const authorizations: Array<string | undefined> = [];
   const allowed = (req: http.IncomingMessage) => {
@@ -72,16 +80,28 @@ async function startControlListener(computer: string, devtoolsPort: number, log:
   };
   const devtoolsHeaders = (req: http.IncomingMessage) => {
     const headers: string[] = [];
-    for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i].toLowerCase() !== "authorization") headers.push(req.rawHeaders[i], req.rawHeaders[i + 1]);
+    for (let i = 0; i < req.rawHeaders.length; i += 2)
+      if (req.rawHeaders[i].toLowerCase() !== "authorization") headers.push(req.rawHeaders[i], req.rawHeaders[i + 1]);
     return headers;
   };
   const server = http.createServer((req, res) => {
     if (!allowed(req)) return void res.writeHead(401).end();
     if (req.url === "/log") return log(req, res);
-    if (req.url === "/connections/end") return void res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ ended: 2, method: req.method }));
+    if (req.url === "/connections/end")
+      return void res
+        .writeHead(200, { "Content-Type": "application/json" })
+        .end(JSON.stringify({ ended: 2, method: req.method }));
     if (!req.url?.startsWith("/cdp/")) return void res.writeHead(404).end();
     const upstream = http.request(
-      { host: "127.0.0.1", port: devtoolsPort, method: req.method, path: req.url.slice("/cdp".length), headers: devtoolsHeaders(req) as unknown as http.OutgoingHttpHeaders, setHost: false, agent: false },
+      {
+        host: "127.0.0.1",
+        port: devtoolsPort,
+        method: req.method,
+        path: req.url.slice("/cdp".length),
+        headers: devtoolsHeaders(req) as unknown as http.OutgoingHttpHeaders,
+        setHost: false,
+        agent: false,
+      },
       (answer) => {
         res.writeHead(answer.statusCode!, answer.headers);
         answer.pipe(res);
@@ -91,7 +111,8 @@ async function startControlListener(computer: string, devtoolsPort: number, log:
     req.pipe(upstream);
   });
   server.on("upgrade", (req, socket, head) => {
-    if (!allowed(req) || !req.url?.startsWith("/cdp/")) return void socket.end("HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n");
+    if (!allowed(req) || !req.url?.startsWith("/cdp/"))
+      return void socket.end("HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n");
     const devtools = net.connect(devtoolsPort, "127.0.0.1", () => {
       const raw = devtoolsHeaders(req);
       let text = `${req.method} ${req.url!.slice("/cdp".length)} HTTP/1.1\r\n`;
@@ -138,7 +159,11 @@ describe("gateway /computers/<name>", () => {
     gateway = await startGateway({
       sites: {},
       computers: {
-        agent: { cdp: `${control.url}/cdp`, proxyLog: `${control.url}/log`, endConnections: `${control.url}/connections/end` },
+        agent: {
+          cdp: `${control.url}/cdp`,
+          proxyLog: `${control.url}/log`,
+          endConnections: `${control.url}/connections/end`,
+        },
         nolog: { cdp: `${nologControl.url}/cdp` },
       },
     });
@@ -159,19 +184,27 @@ describe("gateway /computers/<name>", () => {
     expect(answer.status).toBe(200);
     const version = JSON.parse(answer.body);
     expect(version.Browser).toMatch(/Chrome/);
-    expect(version.webSocketDebuggerUrl).toMatch(new RegExp(`^ws://127\\.0\\.0\\.1:${gateway.port}/computers/agent/cdp/devtools/browser/[0-9a-f-]+$`));
+    expect(version.webSocketDebuggerUrl).toMatch(
+      new RegExp(`^ws://127\\.0\\.0\\.1:${gateway.port}/computers/agent/cdp/devtools/browser/[0-9a-f-]+$`),
+    );
   });
 
   it("rewrites every target's WebSocket URL in /json/list", async () => {
-    const targets = JSON.parse((await request(`${gateway.url}/computers/agent/cdp/json/list`, { headers: AUTH })).body) as Array<Record<string, string>>;
+    const targets = JSON.parse(
+      (await request(`${gateway.url}/computers/agent/cdp/json/list`, { headers: AUTH })).body,
+    ) as Array<Record<string, string>>;
     expect(targets.length).toBeGreaterThan(0);
     for (const target of targets.filter((t) => t.webSocketDebuggerUrl)) {
-      expect(target.webSocketDebuggerUrl.startsWith(`ws://127.0.0.1:${gateway.port}/computers/agent/cdp/devtools/`)).toBe(true);
+      expect(
+        target.webSocketDebuggerUrl.startsWith(`ws://127.0.0.1:${gateway.port}/computers/agent/cdp/devtools/`),
+      ).toBe(true);
     }
   });
 
   it("passes the DevTools WebSocket through, with the token", async () => {
-    const version = JSON.parse((await request(`${gateway.url}/computers/agent/cdp/json/version`, { headers: AUTH })).body);
+    const version = JSON.parse(
+      (await request(`${gateway.url}/computers/agent/cdp/json/version`, { headers: AUTH })).body,
+    );
     const socket = new WebSocket(version.webSocketDebuggerUrl, { headers: AUTH });
     await new Promise((resolve, reject) => {
       socket.once("open", resolve);
@@ -183,7 +216,10 @@ describe("gateway /computers/<name>", () => {
   });
 
   it("lets Playwright drive the browser over CDP through the gateway", async () => {
-    const connected = await chromium.connectOverCDP(`${gateway.url}/computers/agent/cdp`, { headers: AUTH, timeout: 15_000 });
+    const connected = await chromium.connectOverCDP(`${gateway.url}/computers/agent/cdp`, {
+      headers: AUTH,
+      timeout: 15_000,
+    });
     try {
       const context = connected.contexts()[0] ?? (await connected.newContext());
       const tab = await context.newPage();
@@ -205,7 +241,12 @@ describe("gateway /computers/<name>", () => {
     const answer = await request(`${gateway.url}/computers/agent/proxy-log`, { headers: AUTH });
     expect(answer.status).toBe(200);
     expect(answer.headers["x-path"]).toBe("/log");
-    expect(answer.body.trim().split("\n").map((line) => JSON.parse(line).event)).toEqual(["startup", "connection"]);
+    expect(
+      answer.body
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line).event),
+    ).toEqual(["startup", "connection"]);
     const none = await request(`${gateway.url}/computers/nolog/proxy-log`, { headers: AUTH });
     expect(none.status).toBe(404);
   });
@@ -215,8 +256,12 @@ describe("gateway /computers/<name>", () => {
     expect(answer.status).toBe(200);
     expect(JSON.parse(answer.body)).toEqual({ ended: 2, method: "POST" });
     expect((await request(`${gateway.url}/computers/agent/connections/end`, { headers: AUTH })).status).toBe(405);
-    expect((await request(`${gateway.url}/computers/nolog/connections/end`, { method: "POST", headers: AUTH })).status).toBe(404);
-    expect((await request(`${gateway.url}/computers/agent/connections/end/more`, { method: "POST", headers: AUTH })).status).toBe(404);
+    expect(
+      (await request(`${gateway.url}/computers/nolog/connections/end`, { method: "POST", headers: AUTH })).status,
+    ).toBe(404);
+    expect(
+      (await request(`${gateway.url}/computers/agent/connections/end/more`, { method: "POST", headers: AUTH })).status,
+    ).toBe(404);
   });
 
   it("authenticates to each computer's control listener with that computer's token, never the control token", async () => {

@@ -18,7 +18,9 @@ async function startBlackhole(): Promise<{ port: number; close(): void }> {
     "-c",
     "import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen(0)\nprint(s.getsockname()[1],flush=True)\ntime.sleep(120)",
   ]);
-  const port = await new Promise<number>((resolve) => listener.stdout!.once("data", (data) => resolve(Number(String(data).trim()))));
+  const port = await new Promise<number>((resolve) =>
+    listener.stdout!.once("data", (data) => resolve(Number(String(data).trim()))),
+  );
   const filler = net.connect(port, "127.0.0.1");
   await new Promise((resolve) => filler.once("connect", resolve));
   return {
@@ -60,7 +62,13 @@ function startResettingUpstream(): Promise<{ port: number; connections: () => nu
     socket.on("error", () => undefined);
   });
   return new Promise((resolve) =>
-    server.listen(0, "127.0.0.1", () => resolve({ port: (server.address() as AddressInfo).port, connections: () => connections, close: () => server.close() })),
+    server.listen(0, "127.0.0.1", () =>
+      resolve({
+        port: (server.address() as AddressInfo).port,
+        connections: () => connections,
+        close: () => server.close(),
+      }),
+    ),
   );
 }
 
@@ -166,7 +174,9 @@ describe("gateway upstream failures", () => {
     expect(outcome.received).toBe("0123456789");
     expect(outcome.error).toBeDefined(); // the client sees a short body, not a complete one
     expect(Date.now() - started).toBeGreaterThanOrEqual(IDLE_MS - 50);
-    const line = await gateway.waitForLog((entry) => entry.event === "upstream-idle-timeout" && entry.path === "/stall-mid-body");
+    const line = await gateway.waitForLog(
+      (entry) => entry.event === "upstream-idle-timeout" && entry.path === "/stall-mid-body",
+    );
     expect(line).toMatchObject({ site: "shop", bytesSent: 10, idleTimeoutMs: IDLE_MS });
   });
 
@@ -182,7 +192,8 @@ describe("gateway upstream failures", () => {
     for (let i = 0; i < 3; i++) {
       const answer = await request(`${gateway.url}/svc/shop/plain`);
       expect(answer.body).toBe("ok");
-      await new Promise((resolve) => setTimeout(resolve, IDLE_MS + 100)); // longer than the idle timeout, between requests
+      // longer than the idle timeout, between requests
+      await new Promise((resolve) => setTimeout(resolve, IDLE_MS + 100));
     }
   });
 
@@ -192,7 +203,12 @@ describe("gateway upstream failures", () => {
       socket.on("error", () => undefined);
     });
     await new Promise<void>((resolve) => odd.listen(0, "127.0.0.1", resolve));
-    const oddGateway = await startGateway({ sites: { odd: { server: `http://127.0.0.1:${(odd.address() as AddressInfo).port}` }, shop: { server: upstream.url } } });
+    const oddGateway = await startGateway({
+      sites: {
+        odd: { server: `http://127.0.0.1:${(odd.address() as AddressInfo).port}` },
+        shop: { server: upstream.url },
+      },
+    });
     try {
       const answer = await request(`${oddGateway.url}/svc/odd/`);
       expect(answer.status).toBe(502);

@@ -19,8 +19,16 @@ function trickle(socket: net.Socket, text: string): void {
   next();
 }
 
-/** Answers each request head with `answers[path]` (`<close>` at the end: then closes; `<trickle>` first: byte by byte); counts connections. */
-function startRawUpstream(answers: Record<string, string>): Promise<{ port: number; connections: () => number; served: Array<{ connection: number; path: string }>; close(): void }> {
+/**
+ * Answers each request head with `answers[path]` (`<close>` at the end: then closes; `<trickle>` first: byte by byte);
+ * counts connections.
+ */
+function startRawUpstream(answers: Record<string, string>): Promise<{
+  port: number;
+  connections: () => number;
+  served: Array<{ connection: number; path: string }>;
+  close(): void;
+}> {
   let connections = 0;
   const served: Array<{ connection: number; path: string }> = [];
   const server = net.createServer((socket) => {
@@ -42,7 +50,14 @@ function startRawUpstream(answers: Record<string, string>): Promise<{ port: numb
     socket.on("error", () => undefined);
   });
   return new Promise((resolve) =>
-    server.listen(0, "127.0.0.1", () => resolve({ port: (server.address() as AddressInfo).port, connections: () => connections, served, close: () => server.close() })),
+    server.listen(0, "127.0.0.1", () =>
+      resolve({
+        port: (server.address() as AddressInfo).port,
+        connections: () => connections,
+        served,
+        close: () => server.close(),
+      }),
+    ),
   );
 }
 
@@ -59,7 +74,8 @@ const REFUSED: Record<string, string> = {
   "/cl-hex": "HTTP/1.1 200 OK\r\nContent-Length: 0x2\r\n\r\nok",
   "/te-gzip": "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nbytes until close<close>",
   "/te-gzip-chunked": "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
-  "/te-twice": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+  "/te-twice":
+    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
   "/bare-lf-status": "HTTP/1.1 200 OK\nContent-Length: 2\r\n\r\nok",
   "/bare-lf-header": "HTTP/1.1 200 OK\r\nX-A: 1\nContent-Length: 2\r\n\r\nok",
   "/bare-lf-head-end": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\nok",
@@ -73,7 +89,8 @@ const REFUSED: Record<string, string> = {
   "/obs-fold": "HTTP/1.1 200 OK\r\nX-Folded: first\r\n second\r\nContent-Length: 2\r\n\r\nok",
   "/obs-fold-tab": "HTTP/1.1 200 OK\r\nX-Folded: first\r\n\tsecond\r\nContent-Length: 2\r\n\r\nok",
   "/http10-te": "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
-  "/hints-then-bare-lf": "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\nContent-Length: 2\r\n\r\nok",
+  "/hints-then-bare-lf":
+    "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\nContent-Length: 2\r\n\r\nok",
   "/trickled-bare-lf": "<trickle>HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 2\r\n\nok",
   "/bad-chunk-size": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nok\r\n0\r\n\r\n",
 };
@@ -91,12 +108,14 @@ describe("gateway upstream framing", () => {
         "1\r\n \r\n" +
         "5\r\nworld\r\n" +
         "0\r\nX-Sum: 42\r\n\r\n",
-      "/until-close": "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it, until the connection closes<close>",
+      "/until-close":
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it, until the connection closes<close>",
       "/early-hints": "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n" + OK,
-      "/trickled": "<trickle>HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 2\r\n\r\nok",
+      "/trickled":
+        "<trickle>HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 2\r\n\r\nok",
       "/too-long": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA",
       "/no-content": "HTTP/1.1 204 No Content\r\n\r\n",
-      "/not-modified": "HTTP/1.1 304 Not Modified\r\nETag: \"1\"\r\n\r\n",
+      "/not-modified": 'HTTP/1.1 304 Not Modified\r\nETag: "1"\r\n\r\n',
       "/not-modified-with-length": "HTTP/1.1 304 Not Modified\r\nContent-Length: 1234\r\n\r\n",
       "/upload": "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 8\r\n\r\ntoo big!",
       ...REFUSED,
@@ -158,7 +177,10 @@ describe("gateway upstream framing", () => {
 
   it("forwards a 304 with the representation's Content-Length and keeps the client's connection in step", async () => {
     const response = (
-      await rawExchange(gateway.port, "GET /svc/raw/not-modified-with-length HTTP/1.1\r\nHost: gw\r\n\r\nGET /svc/raw/ok HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+      await rawExchange(
+        gateway.port,
+        "GET /svc/raw/not-modified-with-length HTTP/1.1\r\nHost: gw\r\n\r\nGET /svc/raw/ok HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n",
+      )
     ).toString("latin1");
     expect(response).toMatch(/^HTTP\/1\.1 304 Not Modified\r\n(.*\r\n)*Content-Length: 1234\r\n/);
     expect(response).toMatch(/\r\n\r\nHTTP\/1\.1 200 OK\r\n(.*\r\n)*\r\nok$/);
@@ -175,10 +197,14 @@ describe("gateway upstream framing", () => {
   });
 
   it("frames the client's answer itself: the upstream's length when it had one, else chunked", async () => {
-    const length = (await rawExchange(gateway.port, "GET /svc/raw/ok HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")).toString("latin1");
+    const length = (
+      await rawExchange(gateway.port, "GET /svc/raw/ok HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+    ).toString("latin1");
     expect(length).toMatch(/\r\nContent-Length: 2\r\n/);
     expect(length).not.toMatch(/\r\nTransfer-Encoding:/i);
-    const chunked = (await rawExchange(gateway.port, "GET /svc/raw/chunked HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")).toString("latin1");
+    const chunked = (
+      await rawExchange(gateway.port, "GET /svc/raw/chunked HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+    ).toString("latin1");
     expect(chunked).toMatch(/\r\nTransfer-Encoding: chunked\r\n/);
     expect(chunked).not.toMatch(/\r\nContent-Length:/i);
     expect(chunked).not.toContain("X-Sum"); // trailers stay on their hop

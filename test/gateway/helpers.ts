@@ -14,12 +14,18 @@ export interface GatewayProcess {
   process: ChildProcess;
   /** Every JSON line the gateway printed so far. */
   logs: Array<Record<string, unknown>>;
-  waitForLog(predicate: (line: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  waitForLog(
+    predicate: (line: Record<string, unknown>) => boolean,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>>;
   stop(): Promise<void>;
 }
 
 /** Spawns the gateway with `config` (listen defaults to 127.0.0.1:0, one worker) and waits for its listening line. */
-export function startGateway(config: Record<string, unknown>, env: Record<string, string> = {}): Promise<GatewayProcess> {
+export function startGateway(
+  config: Record<string, unknown>,
+  env: Record<string, string> = {},
+): Promise<GatewayProcess> {
   const full = { listen: { host: "127.0.0.1", port: 0 }, workers: 1, ...config };
   const child = spawn(process.execPath, [BIN], {
     env: { ...process.env, MULTIENV_GATEWAY_CONFIG: JSON.stringify(full), MULTIENV_CONTROL_TOKEN: TOKEN, ...env },
@@ -47,7 +53,10 @@ export function startGateway(config: Record<string, unknown>, env: Record<string
   child.stderr!.on("data", (chunk) => (stderr += chunk));
   const waitForLog: GatewayProcess["waitForLog"] = (predicate, timeoutMs = 10_000) =>
     new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no matching log line; have ${JSON.stringify(logs)}; stderr ${stderr}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`no matching log line; have ${JSON.stringify(logs)}; stderr ${stderr}`)),
+        timeoutMs,
+      );
       const look = () => {
         const found = logs.find(predicate);
         if (found) {
@@ -78,7 +87,9 @@ export function startGateway(config: Record<string, unknown>, env: Record<string
 }
 
 /** Runs the gateway bin to completion with a given config text; for config errors. */
-export function runGatewayExpectingExit(env: Record<string, string | undefined>): Promise<{ code: number | null; stderr: string; stdout: string }> {
+export function runGatewayExpectingExit(
+  env: Record<string, string | undefined>,
+): Promise<{ code: number | null; stderr: string; stdout: string }> {
   return new Promise((resolve) => {
     const merged: NodeJS.ProcessEnv = { ...process.env };
     delete merged.MULTIENV_GATEWAY_CONFIG;
@@ -144,31 +155,58 @@ export interface Answer {
 }
 
 /** One request through node's http client; `headers` may be a raw array to repeat names. */
-export function request(url: string, options: { method?: string; headers?: Record<string, string> | string[]; body?: string | Buffer } = {}): Promise<Answer> {
+export function request(
+  url: string,
+  options: { method?: string; headers?: Record<string, string> | string[]; body?: string | Buffer } = {},
+): Promise<Answer> {
   let headers = options.headers;
   // node adds no Host header of its own to a raw header array.
-  if (Array.isArray(headers) && !headers.some((h, i) => i % 2 === 0 && h.toLowerCase() === "host")) headers = [...headers, "Host", new URL(url).host];
+  if (Array.isArray(headers) && !headers.some((h, i) => i % 2 === 0 && h.toLowerCase() === "host"))
+    headers = [...headers, "Host", new URL(url).host];
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: options.method ?? "GET", headers: headers as http.OutgoingHttpHeaders, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk) => chunks.push(chunk));
-      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks).toString("utf8") }));
-      res.on("error", reject);
-    });
+    const req = http.request(
+      url,
+      { method: options.method ?? "GET", headers: headers as http.OutgoingHttpHeaders, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk) => chunks.push(chunk));
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode!,
+            headers: res.headers,
+            rawHeaders: res.rawHeaders,
+            body: Buffer.concat(chunks).toString("utf8"),
+          }),
+        );
+        res.on("error", reject);
+      },
+    );
     req.on("error", reject);
     req.end(options.body);
   });
 }
 
 /** A server that answers every request with what it received, as JSON; `onRequest` sees each one. */
-export function echoHandler(tag = "upstream", onRequest: (req: http.IncomingMessage) => void = () => undefined): http.RequestListener {
+export function echoHandler(
+  tag = "upstream",
+  onRequest: (req: http.IncomingMessage) => void = () => undefined,
+): http.RequestListener {
   return (req, res) => {
     onRequest(req);
     const chunks: Buffer[] = [];
     req.on("data", (chunk) => chunks.push(chunk));
     req.on("end", () => {
-      const body = JSON.stringify({ method: req.method, url: req.url, rawHeaders: req.rawHeaders, body: Buffer.concat(chunks).toString("latin1") });
-      res.writeHead(200, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body), "X-Upstream": tag });
+      const body = JSON.stringify({
+        method: req.method,
+        url: req.url,
+        rawHeaders: req.rawHeaders,
+        body: Buffer.concat(chunks).toString("latin1"),
+      });
+      res.writeHead(200, {
+        "Content-Type": "application/json",
+        "Content-Length": Buffer.byteLength(body),
+        "X-Upstream": tag,
+      });
       res.end(req.method === "HEAD" ? undefined : body);
     });
   };

@@ -9,7 +9,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
-import { echoHandler, request, startGateway, startUpstream, TOKEN, type Echo, type GatewayProcess, type Upstream } from "./helpers";
+import {
+  echoHandler,
+  request,
+  startGateway,
+  startUpstream,
+  TOKEN,
+  type Echo,
+  type GatewayProcess,
+  type Upstream,
+} from "./helpers";
 
 interface Bound {
   listener: "published" | "browse";
@@ -62,7 +71,9 @@ describe("gateway listeners", () => {
       sites: { shop: { server: server.url, frontend: frontend.url }, github: { server: server.url, live: true } },
       computers: { agent: { cdp: `${server.url}/cdp`, proxyLog: `${server.url}/log` } },
     });
-    browse = (gateway.logs.find((line) => line.event === "listening")!.listeners as Bound[]).filter((b) => b.listener === "browse");
+    browse = (gateway.logs.find((line) => line.event === "listening")!.listeners as Bound[]).filter(
+      (b) => b.listener === "browse",
+    );
   });
   afterAll(async () => {
     await gateway?.stop();
@@ -98,11 +109,13 @@ describe("gateway listeners", () => {
     expect(JSON.parse(posted.body)).toMatchObject({ method: "PUT", url: "/form", body: "a=1" });
     const chunks: string[] = [];
     await new Promise<void>((resolve, reject) => {
-      http.get(`${browseUrl()}/website/shop/stream`, { agent: false }, (res) => {
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => chunks.push(chunk));
-        res.on("end", resolve);
-      }).on("error", reject);
+      http
+        .get(`${browseUrl()}/website/shop/stream`, { agent: false }, (res) => {
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => chunks.push(chunk));
+          res.on("end", resolve);
+        })
+        .on("error", reject);
     });
     expect(chunks.join("")).toBe("first\nsecond\n");
     expect(chunks.length).toBeGreaterThan(1);
@@ -152,7 +165,9 @@ describe("gateway listeners", () => {
         });
         expect(response.split("\r\n")[0], `${path} ${auth}`).toBe("HTTP/1.1 404 Not Found");
       }
-      const line = await gateway.waitForLog((entry) => entry.event === "request-refused" && entry.listener === "browse" && entry.target === path);
+      const line = await gateway.waitForLog(
+        (entry) => entry.event === "request-refused" && entry.listener === "browse" && entry.target === path,
+      );
       expect(line).toMatchObject({ status: 404, method: "GET" });
     }
     expect(contacted.length).toBe(before);
@@ -161,7 +176,9 @@ describe("gateway listeners", () => {
   it("refuses upgrades on the browse listener outside /website/<site>/", async () => {
     for (const path of ["/svc/shop/ws", "/computers/agent/cdp/devtools/browser/x"]) {
       const status = await new Promise<number>((resolve) => {
-        const socket = new WebSocket(`ws://${browse[0].address}:${browse[0].port}${path}`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+        const socket = new WebSocket(`ws://${browse[0].address}:${browse[0].port}${path}`, {
+          headers: { Authorization: `Bearer ${TOKEN}` },
+        });
         socket.on("unexpected-response", (_req, res) => resolve(res.statusCode!));
         socket.on("error", () => undefined);
       });
@@ -173,11 +190,17 @@ describe("gateway listeners", () => {
     expect((await request(`${gateway.url}/svc/shop/api`)).headers["x-upstream"]).toBe("server");
     expect((await request(`${gateway.url}/website/shop/`)).headers["x-upstream"]).toBe("frontend");
     expect((await request(`${gateway.url}/.well-known/agent-env.json`)).status).toBe(200);
-    expect((await request(`${gateway.url}/traffic/v1/captures`, { headers: { Authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
+    expect(
+      (await request(`${gateway.url}/traffic/v1/captures`, { headers: { Authorization: `Bearer ${TOKEN}` } })).status,
+    ).toBe(200);
   });
 
   it("resolves a host name in the config and binds the address it names", async () => {
-    const named = await startGateway({ listen: { host: "localhost", port: 0 }, browse: { hosts: ["localhost"], port: 0 }, sites: { shop: { server: server.url, frontend: frontend.url } } });
+    const named = await startGateway({
+      listen: { host: "localhost", port: 0 },
+      browse: { hosts: ["localhost"], port: 0 },
+      sites: { shop: { server: server.url, frontend: frontend.url } },
+    });
     try {
       const listeners = named.logs.find((line) => line.event === "listening")!.listeners as Bound[];
       expect(listeners.length).toBeGreaterThanOrEqual(2);

@@ -3,7 +3,17 @@ import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
-import { echoHandler, headerValues, rawExchange, request, startGateway, startUpstream, type Echo, type GatewayProcess, type Upstream } from "./helpers";
+import {
+  echoHandler,
+  headerValues,
+  rawExchange,
+  request,
+  startGateway,
+  startUpstream,
+  type Echo,
+  type GatewayProcess,
+  type Upstream,
+} from "./helpers";
 
 /** An upstream speaking raw bytes, so the test controls the response head exactly. */
 function startRawUpstream(response: Buffer): Promise<{ port: number; requests: Buffer[]; close(): void }> {
@@ -19,7 +29,11 @@ function startRawUpstream(response: Buffer): Promise<{ port: number; requests: B
     });
     socket.on("error", () => undefined);
   });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve({ port: (server.address() as AddressInfo).port, requests, close: () => server.close() })));
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () =>
+      resolve({ port: (server.address() as AddressInfo).port, requests, close: () => server.close() }),
+    ),
+  );
 }
 
 describe("gateway faithful proxying", () => {
@@ -57,7 +71,9 @@ describe("gateway faithful proxying", () => {
     wss = new WebSocketServer({ server: echo.server });
     wss.on("connection", (socket, req) => {
       socket.send(`hello ${req.url}`);
-      socket.on("message", (data, isBinary) => socket.send(isBinary ? data : `echo ${data.toString()}`, { binary: isBinary }));
+      socket.on("message", (data, isBinary) =>
+        socket.send(isBinary ? data : `echo ${data.toString()}`, { binary: isBinary }),
+      );
     });
     streaming = await startUpstream((req, res) => {
       if (req.url === "/head-first") {
@@ -99,16 +115,18 @@ describe("gateway faithful proxying", () => {
     let finish!: () => void;
     release = new Promise((resolve) => (finish = resolve));
     const body = await new Promise<string>((resolve, reject) => {
-      http.get(`${gateway.url}/svc/stream/download`, { agent: false }, (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => {
-          text += chunk;
-          // Only now, with the first chunk at the client, may the upstream finish.
-          if (text === "first-chunk\n") finish();
-        });
-        res.on("end", () => resolve(text));
-      }).on("error", reject);
+      http
+        .get(`${gateway.url}/svc/stream/download`, { agent: false }, (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => {
+            text += chunk;
+            // Only now, with the first chunk at the client, may the upstream finish.
+            if (text === "first-chunk\n") finish();
+          });
+          res.on("end", () => resolve(text));
+        })
+        .on("error", reject);
     });
     expect(body).toBe("first-chunk\nlast-chunk\n");
   }, 10_000);
@@ -117,14 +135,16 @@ describe("gateway faithful proxying", () => {
     let finish!: () => void;
     release = new Promise((resolve) => (finish = resolve));
     const body = await new Promise<string>((resolve, reject) => {
-      http.get(`${gateway.url}/svc/stream/head-first`, { agent: false }, (res) => {
-        // Only now, with the head at the client, may the upstream send its body.
-        expect(res.headers["content-type"]).toBe("text/event-stream");
-        finish();
-        let text = "";
-        res.on("data", (chunk) => (text += chunk));
-        res.on("end", () => resolve(text));
-      }).on("error", reject);
+      http
+        .get(`${gateway.url}/svc/stream/head-first`, { agent: false }, (res) => {
+          // Only now, with the head at the client, may the upstream send its body.
+          expect(res.headers["content-type"]).toBe("text/event-stream");
+          finish();
+          let text = "";
+          res.on("data", (chunk) => (text += chunk));
+          res.on("end", () => resolve(text));
+        })
+        .on("error", reject);
     });
     expect(body).toBe("data: late\n\n");
   }, 10_000);
@@ -132,11 +152,15 @@ describe("gateway faithful proxying", () => {
   it("streams the request body: the upstream sees the first part before the client has sent the rest", async () => {
     const upstreamGotFirst = new Promise<string>((resolve) => (firstBodyChunk = resolve));
     const answer = new Promise<string>((resolve, reject) => {
-      const req = http.request(`${gateway.url}/svc/stream/upload`, { method: "POST", agent: false, headers: { "Content-Type": "text/plain" } }, (res) => {
-        let text = "";
-        res.on("data", (chunk) => (text += chunk));
-        res.on("end", () => resolve(text));
-      });
+      const req = http.request(
+        `${gateway.url}/svc/stream/upload`,
+        { method: "POST", agent: false, headers: { "Content-Type": "text/plain" } },
+        (res) => {
+          let text = "";
+          res.on("data", (chunk) => (text += chunk));
+          res.on("end", () => resolve(text));
+        },
+      );
       req.on("error", reject);
       req.write("part-one;");
       upstreamGotFirst.then(() => req.end("part-two"));
@@ -147,7 +171,10 @@ describe("gateway faithful proxying", () => {
 
   it("passes the path's percent-encoding, dot segments and the query exactly as sent", async () => {
     const target = "/a%2Fb//c/../%7Euser/caf%C3%A9;v=1?q=a%20b&r=%2F&&s=%E2%82%AC+x";
-    const response = await rawExchange(gateway.port, `GET /svc/shop${target} HTTP/1.1\r\nHost: gw.test\r\nConnection: close\r\n\r\n`);
+    const response = await rawExchange(
+      gateway.port,
+      `GET /svc/shop${target} HTTP/1.1\r\nHost: gw.test\r\nConnection: close\r\n\r\n`,
+    );
     const text = response.toString("latin1");
     expect(text.startsWith("HTTP/1.1 200")).toBe(true);
     expect((JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)) as Echo).url).toBe(target);
@@ -155,8 +182,16 @@ describe("gateway faithful proxying", () => {
 
   it("refuses an escaped slash inside the route prefix with 400 and contacts no upstream", async () => {
     const before = echoRequests.length;
-    for (const path of ["/svc/shop%2Fadmin/x", "/svc%2Fshop/x", "/svc/shop%2f", "/website%2Fshop/", "/svc/shop%5Cx/y"]) {
-      const response = (await rawExchange(gateway.port, `GET ${path} HTTP/1.1\r\nHost: gw.test\r\nConnection: close\r\n\r\n`)).toString("latin1");
+    for (const path of [
+      "/svc/shop%2Fadmin/x",
+      "/svc%2Fshop/x",
+      "/svc/shop%2f",
+      "/website%2Fshop/",
+      "/svc/shop%5Cx/y",
+    ]) {
+      const response = (
+        await rawExchange(gateway.port, `GET ${path} HTTP/1.1\r\nHost: gw.test\r\nConnection: close\r\n\r\n`)
+      ).toString("latin1");
       expect(response.split("\r\n")[0], path).toBe("HTTP/1.1 400 Bad Request");
       expect(response, path).toContain("application/json");
     }
@@ -185,13 +220,18 @@ describe("gateway faithful proxying", () => {
       Buffer.from("\r\n\r\n"),
     ]);
     const response = (await rawExchange(gateway.port, request)).toString("latin1");
-    const seen = JSON.parse(Buffer.from(response.slice(response.indexOf("\r\n\r\n") + 4), "latin1").toString("utf8")) as Echo;
+    const seen = JSON.parse(
+      Buffer.from(response.slice(response.indexOf("\r\n\r\n") + 4), "latin1").toString("utf8"),
+    ) as Echo;
     const names = seen.rawHeaders.filter((_, i) => i % 2 === 0).map((name) => name.toLowerCase());
-    for (const hop of ["x-hop-named", "keep-alive", "te", "trailer", "proxy-authorization", "proxy-connection"]) expect(names, hop).not.toContain(hop);
+    for (const hop of ["x-hop-named", "keep-alive", "te", "trailer", "proxy-authorization", "proxy-connection"])
+      expect(names, hop).not.toContain(hop);
     expect(headerValues(seen.rawHeaders, "connection")).not.toContain("close, X-Hop-Named");
     expect(headerValues(seen.rawHeaders, "cookie")).toEqual(["a=1", "b=2"]);
     // node hands header bytes over as latin1 characters: compare the bytes.
-    expect(Buffer.from(headerValues(seen.rawHeaders, "x-name")[0], "latin1")).toEqual(Buffer.concat([Buffer.from("caf"), Buffer.from([0xc3, 0xa9, 0x20, 0xff])]));
+    expect(Buffer.from(headerValues(seen.rawHeaders, "x-name")[0], "latin1")).toEqual(
+      Buffer.concat([Buffer.from("caf"), Buffer.from([0xc3, 0xa9, 0x20, 0xff])]),
+    );
     expect(headerValues(seen.rawHeaders, "host")).toEqual(["shop.test:8443"]);
     expect(headerValues(seen.rawHeaders, "x-forwarded-for")).toEqual(["10.1.2.3, 127.0.0.1"]);
     expect(headerValues(seen.rawHeaders, "x-forwarded-host")).toEqual(["shop.test:8443"]);
@@ -199,22 +239,36 @@ describe("gateway faithful proxying", () => {
   });
 
   it("drops hop-by-hop response headers, keeps two Set-Cookie and non-ASCII bytes", async () => {
-    const response = await rawExchange(gateway.port, "GET /svc/raw/ HTTP/1.1\r\nHost: gw.test\r\nConnection: close\r\n\r\n");
+    const response = await rawExchange(
+      gateway.port,
+      "GET /svc/raw/ HTTP/1.1\r\nHost: gw.test\r\nConnection: close\r\n\r\n",
+    );
     const head = response.subarray(0, response.indexOf("\r\n\r\n")).toString("latin1");
     const lines = head.split("\r\n");
     expect(lines[0]).toBe("HTTP/1.1 200 OK");
-    expect(lines.filter((line) => line.toLowerCase().startsWith("set-cookie:"))).toEqual(["Set-Cookie: a=1; Path=/", "Set-Cookie: b=2; Path=/"]);
+    expect(lines.filter((line) => line.toLowerCase().startsWith("set-cookie:"))).toEqual([
+      "Set-Cookie: a=1; Path=/",
+      "Set-Cookie: b=2; Path=/",
+    ]);
     for (const hop of ["x-resp-hop", "keep-alive", "proxy-authenticate", "trailer"]) {
-      expect(lines.some((line) => line.toLowerCase().startsWith(`${hop}:`)), hop).toBe(false);
+      expect(
+        lines.some((line) => line.toLowerCase().startsWith(`${hop}:`)),
+        hop,
+      ).toBe(false);
     }
     const title = lines.find((line) => line.startsWith("X-Title: "))!;
-    expect(Buffer.from(title.slice("X-Title: ".length), "latin1")).toEqual(Buffer.concat([Buffer.from("caf"), Buffer.from([0xc3, 0xa9, 0x20, 0xe2, 0x82, 0xac])]));
+    expect(Buffer.from(title.slice("X-Title: ".length), "latin1")).toEqual(
+      Buffer.concat([Buffer.from("caf"), Buffer.from([0xc3, 0xa9, 0x20, 0xe2, 0x82, 0xac])]),
+    );
     expect(response.subarray(response.indexOf("\r\n\r\n") + 4).toString()).toBe("hello");
   });
 
   it("answers HEAD with the upstream's head and no body, keeping the connection usable", async () => {
     const response = (
-      await rawExchange(gateway.port, "HEAD /svc/shop/thing HTTP/1.1\r\nHost: gw.test\r\n\r\nGET /svc/shop/after HTTP/1.1\r\nHost: gw.test\r\nConnection: close\r\n\r\n")
+      await rawExchange(
+        gateway.port,
+        "HEAD /svc/shop/thing HTTP/1.1\r\nHost: gw.test\r\n\r\nGET /svc/shop/after HTTP/1.1\r\nHost: gw.test\r\nConnection: close\r\n\r\n",
+      )
     ).toString("latin1");
     const [headResponse, rest] = response.split(/\r\n\r\n(?=HTTP\/1\.1)/);
     expect(headResponse.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
@@ -252,7 +306,11 @@ describe("gateway faithful proxying", () => {
   });
 
   it("forwards a POST body with Content-Length intact", async () => {
-    const answer = await request(`${gateway.url}/svc/shop/form`, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body: "a=1&b=%C3%A9" });
+    const answer = await request(`${gateway.url}/svc/shop/form`, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: "a=1&b=%C3%A9",
+    });
     const seen = JSON.parse(answer.body) as Echo;
     expect(seen.body).toBe("a=1&b=%C3%A9");
     expect(headerValues(seen.rawHeaders, "content-length")).toEqual(["12"]);

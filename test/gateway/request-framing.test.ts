@@ -3,7 +3,15 @@
 // refusal leaves. Raw sockets, since a client library would never send most of these bytes.
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { echoHandler, headerValues, startGateway, startUpstream, type Echo, type GatewayProcess, type Upstream } from "./helpers";
+import {
+  echoHandler,
+  headerValues,
+  startGateway,
+  startUpstream,
+  type Echo,
+  type GatewayProcess,
+  type Upstream,
+} from "./helpers";
 
 /** Sends `bytes` on one connection; resolves with everything answered until the gateway closes it. */
 function exchange(port: number, bytes: string, timeoutMs = 3_000): Promise<string> {
@@ -25,13 +33,41 @@ const body = (text: string) => JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 
 
 /** Requests the gateway must refuse, with the status it answers; none may reach the site. */
 const REFUSED: Array<[string, number, string]> = [
-  ["Transfer-Encoding and Content-Length", 400, "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n"],
-  ["Content-Length and Transfer-Encoding", 400, "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"],
-  ["a last coding other than chunked", 400, "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: gzip\r\n\r\nabcd"],
-  ["chunked twice", 400, "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"],
-  ["a coding the gateway would drop (gzip, chunked)", 501, "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: gzip, chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n"],
-  ["Transfer-Encoding in HTTP/1.0", 400, "POST /svc/shop/a HTTP/1.0\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n"],
-  ["a repeated Content-Length", 400, "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nContent-Length: 4\r\nContent-Length: 4\r\n\r\nabcd"],
+  [
+    "Transfer-Encoding and Content-Length",
+    400,
+    "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n",
+  ],
+  [
+    "Content-Length and Transfer-Encoding",
+    400,
+    "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+  ],
+  [
+    "a last coding other than chunked",
+    400,
+    "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: gzip\r\n\r\nabcd",
+  ],
+  [
+    "chunked twice",
+    400,
+    "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+  ],
+  [
+    "a coding the gateway would drop (gzip, chunked)",
+    501,
+    "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: gzip, chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n",
+  ],
+  [
+    "Transfer-Encoding in HTTP/1.0",
+    400,
+    "POST /svc/shop/a HTTP/1.0\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n",
+  ],
+  [
+    "a repeated Content-Length",
+    400,
+    "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nContent-Length: 4\r\nContent-Length: 4\r\n\r\nabcd",
+  ],
   ["a Content-Length list", 400, "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nContent-Length: 4, 4\r\n\r\nabcd"],
   ["a signed Content-Length", 400, "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nContent-Length: +4\r\n\r\nabcd"],
   ["obs-fold", 400, "GET /svc/shop/a HTTP/1.1\r\nHost: gw\r\nX-A: b\r\n c\r\n\r\n"],
@@ -43,7 +79,11 @@ const REFUSED: Array<[string, number, string]> = [
   ["two Host headers", 400, "GET /svc/shop/a HTTP/1.1\r\nHost: shop.test\r\nHost: other.test\r\n\r\n"],
   ["a malformed Host", 400, "GET /svc/shop/a HTTP/1.1\r\nHost: shop.test/evil\r\n\r\n"],
   ["no Host in HTTP/1.1", 400, "GET /svc/shop/a HTTP/1.1\r\n\r\n"],
-  ["a body on an upgrade", 400, "GET /svc/shop/ws HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 4\r\n\r\nabcd"],
+  [
+    "a body on an upgrade",
+    400,
+    "GET /svc/shop/ws HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 4\r\n\r\nabcd",
+  ],
 ];
 
 describe("gateway request framing", () => {
@@ -60,24 +100,33 @@ describe("gateway request framing", () => {
     await site?.close();
   });
 
-  it.each(REFUSED)("refuses %s (%i), closes the connection, contacts no site, and logs it", async (_what, status, bytes) => {
-    const before = seen.length;
-    const logged = gateway.logs.length;
-    // A second request on the same connection must not be served: the framing of the first is not to be trusted.
-    const text = await exchange(gateway.port, `${bytes}GET /svc/shop/after HTTP/1.1\r\nHost: gw\r\n\r\n`);
-    expect(text.split("\r\n")[0]).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
-    expect(text).not.toContain("<timeout>");
-    expect(text.match(/HTTP\/1\.1 \d{3}/g)).toHaveLength(1);
-    expect(seen.slice(before)).toEqual([]);
-    const line = await gateway.waitForLog((entry, i = gateway.logs.indexOf(entry)) => i >= logged && entry.event === "request-refused");
-    expect(line).toMatchObject({ listener: "published", status });
-    expect(String(line.reason)).not.toBe("");
-    if (bytes.startsWith("POST /svc/shop/a ") || bytes.startsWith("GET /svc/shop/a ")) expect(line.target).toBe("/svc/shop/a");
-  });
+  it.each(REFUSED)(
+    "refuses %s (%i), closes the connection, contacts no site, and logs it",
+    async (_what, status, bytes) => {
+      const before = seen.length;
+      const logged = gateway.logs.length;
+      // A second request on the same connection must not be served: the framing of the first is not to be trusted.
+      const text = await exchange(gateway.port, `${bytes}GET /svc/shop/after HTTP/1.1\r\nHost: gw\r\n\r\n`);
+      expect(text.split("\r\n")[0]).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
+      expect(text).not.toContain("<timeout>");
+      expect(text.match(/HTTP\/1\.1 \d{3}/g)).toHaveLength(1);
+      expect(seen.slice(before)).toEqual([]);
+      const line = await gateway.waitForLog(
+        (entry, i = gateway.logs.indexOf(entry)) => i >= logged && entry.event === "request-refused",
+      );
+      expect(line).toMatchObject({ listener: "published", status });
+      expect(String(line.reason)).not.toBe("");
+      if (bytes.startsWith("POST /svc/shop/a ") || bytes.startsWith("GET /svc/shop/a "))
+        expect(line.target).toBe("/svc/shop/a");
+    },
+  );
 
   it("frames every body again: the client's Content-Length as read, whatever the method", async () => {
     for (const method of ["GET", "HEAD", "DELETE", "OPTIONS", "POST"]) {
-      const text = await exchange(gateway.port, `${method} /svc/shop/m HTTP/1.1\r\nHost: gw\r\nConnection: close, Content-Length\r\nContent-Length: 4\r\n\r\nabcd`);
+      const text = await exchange(
+        gateway.port,
+        `${method} /svc/shop/m HTTP/1.1\r\nHost: gw\r\nConnection: close, Content-Length\r\nContent-Length: 4\r\n\r\nabcd`,
+      );
       if (method === "HEAD") {
         expect(text.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
         continue;
@@ -96,13 +145,19 @@ describe("gateway request framing", () => {
     );
     const echo = body(text);
     expect(echo.body).toBe("abcd");
-    const framing = [...headerValues(echo.rawHeaders, "transfer-encoding"), ...headerValues(echo.rawHeaders, "content-length")];
+    const framing = [
+      ...headerValues(echo.rawHeaders, "transfer-encoding"),
+      ...headerValues(echo.rawHeaders, "content-length"),
+    ];
     expect(["chunked", "4"]).toContain(framing.join());
     expect(headerValues(echo.rawHeaders, "x-trailer")).toEqual([]);
   });
 
   it("answers Expect: 100-continue itself and sends the body on without Expect", async () => {
-    const text = await exchange(gateway.port, "POST /svc/shop/e HTTP/1.1\r\nHost: gw\r\nExpect: 100-continue\r\nContent-Length: 4\r\nConnection: close\r\n\r\nabcd");
+    const text = await exchange(
+      gateway.port,
+      "POST /svc/shop/e HTTP/1.1\r\nHost: gw\r\nExpect: 100-continue\r\nContent-Length: 4\r\nConnection: close\r\n\r\nabcd",
+    );
     expect(text.startsWith("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK")).toBe(true);
     const echo = body(text.slice(text.indexOf("\r\n\r\n") + 4));
     expect(echo.body).toBe("abcd");
@@ -111,12 +166,26 @@ describe("gateway request framing", () => {
 
   it("logs every request it answers itself with an error: method, target, listener and reason", async () => {
     await exchange(gateway.port, "DELETE /svc/nope/x?q=1 HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n");
-    await exchange(gateway.port, "GET /traffic/v1/captures HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer wrong\r\nConnection: close\r\n\r\n");
+    await exchange(
+      gateway.port,
+      "GET /traffic/v1/captures HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer wrong\r\nConnection: close\r\n\r\n",
+    );
     await exchange(gateway.port, "PUT /healthz HTTP/1.1\r\nHost: gw\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     await exchange(gateway.port, "GET /svc%2Fshop/x HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n");
-    const refused = (target: string) => gateway.waitForLog((entry) => entry.event === "request-refused" && entry.target === target);
-    expect(await refused("/svc/nope/x?q=1")).toMatchObject({ listener: "published", status: 404, method: "DELETE", reason: "unknown site", remote: "127.0.0.1" });
-    expect(await refused("/traffic/v1/captures")).toMatchObject({ status: 401, method: "GET", reason: "control token required" });
+    const refused = (target: string) =>
+      gateway.waitForLog((entry) => entry.event === "request-refused" && entry.target === target);
+    expect(await refused("/svc/nope/x?q=1")).toMatchObject({
+      listener: "published",
+      status: 404,
+      method: "DELETE",
+      reason: "unknown site",
+      remote: "127.0.0.1",
+    });
+    expect(await refused("/traffic/v1/captures")).toMatchObject({
+      status: 401,
+      method: "GET",
+      reason: "control token required",
+    });
     expect(await refused("/healthz")).toMatchObject({ status: 405, method: "PUT", reason: "method not allowed" });
     expect(await refused("/svc%2Fshop/x")).toMatchObject({ status: 400, reason: "escaped slash in the route prefix" });
     // The token offered is never logged.

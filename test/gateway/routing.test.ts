@@ -1,7 +1,15 @@
 // Which upstream a path reaches.
 import type http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { echoHandler, request, startGateway, startUpstream, type Echo, type GatewayProcess, type Upstream } from "./helpers";
+import {
+  echoHandler,
+  request,
+  startGateway,
+  startUpstream,
+  type Echo,
+  type GatewayProcess,
+  type Upstream,
+} from "./helpers";
 
 describe("gateway routing", () => {
   let gateway: GatewayProcess;
@@ -10,7 +18,9 @@ describe("gateway routing", () => {
 
   beforeAll(async () => {
     const [server, frontend, live] = await Promise.all(
-      (["server", "frontend", "live"] as const).map((tag) => startUpstream(echoHandler(tag, (req) => seen[tag].push(req)))),
+      (["server", "frontend", "live"] as const).map((tag) =>
+        startUpstream(echoHandler(tag, (req) => seen[tag].push(req))),
+      ),
     );
     upstreams.push(server, frontend, live);
     gateway = await startGateway({

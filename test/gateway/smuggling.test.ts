@@ -32,8 +32,13 @@ function chunkedLength(text: string): number | undefined {
   }
 }
 
-/** A server that answers each request head it reads with `answer(head, connection)`; bodies are not parsed, so smuggled requests show as heads. */
-function startRawServer(answer: (head: string, connection: number, requestsOnConnection: number) => string | undefined): Promise<RawServer> {
+/**
+ * A server that answers each request head it reads with `answer(head, connection)`; bodies are not parsed, so smuggled
+ * requests show as heads.
+ */
+function startRawServer(
+  answer: (head: string, connection: number, requestsOnConnection: number) => string | undefined,
+): Promise<RawServer> {
   let connections = 0;
   const heads: RawServer["heads"] = [];
   const received = new Map<number, string>();
@@ -66,13 +71,24 @@ function startRawServer(answer: (head: string, connection: number, requestsOnCon
   });
   return new Promise((resolve) =>
     server.listen(0, "127.0.0.1", () =>
-      resolve({ port: (server.address() as AddressInfo).port, heads, received, connections: () => connections, close: () => server.close() }),
+      resolve({
+        port: (server.address() as AddressInfo).port,
+        heads,
+        received,
+        connections: () => connections,
+        close: () => server.close(),
+      }),
     ),
   );
 }
 
 /** Writes `bytes` on one client connection and collects what comes back until `until` matches or the socket closes. */
-function clientExchange(port: number, bytes: string, until: (text: string) => boolean, timeoutMs = 4_000): Promise<string> {
+function clientExchange(
+  port: number,
+  bytes: string,
+  until: (text: string) => boolean,
+  timeoutMs = 4_000,
+): Promise<string> {
   return new Promise((resolve) => {
     const socket = net.connect(port, "127.0.0.1");
     let text = "";
@@ -91,7 +107,8 @@ function clientExchange(port: number, bytes: string, until: (text: string) => bo
   });
 }
 
-const ok = (body: string) => `HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+const ok = (body: string) =>
+  `HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
 
 describe("gateway against request smuggling and response desync", () => {
   let gateway: GatewayProcess;
@@ -134,7 +151,9 @@ describe("gateway against request smuggling and response desync", () => {
     expect(text).not.toContain("forged");
     expect(text.split("\r\n")[0]).toBe("HTTP/1.1 502 Bad Gateway");
     expect(text).toContain("shop saw /next");
-    const line = await gateway.waitForLog((entry) => entry.site === "evil" && String(entry.detail ?? entry.reason ?? "").includes("Transfer-Encoding"));
+    const line = await gateway.waitForLog(
+      (entry) => entry.site === "evil" && String(entry.detail ?? entry.reason ?? "").includes("Transfer-Encoding"),
+    );
     expect(line.path).toBe("/te-and-cl");
   });
 
@@ -154,19 +173,22 @@ describe("gateway against request smuggling and response desync", () => {
     expect(text).toContain("shop saw /form");
   });
 
-  it.each(["GET", "HEAD", "DELETE", "OPTIONS"])("re-frames a chunked body on %s, so its bytes never reach the site as a second request", async (method) => {
-    const smuggled = "GET /smuggled HTTP/1.1\r\nHost: shop\r\n\r\n";
-    const before = shop.heads.length;
-    await clientExchange(
-      gateway.port,
-      `${method} /svc/shop/with-body HTTP/1.1\r\nHost: gw\r\nConnection: Transfer-Encoding\r\nTransfer-Encoding: chunked\r\n\r\n${smuggled.length.toString(16)}\r\n${smuggled}\r\n0\r\n\r\n`,
-      (t) => t.includes("\r\n\r\n"),
-    );
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const heads = shop.heads.slice(before);
-    expect(heads.map((h) => h.head.split("\r\n")[0])).toEqual([`${method} /with-body HTTP/1.1`]);
-    expect(heads[0].head).toMatch(/\r\n(transfer-encoding: chunked|content-length: \d+)(\r\n|$)/i);
-  });
+  it.each(["GET", "HEAD", "DELETE", "OPTIONS"])(
+    "re-frames a chunked body on %s, so its bytes never reach the site as a second request",
+    async (method) => {
+      const smuggled = "GET /smuggled HTTP/1.1\r\nHost: shop\r\n\r\n";
+      const before = shop.heads.length;
+      await clientExchange(
+        gateway.port,
+        `${method} /svc/shop/with-body HTTP/1.1\r\nHost: gw\r\nConnection: Transfer-Encoding\r\nTransfer-Encoding: chunked\r\n\r\n${smuggled.length.toString(16)}\r\n${smuggled}\r\n0\r\n\r\n`,
+        (t) => t.includes("\r\n\r\n"),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const heads = shop.heads.slice(before);
+      expect(heads.map((h) => h.head.split("\r\n")[0])).toEqual([`${method} /with-body HTTP/1.1`]);
+      expect(heads[0].head).toMatch(/\r\n(transfer-encoding: chunked|content-length: \d+)(\r\n|$)/i);
+    },
+  );
 
   it("ends the exchange when a client's chunked body turns malformed midway, so nothing after it reaches the site", async () => {
     const smuggled = "GET /smuggled-after-bad-chunk HTTP/1.1\r\nHost: shop\r\n\r\n";
@@ -180,21 +202,35 @@ describe("gateway against request smuggling and response desync", () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(shop.heads.map((h) => h.head)).not.toContainEqual(expect.stringContaining("/smuggled-after-bad-chunk"));
     expect([...shop.received.values()].join("")).not.toMatch(/\r\n\r\nGET \/smuggled-after-bad-chunk/);
-    await gateway.waitForLog((entry) => entry.event === "request-refused" && String(entry.reason).startsWith("HPE_INVALID_CHUNK_SIZE"));
+    await gateway.waitForLog(
+      (entry) => entry.event === "request-refused" && String(entry.reason).startsWith("HPE_INVALID_CHUNK_SIZE"),
+    );
   });
 
   it("never drops Host because the client's Connection header nominates it", async () => {
     const before = shop.heads.length;
-    await clientExchange(gateway.port, "GET /svc/shop/host HTTP/1.1\r\nHost: shop.test\r\nConnection: Host, close\r\n\r\n", (t) => t.includes("shop saw"));
+    await clientExchange(
+      gateway.port,
+      "GET /svc/shop/host HTTP/1.1\r\nHost: shop.test\r\nConnection: Host, close\r\n\r\n",
+      (t) => t.includes("shop saw"),
+    );
     const head = shop.heads.slice(before)[0].head;
     expect(head).toMatch(/\r\nhost: shop\.test(\r\n|$)/i);
   });
 
   it("never sends a non-idempotent request again on a fresh connection", async () => {
-    const first = await clientExchange(gateway.port, "POST /svc/resetting/a HTTP/1.1\r\nHost: gw\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", () => false);
+    const first = await clientExchange(
+      gateway.port,
+      "POST /svc/resetting/a HTTP/1.1\r\nHost: gw\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+      () => false,
+    );
     expect(first).toContain("first");
     const connections = resetting.connections();
-    const second = await clientExchange(gateway.port, "POST /svc/resetting/b HTTP/1.1\r\nHost: gw\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", () => false);
+    const second = await clientExchange(
+      gateway.port,
+      "POST /svc/resetting/b HTTP/1.1\r\nHost: gw\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+      () => false,
+    );
     expect(second.split("\r\n")[0]).toBe("HTTP/1.1 502 Bad Gateway");
     expect(resetting.connections()).toBe(connections);
     expect(resetting.heads.filter((h) => h.head.startsWith("POST /b ")).length).toBe(1);

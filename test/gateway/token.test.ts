@@ -2,8 +2,28 @@
 import type http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
-import { bearer, carriesControlToken, computerControlToken, parseBearer, tokenProblem, tokensEqual, withoutControlToken, WWW_AUTHENTICATE_CHALLENGE } from "../../src/protocol/auth";
-import { echoHandler, headerValues, rawExchange, request, startGateway, startUpstream, TOKEN, type Echo, type GatewayProcess, type Upstream } from "./helpers";
+import {
+  bearer,
+  carriesControlToken,
+  computerControlToken,
+  parseBearer,
+  tokenProblem,
+  tokensEqual,
+  withoutControlToken,
+  WWW_AUTHENTICATE_CHALLENGE,
+} from "../../src/protocol/auth";
+import {
+  echoHandler,
+  headerValues,
+  rawExchange,
+  request,
+  startGateway,
+  startUpstream,
+  TOKEN,
+  type Echo,
+  type GatewayProcess,
+  type Upstream,
+} from "./helpers";
 
 describe("control token comparison", () => {
   it("accepts only the exact token, whatever the lengths, without throwing", () => {
@@ -48,16 +68,27 @@ describe("control token on the wire", () => {
   it("keeps the other credentials of a comma-separated list, and values that never carried it", () => {
     expect(withoutControlToken(`Bearer ${TOKEN}, Bearer site-own`, TOKEN)).toBe("Bearer site-own");
     expect(withoutControlToken(`Bearer site-own,Bearer\t${TOKEN}`, TOKEN)).toBe("Bearer site-own");
-    expect(withoutControlToken(`Digest username="a,b", realm="x", Bearer ${TOKEN}`, TOKEN)).toBe('Digest username="a,b", realm="x"');
-    for (const value of ["Bearer site-own", `Bearer ${TOKEN}x`, basic("user:pass"), 'Digest username="a", response="b"']) {
+    expect(withoutControlToken(`Digest username="a,b", realm="x", Bearer ${TOKEN}`, TOKEN)).toBe(
+      'Digest username="a,b", realm="x"',
+    );
+    for (const value of [
+      "Bearer site-own",
+      `Bearer ${TOKEN}x`,
+      basic("user:pass"),
+      'Digest username="a", response="b"',
+    ]) {
       expect(withoutControlToken(value, TOKEN), value).toBe(value);
     }
   });
 
-  it("derives a computer's control token as HMAC-SHA256(control token, \"multienv computer control\\n\" + computer), hex", () => {
+  it('derives a computer\'s control token as HMAC-SHA256(control token, "multienv computer control\\n" + computer), hex', () => {
     // Values from `printf 'multienv computer control\n<computer>' | openssl dgst -sha256 -hmac <token>`.
-    expect(computerControlToken(TOKEN, "agent")).toBe("105935ed06082ebc74a52e2d332d45719e3a5444b49efaf01707fb41cdf8d3c2");
-    expect(computerControlToken(TOKEN, "shop-agent")).toBe("cc51b6284e2791e04b57fb539efc4b9c07a5d363db65b70a62e4051c9e68a3d3");
+    expect(computerControlToken(TOKEN, "agent")).toBe(
+      "105935ed06082ebc74a52e2d332d45719e3a5444b49efaf01707fb41cdf8d3c2",
+    );
+    expect(computerControlToken(TOKEN, "shop-agent")).toBe(
+      "cc51b6284e2791e04b57fb539efc4b9c07a5d363db65b70a62e4051c9e68a3d3",
+    );
     expect(tokenProblem(computerControlToken(TOKEN, "agent"))).toBeUndefined();
   });
 
@@ -86,7 +117,11 @@ describe("gateway and the control token", () => {
       upgrades.push(req);
       socket.send("hi");
     });
-    gateway = await startGateway({ sites: { shop: { server: site.url } }, capturesDir: "/nonexistent-captures", computers: { agent: { cdp: "http://127.0.0.1:9" } } });
+    gateway = await startGateway({
+      sites: { shop: { server: site.url } },
+      capturesDir: "/nonexistent-captures",
+      computers: { agent: { cdp: "http://127.0.0.1:9" } },
+    });
   });
   afterAll(async () => {
     await gateway?.stop();
@@ -107,12 +142,19 @@ describe("gateway and the control token", () => {
   it("removes the control token in every form a client may write it, repeated headers and lists included", async () => {
     for (const value of CARRYING) expect(await seenBy(["Authorization", value]), value).toEqual([]);
     expect(await seenBy(["Authorization", `Bearer ${TOKEN}`, "Authorization", `bearer\t"${TOKEN}"`])).toEqual([]);
-    expect(await seenBy(["Authorization", `Bearer site-own, Bearer ${TOKEN}`, "Authorization", basic(`x:${TOKEN}`)])).toEqual(["Bearer site-own"]);
+    expect(
+      await seenBy(["Authorization", `Bearer site-own, Bearer ${TOKEN}`, "Authorization", basic(`x:${TOKEN}`)]),
+    ).toEqual(["Bearer site-own"]);
     // Bytes no client library would send: tabs around the value, a bare list.
-    const raw = await rawExchange(gateway.port, `GET /svc/shop/whoami HTTP/1.1\r\nHost: gw\r\nAuthorization:\t Bearer \t${TOKEN}\t\r\nAuthorization: ,Bearer ${TOKEN},\r\nConnection: close\r\n\r\n`);
+    const raw = await rawExchange(
+      gateway.port,
+      `GET /svc/shop/whoami HTTP/1.1\r\nHost: gw\r\nAuthorization:\t Bearer \t${TOKEN}\t\r\nAuthorization: ,Bearer ${TOKEN},\r\nConnection: close\r\n\r\n`,
+    );
     const text = raw.toString("latin1");
     expect(text).not.toContain(TOKEN);
-    expect(headerValues((JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)) as Echo).rawHeaders, "authorization")).toEqual([]);
+    expect(
+      headerValues((JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)) as Echo).rawHeaders, "authorization"),
+    ).toEqual([]);
   });
 
   it("passes a site's own bearer token, and any other Authorization, through unchanged", async () => {
@@ -123,7 +165,9 @@ describe("gateway and the control token", () => {
   });
 
   it("removes the control token from a WebSocket upgrade too", async () => {
-    const socket = new WebSocket(`ws://127.0.0.1:${gateway.port}/svc/shop/ws`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+    const socket = new WebSocket(`ws://127.0.0.1:${gateway.port}/svc/shop/ws`, {
+      headers: { Authorization: `Bearer ${TOKEN}` },
+    });
     await new Promise((resolve, reject) => {
       socket.once("message", resolve);
       socket.once("error", reject);
@@ -133,8 +177,16 @@ describe("gateway and the control token", () => {
   });
 
   it("requires the token for its own operations: 401 with WWW-Authenticate", async () => {
-    for (const path of ["/traffic/v1/captures", "/traffic/v1/captures/shop-server.pcap0", "/computers/agent/cdp/json/version", "/computers/agent/proxy-log", "/computers/agent/connections/end"]) {
-      for (const headers of [{}, { Authorization: "Bearer wrong" }, { Authorization: `Basic ${TOKEN}` }] as Array<Record<string, string>>) {
+    for (const path of [
+      "/traffic/v1/captures",
+      "/traffic/v1/captures/shop-server.pcap0",
+      "/computers/agent/cdp/json/version",
+      "/computers/agent/proxy-log",
+      "/computers/agent/connections/end",
+    ]) {
+      for (const headers of [{}, { Authorization: "Bearer wrong" }, { Authorization: `Basic ${TOKEN}` }] as Array<
+        Record<string, string>
+      >) {
         const answer = await request(gateway.url + path, { headers });
         expect(answer.status, `${path} ${JSON.stringify(headers)}`).toBe(401);
         expect(answer.headers["www-authenticate"]).toBe(WWW_AUTHENTICATE_CHALLENGE);

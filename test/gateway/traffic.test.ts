@@ -8,14 +8,32 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CARD_PATH } from "../../src/protocol/card";
-import { fetchTrafficCapture, listTrafficCaptures, PCAP_MEDIA_TYPE, servesTraffic, TRAFFIC_CAPTURES_PATH } from "../../src/protocol/traffic";
-import { rawExchange, request, startGateway, startUpstream, TOKEN, type GatewayProcess, type Upstream } from "./helpers";
+import {
+  fetchTrafficCapture,
+  listTrafficCaptures,
+  PCAP_MEDIA_TYPE,
+  servesTraffic,
+  TRAFFIC_CAPTURES_PATH,
+} from "../../src/protocol/traffic";
+import {
+  rawExchange,
+  request,
+  startGateway,
+  startUpstream,
+  TOKEN,
+  type GatewayProcess,
+  type Upstream,
+} from "./helpers";
 
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 
 /** Runs tcpdump on loopback the way a capture sidecar does (-U, rotating -C 1 -W 3) until stopped. */
 async function startTcpdump(prefix: string, port: number): Promise<{ stop(): Promise<void> }> {
-  const child: ChildProcess = spawn("tcpdump", ["-i", "lo", "-U", "-Z", "root", "-w", prefix, "-C", "1", "-W", "3", "tcp", "port", String(port)], { stdio: ["ignore", "ignore", "pipe"] });
+  const child: ChildProcess = spawn(
+    "tcpdump",
+    ["-i", "lo", "-U", "-Z", "root", "-w", prefix, "-C", "1", "-W", "3", "tcp", "port", String(port)],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
   let stderr = "";
   await new Promise<void>((resolve, reject) => {
     child.stderr!.on("data", (chunk) => {
@@ -46,7 +64,11 @@ describe("traffic/v1", () => {
     const tcpdump = await startTcpdump(join(dir, "shop-server.pcap"), site.port);
     // About 3.5 MB of loopback traffic: more than the three 1 MB files hold, so tcpdump rotates and overwrites.
     for (let i = 0; i < 14; i++) {
-      await new Promise<void>((resolve, reject) => http.get(`${site.url}/page/${i}`, { agent: false }, (res) => res.resume().on("end", resolve)).on("error", reject));
+      await new Promise<void>((resolve, reject) =>
+        http
+          .get(`${site.url}/page/${i}`, { agent: false }, (res) => res.resume().on("end", resolve))
+          .on("error", reject),
+      );
       await new Promise((resolve) => setTimeout(resolve, 15)); // distinct modification times
     }
     await tcpdump.stop();
@@ -70,7 +92,14 @@ describe("traffic/v1", () => {
       .sort((a, b) => a.stat.mtimeMs - b.stat.mtimeMs);
     expect(onDisk.map((f) => f.name).sort()).toEqual(["shop-server.pcap0", "shop-server.pcap1", "shop-server.pcap2"]);
     expect(captures).toEqual(
-      onDisk.map((f) => ({ name: f.name, site: "shop", role: "server", container: "shop-server", bytes: f.stat.size, modified: f.stat.mtime.toISOString() })),
+      onDisk.map((f) => ({
+        name: f.name,
+        site: "shop",
+        role: "server",
+        container: "shop-server",
+        bytes: f.stat.size,
+        modified: f.stat.mtime.toISOString(),
+      })),
     );
     // tcpdump wrapped around: the first file was overwritten, so it is not the oldest.
     expect(captures[0].name).not.toBe("shop-server.pcap0");
@@ -79,7 +108,9 @@ describe("traffic/v1", () => {
 
   it("streams one capture as pcap with its length; it reads back with tcpdump -r", async () => {
     const name = (await listTrafficCaptures(gateway.url, TOKEN))[0].name;
-    const head = await request(`${gateway.url}${TRAFFIC_CAPTURES_PATH}/${name}`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+    const head = await request(`${gateway.url}${TRAFFIC_CAPTURES_PATH}/${name}`, {
+      headers: { Authorization: `Bearer ${TOKEN}` },
+    });
     expect(head.headers["content-type"]).toBe(PCAP_MEDIA_TYPE);
     expect(Number(head.headers["content-length"])).toBe(statSync(join(dir, name)).size);
 
@@ -113,7 +144,9 @@ describe("traffic/v1", () => {
       ["/traffic/v1/captures/evil-server.pcap0", 404], // a link out of the folder, though its name fits
       ["/traffic/v1/captures/shop-frontend.pcap0", 404],
     ] as const) {
-      const response = (await rawExchange(gateway.port, `GET ${path} HTTP/1.1\r\nHost: gw\r\n${auth}Connection: close\r\n\r\n`)).toString("latin1");
+      const response = (
+        await rawExchange(gateway.port, `GET ${path} HTTP/1.1\r\nHost: gw\r\n${auth}Connection: close\r\n\r\n`)
+      ).toString("latin1");
       expect(response.split("\r\n")[0], path).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
       expect(response, path).not.toContain("root:");
     }

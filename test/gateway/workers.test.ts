@@ -2,7 +2,15 @@
 // worker serving, and a worker that dies replaced.
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { echoHandler, request, startGateway, startUpstream, type Echo, type GatewayProcess, type Upstream } from "./helpers";
+import {
+  echoHandler,
+  request,
+  startGateway,
+  startUpstream,
+  type Echo,
+  type GatewayProcess,
+  type Upstream,
+} from "./helpers";
 
 function workerPids(pid: number): number[] {
   return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
@@ -22,7 +30,9 @@ describe("gateway workers", () => {
   });
 
   it("prints one listening line naming the bound port and the workers, and serves", async () => {
-    expect(gateway.logs.filter((line) => line.event === "listening")).toEqual([expect.objectContaining({ host: "127.0.0.1", port: gateway.port, workers: 2 })]);
+    expect(gateway.logs.filter((line) => line.event === "listening")).toEqual([
+      expect.objectContaining({ host: "127.0.0.1", port: gateway.port, workers: 2 }),
+    ]);
     expect(workerPids(gateway.process.pid!)).toHaveLength(2);
     const answer = await request(`${gateway.url}/svc/shop/x`);
     expect((JSON.parse(answer.body) as Echo).url).toBe("/x");

@@ -40,7 +40,13 @@ export async function freePort(host = "127.0.0.1"): Promise<number> {
   });
 }
 
-export async function startSshd(options: { host?: string; port?: number; dockerSocket: string; netns?: string; maxSessions?: number }): Promise<TestSshd> {
+export async function startSshd(options: {
+  host?: string;
+  port?: number;
+  dockerSocket: string;
+  netns?: string;
+  maxSessions?: number;
+}): Promise<TestSshd> {
   if (!fs.existsSync(SSHD)) throw new Error(`${SSHD} is missing: install openssh-server (scripts/setup.sh does)`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-sshd-"));
   const [hostKeyFile, hostKey] = keyPair(dir, "host");
@@ -71,7 +77,9 @@ export async function startSshd(options: { host?: string; port?: number; dockerS
   );
   fs.mkdirSync("/run/sshd", { recursive: true });
   const argv = [SSHD, "-D", "-e", "-f", path.join(dir, "sshd_config"), "-E", logFile];
-  const child: ChildProcess = options.netns ? spawn("nsenter", [`--net=/var/run/netns/${options.netns}`, ...argv], { stdio: "ignore" }) : spawn(argv[0], argv.slice(1), { stdio: "ignore" });
+  const child: ChildProcess = options.netns
+    ? spawn("nsenter", [`--net=/var/run/netns/${options.netns}`, ...argv], { stdio: "ignore" })
+    : spawn(argv[0], argv.slice(1), { stdio: "ignore" });
   const deadline = Date.now() + 10_000;
   for (;;) {
     const log = fs.existsSync(logFile) ? fs.readFileSync(logFile, "utf8") : "";

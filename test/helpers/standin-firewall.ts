@@ -10,17 +10,35 @@ import type { Standin } from "./standin";
 export function applySecurityGroup(standin: Standin, security: HostSecurity, peers: Record<string, string>): void {
   const link = `mevn-${standin.name}`;
   const rules: string[][] = [];
-  const sources = (rule: SecurityRule): string[] => [...(rule.peer !== undefined ? [`${peers[rule.peer]}/32`] : []), ...(rule.cidrBlocks ?? [])];
-  for (const [chain, dir, list] of [["PREROUTING", "-i", security.ingress], ["POSTROUTING", "-o", security.egress]] as const) {
+  const sources = (rule: SecurityRule): string[] => [
+    ...(rule.peer !== undefined ? [`${peers[rule.peer]}/32`] : []),
+    ...(rule.cidrBlocks ?? []),
+  ];
+  for (const [chain, dir, list] of [
+    ["PREROUTING", "-i", security.ingress],
+    ["POSTROUTING", "-o", security.egress],
+  ] as const) {
     const name = `MULTIENV-${chain === "PREROUTING" ? "IN" : "OUT"}`;
     rules.push(["-N", name], ["-A", chain, dir, link, "-j", name]);
     rules.push(["-A", name, "-m", "conntrack", "--ctstate", "ESTABLISHED,RELATED", "-j", "RETURN"]);
     for (const rule of list) {
       for (const cidr of sources(rule)) {
-        rules.push(["-A", name, chain === "PREROUTING" ? "-s" : "-d", cidr, "-p", rule.protocol, "--dport", `${rule.fromPort}:${rule.toPort}`, "-j", "RETURN"]);
+        rules.push([
+          "-A",
+          name,
+          chain === "PREROUTING" ? "-s" : "-d",
+          cidr,
+          "-p",
+          rule.protocol,
+          "--dport",
+          `${rule.fromPort}:${rule.toPort}`,
+          "-j",
+          "RETURN",
+        ]);
       }
     }
     rules.push(["-A", name, "-j", "DROP"]);
   }
-  for (const rule of rules) execFileSync("ip", ["netns", "exec", standin.namespace, "iptables", "-t", "mangle", ...rule]);
+  for (const rule of rules)
+    execFileSync("ip", ["netns", "exec", standin.namespace, "iptables", "-t", "mangle", ...rule]);
 }

@@ -25,7 +25,8 @@ export interface Standin {
 const run = (cmd: string, args: string[]) => execFileSync(cmd, args, { stdio: ["ignore", "pipe", "pipe"] }).toString();
 
 export async function startStandin(name: string, index: number): Promise<Standin> {
-  if (!/^[a-z0-9]{1,8}$/.test(name) || index < 1 || index > 250) throw new Error(`stand-in ${name}/${index}: a short lowercase name and an index 1-250`);
+  if (!/^[a-z0-9]{1,8}$/.test(name) || index < 1 || index > 250)
+    throw new Error(`stand-in ${name}/${index}: a short lowercase name and an index 1-250`);
   const namespace = `mev-${name}`;
   const hostIf = `mevh-${name}`;
   const innerIf = `mevn-${name}`;
@@ -46,25 +47,48 @@ export async function startStandin(name: string, index: number): Promise<Standin
   inNs("ip", "link", "set", "lo", "up");
   inNs("ip", "route", "add", "default", "via", `10.213.${index}.1`);
   // Stand-ins reach each other through this machine, as VMs of one subnet do: only between their own links.
-  for (const chain of [["-i", hostIf, "-o", "mevh-+"], ["-i", "mevh-+", "-o", hostIf]]) {
-    execFileSync("sh", ["-c", `iptables -C FORWARD ${chain.join(" ")} -j ACCEPT 2>/dev/null || iptables -I FORWARD ${chain.join(" ")} -j ACCEPT`]);
+  for (const chain of [
+    ["-i", hostIf, "-o", "mevh-+"],
+    ["-i", "mevh-+", "-o", hostIf],
+  ]) {
+    execFileSync("sh", [
+      "-c",
+      `iptables -C FORWARD ${chain.join(" ")} -j ACCEPT 2>/dev/null || iptables -I FORWARD ${chain.join(" ")} -j ACCEPT`,
+    ]);
   }
   const dockerSocket = `${runDir}/docker.sock`;
   // nsenter, not `ip netns exec`: that remounts /sys for the namespace, which hides the cgroup mounts dockerd needs.
   const dockerd: ChildProcess = spawn(
     "nsenter",
     [
-      `--net=/var/run/netns/${namespace}`, "dockerd",
-      "--data-root", `${root}/docker`, "--exec-root", `${runDir}/exec`, "--pidfile", `${runDir}/docker.pid`,
-      "-H", `unix://${dockerSocket}`, "--cgroup-parent", `multienv-standin-${name}`, "--bridge", "none",
+      `--net=/var/run/netns/${namespace}`,
+      "dockerd",
+      "--data-root",
+      `${root}/docker`,
+      "--exec-root",
+      `${runDir}/exec`,
+      "--pidfile",
+      `${runDir}/docker.pid`,
+      "-H",
+      `unix://${dockerSocket}`,
+      "--cgroup-parent",
+      `multienv-standin-${name}`,
+      "--bridge",
+      "none",
     ],
-    { stdio: ["ignore", fs.openSync(`${runDir}/dockerd.log`, "w"), fs.openSync(`${runDir}/dockerd.err`, "w")], detached: true },
+    {
+      stdio: ["ignore", fs.openSync(`${runDir}/dockerd.log`, "w"), fs.openSync(`${runDir}/dockerd.err`, "w")],
+      detached: true,
+    },
   );
   dockerd.unref();
   fs.writeFileSync(`${runDir}/dockerd.launcher.pid`, String(dockerd.pid));
   const deadline = Date.now() + 60_000;
   while (!fs.existsSync(dockerSocket) || !dockerAnswers(dockerSocket)) {
-    if (Date.now() > deadline) throw new Error(`stand-in ${name}: dockerd did not start: ${fs.readFileSync(`${runDir}/dockerd.err`, "utf8").slice(-2000)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `stand-in ${name}: dockerd did not start: ${fs.readFileSync(`${runDir}/dockerd.err`, "utf8").slice(-2000)}`,
+      );
     await new Promise((r) => setTimeout(r, 250));
   }
   const sshd = await startSshd({ host: address, port: 22, dockerSocket, netns: namespace });
@@ -87,7 +111,10 @@ export async function startStandin(name: string, index: number): Promise<Standin
 
 function dockerAnswers(socket: string): boolean {
   try {
-    execFileSync("docker", ["-H", `unix://${socket}`, "version", "--format", "{{.Server.Version}}"], { stdio: "ignore", timeout: 5000 });
+    execFileSync("docker", ["-H", `unix://${socket}`, "version", "--format", "{{.Server.Version}}"], {
+      stdio: "ignore",
+      timeout: 5000,
+    });
     return true;
   } catch {
     return false;
@@ -111,13 +138,20 @@ export async function stopStandin(name: string): Promise<void> {
     }
   }
   const hostIf = `mevh-${name}`;
-  for (const chain of [["-i", hostIf, "-o", "mevh-+"], ["-i", "mevh-+", "-o", hostIf]]) {
+  for (const chain of [
+    ["-i", hostIf, "-o", "mevh-+"],
+    ["-i", "mevh-+", "-o", hostIf],
+  ]) {
     execFileSync("sh", ["-c", `while iptables -D FORWARD ${chain.join(" ")} -j ACCEPT 2>/dev/null; do :; done`]);
   }
   execFileSync("sh", ["-c", `ip link del ${hostIf} 2>/dev/null; ip netns del mev-${name} 2>/dev/null; true`]);
   // What its dockerd left mounted (container namespaces, layers), then its files: a stand-in is made anew each time.
   const root = `/var/lib/multienv-standin/${name}`;
-  const mounts = fs.readFileSync("/proc/mounts", "utf8").split("\n").map((l) => l.split(" ")[1]).filter((m) => m && (m.startsWith(`${runDir}/`) || m.startsWith(`${root}/`)));
+  const mounts = fs
+    .readFileSync("/proc/mounts", "utf8")
+    .split("\n")
+    .map((l) => l.split(" ")[1])
+    .filter((m) => m && (m.startsWith(`${runDir}/`) || m.startsWith(`${root}/`)));
   for (const m of mounts.reverse()) execFileSync("umount", ["-l", m], { stdio: "ignore" });
   fs.rmSync(runDir, { recursive: true, force: true });
   fs.rmSync(root, { recursive: true, force: true });

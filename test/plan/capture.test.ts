@@ -32,9 +32,27 @@ describe("capture", () => {
       fileCount: 3,
       volumeName: "demo-captures",
       sidecars: [
-        { target: "demo-gh-server", site: "gh", role: "server", containerName: "demo-gh-server-capture", filePrefix: "gh-server.pcap" },
-        { target: "demo-shop-frontend", site: "shop", role: "frontend", containerName: "demo-shop-frontend-capture", filePrefix: "shop-frontend.pcap" },
-        { target: "demo-shop-server", site: "shop", role: "server", containerName: "demo-shop-server-capture", filePrefix: "shop-server.pcap" },
+        {
+          target: "demo-gh-server",
+          site: "gh",
+          role: "server",
+          containerName: "demo-gh-server-capture",
+          filePrefix: "gh-server.pcap",
+        },
+        {
+          target: "demo-shop-frontend",
+          site: "shop",
+          role: "frontend",
+          containerName: "demo-shop-frontend-capture",
+          filePrefix: "shop-frontend.pcap",
+        },
+        {
+          target: "demo-shop-server",
+          site: "shop",
+          role: "server",
+          containerName: "demo-shop-server-capture",
+          filePrefix: "shop-server.pcap",
+        },
       ],
     });
   });

@@ -64,7 +64,10 @@ describe("live hosts and synthetic wins", () => {
   });
 
   it("a live exact host equal to a synthetic name is dropped with a warning", () => {
-    const sites = websites({ gh: { live: true, domains: ["github.com", "gist.github.com"] }, gist: { domains: ["gist.github.com"] } });
+    const sites = websites({
+      gh: { live: true, domains: ["github.com", "gist.github.com"] },
+      gist: { domains: ["gist.github.com"] },
+    });
     const result = liveHosts(sites);
     expect(result.hosts).toEqual(["github.com"]);
     expect(result.warnings.map(formatProblem)).toEqual([
@@ -86,7 +89,10 @@ describe("live hosts and synthetic wins", () => {
   });
 
   it("a wider live wildcard stays when a synthetic name sits inside it", () => {
-    const sites = websites({ gh: { live: true, domains: ["*.github.com"] }, gist: { domains: ["gist.github.com", "*.gist.github.com"] } });
+    const sites = websites({
+      gh: { live: true, domains: ["*.github.com"] },
+      gist: { domains: ["gist.github.com", "*.gist.github.com"] },
+    });
     expect(liveHosts(sites)).toEqual({ hosts: ["*.github.com"], warnings: [] });
   });
 
@@ -101,9 +107,12 @@ describe("isClaimed", () => {
     gh: { live: true, domains: ["github.com", "*.github.com"], allowHosts: ["*.githubassets.com"] },
     shop: { domains: ["shop.test", "*.shop.test"] },
   });
-  it.each(["shop.test", "a.shop.test", "github.com", "gist.github.com", "x.githubassets.com"])("%s is claimed", (host) => {
-    expect(isClaimed(sites, host)).toBe(true);
-  });
+  it.each(["shop.test", "a.shop.test", "github.com", "gist.github.com", "x.githubassets.com"])(
+    "%s is claimed",
+    (host) => {
+      expect(isClaimed(sites, host)).toBe(true);
+    },
+  );
   it.each(["example.com", "githubassets.com", "test", "notshop.test"])("%s is not", (host) => {
     expect(isClaimed(sites, host)).toBe(false);
   });

@@ -1,27 +1,45 @@
-// src/plan/ec2.ts: the ec2 target's rules and scripts, and its config section's decisions (architecture, defaults, refusals).
+// src/plan/ec2.ts: the ec2 target's rules and scripts, and its config section's decisions (architecture, defaults,
+// refusals).
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { ec2Problems, ec2SecurityRules, instanceArchitecture, lifetimeFuseLines, plannedEc2, shipImagesCommand } from "../../src/plan/ec2";
+import {
+  ec2Problems,
+  ec2SecurityRules,
+  instanceArchitecture,
+  lifetimeFuseLines,
+  plannedEc2,
+  shipImagesCommand,
+} from "../../src/plan/ec2";
 import type { StackConfig } from "../../src/plan/types";
 import { planned } from "./layout-fixture";
 
 describe("ec2", () => {
   it("never opens SSH or the gateway port beyond the runner, and gives web egress only to computers that reach public hosts", () => {
-    const ec2 = { region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["192.0.2.1/32", "2001:db8::/64"], sshPublicKey: "ssh-ed25519 AAAA x" };
+    const ec2 = {
+      region: "us-east-1",
+      instanceType: "t3.large",
+      runnerCidrs: ["192.0.2.1/32", "2001:db8::/64"],
+      sshPublicKey: "ssh-ed25519 AAAA x",
+    };
     const rules = ec2SecurityRules(planned({ target: "ec2", ec2 }));
     for (const rule of [...rules.env.ingress, ...rules.computers.closed.ingress].filter((r) => r.peer === undefined)) {
       expect(rule.cidrBlocks, rule.description).toEqual(["192.0.2.1/32"]);
       expect(rule.ipv6CidrBlocks, rule.description).toEqual(["2001:db8::/64"]);
     }
-    const webPorts = (name: string) => rules.computers[name].egress.filter((r) => r.cidrBlocks?.includes("0.0.0.0/0")).map((r) => r.fromPort);
+    const webPorts = (name: string) =>
+      rules.computers[name].egress.filter((r) => r.cidrBlocks?.includes("0.0.0.0/0")).map((r) => r.fromPort);
     expect(webPorts("wide")).toEqual([80, 443]);
     expect(webPorts("listed")).toEqual([80, 443]);
     expect(webPorts("closed")).toEqual([]);
-    expect(rules.computers.closed.egress).toEqual([{ description: "the gateway browse listener", protocol: "tcp", fromPort: 8081, toPort: 8081, peer: "env" }]);
+    expect(rules.computers.closed.egress).toEqual([
+      { description: "the gateway browse listener", protocol: "tcp", fromPort: 8081, toPort: 8081, peer: "env" },
+    ]);
     // The computers reach the gateway's browse listener only, never its published one; the gateway VM reaches each
     // computer's control port only (its listener wants the computer's token).
     expect(rules.env.ingress.filter((r) => r.peer !== undefined).map((r) => r.fromPort)).toEqual([8081, 8081, 8081]);
-    expect(rules.computers.closed.ingress.filter((r) => r.peer !== undefined).map((r) => [r.fromPort, r.toPort])).toEqual([[9000, 9000]]);
+    expect(
+      rules.computers.closed.ingress.filter((r) => r.peer !== undefined).map((r) => [r.fromPort, r.toPort]),
+    ).toEqual([[9000, 9000]]);
   });
 
   it("ships a host's images in one compressed save, by id, with a shell command sh accepts", () => {
@@ -42,7 +60,9 @@ describe("lifetimeFuseLines", () => {
     expect(lines.join("\n")).toContain("Persistent=true");
     expect(lines.join("\n")).toContain("ExecStart=/usr/bin/systemctl poweroff");
     // The fuse's time as the first line computes it, parsed by systemd itself where it is installed.
-    const at = execFileSync("/bin/bash", ["-c", `${lines[0]}; echo "$fuse_at"`]).toString().trim();
+    const at = execFileSync("/bin/bash", ["-c", `${lines[0]}; echo "$fuse_at"`])
+      .toString()
+      .trim();
     const minutes = (Date.parse(at.replace(" UTC", "Z").replace(" ", "T")) - Date.now()) / 60_000;
     expect(minutes).toBeGreaterThan(28);
     expect(minutes).toBeLessThan(31);
@@ -54,17 +74,49 @@ describe("lifetimeFuseLines", () => {
   });
 });
 
-const EC2 = { region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["203.0.113.7/32"], sshPublicKey: "ssh-ed25519 AAAA me" };
+const EC2 = {
+  region: "us-east-1",
+  instanceType: "t3.large",
+  runnerCidrs: ["203.0.113.7/32"],
+  sshPublicKey: "ssh-ed25519 AAAA me",
+};
 
 describe("instanceArchitecture", () => {
   it("knows Graviton families by the g after their generation, and a1", () => {
-    for (const type of ["t4g.small", "m6g.large", "m7gd.xlarge", "c6gn.large", "c7g.medium", "r8g.large", "x2gd.large", "im4gn.large", "is4gen.large", "g5g.xlarge", "hpc7g.4xlarge", "a1.large"]) {
+    for (const type of [
+      "t4g.small",
+      "m6g.large",
+      "m7gd.xlarge",
+      "c6gn.large",
+      "c7g.medium",
+      "r8g.large",
+      "x2gd.large",
+      "im4gn.large",
+      "is4gen.large",
+      "g5g.xlarge",
+      "hpc7g.4xlarge",
+      "a1.large",
+    ]) {
       expect(instanceArchitecture(type), type).toBe("arm64");
     }
   });
 
   it("takes every other family as x86_64, GPU families that start with g among them", () => {
-    for (const type of ["t3.large", "t3a.large", "m5.large", "m6i.large", "m7i-flex.large", "c5n.large", "g4dn.xlarge", "g6.xlarge", "gr6.4xlarge", "p4d.24xlarge", "inf2.xlarge", "z1d.large", "m5zn.large"]) {
+    for (const type of [
+      "t3.large",
+      "t3a.large",
+      "m5.large",
+      "m6i.large",
+      "m7i-flex.large",
+      "c5n.large",
+      "g4dn.xlarge",
+      "g6.xlarge",
+      "gr6.4xlarge",
+      "p4d.24xlarge",
+      "inf2.xlarge",
+      "z1d.large",
+      "m5zn.large",
+    ]) {
       expect(instanceArchitecture(type), type).toBe("x86_64");
     }
   });
@@ -72,19 +124,42 @@ describe("instanceArchitecture", () => {
 
 describe("plannedEc2", () => {
   it("fills the defaults and picks the AMI parameter of the architecture, none when an AMI is given", () => {
-    expect(plannedEc2(EC2)).toMatchObject({ sshUser: "ec2-user", lifetimeHours: 4, architecture: "x86_64", amiParameter: "/aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id" });
-    expect(plannedEc2({ ...EC2, instanceType: "t4g.large" }).amiParameter).toBe("/aws/service/ecs/optimized-ami/amazon-linux-2023/arm64/recommended/image_id");
-    expect(plannedEc2({ ...EC2, ami: "ami-0abc", sshUser: "ubuntu" })).toMatchObject({ amiParameter: undefined, sshUser: "ubuntu" });
+    expect(plannedEc2(EC2)).toMatchObject({
+      sshUser: "ec2-user",
+      lifetimeHours: 4,
+      architecture: "x86_64",
+      amiParameter: "/aws/service/ecs/optimized-ami/amazon-linux-2023/recommended/image_id",
+    });
+    expect(plannedEc2({ ...EC2, instanceType: "t4g.large" }).amiParameter).toBe(
+      "/aws/service/ecs/optimized-ami/amazon-linux-2023/arm64/recommended/image_id",
+    );
+    expect(plannedEc2({ ...EC2, ami: "ami-0abc", sshUser: "ubuntu" })).toMatchObject({
+      amiParameter: undefined,
+      sshUser: "ubuntu",
+    });
   });
 });
 
 describe("ec2Problems", () => {
   const config = (ec2: Partial<typeof EC2> & Record<string, unknown>, target: StackConfig["target"] = "ec2") =>
-    ({ target, websites: {}, computers: {}, captureTraffic: false, capture: { fileSizeMb: 20, fileCount: 10 }, selfTest: true, ec2: { ...EC2, ...ec2 } }) as StackConfig;
+    ({
+      target,
+      websites: {},
+      computers: {},
+      captureTraffic: false,
+      capture: { fileSizeMb: 20, fileCount: 10 },
+      selfTest: true,
+      ec2: { ...EC2, ...ec2 },
+    }) as StackConfig;
 
   it("refuses vpcId without subnetId, naming both keys", () => {
     expect(ec2Problems(config({ vpcId: "vpc-0abc" }))).toEqual([
-      { path: "ec2.vpcId", message: expect.stringMatching(/^is set without ec2\.subnetId: .* set ec2\.subnetId to a subnet of vpc-0abc, or remove ec2\.vpcId$/) },
+      {
+        path: "ec2.vpcId",
+        message: expect.stringMatching(
+          /^is set without ec2\.subnetId: .* set ec2\.subnetId to a subnet of vpc-0abc, or remove ec2\.vpcId$/,
+        ),
+      },
     ]);
     expect(ec2Problems(config({ vpcId: "vpc-0abc", subnetId: "subnet-0abc" }))).toEqual([]);
     expect(ec2Problems(config({ subnetId: "subnet-0abc" }))).toEqual([]);

@@ -6,8 +6,23 @@ export function planned(overrides: Partial<StackConfig>): Plan {
   const config: StackConfig = {
     target: "docker",
     websites: {
-      shop: { domains: ["shop.test"], live: false, allowHosts: [], server: { image: "s", port: 8000 }, frontend: { image: "f", port: 80 }, settings: {}, secretSettings: {} },
-      gh: { domains: ["github.com"], live: true, allowHosts: [], server: { image: "g", port: 8000 }, settings: {}, secretSettings: {} },
+      shop: {
+        domains: ["shop.test"],
+        live: false,
+        allowHosts: [],
+        server: { image: "s", port: 8000 },
+        frontend: { image: "f", port: 80 },
+        settings: {},
+        secretSettings: {},
+      },
+      gh: {
+        domains: ["github.com"],
+        live: true,
+        allowHosts: [],
+        server: { image: "g", port: 8000 },
+        settings: {},
+        secretSettings: {},
+      },
     },
     computers: {
       wide: { network: "allow-all", routesSites: true, startTabs: [] },

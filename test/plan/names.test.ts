@@ -13,10 +13,13 @@ import {
 } from "../../src/protocol/host-names";
 
 describe("host names", () => {
-  it.each(["shop.test", "github.com", "a-b.c-d.example", "x", "xn--bcher-kva.example", "a1.b2"])("accepts %s", (name) => {
-    expect(hostNameProblem(name)).toBeUndefined();
-    expect(isHostName(name)).toBe(true);
-  });
+  it.each(["shop.test", "github.com", "a-b.c-d.example", "x", "xn--bcher-kva.example", "a1.b2"])(
+    "accepts %s",
+    (name) => {
+      expect(hostNameProblem(name)).toBeUndefined();
+      expect(isHostName(name)).toBe(true);
+    },
+  );
 
   it.each([
     ["", /empty/],
@@ -66,18 +69,24 @@ describe("wildcards", () => {
 });
 
 describe("isAddress", () => {
-  it.each(["140.82.112.3", "127.0.0.1", "::1", "[::1]", "2001:db8::1", "127.1", "0x7f.0.0.1", "10.1"])("%s is an address", (host) => {
-    expect(isAddress(host)).toBe(true);
-  });
+  it.each(["140.82.112.3", "127.0.0.1", "::1", "[::1]", "2001:db8::1", "127.1", "0x7f.0.0.1", "10.1"])(
+    "%s is an address",
+    (host) => {
+      expect(isAddress(host)).toBe(true);
+    },
+  );
   it.each(["github.com", "a.b.c.d", "abc", "1.2.3.4.example", "cafe.example", "face"])("%s is not", (host) => {
     expect(isAddress(host)).toBe(false);
   });
 });
 
 describe("isLocalhostName", () => {
-  it.each(["localhost", "LOCALHOST", "localhost.", "app.localhost", "*.localhost", "a.b.localhost"])("%s is a localhost name", (host) => {
-    expect(isLocalhostName(host)).toBe(true);
-  });
+  it.each(["localhost", "LOCALHOST", "localhost.", "app.localhost", "*.localhost", "a.b.localhost"])(
+    "%s is a localhost name",
+    (host) => {
+      expect(isLocalhostName(host)).toBe(true);
+    },
+  );
   it.each(["localhost.test", "mylocalhost", "notlocalhost.com", "localhostx"])("%s is not", (host) => {
     expect(isLocalhostName(host)).toBe(false);
   });

@@ -6,7 +6,11 @@ import { stackConfig } from "./fixtures";
 const demo = stackConfig({
   captureTraffic: true,
   websites: {
-    shop: { domains: ["shop.test", "*.shop.test"], settings: { greeting: "hi" }, frontend: { image: "shop-frontend:1", port: 3000 } },
+    shop: {
+      domains: ["shop.test", "*.shop.test"],
+      settings: { greeting: "hi" },
+      frontend: { image: "shop-frontend:1", port: 3000 },
+    },
     gh: {
       live: true,
       domains: ["github.com", "*.github.com", "gist.github.com"],
@@ -38,8 +42,18 @@ describe("plan", () => {
     expect(p.networks).toEqual({ env: "demo-env", egress: "demo-egress", ingress: "demo-ingress" });
     expect(p.capture.volumeName).toBe("demo-captures");
     const shop = p.websites.find((w) => w.name === "shop")!;
-    expect(shop.server).toEqual({ containerName: "demo-shop-server", image: "site-server:test", port: 8000, alias: "shop-server" });
-    expect(shop.frontend).toEqual({ containerName: "demo-shop-frontend", image: "shop-frontend:1", port: 3000, alias: "shop-frontend" });
+    expect(shop.server).toEqual({
+      containerName: "demo-shop-server",
+      image: "site-server:test",
+      port: 8000,
+      alias: "shop-server",
+    });
+    expect(shop.frontend).toEqual({
+      containerName: "demo-shop-frontend",
+      image: "shop-frontend:1",
+      port: 3000,
+      alias: "shop-frontend",
+    });
     const desk = p.computers.find((c) => c.name === "desk")!;
     expect(desk.browserContainerName).toBe("demo-desk-browser");
     expect(desk.proxyContainerName).toBe("demo-desk-proxy");
@@ -63,13 +77,25 @@ describe("plan", () => {
   });
 
   it("gives a synthetic site a frontend (default port 80) and a live site none; a live server joins egress", () => {
-    const p = planned(stackConfig({ websites: { a: { domains: ["a.test"] }, gh: { live: true, domains: ["github.com"] } } }));
+    const p = planned(
+      stackConfig({ websites: { a: { domains: ["a.test"] }, gh: { live: true, domains: ["github.com"] } } }),
+    );
     const [a, gh] = p.websites;
-    expect(a.frontend).toEqual({ containerName: "demo-a-frontend", image: "site-frontend:test", port: 80, alias: "a-frontend" });
+    expect(a.frontend).toEqual({
+      containerName: "demo-a-frontend",
+      image: "site-frontend:test",
+      port: 80,
+      alias: "a-frontend",
+    });
     expect(a.serverOnEgress).toBe(false);
     expect(gh.frontend).toBeUndefined();
     expect(gh.serverOnEgress).toBe(true);
-    expect(gh.server).toEqual({ containerName: "demo-gh-server", image: "site-server:test", port: 8000, alias: "gh-server" });
+    expect(gh.server).toEqual({
+      containerName: "demo-gh-server",
+      image: "site-server:test",
+      port: 8000,
+      alias: "gh-server",
+    });
   });
 
   it("keeps settings and secret settings (names of config keys, never values)", () => {
@@ -113,7 +139,12 @@ describe("plan", () => {
     expect(p.live).toBe(true);
     expect(p.reproducible).toBe(false);
     expect(p.liveWebsites).toEqual([
-      { name: "gh", domains: ["github.com", "*.github.com", "gist.github.com"], allowHosts: ["*.githubassets.com"], reproducible: false },
+      {
+        name: "gh",
+        domains: ["github.com", "*.github.com", "gist.github.com"],
+        allowHosts: ["*.githubassets.com"],
+        reproducible: false,
+      },
     ]);
   });
 
@@ -132,7 +163,12 @@ describe("plan", () => {
   });
 
   it("carries the ec2 section for target ec2, and warns that it is ignored for docker", () => {
-    const ec2 = { region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["203.0.113.7/32"], sshPublicKey: "ssh-ed25519 AAAA me" };
+    const ec2 = {
+      region: "us-east-1",
+      instanceType: "t3.large",
+      runnerCidrs: ["203.0.113.7/32"],
+      sshPublicKey: "ssh-ed25519 AAAA me",
+    };
     expect(planned(stackConfig({ target: "ec2", ec2 })).ec2).toEqual({
       ...ec2,
       sshUser: "ec2-user",
@@ -142,7 +178,9 @@ describe("plan", () => {
     });
     const result = plan(stackConfig({ ec2 }), { stack: "demo" });
     expect(result.ok && result.plan.ec2).toBeUndefined();
-    expect(result.warnings).toEqual(["multienv:ec2: ignored, since target is docker; set target: ec2 to deploy on EC2, or remove ec2"]);
+    expect(result.warnings).toEqual([
+      "multienv:ec2: ignored, since target is docker; set target: ec2 to deploy on EC2, or remove ec2",
+    ]);
   });
 
   it("reports every problem at once, each naming its config path, and still the warnings", () => {
@@ -170,7 +208,9 @@ describe("plan", () => {
       `multienv:computers.desk.startTabs[0]: "example.com" is claimed by no website of the env, so computer desk, which routes sites, cannot open a start tab there; add it to a website's domains or remove the tab`,
     ]);
     expect(result.warnings).toHaveLength(1);
-    expect(result.warnings[0]).toMatch(/^multienv:websites\.github\.domains\[2\]: "gist\.github\.com" is claimed by synthetic site gist/);
+    expect(result.warnings[0]).toMatch(
+      /^multienv:websites\.github\.domains\[2\]: "gist\.github\.com" is claimed by synthetic site gist/,
+    );
   });
 
   it("is plain data: JSON round-trips it", () => {
@@ -182,9 +222,11 @@ describe("plan", () => {
   it("plans 100 synthetic sites, 10 live sites and 10 computers quickly, growing linearly", () => {
     const websites: Record<string, unknown> = {};
     for (let i = 0; i < 100; i++) websites[`site${i}`] = { domains: [`site${i}.test`, `*.site${i}.test`] };
-    for (let i = 0; i < 10; i++) websites[`live${i}`] = { live: true, domains: [`live${i}.example`], allowHosts: [`cdn${i}.example`] };
+    for (let i = 0; i < 10; i++)
+      websites[`live${i}`] = { live: true, domains: [`live${i}.example`], allowHosts: [`cdn${i}.example`] };
     const computers: Record<string, unknown> = {};
-    for (let i = 0; i < 10; i++) computers[`desk${i}`] = { network: ["pypi.org"], startTabs: [`https://site${i}.test/`] };
+    for (let i = 0; i < 10; i++)
+      computers[`desk${i}`] = { network: ["pypi.org"], startTabs: [`https://site${i}.test/`] };
     const config = stackConfig({ websites, computers, captureTraffic: true });
     const started = performance.now();
     const p = planned(config);

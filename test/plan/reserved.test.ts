@@ -9,7 +9,12 @@ function problemsOf(input: Record<string, unknown>, stack = "demo"): string[] {
 
 describe("site and computer names", () => {
   it("accepts lowercase DNS labels", () => {
-    expect(problemsOf({ websites: { shop: { domains: [] }, "my-shop2": { domains: [] } }, computers: { desk: { network: "none" } } })).toEqual([]);
+    expect(
+      problemsOf({
+        websites: { shop: { domains: [] }, "my-shop2": { domains: [] } },
+        computers: { desk: { network: "none" } },
+      }),
+    ).toEqual([]);
   });
 
   it("refuses names that are not lowercase DNS labels", () => {
@@ -28,9 +33,14 @@ describe("site and computer names", () => {
     ]);
   });
 
-  it.each(["shop-server", "shop-frontend", "shop-capture", "desk-proxy", "desk-browser"])("refuses %s, which ends in a role suffix", (name) => {
-    expect(problemsOf({ websites: { [name]: { domains: [] } } })[0]).toMatch(/ends in "-[a-z]+", which container names use for roles/);
-  });
+  it.each(["shop-server", "shop-frontend", "shop-capture", "desk-proxy", "desk-browser"])(
+    "refuses %s, which ends in a role suffix",
+    (name) => {
+      expect(problemsOf({ websites: { [name]: { domains: [] } } })[0]).toMatch(
+        /ends in "-[a-z]+", which container names use for roles/,
+      );
+    },
+  );
 
   it("refuses a site name starting with the stack name, whose alias would be another site's container name", () => {
     expect(problemsOf({ websites: { "demo-shop": { domains: [] }, shop: { domains: [] } } })).toEqual([

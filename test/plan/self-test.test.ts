@@ -65,10 +65,24 @@ describe("the self-test's checks", () => {
   });
 
   it("takes the public page from the config, and is off by config, by the deploy's switch, or with no computer", () => {
-    expect(checks(planned({ websites: WEBSITES, computers: { open: { network: "allow-all" } }, selfTest: { publicUrl: "https://standin.example/x" } }), "open").at(-1)).toBe("public-reached https://standin.example/x");
+    expect(
+      checks(
+        planned({
+          websites: WEBSITES,
+          computers: { open: { network: "allow-all" } },
+          selfTest: { publicUrl: "https://standin.example/x" },
+        }),
+        "open",
+      ).at(-1),
+    ).toBe("public-reached https://standin.example/x");
     expect(planned({ websites: WEBSITES, computers: { open: { network: "allow-all" } } }).selfTest.enabled).toBe(true);
-    expect(planned({ websites: WEBSITES, computers: { open: { network: "allow-all" } }, selfTest: false }).selfTest.enabled).toBe(false);
-    expect(planned({ websites: WEBSITES, computers: { open: { network: "allow-all" } } }, { selfTest: false }).selfTest.enabled).toBe(false);
+    expect(
+      planned({ websites: WEBSITES, computers: { open: { network: "allow-all" } }, selfTest: false }).selfTest.enabled,
+    ).toBe(false);
+    expect(
+      planned({ websites: WEBSITES, computers: { open: { network: "allow-all" } } }, { selfTest: false }).selfTest
+        .enabled,
+    ).toBe(false);
     expect(planned({ websites: WEBSITES }).selfTest.enabled).toBe(false);
   });
 

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { browserServiceConfig, formatProblem, gatewayServiceConfig, plan, siteProxyServiceConfig } from "../../src/plan";
+import {
+  browserServiceConfig,
+  formatProblem,
+  gatewayServiceConfig,
+  plan,
+  siteProxyServiceConfig,
+} from "../../src/plan";
 import type { Plan } from "../../src/plan";
 import { parseBrowserConfig } from "../../src/browser/config";
 import { parseGatewayConfig } from "../../src/gateway/config";
@@ -18,7 +24,10 @@ const p = planned({
     shop: { domains: ["shop.test"], server: { port: 8001 }, frontend: { port: 3000 } },
     gh: { live: true, domains: ["github.com"] },
   },
-  computers: { desk: { network: ["pypi.org"], startTabs: ["https://shop.test/"] }, open: { network: "allow-all", routesSites: false } },
+  computers: {
+    desk: { network: ["pypi.org"], startTabs: ["https://shop.test/"] },
+    open: { network: "allow-all", routesSites: false },
+  },
 });
 
 describe("gateway service config", () => {
@@ -33,8 +42,16 @@ describe("gateway service config", () => {
       },
       capturesDir: "/captures",
       computers: {
-        desk: { cdp: "http://proxy-desk:9000/cdp", proxyLog: "http://proxy-desk:9000/log", endConnections: "http://proxy-desk:9000/connections/end" },
-        open: { cdp: "http://proxy-open:9000/cdp", proxyLog: "http://proxy-open:9000/log", endConnections: "http://proxy-open:9000/connections/end" },
+        desk: {
+          cdp: "http://proxy-desk:9000/cdp",
+          proxyLog: "http://proxy-desk:9000/log",
+          endConnections: "http://proxy-desk:9000/connections/end",
+        },
+        open: {
+          cdp: "http://proxy-open:9000/cdp",
+          proxyLog: "http://proxy-open:9000/log",
+          endConnections: "http://proxy-open:9000/connections/end",
+        },
       },
     });
   });
@@ -81,9 +98,14 @@ describe("site proxy service config", () => {
 
 describe("the services read what the plan writes", () => {
   it("parses each config with the service's own schema", () => {
-    expect(parseGatewayConfig(JSON.stringify(gatewayServiceConfig(p))).browse).toEqual({ hosts: ["gateway-desk", "gateway-open"], port: 8081 });
+    expect(parseGatewayConfig(JSON.stringify(gatewayServiceConfig(p))).browse).toEqual({
+      hosts: ["gateway-desk", "gateway-open"],
+      port: 8081,
+    });
     for (const computer of p.computers) {
-      expect(parseSiteProxyConfig({ ...siteProxyServiceConfig(p, computer), deny: ["172.30.0.0/16"] }).control?.cdp).toBe("browser:9222");
+      expect(
+        parseSiteProxyConfig({ ...siteProxyServiceConfig(p, computer), deny: ["172.30.0.0/16"] }).control?.cdp,
+      ).toBe("browser:9222");
       expect(parseBrowserConfig(JSON.stringify(browserServiceConfig(p, computer))).cdpHost).toBe("browser");
     }
   });

@@ -11,7 +11,10 @@ const sites = websites({
 
 describe("site table", () => {
   it("of a routing computer maps each synthetic site to its names, sorted by site; live sites never appear", () => {
-    expect(siteTable({ routesSites: true }, sites)).toEqual({ gist: ["gist.github.com"], shop: ["shop.test", "*.shop.test"] });
+    expect(siteTable({ routesSites: true }, sites)).toEqual({
+      gist: ["gist.github.com"],
+      shop: ["shop.test", "*.shop.test"],
+    });
     expect(Object.keys(siteTable({ routesSites: true }, sites))).toEqual(["gist", "shop"]);
   });
 

@@ -10,7 +10,9 @@ function problemsOf(site: Record<string, unknown>): string[] {
 
 describe("a synthetic site", () => {
   it("may claim names and wildcards, with settings and secret settings", () => {
-    expect(problemsOf({ domains: ["shop.test", "*.shop.test"], settings: { a: 1 }, secretSettings: { token: "shopToken" } })).toEqual([]);
+    expect(
+      problemsOf({ domains: ["shop.test", "*.shop.test"], settings: { a: 1 }, secretSettings: { token: "shopToken" } }),
+    ).toEqual([]);
   });
 
   it("may claim no name (reached through the gateway only)", () => {
@@ -40,7 +42,9 @@ describe("a synthetic site", () => {
 
 describe("a live site", () => {
   it("with domains and allowHosts is fine", () => {
-    expect(problemsOf({ live: true, domains: ["github.com", "*.github.com"], allowHosts: ["*.githubassets.com"] })).toEqual([]);
+    expect(
+      problemsOf({ live: true, domains: ["github.com", "*.github.com"], allowHosts: ["*.githubassets.com"] }),
+    ).toEqual([]);
   });
 
   it("needs at least one domain", () => {
@@ -62,7 +66,9 @@ describe("a live site", () => {
   });
 
   it("refuses an address, an IPv6 address and localhost names as allowed hosts", () => {
-    expect(problemsOf({ live: true, domains: ["github.com"], allowHosts: ["1.2.3.4", "::1", "localhost", "*.localhost"] })).toEqual([
+    expect(
+      problemsOf({ live: true, domains: ["github.com"], allowHosts: ["1.2.3.4", "::1", "localhost", "*.localhost"] }),
+    ).toEqual([
       `multienv:websites.s.allowHosts[0]: "1.2.3.4" is an address; a live site's allowed hosts must be host names`,
       `multienv:websites.s.allowHosts[1]: "::1" is an address; a live site's allowed hosts must be host names`,
       `multienv:websites.s.allowHosts[2]: "localhost" is a localhost name, which a browser takes to its own loopback without the proxy; a live site's allowed hosts must be other host names`,
@@ -73,7 +79,9 @@ describe("a live site", () => {
 
 describe("settings", () => {
   it("a setting is either plain or secret", () => {
-    expect(problemsOf({ domains: ["shop.test"], settings: { token: "x" }, secretSettings: { token: "shopToken" } })).toEqual([
+    expect(
+      problemsOf({ domains: ["shop.test"], settings: { token: "x" }, secretSettings: { token: "shopToken" } }),
+    ).toEqual([
       `multienv:websites.s.secretSettings.token: setting "token" is also in settings; a setting is either plain or secret, so remove it from one`,
     ]);
   });
@@ -81,7 +89,10 @@ describe("settings", () => {
 
 describe("site images", () => {
   it("are the task's own: a server with no image, or a synthetic site's frontend with none, is refused by name", () => {
-    const config = websites({ shop: { domains: ["shop.test"] }, gh: { live: true, domains: ["github.com"] } }, { bare: true });
+    const config = websites(
+      { shop: { domains: ["shop.test"] }, gh: { live: true, domains: ["github.com"] } },
+      { bare: true },
+    );
     expect([...websiteProblems("shop", config.shop), ...websiteProblems("gh", config.gh)].map(formatProblem)).toEqual([
       "multienv:websites.shop.server.image: a website's server needs an image (the task's own site image); set it",
       "multienv:websites.shop.frontend.image: a synthetic site's frontend needs an image (the task's own site image); set it",

@@ -21,7 +21,14 @@ function problemsFor(computer: "desk" | "open", startTabs: string[]): string[] {
 
 describe("start tabs", () => {
   it("a routing computer may open tabs at synthetic names, names under a wildcard, and live hosts", () => {
-    expect(problemsFor("desk", ["https://shop.test/", "http://a.b.shop.test:8080/x?y", "https://github.com/", "https://x.githubassets.com/a.js"])).toEqual([]);
+    expect(
+      problemsFor("desk", [
+        "https://shop.test/",
+        "http://a.b.shop.test:8080/x?y",
+        "https://github.com/",
+        "https://x.githubassets.com/a.js",
+      ]),
+    ).toEqual([]);
   });
 
   it("a routing computer may not open a tab at a host no website claims; the refusal names the host and the computer", () => {
@@ -49,7 +56,9 @@ describe("start tabs", () => {
 describe("start tabs a computer cannot load", () => {
   function warningsFor(computer: Record<string, unknown>): string[] {
     const c = stackConfig({ websites: config.websites, computers: { c: computer } }).computers.c;
-    return startTabWarnings("c", c, reaching(c.network, ["github.com", "*.githubassets.com"]), config.websites).map(formatProblem);
+    return startTabWarnings("c", c, reaching(c.network, ["github.com", "*.githubassets.com"]), config.websites).map(
+      formatProblem,
+    );
   }
 
   it("are warned about: a live host on a computer whose network is none", () => {
@@ -59,14 +68,25 @@ describe("start tabs a computer cannot load", () => {
   });
 
   it("are warned about: a host off the allowlist of a computer that does not route sites, or a synthetic name it does not route", () => {
-    expect(warningsFor({ network: ["pypi.org"], routesSites: false, startTabs: ["https://pypi.org/", "https://example.com/", "https://shop.test/"] })).toEqual([
+    expect(
+      warningsFor({
+        network: ["pypi.org"],
+        routesSites: false,
+        startTabs: ["https://pypi.org/", "https://example.com/", "https://shop.test/"],
+      }),
+    ).toEqual([
       `multienv:computers.c.startTabs[1]: "example.com" is not reachable from computer c (its allowlist), so this tab will not load`,
       `multienv:computers.c.startTabs[2]: "shop.test" is not reachable from computer c (its allowlist), so this tab will not load`,
     ]);
   });
 
   it("are none for routed synthetic names, live hosts an allowlist computer reaches, and allow-all", () => {
-    expect(warningsFor({ network: [], startTabs: ["https://shop.test/", "https://github.com/", "https://a.githubassets.com/"] })).toEqual([]);
+    expect(
+      warningsFor({
+        network: [],
+        startTabs: ["https://shop.test/", "https://github.com/", "https://a.githubassets.com/"],
+      }),
+    ).toEqual([]);
     expect(warningsFor({ network: "allow-all", routesSites: false, startTabs: ["https://example.com/"] })).toEqual([]);
   });
 });

@@ -13,7 +13,10 @@ describe("urls", () => {
   it("routes a synthetic site to /svc and /website, a live site to /svc only", () => {
     const url = gatewayUrl("127.0.0.1", 49153);
     expect(url).toBe("http://127.0.0.1:49153");
-    expect(siteUrls(url, { name: "shop", live: false })).toEqual({ svcUrl: `${url}/svc/shop/`, browseUrl: `${url}/website/shop/` });
+    expect(siteUrls(url, { name: "shop", live: false })).toEqual({
+      svcUrl: `${url}/svc/shop/`,
+      browseUrl: `${url}/website/shop/`,
+    });
     expect(siteUrls(url, { name: "gh", live: true })).toEqual({ svcUrl: `${url}/svc/gh/` });
   });
 });

@@ -1,6 +1,14 @@
 // src/plan/wiring.ts: how containers are wired on an engine.
 import { describe, expect, it } from "vitest";
-import { browserNetworks, captureCommand, gatewayNetworks, gatewayPublish, proxyNetworks, serverNetworks, websiteSettingsJson } from "../../src/plan/wiring";
+import {
+  browserNetworks,
+  captureCommand,
+  gatewayNetworks,
+  gatewayPublish,
+  proxyNetworks,
+  serverNetworks,
+  websiteSettingsJson,
+} from "../../src/plan/wiring";
 import { planned, computer, site } from "./layout-fixture";
 
 describe("wiring", () => {
@@ -13,7 +21,11 @@ describe("wiring", () => {
   it("gives a proxy its computer's network, its link to the gateway, and an egress of its own only when the computer reaches public hosts", () => {
     const p = planned({});
     expect(proxyNetworks(p, computer(p, "closed")).map((n) => n.network)).toEqual(["s-closed-net", "s-closed-link"]);
-    expect(proxyNetworks(p, computer(p, "listed")).map((n) => n.network)).toEqual(["s-listed-net", "s-listed-link", "s-listed-egress"]);
+    expect(proxyNetworks(p, computer(p, "listed")).map((n) => n.network)).toEqual([
+      "s-listed-net",
+      "s-listed-link",
+      "s-listed-egress",
+    ]);
     // Never the env network (the sites) or the sites' egress network (the live servers).
     for (const c of p.computers) expect(proxyNetworks(p, c).map((n) => n.network)).not.toContain("s-env");
     for (const c of p.computers) expect(proxyNetworks(p, c).map((n) => n.network)).not.toContain("s-egress");
@@ -33,13 +45,28 @@ describe("wiring", () => {
 
   it("rotates captures by the configured size and count", () => {
     const p = planned({ capture: { fileSizeMb: 7, fileCount: 4 } });
-    const command = captureCommand(p, p.capture.sidecars.find((s) => s.target === "s-gh-server")!);
-    expect(command.slice(command.indexOf("-w"), command.indexOf("-w") + 6)).toEqual(["-w", "/captures/gh-server.pcap", "-C", "7", "-W", "4"]);
+    const command = captureCommand(
+      p,
+      p.capture.sidecars.find((s) => s.target === "s-gh-server")!,
+    );
+    expect(command.slice(command.indexOf("-w"), command.indexOf("-w") + 6)).toEqual([
+      "-w",
+      "/captures/gh-server.pcap",
+      "-C",
+      "7",
+      "-W",
+      "4",
+    ]);
   });
 
   it("publishes the gateway on loopback with an engine-chosen port on docker, on the VM's gateway port on ec2", () => {
     expect(gatewayPublish(planned({}))).toEqual([{ internal: 8080, ip: "127.0.0.1" }]);
-    const ec2 = { region: "us-east-1", instanceType: "t3.large", runnerCidrs: ["192.0.2.1/32"], sshPublicKey: "ssh-ed25519 AAAA x" };
+    const ec2 = {
+      region: "us-east-1",
+      instanceType: "t3.large",
+      runnerCidrs: ["192.0.2.1/32"],
+      sshPublicKey: "ssh-ed25519 AAAA x",
+    };
     // ec2: the browse listener too, for the computer VMs (their security groups reach it alone).
     expect(gatewayPublish(planned({ target: "ec2", ec2 }))).toEqual([
       { internal: 8080, external: 8080, ip: "127.0.0.1" },
@@ -48,6 +75,8 @@ describe("wiring", () => {
   });
 
   it("merges secret values over plain settings in one JSON line", () => {
-    expect(websiteSettingsJson({ account: "alex", token: "placeholder" }, { token: "t0k" })).toBe('{"account":"alex","token":"t0k"}');
+    expect(websiteSettingsJson({ account: "alex", token: "placeholder" }, { token: "t0k" })).toBe(
+      '{"account":"alex","token":"t0k"}',
+    );
   });
 });

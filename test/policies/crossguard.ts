@@ -77,7 +77,10 @@ function diagnostics(response: analyzer.AnalyzeResponse): Diagnostic[] {
   }));
 }
 
-function call<Req, Res>(fn: (req: Req, cb: (err: grpc.ServiceError | null, res: Res) => void) => unknown, req: Req): Promise<Res> {
+function call<Req, Res>(
+  fn: (req: Req, cb: (err: grpc.ServiceError | null, res: Res) => void) => unknown,
+  req: Req,
+): Promise<Res> {
   return new Promise((resolve, reject) => fn(req, (err, res) => (err ? reject(err) : resolve(res))));
 }
 
@@ -94,7 +97,10 @@ export class RunningPack {
    */
   static async start(): Promise<RunningPack> {
     const launcher = require.resolve("@pulumi/pulumi/cmd/run-policy-pack");
-    const child = spawn(process.execPath, [launcher, "127.0.0.1:0", "."], { cwd: POLICIES_DIR, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [launcher, "127.0.0.1:0", "."], {
+      cwd: POLICIES_DIR,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stderr = "";
     child.stderr!.on("data", (chunk) => (stderr += chunk));
     const port = await new Promise<number>((resolve, reject) => {
@@ -115,7 +121,11 @@ export class RunningPack {
     return {
       name: info.getName(),
       version: info.getVersion(),
-      policies: info.getPoliciesList().map((p) => ({ name: p.getName(), description: p.getDescription(), enforcementLevel: p.getEnforcementlevel() })),
+      policies: info.getPoliciesList().map((p) => ({
+        name: p.getName(),
+        description: p.getDescription(),
+        enforcementLevel: p.getEnforcementlevel(),
+      })),
     };
   }
 

@@ -14,13 +14,27 @@ export function labels(map: Record<string, string>): { label: string; value: str
 
 const DROP_RAW = { adds: [] as string[], drops: ["NET_RAW"] };
 
-export function container(name: string, inputs: Record<string, unknown>, additionalSecretOutputs?: string[]): GraphResource {
+export function container(
+  name: string,
+  inputs: Record<string, unknown>,
+  additionalSecretOutputs?: string[],
+): GraphResource {
   const urn = `urn:pulumi:t::multienv::pulumi-nodejs:dynamic/docker:Container::${name}`;
-  return { type: TYPES.container, name, urn, inputs: { name, ...inputs }, ...(additionalSecretOutputs ? { additionalSecretOutputs } : {}) };
+  return {
+    type: TYPES.container,
+    name,
+    urn,
+    inputs: { name, ...inputs },
+    ...(additionalSecretOutputs ? { additionalSecretOutputs } : {}),
+  };
 }
 
 export function network(name: string, internal: boolean): GraphResource {
-  return { type: TYPES.network, name, inputs: { name, internal, driver: "bridge", labels: labels({ "multienv.stack": "t" }) } };
+  return {
+    type: TYPES.network,
+    name,
+    inputs: { name, internal, driver: "bridge", labels: labels({ "multienv.stack": "t" }) },
+  };
 }
 
 export function volume(name: string): GraphResource {
@@ -31,17 +45,29 @@ const nets = (...names: string[]) => names.map((name) => ({ name }));
 const mount = (source: string, target: string, readOnly: boolean) => ({ type: "volume", source, target, readOnly });
 
 export function gateway(extra: Record<string, unknown> = {}): GraphResource {
-  return container("t-gateway", {
-    capabilities: DROP_RAW,
-    networksAdvanced: nets("t-env", "t-ingress", "t-desktop-link"),
-    mounts: [mount("t-captures", "/captures", true)],
-    envs: ['MULTIENV_GATEWAY_CONFIG={"listen":{}}', secret("MULTIENV_CONTROL_TOKEN=0123456789abcdef0123456789abcdef")],
-    labels: labels({ "multienv.role": "gateway" }),
-    ...extra,
-  }, ["envs"]);
+  return container(
+    "t-gateway",
+    {
+      capabilities: DROP_RAW,
+      networksAdvanced: nets("t-env", "t-ingress", "t-desktop-link"),
+      mounts: [mount("t-captures", "/captures", true)],
+      envs: [
+        'MULTIENV_GATEWAY_CONFIG={"listen":{}}',
+        secret("MULTIENV_CONTROL_TOKEN=0123456789abcdef0123456789abcdef"),
+      ],
+      labels: labels({ "multienv.role": "gateway" }),
+      ...extra,
+    },
+    ["envs"],
+  );
 }
 
-export function site(name: string, role: "server" | "frontend", extra: Record<string, unknown> = {}, additionalSecretOutputs?: string[]): GraphResource {
+export function site(
+  name: string,
+  role: "server" | "frontend",
+  extra: Record<string, unknown> = {},
+  additionalSecretOutputs?: string[],
+): GraphResource {
   return container(
     `t-${name}-${role}`,
     {
@@ -71,13 +97,20 @@ export function computer(name: string): GraphResource[] {
     network(`t-${name}-link`, true),
     network(`t-${name}-egress`, false),
     volume(`t-${name}-ca`),
-    container(`t-${name}-proxy`, {
-      capabilities: DROP_RAW,
-      networksAdvanced: nets(`t-${name}-net`, `t-${name}-link`, `t-${name}-egress`),
-      mounts: [mount(`t-${name}-ca`, "/var/lib/multienv/ca", false)],
-      envs: ['MULTIENV_SITE_PROXY_CONFIG={"listen":{}}', secret("MULTIENV_SITE_PROXY_TOKEN=fedcba9876543210fedcba9876543210")],
-      labels: labels({ "multienv.role": "site-proxy", "multienv.computer": name }),
-    }, ["envs"]),
+    container(
+      `t-${name}-proxy`,
+      {
+        capabilities: DROP_RAW,
+        networksAdvanced: nets(`t-${name}-net`, `t-${name}-link`, `t-${name}-egress`),
+        mounts: [mount(`t-${name}-ca`, "/var/lib/multienv/ca", false)],
+        envs: [
+          'MULTIENV_SITE_PROXY_CONFIG={"listen":{}}',
+          secret("MULTIENV_SITE_PROXY_TOKEN=fedcba9876543210fedcba9876543210"),
+        ],
+        labels: labels({ "multienv.role": "site-proxy", "multienv.computer": name }),
+      },
+      ["envs"],
+    ),
     container(`t-${name}-browser`, {
       capabilities: DROP_RAW,
       networksAdvanced: nets(`t-${name}-net`),
@@ -101,11 +134,16 @@ export function dockerGraph(): Graph {
       gateway(),
       site("shop", "server"),
       site("shop", "frontend"),
-      site("github", "server", {
-        networksAdvanced: nets("t-env", "t-egress"),
-        envs: secret(['AGENTENV_WEBSITE_SETTINGS={"account":"alex","token":"ghp_secretsecret"}']),
-        labels: labels({ "multienv.role": "server", "multienv.site": "github", "multienv.secret-settings": "token" }),
-      }, ["envs"]),
+      site(
+        "github",
+        "server",
+        {
+          networksAdvanced: nets("t-env", "t-egress"),
+          envs: secret(['AGENTENV_WEBSITE_SETTINGS={"account":"alex","token":"ghp_secretsecret"}']),
+          labels: labels({ "multienv.role": "server", "multienv.site": "github", "multienv.secret-settings": "token" }),
+        },
+        ["envs"],
+      ),
       sidecar("shop", "server"),
       sidecar("shop", "frontend"),
       sidecar("github", "server"),
@@ -135,7 +173,12 @@ export function ec2Resources(): GraphResource[] {
   return [
     aws(TYPES.securityGroup, "t-env-sg", { description: "env" }),
     aws(TYPES.ingressRule, "t-env-in-ssh", { ipProtocol: "tcp", fromPort: 22, toPort: 22, cidrIpv4: "203.0.113.7/32" }),
-    aws(TYPES.ingressRule, "t-env-in-gw", { ipProtocol: "tcp", fromPort: 8080, toPort: 8080, cidrIpv4: "203.0.113.7/32" }),
+    aws(TYPES.ingressRule, "t-env-in-gw", {
+      ipProtocol: "tcp",
+      fromPort: 8080,
+      toPort: 8080,
+      cidrIpv4: "203.0.113.7/32",
+    }),
     aws(TYPES.egressRule, "t-env-out-443", { ipProtocol: "tcp", fromPort: 443, toPort: 443, cidrIpv4: "0.0.0.0/0" }),
     aws(TYPES.instance, "t-env-vm", {
       metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },

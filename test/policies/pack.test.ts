@@ -9,7 +9,6 @@ import { RULES } from "../../policies/rules";
 import { engineResourcesOf, MANDATORY, RunningPack } from "./crossguard";
 import { aws as awsResource, dockerGraph, ec2Resources, sidecar } from "./fixtures";
 
-
 const compliant = dockerGraph;
 
 let pack: RunningPack;
@@ -50,14 +49,26 @@ describe("the policy pack process", () => {
     const found = await pack.analyze({ type: bad.type, name: bad.name, urn: bad.urn, props: bad.inputs });
     // The engine attaches a resource validation's diagnostic to the resource it asked about: no URN in it.
     expect(found).toEqual([
-      { policy: "container-privileges", urn: "", message: expect.stringMatching(/To comply: [^\n]*\n"t-shop-server-capture" is privileged/), enforcementLevel: MANDATORY },
+      {
+        policy: "container-privileges",
+        urn: "",
+        message: expect.stringMatching(/To comply: [^\n]*\n"t-shop-server-capture" is privileged/),
+        enforcementLevel: MANDATORY,
+      },
     ]);
   });
 
   it("reports an SSH rule open to the world", async () => {
-    const open = awsResource(TYPES.ingressRule, "ssh", { ipProtocol: "tcp", fromPort: 22, toPort: 22, cidrIpv4: "0.0.0.0/0" });
+    const open = awsResource(TYPES.ingressRule, "ssh", {
+      ipProtocol: "tcp",
+      fromPort: 22,
+      toPort: 22,
+      cidrIpv4: "0.0.0.0/0",
+    });
     const found = await pack.analyze({ type: open.type, name: open.name, props: open.inputs });
-    expect(found.map((d) => [d.policy, d.message])).toEqual([["ec2-ingress-closed-to-world", expect.stringMatching(/opens SSH \(22\) to 0.0.0.0\/0/)]]);
+    expect(found.map((d) => [d.policy, d.message])).toEqual([
+      ["ec2-ingress-closed-to-world", expect.stringMatching(/opens SSH \(22\) to 0.0.0.0\/0/)],
+    ]);
   });
 
   it("reports stack violations against the resource at fault", async () => {
@@ -72,7 +83,11 @@ describe("the policy pack process", () => {
     const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"; // the engine's unknown string in a preview
     const graph = compliant();
     graph.resources = graph.resources.map((r) =>
-      r.name.endsWith("-capture") ? { ...r, inputs: { ...r.inputs, networkMode: UNKNOWN } } : r.name === "t-gateway" ? { ...r, inputs: { ...r.inputs, envs: UNKNOWN } } : r,
+      r.name.endsWith("-capture")
+        ? { ...r, inputs: { ...r.inputs, networkMode: UNKNOWN } }
+        : r.name === "t-gateway"
+          ? { ...r, inputs: { ...r.inputs, envs: UNKNOWN } }
+          : r,
     );
     expect(await pack.analyzeAll(engineResourcesOf(graph))).toEqual([]);
     // A value that is known is still judged.
@@ -81,21 +96,38 @@ describe("the policy pack process", () => {
     expect(found.map((d) => d.message)).toEqual([expect.stringMatching(/host's PID namespace/)]);
   });
 
-  it("holds the control token's generator to additionalSecretOutputs: [\"value\"] through its parent", async () => {
+  it('holds the control token\'s generator to additionalSecretOutputs: ["value"] through its parent', async () => {
     const graph = compliant();
-    graph.resources = graph.resources.map((r) => (r.name === "t-control-token-generator" ? { ...r, additionalSecretOutputs: undefined } : r));
+    graph.resources = graph.resources.map((r) =>
+      r.name === "t-control-token-generator" ? { ...r, additionalSecretOutputs: undefined } : r,
+    );
     const found = await pack.analyzeStack(engineResourcesOf(graph));
-    expect(found.map((d) => [d.policy, d.message])).toEqual([["secrets-stay-secret", expect.stringMatching(/generates the control token but does not list "value"/)]]);
+    expect(found.map((d) => [d.policy, d.message])).toEqual([
+      ["secrets-stay-secret", expect.stringMatching(/generates the control token but does not list "value"/)],
+    ]);
   });
 
   it("sees no secret-ness (CrossGuard unwraps secrets), so requires additionalSecretOutputs on containers carrying one", async () => {
     const graph = dockerGraph();
-    graph.resources = graph.resources.map((r) => (r.type === TYPES.container ? { ...r, additionalSecretOutputs: undefined } : r));
+    graph.resources = graph.resources.map((r) =>
+      r.type === TYPES.container ? { ...r, additionalSecretOutputs: undefined } : r,
+    );
     const found = await pack.analyzeStack(engineResourcesOf(graph));
     expect(found.map((d) => [d.policy, d.message])).toEqual([
-      ["secrets-stay-secret", expect.stringMatching(/"t-gateway" carries MULTIENV_CONTROL_TOKEN but does not list "envs" in additionalSecretOutputs/)],
-      ["secrets-stay-secret", expect.stringMatching(/"t-github-server" carries AGENTENV_WEBSITE_SETTINGS but does not list "envs"/)],
-      ["secrets-stay-secret", expect.stringMatching(/"t-desktop-proxy" carries MULTIENV_SITE_PROXY_TOKEN but does not list "envs"/)],
+      [
+        "secrets-stay-secret",
+        expect.stringMatching(
+          /"t-gateway" carries MULTIENV_CONTROL_TOKEN but does not list "envs" in additionalSecretOutputs/,
+        ),
+      ],
+      [
+        "secrets-stay-secret",
+        expect.stringMatching(/"t-github-server" carries AGENTENV_WEBSITE_SETTINGS but does not list "envs"/),
+      ],
+      [
+        "secrets-stay-secret",
+        expect.stringMatching(/"t-desktop-proxy" carries MULTIENV_SITE_PROXY_TOKEN but does not list "envs"/),
+      ],
     ]);
   });
 });

@@ -23,11 +23,13 @@ beforeAll(async () => {
   // One render at a time: the Pulumi runtime's state is global.
   for (const file of STACK_FILES) {
     const stack = readStackFile(path.join(STACKS_DIR, file));
-    graphs.set(stack.stack, await renderGraph({ stack: stack.stack, config: stack.rawConfig, secretKeys: stack.secretKeys }));
+    graphs.set(
+      stack.stack,
+      await renderGraph({ stack: stack.stack, config: stack.rawConfig, secretKeys: stack.secretKeys }),
+    );
   }
 });
 afterAll(() => pack?.stop());
-
 
 function graph(stack: string): Graph {
   const found = graphs.get(stack);
@@ -72,7 +74,9 @@ describe("broken graphs are caught by the policy named for them", () => {
     g.resources = g.resources.filter((r) => r.name !== "demo-shop-server-capture");
     const found = runPolicies(g);
     expect(policiesOf(found)).toEqual(["capture-sidecar-per-website"]);
-    expect(found.map((v) => v.message)).toContainEqual(expect.stringMatching(/"demo-shop-server" has no capture sidecar/));
+    expect(found.map((v) => v.message)).toContainEqual(
+      expect.stringMatching(/"demo-shop-server" has no capture sidecar/),
+    );
     expect(policiesOf(await pack.analyzeAll(engineResourcesOf(g)))).toEqual(["capture-sidecar-per-website"]);
   });
 

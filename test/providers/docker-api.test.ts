@@ -24,7 +24,8 @@ beforeAll(async () => {
       res.writeHead(404, { "content-type": "application/json" });
       return res.end(JSON.stringify({ message: "No such container: missing" }));
     }
-    if (req.url?.startsWith("/containers/c1/logs")) return res.end(Buffer.concat([frame(1, "out line\n"), frame(2, "err line\n")]));
+    if (req.url?.startsWith("/containers/c1/logs"))
+      return res.end(Buffer.concat([frame(1, "out line\n"), frame(2, "err line\n")]));
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ method: req.method, url: req.url }));
   });
@@ -36,12 +37,19 @@ afterAll(() => server.close());
 describe("dockerApi", () => {
   it("sends JSON over the socket and names the engine's error", async () => {
     const api = dockerApi(socket);
-    expect(await api.request("POST", "/networks/create", { Name: "n" })).toEqual({ method: "POST", url: "/networks/create" });
-    await expect(api.request("GET", "/containers/missing/json")).rejects.toThrow("Docker Engine API GET /containers/missing/json: 404 No such container: missing");
+    expect(await api.request("POST", "/networks/create", { Name: "n" })).toEqual({
+      method: "POST",
+      url: "/networks/create",
+    });
+    await expect(api.request("GET", "/containers/missing/json")).rejects.toThrow(
+      "Docker Engine API GET /containers/missing/json: 404 No such container: missing",
+    );
   });
 
   it("says to start dockerd when the socket is not there", async () => {
-    await expect(dockerApi("/nonexistent/docker.sock").request("GET", "/info")).rejects.toThrow(/not reachable .*; start dockerd/);
+    await expect(dockerApi("/nonexistent/docker.sock").request("GET", "/info")).rejects.toThrow(
+      /not reachable .*; start dockerd/,
+    );
   });
 
   it("reads multiplexed container logs as text", async () => {

@@ -22,11 +22,20 @@ beforeAll(async () => {
   engine = http.createServer((req, res) => {
     requests++;
     // A little latency, so parallel requests overlap and each needs its own session.
-    setTimeout(() => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ url: req.url })), 50);
+    setTimeout(
+      () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ url: req.url })),
+      50,
+    );
   });
   await new Promise<void>((r) => engine.listen(socket, r));
   sshd = await startSshd({ dockerSocket: socket });
-  endpoint = { host: sshd.host, port: sshd.port, user: sshd.user, hostKey: sshd.hostKey, identityFile: sshd.identityFile };
+  endpoint = {
+    host: sshd.host,
+    port: sshd.port,
+    user: sshd.user,
+    hostKey: sshd.hostKey,
+    identityFile: sshd.identityFile,
+  };
 });
 afterAll(async () => {
   await sshd?.stop();
@@ -35,7 +44,9 @@ afterAll(async () => {
 
 const sh = (script: string) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
-    execFile("/bin/sh", ["-c", script], { timeout: 30_000 }, (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr })),
+    execFile("/bin/sh", ["-c", script], { timeout: 30_000 }, (error, stdout, stderr) =>
+      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
   );
 
 describe("the SSH path to a Docker host", () => {
@@ -64,7 +75,9 @@ describe("the SSH path to a Docker host", () => {
     const wrong = { ...endpoint, hostKey: otherKey };
     const api = dockerApi({ host: "ssh://wrong", ssh: wrong });
     try {
-      await expect(api.request("GET", "/v1.41/version")).rejects.toThrow(/ssh to ssh:\/\/wrong exited 255: Host key verification failed/);
+      await expect(api.request("GET", "/v1.41/version")).rejects.toThrow(
+        /ssh to ssh:\/\/wrong exited 255: Host key verification failed/,
+      );
     } finally {
       api.close();
     }
@@ -75,7 +88,9 @@ describe("the SSH path to a Docker host", () => {
 
   it("gives the shell commands the same shared connection and config", async () => {
     const before = sshd.logins();
-    const results = await Promise.all(Array.from({ length: 6 }, () => sh(`${sshSetup(endpoint)}\n${sshRun("'echo $DOCKER_HOST'")}`)));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () => sh(`${sshSetup(endpoint)}\n${sshRun("'echo $DOCKER_HOST'")}`)),
+    );
     for (const r of results) {
       expect(r.stderr).toBe("");
       expect(r.stdout.trim()).toBe(`unix://${socket}`);
@@ -89,7 +104,11 @@ describe("the SSH path to a Docker host", () => {
   it("names each host by address, user, port and key, so a new key never meets an old connection", () => {
     expect(sshAlias(endpoint)).toMatch(/^multienv-[0-9a-f]{16}$/);
     expect(sshAlias({ ...endpoint, port: 2222 })).not.toBe(sshAlias(endpoint));
-    expect(sshAlias({ ...endpoint, hostKey: `${endpoint.hostKey.split(" ").slice(0, 2).join(" ")} other-comment` })).toBe(sshAlias(endpoint));
-    expect(() => sshAlias({ ...endpoint, hostKey: "not a key" })).toThrow(/expected a public key line such as "ssh-ed25519 AAAA..."/);
+    expect(
+      sshAlias({ ...endpoint, hostKey: `${endpoint.hostKey.split(" ").slice(0, 2).join(" ")} other-comment` }),
+    ).toBe(sshAlias(endpoint));
+    expect(() => sshAlias({ ...endpoint, hostKey: "not a key" })).toThrow(
+      /expected a public key line such as "ssh-ed25519 AAAA..."/,
+    );
   });
 });

@@ -31,7 +31,13 @@ const get = async (port: number) => (await fetch(`http://127.0.0.1:${port}/`)).t
 
 describe("gatewayTunnel", () => {
   it("reaches the host's loopback port from a local one, comes back after it went down, and closes on delete", async () => {
-    const ssh = { host: sshd.host, port: sshd.port, user: sshd.user, hostKey: sshd.hostKey, identityFile: sshd.identityFile };
+    const ssh = {
+      host: sshd.host,
+      port: sshd.port,
+      user: sshd.user,
+      hostKey: sshd.hostKey,
+      identityFile: sshd.identityFile,
+    };
     const created = await gatewayTunnel.create({ ssh, remotePort });
     const localPort = created.outs.localPort as number;
     expect(localPort).not.toBe(remotePort);
@@ -41,7 +47,11 @@ describe("gatewayTunnel", () => {
     await gatewayTunnel.delete!(created.id, created.outs);
     await expect(get(localPort)).rejects.toThrow();
     const access = gatewayAccessOf(
-      { gatewayUrl: { value: `http://127.0.0.1:${localPort}`, secret: false }, controlToken: { value: "t", secret: true }, gatewayTunnel: { value: { ssh, localPort, remotePort }, secret: false } },
+      {
+        gatewayUrl: { value: `http://127.0.0.1:${localPort}`, secret: false },
+        controlToken: { value: "t", secret: true },
+        gatewayTunnel: { value: { ssh, localPort, remotePort }, secret: false },
+      },
       "tunnel-test",
     );
     expect(access.gatewayUrl).toBe(`http://127.0.0.1:${localPort}`);
@@ -56,7 +66,15 @@ describe("gatewayTunnel", () => {
   }, 60_000);
 
   it("refuses a host with another key, naming the tunnel", async () => {
-    const ssh = { host: sshd.host, port: sshd.port, user: sshd.user, hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKq1Kz0d7ExampleKeyForDocsOnly0000000000000000", identityFile: sshd.identityFile };
-    await expect(gatewayTunnel.create({ ssh, remotePort })).rejects.toThrow(/gateway tunnel to .*: the tunnel to multienv-\w+ \(127\.0\.0\.1:\d+ -> \d+\) did not start: Host key verification failed/);
+    const ssh = {
+      host: sshd.host,
+      port: sshd.port,
+      user: sshd.user,
+      hostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKq1Kz0d7ExampleKeyForDocsOnly0000000000000000",
+      identityFile: sshd.identityFile,
+    };
+    await expect(gatewayTunnel.create({ ssh, remotePort })).rejects.toThrow(
+      /gateway tunnel to .*: the tunnel to multienv-\w+ \(127\.0\.0\.1:\d+ -> \d+\) did not start: Host key verification failed/,
+    );
   }, 60_000);
 });

@@ -15,7 +15,11 @@ const CONFIG = {
   target: "docker",
   captureTraffic: true,
   websites: {
-    shop: { domains: ["shop.test", "*.shop.test"], server: { image: "multienv/sample-shop-server" }, frontend: { image: "multienv/sample-shop-frontend" } },
+    shop: {
+      domains: ["shop.test", "*.shop.test"],
+      server: { image: "multienv/sample-shop-server" },
+      frontend: { image: "multienv/sample-shop-frontend" },
+    },
     github: { live: true, domains: ["github.com"], server: { image: "multienv/sample-live-server" } },
   },
   computers: { desktop: { network: "allow-all" }, offline: { network: "none" } },
@@ -55,15 +59,45 @@ describe("capture collector in the program", () => {
 
 describe("the delete step's command and environment", () => {
   it("adds --fail-on-capture-error only when asked, and reads back what it wrote", () => {
-    expect(captureCollectorCommands()).toEqual({ create: "true", delete: "node bin/multienv.js collect --from-env --end-connections" });
-    expect(captureCollectorCommands({ failOnCaptureError: true }).delete).toBe("node bin/multienv.js collect --from-env --end-connections --fail-on-capture-error");
-    const context: CollectorContext = { computers: ["a"], syntheticDomains: ["shop.test"], live: false, liveWebsites: [], captureTraffic: true };
-    const env = captureCollectorEnvironment({ stack: "s", gatewayUrl: "http://127.0.0.1:1", controlToken: "t", context });
-    expect(readCollectorEnvironment(env)).toEqual({ stack: "s", gatewayUrl: "http://127.0.0.1:1", controlToken: "t", context, artifactsDir: undefined });
+    expect(captureCollectorCommands()).toEqual({
+      create: "true",
+      delete: "node bin/multienv.js collect --from-env --end-connections",
+    });
+    expect(captureCollectorCommands({ failOnCaptureError: true }).delete).toBe(
+      "node bin/multienv.js collect --from-env --end-connections --fail-on-capture-error",
+    );
+    const context: CollectorContext = {
+      computers: ["a"],
+      syntheticDomains: ["shop.test"],
+      live: false,
+      liveWebsites: [],
+      captureTraffic: true,
+    };
+    const env = captureCollectorEnvironment({
+      stack: "s",
+      gatewayUrl: "http://127.0.0.1:1",
+      controlToken: "t",
+      context,
+    });
+    expect(readCollectorEnvironment(env)).toEqual({
+      stack: "s",
+      gatewayUrl: "http://127.0.0.1:1",
+      controlToken: "t",
+      context,
+      artifactsDir: undefined,
+    });
   });
 
   it("names a context that is not JSON", () => {
-    const env = { ...captureCollectorEnvironment({ stack: "s", gatewayUrl: "u", controlToken: "t", context: {} as CollectorContext }), [COLLECTOR_ENV.context]: "{" };
+    const env = {
+      ...captureCollectorEnvironment({
+        stack: "s",
+        gatewayUrl: "u",
+        controlToken: "t",
+        context: {} as CollectorContext,
+      }),
+      [COLLECTOR_ENV.context]: "{",
+    };
     expect(() => readCollectorEnvironment(env)).toThrow(/^collect --from-env: MULTIENV_COLLECT_CONTEXT is not JSON/);
   });
 });

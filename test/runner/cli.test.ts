@@ -10,8 +10,24 @@ import * as collectCommand from "../../src/runner/commands/collect";
 import * as downCommand from "../../src/runner/commands/down";
 import * as signInCommand from "../../src/runner/commands/sign-in";
 import * as upCommand from "../../src/runner/commands/up";
-import { captureCollectorCommands, captureCollectorEnvironment, COLLECTOR_ENV } from "../../src/runner/capture-collector";
-import { cleanup, CLI, pcapBytes, ROOT, sha256, startChromium, startTestGateway, tempDir, TOKEN, waitFor, writeCaptures } from "./helpers";
+import {
+  captureCollectorCommands,
+  captureCollectorEnvironment,
+  COLLECTOR_ENV,
+} from "../../src/runner/capture-collector";
+import {
+  cleanup,
+  CLI,
+  pcapBytes,
+  ROOT,
+  sha256,
+  startChromium,
+  startTestGateway,
+  tempDir,
+  TOKEN,
+  waitFor,
+  writeCaptures,
+} from "./helpers";
 
 interface Run {
   code: number;
@@ -24,9 +40,14 @@ const PATH_WITHOUT_PULUMI = [dirname(process.execPath), "/usr/bin", "/bin"].join
 
 function run(args: string[], env: NodeJS.ProcessEnv = {}, file = process.execPath, fileArgs = [CLI]): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(file, [...fileArgs, ...args], { cwd: ROOT, env: { ...process.env, PATH: PATH_WITHOUT_PULUMI, ...env }, timeout: 50_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      file,
+      [...fileArgs, ...args],
+      { cwd: ROOT, env: { ...process.env, PATH: PATH_WITHOUT_PULUMI, ...env }, timeout: 50_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -46,9 +67,13 @@ vi.setConfig({ testTimeout: 120_000 });
 /** A subcommand's --help, from the same register() the CLI calls, in this process (each spawn costs seconds). */
 async function helpOf(name: string, module: { register(program: Command): void }): Promise<string> {
   let out = "";
-  const program = new Command("multienv").exitOverride().configureOutput({ writeOut: (text) => (out += text), writeErr: (text) => (out += text) });
+  const program = new Command("multienv")
+    .exitOverride()
+    .configureOutput({ writeOut: (text) => (out += text), writeErr: (text) => (out += text) });
   module.register(program);
-  await expect(program.parseAsync(["node", "multienv", name, "--help"])).rejects.toMatchObject({ code: "commander.helpDisplayed" });
+  await expect(program.parseAsync(["node", "multienv", name, "--help"])).rejects.toMatchObject({
+    code: "commander.helpDisplayed",
+  });
   return out;
 }
 
@@ -56,7 +81,8 @@ describe("--help", () => {
   it("lists the lifecycle commands (bin/multienv.js), and each has its own help", async () => {
     const top = await run(["--help"]);
     expect(top.code).toBe(0);
-    for (const name of ["up", "collect", "sign-in", "down"]) expect(top.stdout).toMatch(new RegExp(`^\\s+${name} `, "m"));
+    for (const name of ["up", "collect", "sign-in", "down"])
+      expect(top.stdout).toMatch(new RegExp(`^\\s+${name} `, "m"));
 
     const up = await helpOf("up", upCommand);
     expect(up).toContain("Usage: multienv up [options] <stack>");
@@ -64,26 +90,36 @@ describe("--help", () => {
     const collect = await helpOf("collect", collectCommand);
     expect(collect).toContain("--fail-on-capture-error");
     expect(collect).toContain("--from-env");
-    expect(await helpOf("sign-in", signInCommand)).toMatch(/--site <site>[\s\S]*--computer <computer>[\s\S]*--sign-out/);
+    expect(await helpOf("sign-in", signInCommand)).toMatch(
+      /--site <site>[\s\S]*--computer <computer>[\s\S]*--sign-out/,
+    );
     expect(await helpOf("down", downCommand)).toContain("--fail-on-capture-error");
   });
 });
 
 describe("argument errors", () => {
   it("names the missing argument or option", async () => {
-    const [up, signIn, collect] = await Promise.all([run(["up"]), run(["sign-in", "demo", "--site", "github"]), run(["collect"])]);
+    const [up, signIn, collect] = await Promise.all([
+      run(["up"]),
+      run(["sign-in", "demo", "--site", "github"]),
+      run(["collect"]),
+    ]);
     expect(up.code).toBe(1);
     expect(up.stderr).toContain("error: missing required argument 'stack'");
     expect(signIn.code).toBe(1);
     expect(signIn.stderr).toContain("error: required option '--computer <computer>' not specified");
     expect(collect.code).toBe(1);
-    expect(collect.stderr).toBe("multienv collect: name the stack to collect (`multienv collect <stack>`), or pass --from-env\n");
+    expect(collect.stderr).toBe(
+      "multienv collect: name the stack to collect (`multienv collect <stack>`), or pass --from-env\n",
+    );
   });
 
   it("refuses a stack with no stack file in one line (a bad stack name: lifecycle.test.ts)", async () => {
     const missing = await run(["up", "nosuch", "--project-dir", project()]);
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toBe("multienv up: stack nosuch: there is no stacks/Pulumi.nosuch.yaml; write one (see the examples in stacks/) or deploy from a spec object\n");
+    expect(missing.stderr).toBe(
+      "multienv up: stack nosuch: there is no stacks/Pulumi.nosuch.yaml; write one (see the examples in stacks/) or deploy from a spec object\n",
+    );
   });
 
   it("says in one line that the Pulumi CLI is missing and how to install it", async () => {
@@ -95,7 +131,9 @@ describe("argument errors", () => {
     for (const r of results) {
       expect(r.code).toBe(1);
       expect(r.stderr.split("\n")).toHaveLength(2); // one line and its newline
-      expect(r.stderr).toMatch(/^multienv [a-z-]+: stack demo: .* needs the Pulumi CLI, which is not installed; install it with `curl -fsSL https:\/\/get\.pulumi\.com \| sh`/);
+      expect(r.stderr).toMatch(
+        /^multienv [a-z-]+: stack demo: .* needs the Pulumi CLI, which is not installed; install it with `curl -fsSL https:\/\/get\.pulumi\.com \| sh`/,
+      );
     }
     expect(results[0].stderr).toContain("multienv up: stack demo: deploying needs the Pulumi CLI");
     expect(results[1].stderr).toContain("multienv down: stack demo: destroying needs the Pulumi CLI");
@@ -137,20 +175,28 @@ describe("collect --from-env (the capture collector's delete step)", () => {
     expect(result.stdout).toContain("captures: 2 downloaded, 0 already complete, 0 failed");
     expect(readdirSync(join(artifactsDir, "traffic")).sort()).toEqual(Object.keys(files).sort());
     const record = JSON.parse(readFileSync(join(artifactsDir, "run.json"), "utf8"));
-    expect(record.captures.find((c: { name: string }) => c.name === "shop-server.pcap0").sha256).toBe(sha256(files["shop-server.pcap0"]));
+    expect(record.captures.find((c: { name: string }) => c.name === "shop-server.pcap0").sha256).toBe(
+      sha256(files["shop-server.pcap0"]),
+    );
     expect(record).toMatchObject({ stack: "task-5", reproducible: true, captureTraffic: true });
   });
 
   it("closes the computers' browsers first, as teardown", async () => {
     const browser = await startChromium();
-    const gateway = await startTestGateway({ sites: { shop: { server: "http://127.0.0.1:9" } }, computers: { agent: { cdp: browser.cdp } } });
+    const gateway = await startTestGateway({
+      sites: { shop: { server: "http://127.0.0.1:9" } },
+      computers: { agent: { cdp: browser.cdp } },
+    });
     const env = captureCollectorEnvironment({
       stack: "task-6",
       gatewayUrl: gateway.url,
       controlToken: TOKEN,
       context: { computers: ["agent"], syntheticDomains: [], live: false, liveWebsites: [], captureTraffic: false },
     });
-    const result = await run([], { ...env, [COLLECTOR_ENV.artifactsDir]: join(tempDir(), "task-6") }, "/bin/sh", ["-c", captureCollectorCommands().delete]);
+    const result = await run([], { ...env, [COLLECTOR_ENV.artifactsDir]: join(tempDir(), "task-6") }, "/bin/sh", [
+      "-c",
+      captureCollectorCommands().delete,
+    ]);
     expect(result.code).toBe(0);
     await waitFor("the browser to exit", () => browser.exited());
   });
@@ -158,7 +204,9 @@ describe("collect --from-env (the capture collector's delete step)", () => {
   it("names a missing variable in one line", async () => {
     const result = await run(["collect", "--from-env"], { [COLLECTOR_ENV.stack]: "", [COLLECTOR_ENV.gatewayUrl]: "" });
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe("multienv collect: collect --from-env: MULTIENV_STACK is not set; the capture collector's delete step sets it\n");
+    expect(result.stderr).toBe(
+      "multienv collect: collect --from-env: MULTIENV_STACK is not set; the capture collector's delete step sets it\n",
+    );
   });
 
   it("warns but succeeds when the gateway is gone, and fails with --fail-on-capture-error (so pulumi destroy stops)", async () => {
@@ -166,9 +214,14 @@ describe("collect --from-env (the capture collector's delete step)", () => {
     const artifactsDir = join(tempDir(), "task-5");
     const lenient = await run([], environment(artifactsDir), "/bin/sh", ["-c", captureCollectorCommands().delete]);
     expect(lenient.code).toBe(0);
-    expect(lenient.stderr).toMatch(/^warning: stack task-5: captures not collected: the gateway did not list them \(cannot reach the gateway \(ECONNREFUSED\)\)/);
+    expect(lenient.stderr).toMatch(
+      /^warning: stack task-5: captures not collected: the gateway did not list them \(cannot reach the gateway \(ECONNREFUSED\)\)/,
+    );
 
-    const strict = await run([], environment(artifactsDir), "/bin/sh", ["-c", captureCollectorCommands({ failOnCaptureError: true }).delete]);
+    const strict = await run([], environment(artifactsDir), "/bin/sh", [
+      "-c",
+      captureCollectorCommands({ failOnCaptureError: true }).delete,
+    ]);
     expect(strict.code).toBe(1);
     expect(strict.stderr).toBe(
       "multienv collect: stack task-5: captures not collected: the gateway did not list them (cannot reach the gateway (ECONNREFUSED)); run `multienv collect task-5` again while the env is up\n",

@@ -54,16 +54,32 @@ describe("collect", () => {
     for (const [name, bytes] of Object.entries(files)) {
       expect(readFileSync(join(artifactsDir, "traffic", name)).equals(bytes)).toBe(true);
       const entry = record.captures.find((c) => c.name === name)!;
-      expect(entry).toMatchObject({ name, site: "shop", bytes: bytes.length, listedBytes: bytes.length, sha256: sha256(bytes), file: `traffic/${name}` });
+      expect(entry).toMatchObject({
+        name,
+        site: "shop",
+        bytes: bytes.length,
+        listedBytes: bytes.length,
+        sha256: sha256(bytes),
+        file: `traffic/${name}`,
+      });
     }
-    expect(record).toMatchObject({ stack: "task-1", live: true, reproducible: false, captureTraffic: true, captureErrors: [] });
+    expect(record).toMatchObject({
+      stack: "task-1",
+      live: true,
+      reproducible: false,
+      captureTraffic: true,
+      captureErrors: [],
+    });
     expect(record.liveWebsites.map((w) => w.name)).toEqual(["github"]);
     // Nothing temporary is left beside the files.
     expect(readdirSync(join(artifactsDir, "traffic")).filter((n) => n.startsWith("."))).toEqual([]);
   });
 
   it("skips files already complete on a re-run, and fetches a file again once it has grown", async () => {
-    const { capturesDir, artifactsDir, options } = await env({ "shop-server.pcap0": pcapBytes(4_000), "shop-server.pcap1": pcapBytes(3_000) });
+    const { capturesDir, artifactsDir, options } = await env({
+      "shop-server.pcap0": pcapBytes(4_000),
+      "shop-server.pcap1": pcapBytes(3_000),
+    });
     await collectRun(options);
     const stored = join(artifactsDir, "traffic", "shop-server.pcap0");
     const before = statSync(stored).mtimeMs;
@@ -78,11 +94,17 @@ describe("collect", () => {
     const grown = await collectRun(options);
     expect(grown.downloaded).toEqual(["shop-server.pcap1"]);
     const grownBytes = readFileSync(join(capturesDir, "shop-server.pcap1"));
-    expect(runJson(artifactsDir).captures.find((c) => c.name === "shop-server.pcap1")).toMatchObject({ bytes: 4_000, sha256: sha256(grownBytes) });
+    expect(runJson(artifactsDir).captures.find((c) => c.name === "shop-server.pcap1")).toMatchObject({
+      bytes: 4_000,
+      sha256: sha256(grownBytes),
+    });
   });
 
   it("treats a capture that vanished mid-collection as a warning by default, keeping the others", async () => {
-    const { capturesDir, artifactsDir, options, warnings } = await env({ "shop-server.pcap0": pcapBytes(2_000), "shop-server.pcap1": pcapBytes(2_000) });
+    const { capturesDir, artifactsDir, options, warnings } = await env({
+      "shop-server.pcap0": pcapBytes(2_000),
+      "shop-server.pcap1": pcapBytes(2_000),
+    });
     // Rotated away between the listing and its download: delete the second once the first is stored.
     const result = await collectRun({
       ...options,
@@ -104,13 +126,19 @@ describe("collect", () => {
     await gateway.stop();
     const failing = collectRun({ ...options, failOnCaptureError: true });
     await expect(failing).rejects.toBeInstanceOf(CaptureCollectionError);
-    await expect(failing).rejects.toThrow(/^stack task-1: captures not collected: the gateway did not list them \(cannot reach the gateway \(ECONNREFUSED\)\)/);
+    await expect(failing).rejects.toThrow(
+      /^stack task-1: captures not collected: the gateway did not list them \(cannot reach the gateway \(ECONNREFUSED\)\)/,
+    );
     await expect(failing).rejects.toThrow(/run `multienv collect task-1` again while the env is up$/);
     expect(runJson(artifactsDir).captureErrors).toHaveLength(1);
   });
 
   it("stays consistent when two collections of one run race (collect beside a destroy's delete step)", async () => {
-    const files = { "shop-server.pcap0": pcapBytes(300_000, 4), "shop-server.pcap1": pcapBytes(200_000, 5), "shop-frontend.pcap0": pcapBytes(100_000, 6) };
+    const files = {
+      "shop-server.pcap0": pcapBytes(300_000, 4),
+      "shop-server.pcap1": pcapBytes(200_000, 5),
+      "shop-frontend.pcap0": pcapBytes(100_000, 6),
+    };
     const { artifactsDir, options } = await env(files);
     await Promise.all([collectRun(options), collectRun(options), collectRun(options)]);
     expect(readdirSync(join(artifactsDir, "traffic")).sort()).toEqual(Object.keys(files).sort());
@@ -125,7 +153,11 @@ describe("collect", () => {
 
   it("refuses the wrong control token: nothing is stored", async () => {
     const { artifactsDir, options } = await env({ "shop-server.pcap0": pcapBytes(100) });
-    const failing = collectRun({ ...options, access: { ...options.access, controlToken: "not-the-token" }, failOnCaptureError: true });
+    const failing = collectRun({
+      ...options,
+      access: { ...options.access, controlToken: "not-the-token" },
+      failOnCaptureError: true,
+    });
     await expect(failing).rejects.toThrow(/HTTP 401/);
     expect(existsSync(join(artifactsDir, "traffic"))).toBe(false);
   });
@@ -133,7 +165,13 @@ describe("collect", () => {
   it("asks the gateway's card whether it captures when not told, and skips captures when it does not", async () => {
     const artifactsDir = join(tempDir(), "task-2");
     const gateway = await startTestGateway({ sites: { shop: { server: "http://127.0.0.1:9" } } });
-    const result = await collectRun({ stack: "task-2", access: { gatewayUrl: gateway.url, controlToken: TOKEN }, artifactsDir, computers: [], syntheticDomains: [] });
+    const result = await collectRun({
+      stack: "task-2",
+      access: { gatewayUrl: gateway.url, controlToken: TOKEN },
+      artifactsDir,
+      computers: [],
+      syntheticDomains: [],
+    });
     expect(result.captureErrors).toEqual([]);
     expect(runJson(artifactsDir)).toMatchObject({ captureTraffic: false, captures: [], reproducible: true });
   });

@@ -8,10 +8,25 @@ import { afterEach, describe, expect, it } from "vitest";
 import { collectThenDestroy, type StackSeam } from "../../src/runner/down";
 import { RunnerError } from "../../src/runner/errors";
 import { chromium } from "playwright-core";
-import { cleanup, deployedOutputs, freePort, pcapBytes, startChromium, startProxy, startTestGateway, startTlsOrigin, tempDir, TOKEN, waitFor, writeCaptures } from "./helpers";
+import {
+  cleanup,
+  deployedOutputs,
+  freePort,
+  pcapBytes,
+  startChromium,
+  startProxy,
+  startTestGateway,
+  startTlsOrigin,
+  tempDir,
+  TOKEN,
+  waitFor,
+  writeCaptures,
+} from "./helpers";
 import { computerControlToken } from "../../src/protocol/auth";
 
-/** The computer's own token, as the gateway derives it from the control token (its proxy's control listener wants it). */
+/**
+ * The computer's own token, as the gateway derives it from the control token (its proxy's control listener wants it).
+ */
 const AGENT_TOKEN = computerControlToken(TOKEN, "agent");
 
 afterEach(cleanup);
@@ -43,7 +58,11 @@ async function deployed(captureTraffic = true) {
   const gateway = await startTestGateway({ sites: { shop: { server: "http://127.0.0.1:9" } }, capturesDir });
   const projectDir = tempDir("runner-project-");
   const artifactsDir = join(projectDir, "artifacts", "task-9");
-  const stack = new StackDouble("task-9", deployedOutputs(gateway.url, { computers: {}, captureTraffic }), artifactsDir);
+  const stack = new StackDouble(
+    "task-9",
+    deployedOutputs(gateway.url, { computers: {}, captureTraffic }),
+    artifactsDir,
+  );
   const lines: string[] = [];
   return { gateway, projectDir, artifactsDir, stack, lines, log: (line: string) => lines.push(line) };
 }
@@ -77,7 +96,9 @@ describe("down", () => {
     await collectThenDestroy(stack, { projectDir, log });
 
     expect(stack.calls).toEqual(["outputs", "destroy"]);
-    expect(lines.join("\n")).toMatch(/warning: stack task-9: captures not collected: the gateway did not list them \(cannot reach the gateway/);
+    expect(lines.join("\n")).toMatch(
+      /warning: stack task-9: captures not collected: the gateway did not list them \(cannot reach the gateway/,
+    );
   });
 
   it("does not destroy when collection fails under --fail-on-capture-error, and says what to do", async () => {
@@ -87,7 +108,9 @@ describe("down", () => {
     const down = collectThenDestroy(stack, { projectDir, failOnCaptureError: true, log });
 
     await expect(down).rejects.toBeInstanceOf(RunnerError);
-    await expect(down).rejects.toThrow(/^stack task-9: captures not collected: the gateway did not list them .*; not destroyed, so nothing is lost: .*`multienv down task-9`/);
+    await expect(down).rejects.toThrow(
+      /^stack task-9: captures not collected: the gateway did not list them .*; not destroyed, so nothing is lost: .*`multienv down task-9`/,
+    );
     expect(stack.calls).toEqual(["outputs"]);
   });
 
@@ -115,13 +138,16 @@ describe("down with a computer", () => {
   it("closes the computer's browser first, so a connection it still held open is in the evidence", async () => {
     const origin = await startTlsOrigin("example.com", "public");
     const gatewayPort = await freePort();
-    const proxy = await startProxy({
-      gateway: `http://127.0.0.1:${gatewayPort}`,
-      sites: {},
-      reach: "allow-all",
-      resolve: { "example.com": ["127.0.0.1"] },
-      control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" },
-    }, { token: AGENT_TOKEN });
+    const proxy = await startProxy(
+      {
+        gateway: `http://127.0.0.1:${gatewayPort}`,
+        sites: {},
+        reach: "allow-all",
+        resolve: { "example.com": ["127.0.0.1"] },
+        control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" },
+      },
+      { token: AGENT_TOKEN },
+    );
     // The computer's browser reaches everything through its site proxy, as in a deployed env.
     const browser = await startChromium([`--proxy-server=${proxy.url}`, "--ignore-certificate-errors"]);
     const gateway = await startTestGateway({
@@ -142,7 +168,13 @@ describe("down with a computer", () => {
 
     const projectDir = tempDir("runner-project-");
     const artifactsDir = join(projectDir, "artifacts", "task-8");
-    const map = deployedOutputs(gateway.url, { computers: { agent: {} }, captureTraffic: false, live: false, liveWebsites: [], websites: {} });
+    const map = deployedOutputs(gateway.url, {
+      computers: { agent: {} },
+      captureTraffic: false,
+      live: false,
+      liveWebsites: [],
+      websites: {},
+    });
     const stack = new StackDouble("task-8", map, artifactsDir);
     const result = await collectThenDestroy(stack, { projectDir });
 

@@ -3,7 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { episodeOf, parseLiveSiteProxyLog } from "../../src/protocol/site-proxy";
 
-const line = (record: Record<string, unknown>) => JSON.stringify({ event: record.event, time: "2026-12-01T00:00:00.000Z", ...record }) + "\n";
+const line = (record: Record<string, unknown>) =>
+  JSON.stringify({ event: record.event, time: "2026-12-01T00:00:00.000Z", ...record }) + "\n";
 const startup = line({ event: "startup", pid: 1 });
 const selfTestStart = line({ event: "self-test", phase: "start", ended: 0 });
 const selfTestEnd = line({ event: "self-test", phase: "end", ended: 3 });
@@ -20,7 +21,8 @@ describe("episodeOf", () => {
 
   it("leaves out a self-test's lines, at deploy or in the middle of an episode", () => {
     expect(episodeOf(startup + selfTest + visit("shop.test"))).toBe(startup + visit("shop.test"));
-    const log = startup + mark(1) + visit("one.test") + selfTest + visit("still-one.test") + mark(2) + visit("two.test");
+    const log =
+      startup + mark(1) + visit("one.test") + selfTest + visit("still-one.test") + mark(2) + visit("two.test");
     expect(episodeOf(log, 1)).toBe(mark(1) + visit("one.test") + visit("still-one.test"));
     expect(episodeOf(log, 2)).toBe(mark(2) + visit("two.test"));
   });
@@ -54,7 +56,10 @@ describe("parseLiveSiteProxyLog", () => {
   it("reads every complete line and skips a last line still being written", () => {
     const complete = startup + visit("shop.test");
     expect(parseLiveSiteProxyLog(complete).map((r) => r.event)).toEqual(["startup", "connection"]);
-    expect(parseLiveSiteProxyLog(complete + '{"event":"connection","host":"tor').map((r) => r.event)).toEqual(["startup", "connection"]);
+    expect(parseLiveSiteProxyLog(complete + '{"event":"connection","host":"tor').map((r) => r.event)).toEqual([
+      "startup",
+      "connection",
+    ]);
     // a last line complete but for its newline is read
     expect(parseLiveSiteProxyLog(complete + visit("two.test").trimEnd())).toHaveLength(3);
   });

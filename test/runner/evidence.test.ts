@@ -11,7 +11,9 @@ import type { RunRecord } from "../../src/runner/run-record";
 import { cleanup, curl, freePort, startHttpServer, startProxy, startTestGateway, tempDir, TOKEN } from "./helpers";
 import { computerControlToken } from "../../src/protocol/auth";
 
-/** The computer's own token, as the gateway derives it from the control token (its proxy's control listener wants it). */
+/**
+ * The computer's own token, as the gateway derives it from the control token (its proxy's control listener wants it).
+ */
 const AGENT_TOKEN = computerControlToken(TOKEN, "agent");
 
 afterEach(cleanup);
@@ -20,25 +22,33 @@ afterAll(() => rmSync(caDir, { recursive: true, force: true }));
 
 const NOT_LIVE = { live: false, liveWebsites: [], captureTraffic: false };
 
-/** A computer's site proxy (allow-all) whose log the real gateway serves, with a synthetic site `shop` behind the gateway. */
+/**
+ * A computer's site proxy (allow-all) whose log the real gateway serves, with a synthetic site `shop` behind the
+ * gateway.
+ */
 async function computerEnv() {
   const frontend = await startHttpServer(() => "<html><title>shop</title></html>");
   // The "public" site: a loopback server the proxy reaches at the name example.com (static answer, no DNS).
   const origin = await startHttpServer(() => "the public web");
   const gatewayPort = await freePort();
-  const proxy = await startProxy({
-    gateway: `http://127.0.0.1:${gatewayPort}`,
-    sites: { shop: ["shop.test"] },
-    reach: "allow-all",
-    resolve: { "example.com": ["127.0.0.1"], "cdn.example.net": ["127.0.0.1"] },
-    control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" },
-    // One CA for every test here: generating its key is most of a proxy's start-up time.
-    ca: { cert: join(caDir, "ca.pem"), key: join(caDir, "ca-key.pem") },
-  }, { token: AGENT_TOKEN });
+  const proxy = await startProxy(
+    {
+      gateway: `http://127.0.0.1:${gatewayPort}`,
+      sites: { shop: ["shop.test"] },
+      reach: "allow-all",
+      resolve: { "example.com": ["127.0.0.1"], "cdn.example.net": ["127.0.0.1"] },
+      control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" },
+      // One CA for every test here: generating its key is most of a proxy's start-up time.
+      ca: { cert: join(caDir, "ca.pem"), key: join(caDir, "ca-key.pem") },
+    },
+    { token: AGENT_TOKEN },
+  );
   const gateway = await startTestGateway({
     listen: { host: "127.0.0.1", port: gatewayPort },
     sites: { shop: { server: frontend.url, frontend: frontend.url } },
-    computers: { agent: { cdp: "http://127.0.0.1:9", proxyLog: `http://127.0.0.1:${proxy.startup.control!.port}/log` } },
+    computers: {
+      agent: { cdp: "http://127.0.0.1:9", proxyLog: `http://127.0.0.1:${proxy.startup.control!.port}/log` },
+    },
   });
   const artifactsDir = join(tempDir(), "task-3");
   const collect = (computers = ["agent"]) =>
@@ -62,7 +72,10 @@ describe("public hosts contacted", () => {
     expect((await curl(proxy.url, `http://example.com:${origin.port}/`, ["-p"])).body).toBe("the public web");
     expect((await curl(proxy.url, `http://cdn.example.net:${origin.port}/x`, ["-p"])).status).toBe(200);
     expect((await curl(proxy.url, `http://127.0.0.1:${origin.port}/`, ["-p"])).status).toBe(200);
-    await proxy.waitForRecord("three connections", () => proxy.records().filter((r) => r.event === "connection").length >= 3);
+    await proxy.waitForRecord(
+      "three connections",
+      () => proxy.records().filter((r) => r.event === "connection").length >= 3,
+    );
 
     const { record } = await collect();
 
@@ -70,7 +83,11 @@ describe("public hosts contacted", () => {
     expect(record.live).toBe(false);
     expect(record.reproducible).toBe(false);
     expect(record.notReproducibleBecause).toContain("a computer contacted the public host example.com");
-    expect(record.evidence.agent).toMatchObject({ connections: 3, publicHosts: ["cdn.example.net", "example.com"], log: "proxy-logs/agent.jsonl" });
+    expect(record.evidence.agent).toMatchObject({
+      connections: 3,
+      publicHosts: ["cdn.example.net", "example.com"],
+      log: "proxy-logs/agent.jsonl",
+    });
     const onDisk = JSON.parse(readFileSync(join(artifactsDir, "run.json"), "utf8")) as RunRecord;
     expect(onDisk.publicHostsContacted).toEqual(["cdn.example.net", "example.com"]);
     // The log itself is kept as the evidence.
@@ -82,7 +99,10 @@ describe("public hosts contacted", () => {
     expect((await curl(proxy.url, "http://shop.test/a")).status).toBe(200);
     expect((await curl(proxy.url, `http://127.0.0.1:${origin.port}/`, ["-p"])).status).toBe(200);
     expect((await curl(proxy.url, `http://127.0.0.1:${origin.port}/again`, ["-p"])).status).toBe(200);
-    await proxy.waitForRecord("two connections", () => proxy.records().filter((r) => r.event === "connection").length >= 2);
+    await proxy.waitForRecord(
+      "two connections",
+      () => proxy.records().filter((r) => r.event === "connection").length >= 2,
+    );
 
     const { record } = await collect();
 
@@ -98,13 +118,16 @@ describe("public hosts contacted", () => {
     await collect();
 
     await proxy.stop();
-    const replaced = await startProxy({
-      gateway: `http://127.0.0.1:${gatewayPort}`,
-      sites: { shop: ["shop.test"] },
-      reach: "allow-all",
-      control: { host: "127.0.0.1", port: proxy.startup.control!.port, cdp: "127.0.0.1:9" },
-      ca: { cert: join(caDir, "ca.pem"), key: join(caDir, "ca-key.pem") },
-    }, { token: AGENT_TOKEN });
+    const replaced = await startProxy(
+      {
+        gateway: `http://127.0.0.1:${gatewayPort}`,
+        sites: { shop: ["shop.test"] },
+        reach: "allow-all",
+        control: { host: "127.0.0.1", port: proxy.startup.control!.port, cdp: "127.0.0.1:9" },
+        ca: { cert: join(caDir, "ca.pem"), key: join(caDir, "ca-key.pem") },
+      },
+      { token: AGENT_TOKEN },
+    );
     await curl(replaced.url, `http://127.0.0.1:${origin.port}/`, ["-p"]);
     await replaced.waitForRecord("a connection", (r) => r.event === "connection");
     const { record } = await collect();
@@ -129,7 +152,23 @@ describe("public hosts contacted", () => {
 
 describe("which hosts are public", () => {
   it("excludes synthetic names, localhost names and non-public addresses", () => {
-    for (const host of ["shop.test", "api.shop.test", "localhost", "app.localhost", "127.0.0.1", "10.1.2.3", "172.20.0.5", "192.168.1.1", "169.254.1.1", "100.64.0.1", "::1", "fd00::1", "fe80::1", "[::1]", "::ffff:10.0.0.1"]) {
+    for (const host of [
+      "shop.test",
+      "api.shop.test",
+      "localhost",
+      "app.localhost",
+      "127.0.0.1",
+      "10.1.2.3",
+      "172.20.0.5",
+      "192.168.1.1",
+      "169.254.1.1",
+      "100.64.0.1",
+      "::1",
+      "fd00::1",
+      "fe80::1",
+      "[::1]",
+      "::ffff:10.0.0.1",
+    ]) {
       expect(isPublicHost(host, ["*.shop.test", "shop.test"]), host).toBe(false);
     }
     for (const host of ["github.com", "8.8.8.8", "172.32.0.1", "2001:4860::8888", "shop.test.evil.com"]) {
@@ -148,6 +187,9 @@ describe("which hosts are public", () => {
     ]
       .map((r) => JSON.stringify(r))
       .join("\n");
-    expect(publicHostsInLog(`${log}\n{"event":"connection","host":"torn`, [])).toEqual({ connections: 2, publicHosts: ["github.com"] });
+    expect(publicHostsInLog(`${log}\n{"event":"connection","host":"torn`, [])).toEqual({
+      connections: 2,
+      publicHosts: ["github.com"],
+    });
   });
 });

@@ -61,7 +61,12 @@ export async function freePort(): Promise<number> {
 }
 
 /** Reads JSON lines from a child's stdout until `match` is seen. */
-function waitForLine(child: ChildProcess, match: (line: Record<string, unknown>) => boolean, what: string, timeoutMs = 20_000): Promise<Record<string, unknown>> {
+function waitForLine(
+  child: ChildProcess,
+  match: (line: Record<string, unknown>) => boolean,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<Record<string, unknown>> {
   return new Promise((resolvePromise, reject) => {
     let buffered = "";
     let stderr = "";
@@ -136,13 +141,7 @@ export async function startChromium(extraArgs: string[] = []): Promise<Chromium>
   const userDataDir = tempDir("runner-chromium-");
   const child = spawn(
     "/usr/bin/chromium",
-    [
-      ...CHROMIUM_FLAGS,
-      "--remote-debugging-port=0",
-      `--user-data-dir=${userDataDir}`,
-      ...extraArgs,
-      "about:blank",
-    ],
+    [...CHROMIUM_FLAGS, "--remote-debugging-port=0", `--user-data-dir=${userDataDir}`, ...extraArgs, "about:blank"],
     // Its own process group, so cleanup ends the helper processes too before the profile is removed.
     { stdio: ["ignore", "ignore", "pipe"], detached: true },
   );
@@ -174,7 +173,10 @@ export async function startTestGateway(config: Record<string, unknown>): Promise
 export function deployedOutputs(gatewayUrl: string, overrides: Record<string, unknown> = {}, token = TOKEN): OutputMap {
   const values: Record<string, unknown> = {
     gatewayUrl,
-    websites: { shop: { live: false, domains: ["shop.test", "*.shop.test"] }, github: { live: true, domains: ["github.com"] } },
+    websites: {
+      shop: { live: false, domains: ["shop.test", "*.shop.test"] },
+      github: { live: true, domains: ["github.com"] },
+    },
     computers: { agent: { network: "allow-all" } },
     live: true,
     liveWebsites: [{ name: "github", domains: ["github.com"], allowHosts: [], reproducible: false }],
@@ -191,22 +193,53 @@ export function deployedOutputs(gatewayUrl: string, overrides: Record<string, un
  * An HTTPS server on loopback with a self-signed certificate for `name`. `/` answers a page whose script opens
  * `/hold`, a request the server never finishes: the page's connection stays open for as long as the browser lives.
  */
-export async function startTlsOrigin(name: string, title: string): Promise<{ port: number; held(): number; openConnections(): Promise<number> }> {
+export async function startTlsOrigin(
+  name: string,
+  title: string,
+): Promise<{ port: number; held(): number; openConnections(): Promise<number> }> {
   const dir = tempDir("runner-tls-");
-  execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"), "-days", "1", "-subj", `/CN=${name}`], { stdio: "ignore" });
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      join(dir, "key.pem"),
+      "-out",
+      join(dir, "cert.pem"),
+      "-days",
+      "1",
+      "-subj",
+      `/CN=${name}`,
+    ],
+    { stdio: "ignore" },
+  );
   let held = 0;
-  const server = https.createServer({ key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")), keepAliveTimeout: 600_000 }, (req, res) => {
-    if (req.url === "/hold") {
-      held += 1;
-      res.writeHead(200, { "content-type": "text/event-stream" });
-      res.write(": held\n\n");
-      return;
-    }
-    res.writeHead(200, { "content-type": "text/html" });
-    res.end(`<title>${title}</title><script>fetch("/hold")</script>`);
-  });
+  const server = https.createServer(
+    { key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")), keepAliveTimeout: 600_000 },
+    (req, res) => {
+      if (req.url === "/hold") {
+        held += 1;
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write(": held\n\n");
+        return;
+      }
+      res.writeHead(200, { "content-type": "text/html" });
+      res.end(`<title>${title}</title><script>fetch("/hold")</script>`);
+    },
+  );
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  onCleanup(() => new Promise((done) => { server.closeAllConnections(); server.close(() => done(undefined)); }));
-  const openConnections = () => new Promise<number>((done, fail) => server.getConnections((error, count) => (error ? fail(error) : done(count))));
+  onCleanup(
+    () =>
+      new Promise((done) => {
+        server.closeAllConnections();
+        server.close(() => done(undefined));
+      }),
+  );
+  const openConnections = () =>
+    new Promise<number>((done, fail) => server.getConnections((error, count) => (error ? fail(error) : done(count))));
   return { port: (server.address() as net.AddressInfo).port, held: () => held, openConnections };
 }

@@ -7,7 +7,13 @@ import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { collectCaptures, deployStack, destroyStack, signIn } from "../../src/runner";
 import { explain, isPulumiMissing, RunnerError } from "../../src/runner/errors";
-import { displayOutputs, formatDisplayed, readOutputs, SECRET_PLACEHOLDER, syntheticDomainsOf } from "../../src/runner/outputs";
+import {
+  displayOutputs,
+  formatDisplayed,
+  readOutputs,
+  SECRET_PLACEHOLDER,
+  syntheticDomainsOf,
+} from "../../src/runner/outputs";
 import { describeUrn, ProgressReporter, resourcesInDeployment, StepCounter } from "../../src/runner/progress";
 import { withStackLock } from "../../src/runner/stack-lock";
 import { backendUrlFor, specConfigMap } from "../../src/runner/workspace";
@@ -25,7 +31,13 @@ describe("workspace", () => {
   it("writes a spec's config in the multienv namespace, objects as JSON, secrets flagged", () => {
     const map = specConfigMap({
       name: "task-1",
-      config: { target: "docker", captureTraffic: true, websites: { shop: { domains: ["shop.test"] } }, "aws:region": "eu-west-1", unset: undefined },
+      config: {
+        target: "docker",
+        captureTraffic: true,
+        websites: { shop: { domains: ["shop.test"] } },
+        "aws:region": "eu-west-1",
+        unset: undefined,
+      },
       secrets: { githubToken: "ghp_x" },
     });
     expect(map).toEqual({
@@ -65,10 +77,16 @@ describe("per-stack lock", () => {
 const OUTPUTS: OutputMap = {
   gatewayUrl: { value: "http://127.0.0.1:49153", secret: false },
   controlToken: { value: "s3cr3t-token", secret: true },
-  websites: { value: { shop: { live: false, domains: ["shop.test"] }, github: { live: true, domains: ["github.com"] } }, secret: false },
+  websites: {
+    value: { shop: { live: false, domains: ["shop.test"] }, github: { live: true, domains: ["github.com"] } },
+    secret: false,
+  },
   computers: { value: { agent: { network: "allow-all" } }, secret: false },
   live: { value: true, secret: false },
-  liveWebsites: { value: [{ name: "github", domains: ["github.com"], allowHosts: [], reproducible: false }], secret: false },
+  liveWebsites: {
+    value: [{ name: "github", domains: ["github.com"], allowHosts: [], reproducible: false }],
+    secret: false,
+  },
   reproducible: { value: false, secret: false },
   captureTraffic: { value: true, secret: false },
 };
@@ -84,26 +102,44 @@ describe("outputs", () => {
 
   it("reads what the runner relies on, without the token", () => {
     const outputs = readOutputs(OUTPUTS);
-    expect(outputs).toMatchObject({ gatewayUrl: "http://127.0.0.1:49153", live: true, reproducible: false, captureTraffic: true });
+    expect(outputs).toMatchObject({
+      gatewayUrl: "http://127.0.0.1:49153",
+      live: true,
+      reproducible: false,
+      captureTraffic: true,
+    });
     expect(JSON.stringify(outputs)).not.toContain("s3cr3t-token");
     expect(syntheticDomainsOf(outputs)).toEqual(["shop.test"]);
   });
 });
 
 function pre(urn: string, type: string, op = "create"): EngineEvent {
-  return { sequence: 0, timestamp: 0, resourcePreEvent: { metadata: { op, urn, type, provider: "" } } } as unknown as EngineEvent;
+  return {
+    sequence: 0,
+    timestamp: 0,
+    resourcePreEvent: { metadata: { op, urn, type, provider: "" } },
+  } as unknown as EngineEvent;
 }
 function done(urn: string, type: string, op = "create"): EngineEvent {
-  return { sequence: 0, timestamp: 0, resOutputsEvent: { metadata: { op, urn, type, provider: "" } } } as unknown as EngineEvent;
+  return {
+    sequence: 0,
+    timestamp: 0,
+    resOutputsEvent: { metadata: { op, urn, type, provider: "" } },
+  } as unknown as EngineEvent;
 }
 function failed(urn: string, type: string): EngineEvent {
-  return { sequence: 0, timestamp: 0, resOpFailedEvent: { metadata: { op: "create", urn, type, provider: "" }, status: 1, steps: 0 } } as unknown as EngineEvent;
+  return {
+    sequence: 0,
+    timestamp: 0,
+    resOpFailedEvent: { metadata: { op: "create", urn, type, provider: "" }, status: 1, steps: 0 },
+  } as unknown as EngineEvent;
 }
 
 const STACK_URN = "urn:pulumi:t::multienv::pulumi:pulumi:Stack::multienv-t";
 const PROVIDER_URN = "urn:pulumi:t::multienv::pulumi:providers:docker::local";
 const GATEWAY_URN = "urn:pulumi:t::multienv::multienv:index:MultiEnv$pulumi-nodejs:dynamic/docker:Container::t-gateway";
-const SERVER_URN = "urn:pulumi:t::multienv::multienv:index:MultiEnv$multienv:website:Website$pulumi-nodejs:dynamic/docker:Container::t-shop-server";
+const SERVER_URN =
+  "urn:pulumi:t::multienv::multienv:index:MultiEnv$multienv:website:Website$pulumi-nodejs:dynamic/docker:Container::t-shop-server";
 
 describe("progress", () => {
   it("names a resource by its own type and name", () => {
@@ -112,7 +148,13 @@ describe("progress", () => {
 
   it("counts a preview's resource steps, not the stack or providers", () => {
     const counter = new StepCounter();
-    for (const e of [pre(STACK_URN, "pulumi:pulumi:Stack"), pre(PROVIDER_URN, "pulumi:providers:docker"), pre(GATEWAY_URN, "pulumi-nodejs:dynamic/docker:Container"), pre(SERVER_URN, "pulumi-nodejs:dynamic/docker:Container", "same")]) counter.onEvent(e);
+    for (const e of [
+      pre(STACK_URN, "pulumi:pulumi:Stack"),
+      pre(PROVIDER_URN, "pulumi:providers:docker"),
+      pre(GATEWAY_URN, "pulumi-nodejs:dynamic/docker:Container"),
+      pre(SERVER_URN, "pulumi-nodejs:dynamic/docker:Container", "same"),
+    ])
+      counter.onEvent(e);
     expect(counter.total).toBe(2);
   });
 
@@ -133,7 +175,17 @@ describe("progress", () => {
   });
 
   it("counts a destroy's total from the stack's state", () => {
-    const deployment = { version: 3, deployment: { resources: [{ urn: STACK_URN, type: "pulumi:pulumi:Stack" }, { urn: PROVIDER_URN, type: "pulumi:providers:docker" }, { urn: GATEWAY_URN, type: "pulumi-nodejs:dynamic/docker:Container" }, { urn: SERVER_URN, type: "pulumi-nodejs:dynamic/docker:Container" }] } };
+    const deployment = {
+      version: 3,
+      deployment: {
+        resources: [
+          { urn: STACK_URN, type: "pulumi:pulumi:Stack" },
+          { urn: PROVIDER_URN, type: "pulumi:providers:docker" },
+          { urn: GATEWAY_URN, type: "pulumi-nodejs:dynamic/docker:Container" },
+          { urn: SERVER_URN, type: "pulumi-nodejs:dynamic/docker:Container" },
+        ],
+      },
+    };
     expect(resourcesInDeployment(deployment)).toBe(2);
     expect(resourcesInDeployment({ deployment: {} })).toBe(0);
   });
@@ -143,13 +195,18 @@ describe("progress", () => {
     const progress = new ProgressReporter((l) => lines.push(l));
     progress.onEvent(pre(SERVER_URN, "pulumi-nodejs:dynamic/docker:Container", "delete"));
     progress.onEvent(done(SERVER_URN, "pulumi-nodejs:dynamic/docker:Container", "delete"));
-    expect(lines).toEqual(["[0/?] delete pulumi-nodejs:dynamic/docker:Container t-shop-server …", "[1/?] done: delete pulumi-nodejs:dynamic/docker:Container t-shop-server"]);
+    expect(lines).toEqual([
+      "[0/?] delete pulumi-nodejs:dynamic/docker:Container t-shop-server …",
+      "[1/?] done: delete pulumi-nodejs:dynamic/docker:Container t-shop-server",
+    ]);
   });
 });
 
 describe("errors", () => {
   it("recognises the Automation API's missing-CLI failure and says how to install it", () => {
-    const error = new Error("code: -2\n stdout: \n stderr: Command failed with ENOENT: pulumi version\nspawn pulumi ENOENT\n");
+    const error = new Error(
+      "code: -2\n stdout: \n stderr: Command failed with ENOENT: pulumi version\nspawn pulumi ENOENT\n",
+    );
     expect(isPulumiMissing(error)).toBe(true);
     expect(explain(error, "task-1", "deploying").message).toBe(
       "stack task-1: deploying needs the Pulumi CLI, which is not installed; install it with `curl -fsSL https://get.pulumi.com | sh` and make sure `pulumi` is on PATH, or build it into this checkout with `bash scripts/pulumi-toolchain.sh`",
@@ -157,11 +214,19 @@ describe("errors", () => {
   });
 
   it("keeps the telling line of a CLI transcript, and passes RunnerErrors through", () => {
-    const error = new Error("code: 255\n stdout: \n stderr: warning: something\nerror: failed to decrypt: incorrect passphrase\n err?: x");
-    expect(explain(error, "t", "reading outputs").message).toMatch(/^stack t: reading outputs needs the stack's secrets passphrase; set PULUMI_CONFIG_PASSPHRASE/);
+    const error = new Error(
+      "code: 255\n stdout: \n stderr: warning: something\nerror: failed to decrypt: incorrect passphrase\n err?: x",
+    );
+    expect(explain(error, "t", "reading outputs").message).toMatch(
+      /^stack t: reading outputs needs the stack's secrets passphrase; set PULUMI_CONFIG_PASSPHRASE/,
+    );
     const other = new Error("code: 255\n stdout: \n stderr: error: no Pulumi.yaml project file found\n");
-    expect(explain(other, "t", "deploying").message).toBe("stack t: deploying failed: no Pulumi.yaml project file found; `multienv check t` shows the stack's problems offline");
-    expect(explain(other, "t", "collecting").message).toBe("stack t: collecting failed: no Pulumi.yaml project file found");
+    expect(explain(other, "t", "deploying").message).toBe(
+      "stack t: deploying failed: no Pulumi.yaml project file found; `multienv check t` shows the stack's problems offline",
+    );
+    expect(explain(other, "t", "collecting").message).toBe(
+      "stack t: collecting failed: no Pulumi.yaml project file found",
+    );
     const mine = new RunnerError("already one line");
     expect(explain(mine, "t", "x")).toBe(mine);
   });
@@ -178,19 +243,29 @@ describe("the library without the Pulumi CLI", () => {
     process.env.PATH = [dirname(process.execPath), "/usr/bin", "/bin"].join(":");
     try {
       const install = "install it with `curl -fsSL https://get.pulumi.com | sh`";
-      await expect(deployStack("demo", { projectDir })).rejects.toThrow(`stack demo: deploying needs the Pulumi CLI, which is not installed; ${install}`);
-      await expect(collectCaptures("demo", { projectDir })).rejects.toThrow(`stack demo: collecting needs the Pulumi CLI`);
-      await expect(signIn("demo", { projectDir, site: "github", computer: "agent" })).rejects.toThrow("stack demo: signing computer agent in to github needs the Pulumi CLI");
+      await expect(deployStack("demo", { projectDir })).rejects.toThrow(
+        `stack demo: deploying needs the Pulumi CLI, which is not installed; ${install}`,
+      );
+      await expect(collectCaptures("demo", { projectDir })).rejects.toThrow(
+        `stack demo: collecting needs the Pulumi CLI`,
+      );
+      await expect(signIn("demo", { projectDir, site: "github", computer: "agent" })).rejects.toThrow(
+        "stack demo: signing computer agent in to github needs the Pulumi CLI",
+      );
       await expect(destroyStack("demo", { projectDir })).rejects.toBeInstanceOf(RunnerError);
       // A spec object is refused the same way, before any of its config is written.
-      await expect(deployStack({ name: "spec-1", config: { target: "docker" } }, { projectDir })).rejects.toThrow("stack spec-1: deploying needs the Pulumi CLI");
+      await expect(deployStack({ name: "spec-1", config: { target: "docker" } }, { projectDir })).rejects.toThrow(
+        "stack spec-1: deploying needs the Pulumi CLI",
+      );
     } finally {
       process.env.PATH = path;
     }
   });
 
   it("refuses a bad stack name before touching anything", async () => {
-    await expect(deployStack({ name: "Bad_Name", config: {} })).rejects.toThrow(/a stack name must be lowercase letters/);
+    await expect(deployStack({ name: "Bad_Name", config: {} })).rejects.toThrow(
+      /a stack name must be lowercase letters/,
+    );
   });
 });
 
@@ -202,13 +277,20 @@ const { createCommandError } = require("@pulumi/pulumi/automation/errors") as {
 describe("a stack that was never deployed", () => {
   it("is an error for collect, sign-in and down, saying to deploy it first", () => {
     const error = createCommandError({ stdout: "", stderr: "error: no stack named 'task-3' found", code: 255 });
-    expect(explain(error, "task-3", "collecting").message).toBe("stack task-3: no such stack in the state backend; deploy it first with `multienv up task-3`");
+    expect(explain(error, "task-3", "collecting").message).toBe(
+      "stack task-3: no such stack in the state backend; deploy it first with `multienv up task-3`",
+    );
   });
 });
 
 describe("Pulumi's stack lock", () => {
   it("is named, with what to do, when another process holds it", () => {
-    const error = createCommandError({ stdout: "", stderr: "error: the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete the lock file with `pulumi cancel`.", code: 255 });
+    const error = createCommandError({
+      stdout: "",
+      stderr:
+        "error: the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete the lock file with `pulumi cancel`.",
+      code: 255,
+    });
     expect(explain(error, "task-7", "deploying").message).toBe(
       "stack task-7: another update holds Pulumi's lock on this stack; wait for it to finish, or if that process died, run `pulumi cancel --stack task-7`",
     );

@@ -4,19 +4,43 @@
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cookieBelongsTo, signIn, signOut } from "../../src/runner/sign-in";
-import { cleanup, startChromium, startHttpServer, startLiveSite, startTestGateway, TOKEN, type Chromium } from "./helpers";
+import {
+  cleanup,
+  startChromium,
+  startHttpServer,
+  startLiveSite,
+  startTestGateway,
+  TOKEN,
+  type Chromium,
+} from "./helpers";
 
 let browser: Chromium;
 let gatewayUrl: string;
 
 const NOTES_SESSION = {
-  cookies: [{ name: "sid", value: "n-1", domain: "notes.test", path: "/", expires: -1, httpOnly: false, secure: false, sameSite: "Lax" }],
+  cookies: [
+    {
+      name: "sid",
+      value: "n-1",
+      domain: "notes.test",
+      path: "/",
+      expires: -1,
+      httpOnly: false,
+      secure: false,
+      sameSite: "Lax",
+    },
+  ],
   origins: [{ origin: "http://notes.test", localStorage: [{ name: "draft", value: "hello from the session" }] }],
 };
 
 beforeAll(async () => {
   browser = await startChromium();
-  const github = await startLiveSite({ name: "github", domains: ["github.com", "*.github.com"], account: "alex", sessionDomain: "github.com" });
+  const github = await startLiveSite({
+    name: "github",
+    domains: ["github.com", "*.github.com"],
+    account: "alex",
+    sessionDomain: "github.com",
+  });
   const notes = await startHttpServer((req) => (req.url === "/session" ? JSON.stringify(NOTES_SESSION) : "{}"));
   const broken = await startHttpServer(() => JSON.stringify({ cookies: [{ name: "half" }] }));
   const gateway = await startTestGateway({
@@ -40,22 +64,36 @@ async function observe<T>(look: (b: Browser) => Promise<T>): Promise<T> {
 async function localStorageAt(origin: string, key: string): Promise<string | null> {
   return observe(async (b) => {
     const page = await b.contexts()[0].newPage();
-    await page.route("**/*", (route) => route.fulfill({ status: 200, contentType: "text/html", body: "<html></html>" }));
+    await page.route("**/*", (route) =>
+      route.fulfill({ status: 200, contentType: "text/html", body: "<html></html>" }),
+    );
     await page.goto(origin);
-    const value = await page.evaluate((k) => (globalThis as unknown as { localStorage: { getItem(k: string): string | null } }).localStorage.getItem(k), key);
+    const value = await page.evaluate(
+      (k) => (globalThis as unknown as { localStorage: { getItem(k: string): string | null } }).localStorage.getItem(k),
+      key,
+    );
     await page.close();
     return value;
   });
 }
 
-const cookieNames = () => observe(async (b) => (await b.contexts()[0].cookies()).map((c) => `${c.name}@${c.domain}`).sort());
+const cookieNames = () =>
+  observe(async (b) => (await b.contexts()[0].cookies()).map((c) => `${c.name}@${c.domain}`).sort());
 
 describe("sign-in", () => {
   it("loads the live site's session cookie into the computer's browser through the gateway", async () => {
     const result = await signIn({ access: { gatewayUrl, controlToken: TOKEN }, site: "github", computer: "agent" });
     expect(result).toEqual({ cookies: 1, origins: 0 });
     const cookies = await observe(async (b) => b.contexts()[0].cookies("https://github.com/"));
-    expect(cookies).toEqual([expect.objectContaining({ name: "user_session", value: "alex", domain: ".github.com", httpOnly: true, secure: true })]);
+    expect(cookies).toEqual([
+      expect.objectContaining({
+        name: "user_session",
+        value: "alex",
+        domain: ".github.com",
+        httpOnly: true,
+        secure: true,
+      }),
+    ]);
   });
 
   it("loads a session's local storage for its origin, sending nothing to the origin", async () => {
@@ -69,28 +107,38 @@ describe("sign-in", () => {
     await signIn({ access: { gatewayUrl, controlToken: TOKEN }, site: "github", computer: "agent" });
     await signIn({ access: { gatewayUrl, controlToken: TOKEN }, site: "notes", computer: "agent" });
 
-    const out = await signOut({ access: { gatewayUrl, controlToken: TOKEN }, site: "notes", computer: "agent", domains: ["notes.test"] });
+    const out = await signOut({
+      access: { gatewayUrl, controlToken: TOKEN },
+      site: "notes",
+      computer: "agent",
+      domains: ["notes.test"],
+    });
 
     expect(out.cookies).toBe(1);
     expect(await cookieNames()).toEqual(["user_session@.github.com"]);
     expect(await localStorageAt("http://notes.test", "draft")).toBeNull();
 
-    await signOut({ access: { gatewayUrl, controlToken: TOKEN }, site: "github", computer: "agent", domains: ["github.com", "*.github.com"] });
+    await signOut({
+      access: { gatewayUrl, controlToken: TOKEN },
+      site: "github",
+      computer: "agent",
+      domains: ["github.com", "*.github.com"],
+    });
     expect(await cookieNames()).toEqual([]);
   });
 
   it("is refused the browser without the control token, and names a session that is not storage state", async () => {
     // The session is a site's own route (/svc), the browser the gateway's: only DevTools needs the token.
-    await expect(signIn({ access: { gatewayUrl, controlToken: "wrong" }, site: "github", computer: "agent" })).rejects.toThrow(
-      /could not reach computer agent's browser over DevTools through the gateway: .*401/,
-    );
+    await expect(
+      signIn({ access: { gatewayUrl, controlToken: "wrong" }, site: "github", computer: "agent" }),
+    ).rejects.toThrow(/could not reach computer agent's browser over DevTools through the gateway: .*401/);
     expect(await cookieNames()).toEqual([]);
-    await expect(signIn({ access: { gatewayUrl, controlToken: TOKEN }, site: "broken", computer: "agent" })).rejects.toThrow(
-      /site broken's session is not Playwright storage state: cookies\[0\]\.value/,
-    );
-    await expect(signIn({ access: { gatewayUrl, controlToken: TOKEN }, site: "github", computer: "nobody" })).rejects.toThrow(
-      /could not reach computer nobody's browser over DevTools through the gateway/,
-    );
+    await expect(
+      signIn({ access: { gatewayUrl, controlToken: TOKEN }, site: "broken", computer: "agent" }),
+    ).rejects.toThrow(/site broken's session is not Playwright storage state: cookies\[0\]\.value/);
+    await expect(
+      signIn({ access: { gatewayUrl, controlToken: TOKEN }, site: "github", computer: "nobody" }),
+    ).rejects.toThrow(/could not reach computer nobody's browser over DevTools through the gateway/);
   });
 });
 

@@ -10,7 +10,16 @@ import * as net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RefusedRecord, RequestRecord } from "../../src/protocol/site-proxy";
 import { createAddressCheck } from "../../src/site-proxy/addresses";
-import { cleanup, closedPort, connectThrough, curl, type ProxyProcess, startHttpServer, startProxy, type TestHttpServer } from "./helpers";
+import {
+  cleanup,
+  closedPort,
+  connectThrough,
+  curl,
+  type ProxyProcess,
+  startHttpServer,
+  startProxy,
+  type TestHttpServer,
+} from "./helpers";
 
 afterAll(cleanup);
 
@@ -91,7 +100,11 @@ describe("the address check", () => {
   }
 
   it("lets allowAddresses open loopback and private ranges, never deny, link-local, metadata or unspecified addresses", () => {
-    const check = createAddressCheck({ reach: ["a.test"], deny: ["10.9.0.0/16"], allowAddresses: ["127.0.0.0/8", "10.0.0.0/8", "169.254.0.0/16", "0.0.0.0/8", "fd00::/8"] });
+    const check = createAddressCheck({
+      reach: ["a.test"],
+      deny: ["10.9.0.0/16"],
+      allowAddresses: ["127.0.0.0/8", "10.0.0.0/8", "169.254.0.0/16", "0.0.0.0/8", "fd00::/8"],
+    });
     expect(check("127.0.0.1")).toBeUndefined();
     expect(check("::ffff:127.0.0.1")).toBeUndefined();
     expect(check("10.1.2.3")).toBeUndefined();
@@ -133,13 +146,20 @@ describe("attacks on loopback through the proxy", () => {
     };
     // No allowAddresses: loopback is refused, as in a deployed env.
     allowAll = await startProxy({ reach: "allow-all", allowAddresses: [], resolve });
-    allowlist = await startProxy({ reach: ["rebound.test", "mapped.test", "*.allowed.test"], allowAddresses: [], resolve });
+    allowlist = await startProxy({
+      reach: ["rebound.test", "mapped.test", "*.allowed.test"],
+      allowAddresses: [],
+      resolve,
+    });
   });
 
   async function expectRefused(proxy: ProxyProcess, host: string, address: RegExp): Promise<void> {
     const authority = `${host}:${origin.port}`;
     const before = origin.connections;
-    const viaHttp = await rawExchange(proxy.port, `GET http://${authority}/x HTTP/1.1\r\nHost: ${authority}\r\nConnection: close\r\n\r\n`);
+    const viaHttp = await rawExchange(
+      proxy.port,
+      `GET http://${authority}/x HTTP/1.1\r\nHost: ${authority}\r\nConnection: close\r\n\r\n`,
+    );
     expect(viaHttp, `GET http://${authority}/`).toMatch(/^HTTP\/1\.1 403 /);
     expect(viaHttp).toMatch(/^X-Agentenv-Site-Proxy: refused$/im);
     const viaConnect = await connectThrough(proxy.port, authority);
@@ -147,9 +167,15 @@ describe("attacks on loopback through the proxy", () => {
     expect(viaConnect.head).toMatch(/^X-Agentenv-Site-Proxy: refused$/im);
     viaConnect.socket.destroy();
     expect(origin.connections, `the origin was never contacted for ${host}`).toBe(before);
-    const name = host.replace(/^\[|\]$/g, "").toLowerCase().replace(/\.$/, "");
+    const name = host
+      .replace(/^\[|\]$/g, "")
+      .toLowerCase()
+      .replace(/\.$/, "");
     for (const method of ["GET", "CONNECT"]) {
-      const record = await proxy.waitForRecord<RefusedRecord>(`refused ${method} ${host}`, (r) => r.event === "refused" && r.method === method && r.host === name);
+      const record = await proxy.waitForRecord<RefusedRecord>(
+        `refused ${method} ${host}`,
+        (r) => r.event === "refused" && r.method === method && r.host === name,
+      );
       expect(record.port).toBe(origin.port);
       expect(record.address, `the refused line names the address ${host} stood for`).toMatch(address);
     }
@@ -192,7 +218,9 @@ describe("attacks on loopback through the proxy", () => {
       ["[::ffff:127.0.0.1]", /^::ffff:127\.0\.0\.1$/],
     ];
     for (const [host, address] of cases) await expectRefused(allowlist, host, address);
-    const record = allowlist.records().find((r): r is RefusedRecord => r.event === "refused" && r.host === "rebound.test");
+    const record = allowlist
+      .records()
+      .find((r): r is RefusedRecord => r.event === "refused" && r.host === "rebound.test");
     expect(record).toMatchObject({ address: "127.0.0.1", why: expect.stringMatching(/loopback/) });
   });
 
@@ -208,17 +236,27 @@ describe("attacks on loopback through the proxy", () => {
     expect(tunnel.status).toBe(403);
     tunnel.socket.destroy();
     expect(local.connections).toBe(0);
-    const record = await proxy.waitForRecord<RefusedRecord>("the refusal", (r) => r.event === "refused" && r.host === "mixed.test");
+    const record = await proxy.waitForRecord<RefusedRecord>(
+      "the refusal",
+      (r) => r.event === "refused" && r.host === "mixed.test",
+    );
     expect(record).toMatchObject({ method: "GET", address: "127.0.0.2", why: expect.stringMatching(/loopback/) });
   });
 
   it("deny wins over allowAddresses, by address and by a name that resolves there", async () => {
-    const proxy = await startProxy({ reach: "allow-all", deny: ["127.0.0.1/32"], resolve: { "env.test": ["127.0.0.1"] } });
+    const proxy = await startProxy({
+      reach: "allow-all",
+      deny: ["127.0.0.1/32"],
+      resolve: { "env.test": ["127.0.0.1"] },
+    });
     for (const host of ["127.0.0.1", "env.test", "[::ffff:127.0.0.1]"]) {
       const result = await curl(proxy.url, `http://${host}:${origin.port}/`);
       expect(result.status, host).toBe(403);
     }
-    const record = await proxy.waitForRecord<RefusedRecord>("the refusal", (r) => r.event === "refused" && r.host === "env.test");
+    const record = await proxy.waitForRecord<RefusedRecord>(
+      "the refusal",
+      (r) => r.event === "refused" && r.host === "env.test",
+    );
     expect(record).toMatchObject({ address: "127.0.0.1", why: "in the env's own networks (deny 127.0.0.1/32)" });
     expect(origin.requests.filter((r) => r.url === "/")).toEqual([]);
   });

@@ -8,7 +8,16 @@ import * as tls from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ErrorRecord } from "../../src/protocol/site-proxy";
 import { loadOrCreateCa, MAX_CACHED_LEAVES } from "../../src/site-proxy/ca";
-import { cleanup, connectThrough, type ProxyProcess, startHttpServer, startProxy, tempDir, type TestHttpServer, waitFor } from "./helpers";
+import {
+  cleanup,
+  connectThrough,
+  type ProxyProcess,
+  startHttpServer,
+  startProxy,
+  tempDir,
+  type TestHttpServer,
+  waitFor,
+} from "./helpers";
 
 const HEAD_TIMEOUT_MS = 1_000;
 /** Scheduling slack on a loaded 2-core machine, plus the proxy's check interval (at most 1 s). */
@@ -19,7 +28,12 @@ let proxy: ProxyProcess;
 
 beforeAll(async () => {
   gateway = await startHttpServer(() => "page");
-  proxy = await startProxy({ gateway: gateway.url, sites: { shop: ["*.shop.test"] }, headTimeoutMs: HEAD_TIMEOUT_MS, idleTimeoutMs: 60_000 });
+  proxy = await startProxy({
+    gateway: gateway.url,
+    sites: { shop: ["*.shop.test"] },
+    headTimeoutMs: HEAD_TIMEOUT_MS,
+    idleTimeoutMs: 60_000,
+  });
 });
 afterAll(cleanup);
 
@@ -54,8 +68,16 @@ describe("slow request heads", () => {
     await new Promise((resolve) => socket.once("connect", resolve));
     const ms = await openFor(socket, HEAD_TIMEOUT_MS + SLACK_MS);
     expect(ms).toBeGreaterThanOrEqual(HEAD_TIMEOUT_MS - 100);
-    const record = await waitFor("the error line", () => proxy.records().slice(before).find((r): r is ErrorRecord => r.event === "error" && /no complete request head/.test(r.error)));
-    expect(record).toMatchObject({ client: "127.0.0.1", error: `no complete request head within ${HEAD_TIMEOUT_MS} ms; connection dropped` });
+    const record = await waitFor("the error line", () =>
+      proxy
+        .records()
+        .slice(before)
+        .find((r): r is ErrorRecord => r.event === "error" && /no complete request head/.test(r.error)),
+    );
+    expect(record).toMatchObject({
+      client: "127.0.0.1",
+      error: `no complete request head within ${HEAD_TIMEOUT_MS} ms; connection dropped`,
+    });
   });
 
   it("drops a connection that sends its request head a byte at a time, never finishing it in time", async () => {

@@ -1,5 +1,5 @@
-// The entry point's contract (docs/design.md "Entry points", docs/contracts.md): a bad MULTIENV_SITE_PROXY_CONFIG is one
-// line naming the field and exit status 2; `ca` paths that don't exist yet are generated (key 0600) and kept across
+// The entry point's contract (docs/design.md "Entry points", docs/contracts.md): a bad MULTIENV_SITE_PROXY_CONFIG is
+// one line naming the field and exit status 2; `ca` paths that don't exist yet are generated (key 0600) and kept across
 // restarts; the control listener's token is refused at start when it could not guard it (control.test.ts has the rest).
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -10,56 +10,127 @@ import { cleanup, PROXY_BIN, ROOT, startProxy, tempDir } from "./helpers";
 
 afterAll(cleanup);
 
-function runWith(config: unknown, env: Record<string, string | undefined> = {}, timeoutMs = 20_000): { status: number | null; stdout: string; stderr: string } {
+function runWith(
+  config: unknown,
+  env: Record<string, string | undefined> = {},
+  timeoutMs = 20_000,
+): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync(process.execPath, [PROXY_BIN], {
     cwd: ROOT,
-    env: { ...process.env, MULTIENV_SITE_PROXY_TOKEN: undefined, MULTIENV_SITE_PROXY_CONFIG: typeof config === "string" ? config : JSON.stringify(config), ...env },
+    env: {
+      ...process.env,
+      MULTIENV_SITE_PROXY_TOKEN: undefined,
+      MULTIENV_SITE_PROXY_CONFIG: typeof config === "string" ? config : JSON.stringify(config),
+      ...env,
+    },
     encoding: "utf8",
     timeout: timeoutMs,
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
-const good = { listen: { host: "127.0.0.1", port: 0 }, gateway: "http://gateway:8080", sites: {}, reach: "none", log: "/tmp/never-written.log" };
+const good = {
+  listen: { host: "127.0.0.1", port: 0 },
+  gateway: "http://gateway:8080",
+  sites: {},
+  reach: "none",
+  log: "/tmp/never-written.log",
+};
 
 describe("configuration", () => {
   it("refuses a bad configuration with one line naming the field, and exit status 2", () => {
     const { status, stderr } = runWith({ ...good, reach: "some" });
     expect(status).toBe(2);
-    expect(stderr).toBe('multienv-site-proxy: MULTIENV_SITE_PROXY_CONFIG.reach: must be "allow-all", "none" or a list of host names\n');
+    expect(stderr).toBe(
+      'multienv-site-proxy: MULTIENV_SITE_PROXY_CONFIG.reach: must be "allow-all", "none" or a list of host names\n',
+    );
   });
 
   const cases: [string, unknown, RegExp][] = [
     ["not set", undefined, /^MULTIENV_SITE_PROXY_CONFIG: is not set/],
     ["not JSON", "{listen:", /^MULTIENV_SITE_PROXY_CONFIG: is not JSON/],
-    ["a missing field", { ...good, gateway: undefined }, /^MULTIENV_SITE_PROXY_CONFIG\.gateway: must be an http:\/\/ URL/],
-    ["a gateway that is not a URL", { ...good, gateway: "gateway:8080" }, /^MULTIENV_SITE_PROXY_CONFIG\.gateway: must be an http:\/\/ URL/],
-    ["a bad port", { ...good, listen: { host: "127.0.0.1", port: 70000 } }, /^MULTIENV_SITE_PROXY_CONFIG\.listen\.port: /],
-    ["a bad DNS server", { ...good, dnsServers: ["127.0.0.1"] }, /^MULTIENV_SITE_PROXY_CONFIG\.dnsServers\[0\]: must be "host:port"/],
-    ["a static answer that is no address", { ...good, resolve: { "a.test": ["a.test"] } }, /^MULTIENV_SITE_PROXY_CONFIG\.resolve\["a\.test"\]\[0\]: must be an IP address$/],
-    ["an unknown field", { ...good, reaches: "none" }, /^MULTIENV_SITE_PROXY_CONFIG\.reaches: unknown key; did you mean reach\?/],
+    [
+      "a missing field",
+      { ...good, gateway: undefined },
+      /^MULTIENV_SITE_PROXY_CONFIG\.gateway: must be an http:\/\/ URL/,
+    ],
+    [
+      "a gateway that is not a URL",
+      { ...good, gateway: "gateway:8080" },
+      /^MULTIENV_SITE_PROXY_CONFIG\.gateway: must be an http:\/\/ URL/,
+    ],
+    [
+      "a bad port",
+      { ...good, listen: { host: "127.0.0.1", port: 70000 } },
+      /^MULTIENV_SITE_PROXY_CONFIG\.listen\.port: /,
+    ],
+    [
+      "a bad DNS server",
+      { ...good, dnsServers: ["127.0.0.1"] },
+      /^MULTIENV_SITE_PROXY_CONFIG\.dnsServers\[0\]: must be "host:port"/,
+    ],
+    [
+      "a static answer that is no address",
+      { ...good, resolve: { "a.test": ["a.test"] } },
+      /^MULTIENV_SITE_PROXY_CONFIG\.resolve\["a\.test"\]\[0\]: must be an IP address$/,
+    ],
+    [
+      "an unknown field",
+      { ...good, reaches: "none" },
+      /^MULTIENV_SITE_PROXY_CONFIG\.reaches: unknown key; did you mean reach\?/,
+    ],
     ["relays, which are gone", { ...good, relays: [] }, /^MULTIENV_SITE_PROXY_CONFIG\.relays: unknown key/],
-    ["a deny entry that is no CIDR", { ...good, deny: ["10.0.0.0"] }, /^MULTIENV_SITE_PROXY_CONFIG\.deny\[0\]: must be a CIDR/],
-    ["an allowAddresses entry that is no CIDR", { ...good, allowAddresses: ["lo"] }, /^MULTIENV_SITE_PROXY_CONFIG\.allowAddresses\[0\]: must be a CIDR/],
-    ["a control listener without its DevTools relay", { ...good, control: { host: "127.0.0.1", port: 0 } }, /^MULTIENV_SITE_PROXY_CONFIG\.control\.cdp: is required/],
-    ["a control cdp that is not host:port", { ...good, control: { host: "127.0.0.1", port: 0, cdp: "browser" } }, /^MULTIENV_SITE_PROXY_CONFIG\.control\.cdp: must be "host:port"/],
+    [
+      "a deny entry that is no CIDR",
+      { ...good, deny: ["10.0.0.0"] },
+      /^MULTIENV_SITE_PROXY_CONFIG\.deny\[0\]: must be a CIDR/,
+    ],
+    [
+      "an allowAddresses entry that is no CIDR",
+      { ...good, allowAddresses: ["lo"] },
+      /^MULTIENV_SITE_PROXY_CONFIG\.allowAddresses\[0\]: must be a CIDR/,
+    ],
+    [
+      "a control listener without its DevTools relay",
+      { ...good, control: { host: "127.0.0.1", port: 0 } },
+      /^MULTIENV_SITE_PROXY_CONFIG\.control\.cdp: is required/,
+    ],
+    [
+      "a control cdp that is not host:port",
+      { ...good, control: { host: "127.0.0.1", port: 0, cdp: "browser" } },
+      /^MULTIENV_SITE_PROXY_CONFIG\.control\.cdp: must be "host:port"/,
+    ],
   ];
   for (const [what, config, message] of cases) {
     it(`refuses ${what}, naming the field`, () => {
-      const env = config === undefined ? {} : { MULTIENV_SITE_PROXY_CONFIG: typeof config === "string" ? config : JSON.stringify(config) };
+      const env =
+        config === undefined
+          ? {}
+          : { MULTIENV_SITE_PROXY_CONFIG: typeof config === "string" ? config : JSON.stringify(config) };
       expect(() => configFromEnv(env)).toThrow(message);
     });
   }
 
   it("names every problem at once, on one line, as the stack config's problems are named", () => {
-    const env = { MULTIENV_SITE_PROXY_CONFIG: JSON.stringify({ ...good, reach: "some", listen: { host: "127.0.0.1", port: 70000 }, idleTimeout: 5 }) };
+    const env = {
+      MULTIENV_SITE_PROXY_CONFIG: JSON.stringify({
+        ...good,
+        reach: "some",
+        listen: { host: "127.0.0.1", port: 70000 },
+        idleTimeout: 5,
+      }),
+    };
     expect(() => configFromEnv(env)).toThrow(
       /^(?=.*MULTIENV_SITE_PROXY_CONFIG\.reach: )(?=.*MULTIENV_SITE_PROXY_CONFIG\.listen\.port: )(?=.*MULTIENV_SITE_PROXY_CONFIG\.idleTimeout: unknown key; did you mean idleTimeoutMs\?)[^\n]*$/,
     );
   });
 
   it("fills in the default waits", () => {
-    expect(configFromEnv({ MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(good) })).toMatchObject({ connectTimeoutMs: 30_000, idleTimeoutMs: 300_000, headTimeoutMs: 30_000 });
+    expect(configFromEnv({ MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(good) })).toMatchObject({
+      connectTimeoutMs: 30_000,
+      idleTimeoutMs: 300_000,
+      headTimeoutMs: 30_000,
+    });
   });
 });
 
@@ -85,7 +156,11 @@ describe("the control token", () => {
 
   it("needs no token without a control listener", () => {
     // It starts (its startup line on stdout) and serves until spawnSync's timeout stops it.
-    const { stdout, stderr } = runWith({ ...good, log: path.join(tempDir(), "p.log") }, { MULTIENV_SITE_PROXY_TOKEN: undefined }, 4_000);
+    const { stdout, stderr } = runWith(
+      { ...good, log: path.join(tempDir(), "p.log") },
+      { MULTIENV_SITE_PROXY_TOKEN: undefined },
+      4_000,
+    );
     expect(stderr).toBe("");
     expect(JSON.parse(stdout.split("\n")[0])).toMatchObject({ event: "startup", control: null });
   });

@@ -9,7 +9,21 @@ import { spawn } from "node:child_process";
 import WebSocket, { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseLiveSiteProxyLog, type ErrorRecord } from "../../src/protocol/site-proxy";
-import { cleanup, connectThrough, curl, onCleanup, PROXY_BIN, type ProxyProcess, ROOT, startDns, startEchoServer, startHttpServer, startProxy, TEST_TOKEN, waitFor } from "./helpers";
+import {
+  cleanup,
+  connectThrough,
+  curl,
+  onCleanup,
+  PROXY_BIN,
+  type ProxyProcess,
+  ROOT,
+  startDns,
+  startEchoServer,
+  startHttpServer,
+  startProxy,
+  TEST_TOKEN,
+  waitFor,
+} from "./helpers";
 
 interface DevtoolsStandIn {
   port: number;
@@ -35,7 +49,14 @@ async function startDevtools(): Promise<DevtoolsStandIn> {
     sockets.handleUpgrade(req, socket, head, (ws) => ws.on("message", (data) => ws.send(`devtools: ${data}`)));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  onCleanup(() => new Promise((resolve) => { server.closeAllConnections(); for (const c of sockets.clients) c.terminate(); server.close(resolve); }));
+  onCleanup(
+    () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        for (const c of sockets.clients) c.terminate();
+        server.close(resolve);
+      }),
+  );
   return { port: (server.address() as net.AddressInfo).port, seen };
 }
 
@@ -85,10 +106,15 @@ describe("the control listener's token", () => {
       await expect(wsRoundTrip(headers)).rejects.toThrow(/status 401/);
       expect(devtools.seen.length, "DevTools saw nothing").toBe(before);
       const unauthorized = await waitFor("a 401 line per request", () => {
-        const lines = proxy.records().slice(logged).filter((r): r is ErrorRecord => r.event === "error" && r.status === 401);
+        const lines = proxy
+          .records()
+          .slice(logged)
+          .filter((r): r is ErrorRecord => r.event === "error" && r.status === 401);
         return lines.length >= 6 ? lines : undefined;
       });
-      expect(unauthorized.map((r) => r.error)).toContain(`control: GET /cdp/json/version ${headers.Authorization ? "with a wrong" : "without"} bearer token`);
+      expect(unauthorized.map((r) => r.error)).toContain(
+        `control: GET /cdp/json/version ${headers.Authorization ? "with a wrong" : "without"} bearer token`,
+      );
       expect(JSON.stringify(unauthorized)).not.toContain(TEST_TOKEN);
     });
   }
@@ -96,7 +122,11 @@ describe("the control listener's token", () => {
   it("serves the log and the CA certificate with the token (the scheme in any case)", async () => {
     const log = await fetch(`${control}/log`, { headers: { Authorization: `bearer ${TEST_TOKEN}` } });
     expect(log.status).toBe(200);
-    expect(parseLiveSiteProxyLog(await log.text())[0]).toMatchObject({ event: "startup", pid: proxy.startup.pid, control: { cdp: `127.0.0.1:${devtools.port}` } });
+    expect(parseLiveSiteProxyLog(await log.text())[0]).toMatchObject({
+      event: "startup",
+      pid: proxy.startup.pid,
+      control: { cdp: `127.0.0.1:${devtools.port}` },
+    });
     const ca = await fetch(`${control}/ca.pem`, { headers: auth });
     expect(await ca.text()).toBe(fs.readFileSync(proxy.caCertPath, "utf8"));
     expect((await fetch(`${control}/other`, { headers: auth })).status).toBe(404);
@@ -106,9 +136,14 @@ describe("the control listener's token", () => {
 
 describe("DevTools through the control listener", () => {
   it("passes what the gateway sends (Host: localhost) to DevTools, without the token", async () => {
-    const res = await fetch(`${control}/cdp/json/version`, { headers: { ...auth, Host: "localhost", Accept: "application/json" } });
+    const res = await fetch(`${control}/cdp/json/version`, {
+      headers: { ...auth, Host: "localhost", Accept: "application/json" },
+    });
     expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({ Browser: "StandIn/1", webSocketDebuggerUrl: "ws://localhost/devtools/browser/abc" });
+    expect(await res.json()).toMatchObject({
+      Browser: "StandIn/1",
+      webSocketDebuggerUrl: "ws://localhost/devtools/browser/abc",
+    });
     const seen = devtools.seen[devtools.seen.length - 1];
     expect(seen.url).toBe("/json/version");
     expect(seen.headers.host).toBe("localhost");
@@ -116,7 +151,14 @@ describe("DevTools through the control listener", () => {
   });
 
   it("sends DevTools Host: localhost whatever Host the client named, so its Host check passes", async () => {
-    const res = await curl("", `${control}/cdp/json/version`, ["--noproxy", "*", "-H", `Authorization: Bearer ${TEST_TOKEN}`, "-H", "Host: proxy-link.test:9000"]);
+    const res = await curl("", `${control}/cdp/json/version`, [
+      "--noproxy",
+      "*",
+      "-H",
+      `Authorization: Bearer ${TEST_TOKEN}`,
+      "-H",
+      "Host: proxy-link.test:9000",
+    ]);
     expect(res.status).toBe(200);
     expect(devtools.seen[devtools.seen.length - 1].headers.host).toBe("localhost");
   });
@@ -142,7 +184,11 @@ describe("listeners named by host name", () => {
     const dns = await startDns(answers);
     // The names resolve only a second after the proxy started: Docker's DNS learning a container's aliases.
     setTimeout(() => Object.assign(answers, { "proxy.test": ["127.0.0.2"], "control.test": ["127.0.0.3"] }), 1_000);
-    const named = await startProxy({ listen: { host: "proxy.test", port: 0 }, control: { host: "control.test", port: 0, cdp: `127.0.0.1:${devtools.port}` }, dnsServers: [dns.server] });
+    const named = await startProxy({
+      listen: { host: "proxy.test", port: 0 },
+      control: { host: "control.test", port: 0, cdp: `127.0.0.1:${devtools.port}` },
+      dnsServers: [dns.server],
+    });
     expect(named.startup.proxy.host).toBe("127.0.0.2");
     expect(named.startup.control).toMatchObject({ host: "127.0.0.3" });
     expect(dns.queries.filter((q) => q === "proxy.test").length).toBeGreaterThan(1);
@@ -162,15 +208,29 @@ describe("listeners named by host name", () => {
     };
     expect(await reachesProxy("127.0.0.1", named.startup.proxy.port)).toBe(false);
     expect(await reachesProxy("127.0.0.2", named.startup.proxy.port)).toBe(true);
-    const other = await fetch(`http://127.0.0.1:${named.startup.control!.port}/log`, { headers: auth }).then((r) => r.status, () => "refused");
+    const other = await fetch(`http://127.0.0.1:${named.startup.control!.port}/log`, { headers: auth }).then(
+      (r) => r.status,
+      () => "refused",
+    );
     expect(other).not.toBe(200);
     const log = await fetch(`http://127.0.0.3:${named.startup.control!.port}/log`, { headers: auth });
     expect(log.status).toBe(200);
   });
 
   it("gives up on a name that never resolves with one line naming the field, exit status 2", async () => {
-    const config = { listen: { host: "never.test", port: 0 }, gateway: "http://127.0.0.1:9", sites: {}, reach: "none", log: "/tmp/never-written.log", dnsServers: ["127.0.0.1:1"] };
-    const child = spawn(process.execPath, [PROXY_BIN], { cwd: ROOT, env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(config) }, stdio: ["ignore", "pipe", "pipe"] });
+    const config = {
+      listen: { host: "never.test", port: 0 },
+      gateway: "http://127.0.0.1:9",
+      sites: {},
+      reach: "none",
+      log: "/tmp/never-written.log",
+      dnsServers: ["127.0.0.1:1"],
+    };
+    const child = spawn(process.execPath, [PROXY_BIN], {
+      cwd: ROOT,
+      env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(config) },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     onCleanup(() => child.kill("SIGKILL"));
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
@@ -178,7 +238,9 @@ describe("listeners named by host name", () => {
     const status = await new Promise<number | null>((resolve) => child.once("exit", resolve));
     expect(status).toBe(2);
     expect(Date.now() - started).toBeGreaterThanOrEqual(4_500);
-    expect(stderr).toMatch(/^multienv-site-proxy: MULTIENV_SITE_PROXY_CONFIG\.listen\.host: "never\.test" does not resolve .* after 5000 ms; give an address or a name this container resolves\n$/);
+    expect(stderr).toMatch(
+      /^multienv-site-proxy: MULTIENV_SITE_PROXY_CONFIG\.listen\.host: "never\.test" does not resolve .* after 5000 ms; give an address or a name this container resolves\n$/,
+    );
   });
 });
 
@@ -202,15 +264,27 @@ describe("ending every connection (POST /connections/end)", () => {
     expect(answer.status).toBe(200);
     expect(((await answer.json()) as { ended: number }).ended).toBeGreaterThanOrEqual(3);
     // No waiting: the answer came after the lines were written.
-    const lines = proxy.records().filter((r) => r.event === "connection").slice(before);
-    expect(lines.map((r) => `${(r as { method: string }).method} ${(r as { port: number }).port}`).sort()).toEqual([`CONNECT ${echo.port}`, `HTTP ${origin.port}`].sort());
+    const lines = proxy
+      .records()
+      .filter((r) => r.event === "connection")
+      .slice(before);
+    expect(lines.map((r) => `${(r as { method: string }).method} ${(r as { port: number }).port}`).sort()).toEqual(
+      [`CONNECT ${echo.port}`, `HTTP ${origin.port}`].sort(),
+    );
     await Promise.all(ends);
   });
 
   it("takes POST alone, with the token alone", async () => {
     expect((await fetch(`${control}/connections/end`, { headers: auth })).status).toBe(405);
     expect((await fetch(`${control}/connections/end`, { method: "POST" })).status).toBe(401);
-    expect((await fetch(`${control}/connections/end`, { method: "POST", headers: { Authorization: `Bearer ${TEST_TOKEN}x` } })).status).toBe(401);
+    expect(
+      (
+        await fetch(`${control}/connections/end`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${TEST_TOKEN}x` },
+        })
+      ).status,
+    ).toBe(401);
   });
 
   it("is not on the proxy listener: there it is a request like any other, refused as one", async () => {
@@ -235,14 +309,35 @@ describe("marking an episode (POST /connections/end?episode=<n>)", () => {
   });
 
   it("marks a self-test's start and end", async () => {
-    for (const phase of ["start", "end"]) expect((await fetch(`${control}/connections/end?selfTest=${phase}`, { method: "POST", headers: auth })).status).toBe(200);
-    expect(proxy.records().filter((r) => r.event === "self-test").map((r) => (r as { phase: string }).phase)).toEqual(["start", "end"]);
+    for (const phase of ["start", "end"])
+      expect(
+        (await fetch(`${control}/connections/end?selfTest=${phase}`, { method: "POST", headers: auth })).status,
+      ).toBe(200);
+    expect(
+      proxy
+        .records()
+        .filter((r) => r.event === "self-test")
+        .map((r) => (r as { phase: string }).phase),
+    ).toEqual(["start", "end"]);
   });
 
   it("refuses any mark but one episode, a whole number from 1, or one self-test phase, marking nothing", async () => {
     const before = proxy.records().filter((r) => r.event === "episode").length;
-    for (const bad of ["episode=0", "episode=-1", "episode=1.5", "episode=x", "episode=", "episode=99999999999", "episode=2&episode=3", "episode=2&selfTest=start", "selfTest=middle", "other=1"]) {
-      expect((await fetch(`${control}/connections/end?${bad}`, { method: "POST", headers: auth })).status, bad).toBe(400);
+    for (const bad of [
+      "episode=0",
+      "episode=-1",
+      "episode=1.5",
+      "episode=x",
+      "episode=",
+      "episode=99999999999",
+      "episode=2&episode=3",
+      "episode=2&selfTest=start",
+      "selfTest=middle",
+      "other=1",
+    ]) {
+      expect((await fetch(`${control}/connections/end?${bad}`, { method: "POST", headers: auth })).status, bad).toBe(
+        400,
+      );
     }
     expect(proxy.records().filter((r) => r.event === "episode").length).toBe(before);
   });

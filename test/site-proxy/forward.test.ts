@@ -1,5 +1,5 @@
-// docs/design.md "Site proxy": CONNECT to a host that is not synthetic is a byte tunnel, never decrypted; an absolute-form
-// request is sent on in origin form with hop-by-hop headers dropped; keep-alive works between requests.
+// docs/design.md "Site proxy": CONNECT to a host that is not synthetic is a byte tunnel, never decrypted; an
+// absolute-form request is sent on in origin form with hop-by-hop headers dropped; keep-alive works between requests.
 import { execFileSync } from "node:child_process";
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
@@ -7,7 +7,18 @@ import * as net from "node:net";
 import * as path from "node:path";
 import * as tls from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cleanup, connectThrough, curl, type ProxyProcess, startDns, startEchoServer, startHttpServer, startProxy, tempDir, type TestHttpServer } from "./helpers";
+import {
+  cleanup,
+  connectThrough,
+  curl,
+  type ProxyProcess,
+  startDns,
+  startEchoServer,
+  startHttpServer,
+  startProxy,
+  tempDir,
+  type TestHttpServer,
+} from "./helpers";
 
 let origin: TestHttpServer;
 let proxy: ProxyProcess;
@@ -26,20 +37,28 @@ afterAll(cleanup);
 describe("forwarding", () => {
   it("sends an absolute-form request on in origin form, hop-by-hop headers dropped and repeated headers kept", async () => {
     const result = await curl(proxy.url, `http://origin.test:${origin.port}/path/a%2Fb?q=1`, [
-      "-H", "Connection: keep-alive, X-Drop-Me",
-      "-H", "X-Drop-Me: secret",
-      "-H", "Keep-Alive: timeout=5",
-      "-H", "TE: trailers",
-      "-H", "Proxy-Authorization: Basic Zm9vOmJhcg==",
-      "-H", "X-Keep: a",
-      "-H", "X-Keep: b",
+      "-H",
+      "Connection: keep-alive, X-Drop-Me",
+      "-H",
+      "X-Drop-Me: secret",
+      "-H",
+      "Keep-Alive: timeout=5",
+      "-H",
+      "TE: trailers",
+      "-H",
+      "Proxy-Authorization: Basic Zm9vOmJhcg==",
+      "-H",
+      "X-Keep: a",
+      "-H",
+      "X-Keep: b",
     ]);
     expect(result.status).toBe(200);
     const seen = origin.requests[origin.requests.length - 1];
     expect(seen.url).toBe("/path/a%2Fb?q=1");
     expect(seen.headers.host).toBe(`origin.test:${origin.port}`);
     const names = seen.rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
-    for (const dropped of ["x-drop-me", "keep-alive", "te", "proxy-authorization", "proxy-connection"]) expect(names).not.toContain(dropped);
+    for (const dropped of ["x-drop-me", "keep-alive", "te", "proxy-authorization", "proxy-connection"])
+      expect(names).not.toContain(dropped);
     expect(seen.rawHeaders.filter((_, i) => i % 2 === 1 && seen.rawHeaders[i - 1] === "X-Keep")).toEqual(["a", "b"]);
     expect(result.headers["x-end-to-end"]).toBe("kept");
     expect(result.headers["x-origin-hop"]).toBeUndefined();
@@ -47,7 +66,12 @@ describe("forwarding", () => {
 
   it("keeps the connection alive between requests, to the client and to the host", async () => {
     const before = origin.connections;
-    const result = await curl(proxy.url, `http://origin.test:${origin.port}/first`, ["-v", `http://origin.test:${origin.port}/second`, "-o", "/dev/null"]);
+    const result = await curl(proxy.url, `http://origin.test:${origin.port}/first`, [
+      "-v",
+      `http://origin.test:${origin.port}/second`,
+      "-o",
+      "/dev/null",
+    ]);
     expect(result.exitCode).toBe(0);
     expect(result.stderr).toMatch(/Re-using existing connection/);
     const [first, second] = origin.requests.slice(-2);
@@ -65,7 +89,8 @@ describe("forwarding", () => {
       let requests = 0;
       socket.on("data", (d: Buffer) => {
         if (!d.includes("\r\n\r\n")) return;
-        if (++requests === 1) socket.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\nfresh");
+        if (++requests === 1)
+          socket.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\nfresh");
         else socket.destroy();
       });
       socket.on("error", () => {});
@@ -111,7 +136,10 @@ describe("forwarding", () => {
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     try {
-      const { socket, status } = await connectThrough(proxy.port, `echo.test:${(server.address() as net.AddressInfo).port}`);
+      const { socket, status } = await connectThrough(
+        proxy.port,
+        `echo.test:${(server.address() as net.AddressInfo).port}`,
+      );
       expect(status).toBe(200);
       socket.end(Buffer.alloc(300_000));
       const answer = await new Promise<string>((resolve) => {
@@ -129,8 +157,32 @@ describe("forwarding", () => {
     const dir = tempDir();
     const key = path.join(dir, "key.pem");
     const cert = path.join(dir, "cert.pem");
-    execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=tls.test", "-addext", "subjectAltName=DNS:tls.test", "-days", "1", "-keyout", key, "-out", cert], { stdio: "ignore" });
-    const server = tls.createServer({ key: fs.readFileSync(key), cert: fs.readFileSync(cert) }, (s) => s.end("secret over TLS\n"));
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-subj",
+        "/CN=tls.test",
+        "-addext",
+        "subjectAltName=DNS:tls.test",
+        "-days",
+        "1",
+        "-keyout",
+        key,
+        "-out",
+        cert,
+      ],
+      { stdio: "ignore" },
+    );
+    const server = tls.createServer({ key: fs.readFileSync(key), cert: fs.readFileSync(cert) }, (s) =>
+      s.end("secret over TLS\n"),
+    );
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const port = (server.address() as { port: number }).port;
     try {
@@ -144,7 +196,9 @@ describe("forwarding", () => {
         secure.on("error", reject);
       });
       expect(secure.authorized).toBe(true);
-      expect(secure.getPeerCertificate().fingerprint256).toBe(new crypto.X509Certificate(fs.readFileSync(cert)).fingerprint256);
+      expect(secure.getPeerCertificate().fingerprint256).toBe(
+        new crypto.X509Certificate(fs.readFileSync(cert)).fingerprint256,
+      );
       expect(text).toBe("secret over TLS\n");
     } finally {
       server.close();

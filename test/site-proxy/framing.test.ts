@@ -19,7 +19,9 @@ interface Seen {
 }
 
 /** A gateway stand-in that records every request it parses, body included, and which connection carried it. */
-async function startRecorder(answer: (req: http.IncomingMessage, res: http.ServerResponse) => void = (_req, res) => res.end("page")) {
+async function startRecorder(
+  answer: (req: http.IncomingMessage, res: http.ServerResponse) => void = (_req, res) => res.end("page"),
+) {
   const seen: Seen[] = [];
   let connections = 0;
   const ids = new WeakMap<net.Socket, number>();
@@ -34,7 +36,13 @@ async function startRecorder(answer: (req: http.IncomingMessage, res: http.Serve
   });
   server.on("connection", (socket) => ids.set(socket, ++connections));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  onCleanup(() => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }));
+  onCleanup(
+    () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
+  );
   return { seen, port: (server.address() as net.AddressInfo).port, connections: () => connections };
 }
 
@@ -75,19 +83,31 @@ let proxy: ProxyProcess;
 
 beforeAll(async () => {
   gateway = await startRecorder();
-  proxy = await startProxy({ gateway: `http://127.0.0.1:${gateway.port}`, sites: { shop: ["shop.test"] }, reach: "none" });
+  proxy = await startProxy({
+    gateway: `http://127.0.0.1:${gateway.port}`,
+    sites: { shop: ["shop.test"] },
+    reach: "none",
+  });
 });
 afterAll(cleanup);
 
 /** Every request the gateway parsed went to the computer's own site: nothing smuggled reached another one. */
 function expectOnlyShop(since: number): void {
-  expect(gateway.seen.slice(since).map((r) => r.url).filter((url) => !url.startsWith("/website/shop/"))).toEqual([]);
+  expect(
+    gateway.seen
+      .slice(since)
+      .map((r) => r.url)
+      .filter((url) => !url.startsWith("/website/shop/")),
+  ).toEqual([]);
 }
 
 describe("smuggling a second request to the gateway", () => {
   it("a chunked body on a GET is sent on chunked, never as bytes after an unframed request", async () => {
     const before = gateway.seen.length;
-    const answer = await raw(proxy, `GET http://shop.test/a HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\n${chunked(SMUGGLED)}`);
+    const answer = await raw(
+      proxy,
+      `GET http://shop.test/a HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\n${chunked(SMUGGLED)}`,
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     await waitFor("the gateway's request", () => gateway.seen.length > before || undefined);
     await new Promise((r) => setTimeout(r, 300));
@@ -98,12 +118,17 @@ describe("smuggling a second request to the gateway", () => {
 
   it("a Content-Length nominated by Connection still frames the body", async () => {
     const before = gateway.seen.length;
-    const answer = await raw(proxy, `POST http://shop.test/b HTTP/1.1\r\nHost: shop.test\r\nConnection: keep-alive, Content-Length\r\nContent-Length: ${SMUGGLED.length}\r\n\r\n${SMUGGLED}`);
+    const answer = await raw(
+      proxy,
+      `POST http://shop.test/b HTTP/1.1\r\nHost: shop.test\r\nConnection: keep-alive, Content-Length\r\nContent-Length: ${SMUGGLED.length}\r\n\r\n${SMUGGLED}`,
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     await waitFor("the gateway's request", () => gateway.seen.length > before || undefined);
     await new Promise((r) => setTimeout(r, 300));
     expectOnlyShop(before);
-    expect(gateway.seen.slice(before).map((r) => [r.method, r.url, r.body])).toEqual([["POST", "/website/shop/b", SMUGGLED]]);
+    expect(gateway.seen.slice(before).map((r) => [r.method, r.url, r.body])).toEqual([
+      ["POST", "/website/shop/b", SMUGGLED],
+    ]);
   });
 
   it("inside the TLS the proxy terminates for a synthetic name, a chunked body is sent on chunked too", async () => {
@@ -112,19 +137,27 @@ describe("smuggling a second request to the gateway", () => {
     expect(status).toBe(200);
     const secure = tls.connect({ socket, servername: "shop.test", ca: fs.readFileSync(proxy.caCertPath) });
     await new Promise<void>((resolve, reject) => secure.once("secureConnect", resolve).once("error", reject));
-    const answer = await exchange(secure, `GET /c HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\n${chunked(SMUGGLED)}`);
+    const answer = await exchange(
+      secure,
+      `GET /c HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\n${chunked(SMUGGLED)}`,
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     await waitFor("the gateway's request", () => gateway.seen.length > before || undefined);
     await new Promise((r) => setTimeout(r, 300));
     expectOnlyShop(before);
-    expect(gateway.seen.slice(before).map((r) => [r.method, r.url, r.body])).toEqual([["GET", "/website/shop/c", SMUGGLED]]);
+    expect(gateway.seen.slice(before).map((r) => [r.method, r.url, r.body])).toEqual([
+      ["GET", "/website/shop/c", SMUGGLED],
+    ]);
   });
 
   it("bytes sent after an upgrade request reach the gateway only once it switched protocols", async () => {
     // The stand-in does not upgrade: it answers the request as a plain GET and would read what follows as the
     // next request on the same connection.
     const before = gateway.seen.length;
-    const answer = await raw(proxy, `GET http://shop.test/ws HTTP/1.1\r\nHost: shop.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n${SMUGGLED}`);
+    const answer = await raw(
+      proxy,
+      `GET http://shop.test/ws HTTP/1.1\r\nHost: shop.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n${SMUGGLED}`,
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     await waitFor("the gateway's request", () => gateway.seen.length > before || undefined);
     await new Promise((r) => setTimeout(r, 300));
@@ -135,21 +168,51 @@ describe("smuggling a second request to the gateway", () => {
 
 describe("requests whose framing is broken", () => {
   const broken: [string, string][] = [
-    ["Transfer-Encoding and Content-Length", "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n"],
-    ["a last coding other than chunked", "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n"],
-    ["a coding besides chunked", "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"],
-    ["chunked twice", "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"],
-    ["Transfer-Encoding in HTTP/1.0", "POST http://shop.test/ HTTP/1.0\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"],
-    ["two Content-Lengths", "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc"],
-    ["a list as Content-Length", "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 3, 3\r\n\r\nabc"],
+    [
+      "Transfer-Encoding and Content-Length",
+      "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n",
+    ],
+    [
+      "a last coding other than chunked",
+      "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n",
+    ],
+    [
+      "a coding besides chunked",
+      "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+    ],
+    [
+      "chunked twice",
+      "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    ],
+    [
+      "Transfer-Encoding in HTTP/1.0",
+      "POST http://shop.test/ HTTP/1.0\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    ],
+    [
+      "two Content-Lengths",
+      "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
+    ],
+    [
+      "a list as Content-Length",
+      "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 3, 3\r\n\r\nabc",
+    ],
     ["a signed Content-Length", "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nContent-Length: +3\r\n\r\nabc"],
     ["obs-fold", "GET http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nX-A: b\r\n c\r\n\r\n"],
-    ["obs-fold hiding chunked", "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: x\r\n chunked\r\n\r\n0\r\n\r\n"],
+    [
+      "obs-fold hiding chunked",
+      "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: x\r\n chunked\r\n\r\n0\r\n\r\n",
+    ],
     ["bare LF line ends", "GET http://shop.test/ HTTP/1.1\nHost: shop.test\n\n"],
     ["a bare LF inside the head", "GET http://shop.test/ HTTP/1.1\r\nHost: shop.test\nX: y\r\n\r\n"],
-    ["a bare LF in a chunk", "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\n0\n\n"],
+    [
+      "a bare LF in a chunk",
+      "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\n0\n\n",
+    ],
     ["two Host headers", "GET http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nHost: other.test\r\n\r\n"],
-    ["a space before the colon", "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n"],
+    [
+      "a space before the colon",
+      "POST http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n",
+    ],
   ];
   for (const [what, bytes] of broken) {
     it(`answers ${what} with 400 and closes the connection, sending nothing on`, async () => {
@@ -176,7 +239,11 @@ describe("requests whose framing is broken", () => {
   });
 
   it("logs each refusal as an error line with status 400", async () => {
-    const record = await waitFor("a framing error line", () => proxy.records().find((r): r is ErrorRecord => r.event === "error" && /Transfer-Encoding must be chunked alone/.test(r.error)));
+    const record = await waitFor("a framing error line", () =>
+      proxy
+        .records()
+        .find((r): r is ErrorRecord => r.event === "error" && /Transfer-Encoding must be chunked alone/.test(r.error)),
+    );
     expect(record).toMatchObject({ status: 400, method: "POST", client: "127.0.0.1" });
   });
 });
@@ -188,10 +255,13 @@ function closeOnCleanup(server: net.Server): void {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });
-  onCleanup(() => new Promise((resolve) => {
-    for (const socket of sockets) socket.destroy();
-    server.close(resolve);
-  }));
+  onCleanup(
+    () =>
+      new Promise((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(resolve);
+      }),
+  );
 }
 
 /** A host that answers every request on a connection with the next of `answers`, counting connections. */
@@ -222,7 +292,10 @@ describe("answers whose framing is broken", () => {
   });
 
   const brokenAnswers: [string, string][] = [
-    ["Transfer-Encoding and Content-Length", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n"],
+    [
+      "Transfer-Encoding and Content-Length",
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n",
+    ],
     ["chunked twice", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"],
     ["a coding besides chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"],
     ["Transfer-Encoding in HTTP/1.0", "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"],
@@ -254,7 +327,8 @@ describe("answers whose framing is broken", () => {
       socket.on("data", (d: Buffer) => {
         if (!d.includes("\r\n\r\n")) return;
         socket.write(`HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nok-${++requests}`);
-        if (requests === 1) setTimeout(() => socket.writable && socket.write("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL"), 100);
+        if (requests === 1)
+          setTimeout(() => socket.writable && socket.write("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nEVIL"), 100);
       });
       socket.on("error", () => {});
     });
@@ -278,16 +352,25 @@ describe("what a host is sent", () => {
   });
 
   it("gets the Host that was checked, not a conflicting Host header naming another virtual host", async () => {
-    const answer = await raw(hostProxy, `GET http://allowed.test:${origin.port}/ HTTP/1.1\r\nHost: forbidden.test\r\nConnection: close\r\n\r\n`);
+    const answer = await raw(
+      hostProxy,
+      `GET http://allowed.test:${origin.port}/ HTTP/1.1\r\nHost: forbidden.test\r\nConnection: close\r\n\r\n`,
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     expect(answer).toContain(`vhost allowed.test:${origin.port}`);
     expect(origin.seen[origin.seen.length - 1].headers.host).toBe(`allowed.test:${origin.port}`);
-    const record = await hostProxy.waitForRecord<RequestRecord>("the request line", (r) => r.event === "request" && r.hostHeader === "forbidden.test");
+    const record = await hostProxy.waitForRecord<RequestRecord>(
+      "the request line",
+      (r) => r.event === "request" && r.hostHeader === "forbidden.test",
+    );
     expect(record).toMatchObject({ method: "GET", host: "allowed.test", port: origin.port, status: 200 });
   });
 
   it("drops a header nominated by Connection, but a nominated Host still names the checked host", async () => {
-    const answer = await raw(hostProxy, `GET http://allowed.test:${origin.port}/n HTTP/1.1\r\nHost: forbidden.test\r\nConnection: close, Host, X-Secret\r\nX-Secret: 1\r\n\r\n`);
+    const answer = await raw(
+      hostProxy,
+      `GET http://allowed.test:${origin.port}/n HTTP/1.1\r\nHost: forbidden.test\r\nConnection: close, Host, X-Secret\r\nX-Secret: 1\r\n\r\n`,
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     const seen = origin.seen[origin.seen.length - 1];
     expect(seen.headers.host).toBe(`allowed.test:${origin.port}`);
@@ -302,7 +385,8 @@ describe("what a host is sent", () => {
         const text = d.toString();
         if (!text.includes("\r\n\r\n")) return;
         if (text.startsWith("POST")) posts++;
-        if (++requests === 1) socket.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\nfresh");
+        if (++requests === 1)
+          socket.write("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\nfresh");
         else socket.destroy();
       });
       socket.on("error", () => {});

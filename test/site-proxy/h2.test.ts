@@ -16,7 +16,20 @@ import { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConnectionRecord, RefusedRecord, RequestRecord } from "../../src/protocol/site-proxy";
 import { CHROMIUM_FLAGS } from "../../src/browser/launcher";
-import { cleanup, connectThrough, curl, onCleanup, type ProxyProcess, sleep, startHttpServer, startProxy, tempDir, TEST_TOKEN, type TestHttpServer, waitFor } from "./helpers";
+import {
+  cleanup,
+  connectThrough,
+  curl,
+  onCleanup,
+  type ProxyProcess,
+  sleep,
+  startHttpServer,
+  startProxy,
+  tempDir,
+  TEST_TOKEN,
+  type TestHttpServer,
+  waitFor,
+} from "./helpers";
 
 let gateway: TestHttpServer;
 const upgrades: { url: string; forwardedProto: unknown }[] = [];
@@ -60,13 +73,22 @@ afterAll(cleanup);
 async function tunnelTls(name: string, alpn: string[], session?: Buffer, through = proxy): Promise<tls.TLSSocket> {
   const { socket, status } = await connectThrough(through.port, `${name}:443`);
   expect(status).toBe(200);
-  const secure = tls.connect({ socket, servername: name, ca: fs.readFileSync(through.caCertPath, "utf8"), ALPNProtocols: alpn, ...(session ? { session } : {}) });
+  const secure = tls.connect({
+    socket,
+    servername: name,
+    ca: fs.readFileSync(through.caCertPath, "utf8"),
+    ALPNProtocols: alpn,
+    ...(session ? { session } : {}),
+  });
   await new Promise<void>((resolve, reject) => secure.once("secureConnect", resolve).once("error", reject));
   return secure;
 }
 
 /** An HTTP/2 session (node's client) inside a tunnel to `name`. */
-async function h2Session(name: string, through = proxy): Promise<{ session: http2.ClientHttp2Session; secure: tls.TLSSocket }> {
+async function h2Session(
+  name: string,
+  through = proxy,
+): Promise<{ session: http2.ClientHttp2Session; secure: tls.TLSSocket }> {
   const secure = await tunnelTls(name, ["h2"], undefined, through);
   expect(secure.alpnProtocol).toBe("h2");
   const session = http2.connect(`https://${name}`, { createConnection: () => secure });
@@ -74,7 +96,10 @@ async function h2Session(name: string, through = proxy): Promise<{ session: http
   return { session, secure };
 }
 
-function h2Get(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: string }> {
+function h2Get(
+  session: http2.ClientHttp2Session,
+  headers: http2.OutgoingHttpHeaders,
+): Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
     const stream = session.request({ ":method": "GET", ...headers }, { endStream: true });
     let body = "";
@@ -90,7 +115,14 @@ const connectionLines = () => proxy.records().filter((r): r is ConnectionRecord 
 
 describe("HTTP/2 for synthetic names (curl)", () => {
   it("is what curl --http2 negotiates, trusting the env CA alone, and the page comes from the gateway's /website/<site>/", async () => {
-    const result = await curl(proxy.url, "https://shop.test/h2?x=1", ["--http2", "--cacert", proxy.caCertPath, "-w", "\n%{http_code} %{http_connect} %{http_version}", "-v"]);
+    const result = await curl(proxy.url, "https://shop.test/h2?x=1", [
+      "--http2",
+      "--cacert",
+      proxy.caCertPath,
+      "-w",
+      "\n%{http_code} %{http_connect} %{http_version}",
+      "-v",
+    ]);
     expect(result.exitCode).toBe(0);
     expect(result.stderr).toMatch(/ALPN: server accepted h2/);
     expect(result.stderr).toMatch(/issuer: CN=multienv env CA/);
@@ -100,9 +132,21 @@ describe("HTTP/2 for synthetic names (curl)", () => {
     expect(seen.headers["x-forwarded-proto"]).toBe("https");
     expect(seen.headers["x-forwarded-host"]).toBe("shop.test");
     expect(seen.headers.host).toBe(new URL(gateway.url).host);
-    const line = await proxy.waitForRecord<ConnectionRecord>("the h2 connection line", (r) => r.event === "connection" && r.protocol === "h2");
+    const line = await proxy.waitForRecord<ConnectionRecord>(
+      "the h2 connection line",
+      (r) => r.event === "connection" && r.protocol === "h2",
+    );
     expect(line).toMatchObject({ method: "CONNECT", host: "shop.test", port: 443, site: "shop" });
-    expect(proxy.records()).toContainEqual(expect.objectContaining({ event: "request", method: "GET", host: "shop.test", site: "shop", hostHeader: "shop.test", status: 200 }));
+    expect(proxy.records()).toContainEqual(
+      expect.objectContaining({
+        event: "request",
+        method: "GET",
+        host: "shop.test",
+        site: "shop",
+        hostHeader: "shop.test",
+        status: 200,
+      }),
+    );
   });
 
   it("falls back to HTTP/1.1 for a client that offers only that", async () => {
@@ -110,7 +154,10 @@ describe("HTTP/2 for synthetic names (curl)", () => {
     expect(result.exitCode).toBe(0);
     expect(result.stderr).toMatch(/ALPN: server accepted http\/1\.1/);
     expect(result.body).toBe("the site shop at /website/shop/h1");
-    await proxy.waitForRecord("the http/1.1 connection line", (r) => r.event === "connection" && r.protocol === "http/1.1");
+    await proxy.waitForRecord(
+      "the http/1.1 connection line",
+      (r) => r.event === "connection" && r.protocol === "http/1.1",
+    );
   });
 
   it("is not trusted with any other issuer: curl with the system's CAs alone refuses the leaf", async () => {
@@ -122,7 +169,13 @@ describe("HTTP/2 for synthetic names (curl)", () => {
     const { session } = await h2Session("shop.test");
     const post = (headers: http2.OutgoingHttpHeaders) =>
       new Promise<number>((resolve, reject) => {
-        const stream = session.request({ ":method": "POST", ":path": "/form", "content-type": "text/plain", cookie: ["a=1", "b=2"], ...headers });
+        const stream = session.request({
+          ":method": "POST",
+          ":path": "/form",
+          "content-type": "text/plain",
+          cookie: ["a=1", "b=2"],
+          ...headers,
+        });
         stream.on("response", (h) => resolve(Number(h[":status"])));
         stream.on("error", reject);
         stream.resume();
@@ -145,7 +198,9 @@ describe("HTTP/2 for synthetic names (curl)", () => {
     const before = gateway.connections;
     for (let i = 0; i < 3; i++) {
       const { session } = await h2Session("shop.test");
-      const answers = await Promise.all(Array.from({ length: 8 }, (_, j) => h2Get(session, { ":path": `/pool/${i}/${j}` })));
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, (_, j) => h2Get(session, { ":path": `/pool/${i}/${j}` })),
+      );
       expect(answers.every((a) => a.status === 200)).toBe(true);
       session.close();
     }
@@ -168,10 +223,21 @@ describe("HTTP/2 for synthetic names (curl)", () => {
     });
     slow.on("connection", () => connections++);
     await new Promise<void>((resolve) => slow.listen(0, "127.0.0.1", resolve));
-    onCleanup(() => new Promise((resolve) => { slow.closeAllConnections(); slow.close(resolve); }));
-    const slowProxy = await startProxy({ gateway: `http://127.0.0.1:${(slow.address() as net.AddressInfo).port}`, sites: { shop: ["shop.test"] } });
+    onCleanup(
+      () =>
+        new Promise((resolve) => {
+          slow.closeAllConnections();
+          slow.close(resolve);
+        }),
+    );
+    const slowProxy = await startProxy({
+      gateway: `http://127.0.0.1:${(slow.address() as net.AddressInfo).port}`,
+      sites: { shop: ["shop.test"] },
+    });
     const { session } = await h2Session("shop.test", slowProxy);
-    const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => h2Get(session, { ":path": `/fan-out/${i}` })));
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => h2Get(session, { ":path": `/fan-out/${i}` })),
+    );
     expect(answers.every((a) => a.status === 200 && a.body === "slow")).toBe(true);
     expect(most).toBe(32);
     expect(connections).toBe(32);
@@ -196,18 +262,35 @@ describe("HTTP/2 for synthetic names (curl)", () => {
     expect((await h2Get(session, { ":path": "/kept-open" })).status).toBe(200);
     const closed = new Promise((resolve) => secure.once("close", resolve));
     const before = connectionLines().length;
-    const answer = await fetch(`${control}/connections/end`, { method: "POST", headers: { Authorization: `Bearer ${TEST_TOKEN}` } });
+    const answer = await fetch(`${control}/connections/end`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${TEST_TOKEN}` },
+    });
     expect(answer.status).toBe(200);
     expect(((await answer.json()) as { ended: number }).ended).toBeGreaterThanOrEqual(2);
-    expect(connectionLines().slice(before)).toContainEqual(expect.objectContaining({ host: "shop.test", protocol: "h2", method: "CONNECT" }));
+    expect(connectionLines().slice(before)).toContainEqual(
+      expect.objectContaining({ host: "shop.test", protocol: "h2", method: "CONNECT" }),
+    );
     await closed;
   });
 });
 
 /** Opens a WebSocket by extended CONNECT on `session`; resolves with the stream once answered. */
-function extendedConnect(session: http2.ClientHttp2Session, path: string, protocol = "websocket"): Promise<{ status: number; stream: http2.ClientHttp2Stream; headers: http2.IncomingHttpHeaders }> {
+function extendedConnect(
+  session: http2.ClientHttp2Session,
+  path: string,
+  protocol = "websocket",
+): Promise<{ status: number; stream: http2.ClientHttp2Stream; headers: http2.IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
-    const stream = session.request({ ":method": "CONNECT", ":protocol": protocol, ":path": path, ":scheme": "https", ":authority": "shop.test", "sec-websocket-version": "13", origin: "https://shop.test" });
+    const stream = session.request({
+      ":method": "CONNECT",
+      ":protocol": protocol,
+      ":path": path,
+      ":scheme": "https",
+      ":authority": "shop.test",
+      "sec-websocket-version": "13",
+      origin: "https://shop.test",
+    });
     stream.on("response", (headers) => resolve({ status: Number(headers[":status"]), stream, headers }));
     stream.on("error", reject);
   });
@@ -223,7 +306,9 @@ function clientFrame(text: string): Buffer {
 describe("WebSockets over HTTP/2 (extended CONNECT)", () => {
   it("are announced, sent to the gateway as an HTTP/1.1 upgrade with a key of the proxy's own, and relayed", async () => {
     const { session } = await h2Session("shop.test");
-    await new Promise((resolve) => (session.remoteSettings.enableConnectProtocol ? resolve(undefined) : session.once("remoteSettings", resolve)));
+    await new Promise((resolve) =>
+      session.remoteSettings.enableConnectProtocol ? resolve(undefined) : session.once("remoteSettings", resolve),
+    );
     expect(session.remoteSettings.enableConnectProtocol).toBe(true);
     const { status, stream } = await extendedConnect(session, "/socket?room=1");
     expect(status).toBe(200);
@@ -233,25 +318,39 @@ describe("WebSockets over HTTP/2 (extended CONNECT)", () => {
     expect(echo[0]).toBe(0x81);
     expect(echo.subarray(2).toString()).toBe("over h2");
     session.close();
-    await proxy.waitForRecord("the WebSocket's request line", (r) => r.event === "request" && r.method === "CONNECT" && r.status === 101);
+    await proxy.waitForRecord(
+      "the WebSocket's request line",
+      (r) => r.event === "request" && r.method === "CONNECT" && r.status === 101,
+    );
   });
 
   it("are refused (400) for a :protocol other than websocket", async () => {
     const { session } = await h2Session("shop.test");
-    await new Promise((resolve) => (session.remoteSettings.enableConnectProtocol ? resolve(undefined) : session.once("remoteSettings", resolve)));
+    await new Promise((resolve) =>
+      session.remoteSettings.enableConnectProtocol ? resolve(undefined) : session.once("remoteSettings", resolve),
+    );
     expect((await extendedConnect(session, "/socket", "tcp-tunnel")).status).toBe(400);
     session.close();
   });
 
   it("are a 502 when the gateway's 101 does not carry the Sec-WebSocket-Accept the proxy's key calls for", async () => {
     const liar = net.createServer((socket) =>
-      socket.once("data", () => socket.write("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n")),
+      socket.once("data", () =>
+        socket.write(
+          "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n",
+        ),
+      ),
     );
     await new Promise<void>((resolve) => liar.listen(0, "127.0.0.1", resolve));
     onCleanup(() => new Promise((resolve) => liar.close(resolve)));
-    const lied = await startProxy({ gateway: `http://127.0.0.1:${(liar.address() as net.AddressInfo).port}`, sites: { shop: ["shop.test"] } });
+    const lied = await startProxy({
+      gateway: `http://127.0.0.1:${(liar.address() as net.AddressInfo).port}`,
+      sites: { shop: ["shop.test"] },
+    });
     const { session } = await h2Session("shop.test", lied);
-    await new Promise((resolve) => (session.remoteSettings.enableConnectProtocol ? resolve(undefined) : session.once("remoteSettings", resolve)));
+    await new Promise((resolve) =>
+      session.remoteSettings.enableConnectProtocol ? resolve(undefined) : session.once("remoteSettings", resolve),
+    );
     const { status, headers } = await extendedConnect(session, "/socket");
     expect(status).toBe(502);
     expect(headers["x-agentenv-site-proxy"]).toBe("failed");
@@ -269,7 +368,10 @@ describe("HTTP/2 attacks", () => {
     const started = Date.now();
     await new Promise((resolve) => secure.once("close", resolve));
     expect(Date.now() - started).toBeLessThan(3_000);
-    await quick.waitForRecord("the head timeout line", (r) => r.event === "error" && r.error.startsWith("no complete request head within 500 ms"));
+    await quick.waitForRecord(
+      "the head timeout line",
+      (r) => r.event === "error" && r.error.startsWith("no complete request head within 500 ms"),
+    );
   });
 
   it("answers 421 to an :authority that is not the tunnel's name (another synthetic name, a host outside, another port): nothing is routed", async () => {
@@ -281,7 +383,14 @@ describe("HTTP/2 attacks", () => {
       expect(answer.headers["x-agentenv-site-proxy"], authority).toBe("refused");
     }
     expect(gateway.requests.length).toBe(before);
-    expect(proxy.records()).toContainEqual(expect.objectContaining({ event: "refused", host: "docs.test", port: 443, why: "this connection is for shop.test only" } satisfies Partial<RefusedRecord>));
+    expect(proxy.records()).toContainEqual(
+      expect.objectContaining({
+        event: "refused",
+        host: "docs.test",
+        port: 443,
+        why: "this connection is for shop.test only",
+      } satisfies Partial<RefusedRecord>),
+    );
     // The connection still serves its own name.
     expect((await h2Get(session, { ":path": "/own" })).body).toBe("the site shop at /website/shop/own");
     session.close();
@@ -311,8 +420,17 @@ describe("HTTP/2 attacks", () => {
   for (const [what, extra] of cases) {
     it(`resets a stream with ${what} and forwards nothing`, async () => {
       const before = gateway.requests.length;
-      const frames = await rawH2("shop.test", [[":method", "GET"], [":scheme", "https"], [":authority", "shop.test"], [":path", "/raw-attack"], ...extra]);
-      expect(frames.some((f) => f.type === RST_STREAM && f.stream === 1 && f.payload.readUInt32BE(0) === PROTOCOL_ERROR) || frames.some((f) => f.type === GOAWAY)).toBe(true);
+      const frames = await rawH2("shop.test", [
+        [":method", "GET"],
+        [":scheme", "https"],
+        [":authority", "shop.test"],
+        [":path", "/raw-attack"],
+        ...extra,
+      ]);
+      expect(
+        frames.some((f) => f.type === RST_STREAM && f.stream === 1 && f.payload.readUInt32BE(0) === PROTOCOL_ERROR) ||
+          frames.some((f) => f.type === GOAWAY),
+      ).toBe(true);
       expect(frames.some((f) => f.type === HEADERS && f.stream === 1)).toBe(false);
       await sleep(100);
       expect(gateway.requests.length).toBe(before);
@@ -320,14 +438,25 @@ describe("HTTP/2 attacks", () => {
   }
 
   it("sends a well-formed raw stream on (the raw client itself works)", async () => {
-    const frames = await rawH2("shop.test", [[":method", "GET"], [":scheme", "https"], [":authority", "shop.test"], [":path", "/raw-ok"]]);
+    const frames = await rawH2("shop.test", [
+      [":method", "GET"],
+      [":scheme", "https"],
+      [":authority", "shop.test"],
+      [":path", "/raw-ok"],
+    ]);
     expect(frames.some((f) => f.type === HEADERS && f.stream === 1)).toBe(true);
     expect(gateway.requests.at(-1)!.url).toBe("/website/shop/raw-ok");
   });
 
   it("pseudo-headers after a regular header are malformed too", async () => {
     const before = gateway.requests.length;
-    const frames = await rawH2("shop.test", [[":method", "GET"], [":scheme", "https"], ["accept", "*/*"], [":authority", "shop.test"], [":path", "/late-pseudo"]]);
+    const frames = await rawH2("shop.test", [
+      [":method", "GET"],
+      [":scheme", "https"],
+      ["accept", "*/*"],
+      [":authority", "shop.test"],
+      [":path", "/late-pseudo"],
+    ]);
     expect(frames.some((f) => f.type === HEADERS && f.stream === 1)).toBe(false);
     expect(gateway.requests.length).toBe(before);
   });
@@ -353,11 +482,28 @@ describe("Chromium", () => {
     const nssdb = path.join(home, ".pki/nssdb");
     fs.mkdirSync(nssdb, { recursive: true });
     execFileSync("certutil", ["-d", `sql:${nssdb}`, "-N", "--empty-password"]);
-    execFileSync("certutil", ["-d", `sql:${nssdb}`, "-A", "-t", "C,,", "-n", "multienv env CA", "-i", proxy.caCertPath]);
-    return chromium.launch({ executablePath: "/usr/bin/chromium", env: { ...process.env, HOME: home }, args: [...CHROMIUM_FLAGS, `--proxy-server=${proxy.url}`, ...extra] });
+    execFileSync("certutil", [
+      "-d",
+      `sql:${nssdb}`,
+      "-A",
+      "-t",
+      "C,,",
+      "-n",
+      "multienv env CA",
+      "-i",
+      proxy.caCertPath,
+    ]);
+    return chromium.launch({
+      executablePath: "/usr/bin/chromium",
+      env: { ...process.env, HOME: home },
+      args: [...CHROMIUM_FLAGS, `--proxy-server=${proxy.url}`, ...extra],
+    });
   }
 
-  for (const [version, flags] of [["h2", []], ["http/1.1", ["--disable-http2"]]] as const) {
+  for (const [version, flags] of [
+    ["h2", []],
+    ["http/1.1", ["--disable-http2"]],
+  ] as const) {
     it(`loads a page and its ${PAGE_ASSETS} subresources over ${version}, trusting the env CA alone, and its WebSocket works`, async () => {
       browser = await launch([...flags]);
       const page = await browser.newPage();
@@ -367,7 +513,10 @@ describe("Chromium", () => {
       // Chromium drops every load under way when an interface comes or goes (a Docker engine other tests use
       // does that): such a load is tried again, up to three times.
       let retried = false;
-      const steadily = async <T>(load: () => Promise<T>, failedAnyway: (value: T) => boolean = () => false): Promise<T> => {
+      const steadily = async <T>(
+        load: () => Promise<T>,
+        failedAnyway: (value: T) => boolean = () => false,
+      ): Promise<T> => {
         for (let attempt = 1; ; attempt++) {
           failed = [];
           try {
@@ -394,7 +543,9 @@ describe("Chromium", () => {
       const text = await steadily(
         async () => {
           await page.goto("https://shop.test/live");
-          await page.waitForFunction('!document.body.textContent.startsWith("waiting")', undefined, { timeout: 10_000 });
+          await page.waitForFunction('!document.body.textContent.startsWith("waiting")', undefined, {
+            timeout: 10_000,
+          });
           return page.textContent("body");
         },
         (body) => body !== "echo: hi",
@@ -408,7 +559,10 @@ describe("Chromium", () => {
       const lines = await waitFor("the browser's connection lines", () => {
         const records = proxy.records().slice(before);
         const requests = records.filter((r): r is RequestRecord => r.event === "request" && r.host === "shop.test");
-        return requests.length >= PAGE_ASSETS + 2 && records.some((r) => r.event === "connection" && r.host === "shop.test") ? records : undefined;
+        return requests.length >= PAGE_ASSETS + 2 &&
+          records.some((r) => r.event === "connection" && r.host === "shop.test")
+          ? records
+          : undefined;
       });
       const tunnels = lines.filter((r): r is ConnectionRecord => r.event === "connection" && r.host === "shop.test");
       expect(tunnels.every((t) => t.protocol !== undefined)).toBe(true);
@@ -464,28 +618,56 @@ function hpack(fields: [string, string][]): Buffer {
     bytes.push(n);
     return Buffer.from(bytes);
   };
-  return Buffer.concat(fields.flatMap(([name, value]) => [Buffer.from([0]), int7(name.length), Buffer.from(name), int7(value.length), Buffer.from(value)]));
+  return Buffer.concat(
+    fields.flatMap(([name, value]) => [
+      Buffer.from([0]),
+      int7(name.length),
+      Buffer.from(name),
+      int7(value.length),
+      Buffer.from(value),
+    ]),
+  );
 }
 
-/** Sends one HEADERS frame (END_STREAM) on stream 1 in a new h2 connection; the frames read until stream 1's answer or reset (1.5 s at most). */
+/**
+ * Sends one HEADERS frame (END_STREAM) on stream 1 in a new h2 connection; the frames read until stream 1's answer or
+ * reset (1.5 s at most).
+ */
 async function rawH2(name: string, fields: [string, string][]): Promise<Frame[]> {
   const secure = await tunnelTls(name, ["h2"]);
   expect(secure.alpnProtocol).toBe("h2");
-  secure.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(SETTINGS, 0, 0, Buffer.alloc(0)), frame(HEADERS, 0x5, 1, hpack(fields))]));
+  secure.write(
+    Buffer.concat([
+      Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
+      frame(SETTINGS, 0, 0, Buffer.alloc(0)),
+      frame(HEADERS, 0x5, 1, hpack(fields)),
+    ]),
+  );
   const frames: Frame[] = [];
   let buffered = Buffer.alloc(0);
   secure.on("data", (d: Buffer) => {
     buffered = Buffer.concat([buffered, d]);
     while (buffered.length >= 9 && buffered.length >= 9 + buffered.readUIntBE(0, 3)) {
       const length = buffered.readUIntBE(0, 3);
-      const f = { type: buffered[3], flags: buffered[4], stream: buffered.readUInt32BE(5) & 0x7fffffff, payload: buffered.subarray(9, 9 + length) };
+      const f = {
+        type: buffered[3],
+        flags: buffered[4],
+        stream: buffered.readUInt32BE(5) & 0x7fffffff,
+        payload: buffered.subarray(9, 9 + length),
+      };
       if (f.type === SETTINGS && !(f.flags & 1)) secure.write(frame(SETTINGS, 1, 0, Buffer.alloc(0)));
       frames.push(f);
       buffered = buffered.subarray(9 + length);
     }
   });
   secure.on("error", () => undefined);
-  await waitFor("stream 1's answer", () => frames.some((f) => (f.stream === 1 && (f.type === HEADERS || f.type === RST_STREAM)) || f.type === GOAWAY) || undefined, 1_500).catch(() => undefined);
+  await waitFor(
+    "stream 1's answer",
+    () =>
+      frames.some((f) => (f.stream === 1 && (f.type === HEADERS || f.type === RST_STREAM)) || f.type === GOAWAY) ||
+      undefined,
+    1_500,
+  ).catch(() => undefined);
   secure.destroy();
   return frames;
 }

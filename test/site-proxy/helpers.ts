@@ -32,7 +32,11 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-export async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 5_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 5_000,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -114,14 +118,27 @@ export interface TestHttpServer {
 
 /** An HTTP server that records each request and answers `body(req)` as text/html. */
 export async function startHttpServer(
-  body: (req: http.IncomingMessage, res: http.ServerResponse) => string = (req) => `<html><body>hello from ${req.url}</body></html>`,
+  body: (req: http.IncomingMessage, res: http.ServerResponse) => string = (req) =>
+    `<html><body>hello from ${req.url}</body></html>`,
   host = "127.0.0.1",
   port = 0,
 ): Promise<TestHttpServer> {
-  const state: TestHttpServer = { port: 0, url: "", requests: [], connections: 0, server: undefined as unknown as http.Server };
+  const state: TestHttpServer = {
+    port: 0,
+    url: "",
+    requests: [],
+    connections: 0,
+    server: undefined as unknown as http.Server,
+  };
   const ids = new WeakMap<net.Socket, number>();
   const server = http.createServer((req, res) => {
-    state.requests.push({ method: req.method!, url: req.url!, headers: req.headers, rawHeaders: req.rawHeaders, connection: ids.get(req.socket)! });
+    state.requests.push({
+      method: req.method!,
+      url: req.url!,
+      headers: req.headers,
+      rawHeaders: req.rawHeaders,
+      connection: ids.get(req.socket)!,
+    });
     req.resume();
     req.on("end", () => {
       const text = body(req, res);
@@ -134,12 +151,20 @@ export async function startHttpServer(
   state.port = (server.address() as net.AddressInfo).port;
   state.url = `http://${host}:${state.port}`;
   state.server = server;
-  onCleanup(() => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }));
+  onCleanup(
+    () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
+  );
   return state;
 }
 
 /** A TCP server that echoes every byte back. */
-export async function startEchoServer(host = "127.0.0.1"): Promise<{ port: number; server: net.Server; sockets: Set<net.Socket> }> {
+export async function startEchoServer(
+  host = "127.0.0.1",
+): Promise<{ port: number; server: net.Server; sockets: Set<net.Socket> }> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
     sockets.add(socket);
@@ -148,13 +173,25 @@ export async function startEchoServer(host = "127.0.0.1"): Promise<{ port: numbe
     socket.pipe(socket);
   });
   await new Promise<void>((resolve) => server.listen({ port: 0, host, backlog: 4096 }, resolve));
-  onCleanup(() => new Promise((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve(undefined)); }));
+  onCleanup(
+    () =>
+      new Promise((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve(undefined));
+      }),
+  );
   return { port: (server.address() as net.AddressInfo).port, server, sockets };
 }
 
-/** A loopback address and port where connection attempts hang: a listener whose accept queue is full and never drained. */
+/**
+ * A loopback address and port where connection attempts hang: a listener whose accept queue is full and never drained.
+ */
 export async function startHangingAddress(host = "127.0.0.3"): Promise<{ host: string; port: number }> {
-  const child = spawn("python3", ["-c", `
+  const child = spawn(
+    "python3",
+    [
+      "-c",
+      `
 import socket, sys, time
 s = socket.socket(); s.bind((${JSON.stringify(host)}, 0)); s.listen(0)
 port = s.getsockname()[1]
@@ -167,7 +204,10 @@ for _ in range(4):
 time.sleep(0.2)
 print(port, flush=True)
 time.sleep(3600)
-`], { stdio: ["ignore", "pipe", "inherit"] });
+`,
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   onCleanup(() => child.kill("SIGKILL"));
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout.once("data", (data: Buffer) => resolve(Number(data.toString().trim())));
@@ -199,7 +239,11 @@ export interface ProxyProcess {
   /** What the process wrote on stderr so far. */
   stderr(): string;
   records(): SiteProxyLogRecord[];
-  waitForRecord<T extends SiteProxyLogRecord>(what: string, match: (r: SiteProxyLogRecord) => boolean, timeoutMs?: number): Promise<T>;
+  waitForRecord<T extends SiteProxyLogRecord>(
+    what: string,
+    match: (r: SiteProxyLogRecord) => boolean,
+    timeoutMs?: number,
+  ): Promise<T>;
   stop(): Promise<void>;
 }
 
@@ -242,12 +286,34 @@ export async function startProxy(config: Record<string, unknown>, options: Start
   // machine's resolver, and a name it forgot to answer fails at once instead of leaking out. The tests' origins
   // listen on 127.0.0.1, which stands in for a public address (allowAddresses); every other loopback address stays
   // refused, and a test of the address check itself gives its own allowAddresses.
-  const full = { listen: { host: "127.0.0.1", port: 0 }, gateway: "http://127.0.0.1:9", sites: {}, reach: "allow-all", log: logPath, dnsServers: ["127.0.0.1:1"], allowAddresses: ["127.0.0.1/32"], ...config };
-  const command = options.supervise ? [process.execPath, "--require", "tsx/cjs", SUPERVISOR, PROXY_BIN] : [process.execPath, PROXY_BIN];
+  const full = {
+    listen: { host: "127.0.0.1", port: 0 },
+    gateway: "http://127.0.0.1:9",
+    sites: {},
+    reach: "allow-all",
+    log: logPath,
+    dnsServers: ["127.0.0.1:1"],
+    allowAddresses: ["127.0.0.1/32"],
+    ...config,
+  };
+  const command = options.supervise
+    ? [process.execPath, "--require", "tsx/cjs", SUPERVISOR, PROXY_BIN]
+    : [process.execPath, PROXY_BIN];
   const [file, args] = options.ulimit
-    ? ["bash", ["-c", `ulimit -n ${options.ulimit} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$@"`, "bash", ...command]]
+    ? [
+        "bash",
+        ["-c", `ulimit -n ${options.ulimit} 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$@"`, "bash", ...command],
+      ]
     : [command[0], command.slice(1)];
-  const child = spawn(file, args as string[], { cwd: ROOT, env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(full), MULTIENV_SITE_PROXY_TOKEN: options.token ?? TEST_TOKEN }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(file, args as string[], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(full),
+      MULTIENV_SITE_PROXY_TOKEN: options.token ?? TEST_TOKEN,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once("exit", resolve));
@@ -271,8 +337,11 @@ export async function startProxy(config: Record<string, unknown>, options: Start
     caCertPath: startup.caCert,
     stderr: () => stderr,
     records,
-    waitForRecord: <T extends SiteProxyLogRecord>(what: string, match: (r: SiteProxyLogRecord) => boolean, timeoutMs = 5_000) =>
-      waitFor(what, () => records().find(match) as T | undefined, timeoutMs),
+    waitForRecord: <T extends SiteProxyLogRecord>(
+      what: string,
+      match: (r: SiteProxyLogRecord) => boolean,
+      timeoutMs = 5_000,
+    ) => waitFor(what, () => records().find(match) as T | undefined, timeoutMs),
     stop,
   };
 }
@@ -293,7 +362,21 @@ export interface CurlResult {
 }
 
 export function curl(proxyUrl: string, url: string, extra: string[] = []): Promise<CurlResult> {
-  return curlToFile(["-sS", "-x", proxyUrl, "-D", "-", "-o", "BODY", "-w", "\n%{http_code} %{http_connect}", "--max-time", "20", ...extra, url]);
+  return curlToFile([
+    "-sS",
+    "-x",
+    proxyUrl,
+    "-D",
+    "-",
+    "-o",
+    "BODY",
+    "-w",
+    "\n%{http_code} %{http_connect}",
+    "--max-time",
+    "20",
+    ...extra,
+    url,
+  ]);
 }
 
 function curlToFile(args: string[]): Promise<CurlResult> {
@@ -305,19 +388,32 @@ function curlToFile(args: string[]): Promise<CurlResult> {
       fs.rmSync(bodyFile, { force: true });
       const lines = stdout.split("\n");
       const [status, connectStatus] = (lines.pop() ?? "0 0").split(" ").map(Number);
-      const blocks = lines.join("\n").split(/\r?\n\r?\n/).filter((b) => b.trim() !== "");
+      const blocks = lines
+        .join("\n")
+        .split(/\r?\n\r?\n/)
+        .filter((b) => b.trim() !== "");
       const headers: Record<string, string> = {};
       for (const line of (blocks[blocks.length - 1] ?? "").split(/\r?\n/).slice(1)) {
         const colon = line.indexOf(":");
         if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
       }
-      resolve({ status, connectStatus, headers, body, stderr, exitCode: err ? ((err as { code?: number }).code ?? 1) : 0 });
+      resolve({
+        status,
+        connectStatus,
+        headers,
+        body,
+        stderr,
+        exitCode: err ? ((err as { code?: number }).code ?? 1) : 0,
+      });
     });
   });
 }
 
 /** Opens a CONNECT tunnel through the proxy by hand: resolves with the socket once the proxy says 200. */
-export function connectThrough(proxyPort: number, target: string): Promise<{ socket: net.Socket; status: number; head: string }> {
+export function connectThrough(
+  proxyPort: number,
+  target: string,
+): Promise<{ socket: net.Socket; status: number; head: string }> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(proxyPort, "127.0.0.1");
     let received = Buffer.alloc(0);

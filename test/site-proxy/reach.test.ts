@@ -4,7 +4,16 @@
 // `refused` log line. The origin's 127.0.0.1 stands in for a public address (the helpers' allowAddresses).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RefusedRecord } from "../../src/protocol/site-proxy";
-import { cleanup, connectThrough, curl, type ProxyProcess, startDns, startHttpServer, startProxy, type TestHttpServer } from "./helpers";
+import {
+  cleanup,
+  connectThrough,
+  curl,
+  type ProxyProcess,
+  startDns,
+  startHttpServer,
+  startProxy,
+  type TestHttpServer,
+} from "./helpers";
 
 let origin: TestHttpServer;
 let gateway: TestHttpServer;
@@ -13,13 +22,24 @@ let dnsServer: string;
 beforeAll(async () => {
   origin = await startHttpServer(() => "origin says hi");
   gateway = await startHttpServer(() => "synthetic page");
-  const dns = await startDns({ "exact.test": ["127.0.0.1"], "a.b.allowed.test": ["127.0.0.1"], "allowed.test": ["127.0.0.1"], "other.test": ["127.0.0.1"] });
+  const dns = await startDns({
+    "exact.test": ["127.0.0.1"],
+    "a.b.allowed.test": ["127.0.0.1"],
+    "allowed.test": ["127.0.0.1"],
+    "other.test": ["127.0.0.1"],
+  });
   dnsServer = dns.server;
 });
 afterAll(cleanup);
 
 function proxyWith(reach: unknown): Promise<ProxyProcess> {
-  return startProxy({ gateway: gateway.url, sites: { shop: ["shop.test"] }, reach, dnsServers: [dnsServer], resolve: { localhost: ["127.0.0.1"], "app.localhost": ["127.0.0.1"] } });
+  return startProxy({
+    gateway: gateway.url,
+    sites: { shop: ["shop.test"] },
+    reach,
+    dnsServers: [dnsServer],
+    resolve: { localhost: ["127.0.0.1"], "app.localhost": ["127.0.0.1"] },
+  });
 }
 
 async function expectForwarded(proxy: ProxyProcess, host: string): Promise<void> {
@@ -50,7 +70,10 @@ async function expectRefused(proxy: ProxyProcess, host: string): Promise<void> {
   expect(origin.requests.length, "the origin was not contacted").toBe(before);
   const normalized = host.toLowerCase();
   for (const method of ["GET", "CONNECT"]) {
-    const record = await proxy.waitForRecord<RefusedRecord>(`refused ${method} ${host}`, (r) => r.event === "refused" && r.method === method && r.host === normalized);
+    const record = await proxy.waitForRecord<RefusedRecord>(
+      `refused ${method} ${host}`,
+      (r) => r.event === "refused" && r.method === method && r.host === normalized,
+    );
     expect(record.port).toBe(origin.port);
     expect(record.why).toEqual(expect.any(String));
   }

@@ -6,7 +6,17 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ErrorRecord, RestartedRecord, StartupRecord } from "../../src/protocol/site-proxy";
-import { cleanup, closedPort, connectThrough, curl, type ProxyProcess, startEchoServer, startHttpServer, startProxy, waitFor } from "./helpers";
+import {
+  cleanup,
+  closedPort,
+  connectThrough,
+  curl,
+  type ProxyProcess,
+  startEchoServer,
+  startHttpServer,
+  startProxy,
+  waitFor,
+} from "./helpers";
 
 let echoPort: number;
 let proxy: ProxyProcess;
@@ -50,7 +60,9 @@ describe("robustness", () => {
     const sockets: net.Socket[] = [];
     try {
       for (let batch = 0; batch < 11; batch++) {
-        const opened = await Promise.all(Array.from({ length: 100 }, () => connectThrough(proxy.port, `127.0.0.1:${echoPort}`)));
+        const opened = await Promise.all(
+          Array.from({ length: 100 }, () => connectThrough(proxy.port, `127.0.0.1:${echoPort}`)),
+        );
         for (const { socket, status } of opened) {
           expect(status).toBe(200);
           sockets.push(socket);
@@ -82,7 +94,11 @@ describe("robustness", () => {
   it("answers a malformed request line, oversized headers and a CONNECT without a port with 400 and a log line", async () => {
     const cases: [string, string | Buffer, RegExp][] = [
       ["malformed request line", "THIS IS NOT HTTP\r\n\r\n", /malformed request/],
-      ["oversized headers", `GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nX-Big: ${"x".repeat(70 * 1024)}\r\n\r\n`, /larger than 65536 bytes/],
+      [
+        "oversized headers",
+        `GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nX-Big: ${"x".repeat(70 * 1024)}\r\n\r\n`,
+        /larger than 65536 bytes/,
+      ],
       ["CONNECT without a port", "CONNECT example.test HTTP/1.1\r\nHost: example.test\r\n\r\n", /host:port/],
     ];
     for (const [what, bytes, logged] of cases) {
@@ -90,7 +106,12 @@ describe("robustness", () => {
       const answer = await rawExchange(bytes);
       expect(answer, what).toMatch(/^HTTP\/1\.1 400 /);
       expect(answer, what).toMatch(/^X-Agentenv-Site-Proxy: bad-request$/im);
-      const record = await waitFor(`${what}'s log line`, () => proxy.records().slice(before).find((r): r is ErrorRecord => r.event === "error"));
+      const record = await waitFor(`${what}'s log line`, () =>
+        proxy
+          .records()
+          .slice(before)
+          .find((r): r is ErrorRecord => r.event === "error"),
+      );
       expect(record.status, what).toBe(400);
       expect(record.error, what).toMatch(logged);
     }
@@ -105,14 +126,22 @@ describe("robustness", () => {
     const port = await closedPort();
     const supervised = await startProxy({ listen: { host: "127.0.0.1", port } }, { supervise: true });
     expect((await curl(supervised.url, `${origin.url}/`)).body).toBe("served");
-    await waitFor("the supervisor's second process to be ready", () => /ready to take over/.test(supervised.stderr()) || undefined, 10_000);
+    await waitFor(
+      "the supervisor's second process to be ready",
+      () => /ready to take over/.test(supervised.stderr()) || undefined,
+      10_000,
+    );
     const firstPid = supervised.startup.pid;
     const killedAt = Date.now();
     process.kill(firstPid, "SIGKILL");
-    await waitFor("the proxy to serve again", async () => {
-      const result = await curl(supervised.url, `${origin.url}/`, ["--max-time", "1"]);
-      return result.body === "served" ? true : undefined;
-    }, 5_000);
+    await waitFor(
+      "the proxy to serve again",
+      async () => {
+        const result = await curl(supervised.url, `${origin.url}/`, ["--max-time", "1"]);
+        return result.body === "served" ? true : undefined;
+      },
+      5_000,
+    );
     const servedAgainAfter = Date.now() - killedAt;
     expect(servedAgainAfter).toBeLessThan(2_000);
     const restarted = await supervised.waitForRecord<RestartedRecord>("restarted", (r) => r.event === "restarted");

@@ -1,5 +1,5 @@
-// docs/design.md "Site proxy": a synthetic name always wins (also inside a wildcard the computer reaches), and goes to the
-// gateway's /website/<site>/ with X-Forwarded-Host/-Proto; CONNECT to it is TLS terminated with a leaf for exactly
+// docs/design.md "Site proxy": a synthetic name always wins (also inside a wildcard the computer reaches), and goes to
+// the gateway's /website/<site>/ with X-Forwarded-Host/-Proto; CONNECT to it is TLS terminated with a leaf for exactly
 // that name from the env CA, which a browser trusting the CA loads without a certificate error.
 import { execFileSync } from "node:child_process";
 import * as crypto from "node:crypto";
@@ -9,7 +9,17 @@ import * as tls from "node:tls";
 import { chromium } from "playwright-core";
 import { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cleanup, connectThrough, curl, type ProxyProcess, startDns, startHttpServer, startProxy, tempDir, type TestHttpServer } from "./helpers";
+import {
+  cleanup,
+  connectThrough,
+  curl,
+  type ProxyProcess,
+  startDns,
+  startHttpServer,
+  startProxy,
+  tempDir,
+  type TestHttpServer,
+} from "./helpers";
 import { CHROMIUM_FLAGS } from "../../src/browser/launcher";
 
 let gateway: TestHttpServer;
@@ -31,7 +41,11 @@ beforeAll(async () => {
   // The gateway passes WebSocket upgrades to a synthetic site; this one echoes.
   const sockets = new WebSocketServer({ noServer: true });
   gateway.server.on("upgrade", (req, socket, head) => {
-    upgrades.push({ url: req.url!, forwardedHost: req.headers["x-forwarded-host"], forwardedProto: req.headers["x-forwarded-proto"] });
+    upgrades.push({
+      url: req.url!,
+      forwardedHost: req.headers["x-forwarded-host"],
+      forwardedProto: req.headers["x-forwarded-proto"],
+    });
     sockets.handleUpgrade(req, socket, head, (ws) => ws.on("message", (data) => ws.send(String(data))));
   });
   live = await startHttpServer(() => "the live site itself");
@@ -104,7 +118,14 @@ describe("synthetic names", () => {
 
   it("serves several requests in one TLS session to the gateway (curl with the CA)", async () => {
     // curl pairs -o with URLs in order: the helper's body file takes /one, /dev/null takes /two.
-    const result = await curl(proxy.url, "https://shop.test/two", ["--cacert", proxy.caCertPath, "-v", "https://shop.test/one", "-o", "/dev/null"]);
+    const result = await curl(proxy.url, "https://shop.test/two", [
+      "--cacert",
+      proxy.caCertPath,
+      "-v",
+      "https://shop.test/one",
+      "-o",
+      "/dev/null",
+    ]);
     expect(result.exitCode).toBe(0);
     expect(result.body).toContain("/website/shop/one");
     expect(result.stderr).toMatch(/Re-using existing connection/);
@@ -131,14 +152,21 @@ describe("synthetic names", () => {
     const nssdb = path.join(home, ".pki/nssdb");
     fs.mkdirSync(nssdb, { recursive: true });
     execFileSync("certutil", ["-d", `sql:${nssdb}`, "-N", "--empty-password"]);
-    execFileSync("certutil", ["-d", `sql:${nssdb}`, "-A", "-t", "C,,", "-n", "multienv env CA", "-i", proxy.caCertPath]);
+    execFileSync("certutil", [
+      "-d",
+      `sql:${nssdb}`,
+      "-A",
+      "-t",
+      "C,,",
+      "-n",
+      "multienv env CA",
+      "-i",
+      proxy.caCertPath,
+    ]);
     const browser = await chromium.launch({
       executablePath: "/usr/bin/chromium",
       env: { ...process.env, HOME: home },
-      args: [
-        ...CHROMIUM_FLAGS,
-        `--proxy-server=${proxy.url}`,
-      ],
+      args: [...CHROMIUM_FLAGS, `--proxy-server=${proxy.url}`],
     });
     try {
       const page = await browser.newPage();
@@ -158,7 +186,11 @@ describe("synthetic names", () => {
       // The script is part of the body's text until a message or an error replaces it.
       await page.waitForFunction('!document.body.textContent.startsWith("waiting")', undefined, { timeout: 10_000 });
       expect(await page.textContent("body")).toBe("echo: hi");
-      expect(upgrades).toContainEqual({ url: "/website/shop/socket", forwardedHost: "shop.test", forwardedProto: "https" });
+      expect(upgrades).toContainEqual({
+        url: "/website/shop/socket",
+        forwardedHost: "shop.test",
+        forwardedProto: "https",
+      });
     } finally {
       await browser.close();
     }

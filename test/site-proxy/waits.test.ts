@@ -6,7 +6,21 @@ import * as dgram from "node:dgram";
 import * as net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConnectionRecord, FailedRecord } from "../../src/protocol/site-proxy";
-import { cleanup, closedPort, connectThrough, curl, onCleanup, type ProxyProcess, startDns, startEchoServer, startHangingAddress, startHttpServer, startProxy, type TestDns, type TestHttpServer } from "./helpers";
+import {
+  cleanup,
+  closedPort,
+  connectThrough,
+  curl,
+  onCleanup,
+  type ProxyProcess,
+  startDns,
+  startEchoServer,
+  startHangingAddress,
+  startHttpServer,
+  startProxy,
+  type TestDns,
+  type TestHttpServer,
+} from "./helpers";
 
 const CONNECT_TIMEOUT_MS = 1_500;
 const IDLE_TIMEOUT_MS = 1_000;
@@ -58,13 +72,18 @@ describe("connecting", () => {
     expect(result.status).toBe(200);
     const { socket } = await connectThrough(proxy.port, `refused-first.test:${hang.port}`);
     socket.destroy();
-    const record = await proxy.waitForRecord<ConnectionRecord>("the tunnel's connection line", (r) => r.event === "connection" && r.host === "refused-first.test" && r.method === "CONNECT");
+    const record = await proxy.waitForRecord<ConnectionRecord>(
+      "the tunnel's connection line",
+      (r) => r.event === "connection" && r.host === "refused-first.test" && r.method === "CONNECT",
+    );
     expect(record.address).toBe("127.0.0.1");
   });
 
   it("reaches a later address inside the one deadline when the first hangs", async () => {
     const before = origin.requests.length;
-    const { value: result, ms } = await timed(() => curl(proxy.url, `http://hang-first.test:${hang.port}/second-address`));
+    const { value: result, ms } = await timed(() =>
+      curl(proxy.url, `http://hang-first.test:${hang.port}/second-address`),
+    );
     expect(result.status).toBe(200);
     expect(result.body).toBe("answered");
     expect(origin.requests.slice(before).map((r) => r.url)).toEqual(["/second-address"]);
@@ -78,7 +97,10 @@ describe("connecting", () => {
       expect(result.headers["x-agentenv-site-proxy"]).toBe("failed");
       expect(ms).toBeGreaterThanOrEqual(CONNECT_TIMEOUT_MS - 100);
       expect(ms).toBeLessThan(CONNECT_TIMEOUT_MS + SLACK_MS);
-      const record = await proxy.waitForRecord<FailedRecord>(`failed ${host}`, (r) => r.event === "failed" && r.host === host);
+      const record = await proxy.waitForRecord<FailedRecord>(
+        `failed ${host}`,
+        (r) => r.event === "failed" && r.host === host,
+      );
       expect(record.reason).toBe("no answer");
     });
   }
@@ -92,7 +114,10 @@ describe("connecting", () => {
     expect(viaConnect.status).toBe(502);
     expect(viaConnect.head).toMatch(/^X-Agentenv-Site-Proxy: failed$/im);
     viaConnect.socket.destroy();
-    const record = await proxy.waitForRecord<FailedRecord>("failed missing.test", (r) => r.event === "failed" && r.host === "missing.test" && r.method === "CONNECT");
+    const record = await proxy.waitForRecord<FailedRecord>(
+      "failed missing.test",
+      (r) => r.event === "failed" && r.host === "missing.test" && r.method === "CONNECT",
+    );
     expect(record.reason).toBe("doesn't resolve");
   });
 
@@ -100,12 +125,18 @@ describe("connecting", () => {
     const silent = dgram.createSocket("udp4");
     await new Promise<void>((resolve) => silent.bind(0, "127.0.0.1", resolve));
     onCleanup(() => silent.close());
-    const silentProxy = await startProxy({ dnsServers: [`127.0.0.1:${silent.address().port}`], connectTimeoutMs: CONNECT_TIMEOUT_MS });
+    const silentProxy = await startProxy({
+      dnsServers: [`127.0.0.1:${silent.address().port}`],
+      connectTimeoutMs: CONNECT_TIMEOUT_MS,
+    });
     const { value: result, ms } = await timed(() => curl(silentProxy.url, "http://slow-dns.test/"));
     expect(result.status).toBe(502);
     expect(result.headers["x-agentenv-site-proxy"]).toBe("failed");
     expect(ms).toBeLessThan(CONNECT_TIMEOUT_MS + SLACK_MS);
-    const record = await silentProxy.waitForRecord<FailedRecord>("failed slow-dns.test", (r) => r.event === "failed" && r.host === "slow-dns.test");
+    const record = await silentProxy.waitForRecord<FailedRecord>(
+      "failed slow-dns.test",
+      (r) => r.event === "failed" && r.host === "slow-dns.test",
+    );
     expect(record.reason).toBe("doesn't resolve");
   });
 
@@ -126,7 +157,10 @@ describe("waiting on open tunnels", () => {
     const { ms } = await timed(() => new Promise((resolve) => socket.once("close", resolve).resume()));
     expect(ms).toBeGreaterThanOrEqual(IDLE_TIMEOUT_MS - 100);
     expect(ms).toBeLessThan(IDLE_TIMEOUT_MS + SLACK_MS);
-    const record = await proxy.waitForRecord<ConnectionRecord>("the idle tunnel's line", (r) => r.event === "connection" && r.port === echo.port);
+    const record = await proxy.waitForRecord<ConnectionRecord>(
+      "the idle tunnel's line",
+      (r) => r.event === "connection" && r.port === echo.port,
+    );
     expect(record.endedBy).toBe("idle");
   });
 
@@ -161,7 +195,10 @@ describe("waiting on open tunnels", () => {
     const { ms } = await timed(() => new Promise((resolve) => socket.once("close", resolve).on("error", () => {})));
     clearInterval(pump);
     expect(ms).toBeLessThan(IDLE_TIMEOUT_MS + 2 * SLACK_MS);
-    const record = await proxy.waitForRecord<ConnectionRecord>("the stalled tunnel's line", (r) => r.event === "connection" && r.port === port);
+    const record = await proxy.waitForRecord<ConnectionRecord>(
+      "the stalled tunnel's line",
+      (r) => r.event === "connection" && r.port === port,
+    );
     expect(record.endedBy).toBe("stalled write");
   });
 });

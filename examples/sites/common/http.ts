@@ -1,14 +1,28 @@
 // What the sample sites share: JSON replies, reading a body, their settings and a listen port.
 import http from "node:http";
 
-export function sendJson(res: http.ServerResponse, status: number, value: unknown, headers: http.OutgoingHttpHeaders = {}): void {
+export function sendJson(
+  res: http.ServerResponse,
+  status: number,
+  value: unknown,
+  headers: http.OutgoingHttpHeaders = {},
+): void {
   const body = JSON.stringify(value);
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers });
   res.end(body);
 }
 
-export function sendHtml(res: http.ServerResponse, status: number, html: string, headers: http.OutgoingHttpHeaders = {}): void {
-  res.writeHead(status, { "content-type": "text/html; charset=utf-8", "content-length": Buffer.byteLength(html), ...headers });
+export function sendHtml(
+  res: http.ServerResponse,
+  status: number,
+  html: string,
+  headers: http.OutgoingHttpHeaders = {},
+): void {
+  res.writeHead(status, {
+    "content-type": "text/html; charset=utf-8",
+    "content-length": Buffer.byteLength(html),
+    ...headers,
+  });
   res.end(html);
 }
 
@@ -30,7 +44,8 @@ export function websiteSettings(env: NodeJS.ProcessEnv = process.env): Record<st
   const text = env.AGENTENV_WEBSITE_SETTINGS;
   if (!text) return {};
   const value: unknown = JSON.parse(text);
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error("AGENTENV_WEBSITE_SETTINGS must be a JSON object");
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new Error("AGENTENV_WEBSITE_SETTINGS must be a JSON object");
   return value as Record<string, unknown>;
 }
 
@@ -49,7 +64,10 @@ export function stringList(value: unknown): string[] {
 
 /** A small data plane both sample servers carry: GET lists, POST appends a JSON value, DELETE empties. */
 /** A site's data: `handle` serves `/data` (GET, POST one JSON value, DELETE); `reset` empties it. */
-export function dataPlane(): { handle: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>; reset: () => void } {
+export function dataPlane(): {
+  handle: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;
+  reset: () => void;
+} {
   let items: unknown[] = [];
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (req.method === "GET") return sendJson(res, 200, { items });
@@ -65,7 +83,12 @@ export function dataPlane(): { handle: (req: http.IncomingMessage, res: http.Ser
       items = [];
       return sendJson(res, 200, { items });
     }
-    sendJson(res, 405, { error: `${req.method} /data is not supported; use GET, POST or DELETE` }, { allow: "GET, POST, DELETE" });
+    sendJson(
+      res,
+      405,
+      { error: `${req.method} /data is not supported; use GET, POST or DELETE` },
+      { allow: "GET, POST, DELETE" },
+    );
   };
   return {
     handle,
@@ -76,20 +99,30 @@ export function dataPlane(): { handle: (req: http.IncomingMessage, res: http.Ser
 }
 
 /** The website/v1 `reset` operation: `POST /reset` empties the site's data. */
-export async function resetOperation(req: http.IncomingMessage, res: http.ServerResponse, reset: () => void): Promise<void> {
-  if (req.method !== "POST") return sendJson(res, 405, { error: "POST /reset empties the site's data" }, { allow: "POST" });
+export async function resetOperation(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  reset: () => void,
+): Promise<void> {
+  if (req.method !== "POST")
+    return sendJson(res, 405, { error: "POST /reset empties the site's data" }, { allow: "POST" });
   reset();
   sendJson(res, 200, { reset: true });
 }
 
-export function serve(port: number, handler: (req: http.IncomingMessage, res: http.ServerResponse) => void | Promise<void>): http.Server {
+export function serve(
+  port: number,
+  handler: (req: http.IncomingMessage, res: http.ServerResponse) => void | Promise<void>,
+): http.Server {
   const server = http.createServer((req, res) => {
     Promise.resolve(handler(req, res)).catch((e: Error) => {
       if (!res.headersSent) sendJson(res, 500, { error: e.message });
       else res.destroy();
     });
   });
-  server.listen(port, "0.0.0.0", () => process.stdout.write(JSON.stringify({ event: "startup", port, time: new Date().toISOString() }) + "\n"));
+  server.listen(port, "0.0.0.0", () =>
+    process.stdout.write(JSON.stringify({ event: "startup", port, time: new Date().toISOString() }) + "\n"),
+  );
   for (const sig of ["SIGTERM", "SIGINT"] as const) process.on(sig, () => server.close(() => process.exit(0)));
   return server;
 }

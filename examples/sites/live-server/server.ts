@@ -5,7 +5,16 @@
 //   AGENTENV_WEBSITE_SETTINGS={"account":"alex","sessionDomain":"github.com"}
 import { CARD_PATH, WEBSITE_V1_URN } from "../../../src/protocol/card";
 import { SESSION_PATH } from "../../../src/protocol/session";
-import { dataPlane, listenPort, resetOperation, sendJson, serve, stringList, websiteDomains, websiteSettings } from "../common/http";
+import {
+  dataPlane,
+  listenPort,
+  resetOperation,
+  sendJson,
+  serve,
+  stringList,
+  websiteDomains,
+  websiteSettings,
+} from "../common/http";
 
 const settings = websiteSettings();
 /** The names its card declares: its `domains` setting when it has one, else those the stack gives it. */
@@ -18,7 +27,18 @@ const SESSION_DOMAIN = typeof settings.sessionDomain === "string" ? settings.ses
 function storageState(): { cookies: unknown[]; origins: unknown[] } {
   if (typeof settings.account !== "string") return { cookies: [], origins: [] };
   return {
-    cookies: [{ name: "user_session", value: settings.account, domain: `.${SESSION_DOMAIN}`, path: "/", expires: -1, httpOnly: true, secure: true, sameSite: "Lax" }],
+    cookies: [
+      {
+        name: "user_session",
+        value: settings.account,
+        domain: `.${SESSION_DOMAIN}`,
+        path: "/",
+        expires: -1,
+        httpOnly: true,
+        secure: true,
+        sameSite: "Lax",
+      },
+    ],
     origins: [],
   };
 }
@@ -30,7 +50,13 @@ serve(listenPort(8000), async (req, res) => {
       name: typeof settings.name === "string" ? settings.name : "live",
       description: "A live site's server (multienv sample): data plane and session, no pages",
       version: "1",
-      extensions: [{ uri: WEBSITE_V1_URN, params: { domains, live: true, allowHosts: stringList(settings.allowHosts) }, paths: { ready: "/ready", session: SESSION_PATH, reset: "/reset" } }],
+      extensions: [
+        {
+          uri: WEBSITE_V1_URN,
+          params: { domains, live: true, allowHosts: stringList(settings.allowHosts) },
+          paths: { ready: "/ready", session: SESSION_PATH, reset: "/reset" },
+        },
+      ],
     });
   }
   if (path === "/ready") return sendJson(res, 200, { ready: true });
@@ -38,5 +64,7 @@ serve(listenPort(8000), async (req, res) => {
   if (path === "/reset") return resetOperation(req, res, data.reset);
   if (path === SESSION_PATH) return sendJson(res, 200, storageState());
   if (path === "/echo") return sendJson(res, 200, { method: req.method, url: req.url, headers: req.headers });
-  sendJson(res, 404, { error: `a live site's server serves no pages (no ${path}); browse the real site through the computer's proxy` });
+  sendJson(res, 404, {
+    error: `a live site's server serves no pages (no ${path}); browse the real site through the computer's proxy`,
+  });
 });

@@ -22,10 +22,20 @@ serve(listenPort(80), (req, res) => {
   if (url.pathname === "/ready") return sendJson(res, 200, { ready: true });
   if (url.pathname === "/signin") {
     const user = url.searchParams.get("user");
-    if (!user) return sendHtml(res, 200, `<!doctype html><title>Sign in - Synthetic shop</title><form action="/signin"><input name="user"><button>Sign in</button></form>`);
-    return sendHtml(res, 200, `<!doctype html><title>Signed in - Synthetic shop</title><p id="user">${escapeHtml(user)}</p>`, {
-      "set-cookie": `${COOKIE}=${encodeURIComponent(user)}; Path=/; SameSite=Lax`,
-    });
+    if (!user)
+      return sendHtml(
+        res,
+        200,
+        `<!doctype html><title>Sign in - Synthetic shop</title><form action="/signin"><input name="user"><button>Sign in</button></form>`,
+      );
+    return sendHtml(
+      res,
+      200,
+      `<!doctype html><title>Signed in - Synthetic shop</title><p id="user">${escapeHtml(user)}</p>`,
+      {
+        "set-cookie": `${COOKIE}=${encodeURIComponent(user)}; Path=/; SameSite=Lax`,
+      },
+    );
   }
   if (url.pathname === "/bench") {
     const n = Math.min(Number(url.searchParams.get("n") ?? 50) || 50, 500);
@@ -36,7 +46,11 @@ serve(listenPort(80), (req, res) => {
   const asset = /^\/asset\/(\d+)\.svg$/.exec(url.pathname);
   if (asset) {
     const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><text>${asset[1]}</text></svg>`;
-    res.writeHead(200, { "content-type": "image/svg+xml", "content-length": Buffer.byteLength(svg), "cache-control": "no-store" });
+    res.writeHead(200, {
+      "content-type": "image/svg+xml",
+      "content-length": Buffer.byteLength(svg),
+      "cache-control": "no-store",
+    });
     res.end(svg);
     return;
   }

@@ -2,7 +2,16 @@
 // headers back, so a test can prove what reached a site, e.g. that no control token did). The setting
 // `declareReset: false` leaves `reset` out of its card, as a site without one would (a reset then restarts it).
 import { CARD_PATH, WEBSITE_V1_URN } from "../../../src/protocol/card";
-import { dataPlane, listenPort, resetOperation, sendJson, serve, stringList, websiteDomains, websiteSettings } from "../common/http";
+import {
+  dataPlane,
+  listenPort,
+  resetOperation,
+  sendJson,
+  serve,
+  stringList,
+  websiteDomains,
+  websiteSettings,
+} from "../common/http";
 
 const settings = websiteSettings();
 /** The names its card declares: its `domains` setting when it has one, else those the stack gives it. */
@@ -16,7 +25,13 @@ serve(listenPort(8000), async (req, res) => {
       name: typeof settings.name === "string" ? settings.name : "shop",
       description: "A synthetic web shop (multienv sample site)",
       version: "1",
-      extensions: [{ uri: WEBSITE_V1_URN, params: { domains, live: false, allowHosts: [] }, paths: { ready: "/ready", ...(settings.declareReset === false ? {} : { reset: "/reset" }) } }],
+      extensions: [
+        {
+          uri: WEBSITE_V1_URN,
+          params: { domains, live: false, allowHosts: [] },
+          paths: { ready: "/ready", ...(settings.declareReset === false ? {} : { reset: "/reset" }) },
+        },
+      ],
     });
   }
   if (path === "/ready") return sendJson(res, 200, { ready: true });

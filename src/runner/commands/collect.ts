@@ -32,16 +32,25 @@ export function register(program: Command): void {
   withProjectDir(
     program
       .command("collect")
-      .description("download every capture (traffic/v1) and each computer's site-proxy log into artifacts/<stack>/, recording sizes, SHA-256 and reproducibility in run.json")
+      .description(
+        "download every capture (traffic/v1) and each computer's site-proxy log into artifacts/<stack>/, recording sizes, SHA-256 and reproducibility in run.json",
+      )
       .argument("[stack]", "the stack (task) name; omit with --from-env")
       .option("--fail-on-capture-error", "fail (exit 1) when a capture cannot be collected; by default it is a warning")
-      .option("--from-env", "read the gateway URL, control token and env from MULTIENV_* variables (the capture collector's delete step)")
+      .option(
+        "--from-env",
+        "read the gateway URL, control token and env from MULTIENV_* variables (the capture collector's delete step)",
+      )
       .option("--artifacts <dir>", "store here instead of artifacts/<stack> under the project directory")
-      .option("--end-connections", "first end every connection the computers' site proxies hold, so each is in its log (for teardown)"),
+      .option(
+        "--end-connections",
+        "first end every connection the computers' site proxies hold, so each is in its log (for teardown)",
+      ),
   ).action((stack: string | undefined, options: CollectOptions) =>
     runAction("collect", async () => {
       if (options.fromEnv) {
-        if (stack !== undefined) throw new RunnerError(`--from-env reads the stack from MULTIENV_STACK; drop the stack argument ${stack}`);
+        if (stack !== undefined)
+          throw new RunnerError(`--from-env reads the stack from MULTIENV_STACK; drop the stack argument ${stack}`);
         const fromEnv = readCollectorEnvironment(process.env);
         // Loaded when run: the delete step needs neither the Automation API nor Pulumi at all.
         const { collectRun } = require("../collect") as typeof import("../collect");
@@ -50,12 +59,18 @@ export function register(program: Command): void {
           const { completeProxyLogs } = require("../down") as typeof import("../down");
           await completeProxyLogs({ stack: fromEnv.stack, access, computers: fromEnv.context.computers }, note);
         }
-        const artifactsDir = resolve(options.artifacts ?? fromEnv.artifactsDir ?? artifactsDirOf(options.projectDir, fromEnv.stack));
+        const artifactsDir = resolve(
+          options.artifacts ?? fromEnv.artifactsDir ?? artifactsDirOf(options.projectDir, fromEnv.stack),
+        );
         const result = await collectRun({
           stack: fromEnv.stack,
           access,
           artifactsDir,
-          marks: { live: fromEnv.context.live, liveWebsites: fromEnv.context.liveWebsites, captureTraffic: fromEnv.context.captureTraffic },
+          marks: {
+            live: fromEnv.context.live,
+            liveWebsites: fromEnv.context.liveWebsites,
+            captureTraffic: fromEnv.context.captureTraffic,
+          },
           captureTraffic: fromEnv.context.captureTraffic,
           computers: fromEnv.context.computers,
           syntheticDomains: fromEnv.context.syntheticDomains,
@@ -65,11 +80,20 @@ export function register(program: Command): void {
         say(summary(fromEnv.stack, result, artifactsDir));
         return;
       }
-      if (stack === undefined) throw new RunnerError("name the stack to collect (`multienv collect <stack>`), or pass --from-env");
-      if (options.endConnections) throw new RunnerError(`stack ${stack}: --end-connections is for teardown (--from-env); \`multienv down ${stack}\` ends them itself`);
+      if (stack === undefined)
+        throw new RunnerError("name the stack to collect (`multienv collect <stack>`), or pass --from-env");
+      if (options.endConnections)
+        throw new RunnerError(
+          `stack ${stack}: --end-connections is for teardown (--from-env); \`multienv down ${stack}\` ends them itself`,
+        );
       const artifactsDir = resolve(options.artifacts ?? artifactsDirOf(options.projectDir, stack));
       const { collectCaptures } = require("../index") as typeof import("../index");
-      const result = await collectCaptures(stack, { projectDir: options.projectDir, artifactsDir, failOnCaptureError: options.failOnCaptureError, log: note });
+      const result = await collectCaptures(stack, {
+        projectDir: options.projectDir,
+        artifactsDir,
+        failOnCaptureError: options.failOnCaptureError,
+        log: note,
+      });
       say(summary(stack, result, artifactsDir));
     }),
   );

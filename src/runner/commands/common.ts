@@ -10,7 +10,11 @@ export interface CommonOptions {
 
 /** Adds --project-dir to a command. */
 export function withProjectDir(command: Command): Command {
-  return command.option("--project-dir <dir>", "the multienv project (the directory holding Pulumi.yaml)", DEFAULT_PROJECT_DIR);
+  return command.option(
+    "--project-dir <dir>",
+    "the multienv project (the directory holding Pulumi.yaml)",
+    DEFAULT_PROJECT_DIR,
+  );
 }
 
 /** Prints a line to stdout. */

@@ -15,12 +15,23 @@ export function register(program: Command): void {
         "start the next episode on the deployed env: empty every site's data, sign every browser out of everything and open its start tabs again, start the captures and proxy logs over",
       )
       .argument("<stack>", "the stack (task) name")
-      .option("--collect", "collect the finished episode first (captures, proxy logs, run.json) into artifacts/<stack>/episodes/<n>/")
-      .option("--fail-on-capture-error", "with --collect: stop, leaving the env as it is, when a capture cannot be collected"),
+      .option(
+        "--collect",
+        "collect the finished episode first (captures, proxy logs, run.json) into artifacts/<stack>/episodes/<n>/",
+      )
+      .option(
+        "--fail-on-capture-error",
+        "with --collect: stop, leaving the env as it is, when a capture cannot be collected",
+      ),
   ).action((stack: string, options: ResetOptions) =>
     runAction("reset", async () => {
       const { resetStack } = require("../index") as typeof import("../index");
-      const result = await resetStack(stack, { projectDir: options.projectDir, collect: options.collect, failOnCaptureError: options.failOnCaptureError, log: note });
+      const result = await resetStack(stack, {
+        projectDir: options.projectDir,
+        collect: options.collect,
+        failOnCaptureError: options.failOnCaptureError,
+        log: note,
+      });
       const how = Object.entries(result.sites)
         .map(([site, way]) => `${site} ${way}`)
         .join(", ");

@@ -12,7 +12,9 @@ export function register(program: Command): void {
   withProjectDir(
     program
       .command("sign-in")
-      .description("load a site's session (its /session, Playwright storage state) into a computer's browser over DevTools through the gateway")
+      .description(
+        "load a site's session (its /session, Playwright storage state) into a computer's browser over DevTools through the gateway",
+      )
       .argument("<stack>", "the stack (task) name")
       .requiredOption("--site <site>", "the website whose session to load")
       .requiredOption("--computer <computer>", "the computer whose browser to sign in")
@@ -23,10 +25,14 @@ export function register(program: Command): void {
       const target = { projectDir: options.projectDir, site: options.site, computer: options.computer };
       if (options.signOut) {
         const done = await signOut(stack, target);
-        say(`stack ${stack}: computer ${options.computer} signed out of ${options.site} (${done.cookies} cookies removed, storage of ${done.origins} origins cleared)`);
+        say(
+          `stack ${stack}: computer ${options.computer} signed out of ${options.site} (${done.cookies} cookies removed, storage of ${done.origins} origins cleared)`,
+        );
       } else {
         const done = await signIn(stack, target);
-        say(`stack ${stack}: computer ${options.computer} signed in to ${options.site} (${done.cookies} cookies, local storage of ${done.origins} origins)`);
+        say(
+          `stack ${stack}: computer ${options.computer} signed in to ${options.site} (${done.cookies} cookies, local storage of ${done.origins} origins)`,
+        );
       }
     }),
   );

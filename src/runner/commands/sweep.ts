@@ -32,7 +32,12 @@ export function register(program: Command): void {
         const api = queryEc2Api({ region, credentials: credentialsFromEnv(), endpoint: options.endpoint });
         const report = await sweep({ api, olderThanMs, yes: options.yes === true, log: say });
         const total = report.instances.length + report.groups.length + report.keyPairs.length;
-        if (!report.swept) say(total === 0 ? `nothing tagged multienv:stack in ${region} is older than ${options.olderThan}` : `${total} resource(s) past ${options.olderThan}; run again with --yes to remove them`);
+        if (!report.swept)
+          say(
+            total === 0
+              ? `nothing tagged multienv:stack in ${region} is older than ${options.olderThan}`
+              : `${total} resource(s) past ${options.olderThan}; run again with --yes to remove them`,
+          );
       }),
     );
 }

@@ -43,7 +43,12 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-export async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000, everyMs = 250): Promise<T> {
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs = 30_000,
+  everyMs = 250,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -53,13 +58,20 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined 
     } catch (e) {
       last = e;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ""}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ""}`,
+      );
     await sleep(everyMs);
   }
 }
 
 export function dockerExec(container: string, args: string[], input?: string): string {
-  return execFileSync("docker", ["exec", "-i", container, ...args], { input, encoding: "utf8", stdio: ["pipe", "pipe", "pipe"] });
+  return execFileSync("docker", ["exec", "-i", container, ...args], {
+    input,
+    encoding: "utf8",
+    stdio: ["pipe", "pipe", "pipe"],
+  });
 }
 
 /** Runs a node script inside a container (every multienv image has node) and returns its stdout. */
@@ -107,7 +119,10 @@ export async function sweepStack(api: DockerApi, stack: string): Promise<string[
   const ignoreGone = (e: unknown) => {
     if (!isNotFound(e)) throw e;
   };
-  for (const c of (await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as { Id: string; Names: string[] }[]) {
+  for (const c of (await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as {
+    Id: string;
+    Names: string[];
+  }[]) {
     await api.request("DELETE", `/containers/${c.Id}?force=1&v=1`).catch(ignoreGone);
     removed.push(`container ${c.Names[0]?.replace(/^\//, "")}`);
   }
@@ -115,7 +130,8 @@ export async function sweepStack(api: DockerApi, stack: string): Promise<string[
     await api.request("DELETE", `/networks/${n.Id}`).catch(ignoreGone);
     removed.push(`network ${n.Name}`);
   }
-  for (const v of ((await api.request("GET", `/volumes?filters=${filters}`)) as { Volumes: { Name: string }[] | null }).Volumes ?? []) {
+  for (const v of ((await api.request("GET", `/volumes?filters=${filters}`)) as { Volumes: { Name: string }[] | null })
+    .Volumes ?? []) {
     await api.request("DELETE", `/volumes/${encodeURIComponent(v.Name)}?force=1`).catch(ignoreGone);
     removed.push(`volume ${v.Name}`);
   }
@@ -126,10 +142,14 @@ export async function sweepStack(api: DockerApi, stack: string): Promise<string[
 export async function sweepDeadRuns(api: DockerApi): Promise<string[]> {
   const filters = encodeURIComponent(JSON.stringify({ label: [STACK_LABEL] }));
   const labelled = [
-    ...((await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as { Labels: Record<string, string> }[]),
+    ...((await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as {
+      Labels: Record<string, string>;
+    }[]),
     ...((await api.request("GET", `/networks?filters=${filters}`)) as { Labels: Record<string, string> }[]),
   ];
-  const stacks = new Set(labelled.map((r) => r.Labels?.[STACK_LABEL]).filter((s): s is string => typeof s === "string"));
+  const stacks = new Set(
+    labelled.map((r) => r.Labels?.[STACK_LABEL]).filter((s): s is string => typeof s === "string"),
+  );
   const dead = [...stacks].filter((stack) => {
     const match = /^e2e[a-z0-9-]*?-(\d+)$/.exec(stack);
     if (!match) return false;
@@ -192,7 +212,10 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
     token,
     deploySeconds,
     gateway,
-    connect: (computer) => chromium.connectOverCDP(`${gatewayUrl}/computers/${computer}/cdp`, { headers: { authorization: `Bearer ${token}` } }),
+    connect: (computer) =>
+      chromium.connectOverCDP(`${gatewayUrl}/computers/${computer}/cdp`, {
+        headers: { authorization: `Bearer ${token}` },
+      }),
     async proxyLog(computer) {
       const text = await (await gateway(`/computers/${computer}/proxy-log`)).text();
       return text
@@ -233,12 +256,24 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
       computers.map(async (computer) => {
         const browser = `${stack}-${computer}-browser`;
         // The launcher creates the NSS db once the env CA is there and Chromium runs.
-        const first = await until(`${browser}'s Chromium`, async () => (pidsIn(browser, CHROMIUM_MAIN).length ? pidsIn(browser, CHROMIUM_MAIN) : undefined), 60_000);
+        const first = await until(
+          `${browser}'s Chromium`,
+          async () => (pidsIn(browser, CHROMIUM_MAIN).length ? pidsIn(browser, CHROMIUM_MAIN) : undefined),
+          60_000,
+        );
         trustInBrowser(browser, certs.caPem);
         await killChromium(browser);
         // Chromium comes back (the launcher restarts it) and reopens its start tabs, now trusting the stand-in.
-        await until(`${browser}'s restarted Chromium`, async () => pidsIn(browser, CHROMIUM_MAIN).some((p) => !first.includes(p)), 60_000);
-        await until(`${computer}'s DevTools through the gateway`, async () => (await gateway(`/computers/${computer}/cdp/json/version`)).ok, 60_000);
+        await until(
+          `${browser}'s restarted Chromium`,
+          async () => pidsIn(browser, CHROMIUM_MAIN).some((p) => !first.includes(p)),
+          60_000,
+        );
+        await until(
+          `${computer}'s DevTools through the gateway`,
+          async () => (await gateway(`/computers/${computer}/cdp/json/version`)).ok,
+          60_000,
+        );
       }),
     );
     if (options.selfTest !== false) {
@@ -261,7 +296,12 @@ export function deployDemo(stack: string, log?: (line: string) => void): Promise
 /** Each address a container has, by network name. */
 export async function addressesOf(api: DockerApi, container: string): Promise<Record<string, string>> {
   const info = await api.request("GET", `/containers/${container}/json`);
-  return Object.fromEntries(Object.entries(info.NetworkSettings.Networks as Record<string, { IPAddress: string }>).map(([n, v]) => [n, v.IPAddress]));
+  return Object.fromEntries(
+    Object.entries(info.NetworkSettings.Networks as Record<string, { IPAddress: string }>).map(([n, v]) => [
+      n,
+      v.IPAddress,
+    ]),
+  );
 }
 
 /**
@@ -287,7 +327,10 @@ export function connectsFrom(container: string, targets: Record<string, [string,
  * Requests sent through a computer's site proxy from inside its browser container, as the agent's page would
  * send them: `GET <absolute URL>` or `CONNECT host:port`. Each answer's status and X-Agentenv-Site-Proxy marker.
  */
-export function throughProxy(browserContainer: string, requests: Record<string, { method: "GET" | "CONNECT"; target: string }>): Record<string, { status: number; marker?: string; body?: string }> {
+export function throughProxy(
+  browserContainer: string,
+  requests: Record<string, { method: "GET" | "CONNECT"; target: string }>,
+): Record<string, { status: number; marker?: string; body?: string }> {
   const script = `
     const http = require("http");
     const requests = ${JSON.stringify(requests)};

@@ -14,7 +14,9 @@ import os from "node:os";
 import path from "node:path";
 import type { DockerApi } from "../../../src/providers/docker-api";
 
-/** The label of the stack's own pieces (policies/contract.ts LABELS.stack): the stand-in goes with the stack's sweep. */
+/**
+ * The label of the stack's own pieces (policies/contract.ts LABELS.stack): the stand-in goes with the stack's sweep.
+ */
 const STACK_LABEL = "multienv.stack";
 
 export const STANDIN_HOSTS = ["github.com", "gist.github.com", "example.com"];
@@ -27,11 +29,44 @@ export interface StandinCerts {
 export function makeStandinCerts(): StandinCerts {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-standin-"));
   const run = (args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
-  run(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "2", "-subj", "/CN=multienv e2e web stand-in CA"]);
+  run([
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-keyout",
+    "ca-key.pem",
+    "-out",
+    "ca.pem",
+    "-days",
+    "2",
+    "-subj",
+    "/CN=multienv e2e web stand-in CA",
+  ]);
   run(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "key.pem", "-out", "leaf.csr", "-subj", "/CN=github.com"]);
   const san = STANDIN_HOSTS.map((h) => `DNS:${h}`).join(",") + ",DNS:*.github.com,DNS:*.githubassets.com";
-  fs.writeFileSync(path.join(dir, "ext.cnf"), `subjectAltName=${san}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n`);
-  run(["x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial", "-out", "cert.pem", "-days", "2", "-extfile", "ext.cnf"]);
+  fs.writeFileSync(
+    path.join(dir, "ext.cnf"),
+    `subjectAltName=${san}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n`,
+  );
+  run([
+    "x509",
+    "-req",
+    "-in",
+    "leaf.csr",
+    "-CA",
+    "ca.pem",
+    "-CAkey",
+    "ca-key.pem",
+    "-CAcreateserial",
+    "-out",
+    "cert.pem",
+    "-days",
+    "2",
+    "-extfile",
+    "ext.cnf",
+  ]);
   fs.copyFileSync(path.join(__dirname, "../fixtures/web-standin.cjs"), path.join(dir, "web-standin.cjs"));
   fs.chmodSync(dir, 0o755);
   for (const f of fs.readdirSync(dir)) fs.chmodSync(path.join(dir, f), 0o644);
@@ -49,8 +84,14 @@ function internetSubnet(): string {
   return `11.${10 + (process.pid % 200)}.${internets % 250}.0/24`;
 }
 
-/** Creates `<stack>-internet` and starts the stand-in on it answering to STANDIN_HOSTS; labelled for the stack's sweep. */
-export async function startStandin(api: DockerApi, stack: string, certs: StandinCerts): Promise<{ network: string; id: string }> {
+/**
+ * Creates `<stack>-internet` and starts the stand-in on it answering to STANDIN_HOSTS; labelled for the stack's sweep.
+ */
+export async function startStandin(
+  api: DockerApi,
+  stack: string,
+  certs: StandinCerts,
+): Promise<{ network: string; id: string }> {
   const network = `${stack}-internet`;
   await api.request("POST", "/networks/create", {
     Name: network,
@@ -78,8 +119,25 @@ export async function connectToInternet(api: DockerApi, network: string, contain
 
 /** Adds the stand-in's CA to a browser container's NSS db (Chromium reads it when it starts). */
 export function trustInBrowser(browserContainer: string, caPem: string): void {
-  execFileSync("docker", ["exec", "-i", browserContainer, "certutil", "-A", "-d", "sql:/root/.pki/nssdb", "-n", "multienv-e2e-web-standin", "-t", "C,,", "-a"], {
-    input: caPem,
-    stdio: ["pipe", "pipe", "pipe"],
-  });
+  execFileSync(
+    "docker",
+    [
+      "exec",
+      "-i",
+      browserContainer,
+      "certutil",
+      "-A",
+      "-d",
+      "sql:/root/.pki/nssdb",
+      "-n",
+      "multienv-e2e-web-standin",
+      "-t",
+      "C,,",
+      "-a",
+    ],
+    {
+      input: caPem,
+      stdio: ["pipe", "pipe", "pipe"],
+    },
+  );
 }
