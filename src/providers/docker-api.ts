@@ -67,9 +67,13 @@ function sshConnection(host: string, sshOptions: string[] | undefined, endpoint?
   child.stderr.on("data", (c: Buffer) => (stderr = (stderr + c.toString("utf8")).slice(-2000)));
   // The answer ends only once ssh has exited: a failed ssh (a refused host key, say) then ends the connection
   // with its own message rather than as a bare hang-up.
+  // Both sides go through pass-throughs: ssh's own pipes closing (it exited) must not end the connection before
+  // its exit code and message are known.
   const readable = new PassThrough();
   child.stdout.pipe(readable, { end: false });
-  const duplex = Duplex.from({ readable, writable: child.stdin });
+  const writable = new PassThrough();
+  writable.pipe(child.stdin);
+  const duplex = Duplex.from({ readable, writable });
   // Closing a connection ends its ssh process, which aborts the pipes' pending reads and writes: expected then.
   child.stdout.on("error", () => undefined);
   child.stdin.on("error", () => undefined);

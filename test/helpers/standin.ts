@@ -152,7 +152,20 @@ export async function stopStandin(name: string): Promise<void> {
     .split("\n")
     .map((l) => l.split(" ")[1])
     .filter((m) => m && (m.startsWith(`${runDir}/`) || m.startsWith(`${root}/`)));
-  for (const m of mounts.reverse()) execFileSync("umount", ["-l", m], { stdio: "ignore" });
+  // A lazy unmount of a parent may already have taken a child with it: what is no longer mounted is left.
+  for (const m of mounts.reverse()) {
+    try {
+      execFileSync("umount", ["-l", m], { stdio: "ignore" });
+    } catch {
+      if (
+        fs
+          .readFileSync("/proc/mounts", "utf8")
+          .split("\n")
+          .some((l) => l.split(" ")[1] === m)
+      )
+        throw new Error(`cannot unmount ${m}`);
+    }
+  }
   fs.rmSync(runDir, { recursive: true, force: true });
   fs.rmSync(root, { recursive: true, force: true });
 }
