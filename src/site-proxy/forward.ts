@@ -98,25 +98,49 @@ export class RequestSlots {
 }
 
 /**
- * Sends `req` to `destination` through `agent` and streams the answer into `res`. A request without a body whose
- * method is idempotent, meeting a kept-alive connection the host closed as it arrived, is sent once more on a new
- * one, as a browser would do itself; any other request is sent once.
+ * The computer's side of one exchange, whichever protocol it speaks: its request's method, body and framing, and
+ * how the answer goes back (an HTTP/1.1 response, or an HTTP/2 stream).
  */
-export function forward(
-  req: http.IncomingMessage,
-  res: http.ServerResponse,
+export interface ComputerSide {
+  method: string;
+  /** The body's framing headers for the next hop (its length, or chunked), appended to the destination's. */
+  framing: string[];
+  bodyless: boolean;
+  /** Where the request's body comes from. */
+  body: NodeJS.ReadableStream & { resume(): unknown };
+  /** Where the answer's body goes; its `close` before it finished ends the upstream request. */
+  answer: NodeJS.WritableStream & { writableFinished: boolean; once(event: "close", listener: () => void): unknown };
+  /** True once the computer has been sent an answer's head. */
+  headersSent(): boolean;
+  /** True when the computer went away while its request waited for a slot. */
+  gone(): boolean;
+  /** True when the answer has nowhere to go any more (checked as it arrives). */
+  answerGone(): boolean;
+  /** Sends the answer's head to the computer; throws when it cannot be passed on. */
+  respond(answer: http.IncomingMessage): void;
+  /** Ends the computer's side after the answer broke off. */
+  abort(): void;
+}
+
+/**
+ * Sends the computer's request to `destination` through `agent` and streams the answer back. A request without a
+ * body whose method is idempotent, meeting a kept-alive connection the host closed as it arrived, is sent once
+ * more on a new one, as a browser would do itself; any other request is sent once. With `slots`, the request
+ * waits for one.
+ */
+export function sendOn(
+  computer: ComputerSide,
   agent: http.Agent,
   destination: Destination,
   hooks: ForwardHooks,
   slots?: RequestSlots,
 ): void {
-  const bodyless = !hasBody(req);
-  const retriable = bodyless && IDEMPOTENT.has(req.method ?? "");
-  const headers = [...destination.headers, ...requestFraming(req)];
+  const retriable = computer.bodyless && IDEMPOTENT.has(computer.method);
+  const headers = [...destination.headers, ...computer.framing];
   // Once the computer was answered (or told of a failure), later errors of the same exchange only end it.
   let settled = false;
   const failed = (err: Error) => {
-    const answered = settled || res.headersSent;
+    const answered = settled || computer.headersSent();
     settled = true;
     hooks.failed(err, answered);
   };
@@ -128,7 +152,7 @@ export function forward(
         agent,
         host: destination.host,
         port: destination.port,
-        method: req.method,
+        method: computer.method,
         path: destination.path,
         headers,
         setHost: false,
@@ -150,8 +174,9 @@ export function forward(
         failed(new BrokenAnswer(`the answer is malformed: ${problem}`));
         return;
       }
+      if (computer.answerGone()) return void answer.socket.destroy();
       try {
-        res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEndHeaders(answer.rawHeaders));
+        computer.respond(answer);
       } catch (err) {
         answer.socket.destroy();
         failed(new BrokenAnswer(`the answer cannot be passed on: ${(err as Error).message}`));
@@ -159,15 +184,15 @@ export function forward(
       }
       settled = true;
       hooks.answered(answer.statusCode ?? 502);
-      answer.pipe(res);
-      answer.on("error", () => res.destroy());
+      answer.pipe(computer.answer);
+      answer.on("error", () => computer.abort());
     });
     upstream.on("error", (err: NodeJS.ErrnoException) => {
       if (
         mayRetry &&
         !settled &&
         upstream.reusedSocket &&
-        !res.headersSent &&
+        !computer.headersSent() &&
         (err.code === "ECONNRESET" || err.code === "EPIPE")
       ) {
         retried = true;
@@ -175,21 +200,47 @@ export function forward(
       }
       failed(err);
     });
-    res.once("close", () => {
-      if (!res.writableFinished) upstream.destroy();
+    computer.answer.once("close", () => {
+      if (!computer.answer.writableFinished) upstream.destroy();
     });
-    if (bodyless) {
-      req.resume();
+    if (computer.bodyless) {
+      computer.body.resume();
       upstream.end();
-    } else req.pipe(upstream);
+    } else computer.body.pipe(upstream);
   };
   if (!slots) return send(retriable);
   slots.run((done) => {
     release = done;
     // A computer that went away while its request waited for a slot: nothing to send.
-    if (res.destroyed || req.destroyed) return release();
+    if (computer.gone()) return release();
     send(retriable);
   });
+}
+
+/** Sends an HTTP/1.1 request `req` on (see sendOn) and streams the answer into `res`. */
+export function forward(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  agent: http.Agent,
+  destination: Destination,
+  hooks: ForwardHooks,
+  slots?: RequestSlots,
+): void {
+  const computer: ComputerSide = {
+    method: req.method ?? "",
+    framing: requestFraming(req),
+    bodyless: !hasBody(req),
+    body: req,
+    answer: res,
+    headersSent: () => res.headersSent,
+    gone: () => res.destroyed || req.destroyed,
+    // An HTTP/1.1 answer is always passed on (and logged), even to a computer that left: the write then fails.
+    answerGone: () => false,
+    respond: (answer) =>
+      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEndHeaders(answer.rawHeaders)),
+    abort: () => res.destroy(),
+  };
+  sendOn(computer, agent, destination, hooks, slots);
 }
 
 export interface UpgradeHooks {

@@ -13,10 +13,11 @@ import type * as net from "node:net";
 import { SITE_PROXY_HEADER, type SiteProxyVerdict } from "../protocol/site-proxy";
 import {
   BrokenAnswer,
+  type ComputerSide,
   type Destination,
   type ForwardHooks,
-  IDEMPOTENT,
   type RequestSlots,
+  sendOn,
   type UpgradeHooks,
 } from "./forward";
 import { responseFramingProblem } from "./framing";
@@ -123,9 +124,8 @@ export function answerStream(
 }
 
 /**
- * Sends the stream's request to `destination` through `agent` and its answer back on the stream, as `forward` does
- * for an HTTP/1.1 request: the body framed again (its length, or chunked), a bodiless idempotent request that meets
- * a kept-alive connection closed as it arrived sent once more, a broken answer a 502.
+ * Sends the stream's request on (see sendOn) and its answer back on the stream, as `forward` does for an HTTP/1.1
+ * request: the body framed again (its length, or chunked).
  */
 export function forwardStream(
   stream: http2.ServerHttp2Stream,
@@ -141,84 +141,19 @@ export function forwardStream(
       : request.bodyless
         ? []
         : ["Transfer-Encoding", "chunked"];
-  const headers = [...destination.headers, ...framing];
-  const retriable = request.bodyless && IDEMPOTENT.has(request.method);
-  let settled = false;
-  const failed = (err: Error) => {
-    const answered = settled || stream.headersSent;
-    settled = true;
-    hooks.failed(err, answered);
+  const computer: ComputerSide = {
+    method: request.method,
+    framing,
+    bodyless: request.bodyless,
+    body: stream,
+    answer: stream,
+    headersSent: () => stream.headersSent,
+    gone: () => stream.destroyed || stream.closed,
+    answerGone: () => stream.destroyed,
+    respond: (answer) => stream.respond(h2ResponseHeaders(answer)),
+    abort: () => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR),
   };
-  let release = () => {};
-  const send = (mayRetry: boolean) => {
-    let upstream: http.ClientRequest;
-    try {
-      upstream = http.request({
-        agent,
-        host: destination.host,
-        port: destination.port,
-        method: request.method,
-        path: destination.path,
-        headers,
-        setHost: false,
-      });
-    } catch (err) {
-      release();
-      failed(err as Error);
-      return;
-    }
-    let retried = false;
-    // A request's close comes just before its kept-alive socket is free again: the slot is given on after that,
-    // so the next request finds the socket rather than opening another.
-    upstream.once("close", () => retried || process.nextTick(release));
-    upstream.on("response", (answer) => {
-      const problem = responseFramingProblem(answer);
-      if (problem) {
-        answer.socket.destroy();
-        failed(new BrokenAnswer(`the answer is malformed: ${problem}`));
-        return;
-      }
-      if (stream.destroyed) return void answer.socket.destroy();
-      try {
-        stream.respond(h2ResponseHeaders(answer));
-      } catch (err) {
-        answer.socket.destroy();
-        failed(new BrokenAnswer(`the answer cannot be passed on: ${(err as Error).message}`));
-        return;
-      }
-      settled = true;
-      hooks.answered(answer.statusCode ?? 502);
-      answer.pipe(stream);
-      answer.on("error", () => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR));
-    });
-    upstream.on("error", (err: NodeJS.ErrnoException) => {
-      if (
-        mayRetry &&
-        !settled &&
-        upstream.reusedSocket &&
-        !stream.headersSent &&
-        (err.code === "ECONNRESET" || err.code === "EPIPE")
-      ) {
-        retried = true;
-        return send(false);
-      }
-      failed(err);
-    });
-    stream.once("close", () => {
-      if (!stream.writableFinished) upstream.destroy();
-    });
-    if (request.bodyless) {
-      stream.resume();
-      upstream.end();
-    } else stream.pipe(upstream);
-  };
-  if (!slots) return send(retriable);
-  slots.run((done) => {
-    release = done;
-    // A stream the computer reset while it waited for a slot: nothing to send.
-    if (stream.destroyed || stream.closed) return release();
-    send(retriable);
-  });
+  sendOn(computer, agent, destination, hooks, slots);
 }
 
 /** RFC 6455 4.2.2: what a server's Sec-WebSocket-Accept must be for `key`. */
