@@ -20,8 +20,8 @@ import { containerLabels, envEntry, networksAdvanced, RESTART, volumeMounts } fr
 import type { DockerEngine } from "./dockerEngine";
 
 export interface ComputerArgs {
-  /** The plan (networks, target). */
-  plan: Plan;
+  /** The plan's target (how the proxy is wired and published). */
+  plan: Pick<Plan, "target">;
   /** The planned computer. */
   computer: PlannedComputer;
   /** The engine the computer runs on: the env's (docker) or the computer's own VM (ec2). */

@@ -9,8 +9,8 @@ import type { HostSecurity, SecurityRule } from "../src/plan/ec2";
 import { awsTags, computerPeer, ec2SecurityRules } from "../src/plan/ec2";
 
 export interface Ec2FirewallArgs {
-  /** The plan: computers, the gateway port, ec2 (runner CIDRs, VPC). */
-  plan: Plan;
+  /** The plan: the stack, the computers, ec2 (runner CIDRs, VPC). */
+  plan: Pick<Plan, "stack" | "target" | "ec2" | "computers">;
 }
 
 /** `env` for the env VM, `computer:<name>` for a computer's VM. */
@@ -75,7 +75,13 @@ export class Ec2Firewall extends pulumi.ComponentResource {
     return group.id;
   }
 
-  private addRules(plan: Plan, name: string, key: HostKey, rule: SecurityRule, direction: "ingress" | "egress"): void {
+  private addRules(
+    plan: Pick<Plan, "stack">,
+    name: string,
+    key: HostKey,
+    rule: SecurityRule,
+    direction: "ingress" | "egress",
+  ): void {
     const sources: { suffix: string; peer: Partial<awsTypes.vpc.SecurityGroupIngressRuleArgs> }[] = [];
     if (rule.peer !== undefined)
       sources.push({ suffix: "", peer: { referencedSecurityGroupId: this.groupId(rule.peer) } });

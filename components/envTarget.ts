@@ -26,9 +26,15 @@ export interface EnvTarget {
   readonly gatewayTunnel: pulumi.Input<GatewayTunnelSpec> | undefined;
 }
 
+/** What a target reads of the plan. */
+export type TargetPlan = Pick<
+  Plan,
+  "stack" | "target" | "networks" | "capture" | "computers" | "gateway" | "websites" | "ec2" | "hosts"
+>;
+
 export interface EnvTargetArgs {
-  /** What to deploy: the target reads its networks, volumes, computers and (ec2) VM settings. */
-  plan: Plan;
+  /** What to deploy: the target reads the engines' networks, volumes and images, and its own section (ec2, hosts). */
+  plan: TargetPlan;
   /** Build context of the project's images: the repository root, relative to the project directory. */
   buildContext: string;
   /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */
