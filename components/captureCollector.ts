@@ -21,6 +21,7 @@ export interface CaptureCollectorArgs {
   controlToken: pulumi.Input<string>;
 }
 
+/** Stores the env's captures and proxy logs when it is deleted, before the gateway and the computers go. */
 export class CaptureCollector extends pulumi.ComponentResource {
   readonly command: LocalCommand;
 

@@ -38,6 +38,7 @@ export interface ComputerArgs {
   dependsOn?: pulumi.Resource[];
 }
 
+/** A computer: its site proxy (the only way out of its network) and its browser, which trusts the proxy's CA. */
 export class Computer extends pulumi.ComponentResource {
   readonly proxy: DockerContainer;
   readonly browser: DockerContainer;

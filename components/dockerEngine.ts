@@ -48,6 +48,7 @@ export interface DockerEngineArgs {
   deletedWith?: pulumi.Resource;
 }
 
+/** One engine's networks, volumes and images, shared by every container created on it. */
 export class DockerEngine extends pulumi.ComponentResource {
   private readonly networks = new Map<string, DockerNetwork>();
   private readonly volumes = new Map<string, DockerVolume>();

@@ -16,6 +16,7 @@ export interface Ec2FirewallArgs {
 /** `env` for the env VM, `computer:<name>` for a computer's VM. */
 export type HostKey = string;
 
+/** The security groups of the env's VMs, one allowlist per VM, and their rules. */
 export class Ec2Firewall extends pulumi.ComponentResource {
   private readonly groups = new Map<HostKey, awsTypes.ec2.SecurityGroup>();
   /** Every rule resource: a VM's readiness check waits for them (SSH must be open). */

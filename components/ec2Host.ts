@@ -32,6 +32,7 @@ export interface Ec2HostArgs {
   tags: (name: string) => Record<string, string>;
 }
 
+/** One EC2 VM with Docker, its key pair and its pinned SSH host key, terminated by its lifetime fuse. */
 export class Ec2Host extends pulumi.ComponentResource {
   readonly instance: awsTypes.ec2.Instance;
   readonly publicIp: pulumi.Output<string>;

@@ -34,6 +34,7 @@ export interface RemoteEnginesArgs extends EnvTargetArgs {
   computers: Record<string, RemoteHost>;
 }
 
+/** The engines of the env's SSH hosts: each checked for readiness, then given its networks, volumes and images. */
 export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget {
   readonly env: DockerEngine;
   readonly gatewayPrivateAddress: pulumi.Input<string>;
