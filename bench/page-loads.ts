@@ -15,7 +15,15 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
-import { freePort, startGateway, startNginx, startNode, startSiteProxy, waitForPort } from "./loopback";
+import {
+  freePort,
+  startGateway,
+  startNginx,
+  startNode,
+  startSiteProxy,
+  testCertificate,
+  waitForPort,
+} from "./loopback";
 
 const REPO = join(__dirname, "..");
 
@@ -36,61 +44,6 @@ export interface PageLoadFigures {
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
-
-/** A test CA and a leaf it signs for shop.test and 127.0.0.1, as nginx's certificate (PEM files in `dir`). */
-function testCertificate(dir: string): { cert: string; key: string } {
-  const run = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
-  run(
-    "req",
-    "-x509",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-keyout",
-    "ca-key.pem",
-    "-out",
-    "ca.pem",
-    "-subj",
-    "/CN=bench test CA",
-    "-days",
-    "2",
-  );
-  run(
-    "req",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-keyout",
-    "leaf-key.pem",
-    "-out",
-    "leaf.csr",
-    "-subj",
-    "/CN=shop.test",
-  );
-  execFileSync("sh", ["-c", "printf 'subjectAltName=DNS:shop.test,IP:127.0.0.1\\n' > leaf.ext"], { cwd: dir });
-  run(
-    "x509",
-    "-req",
-    "-in",
-    "leaf.csr",
-    "-CA",
-    "ca.pem",
-    "-CAkey",
-    "ca-key.pem",
-    "-CAcreateserial",
-    "-out",
-    "leaf.pem",
-    "-days",
-    "2",
-    "-extfile",
-    "leaf.ext",
-  );
-  return { cert: join(dir, "leaf.pem"), key: join(dir, "leaf-key.pem") };
 }
 
 /** One load in a fresh context: ms to the load event, or to the first byte of the answer when `ttfb`. */
