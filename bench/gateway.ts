@@ -3,11 +3,17 @@
 // The gateway against nginx configured as the same reverse proxy, in one run, to the same
 // upstream (an nginx serving a small body and a 1 GiB file), measured with wrk:
 //   - requests/s and p99 latency with 64 connections (the gateway with its default workers,
-//     one per core; the nginx proxy with `worker_processes auto`);
+//     one per core less one; the nginx proxy with `worker_processes auto`);
+//   - the CPU time each proxy's processes spend per request (/proc utime + stime over a run, divided by its
+//     requests), at 64, 1 and 8 connections: unlike latency, other processes on a busy machine move it little;
 //   - throughput of streaming a 1 GiB body through each (curl, body discarded);
 //   - the gateway's RSS (each process) after at least 100k requests;
 //   - the latency each proxy adds per request at 1 and at 8 concurrent connections: its median latency
 //     (wrk, /hello) less the upstream's own, measured straight, in the same alternating rounds.
+//   - TLS + HTTP/2 terminated: BENCH_H2_REQUESTS (20,000) on one connection, 32 streams at a time, through the
+//     site proxy (CONNECT to a synthetic name, the requests on to this gateway) and through nginx terminating TLS
+//     with HTTP/2 in front of the same upstream; the CPU per request of the site proxy, of the gateway behind it,
+//     and of nginx, and each one's requests/s and median request time.
 // Targets: >= 0.8x nginx's requests/s, >= 0.9x its streaming throughput, RSS < 150 MiB, added latency
 // at 1 and 8 connections <= 2x nginx's.
 // Alongside, the same gateway with the hand-written HTTP/1.1 client it used before undici
