@@ -93,6 +93,14 @@ function reportPages(p: PageLoadFigures): Record<string, unknown> {
   row("page with 50 subresources", p.page50Ms);
   row("page with 200 subresources", p.page200Ms);
   row("time to first byte, home page", p.ttfbMs);
+  const cpu = p.cpuUsPerRequest;
+  const us = (n: number) => `${n.toFixed(0)} us`;
+  console.log(
+    `  CPU per request (page loads): env site proxy ${us(cpu.env.siteProxy)} + gateway ${us(cpu.env.gateway)}, ` +
+      `nginx TLS+h2 ${us(cpu.nginx.nginx)}, gateway alone ${us(cpu.gateway.gateway)} (frontend ${us(cpu.direct.frontend)} ` +
+      `direct); env/nginx ${((cpu.env.siteProxy + cpu.env.gateway) / cpu.nginx.nginx).toFixed(1)}x, site proxy/nginx ` +
+      `${(cpu.env.siteProxy / cpu.nginx.nginx).toFixed(1)}x`,
+  );
   if (p.retries.length > 0)
     console.log(`  loads done again after a failure: ${p.retries.length} (${p.retries.slice(0, 3).join("; ")})`);
   const ratios = (m: Record<string, number>) => ({
@@ -107,7 +115,14 @@ function reportPages(p: PageLoadFigures): Record<string, unknown> {
     page50Ms: p.page50Ms,
     page200Ms: p.page200Ms,
     ttfbMs: p.ttfbMs,
-    ratios: { page50: ratios(p.page50Ms), page200: ratios(p.page200Ms), ttfb: ratios(p.ttfbMs) },
+    cpuUsPerRequest: p.cpuUsPerRequest,
+    ratios: {
+      page50: ratios(p.page50Ms),
+      page200: ratios(p.page200Ms),
+      ttfb: ratios(p.ttfbMs),
+      cpuEnvVsNginx: (cpu.env.siteProxy + cpu.env.gateway) / cpu.nginx.nginx,
+      cpuSiteProxyVsNginx: cpu.env.siteProxy / cpu.nginx.nginx,
+    },
     aim: { envVsNginx: 1.0 },
     retries: p.retries,
     samples: p.samples,

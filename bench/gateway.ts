@@ -3,11 +3,17 @@
 // The gateway against nginx configured as the same reverse proxy, in one run, to the same
 // upstream (an nginx serving a small body and a 1 GiB file), measured with wrk:
 //   - requests/s and p99 latency with 64 connections (the gateway with its default workers,
-//     one per core; the nginx proxy with `worker_processes auto`);
+//     one per core less one; the nginx proxy with `worker_processes auto`);
+//   - the CPU time each proxy's processes spend per request (/proc utime + stime over a run, divided by its
+//     requests), at 64, 1 and 8 connections: unlike latency, other processes on a busy machine move it little;
 //   - throughput of streaming a 1 GiB body through each (curl, body discarded);
 //   - the gateway's RSS (each process) after at least 100k requests;
 //   - the latency each proxy adds per request at 1 and at 8 concurrent connections: its median latency
 //     (wrk, /hello) less the upstream's own, measured straight, in the same alternating rounds.
+//   - TLS + HTTP/2 terminated: BENCH_H2_REQUESTS (20,000) on one connection, 32 streams at a time, through the
+//     site proxy (CONNECT to a synthetic name, the requests on to this gateway) and through nginx terminating TLS
+//     with HTTP/2 in front of the same upstream; the CPU per request of the site proxy, of the gateway behind it,
+//     and of nginx, and each one's requests/s and median request time.
 // Targets: >= 0.8x nginx's requests/s, >= 0.9x its streaming throughput, RSS < 150 MiB, added latency
 // at 1 and 8 connections <= 2x nginx's.
 // Alongside, the same gateway with the hand-written HTTP/1.1 client it used before undici
@@ -20,12 +26,27 @@ import { spawnSync, type ChildProcess } from "node:child_process";
 import { chmodSync, mkdtempSync, readFileSync, rmSync, truncateSync, openSync, closeSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, startGateway, startNginx, waitForPort } from "./loopback";
+import {
+  cpuPerRequest,
+  cpuSeconds,
+  freePort,
+  h2Connection,
+  h2Requests,
+  processTree,
+  startGateway,
+  startNginx,
+  startSiteProxy,
+  testCertificate,
+  waitForPort,
+} from "./loopback";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 3);
+const H2_REQUESTS = Number(process.env.BENCH_H2_REQUESTS ?? 20_000);
+/** Streams in flight at once on the TLS+h2 connection: about a page's subresources. */
+const H2_STREAMS = 32;
 /** Concurrent connections at which the added latency is measured. */
 const LATENCY_CONNECTIONS = [1, 8];
 const TOKEN = "bench-control-token-0123456789abcdef";
@@ -74,25 +95,15 @@ function streamThroughput(url: string): { mbPerSecond: number; bytes: number } {
   return { mbPerSecond: Number(bytes) / Number(seconds) / 1e6, bytes: Number(bytes) };
 }
 
-/** CPU seconds (user + system) used so far by a process and its children processes' threads, from /proc. */
-function cpuSeconds(pids: number[]): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15)
-    } catch {
-      // gone
-    }
-  }
-  return ticks / 100; // USER_HZ
-}
-
 /** wrk on url, plus the requests each CPU second of `pids` served (robust to a busy machine). */
-function wrkWithCpu(url: string, seconds: number, pids: number[]): WrkResult & { perCpuSecond: number } {
-  const before = cpuSeconds(pids);
-  const result = wrk(url, seconds);
-  return { ...result, perCpuSecond: result.requests / Math.max(cpuSeconds(pids) - before, 0.01) };
+async function wrkWithCpu(
+  url: string,
+  seconds: number,
+  pids: number[],
+  connections = CONNECTIONS,
+): Promise<WrkResult & { perCpuSecond: number; cpuUsPerRequest: number }> {
+  const result = await cpuPerRequest(pids, () => wrk(url, seconds, connections));
+  return { ...result, perCpuSecond: result.requests / Math.max(result.cpuSeconds, 0.01) };
 }
 
 function median(values: number[]): number {
@@ -104,14 +115,6 @@ function median(values: number[]): number {
 function rssMiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]) / 1024;
-}
-
-function childPids(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
 }
 
 async function main(): Promise<void> {
@@ -126,11 +129,10 @@ async function main(): Promise<void> {
     chmodSync(big, 0o644);
     const [upstreamPort, nginxProxyPort] = await Promise.all([freePort(), freePort()]);
 
-    children.push(
-      startNginx(
-        dir,
-        "upstream",
-        `worker_processes 1;
+    const upstreamNginx = startNginx(
+      dir,
+      "upstream",
+      `worker_processes 1;
 events { worker_connections 4096; }
 http {
   access_log off;
@@ -142,8 +144,8 @@ http {
     location = /big { alias ${big}; default_type application/octet-stream; }
   }
 }`,
-      ),
     );
+    children.push(upstreamNginx);
     // The same reverse proxy as the gateway: prefix stripped, Host kept, X-Forwarded-* added,
     // hop-by-hop headers dropped, kept-alive upstream connections, streamed (unbuffered) both ways.
     const nginxProxy = startNginx(
@@ -178,7 +180,7 @@ http {
 
     const config = {
       listen: { host: "127.0.0.1", port: 0 },
-      sites: { bench: { server: `http://127.0.0.1:${upstreamPort}` } },
+      sites: { bench: { server: `http://127.0.0.1:${upstreamPort}`, frontend: `http://127.0.0.1:${upstreamPort}` } },
     };
     const started = async (running: Promise<{ child: ChildProcess; port: number; workers: number }>) => {
       const { child, port, workers } = await running;
@@ -187,15 +189,55 @@ http {
     };
     const gateway = await started(startGateway(config, TOKEN));
     const handWritten = await started(startGateway(config, TOKEN, [], join(__dirname, "gateway-hand-written.ts")));
+    // TLS + HTTP/2 terminated: the site proxy (a synthetic name, its requests on to the gateway's /website/bench/),
+    // and nginx terminating TLS with HTTP/2 in front of the same upstream.
+    const siteProxy = await startSiteProxy({
+      listen: { host: "127.0.0.1", port: 0 },
+      gateway: `http://127.0.0.1:${gateway.port}`,
+      sites: { bench: ["bench.test"] },
+      reach: "none",
+      log: join(dir, "site-proxy.log"),
+      dnsServers: ["127.0.0.1:1"],
+    });
+    children.push(siteProxy.child);
+    const { cert, key } = testCertificate(dir);
+    const nginxTlsPort = await freePort();
+    const nginxTls = startNginx(
+      dir,
+      "tls-h2",
+      `worker_processes auto;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  upstream bench { server 127.0.0.1:${upstreamPort}; keepalive 256; }
+  server {
+    listen 127.0.0.1:${nginxTlsPort} ssl http2 backlog=4096;
+    ssl_certificate ${cert};
+    ssl_certificate_key ${key};
+    location / {
+      proxy_pass http://bench;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-Host $http_host;
+      proxy_set_header X-Forwarded-Proto https;
+      proxy_buffering off;
+    }
+  }
+}`,
+    );
+    children.push(nginxTls);
+    await waitForPort(nginxTlsPort);
 
-    type Run = WrkResult & { perCpuSecond: number };
+    type Run = WrkResult & { perCpuSecond: number; cpuUsPerRequest: number };
     const contenders = [
       { name: "gateway", base: `http://127.0.0.1:${gateway.port}/svc/bench`, pid: gateway.pid },
       { name: "hand-written", base: `http://127.0.0.1:${handWritten.port}/svc/bench`, pid: handWritten.pid },
       { name: "nginx", base: `http://127.0.0.1:${nginxProxyPort}/svc/bench`, pid: nginxProxy.pid! },
     ].map((c) => ({
       ...c,
-      pids: [c.pid, ...childPids(c.pid)],
+      pids: processTree(c.pid),
       runs: [] as Run[],
       streams: [] as number[],
       streamCpu: [] as number[],
@@ -210,7 +252,7 @@ http {
 
     for (const c of contenders) wrk(`${c.base}/hello`, 3);
     for (let round = 0; round < ROUNDS; round++) {
-      for (const c of contenders) c.runs.push(wrkWithCpu(`${c.base}/hello`, SECONDS, c.pids));
+      for (const c of contenders) c.runs.push(await wrkWithCpu(`${c.base}/hello`, SECONDS, c.pids));
       for (const c of contenders) {
         const cpu = cpuSeconds(c.pids);
         c.streams.push(streamThroughput(`${c.base}/big`).mbPerSecond);
@@ -223,6 +265,7 @@ http {
     const figures = contenders.map((c) => ({
       requestsPerSecond: median(c.runs.map((r) => r.requestsPerSecond)),
       requestsPerCpuSecond: median(c.runs.map((r) => r.perCpuSecond)),
+      cpuUsPerRequest: median(c.runs.map((r) => r.cpuUsPerRequest)),
       p99Ms: median(c.runs.map((r) => r.p99Ms)),
       streamMBps: median(c.streams),
       streamCpuSeconds: median(c.streamCpu),
@@ -235,17 +278,25 @@ http {
 
     // Added latency: each proxy's median latency less the upstream's own, at few connections (where the
     // latency is each hop's own work, not queueing). Alternating rounds, medians.
+    // The CPU each spends per request at those connections is measured in the same runs.
     const straight = `http://127.0.0.1:${upstreamPort}/hello`;
     const latencyOf = [
-      { name: "upstream", url: straight },
-      ...contenders.map((c) => ({ name: c.name, url: `${c.base}/hello` })),
+      { name: "upstream", url: straight, pids: processTree(upstreamNginx.pid!) },
+      ...contenders.map((c) => ({ name: c.name, url: `${c.base}/hello`, pids: c.pids })),
     ];
     const latency: Record<string, Record<string, number[]>> = {};
+    const latencyCpu: Record<string, Record<string, number[]>> = {};
     for (const connections of LATENCY_CONNECTIONS) {
       latency[connections] = Object.fromEntries(latencyOf.map((l) => [l.name, [] as number[]]));
+      latencyCpu[connections] = Object.fromEntries(latencyOf.map((l) => [l.name, [] as number[]]));
       for (let round = 0; round < ROUNDS; round++)
-        for (const l of latencyOf) latency[connections][l.name].push(wrk(l.url, LATENCY_SECONDS, connections).p50Ms);
+        for (const l of latencyOf) {
+          const run = await wrkWithCpu(l.url, LATENCY_SECONDS, l.pids, connections);
+          latency[connections][l.name].push(run.p50Ms);
+          latencyCpu[connections][l.name].push(run.cpuUsPerRequest);
+        }
     }
+    const cpuAt = (connections: number, name: string) => median(latencyCpu[connections][name]);
     const addedMs = (connections: number, name: string) =>
       median(latency[connections][name]) - median(latency[connections].upstream);
     const added = Object.fromEntries(
@@ -257,15 +308,78 @@ http {
           handWrittenAddedMs: addedMs(connections, "hand-written"),
           nginxAddedMs: addedMs(connections, "nginx"),
           gatewayVsNginx: addedMs(connections, "gateway") / addedMs(connections, "nginx"),
+          cpuUsPerRequest: {
+            upstream: cpuAt(connections, "upstream"),
+            gateway: cpuAt(connections, "gateway"),
+            handWritten: cpuAt(connections, "hand-written"),
+            nginx: cpuAt(connections, "nginx"),
+          },
+          cpuGatewayVsNginx: cpuAt(connections, "gateway") / cpuAt(connections, "nginx"),
         },
       ]),
     );
+    // TLS + HTTP/2: H2_REQUESTS on one connection, H2_STREAMS at a time, through the site proxy (and the gateway
+    // behind it) and through nginx terminating TLS + h2; the CPU each process spends per request, alternating rounds.
+    const sitePids = processTree(siteProxy.child.pid!);
+    const nginxTlsPids = processTree(nginxTls.pid!);
+    const gatewayPids = contenders[0].pids;
+    const h2Runs = {
+      env: [] as { siteProxy: number; gateway: number; requestsPerSecond: number; p50Ms: number; errors: number }[],
+      nginx: [] as { nginx: number; requestsPerSecond: number; p50Ms: number; errors: number }[],
+    };
+    const h2Round = async (requests: number) => {
+      const viaProxy = await h2Connection("bench.test", 443, siteProxy.port);
+      const gatewayBefore = cpuSeconds(gatewayPids);
+      const env = await cpuPerRequest(sitePids, () =>
+        h2Requests(viaProxy, "bench.test", "/hello", requests, H2_STREAMS),
+      );
+      const gatewayUs = ((cpuSeconds(gatewayPids) - gatewayBefore) * 1e6) / requests;
+      const straight = await h2Connection("bench.test", nginxTlsPort);
+      const ng = await cpuPerRequest(nginxTlsPids, () =>
+        h2Requests(straight, `bench.test:${nginxTlsPort}`, "/hello", requests, H2_STREAMS),
+      );
+      return { env, gatewayUs, ng };
+    };
+    await h2Round(2_000); // warm-up: the leaf issued, the pools filled, the code compiled
+    for (let round = 0; round < ROUNDS; round++) {
+      const { env, gatewayUs, ng } = await h2Round(H2_REQUESTS);
+      h2Runs.env.push({
+        siteProxy: env.cpuUsPerRequest,
+        gateway: gatewayUs,
+        requestsPerSecond: env.requests / env.seconds,
+        p50Ms: env.p50Ms,
+        errors: env.errors,
+      });
+      h2Runs.nginx.push({
+        nginx: ng.cpuUsPerRequest,
+        requestsPerSecond: ng.requests / ng.seconds,
+        p50Ms: ng.p50Ms,
+        errors: ng.errors,
+      });
+      console.log(
+        `TLS+h2 round ${round + 1}: site proxy ${env.cpuUsPerRequest.toFixed(0)} us/request (gateway behind it ${gatewayUs.toFixed(0)}), ` +
+          `${(env.requests / env.seconds).toFixed(0)} req/s | nginx TLS+h2 ${ng.cpuUsPerRequest.toFixed(0)} us/request, ${(ng.requests / ng.seconds).toFixed(0)} req/s`,
+      );
+    }
+    const h2 = {
+      requests: H2_REQUESTS,
+      streams: H2_STREAMS,
+      siteProxyCpuUsPerRequest: median(h2Runs.env.map((r) => r.siteProxy)),
+      gatewayBehindItCpuUsPerRequest: median(h2Runs.env.map((r) => r.gateway)),
+      nginxTlsCpuUsPerRequest: median(h2Runs.nginx.map((r) => r.nginx)),
+      siteProxyRequestsPerSecond: median(h2Runs.env.map((r) => r.requestsPerSecond)),
+      nginxTlsRequestsPerSecond: median(h2Runs.nginx.map((r) => r.requestsPerSecond)),
+      siteProxyP50Ms: median(h2Runs.env.map((r) => r.p50Ms)),
+      nginxTlsP50Ms: median(h2Runs.nginx.map((r) => r.p50Ms)),
+      errors: [...h2Runs.env, ...h2Runs.nginx].reduce((n, r) => n + r.errors, 0),
+    };
+
     let gatewayRequests = contenders[0].runs.reduce((n, r) => n + r.requests, 0);
     console.log("");
 
     while (gatewayRequests < 100_000) gatewayRequests += wrk(`${contenders[0].base}/hello`, 5).requests + 3; // +3: the warm-up is not counted
-    const rss = [gateway.pid, ...childPids(gateway.pid)].map((pid) => ({ pid, mib: rssMiB(pid) }));
-    const handWrittenRss = Math.max(...[handWritten.pid, ...childPids(handWritten.pid)].map(rssMiB));
+    const rss = [gateway.pid, ...processTree(gateway.pid).slice(1)].map((pid) => ({ pid, mib: rssMiB(pid) }));
+    const handWrittenRss = Math.max(...[handWritten.pid, ...processTree(handWritten.pid).slice(1)].map(rssMiB));
 
     const row = (name: string, ...cells: string[]) =>
       console.log(name.padEnd(26) + cells.map((cell) => cell.padStart(14)).join(""));
@@ -279,6 +393,25 @@ http {
       ratio(gw.requestsPerSecond, ng.requestsPerSecond),
       ratio(gw.requestsPerSecond, hw.requestsPerSecond),
     );
+    row(
+      "CPU per request, 64 conn (us)",
+      gw.cpuUsPerRequest.toFixed(1),
+      hw.cpuUsPerRequest.toFixed(1),
+      ng.cpuUsPerRequest.toFixed(1),
+      ratio(gw.cpuUsPerRequest, ng.cpuUsPerRequest),
+      ratio(gw.cpuUsPerRequest, hw.cpuUsPerRequest),
+    );
+    for (const connections of LATENCY_CONNECTIONS) {
+      const c = added[connections].cpuUsPerRequest;
+      row(
+        `CPU per request, ${connections} conn (us)`,
+        c.gateway.toFixed(1),
+        c.handWritten.toFixed(1),
+        c.nginx.toFixed(1),
+        ratio(c.gateway, c.nginx),
+        ratio(c.gateway, c.handWritten),
+      );
+    }
     row(
       "requests per CPU second",
       gw.requestsPerCpuSecond.toFixed(0),
@@ -330,6 +463,14 @@ http {
       `(added latency, aim gw/nginx <= 2: median latency through each proxy less the upstream's own, ${median(latency[1].upstream).toFixed(3)} ms at 1 connection, ${median(latency[8].upstream).toFixed(3)} ms at 8)`,
     );
     console.log(
+      `\nTLS + HTTP/2, ${H2_REQUESTS} requests on one connection, ${H2_STREAMS} streams at a time, medians of ${ROUNDS} rounds:\n` +
+        `  CPU per request: site proxy ${h2.siteProxyCpuUsPerRequest.toFixed(1)} us (and the gateway behind it ${h2.gatewayBehindItCpuUsPerRequest.toFixed(1)} us), ` +
+        `nginx TLS+h2 ${h2.nginxTlsCpuUsPerRequest.toFixed(1)} us: site proxy/nginx ${ratio(h2.siteProxyCpuUsPerRequest, h2.nginxTlsCpuUsPerRequest)}x, ` +
+        `site proxy + gateway/nginx ${ratio(h2.siteProxyCpuUsPerRequest + h2.gatewayBehindItCpuUsPerRequest, h2.nginxTlsCpuUsPerRequest)}x\n` +
+        `  requests/s: site proxy ${h2.siteProxyRequestsPerSecond.toFixed(0)}, nginx ${h2.nginxTlsRequestsPerSecond.toFixed(0)}; ` +
+        `median request ${h2.siteProxyP50Ms.toFixed(2)} ms vs ${h2.nginxTlsP50Ms.toFixed(2)} ms${h2.errors ? `; ${h2.errors} errors` : ""}`,
+    );
+    console.log(
       `\ngateway RSS after ${gatewayRequests} requests: ${rss.map((r) => `${r.pid}: ${r.mib.toFixed(1)} MiB`).join(", ")} (hand-written: at most ${handWrittenRss.toFixed(1)} MiB)`,
     );
     const maxRss = Math.max(...rss.map((r) => r.mib));
@@ -367,6 +508,13 @@ http {
           stream: gw.streamMBps / ng.streamMBps,
           addedLatency1: added[1].gatewayVsNginx,
           addedLatency8: added[8].gatewayVsNginx,
+          cpuPerRequest64: gw.cpuUsPerRequest / ng.cpuUsPerRequest,
+          cpuPerRequest1: added[1].cpuGatewayVsNginx,
+          cpuPerRequest8: added[8].cpuGatewayVsNginx,
+          tlsH2SiteProxyVsNginxCpu: h2.siteProxyCpuUsPerRequest / h2.nginxTlsCpuUsPerRequest,
+          tlsH2EnvVsNginxCpu:
+            (h2.siteProxyCpuUsPerRequest + h2.gatewayBehindItCpuUsPerRequest) / h2.nginxTlsCpuUsPerRequest,
+          tlsH2RequestsPerSecond: h2.siteProxyRequestsPerSecond / h2.nginxTlsRequestsPerSecond,
           undiciVsHandWritten: {
             requestsPerSecond: gw.requestsPerSecond / hw.requestsPerSecond,
             requestsPerCpuSecond: gw.requestsPerCpuSecond / hw.requestsPerCpuSecond,
@@ -376,6 +524,8 @@ http {
           },
         },
         addedLatency: added,
+        tlsH2: h2,
+        latencySamplesCpuUsPerRequest: latencyCpu,
         latencySamplesP50Ms: latency,
         targets: {
           requestsPerSecond: 0.8,

@@ -1,9 +1,11 @@
 // What the benches share to run their contenders as processes on loopback: free ports, waiting for a listener,
 // nginx from a config of their own, and the gateway and site proxy from this checkout, their ports read back from
 // their startup lines.
-import { spawn, type ChildProcess } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import http2 from "node:http2";
 import net from "node:net";
+import tls from "node:tls";
 import { join } from "node:path";
 
 const REPO = join(__dirname, "..");
@@ -105,4 +107,172 @@ export async function startSiteProxy(
     '"startup"',
   );
   return { child, port: line.proxy.port };
+}
+
+/** CPU seconds (user + system, every thread) used so far by the processes `pids`, from /proc (10 ms ticks). */
+export function cpuSeconds(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15)
+    } catch {
+      // gone
+    }
+  }
+  return ticks / 100; // USER_HZ
+}
+
+/** `pid` and its child processes (a cluster's workers, nginx's workers). */
+export function processTree(pid: number): number[] {
+  try {
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
+    return [pid, ...children.map(Number)];
+  } catch {
+    return [pid];
+  }
+}
+
+/**
+ * Counts what the processes `pids` spend on the CPU while `work` runs, divided by the requests it says it made:
+ * microseconds per request, a figure a busy machine does not move the way it moves latency (other processes take
+ * turns on the cores, not this work's CPU time). The 10 ms ticks make it exact to 1% over a second of CPU.
+ */
+export async function cpuPerRequest<T extends { requests: number }>(
+  pids: number[],
+  work: () => T | Promise<T>,
+): Promise<T & { cpuUsPerRequest: number; cpuSeconds: number }> {
+  const before = cpuSeconds(pids);
+  const result = await work();
+  const used = cpuSeconds(pids) - before;
+  return { ...result, cpuSeconds: used, cpuUsPerRequest: (used * 1e6) / Math.max(result.requests, 1) };
+}
+
+/** A TLS connection with ALPN h2 to `servername`, straight to `port` or through a CONNECT proxy at `proxyPort`. */
+export function h2Connection(servername: string, port: number, proxyPort?: number): Promise<tls.TLSSocket> {
+  const secure = (socket?: net.Socket) =>
+    new Promise<tls.TLSSocket>((resolve, reject) => {
+      const options = { servername, ALPNProtocols: ["h2"], rejectUnauthorized: false };
+      const conversation = socket
+        ? tls.connect({ ...options, socket })
+        : tls.connect({ ...options, host: "127.0.0.1", port });
+      conversation.once("secureConnect", () =>
+        conversation.alpnProtocol === "h2" ? resolve(conversation) : reject(new Error(`${servername}: no h2`)),
+      );
+      conversation.once("error", reject);
+    });
+  if (proxyPort === undefined) return secure();
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(proxyPort, "127.0.0.1");
+    socket.once("error", reject);
+    socket.once("connect", () =>
+      socket.write(`CONNECT ${servername}:${port} HTTP/1.1\r\nHost: ${servername}:${port}\r\n\r\n`),
+    );
+    socket.once("data", (answer: Buffer) => {
+      if (!/^HTTP\/1\.1 200/.test(answer.toString("latin1")))
+        return reject(new Error(`CONNECT: ${answer.toString("latin1")}`));
+      secure(socket).then(resolve, reject);
+    });
+  });
+}
+
+/**
+ * `requests` GETs of `path` on one HTTP/2 connection, `concurrency` streams at a time (a page's worth), every answer
+ * read to its end; the requests made and the median time of one.
+ */
+export async function h2Requests(
+  connection: tls.TLSSocket,
+  authority: string,
+  path: string,
+  requests: number,
+  concurrency: number,
+): Promise<{ requests: number; seconds: number; p50Ms: number; errors: number }> {
+  const session = http2.connect(`https://${authority}`, { createConnection: () => connection });
+  session.on("error", () => undefined);
+  const times: number[] = [];
+  let started = 0;
+  let errors = 0;
+  const begin = performance.now();
+  const one = (): Promise<void> =>
+    new Promise((resolve) => {
+      const t = performance.now();
+      const stream = session.request({ ":path": path });
+      let status = 0;
+      stream.on("response", (headers) => (status = Number(headers[":status"])));
+      stream.on("data", () => undefined);
+      stream.on("error", () => (errors++, resolve()));
+      stream.on("end", () => {
+        if (status !== 200) errors++;
+        times.push(performance.now() - t);
+        resolve();
+      });
+    });
+  const lane = async () => {
+    while (started < requests) {
+      started++;
+      await one();
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, lane));
+  const seconds = (performance.now() - begin) / 1000;
+  await new Promise<void>((resolve) => session.close(() => resolve()));
+  times.sort((a, b) => a - b);
+  return { requests, seconds, p50Ms: times[Math.floor(times.length / 2)] ?? NaN, errors };
+}
+
+/** A test CA and a leaf for shop.test, bench.test and 127.0.0.1, as nginx's certificate (PEM files in `dir`). */
+export function testCertificate(dir: string): { cert: string; key: string } {
+  const run = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
+  run(
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    "ca-key.pem",
+    "-out",
+    "ca.pem",
+    "-subj",
+    "/CN=bench test CA",
+    "-days",
+    "2",
+  );
+  run(
+    "req",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    "leaf-key.pem",
+    "-out",
+    "leaf.csr",
+    "-subj",
+    "/CN=shop.test",
+  );
+  execFileSync("sh", ["-c", "printf 'subjectAltName=DNS:shop.test,DNS:bench.test,IP:127.0.0.1\\n' > leaf.ext"], {
+    cwd: dir,
+  });
+  run(
+    "x509",
+    "-req",
+    "-in",
+    "leaf.csr",
+    "-CA",
+    "ca.pem",
+    "-CAkey",
+    "ca-key.pem",
+    "-CAcreateserial",
+    "-out",
+    "leaf.pem",
+    "-days",
+    "2",
+    "-extfile",
+    "leaf.ext",
+  );
+  return { cert: join(dir, "leaf.pem"), key: join(dir, "leaf-key.pem") };
 }

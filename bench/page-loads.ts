@@ -5,7 +5,8 @@
 //   gateway the gateway alone over plain HTTP/1.1 (its /website/shop/).
 // Each figure is the median of BENCH_LOADS loads, each in a fresh browser context, the contenders alternating
 // load by load: a page with 50 subresources, one with 200, and the time to first byte of the small home page
-// (navigation start to the first byte of the answer, connection set-up included).
+// (navigation start to the first byte of the answer, connection set-up included). Beside them, the CPU time each
+// serving process spent per request of each contender's page loads (/proc, summed over every load).
 // With BENCH_CPU_PROF=<dir> the gateway (one worker) and the site proxy write CPU profiles there (node --cpu-prof).
 // `isolatedPageLoads` runs all of it in a network namespace of its own with loopback alone (unshare -n, as root):
 // Chromium drops every load under way when an interface comes or goes, which a Docker engine busy with other
@@ -15,12 +16,25 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
-import { freePort, startGateway, startNginx, startNode, startSiteProxy, waitForPort } from "./loopback";
+import {
+  cpuSeconds,
+  freePort,
+  processTree,
+  startGateway,
+  startNginx,
+  startNode,
+  startSiteProxy,
+  testCertificate,
+  waitForPort,
+} from "./loopback";
 
 const REPO = join(__dirname, "..");
 
 export type Contender = "env" | "direct" | "nginx" | "gateway";
 export const CONTENDERS: Contender[] = ["env", "direct", "nginx", "gateway"];
+/** The processes serving the loads, whose CPU time is counted. */
+export type Served = "siteProxy" | "gateway" | "nginx" | "frontend";
+const SERVED: Served[] = ["siteProxy", "gateway", "nginx", "frontend"];
 
 export interface PageLoadFigures {
   loads: number;
@@ -28,6 +42,11 @@ export interface PageLoadFigures {
   page50Ms: Record<Contender, number>;
   page200Ms: Record<Contender, number>;
   ttfbMs: Record<Contender, number>;
+  /**
+   * CPU time (us) each process spent per request of each contender's page loads (50 and 200 subresources, 10 ms
+   * ticks summed over every load): what the path costs, less moved by a busy machine than its latency.
+   */
+  cpuUsPerRequest: Record<Contender, Record<Served, number>>;
   samples: Record<"page50" | "page200" | "ttfb", Record<Contender, number[]>>;
   /** Loads done again after a failure (Chromium gives up a load when the machine's interfaces change). */
   retries: string[];
@@ -36,61 +55,6 @@ export interface PageLoadFigures {
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
-
-/** A test CA and a leaf it signs for shop.test and 127.0.0.1, as nginx's certificate (PEM files in `dir`). */
-function testCertificate(dir: string): { cert: string; key: string } {
-  const run = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
-  run(
-    "req",
-    "-x509",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-keyout",
-    "ca-key.pem",
-    "-out",
-    "ca.pem",
-    "-subj",
-    "/CN=bench test CA",
-    "-days",
-    "2",
-  );
-  run(
-    "req",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-keyout",
-    "leaf-key.pem",
-    "-out",
-    "leaf.csr",
-    "-subj",
-    "/CN=shop.test",
-  );
-  execFileSync("sh", ["-c", "printf 'subjectAltName=DNS:shop.test,IP:127.0.0.1\\n' > leaf.ext"], { cwd: dir });
-  run(
-    "x509",
-    "-req",
-    "-in",
-    "leaf.csr",
-    "-CA",
-    "ca.pem",
-    "-CAkey",
-    "ca-key.pem",
-    "-CAcreateserial",
-    "-out",
-    "leaf.pem",
-    "-days",
-    "2",
-    "-extfile",
-    "leaf.ext",
-  );
-  return { cert: join(dir, "leaf.pem"), key: join(dir, "leaf-key.pem") };
 }
 
 /** One load in a fresh context: ms to the load event, or to the first byte of the answer when `ttfb`. */
@@ -185,11 +149,10 @@ export async function loopbackPageLoads(
     children.push(proxy.child);
     const { cert, key } = testCertificate(dir);
     const nginxPort = await freePort();
-    children.push(
-      startNginx(
-        dir,
-        "tls-h2",
-        `worker_processes auto;
+    const nginx = startNginx(
+      dir,
+      "tls-h2",
+      `worker_processes auto;
 events { worker_connections 4096; }
 http {
   access_log off;
@@ -209,8 +172,8 @@ http {
     }
   }
 }`,
-      ),
     );
+    children.push(nginx);
     await waitForPort(nginxPort);
     log(
       `page loads on loopback: frontend :${frontendPort}, gateway :${gateway.port} (${gateway.workers} workers), site proxy :${proxy.port}, nginx TLS+h2 :${nginxPort}`,
@@ -236,15 +199,30 @@ http {
       kinds.map((k) => [k.kind, Object.fromEntries(CONTENDERS.map((c) => [c, [] as number[]]))]),
     ) as PageLoadFigures["samples"];
     const retries: string[] = [];
+    // The CPU each process spent on each contender's page loads (50 and 200 subresources), and their requests.
+    const processes: Record<Served, number[]> = {
+      siteProxy: processTree(proxy.child.pid!),
+      gateway: processTree(gateway.child.pid!),
+      nginx: processTree(nginx.pid!),
+      frontend: processTree(frontend.child.pid!),
+    };
+    const spent = Object.fromEntries(
+      CONTENDERS.map((c) => [c, { requests: 0, cpu: { siteProxy: 0, gateway: 0, nginx: 0, frontend: 0 } }]),
+    ) as Record<Contender, { requests: number; cpu: Record<Served, number> }>;
     // One warm-up load each: the leaf is issued, the pools and the browser's caches of names are filled.
     for (const c of CONTENDERS)
       for (const k of kinds) await load(browser, bases[c].base + k.path, k.expected, retries, bases[c].proxy, k.ttfb);
     for (let i = 0; i < loads; i++) {
       for (const k of kinds)
-        for (const c of CONTENDERS)
+        for (const c of CONTENDERS) {
+          const before = SERVED.map((p) => cpuSeconds(processes[p]));
           samples[k.kind][c].push(
             await load(browser, bases[c].base + k.path, k.expected, retries, bases[c].proxy, k.ttfb),
           );
+          if (k.ttfb) continue;
+          spent[c].requests += k.expected;
+          SERVED.forEach((p, i) => (spent[c].cpu[p] += cpuSeconds(processes[p]) - before[i]));
+        }
     }
     const medians = (kind: keyof PageLoadFigures["samples"]) =>
       Object.fromEntries(CONTENDERS.map((c) => [c, median(samples[kind][c])])) as Record<Contender, number>;
@@ -253,6 +231,12 @@ http {
       page50Ms: medians("page50"),
       page200Ms: medians("page200"),
       ttfbMs: medians("ttfb"),
+      cpuUsPerRequest: Object.fromEntries(
+        CONTENDERS.map((c) => [
+          c,
+          Object.fromEntries(SERVED.map((p) => [p, (spent[c].cpu[p] * 1e6) / spent[c].requests])),
+        ]),
+      ) as PageLoadFigures["cpuUsPerRequest"],
       samples,
       retries,
     };

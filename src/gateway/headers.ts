@@ -16,20 +16,30 @@ const FRAMING = new Set(["content-length", "transfer-encoding"]);
 /** What a Connection header may not remove: the message's target. */
 const NEVER_NOMINATED = new Set(["host"]);
 
-/** Lowercased names listed by the message's Connection headers. */
-function connectionTokens(raw: string[]): Set<string> {
-  const tokens = new Set<string>();
-  for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i].toLowerCase() !== "connection") continue;
-    for (const token of raw[i + 1].split(",")) {
-      const name = token.trim().toLowerCase();
-      if (name && !NEVER_NOMINATED.has(name)) tokens.add(name);
-    }
-  }
-  return tokens;
+/** What a message without a Connection header nominates. */
+const NONE: ReadonlySet<string> = new Set();
+
+/** The names of a raw header array in lower case (`lower[i / 2]` for `raw[i]`), once per message. */
+function lowerNames(raw: string[]): string[] {
+  const lower = new Array<string>(raw.length / 2);
+  for (let i = 0; i < raw.length; i += 2) lower[i / 2] = raw[i].toLowerCase();
+  return lower;
 }
 
-function isHopByHop(lower: string, named: Set<string>): boolean {
+/** Lowercased names listed by the message's Connection headers. */
+function connectionTokens(raw: string[], lower: string[]): ReadonlySet<string> {
+  let tokens: Set<string> | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (lower[i / 2] !== "connection") continue;
+    for (const token of raw[i + 1].split(",")) {
+      const name = token.trim().toLowerCase();
+      if (name && !NEVER_NOMINATED.has(name)) (tokens ??= new Set()).add(name);
+    }
+  }
+  return tokens ?? NONE;
+}
+
+function isHopByHop(lower: string, named: ReadonlySet<string>): boolean {
   return HOP_BY_HOP.has(lower) || FRAMING.has(lower) || lower.startsWith("proxy-") || named.has(lower);
 }
 
@@ -47,7 +57,8 @@ export interface ForwardOptions {
 /** The raw headers to send upstream for `req`, X-Forwarded-* included, framing headers left to the caller. */
 export function upstreamRequestHeaders(req: IncomingMessage, options: ForwardOptions): string[] {
   const raw = req.rawHeaders;
-  const named = connectionTokens(raw);
+  const lowers = lowerNames(raw);
+  const named = connectionTokens(raw, lowers);
   const out: string[] = [];
   let forwardedFor: string | undefined;
   let forwardedHost: string | undefined;
@@ -57,7 +68,7 @@ export function upstreamRequestHeaders(req: IncomingMessage, options: ForwardOpt
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i];
     const value = raw[i + 1];
-    const lower = name.toLowerCase();
+    const lower = lowers[i / 2];
     switch (lower) {
       case "host":
         host ??= value;
@@ -103,10 +114,11 @@ export function upstreamRequestHeaders(req: IncomingMessage, options: ForwardOpt
 
 /** The raw headers of an upstream response to send to the client, framing headers left to the caller. */
 export function clientResponseHeaders(raw: string[], upgrade = false): string[] {
-  const named = connectionTokens(raw);
+  const lowers = lowerNames(raw);
+  const named = connectionTokens(raw, lowers);
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
-    const lower = raw[i].toLowerCase();
+    const lower = lowers[i / 2];
     if (upgrade && (lower === "connection" || lower === "upgrade")) {
       out.push(raw[i], raw[i + 1]);
       continue;

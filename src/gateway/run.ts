@@ -1,7 +1,7 @@
 // The gateway process: reads MULTIENV_GATEWAY_CONFIG and MULTIENV_CONTROL_TOKEN, resolves its
 // listeners' host names, then serves.
 //
-// With `workers` > 1 (default: one per core) the main process forks that many node
+// With `workers` > 1 (default: one per core less one) the main process forks that many node
 // cluster workers sharing the listening sockets and restarts any that dies; with 1 it
 // serves itself. Once serving it prints one line
 // `{"event":"listening","host","port","workers","listeners":[{listener,host,address,port}]}`

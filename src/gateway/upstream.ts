@@ -54,6 +54,22 @@ class HeadCheck {
     let at = 0;
     while (this.inHead && at < chunk.length) {
       const newline = chunk.indexOf(10, at);
+      if (
+        newline !== -1 &&
+        this.line === "" &&
+        this.lines > 0 &&
+        !this.http10 &&
+        newline - at > 1 &&
+        chunk[newline - 1] === 13 &&
+        chunk[at] !== 32 &&
+        chunk[at] !== 9
+      ) {
+        // An ordinary header line, whole in this read, ending in CRLF and not a continuation: nothing in it to read
+        // as text (as every line of every answer was, before this shortcut).
+        this.lines++;
+        at = newline + 1;
+        continue;
+      }
       const end = newline === -1 ? chunk.length : newline;
       // undici refuses an oversized head itself
       if (this.line.length + end - at > MAX_RESPONSE_HEAD_BYTES) return undefined;

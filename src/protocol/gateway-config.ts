@@ -65,13 +65,18 @@ export const gatewayConfigSchema = z
     resolveTimeoutMs: z.number().int().positive().default(10_000),
     /** /healthz: a capture file modified this recently counts as writing (else it must grow during the check). */
     captureFreshMs: z.number().int().positive().default(30_000),
-    /** Processes serving requests (node cluster workers); 1 serves from the main process. */
+    /**
+     * Processes serving requests (node cluster workers); 1 serves from the main process. By default one per core
+     * less one, at least one: the gateway shares its machine with the env's browsers, site proxies and sites, and
+     * workers that outnumber the cores left to them spend more CPU on each request (on 2 cores, 2 workers took a
+     * third more per request than 1, for a quarter more requests per second at 64 connections).
+     */
     workers: z
       .number()
       .int()
       .min(1)
       .max(64)
-      .default(() => availableParallelism()),
+      .default(() => Math.max(1, availableParallelism() - 1)),
   })
   .superRefine((config, ctx) => {
     for (const [name, site] of Object.entries(config.sites)) {

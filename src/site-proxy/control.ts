@@ -12,7 +12,7 @@ import { connectorAgent, type Destination, forward, forwardUpgrade } from "./for
 import { requestFramingProblem, upgradeFramingProblem } from "./framing";
 import type { OpenConnections } from "./connections";
 import type { EventLog } from "./log";
-import { answerResponse, answerSocket, endToEndHeaders, serverOptions, withoutHeader } from "./messages";
+import { answerResponse, answerSocket, endToEndHeaders, serverOptions } from "./messages";
 
 export interface ControlOptions {
   logPath: string;
@@ -43,6 +43,8 @@ const UNAUTHORIZED = "this listener needs Authorization: Bearer <the computer's 
  * gateway's client named, and the gateway rewrites those URLs to its own.
  */
 const DEVTOOLS_HOST = "localhost";
+/** Headers the control port writes itself (or never passes on) on a request to DevTools. */
+const WRITTEN_BY_THE_CONTROL_PORT: ReadonlySet<string> = new Set(["host", "authorization", "content-length"]);
 
 /** The mark `?episode=<n>` or `?selfTest=start|end` asks for: undefined without one, null for anything else. */
 function logMarkParam(url: string): LogMark | undefined | null {
@@ -77,8 +79,7 @@ export function createControlServer(options: ControlOptions): http.Server {
 
   /** The request's headers for DevTools: its Host, and never the token (DevTools is on the computer's network). */
   function devtoolsDestination(req: http.IncomingMessage, path: string): Destination {
-    let headers = endToEndHeaders(req.rawHeaders);
-    for (const name of ["host", "authorization", "content-length"]) headers = withoutHeader(headers, name);
+    const headers = endToEndHeaders(req.rawHeaders, WRITTEN_BY_THE_CONTROL_PORT);
     return { host: cdp.host, port: cdp.port, path, headers: ["Host", DEVTOOLS_HOST, ...headers] };
   }
 

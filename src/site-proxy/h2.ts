@@ -39,7 +39,7 @@ export const H2_SERVER_OPTIONS: http2.ServerOptions = {
 };
 
 /** Response headers HTTP/2 forbids (RFC 9113 8.2.2) that endToEndHeaders does not already leave out. */
-const H2_FORBIDDEN_RESPONSE_HEADERS = new Set(["http2-settings"]);
+const H2_FORBIDDEN_RESPONSE_HEADERS: ReadonlySet<string> = new Set(["http2-settings"]);
 
 /** One stream's request as the proxy reads it. */
 export interface H2Request {
@@ -91,10 +91,9 @@ export function readH2Request(headers: http2.IncomingHttpHeaders, rawHeaders: st
 function h2ResponseHeaders(answer: http.IncomingMessage): http2.OutgoingHttpHeaders {
   const out: Record<string, string | string[]> = Object.create(null);
   out[":status"] = String(answer.statusCode ?? 502);
-  const raw = endToEndHeaders(answer.rawHeaders);
+  const raw = endToEndHeaders(answer.rawHeaders, H2_FORBIDDEN_RESPONSE_HEADERS);
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i].toLowerCase();
-    if (H2_FORBIDDEN_RESPONSE_HEADERS.has(name)) continue;
     const value = raw[i + 1];
     const seen = out[name];
     if (seen === undefined) out[name] = value;

@@ -18,9 +18,26 @@ export interface EventLog {
   close(): Promise<void>;
 }
 
+/** The time stamp of the last line, kept for the lines of the same millisecond. */
+let stamped = { ms: NaN, iso: "" };
+
+function now(): string {
+  const ms = Date.now();
+  if (ms !== stamped.ms) stamped = { ms, iso: new Date(ms).toISOString() };
+  return stamped.iso;
+}
+
+/**
+ * `{"event": ..., "time": ..., ...the rest}`. A proxy writes a line per request, so the entry (its event first, as
+ * every caller writes it) is serialised as it is and the time put in after the event, rather than copied into a new
+ * object first.
+ */
 function line(entry: LogEntry): string {
-  const { event, ...rest } = entry;
-  return JSON.stringify({ event, time: new Date().toISOString(), ...rest }) + "\n";
+  const json = JSON.stringify(entry);
+  const event = `{"event":${JSON.stringify(entry.event)}`;
+  if (json.startsWith(event)) return `${event},"time":"${now()}"${json.slice(event.length)}\n`;
+  const { event: name, ...rest } = entry;
+  return JSON.stringify({ event: name, time: now(), ...rest }) + "\n";
 }
 
 /**

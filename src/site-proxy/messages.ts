@@ -118,21 +118,25 @@ export function headerValues(rawHeaders: string[], name: string): string[] {
 
 /**
  * The end-to-end headers of a message as sent (repeats and order kept), without the hop-by-hop ones and those its
- * `Connection` header nominates (never Content-Length or Host: see NEVER_NOMINATED).
+ * `Connection` header nominates (never Content-Length or Host: see NEVER_NOMINATED), and without the names in
+ * `without` (lower case): one pass over the headers, as this runs for every request and answer.
  */
-export function endToEndHeaders(rawHeaders: string[]): string[] {
-  const named = new Set(HOP_BY_HOP);
+export function endToEndHeaders(rawHeaders: string[], without?: ReadonlySet<string>): string[] {
+  const lower = new Array<string>(rawHeaders.length / 2);
+  let named: Set<string> | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (rawHeaders[i].toLowerCase() === "connection") {
-      for (const token of rawHeaders[i + 1].split(",")) {
-        const name = token.trim().toLowerCase();
-        if (!NEVER_NOMINATED.has(name)) named.add(name);
-      }
+    const name = (lower[i / 2] = rawHeaders[i].toLowerCase());
+    if (name !== "connection") continue;
+    for (const token of rawHeaders[i + 1].split(",")) {
+      const nominated = token.trim().toLowerCase();
+      if (!NEVER_NOMINATED.has(nominated)) (named ??= new Set()).add(nominated);
     }
   }
   const kept: string[] = [];
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (!named.has(rawHeaders[i].toLowerCase())) kept.push(rawHeaders[i], rawHeaders[i + 1]);
+    const name = lower[i / 2];
+    if (HOP_BY_HOP.has(name) || named?.has(name) || without?.has(name)) continue;
+    kept.push(rawHeaders[i], rawHeaders[i + 1]);
   }
   return kept;
 }

@@ -34,7 +34,6 @@ import {
   parseAbsoluteForm,
   parseAuthority,
   serverOptions,
-  withoutHeader,
 } from "./messages";
 import { endedByRelay, relay } from "./relay";
 import type { Router } from "./routing";
@@ -77,6 +76,16 @@ interface Failure {
   verdict: SiteProxyVerdict;
   message: string;
 }
+
+/** Headers the proxy writes itself on a request to the gateway (the browser's Host goes in X-Forwarded-Host). */
+const WRITTEN_FOR_THE_GATEWAY: ReadonlySet<string> = new Set([
+  "host",
+  "content-length",
+  "x-forwarded-host",
+  "x-forwarded-proto",
+]);
+/** Headers the proxy writes itself on a request to a host. */
+const WRITTEN_FOR_A_HOST: ReadonlySet<string> = new Set(["host", "content-length"]);
 
 /** Connections to the gateway a proxy holds at most (requests beyond them wait for one to be free). */
 export const GATEWAY_CONNECTIONS = 32;
@@ -236,9 +245,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     proto: "http" | "https",
     path: string,
   ): Destination {
-    let headers = endToEndHeaders(rawHeaders);
-    for (const name of ["host", "content-length", "x-forwarded-host", "x-forwarded-proto"])
-      headers = withoutHeader(headers, name);
+    const headers = endToEndHeaders(rawHeaders, WRITTEN_FOR_THE_GATEWAY);
     return {
       host: gatewayHost,
       port: gatewayPort,
@@ -253,7 +260,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
    * host at the same address.
    */
   function hostDestination(req: http.IncomingMessage, host: string, port: number, path: string): Destination {
-    const headers = withoutHeader(withoutHeader(endToEndHeaders(req.rawHeaders), "host"), "content-length");
+    const headers = endToEndHeaders(req.rawHeaders, WRITTEN_FOR_A_HOST);
     return { host, port, path, headers: ["Host", formatAuthority(host, port), ...headers] };
   }
 
