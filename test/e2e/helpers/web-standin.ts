@@ -86,11 +86,13 @@ function internetSubnet(): string {
 
 /**
  * Creates `<stack>-internet` and starts the stand-in on it answering to STANDIN_HOSTS; labelled for the stack's sweep.
+ * `image`: any image with node on the engine (default multienv/node-base).
  */
 export async function startStandin(
   api: DockerApi,
   stack: string,
   certs: StandinCerts,
+  image = "multienv/node-base",
 ): Promise<{ network: string; id: string }> {
   const network = `${stack}-internet`;
   await api.request("POST", "/networks/create", {
@@ -101,8 +103,9 @@ export async function startStandin(
   });
   const name = `${stack}-web-standin`;
   const created = await api.request<{ Id: string }>("POST", `/containers/create?name=${name}`, {
-    Image: "multienv/node-base",
-    Cmd: ["node", "/standin/web-standin.cjs"],
+    Image: image,
+    Entrypoint: ["node"],
+    Cmd: ["/standin/web-standin.cjs"],
     Env: ["STANDIN_CERT=/standin/cert.pem", "STANDIN_KEY=/standin/key.pem"],
     Labels: { [STACK_LABEL]: stack, "multienv.role": "web-standin" },
     HostConfig: { Binds: [`${certs.dir}:/standin:ro`], NetworkMode: network },
@@ -118,10 +121,11 @@ export async function connectToInternet(api: DockerApi, network: string, contain
 }
 
 /** Adds the stand-in's CA to a browser container's NSS db (Chromium reads it when it starts). */
-export function trustInBrowser(browserContainer: string, caPem: string): void {
+export function trustInBrowser(browserContainer: string, caPem: string, host?: string): void {
   execFileSync(
     "docker",
     [
+      ...(host === undefined ? [] : ["-H", host]),
       "exec",
       "-i",
       browserContainer,
