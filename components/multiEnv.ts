@@ -161,7 +161,7 @@ export class MultiEnv extends pulumi.ComponentResource {
     if (plan.capture.enabled)
       new CaptureCollector(
         `${name}-capture-collector`,
-        { plan, gatewayUrl, controlToken: this.controlToken.value },
+        { plan, gatewayUrl, controlToken: this.controlToken.value, gatewayTunnel: engines.gatewayTunnel },
         { parent: this, dependsOn: [this.gateway, ...this.computers] },
       );
     this.outputs = {
