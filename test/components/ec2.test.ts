@@ -190,9 +190,12 @@ describe("ec2 target", () => {
     expect(networksOf(container(graph, "e1-desktop-browser"))).toEqual(["e1-desktop-net"]);
     const proxyConfig = JSON.parse(envOf(container(revealed, "e1-desktop-proxy")).MULTIENV_SITE_PROXY_CONFIG);
     expect(proxyConfig.gateway).toBe("http://<private IP of e1-env-vm>:8081");
-    // The proxy never dials its VM's networks or the env VM (beyond its browse listener, its gateway).
+    // The proxy never dials its VM's networks, the env VM (beyond its browse listener, its gateway) or a computer's
+    // VM, its own among them (where its control port is published).
     expect(proxyConfig.deny.sort()).toEqual([
+      "<private IP of e1-desktop-vm>/32",
       "<private IP of e1-env-vm>/32",
+      "<private IP of e1-offline-vm>/32",
       "<subnet of e1-desktop-egress>",
       "<subnet of e1-desktop-net>",
     ]);
