@@ -294,12 +294,13 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
     webStandin: () => `${stack}-web-standin`,
     async stopWebStandins() {
       for (const [host, standin] of standins) {
-        await apiOn(host)
-          .request("DELETE", `/containers/${standin.id}?force=1`)
-          .catch(() => undefined);
-        await apiOn(host)
-          .request("DELETE", `/networks/${standin.network}`)
-          .catch(() => undefined);
+        const on = apiOn(host);
+        await on.request("DELETE", `/containers/${standin.id}?force=1`);
+        // The proxies joined to it leave it first: a network with endpoints cannot go.
+        const joined = (await on.request("GET", `/networks/${standin.network}`)).Containers ?? {};
+        for (const id of Object.keys(joined))
+          await on.request("POST", `/networks/${standin.network}/disconnect`, { Container: id, Force: true });
+        await on.request("DELETE", `/networks/${standin.network}`);
       }
       standins.clear();
     },
