@@ -351,7 +351,10 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
       // One stand-in per engine; on a remote one it runs the proxy's image (node is in every multienv image), which
       // the deploy shipped there.
       if (!standins.has(host))
-        standins.set(host, await startStandin(apiOn(host), stack, certs, host === undefined ? undefined : info.Image));
+        standins.set(
+          host,
+          await startStandin(apiOn(host), stack, certs, host === undefined ? {} : { image: info.Image, remote: true }),
+        );
       await connectToInternet(apiOn(host), standins.get(host)!.network, proxy);
     }
     await Promise.all(

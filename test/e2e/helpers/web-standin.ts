@@ -86,15 +86,20 @@ function internetSubnet(): string {
 
 /**
  * Creates `<stack>-internet` and starts the stand-in on it answering to STANDIN_HOSTS; labelled for the stack's sweep.
- * `image`: any image with node on the engine (default multienv/node-base).
+ * `image`: any image with node on the engine (default multienv/node-base). `remote`: the engine is a remote host's,
+ * where the gateway reaches the proxies at their published ports: the network is then named so that it sorts after
+ * the proxies' egress networks, since Docker (before API 1.48's gateway priority) gives a container its default
+ * route from the first of its networks by name, and a reply leaving by the stand-in's network would never reach the
+ * gateway.
  */
 export async function startStandin(
   api: DockerApi,
   stack: string,
   certs: StandinCerts,
-  image = "multienv/node-base",
+  options: { image?: string; remote?: boolean } = {},
 ): Promise<{ network: string; id: string }> {
-  const network = `${stack}-internet`;
+  const image = options.image ?? "multienv/node-base";
+  const network = options.remote ? `zz-${stack}-internet` : `${stack}-internet`;
   await api.request("POST", "/networks/create", {
     Name: network,
     Driver: "bridge",
