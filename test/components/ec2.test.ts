@@ -109,6 +109,9 @@ describe("ec2 target", () => {
       expect(instance.inputs.instanceType).toBe("t3.large");
       const userData = (instance.inputs.userData as Record<string, string>)["[secret]"];
       expect(userData).toContain("systemctl enable --now docker");
+      // The VM drops what its containers open to it (sshd among it), internal networks' containers too.
+      expect(userData).toContain("iptables -I INPUT -i br-+ -m conntrack --ctstate NEW -j DROP");
+      expect(userData).toContain("iptables -I INPUT -i docker0 -m conntrack --ctstate NEW -j DROP");
       // The host key made for this VM, which sshd then presents alone, and room for a parallel up on one connection.
       expect(userData).toMatch(
         /cat >\/etc\/ssh\/multienv_host_ed25519_key <<'MULTIENV_HOST_KEY'\n<private key of e1-\w+-host-key>\nMULTIENV_HOST_KEY/,

@@ -22,7 +22,7 @@ import { dockerApi } from "../../src/providers/docker-api";
 import { destroyStack, type StackSpec } from "../../src/runner";
 import { openStack } from "../../src/runner/workspace";
 import { startStandin, type Standin } from "../helpers/standin";
-import { applySecurityGroup } from "../helpers/standin-firewall";
+import { applyContainerHostGuard, applySecurityGroup } from "../helpers/standin-firewall";
 import { demoScenarios } from "./helpers/demo-scenarios";
 import {
   DEMO_STACK_FILE,
@@ -89,6 +89,8 @@ function applySecurityGroups(): void {
   };
   applySecurityGroup(hosts.env, groups.env, peers);
   for (const c of COMPUTERS) applySecurityGroup(hosts[c], groups.computers[c], peers);
+  // And each host's own guard against its containers, as ec2 user data installs it (a hosts machine's firewall must).
+  for (const s of Object.values(hosts)) applyContainerHostGuard(s);
 }
 
 async function stackContainers(s: Standin): Promise<string[]> {
@@ -177,8 +179,12 @@ describe("the demo multi env on the hosts target (three stand-in VMs)", () => {
           for (const port of [3128, 9000, 9222, 22, 80]) probes[`${c}Host:${port}`] = [hosts[c].address, port];
         probes["envHost:22"] = [hosts.env.address, 22];
         probes["envHost:8080"] = [hosts.env.address, 8080];
+        probes["envHost:8081"] = [hosts.env.address, 8081];
         return probes;
       },
+      // A live site's server is on the egress network: it leaves by the env host's address, which each computer
+      // host's firewall lets reach its control port (for the gateway). That listener wants the control token.
+      tokenGuarded: (site) => (site === "github-server" ? COMPUTERS.map((c) => `${c}Host:9000`) : []),
     },
   });
 

@@ -45,6 +45,12 @@ export interface DemoTarget {
     tunnelPort(): number;
     /** The machines' ports a site container must not reach: [address, port] by name. */
     siteProbes(): Record<string, [string, number]>;
+    /**
+     * Those of siteProbes a site's server may connect to, each answering 401 without the control token: a computer
+     * host's control port, which its firewall opens to the env host, and so to whatever leaves the env host by an
+     * external network (a live site's server on egress).
+     */
+    tokenGuarded(site: string): string[];
   };
 }
 
@@ -196,9 +202,8 @@ export function demoScenarios(t: DemoTarget): void {
     }
     const results = JSON.parse(env.nodeIn(`${STACK}-desktop-browser`, script)) as Record<string, string>;
     expect(results.proxy).toBe("connected");
-    for (const [target, result] of Object.entries(results)) {
-      if (target !== "proxy") expect({ target, result }).not.toEqual({ target, result: "connected" });
-    }
+    const connected = Object.keys(results).filter((k) => k !== "proxy" && results[k] === "connected");
+    expect(connected).toEqual([]);
   });
 
   it("lets a hostile site image reach no computer's container, on any port, and none of the gateway's listeners", async () => {
@@ -218,8 +223,17 @@ export function demoScenarios(t: DemoTarget): void {
     Object.assign(targets, t.remote?.siteProbes() ?? {});
     for (const site of ["shop-server", "github-server"]) {
       const results = env.connectsFrom(`${STACK}-${site}`, targets);
-      for (const [target, result] of Object.entries(results))
-        expect({ site, target, result }).not.toEqual({ site, target, result: "connected" });
+      const guarded = t.remote?.tokenGuarded(site) ?? [];
+      const connected = Object.keys(results).filter((k) => results[k] === "connected" && !guarded.includes(k));
+      expect({ site, connected }).toEqual({ site, connected: [] });
+      for (const name of guarded.filter((k) => results[k] === "connected")) {
+        const [host, port] = targets[name];
+        const status = env.nodeIn(
+          `${STACK}-${site}`,
+          `fetch("http://${host}:${port}/log").then((r) => console.log(r.status), (e) => console.log(e.message))`,
+        );
+        expect({ site, name, status: status.trim() }).toEqual({ site, name, status: "401" });
+      }
     }
   });
 
@@ -262,10 +276,12 @@ export function demoScenarios(t: DemoTarget): void {
       expect({ attempt, marker: answer.marker }).toEqual({ attempt, marker: "refused" });
     }
     // A site's name on the env network does not even resolve where the proxy is.
-    expect(
-      env.throughProxy(`${STACK}-open-browser`, { siteByName: { method: "GET", target: "http://shop-server:8000/" } })
-        .siteByName,
-    ).toMatchObject({ status: 502, marker: "failed" });
+    const byName = env.throughProxy(`${STACK}-open-browser`, {
+      siteByName: { method: "GET", target: "http://shop-server:8000/" },
+    }).siteByName;
+    // (A stand-in host has no resolver for names Docker's does not know: the lookup outlasts the probe, 0 here.)
+    if (t.remote) expect([0, 502], JSON.stringify(byName)).toContain(byName.status);
+    else expect(byName).toMatchObject({ status: 502, marker: "failed" });
     // The public web still works for it, and each refusal left a trace naming what was refused.
     expect(
       env.throughProxy(`${STACK}-open-browser`, { web: { method: "CONNECT", target: "example.com:443" } }).web.status,
