@@ -35,16 +35,18 @@ function endpointKey(ssh: SshEndpoint): string {
 }
 
 /**
- * The hosts whose engines hold resources of the state that are not deleted with a machine, each with its role:
- * the name of the DockerEngine component (`<stack>-<role>-engine`) its networks and volumes are children of.
+ * The hosts whose engines hold resources of the state that are not deleted with a machine, each with its role,
+ * read from the name of the DockerEngine its networks and volumes are children of: `<prefix>-<role>-engine`, the
+ * prefix being the name of the RemoteEngines it is a child of (or the stack's).
  */
 export function hostsToReach(stack: string, resources: StateResource[]): HostToReach[] {
   const engineRole = new Map<string, string>();
-  const prefix = `${stack}-`;
   for (const r of resources) {
     const name = nameOf(r.urn);
-    if (r.type === "multienv:docker:DockerEngine" && name.startsWith(prefix) && name.endsWith("-engine"))
-      engineRole.set(r.urn, name.slice(prefix.length, -"-engine".length));
+    if (r.type !== "multienv:docker:DockerEngine" || !name.endsWith("-engine")) continue;
+    const owner = r.parent === undefined ? undefined : nameOf(r.parent);
+    const prefix = [owner, stack].find((p) => p !== undefined && name.startsWith(`${p}-`));
+    if (prefix !== undefined) engineRole.set(r.urn, name.slice(prefix.length + 1, -"-engine".length));
   }
   const hosts = new Map<string, HostToReach>();
   for (const r of resources) {

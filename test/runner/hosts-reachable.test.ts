@@ -70,6 +70,21 @@ describe("the hosts a destroy must reach", () => {
     ]);
   });
 
+  it("name the role after the RemoteEngines an engine is a child of, when its name starts with that one's", () => {
+    const remote = urn("multienv:remote:RemoteEngines", "s-hosts-remote");
+    const engine = urn(ENGINE, "s-hosts-remote-open-engine");
+    const hosts = hostsToReach("s", [
+      { urn: engine, type: ENGINE, parent: remote },
+      {
+        urn: urn(NETWORK, "s-open-net"),
+        type: NETWORK,
+        parent: engine,
+        inputs: { engine: { host: "ssh://ops@10.0.0.6:2222", ssh: pcSsh } },
+      },
+    ]);
+    expect(hosts.map((h) => h.role)).toEqual(["open"]);
+  });
+
   it("are none when everything on them goes with the machine (ec2), or on the local engine (docker)", () => {
     expect(hostsToReach("s", state(urn("aws:ec2/instance:Instance", "s-env")))).toEqual([]);
     expect(hostsToReach("s", [{ urn: urn(CONTAINER, "s-gateway"), inputs: { engine: {} } }])).toEqual([]);
