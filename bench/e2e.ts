@@ -31,6 +31,7 @@ import path from "node:path";
 import YAML from "yaml";
 import { composeFileOf, gatewayHealthy } from "./compose";
 import { CONTENDERS, isolatedPageLoads, type PageLoadFigures } from "./page-loads";
+import { specFromStackFile } from "../src/runner/workspace";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const LOADS = Number(process.env.BENCH_LOADS ?? 15);
@@ -124,10 +125,9 @@ async function main(): Promise<void> {
   }
   if (!existsSync("/usr/bin/docker-compose"))
     throw new Error("docker-compose is not installed: apt-get install docker-compose");
-  const demo = YAML.parse(execFileSync("cat", [path.join(REPO, "stacks/Pulumi.demo.yaml")], { encoding: "utf8" }));
   // The self-test checks the real github.com and the public web, which this bench does not stand in for.
-  demo.config["multienv:selfTest"] = false;
-  writeFileSync(STACK_FILE, YAML.stringify(demo));
+  const demo = specFromStackFile(path.join(REPO, "stacks/Pulumi.demo.yaml"), STACK, { "multienv:selfTest": false });
+  writeFileSync(STACK_FILE, YAML.stringify({ config: demo.config }));
   const composeDir = mkdtempSync(path.join(tmpdir(), "multienv-bench-compose-"));
   const compose = (...args: string[]) =>
     run(

@@ -12,14 +12,13 @@
 // there is work to undo. The last line is one JSON object with every figure.
 // Options (env): BENCH_ROUNDS (3), BENCH_STACK (bench-reset). Needs the Pulumi CLI (installed, or
 // scripts/pulumi-toolchain.sh) and the project's images (npm run images).
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
-import YAML from "yaml";
 import { LABELS, ROLES } from "../policies/contract";
 import { dockerApi } from "../src/providers/docker-api";
-import { deployStack, destroyStack, gatewayAccess, resetStack, type StackSpec } from "../src/runner";
+import { deployStack, destroyStack, gatewayAccess, resetStack, specFromStackFile } from "../src/runner";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const STACK = process.env.BENCH_STACK ?? "bench-reset";
@@ -50,17 +49,6 @@ async function timed(what: () => Promise<unknown>): Promise<number> {
   const started = performance.now();
   await what();
   return (performance.now() - started) / 1000;
-}
-
-/** The demo's config as a spec: bare keys in the multienv namespace. */
-function demoSpec(): StackSpec {
-  const file = YAML.parse(readFileSync(path.join(REPO, "stacks/Pulumi.demo.yaml"), "utf8")) as {
-    config: Record<string, unknown>;
-  };
-  const config = Object.fromEntries(
-    Object.entries(file.config).map(([key, value]) => [key.replace(/^multienv:/, ""), value]),
-  );
-  return { name: STACK, config };
 }
 
 /** What an episode leaves behind: a record in every site's data plane and a page visited in the desktop browser. */
@@ -115,7 +103,7 @@ async function dockerRestart(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const spec = demoSpec();
+  const spec = specFromStackFile(path.join(REPO, "stacks/Pulumi.demo.yaml"), STACK);
   const figures = {
     reset: [] as number[],
     resetCollect: [] as number[],

@@ -14,7 +14,9 @@ import {
 } from "../src/runner/capture-collector";
 
 export interface CaptureCollectorArgs {
-  plan: Plan;
+  /** The plan: the stack, and what collection reads (computers, sites, capture). */
+  plan: Pick<Plan, "stack" | "computers" | "websites" | "live" | "liveWebsites" | "capture">;
+  /** The gateway's URL for the runner. */
   gatewayUrl: pulumi.Input<string>;
   /** The control token (a secret; the environment holding it stays secret in the state). */
   controlToken: pulumi.Input<string>;
@@ -22,6 +24,7 @@ export interface CaptureCollectorArgs {
   gatewayTunnel?: pulumi.Input<GatewayTunnel>;
 }
 
+/** Stores the env's captures and proxy logs when it is deleted, before the gateway and the computers go. */
 export class CaptureCollector extends pulumi.ComponentResource {
   readonly command: LocalCommand;
 

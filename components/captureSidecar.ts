@@ -11,7 +11,7 @@ import type { DockerEngine } from "./dockerEngine";
 
 export interface CaptureSidecarArgs {
   /** The plan: capture file size and count, the captures volume. */
-  plan: Plan;
+  plan: Pick<Plan, "capture">;
   /** Which container this sidecar records, and its file prefix. */
   sidecar: PlannedCapture;
   /** The website container whose network namespace the sidecar joins; must be `sidecar.target`. */

@@ -20,8 +20,8 @@ import { containerLabels, envEntry, networksAdvanced, RESTART, volumeMounts } fr
 import type { DockerEngine } from "./dockerEngine";
 
 export interface ComputerArgs {
-  /** The plan (networks, target). */
-  plan: Plan;
+  /** The plan's target (how the proxy is wired and published). */
+  plan: Pick<Plan, "target">;
   /** The planned computer. */
   computer: PlannedComputer;
   /** The engine the computer runs on: the env's (docker) or the computer's own VM (ec2). */
@@ -38,6 +38,7 @@ export interface ComputerArgs {
   dependsOn?: pulumi.Resource[];
 }
 
+/** A computer: its site proxy (the only way out of its network) and its browser, which trusts the proxy's CA. */
 export class Computer extends pulumi.ComponentResource {
   readonly proxy: DockerContainer;
   readonly browser: DockerContainer;

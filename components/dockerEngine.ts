@@ -48,6 +48,7 @@ export interface DockerEngineArgs {
   deletedWith?: pulumi.Resource;
 }
 
+/** One engine's networks, volumes and images, shared by every container created on it. */
 export class DockerEngine extends pulumi.ComponentResource {
   private readonly networks = new Map<string, DockerNetwork>();
   private readonly volumes = new Map<string, DockerVolume>();
@@ -86,16 +87,21 @@ export class DockerEngine extends pulumi.ComponentResource {
       this.networks.set(
         network,
         new DockerNetwork(
-          network,
+          `${name}-${network}`,
           { engine: this.target, name: network, internal, driver: "bridge", labels },
-          { parent: this, ...this.onEngine },
+          // Named after the engine, so two engines may hold networks of one Docker name; the alias is the old name.
+          { parent: this, ...this.onEngine, aliases: [{ name: network }] },
         ),
       );
     }
     for (const volume of args.volumes) {
       this.volumes.set(
         volume,
-        new DockerVolume(volume, { engine: this.target, name: volume, labels }, { parent: this, ...this.onEngine }),
+        new DockerVolume(
+          `${name}-${volume}`,
+          { engine: this.target, name: volume, labels },
+          { parent: this, ...this.onEngine, aliases: [{ name: volume }] },
+        ),
       );
     }
     for (const role of args.imagesFrom ? [] : args.projectImages) {

@@ -18,7 +18,7 @@ export class DockerTarget extends pulumi.ComponentResource implements EnvTarget 
     super("multienv:docker:DockerTarget", name, {}, opts);
     const { plan } = args;
     this.env = new DockerEngine(
-      `${plan.stack}-engine`,
+      `${name}-engine`,
       {
         target: args.runnerEngine,
         networks: envEngineNetworks(plan),

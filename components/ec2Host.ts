@@ -32,6 +32,7 @@ export interface Ec2HostArgs {
   tags: (name: string) => Record<string, string>;
 }
 
+/** One EC2 VM with Docker, its key pair and its pinned SSH host key, terminated by its lifetime fuse. */
 export class Ec2Host extends pulumi.ComponentResource {
   readonly instance: awsTypes.ec2.Instance;
   readonly publicIp: pulumi.Output<string>;
@@ -42,8 +43,9 @@ export class Ec2Host extends pulumi.ComponentResource {
   constructor(name: string, args: Ec2HostArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:ec2:Ec2Host", name, {}, opts);
     if (!OPENSSH_PUBLIC_KEY.test(args.sshPublicKey)) {
-      throw new Error(
+      throw new pulumi.ResourceError(
         `Ec2Host ${name}: sshPublicKey is not an OpenSSH public key (ssh-ed25519 AAAA..., ssh-rsa AAAA...)`,
+        this,
       );
     }
     const keyPair = new (aws().ec2.KeyPair)(

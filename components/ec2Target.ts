@@ -3,23 +3,15 @@
 import type * as awsTypes from "@pulumi/aws";
 import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
-import type { PlannedComputer } from "../src/plan";
 import { awsTags, computerPeer } from "../src/plan/ec2";
-import type { DockerEngine } from "./dockerEngine";
 import { Ec2Firewall } from "./ec2Firewall";
 import { Ec2Host } from "./ec2Host";
-import type { EnvTarget, EnvTargetArgs } from "./envTarget";
-import type { GatewayTunnel as GatewayTunnelSpec } from "../src/plan/ssh";
-import { RemoteEngines, type RemoteHost } from "./remoteEngines";
+import type { EnvTargetArgs } from "./envTarget";
+import type { RemoteHost } from "./remoteEngines";
+import { RemoteTarget } from "./remoteTarget";
 
 /** A multi env on EC2 VMs. */
-export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
-  readonly env: DockerEngine;
-  readonly gatewayPrivateAddress: pulumi.Input<string>;
-  readonly gatewayReachedAt: pulumi.Input<string>;
-  readonly gatewayTunnel: pulumi.Input<GatewayTunnelSpec>;
-  private readonly engines: RemoteEngines;
-
+export class Ec2Target extends RemoteTarget {
   constructor(name: string, args: EnvTargetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:ec2:Ec2Target", name, {}, opts);
     const { plan } = args;
@@ -32,20 +24,21 @@ export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
     const ec2 = plan.ec2;
     const tags = (name: string) => awsTags(plan, name);
     const awsProvider = new (aws().Provider)(
-      `${plan.stack}-aws`,
+      `${name}-aws`,
       { region: ec2.region as awsTypes.Region },
       { parent: this },
     );
     const awsOpts = { parent: this, providers: { aws: awsProvider } };
-    const firewall = new Ec2Firewall(`${plan.stack}-firewall`, { plan }, awsOpts);
+    // The firewall takes this target's name (its type tells them apart): its groups are `<name>-env-sg`.
+    const firewall = new Ec2Firewall(name, { plan }, { ...awsOpts, aliases: [{ name: `${name}-firewall` }] });
     // The default AMI is the instance type's architecture's; the VMs ignore later changes of it (below), so a new
     // AMI release reaches new VMs only, and an `up` never replaces a running one for it.
     const ami: pulumi.Input<string> =
       ec2.ami ??
       aws().ssm.getParameterOutput({ name: ec2.amiParameter! }, { parent: this, provider: awsProvider }).value;
-    const vm = (name: string, key: string) =>
+    const vm = (role: string, key: string) =>
       new Ec2Host(
-        name,
+        `${name}-${role}`,
         {
           instanceType: ec2.instanceType,
           ami,
@@ -65,28 +58,10 @@ export class Ec2Target extends pulumi.ComponentResource implements EnvTarget {
       machine: host.instance,
       readyAfter: firewall.rules,
     });
-    const envVm = vm(`${plan.stack}-env`, "env");
-    const computers = Object.fromEntries(
-      plan.computers.map((c) => [c.name, remote(vm(`${plan.stack}-${c.name}`, computerPeer(c.name)))]),
-    );
+    const envVm = vm("env", "env");
+    const computers = Object.fromEntries(plan.computers.map((c) => [c.name, remote(vm(c.name, computerPeer(c.name)))]));
     // Everything on the VMs is the hosts target's work: only how the VMs came to be is ec2's.
-    this.engines = new RemoteEngines(
-      `${plan.stack}-remote`,
-      { ...args, env: remote(envVm), computers },
-      { parent: this },
-    );
-    this.env = this.engines.env;
-    this.gatewayPrivateAddress = this.engines.gatewayPrivateAddress;
-    this.gatewayReachedAt = this.engines.gatewayReachedAt;
-    this.gatewayTunnel = this.engines.gatewayTunnel;
+    this.handOver(name, args, remote(envVm), computers);
     this.registerOutputs({});
-  }
-
-  computer(computer: PlannedComputer): DockerEngine {
-    return this.engines.computer(computer);
-  }
-
-  computerAddress(computer: PlannedComputer): pulumi.Input<string> {
-    return this.engines.computerAddress(computer);
   }
 }

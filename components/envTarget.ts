@@ -26,9 +26,15 @@ export interface EnvTarget {
   readonly gatewayTunnel: pulumi.Input<GatewayTunnelSpec> | undefined;
 }
 
+/** What a target reads of the plan. */
+export type TargetPlan = Pick<
+  Plan,
+  "stack" | "target" | "networks" | "capture" | "computers" | "gateway" | "websites" | "ec2" | "hosts"
+>;
+
 export interface EnvTargetArgs {
-  /** What to deploy: the target reads its networks, volumes, computers and (ec2) VM settings. */
-  plan: Plan;
+  /** What to deploy: the target reads the engines' networks, volumes and images, and its own section (ec2, hosts). */
+  plan: TargetPlan;
   /** Build context of the project's images: the repository root, relative to the project directory. */
   buildContext: string;
   /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */
@@ -37,9 +43,14 @@ export interface EnvTargetArgs {
   runnerEngine: EngineTarget;
 }
 
-/** The target component for the plan's target, named after `owner` (the MultiEnv's name), a child of `parent`. */
+/**
+ * The target component for the plan's target, a child of `opts.parent`. It takes its owner's name (the MultiEnv's;
+ * the type tells them apart), so what it creates is named `<env>-engine`, `<env>-env-sg`, not
+ * `<env>-docker-engine`: the names stay short, and two envs of different names never share one.
+ */
 export function envTargetFor(args: EnvTargetArgs, opts: pulumi.ComponentResourceOptions, owner: string): EnvTarget {
-  if (args.plan.target === "ec2") return new Ec2Target(`${owner}-ec2`, args, opts);
-  if (args.plan.target === "hosts") return new HostsTarget(`${owner}-hosts`, args, opts);
-  return new DockerTarget(`${owner}-docker`, args, opts);
+  if (args.plan.target === "ec2") return new Ec2Target(owner, args, { ...opts, aliases: [{ name: `${owner}-ec2` }] });
+  if (args.plan.target === "hosts")
+    return new HostsTarget(owner, args, { ...opts, aliases: [{ name: `${owner}-hosts` }] });
+  return new DockerTarget(owner, args, { ...opts, aliases: [{ name: `${owner}-docker` }] });
 }

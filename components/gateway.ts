@@ -19,8 +19,8 @@ import { containerLabels, envEntry, networksAdvanced, RESTART, volumeMounts } fr
 import type { DockerEngine } from "./dockerEngine";
 
 export interface GatewayArgs {
-  /** The plan: the gateway's name and port, networks, capture. */
-  plan: Plan;
+  /** The plan: the gateway's name and port, the target, the networks and computers it joins, capture. */
+  plan: Pick<Plan, "gateway" | "target" | "networks" | "computers" | "capture">;
   /** The engine the gateway runs on. */
   engine: DockerEngine;
   /** `MULTIENV_GATEWAY_CONFIG`, from `gatewayServiceConfig(plan)` (ec2: with the computers' VM addresses). */

@@ -3,12 +3,10 @@
 // them is RemoteEngines', as for the VMs the ec2 target creates; what guards their ports is the hosts' own
 // firewall (the ec2 target's security groups say what it must allow).
 import * as pulumi from "@pulumi/pulumi";
-import type { PlannedComputer } from "../src/plan";
 import type { HostConfig } from "../src/plan/types";
-import type { DockerEngine } from "./dockerEngine";
-import type { EnvTarget, EnvTargetArgs } from "./envTarget";
-import type { GatewayTunnel as GatewayTunnelSpec } from "../src/plan/ssh";
-import { RemoteEngines, type RemoteHost } from "./remoteEngines";
+import type { EnvTargetArgs } from "./envTarget";
+import type { RemoteHost } from "./remoteEngines";
+import { RemoteTarget } from "./remoteTarget";
 
 function remoteHost(host: HostConfig): RemoteHost {
   return {
@@ -24,13 +22,8 @@ function remoteHost(host: HostConfig): RemoteHost {
   };
 }
 
-export class HostsTarget extends pulumi.ComponentResource implements EnvTarget {
-  readonly env: DockerEngine;
-  readonly gatewayPrivateAddress: pulumi.Input<string>;
-  readonly gatewayReachedAt: pulumi.Input<string>;
-  readonly gatewayTunnel: pulumi.Input<GatewayTunnelSpec>;
-  private readonly engines: RemoteEngines;
-
+/** A multi env on existing Docker hosts reached over SSH, named in the config. */
+export class HostsTarget extends RemoteTarget {
   constructor(name: string, args: EnvTargetArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:hosts:HostsTarget", name, {}, opts);
     const hosts = args.plan.hosts;
@@ -40,23 +33,7 @@ export class HostsTarget extends pulumi.ComponentResource implements EnvTarget {
         this,
       );
     const computers = Object.fromEntries(args.plan.computers.map((c) => [c.name, remoteHost(hosts.computers[c.name])]));
-    this.engines = new RemoteEngines(
-      `${args.plan.stack}-remote`,
-      { ...args, env: remoteHost(hosts.env), computers },
-      { parent: this },
-    );
-    this.env = this.engines.env;
-    this.gatewayPrivateAddress = this.engines.gatewayPrivateAddress;
-    this.gatewayReachedAt = this.engines.gatewayReachedAt;
-    this.gatewayTunnel = this.engines.gatewayTunnel;
+    this.handOver(name, args, remoteHost(hosts.env), computers);
     this.registerOutputs({});
-  }
-
-  computer(computer: PlannedComputer): DockerEngine {
-    return this.engines.computer(computer);
-  }
-
-  computerAddress(computer: PlannedComputer): pulumi.Input<string> {
-    return this.engines.computerAddress(computer);
   }
 }

@@ -59,20 +59,6 @@ export class MultiEnv extends pulumi.ComponentResource {
     super("multienv:index:MultiEnv", name, {}, opts);
     const { plan } = args;
     this.controlToken = new ControlToken(`${name}-control-token`, {}, { parent: this });
-    const secretValues = (siteName: string, mapping: Record<string, string>) =>
-      Object.fromEntries(
-        Object.entries(mapping).map(([setting, key]) => {
-          const value = args.secrets[key];
-          if (value === undefined) {
-            throw new pulumi.ResourceError(
-              `multienv:websites.${siteName}.secretSettings.${setting}: the secret config key ${key} has no value; run pulumi config set --secret ${key} <value>`,
-              this,
-            );
-          }
-          return [setting, value];
-        }),
-      );
-
     const engines = envTargetFor(
       {
         plan,
@@ -87,7 +73,7 @@ export class MultiEnv extends pulumi.ComponentResource {
       (site) =>
         new Website(
           `${name}-${site.name}`,
-          { plan, site, engine: engines.env, secretValues: secretValues(site.name, site.secretSettings) },
+          { plan, site, engine: engines.env, secrets: args.secrets },
           { parent: this, aliases: [{ name: site.name }] },
         ),
     );

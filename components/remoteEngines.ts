@@ -34,6 +34,7 @@ export interface RemoteEnginesArgs extends EnvTargetArgs {
   computers: Record<string, RemoteHost>;
 }
 
+/** The engines of the env's SSH hosts: each checked for readiness, then given its networks, volumes and images. */
 export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget {
   readonly env: DockerEngine;
   readonly gatewayPrivateAddress: pulumi.Input<string>;
@@ -53,7 +54,7 @@ export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget
     };
     // Every image is built or pulled on the runner's engine and shipped to the hosts that run it.
     const images = new DockerEngine(
-      `${plan.stack}-images`,
+      `${name}-images`,
       {
         ...engineArgs,
         target: args.runnerEngine,
@@ -66,13 +67,16 @@ export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget
     const readiness = new Map<string, LocalCommand>();
     const engineOn = (role: string, host: RemoteHost, computer: PlannedComputer | undefined) => {
       const ready = new LocalCommand(
-        `${plan.stack}-${role}-docker-ready`,
+        `${name}-${role}-docker-ready`,
         {
           create: pulumi.output(host.ssh).apply((ssh) => readinessCommand(ssh, { cloudInit: host.booted })),
           // A new machine (or a new key) is checked again.
           triggers: [host.machine ? (host.machine as pulumi.CustomResource).id : "", host.ssh],
         },
-        { parent: this, dependsOn: [...(host.readyAfter ?? []), ...(host.machine ? [host.machine] : [])] },
+        {
+          parent: this,
+          dependsOn: [...(host.readyAfter ?? []), ...(host.machine ? [host.machine] : [])],
+        },
       );
       // Every resource on the engine carries the readiness check as a dependency through its target.
       const target: pulumi.Output<EngineTarget> = pulumi.all([host.ssh, ready.stdout]).apply(([ssh]) => ({
@@ -81,7 +85,7 @@ export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget
       }));
       readiness.set(role, ready);
       return new DockerEngine(
-        `${plan.stack}-${role}-engine`,
+        `${name}-${role}-engine`,
         {
           ...engineArgs,
           target,
@@ -97,7 +101,7 @@ export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget
     this.env = engineOn("env", args.env, undefined);
     // The runner reaches the gateway through an SSH tunnel to the env host's loopback, where it is published.
     const tunnel = new GatewayTunnel(
-      `${plan.stack}-gateway-tunnel`,
+      `${name}-gateway-tunnel`,
       { ssh: args.env.ssh, remotePort: plan.gateway.port },
       { parent: this, dependsOn: [readiness.get("env")!] },
     );

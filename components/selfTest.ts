@@ -19,6 +19,7 @@ export interface SelfTestArgs {
   containers: DockerContainer[];
 }
 
+/** The deploy's own check from inside each computer, through its proxy; its results are a stack output. */
 export class SelfTest extends pulumi.ComponentResource {
   /** Every check's result; the deploy fails before this exists when one fails. */
   readonly results: pulumi.Output<SelfTestResults>;

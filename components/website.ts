@@ -8,22 +8,23 @@ import { DEFAULT_CAPABILITIES, frontendNetworks, serverNetworks, websiteSettings
 import { ENV_VARS } from "../src/protocol/env";
 import { LABELS, ROLES } from "../policies/contract";
 import { CaptureSidecar } from "./captureSidecar";
+import { secretReferenceProblems, siteSecretReferences } from "../src/config/secrets";
 import { DockerContainer } from "../src/providers/resources";
 import { containerLabels, envEntry, networksAdvanced, RESTART } from "./containers";
 import type { DockerEngine } from "./dockerEngine";
 
 export interface WebsiteArgs {
-  /** The plan the site belongs to (networks, capture). */
-  plan: Plan;
+  /** The plan the site belongs to: its networks, and capture for the sidecars. */
+  plan: Pick<Plan, "networks" | "capture">;
   /** The planned site. */
   site: PlannedWebsite;
   /** The engine the site's containers run on (networks, images). */
   engine: DockerEngine;
   /**
-   * Values of the site's secret settings, by setting name (already resolved from the stack's secret config keys).
-   * Every name of `site.secretSettings` must be here.
+   * The stack's secret config values by key (namespace `multienv`): each key the site's `secretSettings` name
+   * must be here; the others are not read.
    */
-  secretValues: Record<string, pulumi.Output<string>>;
+  secrets: Record<string, pulumi.Output<string>>;
 }
 
 /** A website of the env: its server, its frontend (synthetic sites), and their capture sidecars. */
@@ -36,13 +37,11 @@ export class Website extends pulumi.ComponentResource {
   constructor(name: string, args: WebsiteArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:website:Website", name, {}, opts);
     const { plan, site, engine } = args;
-    const missing = Object.keys(site.secretSettings).filter((setting) => args.secretValues[setting] === undefined);
-    if (missing.length > 0) {
-      throw new pulumi.ResourceError(
-        `Website ${site.name}: no value for the secret settings ${missing.join(", ")}; pass every secretSettings value`,
-        this,
-      );
-    }
+    const refs = siteSecretReferences(site.name, site.secretSettings);
+    const unresolved = secretReferenceProblems(refs, (key) => (args.secrets[key] === undefined ? "unset" : "secret"));
+    if (unresolved.length > 0)
+      throw new pulumi.ResourceError(`Website ${name}: ${unresolved.map(formatProblem).join("; ")}`, this);
+    const secretValues = Object.fromEntries(refs.map((ref) => [ref.setting, args.secrets[ref.key]]));
     if (site.live && site.frontend !== undefined) {
       throw new pulumi.ResourceError(`Website ${site.name}: a live site serves no pages, so it has no frontend`, this);
     }
@@ -52,10 +51,10 @@ export class Website extends pulumi.ComponentResource {
       {
         engine: engine.target,
         name: site.server.containerName,
-        image: engine.pulledImage(requireImage(site, "server", site.server)),
+        image: engine.pulledImage(requireImage(this, site, "server", site.server)),
         networksAdvanced: networksAdvanced(engine, serverNetworks(plan, site)),
         capabilities: DEFAULT_CAPABILITIES,
-        envs: [settingsEnv(site, args.secretValues), envEntry(ENV_VARS.websiteDomains, JSON.stringify(site.domains))],
+        envs: [settingsEnv(site, secretValues), envEntry(ENV_VARS.websiteDomains, JSON.stringify(site.domains))],
         restart: RESTART,
         labels: containerLabels(engine, siteLabels(site, "server")),
       },
@@ -73,7 +72,7 @@ export class Website extends pulumi.ComponentResource {
         {
           engine: engine.target,
           name: site.frontend.containerName,
-          image: engine.pulledImage(requireImage(site, "frontend", site.frontend)),
+          image: engine.pulledImage(requireImage(this, site, "frontend", site.frontend)),
           networksAdvanced: networksAdvanced(engine, frontendNetworks(plan, site)),
           capabilities: DEFAULT_CAPABILITIES,
           restart: RESTART,
@@ -106,11 +105,17 @@ export class Website extends pulumi.ComponentResource {
  * Site images are the task's own: there is no project image to fall back to. The plan leaves `image` unset
  * when the config has none, so this is refused here, naming the config key that fixes it.
  */
-function requireImage(site: PlannedWebsite, role: "server" | "frontend", container: PlannedContainer): string {
+function requireImage(
+  website: Website,
+  site: PlannedWebsite,
+  role: "server" | "frontend",
+  container: PlannedContainer,
+): string {
   if (container.image === undefined) {
     const path = configPath(["websites", site.name, role, "image"]);
-    throw new Error(
+    throw new pulumi.ResourceError(
       formatProblem({ path, message: `a website's ${role} needs an image (the task's own site image); set ${path}` }),
+      website,
     );
   }
   return container.image;

@@ -5,12 +5,12 @@ import { planProblemsOfParts } from "../plan";
 import { problem, quote } from "../plan/problems";
 import type { Problem, StackConfig } from "../plan/types";
 import { editDistance, friendlyMessage, issuesToProblems, suggestion } from "./issues";
+import { secretReferenceProblems, siteSecretReferences, type SecretReference } from "./secrets";
 import { CONFIG_NAMESPACE } from "../plan/problems";
 import type { z } from "zod";
 import {
   captureSchema,
   computerSchema,
-  CONFIG_KEY,
   ec2Schema,
   hostSchema,
   hostsSchema,
@@ -56,16 +56,15 @@ function knownKeysAt(path: readonly PropertyKey[]): readonly string[] {
 }
 
 /** The secretSettings references in a (possibly invalid) websites value, read as far as it goes. */
-function secretReferences(websites: unknown): { site: string; setting: string; key: string }[] {
-  const refs: { site: string; setting: string; key: string }[] = [];
-  if (typeof websites !== "object" || websites === null) return refs;
-  for (const [site, website] of Object.entries(websites)) {
-    const secretSettings = (website as { secretSettings?: unknown } | null)?.secretSettings;
-    if (typeof secretSettings !== "object" || secretSettings === null) continue;
-    for (const [setting, key] of Object.entries(secretSettings))
-      if (typeof key === "string") refs.push({ site, setting, key });
-  }
-  return refs.sort((a, b) => (a.site + "\0" + a.setting < b.site + "\0" + b.setting ? -1 : 1));
+function secretReferences(websites: unknown): SecretReference[] {
+  if (typeof websites !== "object" || websites === null) return [];
+  return Object.entries(websites)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .flatMap(([site, website]) => {
+      const secretSettings = (website as { secretSettings?: unknown } | null)?.secretSettings;
+      if (typeof secretSettings !== "object" || secretSettings === null) return [];
+      return siteSecretReferences(site, secretSettings as Record<string, unknown>);
+    });
 }
 
 /** A record of entries (websites, computers), each parsed on its own: those that pass, and whether all did. */
@@ -156,28 +155,13 @@ export function validateStackConfig(values: Record<string, RawConfigValue>, stac
     );
   }
 
-  for (const { site, setting, key } of refs) {
-    const path = ["websites", site, "secretSettings", setting];
-    const fix = `pulumi config set --secret ${key} <value> --stack ${stack}`;
-    if (!CONFIG_KEY.test(key)) continue; // the schema names this one
-    if ((STACK_KEYS as readonly string[]).includes(key)) {
-      problems.push(
-        problem(
-          path,
-          `names ${quote(key)}, a stack key, not a secret; name a key of its own, set with \`${fix.replace(key, `${setting}Secret`)}\``,
-        ),
-      );
-    } else if (values[key] === undefined) {
-      problems.push(problem(path, `names config key ${key}, which is not set; set it with \`${fix}\``));
-    } else if (!values[key].secret) {
-      problems.push(
-        problem(
-          path,
-          `names config key ${key}, which holds a plaintext value; a secret setting must be a secret: \`${fix}\``,
-        ),
-      );
-    }
-  }
+  problems.push(
+    ...secretReferenceProblems(
+      refs,
+      (key) => (values[key] === undefined ? "unset" : values[key].secret ? "secret" : "plaintext"),
+      stack,
+    ),
+  );
 
   const secretKeys = [...referenced].filter((k) => values[k]?.secret === true).sort();
   if (problems.length > 0 || !parsed.success) return { secretKeys, problems };

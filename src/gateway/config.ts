@@ -1,10 +1,9 @@
 // The gateway's configuration: MULTIENV_GATEWAY_CONFIG (JSON; its schema is src/protocol/gateway-config.ts) and
 // MULTIENV_CONTROL_TOKEN. Every problem is reported on one line naming its field, e.g.
 // `MULTIENV_GATEWAY_CONFIG.sites.shop.server: expected an http:// URL`.
-import { tokenProblem } from "../protocol/auth";
 import { ENV_VARS } from "../protocol/env";
 import { gatewayConfigSchema, type GatewayConfig } from "../protocol/gateway-config";
-import { parseServiceConfig, ServiceConfigError } from "../protocol/service-config";
+import { parseServiceConfig, tokenFromEnv } from "../protocol/service-config";
 
 export {
   gatewayConfigSchema,
@@ -25,9 +24,5 @@ export function parseGatewayConfig(text: string | undefined): GatewayConfig {
  * The control token from the environment; throws ServiceConfigError when it is missing or could be guessed or mangled.
  */
 export function readControlToken(env: NodeJS.ProcessEnv): string {
-  const token = env[TOKEN_ENV];
-  const problem = tokenProblem(token);
-  if (problem !== undefined)
-    throw new ServiceConfigError(`${TOKEN_ENV}: ${problem}; set it to the deploy's control token`);
-  return token!;
+  return tokenFromEnv(TOKEN_ENV, env, "the deploy's control token");
 }

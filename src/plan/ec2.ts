@@ -8,7 +8,7 @@ import { sshMasterLines, sshRun, sshSetup, type SshEndpoint } from "./ssh";
 import type { Ec2Config, Plan, PlannedEc2, Problem, StackConfig } from "./types";
 
 /** Tags on every AWS resource: which stack (task) it belongs to, so a bill or a leak names its task. */
-export function awsTags(plan: Plan, name: string): Record<string, string> {
+export function awsTags(plan: Pick<Plan, "stack">, name: string): Record<string, string> {
   return { Name: name, "multienv:stack": plan.stack, "multienv:task": plan.stack };
 }
 
@@ -62,7 +62,10 @@ function webEgress(why: string): SecurityRule[] {
  *   env VM); egress to the env VM's browse port, plus the web ports only when the computer reaches public hosts.
  *   A computer whose network is `none` or only synthetic sites has no way to the internet at all.
  */
-export function ec2SecurityRules(plan: Plan): { env: HostSecurity; computers: Record<string, HostSecurity> } {
+export function ec2SecurityRules(plan: Pick<Plan, "ec2" | "computers">): {
+  env: HostSecurity;
+  computers: Record<string, HostSecurity>;
+} {
   const ec2 = plan.ec2;
   const runner = ec2?.runnerCidrs ?? [];
   // AWS takes IPv4 and IPv6 CIDRs in separate fields.

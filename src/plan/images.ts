@@ -66,7 +66,7 @@ export interface RemoteEngineImages {
  * What a remote engine runs (ec2 and hosts): the env's host the gateway (its capture sidecars use it too) and
  * every site image; a computer's host its proxy and its browser, the project's or its own.
  */
-export function remoteEngineImages(plan: Plan, computer?: PlannedComputer): RemoteEngineImages {
+export function remoteEngineImages(plan: Pick<Plan, "websites">, computer?: PlannedComputer): RemoteEngineImages {
   if (computer !== undefined) {
     return {
       roles: computer.image === undefined ? ["site-proxy", "browser"] : ["site-proxy"],

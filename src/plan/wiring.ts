@@ -22,7 +22,7 @@ export interface NetworkAttachment {
  * listener, for that computer's proxy alone). On ec2 the computers are on other VMs: their proxies reach the
  * browse listener published on the env VM, so there are no link networks.
  */
-export function gatewayNetworks(plan: Plan): NetworkAttachment[] {
+export function gatewayNetworks(plan: Pick<Plan, "networks" | "target" | "computers">): NetworkAttachment[] {
   return [
     { network: plan.networks.env, aliases: [] },
     { network: plan.networks.ingress, aliases: [networkAliases.gatewayIngress] },
@@ -33,14 +33,14 @@ export function gatewayNetworks(plan: Plan): NetworkAttachment[] {
 }
 
 /** A site server: on the env network under its alias; a live site's server also on egress (it calls the real site). */
-export function serverNetworks(plan: Plan, site: PlannedWebsite): NetworkAttachment[] {
+export function serverNetworks(plan: Pick<Plan, "networks">, site: PlannedWebsite): NetworkAttachment[] {
   const attachments = [{ network: plan.networks.env, aliases: site.server.alias ? [site.server.alias] : [] }];
   if (site.serverOnEgress) attachments.push({ network: plan.networks.egress, aliases: [] });
   return attachments;
 }
 
 /** A synthetic site's frontend: on the env network only. */
-export function frontendNetworks(plan: Plan, site: PlannedWebsite): NetworkAttachment[] {
+export function frontendNetworks(plan: Pick<Plan, "networks">, site: PlannedWebsite): NetworkAttachment[] {
   if (!site.frontend) return [];
   return [{ network: plan.networks.env, aliases: site.frontend.alias ? [site.frontend.alias] : [] }];
 }
@@ -53,7 +53,7 @@ export function frontendNetworks(plan: Plan, site: PlannedWebsite): NetworkAttac
  * network is how the gateway VM reaches its control port (published there), and the VM's security group is the
  * allowlist at network level (see `ec2SecurityRules`).
  */
-export function proxyNetworks(plan: Plan, computer: PlannedComputer): NetworkAttachment[] {
+export function proxyNetworks(plan: Pick<Plan, "target">, computer: PlannedComputer): NetworkAttachment[] {
   const own = { network: computer.networkName, aliases: [networkAliases.proxyOnComputerNet] };
   if (plan.target !== "docker")
     return [own, { network: computer.egressNetworkName, aliases: [networkAliases.proxyOnLink(computer.name)] }];
@@ -78,7 +78,7 @@ export interface EngineNetworks {
   external: string[];
 }
 
-export function envEngineNetworks(plan: Plan): EngineNetworks {
+export function envEngineNetworks(plan: Pick<Plan, "networks" | "target" | "computers">): EngineNetworks {
   if (plan.target !== "docker")
     return { internal: [plan.networks.env], external: [plan.networks.egress, plan.networks.ingress] };
   return {
@@ -102,11 +102,11 @@ export interface VolumeMount {
 }
 
 /** The captures volume: read-write in sidecars, read-only in the gateway, absent from every other container. */
-export function captureSidecarMounts(plan: Plan): VolumeMount[] {
+export function captureSidecarMounts(plan: Pick<Plan, "capture">): VolumeMount[] {
   return [{ volume: plan.capture.volumeName, target: CAPTURES_DIR, readOnly: false }];
 }
 
-export function gatewayMounts(plan: Plan): VolumeMount[] {
+export function gatewayMounts(plan: Pick<Plan, "capture">): VolumeMount[] {
   return plan.capture.enabled ? [{ volume: plan.capture.volumeName, target: CAPTURES_DIR, readOnly: true }] : [];
 }
 
@@ -124,7 +124,7 @@ export function browserMounts(computer: PlannedComputer): VolumeMount[] {
  * the gateway sees a capture writing, rotating `-C fileSizeMb -W fileCount`, running as root so it can write the
  * volume (-Z root: no switch to a tcpdump user that the volume does not know).
  */
-export function captureCommand(plan: Plan, sidecar: PlannedCapture): string[] {
+export function captureCommand(plan: Pick<Plan, "capture">, sidecar: PlannedCapture): string[] {
   return [
     "tcpdump",
     "-i",
@@ -152,7 +152,7 @@ export function sharedNetworkMode(targetContainerId: string): string {
  * ready and every capture is writing, and the gateway container is created with `wait`, so a deploy whose capture
  * is not running fails. node is in the gateway image (the gateway is a node service), so the check needs no curl.
  */
-export function gatewayHealthcheck(plan: Plan): {
+export function gatewayHealthcheck(plan: Pick<Plan, "gateway">): {
   tests: string[];
   interval: string;
   timeout: string;
@@ -176,7 +176,9 @@ export const GATEWAY_WAIT_TIMEOUT_SECONDS = 120;
  * runner comes through an SSH tunnel), the browse listener on every address (the computers' security groups
  * reach it alone).
  */
-export function gatewayPublish(plan: Plan): { internal: number; external?: number; ip: string }[] {
+export function gatewayPublish(
+  plan: Pick<Plan, "target" | "gateway">,
+): { internal: number; external?: number; ip: string }[] {
   if (plan.target !== "docker") {
     // The runner's listener on the host's loopback alone (the runner comes through an SSH tunnel); the browse
     // listener on every address, for the computers' hosts.
@@ -192,7 +194,7 @@ export function gatewayPublish(plan: Plan): { internal: number; external?: numbe
  * ec2 only: the site proxy's control port (log, CA, DevTools, token required), published on the computer VM for the
  * gateway VM.
  */
-export function proxyPublish(plan: Plan): { internal: number; external: number; ip: string }[] {
+export function proxyPublish(plan: Pick<Plan, "target">): { internal: number; external: number; ip: string }[] {
   if (plan.target === "docker") return [];
   return [{ internal: SITE_PROXY_CONTROL_PORT, external: SITE_PROXY_CONTROL_PORT, ip: "0.0.0.0" }];
 }

@@ -25,16 +25,16 @@ export function bearer(token: string): string {
 }
 
 /**
- * Why `token` cannot serve as a token, or undefined when it can: present, at least
- * MIN_TOKEN_LENGTH characters, all of them from the token alphabet (so no blank,
- * whitespace-padded or mostly-whitespace value passes).
+ * Why `token` cannot serve as a token (the gateway's control token, a computer's site-proxy token), or undefined
+ * when it can: set, at least MIN_TOKEN_LENGTH characters, all of them from the token alphabet (so no blank,
+ * whitespace-padded or mostly-whitespace value passes). Worded to follow the variable's name: `X: is not set`.
  */
 export function tokenProblem(token: string | undefined): string | undefined {
-  if (token === undefined) return "missing";
-  if (token.trim() === "") return "blank";
+  if (token === undefined || token === "") return "is not set";
+  if (token.trim() === "") return "is blank";
   if (!TOKEN_CHARS.test(token))
     return "holds characters other than letters, digits and - . _ ~ + / (whitespace, quotes, commas or = included)";
-  if (token.length < MIN_TOKEN_LENGTH) return `shorter than ${MIN_TOKEN_LENGTH} characters`;
+  if (token.length < MIN_TOKEN_LENGTH) return `is shorter than ${MIN_TOKEN_LENGTH} characters`;
   return undefined;
 }
 

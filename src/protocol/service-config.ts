@@ -3,6 +3,7 @@
 // line), each naming its field as the stack config's problems do:
 // `MULTIENV_GATEWAY_CONFIG.sites.shop.server: expected an http:// URL; MULTIENV_GATEWAY_CONFIG.listen.port: ...`.
 import type { z } from "zod";
+import { MIN_TOKEN_LENGTH, tokenProblem } from "./auth";
 import { configPath, friendlyMessage, issueMessages } from "./config-issues";
 
 /** Bad service config or environment: the message is one line naming each field and how to fix it. */
@@ -72,4 +73,18 @@ export function parseServiceConfig<S extends z.ZodType>(
     throw new ServiceConfigError(`${variable}: is not JSON (${(error as Error).message}); set it to ${expected}`);
   }
   return checkServiceConfig(variable, raw, schema);
+}
+
+/**
+ * A token from the environment (see `tokenProblem`); throws ServiceConfigError naming the variable, what is wrong
+ * and what to set it to.
+ */
+export function tokenFromEnv(variable: string, env: NodeJS.ProcessEnv, expected: string): string {
+  const token = env[variable];
+  const problem = tokenProblem(token);
+  if (problem !== undefined)
+    throw new ServiceConfigError(
+      `${variable}: ${problem}; set it to ${expected} (at least ${MIN_TOKEN_LENGTH} characters: letters, digits and - . _ ~ + /)`,
+    );
+  return token!;
 }

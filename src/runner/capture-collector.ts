@@ -34,7 +34,9 @@ export interface CollectorContext {
 }
 
 /** The collection context of a planned env. */
-export function collectorContext(plan: Plan): CollectorContext {
+export function collectorContext(
+  plan: Pick<Plan, "computers" | "websites" | "live" | "liveWebsites" | "capture">,
+): CollectorContext {
   return {
     computers: plan.computers.map((c) => c.name),
     syntheticDomains: plan.websites.filter((w) => !w.live).flatMap((w) => w.domains),

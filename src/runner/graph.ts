@@ -67,6 +67,8 @@ export interface GraphOptions {
    * value is secret and what it holds. `check` never sets it.
    */
   revealSecrets?: boolean;
+  /** Tests only: another program to run in place of the multienv program (its result is the outputs). */
+  program?: () => Promise<unknown>;
 }
 
 /**
@@ -249,7 +251,7 @@ export async function renderGraph(options: GraphOptions): Promise<Graph> {
     let programOutputs: unknown;
     try {
       await pulumi.runtime.runInPulumiStack(async () => {
-        programOutputs = await multienvProgram({ bundle: false });
+        programOutputs = await (options.program ?? (() => multienvProgram({ bundle: false })))();
         return {};
       });
       await runtime.waitForRPCs();
@@ -262,6 +264,13 @@ export async function renderGraph(options: GraphOptions): Promise<Graph> {
     if (failures.length > 0) {
       const first = failures[0];
       throw new GraphError(first instanceof Error ? first.message : String(first));
+    }
+    // The engine refuses two resources of one URN (same type chain and name); say so here, before any deploy.
+    const seen = new Set<string>();
+    for (const { urn } of registered) {
+      if (seen.has(urn))
+        throw new GraphError(`two resources have the URN ${urn}; give each component instance its own name`);
+      seen.add(urn);
     }
     const outputs = (await renderOutput(programOutputs, options.revealSecrets === true)) as Record<string, unknown>;
     return { resources: toGraphResources(registered, options.revealSecrets === true), outputs, warnings };

@@ -29,6 +29,7 @@ import { readRunRecord, withReproducibility, writeRunRecord } from "./run-record
 import { signIn as signInBrowser, signOut as signOutBrowser } from "./sign-in";
 import { withStackLock } from "./stack-lock";
 import { openStack, stackLockKey, type OpenedStack, type StackSpec, type WorkspaceOptions } from "./workspace";
+export { specFromStackFile } from "./workspace";
 
 export { RunnerError } from "./errors";
 export type { StackSpec, WorkspaceOptions } from "./workspace";

@@ -8,10 +8,11 @@
 // depends on the "currently selected" stack another task may have changed. Operations on one stack from this
 // process queue behind each other (stack-lock.ts); another process on the same stack meets Pulumi's own
 // stack lock and gets a one-line error saying so.
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { LocalWorkspace, PulumiCommand, Stack, type ConfigMap } from "@pulumi/pulumi/automation";
+import YAML from "yaml";
 import { CONFIG_NAMESPACE } from "../plan/problems";
 import { stackNameProblem } from "../plan/reserved";
 import { DEFAULT_PROJECT_DIR } from "./artifacts";
@@ -39,6 +40,16 @@ async function pulumiCommandFor(projectDir: string, env: NodeJS.ProcessEnv): Pro
 
 /** Where the default file backend keeps state, under the project directory. */
 export const STATE_DIR = join(".multienv", "state");
+
+/**
+ * Another stack with a stack file's config (a task run beside the one its file describes: a test, a benchmark),
+ * `override` keys on top, written as the file writes them (`multienv:selfTest`). Secret (`secure:`) values are
+ * ciphertext under the file's stack: give them again in `secrets`.
+ */
+export function specFromStackFile(file: string, name: string, override: Record<string, unknown> = {}): StackSpec {
+  const parsed = YAML.parse(readFileSync(file, "utf8")) as { config?: Record<string, unknown> } | null;
+  return { name, config: { ...(parsed?.config ?? {}), ...override } };
+}
 
 /** A stack described in code instead of a stacks/Pulumi.<stack>.yaml file. */
 export interface StackSpec {

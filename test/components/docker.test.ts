@@ -95,7 +95,7 @@ describe("docker target", () => {
     const internal = Object.fromEntries(
       graph.resources
         .filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Network")
-        .map((r) => [r.name, r.inputs.internal]),
+        .map((r) => [r.inputs.name, r.inputs.internal]),
     );
     expect(internal).toEqual({
       "t1-env": true,
@@ -183,7 +183,7 @@ describe("docker target", () => {
     expect(gatewayEnv.MULTIENV_CONTROL_TOKEN).toBe("<random 32 bytes>");
     const networkNames = graph.resources
       .filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Network")
-      .map((r) => r.name);
+      .map((r) => r.inputs.name);
     for (const computer of planned.computers) {
       const proxyEnv = envOf(container(revealed, computer.proxyContainerName));
       const { deny, ...proxyConfig } = JSON.parse(proxyEnv.MULTIENV_SITE_PROXY_CONFIG);
@@ -309,7 +309,7 @@ describe("docker target without capture or live sites", () => {
     expect(
       graph.resources
         .filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Volume")
-        .map((r) => r.name)
+        .map((r) => r.inputs.name)
         .sort(),
     ).toEqual(["t2-desktop-ca", "t2-offline-ca", "t2-open-ca"]);
     expect(container(graph, "t2-gateway").mounts).toEqual([]);

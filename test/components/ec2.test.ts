@@ -166,7 +166,7 @@ describe("ec2 target", () => {
     for (const name of ["e1-offline-proxy", "e1-offline-browser"]) expect(hostOf(name), name).toBe(vm("e1-offline"));
     // Networks and volumes live on the engine that uses them.
     const byEngine = (type: string) =>
-      Object.fromEntries(graph.resources.filter((r) => r.type === type).map((r) => [r.name, engineOf(r)]));
+      Object.fromEntries(graph.resources.filter((r) => r.type === type).map((r) => [r.inputs.name, engineOf(r)]));
     expect(byEngine("pulumi-nodejs:dynamic/docker:Network")).toEqual({
       "e1-env": vm("e1-env"),
       "e1-egress": vm("e1-env"),

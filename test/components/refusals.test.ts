@@ -62,8 +62,8 @@ describe("component refusals", () => {
 
   it("Website: every secret setting needs its value", () => {
     const p = planned();
-    expect(() => new Website("gh", { plan: p, site: p.websites[0], engine: engine(p), secretValues: {} })).toThrow(
-      "Website gh: no value for the secret settings token",
+    expect(() => new Website("gh", { plan: p, site: p.websites[0], engine: engine(p), secrets: {} })).toThrow(
+      "Website gh: multienv:websites.gh.secretSettings.token: names config key githubToken, which is not set; set it with `pulumi config set --secret githubToken <value>`",
     );
   });
 
@@ -71,7 +71,7 @@ describe("component refusals", () => {
     const p = planned();
     const site = { ...p.websites[0], frontend: { containerName: "r-gh-frontend", image: "f", port: 80 } };
     expect(
-      () => new Website("gh2", { plan: p, site, engine: engine(p), secretValues: { token: pulumi.secret("t") } }),
+      () => new Website("gh2", { plan: p, site, engine: engine(p), secrets: { githubToken: pulumi.secret("t") } }),
     ).toThrow("a live site serves no pages, so it has no frontend");
   });
 
@@ -82,7 +82,7 @@ describe("component refusals", () => {
       plan: p,
       site: p.websites[0],
       engine: e,
-      secretValues: { token: pulumi.secret("t") },
+      secrets: { githubToken: pulumi.secret("t") },
     });
     const sidecar = {
       target: "r-gh-server",
@@ -135,7 +135,7 @@ describe("component refusals", () => {
   it("MultiEnv: a secret config key without a value names the key and the command that sets it", () => {
     const p = planned();
     expect(() => new MultiEnv("m", { plan: p, secrets: {}, buildContext: ".", baseImage: "base" })).toThrow(
-      "multienv:websites.gh.secretSettings.token: the secret config key githubToken has no value; run pulumi config set --secret githubToken <value>",
+      "multienv:websites.gh.secretSettings.token: names config key githubToken, which is not set; set it with `pulumi config set --secret githubToken <value>`",
     );
   });
 });

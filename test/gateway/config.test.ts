@@ -54,15 +54,15 @@ describe("gateway config", () => {
     const result = await runGatewayExpectingExit({ MULTIENV_GATEWAY_CONFIG: JSON.stringify(good) });
     expect(result.code).toBe(2);
     expect(result.stderr.trim()).toBe(
-      "multienv-gateway: MULTIENV_CONTROL_TOKEN: missing; set it to the deploy's control token",
+      "multienv-gateway: MULTIENV_CONTROL_TOKEN: is not set; set it to the deploy's control token (at least 32 characters: letters, digits and - . _ ~ + /)",
     );
   });
 
   it.each([
-    ["blank", "", "blank"],
-    ["all whitespace", " ".repeat(40), "blank"],
+    ["empty", "", "is not set"],
+    ["all whitespace", " ".repeat(40), "is blank"],
     ["mostly whitespace", `  ${"k".repeat(6)}${" ".repeat(30)}`, "holds characters other than"],
-    ["short", "0123456789abcdef", "shorter than 32 characters"],
+    ["short", "0123456789abcdef", "is shorter than 32 characters"],
   ])(
     "exits 2 when the control token is %s, with one line naming MULTIENV_CONTROL_TOKEN",
     async (_what, token, problem) => {

@@ -93,13 +93,13 @@ describe("control token on the wire", () => {
   });
 
   it("refuses a token that is missing, blank, padded or mostly whitespace, or short", () => {
-    expect(tokenProblem(undefined)).toBe("missing");
-    expect(tokenProblem("")).toBe("blank");
-    expect(tokenProblem(" \t ".repeat(12))).toBe("blank");
+    expect(tokenProblem(undefined)).toBe("is not set");
+    expect(tokenProblem("")).toBe("is not set");
+    expect(tokenProblem(" \t ".repeat(12))).toBe("is blank");
     expect(tokenProblem(`   ${"a".repeat(8)}${" ".repeat(30)}`)).toMatch(/whitespace/);
     expect(tokenProblem(` ${TOKEN}`)).toMatch(/whitespace/);
     expect(tokenProblem(`${"a".repeat(20)} ${"b".repeat(20)}`)).toMatch(/whitespace/);
-    expect(tokenProblem("a".repeat(31))).toBe("shorter than 32 characters");
+    expect(tokenProblem("a".repeat(31))).toBe("is shorter than 32 characters");
     expect(tokenProblem(TOKEN)).toBeUndefined();
   });
 });

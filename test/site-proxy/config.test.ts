@@ -140,9 +140,9 @@ describe("the control token", () => {
     ["missing", undefined, /: is not set;/],
     ["empty", "", /: is not set;/],
     ["blank", "   \t  ", /: is blank;/],
-    ["mostly whitespace", `a${" ".repeat(30)}bcdefghijklmnopqrs`, /: is mostly whitespace;/],
-    ["padded with whitespace", " 0123456789abcdef0123 ", /: has whitespace around it;/],
-    ["short", "0123456789abcde", /: is shorter than 16 characters;/],
+    ["mostly whitespace", `a${" ".repeat(30)}bcdefghijklmnopqrs`, /: holds characters other than letters/],
+    ["padded with whitespace", " 0123456789abcdef0123456789abcdef ", /: holds characters other than letters/],
+    ["short", "0123456789abcdef0123456789abcde", /: is shorter than 32 characters;/],
   ];
   for (const [what, token, message] of tokens) {
     it(`refuses a ${what} MULTIENV_SITE_PROXY_TOKEN at start, in one line, exit status 2`, () => {

@@ -556,13 +556,20 @@ describe("Chromium", () => {
       browser = undefined;
 
       // Every request and connection is in the log; over h2 the page's requests shared one connection.
-      const lines = await waitFor("the browser's connection lines", () => {
-        const records = proxy.records().slice(before);
-        const requests = records.filter((r): r is RequestRecord => r.event === "request" && r.host === "shop.test");
-        return requests.length >= PAGE_ASSETS + 2 &&
-          records.some((r) => r.event === "connection" && r.host === "shop.test")
-          ? records
-          : undefined;
+      // A busy machine may take a while to close the browser's connections: wait long, fail naming what is there.
+      let seen = "nothing";
+      const lines = await waitFor(
+        "the browser's connection lines",
+        () => {
+          const records = proxy.records().slice(before);
+          const requests = records.filter((r): r is RequestRecord => r.event === "request" && r.host === "shop.test");
+          const connections = records.filter((r) => r.event === "connection" && r.host === "shop.test");
+          seen = `${requests.length} requests and ${connections.length} connections of shop.test`;
+          return requests.length >= PAGE_ASSETS + 2 && connections.length > 0 ? records : undefined;
+        },
+        30_000,
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}; the log holds ${seen}`);
       });
       const tunnels = lines.filter((r): r is ConnectionRecord => r.event === "connection" && r.host === "shop.test");
       expect(tunnels.every((t) => t.protocol !== undefined)).toBe(true);

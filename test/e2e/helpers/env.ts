@@ -7,9 +7,15 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { chromium, type Browser } from "playwright-core";
-import YAML from "yaml";
 import { dockerApi, isNotFound, type DockerApi } from "../../../src/providers/docker-api";
-import { deployStack, destroyStack, gatewayAccess, type StackOutputs, type StackSpec } from "../../../src/runner";
+import {
+  deployStack,
+  destroyStack,
+  gatewayAccess,
+  specFromStackFile,
+  type StackOutputs,
+  type StackSpec,
+} from "../../../src/runner";
 import { openStack } from "../../../src/runner/workspace";
 import { connectToInternet, makeStandinCerts, startStandin, trustInBrowser } from "./web-standin";
 
@@ -161,8 +167,7 @@ export function e2eStack(base: string): string {
 
 /** The config of a stack file as a spec's config (full `namespace:key` names, structured values as given). */
 export function specOf(name: string, stackFile = DEMO_STACK_FILE, override: Record<string, unknown> = {}): StackSpec {
-  const config = (YAML.parse(fs.readFileSync(stackFile, "utf8")) as { config: Record<string, unknown> }).config;
-  return { name, config: { ...config, ...override } };
+  return specFromStackFile(stackFile, name, override);
 }
 
 /** Removes whatever a stack left on the engine: containers, networks, volumes labelled with its name. */

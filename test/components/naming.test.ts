@@ -1,0 +1,102 @@
+// Every child is named after its component, so a component renamed or instantiated twice in one program never
+// collides with itself: two envs side by side, and two engines holding networks of one Docker name. The graph
+// refuses two resources of one URN as the engine would, which the last case shows.
+import * as pulumi from "@pulumi/pulumi";
+import { describe, expect, it } from "vitest";
+import { DockerEngine, MultiEnv } from "../../components";
+import { plan } from "../../src/plan";
+import type { StackConfig } from "../../src/plan/types";
+import { GraphError, renderGraph } from "../../src/runner/graph";
+
+const CONFIG: StackConfig = {
+  target: "docker",
+  websites: {
+    shop: {
+      domains: ["shop.test"],
+      live: false,
+      allowHosts: [],
+      server: { image: "s", port: 8000 },
+      frontend: { image: "f", port: 80 },
+      settings: {},
+      secretSettings: {},
+    },
+  },
+  computers: { desktop: { network: "none", startTabs: [], routesSites: true } },
+  captureTraffic: true,
+  capture: { fileSizeMb: 20, fileCount: 10 },
+  selfTest: true,
+};
+
+function envNamed(name: string): MultiEnv {
+  const result = plan(CONFIG, { stack: name });
+  if (!result.ok) throw new Error(JSON.stringify(result.problems));
+  return new MultiEnv(name, { plan: result.plan, secrets: {}, buildContext: ".", baseImage: "base" });
+}
+
+function engineNamed(name: string): DockerEngine {
+  return new DockerEngine(name, {
+    target: {},
+    networks: { internal: ["shared-net"], external: [] },
+    volumes: ["shared-volume"],
+    projectImages: ["gateway"],
+    buildContext: ".",
+    baseImage: "base",
+    labels: {},
+  });
+}
+
+describe("child names", () => {
+  it("lets two envs live in one program, every resource of each named after it", async () => {
+    const graph = await renderGraph({
+      stack: "two",
+      config: {},
+      program: async () => {
+        envNamed("alpha");
+        envNamed("beta");
+        return {};
+      },
+    });
+    const urns = graph.resources.map((r) => r.urn);
+    expect(new Set(urns).size).toBe(urns.length);
+    for (const env of ["alpha", "beta"]) {
+      const own = graph.resources.filter((r) => r.name.startsWith(`${env}`));
+      expect(own.length).toBeGreaterThan(30);
+    }
+    for (const r of graph.resources) expect(r.name, `${r.type} ${r.name}`).toMatch(/^(alpha|beta)(-|$)/);
+  });
+
+  it("lets two engines hold networks and volumes of one Docker name", async () => {
+    const graph = await renderGraph({
+      stack: "engines",
+      config: {},
+      program: async () => {
+        engineNamed("one");
+        engineNamed("two");
+        return {};
+      },
+    });
+    const networks = graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Network");
+    expect(networks.map((n) => [n.name, n.inputs.name])).toEqual([
+      ["one-shared-net", "shared-net"],
+      ["two-shared-net", "shared-net"],
+    ]);
+  });
+
+  it("refuses two resources of one URN, as the engine would", async () => {
+    await expect(
+      renderGraph({
+        stack: "same",
+        config: {},
+        program: async () => {
+          new pulumi.ComponentResource("multienv:test:Thing", "twice");
+          new pulumi.ComponentResource("multienv:test:Thing", "twice");
+          return {};
+        },
+      }),
+    ).rejects.toThrow(
+      new GraphError(
+        "two resources have the URN urn:pulumi:same::multienv::pulumi:pulumi:Stack$multienv:test:Thing::twice; give each component instance its own name",
+      ),
+    );
+  });
+});
