@@ -81,7 +81,7 @@ async function stackOf(name: string, marker: string | undefined): Promise<Stack>
       computers: {},
     });
     for (const site of planned.websites)
-      new Website(`${name}-${site.name}`, { plan: planned, site, engine: engines.env, secretValues: {} });
+      new Website(`${name}-${site.name}`, { plan: planned, site, engine: engines.env, secrets: {} });
     return {};
   };
   return LocalWorkspace.createOrSelectStack(
