@@ -5,6 +5,7 @@
 // and the site proxies still exist. What it runs and with which environment is decided in src/runner.
 import * as pulumi from "@pulumi/pulumi";
 import type { Plan } from "../src/plan";
+import type { GatewayTunnel } from "../src/plan/ssh";
 import { LocalCommand } from "../src/providers/resources";
 import {
   captureCollectorCommands,
@@ -19,6 +20,8 @@ export interface CaptureCollectorArgs {
   gatewayUrl: pulumi.Input<string>;
   /** The control token (a secret; the environment holding it stays secret in the state). */
   controlToken: pulumi.Input<string>;
+  /** Remote hosts: the SSH tunnel `gatewayUrl` is the local end of; the delete step brings it up first. */
+  gatewayTunnel?: pulumi.Input<GatewayTunnel>;
 }
 
 /** Stores the env's captures and proxy logs when it is deleted, before the gateway and the computers go. */
@@ -28,14 +31,17 @@ export class CaptureCollector extends pulumi.ComponentResource {
   constructor(name: string, args: CaptureCollectorArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:index:CaptureCollector", name, {}, opts);
     const commands = captureCollectorCommands();
-    const environment = pulumi.all([args.gatewayUrl, args.controlToken]).apply(([gatewayUrl, controlToken]) =>
-      captureCollectorEnvironment({
-        stack: args.plan.stack,
-        gatewayUrl,
-        controlToken,
-        context: collectorContext(args.plan),
-      }),
-    );
+    const environment = pulumi
+      .all([args.gatewayUrl, args.controlToken, args.gatewayTunnel])
+      .apply(([gatewayUrl, controlToken, gatewayTunnel]) =>
+        captureCollectorEnvironment({
+          stack: args.plan.stack,
+          gatewayUrl,
+          controlToken,
+          context: collectorContext(args.plan),
+          ...(gatewayTunnel === undefined ? {} : { gatewayTunnel }),
+        }),
+      );
     this.command = new LocalCommand(
       `${name}-delete-step`,
       {

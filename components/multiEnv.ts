@@ -106,13 +106,17 @@ export class MultiEnv extends pulumi.ComponentResource {
       { parent: this },
     );
 
+    // Remote hosts: the env's machines, which no proxy may dial (an allow-all one would reach private addresses).
+    const machines = pulumi.all(plan.computers.map((c) => engines.computerAddress(c)));
     this.computers = plan.computers.map((computer) => {
-      // The proxy never dials the env's own networks (and on ec2 the env VM itself): their subnets are the
-      // engine's to choose, so they are known only once the networks exist.
-      const denied = pulumi.all([engines.computer(computer).networkSubnets(), engines.gatewayPrivateAddress]);
-      const proxyConfig = denied.apply(([subnets, address]) => {
+      // The proxy never dials the env's own networks (and on remote hosts the env host and the computers' hosts,
+      // its own among them): their subnets are the engine's to choose, so they are known only once the networks
+      // exist.
+      const denied = pulumi.all([engines.computer(computer).networkSubnets(), engines.gatewayPrivateAddress, machines]);
+      const proxyConfig = denied.apply(([subnets, address, computerHosts]) => {
         const config = siteProxyServiceConfig(plan, computer);
-        const deny = [...subnets, ...(address === undefined ? [] : [`${address}/32`])];
+        const hosts = [...new Set([address, ...computerHosts].filter((a): a is string => a !== undefined))];
+        const deny = [...subnets, ...hosts.map((a) => `${a}/32`)];
         return { ...config, deny, ...(address === undefined ? {} : { gateway: rehost(config.gateway, address) }) };
       });
       return new Computer(
@@ -147,7 +151,7 @@ export class MultiEnv extends pulumi.ComponentResource {
     if (plan.capture.enabled)
       new CaptureCollector(
         `${name}-capture-collector`,
-        { plan, gatewayUrl, controlToken: this.controlToken.value },
+        { plan, gatewayUrl, controlToken: this.controlToken.value, gatewayTunnel: engines.gatewayTunnel },
         { parent: this, dependsOn: [this.gateway, ...this.computers] },
       );
     this.outputs = {

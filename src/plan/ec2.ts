@@ -180,9 +180,37 @@ export function sshdUserDataLines(hostPrivateKey: string): string[] {
 }
 
 /**
+ * The host's own guard against its containers: Docker isolates an internal network in the FORWARD chain alone, so
+ * a container on one (a browser, a synthetic site) still reaches every listener of its own host (sshd, anything
+ * bound on the host's addresses) through its bridge. These iptables rules drop each new connection a container
+ * opens to the host itself; what passes through the host (a container's egress, a published port) is forwarded,
+ * not input, and replies to the host's own connections (the userland proxy of a port published on loopback) pass.
+ */
+export const CONTAINER_HOST_GUARD: string[][] = ["docker0", "br-+"].map((bridge) => [
+  "-I",
+  "INPUT",
+  "-i",
+  bridge,
+  "-m",
+  "conntrack",
+  "--ctstate",
+  "NEW",
+  "-j",
+  "DROP",
+]);
+
+/** CONTAINER_HOST_GUARD as shell lines, each added once. */
+export function containerHostGuardLines(): string[] {
+  return CONTAINER_HOST_GUARD.map(
+    (rule) => `iptables ${["-C", ...rule.slice(1)].join(" ")} 2>/dev/null || iptables ${rule.join(" ")}`,
+  );
+}
+
+/**
  * User data: arm the lifetime fuse first (whatever fails later, the VM still ends), install the pinned host key
  * and sshd's limits, then make sure Docker is installed (an image other than the default may lack it; installing
- * then needs the web ports), running, and usable by the SSH user; the ECS agent of the default AMI is not used.
+ * then needs the web ports), the host guarded from its containers, and Docker running and usable by the SSH user;
+ * the ECS agent of the default AMI is not used.
  */
 export function ec2UserData(sshUser: string, lifetimeHours: number, hostPrivateKey: string): string {
   return [
@@ -195,6 +223,7 @@ export function ec2UserData(sshUser: string, lifetimeHours: number, hostPrivateK
     "  else apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io; fi",
     "fi",
     "systemctl disable --now ecs 2>/dev/null || true",
+    ...containerHostGuardLines(),
     "systemctl enable --now docker",
     `usermod -aG docker ${shellQuote(sshUser)}`,
     `touch ${EC2_READY_MARKER}`,

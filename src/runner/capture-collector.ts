@@ -5,6 +5,7 @@
 // keeps (encrypted, since the control token is a secret) in the resource's state.
 //
 // Pure: the program builds these from the plan and its outputs; `multienv collect --from-env` reads them back.
+import type { GatewayTunnel } from "../plan/ssh";
 import type { LiveWebsiteMark, Plan } from "../plan/types";
 
 /** The environment variables the delete step reads. */
@@ -16,6 +17,11 @@ export const COLLECTOR_ENV = {
   context: "MULTIENV_COLLECT_CONTEXT",
   /** Optional: where to store artifacts (default artifacts/<stack> under the project directory). */
   artifactsDir: "MULTIENV_ARTIFACTS_DIR",
+  /**
+   * Remote hosts: JSON GatewayTunnel, the SSH tunnel `gatewayUrl` is the local end of. The delete step brings it
+   * up first: a `pulumi destroy` from a new shell (or after a reboot) finds it down.
+   */
+  gatewayTunnel: "MULTIENV_GATEWAY_TUNNEL",
 } as const;
 
 /** What the collection needs to know about the env besides how to reach its gateway. */
@@ -64,12 +70,16 @@ export function captureCollectorEnvironment(values: {
   gatewayUrl: string;
   controlToken: string;
   context: CollectorContext;
+  gatewayTunnel?: GatewayTunnel;
 }): Record<string, string> {
   return {
     [COLLECTOR_ENV.stack]: values.stack,
     [COLLECTOR_ENV.gatewayUrl]: values.gatewayUrl,
     [COLLECTOR_ENV.controlToken]: values.controlToken,
     [COLLECTOR_ENV.context]: JSON.stringify(values.context),
+    ...(values.gatewayTunnel === undefined
+      ? {}
+      : { [COLLECTOR_ENV.gatewayTunnel]: JSON.stringify(values.gatewayTunnel) }),
   };
 }
 
@@ -80,6 +90,7 @@ export function readCollectorEnvironment(env: NodeJS.ProcessEnv): {
   controlToken: string;
   context: CollectorContext;
   artifactsDir?: string;
+  gatewayTunnel?: GatewayTunnel;
 } {
   const required = (name: string) => {
     const value = env[name];
@@ -105,5 +116,23 @@ export function readCollectorEnvironment(env: NodeJS.ProcessEnv): {
       throw new Error(`collect --from-env: ${COLLECTOR_ENV.context} is not JSON (${error.message})`, { cause: error });
     throw error;
   }
-  return { stack, gatewayUrl, controlToken, context, artifactsDir: env[COLLECTOR_ENV.artifactsDir] || undefined };
+  let gatewayTunnel: GatewayTunnel | undefined;
+  const tunnel = env[COLLECTOR_ENV.gatewayTunnel];
+  if (tunnel) {
+    try {
+      gatewayTunnel = JSON.parse(tunnel) as GatewayTunnel;
+    } catch (error) {
+      throw new Error(`collect --from-env: ${COLLECTOR_ENV.gatewayTunnel} is not JSON (${(error as Error).message})`, {
+        cause: error,
+      });
+    }
+  }
+  return {
+    stack,
+    gatewayUrl,
+    controlToken,
+    context,
+    artifactsDir: env[COLLECTOR_ENV.artifactsDir] || undefined,
+    ...(gatewayTunnel === undefined ? {} : { gatewayTunnel }),
+  };
 }

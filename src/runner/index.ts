@@ -23,6 +23,7 @@ import { collectOptionsFor, collectThenDestroy, type DownResult } from "./down";
 import { explain, RunnerError } from "./errors";
 import { displayOutputs, gatewayAccessOf, readOutputs, type GatewayAccess, type StackOutputs } from "./outputs";
 import { ProgressReporter, resourcesInDeployment, StepCounter } from "./progress";
+import { hostsToReach, unreachableHosts, unreachableMessage, type StateResource } from "./hosts-reachable";
 import { resetEnv, type ResetResult } from "./reset";
 import { readRunRecord, withReproducibility, writeRunRecord } from "./run-record";
 import { signIn as signInBrowser, signOut as signOutBrowser } from "./sign-in";
@@ -331,7 +332,14 @@ export async function resetStack(stack: string, options: ResetStackOptions = {})
 export async function destroyStack(stack: string, options: DestroyOptions = {}): Promise<DownResult> {
   return onStack(stack, options, "destroying", async (opened) => {
     // The total of a destroy is what the state holds: no preview needed.
-    const total = await opened.stack.exportStack().then(resourcesInDeployment, () => undefined);
+    const state = await opened.stack.exportStack().catch(() => undefined);
+    const total = state === undefined ? undefined : resourcesInDeployment(state);
+    // Hosts the stack does not own are asked to delete what is on them: each must answer first (hosts-reachable.ts).
+    const hosts = hostsToReach(opened.name, (state?.deployment?.resources ?? []) as StateResource[]);
+    if (hosts.length > 0) {
+      const down = await unreachableHosts(hosts);
+      if (down.length > 0) throw new RunnerError(unreachableMessage(opened.name, down));
+    }
     const progress = new ProgressReporter(options.log ?? (() => {}), total);
     const result = await collectThenDestroy(opened.stack, {
       projectDir: opened.projectDir,

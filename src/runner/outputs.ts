@@ -51,24 +51,30 @@ export function gatewayAccessOf(map: OutputMap, stack: string): GatewayAccess {
   }
   // A gateway on a remote host is reached through an SSH tunnel: bring it up again if it went down.
   const tunnel = map.gatewayTunnel?.value as GatewayTunnel | undefined;
-  if (tunnel !== undefined) {
-    try {
-      execFileSync("/bin/sh", ["-c", gatewayTunnelUp(tunnel)], {
-        stdio: ["ignore", "ignore", "pipe"],
-        timeout: 60_000,
-      });
-    } catch (error) {
-      const stderr = String((error as { stderr?: Buffer }).stderr ?? "")
-        .trim()
-        .split("\n")
-        .at(-1);
-      throw new Error(
-        `stack ${stack}: the SSH tunnel to the gateway (${tunnel.ssh.user}@${tunnel.ssh.host}) did not come up: ${stderr || (error as Error).message}`,
-        { cause: error },
-      );
-    }
-  }
+  if (tunnel !== undefined) bringTunnelUp(tunnel, stack);
   return { gatewayUrl, controlToken };
+}
+
+/**
+ * Makes sure the SSH tunnel to a remote gateway is up (on the local port its URL names), starting it when it is not;
+ * a one-line error naming the host when it cannot.
+ */
+export function bringTunnelUp(tunnel: GatewayTunnel, stack: string): void {
+  try {
+    execFileSync("/bin/sh", ["-c", gatewayTunnelUp(tunnel)], {
+      stdio: ["ignore", "ignore", "pipe"],
+      timeout: 60_000,
+    });
+  } catch (error) {
+    const stderr = String((error as { stderr?: Buffer }).stderr ?? "")
+      .trim()
+      .split("\n")
+      .at(-1);
+    throw new Error(
+      `stack ${stack}: the SSH tunnel to the gateway (${tunnel.ssh.user}@${tunnel.ssh.host}) did not come up: ${stderr || (error as Error).message}`,
+      { cause: error },
+    );
+  }
 }
 
 /** The synthetic sites' domain patterns: connections to them stay inside the env. */

@@ -109,6 +109,9 @@ describe("ec2 target", () => {
       expect(instance.inputs.instanceType).toBe("t3.large");
       const userData = (instance.inputs.userData as Record<string, string>)["[secret]"];
       expect(userData).toContain("systemctl enable --now docker");
+      // The VM drops what its containers open to it (sshd among it), internal networks' containers too.
+      expect(userData).toContain("iptables -I INPUT -i br-+ -m conntrack --ctstate NEW -j DROP");
+      expect(userData).toContain("iptables -I INPUT -i docker0 -m conntrack --ctstate NEW -j DROP");
       // The host key made for this VM, which sshd then presents alone, and room for a parallel up on one connection.
       expect(userData).toMatch(
         /cat >\/etc\/ssh\/multienv_host_ed25519_key <<'MULTIENV_HOST_KEY'\n<private key of e1-\w+-host-key>\nMULTIENV_HOST_KEY/,
@@ -190,9 +193,12 @@ describe("ec2 target", () => {
     expect(networksOf(container(graph, "e1-desktop-browser"))).toEqual(["e1-desktop-net"]);
     const proxyConfig = JSON.parse(envOf(container(revealed, "e1-desktop-proxy")).MULTIENV_SITE_PROXY_CONFIG);
     expect(proxyConfig.gateway).toBe("http://<private IP of e1-env-vm>:8081");
-    // The proxy never dials its VM's networks or the env VM (beyond its browse listener, its gateway).
+    // The proxy never dials its VM's networks, the env VM (beyond its browse listener, its gateway) or a computer's
+    // VM, its own among them (where its control port is published).
     expect(proxyConfig.deny.sort()).toEqual([
+      "<private IP of e1-desktop-vm>/32",
       "<private IP of e1-env-vm>/32",
+      "<private IP of e1-offline-vm>/32",
       "<subnet of e1-desktop-egress>",
       "<subnet of e1-desktop-net>",
     ]);

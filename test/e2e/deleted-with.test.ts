@@ -1,87 +1,165 @@
-// A destroy when SSH to a VM is gone, with the real Pulumi engine: a stand-in VM (test/helpers/standin.ts) plays
-// the instance, a resource whose delete marks the VM terminated plays aws.ec2.Instance, and a network and a
-// container on the stand-in's engine are `deletedWith` it, as RemoteEngines declares them on ec2. Once the
-// stand-in's sshd is stopped the destroy still ends, without one call to the engine; the same resources without
-// deletedWith make the destroy fail on the unreachable engine, so the test can tell.
+// A destroy when SSH to a host is gone, with the real Pulumi engine and the real components: a stand-in VM
+// (test/helpers/standin.ts) is the host, RemoteEngines declares everything on it as on ec2 or hosts, and a
+// real Website runs there. On ec2 the stack owns the machine: here a resource whose delete marks the VM
+// terminated plays aws.ec2.Instance, handed to RemoteEngines as the host's machine, as Ec2Target does. With the
+// stand-in's sshd stopped, that stack's destroy ends without one call to the engine, and its state shows every
+// resource on the host deleted with the machine (the runner's own reading of it, so a resource RemoteEngines or a
+// component declares without deletedWith fails this test). The same wiring without a machine (the hosts target,
+// whose machines the stack does not own) cannot delete what runs there: its destroy fails within a bound, naming
+// the host, and the state still holds the containers, which still run; once sshd is back, a destroy ends cleanly.
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import * as pulumi from "@pulumi/pulumi";
 import { LocalWorkspace, type Stack } from "@pulumi/pulumi/automation";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { shellQuote, shipImagesCommand } from "../../src/plan/ec2";
+import { RemoteEngines, type RemoteHost } from "../../components/remoteEngines";
+import { Website } from "../../components/website";
+import { validateStackConfig } from "../../src/config";
+import { plan } from "../../src/plan";
+import { DEFAULT_BASE_IMAGE } from "../../src/plan/images";
+import { shellQuote } from "../../src/plan/ec2";
 import { sshRun, sshSetup } from "../../src/plan/ssh";
 import { dockerApi } from "../../src/providers/docker-api";
-import { DockerContainer, DockerNetwork, LocalCommand } from "../../src/providers/resources";
+import { LocalCommand } from "../../src/providers/resources";
+import { hostsToReach, type StateResource } from "../../src/runner/hosts-reachable";
 import { startStandin, type Standin } from "../helpers/standin";
-import { execFileSync } from "node:child_process";
 import { REPO } from "./helpers/env";
 
-const IMAGE = "multienv/base:bookworm";
 let vm: Standin;
-let imageId = "";
 
 beforeAll(async () => {
   vm = await startStandin("delwith", 13);
-  imageId = execFileSync("docker", ["image", "inspect", "-f", "{{.Id}}", IMAGE]).toString().trim();
-  execFileSync("/bin/sh", ["-c", shipImagesCommand([imageId], vm.ssh)]);
 });
 afterAll(async () => {
   await vm?.stop();
 });
 
-async function stackOf(name: string, withDeletedWith: boolean, marker: string): Promise<Stack> {
-  const program = async () => {
-    const engine = { host: `ssh://${vm.ssh.user}@${vm.address}`, ssh: vm.ssh };
-    const machine = new LocalCommand(`${name}-vm`, { create: "true", delete: `touch ${shellQuote(marker)}` });
-    const opts: pulumi.CustomResourceOptions = withDeletedWith ? { deletedWith: machine } : { dependsOn: [machine] };
-    const network = new DockerNetwork(`${name}-net`, { engine, name: `${name}-net`, internal: true }, opts);
-    new DockerContainer(
-      `${name}-box`,
-      {
-        engine,
-        name: `${name}-box`,
-        image: imageId,
-        command: ["sleep", "600"],
-        networksAdvanced: [{ name: network.name }],
+/** The plan of a small env on the stand-in: one synthetic site with its captures. */
+function planOf(stack: string) {
+  const config = {
+    target: "hosts",
+    captureTraffic: true,
+    hosts: { env: { address: vm.address, user: vm.ssh.user, hostKey: vm.ssh.hostKey }, computers: {} },
+    websites: {
+      shop: {
+        domains: ["shop.test"],
+        server: { image: "multienv/sample-shop-server" },
+        frontend: { image: "multienv/sample-shop-frontend" },
       },
-      opts,
-    );
+    },
+    computers: {},
+  };
+  const raw = Object.fromEntries(
+    Object.entries(config).map(([k, v]) => [
+      k,
+      { value: typeof v === "string" ? v : JSON.stringify(v), secret: false },
+    ]),
+  );
+  const validated = validateStackConfig(raw, stack);
+  if (validated.config === undefined) throw new Error(JSON.stringify(validated.problems));
+  const planned = plan(validated.config, { stack });
+  if (!planned.ok) throw new Error(JSON.stringify(planned.problems));
+  return planned.plan;
+}
+
+/** RemoteEngines and a Website on the stand-in; with `marker`, the host is a machine the stack owns. */
+async function stackOf(name: string, marker: string | undefined): Promise<Stack> {
+  const program = async () => {
+    const planned = planOf(name);
+    const machine =
+      marker === undefined
+        ? undefined
+        : new LocalCommand(`${name}-vm`, { create: "true", delete: `touch ${shellQuote(marker)}` });
+    const host: RemoteHost = { ssh: vm.ssh, privateAddress: vm.address, booted: false, machine };
+    const engines = new RemoteEngines(`${name}-remote`, {
+      plan: planned,
+      buildContext: ".",
+      baseImage: process.env.MULTIENV_BASE_IMAGE || DEFAULT_BASE_IMAGE,
+      runnerEngine: {},
+      env: host,
+      computers: {},
+    });
+    for (const site of planned.websites)
+      new Website(`${name}-${site.name}`, { plan: planned, site, engine: engines.env, secrets: {} });
     return {};
   };
-  const stack = await LocalWorkspace.createOrSelectStack(
+  return LocalWorkspace.createOrSelectStack(
     { stackName: name, projectName: "multienv", program },
     { workDir: REPO, envVars: { PULUMI_SKIP_UPDATE_CHECK: "true" } },
   );
-  return stack;
 }
 
-describe("destroy with the VM's SSH gone", () => {
-  it("ends cleanly when the VM's resources are deletedWith it, and fails without", async () => {
+async function stateOf(stack: Stack): Promise<StateResource[]> {
+  return ((await stack.exportStack()).deployment.resources ?? []) as StateResource[];
+}
+
+const CONTAINER = "pulumi-nodejs:dynamic/docker:Container";
+
+describe("destroy with the host's SSH gone", () => {
+  it("ends cleanly when the stack owns the machine (all deleted with it); without, fails in bounded time naming the host, keeps the state, and ends once sshd is back", async () => {
     const marker = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "multienv-delwith-")), "terminated");
-    const withIt = await stackOf(`delwith-a-${process.pid}`, true, marker);
-    const without = await stackOf(`delwith-b-${process.pid}`, false, `${marker}-b`);
-    await withIt.up();
-    await without.up();
+    const owned = await stackOf(`delwith-a-${process.pid}`, marker);
+    const notOwned = await stackOf(`delwith-b-${process.pid}`, undefined);
+    await owned.up();
+    await notOwned.up();
     const onVm = dockerApi({ host: `unix://${vm.dockerSocket}` });
-    const running = ((await onVm.request("GET", "/containers/json")) as { Names: string[] }[]).map((c) => c.Names[0]);
-    expect(running.sort()).toEqual([`/delwith-a-${process.pid}-box`, `/delwith-b-${process.pid}-box`]);
+    const running = async () =>
+      ((await onVm.request("GET", "/containers/json")) as { Names: string[] }[]).map((c) => c.Names[0].slice(1)).sort();
+    const sites = (stack: string) => [`${stack}-shop-frontend`, `${stack}-shop-server`];
+    expect((await running()).filter((n) => !n.endsWith("-capture"))).toEqual(
+      [...sites(owned.name), ...sites(notOwned.name)].sort(),
+    );
+
+    // Every resource on the host's engine is deleted with the machine: none is left that a destroy must ask it for.
+    const ownedState = await stateOf(owned);
+    const machineUrn = ownedState.find((r) => r.urn.endsWith(`::${owned.name}-vm`))!.urn;
+    expect(hostsToReach(owned.name, ownedState)).toEqual([]);
+    const onHost = ownedState.filter((r) => (r.inputs?.engine as { ssh?: unknown } | undefined)?.ssh !== undefined);
+    expect(onHost.filter((r) => r.type === CONTAINER).length).toBeGreaterThanOrEqual(2);
+    for (const r of onHost)
+      expect({ urn: r.urn, deletedWith: r.deletedWith }).toEqual({ urn: r.urn, deletedWith: machineUrn });
+    // Without a machine, the same resources are the host's to delete.
+    const notOwnedHosts = hostsToReach(notOwned.name, await stateOf(notOwned));
+    expect(notOwnedHosts.map((h) => [h.role, h.ssh.host])).toEqual([["env", vm.address]]);
 
     await vm.stopSshd();
-    // SSH is gone: no new connection, and the shared one the deploy used died with the server.
-    expect(() =>
-      execFileSync("/bin/sh", ["-c", `${sshSetup(vm.ssh)}\n${sshRun("true")}`], { stdio: "pipe" }),
-    ).toThrow();
-    await withIt.destroy();
-    // The "instance" went (its delete ran) and nothing asked the engine for anything.
-    expect(fs.existsSync(marker)).toBe(true);
-    await withIt.workspace.removeStack(withIt.name);
+    try {
+      // SSH is gone: no new connection, and the shared one the deploy used died with the server.
+      expect(() =>
+        execFileSync("/bin/sh", ["-c", `${sshSetup(vm.ssh)}\n${sshRun("true")}`], { stdio: "pipe" }),
+      ).toThrow();
+      await owned.destroy();
+      // The "instance" went (its delete ran) and nothing asked the engine for anything.
+      expect(fs.existsSync(marker)).toBe(true);
+      await owned.workspace.removeStack(owned.name);
 
-    await expect(without.destroy()).rejects.toThrow(/ssh|not reachable/i);
-    expect(fs.existsSync(`${marker}-b`)).toBe(false);
-    await without.workspace.removeStack(without.name, { force: true });
-    // A forced removal of a stack whose destroy failed keeps its config file.
-    fs.rmSync(path.join(REPO, "stacks", `Pulumi.${without.name}.yaml`), { force: true });
+      const started = Date.now();
+      await expect(notOwned.destroy()).rejects.toThrow(new RegExp(`ssh[^\\n]*${vm.address.replace(/\./g, "\\.")}`));
+      const seconds = (Date.now() - started) / 1000;
+      console.log(`destroy with the host's sshd stopped failed after ${seconds.toFixed(1)} s`);
+      expect(seconds).toBeLessThan(120);
+      // The state claims nothing is gone that may still run: its containers are in it, and on the host they run.
+      const left = await stateOf(notOwned);
+      for (const name of sites(notOwned.name))
+        expect(
+          left.some((r) => r.type === CONTAINER && r.urn.endsWith(`::${name}`)),
+          name,
+        ).toBe(true);
+      expect((await running()).filter((n) => n.startsWith(`${notOwned.name}-`) && !n.endsWith("-capture"))).toEqual(
+        sites(notOwned.name),
+      );
+    } finally {
+      await vm.startSshd();
+    }
+    await notOwned.destroy();
+    // (The owned stack's containers stay on the stand-in: a real VM would have been terminated with them.)
+    expect((await running()).filter((n) => n.startsWith(`${notOwned.name}-`))).toEqual([]);
+    const networks = ((await onVm.request("GET", "/networks")) as { Name: string }[]).map((n) => n.Name);
+    expect(networks.filter((n) => n.startsWith(notOwned.name))).toEqual([]);
+    await notOwned.workspace.removeStack(notOwned.name);
     onVm.close();
+    for (const s of [owned.name, notOwned.name])
+      fs.rmSync(path.join(REPO, "stacks", `Pulumi.${s}.yaml`), { force: true });
   }, 600_000);
 });

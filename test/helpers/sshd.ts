@@ -21,6 +21,8 @@ export interface TestSshd {
   logins(): number;
   log(): string;
   stop(): Promise<void>;
+  /** Starts the server again after `stop`, with the same host key, address and client key. */
+  restart(): Promise<void>;
 }
 
 /** A key pair made by ssh-keygen: [private key file, public key line]. */
@@ -77,17 +79,20 @@ export async function startSshd(options: {
   );
   fs.mkdirSync("/run/sshd", { recursive: true });
   const argv = [SSHD, "-D", "-e", "-f", path.join(dir, "sshd_config"), "-E", logFile];
-  const child: ChildProcess = options.netns
-    ? spawn("nsenter", [`--net=/var/run/netns/${options.netns}`, ...argv], { stdio: "ignore" })
-    : spawn(argv[0], argv.slice(1), { stdio: "ignore" });
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const log = fs.existsSync(logFile) ? fs.readFileSync(logFile, "utf8") : "";
-    if (/Server listening on/.test(log)) break;
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`sshd did not start: ${log}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
   const read = () => (fs.existsSync(logFile) ? fs.readFileSync(logFile, "utf8") : "");
+  const launch = async (): Promise<ChildProcess> => {
+    const before = (read().match(/Server listening on/g) ?? []).length;
+    const child: ChildProcess = options.netns
+      ? spawn("nsenter", [`--net=/var/run/netns/${options.netns}`, ...argv], { stdio: "ignore" })
+      : spawn(argv[0], argv.slice(1), { stdio: "ignore" });
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      if ((read().match(/Server listening on/g) ?? []).length > before) return child;
+      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`sshd did not start: ${read()}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  let child = await launch();
   return {
     host,
     port,
@@ -103,6 +108,9 @@ export async function startSshd(options: {
         child.kill("SIGTERM");
         await new Promise((r) => child.once("exit", r));
       }
+    },
+    async restart() {
+      child = await launch();
     },
   };
 }

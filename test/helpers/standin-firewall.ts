@@ -3,7 +3,7 @@
 // in mangle PREROUTING and egress in mangle POSTROUTING (before Docker's own NAT and forwarding rules, which
 // would otherwise let published ports through whatever INPUT says); replies to allowed connections pass.
 import { execFileSync } from "node:child_process";
-import type { HostSecurity, SecurityRule } from "../../src/plan/ec2";
+import { CONTAINER_HOST_GUARD, type HostSecurity, type SecurityRule } from "../../src/plan/ec2";
 import type { Standin } from "./standin";
 
 /** Applies `security` to the stand-in: `peers` maps `env` / `computer:<name>` to the stand-ins' addresses. */
@@ -41,4 +41,10 @@ export function applySecurityGroup(standin: Standin, security: HostSecurity, pee
   }
   for (const rule of rules)
     execFileSync("ip", ["netns", "exec", standin.namespace, "iptables", "-t", "mangle", ...rule]);
+}
+
+/** The guard ec2 user data puts on a VM against its own containers (CONTAINER_HOST_GUARD), in the stand-in. */
+export function applyContainerHostGuard(standin: Standin): void {
+  for (const rule of CONTAINER_HOST_GUARD)
+    execFileSync("ip", ["netns", "exec", standin.namespace, "iptables", ...rule]);
 }

@@ -19,6 +19,8 @@ export interface Standin {
   sshd: TestSshd;
   /** Stops sshd alone: the host is then unreachable over SSH, as a VM whose SSH is gone. */
   stopSshd(): Promise<void>;
+  /** Starts it again (same host key): SSH is back. */
+  startSshd(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -102,6 +104,7 @@ export async function startStandin(name: string, index: number): Promise<Standin
     ssh,
     sshd,
     stopSshd: () => sshd.stop(),
+    startSshd: () => sshd.restart(),
     async stop() {
       await sshd.stop();
       await stopStandin(name);

@@ -3,6 +3,7 @@
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import {
+  containerHostGuardLines,
   ec2Problems,
   ec2SecurityRules,
   instanceArchitecture,
@@ -50,6 +51,16 @@ describe("ec2", () => {
     expect(script).toContain('docker save "$@" | $pack | ssh -F "$cfg" "$alias" "$unpack | docker load"');
     expect(script).toContain('pack="zstd -q -T0 -3"');
     expect(script.match(/docker save/g)).toHaveLength(1);
+  });
+});
+
+describe("containerHostGuardLines", () => {
+  it("adds each rule once: a second run of the user data finds it and adds nothing", () => {
+    const lines = containerHostGuardLines();
+    expect(lines).toEqual([
+      "iptables -C INPUT -i docker0 -m conntrack --ctstate NEW -j DROP 2>/dev/null || iptables -I INPUT -i docker0 -m conntrack --ctstate NEW -j DROP",
+      "iptables -C INPUT -i br-+ -m conntrack --ctstate NEW -j DROP 2>/dev/null || iptables -I INPUT -i br-+ -m conntrack --ctstate NEW -j DROP",
+    ]);
   });
 });
 

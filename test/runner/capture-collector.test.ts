@@ -88,6 +88,25 @@ describe("the delete step's command and environment", () => {
     });
   });
 
+  it("carries a remote gateway's SSH tunnel, for the delete step to bring up", () => {
+    const gatewayTunnel = {
+      ssh: { host: "10.0.0.5", user: "ec2-user", hostKey: "ssh-ed25519 AAAA" },
+      localPort: 40123,
+      remotePort: 8080,
+    };
+    const env = captureCollectorEnvironment({
+      stack: "s",
+      gatewayUrl: "http://127.0.0.1:40123",
+      controlToken: "t",
+      context: {} as CollectorContext,
+      gatewayTunnel,
+    });
+    expect(readCollectorEnvironment(env).gatewayTunnel).toEqual(gatewayTunnel);
+    expect(() => readCollectorEnvironment({ ...env, [COLLECTOR_ENV.gatewayTunnel]: "{" })).toThrow(
+      /^collect --from-env: MULTIENV_GATEWAY_TUNNEL is not JSON/,
+    );
+  });
+
   it("names a context that is not JSON", () => {
     const env = {
       ...captureCollectorEnvironment({

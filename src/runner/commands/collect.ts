@@ -55,6 +55,17 @@ export function register(program: Command): void {
         // Loaded when run: the delete step needs neither the Automation API nor Pulumi at all.
         const { collectRun } = require("../collect") as typeof import("../collect");
         const access = { gatewayUrl: fromEnv.gatewayUrl, controlToken: fromEnv.controlToken };
+        // Remote hosts: the gateway is reached through an SSH tunnel, down when this destroy runs from a new shell.
+        // If it cannot come up, the collection below says what it could not store (and fails with
+        // --fail-on-capture-error, so the destroy stops before anything is gone).
+        if (fromEnv.gatewayTunnel !== undefined) {
+          const { bringTunnelUp } = require("../outputs") as typeof import("../outputs");
+          try {
+            bringTunnelUp(fromEnv.gatewayTunnel, fromEnv.stack);
+          } catch (error) {
+            note(`warning: ${(error as Error).message}`);
+          }
+        }
         if (options.endConnections && fromEnv.context.computers.length > 0) {
           const { completeProxyLogs } = require("../down") as typeof import("../down");
           await completeProxyLogs({ stack: fromEnv.stack, access, computers: fromEnv.context.computers }, note);

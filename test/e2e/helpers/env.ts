@@ -42,8 +42,44 @@ export interface DeployedEnv {
   proxyLog(computer: string): Promise<Record<string, any>[]>;
   /** The resources in the stack's state (type and name), the stack itself left out. */
   stateResources(): Promise<{ type: string; name: string }[]>;
+  /** The engine a container or network of the stack is on (see Placement); undefined: the local one. */
+  engineOf(name: string): string | undefined;
+  /** The Engine API of that engine. */
+  apiOf(name: string): DockerApi;
+  /** A container's `docker inspect`, asked of its engine. */
+  inspect(container: string): Promise<any>;
+  /** `docker <args>` on the engine of `container` (logs, restart), its stdout. */
+  docker(container: string, args: string[]): string;
+  /** The helpers of this module, run on the engine of the container. */
+  exec(container: string, args: string[], input?: string): string;
+  nodeIn(container: string, script: string): string;
+  pidsIn(container: string, pattern: RegExp): number[];
+  connectsFrom(container: string, targets: Record<string, [string, number]>): Record<string, string>;
+  throughProxy(
+    browserContainer: string,
+    requests: Record<string, { method: "GET" | "CONNECT"; target: string }>,
+  ): Record<string, { status: number; marker?: string; body?: string }>;
+  /** Every container of the stack (its label), on every engine it uses: name and engine. */
+  containers(): Promise<{ name: string; host: string | undefined }[]>;
+  /** The web stand-in a computer's proxy reaches the web through: its container, on the computer's engine. */
+  webStandin(computer: string): string;
+  /** Removes the web stand-ins and their internet networks (they are the test's, not the stack's). */
+  stopWebStandins(): Promise<void>;
   teardown(): Promise<void>;
 }
+
+/**
+ * Where a stack's containers and networks run. Docker target: all on the local engine. Hosts target: the env's on
+ * the env host, a computer's (named `<stack>-<computer>-...`) on its host.
+ */
+export interface Placement {
+  /** The engine (a DOCKER_HOST value) a container or network named `name` is on; undefined for the local one. */
+  engineOf(name: string): string | undefined;
+  /** Every engine the stack uses. */
+  engines: (string | undefined)[];
+}
+
+export const LOCAL_PLACEMENT: Placement = { engineOf: () => undefined, engines: [undefined] };
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
@@ -72,8 +108,24 @@ export async function until<T>(
   }
 }
 
-export function dockerExec(container: string, args: string[], input?: string): string {
-  return execFileSync("docker", ["exec", "-i", container, ...args], {
+/**
+ * The docker CLI's arguments that reach an engine: none for the local one (DOCKER_HOST or the default socket),
+ * `-H <host>` for another (a stand-in VM's socket).
+ */
+export function dockerHostArgs(host?: string): string[] {
+  return host === undefined ? [] : ["-H", host];
+}
+
+/** `docker <args>` on the engine `host` (default: the local one), its stdout. */
+export function dockerCli(args: string[], host?: string): string {
+  return execFileSync("docker", [...dockerHostArgs(host), ...args], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+}
+
+export function dockerExec(container: string, args: string[], input?: string, host?: string): string {
+  return execFileSync("docker", [...dockerHostArgs(host), "exec", "-i", container, ...args], {
     input,
     encoding: "utf8",
     stdio: ["pipe", "pipe", "pipe"],
@@ -81,15 +133,16 @@ export function dockerExec(container: string, args: string[], input?: string): s
 }
 
 /** Runs a node script inside a container (every multienv image has node) and returns its stdout. */
-export function nodeIn(container: string, script: string): string {
-  return dockerExec(container, ["node", "-e", script]);
+export function nodeIn(container: string, script: string, host?: string): string {
+  return dockerExec(container, ["node", "-e", script], undefined, host);
 }
 
 /** Pids of processes in a container whose command line matches, read from /proc (the images have no ps). */
-export function pidsIn(container: string, pattern: RegExp): number[] {
+export function pidsIn(container: string, pattern: RegExp, host?: string): number[] {
   const out = nodeIn(
     container,
     `const fs=require("fs");const r=[];for(const p of fs.readdirSync("/proc")){if(!/^\\d+$/.test(p))continue;try{r.push([+p,fs.readFileSync("/proc/"+p+"/cmdline","utf8").split("\\0").join(" ")])}catch{}}console.log(JSON.stringify(r))`,
+    host,
   );
   return (JSON.parse(out) as [number, string][]).filter(([, cmd]) => pattern.test(cmd)).map(([pid]) => pid);
 }
@@ -98,9 +151,9 @@ export function pidsIn(container: string, pattern: RegExp): number[] {
 export const CHROMIUM_MAIN = /^\/usr\/lib\/chromium\/chromium (?!.*--type=)/;
 
 /** kill -9 of Chromium's browser process in a browser container (the launcher restarts it). */
-export async function killChromium(browserContainer: string): Promise<number[]> {
-  const pids = pidsIn(browserContainer, CHROMIUM_MAIN);
-  if (pids.length) dockerExec(browserContainer, ["sh", "-c", `kill -9 ${pids.join(" ")}`]);
+export async function killChromium(browserContainer: string, host?: string): Promise<number[]> {
+  const pids = pidsIn(browserContainer, CHROMIUM_MAIN, host);
+  if (pids.length) dockerExec(browserContainer, ["sh", "-c", `kill -9 ${pids.join(" ")}`], undefined, host);
   return pids;
 }
 
@@ -185,11 +238,22 @@ export interface DeployOptions {
    * deploy skips it: the live and public hosts it checks answer only once the stand-in is connected.
    */
   selfTest?: boolean;
+  /** Where the stack's containers run (default: all on the local engine). */
+  placement?: Placement;
 }
 
 /** Deploys a stack through the runner library on the real engine, then readies the web stand-in. */
 export async function deployEnv(stack: string, options: DeployOptions = {}): Promise<DeployedEnv> {
   const api = dockerApi();
+  const placement = options.placement ?? LOCAL_PLACEMENT;
+  const apis = new Map<string | undefined, DockerApi>();
+  const apiOn = (host: string | undefined): DockerApi => {
+    if (host === undefined) return api;
+    if (!apis.has(host)) apis.set(host, dockerApi({ host }));
+    return apis.get(host)!;
+  };
+  const apiOf = (name: string) => apiOn(placement.engineOf(name));
+  const standins = new Map<string | undefined, { network: string; id: string }>();
   await sweepDeadRuns(api);
   await sweepStack(api, stack);
   const spec = options.spec ?? specOf(stack);
@@ -209,9 +273,42 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
     if (init.auth !== false) headers.set("authorization", `Bearer ${token}`);
     return fetch(gatewayUrl + p, { ...init, headers });
   };
+  const filters = encodeURIComponent(JSON.stringify({ label: [`${STACK_LABEL}=${stack}`] }));
   const env: DeployedEnv = {
     stack,
     api,
+    engineOf: (name) => placement.engineOf(name),
+    apiOf,
+    inspect: (container) => apiOf(container).request("GET", `/containers/${container}/json`),
+    docker: (container, args) => dockerCli(args, placement.engineOf(container)),
+    exec: (container, args, input) => dockerExec(container, args, input, placement.engineOf(container)),
+    nodeIn: (container, script) => nodeIn(container, script, placement.engineOf(container)),
+    pidsIn: (container, pattern) => pidsIn(container, pattern, placement.engineOf(container)),
+    connectsFrom: (container, targets) => connectsFrom(container, targets, placement.engineOf(container)),
+    throughProxy: (container, requests) => throughProxy(container, requests, placement.engineOf(container)),
+    async containers() {
+      const all: { name: string; host: string | undefined }[] = [];
+      for (const host of placement.engines) {
+        const listed = (await apiOn(host).request("GET", `/containers/json?all=1&filters=${filters}`)) as {
+          Names: string[];
+        }[];
+        all.push(...listed.map((c) => ({ name: c.Names[0].slice(1), host })));
+      }
+      return all;
+    },
+    webStandin: () => `${stack}-web-standin`,
+    async stopWebStandins() {
+      for (const [host, standin] of standins) {
+        const on = apiOn(host);
+        await on.request("DELETE", `/containers/${standin.id}?force=1`);
+        // The proxies joined to it leave it first: a network with endpoints cannot go.
+        const joined = (await on.request("GET", `/networks/${standin.network}`)).Containers ?? {};
+        for (const id of Object.keys(joined))
+          await on.request("POST", `/networks/${standin.network}/disconnect`, { Container: id, Force: true });
+        await on.request("DELETE", `/networks/${standin.network}`);
+      }
+      standins.clear();
+    },
     outputs: deployed.outputs,
     gatewayUrl,
     token,
@@ -240,7 +337,7 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
       try {
         await destroyStack(stack, { remove: true });
       } finally {
-        await sweepStack(api, stack).catch(() => undefined);
+        for (const host of placement.engines) await sweepStack(apiOn(host), stack).catch(() => undefined);
         fs.rmSync(stackFileOf(stack), { force: true });
       }
     },
@@ -250,28 +347,37 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
     // The web stand-in answers for the live and public hosts on the test's internet network, which the proxies
     // that reach the web are connected to; the browsers trust its test CA.
     const certs = makeStandinCerts();
-    const internet = await startStandin(api, stack, certs);
     const computers = Object.keys(deployed.outputs.computers);
     for (const computer of computers) {
       const proxy = `${stack}-${computer}-proxy`;
-      const networks = Object.keys((await api.request("GET", `/containers/${proxy}/json`)).NetworkSettings.Networks);
-      if (networks.includes(`${stack}-${computer}-egress`)) await connectToInternet(api, internet.network, proxy);
+      const host = placement.engineOf(proxy);
+      const info = await apiOn(host).request("GET", `/containers/${proxy}/json`);
+      if (!Object.keys(info.NetworkSettings.Networks).includes(`${stack}-${computer}-egress`)) continue;
+      // One stand-in per engine; on a remote one it runs the proxy's image (node is in every multienv image), which
+      // the deploy shipped there.
+      if (!standins.has(host))
+        standins.set(
+          host,
+          await startStandin(apiOn(host), stack, certs, host === undefined ? {} : { image: info.Image, remote: true }),
+        );
+      await connectToInternet(apiOn(host), standins.get(host)!.network, proxy);
     }
     await Promise.all(
       computers.map(async (computer) => {
         const browser = `${stack}-${computer}-browser`;
+        const host = placement.engineOf(browser);
         // The launcher creates the NSS db once the env CA is there and Chromium runs.
         const first = await until(
           `${browser}'s Chromium`,
-          async () => (pidsIn(browser, CHROMIUM_MAIN).length ? pidsIn(browser, CHROMIUM_MAIN) : undefined),
+          async () => (pidsIn(browser, CHROMIUM_MAIN, host).length ? pidsIn(browser, CHROMIUM_MAIN, host) : undefined),
           60_000,
         );
-        trustInBrowser(browser, certs.caPem);
-        await killChromium(browser);
+        trustInBrowser(browser, certs.caPem, host);
+        await killChromium(browser, host);
         // Chromium comes back (the launcher restarts it) and reopens its start tabs, now trusting the stand-in.
         await until(
           `${browser}'s restarted Chromium`,
-          async () => pidsIn(browser, CHROMIUM_MAIN).some((p) => !first.includes(p)),
+          async () => pidsIn(browser, CHROMIUM_MAIN, host).some((p) => !first.includes(p)),
           60_000,
         );
         await until(
@@ -313,7 +419,11 @@ export async function addressesOf(api: DockerApi, container: string): Promise<Re
  * TCP connects from inside `container` to each target (`[host, port]`), at once: `connected`, or why not
  * (`ECONNREFUSED`, `EHOSTUNREACH`, `timeout`, a lookup error). Every multienv image has node.
  */
-export function connectsFrom(container: string, targets: Record<string, [string, number]>): Record<string, string> {
+export function connectsFrom(
+  container: string,
+  targets: Record<string, [string, number]>,
+  host?: string,
+): Record<string, string> {
   const script = `
     const net = require("net");
     const targets = ${JSON.stringify(targets)};
@@ -325,7 +435,7 @@ export function connectsFrom(container: string, targets: Record<string, [string,
       s.on("timeout", () => { s.destroy(); resolve([k, "timeout"]); });
       s.on("error", (e) => resolve([k, e.code]));
     }))).then((r) => { console.log(JSON.stringify(Object.fromEntries(r))); process.exit(0); });`;
-  return JSON.parse(nodeIn(container, script)) as Record<string, string>;
+  return JSON.parse(nodeIn(container, script, host)) as Record<string, string>;
 }
 
 /**
@@ -335,6 +445,7 @@ export function connectsFrom(container: string, targets: Record<string, [string,
 export function throughProxy(
   browserContainer: string,
   requests: Record<string, { method: "GET" | "CONNECT"; target: string }>,
+  host?: string,
 ): Record<string, { status: number; marker?: string; body?: string }> {
   const script = `
     const http = require("http");
@@ -348,5 +459,5 @@ export function throughProxy(
       req.on("error", (e) => resolve([k, { status: 0, body: e.code }]));
       req.end();
     }))).then((r) => { console.log(JSON.stringify(Object.fromEntries(r))); process.exit(0); });`;
-  return JSON.parse(nodeIn(browserContainer, script));
+  return JSON.parse(nodeIn(browserContainer, script, host));
 }

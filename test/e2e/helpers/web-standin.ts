@@ -86,13 +86,20 @@ function internetSubnet(): string {
 
 /**
  * Creates `<stack>-internet` and starts the stand-in on it answering to STANDIN_HOSTS; labelled for the stack's sweep.
+ * `image`: any image with node on the engine (default multienv/node-base). `remote`: the engine is a remote host's,
+ * where the gateway reaches the proxies at their published ports: the network is then named so that it sorts after
+ * the proxies' egress networks, since Docker (before API 1.48's gateway priority) gives a container its default
+ * route from the first of its networks by name, and a reply leaving by the stand-in's network would never reach the
+ * gateway.
  */
 export async function startStandin(
   api: DockerApi,
   stack: string,
   certs: StandinCerts,
+  options: { image?: string; remote?: boolean } = {},
 ): Promise<{ network: string; id: string }> {
-  const network = `${stack}-internet`;
+  const image = options.image ?? "multienv/node-base";
+  const network = options.remote ? `zz-${stack}-internet` : `${stack}-internet`;
   await api.request("POST", "/networks/create", {
     Name: network,
     Driver: "bridge",
@@ -101,8 +108,9 @@ export async function startStandin(
   });
   const name = `${stack}-web-standin`;
   const created = await api.request<{ Id: string }>("POST", `/containers/create?name=${name}`, {
-    Image: "multienv/node-base",
-    Cmd: ["node", "/standin/web-standin.cjs"],
+    Image: image,
+    Entrypoint: ["node"],
+    Cmd: ["/standin/web-standin.cjs"],
     Env: ["STANDIN_CERT=/standin/cert.pem", "STANDIN_KEY=/standin/key.pem"],
     Labels: { [STACK_LABEL]: stack, "multienv.role": "web-standin" },
     HostConfig: { Binds: [`${certs.dir}:/standin:ro`], NetworkMode: network },
@@ -118,10 +126,11 @@ export async function connectToInternet(api: DockerApi, network: string, contain
 }
 
 /** Adds the stand-in's CA to a browser container's NSS db (Chromium reads it when it starts). */
-export function trustInBrowser(browserContainer: string, caPem: string): void {
+export function trustInBrowser(browserContainer: string, caPem: string, host?: string): void {
   execFileSync(
     "docker",
     [
+      ...(host === undefined ? [] : ["-H", host]),
       "exec",
       "-i",
       browserContainer,
