@@ -3,8 +3,14 @@
 // creates the resources in that shape and exposes the stack outputs of docs/design.md "Outputs".
 import * as pulumi from "@pulumi/pulumi";
 import type { LiveWebsiteMark, Plan } from "../src/plan";
-import { browserServiceConfig, gatewayServiceConfig, siteProxyServiceConfig } from "../src/plan";
-import { computerCdpUrl, rehost, siteUrls } from "../src/plan/urls";
+import {
+  browserServiceConfig,
+  gatewayConfigOnHosts,
+  gatewayServiceConfig,
+  siteProxyConfigOnHosts,
+  siteProxyServiceConfig,
+} from "../src/plan";
+import { computerCdpUrl, siteUrls } from "../src/plan/urls";
 import { CaptureCollector } from "./captureCollector";
 import { Computer } from "./computer";
 import { ControlToken } from "./controlToken";
@@ -80,19 +86,7 @@ export class MultiEnv extends pulumi.ComponentResource {
 
     const gatewayConfig = pulumi
       .all(Object.fromEntries(plan.computers.map((c) => [c.name, engines.computerAddress(c)])))
-      .apply((addresses) => {
-        const config = gatewayServiceConfig(plan);
-        for (const [computer, address] of Object.entries(addresses)) {
-          if (address === undefined) continue;
-          const endpoints = config.computers[computer];
-          config.computers[computer] = {
-            cdp: rehost(endpoints.cdp, address),
-            proxyLog: rehost(endpoints.proxyLog, address),
-            endConnections: rehost(endpoints.endConnections, address),
-          };
-        }
-        return config;
-      });
+      .apply((addresses) => gatewayConfigOnHosts(gatewayServiceConfig(plan), addresses));
     this.gateway = new Gateway(
       `${name}-gateway`,
       {
@@ -106,19 +100,17 @@ export class MultiEnv extends pulumi.ComponentResource {
       { parent: this },
     );
 
-    // Remote hosts: the env's machines, which no proxy may dial (an allow-all one would reach private addresses).
-    const machines = pulumi.all(plan.computers.map((c) => engines.computerAddress(c)));
+    const computerHosts = pulumi.all(plan.computers.map((c) => engines.computerAddress(c)));
     this.computers = plan.computers.map((computer) => {
-      // The proxy never dials the env's own networks (and on remote hosts the env host and the computers' hosts,
-      // its own among them): their subnets are the engine's to choose, so they are known only once the networks
-      // exist.
-      const denied = pulumi.all([engines.computer(computer).networkSubnets(), engines.gatewayPrivateAddress, machines]);
-      const proxyConfig = denied.apply(([subnets, address, computerHosts]) => {
-        const config = siteProxyServiceConfig(plan, computer);
-        const hosts = [...new Set([address, ...computerHosts].filter((a): a is string => a !== undefined))];
-        const deny = [...subnets, ...hosts.map((a) => `${a}/32`)];
-        return { ...config, deny, ...(address === undefined ? {} : { gateway: rehost(config.gateway, address) }) };
-      });
+      // Known only once the networks (and on ec2 the VMs) exist.
+      const known = pulumi.all([
+        engines.computer(computer).networkSubnets(),
+        engines.gatewayPrivateAddress,
+        computerHosts,
+      ]);
+      const proxyConfig = known.apply(([subnets, envHost, hosts]) =>
+        siteProxyConfigOnHosts(siteProxyServiceConfig(plan, computer), { subnets, envHost, computerHosts: hosts }),
+      );
       return new Computer(
         `${name}-${computer.name}`,
         {

@@ -21,7 +21,13 @@ export { reaching, reachesPublicHosts } from "./reaching";
 export { siteTable } from "./site-table";
 export { RESERVED_NAMES, ROLE_SUFFIXES } from "./reserved";
 export * from "./topology";
-export { gatewayServiceConfig, siteProxyServiceConfig, browserServiceConfig } from "./services";
+export {
+  gatewayServiceConfig,
+  gatewayConfigOnHosts,
+  siteProxyServiceConfig,
+  siteProxyConfigOnHosts,
+  browserServiceConfig,
+} from "./services";
 export type { GatewayServiceConfig, SiteProxyServiceConfig, BrowserServiceConfig } from "./services";
 
 export interface PlanOptions {

@@ -19,6 +19,7 @@ import type { GatewayConfigInput } from "../protocol/gateway-config";
 import { SITE_PROXY_CONTROL_PATHS } from "../protocol/site-proxy";
 import type { SiteProxyConfigInput } from "../protocol/site-proxy-config";
 import type { Plan, PlannedComputer } from "./types";
+import { rehost } from "./urls";
 
 export interface HostPort {
   host: string;
@@ -90,8 +91,8 @@ function findComputer(plan: Plan, computer: string | PlannedComputer): PlannedCo
 }
 
 /**
- * `MULTIENV_SITE_PROXY_CONFIG` for one computer's site proxy; the deploy adds `deny` (the env's networks' subnets)
- * and, on ec2, puts the env VM's address in `gateway`.
+ * `MULTIENV_SITE_PROXY_CONFIG` for one computer's site proxy, before the deploy adds what only the engine knows
+ * (`siteProxyConfigOnHosts`).
  */
 export function siteProxyServiceConfig(plan: Plan, computer: string | PlannedComputer): SiteProxyServiceConfig {
   const c = findComputer(plan, computer);
@@ -110,6 +111,44 @@ export function siteProxyServiceConfig(plan: Plan, computer: string | PlannedCom
       port: SITE_PROXY_CONTROL_PORT,
       cdp: `${networkAliases.browserOnComputerNet}:${CDP_PORT}`,
     },
+  };
+}
+
+/**
+ * The gateway's config once the computers' hosts are known (remote targets): each computer's control endpoints at
+ * its host's address. A computer without an address (the docker target) keeps its network alias.
+ */
+export function gatewayConfigOnHosts(
+  config: GatewayServiceConfig,
+  computerAddresses: Record<string, string | undefined>,
+): GatewayServiceConfig {
+  const computers = { ...config.computers };
+  for (const [computer, address] of Object.entries(computerAddresses)) {
+    if (address === undefined) continue;
+    const endpoints = computers[computer];
+    computers[computer] = {
+      cdp: rehost(endpoints.cdp, address),
+      proxyLog: rehost(endpoints.proxyLog, address),
+      endConnections: rehost(endpoints.endConnections, address),
+    };
+  }
+  return { ...config, computers };
+}
+
+/**
+ * A site proxy's config once the env exists. It never dials its engine's networks (their subnets are the engine's
+ * to choose) nor, on remote targets, the env host and any computer's host, its own among them: an allow-all proxy
+ * would otherwise reach those private addresses. There, `gateway` is the env host's address.
+ */
+export function siteProxyConfigOnHosts(
+  config: SiteProxyServiceConfig,
+  known: { subnets: string[]; envHost: string | undefined; computerHosts: (string | undefined)[] },
+): SiteProxyServiceConfig {
+  const hosts = [...new Set([known.envHost, ...known.computerHosts].filter((a): a is string => a !== undefined))];
+  return {
+    ...config,
+    deny: [...known.subnets, ...hosts.map((a) => `${a}/32`)],
+    ...(known.envHost === undefined ? {} : { gateway: rehost(config.gateway, known.envHost) }),
   };
 }
 

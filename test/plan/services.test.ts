@@ -2,8 +2,10 @@ import { describe, expect, it } from "vitest";
 import {
   browserServiceConfig,
   formatProblem,
+  gatewayConfigOnHosts,
   gatewayServiceConfig,
   plan,
+  siteProxyConfigOnHosts,
   siteProxyServiceConfig,
 } from "../../src/plan";
 import type { Plan } from "../../src/plan";
@@ -93,6 +95,40 @@ describe("site proxy service config", () => {
 
   it("refuses a computer the plan does not have", () => {
     expect(() => siteProxyServiceConfig(p, "nope")).toThrow(/no computer "nope"/);
+  });
+});
+
+describe("the configs once the env exists", () => {
+  it("denies a proxy its engine's subnets alone on the docker target, and keeps its gateway alias", () => {
+    const config = siteProxyConfigOnHosts(siteProxyServiceConfig(p, "desk"), {
+      subnets: ["172.18.0.0/16"],
+      envHost: undefined,
+      computerHosts: [undefined, undefined],
+    });
+    expect(config.deny).toEqual(["172.18.0.0/16"]);
+    expect(config.gateway).toBe("http://gateway-desk:8081");
+  });
+
+  it("on remote hosts also denies the env host and every computer's host, once each, and reaches the gateway there", () => {
+    const config = siteProxyConfigOnHosts(siteProxyServiceConfig(p, "open"), {
+      subnets: ["172.18.0.0/16"],
+      envHost: "10.0.0.5",
+      computerHosts: ["10.0.0.6", "10.0.0.7", "10.0.0.5"],
+    });
+    expect(config.deny).toEqual(["172.18.0.0/16", "10.0.0.5/32", "10.0.0.6/32", "10.0.0.7/32"]);
+    expect(config.gateway).toBe("http://10.0.0.5:8081");
+  });
+
+  it("points the gateway at each computer's host for its control endpoints, and leaves the plan's config alone", () => {
+    const planned = gatewayServiceConfig(p);
+    const config = gatewayConfigOnHosts(planned, { desk: "10.0.0.6", open: undefined });
+    expect(config.computers.desk).toEqual({
+      cdp: planned.computers.desk.cdp.replace("proxy-desk", "10.0.0.6"),
+      proxyLog: planned.computers.desk.proxyLog.replace("proxy-desk", "10.0.0.6"),
+      endConnections: planned.computers.desk.endConnections.replace("proxy-desk", "10.0.0.6"),
+    });
+    expect(config.computers.open).toEqual(planned.computers.open);
+    expect(planned.computers.desk.cdp).toContain("proxy-desk");
   });
 });
 
