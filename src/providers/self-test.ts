@@ -25,7 +25,7 @@ import { diffInputs, pick, type Operations } from "./operation";
 const INPUT_KEYS = ["gatewayUrl", "controlToken", "checks", "startTabs", "deployed"] as const;
 const NAVIGATION_TIMEOUT_MS = 20_000;
 
-interface Gateway {
+export interface Gateway {
   url: string;
   token: string;
 }
@@ -155,11 +155,58 @@ async function testComputer(
 /**
  * Each start tab's host against the names the sites' cards declare (website/v1 `domains`), as served by the gateway.
  */
-async function checkStartTabs(
+export async function checkStartTabs(
   gateway: Gateway,
   startTabs: Record<string, string[]>,
+  retryMs = CARD_RETRY_MS,
 ): Promise<Record<string, SelfTestCheckResult[]>> {
   if (Object.keys(startTabs).length === 0) return {};
+  const hosts = Object.values(startTabs)
+    .flat()
+    .map(startTabHost)
+    .flatMap((parsed) => ("host" in parsed ? [parsed.host] : []));
+  // A site server still starting (or a busy machine) can miss the gateway's 3 s wait for its card, and the gateway
+  // then leaves that site out: ask again for a while before calling a start tab's name unclaimed.
+  const deadline = Date.now() + retryMs;
+  let read = await readDeclaredNames(gateway);
+  while (
+    Date.now() < deadline &&
+    (read.card === undefined || hosts.some((host) => !read.declared.some((d) => covers(d.name, host))))
+  ) {
+    await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, retryMs / 4)));
+    read = await readDeclaredNames(gateway);
+  }
+  const { card, declared, problem } = read;
+  const listed = Object.keys(card?.sites ?? {}).sort();
+  return Object.fromEntries(
+    Object.entries(startTabs).map(([computer, tabs]) => [
+      computer,
+      tabs.map((tab): SelfTestCheckResult => {
+        const parsed = startTabHost(tab);
+        const check = `start tab ${tab} is at a name a site's card declares`;
+        if (!("host" in parsed)) return { check, url: tab, ok: true, detail: "not a web page" };
+        if (card === undefined) return { check, url: tab, ok: false, detail: problem };
+        const claim = declared.find((d) => covers(d.name, parsed.host));
+        return claim
+          ? { check, url: tab, ok: true, detail: `site ${claim.site} declares ${claim.name}` }
+          : {
+              check,
+              url: tab,
+              ok: false,
+              detail: `no site's card declares ${parsed.host} (the gateway's card has ${listed.length === 0 ? "no site" : `the sites ${listed.join(", ")}`}; a site whose card did not answer is left out)`,
+            };
+      }),
+    ]),
+  );
+}
+
+/** How long the start-tab check asks the gateway's card again before it calls a name unclaimed. */
+const CARD_RETRY_MS = 20_000;
+
+/** The gateway's card and the names its sites' cards declare (website/v1 `domains` and `allowHosts`). */
+async function readDeclaredNames(
+  gateway: Gateway,
+): Promise<{ card?: GatewayCard; declared: { site: string; name: string }[]; problem: string }> {
   let card: GatewayCard | undefined;
   let problem = "";
   try {
@@ -177,21 +224,7 @@ async function checkStartTabs(
     ];
     return names.filter((n): n is string => typeof n === "string").map((name) => ({ site, name }));
   });
-  return Object.fromEntries(
-    Object.entries(startTabs).map(([computer, tabs]) => [
-      computer,
-      tabs.map((tab): SelfTestCheckResult => {
-        const parsed = startTabHost(tab);
-        const check = `start tab ${tab} is at a name a site's card declares`;
-        if (!("host" in parsed)) return { check, url: tab, ok: true, detail: "not a web page" };
-        if (card === undefined) return { check, url: tab, ok: false, detail: problem };
-        const claim = declared.find((d) => covers(d.name, parsed.host));
-        return claim
-          ? { check, url: tab, ok: true, detail: `site ${claim.site} declares ${claim.name}` }
-          : { check, url: tab, ok: false, detail: `no site's card declares ${parsed.host}` };
-      }),
-    ]),
-  );
+  return { card, declared, problem };
 }
 
 /** Runs every check; the results, whatever they are. */
