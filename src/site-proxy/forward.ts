@@ -278,6 +278,38 @@ function head(answer: http.IncomingMessage, headers: string[]): string {
 }
 
 /**
+ * An upgrade request to `destination` on the connection `hooks.open` gives (a fresh one: an upgraded connection is
+ * never pooled); undefined when it cannot even be made, `hooks.failed` told why.
+ */
+export function upgradeRequest(
+  destination: Destination,
+  method: string,
+  headers: string[],
+  hooks: Pick<UpgradeHooks, "open" | "failed">,
+): http.ClientRequest | undefined {
+  try {
+    return http.request({
+      host: destination.host,
+      port: destination.port,
+      method,
+      path: destination.path,
+      headers,
+      setHost: false,
+      createConnection: ((_options: unknown, callback: (err: Error | null, socket?: net.Socket) => void) => {
+        hooks.open().then(
+          (socket) => callback(null, socket),
+          (err: Error) => callback(err),
+        );
+        return undefined;
+      }) as never,
+    });
+  } catch (err) {
+    hooks.failed(err as Error);
+    return undefined;
+  }
+}
+
+/**
  * A WebSocket (or other) upgrade. The request is sent on a fresh connection, and what the computer sent after its
  * request head is held back until the destination switches protocols (101): a destination that answers anything
  * else gets no further byte from the computer, so none can be read there as the next request. A 101 is passed on
@@ -293,27 +325,8 @@ export function forwardUpgrade(
 ): void {
   const upgradeTo = req.headers.upgrade ?? "websocket";
   const headers = [...destination.headers, "Connection", "Upgrade", "Upgrade", upgradeTo];
-  let upstream: http.ClientRequest;
-  try {
-    upstream = http.request({
-      host: destination.host,
-      port: destination.port,
-      method: req.method,
-      path: destination.path,
-      headers,
-      setHost: false,
-      createConnection: ((_options: unknown, callback: (err: Error | null, socket?: net.Socket) => void) => {
-        hooks.open().then(
-          (socket) => callback(null, socket),
-          (err: Error) => callback(err),
-        );
-        return undefined;
-      }) as never,
-    });
-  } catch (err) {
-    hooks.failed(err as Error);
-    return;
-  }
+  const upstream = upgradeRequest(destination, req.method ?? "GET", headers, hooks);
+  if (upstream === undefined) return;
   // Exactly one of failed/answered is called, however the exchange ends.
   let settled = false;
   const fail = (err: Error) => {

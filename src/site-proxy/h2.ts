@@ -19,6 +19,7 @@ import {
   type RequestSlots,
   sendOn,
   type UpgradeHooks,
+  upgradeRequest,
 } from "./forward";
 import { responseFramingProblem } from "./framing";
 import { endToEndHeaders, MAX_HEADER_BYTES, withoutHeader } from "./messages";
@@ -191,26 +192,8 @@ export function forwardWebSocket(
     settled = true;
     hooks.failed(err);
   };
-  let upstream: http.ClientRequest;
-  try {
-    upstream = http.request({
-      host: destination.host,
-      port: destination.port,
-      method: "GET",
-      path: destination.path,
-      headers,
-      setHost: false,
-      createConnection: ((_options: unknown, callback: (err: Error | null, socket?: net.Socket) => void) => {
-        hooks.open().then(
-          (socket) => callback(null, socket),
-          (err: Error) => callback(err),
-        );
-        return undefined;
-      }) as never,
-    });
-  } catch (err) {
-    return hooks.failed(err as Error);
-  }
+  const upstream = upgradeRequest(destination, "GET", headers, hooks);
+  if (upstream === undefined) return;
   stream.once("close", () => upstream.destroy());
   upstream.on("upgrade", (answer, socket: net.Socket, head: Buffer) => {
     if (answer.headers["sec-websocket-accept"] !== websocketAccept(key)) {
