@@ -35,6 +35,7 @@ import {
   processTree,
   startGateway,
   startNginx,
+  startNginxTlsH2,
   startSiteProxy,
   testCertificate,
   waitForPort,
@@ -202,31 +203,14 @@ http {
     children.push(siteProxy.child);
     const { cert, key } = testCertificate(dir);
     const nginxTlsPort = await freePort();
-    const nginxTls = startNginx(
-      dir,
-      "tls-h2",
-      `worker_processes auto;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  upstream bench { server 127.0.0.1:${upstreamPort}; keepalive 256; }
-  server {
-    listen 127.0.0.1:${nginxTlsPort} ssl http2 backlog=4096;
-    ssl_certificate ${cert};
-    ssl_certificate_key ${key};
-    location / {
-      proxy_pass http://bench;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $http_host;
-      proxy_set_header X-Forwarded-Host $http_host;
-      proxy_set_header X-Forwarded-Proto https;
-      proxy_buffering off;
-    }
-  }
-}`,
-    );
+    const nginxTls = startNginxTlsH2(dir, {
+      port: nginxTlsPort,
+      upstreamPort: upstreamPort,
+      cert,
+      key,
+      keepalive: 256,
+      buffering: false,
+    });
     children.push(nginxTls);
     await waitForPort(nginxTlsPort);
 

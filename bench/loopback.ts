@@ -49,6 +49,41 @@ ${body}
   return child;
 }
 
+/**
+ * nginx terminating TLS with HTTP/2 on `port` in front of `upstreamPort` (kept-alive HTTP/1.1), as a reverse proxy
+ * passes a request on: the fair peer of the site proxy and the gateway behind it.
+ */
+export function startNginxTlsH2(
+  dir: string,
+  options: { port: number; upstreamPort: number; cert: string; key: string; keepalive: number; buffering: boolean },
+): ChildProcess {
+  return startNginx(
+    dir,
+    "tls-h2",
+    `worker_processes auto;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  upstream site { server 127.0.0.1:${options.upstreamPort}; keepalive ${options.keepalive}; }
+  server {
+    listen 127.0.0.1:${options.port} ssl http2 backlog=4096;
+    ssl_certificate ${options.cert};
+    ssl_certificate_key ${options.key};
+    ssl_session_cache shared:SSL:1m;
+    location / {
+      proxy_pass http://site;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-Host $http_host;
+      proxy_set_header X-Forwarded-Proto https;${options.buffering ? "" : "\n      proxy_buffering off;"}
+    }
+  }
+}`,
+  );
+}
+
 /** Starts a node process and resolves with it once a stdout line has `marker`, parsed as JSON. */
 export function startNode<T>(
   args: string[],

@@ -21,7 +21,7 @@ import {
   freePort,
   processTree,
   startGateway,
-  startNginx,
+  startNginxTlsH2,
   startNode,
   startSiteProxy,
   testCertificate,
@@ -149,30 +149,14 @@ export async function loopbackPageLoads(
     children.push(proxy.child);
     const { cert, key } = testCertificate(dir);
     const nginxPort = await freePort();
-    const nginx = startNginx(
-      dir,
-      "tls-h2",
-      `worker_processes auto;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  upstream site { server 127.0.0.1:${frontendPort}; keepalive 64; }
-  server {
-    listen 127.0.0.1:${nginxPort} ssl http2 backlog=4096;
-    ssl_certificate ${cert};
-    ssl_certificate_key ${key};
-    ssl_session_cache shared:SSL:1m;
-    location / {
-      proxy_pass http://site;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $http_host;
-      proxy_set_header X-Forwarded-Host $http_host;
-      proxy_set_header X-Forwarded-Proto https;
-    }
-  }
-}`,
-    );
+    const nginx = startNginxTlsH2(dir, {
+      port: nginxPort,
+      upstreamPort: frontendPort,
+      cert,
+      key,
+      keepalive: 64,
+      buffering: true,
+    });
     children.push(nginx);
     await waitForPort(nginxPort);
     log(
