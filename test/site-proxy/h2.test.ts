@@ -3,20 +3,18 @@
 // ended by /connections/end; WebSockets by extended CONNECT (RFC 8441) become the gateway's HTTP/1.1 upgrades. A
 // connection serves its own tunnel's name alone (421 for any other :authority), and a malformed stream
 // (connection-specific headers, bad pseudo-headers) is reset, never forwarded.
-import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as crypto from "node:crypto";
 import * as net from "node:net";
-import * as path from "node:path";
 import * as tls from "node:tls";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConnectionRecord, RefusedRecord, RequestRecord } from "../../src/protocol/site-proxy";
-import { CHROMIUM_FLAGS } from "../../src/browser/launcher";
 import {
+  chromiumTrusting,
   cleanup,
   connectThrough,
   curl,
@@ -25,7 +23,6 @@ import {
   sleep,
   startHttpServer,
   startProxy,
-  tempDir,
   TEST_TOKEN,
   type TestHttpServer,
   waitFor,
@@ -477,28 +474,7 @@ describe("Chromium", () => {
   let browser: Browser | undefined;
   afterAll(() => browser?.close());
 
-  async function launch(extra: string[] = []): Promise<Browser> {
-    const home = tempDir();
-    const nssdb = path.join(home, ".pki/nssdb");
-    fs.mkdirSync(nssdb, { recursive: true });
-    execFileSync("certutil", ["-d", `sql:${nssdb}`, "-N", "--empty-password"]);
-    execFileSync("certutil", [
-      "-d",
-      `sql:${nssdb}`,
-      "-A",
-      "-t",
-      "C,,",
-      "-n",
-      "multienv env CA",
-      "-i",
-      proxy.caCertPath,
-    ]);
-    return chromium.launch({
-      executablePath: "/usr/bin/chromium",
-      env: { ...process.env, HOME: home },
-      args: [...CHROMIUM_FLAGS, `--proxy-server=${proxy.url}`, ...extra],
-    });
-  }
+  const launch = (extra: string[] = []) => chromiumTrusting(proxy.caCertPath, proxy.url, extra);
 
   for (const [version, flags] of [
     ["h2", []],

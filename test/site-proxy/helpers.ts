@@ -1,12 +1,14 @@
 // Test helpers for the site proxy: the real proxy process (or its supervisor) on loopback, a DNS server on
 // loopback so no test asks the machine's own resolver, a gateway and origin servers, and curl as the client.
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import * as dgram from "node:dgram";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
+import { chromium, type Browser } from "playwright-core";
+import { CHROMIUM_FLAGS } from "../../src/browser/launcher";
 import { parseLiveSiteProxyLog, type SiteProxyLogRecord, type StartupRecord } from "../../src/protocol/site-proxy";
 
 export const ROOT = path.resolve(__dirname, "../..");
@@ -26,6 +28,24 @@ export function tempDir(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "site-proxy-test-"));
   onCleanup(() => fs.rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }));
   return dir;
+}
+
+/** Headless Chromium that trusts `caCertPath` alone (an NSS database of its own) and uses the proxy at `proxyUrl`. */
+export async function chromiumTrusting(
+  caCertPath: string,
+  proxyUrl: string,
+  extraArgs: string[] = [],
+): Promise<Browser> {
+  const home = tempDir();
+  const nssdb = path.join(home, ".pki/nssdb");
+  fs.mkdirSync(nssdb, { recursive: true });
+  execFileSync("certutil", ["-d", `sql:${nssdb}`, "-N", "--empty-password"]);
+  execFileSync("certutil", ["-d", `sql:${nssdb}`, "-A", "-t", "C,,", "-n", "multienv env CA", "-i", caCertPath]);
+  return chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    env: { ...process.env, HOME: home },
+    args: [...CHROMIUM_FLAGS, `--proxy-server=${proxyUrl}`, ...extraArgs],
+  });
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -1,15 +1,13 @@
 // docs/design.md "Site proxy": a synthetic name always wins (also inside a wildcard the computer reaches), and goes to
 // the gateway's /website/<site>/ with X-Forwarded-Host/-Proto; CONNECT to it is TLS terminated with a leaf for exactly
 // that name from the env CA, which a browser trusting the CA loads without a certificate error.
-import { execFileSync } from "node:child_process";
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
-import * as path from "node:path";
 import * as tls from "node:tls";
-import { chromium } from "playwright-core";
 import { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  chromiumTrusting,
   cleanup,
   connectThrough,
   curl,
@@ -17,10 +15,8 @@ import {
   startDns,
   startHttpServer,
   startProxy,
-  tempDir,
   type TestHttpServer,
 } from "./helpers";
-import { CHROMIUM_FLAGS } from "../../src/browser/launcher";
 
 let gateway: TestHttpServer;
 const upgrades: { url: string; forwardedHost: unknown; forwardedProto: unknown }[] = [];
@@ -148,26 +144,7 @@ describe("synthetic names", () => {
   });
 
   it("loads https://shop.test/ in headless Chromium trusting the env CA, without a certificate error", async () => {
-    const home = tempDir();
-    const nssdb = path.join(home, ".pki/nssdb");
-    fs.mkdirSync(nssdb, { recursive: true });
-    execFileSync("certutil", ["-d", `sql:${nssdb}`, "-N", "--empty-password"]);
-    execFileSync("certutil", [
-      "-d",
-      `sql:${nssdb}`,
-      "-A",
-      "-t",
-      "C,,",
-      "-n",
-      "multienv env CA",
-      "-i",
-      proxy.caCertPath,
-    ]);
-    const browser = await chromium.launch({
-      executablePath: "/usr/bin/chromium",
-      env: { ...process.env, HOME: home },
-      args: [...CHROMIUM_FLAGS, `--proxy-server=${proxy.url}`],
-    });
+    const browser = await chromiumTrusting(proxy.caCertPath, proxy.url);
     try {
       const page = await browser.newPage();
       const certificateErrors: string[] = [];
