@@ -5,8 +5,8 @@ import { CAPTURE_CAPABILITIES, captureCommand, captureSidecarMounts, sharedNetwo
 import { CAPTURE_IMAGE_ROLE } from "../src/plan/images";
 import type { Plan, PlannedCapture } from "../src/plan";
 import { LABELS, ROLES } from "../policies/contract";
-import { DockerContainer } from "../src/providers/resources";
-import { containerLabels, RESTART, volumeMounts } from "./containers";
+import * as docker from "@pulumi/docker";
+import { containerLabels, containerOptions, RESTART, volumeMounts } from "./containers";
 import type { DockerEngine } from "./dockerEngine";
 
 export interface CaptureSidecarArgs {
@@ -15,14 +15,14 @@ export interface CaptureSidecarArgs {
   /** Which container this sidecar records, and its file prefix. */
   sidecar: PlannedCapture;
   /** The website container whose network namespace the sidecar joins; must be `sidecar.target`. */
-  target: DockerContainer;
+  target: docker.Container;
   /** The engine holding the captures volume and the image tcpdump comes from. */
   engine: DockerEngine;
 }
 
 /** tcpdump in one website container's network namespace, writing the site's rotating capture files. */
 export class CaptureSidecar extends pulumi.ComponentResource {
-  readonly container: DockerContainer;
+  readonly container: docker.Container;
 
   constructor(name: string, args: CaptureSidecarArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:capture:CaptureSidecar", name, {}, opts);
@@ -33,15 +33,14 @@ export class CaptureSidecar extends pulumi.ComponentResource {
       );
     }
     const [entrypoint, ...rest] = captureCommand(args.plan, args.sidecar);
-    this.container = new DockerContainer(
+    this.container = new docker.Container(
       name,
       {
-        engine: args.engine.target,
         name: args.sidecar.containerName,
         image: args.engine.image(undefined, CAPTURE_IMAGE_ROLE),
         entrypoints: [entrypoint],
         command: rest,
-        networkMode: args.target.containerId.apply(sharedNetworkMode),
+        networkMode: args.target.id.apply(sharedNetworkMode),
         capabilities: { adds: CAPTURE_CAPABILITIES.adds, drops: CAPTURE_CAPABILITIES.drops },
         mounts: volumeMounts(args.engine, captureSidecarMounts(args.plan)),
         restart: RESTART,
@@ -51,7 +50,7 @@ export class CaptureSidecar extends pulumi.ComponentResource {
           [LABELS.captureRole]: args.sidecar.role,
         }),
       },
-      { parent: this, ...args.engine.onEngine },
+      { parent: this, ...containerOptions(args.engine) },
     );
     this.registerOutputs({ containerName: this.container.name });
   }

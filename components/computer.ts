@@ -14,9 +14,9 @@ import {
 } from "../src/plan/wiring";
 import { ENV_VARS } from "../src/protocol/env";
 import { LABELS, ROLES } from "../policies/contract";
-import { DockerContainer } from "../src/providers/resources";
+import * as docker from "@pulumi/docker";
 import { computerControlToken } from "../src/protocol/auth";
-import { containerLabels, envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";
+import { containerLabels, containerOptions, envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";
 import type { DockerEngine } from "./dockerEngine";
 
 export interface ComputerArgs {
@@ -40,8 +40,8 @@ export interface ComputerArgs {
 
 /** A computer: its site proxy (the only way out of its network) and its browser, which trusts the proxy's CA. */
 export class Computer extends pulumi.ComponentResource {
-  readonly proxy: DockerContainer;
-  readonly browser: DockerContainer;
+  readonly proxy: docker.Container;
+  readonly browser: docker.Container;
 
   constructor(name: string, args: ComputerArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:computer:Computer", name, {}, opts);
@@ -54,10 +54,9 @@ export class Computer extends pulumi.ComponentResource {
       );
     }
     const proxyConfigJson = pulumi.output(args.proxyConfig).apply((c) => JSON.stringify(c));
-    this.proxy = new DockerContainer(
+    this.proxy = new docker.Container(
       `${name}-proxy`,
       {
-        engine: engine.target,
         name: computer.proxyContainerName,
         image: engine.image(undefined, "site-proxy"),
         networksAdvanced: networksAdvanced(engine, proxyNetworks(plan, computer)),
@@ -76,12 +75,11 @@ export class Computer extends pulumi.ComponentResource {
       },
       // The computer's token is in envs: the engine keeps envs secret even if a wrapper were lost (policy
       // secrets-stay-secret).
-      { parent: this, ...engine.onEngine, dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
+      { parent: this, ...containerOptions(engine), dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
     );
-    this.browser = new DockerContainer(
+    this.browser = new docker.Container(
       `${name}-browser`,
       {
-        engine: engine.target,
         name: computer.browserContainerName,
         image: engine.image(computer.image, "browser"),
         networksAdvanced: networksAdvanced(engine, browserNets),
@@ -94,7 +92,7 @@ export class Computer extends pulumi.ComponentResource {
         labels: containerLabels(engine, { [LABELS.role]: ROLES.browser, [LABELS.computer]: computer.name }),
       },
       // The browser's proxy must be up first: the browser never falls back to a direct connection.
-      { parent: this, ...engine.onEngine, dependsOn: [this.proxy] },
+      { parent: this, ...containerOptions(engine), dependsOn: [this.proxy] },
     );
     this.registerOutputs({ proxy: this.proxy.name, browser: this.browser.name });
   }

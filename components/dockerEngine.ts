@@ -1,16 +1,20 @@
-// One Docker engine's shared pieces: its networks, its volumes and the images its containers run. Every child
-// resource names the engine it is on (`target`), so the same component serves the local engine and a VM's.
+// One Docker engine's shared pieces: @pulumi/docker's provider for it, its networks, its volumes and the images its
+// containers run. Every child resource and every container on the engine is created with that provider, so the same
+// component serves the local engine and a VM's (reached over SSH as the provider's `host` and `sshOpts`).
+// The project's images are built by the engine itself from the project's Dockerfiles (the engine has the base
+// image; nothing is pulled).
 // A remote engine gets its images from the runner's engine (`imagesFrom`): built or pulled there, then copied
 // with one `docker save | zstd | ssh docker load` of them all. A VM then needs no registry and no web access to get
 // them: a computer VM whose security group has no web egress still gets its browser and proxy images.
+import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
-import type { EngineTarget } from "../src/providers/docker-api";
-import { DockerImage, DockerImageRef, DockerNetwork, DockerVolume, LocalCommand } from "../src/providers/resources";
+import { imageContextDigest } from "../src/image-context";
+import { LocalCommand } from "../src/providers/resources";
 import type { EngineNetworks } from "../src/plan/wiring";
 import type { ProjectImageRole, RemoteEngineImages } from "../src/plan/images";
-import { PROJECT_IMAGES, projectImageFiles } from "../src/plan/images";
+import { PROJECT_IMAGES } from "../src/plan/images";
 import { shipImagesCommand } from "../src/plan/ec2";
-import type { SshEndpoint } from "../src/plan/ssh";
+import type { EngineConnection, SshEndpoint } from "../src/plan/ssh";
 
 /** Where a remote engine gets its images: another engine (the runner's), and how to reach this one over SSH. */
 export interface ImageSource {
@@ -25,8 +29,11 @@ export interface ImageSource {
 }
 
 export interface DockerEngineArgs {
-  /** The engine: unset host for the local one (DOCKER_HOST or the default socket), ssh:// for a VM's. */
-  target: pulumi.Input<EngineTarget>;
+  /**
+   * The engine: unset for the local one (DOCKER_HOST, else the default socket), or a `unix://` host; a remote
+   * engine's `ssh://` host and options (src/plan/ssh.ts `engineConnection`).
+   */
+  connection?: pulumi.Input<Partial<EngineConnection>>;
   /** Which networks this engine holds, internal (no route out) and external, by Docker name. */
   networks: EngineNetworks;
   /** Docker names of the volumes this engine holds. */
@@ -50,30 +57,38 @@ export interface DockerEngineArgs {
 
 /** One engine's networks, volumes and images, shared by every container created on it. */
 export class DockerEngine extends pulumi.ComponentResource {
-  private readonly networks = new Map<string, DockerNetwork>();
-  private readonly volumes = new Map<string, DockerVolume>();
-  private readonly builtImages = new Map<ProjectImageRole, DockerImage>();
-  private readonly pulledImages = new Map<string, DockerImageRef>();
+  private readonly networks = new Map<string, docker.Network>();
+  private readonly volumes = new Map<string, docker.Volume>();
+  private readonly builtImages = new Map<ProjectImageRole, docker.RemoteImage>();
+  private readonly pulledImages = new Map<string, docker.RemoteImage>();
   /** Remote engines: the id of each image this engine has, by role or reference, once the one load is done. */
   private readonly shippedImages = new Map<string, pulumi.Output<string>>();
   /** True when the images come from another engine (`imagesFrom`). */
   private readonly remote: boolean;
   /** The component's name: it prefixes the names of images pulled on demand. */
   readonly engineName: string;
-  /** The engine every child resource is created on. */
-  readonly target: pulumi.Input<EngineTarget>;
+  /** The docker provider of this engine: every resource on it is created with it. */
+  readonly provider: docker.Provider;
   /** Labels of the stack, for the containers created on this engine. */
   readonly labels: Record<string, string>;
-  /** Options every resource on this engine is created with (see `deletedWith`): spread them into a container's. */
-  readonly onEngine: { deletedWith?: pulumi.Resource };
+  /** Options of every resource on this engine (its provider, `deletedWith`): spread them into a container's. */
+  readonly onEngine: { provider: docker.Provider; deletedWith?: pulumi.Resource };
 
   constructor(name: string, args: DockerEngineArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:docker:DockerEngine", name, {}, opts);
     this.engineName = name;
     this.remote = args.imagesFrom !== undefined;
-    this.target = args.target;
     this.labels = args.labels;
-    this.onEngine = args.deletedWith === undefined ? {} : { deletedWith: args.deletedWith };
+    const connection = pulumi.output(args.connection ?? {});
+    this.provider = new docker.Provider(
+      `${name}-provider`,
+      { host: connection.apply((c) => c.host), sshOpts: connection.apply((c) => c.sshOpts) },
+      { parent: this },
+    );
+    this.onEngine = {
+      provider: this.provider,
+      ...(args.deletedWith === undefined ? {} : { deletedWith: args.deletedWith }),
+    };
     const labels = Object.entries(args.labels).map(([label, value]) => ({ label, value }));
     const all = [
       ...args.networks.internal.map((n) => [n, true] as const),
@@ -86,40 +101,41 @@ export class DockerEngine extends pulumi.ComponentResource {
       seen.add(network);
       this.networks.set(
         network,
-        new DockerNetwork(
+        // Named after the engine, so two engines may hold networks of one Docker name.
+        new docker.Network(
           `${name}-${network}`,
-          { engine: this.target, name: network, internal, driver: "bridge", labels },
-          // Named after the engine, so two engines may hold networks of one Docker name; the alias is the old name.
-          { parent: this, ...this.onEngine, aliases: [{ name: network }] },
+          { name: network, internal, driver: "bridge", labels },
+          { parent: this, ...this.onEngine },
         ),
       );
     }
     for (const volume of args.volumes) {
       this.volumes.set(
         volume,
-        new DockerVolume(
-          `${name}-${volume}`,
-          { engine: this.target, name: volume, labels },
-          { parent: this, ...this.onEngine, aliases: [{ name: volume }] },
-        ),
+        new docker.Volume(`${name}-${volume}`, { name: volume, labels }, { parent: this, ...this.onEngine }),
       );
     }
     for (const role of args.imagesFrom ? [] : args.projectImages) {
       const image = PROJECT_IMAGES[role];
+      const buildArgs = { BASE_IMAGE: args.baseImage };
       this.builtImages.set(
         role,
-        new DockerImage(
+        new docker.RemoteImage(
           `${name}-${role}-image`,
           {
-            engine: this.target,
-            imageName: image.imageName,
-            context: args.buildContext,
-            dockerfile: image.dockerfile,
-            files: projectImageFiles(image),
-            buildArgs: { BASE_IMAGE: args.baseImage },
-            labels: { "multienv.base-image": args.baseImage },
+            name: image.imageName,
+            build: {
+              context: args.buildContext,
+              dockerfile: image.dockerfile,
+              buildArgs,
+              label: { "multienv.base-image": args.baseImage },
+            },
+            // The provider does not hash the build context: a changed Dockerfile or bundle rebuilds through this.
+            triggers: { context: imageContextDigest(args.buildContext, image, buildArgs) },
+            // A tag is shared by every stack on the engine: a destroy never removes it from under another stack.
+            keepLocally: true,
           },
-          { parent: this },
+          { parent: this, ...this.onEngine },
         ),
       );
     }
@@ -166,11 +182,13 @@ export class DockerEngine extends pulumi.ComponentResource {
 
   /** The subnets of every network on this engine: addresses a computer's site proxy must never dial. */
   networkSubnets(): pulumi.Output<string[]> {
-    return pulumi.all([...this.networks.values()].map((n) => n.subnets)).apply((all) => all.flat());
+    return pulumi
+      .all([...this.networks.values()].map((n) => n.ipamConfigs))
+      .apply((all) => all.flat().flatMap((c) => (c.subnet ? [c.subnet] : [])));
   }
 
   /** The network resource named `name`; asking for one the engine does not hold is a bug in the layout. */
-  network(name: string): DockerNetwork {
+  network(name: string): docker.Network {
     const network = this.networks.get(name);
     if (network === undefined)
       throw new pulumi.ResourceError(
@@ -180,7 +198,7 @@ export class DockerEngine extends pulumi.ComponentResource {
     return network;
   }
 
-  volume(name: string): DockerVolume {
+  volume(name: string): docker.Volume {
     const volume = this.volumes.get(name);
     if (volume === undefined)
       throw new pulumi.ResourceError(
@@ -212,9 +230,10 @@ export class DockerEngine extends pulumi.ComponentResource {
     let pulled = this.pulledImages.get(image);
     if (pulled === undefined) {
       const resourceName = `${this.engineName}-image-${image.replace(/[^A-Za-z0-9_.-]+/g, "-")}`;
-      pulled = new DockerImageRef(
+      // Kept on destroy: the task's site images are the user's, and other stacks may run them.
+      pulled = new docker.RemoteImage(
         resourceName,
-        { engine: this.target, name: image },
+        { name: image, keepLocally: true },
         { parent: this, ...this.onEngine },
       );
       this.pulledImages.set(image, pulled);

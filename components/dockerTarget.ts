@@ -20,7 +20,7 @@ export class DockerTarget extends pulumi.ComponentResource implements EnvTarget 
     this.env = new DockerEngine(
       `${name}-engine`,
       {
-        target: args.runnerEngine,
+        connection: args.runnerEngine,
         networks: envEngineNetworks(plan),
         volumes: [
           ...(plan.capture.enabled ? [plan.capture.volumeName] : []),

@@ -4,7 +4,6 @@
 // the plan. The ec2 one loads the AWS SDK only when it is used (components/aws.ts), so a docker deploy never does.
 import type * as pulumi from "@pulumi/pulumi";
 import type { Plan, PlannedComputer } from "../src/plan";
-import type { EngineTarget } from "../src/providers/docker-api";
 import type { GatewayTunnel as GatewayTunnelSpec } from "../src/plan/ssh";
 import type { DockerEngine } from "./dockerEngine";
 import { DockerTarget } from "./dockerTarget";
@@ -39,8 +38,8 @@ export interface EnvTargetArgs {
   buildContext: string;
   /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */
   baseImage: string;
-  /** The runner's own engine: unset host for DOCKER_HOST or the local socket. */
-  runnerEngine: EngineTarget;
+  /** The runner's own engine: a `unix://` host, or unset for DOCKER_HOST or the local socket. */
+  runnerEngine: { host?: string };
 }
 
 /**

@@ -14,8 +14,8 @@ import {
 import { ENV_VARS } from "../src/protocol/env";
 import { gatewayUrl } from "../src/plan/urls";
 import { LABELS, ROLES } from "../policies/contract";
-import { DockerContainer } from "../src/providers/resources";
-import { containerLabels, envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";
+import * as docker from "@pulumi/docker";
+import { containerLabels, containerOptions, envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";
 import type { DockerEngine } from "./dockerEngine";
 
 export interface GatewayArgs {
@@ -38,7 +38,7 @@ export interface GatewayArgs {
 
 /** The env's gateway container, published on loopback (docker) or its VM (ec2), healthy before the deploy goes on. */
 export class Gateway extends pulumi.ComponentResource {
-  readonly container: DockerContainer;
+  readonly container: docker.Container;
   /** `http://<address>:<published port>` */
   readonly url: pulumi.Output<string>;
 
@@ -54,10 +54,9 @@ export class Gateway extends pulumi.ComponentResource {
       );
     }
     const configJson = pulumi.output(args.serviceConfig).apply((c) => JSON.stringify(c));
-    this.container = new DockerContainer(
+    this.container = new docker.Container(
       name,
       {
-        engine: engine.target,
         name: plan.gateway.containerName,
         image: engine.image(undefined, "gateway"),
         networksAdvanced: networksAdvanced(engine, gatewayNetworks(plan)),
@@ -73,17 +72,15 @@ export class Gateway extends pulumi.ComponentResource {
       },
       // The control token is in envs: the engine keeps envs secret even if a wrapper were lost (policy
       // secrets-stay-secret).
-      { parent: this, ...engine.onEngine, dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
+      { parent: this, ...containerOptions(engine), dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
     );
     const address = published.ip;
     const port =
       published.external ??
-      this.container.publishedPorts.apply(
-        (bound) => bound?.find((p) => p.internal === published.internal)?.external ?? 0,
-      );
+      this.container.ports.apply((bound) => bound?.find((p) => p.internal === published.internal)?.external ?? 0);
     this.url =
       args.reachedAt !== undefined
-        ? pulumi.all([args.reachedAt, this.container.containerId]).apply(([url]) => url)
+        ? pulumi.all([args.reachedAt, this.container.id]).apply(([url]) => url)
         : pulumi.all([address, port]).apply(([a, p]) => gatewayUrl(a, p));
     this.registerOutputs({ url: this.url });
   }

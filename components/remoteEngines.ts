@@ -8,8 +8,8 @@ import { readinessCommand } from "../src/plan/ec2";
 import { projectImagesNeeded, remoteEngineImages } from "../src/plan/images";
 import { gatewayUrl } from "../src/plan/urls";
 import { computerEngineNetworks, envEngineNetworks } from "../src/plan/wiring";
-import type { GatewayTunnel as GatewayTunnelSpec, SshEndpoint } from "../src/plan/ssh";
-import type { EngineTarget } from "../src/providers/docker-api";
+import { engineConnection, type GatewayTunnel as GatewayTunnelSpec, type SshEndpoint } from "../src/plan/ssh";
+import { sshDir } from "../src/providers/ssh";
 import { GatewayTunnel, LocalCommand } from "../src/providers/resources";
 import { LABELS } from "../policies/contract";
 import { DockerEngine } from "./dockerEngine";
@@ -57,7 +57,7 @@ export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget
       `${name}-images`,
       {
         ...engineArgs,
-        target: args.runnerEngine,
+        connection: args.runnerEngine,
         networks: { internal: [], external: [] },
         volumes: [],
         projectImages: projectImagesNeeded(true, plan.computers),
@@ -78,17 +78,14 @@ export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget
           dependsOn: [...(host.readyAfter ?? []), ...(host.machine ? [host.machine] : [])],
         },
       );
-      // Every resource on the engine carries the readiness check as a dependency through its target.
-      const target: pulumi.Output<EngineTarget> = pulumi.all([host.ssh, ready.stdout]).apply(([ssh]) => ({
-        host: `ssh://${ssh.user}@${ssh.host.includes(":") ? `[${ssh.host}]` : ssh.host}${ssh.port ? `:${ssh.port}` : ""}`,
-        ssh,
-      }));
+      // Every resource on the engine carries the readiness check as a dependency through its provider's config.
+      const connection = pulumi.all([host.ssh, ready.stdout]).apply(([ssh]) => engineConnection(ssh, sshDir()));
       readiness.set(role, ready);
       return new DockerEngine(
         `${name}-${role}-engine`,
         {
           ...engineArgs,
-          target,
+          connection,
           networks: computer ? computerEngineNetworks(computer) : envEngineNetworks(plan),
           volumes: computer ? [computer.caVolumeName] : plan.capture.enabled ? [plan.capture.volumeName] : [],
           projectImages: [],

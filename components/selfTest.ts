@@ -4,7 +4,7 @@
 // changes: the checks, the gateway's address, or any container under test recreated.
 import * as pulumi from "@pulumi/pulumi";
 import type { SelfTestPlan } from "../src/plan/self-test";
-import type { DockerContainer } from "../src/providers/resources";
+import type * as docker from "@pulumi/docker";
 import { SelfTest as SelfTestResource } from "../src/providers/resources";
 import type { SelfTestResults } from "../src/protocol/outputs";
 
@@ -16,7 +16,7 @@ export interface SelfTestArgs {
   /** The env's control token (a secret). */
   controlToken: pulumi.Input<string>;
   /** The containers the checks run through: the gateway, and each computer's proxy and browser. */
-  containers: DockerContainer[];
+  containers: docker.Container[];
 }
 
 /** The deploy's own check from inside each computer, through its proxy; its results are a stack output. */
@@ -35,7 +35,7 @@ export class SelfTest extends pulumi.ComponentResource {
         controlToken: args.controlToken,
         checks: args.selfTest.checks,
         startTabs: args.selfTest.startTabs,
-        deployed: args.containers.map((c) => c.containerId),
+        deployed: args.containers.map((c) => c.id),
       },
       { parent: this, dependsOn: args.containers },
     );

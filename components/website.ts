@@ -9,8 +9,8 @@ import { ENV_VARS } from "../src/protocol/env";
 import { LABELS, ROLES } from "../policies/contract";
 import { CaptureSidecar } from "./captureSidecar";
 import { secretReferenceProblems, siteSecretReferences } from "../src/config/secrets";
-import { DockerContainer } from "../src/providers/resources";
-import { containerLabels, envEntry, networksAdvanced, RESTART } from "./containers";
+import * as docker from "@pulumi/docker";
+import { containerLabels, containerOptions, envEntry, networksAdvanced, RESTART } from "./containers";
 import type { DockerEngine } from "./dockerEngine";
 
 export interface WebsiteArgs {
@@ -29,9 +29,9 @@ export interface WebsiteArgs {
 
 /** A website of the env: its server, its frontend (synthetic sites), and their capture sidecars. */
 export class Website extends pulumi.ComponentResource {
-  readonly server: DockerContainer;
+  readonly server: docker.Container;
   /** Synthetic sites only. */
-  readonly frontend?: DockerContainer;
+  readonly frontend?: docker.Container;
   readonly sidecars: CaptureSidecar[] = [];
 
   constructor(name: string, args: WebsiteArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -46,10 +46,9 @@ export class Website extends pulumi.ComponentResource {
       throw new pulumi.ResourceError(`Website ${site.name}: a live site serves no pages, so it has no frontend`, this);
     }
 
-    this.server = new DockerContainer(
+    this.server = new docker.Container(
       `${name}-server`,
       {
-        engine: engine.target,
         name: site.server.containerName,
         image: engine.pulledImage(requireImage(this, site, "server", site.server)),
         networksAdvanced: networksAdvanced(engine, serverNetworks(plan, site)),
@@ -62,15 +61,14 @@ export class Website extends pulumi.ComponentResource {
       // secrets-stay-secret).
       {
         parent: this,
-        ...engine.onEngine,
+        ...containerOptions(engine),
         additionalSecretOutputs: Object.keys(site.secretSettings).length > 0 ? ["envs"] : [],
       },
     );
     if (site.frontend !== undefined) {
-      this.frontend = new DockerContainer(
+      this.frontend = new docker.Container(
         `${name}-frontend`,
         {
-          engine: engine.target,
           name: site.frontend.containerName,
           image: engine.pulledImage(requireImage(this, site, "frontend", site.frontend)),
           networksAdvanced: networksAdvanced(engine, frontendNetworks(plan, site)),
@@ -78,7 +76,7 @@ export class Website extends pulumi.ComponentResource {
           restart: RESTART,
           labels: containerLabels(engine, siteLabels(site, "frontend")),
         },
-        { parent: this, ...engine.onEngine },
+        { parent: this, ...containerOptions(engine) },
       );
     }
     for (const sidecar of plan.capture.sidecars.filter((s) => s.site === site.name)) {
@@ -96,7 +94,7 @@ export class Website extends pulumi.ComponentResource {
   }
 
   /** Every container of the site, sidecars included: the gateway starts after them. */
-  containers(): DockerContainer[] {
+  containers(): docker.Container[] {
     return [this.server, ...(this.frontend ? [this.frontend] : []), ...this.sidecars.map((s) => s.container)];
   }
 }

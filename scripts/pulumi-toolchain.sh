@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Provides the Pulumi toolchain the project runs on: the `pulumi` CLI, the Node.js language host, and the
-# scripts that start Node.js dynamic providers and policy packs. Idempotent; prints the bin directory.
+# Provides the Pulumi toolchain the project runs on: the `pulumi` CLI, the Node.js language host, the scripts
+# that start Node.js dynamic providers and policy packs, and the docker resource plugin. Idempotent; prints the
+# bin directory of the CLI.
 #
 #   - A `pulumi` already on PATH (installed the usual way, https://www.pulumi.com/docs/install/) is used as
-#     it is: its distribution carries the language host and those scripts. Nothing is built.
+#     it is: its distribution carries the language host and those scripts. Nothing of it is built.
 #   - Otherwise the toolchain is built with `go build` from the published Go modules, into
 #     .cache/pulumi/<versions>/bin, and reused while it is there (a second run takes well under a second):
 #       pulumi                         github.com/pulumi/pulumi/pkg/v3 (cmd/pulumi), from a small wrapper
@@ -25,9 +26,13 @@
 # RunPlugin call the CLI uses to start policy packs (`--policy-pack`). Set MULTIENV_NODEJS_HOST_MODULE_VERSION
 # to a pseudo-version the proxy serves to build the release's own host instead.
 #
-# The project needs no provider plugin on the docker target: its Docker and command resources are Node.js
-# dynamic providers (src/providers). The ec2 target's aws plugin is installed by Pulumi itself on first use
-# (automatic plugin acquisition), as for any Pulumi user.
+# The docker resource plugin, at the version of the @pulumi/docker npm package the lock file pins: one already
+# installed (`pulumi plugin ls`; a user's `pulumi plugin install resource docker <version>`, or Pulumi's own
+# automatic acquisition) is used as it is. Otherwise it is built by scripts/pulumi-docker/build.sh, bridged
+# from the upstream Terraform provider with pulumi-terraform-bridge as Pulumi's release is, cached in
+# .cache/pulumi/docker-<version>/bin, and registered with `pulumi plugin install resource docker <version>
+# --file`. Its build runs beside the CLI's. The ec2 target's aws plugin is installed by Pulumi itself on first
+# use (automatic plugin acquisition), as for any Pulumi user.
 #
 # Usage: scripts/pulumi-toolchain.sh [--print-env]   (--print-env: `export PATH=...` for a shell to eval)
 set -euo pipefail
@@ -42,10 +47,50 @@ emit() {
   if [ $print_env = 1 ]; then printf 'export PATH=%q:"$PATH"\n' "$bin"; else echo "$bin"; fi
 }
 
-# --- a pulumi the user installed -----------------------------------------------------------------------
+# --- the docker plugin's version, and whether one is installed ---------------------------------------------
 CACHE_ROOT=$PWD/.cache/pulumi
+DOCKER_VERSION=$(node -p "require('./package-lock.json').packages['node_modules/@pulumi/docker'].version" 2>/dev/null) || {
+  log "package-lock.json names no @pulumi/docker; run npm install first"
+  exit 1
+}
+DOCKER_BIN=$CACHE_ROOT/docker-$DOCKER_VERSION/bin
+# Where `pulumi plugin install` puts a resource plugin, and `pulumi plugin ls` finds it.
+DOCKER_PLUGIN_DIR=${PULUMI_HOME:-$HOME/.pulumi}/plugins/resource-docker-v$DOCKER_VERSION
+docker_plugin_installed() { [ -x "$DOCKER_PLUGIN_DIR/pulumi-resource-docker" ]; }
+# Builds the plugin into the cache unless it is there; run in the background beside the CLI's build.
+build_docker_plugin() {
+  [ -x "$DOCKER_BIN/pulumi-resource-docker" ] && return 0
+  command -v go >/dev/null || { log "no docker plugin $DOCKER_VERSION is installed and go is not on PATH: run pulumi plugin install resource docker $DOCKER_VERSION"; return 1; }
+  log "building pulumi-resource-docker $DOCKER_VERSION (about 6 minutes on 2 cores the first time)"
+  mkdir -p "$DOCKER_BIN"
+  bash scripts/pulumi-docker/build.sh "$CACHE_ROOT/src/docker-$DOCKER_VERSION" "$DOCKER_VERSION" "$DOCKER_BIN/pulumi-resource-docker"
+}
+# Registers the built plugin with the CLI, as `pulumi plugin install` does for a downloaded one.
+install_docker_plugin() { # $1: a pulumi binary
+  docker_plugin_installed && return 0
+  "$1" plugin install resource docker "$DOCKER_VERSION" --file "$DOCKER_BIN/pulumi-resource-docker" >&2
+  log "installed the docker plugin $DOCKER_VERSION from $DOCKER_BIN"
+}
+# The docker plugin for the CLI `$1`, built only when that CLI has none of this version.
+provide_docker_plugin() { # $1: a pulumi binary, already built or installed
+  docker_plugin_installed && { log "using the installed docker plugin $DOCKER_VERSION ($DOCKER_PLUGIN_DIR)"; return 0; }
+  wait_docker_build && install_docker_plugin "$1"
+}
+docker_build_pid=""
+wait_docker_build() {
+  if [ -n "$docker_build_pid" ]; then
+    wait "$docker_build_pid" || { log "the docker plugin did not build"; return 1; }
+    docker_build_pid=""
+  else
+    build_docker_plugin
+  fi
+}
+[ -x /usr/local/go/bin/go ] && export PATH="/usr/local/go/bin:$PATH"
+
+# --- a pulumi the user installed -----------------------------------------------------------------------
 if existing=$(command -v pulumi 2>/dev/null) && [[ "$(readlink -f "$existing")" != "$CACHE_ROOT"/* ]]; then
   log "using $existing ($("$existing" version 2>/dev/null || echo 'version unknown'))"
+  provide_docker_plugin "$existing"
   emit "$(dirname "$existing")"
   exit 0
 fi
@@ -73,6 +118,7 @@ complete=1
 for b in "${wanted[@]}"; do [ -x "$BIN/$b" ] || complete=0; done
 if [ $complete = 1 ]; then
   log "reusing $BIN (pulumi $("$BIN/pulumi" version), nodejs language host $NODEJS_HOST_VERSION)"
+  provide_docker_plugin "$BIN/pulumi"
   emit "$BIN"
   exit 0
 fi
@@ -81,6 +127,11 @@ command -v go >/dev/null || { log "neither pulumi nor go is on PATH: install Pul
 export GOFLAGS=-modcacherw GOTOOLCHAIN=local CGO_ENABLED=0
 VERSION_PKG=github.com/pulumi/pulumi/sdk/v3/go/common/version.Version
 mkdir -p "$BIN" "$SRC"
+# The docker plugin builds beside the CLI (both are mostly compiling, each on its own packages).
+if ! docker_plugin_installed; then
+  build_docker_plugin &
+  docker_build_pid=$!
+fi
 
 # wrapper_module DIR MODULE_NAME GO_VERSION REQUIRE... : a module that only requires what is built from it.
 wrapper_module() {
@@ -132,5 +183,6 @@ for script in pulumi-resource-pulumi-nodejs pulumi-analyzer-policy; do
   install -m 0755 "$found" "$BIN/$script"
 done
 
-log "built $BIN: pulumi $("$BIN/pulumi" version), nodejs language host $NODEJS_HOST_VERSION"
+provide_docker_plugin "$BIN/pulumi"
+log "built $BIN: pulumi $("$BIN/pulumi" version), nodejs language host $NODEJS_HOST_VERSION, docker plugin $DOCKER_VERSION"
 emit "$BIN"

@@ -52,35 +52,75 @@ function fnv1a(text: string, seed: number): string {
 export const CONTROL_PERSIST_SECONDS = 120;
 
 /**
- * The ssh config of one host, paths under `dir` (a literal directory, or `$d` inside a here-document).
- * Host keys are checked strictly against the one pinned key; sessions go through the shared connection when
- * it is up and connect on their own otherwise (ControlMaster no: only `sshSetup` starts the master).
+ * The options every connection to the host is made with, as ssh_config keyword/value pairs; `dir` is a literal
+ * directory, or `$d` inside a here-document. Host keys are checked strictly against the one pinned key (how it is
+ * pinned is the caller's: a known_hosts file, or the key itself in the options); sessions go through the shared
+ * connection when it is up and connect on their own otherwise (ControlMaster no: only `sshSetup` starts the master).
  */
+function connectionOptions(endpoint: SshEndpoint, dir: string): [string, string][] {
+  const alias = sshAlias(endpoint);
+  return [
+    ["HostKeyAlias", alias],
+    ["HostKeyAlgorithms", hostKeyLine(endpoint.hostKey).split(" ")[0]],
+    ["GlobalKnownHostsFile", "/dev/null"],
+    ["StrictHostKeyChecking", "yes"],
+    ["UpdateHostKeys", "no"],
+    ["BatchMode", "yes"],
+    ["ConnectTimeout", "10"],
+    ["ServerAliveInterval", "15"],
+    ["ServerAliveCountMax", "4"],
+    ["ControlMaster", "no"],
+    ["ControlPath", `${dir}/${alias}.sock`],
+    ["ControlPersist", String(CONTROL_PERSIST_SECONDS)],
+    ["LogLevel", "ERROR"],
+    ...(endpoint.identityFile
+      ? ([
+          ["IdentityFile", endpoint.identityFile],
+          ["IdentitiesOnly", "yes"],
+        ] as [string, string][])
+      : []),
+  ];
+}
+
+/** The ssh config of one host, paths under `dir`: its known_hosts file holds the pinned key. */
 export function sshConfigText(endpoint: SshEndpoint, dir: string): string {
   const alias = sshAlias(endpoint);
-  const keyType = hostKeyLine(endpoint.hostKey).split(" ")[0];
   return [
     `Host ${alias}`,
     `  HostName ${endpoint.host}`,
     `  User ${endpoint.user}`,
     `  Port ${endpoint.port ?? 22}`,
-    `  HostKeyAlias ${alias}`,
-    `  HostKeyAlgorithms ${keyType}`,
     `  UserKnownHostsFile ${dir}/${alias}.known_hosts`,
-    "  GlobalKnownHostsFile /dev/null",
-    "  StrictHostKeyChecking yes",
-    "  UpdateHostKeys no",
-    "  BatchMode yes",
-    "  ConnectTimeout 10",
-    "  ServerAliveInterval 15",
-    "  ServerAliveCountMax 4",
-    "  ControlMaster no",
-    `  ControlPath ${dir}/${alias}.sock`,
-    `  ControlPersist ${CONTROL_PERSIST_SECONDS}`,
-    "  LogLevel ERROR",
-    ...(endpoint.identityFile ? [`  IdentityFile ${endpoint.identityFile}`, "  IdentitiesOnly yes"] : []),
+    ...connectionOptions(endpoint, dir).map(([keyword, value]) => `  ${keyword} ${value}`),
     "",
   ].join("\n");
+}
+
+/** A Docker engine on the host as @pulumi/docker's provider reaches it: its `host` and `sshOpts`. */
+export interface EngineConnection {
+  /** `ssh://user@host:port` */
+  host: string;
+  /** `-o keyword=value` arguments of every `ssh` the provider runs. */
+  sshOpts: string[];
+}
+
+/**
+ * How the docker provider reaches the host's engine: the same options as the ssh config, with the pinned key in
+ * the options themselves (KnownHostsCommand prints the one known_hosts line), so a provider that runs in a new
+ * shell, with no file of `sshSetup` there, still checks the key; `dir` is where a shared connection's socket is
+ * (a literal directory: the provider runs no shell).
+ */
+export function engineConnection(endpoint: SshEndpoint, dir: string): EngineConnection {
+  const alias = sshAlias(endpoint);
+  const host = endpoint.host.includes(":") ? `[${endpoint.host}]` : endpoint.host;
+  return {
+    host: `ssh://${endpoint.user}@${host}:${endpoint.port ?? 22}`,
+    sshOpts: [
+      ["UserKnownHostsFile", "/dev/null"],
+      ["KnownHostsCommand", `/bin/echo ${alias} ${hostKeyLine(endpoint.hostKey)}`],
+      ...connectionOptions(endpoint, dir),
+    ].flatMap(([keyword, value]) => ["-o", `${keyword}=${value}`]),
+  };
 }
 
 /** The directory of the files, as /bin/sh computes it: per user, so two users on one runner never share it. */

@@ -4,10 +4,14 @@
 import { CAPTURES_DIR, CA_DIR, GATEWAY_BROWSE_PORT, SITE_PROXY_CONTROL_PORT, networkAliases } from "./topology";
 import type { Plan, PlannedCapture, PlannedComputer, PlannedWebsite } from "./types";
 
-/** Capabilities: capture sidecars alone hold NET_RAW/NET_ADMIN; every other container drops NET_RAW. */
-export const CAPTURE_CAPABILITIES = { adds: ["NET_RAW", "NET_ADMIN"], drops: [] as string[] };
+/**
+ * Capabilities: capture sidecars alone hold NET_RAW/NET_ADMIN; every other container drops NET_RAW. Written as
+ * Docker reports them (`CAP_` names): the docker provider compares what the engine reads back with these, and any
+ * other spelling is a diff on every refresh and a replacement on the next `up`.
+ */
+export const CAPTURE_CAPABILITIES = { adds: ["CAP_NET_RAW", "CAP_NET_ADMIN"], drops: [] as string[] };
 
-export const DEFAULT_CAPABILITIES = { adds: [] as string[], drops: ["NET_RAW"] };
+export const DEFAULT_CAPABILITIES = { adds: [] as string[], drops: ["CAP_NET_RAW"] };
 
 export interface NetworkAttachment {
   /** Docker network name. */
@@ -159,11 +163,17 @@ export function gatewayHealthcheck(plan: Pick<Plan, "gateway">): {
   retries: number;
   startPeriod: string;
 } {
-  const url = `http://${networkAliases.gatewayIngress}:${plan.gateway.port}/healthz`;
-  const script = `fetch(${JSON.stringify(url)}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))`;
-  // The deploy runs this check itself until it passes (see the container kind's `wait`); the engine's own schedule
-  // only watches a running env, so a long interval keeps an idle env from starting a node process every few seconds.
-  return { tests: ["CMD", "node", "-e", script], interval: "30s", timeout: "5s", retries: 3, startPeriod: "10s" };
+  // The docker provider's `wait` waits for the engine to call the container healthy, and the engine first checks
+  // one interval after the start (engines before 25 have no faster start interval), so the interval is short; the
+  // check is bash's /dev/tcp, not a node process, so an idle env spends a millisecond a second on it.
+  const request = `GET /healthz HTTP/1.0\r\nHost: ${networkAliases.gatewayIngress}\r\n\r\n`;
+  const script = [
+    `exec 3<>/dev/tcp/${networkAliases.gatewayIngress}/${plan.gateway.port}`,
+    `printf '${request}' >&3`,
+    "read -r status <&3",
+    `[[ "$status" == "HTTP/1."?" 200 "* ]]`,
+  ].join(" && ");
+  return { tests: ["CMD", "bash", "-c", script], interval: "1s", timeout: "5s", retries: 3, startPeriod: "30s" };
 }
 
 /** Seconds the deploy waits for the gateway to turn healthy before it fails. */

@@ -1,6 +1,9 @@
-// The resources the components declare for Docker engines and local steps. They are Pulumi dynamic resources:
-// the engine runs their operations (operations.ts) in the Node.js dynamic-provider host, so a deploy needs no
-// provider plugin beyond Pulumi's own Node.js runtime, and what the tests deploy is what users deploy.
+// The project's own resources, for what no provider package serves: a shell step where Pulumi runs (the
+// command provider cannot be built on this project's machines, so @pulumi/command is not used), a random
+// secret (the packages the project uses have none), the deploy's self-test, an SSH host key pair, and the
+// runner's SSH tunnel to a remote gateway. Every Docker network, volume, image and container is @pulumi/docker's.
+// They are Pulumi dynamic resources: the engine runs their operations (operations.ts) in the Node.js
+// dynamic-provider host.
 //
 // A dynamic resource carries its provider as code in its `__provider` input, which the host loads as a module
 // whose `handler()` returns the provider. Pulumi's own dynamic.Resource writes that code by serializing a
@@ -9,12 +12,11 @@
 // host) that names its kind, and nothing else, so the operations can change without a diff.
 import path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import type { EngineTarget } from "./docker-api";
 import type { SshEndpoint } from "../plan/ssh";
 import type { Kind } from "./operations";
 import type { SelfTestCheck } from "../plan/self-test";
 import type { SelfTestResults } from "../protocol/outputs";
-import { RESOURCE_TYPES } from "./types";
+import { DYNAMIC_KINDS, RESOURCE_TYPES } from "./types";
 
 const OPERATIONS_MODULE = path.relative(process.cwd(), path.join(__dirname, "operations.ts"));
 
@@ -41,139 +43,11 @@ export function providerSource(kind: Kind, operationsModule = OPERATIONS_MODULE)
 `;
 }
 
-const SOURCES = Object.fromEntries(
-  (Object.keys(RESOURCE_TYPES) as Kind[]).map((kind) => [kind, providerSource(kind)]),
-) as Record<Kind, string>;
+const SOURCES = Object.fromEntries(DYNAMIC_KINDS.map((kind) => [kind, providerSource(kind)])) as Record<Kind, string>;
 
 abstract class DynamicResource extends pulumi.CustomResource {
   constructor(kind: Kind, name: string, props: Record<string, unknown>, opts?: pulumi.CustomResourceOptions) {
     super(RESOURCE_TYPES[kind], name, { ...props, [PROVIDER_INPUT]: SOURCES[kind] }, opts);
-  }
-}
-
-type Label = { label: string; value: string };
-
-export interface DockerNetworkArgs {
-  /** The engine the network is on. */
-  engine: pulumi.Input<EngineTarget>;
-  /** Its Docker name. */
-  name: pulumi.Input<string>;
-  /** No route out of the engine. */
-  internal?: pulumi.Input<boolean>;
-  driver?: pulumi.Input<string>;
-  labels?: pulumi.Input<Label[]>;
-}
-
-export class DockerNetwork extends DynamicResource {
-  declare readonly name: pulumi.Output<string>;
-  /** The subnets the engine gave it. */
-  declare readonly subnets: pulumi.Output<string[]>;
-  constructor(name: string, args: DockerNetworkArgs, opts?: pulumi.CustomResourceOptions) {
-    super("network", name, { ...args, subnets: undefined }, opts);
-  }
-}
-
-export interface DockerVolumeArgs {
-  engine: pulumi.Input<EngineTarget>;
-  name: pulumi.Input<string>;
-  labels?: pulumi.Input<Label[]>;
-}
-
-export class DockerVolume extends DynamicResource {
-  declare readonly name: pulumi.Output<string>;
-  constructor(name: string, args: DockerVolumeArgs, opts?: pulumi.CustomResourceOptions) {
-    super("volume", name, { ...args }, opts);
-  }
-}
-
-export interface DockerImageArgs {
-  engine: pulumi.Input<EngineTarget>;
-  /** The tag the built image gets. */
-  imageName: pulumi.Input<string>;
-  /** The directory the context's files are read from. */
-  context: pulumi.Input<string>;
-  /** The Dockerfile, relative to `context`. */
-  dockerfile: pulumi.Input<string>;
-  /** The other files the Dockerfile copies, relative to `context`: the whole build context. */
-  files: pulumi.Input<string[]>;
-  buildArgs?: pulumi.Input<Record<string, string>>;
-  labels?: pulumi.Input<Record<string, string>>;
-}
-
-/** An image built on an engine; rebuilt when the context's files change. */
-export class DockerImage extends DynamicResource {
-  declare readonly imageName: pulumi.Output<string>;
-  /** The built image's id: containers run this, so a rebuild replaces them. */
-  declare readonly imageId: pulumi.Output<string>;
-  constructor(name: string, args: DockerImageArgs, opts?: pulumi.CustomResourceOptions) {
-    super("image", name, { ...args, imageId: undefined, contextDigest: undefined }, opts);
-  }
-}
-
-export interface DockerImageRefArgs {
-  engine: pulumi.Input<EngineTarget>;
-  /** The image reference, e.g. `multienv/sample-shop-server` or `registry.example.com/site:1.2`. */
-  name: pulumi.Input<string>;
-}
-
-/** An image given by reference: the engine's own, or pulled when the engine has none. */
-export class DockerImageRef extends DynamicResource {
-  /** The id of the image the engine has under that reference. */
-  declare readonly imageId: pulumi.Output<string>;
-  constructor(name: string, args: DockerImageRefArgs, opts?: pulumi.CustomResourceOptions) {
-    super("imageRef", name, { ...args, imageId: undefined, engineImageId: undefined }, opts);
-  }
-}
-
-/** @pulumi/docker's Container inputs that the multi env uses (see docker-container.ts for their meaning). */
-export interface DockerContainerArgs {
-  engine: pulumi.Input<EngineTarget>;
-  name: pulumi.Input<string>;
-  image: pulumi.Input<string>;
-  entrypoints?: pulumi.Input<pulumi.Input<string>[]>;
-  command?: pulumi.Input<pulumi.Input<string>[]>;
-  envs?: pulumi.Input<pulumi.Input<string>[]>;
-  labels?: pulumi.Input<pulumi.Input<Label>[]>;
-  ports?: pulumi.Input<pulumi.Input<{ internal: number; external?: number; ip?: string; protocol?: string }>[]>;
-  networkMode?: pulumi.Input<string>;
-  networksAdvanced?: pulumi.Input<
-    pulumi.Input<{ name: pulumi.Input<string>; aliases?: string[]; ipv4Address?: string }>[]
-  >;
-  mounts?: pulumi.Input<
-    pulumi.Input<{ type: string; source?: pulumi.Input<string>; target: string; readOnly?: boolean }>[]
-  >;
-  capabilities?: pulumi.Input<{ adds?: string[]; drops?: string[] }>;
-  restart?: pulumi.Input<string>;
-  shmSize?: pulumi.Input<number>;
-  healthcheck?: pulumi.Input<{
-    tests: string[];
-    interval?: string;
-    timeout?: string;
-    startPeriod?: string;
-    retries?: number;
-  }>;
-  wait?: pulumi.Input<boolean>;
-  waitTimeout?: pulumi.Input<number>;
-  destroyGraceSeconds?: pulumi.Input<number>;
-}
-
-/** A container; its id is its Docker name (see docker-container.ts for what a change does). */
-export class DockerContainer extends DynamicResource {
-  declare readonly name: pulumi.Output<string>;
-  /** The engine's id of the running container: new whenever the container is recreated. */
-  declare readonly containerId: pulumi.Output<string>;
-  /** The `ports` as the engine bound them (`external` is the host port it chose). */
-  declare readonly publishedPorts: pulumi.Output<
-    { internal: number; external?: number; ip?: string; protocol: string }[]
-  >;
-  declare readonly networkDatas: pulumi.Output<{ networkName: string; ipAddress: string; gateway: string }[]>;
-  constructor(name: string, args: DockerContainerArgs, opts?: pulumi.CustomResourceOptions) {
-    super(
-      "container",
-      name,
-      { ...args, containerId: undefined, publishedPorts: undefined, networkDatas: undefined },
-      opts,
-    );
   }
 }
 

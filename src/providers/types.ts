@@ -1,15 +1,21 @@
-// The type tokens of the project's dynamic resources (resources.ts): what the policy pack and `multienv check`
-// recognise them by. A module of its own, so readers of a graph need not load the providers.
+// The type tokens of the resources the program declares that a policy, `multienv check` or the runner
+// recognises: @pulumi/docker's (the bridged docker provider) and the project's own dynamic resources
+// (resources.ts). A module of its own, so readers of a graph or a state need not load any provider.
 /** Type tokens by resource kind. */
 export const RESOURCE_TYPES = {
-  container: "pulumi-nodejs:dynamic/docker:Container",
-  network: "pulumi-nodejs:dynamic/docker:Network",
-  volume: "pulumi-nodejs:dynamic/docker:Volume",
-  image: "pulumi-nodejs:dynamic/docker:Image",
-  imageRef: "pulumi-nodejs:dynamic/docker:ImageRef",
+  container: "docker:index/container:Container",
+  network: "docker:index/network:Network",
+  volume: "docker:index/volume:Volume",
+  /** Both a project image built on the engine and a site image given by reference. */
+  image: "docker:index/remoteImage:RemoteImage",
+  /** The provider of one engine: its `host` and `sshOpts` say where the engine is. */
+  dockerProvider: "pulumi:providers:docker",
   command: "pulumi-nodejs:dynamic/multienv:Command",
   secret: "pulumi-nodejs:dynamic/multienv:Secret",
   selfTest: "pulumi-nodejs:dynamic/multienv:SelfTest",
   sshHostKey: "pulumi-nodejs:dynamic/multienv:SshHostKey",
   gatewayTunnel: "pulumi-nodejs:dynamic/multienv:GatewayTunnel",
 } as const;
+
+/** The kinds that are the project's own dynamic resources (resources.ts), each served by operations.ts. */
+export const DYNAMIC_KINDS = ["command", "secret", "selfTest", "sshHostKey", "gatewayTunnel"] as const;

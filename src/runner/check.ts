@@ -175,20 +175,12 @@ function resourceTree(resources: GraphResource[]): string[] {
 
 const show = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
 
-/** An engine other than the local default, by its host (the local one goes without saying). */
-function engineLabel(engine: unknown): string | undefined {
-  const host = (engine as { host?: unknown } | undefined)?.host;
-  return host === undefined ? undefined : show(host);
-}
-
 /** The inputs a reader checks first, per resource type; secrets are "[secret]" already. */
 function keyInputs(r: GraphResource): string {
   const i = r.inputs as Record<string, any>;
   const parts: string[] = [];
   switch (r.type) {
     case RESOURCE_TYPES.container: {
-      const engine = engineLabel(i.engine);
-      if (engine) parts.push(`engine=${engine}`);
       parts.push(`image=${show(i.image)}`);
       if (i.networkMode) parts.push(`networkMode=${show(i.networkMode)}`);
       if (Array.isArray(i.networksAdvanced))
@@ -211,13 +203,13 @@ function keyInputs(r: GraphResource): string {
     }
     case RESOURCE_TYPES.network:
       parts.push(i.internal ? "internal" : "external");
-      if (engineLabel(i.engine)) parts.push(`engine=${engineLabel(i.engine)}`);
       break;
     case RESOURCE_TYPES.image:
-      parts.push(`imageName=${show(i.imageName)}`, `dockerfile=${show(i.dockerfile)}`);
-      break;
-    case RESOURCE_TYPES.imageRef:
       parts.push(`name=${show(i.name)}`);
+      if (i.build) parts.push(`dockerfile=${show(i.build.dockerfile)}`);
+      break;
+    case RESOURCE_TYPES.dockerProvider:
+      if (i.host) parts.push(`host=${show(i.host)}`);
       break;
     case "aws:ec2/instance:Instance":
       parts.push(

@@ -17,7 +17,7 @@ const PROJECT = "multienv";
 const ROOT_STACK_TYPE = "pulumi:pulumi:Stack";
 
 export interface GraphResource {
-  /** Pulumi type token, e.g. `pulumi-nodejs:dynamic/docker:Container`, `multienv:website:Website`. */
+  /** Pulumi type token, e.g. `docker:index/container:Container`, `multienv:website:Website`. */
   type: string;
   name: string;
   /** The parent resource's name; undefined for children of the stack itself. */
@@ -80,18 +80,15 @@ function computedState(type: string, name: string, inputs: Record<string, any>):
     case RESOURCE_TYPES.container:
       return {
         ...inputs,
-        containerId: `${name}-id`,
-        publishedPorts: (inputs.ports ?? []).map((p: Record<string, unknown>) => ({
+        ports: (inputs.ports ?? []).map((p: Record<string, unknown>) => ({
           ...p,
           external: p.external ?? "<port chosen by Docker>",
         })),
       };
     case RESOURCE_TYPES.network:
-      return { ...inputs, subnets: [`<subnet of ${inputs.name}>`] };
+      return { ...inputs, ipamConfigs: [{ subnet: `<subnet of ${inputs.name}>` }] };
     case RESOURCE_TYPES.image:
-      return { ...inputs, imageId: `<id of ${inputs.imageName} as built>` };
-    case RESOURCE_TYPES.imageRef:
-      return { ...inputs, imageId: `<id of ${inputs.name}>` };
+      return { ...inputs, imageId: `<id of ${inputs.name}${inputs.build ? " as built" : ""}>` };
     case RESOURCE_TYPES.command:
       return { ...inputs, stdout: `<stdout of ${name}>` };
     case RESOURCE_TYPES.secret:

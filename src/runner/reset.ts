@@ -28,8 +28,7 @@ import {
   type GatewayCard,
 } from "../protocol/card";
 import { episodeOf, parseLiveSiteProxyLog } from "../protocol/site-proxy";
-import { dockerApi, type EngineTarget } from "../providers/docker-api";
-import { RESOURCE_TYPES } from "../providers/types";
+import { engineClient, stackContainers, type StackContainer } from "./engine";
 import { PROXY_LOGS_DIR, TRAFFIC_DIR } from "./artifacts";
 import { collectRun, type CollectResult } from "./collect";
 import { collectOptionsFor } from "./down";
@@ -65,44 +64,6 @@ export interface ResetResult {
   sites: Record<string, "reset" | "restarted">;
   computers: Record<string, { cookies: number; origins: number; startTabs: number }>;
   seconds: number;
-}
-
-interface StackContainer {
-  name: string;
-  role?: string;
-  site?: string;
-  computer?: string;
-  engine: EngineTarget;
-}
-
-const ROLE_LABEL = "multienv.role";
-const SITE_LABEL = "multienv.site";
-const COMPUTER_LABEL = "multienv.computer";
-const CAPTURE_SITE_LABEL = "multienv.capture.site";
-const CAPTURE_ROLE_LABEL = "multienv.capture.role";
-
-/** Every container of the stack, from its state: name, role, site or computer, and the engine it is on. */
-function containersOf(
-  resources: { type: string; inputs?: Record<string, unknown> }[],
-): (StackContainer & { captureOf?: string })[] {
-  return resources
-    .filter((r) => r.type === RESOURCE_TYPES.container && r.inputs)
-    .map((r) => {
-      const labels = Object.fromEntries(
-        ((r.inputs!.labels ?? []) as { label: string; value: string }[]).map((l) => [l.label, l.value]),
-      );
-      const captureOf = labels[CAPTURE_SITE_LABEL]
-        ? `${labels[CAPTURE_SITE_LABEL]}-${labels[CAPTURE_ROLE_LABEL]}`
-        : undefined;
-      return {
-        name: String(r.inputs!.name),
-        role: labels[ROLE_LABEL],
-        site: labels[SITE_LABEL],
-        computer: labels[COMPUTER_LABEL],
-        engine: (r.inputs!.engine ?? {}) as EngineTarget,
-        captureOf,
-      };
-    });
 }
 
 async function gatewayCard(access: GatewayAccess): Promise<GatewayCard> {
@@ -147,32 +108,21 @@ async function resetSite(
   }
   if (server === undefined)
     throw new Error(`site ${site} declares no reset operation and its server container is not in the stack's state`);
-  const api = dockerApi(server.engine);
-  try {
-    await api.request("POST", `/containers/${encodeURIComponent(server.name)}/restart?t=1`);
-  } finally {
-    api.close();
-  }
+  await engineClient(server.engine).getContainer(server.name).restart({ t: 1 });
   await waitReady(access, site);
   return "restarted";
 }
 
 /** Removes a capture sidecar's files and restarts it, so the next episode's captures start empty. */
-async function restartCapture(sidecar: StackContainer & { captureOf?: string }): Promise<void> {
-  const api = dockerApi(sidecar.engine);
-  try {
-    const exec = await api.request<{ Id: string }>("POST", `/containers/${encodeURIComponent(sidecar.name)}/exec`, {
-      Cmd: ["sh", "-c", `rm -f /captures/${sidecar.captureOf}.pcap*`],
-    });
-    await api.request("POST", `/exec/${exec.Id}/start`, { Detach: true });
-    for (let i = 0; i < 100; i++) {
-      if (!(await api.request<{ Running: boolean }>("GET", `/exec/${exec.Id}/json`)).Running) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    await api.request("POST", `/containers/${encodeURIComponent(sidecar.name)}/restart?t=1`);
-  } finally {
-    api.close();
+async function restartCapture(sidecar: StackContainer): Promise<void> {
+  const container = engineClient(sidecar.engine).getContainer(sidecar.name);
+  const exec = await container.exec({ Cmd: ["sh", "-c", `rm -f /captures/${sidecar.captureOf}.pcap*`] });
+  await exec.start({ Detach: true });
+  for (let i = 0; i < 100; i++) {
+    if (!(await exec.inspect()).Running) break;
+    await new Promise((r) => setTimeout(r, 20));
   }
+  await container.restart({ t: 1 });
 }
 
 /**
@@ -290,7 +240,7 @@ export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise
     );
   const access = gatewayAccessOf(map, stack.name);
   const outputs = readOutputs(map);
-  const containers = containersOf(exported.deployment.resources ?? []);
+  const containers = stackContainers(exported.deployment.resources ?? []);
   const computers = Object.keys(outputs.computers);
   const phase = (what: string) =>
     log(`stack ${stack.name}: reset: ${what} (${((Date.now() - started) / 1000).toFixed(1)} s)`);

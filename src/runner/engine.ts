@@ -1,0 +1,148 @@
+// What the runner does on a Docker engine at run time (reset's restarts, reading container state, the tests'
+// probes) goes through dockerode. A remote engine is reached as the docker provider reaches it: each connection is
+// one `ssh <sshOpts> ... docker system dial-stdio` with the host and options the provider was given in the stack's
+// state, so the pinned host key and the shared connection (src/plan/ssh.ts) hold for the runner too.
+import { spawn } from "node:child_process";
+import http from "node:http";
+import { Duplex, PassThrough } from "node:stream";
+import Docker from "dockerode";
+import { LABELS } from "../../policies/contract";
+import { RESOURCE_TYPES } from "../providers/types";
+
+/** Where an engine is, as the docker provider's config says: unset or `unix://` host for a local socket. */
+export interface EngineTarget {
+  /** `unix:///path` or `ssh://user@host[:port]`; unset: DOCKER_HOST, else the default socket. */
+  host?: string;
+  /** Arguments of every `ssh` to an ssh:// host (`-o keyword=value` pairs). */
+  sshOpts?: string[];
+}
+
+export const DEFAULT_DOCKER_SOCKET = "/var/run/docker.sock";
+
+/** `ssh` arguments that run `docker system dial-stdio` on an ssh:// host, as the docker provider runs them. */
+export function dialStdioArgs(host: string, sshOpts: string[] = []): string[] {
+  const url = new URL(host);
+  if (url.protocol !== "ssh:" || !url.hostname) throw new Error(`engine host ${host}: expected ssh://user@host[:port]`);
+  return [
+    ...(url.username ? ["-l", decodeURIComponent(url.username)] : []),
+    ...(url.port ? ["-p", url.port] : []),
+    ...sshOpts,
+    "-T",
+    "--",
+    url.hostname.replace(/^\[|\]$/g, ""),
+    "docker",
+    "system",
+    "dial-stdio",
+  ];
+}
+
+/** One connection to an ssh:// engine: the ssh process's stdout and stdin as a socket-like duplex. */
+function sshConnection(host: string, sshOpts: string[] | undefined): Duplex {
+  const child = spawn("ssh", dialStdioArgs(host, sshOpts), { stdio: ["pipe", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (c: Buffer) => (stderr = (stderr + c.toString("utf8")).slice(-2000)));
+  // Both sides go through pass-throughs: ssh's own pipes closing (it exited) must not end the connection before
+  // its exit code and message are known, so a refused host key ends it with ssh's own words.
+  const readable = new PassThrough();
+  child.stdout.pipe(readable, { end: false });
+  const writable = new PassThrough();
+  writable.pipe(child.stdin);
+  const duplex = Duplex.from({ readable, writable });
+  // Closing a connection ends its ssh process, which aborts the pipes' pending reads and writes: expected then.
+  child.stdout.on("error", () => undefined);
+  child.stdin.on("error", () => undefined);
+  child.on("error", (e) => duplex.destroy(new Error(`ssh to ${host} did not start (${e.message}); is ssh installed?`)));
+  child.on("close", (code) => {
+    if (code !== 0 && code !== null)
+      duplex.destroy(new Error(`ssh to ${host} exited ${code}: ${stderr.trim().split("\n").at(-1) ?? ""}`));
+    else readable.end();
+  });
+  duplex.on("close", () => child.kill());
+  duplex.on("error", () => undefined);
+  // http.Agent treats its connections as sockets.
+  Object.assign(duplex, {
+    setKeepAlive: () => duplex,
+    setNoDelay: () => duplex,
+    setTimeout: () => duplex,
+    unref: () => duplex,
+    ref: () => duplex,
+  });
+  return duplex;
+}
+
+/** A dockerode client of the engine. */
+export function engineClient(target: EngineTarget = {}): Docker {
+  const host = target.host ?? process.env.DOCKER_HOST;
+  if (host === undefined || host.startsWith("unix://"))
+    return new Docker({ socketPath: host ? host.slice("unix://".length) : DEFAULT_DOCKER_SOCKET });
+  if (!host.startsWith("ssh://")) throw new Error(`engine host ${host}: expected unix:///path or ssh://user@host`);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+  (agent as unknown as { createConnection: () => Duplex }).createConnection = () => sshConnection(host, target.sshOpts);
+  return new Docker({ protocol: "http", host: "docker", port: 80, agent } as Docker.DockerOptions);
+}
+
+/** True when `error` is the engine saying the object is not there. */
+export function isNotFound(error: unknown): boolean {
+  return (error as { statusCode?: number } | undefined)?.statusCode === 404;
+}
+
+/** A resource of an exported stack state, as far as the readers here look. */
+export interface StateResource {
+  urn?: string;
+  id?: string;
+  type: string;
+  provider?: string;
+  inputs?: Record<string, unknown>;
+  outputs?: Record<string, unknown>;
+}
+
+/** A container of the stack: its Docker name, its labels' role, site or computer, and the engine it is on. */
+export interface StackContainer {
+  name: string;
+  role?: string;
+  site?: string;
+  computer?: string;
+  /** `<site>-<role>` for a capture sidecar: the prefix of its capture files. */
+  captureOf?: string;
+  engine: EngineTarget;
+}
+
+/** A provider's list input as the state holds it: the SDK sends lists of provider config as JSON text. */
+function listInput(value: unknown): string[] | undefined {
+  if (Array.isArray(value)) return value.map(String);
+  if (typeof value === "string" && value.startsWith("[")) return (JSON.parse(value) as unknown[]).map(String);
+  return undefined;
+}
+
+/** The engine a resource is on, from the docker provider it names (`<provider URN>::<id>`). */
+function engineOf(resource: StateResource, providers: Map<string, StateResource>): EngineTarget {
+  const provider = resource.provider ? providers.get(resource.provider) : undefined;
+  const inputs = provider?.inputs ?? {};
+  const host = typeof inputs.host === "string" && inputs.host !== "" ? inputs.host : undefined;
+  const sshOpts = listInput(inputs.sshOpts);
+  return { ...(host ? { host } : {}), ...(sshOpts ? { sshOpts } : {}) };
+}
+
+/** Every container of a stack's state, with the engine each is on. */
+export function stackContainers(resources: StateResource[]): StackContainer[] {
+  const providers = new Map(
+    resources.filter((r) => r.type === RESOURCE_TYPES.dockerProvider).map((r) => [`${r.urn}::${r.id}`, r]),
+  );
+  return resources
+    .filter((r) => r.type === RESOURCE_TYPES.container && r.inputs)
+    .map((r) => {
+      const labels = Object.fromEntries(
+        ((r.inputs!.labels ?? []) as { label: string; value: string }[]).map((l) => [l.label, l.value]),
+      );
+      return {
+        name: String(r.inputs!.name),
+        role: labels[LABELS.role],
+        site: labels[LABELS.site],
+        computer: labels[LABELS.computer],
+        ...(labels[LABELS.captureSite]
+          ? { captureOf: `${labels[LABELS.captureSite]}-${labels[LABELS.captureRole]}` }
+          : {}),
+        engine: engineOf(r, providers),
+      };
+    });
+}
