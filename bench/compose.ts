@@ -3,9 +3,9 @@
 // network_mode service:<target> for the capture sidecars, capabilities, mounts, ports, health checks, and the
 // deploy's order: the gateway after its sites, the proxies after a healthy gateway, each browser after its proxy).
 import YAML from "yaml";
-import { dockerApi } from "../src/providers/docker-api";
+import { engineClient } from "../src/runner/engine";
 
-const api = dockerApi();
+const api = engineClient();
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
@@ -38,10 +38,9 @@ const seconds = (ns?: number) => (ns ? `${ns / 1e9}s` : undefined);
 
 /** The compose file of the stack's containers, read back from the engine. */
 export async function composeFileOf(stack: string): Promise<string> {
-  const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${stack}`] }));
-  const list = (await api.request("GET", `/containers/json?filters=${filters}`)) as { Id: string }[];
+  const list = await api.listContainers({ filters: { label: [`multienv.stack=${stack}`] } });
   const containers = await Promise.all(
-    list.map((c) => api.request("GET", `/containers/${c.Id}/json`) as Promise<Inspected>),
+    list.map((c) => api.getContainer(c.Id).inspect() as unknown as Promise<Inspected>),
   );
   const serviceOf = new Map(containers.map((c) => [c.Id, c.Name.slice(1)]));
   const networks: Record<string, { internal: boolean; name: string }> = {};
@@ -96,7 +95,7 @@ export async function composeFileOf(stack: string): Promise<string> {
     services[name] = service;
   }
   for (const network of Object.keys(networks))
-    networks[network].internal = (await api.request("GET", `/networks/${network}`)).Internal === true;
+    networks[network].internal = (await api.getNetwork(network).inspect()).Internal === true;
   // The deploy's order: the gateway after its sites and captures, each proxy after a healthy gateway, each
   // browser after its proxy.
   const byRole = (role: string) =>
@@ -122,7 +121,10 @@ export async function composeFileOf(stack: string): Promise<string> {
 export async function gatewayHealthy(name: string, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const info = await api.request("GET", `/containers/${name}/json`).catch(() => undefined);
+    const info = await api
+      .getContainer(name)
+      .inspect()
+      .catch(() => undefined);
     const port = info?.NetworkSettings?.Ports?.["8080/tcp"]?.[0]?.HostPort;
     if (
       port &&
@@ -137,7 +139,7 @@ export async function gatewayHealthy(name: string, timeoutMs = 120_000): Promise
   }
 }
 
-/** Closes the engine connection the helpers hold. */
+/** Closes the engine connections the helpers hold. */
 export function closeComposeApi(): void {
-  api.close();
+  (api.modem as { agent?: { destroy(): void } }).agent?.destroy();
 }

@@ -17,13 +17,13 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
 import { LABELS, ROLES } from "../policies/contract";
-import { dockerApi } from "../src/providers/docker-api";
+import { engineClient } from "../src/runner/engine";
 import { deployStack, destroyStack, gatewayAccess, resetStack, specFromStackFile } from "../src/runner";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const STACK = process.env.BENCH_STACK ?? "bench-reset";
 const REPO = path.resolve(__dirname, "..");
-const api = dockerApi();
+const api = engineClient();
 
 const built = path.join(REPO, ".cache/pulumi/current/bin");
 if (
@@ -76,19 +76,13 @@ async function leaveTraces(): Promise<void> {
 
 /** `docker restart` of every container of the stack, then a poll of the gateway's /healthz on its published port. */
 async function dockerRestart(): Promise<void> {
-  const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }));
-  const list = (await api.request("GET", `/containers/json?filters=${filters}`)) as {
-    Id: string;
-    Labels: Record<string, string>;
-  }[];
+  const list = await api.listContainers({ filters: { label: [`multienv.stack=${STACK}`] } });
   // A capture sidecar joins its site container's network namespace, so it can only start once that one runs.
   const isCapture = (c: { Labels: Record<string, string> }) => c.Labels[LABELS.role] === ROLES.capture;
-  const restart = (c: { Id: string }) => api.request("POST", `/containers/${c.Id}/restart?t=1`);
+  const restart = (c: { Id: string }) => api.getContainer(c.Id).restart({ t: 1 });
   await Promise.all(list.filter((c) => !isCapture(c)).map(restart));
   await Promise.all(list.filter(isCapture).map(restart));
-  const info = (await api.request("GET", `/containers/${STACK}-gateway/json`)) as {
-    NetworkSettings: { Ports: Record<string, { HostPort: string }[] | null> };
-  };
+  const info = await api.getContainer(`${STACK}-gateway`).inspect();
   const port = info.NetworkSettings.Ports["8080/tcp"]?.[0]?.HostPort;
   const deadline = Date.now() + 120_000;
   while (
@@ -113,12 +107,7 @@ async function main(): Promise<void> {
   let containers: number;
   try {
     await deployStack(spec, { preview: false, selfTest: false });
-    containers = (
-      (await api.request(
-        "GET",
-        `/containers/json?filters=${encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }))}`,
-      )) as unknown[]
-    ).length;
+    containers = (await api.listContainers({ filters: { label: [`multienv.stack=${STACK}`] } })).length;
     for (let round = 1; round <= ROUNDS; round++) {
       await leaveTraces();
       figures.reset.push(await timed(() => resetStack(STACK)));
@@ -146,7 +135,6 @@ async function main(): Promise<void> {
     rmSync(path.join(REPO, "stacks", `Pulumi.${STACK}.yaml`), { force: true });
     rmSync(STATE, { recursive: true, force: true });
     rmSync(path.join(REPO, "artifacts", STACK), { recursive: true, force: true });
-    api.close();
   }
   const m = Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, median(v)])) as Record<
     keyof typeof figures,

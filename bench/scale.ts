@@ -16,14 +16,14 @@ import { execFile, execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, freemem, loadavg, tmpdir, totalmem } from "node:os";
 import path from "node:path";
-import { dockerApi } from "../src/providers/docker-api";
+import { engineClient } from "../src/runner/engine";
 import { deployStack, destroyStack, specFromStackFile, type StackSpec } from "../src/runner";
 import { closeComposeApi, composeFileOf, gatewayHealthy } from "./compose";
 
 const SCALE = (process.env.BENCH_SCALE ?? "1,2,4,8").split(",").map(Number);
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 20);
 const REPO = path.resolve(__dirname, "..");
-const api = dockerApi();
+const api = engineClient();
 const MiB = 1024 * 1024;
 
 const built = path.join(REPO, ".cache/pulumi/current/bin");
@@ -47,13 +47,14 @@ function spec(name: string): StackSpec {
 }
 
 async function containerIds(stack: string): Promise<string[]> {
-  const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${stack}`] }));
-  return ((await api.request("GET", `/containers/json?filters=${filters}`)) as { Id: string }[]).map((c) => c.Id);
+  return (await api.listContainers({ filters: { label: [`multienv.stack=${stack}`] } })).map((c) => c.Id);
 }
 
 /** A container's memory in use less page cache, and its CPU time so far (ns), from the engine's stats. */
 async function usageOf(id: string): Promise<{ memory: number; cpuNanos: number }> {
-  const stats = (await api.request("GET", `/containers/${id}/stats?stream=false&one-shot=true`)) as {
+  const stats = (await api
+    .getContainer(id)
+    .stats({ stream: false, "one-shot": true } as { stream: false })) as unknown as {
     memory_stats: { usage?: number; stats?: Record<string, number> };
     cpu_stats: { cpu_usage: { total_usage: number } };
   };
@@ -177,7 +178,6 @@ async function main(): Promise<void> {
     }
   } finally {
     rmSync(STATE, { recursive: true, force: true });
-    api.close();
     closeComposeApi();
   }
   const perEnvSeconds = rounds.map((r) => r.deploySeconds / r.envs);

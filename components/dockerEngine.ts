@@ -140,7 +140,8 @@ export class DockerEngine extends pulumi.ComponentResource {
       );
     }
     if (args.imagesFrom) this.shipAll(name, args.imagesFrom);
-    this.registerOutputs({});
+    // A remote engine's host, in the state: a destroy asks it over SSH first (src/runner/hosts-reachable.ts).
+    this.registerOutputs(args.imagesFrom ? { ssh: args.imagesFrom.ssh } : {});
   }
 
   /**

@@ -7,14 +7,19 @@
 // no SSH to go: their hosts are not asked.
 import { execFile } from "node:child_process";
 import { sshRun, sshSetup, type SshEndpoint } from "../plan/ssh";
+import { RESOURCE_TYPES } from "../providers/types";
 
 /** A resource of an exported deployment, as far as this check reads it. */
 export interface StateResource {
   urn: string;
+  id?: string;
   type?: string;
   parent?: string;
+  /** `<provider URN>::<provider id>` of a custom resource. */
+  provider?: string;
   deletedWith?: string;
   inputs?: Record<string, unknown>;
+  outputs?: Record<string, unknown>;
 }
 
 /** A host the destroy must reach: how, and the role (env, or the computer's name) it serves. */
@@ -35,32 +40,43 @@ function endpointKey(ssh: SshEndpoint): string {
 }
 
 /**
- * The hosts whose engines hold resources of the state that are not deleted with a machine, each with its role,
- * read from the name of the DockerEngine its networks and volumes are children of: `<prefix>-<role>-engine`, the
- * prefix being the name of the RemoteEngines it is a child of (or the stack's).
+ * The hosts whose engines hold resources of the state that are not deleted with a machine. A resource is on the
+ * engine of its docker provider, a child of a DockerEngine; a remote DockerEngine's outputs hold the host's SSH
+ * endpoint, and its name the role: `<prefix>-<role>-engine`, the prefix being the name of the RemoteEngines it is a
+ * child of (or the stack's).
  */
 export function hostsToReach(stack: string, resources: StateResource[]): HostToReach[] {
-  const engineRole = new Map<string, string>();
+  const engines = new Map<string, { role: string; ssh: SshEndpoint }>();
   for (const r of resources) {
+    const ssh = r.outputs?.ssh as SshEndpoint | undefined;
+    if (r.type !== DOCKER_ENGINE_TYPE || ssh === undefined) continue;
     const name = nameOf(r.urn);
-    if (r.type !== "multienv:docker:DockerEngine" || !name.endsWith("-engine")) continue;
     const owner = r.parent === undefined ? undefined : nameOf(r.parent);
     const prefix = [owner, stack].find((p) => p !== undefined && name.startsWith(`${p}-`));
-    if (prefix !== undefined) engineRole.set(r.urn, name.slice(prefix.length + 1, -"-engine".length));
+    const role =
+      prefix !== undefined && name.endsWith("-engine") ? name.slice(prefix.length + 1, -"-engine".length) : "";
+    engines.set(r.urn, { role, ssh });
+  }
+  const providerEngine = new Map<string, { role: string; ssh: SshEndpoint }>();
+  for (const r of resources) {
+    const engine = r.parent === undefined ? undefined : engines.get(r.parent);
+    if (r.type === RESOURCE_TYPES.dockerProvider && engine !== undefined)
+      providerEngine.set(`${r.urn}::${r.id}`, engine);
   }
   const hosts = new Map<string, HostToReach>();
   for (const r of resources) {
-    const engine = r.inputs?.engine as { ssh?: SshEndpoint } | undefined;
-    if (engine?.ssh === undefined || r.deletedWith) continue;
+    const engine = r.provider === undefined ? undefined : providerEngine.get(r.provider);
+    if (engine === undefined || r.deletedWith) continue;
     const key = endpointKey(engine.ssh);
-    const host = hosts.get(key) ?? { role: "", ssh: engine.ssh, resources: 0 };
+    const host = hosts.get(key) ?? { role: engine.role, ssh: engine.ssh, resources: 0 };
     host.resources += 1;
-    const role = r.parent === undefined ? undefined : engineRole.get(r.parent);
-    if (role !== undefined && host.role === "") host.role = role;
     hosts.set(key, host);
   }
   return [...hosts.values()];
 }
+
+/** The type of the DockerEngine component (components/dockerEngine.ts). */
+const DOCKER_ENGINE_TYPE = "multienv:docker:DockerEngine";
 
 /** How a host is named to the user: `the env host` or `computer <name>'s host`, and its address. */
 export function describeHost(host: HostToReach): string {

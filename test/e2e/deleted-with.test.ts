@@ -20,8 +20,9 @@ import { plan } from "../../src/plan";
 import { DEFAULT_BASE_IMAGE } from "../../src/plan/images";
 import { shellQuote } from "../../src/plan/ec2";
 import { sshRun, sshSetup } from "../../src/plan/ssh";
-import { dockerApi } from "../../src/providers/docker-api";
+import { engineClient } from "../../src/runner/engine";
 import { LocalCommand } from "../../src/providers/resources";
+import { RESOURCE_TYPES } from "../../src/providers/types";
 import { hostsToReach, type StateResource } from "../../src/runner/hosts-reachable";
 import { startStandin, type Standin } from "../helpers/standin";
 import { REPO } from "./helpers/env";
@@ -94,7 +95,7 @@ async function stateOf(stack: Stack): Promise<StateResource[]> {
   return ((await stack.exportStack()).deployment.resources ?? []) as StateResource[];
 }
 
-const CONTAINER = "pulumi-nodejs:dynamic/docker:Container";
+const CONTAINER = RESOURCE_TYPES.container;
 
 describe("destroy with the host's SSH gone", () => {
   it("ends cleanly when the stack owns the machine (all deleted with it); without, fails in bounded time naming the host, keeps the state, and ends once sshd is back", async () => {
@@ -103,9 +104,8 @@ describe("destroy with the host's SSH gone", () => {
     const notOwned = await stackOf(`delwith-b-${process.pid}`, undefined);
     await owned.up();
     await notOwned.up();
-    const onVm = dockerApi({ host: `unix://${vm.dockerSocket}` });
-    const running = async () =>
-      ((await onVm.request("GET", "/containers/json")) as { Names: string[] }[]).map((c) => c.Names[0].slice(1)).sort();
+    const onVm = engineClient({ host: `unix://${vm.dockerSocket}` });
+    const running = async () => (await onVm.listContainers()).map((c) => c.Names[0].slice(1)).sort();
     const sites = (stack: string) => [`${stack}-shop-frontend`, `${stack}-shop-server`];
     expect((await running()).filter((n) => !n.endsWith("-capture"))).toEqual(
       [...sites(owned.name), ...sites(notOwned.name)].sort(),
@@ -115,7 +115,13 @@ describe("destroy with the host's SSH gone", () => {
     const ownedState = await stateOf(owned);
     const machineUrn = ownedState.find((r) => r.urn.endsWith(`::${owned.name}-vm`))!.urn;
     expect(hostsToReach(owned.name, ownedState)).toEqual([]);
-    const onHost = ownedState.filter((r) => (r.inputs?.engine as { ssh?: unknown } | undefined)?.ssh !== undefined);
+    // On the host: created with a docker provider whose engine is reached over SSH.
+    const sshProviders = new Set(
+      ownedState
+        .filter((r) => r.type === RESOURCE_TYPES.dockerProvider && String(r.inputs?.host ?? "").startsWith("ssh://"))
+        .map((r) => `${r.urn}::${r.id}`),
+    );
+    const onHost = ownedState.filter((r) => r.provider !== undefined && sshProviders.has(r.provider));
     expect(onHost.filter((r) => r.type === CONTAINER).length).toBeGreaterThanOrEqual(2);
     for (const r of onHost)
       expect({ urn: r.urn, deletedWith: r.deletedWith }).toEqual({ urn: r.urn, deletedWith: machineUrn });
@@ -155,10 +161,9 @@ describe("destroy with the host's SSH gone", () => {
     await notOwned.destroy();
     // (The owned stack's containers stay on the stand-in: a real VM would have been terminated with them.)
     expect((await running()).filter((n) => n.startsWith(`${notOwned.name}-`))).toEqual([]);
-    const networks = ((await onVm.request("GET", "/networks")) as { Name: string }[]).map((n) => n.Name);
+    const networks = (await onVm.listNetworks()).map((n) => n.Name);
     expect(networks.filter((n) => n.startsWith(notOwned.name))).toEqual([]);
     await notOwned.workspace.removeStack(notOwned.name);
-    onVm.close();
     for (const s of [owned.name, notOwned.name])
       fs.rmSync(path.join(REPO, "stacks", `Pulumi.${s}.yaml`), { force: true });
   }, 600_000);

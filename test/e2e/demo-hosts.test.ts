@@ -18,7 +18,7 @@ import { validateStackConfig } from "../../src/config";
 import { plan } from "../../src/plan";
 import { ec2SecurityRules } from "../../src/plan/ec2";
 import { sshSetup, tunnelDownLines, type GatewayTunnel } from "../../src/plan/ssh";
-import { dockerApi } from "../../src/providers/docker-api";
+import { engineClient } from "../../src/runner/engine";
 import { destroyStack, type StackSpec } from "../../src/runner";
 import { openStack } from "../../src/runner/workspace";
 import { startStandin, type Standin } from "../helpers/standin";
@@ -94,14 +94,9 @@ function applySecurityGroups(): void {
 }
 
 async function stackContainers(s: Standin): Promise<string[]> {
-  const api = dockerApi({ host: engineOf(s) });
-  try {
-    return ((await api.request("GET", "/containers/json?all=1")) as { Names: string[] }[])
-      .map((c) => c.Names[0].slice(1))
-      .sort();
-  } finally {
-    api.close();
-  }
+  return (await engineClient({ host: engineOf(s) }).listContainers({ all: true }))
+    .map((c) => c.Names[0].slice(1))
+    .sort();
 }
 
 beforeAll(async () => {
@@ -288,10 +283,9 @@ describe("the demo multi env on the hosts target (three stand-in VMs)", () => {
     // Nothing is left on any host's engine: no container, no network but Docker's own.
     for (const s of Object.values(hosts)) {
       expect(await stackContainers(s)).toEqual([]);
-      const api = dockerApi({ host: engineOf(s) });
-      const networks = ((await api.request("GET", "/networks")) as { Name: string }[]).map((n) => n.Name);
-      const volumes = ((await api.request("GET", "/volumes")) as { Volumes: { Name: string }[] | null }).Volumes ?? [];
-      api.close();
+      const api = engineClient({ host: engineOf(s) });
+      const networks = (await api.listNetworks()).map((n) => n.Name);
+      const volumes = (await api.listVolumes()).Volumes ?? [];
       expect(networks.filter((n) => !["bridge", "host", "none"].includes(n))).toEqual([]);
       expect(volumes.map((v) => v.Name)).toEqual([]);
     }

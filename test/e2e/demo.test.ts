@@ -31,9 +31,9 @@ afterAll(async () => {
   if (!env) return;
   await env.teardown();
   // Teardown leaves nothing of the stack on the engine.
-  const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }));
-  expect(await env.api.request("GET", `/containers/json?all=1&filters=${filters}`)).toEqual([]);
-  expect(await env.api.request("GET", `/networks?filters=${filters}`)).toEqual([]);
+  const filters = { label: [`multienv.stack=${STACK}`] };
+  expect(await env.api.listContainers({ all: true, filters })).toEqual([]);
+  expect(await env.api.listNetworks({ filters })).toEqual([]);
   // Before anything went, the capture collector's delete step stored every capture (as `pulumi destroy` would).
   const stored = fs.readdirSync(path.join(ARTIFACTS, "traffic"));
   for (const c of ["shop-server", "shop-frontend", "github-server", "gist-server", "gist-frontend"])

@@ -4,18 +4,17 @@ import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { dockerApi } from "../../src/providers/docker-api";
+import { engineClient } from "../../src/runner/engine";
 import { e2eStack, REPO, stackFileOf, sweepStack } from "./helpers/env";
 
 const STACK = e2eStack("e2e-ex");
 const ARTIFACTS = path.join(REPO, "artifacts", STACK);
-const api = dockerApi();
+const api = engineClient();
 
 afterAll(async () => {
   await sweepStack(api, STACK).catch(() => undefined);
   fs.rmSync(stackFileOf(STACK), { force: true });
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
-  api.close();
 });
 
 it("runs three episodes of the demo task on one env, each from a clean state, and stores each one's evidence", async () => {
@@ -41,6 +40,5 @@ it("runs three episodes of the demo task on one env, each from a clean state, an
   const record = JSON.parse(fs.readFileSync(path.join(ARTIFACTS, "run.json"), "utf8"));
   expect(record.episode).toBe(4);
   expect(record.episodes.map((e: { episode: number }) => e.episode)).toEqual([1, 2, 3]);
-  const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }));
-  expect(await api.request("GET", `/containers/json?all=1&filters=${filters}`)).toEqual([]);
+  expect(await api.listContainers({ all: true, filters: { label: [`multienv.stack=${STACK}`] } })).toEqual([]);
 });

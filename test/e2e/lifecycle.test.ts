@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dockerApi } from "../../src/providers/docker-api";
+import { engineClient } from "../../src/runner/engine";
 import { deployStack, gatewayAccess, type StackSpec } from "../../src/runner";
 import { openStack } from "../../src/runner/workspace";
 import { e2eStack, REPO, stackFileOf, sweepStack, until } from "./helpers/env";
@@ -33,7 +33,7 @@ const HOST = (() => {
 const POLICY_PACKS_RUN = HOST.language === HOST.cli;
 const SECRET_SETTING = `ghp_e2e_${randomBytes(12).toString("hex")}`;
 const ARTIFACTS = path.join(REPO, "artifacts", STACK);
-const api = dockerApi();
+const api = engineClient();
 
 const WEBSITES = {
   shop: {
@@ -99,11 +99,7 @@ function multienvCheck(stackFile: string): Promise<Run> {
 
 /** Container name -> the engine's id, for every container of the stack. */
 async function containerIds(): Promise<Record<string, string>> {
-  const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${STACK}`] }));
-  const list = (await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as {
-    Id: string;
-    Names: string[];
-  }[];
+  const list = await api.listContainers({ all: true, filters: { label: [`multienv.stack=${STACK}`] } });
   return Object.fromEntries(list.map((c) => [c.Names[0].slice(1), c.Id]));
 }
 
@@ -222,14 +218,14 @@ describe("a task stack under the real engine", () => {
       .filter((name) => after[name] !== before[name])
       .sort();
     expect(changed).toEqual([`${STACK}-shop-server`, `${STACK}-shop-server-capture`]);
-    const settings = (await api.request("GET", `/containers/${STACK}-shop-server/json`)).Config.Env.find((e: string) =>
+    const settings = (await api.getContainer(`${STACK}-shop-server`).inspect()).Config.Env.find((e: string) =>
       e.startsWith("AGENTENV_WEBSITE_SETTINGS="),
     );
     expect(settings).toBe('AGENTENV_WEBSITE_SETTINGS={"currency":"EUR"}');
     expect((await gatewayAccess(STACK)).gatewayUrl).toBe(gatewayUrl);
   });
 
-  it("adds a website's containers and leaves the other sites alone; the gateway and the proxy, reconfigured, keep their addresses", async () => {
+  it("adds a website's containers and leaves the other sites alone; the gateway, reconfigured, is found at its new address", async () => {
     const before = await containerIds();
     const blog = {
       domains: ["blog.test"],
@@ -254,18 +250,23 @@ describe("a task stack under the real engine", () => {
       .filter((name) => after[name] !== before[name])
       .sort();
     expect(changed).toEqual([`${STACK}-desktop-proxy`, `${STACK}-gateway`]);
-    expect(deployed.outputs.gatewayUrl).toBe(gatewayUrl);
+    // A replaced gateway is published on the port Docker picks for the new container: the runner learns it from
+    // the outputs (gatewayAccess reads them on every command), and the old address serves nothing any more.
+    expect((await gatewayAccess(STACK)).gatewayUrl).toBe(deployed.outputs.gatewayUrl);
+    const previous = gatewayUrl;
+    gatewayUrl = deployed.outputs.gatewayUrl;
+    if (previous !== gatewayUrl) expect(await routes(previous, "/healthz")).toBe(false);
     await until("the new site through the gateway", () => routes(gatewayUrl, "/website/blog/"), 20_000);
   });
 
   it("brings back a container removed by hand: refresh sees it gone, up recreates it", async () => {
-    await api.request("DELETE", `/containers/${STACK}-shop-frontend?force=1`);
+    await api.getContainer(`${STACK}-shop-frontend`).remove({ force: true });
     const opened = await openStack(STACK);
     const refreshed = await opened.stack.refresh({});
     expect(refreshed.summary.resourceChanges).toMatchObject({ delete: 1 });
     const summary = await upSummary();
     expect(summary).toMatchObject({ create: 1 });
-    expect((await api.request("GET", `/containers/${STACK}-shop-frontend/json`)).State.Running).toBe(true);
+    expect((await api.getContainer(`${STACK}-shop-frontend`).inspect()).State.Running).toBe(true);
     await until("the shop's pages again", () => routes(gatewayUrl, "/website/shop/"), 20_000);
   });
 

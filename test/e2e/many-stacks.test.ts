@@ -7,12 +7,12 @@ import fs from "node:fs";
 import path from "node:path";
 import YAML from "yaml";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { dockerApi } from "../../src/providers/docker-api";
+import { engineClient } from "../../src/runner/engine";
 import { deployStack, destroyStack, gatewayAccess, type DeployedStack, type StackSpec } from "../../src/runner";
 import { addressesOf, connectsFrom, e2eStack, REPO, stackFileOf, sweepStack, throughProxy, until } from "./helpers/env";
 import { chromium } from "playwright-core";
 
-const api = dockerApi();
+const api = engineClient();
 const [A, B, C] = ["e2e-ma", "e2e-mb", "e2e-mc"].map(e2eStack);
 const STACKS = [A, B, C];
 
@@ -54,12 +54,7 @@ function upInAnotherProcess(spec: StackSpec): Promise<{ code: number; stdout: st
 }
 
 async function containersOf(stack: string): Promise<Record<string, string>> {
-  const filters = encodeURIComponent(JSON.stringify({ label: [`multienv.stack=${stack}`] }));
-  const list = (await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as {
-    Id: string;
-    Names: string[];
-    State: string;
-  }[];
+  const list = await api.listContainers({ all: true, filters: { label: [`multienv.stack=${stack}`] } });
   return Object.fromEntries(list.map((c) => [c.Names[0].replace(/^\//, ""), `${c.Id} ${c.State}`]));
 }
 
@@ -102,7 +97,6 @@ afterAll(async () => {
     fs.rmSync(stackFileOf(stack), { force: true });
     fs.rmSync(path.join(REPO, "artifacts", stack), { recursive: true, force: true });
   }
-  api.close();
 }, 300_000);
 
 it("gives each of them a working env: its self-test passed and its computer loads its site", async () => {
@@ -129,8 +123,7 @@ it("lets no computer of one reach any container of another, from inside its cont
     for (const [network, address] of Object.entries(await addressesOf(api, container))) {
       for (const port of ports) targets[`${container} on ${network}:${port}`] = [address, port];
       // The engine's side of each of B's networks is the host itself.
-      const gateway = (await api.request("GET", `/networks/${network}`)).IPAM?.Config?.[0]?.Gateway as
-        string | undefined;
+      const gateway = (await api.getNetwork(network).inspect()).IPAM?.Config?.[0]?.Gateway as string | undefined;
       if (gateway)
         targets[`the host on ${network}, B's gateway port`] = [
           gateway,

@@ -17,6 +17,7 @@ import {
   type TrafficCaptureListing,
 } from "../../../src/protocol/traffic";
 import { episodeOf } from "../../../src/protocol/site-proxy";
+import { RESOURCE_TYPES } from "../../../src/providers/types";
 import { renderGraph } from "../../../src/runner/graph";
 import { signIn, signOut } from "../../../src/runner/sign-in";
 import { deployStack, resetStack, type StackSpec } from "../../../src/runner";
@@ -163,7 +164,7 @@ export function demoScenarios(t: DemoTarget): void {
     // A container's addresses (`on`: a container on the same engine, for the web stand-in, which is the test's).
     const ipOf = async (container: string, on = container) =>
       Object.values(
-        (await env.apiOf(on).request("GET", `/containers/${container}/json`)).NetworkSettings.Networks as Record<
+        (await env.apiOf(on).getContainer(container).inspect()).NetworkSettings.Networks as Record<
           string,
           { IPAddress: string }
         >,
@@ -196,7 +197,7 @@ export function demoScenarios(t: DemoTarget): void {
     for (const name of ["desktop", "open"]) {
       const networks = Object.keys((await inspect(`${STACK}-${name}-browser`)).NetworkSettings.Networks);
       expect(networks).toEqual([`${STACK}-${name}-net`]);
-      expect((await env.apiOf(`${STACK}-${name}-net`).request("GET", `/networks/${STACK}-${name}-net`)).Internal).toBe(
+      expect((await env.apiOf(`${STACK}-${name}-net`).getNetwork(`${STACK}-${name}-net`).inspect()).Internal).toBe(
         true,
       );
     }
@@ -404,7 +405,8 @@ export function demoScenarios(t: DemoTarget): void {
       const holdsRaw =
         (info.HostConfig.CapAdd ?? []).includes("NET_RAW") || (info.HostConfig.CapAdd ?? []).includes("CAP_NET_RAW");
       expect({ name, holdsRaw }).toEqual({ name, holdsRaw: name.endsWith("-capture") });
-      if (!name.endsWith("-capture")) expect(info.HostConfig.CapDrop).toContain("NET_RAW");
+      if (!name.endsWith("-capture"))
+        expect((info.HostConfig.CapDrop as string[]).some((c) => c === "NET_RAW" || c === "CAP_NET_RAW")).toBe(true);
     }
   });
 
@@ -415,7 +417,7 @@ export function demoScenarios(t: DemoTarget): void {
     const key = (r: { type: string; name: string }) => `${r.type} ${r.name}`;
     expect((await env.stateResources()).map(key).sort()).toEqual(graph.resources.map(key).sort());
     // Every container the graph declares is on the engine under its name.
-    for (const r of graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Container")) {
+    for (const r of graph.resources.filter((r) => r.type === RESOURCE_TYPES.container)) {
       expect((await inspect(String(r.inputs.name))).State.Running).toBe(true);
     }
   });
@@ -496,7 +498,7 @@ export function demoScenarios(t: DemoTarget): void {
     const env = t.env();
     const standin = env.webStandin("open");
     const standinEngine = env.apiOf(`${STACK}-open-proxy`);
-    await standinEngine.request("POST", `/containers/${standin}/stop?t=1`);
+    await standinEngine.getContainer(standin).stop({ t: 1 });
     const changed: StackSpec = {
       ...t.spec(),
       config: { ...t.spec().config, "multienv:selfTest": { publicUrl: "https://example.com/again" } },
@@ -506,7 +508,7 @@ export function demoScenarios(t: DemoTarget): void {
         /computer open: public example\.com is reached: no answer/,
       );
     } finally {
-      await standinEngine.request("POST", `/containers/${standin}/start`);
+      await standinEngine.getContainer(standin).start();
     }
     const passed = (await deployStack(changed, { preview: false })).outputs.selfTest;
     expect("passed" in passed && passed.passed).toBe(true);
@@ -588,7 +590,7 @@ export function demoScenarios(t: DemoTarget): void {
   it("turns /healthz 503 while a site server is stopped and 200 after docker restart", async () => {
     const env = t.env();
     expect((await env.gateway("/healthz", { auth: false })).status).toBe(200);
-    await env.apiOf(`${STACK}-shop-server`).request("POST", `/containers/${STACK}-shop-server/stop?t=1`);
+    await env.apiOf(`${STACK}-shop-server`).getContainer(`${STACK}-shop-server`).stop({ t: 1 });
     await until("/healthz 503", async () => (await env.gateway("/healthz", { auth: false })).status === 503, 20_000);
     env.docker(`${STACK}-shop-server`, ["restart", "-t", "1", `${STACK}-shop-server`]);
     await until("/healthz 200", async () => (await env.gateway("/healthz", { auth: false })).status === 200, 60_000);

@@ -7,7 +7,8 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { chromium, type Browser } from "playwright-core";
-import { dockerApi, isNotFound, type DockerApi } from "../../../src/providers/docker-api";
+import type Docker from "dockerode";
+import { engineClient, isNotFound } from "../../../src/runner/engine";
 import {
   deployStack,
   destroyStack,
@@ -26,7 +27,7 @@ export const STACK_LABEL = "multienv.stack";
 
 export interface DeployedEnv {
   stack: string;
-  api: DockerApi;
+  api: Docker;
   outputs: StackOutputs;
   gatewayUrl: string;
   token: string;
@@ -40,12 +41,12 @@ export interface DeployedEnv {
   connect(computer: string): Promise<Browser>;
   /** The JSON lines of a computer's site proxy log, through the gateway. */
   proxyLog(computer: string): Promise<Record<string, any>[]>;
-  /** The resources in the stack's state (type and name), the stack itself left out. */
+  /** The resources in the stack's state (type and name), the stack itself and the engine's default providers left out. */
   stateResources(): Promise<{ type: string; name: string }[]>;
   /** The engine a container or network of the stack is on (see Placement); undefined: the local one. */
   engineOf(name: string): string | undefined;
-  /** The Engine API of that engine. */
-  apiOf(name: string): DockerApi;
+  /** A client of that engine. */
+  apiOf(name: string): Docker;
   /** A container's `docker inspect`, asked of its engine. */
   inspect(container: string): Promise<any>;
   /** `docker <args>` on the engine of `container` (logs, restart), its stdout. */
@@ -171,39 +172,33 @@ export function specOf(name: string, stackFile = DEMO_STACK_FILE, override: Reco
 }
 
 /** Removes whatever a stack left on the engine: containers, networks, volumes labelled with its name. */
-export async function sweepStack(api: DockerApi, stack: string): Promise<string[]> {
-  const filters = encodeURIComponent(JSON.stringify({ label: [`${STACK_LABEL}=${stack}`] }));
+export async function sweepStack(api: Docker, stack: string): Promise<string[]> {
+  const filters = { label: [`${STACK_LABEL}=${stack}`] };
   const removed: string[] = [];
   const ignoreGone = (e: unknown) => {
     if (!isNotFound(e)) throw e;
   };
-  for (const c of (await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as {
-    Id: string;
-    Names: string[];
-  }[]) {
-    await api.request("DELETE", `/containers/${c.Id}?force=1&v=1`).catch(ignoreGone);
+  for (const c of await api.listContainers({ all: true, filters })) {
+    await api.getContainer(c.Id).remove({ force: true, v: true }).catch(ignoreGone);
     removed.push(`container ${c.Names[0]?.replace(/^\//, "")}`);
   }
-  for (const n of (await api.request("GET", `/networks?filters=${filters}`)) as { Id: string; Name: string }[]) {
-    await api.request("DELETE", `/networks/${n.Id}`).catch(ignoreGone);
+  for (const n of await api.listNetworks({ filters })) {
+    await api.getNetwork(n.Id).remove().catch(ignoreGone);
     removed.push(`network ${n.Name}`);
   }
-  for (const v of ((await api.request("GET", `/volumes?filters=${filters}`)) as { Volumes: { Name: string }[] | null })
-    .Volumes ?? []) {
-    await api.request("DELETE", `/volumes/${encodeURIComponent(v.Name)}?force=1`).catch(ignoreGone);
+  for (const v of (await api.listVolumes({ filters })).Volumes ?? []) {
+    await api.getVolume(v.Name).remove({ force: true }).catch(ignoreGone);
     removed.push(`volume ${v.Name}`);
   }
   return removed;
 }
 
 /** Removes the stacks of e2e runs whose process is gone (killed before their teardown; their state went with them). */
-export async function sweepDeadRuns(api: DockerApi): Promise<string[]> {
-  const filters = encodeURIComponent(JSON.stringify({ label: [STACK_LABEL] }));
-  const labelled = [
-    ...((await api.request("GET", `/containers/json?all=1&filters=${filters}`)) as {
-      Labels: Record<string, string>;
-    }[]),
-    ...((await api.request("GET", `/networks?filters=${filters}`)) as { Labels: Record<string, string> }[]),
+export async function sweepDeadRuns(api: Docker): Promise<string[]> {
+  const filters = { label: [STACK_LABEL] };
+  const labelled: { Labels?: Record<string, string> }[] = [
+    ...(await api.listContainers({ all: true, filters })),
+    ...(await api.listNetworks({ filters })),
   ];
   const stacks = new Set(
     labelled.map((r) => r.Labels?.[STACK_LABEL]).filter((s): s is string => typeof s === "string"),
@@ -244,12 +239,12 @@ export interface DeployOptions {
 
 /** Deploys a stack through the runner library on the real engine, then readies the web stand-in. */
 export async function deployEnv(stack: string, options: DeployOptions = {}): Promise<DeployedEnv> {
-  const api = dockerApi();
+  const api = engineClient();
   const placement = options.placement ?? LOCAL_PLACEMENT;
-  const apis = new Map<string | undefined, DockerApi>();
-  const apiOn = (host: string | undefined): DockerApi => {
+  const apis = new Map<string | undefined, Docker>();
+  const apiOn = (host: string | undefined): Docker => {
     if (host === undefined) return api;
-    if (!apis.has(host)) apis.set(host, dockerApi({ host }));
+    if (!apis.has(host)) apis.set(host, engineClient({ host }));
     return apis.get(host)!;
   };
   const apiOf = (name: string) => apiOn(placement.engineOf(name));
@@ -273,13 +268,13 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
     if (init.auth !== false) headers.set("authorization", `Bearer ${token}`);
     return fetch(gatewayUrl + p, { ...init, headers });
   };
-  const filters = encodeURIComponent(JSON.stringify({ label: [`${STACK_LABEL}=${stack}`] }));
+  const filters = { label: [`${STACK_LABEL}=${stack}`] };
   const env: DeployedEnv = {
     stack,
     api,
     engineOf: (name) => placement.engineOf(name),
     apiOf,
-    inspect: (container) => apiOf(container).request("GET", `/containers/${container}/json`),
+    inspect: (container) => apiOf(container).getContainer(container).inspect(),
     docker: (container, args) => dockerCli(args, placement.engineOf(container)),
     exec: (container, args, input) => dockerExec(container, args, input, placement.engineOf(container)),
     nodeIn: (container, script) => nodeIn(container, script, placement.engineOf(container)),
@@ -289,9 +284,7 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
     async containers() {
       const all: { name: string; host: string | undefined }[] = [];
       for (const host of placement.engines) {
-        const listed = (await apiOn(host).request("GET", `/containers/json?all=1&filters=${filters}`)) as {
-          Names: string[];
-        }[];
+        const listed = await apiOn(host).listContainers({ all: true, filters });
         all.push(...listed.map((c) => ({ name: c.Names[0].slice(1), host })));
       }
       return all;
@@ -300,12 +293,12 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
     async stopWebStandins() {
       for (const [host, standin] of standins) {
         const on = apiOn(host);
-        await on.request("DELETE", `/containers/${standin.id}?force=1`);
+        await on.getContainer(standin.id).remove({ force: true });
         // The proxies joined to it leave it first: a network with endpoints cannot go.
-        const joined = (await on.request("GET", `/networks/${standin.network}`)).Containers ?? {};
-        for (const id of Object.keys(joined))
-          await on.request("POST", `/networks/${standin.network}/disconnect`, { Container: id, Force: true });
-        await on.request("DELETE", `/networks/${standin.network}`);
+        const network = on.getNetwork(standin.network);
+        const joined = ((await network.inspect()) as { Containers?: Record<string, unknown> }).Containers ?? {};
+        for (const id of Object.keys(joined)) await network.disconnect({ Container: id, Force: true });
+        await network.remove();
       }
       standins.clear();
     },
@@ -328,9 +321,14 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
     async stateResources() {
       const opened = await openStack(stack);
       const state = await opened.stack.exportStack();
+      // The engine's default providers (of the dynamic resources) are its own; the docker providers are the program's.
       return ((state.deployment.resources ?? []) as { urn: string; type: string }[])
-        .filter((r) => r.type !== "pulumi:pulumi:Stack" && !r.type.startsWith("pulumi:providers:"))
-        .map((r) => ({ type: r.type, name: r.urn.split("::").at(-1)! }));
+        .map((r) => ({ type: r.type, name: r.urn.split("::").at(-1)! }))
+        .filter(
+          (r) =>
+            r.type !== "pulumi:pulumi:Stack" &&
+            !(r.type.startsWith("pulumi:providers:") && r.name.startsWith("default")),
+        );
     },
     async teardown() {
       // The runner's down: close the browsers, collect every capture and proxy log, then destroy.
@@ -351,7 +349,7 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
     for (const computer of computers) {
       const proxy = `${stack}-${computer}-proxy`;
       const host = placement.engineOf(proxy);
-      const info = await apiOn(host).request("GET", `/containers/${proxy}/json`);
+      const info = await apiOn(host).getContainer(proxy).inspect();
       if (!Object.keys(info.NetworkSettings.Networks).includes(`${stack}-${computer}-egress`)) continue;
       // One stand-in per engine; on a remote one it runs the proxy's image (node is in every multienv image), which
       // the deploy shipped there.
@@ -405,8 +403,8 @@ export function deployDemo(stack: string, log?: (line: string) => void): Promise
 }
 
 /** Each address a container has, by network name. */
-export async function addressesOf(api: DockerApi, container: string): Promise<Record<string, string>> {
-  const info = await api.request("GET", `/containers/${container}/json`);
+export async function addressesOf(api: Docker, container: string): Promise<Record<string, string>> {
+  const info = await api.getContainer(container).inspect();
   return Object.fromEntries(
     Object.entries(info.NetworkSettings.Networks as Record<string, { IPAddress: string }>).map(([n, v]) => [
       n,

@@ -12,7 +12,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { DockerApi } from "../../../src/providers/docker-api";
+import type Docker from "dockerode";
 
 /**
  * The label of the stack's own pieces (policies/contract.ts LABELS.stack): the stand-in goes with the stack's sweep.
@@ -93,21 +93,22 @@ function internetSubnet(): string {
  * gateway.
  */
 export async function startStandin(
-  api: DockerApi,
+  api: Docker,
   stack: string,
   certs: StandinCerts,
   options: { image?: string; remote?: boolean } = {},
 ): Promise<{ network: string; id: string }> {
   const image = options.image ?? "multienv/node-base";
   const network = options.remote ? `zz-${stack}-internet` : `${stack}-internet`;
-  await api.request("POST", "/networks/create", {
+  await api.createNetwork({
     Name: network,
     Driver: "bridge",
     Labels: { [STACK_LABEL]: stack },
     IPAM: { Config: [{ Subnet: internetSubnet() }] },
   });
   const name = `${stack}-web-standin`;
-  const created = await api.request<{ Id: string }>("POST", `/containers/create?name=${name}`, {
+  const created = await api.createContainer({
+    name,
     Image: image,
     Entrypoint: ["node"],
     Cmd: ["/standin/web-standin.cjs"],
@@ -116,13 +117,13 @@ export async function startStandin(
     HostConfig: { Binds: [`${certs.dir}:/standin:ro`], NetworkMode: network },
     NetworkingConfig: { EndpointsConfig: { [network]: { Aliases: STANDIN_HOSTS } } },
   });
-  await api.request("POST", `/containers/${created.Id}/start`);
-  return { network, id: created.Id };
+  await created.start();
+  return { network, id: created.id };
 }
 
 /** Connects a container (a site proxy that reaches the web) to the stack's internet network. */
-export async function connectToInternet(api: DockerApi, network: string, container: string): Promise<void> {
-  await api.request("POST", `/networks/${network}/connect`, { Container: container });
+export async function connectToInternet(api: Docker, network: string, container: string): Promise<void> {
+  await api.getNetwork(network).connect({ Container: container });
 }
 
 /** Adds the stand-in's CA to a browser container's NSS db (Chromium reads it when it starts). */
