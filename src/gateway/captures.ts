@@ -37,26 +37,35 @@ export async function openCapture(dir: string, name: string): Promise<{ handle: 
   return { handle, info };
 }
 
-/** Every capture file in `dir`, oldest first (by modification time, then name). */
+/**
+ * Every capture file in `dir`, oldest first (by modification time, then name). Each container's current files
+ * are the run after its last earlier one (`.run<K>.` files), the first when it has none.
+ */
 export async function listCaptures(dir: string): Promise<TrafficCapture[]> {
   const entries = await readdir(dir, { withFileTypes: true });
   const captures: Array<TrafficCapture & { mtimeMs: number }> = [];
+  const earlierRuns = new Map<string, number>();
   for (const entry of entries) {
     const parsed = parseCaptureName(entry.name);
     if (!parsed) continue;
     // lstat (which opens nothing), not the entry's type: some filesystems report none, and a link is never a capture.
     const info = await lstat(join(dir, entry.name)).catch(() => undefined); // rotated away meanwhile
     if (!info?.isFile()) continue;
+    const container = `${parsed.site}-${parsed.role}`;
+    if (parsed.earlierRun !== undefined)
+      earlierRuns.set(container, Math.max(earlierRuns.get(container) ?? 0, parsed.earlierRun));
     captures.push({
       name: entry.name,
       site: parsed.site,
       role: parsed.role,
-      container: `${parsed.site}-${parsed.role}`,
+      container,
+      run: parsed.earlierRun ?? 0,
       bytes: info.size,
       modified: info.mtime.toISOString(),
       mtimeMs: info.mtimeMs,
     });
   }
+  for (const capture of captures) if (capture.run === 0) capture.run = (earlierRuns.get(capture.container) ?? 0) + 1;
   captures.sort((a, b) => a.mtimeMs - b.mtimeMs || a.name.localeCompare(b.name));
   return captures.map(({ mtimeMs: _, ...capture }) => capture);
 }

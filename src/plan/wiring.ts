@@ -124,27 +124,41 @@ export function browserMounts(computer: PlannedComputer): VolumeMount[] {
 }
 
 /**
- * tcpdump in the website container's network namespace: every interface, packets written as they arrive (-U) so
- * the gateway sees a capture writing, rotating `-C fileSizeMb -W fileCount`, running as root so it can write the
- * volume (-Z root: no switch to a tcpdump user that the volume does not know).
+ * What a capture sidecar runs (`sh -c CAPTURE_SCRIPT capture <base> <fileSizeMb> <fileCount>`): tcpdump in the
+ * website container's network namespace, every interface, packets written as they arrive (-U) so the gateway sees
+ * a capture writing, rotating `-C fileSizeMb -W fileCount`, as root so it can write the volume (-Z root: no switch
+ * to a tcpdump user the volume does not know).
+ *
+ * When Docker restarts the website container (a crash under its restart policy, `docker restart`), the container
+ * gets a new network namespace and the sidecar is left in the old one with loopback alone, recording nothing. So
+ * the script watches for that and exits; the sidecar's restart policy starts it again, in the new namespace. The
+ * files of the run that ended keep their packets under a run number (`<site>-<role>.run<K>.pcap<N>`: tcpdump
+ * would number its new files from 0 and overwrite them), so the listing shows the restart as a gap between runs.
  */
 export function captureCommand(plan: Pick<Plan, "capture">, sidecar: PlannedCapture): string[] {
-  return [
-    "tcpdump",
-    "-i",
-    "any",
-    "-n",
-    "-U",
-    "-w",
-    `${CAPTURES_DIR}/${sidecar.filePrefix}`,
-    "-C",
-    String(plan.capture.fileSizeMb),
-    "-W",
-    String(plan.capture.fileCount),
-    "-Z",
-    "root",
-  ];
+  const base = `${CAPTURES_DIR}/${sidecar.filePrefix.replace(/\.pcap$/, "")}`;
+  return ["sh", "-c", CAPTURE_SCRIPT, "capture", base, String(plan.capture.fileSizeMb), String(plan.capture.fileCount)];
 }
+
+/** The capture sidecar's script (see `captureCommand`); POSIX sh, builtins alone in its loop but `sleep`. */
+export const CAPTURE_SCRIPT = [
+  "base=$1 size=$2 count=$3",
+  'if ls "$base".pcap[0-9]* >/dev/null 2>&1; then',
+  "  run=1",
+  '  while ls "$base".run$run.pcap[0-9]* >/dev/null 2>&1; do run=$((run + 1)); done',
+  '  for f in "$base".pcap[0-9]*; do mv -f "$f" "$base.run$run.${f##*.}"; done',
+  "fi",
+  'tcpdump -i any -n -U -w "$base.pcap" -C "$size" -W "$count" -Z root &',
+  "pid=$!",
+  "trap 'kill $pid 2>/dev/null; wait $pid; exit 0' TERM INT",
+  // True while the namespace has an interface besides loopback (/proc/net/dev: two header lines, then one a device).
+  'attached() { while read -r line; do case $line in *"|"*|lo:*) ;; *:*) return 0 ;; esac; done </proc/net/dev; return 1; }',
+  "while kill -0 $pid 2>/dev/null; do",
+  "  sleep 1 & wait $!",
+  "  attached || { kill $pid; wait $pid; exit 75; }",
+  "done",
+  "wait $pid",
+].join("\n");
 
 /** The docker network mode that puts a sidecar in its website container's network namespace. */
 export function sharedNetworkMode(targetContainerId: string): string {

@@ -14,10 +14,12 @@ export const TRAFFIC_CAPTURES_PATH = "/traffic/v1/captures";
 export const PCAP_MEDIA_TYPE = "application/vnd.tcpdump.pcap";
 
 /**
- * A capture file's name: `<site>-<role>.pcap<N>`, as tcpdump `-w <site>-<role>.pcap -C -W`
- * names its rotating files. Nothing else in the captures folder is served.
+ * A capture file's name: `<site>-<role>.pcap<N>`, as tcpdump `-w <site>-<role>.pcap -C -W` names its rotating
+ * files; `<site>-<role>.run<K>.pcap<N>` for the files of an earlier run, kept when the capture started again after
+ * its website container restarted. Nothing else in the captures folder is served.
  */
-export const CAPTURE_FILE_PATTERN = /^(?<site>[a-z0-9][a-z0-9-]*)-(?<role>server|frontend)\.pcap(?<index>\d+)$/;
+export const CAPTURE_FILE_PATTERN =
+  /^(?<site>[a-z0-9][a-z0-9-]*)-(?<role>server|frontend)(?:\.run(?<run>[1-9]\d*))?\.pcap(?<index>\d+)$/;
 
 export type CaptureRole = "server" | "frontend";
 
@@ -29,6 +31,11 @@ export interface TrafficCapture {
   role: CaptureRole;
   /** The website container the packets were seen in, as named on the env network: `<site>-<role>`. */
   container: string;
+  /**
+   * Which run of the container's capture wrote it, from 1: a capture starts a new run when its website container
+   * restarted, and nothing was recorded between the end of one run (its newest file's `modified`) and the next.
+   */
+  run: number;
   bytes: number;
   /** Last modification, ISO 8601. */
   modified: string;
@@ -49,11 +56,51 @@ export function captureFilePrefix(site: string, role: CaptureRole): string {
   return `${site}-${role}.pcap`;
 }
 
-/** Site, role and rotation index of a capture file name, or undefined when it is not one. */
-export function parseCaptureName(name: string): { site: string; role: CaptureRole; index: number } | undefined {
+/**
+ * Site, role, rotation index and the earlier run (undefined: the current one) of a capture file name, or undefined
+ * when it is not one.
+ */
+export function parseCaptureName(
+  name: string,
+): { site: string; role: CaptureRole; index: number; earlierRun?: number } | undefined {
   const match = CAPTURE_FILE_PATTERN.exec(name);
   if (!match?.groups) return undefined;
-  return { site: match.groups.site, role: match.groups.role as CaptureRole, index: Number(match.groups.index) };
+  return {
+    site: match.groups.site,
+    role: match.groups.role as CaptureRole,
+    index: Number(match.groups.index),
+    ...(match.groups.run ? { earlierRun: Number(match.groups.run) } : {}),
+  };
+}
+
+/** Where the capture of one container stopped and started again (its website container restarted). */
+export interface CaptureGap {
+  container: string;
+  /** The run that ended. */
+  run: number;
+  /** The last write of that run (its newest file's modification): nothing was recorded from then. */
+  endedAt: string;
+  /** The first write of the next run that is still listed (its oldest file's modification). */
+  resumedBy: string;
+}
+
+/** The gaps a listing shows: between consecutive runs of each container's capture. */
+export function captureGaps(captures: TrafficCapture[]): CaptureGap[] {
+  const gaps: CaptureGap[] = [];
+  const byContainer = new Map<string, TrafficCapture[]>();
+  for (const c of captures) byContainer.set(c.container, [...(byContainer.get(c.container) ?? []), c]);
+  for (const [container, files] of byContainer) {
+    const runs = [...new Set(files.map((f) => f.run))].sort((a, b) => a - b);
+    for (const [i, run] of runs.slice(0, -1).entries()) {
+      const modified = (r: number) =>
+        files
+          .filter((f) => f.run === r)
+          .map((f) => f.modified)
+          .sort();
+      gaps.push({ container, run, endedAt: modified(run).at(-1)!, resumedBy: modified(runs[i + 1])[0] });
+    }
+  }
+  return gaps;
 }
 
 /** The traffic/v1 extension as the gateway declares it in its card. */

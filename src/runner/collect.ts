@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { CARD_PATH, type AgentEnvCard } from "../protocol/card";
 import { episodeOf } from "../protocol/site-proxy";
 import {
+  captureGaps,
   fetchTrafficCapture,
   listTrafficCaptures,
   parseCaptureName,
@@ -129,6 +130,7 @@ async function downloadCapture(
       name: listed.name,
       site: listed.site,
       container: listed.container,
+      run: listed.run,
       bytes,
       listedBytes: listed.bytes,
       modified: listed.modified,
@@ -181,8 +183,23 @@ async function collectCapturesInto(options: CollectOptions, record: RunRecord) {
       errors.push({ name: listed.name, error: message(error), at: at() });
     }
   }
+  // Gaps seen earlier stay (their files may have rotated away since); a gap is one per container and run.
+  const gaps = new Map((record.captureGaps ?? []).map((g) => [`${g.container} ${g.run}`, g]));
+  for (const gap of captureGaps(listing)) {
+    const key = `${gap.container} ${gap.run}`;
+    if (!gaps.has(key))
+      log(
+        `warning: the capture of ${gap.container} stopped at ${gap.endedAt} (its container restarted) and resumed by ${gap.resumedBy}: nothing was recorded between`,
+      );
+    gaps.set(key, gap);
+  }
   return {
-    record: { ...record, captures: [...captures.values()], captureErrors: errors },
+    record: {
+      ...record,
+      captures: [...captures.values()],
+      captureErrors: errors,
+      ...(gaps.size > 0 ? { captureGaps: [...gaps.values()] } : {}),
+    },
     downloaded,
     skipped,
     errors,

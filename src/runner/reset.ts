@@ -116,7 +116,9 @@ async function resetSite(
 /** Removes a capture sidecar's files and restarts it, so the next episode's captures start empty. */
 async function restartCapture(sidecar: StackContainer): Promise<void> {
   const container = engineClient(sidecar.engine).getContainer(sidecar.name);
-  const exec = await container.exec({ Cmd: ["sh", "-c", `rm -f /captures/${sidecar.captureOf}.pcap*`] });
+  // The current run's files and any earlier run's (`.run<K>.`): the next episode's captures start from run 1.
+  const files = `/captures/${sidecar.captureOf}.pcap* /captures/${sidecar.captureOf}.run*.pcap*`;
+  const exec = await container.exec({ Cmd: ["sh", "-c", `rm -f ${files}`] });
   await exec.start({ Detach: true });
   for (let i = 0; i < 100; i++) {
     if (!(await exec.inspect()).Running) break;

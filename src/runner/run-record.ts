@@ -2,6 +2,7 @@
 // The live marks come from the stack's outputs (what was deployed); `publicHostsContacted` comes from the
 // computers' site-proxy logs (what actually happened). A run is reproducible only when both say so.
 import type { SelfTestOutput } from "../protocol/outputs";
+import type { CaptureGap } from "../protocol/traffic";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { LiveWebsiteMark } from "../plan/types";
@@ -12,6 +13,8 @@ export interface CaptureRecord {
   name: string;
   site: string;
   container: string;
+  /** The run of the container's capture that wrote it (a new run after each restart of the website container). */
+  run?: number;
   /** Bytes stored (equal to the listed size, or more when the file grew between listing and download). */
   bytes: number;
   /** The size the listing gave. */
@@ -80,6 +83,8 @@ export interface RunRecord {
   captures: CaptureRecord[];
   /** The latest collection's failures (cleared by a collection that succeeds). */
   captureErrors: CaptureErrorRecord[];
+  /** Where a capture stopped and started again (its website container restarted): nothing was recorded between. */
+  captureGaps?: CaptureGap[];
 }
 
 export function emptyRunRecord(stack: string): RunRecord {

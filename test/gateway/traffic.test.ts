@@ -84,7 +84,7 @@ describe("traffic/v1", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("lists the rotating capture files oldest first with name, site, container, bytes and modified time", async () => {
+  it("lists the rotating capture files oldest first with name, site, container, run, bytes and modified time", async () => {
     const captures = await listTrafficCaptures(gateway.url, TOKEN);
     const onDisk = readdirSync(dir)
       .filter((name) => /^shop-server\.pcap\d$/.test(name))
@@ -97,6 +97,7 @@ describe("traffic/v1", () => {
         site: "shop",
         role: "server",
         container: "shop-server",
+        run: 1,
         bytes: f.stat.size,
         modified: f.stat.mtime.toISOString(),
       })),

@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import {
   browserNetworks,
+  CAPTURE_SCRIPT,
   captureCommand,
   gatewayNetworks,
   gatewayPublish,
@@ -49,14 +50,8 @@ describe("wiring", () => {
       p,
       p.capture.sidecars.find((s) => s.target === "s-gh-server")!,
     );
-    expect(command.slice(command.indexOf("-w"), command.indexOf("-w") + 6)).toEqual([
-      "-w",
-      "/captures/gh-server.pcap",
-      "-C",
-      "7",
-      "-W",
-      "4",
-    ]);
+    expect(command).toEqual(["sh", "-c", CAPTURE_SCRIPT, "capture", "/captures/gh-server", "7", "4"]);
+    expect(CAPTURE_SCRIPT).toContain('tcpdump -i any -n -U -w "$base.pcap" -C "$size" -W "$count" -Z root');
   });
 
   it("publishes the gateway on loopback with an engine-chosen port on docker, on the VM's gateway port on ec2", () => {

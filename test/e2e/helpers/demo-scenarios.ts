@@ -11,6 +11,7 @@ import type { Browser, Page } from "playwright-core";
 import { expect, it } from "vitest";
 import { readStackFile } from "../../../src/config";
 import {
+  captureGaps,
   capturePath,
   PCAP_MEDIA_TYPE,
   TRAFFIC_CAPTURES_PATH,
@@ -611,6 +612,66 @@ export function demoScenarios(t: DemoTarget): void {
     const data = await env.gateway("/svc/github/data");
     expect(data.status).toBe(200);
     expect(await data.json()).toEqual({ items: [] });
+  });
+
+  it("keeps capturing after a site's server process is killed and Docker restarts it: a new run grows, the earlier run's files stay", async () => {
+    const env = t.env();
+    const server = `${STACK}-shop-server`;
+    const shopServerFiles = async () =>
+      ((await (await env.gateway(TRAFFIC_CAPTURES_PATH)).json()) as TrafficCaptureListing).captures.filter(
+        (c) => c.container === "shop-server",
+      );
+    const before = await shopServerFiles();
+    expect(before.length).toBeGreaterThan(0);
+    const runBefore = Math.max(...before.map((c) => c.run));
+    const restarts = (await env.inspect(server)).RestartCount as number;
+    // The server's process dies as in a crash (not a `docker stop`): its restart policy brings the container back
+    // with a new network namespace, which the sidecar must follow.
+    process.kill((await env.inspect(server)).State.Pid as number, "SIGKILL");
+    await until("the shop server restarted by Docker", async () => {
+      const info = await env.inspect(server);
+      return info.RestartCount > restarts && info.State.Running;
+    });
+    await until("the shop ready again", async () => (await env.gateway("/svc/shop/ready")).status === 200, 30_000);
+    // Traffic to the restarted server lands in a new run of its capture, which keeps growing.
+    const grown = async () => {
+      const files = await shopServerFiles();
+      const current = files.filter((c) => c.run > runBefore);
+      return current.reduce((n, c) => n + c.bytes, 0);
+    };
+    let last = 0;
+    for (let round = 0; round < 3; round++) {
+      const size = await until(
+        `the new run's capture growing past ${last} bytes`,
+        async () => {
+          await env.gateway(`/svc/shop/echo?after-restart=${round}`);
+          const now = await grown();
+          return now > last ? now : undefined;
+        },
+        30_000,
+        500,
+      );
+      last = size;
+    }
+    // Every file of the run before the crash is still listed (under its run number), with all its bytes.
+    const after = await shopServerFiles();
+    for (const file of before) {
+      const kept = after.find(
+        (c) =>
+          c.run === file.run &&
+          c.name.replace(/\.run\d+\.pcap/, ".pcap") === file.name.replace(/\.run\d+\.pcap/, ".pcap"),
+      );
+      expect(kept, `${file.name} kept`).toBeDefined();
+      expect(kept!.bytes).toBeGreaterThanOrEqual(file.bytes);
+    }
+    // The gap shows in the evidence: collect records where the capture stopped and resumed.
+    const gaps = captureGaps(after).filter((g) => g.container === "shop-server");
+    expect(gaps.map((g) => g.run)).toContain(runBefore);
+    await until(
+      "/healthz 200 with the new run writing",
+      async () => (await env.gateway("/healthz", { auth: false })).status === 200,
+      60_000,
+    );
   });
 
   it("restarts the site proxy after kill -9 inside its container, logs `restarted`, and pages load again", async () => {
