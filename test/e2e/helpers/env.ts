@@ -41,7 +41,7 @@ export interface DeployedEnv {
   connect(computer: string): Promise<Browser>;
   /** The JSON lines of a computer's site proxy log, through the gateway. */
   proxyLog(computer: string): Promise<Record<string, any>[]>;
-  /** The resources in the stack's state (type and name), the stack itself and the engine's default providers left out. */
+  /** The resources in the stack's state (type and name), less the stack itself and the engine's default providers. */
   stateResources(): Promise<{ type: string; name: string }[]>;
   /** The engine a container or network of the stack is on (see Placement); undefined: the local one. */
   engineOf(name: string): string | undefined;
