@@ -73,6 +73,8 @@ export class DockerEngine extends pulumi.ComponentResource {
   readonly labels: Record<string, string>;
   /** Options of every resource on this engine (its provider, `deletedWith`): spread them into a container's. */
   readonly onEngine: { provider: docker.Provider; deletedWith?: pulumi.Resource };
+  /** `deletedWith` alone, for the local steps that act on the engine's machine (they are no docker resources). */
+  private readonly onMachine: { deletedWith?: pulumi.Resource };
 
   constructor(name: string, args: DockerEngineArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:docker:DockerEngine", name, {}, opts);
@@ -85,10 +87,8 @@ export class DockerEngine extends pulumi.ComponentResource {
       { host: connection.apply((c) => c.host), sshOpts: connection.apply((c) => c.sshOpts) },
       { parent: this },
     );
-    this.onEngine = {
-      provider: this.provider,
-      ...(args.deletedWith === undefined ? {} : { deletedWith: args.deletedWith }),
-    };
+    this.onMachine = args.deletedWith === undefined ? {} : { deletedWith: args.deletedWith };
+    this.onEngine = { provider: this.provider, ...this.onMachine };
     const labels = Object.entries(args.labels).map(([label, value]) => ({ label, value }));
     const all = [
       ...args.networks.internal.map((n) => [n, true] as const),
@@ -161,7 +161,7 @@ export class DockerEngine extends pulumi.ComponentResource {
         create: pulumi.all([ids, from.ssh]).apply(([all, ssh]) => shipImagesCommand(all, ssh)),
         triggers: [ids, from.ssh],
       },
-      { parent: this, dependsOn: from.after, ...this.onEngine },
+      { parent: this, dependsOn: from.after, ...this.onMachine },
     );
     for (const [key, id] of sources)
       this.shippedImages.set(

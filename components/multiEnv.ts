@@ -2,9 +2,10 @@
 // It decides nothing: the plan says what exists and how it is wired (src/plan/wiring.ts, ec2.ts), and this component
 // creates the resources in that shape and exposes the stack outputs of docs/design.md "Outputs".
 import * as pulumi from "@pulumi/pulumi";
-import type { LiveWebsiteMark, Plan } from "../src/plan";
+import type { EngineMachine, LiveWebsiteMark, Plan } from "../src/plan";
 import {
   browserServiceConfig,
+  engineMachines,
   gatewayConfigOnHosts,
   gatewayServiceConfig,
   siteProxyConfigOnHosts,
@@ -35,6 +36,8 @@ export interface MultiEnvArgs {
    * local socket.
    */
   dockerHost?: string;
+  /** Docker target: the machine its engine runs on, whose addresses no site proxy may dial. */
+  engineMachine?: EngineMachine;
 }
 
 /** The stack outputs (docs/design.md "Outputs"). */
@@ -109,7 +112,12 @@ export class MultiEnv extends pulumi.ComponentResource {
         computerHosts,
       ]);
       const proxyConfig = known.apply(([subnets, envHost, hosts]) =>
-        siteProxyConfigOnHosts(siteProxyServiceConfig(plan, computer), { subnets, envHost, computerHosts: hosts }),
+        siteProxyConfigOnHosts(siteProxyServiceConfig(plan, computer), {
+          subnets,
+          envHost,
+          computerHosts: hosts,
+          machines: engineMachines(plan, args.engineMachine),
+        }),
       );
       return new Computer(
         `${name}-${computer.name}`,

@@ -7,7 +7,8 @@ import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { MultiEnv, type MultiEnvOutputs } from "../components/multiEnv";
 import { ConfigError, loadStackConfig } from "./config";
-import { formatProblem, plan, type Plan } from "./plan";
+import { DOCKER_DEFAULT_ADDRESS_POOLS, formatProblem, plan, type EngineMachine, type Plan } from "./plan";
+import { isLocalEngine, localEngineMachine } from "./runner/engine";
 import { DEFAULT_BASE_IMAGE, PROJECT_IMAGES, projectImagesNeeded } from "./plan/images";
 import { SELF_TEST_ENV } from "./plan/self-test";
 
@@ -20,6 +21,11 @@ export interface ProgramOptions {
    * checkout deploys with nothing built first. Default true; `multienv check` renders the graph without it.
    */
   bundle?: boolean;
+  /**
+   * Ask the local engine and this machine what the site proxies must never dial (the machine's addresses, the
+   * engine's address pools). Default true; `multienv check` runs without an engine, and shows Docker's own pools.
+   */
+  probeEngine?: boolean;
 }
 
 /** Writes dist/bundle/<name>.js for every service the plan's project images copy; one line naming what failed. */
@@ -43,6 +49,29 @@ function bundleServices(planned: Plan): void {
   }
 }
 
+/**
+ * The machine of the docker target's engine, as its site proxies must know it. On this machine's own engine, asked
+ * of it; an engine elsewhere (DOCKER_HOST naming another machine) shows only Docker's own pools, with a warning that
+ * the machine's addresses must be guarded by its firewall. Remote targets learn their hosts from the plan.
+ */
+async function engineMachineOf(planned: Plan, probe: boolean): Promise<EngineMachine | undefined> {
+  if (planned.target !== "docker") return undefined;
+  if (!probe) return { addresses: [], addressPools: DOCKER_DEFAULT_ADDRESS_POOLS };
+  if (!isLocalEngine()) {
+    pulumi.log.warn(
+      `multienv: the engine (DOCKER_HOST=${process.env.DOCKER_HOST}) is on another machine, whose addresses the site proxies cannot learn; guard them with that machine's firewall (README "Security")`,
+    );
+    return { addresses: [], addressPools: DOCKER_DEFAULT_ADDRESS_POOLS };
+  }
+  try {
+    return await localEngineMachine();
+  } catch (error) {
+    throw new pulumi.RunError(
+      `multienv: the local Docker engine did not answer (${error instanceof Error ? error.message : String(error)}); start dockerd, or set DOCKER_HOST`,
+    );
+  }
+}
+
 export async function multienvProgram(options: ProgramOptions = {}): Promise<MultiEnvOutputs> {
   const stack = pulumi.getStack();
   let loaded;
@@ -56,6 +85,7 @@ export async function multienvProgram(options: ProgramOptions = {}): Promise<Mul
   for (const warning of result.warnings) pulumi.log.warn(warning);
   if (!result.ok) throw new pulumi.RunError(result.problems.map(formatProblem).join("\n"));
   if (options.bundle !== false) bundleServices(result.plan);
+  const engineMachine = await engineMachineOf(result.plan, options.probeEngine !== false);
 
   try {
     const env = new MultiEnv(stack, {
@@ -64,6 +94,7 @@ export async function multienvProgram(options: ProgramOptions = {}): Promise<Mul
       // Relative, as the state keeps it: the same checkout elsewhere is no change.
       buildContext: path.relative(process.cwd(), REPO_ROOT) || ".",
       baseImage: process.env.MULTIENV_BASE_IMAGE || DEFAULT_BASE_IMAGE,
+      engineMachine,
     });
     return env.outputs;
   } catch (error) {

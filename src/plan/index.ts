@@ -26,6 +26,9 @@ export {
   gatewayConfigOnHosts,
   siteProxyServiceConfig,
   siteProxyConfigOnHosts,
+  DOCKER_DEFAULT_ADDRESS_POOLS,
+  engineMachines,
+  type EngineMachine,
   browserServiceConfig,
 } from "./services";
 export type { GatewayServiceConfig, SiteProxyServiceConfig, BrowserServiceConfig } from "./services";

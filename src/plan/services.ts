@@ -136,18 +136,66 @@ export function gatewayConfigOnHosts(
 }
 
 /**
- * A site proxy's config once the env exists. It never dials its engine's networks (their subnets are the engine's
- * to choose) nor, on remote targets, the env host and any computer's host, its own among them: an allow-all proxy
- * would otherwise reach those private addresses. There, `gateway` is the env host's address.
+ * Docker's own address pools when its daemon is given none (`default-address-pools`): 172.17-31.0.0/16 and
+ * 192.168.0.0/16. Every bridge network an engine creates takes its subnet from its pools, and the bridge's gateway
+ * address is the engine's machine itself.
+ */
+export const DOCKER_DEFAULT_ADDRESS_POOLS = [
+  ...Array.from({ length: 15 }, (_, i) => `172.${17 + i}.0.0/16`),
+  "192.168.0.0/16",
+];
+
+/** What the deploy learns of a machine that runs one of the env's engines. */
+export interface EngineMachine {
+  /** Every address the machine has on its own interfaces (not Docker's bridges), IPv4 or IPv6. */
+  addresses: string[];
+  /** The engine's address pools (CIDRs): every network it makes, and so every bridge gateway, is inside them. */
+  addressPools: string[];
+}
+
+/**
+ * The machines of the env's engines as far as the deploy knows them before they exist: on the docker target the
+ * local engine's (asked of it; Docker's own pools when it could not be); on remote targets each host's engine has
+ * Docker's own pools (the VMs the ec2 target boots are configured so; a hosts machine given other pools must guard
+ * them with its firewall), their addresses being the hosts' (`siteProxyConfigOnHosts`).
+ */
+export function engineMachines(plan: Pick<Plan, "target">, local: EngineMachine | undefined): EngineMachine[] {
+  if (plan.target === "docker") return [local ?? { addresses: [], addressPools: DOCKER_DEFAULT_ADDRESS_POOLS }];
+  return [{ addresses: [], addressPools: DOCKER_DEFAULT_ADDRESS_POOLS }];
+}
+
+/** A CIDR for one address: /32 or /128. */
+function hostCidr(address: string): string {
+  return `${address}/${address.includes(":") ? 128 : 32}`;
+}
+
+/**
+ * A site proxy's config once the env exists. It never dials an address of a machine that runs the env's engines,
+ * on any port, whatever its reach: not the engine's networks (this stack's or another's: every subnet of the
+ * engine's address pools, whose bridge gateways are the machine itself), not the machine's own interfaces, and on
+ * remote targets not the env host and any computer's host, its own among them. There, `gateway` is the env host's
+ * address.
  */
 export function siteProxyConfigOnHosts(
   config: SiteProxyServiceConfig,
-  known: { subnets: string[]; envHost: string | undefined; computerHosts: (string | undefined)[] },
+  known: {
+    subnets: string[];
+    envHost: string | undefined;
+    computerHosts: (string | undefined)[];
+    machines: EngineMachine[];
+  },
 ): SiteProxyServiceConfig {
-  const hosts = [...new Set([known.envHost, ...known.computerHosts].filter((a): a is string => a !== undefined))];
+  const hosts = [known.envHost, ...known.computerHosts, ...known.machines.flatMap((m) => m.addresses)].filter(
+    (a): a is string => a !== undefined,
+  );
+  const deny = [
+    ...known.subnets,
+    ...known.machines.flatMap((m) => m.addressPools),
+    ...hosts.map((a) => (a.includes("/") ? a : hostCidr(a))),
+  ];
   return {
     ...config,
-    deny: [...known.subnets, ...hosts.map((a) => `${a}/32`)],
+    deny: [...new Set(deny)],
     ...(known.envHost === undefined ? {} : { gateway: rehost(config.gateway, known.envHost) }),
   };
 }

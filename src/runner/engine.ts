@@ -4,9 +4,11 @@
 // state, so the pinned host key and the shared connection (src/plan/ssh.ts) hold for the runner too.
 import { spawn } from "node:child_process";
 import http from "node:http";
+import os from "node:os";
 import { Duplex, PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { LABELS } from "../../policies/contract";
+import { DOCKER_DEFAULT_ADDRESS_POOLS, type EngineMachine } from "../plan/services";
 import { RESOURCE_TYPES } from "../providers/types";
 
 /** Where an engine is, as the docker provider's config says: unset or `unix://` host for a local socket. */
@@ -79,6 +81,32 @@ export function engineClient(target: EngineTarget = {}): Docker {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
   (agent as unknown as { createConnection: () => Duplex }).createConnection = () => sshConnection(host, target.sshOpts);
   return new Docker({ protocol: "http", host: "docker", port: 80, agent } as Docker.DockerOptions);
+}
+
+/** The interfaces Docker makes per network and per container: they come and go as stacks deploy. */
+const DOCKER_NETWORK_INTERFACE = /^(br-[0-9a-f]{12}|veth[0-9a-f]+)$/;
+
+/** True when the target is an engine on this machine (its socket), not one reached over the network. */
+export function isLocalEngine(target: EngineTarget = {}): boolean {
+  const host = target.host ?? process.env.DOCKER_HOST;
+  return host === undefined || host.startsWith("unix://");
+}
+
+/**
+ * This machine as the host of its local engine: the addresses of its own interfaces (Docker's per-network
+ * bridges and veths left out: they change whenever a stack deploys, and their addresses are inside the pools) and
+ * the engine's address pools (`default-address-pools`, else Docker's own).
+ */
+export async function localEngineMachine(target: EngineTarget = {}): Promise<EngineMachine> {
+  const addresses = Object.entries(os.networkInterfaces())
+    .filter(([name]) => !DOCKER_NETWORK_INTERFACE.test(name))
+    .flatMap(([, list]) => (list ?? []).map((i) => i.address.replace(/%.*$/, "")));
+  const info = (await engineClient(target).info()) as { DefaultAddressPools?: { Base: string }[] | null };
+  const pools = (info.DefaultAddressPools ?? []).map((p) => p.Base);
+  return {
+    addresses: [...new Set(addresses)].sort(),
+    addressPools: pools.length > 0 ? pools : DOCKER_DEFAULT_ADDRESS_POOLS,
+  };
 }
 
 /** True when `error` is the engine saying the object is not there. */

@@ -248,7 +248,7 @@ export async function renderGraph(options: GraphOptions): Promise<Graph> {
     let programOutputs: unknown;
     try {
       await pulumi.runtime.runInPulumiStack(async () => {
-        programOutputs = await (options.program ?? (() => multienvProgram({ bundle: false })))();
+        programOutputs = await (options.program ?? (() => multienvProgram({ bundle: false, probeEngine: false })))();
         return {};
       });
       await runtime.waitForRPCs();

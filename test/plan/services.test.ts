@@ -6,6 +6,8 @@ import {
   gatewayServiceConfig,
   plan,
   siteProxyConfigOnHosts,
+  DOCKER_DEFAULT_ADDRESS_POOLS,
+  engineMachines,
   siteProxyServiceConfig,
 } from "../../src/plan";
 import type { Plan } from "../../src/plan";
@@ -99,14 +101,36 @@ describe("site proxy service config", () => {
 });
 
 describe("the configs once the env exists", () => {
-  it("denies a proxy its engine's subnets alone on the docker target, and keeps its gateway alias", () => {
+  it("denies a proxy, on the docker target, its engine's subnets, the engine's pools and the machine's own addresses", () => {
+    const machine = { addresses: ["127.0.0.1", "192.0.2.2", "fe80::1", "10.200.0.1"], addressPools: ["10.200.0.0/13"] };
     const config = siteProxyConfigOnHosts(siteProxyServiceConfig(p, "desk"), {
-      subnets: ["172.18.0.0/16"],
+      subnets: ["10.200.1.0/26"],
       envHost: undefined,
       computerHosts: [undefined, undefined],
+      machines: engineMachines(p, machine),
     });
-    expect(config.deny).toEqual(["172.18.0.0/16"]);
+    expect(config.deny).toEqual([
+      "10.200.1.0/26",
+      "10.200.0.0/13",
+      "127.0.0.1/32",
+      "192.0.2.2/32",
+      "fe80::1/128",
+      "10.200.0.1/32",
+    ]);
     expect(config.gateway).toBe("http://gateway-desk:8081");
+  });
+
+  it("denies Docker's own pools where the engine could not be asked (checked offline, or an engine elsewhere)", () => {
+    const config = siteProxyConfigOnHosts(siteProxyServiceConfig(p, "desk"), {
+      subnets: [],
+      envHost: undefined,
+      computerHosts: [undefined, undefined],
+      machines: engineMachines(p, undefined),
+    });
+    expect(config.deny).toEqual(DOCKER_DEFAULT_ADDRESS_POOLS);
+    expect(DOCKER_DEFAULT_ADDRESS_POOLS).toContain("172.17.0.0/16");
+    expect(DOCKER_DEFAULT_ADDRESS_POOLS).toContain("172.31.0.0/16");
+    expect(DOCKER_DEFAULT_ADDRESS_POOLS).toContain("192.168.0.0/16");
   });
 
   it("on remote hosts also denies the env host and every computer's host, once each, and reaches the gateway there", () => {
@@ -114,6 +138,7 @@ describe("the configs once the env exists", () => {
       subnets: ["172.18.0.0/16"],
       envHost: "10.0.0.5",
       computerHosts: ["10.0.0.6", "10.0.0.7", "10.0.0.5"],
+      machines: [{ addresses: [], addressPools: ["172.18.0.0/16"] }],
     });
     expect(config.deny).toEqual(["172.18.0.0/16", "10.0.0.5/32", "10.0.0.6/32", "10.0.0.7/32"]);
     expect(config.gateway).toBe("http://10.0.0.5:8081");

@@ -5,6 +5,7 @@
 // exec in it (DeployedEnv), how the gateway is reached, and on remote hosts the machines' own addresses.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
@@ -306,6 +307,63 @@ export function demoScenarios(t: DemoTarget): void {
     });
     for (const [target, result] of Object.entries(direct))
       expect({ target, result }).not.toEqual({ target, result: "connected" });
+  });
+
+  it("refuses an allow-all computer every address of the machine its engine runs on, on any port, whatever network it is on", async (ctx) => {
+    if (t.remote) ctx.skip(); // remote hosts: the probes above aim at the machines' addresses
+    const env = t.env();
+    // A service of the machine listening on every interface, as sshd or a database might.
+    const hits: string[] = [];
+    const listener = net.createServer((socket) => {
+      hits.push(String(socket.remoteAddress));
+      socket.end("the machine answered\n");
+    });
+    await new Promise<void>((resolve) => listener.listen(0, "0.0.0.0", resolve));
+    const port = (listener.address() as net.AddressInfo).port;
+    // A network made after the deploy (another stack's, say): its gateway is this machine too.
+    const later = `${STACK}-later-net`;
+    await env.api.createNetwork({ Name: later, Labels: { "multienv.stack": STACK } });
+    try {
+      const laterGateway = (await env.api.getNetwork(later).inspect()).IPAM?.Config?.[0]?.Gateway as string;
+      const own = Object.entries(os.networkInterfaces())
+        .filter(([name]) => !/^(lo|br-|veth)/.test(name))
+        .flatMap(([name, list]) =>
+          (list ?? []).filter((i) => i.family === "IPv4").map((i) => [name, i.address] as const),
+        );
+      const egressGateway = (await env.api.getNetwork(`${STACK}-open-egress`).inspect()).IPAM.Config[0]
+        .Gateway as string;
+      const targets: Record<string, string> = {
+        ...Object.fromEntries(own.map(([name, address]) => [`interface ${name}`, address])),
+        "the proxy's own egress gateway": egressGateway,
+        "a network made after the deploy": laterGateway,
+      };
+      expect(Object.keys(targets).some((k) => k.startsWith("interface docker0"))).toBe(true);
+      const attempts = env.throughProxy(
+        `${STACK}-open-browser`,
+        Object.fromEntries(
+          Object.entries(targets).flatMap(([what, address]) => [
+            [`CONNECT ${what}`, { method: "CONNECT" as const, target: `${address}:${port}` }],
+            [`GET ${what}`, { method: "GET" as const, target: `http://${address}:${port}/` }],
+          ]),
+        ),
+      );
+      for (const [attempt, answer] of Object.entries(attempts))
+        expect({ attempt, status: answer.status, marker: answer.marker }, answer.body).toEqual({
+          attempt,
+          status: 403,
+          marker: "refused",
+        });
+      expect(hits).toEqual([]);
+      const refused = (await env.proxyLog("open")).filter((r) => r.event === "refused");
+      for (const address of Object.values(targets))
+        expect(
+          refused.some((r) => r.host === address || r.address === address),
+          address,
+        ).toBe(true);
+    } finally {
+      listener.close();
+      await env.api.getNetwork(later).remove();
+    }
   });
 
   it("serves a proxy nothing but synthetic pages on the gateway's browse listener, whatever it asks and with whatever token", async () => {
