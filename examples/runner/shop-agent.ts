@@ -31,17 +31,23 @@ export async function runShopEpisode(page: Page, shopUrl: string = SHOP_URL): Pr
   await page.fill("#account", account);
   await page.fill("#password", password);
   await page.click("#sign-in");
-  if ((await page.textContent("#user")) !== account) throw new Error(`not signed in as ${account}`);
+  await expectPage(page, "#products", "signing in");
   for (const sku of SHOP_TASK_SKUS) {
     await page.click("#nav-home");
     await page.click(`#product-${sku}`);
     await page.click("#add-to-cart");
-    await page.waitForSelector(`#cart-item-${sku}`);
+    await expectPage(page, `#cart-item-${sku}`, `adding ${sku} to the cart`);
   }
   await page.click("#checkout");
-  const orderId = await page.textContent("#order-id", { timeout: 10_000 }).catch(() => null);
-  if (!orderId) throw new Error(`checkout showed no order: ${await page.textContent("#error").catch(() => null)}`);
-  return { orderId };
+  return { orderId: await expectPage(page, "#order-id", "checking out") };
+}
+
+/** The text of `selector` once the page shows it; the shop's refusal, as the error, when it shows that instead. */
+async function expectPage(page: Page, selector: string, step: string): Promise<string> {
+  await page.locator(`${selector}, #error`).first().waitFor();
+  if ((await page.locator("#error").count()) > 0)
+    throw new Error(`${step} was refused: ${await page.textContent("#error")}`);
+  return (await page.textContent(selector)) ?? "";
 }
 
 const shopDataSchema: z.ZodType<ShopData> = z.object({

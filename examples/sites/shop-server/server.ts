@@ -54,7 +54,9 @@ async function jsonFields(req: http.IncomingMessage): Promise<Record<string, unk
   }
 }
 
-const SESSION_ROUTE = /^\/api\/sessions\/([A-Za-z0-9_-]+)(\/sign-in|\/sign-out|\/cart|\/orders(?:\/([^/]+))?)?$/;
+/** A session's paths; ids (session and order) are URL-safe as they are, so nothing needs decoding. */
+const SESSION_ROUTE =
+  /^\/api\/sessions\/([A-Za-z0-9_-]+)(\/sign-in|\/sign-out|\/cart|\/orders(?:\/([A-Za-z0-9_-]+))?)?$/;
 
 /** The frontend's JSON paths (SHOP_API): each answers its value, or a ShopRefusal's status and sentence. */
 async function api(req: http.IncomingMessage, res: http.ServerResponse, path: string): Promise<void> {
@@ -81,8 +83,7 @@ async function api(req: http.IncomingMessage, res: http.ServerResponse, path: st
     return sendJson(res, 200, shop.addToCart(session, sku, quantity));
   }
   if (route === "POST /orders") return sendJson(res, 201, shop.checkOut(session));
-  if (req.method === "GET" && orderId !== undefined)
-    return sendJson(res, 200, shop.order(session, decodeURIComponent(orderId)));
+  if (req.method === "GET" && orderId !== undefined) return sendJson(res, 200, shop.order(session, orderId));
   sendJson(res, 405, { error: `${req.method} ${path} is not supported` });
 }
 
