@@ -21,7 +21,7 @@ export const CATALOG: readonly Product[] = [
 export const DEMO_ACCOUNT: DemoAccount = { account: "alex", password: "shop-demo" };
 
 /** Most of one product in a cart: a typo of an extra digit is refused rather than checked out. */
-export const MAX_QUANTITY = 99;
+const MAX_QUANTITY = 99;
 
 /** A refusal the shop's pages show as they are; `status` is the HTTP status the server answers it with. */
 export class ShopRefusal extends Error {
