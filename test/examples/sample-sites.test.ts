@@ -1,96 +1,72 @@
-// The sample sites as real processes on loopback (the bundles' sources run with tsx): what the e2e tier
-// and a task author rely on: cards, /ready, the data plane, /echo, the shop's sign-in cookie, and the
-// live site's /session in Playwright storage-state shape with no pages.
-import { spawn, type ChildProcess } from "node:child_process";
-import net from "node:net";
-import path from "node:path";
+// The sample sites as real processes on loopback: what the e2e tier and a task author rely on: cards, /ready, the
+// shop's data plane, /echo and its settings, the frontend's pages at its host and its bench page, and the live
+// site's /session in Playwright storage-state shape with no pages. The shop's pages in a browser: shop.test.ts.
+import { once } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CARD_PATH, parseCard, WEBSITE_V1_URN } from "../../src/protocol/card";
+import { CARD_PATH, findExtension, parseCard, WEBSITE_V1_URN } from "../../src/protocol/card";
 import { parseStorageState } from "../../src/protocol/session";
-
-const REPO = path.resolve(__dirname, "../..");
-const children: ChildProcess[] = [];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function site(entry: string, settings?: unknown): Promise<string> {
-  const port = await freePort();
-  const env = {
-    ...process.env,
-    PORT: String(port),
-    ...(settings ? { AGENTENV_WEBSITE_SETTINGS: JSON.stringify(settings) } : {}),
-  };
-  const child = spawn(process.execPath, [path.join(REPO, "node_modules/tsx/dist/cli.mjs"), path.join(REPO, entry)], {
-    env,
-    stdio: "ignore",
-  });
-  children.push(child);
-  const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    if (
-      await fetch(`${base}/ready`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      return base;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${entry} did not answer /ready`);
-}
+import { runSite, siteEnv, SITES, startSite, stopSites } from "./sites";
 
 let shopServer: string;
 let shopFrontend: string;
 let liveServer: string;
 
 beforeAll(async () => {
-  [shopServer, shopFrontend, liveServer] = await Promise.all([
-    site("examples/sites/shop-server/server.ts", { domains: ["shop.test"] }),
-    site("examples/sites/shop-frontend/server.ts"),
-    site("examples/sites/live-server/server.ts", { account: "alex", domains: ["github.com", "*.github.com"] }),
+  shopServer = await startSite(SITES.shopServer, siteEnv({ currency: "EUR", products: 3 }, ["shop.test"]));
+  [shopFrontend, liveServer] = await Promise.all([
+    startSite(SITES.shopFrontend, { SHOP_SERVER_URL: shopServer }),
+    startSite(SITES.liveServer, siteEnv({ account: "alex", domains: ["github.com", "*.github.com"] }, [])),
   ]);
 }, 30_000);
 
-afterAll(() => children.forEach((c) => c.kill()));
+afterAll(stopSites);
 
 describe("synthetic shop", () => {
-  it("serves its card, its data plane and an echo of the request's headers", async () => {
+  it("serves its card with its data and reset paths, the orders as its data plane, and an echo of the request's headers", async () => {
     const card = parseCard(await (await fetch(shopServer + CARD_PATH)).json());
-    expect(card?.extensions.find((e) => e.uri === WEBSITE_V1_URN)).toMatchObject({
+    expect(findExtension(card, WEBSITE_V1_URN)).toMatchObject({
       params: { domains: ["shop.test"], live: false },
-      paths: { ready: "/ready" },
+      paths: { ready: "/ready", data: "/data", reset: "/reset" },
     });
-    expect(
-      await (await fetch(`${shopServer}/data`, { method: "POST", body: JSON.stringify({ sku: 1 }) })).json(),
-    ).toEqual({ items: [{ sku: 1 }] });
-    expect(await (await fetch(`${shopServer}/data`)).json()).toEqual({ items: [{ sku: 1 }] });
-    expect((await fetch(`${shopServer}/data`, { method: "POST", body: "not json" })).status).toBe(400);
+    expect(await (await fetch(`${shopServer}/data`)).json()).toEqual({ orders: [] });
+    const posted = await fetch(`${shopServer}/data`, { method: "POST", body: "{}" });
+    expect(posted.status).toBe(405);
+    expect(((await posted.json()) as { error: string }).error).toMatch(/checking out/);
+    expect((await fetch(`${shopServer}/reset`, { method: "POST" })).status).toBe(200);
     const echo = (await (await fetch(`${shopServer}/echo`, { headers: { authorization: "Bearer x" } })).json()) as {
       headers: Record<string, string>;
     };
     expect(echo.headers.authorization).toBe("Bearer x");
   });
 
-  it("signs in with a cookie and greets the user", async () => {
-    const signin = await fetch(`${shopFrontend}/signin?user=alex`);
-    const cookie = signin.headers.get("set-cookie")!;
-    expect(cookie).toMatch(/^shop_user=alex; Path=\//);
-    const home = await (
-      await fetch(`${shopFrontend}/`, { headers: { cookie: "shop_user=alex", "x-forwarded-host": "shop.test" } })
-    ).text();
+  it("sells as many products as its settings say, in their currency", async () => {
+    const home = await (await fetch(`${shopFrontend}/`, { headers: { "x-forwarded-host": "shop.test" } })).text();
     expect(home).toContain("<title>Synthetic shop</title>");
-    expect(home).toContain('<p id="user">alex</p>');
     expect(home).toContain('<p id="host">shop.test</p>');
-    const bench = await (await fetch(`${shopFrontend}/bench?n=50`)).text();
+    expect(home).toContain('<span id="user">signed out</span>');
+    expect(home.match(/class="product"/g)).toHaveLength(3);
+    expect(home).toContain('<a id="product-mug" class="product" href="product?sku=mug">Ceramic mug</a>');
+    expect(home).toContain("EUR 12.00");
+  });
+
+  it("refuses a bad setting in one line naming it and the fix", async () => {
+    const child = runSite(SITES.shopServer, siteEnv({ products: 40 }, []));
+    let stderr = "";
+    child.stderr!.on("data", (chunk) => (stderr += chunk));
+    const [code] = await once(child, "exit");
+    expect(code).toBe(2);
+    expect(stderr).toBe(
+      "sample-shop-server: AGENTENV_WEBSITE_SETTINGS.products is 40; set it to a whole number from 1 to 12\n",
+    );
+  });
+
+  it("serves its bench page and its pages' error when the server is away, without the server", async () => {
+    const alone = await startSite(SITES.shopFrontend, { SHOP_SERVER_URL: "http://127.0.0.1:9" });
+    const bench = await (await fetch(`${alone}/bench?n=50`)).text();
     expect(bench.match(/<img /g)).toHaveLength(50);
+    const home = await fetch(`${alone}/`);
+    expect(home.status).toBe(502);
+    expect(await home.text()).toContain("The shop&#39;s server (http://127.0.0.1:9) does not answer");
   });
 });
 

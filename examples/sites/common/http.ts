@@ -62,8 +62,10 @@ export function stringList(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
 }
 
-/** A small data plane both sample servers carry: GET lists, POST appends a JSON value, DELETE empties. */
-/** A site's data: `handle` serves `/data` (GET, POST one JSON value, DELETE); `reset` empties it. */
+/**
+ * A site's data as a list of JSON values, for a site with nothing of its own to record (the live sample): `handle`
+ * serves `/data` (GET lists, POST appends one JSON value, DELETE empties); `reset` empties it.
+ */
 export function dataPlane(): {
   handle: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>;
   reset: () => void;
