@@ -16,6 +16,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
+import { runShopEpisode } from "../examples/runner/shop-agent";
 import { LABELS, ROLES } from "../policies/contract";
 import { engineClient } from "../src/runner/engine";
 import { deployStack, destroyStack, gatewayAccess, resetStack, specFromStackFile } from "../src/runner";
@@ -54,21 +55,19 @@ async function timed(what: () => Promise<unknown>): Promise<number> {
 /** What an episode leaves behind: a record in every site's data plane and a page visited in the desktop browser. */
 async function leaveTraces(): Promise<void> {
   const { gatewayUrl, controlToken } = await gatewayAccess(STACK);
-  const auth = { authorization: `Bearer ${controlToken}` };
-  for (const site of ["shop", "gist", "github"]) {
-    const answer = await fetch(`${gatewayUrl}/svc/${site}/data`, {
-      method: "POST",
-      headers: auth,
-      body: JSON.stringify({ left: site }),
-    });
-    if (answer.status !== 201) throw new Error(`site ${site}: POST /data answered ${answer.status}`);
-  }
+  const answer = await fetch(`${gatewayUrl}/svc/github/data`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${controlToken}` },
+    body: JSON.stringify({ left: "github" }),
+  });
+  if (answer.status !== 201) throw new Error(`site github: POST /data answered ${answer.status}`);
+  // An order in each shop, placed the way an agent would.
   const browser = await chromium.connectOverCDP(`${gatewayUrl}/computers/desktop/cdp`, {
     headers: { Authorization: `Bearer ${controlToken}` },
   });
   try {
-    const page = await browser.contexts()[0].newPage();
-    await page.goto("https://shop.test/");
+    for (const shop of ["https://shop.test/", "https://gist.github.com/"])
+      await runShopEpisode(await browser.contexts()[0].newPage(), shop);
   } finally {
     await browser.close();
   }

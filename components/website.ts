@@ -3,7 +3,7 @@
 // when the site has secret settings their values are merged in and the whole value is a Pulumi secret.
 import * as pulumi from "@pulumi/pulumi";
 import type { Plan, PlannedContainer, PlannedWebsite } from "../src/plan";
-import { configPath, formatProblem } from "../src/plan";
+import { configPath, formatProblem, siteServerUrl } from "../src/plan";
 import { DEFAULT_CAPABILITIES, frontendNetworks, serverNetworks, websiteSettingsJson } from "../src/plan/wiring";
 import { ENV_VARS } from "../src/protocol/env";
 import { LABELS, ROLES } from "../policies/contract";
@@ -73,6 +73,8 @@ export class Website extends pulumi.ComponentResource {
           image: engine.pulledImage(requireImage(this, site, "frontend", site.frontend)),
           networksAdvanced: networksAdvanced(engine, frontendNetworks(plan, site)),
           capabilities: DEFAULT_CAPABILITIES,
+          // The frontend's own server: two sites on one frontend image each reach theirs.
+          envs: [envEntry(ENV_VARS.websiteServer, siteServerUrl(site))],
           restart: RESTART,
           labels: containerLabels(engine, siteLabels(site, "frontend")),
         },

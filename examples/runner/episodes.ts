@@ -1,6 +1,7 @@
-// A test runner's loop over one task: deploy the demo env once, run three episodes on it, store each episode's
-// evidence, tear it down. The "agent" here is a stand-in that browses the way an agent would, over DevTools
-// through the gateway; an evaluation harness puts its own agent there.
+// A test runner's loop over one task: deploy the demo env once, run three episodes of the shop task on it, grade
+// each from the shop's data plane, store each episode's evidence, reset, tear it down. The agent here is the
+// scripted one of shop-agent.ts, driving the computer's browser over DevTools through the gateway
+// (`chromium.connectOverCDP` with the control token); an evaluation harness puts its own agent there.
 //
 //   PULUMI_CONFIG_PASSPHRASE=demo npx tsx examples/runner/episodes.ts [stack] [--no-self-test]
 //
@@ -11,12 +12,7 @@ import path from "node:path";
 import { chromium } from "playwright-core";
 import YAML from "yaml";
 import { deployStack, type DeployedStack, type StackSpec } from "../../src/runner";
-
-/** The page's localStorage, as far as this example uses it (the program itself has no DOM types). */
-interface WebStorage {
-  getItem(key: string): string | null;
-  setItem(key: string, value: string): void;
-}
+import { gradeShopEpisode, runShopEpisode, SHOP_URL } from "./shop-agent";
 
 const EPISODES = 3;
 
@@ -28,8 +24,19 @@ function demoTask(stack: string): StackSpec {
   return { name: stack, config: file.config };
 }
 
-/** What an agent leaves behind in an episode: pages visited, a cart in local storage, a record in the shop. */
-async function agentEpisode(env: DeployedStack, episode: number): Promise<string> {
+/** The shop's orders as its data plane gives them, through the gateway with the control token. */
+async function shopData(env: DeployedStack): Promise<unknown> {
+  const { controlToken } = await env.access();
+  const response = await fetch(`${env.outputs.websites.shop.svcUrl}data`, {
+    headers: { authorization: `Bearer ${controlToken}` },
+  });
+  if (!response.ok) throw new Error(`the shop's data plane answered HTTP ${response.status}`);
+  return response.json();
+}
+
+/** One episode: what the env holds at its start, the agent's run, and the grade. */
+async function episode(env: DeployedStack): Promise<string> {
+  const before = (await shopData(env)) as { orders: unknown[] };
   const { controlToken } = await env.access();
   const browser = await chromium.connectOverCDP(env.outputs.computers.desktop.cdpUrl, {
     headers: { Authorization: `Bearer ${controlToken}` },
@@ -38,23 +45,9 @@ async function agentEpisode(env: DeployedStack, episode: number): Promise<string
     const context = browser.contexts()[0];
     const tabs = context.pages().map((p) => p.url());
     const page = await context.newPage();
-    await page.goto("https://shop.test/");
-    const cartBefore = await page.evaluate(() =>
-      (globalThis as unknown as { localStorage: WebStorage }).localStorage.getItem("cart"),
-    );
-    await page.evaluate(
-      (n) => (globalThis as unknown as { localStorage: WebStorage }).localStorage.setItem("cart", `episode ${n}`),
-      episode,
-    );
-    const order = await fetch(`${env.outputs.websites.shop.svcUrl}data`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${controlToken}` },
-      body: JSON.stringify({ episode }),
-    });
-    const orders = (await (
-      await fetch(`${env.outputs.websites.shop.svcUrl}data`, { headers: { authorization: `Bearer ${controlToken}` } })
-    ).json()) as { items: unknown[] };
-    return `start tabs ${JSON.stringify(tabs)}, cart before ${JSON.stringify(cartBefore)}, order ${order.status}, orders now ${orders.items.length}`;
+    const { orderId } = await runShopEpisode(page, SHOP_URL);
+    const grade = gradeShopEpisode(await shopData(env));
+    return `start tabs ${JSON.stringify(tabs)}, orders before ${before.orders.length}, ${orderId} placed, ${grade.passed ? "passed" : "failed"}: ${grade.reason}`;
   } finally {
     await browser.close();
   }
@@ -67,12 +60,12 @@ async function main(): Promise<void> {
   console.log(`deploying ${stack}`);
   const env = await deployStack(demoTask(stack), { preview: false, selfTest: !args.includes("--no-self-test"), log });
   try {
-    for (let episode = 1; episode <= EPISODES; episode++) {
-      console.log(`episode ${episode}: ${await agentEpisode(env, episode)}`);
+    for (let n = 1; n <= EPISODES; n++) {
+      console.log(`episode ${n}: ${await episode(env)}`);
       const reset = await env.reset({ collect: true });
       const collected = reset.collected!.record;
       console.log(
-        `episode ${episode} collected: ${collected.captures.length} captures, public hosts ${JSON.stringify(collected.publicHostsContacted)}; episode ${reset.episode} ready in ${reset.seconds.toFixed(1)} s`,
+        `episode ${n} collected: ${collected.captures.length} captures, public hosts ${JSON.stringify(collected.publicHostsContacted)}; episode ${reset.episode} ready in ${reset.seconds.toFixed(1)} s`,
       );
     }
   } finally {

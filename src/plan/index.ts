@@ -26,6 +26,7 @@ export {
   gatewayConfigOnHosts,
   siteProxyServiceConfig,
   siteProxyConfigOnHosts,
+  siteServerUrl,
   DOCKER_DEFAULT_ADDRESS_POOLS,
   engineMachines,
   type EngineMachine,

@@ -18,7 +18,7 @@ import type { BrowserConfigInput } from "../protocol/browser-config";
 import type { GatewayConfigInput } from "../protocol/gateway-config";
 import { SITE_PROXY_CONTROL_PATHS } from "../protocol/site-proxy";
 import type { SiteProxyConfigInput } from "../protocol/site-proxy-config";
-import type { Plan, PlannedComputer } from "./types";
+import type { Plan, PlannedComputer, PlannedWebsite } from "./types";
 import { rehost } from "./urls";
 
 export interface HostPort {
@@ -52,11 +52,16 @@ export type BrowserServiceConfig = BrowserConfigInput & { startTabs: string[]; c
  * listeners. docker: the browse listener on each computer's link network; ec2: on the ingress network, published
  * on the env VM for the computer VMs (their addresses are filled in at deploy).
  */
+/** Where a site's server answers on the env network: the gateway's upstream, and its frontend's own server. */
+export function siteServerUrl(website: Pick<PlannedWebsite, "server">): string {
+  return `http://${website.server.alias}:${website.server.port}`;
+}
+
 export function gatewayServiceConfig(plan: Plan): GatewayServiceConfig {
   const sites: GatewayServiceConfig["sites"] = {};
   for (const website of plan.websites) {
     sites[website.name] = {
-      server: `http://${website.server.alias}:${website.server.port}`,
+      server: siteServerUrl(website),
       ...(website.frontend ? { frontend: `http://${website.frontend.alias}:${website.frontend.port}` } : {}),
       live: website.live,
     };

@@ -5,6 +5,8 @@ export const ENV_VARS = {
   websiteSettings: "AGENTENV_WEBSITE_SETTINGS",
   /** The names the site claims in the config (a JSON list), so its card can declare them. */
   websiteDomains: "AGENTENV_WEBSITE_DOMAINS",
+  /** A synthetic site's frontend: the URL of its own server on the env network (`http://<site>-server:<port>`). */
+  websiteServer: "AGENTENV_WEBSITE_SERVER",
   gatewayConfig: "MULTIENV_GATEWAY_CONFIG",
   controlToken: "MULTIENV_CONTROL_TOKEN",
   siteProxyConfig: "MULTIENV_SITE_PROXY_CONFIG",

@@ -7,10 +7,14 @@ import { SHOP_API, type Order, type SessionView, type ShopError, type ShopInfo }
 import { cartPage, homePage, messagePage, orderPage, productPage, signInPage, type Frame } from "./pages";
 
 /**
- * The shop's server. The deploy gives a frontend no settings, so by default it is the env-network alias of a site
- * named `shop` (`<site>-server`) on a server's default port; SHOP_SERVER_URL names another.
+ * The shop's server: the deploy names the frontend's own server in AGENTENV_WEBSITE_SERVER; run by hand,
+ * SHOP_SERVER_URL names one, else a site named `shop` (`shop-server`) on a server's default port.
  */
-const SERVER_URL = (process.env.SHOP_SERVER_URL ?? "http://shop-server:8000").replace(/\/+$/, "");
+const SERVER_URL = (
+  process.env.AGENTENV_WEBSITE_SERVER ??
+  process.env.SHOP_SERVER_URL ??
+  "http://shop-server:8000"
+).replace(/\/+$/, "");
 
 /** The session's id; the server knows whose it is and what its cart holds. */
 const SESSION_COOKIE = "shop_session";

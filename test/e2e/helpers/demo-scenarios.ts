@@ -21,6 +21,7 @@ import {
 import { episodeOf } from "../../../src/protocol/site-proxy";
 import { RESOURCE_TYPES } from "../../../src/providers/types";
 import { renderGraph } from "../../../src/runner/graph";
+import { runShopEpisode } from "../../../examples/runner/shop-agent";
 import { signIn, signOut } from "../../../src/runner/sign-in";
 import { deployStack, resetStack, type StackSpec } from "../../../src/runner";
 import { addressesOf, until, type DeployedEnv } from "./env";
@@ -330,8 +331,8 @@ export function demoScenarios(t: DemoTarget): void {
         .flatMap(([name, list]) =>
           (list ?? []).filter((i) => i.family === "IPv4").map((i) => [name, i.address] as const),
         );
-      const egressGateway = (await env.api.getNetwork(`${STACK}-open-egress`).inspect()).IPAM.Config[0]
-        .Gateway as string;
+      const egress = await env.api.getNetwork(`${STACK}-open-egress`).inspect();
+      const egressGateway = egress.IPAM?.Config?.[0]?.Gateway as string;
       const targets: Record<string, string> = {
         ...Object.fromEntries(own.map(([name, address]) => [`interface ${name}`, address])),
         "the proxy's own egress gateway": egressGateway,
@@ -577,13 +578,20 @@ export function demoScenarios(t: DemoTarget): void {
   it("resets the env for the next episode: every site's data emptied, each browser signed out with its start tabs, the episode collected first", async () => {
     const env = t.env();
     const access = { gatewayUrl: env.gatewayUrl, controlToken: env.token };
-    // Episode 1 leaves traces: data in the sites, a session, local storage, a tab elsewhere.
-    for (const site of ["shop", "gist", "github"])
-      expect(
-        (await env.gateway(`/svc/${site}/data`, { method: "POST", body: JSON.stringify({ left: site }) })).status,
-      ).toBe(201);
+    // Episode 1 leaves traces: an order in each shop (placed by the scripted agent), data in the live site, a
+    // session, local storage, a tab elsewhere.
+    expect(
+      (await env.gateway("/svc/github/data", { method: "POST", body: JSON.stringify({ left: "github" }) })).status,
+    ).toBe(201);
     await signIn({ access, site: "github", computer: "desktop" });
     const before = await computer("desktop");
+    for (const shop of ["https://shop.test/", "https://gist.github.com/"])
+      await runShopEpisode(await before.contexts()[0].newPage(), shop);
+    for (const site of ["shop", "gist"])
+      expect(
+        ((await (await env.gateway(`/svc/${site}/data`)).json()) as { orders: unknown[] }).orders,
+        site,
+      ).toHaveLength(1);
     const page = await before.contexts()[0].newPage();
     await page.goto("https://shop.test/");
     await page.evaluate(() =>
@@ -604,11 +612,12 @@ export function demoScenarios(t: DemoTarget): void {
     expect(result.sites).toEqual({ shop: "reset", github: "reset", gist: "restarted" });
     console.log(`reset of the demo env, episode 1 collected first: ${result.seconds.toFixed(1)} s`);
     // The data plane of every site is empty again.
-    for (const site of ["shop", "gist", "github"])
-      expect({ site, data: await (await env.gateway(`/svc/${site}/data`)).json() }).toEqual({
-        site,
-        data: { items: [] },
-      });
+    for (const [site, empty] of [
+      ["shop", { orders: [] }],
+      ["gist", { orders: [] }],
+      ["github", { items: [] }],
+    ] as const)
+      expect({ site, data: await (await env.gateway(`/svc/${site}/data`)).json() }).toEqual({ site, data: empty });
     // The browser has its start tabs and nothing else, no cookie, no storage.
     const after = await computer("desktop");
     const context = after.contexts()[0];
