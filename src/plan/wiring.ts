@@ -134,6 +134,9 @@ export function browserMounts(computer: PlannedComputer): VolumeMount[] {
  * the script watches for that and exits; the sidecar's restart policy starts it again, in the new namespace. The
  * files of the run that ended keep their packets under a run number (`<site>-<role>.run<K>.pcap<N>`: tcpdump
  * would number its new files from 0 and overwrite them), so the listing shows the restart as a gap between runs.
+ * Docker gives up on a sidecar whose restart finds its website container not running, so the script waits a few
+ * seconds before it exits; a container that takes longer to come back leaves its sidecar stopped, which /healthz
+ * reports (its capture is not writing) until a `multienv reset` or a redeploy starts it again.
  */
 export function captureCommand(plan: Pick<Plan, "capture">, sidecar: PlannedCapture): string[] {
   const base = `${CAPTURES_DIR}/${sidecar.filePrefix.replace(/\.pcap$/, "")}`;
@@ -155,7 +158,9 @@ export const CAPTURE_SCRIPT = [
   'attached() { while read -r line; do case $line in *"|"*|lo:*) ;; *:*) return 0 ;; esac; done </proc/net/dev; return 1; }',
   "while kill -0 $pid 2>/dev/null; do",
   "  sleep 1 & wait $!",
-  "  attached || { kill $pid; wait $pid; exit 75; }",
+  // Docker starts the sidecar again at once, and gives up for good if the website container is not running yet
+  // ("cannot join network of a non running container"): give a restarting container a few seconds first.
+  "  attached || { kill $pid; wait $pid; sleep 3; exit 75; }",
   "done",
   "wait $pid",
 ].join("\n");
