@@ -72,13 +72,19 @@ function sshConnection(host: string, sshOpts: string[] | undefined): Duplex {
   return duplex;
 }
 
-/** A dockerode client of the engine. */
+/**
+ * A dockerode client of the engine. Its connections are not kept alive (a kept one, to the socket or an ssh
+ * process, would keep the runner's process from exiting when its work is done), so a client needs no closing.
+ */
 export function engineClient(target: EngineTarget = {}): Docker {
   const host = target.host ?? process.env.DOCKER_HOST;
   if (host === undefined || host.startsWith("unix://"))
-    return new Docker({ socketPath: host ? host.slice("unix://".length) : DEFAULT_DOCKER_SOCKET });
+    return new Docker({
+      socketPath: host ? host.slice("unix://".length) : DEFAULT_DOCKER_SOCKET,
+      agent: new http.Agent({ keepAlive: false }),
+    } as Docker.DockerOptions);
   if (!host.startsWith("ssh://")) throw new Error(`engine host ${host}: expected unix:///path or ssh://user@host`);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+  const agent = new http.Agent({ keepAlive: false, maxSockets: 8 });
   (agent as unknown as { createConnection: () => Duplex }).createConnection = () => sshConnection(host, target.sshOpts);
   return new Docker({ protocol: "http", host: "docker", port: 80, agent } as Docker.DockerOptions);
 }
@@ -93,18 +99,25 @@ export function isLocalEngine(target: EngineTarget = {}): boolean {
 }
 
 /**
- * This machine as the host of its local engine: the addresses of its own interfaces (Docker's per-network
- * bridges and veths left out: they change whenever a stack deploys, and their addresses are inside the pools) and
- * the engine's address pools (`default-address-pools`, else Docker's own).
+ * This machine as the host of its local engine: the addresses of its own interfaces that are up (Docker's
+ * per-network bridges and veths left out: they change whenever a stack deploys, and their addresses are inside the
+ * pools), the default bridge's gateway (its interface is down while no container uses it, and its address may be
+ * set outside the pools), and the engine's address pools (`default-address-pools`, else Docker's own).
  */
 export async function localEngineMachine(target: EngineTarget = {}): Promise<EngineMachine> {
-  const addresses = Object.entries(os.networkInterfaces())
+  const engine = engineClient(target);
+  const interfaces = Object.entries(os.networkInterfaces())
     .filter(([name]) => !DOCKER_NETWORK_INTERFACE.test(name))
     .flatMap(([, list]) => (list ?? []).map((i) => i.address.replace(/%.*$/, "")));
-  const info = (await engineClient(target).info()) as { DefaultAddressPools?: { Base: string }[] | null };
+  const bridge = (await engine
+    .getNetwork("bridge")
+    .inspect()
+    .catch(() => undefined)) as { IPAM?: { Config?: { Gateway?: string }[] } } | undefined;
+  const bridgeGateways = (bridge?.IPAM?.Config ?? []).flatMap((c) => (c.Gateway ? [c.Gateway] : []));
+  const info = (await engine.info()) as { DefaultAddressPools?: { Base: string }[] | null };
   const pools = (info.DefaultAddressPools ?? []).map((p) => p.Base);
   return {
-    addresses: [...new Set(addresses)].sort(),
+    addresses: [...new Set([...interfaces, ...bridgeGateways])].sort(),
     addressPools: pools.length > 0 ? pools : DOCKER_DEFAULT_ADDRESS_POOLS,
   };
 }
