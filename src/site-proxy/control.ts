@@ -125,7 +125,8 @@ export function createControlServer(options: ControlOptions): http.Server {
     if (path !== undefined) {
       return forward(req, res, devtoolsAgent, devtoolsDestination(req, path), {
         answered: () => undefined,
-        failed: (err, answered) => (answered ? res.destroy() : answerResponse(res, 502, null, devtoolsFailed(err))),
+        abandoned: () => undefined,
+        failed: (err, settled) => (settled ? res.destroy() : answerResponse(res, 502, null, devtoolsFailed(err))),
       });
     }
     const route = url.split("?")[0];

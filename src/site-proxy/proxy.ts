@@ -186,7 +186,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     };
   }
 
-  function logRequest(x: Exchange, status: number): void {
+  /** The exchange's one `request` line: the status the computer got, or how it went away before an answer. */
+  function logRequest(x: Exchange, status: number | undefined, endedBy?: string): void {
     log.write({
       event: "request",
       method: x.method,
@@ -194,7 +195,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       port: x.port,
       ...(x.site ? { site: x.site } : {}),
       ...(x.hostHeader !== undefined ? { hostHeader: x.hostHeader } : {}),
-      status,
+      ...(status !== undefined ? { status } : {}),
+      ...(endedBy !== undefined ? { endedBy } : {}),
     });
   }
 
@@ -212,8 +214,9 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   function forwardHooks(res: http.ServerResponse, x: Exchange): ForwardHooks {
     return {
       answered: (status) => logRequest(x, status),
-      failed: (err, answered) => {
-        if (answered) {
+      abandoned: (endedBy) => logRequest(x, undefined, endedBy),
+      failed: (err, settled) => {
+        if (settled) {
           res.destroy();
           return;
         }
@@ -592,8 +595,9 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       gatewayDestination(r.headers, tunnel.site, tunnelAuthority(tunnel), "https", r.path!),
       {
         answered: (status) => logRequest(x, status),
-        failed: (err, answered) => {
-          if (answered) return void stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+        abandoned: (endedBy) => logRequest(x, undefined, endedBy),
+        failed: (err, settled) => {
+          if (settled) return void stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
           const f = failure(err, x);
           answerStream(stream, f.status, f.verdict, f.message);
           logRequest(x, f.status);
