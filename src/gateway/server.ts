@@ -40,6 +40,8 @@ export type Refuse = (
 const UNAUTHORIZED = { error: "control token required", detail: "send Authorization: Bearer <control token>" };
 const CHALLENGE = { "WWW-Authenticate": WWW_AUTHENTICATE_CHALLENGE };
 const BROWSE_ONLY = "the browse listener serves /website/<site>/ only";
+const CONNECT_REFUSED = "the gateway is no forward proxy: CONNECT is served on no listener";
+const UNMET_EXPECTATION = "the gateway meets no Expect but 100-continue";
 /** A logged request-target is cut here: enough to tell what was tried, bounded in size. */
 const LOGGED_TARGET_CHARS = 512;
 
@@ -223,6 +225,26 @@ export class Gateway {
     };
   }
 
+  /**
+   * CONNECT, which node hands over apart from every other method and closes unanswered when nobody takes it: the
+   * gateway tunnels nothing, so it is refused like any method a route does not serve, with its line.
+   */
+  onConnect(listener: Listener): (req: IncomingMessage, socket: Duplex) => void {
+    return (req, socket) => {
+      socket.on("error", () => undefined);
+      this.socketRefuser(listener, req, socket)(405, { error: "method not allowed", detail: CONNECT_REFUSED });
+    };
+  }
+
+  /** An Expect other than 100-continue, which node would answer 417 itself, silently: answered so, with its line. */
+  onUnmetExpectation(listener: Listener): (req: IncomingMessage, res: ServerResponse) => void {
+    return (req, res) => {
+      this.refuser(listener, req, res)(417, { error: "expectation failed", detail: UNMET_EXPECTATION }, undefined, {
+        Connection: "close",
+      });
+    };
+  }
+
   /** What node's parser refused (bad framing, a head too slow or too large): a bare answer, and a log line. */
   onClientError(
     listener: Listener,
@@ -313,6 +335,8 @@ export async function start(
         gateway.onRequest(binding.listener),
       );
       server.on("upgrade", gateway.onUpgrade(binding.listener));
+      server.on("connect", gateway.onConnect(binding.listener));
+      server.on("checkExpectation", gateway.onUnmetExpectation(binding.listener));
       server.on("clientError", gateway.onClientError(binding.listener));
       servers.push(server);
       await new Promise<void>((resolve, reject) => {

@@ -522,7 +522,13 @@ export function createProxyServer(options: ProxyOptions): http.Server {
 
   /** Why a stream's request is not sent on (answered 400), or undefined. */
   function streamProblem(r: H2Request): string | undefined {
-    if (r.method === "CONNECT" && r.protocol === undefined) return "CONNECT inside a tunnel";
+    // Node's client writes a method upper-cased: `connect` would reach the gateway as CONNECT, past a check that
+    // read it as something else, and the log would name a method the wire never carried. So CONNECT is known in
+    // any case, and a method not already in upper case (methods are case-sensitive, RFC 9110 9.1) is not sent on.
+    const upperCased = r.method.toUpperCase();
+    if (upperCased === "CONNECT" && r.protocol === undefined) return "CONNECT inside a tunnel";
+    if (r.method !== upperCased)
+      return `a method "${r.method}" not in upper case (the next hop would get "${upperCased}", another method)`;
     if (r.protocol !== undefined && r.protocol !== "websocket")
       return `extended CONNECT for "${r.protocol}"; only websocket is relayed`;
     if (r.scheme !== "https") return `:scheme must be https inside TLS, got "${r.scheme}"`;

@@ -442,6 +442,36 @@ describe("HTTP/2 attacks", () => {
     expect(gateway.requests.length).toBe(before);
   });
 
+  it("refuses CONNECT in any letter case, and any method not in upper case, with a line: the wire never differs from the log", async () => {
+    const connects: string[] = [];
+    const onConnect = (req: http.IncomingMessage, socket: net.Socket) => {
+      connects.push(req.method!);
+      socket.destroy();
+    };
+    gateway.server.on("connect", onConnect);
+    onCleanup(() => gateway.server.off("connect", onConnect));
+    const before = gateway.requests.length;
+    for (const method of ["connect", "Connect", "get", "pAtCh"]) {
+      const frames = await rawH2(proxy, "shop.test", [
+        [":method", method],
+        [":scheme", "https"],
+        [":authority", "shop.test"],
+        [":path", "/cased"],
+      ]);
+      const answer = frames.find((f) => f.type === HEADERS && f.stream === 1);
+      expect(answer?.payload[0], method).toBe(0x8c); // :status 400, HPACK's static entry 12
+      const line = await proxy.waitForRecord(
+        `the error line for ${method}`,
+        (r) => r.event === "error" && r.method === method && r.status === 400,
+      );
+      if (method.toUpperCase() === "CONNECT")
+        expect(line).toMatchObject({ error: "malformed request: CONNECT inside a tunnel" });
+    }
+    await sleep(100);
+    expect(gateway.requests.length).toBe(before);
+    expect(connects).toEqual([]);
+  });
+
   it("answers 400 to a plain CONNECT inside the tunnel", async () => {
     const { session } = await h2Session("shop.test");
     const status = await new Promise<number>((resolve, reject) => {
