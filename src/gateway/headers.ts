@@ -9,8 +9,8 @@
 // header nominating one of them changes nothing, and it cannot nominate Host away either.
 import type { IncomingMessage } from "node:http";
 import { withoutControlToken } from "../protocol/auth";
+import { CONNECTION_SPECIFIC_HEADERS } from "../protocol/hop-by-hop";
 
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"]);
 /** Written by the gateway itself on each hop, whatever the message said. */
 const FRAMING = new Set(["content-length", "transfer-encoding"]);
 /** What a Connection header may not remove: the message's target. */
@@ -40,7 +40,9 @@ function connectionTokens(raw: string[], lower: string[]): ReadonlySet<string> {
 }
 
 function isHopByHop(lower: string, named: ReadonlySet<string>): boolean {
-  return HOP_BY_HOP.has(lower) || FRAMING.has(lower) || lower.startsWith("proxy-") || named.has(lower);
+  return (
+    CONNECTION_SPECIFIC_HEADERS.has(lower) || FRAMING.has(lower) || lower.startsWith("proxy-") || named.has(lower)
+  );
 }
 
 export interface ForwardOptions {

@@ -39,9 +39,6 @@ export const H2_SERVER_OPTIONS: http2.ServerOptions = {
   maxHeaderListPairs: 2_048,
 };
 
-/** Response headers HTTP/2 forbids (RFC 9113 8.2.2) that endToEndHeaders does not already leave out. */
-const H2_FORBIDDEN_RESPONSE_HEADERS: ReadonlySet<string> = new Set(["http2-settings"]);
-
 /** RFC 9113 7: the error codes of RST_STREAM and GOAWAY, by their value. */
 const H2_ERROR_NAMES = [
   "NO_ERROR",
@@ -120,7 +117,7 @@ export function readH2Request(headers: http2.IncomingHttpHeaders, rawHeaders: st
 function h2ResponseHeaders(answer: http.IncomingMessage): http2.OutgoingHttpHeaders {
   const out: Record<string, string | string[]> = Object.create(null);
   out[":status"] = String(answer.statusCode ?? 502);
-  const raw = endToEndHeaders(answer.rawHeaders, H2_FORBIDDEN_RESPONSE_HEADERS);
+  const raw = endToEndHeaders(answer.rawHeaders);
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i].toLowerCase();
     const value = raw[i + 1];

@@ -2,23 +2,18 @@
 // gives in its own name (each marked with X-Agentenv-Site-Proxy).
 import type * as http from "node:http";
 import type * as net from "node:net";
+import { CONNECTION_SPECIFIC_HEADERS } from "../protocol/hop-by-hop";
 import { SITE_PROXY_HEADER, type SiteProxyVerdict } from "../protocol/site-proxy";
 import { normalizeHost } from "./connect";
 
 /** Requests whose headers are larger than this are answered 400 (node's default limit is 16 KiB). */
 export const MAX_HEADER_BYTES = 64 * 1024;
 
-/** Headers that belong to one hop (RFC 9110 7.6.1), plus the proxy-only ones; never sent on. */
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
+/** Headers that belong to one hop, plus the proxy-only ones; never sent on. */
+const HOP_BY_HOP: ReadonlySet<string> = new Set([
+  ...CONNECTION_SPECIFIC_HEADERS,
   "proxy-authorization",
   "proxy-authenticate",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
 ]);
 
 /**

@@ -472,6 +472,20 @@ describe("HTTP/2 attacks", () => {
     expect(connects).toEqual([]);
   });
 
+  it("never sends HTTP2-Settings on (a connection-specific header nghttp2 lets through)", async () => {
+    const frames = await rawH2(proxy, "shop.test", [
+      [":method", "GET"],
+      [":scheme", "https"],
+      [":authority", "shop.test"],
+      [":path", "/h2-settings"],
+      ["http2-settings", "AAMAAABkAAQAoAAAAAIAAAAA"],
+    ]);
+    expect(frames.some((f) => f.type === HEADERS && f.stream === 1)).toBe(true);
+    const seen = gateway.requests.at(-1)!;
+    expect(seen.url).toBe("/website/shop/h2-settings");
+    expect(seen.rawHeaders.map((name) => name.toLowerCase())).not.toContain("http2-settings");
+  });
+
   it("answers 400 to a plain CONNECT inside the tunnel", async () => {
     const { session } = await h2Session("shop.test");
     const status = await new Promise<number>((resolve, reject) => {
