@@ -5,7 +5,7 @@
 import http, { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { carriesControlToken, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
+import { carriesControlToken, computerControlToken, secretTokens, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
 import type { Binding, Listener } from "./bind";
 import { serveCapture, serveListing } from "./captures";
 import { gatewayCard } from "./card";
@@ -82,7 +82,11 @@ export class Gateway {
   ) {
     this.log = options.log ?? logJsonLine;
     this.forwarder = new Forwarder({
-      controlToken,
+      // A computer's token opens that computer's DevTools and log: no site may see it any more than the control token.
+      secrets: secretTokens([
+        controlToken,
+        ...Object.keys(config.computers ?? {}).map((name) => computerControlToken(controlToken, name)),
+      ]),
       connectTimeoutMs: config.connectTimeoutMs,
       idleTimeoutMs: config.idleTimeoutMs,
       log: this.log,

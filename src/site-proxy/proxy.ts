@@ -6,6 +6,7 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import type * as net from "node:net";
 import * as tls from "node:tls";
+import type { SecretTokens } from "../protocol/auth";
 import { SiteProxyVerdict } from "../protocol/site-proxy";
 import type { AddressCheck } from "./addresses";
 import type { CertificateAuthority } from "./ca";
@@ -51,6 +52,8 @@ export interface ProxyOptions {
   headTimeoutMs: number;
   /** Where the proxy's sockets, to the computer and to hosts, are held so they can be ended together. */
   connections?: OpenConnections;
+  /** The computer's own control token, when it has one: no request the proxy sends on carries it, in any form. */
+  secrets?: SecretTokens;
 }
 
 export interface SyntheticTunnel {
@@ -92,7 +95,7 @@ export const GATEWAY_CONNECTIONS = 32;
 
 /** Creates the proxy's HTTP server (not yet listening). */
 export function createProxyServer(options: ProxyOptions): http.Server {
-  const { router, connector, check, ca, log, gateway, idleTimeoutMs, headTimeoutMs } = options;
+  const { router, connector, check, ca, log, gateway, idleTimeoutMs, headTimeoutMs, secrets } = options;
   const connections = options.connections ?? new OpenConnections();
   const gatewayHost = normalizeHost(gateway.hostname);
   const gatewayPort = Number(gateway.port || 80);
@@ -248,7 +251,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     proto: "http" | "https",
     path: string,
   ): Destination {
-    const headers = endToEndHeaders(rawHeaders, WRITTEN_FOR_THE_GATEWAY);
+    const headers = endToEndHeaders(rawHeaders, WRITTEN_FOR_THE_GATEWAY, secrets);
     return {
       host: gatewayHost,
       port: gatewayPort,
@@ -263,7 +266,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
    * host at the same address.
    */
   function hostDestination(req: http.IncomingMessage, host: string, port: number, path: string): Destination {
-    const headers = endToEndHeaders(req.rawHeaders, WRITTEN_FOR_A_HOST);
+    const headers = endToEndHeaders(req.rawHeaders, WRITTEN_FOR_A_HOST, secrets);
     return { host, port, path, headers: ["Host", formatAuthority(host, port), ...headers] };
   }
 
