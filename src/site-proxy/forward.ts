@@ -21,7 +21,10 @@ export interface Destination {
  * exchange gets one log line whatever ends it; a `failed` after that (`settled` true) only ends what is left.
  */
 export interface ForwardHooks {
-  /** The request could not be sent or its answer was broken; `settled` when the exchange was already answered. */
+  /**
+   * The request could not be sent or its answer was broken; `settled` when the exchange already has its line
+   * (answered, or abandoned): then only what is left of it is ended.
+   */
   failed(err: Error, settled: boolean): void;
   /** The computer got `status` (the host's, or 502 for a broken answer). */
   answered(status: number): void;
@@ -269,6 +272,8 @@ export function sendOn(
     abandon();
   };
   if (!slots) return sendUnlessGone();
+  // A computer that goes away while its request waits has its line then, not once the request's turn comes.
+  computer.answer.once("close", abandon);
   slots.run((done) => {
     release = done;
     sendUnlessGone();

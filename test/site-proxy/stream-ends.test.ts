@@ -215,3 +215,40 @@ describe("a stream whose body is cut short of its Content-Length", () => {
     h2.close();
   });
 });
+
+describe("a stream reset while it waits for one of the computer's gateway connections", () => {
+  it("has its line at once and never reaches the gateway", async () => {
+    const proxy = await startShopProxy();
+    const h2 = await openRawH2(proxy, "shop.test");
+    // Every gateway connection busy for 2 s.
+    for (let i = 0; i < GATEWAY_CONNECTIONS; i++)
+      h2.send(headersFrame(2 * i + 1, requestFields("GET", "shop.test", `/slow/busy/${i}`), true));
+    await waitFor(
+      "every connection busy",
+      () => arrivedUnder("/slow/busy/").length === GATEWAY_CONNECTIONS || undefined,
+    );
+    const WAITING = 8;
+    const first = 2 * GATEWAY_CONNECTIONS + 1;
+    for (let i = 0; i < WAITING; i++) {
+      const stream = first + 2 * i;
+      h2.send(headersFrame(stream, requestFields("GET", "shop.test", `/waiting/${stream}`), true), resetFrame(stream));
+    }
+    const started = Date.now();
+    await waitFor(`${WAITING} request lines`, () => requestLines(proxy).length >= WAITING || undefined, 1_500);
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(requestLines(proxy)).toEqual(
+      Array.from({ length: WAITING }, () =>
+        expect.objectContaining({ method: "GET", endedBy: "stream reset (CANCEL)" }),
+      ),
+    );
+    await waitFor(
+      "the busy ones answered",
+      () => requestLines(proxy).length >= WAITING + GATEWAY_CONNECTIONS || undefined,
+      5_000,
+    );
+    await sleep(200);
+    expect(requestLines(proxy)).toHaveLength(WAITING + GATEWAY_CONNECTIONS);
+    expect(arrivedUnder("/waiting/")).toEqual([]);
+    h2.close();
+  });
+});
