@@ -178,6 +178,7 @@ export function createControlServer(options: ControlOptions): http.Server {
     forwardUpgrade(req, client, early, devtoolsDestination(req, path), idleTimeoutMs, {
       open: openDevtools,
       answered: () => undefined,
+      abandoned: () => undefined,
       failed: (err) => answerSocket(client, 502, null, devtoolsFailed(err)),
     });
   });

@@ -311,6 +311,8 @@ export interface UpgradeHooks {
   /** The connection could not be opened or the answer was broken; the computer's socket is still unanswered. */
   failed(err: Error): void;
   answered(status: number): void;
+  /** The computer's side closed before it was answered (`endedBy` says how); the upgrade request was aborted. */
+  abandoned(endedBy: string): void;
 }
 
 /** The status line and headers of an answer, as bytes for a raw socket. */
@@ -370,12 +372,17 @@ export function forwardUpgrade(
   const headers = [...destination.headers, "Connection", "Upgrade", "Upgrade", upgradeTo];
   const upstream = upgradeRequest(destination, req.method ?? "GET", headers, hooks);
   if (upstream === undefined) return;
-  // Exactly one of failed/answered is called, however the exchange ends.
+  // Exactly one of failed/answered/abandoned is called, however the exchange ends.
   let settled = false;
   const fail = (err: Error) => {
     if (settled) return void client.destroy();
     settled = true;
     hooks.failed(err);
+  };
+  const abandon = () => {
+    if (settled) return;
+    settled = true;
+    hooks.abandoned("connection closed");
   };
   const answered = (status: number) => {
     settled = true;
@@ -402,9 +409,11 @@ export function forwardUpgrade(
     answered(answer.statusCode ?? 502);
     answer.pipe(client);
     answer.on("error", () => client.destroy());
-    client.on("close", () => upstream.destroy());
   });
   upstream.on("error", fail);
-  client.on("close", () => upstream.destroy());
+  client.on("close", () => {
+    abandon();
+    upstream.destroy();
+  });
   upstream.end();
 }

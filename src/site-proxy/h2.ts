@@ -219,7 +219,13 @@ export function forwardWebSocket(
   };
   const upstream = upgradeRequest(destination, "GET", headers, hooks);
   if (upstream === undefined) return;
-  stream.once("close", () => upstream.destroy());
+  stream.once("close", () => {
+    if (!settled) {
+      settled = true;
+      hooks.abandoned(streamEnd(stream));
+    }
+    upstream.destroy();
+  });
   upstream.on("upgrade", (answer, socket: net.Socket, head: Buffer) => {
     if (answer.headers["sec-websocket-accept"] !== websocketAccept(key)) {
       socket.destroy();

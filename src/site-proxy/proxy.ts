@@ -235,6 +235,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     return {
       open,
       answered: (status) => logRequest(x, status),
+      abandoned: (endedBy) => logRequest(x, undefined, endedBy),
       failed: (err) => {
         const f = failure(err, x);
         answerSocket(client, f.status, f.verdict, f.message);
@@ -590,6 +591,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       return forwardWebSocket(stream, destination, idleTimeoutMs, {
         open: openGateway,
         answered: (status) => logRequest(x, status),
+        abandoned: (endedBy) => logRequest(x, undefined, endedBy),
         failed: (err) => {
           const f = failure(err, x);
           answerStream(stream, f.status, f.verdict, f.message);
