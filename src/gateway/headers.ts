@@ -8,9 +8,9 @@
 // caller frames each message again from what the parser read (framing.ts). So a Connection
 // header nominating one of them changes nothing, and it cannot nominate Host away either.
 import type { IncomingMessage } from "node:http";
-import { withoutControlToken } from "../protocol/auth";
+import { type SecretTokens, withoutTokens } from "../protocol/auth";
+import { CONNECTION_SPECIFIC_HEADERS } from "../protocol/hop-by-hop";
 
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"]);
 /** Written by the gateway itself on each hop, whatever the message said. */
 const FRAMING = new Set(["content-length", "transfer-encoding"]);
 /** What a Connection header may not remove: the message's target. */
@@ -40,14 +40,17 @@ function connectionTokens(raw: string[], lower: string[]): ReadonlySet<string> {
 }
 
 function isHopByHop(lower: string, named: ReadonlySet<string>): boolean {
-  return HOP_BY_HOP.has(lower) || FRAMING.has(lower) || lower.startsWith("proxy-") || named.has(lower);
+  return CONNECTION_SPECIFIC_HEADERS.has(lower) || FRAMING.has(lower) || lower.startsWith("proxy-") || named.has(lower);
 }
 
 export interface ForwardOptions {
   /** An upgrade (WebSocket) keeps `Connection: Upgrade` and its `Upgrade` header. */
   upgrade: boolean;
-  /** The control token: removed from every Authorization header that carries it; any other credential is kept. */
-  controlToken: string;
+  /**
+   * The control token and every computer's token: removed from every Authorization header that carries one, in any
+   * form; any other credential is kept.
+   */
+  secrets: SecretTokens;
   /** Sent as Host instead of the client's (Chrome's DevTools endpoint answers only `localhost`). */
   host?: string;
   /** The gateway's own credential for this upstream: sent instead of any Authorization the client sent. */
@@ -76,7 +79,7 @@ export function upstreamRequestHeaders(req: IncomingMessage, options: ForwardOpt
         continue;
       case "authorization": {
         if (options.authorization !== undefined) continue;
-        const kept = withoutControlToken(value, options.controlToken);
+        const kept = withoutTokens(value, options.secrets);
         if (kept !== undefined) out.push(name, kept);
         continue;
       }

@@ -16,6 +16,7 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import { Readable, type Duplex } from "node:stream";
 import type { Dispatcher } from "undici";
+import type { SecretTokens } from "../protocol/auth";
 import {
   mayRetry,
   requestBody,
@@ -44,7 +45,8 @@ export interface Upstream {
 export type DispatcherFor = (origin: string) => Dispatcher;
 
 export interface ForwarderOptions {
-  controlToken: string;
+  /** What no upstream may see: the control token and every computer's token (see headers.ts). */
+  secrets: SecretTokens;
   connectTimeoutMs: number;
   idleTimeoutMs: number;
   log: Logger;
@@ -367,7 +369,7 @@ export class Forwarder {
     const method = req.method ?? "GET";
     const headers = upstreamRequestHeaders(req, {
       upgrade: false,
-      controlToken: this.options.controlToken,
+      secrets: this.options.secrets,
       host: upstream.host,
       authorization: upstream.authorization,
     });
@@ -398,7 +400,7 @@ export class Forwarder {
       path,
       headers: upstreamRequestHeaders(req, {
         upgrade: true,
-        controlToken: this.options.controlToken,
+        secrets: this.options.secrets,
         host: upstream.host,
         authorization: upstream.authorization,
       }) as unknown as http.OutgoingHttpHeaders,

@@ -5,7 +5,7 @@
 import http, { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { carriesControlToken, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
+import { carriesControlToken, computerControlToken, secretTokens, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
 import type { Binding, Listener } from "./bind";
 import { serveCapture, serveListing } from "./captures";
 import { gatewayCard } from "./card";
@@ -40,6 +40,8 @@ export type Refuse = (
 const UNAUTHORIZED = { error: "control token required", detail: "send Authorization: Bearer <control token>" };
 const CHALLENGE = { "WWW-Authenticate": WWW_AUTHENTICATE_CHALLENGE };
 const BROWSE_ONLY = "the browse listener serves /website/<site>/ only";
+const CONNECT_REFUSED = "the gateway is no forward proxy: CONNECT is served on no listener";
+const UNMET_EXPECTATION = "the gateway meets no Expect but 100-continue";
 /** A logged request-target is cut here: enough to tell what was tried, bounded in size. */
 const LOGGED_TARGET_CHARS = 512;
 
@@ -80,7 +82,11 @@ export class Gateway {
   ) {
     this.log = options.log ?? logJsonLine;
     this.forwarder = new Forwarder({
-      controlToken,
+      // A computer's token opens that computer's DevTools and log: no site may see it any more than the control token.
+      secrets: secretTokens([
+        controlToken,
+        ...Object.keys(config.computers ?? {}).map((name) => computerControlToken(controlToken, name)),
+      ]),
       connectTimeoutMs: config.connectTimeoutMs,
       idleTimeoutMs: config.idleTimeoutMs,
       log: this.log,
@@ -223,6 +229,26 @@ export class Gateway {
     };
   }
 
+  /**
+   * CONNECT, which node hands over apart from every other method and closes unanswered when nobody takes it: the
+   * gateway tunnels nothing, so it is refused like any method a route does not serve, with its line.
+   */
+  onConnect(listener: Listener): (req: IncomingMessage, socket: Duplex) => void {
+    return (req, socket) => {
+      socket.on("error", () => undefined);
+      this.socketRefuser(listener, req, socket)(405, { error: "method not allowed", detail: CONNECT_REFUSED });
+    };
+  }
+
+  /** An Expect other than 100-continue, which node would answer 417 itself, silently: answered so, with its line. */
+  onUnmetExpectation(listener: Listener): (req: IncomingMessage, res: ServerResponse) => void {
+    return (req, res) => {
+      this.refuser(listener, req, res)(417, { error: "expectation failed", detail: UNMET_EXPECTATION }, undefined, {
+        Connection: "close",
+      });
+    };
+  }
+
   /** What node's parser refused (bad framing, a head too slow or too large): a bare answer, and a log line. */
   onClientError(
     listener: Listener,
@@ -313,6 +339,8 @@ export async function start(
         gateway.onRequest(binding.listener),
       );
       server.on("upgrade", gateway.onUpgrade(binding.listener));
+      server.on("connect", gateway.onConnect(binding.listener));
+      server.on("checkExpectation", gateway.onUnmetExpectation(binding.listener));
       server.on("clientError", gateway.onClientError(binding.listener));
       servers.push(server);
       await new Promise<void>((resolve, reject) => {

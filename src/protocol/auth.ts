@@ -17,7 +17,6 @@ export const MIN_TOKEN_LENGTH = 32;
 const TOKEN_CHARS = /^[A-Za-z0-9\-._~+/]+$/;
 /** What separates the words of an Authorization value: every character a token never holds. */
 const NOT_TOKEN_CHARS = /[^A-Za-z0-9\-._~+/]+/;
-const BASE64_WORD = /^[A-Za-z0-9+/]+$/;
 
 /** The header value a client sends to carry the control token. */
 export function bearer(token: string): string {
@@ -88,41 +87,100 @@ function splitOutsideQuotes(value: string): string[] {
   return parts;
 }
 
-/** The words of a credential: quoted-pair escapes undone, then split on every character a token never holds. */
-function words(credential: string): string[] {
-  return credential.replace(/\\(.)/g, "$1").split(NOT_TOKEN_CHARS).filter(Boolean);
+/** Tokens no site may ever see (the control token, the computers' tokens), prepared once for `withoutTokens`. */
+export interface SecretTokens {
+  readonly tokens: readonly Buffer[];
+  /** The shortest token's length: a form shorter than this carries none. */
+  readonly shortest: number;
 }
 
-/** True when one of the credential's words, or of its Basic user-pass once decoded, is the token. */
-function credentialCarries(credential: string, expected: Buffer, length: number): boolean {
-  let found = false;
-  const check = (word: string) => {
-    // Only a word of the token's length can be it; each such word is compared in constant time.
-    if (word.length === length && timingSafeEqual(digest(word), expected)) found = true;
+export function secretTokens(tokens: readonly string[]): SecretTokens {
+  return {
+    tokens: tokens.map((token) => Buffer.from(token, "latin1")),
+    shortest: Math.min(...tokens.map((token) => token.length)),
   };
-  for (const word of words(credential)) {
-    check(word);
-    // `Basic base64(user:token)` carries it too: any long enough word may be such a pair.
-    if (word.length > length && BASE64_WORD.test(word)) {
-      for (const inner of Buffer.from(word, "base64").toString("latin1").split(NOT_TOKEN_CHARS)) check(inner);
+}
+
+/** How many decodings deep a credential is read: `%2520` is two, base64 of a percent-encoded value two as well. */
+const DECODING_DEPTH = 3;
+const PERCENT_ESCAPE = /%([0-9A-Fa-f]{2})/g;
+/** A run of either base64 alphabet (node's decoder reads both, as a site's may). */
+const BASE64_RUN = /[A-Za-z0-9+/_-]+/g;
+
+/**
+ * Every form a site could decode a credential back into, the credential itself first: quoted-pair escapes undone,
+ * percent-decoded, `+` read as a space (form encoding), each base64 run decoded, and those again, DECODING_DEPTH
+ * deep. Forms shorter than `shortest` are left out, as they carry no token.
+ */
+function decodedForms(credential: string, shortest: number): string[] {
+  const forms = new Set([credential]);
+  const base64Shortest = Math.ceil((shortest * 4) / 3);
+  let layer = [credential];
+  for (let depth = 0; depth < DECODING_DEPTH && layer.length > 0; depth++) {
+    const next: string[] = [];
+    const add = (form: string) => {
+      if (form.length < shortest || forms.has(form)) return;
+      forms.add(form);
+      next.push(form);
+    };
+    for (const form of layer) {
+      if (form.includes("\\")) add(form.replace(/\\(.)/g, "$1"));
+      if (form.includes("%"))
+        add(form.replace(PERCENT_ESCAPE, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))));
+      if (form.includes("+")) add(form.replace(/\+/g, " "));
+      for (const run of form.match(BASE64_RUN) ?? [])
+        if (run.length >= base64Shortest) add(Buffer.from(run, "base64").toString("latin1"));
+    }
+    layer = next;
+  }
+  return [...forms];
+}
+
+const PLUS = "+".charCodeAt(0);
+
+/**
+ * True when a word of one of the credential's forms is a token: the whole word, or its start or end where a `+`
+ * stands for the space after or before it (`Bearer+<token>` for a token that itself holds a `+`, which reading `+`
+ * as a space would split). Only a word or window of a token's length can be it; each is compared in constant time.
+ */
+function credentialCarries(credential: string, secrets: SecretTokens): boolean {
+  let found = false;
+  for (const form of decodedForms(credential, secrets.shortest)) {
+    for (const text of form.split(NOT_TOKEN_CHARS)) {
+      if (text.length < secrets.shortest) continue;
+      const word = Buffer.from(text, "latin1");
+      for (const token of secrets.tokens) {
+        const n = token.length;
+        if (word.length === n) found = timingSafeEqual(word, token) || found;
+        else if (word.length > n) {
+          if (word[n] === PLUS && timingSafeEqual(word.subarray(0, n), token)) found = true;
+          if (word[word.length - n - 1] === PLUS && timingSafeEqual(word.subarray(word.length - n), token))
+            found = true;
+        }
+      }
     }
   }
   return found;
 }
 
 /**
- * An Authorization value with every credential that carries `controlToken` removed, however
- * it is written: any scheme or case, any whitespace, quoted or escaped, inside a
- * comma-separated list, or as a Basic user-pass. Undefined when nothing is left (drop the
- * header); the value unchanged when it never carried the token (a site's own credentials).
+ * An Authorization value with every credential that carries one of `secrets` removed, however it is written: any
+ * scheme or case, any whitespace, quoted or escaped, inside a comma-separated list, as a Basic user-pass, or
+ * encoded in any way a site could decode back (percent-encoded, `+` for a space, base64, and those nested).
+ * Undefined when nothing is left (drop the header); the value unchanged when it never carried one (a site's own
+ * credentials).
  */
-export function withoutControlToken(value: string, controlToken: string): string | undefined {
-  const expected = digest(controlToken);
+export function withoutTokens(value: string, secrets: SecretTokens): string | undefined {
   const credentials = splitOutsideQuotes(value);
-  const kept = credentials.filter((credential) => !credentialCarries(credential, expected, controlToken.length));
+  const kept = credentials.filter((credential) => !credentialCarries(credential, secrets));
   if (kept.length === credentials.length) return value;
   const rest = kept.map((credential) => credential.trim()).filter(Boolean);
   return rest.length === 0 ? undefined : rest.join(", ");
+}
+
+/** `withoutTokens` for the control token alone. */
+export function withoutControlToken(value: string, controlToken: string): string | undefined {
+  return withoutTokens(value, secretTokens([controlToken]));
 }
 
 /**

@@ -101,7 +101,8 @@ export interface RefusedRecord extends LogRecordBase {
 
 /**
  * One request the proxy forwarded (to a host or, for a synthetic name, to the gateway), written when the
- * computer got its answer's status: every attempt leaves a trace, whatever the Host header said.
+ * computer got its answer's status, or when the computer went away before that (`endedBy`): every request the
+ * proxy took on leaves exactly one such line, whatever the Host header said and whatever ended it.
  */
 export interface RequestRecord extends LogRecordBase {
   event: "request";
@@ -113,8 +114,17 @@ export interface RequestRecord extends LogRecordBase {
   site?: string;
   /** The Host header the computer sent, when it sent one (a host is always sent `host` itself). */
   hostHeader?: string;
-  /** The status the computer got: the host's own, or the proxy's (403 refused, 502 failed). */
-  status: number;
+  /**
+   * The status the computer got: the host's own, or the proxy's (403 refused, 502 failed); absent when the computer
+   * went away before an answer.
+   */
+  status?: number;
+  /**
+   * How the computer went away before it was answered: `stream reset (<RFC 9113 error code>)` (CANCEL from a
+   * browser dropping a request; PROTOCOL_ERROR for a body cut short of its Content-Length) or `connection closed`.
+   * The request was then never sent, or aborted at once on its way.
+   */
+  endedBy?: string;
 }
 
 /** Anything unexpected, including a bad request answered with 400. Never a crash. */

@@ -125,7 +125,8 @@ export function createControlServer(options: ControlOptions): http.Server {
     if (path !== undefined) {
       return forward(req, res, devtoolsAgent, devtoolsDestination(req, path), {
         answered: () => undefined,
-        failed: (err, answered) => (answered ? res.destroy() : answerResponse(res, 502, null, devtoolsFailed(err))),
+        abandoned: () => undefined,
+        failed: (err, settled) => (settled ? res.destroy() : answerResponse(res, 502, null, devtoolsFailed(err))),
       });
     }
     const route = url.split("?")[0];
@@ -177,6 +178,7 @@ export function createControlServer(options: ControlOptions): http.Server {
     forwardUpgrade(req, client, early, devtoolsDestination(req, path), idleTimeoutMs, {
       open: openDevtools,
       answered: () => undefined,
+      abandoned: () => undefined,
       failed: (err) => answerSocket(client, 502, null, devtoolsFailed(err)),
     });
   });

@@ -16,11 +16,23 @@ export interface Destination {
   headers: string[];
 }
 
+/**
+ * How one exchange ends. Exactly one of `answered`, `abandoned` and `failed` with `settled` false is called, so the
+ * exchange gets one log line whatever ends it; a `failed` after that (`settled` true) only ends what is left.
+ */
 export interface ForwardHooks {
-  /** The request could not be sent or its answer was broken; nothing was answered yet (or the answer is cut off). */
-  failed(err: Error, answered: boolean): void;
+  /**
+   * The request could not be sent or its answer was broken; `settled` when the exchange already has its line
+   * (answered, or abandoned): then only what is left of it is ended.
+   */
+  failed(err: Error, settled: boolean): void;
   /** The computer got `status` (the host's, or 502 for a broken answer). */
   answered(status: number): void;
+  /**
+   * The computer's side ended before it was answered (`endedBy` says how: a reset stream, a closed connection): the
+   * request was never sent, or it was aborted at once and its connection not reused.
+   */
+  abandoned(endedBy: string): void;
 }
 
 /** An answer the proxy refuses to pass on: its framing is broken. */
@@ -76,7 +88,9 @@ export function connectorAgent(
  */
 export class RequestSlots {
   private running = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly waiting: ((release: () => void) => void)[] = [];
+  /** Set while waiting requests are being started, so a start that releases its slot at once does not recurse. */
+  private starting = false;
 
   constructor(private readonly max: number) {}
 
@@ -85,15 +99,26 @@ export class RequestSlots {
    * ended.
    */
   run(start: (release: () => void) => void): void {
-    if (this.running >= this.max) return void this.waiting.push(() => this.run(start));
-    this.running++;
-    let released = false;
-    start(() => {
-      if (released) return;
-      released = true;
-      this.running--;
-      this.waiting.shift()?.();
-    });
+    this.waiting.push(start);
+    this.startWaiting();
+  }
+
+  // A flood of streams reset while they waited gives up thousands of slots in one go: a loop, not a recursion.
+  private startWaiting(): void {
+    if (this.starting) return;
+    this.starting = true;
+    while (this.running < this.max && this.waiting.length > 0) {
+      const start = this.waiting.shift()!;
+      this.running++;
+      let released = false;
+      start(() => {
+        if (released) return;
+        released = true;
+        this.running--;
+        this.startWaiting();
+      });
+    }
+    this.starting = false;
   }
 }
 
@@ -108,17 +133,14 @@ export interface ComputerSide {
   bodyless: boolean;
   /** Where the request's body comes from. */
   body: NodeJS.ReadableStream & { resume(): unknown };
-  /** Where the answer's body goes; its `close` before it finished ends the upstream request. */
-  answer: NodeJS.WritableStream & {
-    writableFinished: boolean;
-    once(event: "close" | "drain", listener: () => void): unknown;
-  };
+  /** Where the answer's body goes; its `close` before the whole answer went in ends the upstream request. */
+  answer: NodeJS.WritableStream & { once(event: "close" | "drain", listener: () => void): unknown };
   /** True once the computer has been sent an answer's head. */
   headersSent(): boolean;
-  /** True when the computer went away while its request waited for a slot. */
+  /** True when the computer went away (its stream or connection closed): nothing more can reach it. */
   gone(): boolean;
-  /** True when the answer has nowhere to go any more (checked as it arrives). */
-  answerGone(): boolean;
+  /** How the computer's side ended, once `gone`: for the log line of an exchange it abandoned. */
+  endedBy(): string;
   /** Sends the answer's head to the computer; throws when it cannot be passed on. */
   respond(answer: http.IncomingMessage): void;
   /** Ends the computer's side after the answer broke off. */
@@ -128,9 +150,9 @@ export interface ComputerSide {
 /**
  * The answer's body into `to` as it comes, paused while `to` is full: what `pipe` does, with three listeners where
  * `pipe` adds and removes eight for every exchange. A `to` that closes first ends the exchange (see sendOn), so
- * nothing waits here for a drain that will not come.
+ * nothing waits here for a drain that will not come. `ended` runs once the whole body went in.
  */
-function passBody(from: http.IncomingMessage, to: ComputerSide["answer"]): void {
+function passBody(from: http.IncomingMessage, to: ComputerSide["answer"], ended: () => void): void {
   const resume = () => from.resume();
   from.on("data", (chunk: Buffer) => {
     if (!to.write(chunk)) {
@@ -138,7 +160,10 @@ function passBody(from: http.IncomingMessage, to: ComputerSide["answer"]): void 
       to.once("drain", resume);
     }
   });
-  from.once("end", () => to.end());
+  from.once("end", () => {
+    ended();
+    to.end();
+  });
 }
 
 /**
@@ -156,13 +181,20 @@ export function sendOn(
 ): void {
   const retriable = computer.bodyless && IDEMPOTENT.has(computer.method);
   const headers = [...destination.headers, ...computer.framing];
-  // Once the computer was answered (or told of a failure), later errors of the same exchange only end it.
+  // Once the exchange has its line (answered, abandoned, or told of a failure), later errors of it only end it.
   let settled = false;
   const failed = (err: Error) => {
-    const answered = settled || computer.headersSent();
+    const already = settled || computer.headersSent();
     settled = true;
-    hooks.failed(err, answered);
+    hooks.failed(err, already);
   };
+  const abandon = () => {
+    if (settled) return;
+    settled = true;
+    hooks.abandoned(computer.endedBy());
+  };
+  // The whole answer went back: the computer's side closing after that abandons nothing.
+  let answerEnded = false;
   let release = () => {};
   const send = (mayRetry: boolean) => {
     let upstream: http.ClientRequest;
@@ -187,13 +219,13 @@ export function sendOn(
     // so the next request finds the socket rather than opening another.
     upstream.once("close", () => retried || process.nextTick(release));
     upstream.on("response", (answer) => {
+      if (settled) return void answer.socket.destroy();
       const problem = responseFramingProblem(answer);
       if (problem) {
         answer.socket.destroy();
         failed(new BrokenAnswer(`the answer is malformed: ${problem}`));
         return;
       }
-      if (computer.answerGone()) return void answer.socket.destroy();
       try {
         computer.respond(answer);
       } catch (err) {
@@ -203,7 +235,7 @@ export function sendOn(
       }
       settled = true;
       hooks.answered(answer.statusCode ?? 502);
-      passBody(answer, computer.answer);
+      passBody(answer, computer.answer, () => (answerEnded = true));
       answer.on("error", () => computer.abort());
     });
     upstream.on("error", (err: NodeJS.ErrnoException) => {
@@ -219,20 +251,32 @@ export function sendOn(
       }
       failed(err);
     });
+    // The computer's side closed before its whole answer went back (a stream reset, a body cut short, a connection
+    // gone): the upstream request is aborted at once, so it never waits there for the rest of a body that will not
+    // come, holding a connection and a slot, and that connection is not reused. (Whether the computer's side had
+    // finished writing says nothing here: node ends an HTTP/2 stream's writable side itself when the stream is reset.)
     computer.answer.once("close", () => {
-      if (!computer.answer.writableFinished) upstream.destroy();
+      if (answerEnded) return;
+      abandon();
+      upstream.destroy();
     });
     if (computer.bodyless) {
       computer.body.resume();
       upstream.end();
     } else computer.body.pipe(upstream);
   };
-  if (!slots) return send(retriable);
+  // A computer that went away before its request could be sent (while it waited for a slot): nothing to send.
+  const sendUnlessGone = () => {
+    if (!computer.gone()) return send(retriable);
+    release();
+    abandon();
+  };
+  if (!slots) return sendUnlessGone();
+  // A computer that goes away while its request waits has its line then, not once the request's turn comes.
+  computer.answer.once("close", abandon);
   slots.run((done) => {
     release = done;
-    // A computer that went away while its request waited for a slot: nothing to send.
-    if (computer.gone()) return release();
-    send(retriable);
+    sendUnlessGone();
   });
 }
 
@@ -253,8 +297,7 @@ export function forward(
     answer: res,
     headersSent: () => res.headersSent,
     gone: () => res.destroyed || req.destroyed,
-    // An HTTP/1.1 answer is always passed on (and logged), even to a computer that left: the write then fails.
-    answerGone: () => false,
+    endedBy: () => "connection closed",
     respond: (answer) =>
       res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEndHeaders(answer.rawHeaders)),
     abort: () => res.destroy(),
@@ -268,6 +311,8 @@ export interface UpgradeHooks {
   /** The connection could not be opened or the answer was broken; the computer's socket is still unanswered. */
   failed(err: Error): void;
   answered(status: number): void;
+  /** The computer's side closed before it was answered (`endedBy` says how); the upgrade request was aborted. */
+  abandoned(endedBy: string): void;
 }
 
 /** The status line and headers of an answer, as bytes for a raw socket. */
@@ -327,12 +372,17 @@ export function forwardUpgrade(
   const headers = [...destination.headers, "Connection", "Upgrade", "Upgrade", upgradeTo];
   const upstream = upgradeRequest(destination, req.method ?? "GET", headers, hooks);
   if (upstream === undefined) return;
-  // Exactly one of failed/answered is called, however the exchange ends.
+  // Exactly one of failed/answered/abandoned is called, however the exchange ends.
   let settled = false;
   const fail = (err: Error) => {
     if (settled) return void client.destroy();
     settled = true;
     hooks.failed(err);
+  };
+  const abandon = () => {
+    if (settled) return;
+    settled = true;
+    hooks.abandoned("connection closed");
   };
   const answered = (status: number) => {
     settled = true;
@@ -359,9 +409,11 @@ export function forwardUpgrade(
     answered(answer.statusCode ?? 502);
     answer.pipe(client);
     answer.on("error", () => client.destroy());
-    client.on("close", () => upstream.destroy());
   });
   upstream.on("error", fail);
-  client.on("close", () => upstream.destroy());
+  client.on("close", () => {
+    abandon();
+    upstream.destroy();
+  });
   upstream.end();
 }

@@ -39,8 +39,33 @@ export const H2_SERVER_OPTIONS: http2.ServerOptions = {
   maxHeaderListPairs: 2_048,
 };
 
-/** Response headers HTTP/2 forbids (RFC 9113 8.2.2) that endToEndHeaders does not already leave out. */
-const H2_FORBIDDEN_RESPONSE_HEADERS: ReadonlySet<string> = new Set(["http2-settings"]);
+/** RFC 9113 7: the error codes of RST_STREAM and GOAWAY, by their value. */
+const H2_ERROR_NAMES = [
+  "NO_ERROR",
+  "PROTOCOL_ERROR",
+  "INTERNAL_ERROR",
+  "FLOW_CONTROL_ERROR",
+  "SETTINGS_TIMEOUT",
+  "STREAM_CLOSED",
+  "FRAME_SIZE_ERROR",
+  "REFUSED_STREAM",
+  "CANCEL",
+  "COMPRESSION_ERROR",
+  "CONNECT_ERROR",
+  "ENHANCE_YOUR_CALM",
+  "INADEQUATE_SECURITY",
+  "HTTP_1_1_REQUIRED",
+];
+
+/**
+ * How a stream that went away ended, for its log line: reset, with the code (nghttp2 resets with PROTOCOL_ERROR a
+ * stream whose body ends short of its Content-Length), or closed with its connection.
+ */
+function streamEnd(stream: http2.ServerHttp2Stream): string {
+  const code = stream.rstCode;
+  if (code === undefined || code === http2.constants.NGHTTP2_NO_ERROR) return "connection closed";
+  return `stream reset (${H2_ERROR_NAMES[code] ?? code})`;
+}
 
 /** One stream's request as the proxy reads it. */
 export interface H2Request {
@@ -92,7 +117,7 @@ export function readH2Request(headers: http2.IncomingHttpHeaders, rawHeaders: st
 function h2ResponseHeaders(answer: http.IncomingMessage): http2.OutgoingHttpHeaders {
   const out: Record<string, string | string[]> = Object.create(null);
   out[":status"] = String(answer.statusCode ?? 502);
-  const raw = endToEndHeaders(answer.rawHeaders, H2_FORBIDDEN_RESPONSE_HEADERS);
+  const raw = endToEndHeaders(answer.rawHeaders);
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i].toLowerCase();
     const value = raw[i + 1];
@@ -149,7 +174,7 @@ export function forwardStream(
     answer: stream,
     headersSent: () => stream.headersSent,
     gone: () => stream.destroyed || stream.closed,
-    answerGone: () => stream.destroyed,
+    endedBy: () => streamEnd(stream),
     respond: (answer) => stream.respond(h2ResponseHeaders(answer)),
     abort: () => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR),
   };
@@ -194,7 +219,13 @@ export function forwardWebSocket(
   };
   const upstream = upgradeRequest(destination, "GET", headers, hooks);
   if (upstream === undefined) return;
-  stream.once("close", () => upstream.destroy());
+  stream.once("close", () => {
+    if (!settled) {
+      settled = true;
+      hooks.abandoned(streamEnd(stream));
+    }
+    upstream.destroy();
+  });
   upstream.on("upgrade", (answer, socket: net.Socket, head: Buffer) => {
     if (answer.headers["sec-websocket-accept"] !== websocketAccept(key)) {
       socket.destroy();

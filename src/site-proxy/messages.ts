@@ -2,23 +2,19 @@
 // gives in its own name (each marked with X-Agentenv-Site-Proxy).
 import type * as http from "node:http";
 import type * as net from "node:net";
+import { type SecretTokens, withoutTokens } from "../protocol/auth";
+import { CONNECTION_SPECIFIC_HEADERS } from "../protocol/hop-by-hop";
 import { SITE_PROXY_HEADER, type SiteProxyVerdict } from "../protocol/site-proxy";
 import { normalizeHost } from "./connect";
 
 /** Requests whose headers are larger than this are answered 400 (node's default limit is 16 KiB). */
 export const MAX_HEADER_BYTES = 64 * 1024;
 
-/** Headers that belong to one hop (RFC 9110 7.6.1), plus the proxy-only ones; never sent on. */
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
+/** Headers that belong to one hop, plus the proxy-only ones; never sent on. */
+const HOP_BY_HOP: ReadonlySet<string> = new Set([
+  ...CONNECTION_SPECIFIC_HEADERS,
   "proxy-authorization",
   "proxy-authenticate",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
 ]);
 
 /**
@@ -119,9 +115,10 @@ export function headerValues(rawHeaders: string[], name: string): string[] {
 /**
  * The end-to-end headers of a message as sent (repeats and order kept), without the hop-by-hop ones and those its
  * `Connection` header nominates (never Content-Length or Host: see NEVER_NOMINATED), and without the names in
- * `without` (lower case): one pass over the headers, as this runs for every request and answer.
+ * `without` (lower case), every Authorization credential that carries one of `secrets` removed: one pass over the
+ * headers, as this runs for every request and answer.
  */
-export function endToEndHeaders(rawHeaders: string[], without?: ReadonlySet<string>): string[] {
+export function endToEndHeaders(rawHeaders: string[], without?: ReadonlySet<string>, secrets?: SecretTokens): string[] {
   const lower = new Array<string>(rawHeaders.length / 2);
   let named: Set<string> | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
@@ -136,6 +133,11 @@ export function endToEndHeaders(rawHeaders: string[], without?: ReadonlySet<stri
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = lower[i / 2];
     if (HOP_BY_HOP.has(name) || named?.has(name) || without?.has(name)) continue;
+    if (secrets !== undefined && name === "authorization") {
+      const value = withoutTokens(rawHeaders[i + 1], secrets);
+      if (value !== undefined) kept.push(rawHeaders[i], value);
+      continue;
+    }
     kept.push(rawHeaders[i], rawHeaders[i + 1]);
   }
   return kept;

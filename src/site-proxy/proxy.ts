@@ -6,6 +6,7 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import type * as net from "node:net";
 import * as tls from "node:tls";
+import type { SecretTokens } from "../protocol/auth";
 import { SiteProxyVerdict } from "../protocol/site-proxy";
 import type { AddressCheck } from "./addresses";
 import type { CertificateAuthority } from "./ca";
@@ -51,6 +52,8 @@ export interface ProxyOptions {
   headTimeoutMs: number;
   /** Where the proxy's sockets, to the computer and to hosts, are held so they can be ended together. */
   connections?: OpenConnections;
+  /** The computer's own control token, when it has one: no request the proxy sends on carries it, in any form. */
+  secrets?: SecretTokens;
 }
 
 export interface SyntheticTunnel {
@@ -92,7 +95,7 @@ export const GATEWAY_CONNECTIONS = 32;
 
 /** Creates the proxy's HTTP server (not yet listening). */
 export function createProxyServer(options: ProxyOptions): http.Server {
-  const { router, connector, check, ca, log, gateway, idleTimeoutMs, headTimeoutMs } = options;
+  const { router, connector, check, ca, log, gateway, idleTimeoutMs, headTimeoutMs, secrets } = options;
   const connections = options.connections ?? new OpenConnections();
   const gatewayHost = normalizeHost(gateway.hostname);
   const gatewayPort = Number(gateway.port || 80);
@@ -186,7 +189,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     };
   }
 
-  function logRequest(x: Exchange, status: number): void {
+  /** The exchange's one `request` line: the status the computer got, or how it went away before an answer. */
+  function logRequest(x: Exchange, status: number | undefined, endedBy?: string): void {
     log.write({
       event: "request",
       method: x.method,
@@ -194,7 +198,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       port: x.port,
       ...(x.site ? { site: x.site } : {}),
       ...(x.hostHeader !== undefined ? { hostHeader: x.hostHeader } : {}),
-      status,
+      ...(status !== undefined ? { status } : {}),
+      ...(endedBy !== undefined ? { endedBy } : {}),
     });
   }
 
@@ -212,8 +217,9 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   function forwardHooks(res: http.ServerResponse, x: Exchange): ForwardHooks {
     return {
       answered: (status) => logRequest(x, status),
-      failed: (err, answered) => {
-        if (answered) {
+      abandoned: (endedBy) => logRequest(x, undefined, endedBy),
+      failed: (err, settled) => {
+        if (settled) {
           res.destroy();
           return;
         }
@@ -229,6 +235,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     return {
       open,
       answered: (status) => logRequest(x, status),
+      abandoned: (endedBy) => logRequest(x, undefined, endedBy),
       failed: (err) => {
         const f = failure(err, x);
         answerSocket(client, f.status, f.verdict, f.message);
@@ -245,7 +252,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     proto: "http" | "https",
     path: string,
   ): Destination {
-    const headers = endToEndHeaders(rawHeaders, WRITTEN_FOR_THE_GATEWAY);
+    const headers = endToEndHeaders(rawHeaders, WRITTEN_FOR_THE_GATEWAY, secrets);
     return {
       host: gatewayHost,
       port: gatewayPort,
@@ -260,7 +267,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
    * host at the same address.
    */
   function hostDestination(req: http.IncomingMessage, host: string, port: number, path: string): Destination {
-    const headers = endToEndHeaders(req.rawHeaders, WRITTEN_FOR_A_HOST);
+    const headers = endToEndHeaders(req.rawHeaders, WRITTEN_FOR_A_HOST, secrets);
     return { host, port, path, headers: ["Host", formatAuthority(host, port), ...headers] };
   }
 
@@ -519,7 +526,13 @@ export function createProxyServer(options: ProxyOptions): http.Server {
 
   /** Why a stream's request is not sent on (answered 400), or undefined. */
   function streamProblem(r: H2Request): string | undefined {
-    if (r.method === "CONNECT" && r.protocol === undefined) return "CONNECT inside a tunnel";
+    // Node's client writes a method upper-cased: `connect` would reach the gateway as CONNECT, past a check that
+    // read it as something else, and the log would name a method the wire never carried. So CONNECT is known in
+    // any case, and a method not already in upper case (methods are case-sensitive, RFC 9110 9.1) is not sent on.
+    const upperCased = r.method.toUpperCase();
+    if (upperCased === "CONNECT" && r.protocol === undefined) return "CONNECT inside a tunnel";
+    if (r.method !== upperCased)
+      return `a method "${r.method}" not in upper case (the next hop would get "${upperCased}", another method)`;
     if (r.protocol !== undefined && r.protocol !== "websocket")
       return `extended CONNECT for "${r.protocol}"; only websocket is relayed`;
     if (r.scheme !== "https") return `:scheme must be https inside TLS, got "${r.scheme}"`;
@@ -578,6 +591,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       return forwardWebSocket(stream, destination, idleTimeoutMs, {
         open: openGateway,
         answered: (status) => logRequest(x, status),
+        abandoned: (endedBy) => logRequest(x, undefined, endedBy),
         failed: (err) => {
           const f = failure(err, x);
           answerStream(stream, f.status, f.verdict, f.message);
@@ -592,8 +606,9 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       gatewayDestination(r.headers, tunnel.site, tunnelAuthority(tunnel), "https", r.path!),
       {
         answered: (status) => logRequest(x, status),
-        failed: (err, answered) => {
-          if (answered) return void stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+        abandoned: (endedBy) => logRequest(x, undefined, endedBy),
+        failed: (err, settled) => {
+          if (settled) return void stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
           const f = failure(err, x);
           answerStream(stream, f.status, f.verdict, f.message);
           logRequest(x, f.status);

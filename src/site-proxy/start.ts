@@ -3,6 +3,7 @@
 import type * as http from "node:http";
 import * as net from "node:net";
 import * as path from "node:path";
+import { secretTokens } from "../protocol/auth";
 import type { StartupRecord } from "../protocol/site-proxy";
 import { createAddressCheck } from "./addresses";
 import { loadOrCreateCa } from "./ca";
@@ -91,6 +92,7 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
     idleTimeoutMs: config.idleTimeoutMs,
     headTimeoutMs: config.headTimeoutMs,
     connections,
+    ...(token !== undefined ? { secrets: secretTokens([token]) } : {}),
   });
   const proxy = await listen(
     proxyServer,

@@ -173,6 +173,50 @@ describe("gateway listeners", () => {
     expect(contacted.length).toBe(before);
   });
 
+  /** The first line of the answer to `bytes` sent raw at `port` on `host`, once the gateway closes the connection. */
+  const rawStatusLine = (host: string, port: number, bytes: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = net.connect(port, host);
+      let answer = "";
+      socket.on("data", (chunk) => (answer += chunk.toString("latin1")));
+      socket.on("close", () => resolve(answer.split("\r\n")[0]));
+      socket.on("error", reject);
+      socket.write(bytes);
+    });
+
+  it("answers CONNECT on each listener with 405 and a line, never a silent close, contacting nothing", async () => {
+    const before = contacted.length;
+    for (const [listener, host, port] of [
+      ["browse", browse[0].address, browse[0].port],
+      ["published", "127.0.0.1", gateway.port],
+    ] as const) {
+      for (const target of ["example.org:443", "shop.test:80", "/website/shop/"]) {
+        const status = await rawStatusLine(host, port, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
+        expect(status, `${listener} ${target}`).toBe("HTTP/1.1 405 Method Not Allowed");
+        const line = await gateway.waitForLog(
+          (entry) => entry.event === "request-refused" && entry.listener === listener && entry.target === target,
+        );
+        expect(line).toMatchObject({ status: 405, method: "CONNECT" });
+      }
+    }
+    expect(contacted.length).toBe(before);
+  });
+
+  it("answers an Expect it does not meet with 417 and a line, contacting nothing", async () => {
+    const before = contacted.length;
+    const status = await rawStatusLine(
+      browse[0].address,
+      browse[0].port,
+      "POST /website/shop/form HTTP/1.1\r\nHost: shop.test\r\nExpect: 200-ok\r\nConnection: close\r\nContent-Length: 3\r\n\r\na=1",
+    );
+    expect(status).toBe("HTTP/1.1 417 Expectation Failed");
+    const line = await gateway.waitForLog(
+      (entry) => entry.event === "request-refused" && entry.listener === "browse" && entry.status === 417,
+    );
+    expect(line).toMatchObject({ method: "POST", target: "/website/shop/form" });
+    expect(contacted.length).toBe(before);
+  });
+
   it("refuses upgrades on the browse listener outside /website/<site>/", async () => {
     for (const path of ["/svc/shop/ws", "/computers/agent/cdp/devtools/browser/x"]) {
       const status = await new Promise<number>((resolve) => {

@@ -210,6 +210,7 @@ describe("gateway faithful proxying", () => {
           "Trailer: X-Checksum\r\n" +
           "Proxy-Authorization: Basic c2VjcmV0\r\n" +
           "Proxy-Connection: keep-alive\r\n" +
+          "HTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n" +
           "Cookie: a=1\r\n" +
           "Cookie: b=2\r\n" +
           "X-Forwarded-For: 10.1.2.3\r\n" +
@@ -224,7 +225,15 @@ describe("gateway faithful proxying", () => {
       Buffer.from(response.slice(response.indexOf("\r\n\r\n") + 4), "latin1").toString("utf8"),
     ) as Echo;
     const names = seen.rawHeaders.filter((_, i) => i % 2 === 0).map((name) => name.toLowerCase());
-    for (const hop of ["x-hop-named", "keep-alive", "te", "trailer", "proxy-authorization", "proxy-connection"])
+    for (const hop of [
+      "x-hop-named",
+      "keep-alive",
+      "te",
+      "trailer",
+      "proxy-authorization",
+      "proxy-connection",
+      "http2-settings",
+    ])
       expect(names, hop).not.toContain(hop);
     expect(headerValues(seen.rawHeaders, "connection")).not.toContain("close, X-Hop-Named");
     expect(headerValues(seen.rawHeaders, "cookie")).toEqual(["a=1", "b=2"]);

@@ -7,9 +7,11 @@ import {
   carriesControlToken,
   computerControlToken,
   parseBearer,
+  secretTokens,
   tokenProblem,
   tokensEqual,
   withoutControlToken,
+  withoutTokens,
   WWW_AUTHENTICATE_CHALLENGE,
 } from "../../src/protocol/auth";
 import {
@@ -60,9 +62,44 @@ const CARRYING = [
   basic(`${TOKEN}:`),
 ];
 
+const percentEncodedWhole = (text: string) => [...text].map((c) => `%${c.charCodeAt(0).toString(16)}`).join("");
+const base64 = (text: string) => Buffer.from(text).toString("base64");
+
+/** The token written so that a site could decode it back: percent-encoded, `+` for a space, base64, and nested. */
+const ENCODED = [
+  `Bearer%20${TOKEN}`,
+  `Bearer+${TOKEN}`,
+  `Bearer%09${TOKEN}`,
+  `bearer%2520${TOKEN}`,
+  `Bearer ${percentEncodedWhole(TOKEN)}`,
+  encodeURIComponent(`Bearer ${TOKEN}`),
+  `Bearer ${base64(TOKEN)}`,
+  `Bearer ${Buffer.from(TOKEN).toString("base64url")}`,
+  `Basic ${base64(`Bearer ${TOKEN}`)}`,
+  `Basic ${base64(`runner:${encodeURIComponent(TOKEN)}`)}`,
+  `Token ${base64(`Bearer%20${TOKEN}`)}`,
+  `Bearer ${encodeURIComponent(base64(TOKEN))}`,
+];
+
 describe("control token on the wire", () => {
   it.each(CARRYING)("removes every form that carries it: %s", (value) => {
     expect(withoutControlToken(value, TOKEN)).toBeUndefined();
+  });
+
+  it.each(ENCODED)("removes every form a site could decode back to it: %s", (value) => {
+    expect(withoutControlToken(value, TOKEN)).toBeUndefined();
+  });
+
+  it("removes each of several tokens, and a token holding a + written after Bearer+", () => {
+    const computer = computerControlToken(TOKEN, "agent");
+    const secrets = secretTokens([TOKEN, computer]);
+    for (const value of [`Bearer ${computer}`, `Bearer%20${computer}`, `Bearer+${TOKEN}`, basic(`x:${computer}`)])
+      expect(withoutTokens(value, secrets), value).toBeUndefined();
+    expect(withoutTokens(`Bearer ${computer}, Bearer site-own`, secrets)).toBe("Bearer site-own");
+    const plussed = "abc+def/ghi+jkl-mno.pqr_stu~vwx+yz0123";
+    for (const value of [`Bearer+${plussed}`, `Bearer%2B${plussed}`, `Bearer ${plussed}`])
+      expect(withoutControlToken(value, plussed), value).toBeUndefined();
+    expect(withoutControlToken(`Bearer ${plussed}x`, plussed)).toBe(`Bearer ${plussed}x`);
   });
 
   it("keeps the other credentials of a comma-separated list, and values that never carried it", () => {
@@ -74,8 +111,11 @@ describe("control token on the wire", () => {
     for (const value of [
       "Bearer site-own",
       `Bearer ${TOKEN}x`,
+      `Bearer%20${TOKEN}x`,
+      `Bearer ${base64(`${TOKEN}x`)}`,
       basic("user:pass"),
       'Digest username="a", response="b"',
+      "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyIn0.c2lnbmF0dXJlLW9mLXRoZS1zaXRlcy1vd24tand0",
     ]) {
       expect(withoutControlToken(value, TOKEN), value).toBe(value);
     }
@@ -141,6 +181,7 @@ describe("gateway and the control token", () => {
 
   it("removes the control token in every form a client may write it, repeated headers and lists included", async () => {
     for (const value of CARRYING) expect(await seenBy(["Authorization", value]), value).toEqual([]);
+    for (const value of ENCODED) expect(await seenBy(["Authorization", value]), value).toEqual([]);
     expect(await seenBy(["Authorization", `Bearer ${TOKEN}`, "Authorization", `bearer\t"${TOKEN}"`])).toEqual([]);
     expect(
       await seenBy(["Authorization", `Bearer site-own, Bearer ${TOKEN}`, "Authorization", basic(`x:${TOKEN}`)]),
@@ -152,6 +193,18 @@ describe("gateway and the control token", () => {
     );
     const text = raw.toString("latin1");
     expect(text).not.toContain(TOKEN);
+    // Encoded, and a computer's token: what reached the site is echoed back whole, so none of it may be there.
+    const computer = computerControlToken(TOKEN, "agent");
+    for (const value of [`Bearer%20${TOKEN}`, `Bearer+${TOKEN}`, `Bearer%09${TOKEN}`, `Bearer ${computer}`]) {
+      const echoed = (
+        await rawExchange(
+          gateway.port,
+          `GET /svc/shop/whoami HTTP/1.1\r\nHost: gw\r\nAuthorization: ${value}\r\nConnection: close\r\n\r\n`,
+        )
+      ).toString("latin1");
+      expect(echoed, value).not.toContain(TOKEN);
+      expect(echoed, value).not.toContain(computer);
+    }
     expect(
       headerValues((JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)) as Echo).rawHeaders, "authorization"),
     ).toEqual([]);

@@ -134,6 +134,39 @@ describe("the control listener's token", () => {
   });
 });
 
+describe("the computer's token on the forward port", () => {
+  it("never goes on to a host or the gateway, in any form a site could decode back; a site's own credential does", async () => {
+    const upstream = await startHttpServer();
+    const guarded = await startProxy({
+      gateway: upstream.url,
+      sites: { shop: ["shop.test"] },
+      control: { host: "127.0.0.1", port: 0, cdp: `127.0.0.1:${devtools.port}` },
+    });
+    const base64 = (text: string) => Buffer.from(text).toString("base64");
+    const sentOn = async (target: string, authorization: string) => {
+      const socket = net.connect(guarded.port, "127.0.0.1");
+      socket.on("error", () => undefined);
+      socket.write(
+        `GET ${target} HTTP/1.1\r\nHost: ${new URL(target).host}\r\nAuthorization: ${authorization}\r\nConnection: close\r\n\r\n`,
+      );
+      await new Promise((resolve) => socket.on("close", resolve).resume());
+      return upstream.requests.at(-1)!.headers.authorization;
+    };
+    for (const target of [`${upstream.url}/host`, "http://shop.test/page"]) {
+      for (const value of [
+        `Bearer ${TEST_TOKEN}`,
+        `Bearer%20${TEST_TOKEN}`,
+        `Bearer+${TEST_TOKEN}`,
+        `Bearer%09${TEST_TOKEN}`,
+        `Basic ${base64(`x:${TEST_TOKEN}`)}`,
+        `Bearer ${base64(TEST_TOKEN)}`,
+      ])
+        expect(await sentOn(target, value), `${target} ${value}`).toBeUndefined();
+      expect(await sentOn(target, "Bearer the-site-own-token")).toBe("Bearer the-site-own-token");
+    }
+  });
+});
+
 describe("DevTools through the control listener", () => {
   it("passes what the gateway sends (Host: localhost) to DevTools, without the token", async () => {
     const res = await fetch(`${control}/cdp/json/version`, {

@@ -3,7 +3,6 @@
 // ended by /connections/end; WebSockets by extended CONNECT (RFC 8441) become the gateway's HTTP/1.1 upgrades. A
 // connection serves its own tunnel's name alone (421 for any other :authority), and a malformed stream
 // (connection-specific headers, bad pseudo-headers) is reset, never forwarded.
-import * as fs from "node:fs";
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as crypto from "node:crypto";
@@ -13,10 +12,10 @@ import type { Browser } from "playwright-core";
 import { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConnectionRecord, RefusedRecord, RequestRecord } from "../../src/protocol/site-proxy";
+import { GOAWAY, HEADERS, PROTOCOL_ERROR, RST_STREAM, rawH2, tunnelTls } from "./h2-client";
 import {
   chromiumTrusting,
   cleanup,
-  connectThrough,
   curl,
   onCleanup,
   type ProxyProcess,
@@ -66,27 +65,12 @@ beforeAll(async () => {
 });
 afterAll(cleanup);
 
-/** TLS through a CONNECT tunnel to `name`, offering `alpn`, trusting the env CA alone. */
-async function tunnelTls(name: string, alpn: string[], session?: Buffer, through = proxy): Promise<tls.TLSSocket> {
-  const { socket, status } = await connectThrough(through.port, `${name}:443`);
-  expect(status).toBe(200);
-  const secure = tls.connect({
-    socket,
-    servername: name,
-    ca: fs.readFileSync(through.caCertPath, "utf8"),
-    ALPNProtocols: alpn,
-    ...(session ? { session } : {}),
-  });
-  await new Promise<void>((resolve, reject) => secure.once("secureConnect", resolve).once("error", reject));
-  return secure;
-}
-
 /** An HTTP/2 session (node's client) inside a tunnel to `name`. */
 async function h2Session(
   name: string,
   through = proxy,
 ): Promise<{ session: http2.ClientHttp2Session; secure: tls.TLSSocket }> {
-  const secure = await tunnelTls(name, ["h2"], undefined, through);
+  const secure = await tunnelTls(through, name, ["h2"]);
   expect(secure.alpnProtocol).toBe("h2");
   const session = http2.connect(`https://${name}`, { createConnection: () => secure });
   session.on("error", () => undefined);
@@ -242,13 +226,13 @@ describe("HTTP/2 for synthetic names (curl)", () => {
   });
 
   it("resumes a TLS session for the same name, and never with a ticket issued for another", async () => {
-    const first = await tunnelTls("shop.test", ["h2"]);
+    const first = await tunnelTls(proxy, "shop.test", ["h2"]);
     const ticket = await new Promise<Buffer>((resolve) => first.once("session", resolve));
     first.destroy();
-    const again = await tunnelTls("shop.test", ["h2"], ticket);
+    const again = await tunnelTls(proxy, "shop.test", ["h2"], ticket);
     expect(again.isSessionReused()).toBe(true);
     again.destroy();
-    const other = await tunnelTls("docs.test", ["h2"], ticket);
+    const other = await tunnelTls(proxy, "docs.test", ["h2"], ticket);
     expect(other.isSessionReused()).toBe(false);
     expect(other.getPeerCertificate().subject.CN).toBe("docs.test");
     other.destroy();
@@ -358,7 +342,7 @@ describe("WebSockets over HTTP/2 (extended CONNECT)", () => {
 describe("HTTP/2 attacks", () => {
   it("drops a session that sends no request within the head timeout, with a log line", async () => {
     const quick = await startProxy({ gateway: gateway.url, sites: { shop: ["shop.test"] }, headTimeoutMs: 500 });
-    const secure = await tunnelTls("shop.test", ["h2"], undefined, quick);
+    const secure = await tunnelTls(quick, "shop.test", ["h2"]);
     expect(secure.alpnProtocol).toBe("h2");
     secure.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
     secure.resume();
@@ -417,7 +401,7 @@ describe("HTTP/2 attacks", () => {
   for (const [what, extra] of cases) {
     it(`resets a stream with ${what} and forwards nothing`, async () => {
       const before = gateway.requests.length;
-      const frames = await rawH2("shop.test", [
+      const frames = await rawH2(proxy, "shop.test", [
         [":method", "GET"],
         [":scheme", "https"],
         [":authority", "shop.test"],
@@ -435,7 +419,7 @@ describe("HTTP/2 attacks", () => {
   }
 
   it("sends a well-formed raw stream on (the raw client itself works)", async () => {
-    const frames = await rawH2("shop.test", [
+    const frames = await rawH2(proxy, "shop.test", [
       [":method", "GET"],
       [":scheme", "https"],
       [":authority", "shop.test"],
@@ -447,7 +431,7 @@ describe("HTTP/2 attacks", () => {
 
   it("pseudo-headers after a regular header are malformed too", async () => {
     const before = gateway.requests.length;
-    const frames = await rawH2("shop.test", [
+    const frames = await rawH2(proxy, "shop.test", [
       [":method", "GET"],
       [":scheme", "https"],
       ["accept", "*/*"],
@@ -456,6 +440,50 @@ describe("HTTP/2 attacks", () => {
     ]);
     expect(frames.some((f) => f.type === HEADERS && f.stream === 1)).toBe(false);
     expect(gateway.requests.length).toBe(before);
+  });
+
+  it("refuses CONNECT in any letter case, and any method not in upper case, with a line: the wire never differs from the log", async () => {
+    const connects: string[] = [];
+    const onConnect = (req: http.IncomingMessage, socket: net.Socket) => {
+      connects.push(req.method!);
+      socket.destroy();
+    };
+    gateway.server.on("connect", onConnect);
+    onCleanup(() => gateway.server.off("connect", onConnect));
+    const before = gateway.requests.length;
+    for (const method of ["connect", "Connect", "get", "pAtCh"]) {
+      const frames = await rawH2(proxy, "shop.test", [
+        [":method", method],
+        [":scheme", "https"],
+        [":authority", "shop.test"],
+        [":path", "/cased"],
+      ]);
+      const answer = frames.find((f) => f.type === HEADERS && f.stream === 1);
+      expect(answer?.payload[0], method).toBe(0x8c); // :status 400, HPACK's static entry 12
+      const line = await proxy.waitForRecord(
+        `the error line for ${method}`,
+        (r) => r.event === "error" && r.method === method && r.status === 400,
+      );
+      if (method.toUpperCase() === "CONNECT")
+        expect(line).toMatchObject({ error: "malformed request: CONNECT inside a tunnel" });
+    }
+    await sleep(100);
+    expect(gateway.requests.length).toBe(before);
+    expect(connects).toEqual([]);
+  });
+
+  it("never sends HTTP2-Settings on (a connection-specific header nghttp2 lets through)", async () => {
+    const frames = await rawH2(proxy, "shop.test", [
+      [":method", "GET"],
+      [":scheme", "https"],
+      [":authority", "shop.test"],
+      [":path", "/h2-settings"],
+      ["http2-settings", "AAMAAABkAAQAoAAAAAIAAAAA"],
+    ]);
+    expect(frames.some((f) => f.type === HEADERS && f.stream === 1)).toBe(true);
+    const seen = gateway.requests.at(-1)!;
+    expect(seen.url).toBe("/website/shop/h2-settings");
+    expect(seen.rawHeaders.map((name) => name.toLowerCase())).not.toContain("http2-settings");
   });
 
   it("answers 400 to a plain CONNECT inside the tunnel", async () => {
@@ -563,94 +591,3 @@ describe("Chromium", () => {
     });
   }
 });
-
-// --- a raw HTTP/2 client ---------------------------------------------------------------------------------------
-
-const HEADERS = 1;
-const RST_STREAM = 3;
-const SETTINGS = 4;
-const GOAWAY = 7;
-const PROTOCOL_ERROR = 1;
-
-interface Frame {
-  type: number;
-  flags: number;
-  stream: number;
-  payload: Buffer;
-}
-
-function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
-  const head = Buffer.alloc(9);
-  head.writeUIntBE(payload.length, 0, 3);
-  head[3] = type;
-  head[4] = flags;
-  head.writeUInt32BE(stream, 5);
-  return Buffer.concat([head, payload]);
-}
-
-/** HPACK literal fields without indexing, names and values as given (no Huffman): nothing is normalised. */
-function hpack(fields: [string, string][]): Buffer {
-  const int7 = (n: number) => {
-    if (n < 127) return Buffer.from([n]);
-    const bytes = [127];
-    n -= 127;
-    while (n >= 128) {
-      bytes.push((n % 128) + 128);
-      n = Math.floor(n / 128);
-    }
-    bytes.push(n);
-    return Buffer.from(bytes);
-  };
-  return Buffer.concat(
-    fields.flatMap(([name, value]) => [
-      Buffer.from([0]),
-      int7(name.length),
-      Buffer.from(name),
-      int7(value.length),
-      Buffer.from(value),
-    ]),
-  );
-}
-
-/**
- * Sends one HEADERS frame (END_STREAM) on stream 1 in a new h2 connection; the frames read until stream 1's answer or
- * reset (1.5 s at most).
- */
-async function rawH2(name: string, fields: [string, string][]): Promise<Frame[]> {
-  const secure = await tunnelTls(name, ["h2"]);
-  expect(secure.alpnProtocol).toBe("h2");
-  secure.write(
-    Buffer.concat([
-      Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
-      frame(SETTINGS, 0, 0, Buffer.alloc(0)),
-      frame(HEADERS, 0x5, 1, hpack(fields)),
-    ]),
-  );
-  const frames: Frame[] = [];
-  let buffered = Buffer.alloc(0);
-  secure.on("data", (d: Buffer) => {
-    buffered = Buffer.concat([buffered, d]);
-    while (buffered.length >= 9 && buffered.length >= 9 + buffered.readUIntBE(0, 3)) {
-      const length = buffered.readUIntBE(0, 3);
-      const f = {
-        type: buffered[3],
-        flags: buffered[4],
-        stream: buffered.readUInt32BE(5) & 0x7fffffff,
-        payload: buffered.subarray(9, 9 + length),
-      };
-      if (f.type === SETTINGS && !(f.flags & 1)) secure.write(frame(SETTINGS, 1, 0, Buffer.alloc(0)));
-      frames.push(f);
-      buffered = buffered.subarray(9 + length);
-    }
-  });
-  secure.on("error", () => undefined);
-  await waitFor(
-    "stream 1's answer",
-    () =>
-      frames.some((f) => (f.stream === 1 && (f.type === HEADERS || f.type === RST_STREAM)) || f.type === GOAWAY) ||
-      undefined,
-    1_500,
-  ).catch(() => undefined);
-  secure.destroy();
-  return frames;
-}
