@@ -232,7 +232,6 @@ describe("computer-network-isolation", () => {
       type: "pulumi:providers:docker",
       name,
       urn: `urn:pulumi:t::multienv::pulumi:providers:docker::${name}`,
-      custom: true,
       inputs: host === undefined ? {} : { host, sshOpts: '["-o","StrictHostKeyChecking=yes"]' },
     });
     const providers = [
