@@ -3,7 +3,14 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { plan, siteProxyServiceConfig, browserServiceConfig, gatewayServiceConfig, type Plan } from "../../src/plan";
+import {
+  plan,
+  siteProxyServiceConfig,
+  browserServiceConfig,
+  gatewayServiceConfig,
+  DOCKER_DEFAULT_ADDRESS_POOLS,
+  type Plan,
+} from "../../src/plan";
 import { validateStackConfig } from "../../src/config";
 import { imageContextDigest } from "../../src/image-context";
 import { DEFAULT_BASE_IMAGE, PROJECT_IMAGES } from "../../src/plan/images";
@@ -142,22 +149,12 @@ describe("docker target", () => {
       expect(sidecar.inputs.networkMode).toBe(`container:${target}-id`);
       expect(sidecar.inputs.networksAdvanced).toBeUndefined();
     }
+    // tcpdump under a script that restarts it in a restarted container's new namespace: the files' base, their
+    // size and count from the config.
     const shop = container(graph, "t1-shop-server-capture");
-    expect([...shop.entrypoints, ...shop.command]).toEqual([
-      "tcpdump",
-      "-i",
-      "any",
-      "-n",
-      "-U",
-      "-w",
-      "/captures/shop-server.pcap",
-      "-C",
-      "5",
-      "-W",
-      "3",
-      "-Z",
-      "root",
-    ]);
+    const [sh, dashC, script, ...args] = [...shop.entrypoints, ...shop.command];
+    expect([sh, dashC, ...args]).toEqual(["sh", "-c", "capture", "/captures/shop-server", "5", "3"]);
+    expect(script).toContain('tcpdump -i any -n -U -w "$base.pcap" -C "$size" -W "$count" -Z root');
   });
 
   it("gives NET_RAW/NET_ADMIN to capture sidecars alone; every other container drops NET_RAW", () => {
@@ -210,8 +207,11 @@ describe("docker target", () => {
       const proxyEnv = envOf(container(revealed, computer.proxyContainerName));
       const { deny, ...proxyConfig } = JSON.parse(proxyEnv.MULTIENV_SITE_PROXY_CONFIG);
       expect(proxyConfig).toEqual(siteProxyServiceConfig(planned, computer));
-      // Every network of the env is denied to every proxy, its own included: their subnets as the engine gave them.
-      expect(deny.sort()).toEqual(networkNames.map((n) => `<subnet of ${n}>`).sort());
+      // Every network of the env is denied to every proxy, its own included: their subnets as the engine gave them,
+      // and every subnet Docker may give any network (the graph asks no engine for its own pools).
+      expect(deny.sort()).toEqual(
+        [...networkNames.map((n) => `<subnet of ${n}>`), ...DOCKER_DEFAULT_ADDRESS_POOLS].sort(),
+      );
       // The proxy's own token, derived from the control token: it opens this computer's control listener alone.
       expect(proxyEnv.MULTIENV_SITE_PROXY_TOKEN).toBe(computerControlToken("<random 32 bytes>", computer.name));
       expect(JSON.parse(envOf(container(graph, computer.browserContainerName)).MULTIENV_BROWSER_CONFIG)).toEqual(
@@ -220,7 +220,8 @@ describe("docker target", () => {
     }
     const shopEnv = envOf(container(graph, "t1-shop-server"));
     expect(shopEnv.AGENTENV_WEBSITE_SETTINGS).toBe('{"currency":"USD"}');
-    expect(container(graph, "t1-shop-frontend").envs).toBeUndefined();
+    // The frontend is told its own server alone, never the site's settings.
+    expect(container(graph, "t1-shop-frontend").envs).toEqual(["AGENTENV_WEBSITE_SERVER=http://shop-server:8000"]);
   });
 
   it("keeps the control token and secret settings secret: the whole env value is a secret, the value merged in", () => {

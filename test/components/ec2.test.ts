@@ -1,6 +1,7 @@
 // The ec2 target under Pulumi's mocks: the env VM and one VM per computer, each security group an allowlist.
 import { beforeAll, describe, expect, it } from "vitest";
 import { runPolicies } from "../../policies/evaluate";
+import { DOCKER_DEFAULT_ADDRESS_POOLS } from "../../src/plan";
 import type { Graph, GraphResource } from "../../src/runner/graph";
 import {
   IMAGE,
@@ -246,15 +247,18 @@ describe("ec2 target", () => {
     expect(networksOf(container(graph, "e1-desktop-browser"))).toEqual(["e1-desktop-net"]);
     const proxyConfig = JSON.parse(envOf(container(revealed, "e1-desktop-proxy")).MULTIENV_SITE_PROXY_CONFIG);
     expect(proxyConfig.gateway).toBe("http://<private IP of e1-env-vm>:8081");
-    // The proxy never dials its VM's networks, the env VM (beyond its browse listener, its gateway) or a computer's
-    // VM, its own among them (where its control port is published).
-    expect(proxyConfig.deny.sort()).toEqual([
-      "<private IP of e1-desktop-vm>/32",
-      "<private IP of e1-env-vm>/32",
-      "<private IP of e1-offline-vm>/32",
-      "<subnet of e1-desktop-egress>",
-      "<subnet of e1-desktop-net>",
-    ]);
+    // The proxy never dials its VM's networks, any subnet Docker may give a network there, the env VM (beyond its
+    // browse listener, its gateway) or a computer's VM, its own among them (where its control port is published).
+    expect(proxyConfig.deny.sort()).toEqual(
+      [
+        "<private IP of e1-desktop-vm>/32",
+        "<private IP of e1-env-vm>/32",
+        "<private IP of e1-offline-vm>/32",
+        "<subnet of e1-desktop-egress>",
+        "<subnet of e1-desktop-net>",
+        ...DOCKER_DEFAULT_ADDRESS_POOLS,
+      ].sort(),
+    );
     expect(mountsOf(container(graph, "e1-gateway"))).toEqual(["e1-captures:/captures:ro"]);
     expect(container(graph, "e1-github-server").envs).toBe("[secret]");
     expect(JSON.stringify(graph)).not.toContain("ghp_secret-for-ec2-test");
