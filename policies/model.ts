@@ -246,15 +246,19 @@ export function isBuiltinNetworkMode(mode: string): boolean {
   return ["bridge", "default", "host", "none"].includes(mode) || mode.startsWith("container:");
 }
 
-/** Which Docker engine a resource is on (its `engine` input), or undefined when that is not known yet. */
+/**
+ * Which Docker engine a resource is on: the `host` of the docker provider it is created with (none: the local
+ * engine), so two providers of one host are one engine; undefined when that is not known (no provider or its
+ * inputs not known, or a host not known yet, as in a preview before the VM exists).
+ */
 function engineOf(resource: PolicyResource): string | undefined {
-  const engine = reveal(resource.inputs.engine);
-  if (engine === undefined || engine === null) return undefined;
-  const text = JSON.stringify(engine);
+  if (resource.provider === undefined || resource.providerInputs === undefined) return undefined;
+  const host = reveal(resource.providerInputs.host);
+  const text = JSON.stringify(host === undefined || host === null ? "" : host);
   return /\[unknown\]|04da6b54-80e4-46f7-96ec-b56ff0331ba9/.test(text) ? undefined : text;
 }
 
-/** True when two resources may be on the same Docker engine: the same `engine`, or one of them unknown. */
+/** True when two resources may be on the same Docker engine: the same provider host, or one of them unknown. */
 export function sameEngine(a: PolicyResource, b: PolicyResource): boolean {
   const [ea, eb] = [engineOf(a), engineOf(b)];
   return ea === undefined || eb === undefined || ea === eb;

@@ -148,10 +148,13 @@ export function sshSetup(endpoint: SshEndpoint): string {
 
 /**
  * Starts the shared connection of `$alias` (config `$cfg`) unless it is up; the lock is not inherited by the master.
+ * The lock is held until `ssh -f` returns, once the master is authenticated and listening: the `true` after it keeps
+ * the subshell (which holds the lock) alive, where a shell would otherwise exec the last command in its place, its
+ * lock closed, and let the next step find no master yet and open a connection of its own.
  */
 export function sshMasterLines(): string {
   return [
-    '( flock 9; ssh -F "$cfg" -O check "$alias" >/dev/null 2>&1 || ssh -F "$cfg" -o ControlMaster=yes -f -N "$alias" 9>&- </dev/null >/dev/null 2>>"$d/$alias.log" ) 9>"$d/$alias.lock" || true',
+    '( flock 9; ssh -F "$cfg" -O check "$alias" >/dev/null 2>&1 || ssh -F "$cfg" -o ControlMaster=yes -f -N "$alias" 9>&- </dev/null >/dev/null 2>>"$d/$alias.log"; true ) 9>"$d/$alias.lock" || true',
   ].join("\n");
 }
 

@@ -34,11 +34,13 @@ describe.concurrent("multienv check", () => {
     expect(stdout).toMatch(/^multienv check demo: ok, \d+ resources/);
     expect(stdout).toContain("multienv:index:MultiEnv demo");
     expect(stdout).toMatch(
-      /docker:Container demo-shop-server-capture .*networkMode=container:demo-shop-server-id capAdd=NET_RAW,NET_ADMIN/,
+      /docker:index\/container:Container demo-shop-server-capture \[provider demo-engine-provider\] .*networkMode=container:demo-shop-server-id capAdd=CAP_NET_RAW,CAP_NET_ADMIN/,
     );
     expect(stdout).toMatch(
-      /docker:Container demo-gateway .*ports=127\.0\.0\.1:auto->8080 capDrop=NET_RAW mounts=demo-captures:\/captures:ro env=\[secret\] healthcheck wait/,
+      /docker:index\/container:Container demo-gateway \[provider demo-engine-provider\] .*ports=127\.0\.0\.1:auto->8080 capDrop=CAP_NET_RAW mounts=demo-captures:\/captures:ro env=\[secret\] healthcheck wait/,
     );
+    // The local engine's provider, shown with no host: DOCKER_HOST or the default socket.
+    expect(stdout).toMatch(/^ +pulumi:providers:docker demo-engine-provider$/m);
     expect(stdout).toContain('controlToken: "[secret]"');
     expect(stdout).toContain('gatewayUrl: "http://127.0.0.1:<port chosen by Docker>"');
   });
@@ -54,10 +56,17 @@ describe.concurrent("multienv check", () => {
       expect(Object.keys(r)).toEqual(expect.arrayContaining(["type", "name", "parent", "inputs"]));
     const server = result.resources.find(
       (r: { name: string; type: string }) =>
-        r.name === "github-live-github-server" && r.type === "pulumi-nodejs:dynamic/docker:Container",
+        r.name === "github-live-github-server" && r.type === "docker:index/container:Container",
     );
     expect(server.inputs.envs).toBe("[secret]");
     expect(server.parent).toBe("github-live-github");
+    // On the env VM's engine: its provider reaches it over SSH.
+    expect(server.provider).toBe("github-live-env-engine-provider");
+    const provider = result.resources.find(
+      (r: { name: string; type: string }) =>
+        r.name === "github-live-env-engine-provider" && r.type === "pulumi:providers:docker",
+    );
+    expect(provider.inputs.host).toBe("ssh://ec2-user@<public IP of github-live-env-vm>:22");
     expect(result.outputs.controlToken).toBe("[secret]");
     expect(result.outputs.liveWebsites).toEqual([
       {

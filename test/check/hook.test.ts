@@ -11,7 +11,7 @@ describe("check's graph checks", () => {
     const sidecarsMustNotExist: GraphCheck = (graph, context) => {
       seen.push(context.stack);
       return graph.resources
-        .filter((r) => r.name.endsWith("-capture") && r.type === "pulumi-nodejs:dynamic/docker:Container")
+        .filter((r) => r.name.endsWith("-capture") && r.type === "docker:index/container:Container")
         .map((r) => ({ policy: "no-sidecars", resource: r.name, message: "a sidecar exists" }));
     };
     const result = await checkStack("demo", { projectDir: ROOT, checks: [sidecarsMustNotExist] });

@@ -1,10 +1,37 @@
 // The docker target under Pulumi's mocks: the real program, the graph it would register on the local engine.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { plan, siteProxyServiceConfig, browserServiceConfig, gatewayServiceConfig, type Plan } from "../../src/plan";
+import {
+  plan,
+  siteProxyServiceConfig,
+  browserServiceConfig,
+  gatewayServiceConfig,
+  DOCKER_DEFAULT_ADDRESS_POOLS,
+  type Plan,
+} from "../../src/plan";
 import { validateStackConfig } from "../../src/config";
+import { imageContextDigest } from "../../src/image-context";
+import { DEFAULT_BASE_IMAGE, PROJECT_IMAGES } from "../../src/plan/images";
 import { computerControlToken } from "../../src/protocol/auth";
 import type { Graph } from "../../src/runner/graph";
-import { CONTAINER, container, containers, envOf, graphOf, mountsOf, networksOf, rawConfig, resource } from "./helpers";
+import {
+  CONTAINER,
+  DOCKER_PROVIDER,
+  IMAGE,
+  NETWORK,
+  VOLUME,
+  container,
+  containers,
+  dockerResources,
+  envOf,
+  graphOf,
+  mountsOf,
+  networksOf,
+  rawConfig,
+  resource,
+} from "./helpers";
 
 const STACK = "t1";
 const CONFIG = {
@@ -93,9 +120,7 @@ describe("docker target", () => {
 
   it("makes the env and computer networks internal; egress and ingress reach out", () => {
     const internal = Object.fromEntries(
-      graph.resources
-        .filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Network")
-        .map((r) => [r.inputs.name, r.inputs.internal]),
+      graph.resources.filter((r) => r.type === NETWORK).map((r) => [r.inputs.name, r.inputs.internal]),
     );
     expect(internal).toEqual({
       "t1-env": true,
@@ -124,32 +149,24 @@ describe("docker target", () => {
       expect(sidecar.inputs.networkMode).toBe(`container:${target}-id`);
       expect(sidecar.inputs.networksAdvanced).toBeUndefined();
     }
+    // tcpdump under a script that restarts it in a restarted container's new namespace: the files' base, their
+    // size and count from the config.
     const shop = container(graph, "t1-shop-server-capture");
-    expect([...shop.entrypoints, ...shop.command]).toEqual([
-      "tcpdump",
-      "-i",
-      "any",
-      "-n",
-      "-U",
-      "-w",
-      "/captures/shop-server.pcap",
-      "-C",
-      "5",
-      "-W",
-      "3",
-      "-Z",
-      "root",
-    ]);
+    const [sh, dashC, script, ...args] = [...shop.entrypoints, ...shop.command];
+    expect([sh, dashC, ...args]).toEqual(["sh", "-c", "capture", "/captures/shop-server", "5", "3"]);
+    expect(script).toContain('tcpdump -i any -n -U -w "$base.pcap" -C "$size" -W "$count" -Z root');
   });
 
   it("gives NET_RAW/NET_ADMIN to capture sidecars alone; every other container drops NET_RAW", () => {
+    expect(containers(graph)).toHaveLength(13);
     for (const c of containers(graph)) {
       const caps = c.inputs.capabilities as { adds?: string[]; drops?: string[] };
+      // Spelt as Docker reads them back, so a refresh finds no drift.
       if (c.name.endsWith("-capture")) {
-        expect(caps.adds, c.name).toEqual(["NET_RAW", "NET_ADMIN"]);
+        expect(caps.adds, c.name).toEqual(["CAP_NET_RAW", "CAP_NET_ADMIN"]);
       } else {
         expect(caps.adds ?? [], c.name).toEqual([]);
-        expect(caps.drops, c.name).toContain("NET_RAW");
+        expect(caps.drops, c.name).toContain("CAP_NET_RAW");
       }
       expect(c.inputs.privileged, c.name).toBeUndefined();
     }
@@ -172,8 +189,12 @@ describe("docker target", () => {
     const gateway = container(graph, "t1-gateway");
     expect(gateway.ports).toEqual([{ internal: 8080, ip: "127.0.0.1" }]);
     expect(gateway.wait).toBe(true);
-    // On its published listener, which is bound to the gateway's ingress address alone.
-    expect(gateway.healthcheck.tests.join(" ")).toContain("http://gateway-ingress:8080/healthz");
+    // On its published listener, which is bound to the gateway's ingress address alone; checked every second, so
+    // the deploy's wait ends soon after the gateway is up.
+    expect(gateway.healthcheck.tests.slice(0, 3)).toEqual(["CMD", "bash", "-c"]);
+    expect(gateway.healthcheck.tests[3]).toContain("/dev/tcp/gateway-ingress/8080");
+    expect(gateway.healthcheck.tests[3]).toContain("GET /healthz HTTP/1.0");
+    expect(gateway.healthcheck.interval).toBe("1s");
     for (const c of containers(graph)) if (c.name !== "t1-gateway") expect(c.inputs.ports ?? [], c.name).toEqual([]);
   });
 
@@ -181,15 +202,16 @@ describe("docker target", () => {
     const gatewayEnv = envOf(container(revealed, "t1-gateway"));
     expect(JSON.parse(gatewayEnv.MULTIENV_GATEWAY_CONFIG)).toEqual(gatewayServiceConfig(planned));
     expect(gatewayEnv.MULTIENV_CONTROL_TOKEN).toBe("<random 32 bytes>");
-    const networkNames = graph.resources
-      .filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Network")
-      .map((r) => r.inputs.name);
+    const networkNames = graph.resources.filter((r) => r.type === NETWORK).map((r) => r.inputs.name);
     for (const computer of planned.computers) {
       const proxyEnv = envOf(container(revealed, computer.proxyContainerName));
       const { deny, ...proxyConfig } = JSON.parse(proxyEnv.MULTIENV_SITE_PROXY_CONFIG);
       expect(proxyConfig).toEqual(siteProxyServiceConfig(planned, computer));
-      // Every network of the env is denied to every proxy, its own included: their subnets as the engine gave them.
-      expect(deny.sort()).toEqual(networkNames.map((n) => `<subnet of ${n}>`).sort());
+      // Every network of the env is denied to every proxy, its own included: their subnets as the engine gave them,
+      // and every subnet Docker may give any network (the graph asks no engine for its own pools).
+      expect(deny.sort()).toEqual(
+        [...networkNames.map((n) => `<subnet of ${n}>`), ...DOCKER_DEFAULT_ADDRESS_POOLS].sort(),
+      );
       // The proxy's own token, derived from the control token: it opens this computer's control listener alone.
       expect(proxyEnv.MULTIENV_SITE_PROXY_TOKEN).toBe(computerControlToken("<random 32 bytes>", computer.name));
       expect(JSON.parse(envOf(container(graph, computer.browserContainerName)).MULTIENV_BROWSER_CONFIG)).toEqual(
@@ -198,7 +220,8 @@ describe("docker target", () => {
     }
     const shopEnv = envOf(container(graph, "t1-shop-server"));
     expect(shopEnv.AGENTENV_WEBSITE_SETTINGS).toBe('{"currency":"USD"}');
-    expect(container(graph, "t1-shop-frontend").envs).toBeUndefined();
+    // The frontend is told its own server alone, never the site's settings.
+    expect(container(graph, "t1-shop-frontend").envs).toEqual(["AGENTENV_WEBSITE_SERVER=http://shop-server:8000"]);
   });
 
   it("keeps the control token and secret settings secret: the whole env value is a secret, the value merged in", () => {
@@ -208,9 +231,7 @@ describe("docker target", () => {
     expect(container(graph, "t1-gateway").envs).toBe("[secret]");
     for (const proxy of ["t1-desktop-proxy", "t1-open-proxy", "t1-offline-proxy"]) {
       expect(container(graph, proxy).envs, proxy).toBe("[secret]");
-      expect(resource(graph, "pulumi-nodejs:dynamic/docker:Container", proxy).additionalSecretOutputs, proxy).toEqual([
-        "envs",
-      ]);
+      expect(resource(graph, CONTAINER, proxy).additionalSecretOutputs, proxy).toEqual(["envs"]);
     }
     const revealedEnv = container(revealed, "t1-github-server").envs;
     expect(Object.keys(revealedEnv)).toEqual(["[secret]"]);
@@ -224,23 +245,37 @@ describe("docker target", () => {
     expect(graph.outputs.controlToken).toBe("[secret]");
   });
 
-  it("creates every docker resource on the local engine (DOCKER_HOST or the default socket), with no provider plugin", () => {
-    const dockerResources = graph.resources.filter((r) => r.type.startsWith("pulumi-nodejs:dynamic/docker:"));
-    expect(dockerResources.length).toBeGreaterThan(20);
-    for (const r of dockerResources) expect(r.inputs.engine, `${r.type} ${r.name}`).toEqual({});
-    expect(graph.resources.some((r) => r.type.startsWith("aws:") || r.type.startsWith("pulumi:providers:"))).toBe(
-      false,
-    );
+  it("creates every docker resource on the local engine (DOCKER_HOST or the default socket), through its one provider", () => {
+    const onEngine = dockerResources(graph);
+    expect(onEngine.length).toBeGreaterThan(20);
+    for (const r of onEngine) expect(r.provider, `${r.type} ${r.name}`).toBe("t1-engine-provider");
+    // The engine's provider names no host: the provider then reads DOCKER_HOST, else the default socket.
+    const providers = graph.resources.filter((r) => r.type.startsWith("pulumi:providers:"));
+    expect(providers.map((p) => `${p.type} ${p.name}`)).toEqual([`${DOCKER_PROVIDER} t1-engine-provider`]);
+    expect(providers[0].inputs).toEqual({});
+    expect(graph.resources.some((r) => r.type.startsWith("aws:"))).toBe(false);
+    // The project's own resources are served by their dynamic provider, never the docker one.
+    for (const r of graph.resources.filter((r) => r.type.startsWith("pulumi-nodejs:")))
+      expect(r.provider, `${r.type} ${r.name}`).toBeUndefined();
   });
 
   it("builds the project's images from src/*/Dockerfile and runs the task's site images as given", () => {
-    const gatewayImage = resource(graph, "pulumi-nodejs:dynamic/docker:Image", "t1-engine-gateway-image")
-      .inputs as Record<string, any>;
-    expect(gatewayImage.imageName).toBe("multienv/gateway:latest");
-    expect(gatewayImage.dockerfile).toBe("src/gateway/Dockerfile");
-    // The build context is the Dockerfile and the bundle it copies, no more: a change elsewhere is no rebuild.
-    expect(gatewayImage.files).toEqual(["dist/bundle/gateway.js"]);
-    expect(gatewayImage.buildArgs.BASE_IMAGE).toBeTruthy();
+    const gatewayImage = resource(graph, IMAGE, "t1-engine-gateway-image").inputs as Record<string, any>;
+    expect(gatewayImage.name).toBe("multienv/gateway:latest");
+    expect(gatewayImage.build.dockerfile).toBe("src/gateway/Dockerfile");
+    expect(gatewayImage.build.context).toBe(".");
+    expect(gatewayImage.build.buildArgs).toEqual({ BASE_IMAGE: DEFAULT_BASE_IMAGE });
+    // What the build reads is the Dockerfile and the bundle it copies, no more, and its digest is the trigger: a
+    // change there rebuilds, a change elsewhere is no rebuild (see the digest's own test below).
+    expect(gatewayImage.triggers).toEqual({
+      context: imageContextDigest(".", PROJECT_IMAGES.gateway, { BASE_IMAGE: DEFAULT_BASE_IMAGE }),
+    });
+    // A tag is shared by every stack on the engine: a destroy leaves it, as it leaves the task's site images.
+    expect(gatewayImage.keepLocally).toBe(true);
+    expect(resource(graph, IMAGE, "t1-engine-image-multienv-sample-shop-server").inputs).toEqual({
+      name: "multienv/sample-shop-server",
+      keepLocally: true,
+    });
     // Containers run the built image's id, so a rebuild replaces them.
     expect(container(graph, "t1-gateway").image).toBe("<id of multienv/gateway:latest as built>");
     expect(container(graph, "t1-desktop-browser").image).toBe("<id of multienv/browser:latest as built>");
@@ -308,7 +343,7 @@ describe("docker target without capture or live sites", () => {
     expect(containers(graph).filter((c) => c.name.endsWith("-capture"))).toEqual([]);
     expect(
       graph.resources
-        .filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Volume")
+        .filter((r) => r.type === VOLUME)
         .map((r) => r.inputs.name)
         .sort(),
     ).toEqual(["t2-desktop-ca", "t2-offline-ca", "t2-open-ca"]);
@@ -324,9 +359,7 @@ describe("docker target without capture or live sites", () => {
       computers: { kiosk: { network: "none", image: "example/kiosk:1" } },
     });
     expect(container(graph, "t3-kiosk-browser").image).toBe("<id of example/kiosk:1>");
-    expect(
-      graph.resources.some((r) => r.type === "pulumi-nodejs:dynamic/docker:Image" && r.name.endsWith("browser-image")),
-    ).toBe(false);
+    expect(graph.resources.some((r) => r.type === IMAGE && r.name.endsWith("browser-image"))).toBe(false);
   });
 
   it("refuses a website without an image, naming the config key", async () => {
@@ -340,5 +373,33 @@ describe("docker target without capture or live sites", () => {
     const second = await graphOf("t5", CONFIG, { githubToken: SECRET_VALUE });
     expect(second).toEqual(first);
     expect(first.resources.filter((r) => r.type === CONTAINER)).toHaveLength(13);
+  });
+});
+
+describe("a project image's build trigger", () => {
+  it("changes with the Dockerfile, the bundle it copies and the build arguments, and with nothing else", () => {
+    const context = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-image-context-"));
+    const write = (file: string, text: string) => {
+      fs.mkdirSync(path.dirname(path.join(context, file)), { recursive: true });
+      fs.writeFileSync(path.join(context, file), text);
+    };
+    const image = PROJECT_IMAGES.gateway;
+    const digest = (buildArgs = { BASE_IMAGE: "base" }) => imageContextDigest(context, image, buildArgs);
+    // Before a bundle exists (a graph rendered without bundling), a file counts as empty.
+    const unbuilt = digest();
+    write(image.dockerfile, "FROM base\n");
+    write("dist/bundle/gateway.js", "console.log(1);\n");
+    const first = digest();
+    expect(first).not.toBe(unbuilt);
+    write("README.md", "elsewhere\n");
+    write("src/gateway/server.ts", "// a source file: the bundle is what the image copies\n");
+    write("dist/bundle/site-proxy.js", "another image's bundle\n");
+    expect(digest()).toBe(first);
+    write("dist/bundle/gateway.js", "console.log(2);\n");
+    const rebundled = digest();
+    expect(rebundled).not.toBe(first);
+    write(image.dockerfile, "FROM base\nRUN true\n");
+    expect(digest()).not.toBe(rebundled);
+    expect(digest({ BASE_IMAGE: "other" })).not.toBe(digest());
   });
 });

@@ -1,8 +1,23 @@
 // The ec2 target under Pulumi's mocks: the env VM and one VM per computer, each security group an allowlist.
 import { beforeAll, describe, expect, it } from "vitest";
 import { runPolicies } from "../../policies/evaluate";
+import { DOCKER_DEFAULT_ADDRESS_POOLS } from "../../src/plan";
 import type { Graph, GraphResource } from "../../src/runner/graph";
-import { container, containers, envOf, graphOf, mountsOf, networksOf, resource } from "./helpers";
+import {
+  IMAGE,
+  NETWORK,
+  VOLUME,
+  container,
+  containers,
+  dockerResources,
+  engineOf,
+  envOf,
+  graphOf,
+  mountsOf,
+  networksOf,
+  resource,
+  sshOptions,
+} from "./helpers";
 
 const STACK = "e1";
 const RUNNER = "198.51.100.7/32";
@@ -151,9 +166,12 @@ describe("ec2 target", () => {
   });
 
   it("reaches each VM's engine over SSH", () => {
-    const vm = (name: string) => `ssh://ec2-user@<public IP of ${name}-vm>`;
-    const engineOf = (r: { inputs: Record<string, unknown> }) => (r.inputs.engine as { host?: string }).host;
-    const hostOf = (name: string) => engineOf(containers(graph).find((c) => c.name === name)!);
+    const vm = (name: string) => `ssh://ec2-user@<public IP of ${name}-vm>:22`;
+    const hostOf = (name: string) =>
+      engineOf(
+        graph,
+        containers(graph).find((c) => c.name === name)!,
+      ).host;
     for (const name of [
       "e1-gateway",
       "e1-shop-server",
@@ -166,8 +184,10 @@ describe("ec2 target", () => {
     for (const name of ["e1-offline-proxy", "e1-offline-browser"]) expect(hostOf(name), name).toBe(vm("e1-offline"));
     // Networks and volumes live on the engine that uses them.
     const byEngine = (type: string) =>
-      Object.fromEntries(graph.resources.filter((r) => r.type === type).map((r) => [r.inputs.name, engineOf(r)]));
-    expect(byEngine("pulumi-nodejs:dynamic/docker:Network")).toEqual({
+      Object.fromEntries(
+        graph.resources.filter((r) => r.type === type).map((r) => [r.inputs.name, engineOf(graph, r).host]),
+      );
+    expect(byEngine(NETWORK)).toEqual({
       "e1-env": vm("e1-env"),
       "e1-egress": vm("e1-env"),
       "e1-ingress": vm("e1-env"),
@@ -176,11 +196,45 @@ describe("ec2 target", () => {
       "e1-offline-net": vm("e1-offline"),
       "e1-offline-egress": vm("e1-offline"),
     });
-    expect(byEngine("pulumi-nodejs:dynamic/docker:Volume")).toEqual({
+    expect(byEngine(VOLUME)).toEqual({
       "e1-captures": vm("e1-env"),
       "e1-desktop-ca": vm("e1-desktop"),
       "e1-offline-ca": vm("e1-offline"),
     });
+  });
+
+  it("checks each VM's host key against the key the deploy made for it, and no other", () => {
+    for (const role of ["env", "desktop", "offline"]) {
+      const onVm = dockerResources(graph).filter((r) => r.provider === `e1-${role}-engine-provider`);
+      expect(onVm.length, role).toBeGreaterThan(2);
+      const { sshOpts } = engineOf(graph, onVm[0]);
+      const options = sshOptions(sshOpts!);
+      const key = `ssh-ed25519 AAAA${Buffer.from(`e1-${role}-host-key`).toString("base64").replace(/=+$/, "")}`;
+      // The pinned key travels in the options: a provider in a shell with no known_hosts file of ours still checks it.
+      expect(options.KnownHostsCommand, role).toBe(`/bin/echo ${options.HostKeyAlias} ${key}`);
+      expect(options, role).toMatchObject({
+        UserKnownHostsFile: "/dev/null",
+        GlobalKnownHostsFile: "/dev/null",
+        StrictHostKeyChecking: "yes",
+        UpdateHostKeys: "no",
+        HostKeyAlgorithms: "ssh-ed25519",
+        BatchMode: "yes",
+      });
+      // No identity file is configured for ec2: the runner's agent and default keys log in.
+      expect(options.IdentityFile, role).toBeUndefined();
+    }
+  });
+
+  it("creates each resource with a provider of its own package: docker's for Docker objects, none for the project's own", () => {
+    const withProvider = graph.resources.filter((r) => r.provider !== undefined);
+    expect(withProvider.length).toBeGreaterThan(20);
+    for (const r of withProvider) {
+      const provider = graph.resources.find((p) => p.name === r.provider && p.type.startsWith("pulumi:providers:"))!;
+      expect(provider.type, `${r.type} ${r.name}`).toBe(`pulumi:providers:${r.type.split(":")[0]}`);
+    }
+    // A dynamic resource given the docker provider would be sent to the docker plugin, which knows no such type.
+    for (const r of graph.resources.filter((r) => r.type.startsWith("pulumi-nodejs:")))
+      expect(r.provider, `${r.type} ${r.name}`).toBeUndefined();
   });
 
   it("wires containers across VMs by private address: the gateway's ports published on the VM, each proxy's control port on its own", () => {
@@ -193,15 +247,18 @@ describe("ec2 target", () => {
     expect(networksOf(container(graph, "e1-desktop-browser"))).toEqual(["e1-desktop-net"]);
     const proxyConfig = JSON.parse(envOf(container(revealed, "e1-desktop-proxy")).MULTIENV_SITE_PROXY_CONFIG);
     expect(proxyConfig.gateway).toBe("http://<private IP of e1-env-vm>:8081");
-    // The proxy never dials its VM's networks, the env VM (beyond its browse listener, its gateway) or a computer's
-    // VM, its own among them (where its control port is published).
-    expect(proxyConfig.deny.sort()).toEqual([
-      "<private IP of e1-desktop-vm>/32",
-      "<private IP of e1-env-vm>/32",
-      "<private IP of e1-offline-vm>/32",
-      "<subnet of e1-desktop-egress>",
-      "<subnet of e1-desktop-net>",
-    ]);
+    // The proxy never dials its VM's networks, any subnet Docker may give a network there, the env VM (beyond its
+    // browse listener, its gateway) or a computer's VM, its own among them (where its control port is published).
+    expect(proxyConfig.deny.sort()).toEqual(
+      [
+        "<private IP of e1-desktop-vm>/32",
+        "<private IP of e1-env-vm>/32",
+        "<private IP of e1-offline-vm>/32",
+        "<subnet of e1-desktop-egress>",
+        "<subnet of e1-desktop-net>",
+        ...DOCKER_DEFAULT_ADDRESS_POOLS,
+      ].sort(),
+    );
     expect(mountsOf(container(graph, "e1-gateway"))).toEqual(["e1-captures:/captures:ro"]);
     expect(container(graph, "e1-github-server").envs).toBe("[secret]");
     expect(JSON.stringify(graph)).not.toContain("ghp_secret-for-ec2-test");
@@ -239,9 +296,7 @@ describe("ec2 target, gateway config", () => {
     });
     expect(config.browse).toEqual({ hosts: ["gateway-ingress"], port: 8081 });
     expect(config.capturesDir).toBeUndefined();
-    const unused: GraphResource[] = graph.resources.filter(
-      (r) => r.type === "pulumi-nodejs:dynamic/docker:Volume" && r.name === "e2-captures",
-    );
+    const unused: GraphResource[] = graph.resources.filter((r) => r.type === VOLUME && r.name === "e2-captures");
     expect(unused).toEqual([]);
   });
 });
@@ -265,17 +320,22 @@ describe("ec2 target in a given subnet", () => {
 describe("ec2 target, images", () => {
   it("builds and pulls every image on the runner's engine and copies each to the VMs that run it", async () => {
     const graph = await graphOf("e4", CONFIG, { githubToken: "x" });
-    const onRunner = (type: string) =>
+    const onRunner = (built: boolean) =>
       graph.resources
-        .filter((r) => r.type === type)
-        .map((r) => `${r.name} ${JSON.stringify(r.inputs.engine)}`)
+        .filter((r) => r.type === IMAGE && (r.inputs.build !== undefined) === built)
+        .map((r) => `${r.name} ${r.provider} ${JSON.stringify(engineOf(graph, r))}`)
         .sort();
-    expect(onRunner("pulumi-nodejs:dynamic/docker:Image")).toEqual([
-      "e4-images-browser-image {}",
-      "e4-images-gateway-image {}",
-      "e4-images-site-proxy-image {}",
+    expect(onRunner(true)).toEqual([
+      "e4-images-browser-image e4-images-provider {}",
+      "e4-images-gateway-image e4-images-provider {}",
+      "e4-images-site-proxy-image e4-images-provider {}",
     ]);
-    expect(onRunner("pulumi-nodejs:dynamic/docker:ImageRef").every((r) => r.endsWith(" {}"))).toBe(true);
+    const pulled = onRunner(false);
+    expect(pulled).toHaveLength(3);
+    expect(
+      pulled.every((r) => r.endsWith(" e4-images-provider {}")),
+      pulled.join("\n"),
+    ).toBe(true);
     const loads = graph.resources.filter(
       (r) => r.type === "pulumi-nodejs:dynamic/multienv:Command" && r.name.includes("-load-"),
     );
@@ -356,8 +416,12 @@ describe("ec2 target, what AWS would refuse or mis-handle", () => {
       expect((vm.inputs.userData as Record<string, string>)["[secret]"], vm.name).toContain(
         "usermod -aG docker 'ubuntu'",
       );
-    const engines = containers(graph).map((c) => (c.inputs.engine as { host: string }).host);
-    expect(engines.every((h) => h.startsWith("ssh://ubuntu@<public IP of "))).toBe(true);
+    const engines = containers(graph).map((c) => engineOf(graph, c).host);
+    expect(engines.length).toBeGreaterThan(5);
+    expect(
+      engines.every((h) => h?.startsWith("ssh://ubuntu@<public IP of ")),
+      engines.join(", "),
+    ).toBe(true);
   });
 
   it("refuses vpcId without subnetId, naming both keys", async () => {
@@ -372,22 +436,19 @@ describe("ec2 target, what AWS would refuse or mis-handle", () => {
 describe("ec2 target, teardown and cost", () => {
   it("deletes every Docker resource on a VM with its instance, so a destroy never needs the VM's engine", async () => {
     const graph = await graphOf("e11", CONFIG, { githubToken: "x" });
-    const onVm = graph.resources.filter(
-      (r) =>
-        r.type.startsWith("pulumi-nodejs:dynamic/docker:") &&
-        (r.inputs.engine as { host?: string }).host?.startsWith("ssh://"),
-    );
+    const onVm = dockerResources(graph).filter((r) => engineOf(graph, r).host?.startsWith("ssh://"));
     expect(onVm.length).toBeGreaterThan(15);
     for (const r of onVm) {
-      const host = (r.inputs.engine as { host: string }).host;
+      const host = engineOf(graph, r).host!;
       const vm = /<public IP of (.*)>/.exec(host)![1];
       expect(r.deletedWith, `${r.type} ${r.name}`).toBe(vm);
     }
     const loads = graph.resources.filter((r) => r.name.includes("-load-"));
     for (const l of loads) expect(l.deletedWith, l.name).toMatch(/-vm$/);
     // What lives on the runner's engine is deleted as usual.
-    for (const r of graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Image"))
-      expect(r.deletedWith).toBeUndefined();
+    const onRunner = graph.resources.filter((r) => r.type === IMAGE);
+    expect(onRunner.length).toBeGreaterThan(0);
+    for (const r of onRunner) expect(r.deletedWith, r.name).toBeUndefined();
   });
 
   it("gives every VM a lifetime fuse: terminate on shutdown, and a power-off timer at ec2.lifetimeHours", async () => {

@@ -1,7 +1,12 @@
 // Runs the real program under Pulumi's mocks (src/runner/graph.ts) for a config given as plain data.
 import { renderGraph, type Graph, type GraphResource } from "../../src/runner/graph";
 
-export const CONTAINER = "pulumi-nodejs:dynamic/docker:Container";
+// @pulumi/docker's type tokens, as the state holds them (spelt out here, not read from src/providers/types.ts).
+export const CONTAINER = "docker:index/container:Container";
+export const NETWORK = "docker:index/network:Network";
+export const VOLUME = "docker:index/volume:Volume";
+export const IMAGE = "docker:index/remoteImage:RemoteImage";
+export const DOCKER_PROVIDER = "pulumi:providers:docker";
 
 /** Pulumi's string form of config values: structured values as JSON. */
 export function rawConfig(
@@ -40,6 +45,38 @@ export function containers(graph: Graph): GraphResource[] {
 /** A container's inputs by its Docker name. */
 export function container(graph: Graph, name: string): Record<string, any> {
   return resource(graph, CONTAINER, name).inputs as Record<string, any>;
+}
+
+/** The docker resources of the graph: containers, networks, volumes and images. */
+export function dockerResources(graph: Graph): GraphResource[] {
+  return graph.resources.filter((r) => r.type.startsWith("docker:"));
+}
+
+/** The docker.Provider a resource is created with: the engine it is on. */
+export function dockerProviderOf(graph: Graph, r: GraphResource): GraphResource {
+  if (r.provider === undefined) throw new Error(`${r.type} ${r.name} names no provider`);
+  return resource(graph, DOCKER_PROVIDER, r.provider);
+}
+
+/** Where a docker resource's engine is: its provider's `host` and `sshOpts` (the SDK sends the list as JSON). */
+export function engineOf(graph: Graph, r: GraphResource): { host?: string; sshOpts?: string[] } {
+  const inputs = dockerProviderOf(graph, r).inputs;
+  return {
+    ...(inputs.host === undefined ? {} : { host: inputs.host as string }),
+    ...(inputs.sshOpts === undefined ? {} : { sshOpts: JSON.parse(inputs.sshOpts as string) as string[] }),
+  };
+}
+
+/** `-o keyword=value` pairs of sshOpts as a map (each keyword once: ssh takes the first, so a repeat is a bug). */
+export function sshOptions(sshOpts: string[]): Record<string, string> {
+  const options: Record<string, string> = {};
+  for (let i = 0; i < sshOpts.length; i += 2) {
+    if (sshOpts[i] !== "-o") throw new Error(`sshOpts[${i}] is ${sshOpts[i]}, not -o`);
+    const [keyword, ...value] = sshOpts[i + 1].split("=");
+    if (keyword in options) throw new Error(`sshOpts set ${keyword} twice`);
+    options[keyword] = value.join("=");
+  }
+  return options;
 }
 
 export function networksOf(inputs: Record<string, any>): string[] {

@@ -3,7 +3,17 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { runPolicies } from "../../policies/evaluate";
 import type { Graph } from "../../src/runner/graph";
-import { container, containers, envOf, graphOf, networksOf } from "./helpers";
+import {
+  CONTAINER,
+  container,
+  containers,
+  engineOf,
+  envOf,
+  graphOf,
+  networksOf,
+  resource,
+  sshOptions,
+} from "./helpers";
 
 const KEY = (n: number) => `ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI${"k".repeat(10)}${n} root@host${n}`;
 const HOSTS = {
@@ -45,19 +55,38 @@ describe("hosts target", () => {
     ).toEqual([]);
     for (const r of graph.resources) expect(r.deletedWith, r.name).toBeUndefined();
     expect(runPolicies(graph)).toEqual([]);
+    // The image loads are the project's own commands: never sent to the docker plugin.
+    for (const r of graph.resources.filter((r) => r.type.startsWith("pulumi-nodejs:")))
+      expect(r.provider, `${r.type} ${r.name}`).toBeUndefined();
   });
 
   it("reaches each role's engine over SSH with the host's own key, user, port and identity", () => {
-    const engine = (name: string) => container(graph, name).engine as { host: string; ssh: Record<string, unknown> };
-    expect(engine("h1-gateway").host).toBe("ssh://deploy@192.0.2.10:2222");
-    expect(engine("h1-gateway").ssh).toEqual({ host: "192.0.2.10", user: "deploy", hostKey: KEY(1), port: 2222 });
-    expect(engine("h1-desktop-browser").ssh).toEqual({
-      host: "desktop.lab.example",
-      user: "deploy",
-      hostKey: KEY(2),
-      identityFile: "/keys/lab",
+    const engine = (name: string) => {
+      const { host, sshOpts } = engineOf(graph, resource(graph, CONTAINER, name));
+      return { host, options: sshOptions(sshOpts!) };
+    };
+    // The key line as pinned: type and key, without the comment.
+    const pinned = (n: number) => KEY(n).split(" ").slice(0, 2).join(" ");
+    const gateway = engine("h1-gateway");
+    expect(gateway.host).toBe("ssh://deploy@192.0.2.10:2222");
+    expect(gateway.options.KnownHostsCommand).toBe(`/bin/echo ${gateway.options.HostKeyAlias} ${pinned(1)}`);
+    expect(gateway.options).toMatchObject({
+      UserKnownHostsFile: "/dev/null",
+      GlobalKnownHostsFile: "/dev/null",
+      StrictHostKeyChecking: "yes",
     });
-    for (const c of containers(graph)) expect((c.inputs.engine as { host: string }).host, c.name).toMatch(/^ssh:\/\//);
+    expect(gateway.options.IdentityFile).toBeUndefined();
+    const browser = engine("h1-desktop-browser");
+    expect(browser.host).toBe("ssh://deploy@desktop.lab.example:22");
+    expect(browser.options.KnownHostsCommand).toBe(`/bin/echo ${browser.options.HostKeyAlias} ${pinned(2)}`);
+    expect(browser.options).toMatchObject({
+      UserKnownHostsFile: "/dev/null",
+      StrictHostKeyChecking: "yes",
+      IdentityFile: "/keys/lab",
+      IdentitiesOnly: "yes",
+    });
+    expect(containers(graph)).toHaveLength(5);
+    for (const c of containers(graph)) expect(engineOf(graph, c).host, c.name).toMatch(/^ssh:\/\//);
   });
 
   it("checks each host's readiness without waiting for cloud-init, which an existing host need not have", () => {

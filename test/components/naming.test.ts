@@ -7,6 +7,7 @@ import { DockerEngine, MultiEnv } from "../../components";
 import { plan } from "../../src/plan";
 import type { StackConfig } from "../../src/plan/types";
 import { GraphError, renderGraph } from "../../src/runner/graph";
+import { NETWORK, VOLUME } from "./helpers";
 
 const CONFIG: StackConfig = {
   target: "docker",
@@ -35,7 +36,6 @@ function envNamed(name: string): MultiEnv {
 
 function engineNamed(name: string): DockerEngine {
   return new DockerEngine(name, {
-    target: {},
     networks: { internal: ["shared-net"], external: [] },
     volumes: ["shared-volume"],
     projectImages: ["gateway"],
@@ -75,10 +75,19 @@ describe("child names", () => {
         return {};
       },
     });
-    const networks = graph.resources.filter((r) => r.type === "pulumi-nodejs:dynamic/docker:Network");
-    expect(networks.map((n) => [n.name, n.inputs.name])).toEqual([
+    const named = (type: string) => graph.resources.filter((r) => r.type === type).map((r) => [r.name, r.inputs.name]);
+    expect(named(NETWORK)).toEqual([
       ["one-shared-net", "shared-net"],
       ["two-shared-net", "shared-net"],
+    ]);
+    expect(named(VOLUME)).toEqual([
+      ["one-shared-volume", "shared-volume"],
+      ["two-shared-volume", "shared-volume"],
+    ]);
+    // Each engine is its own provider, so the two are never one Docker object.
+    expect(graph.resources.filter((r) => r.type === NETWORK).map((r) => r.provider)).toEqual([
+      "one-provider",
+      "two-provider",
     ]);
   });
 

@@ -40,7 +40,6 @@ let engineCount = 0;
 function engine(p: Plan): DockerEngine {
   engineCount += 1;
   return new DockerEngine(`engine${engineCount}`, {
-    target: {},
     networks: { internal: [p.networks.env], external: [p.networks.egress, p.networks.ingress] },
     volumes: [p.capture.volumeName],
     projectImages: ["gateway"],

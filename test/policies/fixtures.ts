@@ -12,14 +12,15 @@ export function labels(map: Record<string, string>): { label: string; value: str
   return Object.entries(map).map(([label, value]) => ({ label, value }));
 }
 
-const DROP_RAW = { adds: [] as string[], drops: ["NET_RAW"] };
+// Capabilities as components/ writes them: as Docker reads them back.
+const DROP_RAW = { adds: [] as string[], drops: ["CAP_NET_RAW"] };
 
 export function container(
   name: string,
   inputs: Record<string, unknown>,
   additionalSecretOutputs?: string[],
 ): GraphResource {
-  const urn = `urn:pulumi:t::multienv::pulumi-nodejs:dynamic/docker:Container::${name}`;
+  const urn = `urn:pulumi:t::multienv::docker:index/container:Container::${name}`;
   return {
     type: TYPES.container,
     name,
@@ -83,7 +84,7 @@ export function site(
 
 export function sidecar(name: string, role: "server" | "frontend", extra: Record<string, unknown> = {}): GraphResource {
   return container(`t-${name}-${role}-capture`, {
-    capabilities: { adds: ["NET_RAW", "NET_ADMIN"], drops: [] },
+    capabilities: { adds: ["CAP_NET_RAW", "CAP_NET_ADMIN"], drops: [] },
     networkMode: `container:t-${name}-${role}-id`,
     mounts: [mount("t-captures", "/captures", false)],
     labels: labels({ "multienv.role": "capture", "multienv.capture.site": name, "multienv.capture.role": role }),

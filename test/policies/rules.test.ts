@@ -227,17 +227,36 @@ describe("computer-network-isolation", () => {
   });
 
   it("tells engines apart: a same-named network on another Docker engine is another network", () => {
-    const desktopVm = { host: "ssh://ec2-user@desktop" };
-    const envVm = { host: "ssh://ec2-user@env" };
-    const onEngine = (r: GraphResource, engine: object): GraphResource => ({ ...r, inputs: { ...r.inputs, engine } });
-    const graph = {
+    // An engine is its docker provider's host: each VM's provider, and two providers of the local engine.
+    const provider = (name: string, host?: string): GraphResource => ({
+      type: "pulumi:providers:docker",
+      name,
+      urn: `urn:pulumi:t::multienv::pulumi:providers:docker::${name}`,
+      inputs: host === undefined ? {} : { host, sshOpts: '["-o","StrictHostKeyChecking=yes"]' },
+    });
+    const providers = [
+      provider("t-desktop-engine-provider", "ssh://ec2-user@desktop:22"),
+      provider("t-env-engine-provider", "ssh://ec2-user@env:22"),
+      provider("t-local-provider"),
+      provider("t-local-again-provider"),
+    ];
+    const onEngine = (r: GraphResource, engine: string): GraphResource => ({ ...r, provider: `t-${engine}-provider` });
+    const spread = (on: (r: GraphResource) => string): Graph => ({
       ...dockerGraph(),
-      resources: dockerGraph().resources.map((r) => onEngine(r, r.name.startsWith("t-desktop") ? desktopVm : envVm)),
-    };
-    const elsewhere = onEngine({ ...site("shop", "server"), name: "t-other" }, envVm);
+      resources: [...providers, ...dockerGraph().resources.map((r) => onEngine(r, on(r)))],
+    });
+    const graph = spread((r) => (r.name.startsWith("t-desktop") ? "desktop-engine" : "env-engine"));
+    const elsewhere = onEngine({ ...site("shop", "server"), name: "t-other" }, "env-engine");
     elsewhere.inputs = { ...elsewhere.inputs, name: "t-other", networksAdvanced: [{ name: "t-desktop-net" }] };
     expect(violations(withResources(graph, elsewhere), P)).toEqual([]);
-    expect(violations(withResources(graph, onEngine(elsewhere, desktopVm)), P)).toHaveLength(1);
+    expect(violations(withResources(graph, onEngine(elsewhere, "desktop-engine")), P)).toHaveLength(1);
+    // Two providers of one host are one engine: the same-named network is the same network.
+    const local = spread((r) => (r.name.startsWith("t-desktop") ? "local" : "local-again"));
+    expect(violations(withResources(local, onEngine(elsewhere, "local-again")), P)).toHaveLength(1);
+    // A host not known yet (a preview before the VM exists) may be any engine: judged as the same one.
+    const unknown = { ...providers[0], inputs: { host: "[unknown]" } };
+    const previewed = { ...graph, resources: [unknown, ...graph.resources.slice(1)] };
+    expect(violations(withResources(previewed, elsewhere), P)).toHaveLength(1);
   });
 
   it("refuses a computer network that is not internal", () => {
@@ -658,7 +677,7 @@ describe("violations", () => {
     expect(runPolicies(graph)).toEqual([
       {
         policy: "container-privileges",
-        resource: "urn:pulumi:t::multienv::pulumi-nodejs:dynamic/docker:Container::t-shop-server",
+        resource: "urn:pulumi:t::multienv::docker:index/container:Container::t-shop-server",
         name: "t-shop-server",
         type: TYPES.container,
         message: expect.stringMatching(/^"t-shop-server" is privileged; remove privileged: true/),

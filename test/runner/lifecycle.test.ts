@@ -137,13 +137,13 @@ function failed(urn: string, type: string): EngineEvent {
 
 const STACK_URN = "urn:pulumi:t::multienv::pulumi:pulumi:Stack::multienv-t";
 const PROVIDER_URN = "urn:pulumi:t::multienv::pulumi:providers:docker::local";
-const GATEWAY_URN = "urn:pulumi:t::multienv::multienv:index:MultiEnv$pulumi-nodejs:dynamic/docker:Container::t-gateway";
+const GATEWAY_URN = "urn:pulumi:t::multienv::multienv:index:MultiEnv$docker:index/container:Container::t-gateway";
 const SERVER_URN =
-  "urn:pulumi:t::multienv::multienv:index:MultiEnv$multienv:website:Website$pulumi-nodejs:dynamic/docker:Container::t-shop-server";
+  "urn:pulumi:t::multienv::multienv:index:MultiEnv$multienv:website:Website$docker:index/container:Container::t-shop-server";
 
 describe("progress", () => {
   it("names a resource by its own type and name", () => {
-    expect(describeUrn(SERVER_URN)).toBe("pulumi-nodejs:dynamic/docker:Container t-shop-server");
+    expect(describeUrn(SERVER_URN)).toBe("docker:index/container:Container t-shop-server");
   });
 
   it("counts a preview's resource steps, not the stack or providers", () => {
@@ -151,8 +151,8 @@ describe("progress", () => {
     for (const e of [
       pre(STACK_URN, "pulumi:pulumi:Stack"),
       pre(PROVIDER_URN, "pulumi:providers:docker"),
-      pre(GATEWAY_URN, "pulumi-nodejs:dynamic/docker:Container"),
-      pre(SERVER_URN, "pulumi-nodejs:dynamic/docker:Container", "same"),
+      pre(GATEWAY_URN, "docker:index/container:Container"),
+      pre(SERVER_URN, "docker:index/container:Container", "same"),
     ])
       counter.onEvent(e);
     expect(counter.total).toBe(2);
@@ -162,15 +162,15 @@ describe("progress", () => {
     const lines: string[] = [];
     const progress = new ProgressReporter((l) => lines.push(l), 2);
     progress.onEvent(pre(STACK_URN, "pulumi:pulumi:Stack"));
-    progress.onEvent(pre(SERVER_URN, "pulumi-nodejs:dynamic/docker:Container"));
-    progress.onEvent(done(SERVER_URN, "pulumi-nodejs:dynamic/docker:Container"));
-    progress.onEvent(pre(GATEWAY_URN, "pulumi-nodejs:dynamic/docker:Container"));
-    progress.onEvent(failed(GATEWAY_URN, "pulumi-nodejs:dynamic/docker:Container"));
+    progress.onEvent(pre(SERVER_URN, "docker:index/container:Container"));
+    progress.onEvent(done(SERVER_URN, "docker:index/container:Container"));
+    progress.onEvent(pre(GATEWAY_URN, "docker:index/container:Container"));
+    progress.onEvent(failed(GATEWAY_URN, "docker:index/container:Container"));
     expect(lines).toEqual([
-      "[0/2] create pulumi-nodejs:dynamic/docker:Container t-shop-server …",
-      "[1/2] done: create pulumi-nodejs:dynamic/docker:Container t-shop-server",
-      "[1/2] create pulumi-nodejs:dynamic/docker:Container t-gateway …",
-      "[2/2] failed: create pulumi-nodejs:dynamic/docker:Container t-gateway",
+      "[0/2] create docker:index/container:Container t-shop-server …",
+      "[1/2] done: create docker:index/container:Container t-shop-server",
+      "[1/2] create docker:index/container:Container t-gateway …",
+      "[2/2] failed: create docker:index/container:Container t-gateway",
     ]);
   });
 
@@ -181,8 +181,8 @@ describe("progress", () => {
         resources: [
           { urn: STACK_URN, type: "pulumi:pulumi:Stack" },
           { urn: PROVIDER_URN, type: "pulumi:providers:docker" },
-          { urn: GATEWAY_URN, type: "pulumi-nodejs:dynamic/docker:Container" },
-          { urn: SERVER_URN, type: "pulumi-nodejs:dynamic/docker:Container" },
+          { urn: GATEWAY_URN, type: "docker:index/container:Container" },
+          { urn: SERVER_URN, type: "docker:index/container:Container" },
         ],
       },
     };
@@ -193,11 +193,11 @@ describe("progress", () => {
   it("shows an unknown total as ?", () => {
     const lines: string[] = [];
     const progress = new ProgressReporter((l) => lines.push(l));
-    progress.onEvent(pre(SERVER_URN, "pulumi-nodejs:dynamic/docker:Container", "delete"));
-    progress.onEvent(done(SERVER_URN, "pulumi-nodejs:dynamic/docker:Container", "delete"));
+    progress.onEvent(pre(SERVER_URN, "docker:index/container:Container", "delete"));
+    progress.onEvent(done(SERVER_URN, "docker:index/container:Container", "delete"));
     expect(lines).toEqual([
-      "[0/?] delete pulumi-nodejs:dynamic/docker:Container t-shop-server …",
-      "[1/?] done: delete pulumi-nodejs:dynamic/docker:Container t-shop-server",
+      "[0/?] delete docker:index/container:Container t-shop-server …",
+      "[1/?] done: delete docker:index/container:Container t-shop-server",
     ]);
   });
 });
