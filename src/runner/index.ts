@@ -40,10 +40,18 @@ import {
   type StackStatus,
 } from "./operator";
 import type { Screenshot } from "./screens";
-import { readStateStack } from "./state-files";
+import { fileBackendDir, readStateStack } from "./state-files";
 import { computerFeed } from "./watch";
 import { startWatchServer, type WatchServer } from "./watch-server";
-import { openStack, stackLockKey, type OpenedStack, type StackSpec, type WorkspaceOptions } from "./workspace";
+import {
+  backendUrlFor,
+  DEFAULT_PROJECT_DIR,
+  openStack,
+  stackLockKey,
+  type OpenedStack,
+  type StackSpec,
+  type WorkspaceOptions,
+} from "./workspace";
 export { specFromStackFile } from "./workspace";
 
 export { RunnerError } from "./errors";
@@ -244,7 +252,10 @@ export async function stackOutputs(
   stack: string,
   options: RunnerOptions & { showSecrets?: boolean } = {},
 ): Promise<Record<string, unknown>> {
-  // The state says whether the stack is there and deployed, and holds every output but the secrets' plain text.
+  // A file backend's state says whether the stack is there and deployed, and holds every output but the secrets'
+  // plain text; another backend is asked through the Automation API alone.
+  const projectDir = options.projectDir ?? DEFAULT_PROJECT_DIR;
+  if (fileBackendDir(backendUrlFor(projectDir, options.env)) === undefined) return stackOutputsOfEngine(stack, options);
   if (!options.showSecrets) return stateOutputs(stack, options);
   await readStateStack(stack, { ...options, deployed: true });
   return stackOutputsOfEngine(stack, options);
