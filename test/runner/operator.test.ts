@@ -1,6 +1,7 @@
 // The operator's commands, their pure parts: reading a file state backend's checkpoints, container verdicts, the
 // status report's problems and summaries, the terminal forms, the next steps after `up`, the watch page's log lines,
 // and the CLI's help and argument errors.
+import { execFile } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -25,7 +26,7 @@ import { formatScreenshots, formatStackList, formatStatus, table } from "../../s
 import { fileBackendDir, holdsSecret, readStateStack, readStateStacks, targetOf } from "../../src/runner/state-files";
 import { LogFollower, watchLines } from "../../src/runner/watch";
 import { escapeHtml, watchPage } from "../../src/runner/watch-page";
-import { tempDir } from "./helpers";
+import { CLI, ROOT, tempDir } from "./helpers";
 
 const SECRET = { "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", ciphertext: "v1:abc" };
 
@@ -426,6 +427,18 @@ describe("the CLI", () => {
     expect(await helpOf("outputs", outputsCommand)).toMatch(/--show-secrets[\s\S]*--json/);
     expect(await helpOf("screenshot", screenshotCommand)).toMatch(/--computer <computer>[\s\S]*--out <dir>/);
     expect(await helpOf("watch", watchCommand)).toMatch(/127\.0\.0\.1[\s\S]*--port <port>/);
+  });
+
+  it("refuses a bad --port of watch in one line, before reading any state", async () => {
+    const run = await new Promise<{ code: number; stderr: string }>((resolve) =>
+      execFile(process.execPath, [CLI, "watch", "demo", "--port", "70000"], { cwd: ROOT }, (error, _stdout, stderr) =>
+        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stderr }),
+      ),
+    );
+    expect(run).toEqual({
+      code: 1,
+      stderr: "multienv watch: --port 70000: give a port number from 0 to 65535 (0: a free one)\n",
+    });
   });
 
   it("names a missing stack argument", async () => {

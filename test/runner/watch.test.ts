@@ -163,6 +163,52 @@ describe("the watch page", () => {
   });
 });
 
+describe("the watch page in a browser", () => {
+  it("shows each computer's frames, URL and log lines, what a computer shows written as text", async () => {
+    const desktop = fakeFeed();
+    const server = await startWatchServer({ stack: "demo", feeds: { desktop } });
+    const browser = await chromium.launch({
+      executablePath: "/usr/bin/chromium",
+      args: ["--no-sandbox", "--disable-gpu"],
+    });
+    try {
+      const page = await browser.newPage();
+      const errors: string[] = [];
+      page.on("pageerror", (e) => errors.push(e.message));
+      await page.goto(server.url);
+      await until(() => desktop.starts === 1, "the feed to start", 10_000);
+      const hostile = `<img src=x onerror="document.title='owned'">`;
+      // A 1x1 GIF stands in for a JPEG frame: the page only sets it as the image's source.
+      const pixel = "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7";
+      desktop.emit!({ type: "frame", data: pixel });
+      desktop.emit!({ type: "url", url: `https://shop.test/${hostile}`, title: hostile });
+      desktop.emit!({
+        type: "log",
+        lines: [
+          { time: "2026-01-01T10:11:12Z", event: "refused", method: "CONNECT", host: hostile, port: 443, why: "x" },
+        ],
+      });
+      const panel = page.locator('section[data-computer="desktop"]');
+      await until(
+        async () => (await panel.locator(".url").textContent()) === `https://shop.test/${hostile}`,
+        "the URL",
+      );
+      expect(await panel.locator("img.screen").getAttribute("src")).toBe(`data:image/jpeg;base64,${pixel}`);
+      expect(await panel.locator(".log li").textContent()).toBe(`10:11:12 refused CONNECT ${hostile}:443 (x)`);
+      expect(await panel.locator(".log li").getAttribute("class")).toBe("refused");
+      // Nothing of it became markup: the only image is the screen's.
+      expect(await page.locator("img").count()).toBe(1);
+      expect(await page.title()).toBe("multienv watch demo");
+      expect(errors).toEqual([]);
+      await page.close();
+      await until(() => desktop.stops === 1, "the feed to stop once the page is gone", 10_000);
+    } finally {
+      await browser.close();
+      await server.close();
+    }
+  });
+});
+
 describe("a computer's screen over DevTools through the gateway", () => {
   let access: { gatewayUrl: string; controlToken: string };
   let agent: Browser;
