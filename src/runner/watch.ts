@@ -69,7 +69,8 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
   let timer: NodeJS.Timeout | undefined;
   let running = false;
   let busy = false;
-  let lastUrl = "";
+  /** The URL last shown; undefined: none shown since (re)connecting. */
+  let lastUrl: string | undefined;
   const follower = new LogFollower();
 
   const stopScreencast = async () => {
@@ -82,35 +83,72 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
     }
   };
 
+  const connect = async (emit: (event: FeedEvent) => void) => {
+    let connected: Browser;
+    try {
+      connected = await chromium.connectOverCDP(cdpUrlOf(access.gatewayUrl, computer), {
+        headers: { Authorization: bearer(access.controlToken) },
+        timeout: 30_000,
+      });
+    } catch (error) {
+      emit({
+        type: "error",
+        message: `computer ${computer}'s browser did not answer on DevTools through the gateway: ${errorMessage(error).split("\n")[0]}; trying again`,
+      });
+      return;
+    }
+    if (!running) {
+      await connected.close().catch(() => undefined);
+      return;
+    }
+    browser = connected;
+    // The browser restarted (its launcher brings a dead one back) or the gateway went away: the next look connects
+    // again, and the screencast starts over on whatever tab is then on screen.
+    connected.on("disconnected", () => {
+      if (browser !== connected) return;
+      browser = undefined;
+      session = undefined;
+      page = undefined;
+      lastUrl = undefined;
+      if (running)
+        emit({ type: "error", message: `computer ${computer}'s DevTools connection closed; connecting again` });
+    });
+  };
+
   // One look: the tab on screen (switching the screencast to it), its URL, the log's new lines.
   const look = async (emit: (event: FeedEvent) => void, first: boolean) => {
-    if (busy || !running || browser === undefined) return;
+    if (busy || !running) return;
     busy = true;
     try {
-      const context = browser.contexts()[0];
-      const onScreen = context ? await visibleTab(context) : undefined;
-      if (running && onScreen !== page) {
-        await stopScreencast();
-        if (onScreen !== undefined && context) {
-          session = await screencast(context, onScreen, emit);
-          page = onScreen;
+      if (browser === undefined) await connect(emit);
+      const context = browser?.contexts()[0];
+      if (running && context !== undefined) {
+        try {
+          const onScreen = await visibleTab(context);
+          if (running && onScreen !== page) {
+            await stopScreencast();
+            if (onScreen !== undefined) {
+              session = await screencast(context, onScreen, emit);
+              page = onScreen;
+            }
+          }
+          const url = page?.url() ?? "";
+          if (url !== lastUrl) {
+            lastUrl = url;
+            emit({ type: "url", url: url || "(no tab open)", title: page ? await page.title().catch(() => "") : "" });
+          }
+        } catch {
+          // A tab that closed while it was looked at: the next look finds the one on screen.
+          if (running) await stopScreencast();
         }
-      }
-      const url = page?.url() ?? "";
-      if (url !== lastUrl || first) {
-        lastUrl = url;
-        emit({ type: "url", url: url || "(no tab open)", title: page ? await page.title().catch(() => "") : "" });
       }
       try {
         const lines = watchLines(follower.next(await fetchProxyLog(access.gatewayUrl, access.controlToken, computer)));
         const shown = first ? lines.slice(-LOG_BACKLOG) : lines;
-        if (shown.length > 0) emit({ type: "log", lines: shown });
+        if (shown.length > 0 && running) emit({ type: "log", lines: shown });
       } catch (error) {
-        emit({ type: "error", message: errorMessage(error).split("\n")[0] });
+        if (running) emit({ type: "error", message: errorMessage(error).split("\n")[0] });
       }
-    } catch {
-      // A tab that closed while it was looked at: the next look finds the one on screen.
-      if (running) await stopScreencast();
     } finally {
       busy = false;
     }
@@ -119,22 +157,8 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
   return {
     async start(emit) {
       running = true;
-      lastUrl = "";
-      try {
-        browser = await chromium.connectOverCDP(cdpUrlOf(access.gatewayUrl, computer), {
-          headers: { Authorization: bearer(access.controlToken) },
-          timeout: 30_000,
-        });
-      } catch (error) {
-        running = false;
-        throw new Error(
-          `computer ${computer}'s browser did not answer on DevTools through the gateway: ${errorMessage(error).split("\n")[0]}`,
-          { cause: error },
-        );
-      }
-      browser.on("disconnected", () => {
-        if (running) emit({ type: "error", message: `computer ${computer}'s DevTools connection closed` });
-      });
+      lastUrl = undefined;
+      // A browser that does not answer yet is no failure of the feed: each look tries again.
       await look(emit, true);
       timer = setInterval(() => void look(emit, false), FOLLOW_MS);
     },

@@ -10,7 +10,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { deployStack, type StackSpec } from "../../src/runner";
-import { deployEnv, e2eStack, REPO, until, type DeployedEnv } from "./helpers/env";
+import { deployEnv, e2eStack, killChromium, REPO, until, type DeployedEnv } from "./helpers/env";
 
 const STACK = e2eStack("e2e-ops");
 const ARTIFACTS = path.join(REPO, "artifacts", STACK);
@@ -368,6 +368,24 @@ describe("watch", () => {
         ((await page.locator(`section[data-computer="${COMPUTER}"] .log`).textContent()) ?? "").includes(
           "shop.test:443 200",
         ),
+      30_000,
+    );
+
+    // The computer's Chromium dies and its launcher starts it again at its start tab: the page follows it there.
+    await killChromium(`${STACK}-${COMPUTER}-browser`);
+    await until(
+      "the restarted browser's start tab on the page",
+      async () => (await shownUrl.textContent()) === "https://shop.test/",
+      90_000,
+    );
+    const restarted = await screen.getAttribute("src");
+    await withComputerPage((p) => p.goto("https://shop.test/signin"));
+    await until(
+      "a frame from the restarted browser",
+      async () => {
+        const now = await screen.getAttribute("src");
+        return now !== null && now !== restarted;
+      },
       30_000,
     );
     await page.close();

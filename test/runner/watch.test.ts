@@ -242,6 +242,25 @@ describe("a computer's screen over DevTools through the gateway", () => {
     await agent?.close().catch(() => undefined);
   });
 
+  it("says a browser that does not answer is that computer's error, and keeps trying", async () => {
+    const gateway = await startTestGateway({
+      sites: { shop: { server: "http://127.0.0.1:9" } },
+      computers: { ghost: { cdp: "http://127.0.0.1:9" } },
+    });
+    const feed = computerFeed({ gatewayUrl: gateway.url, controlToken: TOKEN }, "ghost");
+    const events: FeedEvent[] = [];
+    await feed.start((event) => events.push(event));
+    try {
+      const tries = () => events.filter((e) => e.type === "error" && /did not answer on DevTools/.test(e.message));
+      await until(() => tries().length >= 2, "two tries", 20_000);
+      expect((tries()[0] as { message: string }).message).toMatch(
+        /^computer ghost's browser did not answer on DevTools through the gateway: .*; trying again$/,
+      );
+    } finally {
+      await feed.stop();
+    }
+  });
+
   it("lists the open tabs and takes a PNG of the visible one", async () => {
     expect(await computerTabs(access, "agent")).toEqual([{ url: `${site.url}/one`, title: "One" }]);
     const shot = await screenshotComputer(access, "agent");
