@@ -22,7 +22,8 @@ export function formatStackList(list: StackList): string {
       s.stack,
       s.target ?? "?",
       s.deployed ? "yes" : "no",
-      s.lastUpdated ?? "never",
+      // To the second: the state records nanoseconds.
+      s.lastUpdated?.replace(/\.\d+Z$/, "Z") ?? "never",
       `${s.containers.running}/${s.containers.total}`,
       `${s.containers.healthy}/${s.containers.total}`,
       String(s.episodes),

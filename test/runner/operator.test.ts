@@ -288,7 +288,7 @@ describe("terminal forms", () => {
           stack: "demo",
           target: "docker",
           deployed: true,
-          lastUpdated: "2026-01-02T03:04:05Z",
+          lastUpdated: "2026-01-02T03:04:05.123456789Z",
           containers: { total: 15, running: 15, healthy: 14 },
           episodes: 2,
         },
