@@ -4,13 +4,31 @@ import { Command } from "commander";
 import * as check from "./commands/check";
 import * as collect from "./commands/collect";
 import * as down from "./commands/down";
+import * as ls from "./commands/ls";
+import * as outputs from "./commands/outputs";
 import * as reset from "./commands/reset";
+import * as screenshot from "./commands/screenshot";
 import * as signIn from "./commands/sign-in";
+import * as status from "./commands/status";
 import * as sweep from "./commands/sweep";
 import * as up from "./commands/up";
+import * as watch from "./commands/watch";
 
 /** The subcommands, in the order `--help` lists them. */
-export const COMMANDS: { register(program: Command): void }[] = [check, up, collect, signIn, reset, down, sweep];
+export const COMMANDS: { register(program: Command): void }[] = [
+  check,
+  up,
+  ls,
+  status,
+  outputs,
+  screenshot,
+  watch,
+  collect,
+  signIn,
+  reset,
+  down,
+  sweep,
+];
 
 export function buildCli(): Command {
   const program = new Command("multienv")

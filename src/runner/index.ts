@@ -28,7 +28,30 @@ import { resetEnv, type ResetResult } from "./reset";
 import { readRunRecord, withReproducibility, writeRunRecord } from "./run-record";
 import { signIn as signInBrowser, signOut as signOutBrowser } from "./sign-in";
 import { withStackLock } from "./stack-lock";
-import { openStack, stackLockKey, type OpenedStack, type StackSpec, type WorkspaceOptions } from "./workspace";
+import {
+  listStacks as listStateStacks,
+  screenshotStack as screenshotStackWith,
+  stackStatus as stackStatusWith,
+  stateOutputs,
+  computersOf,
+  type OperatorOptions,
+  type ScreenshotOptions,
+  type StackList,
+  type StackStatus,
+} from "./operator";
+import type { Screenshot } from "./screens";
+import { fileBackendDir, readStateStack } from "./state-files";
+import { computerFeed } from "./watch";
+import { startWatchServer, type WatchServer } from "./watch-server";
+import {
+  backendUrlFor,
+  DEFAULT_PROJECT_DIR,
+  openStack,
+  stackLockKey,
+  type OpenedStack,
+  type StackSpec,
+  type WorkspaceOptions,
+} from "./workspace";
 export { specFromStackFile } from "./workspace";
 
 export { RunnerError } from "./errors";
@@ -36,6 +59,9 @@ export type { StackSpec, WorkspaceOptions } from "./workspace";
 export type { StackOutputs, GatewayAccess } from "./outputs";
 export type { RunRecord, CaptureRecord } from "./run-record";
 export type { CollectResult } from "./collect";
+export type { StackList, StackListing, StackStatus } from "./operator";
+export type { Screenshot } from "./screens";
+export type { WatchServer } from "./watch-server";
 export type { ResetResult } from "./reset";
 export type { StackSeam, DownResult } from "./down";
 // The same operations on a gateway you already hold (a URL and the token), for runners that deploy without
@@ -226,6 +252,20 @@ export async function stackOutputs(
   stack: string,
   options: RunnerOptions & { showSecrets?: boolean } = {},
 ): Promise<Record<string, unknown>> {
+  // A file backend's state says whether the stack is there and deployed, and holds every output but the secrets'
+  // plain text; another backend is asked through the Automation API alone.
+  const projectDir = options.projectDir ?? DEFAULT_PROJECT_DIR;
+  if (fileBackendDir(backendUrlFor(projectDir, options.env)) === undefined) return stackOutputsOfEngine(stack, options);
+  if (!options.showSecrets) return stateOutputs(stack, options);
+  await readStateStack(stack, { ...options, deployed: true });
+  return stackOutputsOfEngine(stack, options);
+}
+
+/** The outputs as the Automation API reads them (the Pulumi CLI and, for secrets, the passphrase). */
+async function stackOutputsOfEngine(
+  stack: string,
+  options: RunnerOptions & { showSecrets?: boolean } = {},
+): Promise<Record<string, unknown>> {
   return onStack(stack, options, "reading outputs", async (opened) =>
     displayOutputs(await opened.stack.outputs(), options.showSecrets),
   );
@@ -326,6 +366,41 @@ export async function resetStack(stack: string, options: ResetStackOptions = {})
       log: options.log,
     }),
   );
+}
+
+/** Every task stack of the project in the state: target, deployed, last update, containers, episodes (`ls`). */
+export async function listStacks(options: OperatorOptions = {}): Promise<StackList> {
+  return listStateStacks(options);
+}
+
+/**
+ * A deployed stack's health and evidence so far (`multienv status`): its containers, the gateway's /healthz, each
+ * computer's open tabs, the self-test, the captures and proxy logs. `healthy` false names each problem.
+ */
+export async function stackStatus(stack: string, options: RunnerOptions = {}): Promise<StackStatus> {
+  return stackStatusWith(stack, (name) => gatewayAccess(name, options), options);
+}
+
+/** A PNG of each computer's visible tab (one with `computer`), by default in artifacts/<stack>/screenshots. */
+export async function screenshotStack(
+  stack: string,
+  options: RunnerOptions & ScreenshotOptions = {},
+): Promise<Screenshot[]> {
+  return screenshotStackWith(stack, (name) => gatewayAccess(name, options), options);
+}
+
+/**
+ * Serves a local page (127.0.0.1, its URL carrying a secret of this call) showing every computer's screen live, with
+ * its URL and proxy log (`multienv watch`). Close it with `close()`.
+ */
+export async function watchStack(stack: string, options: RunnerOptions & { port?: number } = {}): Promise<WatchServer> {
+  const computers = await computersOf(stack, undefined, options);
+  const access = await gatewayAccess(stack, options);
+  return startWatchServer({
+    stack,
+    port: options.port,
+    feeds: Object.fromEntries(computers.map((computer) => [computer, computerFeed(access, computer)])),
+  });
 }
 
 /** Collects whatever is not collected yet, then destroys the stack (see down.ts for the order and policy). */

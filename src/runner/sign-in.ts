@@ -44,7 +44,11 @@ export async function fetchSession(access: GatewayAccess, site: string): Promise
   return parsed.state;
 }
 
-async function withComputerBrowser<T>(
+/**
+ * Runs `use` on the computer's browser (its default context) over DevTools through the gateway, then disconnects,
+ * leaving the browser running.
+ */
+export async function withComputerBrowser<T>(
   access: GatewayAccess,
   computer: string,
   use: (context: BrowserContext, browser: Browser) => Promise<T>,

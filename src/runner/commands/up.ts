@@ -29,6 +29,7 @@ export function register(program: Command): void {
       // Loaded when run, not when registered: `--help` and argument errors stay fast.
       const { deployStack } = require("../index") as typeof import("../index");
       const { formatDisplayed } = require("../outputs") as typeof import("../outputs");
+      const { nextSteps } = require("../next-steps") as typeof import("../next-steps");
       const result = await deployStack(stack, {
         projectDir: options.projectDir,
         preview: options.preview,
@@ -37,8 +38,10 @@ export function register(program: Command): void {
         log: note,
       });
       const shown = result.displayed;
+      // With --json stdout holds the JSON alone; the next steps go to stderr.
       if (options.json) say(JSON.stringify(shown, null, 2));
       else say(`stack ${stack} is up. Outputs:\n${formatDisplayed(shown)}`);
+      (options.json ? note : say)(nextSteps(stack, result.outputs).join("\n"));
     }),
   );
 }

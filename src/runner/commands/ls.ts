@@ -1,0 +1,25 @@
+// `multienv ls`: every task stack in the state, deployed or not, with its containers and episodes.
+import type { Command } from "commander";
+import { runAction, say, withProjectDir, type CommonOptions } from "./common";
+
+interface LsOptions extends CommonOptions {
+  json?: boolean;
+}
+
+export function register(program: Command): void {
+  withProjectDir(
+    program
+      .command("ls")
+      .description(
+        "list every task stack in the state: its target, whether it is deployed, its last update, its containers running and healthy (asked of their engines) and its episodes",
+      )
+      .option("--json", "print {stacks: [{stack, target, deployed, lastUpdated, containers, episodes}]}"),
+  ).action((options: LsOptions) =>
+    runAction("ls", async () => {
+      const { listStacks } = require("../index") as typeof import("../index");
+      const { formatStackList } = require("../operator-format") as typeof import("../operator-format");
+      const list = await listStacks({ projectDir: options.projectDir });
+      say(options.json ? JSON.stringify(list, null, 2) : formatStackList(list));
+    }),
+  );
+}

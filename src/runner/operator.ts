@@ -1,0 +1,330 @@
+// An operator's view of the task stacks on this machine: `ls` (every stack in the state, deployed or not, its
+// containers and episodes), `status` (one env's containers, gateway, computers' tabs, self-test and evidence so
+// far), `outputs` (without deploying again) and `screenshot` (each computer's visible tab). All of it only reads:
+// no stack lock is taken and nothing in an env changes.
+//
+// The stacks and their resources come from the state's checkpoint files (state-files.ts); the control token, a
+// secret, from the Automation API (gatewayAccess), and only for what needs the gateway's own operations.
+import { existsSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import type { OutputMap } from "@pulumi/pulumi/automation";
+import { listTrafficCaptures, type TrafficCapture } from "../protocol/traffic";
+import { parseLiveSiteProxyLog } from "../protocol/site-proxy";
+import type { SelfTestOutput } from "../protocol/outputs";
+import { artifactsDirOf, DEFAULT_PROJECT_DIR, RUN_RECORD_FILE } from "./artifacts";
+import {
+  containerProblem,
+  containerStates,
+  countContainers,
+  type ContainerCounts,
+  type ContainerState,
+} from "./containers";
+import { stackContainers } from "./engine";
+import { errorMessage, RunnerError } from "./errors";
+import { fetchProxyLog } from "./evidence";
+import { readOutputs, type GatewayAccess, type StackOutputs } from "./outputs";
+import { readRunRecord } from "./run-record";
+import { computerTabs, screenshotComputer, screenshotFileName, type Screenshot, type Tab } from "./screens";
+import {
+  isDeployed,
+  readStateStack,
+  readStateStacks,
+  targetOf,
+  type StateOptions,
+  type StateStack,
+} from "./state-files";
+
+export interface OperatorOptions extends StateOptions {
+  /** Default: artifacts/<stack> under the project directory. */
+  artifactsDir?: string;
+}
+
+/** The token, asked for only when a step needs the gateway's own operations (index.ts passes gatewayAccess). */
+export type AccessOf = (stack: string) => Promise<GatewayAccess>;
+
+function projectDirOf(options: StateOptions): string {
+  return resolve(options.projectDir ?? DEFAULT_PROJECT_DIR);
+}
+
+/** `multienv ls`: one stack of the state. */
+export interface StackListing {
+  stack: string;
+  /** `docker`, `ec2` or `hosts`, as its stack file says; null without a stack file. */
+  target: string | null;
+  deployed: boolean;
+  /** When its last update finished (ISO 8601); null for a stack never updated. */
+  lastUpdated: string | null;
+  containers: ContainerCounts;
+  /** Episodes begun (run.json: 1 from the deploy, one more per reset); 0 before its first deploy. */
+  episodes: number;
+}
+
+export interface StackList {
+  stacks: StackListing[];
+}
+
+async function episodesOf(stack: StateStack, artifactsDir: string): Promise<number> {
+  if (!existsSync(join(artifactsDir, RUN_RECORD_FILE))) return isDeployed(stack) ? 1 : 0;
+  return (await readRunRecord(artifactsDir, stack.name)).episode ?? 1;
+}
+
+/** Every task stack of the project in the state, with its containers asked of their engines. */
+export async function listStacks(options: OperatorOptions = {}): Promise<StackList> {
+  const projectDir = projectDirOf(options);
+  const stacks = await readStateStacks(options);
+  return {
+    stacks: await Promise.all(
+      stacks.map(async (stack): Promise<StackListing> => {
+        const states = await containerStates(stackContainers(stack.resources));
+        return {
+          stack: stack.name,
+          target: targetOf(stack.name, projectDir) ?? null,
+          deployed: isDeployed(stack),
+          lastUpdated: stack.lastUpdated ?? null,
+          containers: countContainers(states),
+          episodes: await episodesOf(stack, options.artifactsDir ?? artifactsDirOf(projectDir, stack.name)),
+        };
+      }),
+    ),
+  };
+}
+
+/** The state's outputs as the Automation API hands them (`[secret]` values flagged), for readOutputs. */
+function outputMapOf(stack: StateStack): OutputMap {
+  return Object.fromEntries(
+    Object.entries(stack.outputs).map(([key, value]) => [key, { value, secret: value === "[secret]" }]),
+  );
+}
+
+/** The gateway's /healthz answer. */
+export interface GatewayHealth {
+  ok: boolean;
+  /** Its HTTP status, when it answered. */
+  status?: number;
+  /** What it says is missing (a site not ready, a capture not writing), when it is not ready. */
+  missing?: { what: string; site: string; role?: string; detail: string }[];
+  /** Why it did not answer. */
+  error?: string;
+}
+
+export interface ComputerStatus {
+  /** Its open tabs; empty when DevTools did not answer. */
+  tabs: Tab[];
+  /** Why its browser could not be read over DevTools through the gateway. */
+  error?: string;
+}
+
+export type SelfTestSummary = { skipped: true } | { passed: boolean; finishedAt: string; failed: string[] };
+
+export interface ProxyLogSize {
+  bytes: number;
+  lines: number;
+  /** Its `request` lines: requests forwarded. */
+  requests: number;
+  /** Its `refused` lines: hosts the computer may not reach. */
+  refused: number;
+}
+
+export interface StackStatus {
+  stack: string;
+  /** True when `problems` is empty. */
+  healthy: boolean;
+  /** What is not healthy, one line each, naming it. */
+  problems: string[];
+  containers: ContainerState[];
+  gateway: { url: string; healthz: GatewayHealth };
+  computers: Record<string, ComputerStatus>;
+  selfTest: SelfTestSummary;
+  evidence: {
+    captureTraffic: boolean;
+    /** The gateway's traffic/v1 listing (absent when the env captures nothing). */
+    captures?: { count: number; bytes: number; files: TrafficCapture[] } | { error: string };
+    /** Each computer's site-proxy log as the gateway serves it. */
+    proxyLogs: Record<string, ProxyLogSize | { error: string }>;
+  };
+}
+
+const HEALTHZ_TIMEOUT_MS = 15_000;
+
+async function gatewayHealth(gatewayUrl: string): Promise<GatewayHealth> {
+  try {
+    const response = await fetch(`${gatewayUrl.replace(/\/+$/, "")}/healthz`, {
+      signal: AbortSignal.timeout(HEALTHZ_TIMEOUT_MS),
+    });
+    const body = (await response.json().catch(() => ({}))) as { missing?: GatewayHealth["missing"] };
+    return {
+      ok: response.ok,
+      status: response.status,
+      ...(!response.ok && body.missing ? { missing: body.missing } : {}),
+    };
+  } catch (error) {
+    return { ok: false, error: errorMessage(error).split("\n")[0] };
+  }
+}
+
+/** The self-test output, reduced to whether it passed and each failed check in one line. */
+export function summarizeSelfTest(selfTest: SelfTestOutput): SelfTestSummary {
+  if ("skipped" in selfTest) return { skipped: true };
+  const failed = [...Object.entries(selfTest.computers ?? {}), ...Object.entries(selfTest.startTabs ?? {})].flatMap(
+    ([computer, checks]) =>
+      checks.filter((c) => !c.ok).map((c) => `computer ${computer}: ${c.check} (${c.url}): ${c.detail}`),
+  );
+  return { passed: selfTest.passed, finishedAt: selfTest.finishedAt, failed };
+}
+
+/** A site-proxy log's size, in bytes, lines and the request and refusal lines it holds. */
+export function proxyLogSize(text: string): ProxyLogSize {
+  const records = parseLiveSiteProxyLog(text);
+  return {
+    bytes: Buffer.byteLength(text),
+    lines: records.length,
+    requests: records.filter((r) => r.event === "request").length,
+    refused: records.filter((r) => r.event === "refused").length,
+  };
+}
+
+/** What is not healthy in a status, one line each naming it; empty when all is well. */
+export function statusProblems(status: Omit<StackStatus, "healthy" | "problems">): string[] {
+  const problems: string[] = [];
+  for (const container of status.containers) {
+    const problem = containerProblem(container);
+    if (problem !== undefined) problems.push(`container ${container.name}: ${problem}`);
+  }
+  const { healthz } = status.gateway;
+  if (!healthz.ok) {
+    const why =
+      healthz.error ??
+      [
+        `HTTP ${healthz.status}`,
+        ...(healthz.missing ?? []).map((m) => `${m.site}${m.role ? ` ${m.role}` : ""} ${m.detail}`),
+      ].join("; ");
+    problems.push(`gateway ${status.gateway.url}: /healthz does not answer ready (${why})`);
+  }
+  for (const [computer, state] of Object.entries(status.computers))
+    if (state.error !== undefined) problems.push(`computer ${computer}: DevTools did not answer (${state.error})`);
+  if ("passed" in status.selfTest && !status.selfTest.passed)
+    problems.push(`self-test failed: ${status.selfTest.failed.join("; ") || "see the selfTest output"}`);
+  const { captures, proxyLogs } = status.evidence;
+  if (captures !== undefined && "error" in captures) problems.push(`captures: the listing failed (${captures.error})`);
+  for (const [computer, log] of Object.entries(proxyLogs))
+    if ("error" in log) problems.push(`computer ${computer}'s proxy log: ${log.error}`);
+  return problems;
+}
+
+function firstLine(error: unknown): string {
+  return errorMessage(error).split("\n")[0];
+}
+
+/** `multienv status`: one deployed stack's health and evidence so far. */
+export async function stackStatus(
+  stack: string,
+  accessOf: AccessOf,
+  options: OperatorOptions = {},
+): Promise<StackStatus> {
+  const state = await readStateStack(stack, { ...options, deployed: true });
+  const outputs: StackOutputs = readOutputs(outputMapOf(state));
+  const computers = Object.keys(outputs.computers);
+  const [containers, healthz, access] = await Promise.all([
+    containerStates(stackContainers(state.resources)),
+    gatewayHealth(outputs.gatewayUrl),
+    accessOf(stack),
+  ]);
+  const [tabs, logs, captures] = await Promise.all([
+    Promise.all(
+      computers.map(async (computer): Promise<[string, ComputerStatus]> => {
+        try {
+          return [computer, { tabs: await computerTabs(access, computer) }];
+        } catch (error) {
+          return [computer, { tabs: [], error: firstLine(error) }];
+        }
+      }),
+    ),
+    Promise.all(
+      computers.map(async (computer): Promise<[string, ProxyLogSize | { error: string }]> => {
+        try {
+          return [computer, proxyLogSize(await fetchProxyLog(access.gatewayUrl, access.controlToken, computer))];
+        } catch (error) {
+          return [computer, { error: firstLine(error) }];
+        }
+      }),
+    ),
+    outputs.captureTraffic
+      ? listTrafficCaptures(access.gatewayUrl, access.controlToken).then(
+          (files) => ({ count: files.length, bytes: files.reduce((sum, f) => sum + f.bytes, 0), files }),
+          (error: unknown) => ({ error: firstLine(error) }),
+        )
+      : Promise.resolve(undefined),
+  ]);
+  const partial: Omit<StackStatus, "healthy" | "problems"> = {
+    stack,
+    containers,
+    gateway: { url: outputs.gatewayUrl, healthz },
+    computers: Object.fromEntries(tabs),
+    selfTest: summarizeSelfTest(outputs.selfTest),
+    evidence: {
+      captureTraffic: outputs.captureTraffic,
+      ...(captures !== undefined ? { captures } : {}),
+      proxyLogs: Object.fromEntries(logs),
+    },
+  };
+  const problems = statusProblems(partial);
+  const { stack: _stack, ...rest } = partial;
+  return { stack, healthy: problems.length === 0, problems, ...rest };
+}
+
+/** The deployed stack's computers (from the state), checking `computer` is one of them when given. */
+export async function computersOf(
+  stack: string,
+  computer: string | undefined,
+  options: StateOptions = {},
+): Promise<string[]> {
+  const state = await readStateStack(stack, { ...options, deployed: true });
+  const all = Object.keys(readOutputs(outputMapOf(state)).computers);
+  if (computer === undefined) return all;
+  if (!all.includes(computer))
+    throw new RunnerError(
+      `stack ${stack}: no computer ${computer} (its computers: ${all.join(", ") || "none"}); pass one of them with --computer`,
+    );
+  return [computer];
+}
+
+export interface ScreenshotOptions extends OperatorOptions {
+  /** One computer (default: every computer of the stack). */
+  computer?: string;
+  /** Where the PNGs go (default: artifacts/<stack>/screenshots). */
+  outDir?: string;
+}
+
+/** `multienv screenshot`: a PNG of each computer's visible tab. */
+export async function screenshotStack(
+  stack: string,
+  accessOf: AccessOf,
+  options: ScreenshotOptions = {},
+): Promise<Screenshot[]> {
+  const computers = await computersOf(stack, options.computer, options);
+  const access = await accessOf(stack);
+  const outDir = resolve(
+    options.outDir ?? join(options.artifactsDir ?? artifactsDirOf(projectDirOf(options), stack), "screenshots"),
+  );
+  await mkdir(outDir, { recursive: true });
+  const at = new Date();
+  return Promise.all(
+    computers.map(async (computer) => {
+      let shot;
+      try {
+        shot = await screenshotComputer(access, computer);
+      } catch (error) {
+        throw new RunnerError(`stack ${stack}: computer ${computer}: no screenshot: ${firstLine(error)}`);
+      }
+      const file = join(outDir, screenshotFileName(computer, at));
+      await writeFile(file, shot.png);
+      return { computer, file, bytes: shot.png.length, url: shot.url, title: shot.title };
+    }),
+  );
+}
+
+/** `multienv outputs`, secrets hidden: read from the state, needing neither the CLI nor the passphrase. */
+export async function stateOutputs(stack: string, options: StateOptions = {}): Promise<Record<string, unknown>> {
+  return (await readStateStack(stack, { ...options, deployed: true })).outputs;
+}

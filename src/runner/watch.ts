@@ -1,0 +1,176 @@
+// The feeds of `multienv watch` (watch-server.ts), one per computer, both through the gateway with the control token:
+// - its screen: DevTools screencast frames (`Page.startScreencast` on a CDP session of the visible tab), following
+//   the tab on screen as the agent opens, closes or switches tabs, and the tab's URL as it navigates;
+// - its proxy log: the `request` and `refused` lines, read again every second.
+// Watching only looks: nothing is sent to a page but the screencast's own commands.
+import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from "playwright-core";
+import { bearer } from "../protocol/auth";
+import { parseLiveSiteProxyLog, type RefusedRecord, type RequestRecord } from "../protocol/site-proxy";
+import { errorMessage } from "./errors";
+import { fetchProxyLog } from "./evidence";
+import type { GatewayAccess } from "./outputs";
+import { visibleTab } from "./screens";
+import { cdpUrlOf } from "./sign-in";
+import type { Feed, FeedEvent, WatchLogLine } from "./watch-server";
+
+/** How often the feed looks again for the tab on screen (the agent may switch tabs) and reads the proxy log. */
+const FOLLOW_MS = 1_000;
+/** The log lines a viewer gets of what happened before the feed started. */
+const LOG_BACKLOG = 50;
+
+/** The request and refusal lines of a log's text, as the page shows them. */
+export function watchLines(text: string): WatchLogLine[] {
+  return parseLiveSiteProxyLog(text)
+    .filter((r): r is RequestRecord | RefusedRecord => r.event === "request" || r.event === "refused")
+    .map((r) => ({
+      time: r.time,
+      event: r.event,
+      method: r.method,
+      host: r.host,
+      port: r.port,
+      ...(r.event === "request" ? { status: r.status } : { why: r.why }),
+    }));
+}
+
+/**
+ * Follows a growing log: `next(text)` gives the complete lines added since the last call (a torn last line waits for
+ * the next). A log that shrank was started over (a restarted proxy); it is read from its start again.
+ */
+export class LogFollower {
+  private offset = 0;
+
+  next(text: string): string {
+    if (text.length < this.offset) this.offset = 0;
+    const end = text.lastIndexOf("\n") + 1;
+    if (end <= this.offset) return "";
+    const added = text.slice(this.offset, end);
+    this.offset = end;
+    return added;
+  }
+}
+
+/** The screencast of one tab on a CDP session. */
+async function screencast(context: BrowserContext, page: Page, emit: (event: FeedEvent) => void): Promise<CDPSession> {
+  const session = await context.newCDPSession(page);
+  session.on("Page.screencastFrame", (frame: { data: string; sessionId: number }) => {
+    // Chromium sends the next frame once this one is acknowledged.
+    void session.send("Page.screencastFrameAck", { sessionId: frame.sessionId }).catch(() => undefined);
+    emit({ type: "frame", data: frame.data });
+  });
+  await session.send("Page.startScreencast", { format: "jpeg", quality: 70, maxWidth: 1280, maxHeight: 800 });
+  return session;
+}
+
+/** A computer's live screen and proxy log, through the gateway. */
+export function computerFeed(access: GatewayAccess, computer: string): Feed {
+  let browser: Browser | undefined;
+  let session: CDPSession | undefined;
+  let page: Page | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let running = false;
+  let busy = false;
+  /** The URL last shown; undefined: none shown since (re)connecting. */
+  let lastUrl: string | undefined;
+  const follower = new LogFollower();
+
+  const stopScreencast = async () => {
+    const old = session;
+    session = undefined;
+    page = undefined;
+    if (old) {
+      await old.send("Page.stopScreencast").catch(() => undefined);
+      await old.detach().catch(() => undefined);
+    }
+  };
+
+  const connect = async (emit: (event: FeedEvent) => void) => {
+    let connected: Browser;
+    try {
+      connected = await chromium.connectOverCDP(cdpUrlOf(access.gatewayUrl, computer), {
+        headers: { Authorization: bearer(access.controlToken) },
+        timeout: 30_000,
+      });
+    } catch (error) {
+      emit({
+        type: "error",
+        message: `computer ${computer}'s browser did not answer on DevTools through the gateway: ${errorMessage(error).split("\n")[0]}; trying again`,
+      });
+      return;
+    }
+    if (!running) {
+      await connected.close().catch(() => undefined);
+      return;
+    }
+    browser = connected;
+    // The browser restarted (its launcher brings a dead one back) or the gateway went away: the next look connects
+    // again, and the screencast starts over on whatever tab is then on screen.
+    connected.on("disconnected", () => {
+      if (browser !== connected) return;
+      browser = undefined;
+      session = undefined;
+      page = undefined;
+      lastUrl = undefined;
+      if (running)
+        emit({ type: "error", message: `computer ${computer}'s DevTools connection closed; connecting again` });
+    });
+  };
+
+  // One look: the tab on screen (switching the screencast to it), its URL, the log's new lines.
+  const look = async (emit: (event: FeedEvent) => void, first: boolean) => {
+    if (busy || !running) return;
+    busy = true;
+    try {
+      if (browser === undefined) await connect(emit);
+      const context = browser?.contexts()[0];
+      if (running && context !== undefined) {
+        try {
+          const onScreen = await visibleTab(context);
+          if (running && onScreen !== page) {
+            await stopScreencast();
+            if (onScreen !== undefined) {
+              session = await screencast(context, onScreen, emit);
+              page = onScreen;
+            }
+          }
+          const url = page?.url() ?? "";
+          if (url !== lastUrl) {
+            lastUrl = url;
+            emit({ type: "url", url: url || "(no tab open)", title: page ? await page.title().catch(() => "") : "" });
+          }
+        } catch {
+          // A tab that closed while it was looked at: the next look finds the one on screen.
+          if (running) await stopScreencast();
+        }
+      }
+      try {
+        const lines = watchLines(follower.next(await fetchProxyLog(access.gatewayUrl, access.controlToken, computer)));
+        const shown = first ? lines.slice(-LOG_BACKLOG) : lines;
+        if (shown.length > 0 && running) emit({ type: "log", lines: shown });
+      } catch (error) {
+        if (running) emit({ type: "error", message: errorMessage(error).split("\n")[0] });
+      }
+    } finally {
+      busy = false;
+    }
+  };
+
+  return {
+    async start(emit) {
+      running = true;
+      lastUrl = undefined;
+      // A browser that does not answer yet is no failure of the feed: each look tries again.
+      await look(emit, true);
+      timer = setInterval(() => void look(emit, false), FOLLOW_MS);
+    },
+    async stop() {
+      running = false;
+      if (timer) clearInterval(timer);
+      timer = undefined;
+      while (busy) await new Promise((r) => setTimeout(r, 20));
+      await stopScreencast();
+      // Over CDP this only disconnects; the computer's browser keeps running.
+      await browser?.close().catch(() => undefined);
+      browser = undefined;
+    },
+  };
+}
