@@ -59,3 +59,18 @@ export function relayHostProblem(host: string): string | undefined {
     return "is a loopback address, which only the browser's own container reaches; give its address on its computer's network";
   return undefined;
 }
+
+/**
+ * The browser launcher's own operations, answered by its DevTools relay beside DevTools (so they are reached the way
+ * DevTools is: the gateway's `/computers/<name>/cdp/...`, the site proxy's `/cdp/...`). POST only; each answers JSON.
+ * `freshProfile` ends the running Chromium and starts it again on a new, empty profile with the start tabs, and
+ * answers `FreshProfileAnswer` once they are open: what a reset promises the next episode.
+ */
+export const BROWSER_OPERATION_PATHS = { freshProfile: "/multienv/fresh-profile" } as const;
+
+export interface FreshProfileAnswer {
+  /** The profile now in use: 1 at start, one more after each fresh profile. */
+  profile: number;
+  startTabs: number;
+  seconds: number;
+}
