@@ -11,10 +11,10 @@ import fs from "node:fs";
 import http from "node:http";
 import type net from "node:net";
 import path from "node:path";
-import { BROWSER_OPERATION_PATHS, type FreshProfileAnswer } from "../protocol/browser-config";
+import { BROWSER_OPERATION_PATHS, type FreshProfileAnswer, type StartTabsAnswer } from "../protocol/browser-config";
 import type { BrowserConfig } from "./config";
 import { startDevtoolsRelay } from "./devtools-relay";
-import { trustCa } from "./nss";
+import { trustCaByCopy } from "./nss";
 
 /**
  * Fixed flags: headless, no sandbox (containers), nothing that phones home past the proxy, and loopback sent to
@@ -78,14 +78,19 @@ export interface Launcher {
   /** The directory of the profile in use (Chromium's HOME). */
   profileDir(): string;
   /**
-   * Ends Chromium (every process of it), starts it on a new, empty profile with the start tabs, and deletes every
-   * earlier profile; resolves once the tabs are open. DevTools clients of the old Chromium are disconnected.
+   * Ends Chromium (every process of it), starts it on a new, empty profile at a blank tab, and deletes every earlier
+   * profile; resolves once it answers on DevTools. DevTools clients of the old Chromium are disconnected. Its start
+   * tabs wait for openStartTabs(): a reset opens them once the sites are emptied, not before.
    */
   freshProfile(): Promise<FreshProfileAnswer>;
+  /** Opens the start tabs in the running Chromium and closes every other tab. */
+  openStartTabs(): Promise<StartTabsAnswer>;
   stop(): Promise<void>;
 }
 
 const PROFILES_DIR = "profiles";
+/** The NSS db trusting the env CA that each profile's is copied from (a HOME of its own, outside every profile). */
+const NSS_TEMPLATE_DIR = "nss-template";
 /** How long Chromium may take to start on a fresh profile. */
 const FRESH_PROFILE_MS = 60_000;
 /** Chromium's user data, inside a profile. */
@@ -168,7 +173,7 @@ async function waitForDevtools(userDataDir: string, child: ChildProcess): Promis
     } catch {
       /* not listening yet */
     }
-    await sleep(100);
+    await sleep(25);
   }
   throw new Error("Chromium's DevTools did not answer within 30 s");
 }
@@ -208,6 +213,8 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
   /** A fresh profile under way: Chromium's exit is its doing, not a crash, and the next start is at once. */
   let renewing = false;
   let renewal: Promise<FreshProfileAnswer> | undefined;
+  /** False for the start a fresh profile asked for: at a blank tab. */
+  let withStartTabs = true;
   let readyWaiters: Array<() => void> = [];
   const nextReady = () => new Promise<void>((r) => readyWaiters.push(r));
 
@@ -228,12 +235,12 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     const userData = path.join(root, USER_DATA_DIR);
     const tmp = path.join(root, "tmp");
     for (const dir of [userData, tmp]) fs.mkdirSync(dir, { recursive: true });
-    await trustCa(config.caFile, root, options.certutil);
+    await trustCaByCopy(config.caFile, root, path.join(home, NSS_TEMPLATE_DIR), options.certutil);
     // A Chromium killed with -9 leaves its singleton lock behind; the profile is ours alone.
     // So is the port file of the last run, which would name a port no one listens on any more.
     for (const f of ["SingletonLock", "SingletonSocket", "SingletonCookie", "DevToolsActivePort"])
       fs.rmSync(path.join(userData, f), { force: true });
-    const [first, ...rest] = config.startTabs;
+    const [first, ...rest] = withStartTabs ? config.startTabs : [];
     const args = [
       ...CHROMIUM_FLAGS,
       `--proxy-server=${config.proxy}`,
@@ -267,7 +274,9 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     // Headless Chromium takes one URL on its command line; the other tabs are opened over DevTools.
     for (const url of rest) await devtools(port, "PUT", `/json/new?${encodeURI(url)}`);
     internalPort = port;
-    log({ event: "chromium-started", pid: proc.pid, profile, startTabs: config.startTabs });
+    log({ event: "chromium-started", pid: proc.pid, profile, startTabs: withStartTabs ? config.startTabs : [] });
+    // Any later start (a crash) opens them again.
+    withStartTabs = true;
     return proc;
   };
 
@@ -313,6 +322,7 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     const started = Date.now();
     const ready = nextReady();
     profile += 1;
+    withStartTabs = false;
     const proc = child;
     if (running(proc)) {
       const exited = new Promise((r) => proc.once("exit", r));
@@ -335,9 +345,29 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
       if (n !== profile)
         await fs.promises.rm(profileRoot(n), { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
     renewing = false;
-    const answer = { profile, startTabs: config.startTabs.length, seconds: (Date.now() - started) / 1000 };
+    const answer = { profile, seconds: (Date.now() - started) / 1000 };
     log({ event: "fresh-profile", ...answer });
     return answer;
+  };
+
+  const openStartTabs = async (): Promise<StartTabsAnswer> => {
+    const port = internalPort;
+    if (port === undefined) throw new Error("Chromium is not running");
+    const pages = async () =>
+      (JSON.parse((await devtools(port, "GET", "/json/list")).body) as { id: string; type: string }[])
+        .filter((t) => t.type === "page")
+        .map((t) => t.id);
+    const others = await pages();
+    // One after another, so the tabs stand in the order the config gives them; then the others go.
+    for (const url of config.startTabs) await devtools(port, "PUT", `/json/new?${encodeURI(url)}`);
+    if (config.startTabs.length > 0) {
+      for (const id of others) await devtools(port, "GET", `/json/close/${id}`);
+      // A tab closes a moment after DevTools says it will: answered once they are gone.
+      const until = Date.now() + 5_000;
+      while (Date.now() < until && (await pages()).some((id) => others.includes(id))) await sleep(25);
+    }
+    log({ event: "start-tabs", startTabs: config.startTabs });
+    return { startTabs: config.startTabs.length };
   };
 
   // One at a time: a second request while one is under way gets the same fresh profile.
@@ -351,6 +381,7 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     () => internalPort,
     {
       [BROWSER_OPERATION_PATHS.freshProfile]: renew,
+      [BROWSER_OPERATION_PATHS.startTabs]: openStartTabs,
     },
   );
   void supervise(false);
@@ -362,6 +393,7 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     ready: nextReady,
     profileDir: () => profileRoot(),
     freshProfile: renew,
+    openStartTabs,
     stop: async () => {
       stopped = true;
       const proc = child;

@@ -63,14 +63,22 @@ export function relayHostProblem(host: string): string | undefined {
 /**
  * The browser launcher's own operations, answered by its DevTools relay beside DevTools (so they are reached the way
  * DevTools is: the gateway's `/computers/<name>/cdp/...`, the site proxy's `/cdp/...`). POST only; each answers JSON.
- * `freshProfile` ends the running Chromium and starts it again on a new, empty profile with the start tabs, and
- * answers `FreshProfileAnswer` once they are open: what a reset promises the next episode.
+ * `freshProfile` ends the running Chromium and starts it on a new, empty profile at a blank tab, the old profile
+ * deleted (`FreshProfileAnswer`, once it answers on DevTools); `startTabs` opens the start tabs and closes every other
+ * tab (`StartTabsAnswer`). A reset calls the one after the mark in the proxy's log, the other once the sites are
+ * emptied.
  */
-export const BROWSER_OPERATION_PATHS = { freshProfile: "/multienv/fresh-profile" } as const;
+export const BROWSER_OPERATION_PATHS = {
+  freshProfile: "/multienv/fresh-profile",
+  startTabs: "/multienv/start-tabs",
+} as const;
 
 export interface FreshProfileAnswer {
   /** The profile now in use: 1 at start, one more after each fresh profile. */
   profile: number;
-  startTabs: number;
   seconds: number;
+}
+
+export interface StartTabsAnswer {
+  startTabs: number;
 }
