@@ -320,8 +320,8 @@ export interface ResetStackOptions extends RunnerOptions {
 
 /**
  * Puts the deployed env back to the state right after `up`, without redeploying: every site's data emptied, every
- * browser signed out of everything with its start tabs open again, the captures and the proxy logs started over
- * (see reset.ts). The next episode is counted in run.json.
+ * browser on a fresh profile (nothing of the last episode in it) at its start tabs, the captures and the proxy logs
+ * started over (see reset.ts). The next episode is counted in run.json.
  */
 export async function resetStack(stack: string, options: ResetStackOptions = {}): Promise<ResetResult> {
   return onStack(stack, options, "resetting", async (opened) =>
