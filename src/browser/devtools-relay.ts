@@ -14,6 +14,9 @@ import type { Duplex } from "node:stream";
 /** The launcher's operations by path: each answers JSON, or fails with an error whose message is the answer. */
 export type RelayOperations = Record<string, () => Promise<unknown>>;
 
+/** Longer than the site proxy's idle timeout on its connections to DevTools (300 s). */
+const KEEP_ALIVE_MS = 15 * 60_000;
+
 /** Hop-by-hop headers (RFC 9110 7.6.1): each hop's own, never passed on. */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "upgrade"]);
 
@@ -89,7 +92,7 @@ export function startDevtoolsRelay(
   listen: { host: string; port: number },
   target: () => number | undefined,
   operations: RelayOperations = {},
-): Promise<net.Server> {
+): Promise<http.Server> {
   const server = http.createServer({ requestTimeout: 0 }, (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     const operation = Object.hasOwn(operations, path) ? operations[path] : undefined;
@@ -106,6 +109,8 @@ export function startDevtoolsRelay(
     if (port === undefined) return void socket.destroy();
     pipeUpgrade(req, socket, head, port);
   });
+  // The site proxy's pool ends idle kept-alive connections, so the relay never closes one just as a request comes.
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
   server.on("clientError", (_error, socket) => socket.destroy());
   return new Promise((resolve, reject) => {
     server.once("error", reject);

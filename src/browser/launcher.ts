@@ -9,7 +9,6 @@ import { spawn, type ChildProcess } from "node:child_process";
 import dns from "node:dns";
 import fs from "node:fs";
 import http from "node:http";
-import type net from "node:net";
 import path from "node:path";
 import { BROWSER_OPERATION_PATHS, type FreshProfileAnswer, type StartTabsAnswer } from "../protocol/browser-config";
 import type { BrowserConfig } from "./config";
@@ -376,7 +375,7 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
       renewing = false;
       renewal = undefined;
     }));
-  const relay: net.Server = await startDevtoolsRelay(
+  const relay: http.Server = await startDevtoolsRelay(
     { host: listenAddress, port: config.cdpPort },
     () => internalPort,
     {
@@ -403,7 +402,9 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
         await Promise.race([exited, sleep(5000)]);
         signalGroup(proc, "SIGKILL");
       }
-      await new Promise((r) => relay.close(r));
+      const closed = new Promise((r) => relay.close(r));
+      relay.closeAllConnections();
+      await closed;
     },
   };
 }
