@@ -202,7 +202,13 @@ export async function deployStack(
         if (cancel) throw cancel;
         // A failed self-test's outputs are not saved: its error's lines are what run.json can keep of it.
         const selfTest = errors.map(parseSelfTestFailure).find((failure) => failure !== undefined);
-        if (selfTest) await recordFailedSelfTest(artifactsDir(opened, options), opened.name, selfTest.failures);
+        if (selfTest)
+          await recordFailedSelfTest(artifactsDir(opened, options), opened.name, selfTest.failures).catch(
+            (recordError: unknown) =>
+              log(
+                `warning: stack ${opened.name}: run.json could not record the failed self-test: ${String(recordError)}`,
+              ),
+          );
         // The engine's own first error says more than the CLI's "update failed".
         if (errors.length > 0) throw deployFailure(opened.name, errors[0]);
         throw error;
