@@ -221,7 +221,9 @@ describe("reset between episodes", () => {
     expect(result.episode).toBe(2);
     expect(result.sites).toEqual({ shop: "reset" });
 
-    // The agent reconnects at the URL it had, and gets a browser showing the start tab alone.
+    // Its connection was to the browser the reset ended; it reconnects at the URL it had, and gets the fresh one,
+    // showing the start tab alone.
+    expect(episode1.isConnected()).toBe(false);
     const episode2 = await connectAgent();
     const context = episode2.contexts()[0];
     await waitFor(
