@@ -84,6 +84,8 @@ export interface Launcher {
   freshProfile(): Promise<FreshProfileAnswer>;
   /** Opens the start tabs in the running Chromium and closes every other tab. */
   openStartTabs(): Promise<StartTabsAnswer>;
+  /** Closes every tab of the running Chromium but one new blank one: an episode's pages stop. */
+  blankTab(): Promise<Record<string, never>>;
   stop(): Promise<void>;
 }
 
@@ -322,6 +324,7 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     const ready = nextReady();
     profile += 1;
     withStartTabs = false;
+    const old = profileRoot(profile - 1);
     const proc = child;
     if (running(proc)) {
       const exited = new Promise((r) => proc.once("exit", r));
@@ -329,6 +332,9 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
       signalGroup(proc, "SIGKILL");
       await exited;
     }
+    // Its processes are gone: it is deleted while the new one starts.
+    const deleted = fs.promises.rm(old, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+    deleted.catch(() => undefined); // awaited below
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       ready,
@@ -339,6 +345,7 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
         );
       }),
     ]).finally(() => clearTimeout(timer));
+    await deleted;
     // Once the new profile's Chromium runs, no process of an older one is left to write to it.
     for (const n of profileNumbers(profilesDir))
       if (n !== profile)
@@ -349,7 +356,8 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     return answer;
   };
 
-  const openStartTabs = async (): Promise<StartTabsAnswer> => {
+  /** Opens `urls` as tabs, one after another (so they stand in that order), then closes every tab there was. */
+  const replaceTabs = async (urls: string[]): Promise<void> => {
     const port = internalPort;
     if (port === undefined) throw new Error("Chromium is not running");
     const pages = async () =>
@@ -357,16 +365,25 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
         .filter((t) => t.type === "page")
         .map((t) => t.id);
     const others = await pages();
-    // One after another, so the tabs stand in the order the config gives them; then the others go.
-    for (const url of config.startTabs) await devtools(port, "PUT", `/json/new?${encodeURI(url)}`);
-    if (config.startTabs.length > 0) {
-      for (const id of others) await devtools(port, "GET", `/json/close/${id}`);
-      // A tab closes a moment after DevTools says it will: answered once they are gone.
-      const until = Date.now() + 5_000;
-      while (Date.now() < until && (await pages()).some((id) => others.includes(id))) await sleep(25);
-    }
+    // Never none: a browser with no tab left would exit.
+    if (urls.length === 0) return;
+    for (const url of urls) await devtools(port, "PUT", `/json/new?${encodeURI(url)}`);
+    for (const id of others) await devtools(port, "GET", `/json/close/${id}`);
+    // A tab closes a moment after DevTools says it will: answered once they are gone.
+    const until = Date.now() + 5_000;
+    while (Date.now() < until && (await pages()).some((id) => others.includes(id))) await sleep(25);
+  };
+
+  const openStartTabs = async (): Promise<StartTabsAnswer> => {
+    await replaceTabs(config.startTabs);
     log({ event: "start-tabs", startTabs: config.startTabs });
     return { startTabs: config.startTabs.length };
+  };
+
+  const blankTab = async (): Promise<Record<string, never>> => {
+    await replaceTabs(["about:blank"]);
+    log({ event: "blank-tab" });
+    return {};
   };
 
   // One at a time: a second request while one is under way gets the same fresh profile.
@@ -381,6 +398,7 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     {
       [BROWSER_OPERATION_PATHS.freshProfile]: renew,
       [BROWSER_OPERATION_PATHS.startTabs]: openStartTabs,
+      [BROWSER_OPERATION_PATHS.blankTab]: blankTab,
     },
   );
   void supervise(false);
@@ -393,6 +411,7 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     profileDir: () => profileRoot(),
     freshProfile: renew,
     openStartTabs,
+    blankTab,
     stop: async () => {
       stopped = true;
       const proc = child;

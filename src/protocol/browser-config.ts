@@ -65,12 +65,14 @@ export function relayHostProblem(host: string): string | undefined {
  * DevTools is: the gateway's `/computers/<name>/cdp/...`, the site proxy's `/cdp/...`). POST only; each answers JSON.
  * `freshProfile` ends the running Chromium and starts it on a new, empty profile at a blank tab, the old profile
  * deleted (`FreshProfileAnswer`, once it answers on DevTools); `startTabs` opens the start tabs and closes every other
- * tab (`StartTabsAnswer`). A reset calls the one after the mark in the proxy's log, the other once the sites are
+ * tab (`StartTabsAnswer`); `blankTab` closes every tab but a new blank one (`{}`). A reset ends an episode's pages
+ * with `blankTab`, takes a fresh profile once the proxy's log is marked, and opens the start tabs once the sites are
  * emptied.
  */
 export const BROWSER_OPERATION_PATHS = {
   freshProfile: "/multienv/fresh-profile",
   startTabs: "/multienv/start-tabs",
+  blankTab: "/multienv/blank-tab",
 } as const;
 
 export interface FreshProfileAnswer {

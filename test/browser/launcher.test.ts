@@ -218,6 +218,9 @@ describe("browser launcher", () => {
       expect((await ask("GET", "/multienv/fresh-profile")).status).toBe(405);
       expect((await ask("POST", "/multienv/fresh-profile", { origin: "http://app.test" })).status).toBe(403);
       expect(launcher.pid()).toBe(pid);
+      // An episode's pages stop: one blank tab is left.
+      expect((await ask("POST", "/multienv/blank-tab")).status).toBe(200);
+      expect((await devtoolsTabs()).map((t) => t.url)).toEqual(["about:blank"]);
       const fresh = await ask("POST", "/multienv/fresh-profile");
       expect(fresh.status).toBe(200);
       expect(JSON.parse(fresh.body)).toMatchObject({ profile: 2 });
