@@ -18,7 +18,6 @@
 import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { OutputMap } from "@pulumi/pulumi/automation";
-import { chromium, type Browser } from "playwright-core";
 import { bearer } from "../protocol/auth";
 import { BROWSER_OPERATION_PATHS, type FreshProfileAnswer, type StartTabsAnswer } from "../protocol/browser-config";
 import {
@@ -63,8 +62,8 @@ export interface ResetResult {
   collected?: CollectResult;
   /** How each site's data was emptied. */
   sites: Record<string, "reset" | "restarted">;
-  /** Each computer's browser: the cookies episode 1 left (gone with its profile), the fresh profile, its start tabs. */
-  computers: Record<string, { cookies: number; profile: number; startTabs: number }>;
+  /** Each computer's browser: the profile it is on now (1 was the deploy's), the start tabs it opened. */
+  computers: Record<string, { profile: number; startTabs: number }>;
   seconds: number;
 }
 
@@ -127,31 +126,6 @@ async function restartCapture(sidecar: StackContainer): Promise<void> {
     await new Promise((r) => setTimeout(r, 20));
   }
   await container.restart({ t: 1 });
-}
-
-/** A computer's browser over DevTools through the gateway, held for the whole reset. */
-async function connectBrowser(access: GatewayAccess, computer: string): Promise<Browser> {
-  try {
-    return await chromium.connectOverCDP(cdpUrlOf(access.gatewayUrl, computer), {
-      headers: { Authorization: bearer(access.controlToken) },
-      timeout: 15_000,
-    });
-  } catch (error) {
-    throw new RunnerError(
-      `computer ${computer}'s browser did not answer on DevTools through the gateway: ${errorMessage(error).split("\n")[0]}`,
-    );
-  }
-}
-
-/** Ends the episode in a browser: one blank tab left, every other closed; the cookies it held, counted. */
-async function closeTabs(browser: Browser, computer: string): Promise<number> {
-  const context = browser.contexts()[0];
-  if (context === undefined) throw new RunnerError(`computer ${computer}'s browser has no default context`);
-  const old = context.pages();
-  // The blank tab first: a browser with no tab left would exit.
-  await context.newPage();
-  await Promise.all(old.map((page) => page.close().catch(() => undefined)));
-  return (await context.cookies()).length;
 }
 
 /**
@@ -217,129 +191,120 @@ export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise
   phase("state read");
 
   // 1. End the episode: the browsers' tabs close, every connection their proxies hold ends and is logged.
-  const browsers = new Map<string, Browser>();
-  try {
-    const cookies = new Map<string, number>();
-    await Promise.all(
-      computers.map(async (computer) => {
-        const browser = await connectBrowser(access, computer);
-        browsers.set(computer, browser);
-        cookies.set(computer, await closeTabs(browser, computer));
-      }),
-    );
-    // Disconnecting leaves each browser running, at its blank tab, until its fresh profile (4).
-    await Promise.all([...browsers.values()].map((b) => b.close().catch(() => undefined)));
-    phase("tabs closed");
-    // Every connection ends and is logged; the proxy marks where the next episode's lines begin.
-    let record = await readRunRecord(options.artifactsDir, stack.name);
-    const episode = record.episode ?? 1;
-    await Promise.all(
-      computers.map(async (computer) => {
-        const ended = await endProxyConnections(access.gatewayUrl, access.controlToken, computer, {
-          episode: episode + 1,
-        });
-        if (ended === undefined)
-          throw new RunnerError(
-            `stack ${stack.name}: computer ${computer}'s site proxy cannot end its connections (an image from before reset); run \`multienv up ${stack.name}\` first`,
-          );
-      }),
-    );
-    phase(`episode ${episode} ended and logged`);
-    // 4, its first half, while the episode is collected and the sites start over: each browser ends and starts
-    // again on a fresh profile, at a blank tab (its start tabs wait for the emptied sites).
-    const fresh = Promise.all(
-      computers.map(
-        async (computer) =>
-          [
-            computer,
-            await browserOperation<FreshProfileAnswer>(
-              access,
-              computer,
-              BROWSER_OPERATION_PATHS.freshProfile,
-              "start on a fresh profile",
-            ),
-          ] as const,
-      ),
-    );
-    fresh.catch(() => undefined); // awaited below; a failure before then must not go unhandled
-    let collected: CollectResult | undefined;
-    if (options.collect) {
-      collected = await collectRun({ ...collectOptions, episode, failOnCaptureError: options.failOnCaptureError, log });
-      record = collected.record;
-      phase(`episode ${episode} collected`);
-    }
-    // What was collected of the episode, now or before, moves out of the way of the next one.
-    const archived = await archiveEpisode(options.artifactsDir, episode);
-
-    // 2 and 3. The sites' data and the captures start over.
-    let card: GatewayCard | undefined;
-    try {
-      card = await gatewayCard(access);
-    } catch (error) {
-      log(
-        `warning: stack ${stack.name}: the gateway's card could not be read (${errorMessage(error)}); every site's server is restarted instead`,
-      );
-    }
-    const sites: ResetResult["sites"] = {};
-    const siteWork = Object.keys(outputs.websites).map(async (site) => {
-      sites[site] = await resetSite(
-        access,
-        card,
-        site,
-        containers.find((c) => c.role === "server" && c.site === site),
-      );
-    });
-    await Promise.all(siteWork);
-    // After the sites: a sidecar joins its site container's network namespace, which a restarting server has not.
-    if (outputs.captureTraffic) await Promise.all(containers.filter((c) => c.role === "capture").map(restartCapture));
-    phase("sites and captures started over");
-
-    // 4. The browsers, on their fresh profiles, open their start tabs.
-    const profiles = new Map(await fresh);
-    phase("browsers on fresh profiles");
-    const cleaned: ResetResult["computers"] = {};
-    await Promise.all(
-      computers.map(async (computer) => {
-        const tabs = await browserOperation<StartTabsAnswer>(
-          access,
-          computer,
-          BROWSER_OPERATION_PATHS.startTabs,
-          "open its start tabs",
+  await Promise.all(
+    computers.map((computer) =>
+      browserOperation(access, computer, BROWSER_OPERATION_PATHS.blankTab, "close the episode's tabs"),
+    ),
+  );
+  phase("tabs closed");
+  // Every connection ends and is logged; the proxy marks where the next episode's lines begin.
+  let record = await readRunRecord(options.artifactsDir, stack.name);
+  const episode = record.episode ?? 1;
+  await Promise.all(
+    computers.map(async (computer) => {
+      const ended = await endProxyConnections(access.gatewayUrl, access.controlToken, computer, {
+        episode: episode + 1,
+      });
+      if (ended === undefined)
+        throw new RunnerError(
+          `stack ${stack.name}: computer ${computer}'s site proxy cannot end its connections (an image from before reset); run \`multienv up ${stack.name}\` first`,
         );
-        const profile = profiles.get(computer)!.profile;
-        cleaned[computer] = { cookies: cookies.get(computer) ?? 0, profile, startTabs: tabs.startTabs };
-      }),
-    );
-    phase("start tabs open");
-
-    // 5. The next episode begins.
-    const finished: EpisodeRecord = {
-      episode,
-      endedAt: new Date().toISOString(),
-      collected: options.collect === true,
-      ...(archived ? { dir: archived } : {}),
-      ...(collected
-        ? {
-            reproducible: collected.record.reproducible,
-            publicHostsContacted: collected.record.publicHostsContacted,
-            captures: collected.record.captures.length,
-          }
-        : {}),
-    };
-    await writeRunRecord(options.artifactsDir, {
-      ...record,
-      episode: episode + 1,
-      episodeStartedAt: new Date().toISOString(),
-      episodes: [...(record.episodes ?? []), finished],
-      captures: [],
-      captureErrors: [],
-      evidence: {},
-      publicHostsContacted: [],
-    });
-    const seconds = (Date.now() - started) / 1000;
-    return { episode: episode + 1, collected, sites, computers: cleaned, seconds };
-  } finally {
-    // Disconnecting leaves each browser running (a failure between 1 and 4 leaves it at its blank tab).
-    await Promise.all([...browsers.values()].map((b) => b.close().catch(() => undefined)));
+    }),
+  );
+  phase(`episode ${episode} ended and logged`);
+  let collected: CollectResult | undefined;
+  if (options.collect) {
+    collected = await collectRun({ ...collectOptions, episode, failOnCaptureError: options.failOnCaptureError, log });
+    record = collected.record;
+    phase(`episode ${episode} collected`);
   }
+  // What was collected of the episode, now or before, moves out of the way of the next one.
+  const archived = await archiveEpisode(options.artifactsDir, episode);
+
+  // 4, its first half, while the sites and captures start over: each browser ends and starts again on a fresh
+  // profile, at a blank tab (its start tabs wait for the emptied sites). Not before the collection, which may
+  // stop the reset with the env as it was.
+  const fresh = Promise.all(
+    computers.map(
+      async (computer) =>
+        [
+          computer,
+          await browserOperation<FreshProfileAnswer>(
+            access,
+            computer,
+            BROWSER_OPERATION_PATHS.freshProfile,
+            "start on a fresh profile",
+          ),
+        ] as const,
+    ),
+  );
+  fresh.catch(() => undefined); // awaited below; a failure before then must not go unhandled
+
+  // 2 and 3. The sites' data and the captures start over.
+  let card: GatewayCard | undefined;
+  try {
+    card = await gatewayCard(access);
+  } catch (error) {
+    log(
+      `warning: stack ${stack.name}: the gateway's card could not be read (${errorMessage(error)}); every site's server is restarted instead`,
+    );
+  }
+  const sites: ResetResult["sites"] = {};
+  const siteWork = Object.keys(outputs.websites).map(async (site) => {
+    sites[site] = await resetSite(
+      access,
+      card,
+      site,
+      containers.find((c) => c.role === "server" && c.site === site),
+    );
+  });
+  await Promise.all(siteWork);
+  // After the sites: a sidecar joins its site container's network namespace, which a restarting server has not.
+  if (outputs.captureTraffic) await Promise.all(containers.filter((c) => c.role === "capture").map(restartCapture));
+  phase("sites and captures started over");
+
+  // 4. The browsers, on their fresh profiles, open their start tabs.
+  const profiles = new Map(await fresh);
+  phase("browsers on fresh profiles");
+  const cleaned: ResetResult["computers"] = {};
+  await Promise.all(
+    computers.map(async (computer) => {
+      const tabs = await browserOperation<StartTabsAnswer>(
+        access,
+        computer,
+        BROWSER_OPERATION_PATHS.startTabs,
+        "open its start tabs",
+      );
+      const profile = profiles.get(computer)!.profile;
+      cleaned[computer] = { profile, startTabs: tabs.startTabs };
+    }),
+  );
+  phase("start tabs open");
+
+  // 5. The next episode begins.
+  const finished: EpisodeRecord = {
+    episode,
+    endedAt: new Date().toISOString(),
+    collected: options.collect === true,
+    ...(archived ? { dir: archived } : {}),
+    ...(collected
+      ? {
+          reproducible: collected.record.reproducible,
+          publicHostsContacted: collected.record.publicHostsContacted,
+          captures: collected.record.captures.length,
+        }
+      : {}),
+  };
+  await writeRunRecord(options.artifactsDir, {
+    ...record,
+    episode: episode + 1,
+    episodeStartedAt: new Date().toISOString(),
+    episodes: [...(record.episodes ?? []), finished],
+    captures: [],
+    captureErrors: [],
+    evidence: {},
+    publicHostsContacted: [],
+  });
+  const seconds = (Date.now() - started) / 1000;
+  return { episode: episode + 1, collected, sites, computers: cleaned, seconds };
 }
