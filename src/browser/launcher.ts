@@ -1,15 +1,19 @@
 // Runs Chromium for a browser computer: waits for the env CA, trusts it, launches headless
 // Chromium behind the computer's site proxy with its start tabs, and launches it again
-// whenever it dies (a computer's browser must come back without the runner's help).
+// whenever it dies (a computer's browser must come back without the runner's help), on the same profile.
+// On request (its relay's fresh-profile operation, which a reset calls) it ends Chromium and starts it on a new,
+// empty profile: a profile is a directory that is Chromium's HOME and user data both, so everything an episode
+// could leave on the browser's disk (cookies, every origin's storage, service workers, HSTS, permissions, history,
+// downloads, caches, the NSS store) is in it, and is deleted with it.
 import { spawn, type ChildProcess } from "node:child_process";
 import dns from "node:dns";
 import fs from "node:fs";
 import http from "node:http";
-import type net from "node:net";
 import path from "node:path";
+import { BROWSER_OPERATION_PATHS, type FreshProfileAnswer, type StartTabsAnswer } from "../protocol/browser-config";
 import type { BrowserConfig } from "./config";
 import { startDevtoolsRelay } from "./devtools-relay";
-import { trustCa } from "./nss";
+import { trustCaByCopy } from "./nss";
 
 /**
  * Fixed flags: headless, no sandbox (containers), nothing that phones home past the proxy, and loopback sent to
@@ -51,10 +55,12 @@ const RESOLVE_MS = 5_000;
 export interface LauncherOptions {
   chromium?: string;
   certutil?: string;
-  /** HOME of Chromium: its NSS trust store lives at $HOME/.pki/nssdb. */
+  /**
+   * The launcher's directory. Each profile is `profiles/<n>` under it, Chromium's HOME (its NSS trust store at
+   * .pki/nssdb, its downloads, caches and temporary files) with its user data in `chromium/`. A profile is kept
+   * across restarts, so a signed-in session survives a crash; a fresh profile replaces it.
+   */
   home?: string;
-  /** Chromium's profile, kept across restarts so a signed-in session survives a crash. */
-  profileDir?: string;
   restartDelayMs?: number;
   log?: (record: Record<string, unknown>) => void;
 }
@@ -68,7 +74,49 @@ export interface Launcher {
   relayAddress(): string;
   /** Resolves after the next (re)start of Chromium has opened its start tabs. */
   ready(): Promise<void>;
+  /** The directory of the profile in use (Chromium's HOME). */
+  profileDir(): string;
+  /**
+   * Ends Chromium (every process of it), starts it on a new, empty profile at a blank tab, and deletes every earlier
+   * profile; resolves once it answers on DevTools. DevTools clients of the old Chromium are disconnected. Its start
+   * tabs wait for openStartTabs(): a reset opens them once the sites are emptied, not before.
+   */
+  freshProfile(): Promise<FreshProfileAnswer>;
+  /** Opens the start tabs in the running Chromium and closes every other tab. */
+  openStartTabs(): Promise<StartTabsAnswer>;
+  /** Closes every tab of the running Chromium but one new blank one: an episode's pages stop. */
+  blankTab(): Promise<Record<string, never>>;
   stop(): Promise<void>;
+}
+
+const PROFILES_DIR = "profiles";
+/** The NSS db trusting the env CA that each profile's is copied from (a HOME of its own, outside every profile). */
+const NSS_TEMPLATE_DIR = "nss-template";
+/** How long Chromium may take to start on a fresh profile. */
+const FRESH_PROFILE_MS = 60_000;
+/** Chromium's user data, inside a profile. */
+const USER_DATA_DIR = "chromium";
+
+/** Signals Chromium's whole process group (it runs detached, as the group's leader): its helpers too. */
+function signalGroup(proc: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-proc.pid!, signal);
+  } catch {
+    proc.kill(signal);
+  }
+}
+
+function running(proc: ChildProcess | undefined): proc is ChildProcess {
+  return proc !== undefined && proc.exitCode === null && proc.signalCode === null;
+}
+
+/** The profiles under `dir` by number, oldest first. */
+function profileNumbers(dir: string): number[] {
+  const names = fs.existsSync(dir) ? fs.readdirSync(dir) : [];
+  return names
+    .filter((n) => /^[1-9][0-9]*$/.test(n))
+    .map(Number)
+    .sort((a, b) => a - b);
 }
 
 export function jsonLog(record: Record<string, unknown>): void {
@@ -115,18 +163,18 @@ function devtools(port: number, method: string, pathAndQuery: string): Promise<{
 }
 
 /** The port Chromium's DevTools took (`--remote-debugging-port=0`), read from the profile once it answers. */
-async function waitForDevtools(profileDir: string, child: ChildProcess): Promise<number> {
+async function waitForDevtools(userDataDir: string, child: ChildProcess): Promise<number> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null)
       throw new Error("Chromium exited before DevTools answered");
     try {
-      const port = Number(fs.readFileSync(path.join(profileDir, "DevToolsActivePort"), "utf8").split("\n")[0]);
+      const port = Number(fs.readFileSync(path.join(userDataDir, "DevToolsActivePort"), "utf8").split("\n")[0]);
       if (port > 0 && (await devtools(port, "GET", "/json/version")).status === 200) return port;
     } catch {
       /* not listening yet */
     }
-    await sleep(100);
+    await sleep(25);
   }
   throw new Error("Chromium's DevTools did not answer within 30 s");
 }
@@ -154,11 +202,22 @@ async function relayAddress(host: string): Promise<string> {
 export async function start(config: BrowserConfig, options: LauncherOptions = {}): Promise<Launcher> {
   const log = options.log ?? jsonLog;
   const home = options.home ?? process.env.HOME ?? "/root";
-  const profileDir = options.profileDir ?? path.join(home, ".config", "multienv-chromium");
+  const profilesDir = path.join(home, PROFILES_DIR);
+  // A restarted container goes on with the profile it had; any other is what an interrupted fresh profile left.
+  let profile = profileNumbers(profilesDir).at(-1) ?? 1;
+  const profileRoot = (n = profile) => path.join(profilesDir, String(n));
+  for (const n of profileNumbers(profilesDir))
+    if (n !== profile) fs.rmSync(profileRoot(n), { recursive: true, force: true });
   let child: ChildProcess | undefined;
   let internalPort: number | undefined;
   let stopped = false;
+  /** A fresh profile under way: Chromium's exit is its doing, not a crash, and the next start is at once. */
+  let renewing = false;
+  let renewal: Promise<FreshProfileAnswer> | undefined;
+  /** False for the start a fresh profile asked for: at a blank tab. */
+  let withStartTabs = true;
   let readyWaiters: Array<() => void> = [];
+  const nextReady = () => new Promise<void>((r) => readyWaiters.push(r));
 
   const listenAddress = await relayAddress(config.cdpHost);
   log({
@@ -168,36 +227,57 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     cdpHost: config.cdpHost,
     cdpAddress: listenAddress,
     cdpPort: config.cdpPort,
+    profile,
   });
-  const relay: net.Server = await startDevtoolsRelay({ host: listenAddress, port: config.cdpPort }, () => internalPort);
 
   const launchOnce = async (): Promise<ChildProcess> => {
     await waitForFile(config.caFile, () => stopped, log);
-    await trustCa(config.caFile, home, options.certutil);
-    fs.mkdirSync(profileDir, { recursive: true });
+    const root = profileRoot();
+    const userData = path.join(root, USER_DATA_DIR);
+    const tmp = path.join(root, "tmp");
+    for (const dir of [userData, tmp]) fs.mkdirSync(dir, { recursive: true });
+    await trustCaByCopy(config.caFile, root, path.join(home, NSS_TEMPLATE_DIR), options.certutil);
     // A Chromium killed with -9 leaves its singleton lock behind; the profile is ours alone.
     // So is the port file of the last run, which would name a port no one listens on any more.
     for (const f of ["SingletonLock", "SingletonSocket", "SingletonCookie", "DevToolsActivePort"])
-      fs.rmSync(path.join(profileDir, f), { force: true });
-    const [first, ...rest] = config.startTabs;
+      fs.rmSync(path.join(userData, f), { force: true });
+    const [first, ...rest] = withStartTabs ? config.startTabs : [];
     const args = [
       ...CHROMIUM_FLAGS,
       `--proxy-server=${config.proxy}`,
       // A port of Chromium's choosing on 127.0.0.1, read back from the profile: two browsers never collide.
       "--remote-debugging-port=0",
-      `--user-data-dir=${profileDir}`,
+      `--user-data-dir=${userData}`,
       first ?? "about:blank",
     ];
     const proc = spawn(options.chromium ?? "chromium", args, {
-      env: { ...process.env, HOME: home },
+      // Every place Chromium writes outside its user data is the profile's too.
+      env: {
+        ...process.env,
+        HOME: root,
+        XDG_CONFIG_HOME: path.join(root, ".config"),
+        XDG_CACHE_HOME: path.join(root, ".cache"),
+        XDG_DATA_HOME: path.join(root, ".local", "share"),
+        TMPDIR: tmp,
+      },
       stdio: ["ignore", "ignore", "pipe"],
+      // A group of its own, so that ending it ends its helper processes at once, before the profile goes.
+      detached: true,
     });
+    child = proc;
     proc.stderr?.resume();
-    const port = await waitForDevtools(profileDir, proc);
+    const port = await waitForDevtools(userData, proc);
+    // A fresh profile asked for while this one was starting: this start is not the one it waits for.
+    if (root !== profileRoot()) {
+      signalGroup(proc, "SIGKILL");
+      throw new Error(`a fresh profile replaced profile ${root} while Chromium started on it`);
+    }
     // Headless Chromium takes one URL on its command line; the other tabs are opened over DevTools.
     for (const url of rest) await devtools(port, "PUT", `/json/new?${encodeURI(url)}`);
     internalPort = port;
-    log({ event: "chromium-started", pid: proc.pid, startTabs: config.startTabs });
+    log({ event: "chromium-started", pid: proc.pid, profile, startTabs: withStartTabs ? config.startTabs : [] });
+    // Any later start (a crash) opens them again.
+    withStartTabs = true;
     return proc;
   };
 
@@ -205,11 +285,10 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     while (!stopped) {
       try {
         if (restart) log({ event: "restarted" });
-        child = await launchOnce();
+        const proc = await launchOnce();
         const waiters = readyWaiters;
         readyWaiters = [];
         waiters.forEach((w) => w());
-        const proc = child;
         const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((r) => {
           if (proc.exitCode !== null || proc.signalCode !== null) r([proc.exitCode, proc.signalCode]);
           else proc.once("exit", (c, s) => r([c, s]));
@@ -217,35 +296,134 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
         child = undefined;
         internalPort = undefined;
         if (stopped) return;
+        if (renewing) {
+          restart = false;
+          continue;
+        }
         log({ event: "chromium-exited", code, signal });
       } catch (e) {
-        if (stopped) return;
-        log({ event: "error", error: (e as Error).message });
-        child?.kill("SIGKILL");
+        if (child) signalGroup(child, "SIGKILL");
         child = undefined;
         internalPort = undefined;
+        if (stopped) return;
+        if (renewing) {
+          restart = false;
+          continue;
+        }
+        log({ event: "error", error: (e as Error).message });
       }
       restart = true;
       await sleep(options.restartDelayMs ?? 500);
     }
   };
+
+  const freshProfile = async (): Promise<FreshProfileAnswer> => {
+    if (stopped) throw new Error("the launcher is stopping");
+    renewing = true;
+    const started = Date.now();
+    const ready = nextReady();
+    profile += 1;
+    withStartTabs = false;
+    const old = profileRoot(profile - 1);
+    const proc = child;
+    if (running(proc)) {
+      const exited = new Promise((r) => proc.once("exit", r));
+      // Nothing of the old profile is kept, so nothing needs writing out: no graceful shutdown.
+      signalGroup(proc, "SIGKILL");
+      await exited;
+    }
+    // Its processes are gone: it is deleted while the new one starts.
+    const deleted = fs.promises.rm(old, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+    deleted.catch(() => undefined); // awaited below
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      ready,
+      new Promise((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`Chromium did not start on a fresh profile within ${FRESH_PROFILE_MS / 1000} s`)),
+          FRESH_PROFILE_MS,
+        );
+      }),
+    ]).finally(() => clearTimeout(timer));
+    await deleted;
+    // Once the new profile's Chromium runs, no process of an older one is left to write to it.
+    for (const n of profileNumbers(profilesDir))
+      if (n !== profile)
+        await fs.promises.rm(profileRoot(n), { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+    renewing = false;
+    const answer = { profile, seconds: (Date.now() - started) / 1000 };
+    log({ event: "fresh-profile", ...answer });
+    return answer;
+  };
+
+  /** Opens `urls` as tabs, one after another (so they stand in that order), then closes every tab there was. */
+  const replaceTabs = async (urls: string[]): Promise<void> => {
+    const port = internalPort;
+    if (port === undefined) throw new Error("Chromium is not running");
+    const pages = async () =>
+      (JSON.parse((await devtools(port, "GET", "/json/list")).body) as { id: string; type: string }[])
+        .filter((t) => t.type === "page")
+        .map((t) => t.id);
+    const others = await pages();
+    // Never none: a browser with no tab left would exit.
+    if (urls.length === 0) return;
+    for (const url of urls) await devtools(port, "PUT", `/json/new?${encodeURI(url)}`);
+    for (const id of others) await devtools(port, "GET", `/json/close/${id}`);
+    // A tab closes a moment after DevTools says it will: answered once they are gone.
+    const until = Date.now() + 5_000;
+    while (Date.now() < until && (await pages()).some((id) => others.includes(id))) await sleep(25);
+  };
+
+  const openStartTabs = async (): Promise<StartTabsAnswer> => {
+    await replaceTabs(config.startTabs);
+    log({ event: "start-tabs", startTabs: config.startTabs });
+    return { startTabs: config.startTabs.length };
+  };
+
+  const blankTab = async (): Promise<Record<string, never>> => {
+    await replaceTabs(["about:blank"]);
+    log({ event: "blank-tab" });
+    return {};
+  };
+
+  // One at a time: a second request while one is under way gets the same fresh profile.
+  const renew = () =>
+    (renewal ??= freshProfile().finally(() => {
+      renewing = false;
+      renewal = undefined;
+    }));
+  const relay: http.Server = await startDevtoolsRelay(
+    { host: listenAddress, port: config.cdpPort },
+    () => internalPort,
+    {
+      [BROWSER_OPERATION_PATHS.freshProfile]: renew,
+      [BROWSER_OPERATION_PATHS.startTabs]: openStartTabs,
+      [BROWSER_OPERATION_PATHS.blankTab]: blankTab,
+    },
+  );
   void supervise(false);
 
   return {
     pid: () => child?.pid,
     devtoolsPort: () => internalPort,
     relayAddress: () => listenAddress,
-    ready: () => new Promise<void>((r) => readyWaiters.push(r)),
+    ready: nextReady,
+    profileDir: () => profileRoot(),
+    freshProfile: renew,
+    openStartTabs,
+    blankTab,
     stop: async () => {
       stopped = true;
       const proc = child;
-      if (proc && proc.exitCode === null && proc.signalCode === null) {
+      if (running(proc)) {
         const exited = new Promise((r) => proc.once("exit", r));
         proc.kill("SIGTERM");
         await Promise.race([exited, sleep(5000)]);
-        if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+        signalGroup(proc, "SIGKILL");
       }
-      await new Promise((r) => relay.close(r));
+      const closed = new Promise((r) => relay.close(r));
+      relay.closeAllConnections();
+      await closed;
     },
   };
 }

@@ -24,3 +24,28 @@ export async function trustCa(caFile: string, home: string, certutil = "certutil
   await run(certutil, ["-D", "-d", db, "-n", NICKNAME]).catch(() => undefined);
   await run(certutil, ["-A", "-d", db, "-n", NICKNAME, "-t", "C,,", "-i", caFile]);
 }
+
+/**
+ * Makes the NSS db under `home` trust `caFile` by copying one built under `templateHome`, which is built again only
+ * when the CA changed: a fresh profile then costs a copy, not three runs of certutil.
+ */
+export async function trustCaByCopy(
+  caFile: string,
+  home: string,
+  templateHome: string,
+  certutil = "certutil",
+): Promise<void> {
+  const template = nssDirOf(templateHome);
+  const built = path.join(template, "multienv-ca.pem");
+  const ca = fs.readFileSync(caFile);
+  if (!(fs.existsSync(built) && fs.readFileSync(built).equals(ca))) {
+    // The bytes read are the ones imported and recorded, whatever the file holds by then.
+    fs.rmSync(built, { force: true });
+    fs.mkdirSync(template, { recursive: true, mode: 0o700 });
+    const pending = `${built}.pending`;
+    fs.writeFileSync(pending, ca);
+    await trustCa(pending, templateHome, certutil);
+    fs.renameSync(pending, built);
+  }
+  fs.cpSync(template, nssDirOf(home), { recursive: true });
+}

@@ -59,3 +59,28 @@ export function relayHostProblem(host: string): string | undefined {
     return "is a loopback address, which only the browser's own container reaches; give its address on its computer's network";
   return undefined;
 }
+
+/**
+ * The browser launcher's own operations, answered by its DevTools relay beside DevTools (so they are reached the way
+ * DevTools is: the gateway's `/computers/<name>/cdp/...`, the site proxy's `/cdp/...`). POST only; each answers JSON.
+ * `freshProfile` ends the running Chromium and starts it on a new, empty profile at a blank tab, the old profile
+ * deleted (`FreshProfileAnswer`, once it answers on DevTools); `startTabs` opens the start tabs and closes every other
+ * tab (`StartTabsAnswer`); `blankTab` closes every tab but a new blank one (`{}`). A reset ends an episode's pages
+ * with `blankTab`, takes a fresh profile once the proxy's log is marked, and opens the start tabs once the sites are
+ * emptied.
+ */
+export const BROWSER_OPERATION_PATHS = {
+  freshProfile: "/multienv/fresh-profile",
+  startTabs: "/multienv/start-tabs",
+  blankTab: "/multienv/blank-tab",
+} as const;
+
+export interface FreshProfileAnswer {
+  /** The profile now in use: 1 at start, one more after each fresh profile. */
+  profile: number;
+  seconds: number;
+}
+
+export interface StartTabsAnswer {
+  startTabs: number;
+}

@@ -2,7 +2,8 @@
 // (src/plan/self-test.ts decides the checks). Every check is a page load in the computer's own browser, in a
 // browser context of its own (so the agent's profile keeps nothing of it), through the computer's own proxy:
 // what the agent's browser would see. The proxy's log marks the self-test's start and end, so no episode's
-// evidence counts its connections. A failed check fails the deploy, naming the computer and the check.
+// evidence counts its connections. A failed check fails the deploy, one line per failure naming the computer and the
+// check (the engine shows every line of the error, and the runner reads them back).
 // Start tabs are checked too, against the names the sites' own cards declare: a tab at a name no site claims
 // would open an error page in front of the agent.
 import { randomBytes } from "node:crypto";
@@ -20,6 +21,7 @@ import {
   logMarkQuery,
 } from "../protocol/site-proxy";
 import type { SelfTestCheckResult, SelfTestResults } from "../protocol/outputs";
+import { formatSelfTestFailure } from "../protocol/self-test-failure";
 import { diffInputs, pick, type Operations } from "./operation";
 
 const INPUT_KEYS = ["gatewayUrl", "controlToken", "checks", "startTabs", "deployed"] as const;
@@ -254,14 +256,12 @@ export async function runSelfTest(inputs: {
   };
 }
 
-/** The deploy's error for failed checks: one line per failure, naming the computer and the check. */
+/**
+ * The deploy's error for failed checks: a first line that stands alone, then one line per failure, naming the
+ * computer and the check (src/protocol/self-test-failure.ts).
+ */
 export function selfTestFailure(results: SelfTestResults): string {
-  const lines: string[] = [];
-  for (const byComputer of [results.computers, results.startTabs]) {
-    for (const [computer, checks] of Object.entries(byComputer))
-      for (const r of checks.filter((c) => !c.ok)) lines.push(`computer ${computer}: ${r.check}: ${r.detail}`);
-  }
-  return `the self-test failed:\n${lines.join("\n")}\n(skip it with \`multienv up --no-self-test\`, or selfTest: false in the stack config)`;
+  return formatSelfTestFailure(results);
 }
 
 async function run(inputs: Record<string, any>): Promise<Record<string, any>> {

@@ -1,6 +1,7 @@
 // The `multienv` CLI (bin/multienv.js). Each subcommand lives in its own module under commands/ and registers
 // itself with `register(program)`; adding one is adding its module to COMMANDS.
 import { Command } from "commander";
+import { failureText } from "./commands/common";
 import * as check from "./commands/check";
 import * as collect from "./commands/collect";
 import * as down from "./commands/down";
@@ -42,6 +43,6 @@ export function buildCli(): Command {
 buildCli()
   .parseAsync(process.argv)
   .catch((error: unknown) => {
-    process.stderr.write(`multienv: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}\n`);
+    process.stderr.write(failureText(undefined, error));
     process.exitCode = 1;
   });

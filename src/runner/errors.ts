@@ -1,10 +1,31 @@
-// The runner's errors: one line each, naming the stack and what to do.
+// The runner's errors: a first line naming the stack and what to do, and, where one line cannot hold them, the facts
+// behind it on lines of their own (a failed self-test's checks, one each).
 // The Automation API throws CommandErrors carrying the whole Pulumi CLI transcript; a user at a terminal
-// (or a test runner's log) needs the one fact that matters, so they are translated here, in one place.
+// (or a test runner's log) needs the facts that matter, so they are translated here, in one place.
 
-/** An error whose message is already a complete, one-line instruction for the user. */
+/**
+ * An error whose message is already what the user needs: its first line a complete instruction, any further line one
+ * fact behind it. Every line of it is shown (`multienv` prints them all).
+ */
 export class RunnerError extends Error {
   override name = "RunnerError";
+}
+
+/**
+ * A deploy that failed on the engine's `engineError` (a resource's error, as the engine reported it): its first line
+ * with the next step, then each further line of it, such as a self-test's failing checks.
+ */
+export function deployFailure(stack: string, engineError: string): RunnerError {
+  const [first = "unknown error", ...rest] = engineError
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "");
+  return new RunnerError(
+    [
+      `stack ${stack}: deploying failed: ${first.replace(/:$/, "")}; fix it and run \`multienv up ${stack}\` again`,
+      ...rest,
+    ].join("\n"),
+  );
 }
 
 export const PULUMI_INSTALL_HINT =

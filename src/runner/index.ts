@@ -20,12 +20,13 @@ import { SELF_TEST_ENV } from "../plan/self-test";
 import { artifactsDirOf } from "./artifacts";
 import { collectRun, type CollectResult } from "./collect";
 import { collectOptionsFor, collectThenDestroy, type DownResult } from "./down";
-import { explain, RunnerError } from "./errors";
+import { deployFailure, explain, RunnerError } from "./errors";
 import { displayOutputs, gatewayAccessOf, readOutputs, type GatewayAccess, type StackOutputs } from "./outputs";
 import { ProgressReporter, resourcesInDeployment, StepCounter } from "./progress";
 import { hostsToReach, unreachableHosts, unreachableMessage, type StateResource } from "./hosts-reachable";
 import { resetEnv, type ResetResult } from "./reset";
-import { readRunRecord, withReproducibility, writeRunRecord } from "./run-record";
+import { readRunRecord, recordFailedSelfTest, withReproducibility, writeRunRecord } from "./run-record";
+import { parseSelfTestFailure } from "../protocol/self-test-failure";
 import { signIn as signInBrowser, signOut as signOutBrowser } from "./sign-in";
 import { withStackLock } from "./stack-lock";
 import {
@@ -175,8 +176,13 @@ function engineErrorText(message: string): string {
     .trim()
     .split("\n")
     .filter((line) => !/^\s+at /.test(line) && line.trim() !== "");
-  return lines.slice(0, 20).join("\n");
+  // A cap against a runaway transcript, far above a self-test's line per failing check.
+  return lines.length > MAX_ENGINE_ERROR_LINES
+    ? [...lines.slice(0, MAX_ENGINE_ERROR_LINES), `… ${lines.length - MAX_ENGINE_ERROR_LINES} more lines`].join("\n")
+    : lines.join("\n");
 }
+
+const MAX_ENGINE_ERROR_LINES = 200;
 
 /** The error of a deploy its caller cancelled, or undefined when `signal` did not abort it. */
 function cancelled(stack: string, signal: AbortSignal | undefined): RunnerError | undefined {
@@ -217,14 +223,20 @@ export async function deployStack(
           if (diagnostic?.severity === "error") errors.push(engineErrorText(diagnostic.message));
         },
       })
-      .catch((error: unknown) => {
+      .catch(async (error: unknown) => {
         const cancel = cancelled(opened.name, options.signal);
         if (cancel) throw cancel;
-        // The engine's own first error says more than the CLI's "update failed".
-        if (errors.length > 0)
-          throw new RunnerError(
-            `stack ${opened.name}: deploying failed: ${errors[0]}; fix it and run \`multienv up ${opened.name}\` again`,
+        // A failed self-test's outputs are not saved: its error's lines are what run.json can keep of it.
+        const selfTest = errors.map(parseSelfTestFailure).find((failure) => failure !== undefined);
+        if (selfTest)
+          await recordFailedSelfTest(artifactsDir(opened, options), opened.name, selfTest.failures).catch(
+            (recordError: unknown) =>
+              log(
+                `warning: stack ${opened.name}: run.json could not record the failed self-test: ${String(recordError)}`,
+              ),
           );
+        // The engine's own first error says more than the CLI's "update failed".
+        if (errors.length > 0) throw deployFailure(opened.name, errors[0]);
         throw error;
       });
     const outputs = readOutputs(result.outputs);
@@ -354,8 +366,8 @@ export interface ResetStackOptions extends RunnerOptions {
 
 /**
  * Puts the deployed env back to the state right after `up`, without redeploying: every site's data emptied, every
- * browser signed out of everything with its start tabs open again, the captures and the proxy logs started over
- * (see reset.ts). The next episode is counted in run.json.
+ * browser on a fresh profile (nothing of the last episode in it) at its start tabs, the captures and the proxy logs
+ * started over (see reset.ts). The next episode is counted in run.json.
  */
 export async function resetStack(stack: string, options: ResetStackOptions = {}): Promise<ResetResult> {
   return onStack(stack, options, "resetting", async (opened) =>

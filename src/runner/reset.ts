@@ -7,18 +7,19 @@
 //   2. each site's data is emptied: its card's website/v1 `reset` operation through the gateway, or, for a
 //      site that declares none, a restart of its server container;
 //   3. capture files start over: each sidecar's files are removed and the sidecar restarted;
-//   4. each browser is signed out of everything (cookies, the storage of every origin it may hold, the cache)
-//      and its start tabs opened again; the browser process keeps running, so its DevTools clients stay valid;
+//   4. each browser starts again on a fresh profile: its launcher ends Chromium, deletes the profile (everything the
+//      episode left in the browser, for every scheme, host and port: cookies, storage, service workers, HSTS,
+//      permissions, history, downloads, caches) and starts Chromium on a new, empty one, while 2 and 3 run; once
+//      they are done its start tabs open. Its DevTools URL stays the same: a client connected to the old Chromium
+//      is disconnected, and reconnecting there reaches the new one;
 //   5. the next episode begins: run.json counts it, and its evidence is each proxy log after the mark of 1.
-// What a reset does not undo: sign-ins are gone (as after `up`; sign in again for the next episode), and the
-// browser's history and its in-memory caches (HTTP auth, TLS sessions) outlive it.
+// Sign-ins are gone, as after `up`: sign in again for the next episode.
 // The containers are found in the stack's state (their names, roles and engines), so this works on every target.
 import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { OutputMap } from "@pulumi/pulumi/automation";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
-import { isWildcard } from "../protocol/host-names";
 import { bearer } from "../protocol/auth";
+import { BROWSER_OPERATION_PATHS, type FreshProfileAnswer, type StartTabsAnswer } from "../protocol/browser-config";
 import {
   CARD_PATH,
   findExtension,
@@ -27,13 +28,12 @@ import {
   WEBSITE_V1_URN,
   type GatewayCard,
 } from "../protocol/card";
-import { episodeOf, parseLiveSiteProxyLog } from "../protocol/site-proxy";
 import { engineClient, stackContainers, type StackContainer } from "./engine";
 import { PROXY_LOGS_DIR, TRAFFIC_DIR } from "./artifacts";
 import { collectRun, type CollectResult } from "./collect";
 import { collectOptionsFor } from "./down";
 import { errorMessage, RunnerError } from "./errors";
-import { endProxyConnections, fetchProxyLog } from "./evidence";
+import { endProxyConnections } from "./evidence";
 import { gatewayAccessOf, readOutputs, type GatewayAccess } from "./outputs";
 import { readRunRecord, writeRunRecord, type EpisodeRecord } from "./run-record";
 import { cdpUrlOf } from "./sign-in";
@@ -62,7 +62,8 @@ export interface ResetResult {
   collected?: CollectResult;
   /** How each site's data was emptied. */
   sites: Record<string, "reset" | "restarted">;
-  computers: Record<string, { cookies: number; origins: number; startTabs: number }>;
+  /** Each computer's browser: the profile it is on now (1 was the deploy's), the start tabs it opened. */
+  computers: Record<string, { profile: number; startTabs: number }>;
   seconds: number;
 }
 
@@ -128,85 +129,26 @@ async function restartCapture(sidecar: StackContainer): Promise<void> {
 }
 
 /**
- * The origins whose storage a browser may hold after an episode: the hosts its proxy saw, the sites' exact names, its
- * tabs.
+ * One of a computer's browser launcher's operations (beside DevTools, behind the gateway's CDP route): `doing` names it
+ * in an error.
  */
-function originsToClear(logText: string, siteDomains: string[], extra: string[]): string[] {
-  const hosts = new Set<string>();
-  for (const record of parseLiveSiteProxyLog(logText)) {
-    const host = (record as { host?: unknown }).host;
-    if (typeof host === "string" && host !== "") hosts.add(host.toLowerCase().replace(/\.$/, ""));
-  }
-  for (const d of siteDomains) if (!isWildcard(d)) hosts.add(d);
-  const origins = new Set(extra);
-  for (const host of hosts) {
-    const name = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
-    origins.add(`https://${name}`).add(`http://${name}`);
-  }
-  return [...origins];
-}
-
-/** A computer's browser over DevTools through the gateway, held for the whole reset. */
-async function connectBrowser(access: GatewayAccess, computer: string): Promise<Browser> {
-  try {
-    return await chromium.connectOverCDP(cdpUrlOf(access.gatewayUrl, computer), {
-      headers: { Authorization: bearer(access.controlToken) },
-      timeout: 15_000,
-    });
-  } catch (error) {
+async function browserOperation<T>(access: GatewayAccess, computer: string, path: string, doing: string): Promise<T> {
+  const response = await fetch(`${cdpUrlOf(access.gatewayUrl, computer)}${path}`, {
+    method: "POST",
+    headers: { authorization: bearer(access.controlToken) },
+  }).catch((error: unknown) => {
+    throw new RunnerError(`computer ${computer}'s browser did not ${doing}: ${errorMessage(error)}`);
+  });
+  const body = await response.text();
+  if (response.status === 404)
     throw new RunnerError(
-      `computer ${computer}'s browser did not answer on DevTools through the gateway: ${errorMessage(error).split("\n")[0]}`,
+      `computer ${computer}'s browser cannot ${doing} (its image is from before that, or does not run the multienv browser launcher); run \`multienv up\` to deploy the current browser image`,
     );
-  }
-}
-
-/** Ends the episode in a browser: one blank tab left, every other closed (the origins its tabs showed, returned). */
-async function closeTabs(
-  browser: Browser,
-  computer: string,
-): Promise<{ context: BrowserContext; blank: Page; tabOrigins: string[] }> {
-  const context = browser.contexts()[0];
-  if (context === undefined) throw new RunnerError(`computer ${computer}'s browser has no default context`);
-  const old = context.pages();
-  const tabOrigins = old
-    .map((p) => p.url())
-    .filter((u) => /^https?:/.test(u))
-    .map((u) => new URL(u).origin);
-  // The blank tab first: a browser with no tab left would exit.
-  const blank = await context.newPage();
-  await Promise.all(old.map((page) => page.close().catch(() => undefined)));
-  return { context, blank, tabOrigins };
-}
-
-/** Signs a browser out of everything (cookies, each origin's storage, the cache) and opens its start tabs again. */
-async function cleanBrowser(
-  browser: Browser,
-  tabs: { context: BrowserContext; blank: Page; tabOrigins: string[] },
-  startTabs: string[],
-  siteDomains: string[],
-  logText: string,
-): Promise<{ cookies: number; origins: number; startTabs: number }> {
-  const { context, blank, tabOrigins } = tabs;
-  const cookies = (await context.cookies()).length;
-  const origins = originsToClear(logText, siteDomains, [
-    ...tabOrigins,
-    ...startTabs.filter((t) => /^https?:/.test(t)).map((t) => new URL(t).origin),
-  ]);
-  await context.clearCookies();
-  const tab = await context.newCDPSession(blank);
-  // An origin the browser never held is no error; one it cannot parse is skipped.
-  await Promise.all(
-    origins.map((origin) =>
-      tab.send("Storage.clearDataForOrigin", { origin, storageTypes: "all" }).catch(() => undefined),
-    ),
-  );
-  await tab.send("Network.clearBrowserCache");
-  await tab.detach().catch(() => undefined);
-  const session = await browser.newBrowserCDPSession();
-  // One after another, so the tabs stand in the order the computer declares them.
-  for (const url of startTabs) await session.send("Target.createTarget", { url });
-  if (startTabs.length > 0) await blank.close().catch(() => undefined);
-  return { cookies, origins: origins.length, startTabs: startTabs.length };
+  if (!response.ok)
+    throw new RunnerError(
+      `computer ${computer}'s browser did not ${doing}: HTTP ${response.status} ${body.slice(0, 300)}`.trim(),
+    );
+  return JSON.parse(body) as T;
 }
 
 /**
@@ -249,115 +191,120 @@ export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise
   phase("state read");
 
   // 1. End the episode: the browsers' tabs close, every connection their proxies hold ends and is logged.
-  const browsers = new Map<string, Browser>();
-  try {
-    const tabs = new Map<string, Awaited<ReturnType<typeof closeTabs>>>();
-    await Promise.all(
-      computers.map(async (computer) => {
-        const browser = await connectBrowser(access, computer);
-        browsers.set(computer, browser);
-        tabs.set(computer, await closeTabs(browser, computer));
-      }),
-    );
-    phase("tabs closed");
-    // Every connection ends and is logged; the proxy marks where the next episode's lines begin.
-    let record = await readRunRecord(options.artifactsDir, stack.name);
-    const episode = record.episode ?? 1;
-    const logs = Object.fromEntries(
-      await Promise.all(
-        computers.map(async (computer) => {
-          const ended = await endProxyConnections(access.gatewayUrl, access.controlToken, computer, {
-            episode: episode + 1,
-          });
-          if (ended === undefined)
-            throw new RunnerError(
-              `stack ${stack.name}: computer ${computer}'s site proxy cannot end its connections (an image from before reset); run \`multienv up ${stack.name}\` first`,
-            );
-          return [
-            computer,
-            episodeOf(await fetchProxyLog(access.gatewayUrl, access.controlToken, computer), episode),
-          ] as const;
-        }),
-      ),
-    );
-    phase(`episode ${episode} ended and logged`);
-    let collected: CollectResult | undefined;
-    if (options.collect) {
-      collected = await collectRun({ ...collectOptions, episode, failOnCaptureError: options.failOnCaptureError, log });
-      record = collected.record;
-      phase(`episode ${episode} collected`);
-    }
-    // What was collected of the episode, now or before, moves out of the way of the next one.
-    const archived = await archiveEpisode(options.artifactsDir, episode);
-
-    // 2 and 3. The sites' data and the captures start over.
-    let card: GatewayCard | undefined;
-    try {
-      card = await gatewayCard(access);
-    } catch (error) {
-      log(
-        `warning: stack ${stack.name}: the gateway's card could not be read (${errorMessage(error)}); every site's server is restarted instead`,
-      );
-    }
-    const sites: ResetResult["sites"] = {};
-    const siteWork = Object.keys(outputs.websites).map(async (site) => {
-      sites[site] = await resetSite(
-        access,
-        card,
-        site,
-        containers.find((c) => c.role === "server" && c.site === site),
-      );
-    });
-    await Promise.all(siteWork);
-    // After the sites: a sidecar joins its site container's network namespace, which a restarting server has not.
-    if (outputs.captureTraffic) await Promise.all(containers.filter((c) => c.role === "capture").map(restartCapture));
-    phase("sites and captures started over");
-
-    // 4. The browsers start clean, at their start tabs; the next episode's evidence starts where each log is now.
-    const siteDomains = Object.values(outputs.websites).flatMap((w) => w.domains);
-    const startTabsOf = (computer: string) => outputs.computers[computer]?.startTabs ?? [];
-    const cleaned: ResetResult["computers"] = {};
-    await Promise.all(
-      computers.map(async (computer) => {
-        cleaned[computer] = await cleanBrowser(
-          browsers.get(computer)!,
-          tabs.get(computer)!,
-          startTabsOf(computer),
-          siteDomains,
-          logs[computer] ?? "",
+  await Promise.all(
+    computers.map((computer) =>
+      browserOperation(access, computer, BROWSER_OPERATION_PATHS.blankTab, "close the episode's tabs"),
+    ),
+  );
+  phase("tabs closed");
+  // Every connection ends and is logged; the proxy marks where the next episode's lines begin.
+  let record = await readRunRecord(options.artifactsDir, stack.name);
+  const episode = record.episode ?? 1;
+  await Promise.all(
+    computers.map(async (computer) => {
+      const ended = await endProxyConnections(access.gatewayUrl, access.controlToken, computer, {
+        episode: episode + 1,
+      });
+      if (ended === undefined)
+        throw new RunnerError(
+          `stack ${stack.name}: computer ${computer}'s site proxy cannot end its connections (an image from before reset); run \`multienv up ${stack.name}\` first`,
         );
-      }),
-    );
-    phase("browsers clean, start tabs open");
-
-    // 5. The next episode begins.
-    const finished: EpisodeRecord = {
-      episode,
-      endedAt: new Date().toISOString(),
-      collected: options.collect === true,
-      ...(archived ? { dir: archived } : {}),
-      ...(collected
-        ? {
-            reproducible: collected.record.reproducible,
-            publicHostsContacted: collected.record.publicHostsContacted,
-            captures: collected.record.captures.length,
-          }
-        : {}),
-    };
-    await writeRunRecord(options.artifactsDir, {
-      ...record,
-      episode: episode + 1,
-      episodeStartedAt: new Date().toISOString(),
-      episodes: [...(record.episodes ?? []), finished],
-      captures: [],
-      captureErrors: [],
-      evidence: {},
-      publicHostsContacted: [],
-    });
-    const seconds = (Date.now() - started) / 1000;
-    return { episode: episode + 1, collected, sites, computers: cleaned, seconds };
-  } finally {
-    // Disconnecting leaves each browser running.
-    await Promise.all([...browsers.values()].map((b) => b.close().catch(() => undefined)));
+    }),
+  );
+  phase(`episode ${episode} ended and logged`);
+  let collected: CollectResult | undefined;
+  if (options.collect) {
+    collected = await collectRun({ ...collectOptions, episode, failOnCaptureError: options.failOnCaptureError, log });
+    record = collected.record;
+    phase(`episode ${episode} collected`);
   }
+  // What was collected of the episode, now or before, moves out of the way of the next one.
+  const archived = await archiveEpisode(options.artifactsDir, episode);
+
+  // 4, its first half, while the sites and captures start over: each browser ends and starts again on a fresh
+  // profile, at a blank tab (its start tabs wait for the emptied sites). Not before the collection, which may
+  // stop the reset with the env as it was.
+  const fresh = Promise.all(
+    computers.map(
+      async (computer) =>
+        [
+          computer,
+          await browserOperation<FreshProfileAnswer>(
+            access,
+            computer,
+            BROWSER_OPERATION_PATHS.freshProfile,
+            "start on a fresh profile",
+          ),
+        ] as const,
+    ),
+  );
+  fresh.catch(() => undefined); // awaited below; a failure before then must not go unhandled
+
+  // 2 and 3. The sites' data and the captures start over.
+  let card: GatewayCard | undefined;
+  try {
+    card = await gatewayCard(access);
+  } catch (error) {
+    log(
+      `warning: stack ${stack.name}: the gateway's card could not be read (${errorMessage(error)}); every site's server is restarted instead`,
+    );
+  }
+  const sites: ResetResult["sites"] = {};
+  const siteWork = Object.keys(outputs.websites).map(async (site) => {
+    sites[site] = await resetSite(
+      access,
+      card,
+      site,
+      containers.find((c) => c.role === "server" && c.site === site),
+    );
+  });
+  await Promise.all(siteWork);
+  // After the sites: a sidecar joins its site container's network namespace, which a restarting server has not.
+  if (outputs.captureTraffic) await Promise.all(containers.filter((c) => c.role === "capture").map(restartCapture));
+  phase("sites and captures started over");
+
+  // 4. The browsers, on their fresh profiles, open their start tabs.
+  const profiles = new Map(await fresh);
+  phase("browsers on fresh profiles");
+  const cleaned: ResetResult["computers"] = {};
+  await Promise.all(
+    computers.map(async (computer) => {
+      const tabs = await browserOperation<StartTabsAnswer>(
+        access,
+        computer,
+        BROWSER_OPERATION_PATHS.startTabs,
+        "open its start tabs",
+      );
+      const profile = profiles.get(computer)!.profile;
+      cleaned[computer] = { profile, startTabs: tabs.startTabs };
+    }),
+  );
+  phase("start tabs open");
+
+  // 5. The next episode begins.
+  const finished: EpisodeRecord = {
+    episode,
+    endedAt: new Date().toISOString(),
+    collected: options.collect === true,
+    ...(archived ? { dir: archived } : {}),
+    ...(collected
+      ? {
+          reproducible: collected.record.reproducible,
+          publicHostsContacted: collected.record.publicHostsContacted,
+          captures: collected.record.captures.length,
+        }
+      : {}),
+  };
+  await writeRunRecord(options.artifactsDir, {
+    ...record,
+    episode: episode + 1,
+    episodeStartedAt: new Date().toISOString(),
+    episodes: [...(record.episodes ?? []), finished],
+    captures: [],
+    captureErrors: [],
+    evidence: {},
+    publicHostsContacted: [],
+  });
+  const seconds = (Date.now() - started) / 1000;
+  return { episode: episode + 1, collected, sites, computers: cleaned, seconds };
 }

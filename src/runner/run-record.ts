@@ -45,6 +45,14 @@ export interface ComputerEvidence {
   fetchedAt: string;
 }
 
+/** A deploy whose self-test failed (its outputs are not saved): the lines of its error, one per failing check. */
+export interface FailedSelfTestRecord {
+  passed: false;
+  failedAt: string;
+  /** `computer <name>: <check>: <what was seen>`, as `multienv up` printed them. */
+  failures: string[];
+}
+
 /** An episode that ended with a reset. */
 export interface EpisodeRecord {
   episode: number;
@@ -65,8 +73,8 @@ export interface RunRecord {
   episode?: number;
   /** When the episode under way began (a reset); absent for the deploy's own episode. */
   episodeStartedAt?: string;
-  /** What the last deploy's self-test found, or that it was skipped. */
-  selfTest?: SelfTestOutput;
+  /** What the last deploy's self-test found, or that it was skipped; a failed one, each failing check's line. */
+  selfTest?: SelfTestOutput | FailedSelfTestRecord;
   /** The episodes that ended with a reset, first first. */
   episodes?: EpisodeRecord[];
   /** True when the env deploys a live site. */
@@ -118,6 +126,15 @@ export async function readRunRecord(artifactsDir: string, stack: string): Promis
 export async function writeRunRecord(artifactsDir: string, record: RunRecord): Promise<void> {
   const stamped = { ...record, updatedAt: new Date().toISOString() };
   await writeFileAtomic(join(artifactsDir, RUN_RECORD_FILE), JSON.stringify(stamped, null, 2) + "\n");
+}
+
+/** Records in run.json that the last deploy's self-test failed, with each failing check's line. */
+export async function recordFailedSelfTest(artifactsDir: string, stack: string, failures: string[]): Promise<void> {
+  const record = await readRunRecord(artifactsDir, stack);
+  await writeRunRecord(artifactsDir, {
+    ...record,
+    selfTest: { passed: false, failedAt: new Date().toISOString(), failures },
+  });
 }
 
 /** The marks the stack's outputs give (what was deployed). */

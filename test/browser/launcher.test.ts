@@ -1,6 +1,7 @@
 // The browser computer's launcher with the real Chromium on loopback: it waits for the env CA, trusts
 // it (an HTTPS start tab through the proxy loads with no certificate error), sends every tab through
-// its --proxy-server, serves DevTools on its port, and brings Chromium back with its tabs after kill -9.
+// its --proxy-server, serves DevTools on its port, brings Chromium back with its tabs (and its profile) after
+// kill -9, and starts it on a fresh profile when its relay is asked to.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
@@ -164,7 +165,9 @@ describe("browser launcher", () => {
     expect(own).toEqual([]);
   }, 30_000);
 
-  it("starts Chromium again after kill -9, with its start tabs", async () => {
+  it("starts Chromium again after kill -9, with its start tabs, on the profile it had", async () => {
+    const profile = launcher.profileDir();
+    fs.writeFileSync(path.join(profile, "kept-across-a-crash"), "yes");
     const pid = launcher.pid()!;
     const ready = launcher.ready();
     process.kill(pid, "SIGKILL");
@@ -176,6 +179,70 @@ describe("browser launcher", () => {
       return t.filter((x) => x.title === "trusted app" || x.title === "plain page").length === 2 ? t : undefined;
     });
     expect(tabs).toHaveLength(2);
+    expect(launcher.profileDir()).toBe(profile);
+    expect(fs.existsSync(path.join(profile, "kept-across-a-crash"))).toBe(true);
+  });
+
+  it("starts Chromium on a fresh profile, then its start tabs, when its relay is asked, on a connection DevTools' requests share", async () => {
+    const old = launcher.profileDir();
+    const pid = launcher.pid()!;
+    fs.writeFileSync(path.join(old, "left-by-an-episode"), "yes");
+    // One kept-alive connection, as the site proxy's pool holds to the relay: DevTools, the operation, DevTools.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<net.Socket>();
+    const ask = (method: string, pathname: string, headers: Record<string, string> = {}) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request(
+          {
+            host: "127.0.0.1",
+            port: cdpPort,
+            method,
+            path: pathname,
+            agent,
+            headers: { host: "localhost", ...headers },
+          },
+          (res) => {
+            let body = "";
+            res.setEncoding("utf8");
+            res.on("data", (c) => (body += c));
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
+        req.on("socket", (socket) => sockets.add(socket));
+        req.on("error", reject);
+        req.end();
+      });
+    try {
+      expect((await ask("GET", "/json/version")).status).toBe(200);
+      // Only POST, and never with a page's Origin.
+      expect((await ask("GET", "/multienv/fresh-profile")).status).toBe(405);
+      expect((await ask("POST", "/multienv/fresh-profile", { origin: "http://app.test" })).status).toBe(403);
+      expect(launcher.pid()).toBe(pid);
+      // An episode's pages stop: one blank tab is left.
+      expect((await ask("POST", "/multienv/blank-tab")).status).toBe(200);
+      expect((await devtoolsTabs()).map((t) => t.url)).toEqual(["about:blank"]);
+      const fresh = await ask("POST", "/multienv/fresh-profile");
+      expect(fresh.status).toBe(200);
+      expect(JSON.parse(fresh.body)).toMatchObject({ profile: 2 });
+      // At a blank tab until it is told to open its start tabs (a reset does once the sites are emptied).
+      expect((await devtoolsTabs()).map((t) => t.url)).toEqual(["about:blank"]);
+      const tabs = await ask("POST", "/multienv/start-tabs");
+      expect({ status: tabs.status, body: JSON.parse(tabs.body) }).toEqual({ status: 200, body: { startTabs: 2 } });
+      expect((await devtoolsTabs()).map((t) => t.url).sort()).toEqual(["http://plain.test/", "https://app.test/"]);
+      expect((await ask("GET", "/json/version")).status).toBe(200);
+      expect(sockets.size).toBe(1);
+    } finally {
+      agent.destroy();
+    }
+    expect(launcher.pid()).not.toBe(pid);
+    expect(launcher.profileDir()).not.toBe(old);
+    // The old profile is gone, all of it; the new one is Chromium's HOME and user data, trusting the env CA.
+    expect(fs.existsSync(old)).toBe(false);
+    expect(fs.readdirSync(path.dirname(old))).toEqual([path.basename(launcher.profileDir())]);
+    expect(fs.existsSync(path.join(launcher.profileDir(), ".pki", "nssdb", "cert9.db"))).toBe(true);
+    expect(log.filter((r) => r.event === "fresh-profile")).toEqual([expect.objectContaining({ profile: 2 })]);
+    expect(log.at(-1)?.event).toBe("start-tabs");
+    expect(log.filter((r) => r.event === "chromium-exited")).toHaveLength(1); // the kill -9 above, not this
   });
 });
 

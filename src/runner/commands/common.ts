@@ -1,5 +1,6 @@
-// What every lifecycle command shares: the project-directory option, and ending with one line on failure.
-// A user sees `multienv <command>: stack <name>: <what happened>; <what to do>`, never a stack trace.
+// What every lifecycle command shares: the project-directory option, and how a failure ends it.
+// A user sees `multienv <command>: stack <name>: <what happened>; <what to do>`, then any fact behind it on a line of
+// its own (a failed self-test's checks), never a stack trace.
 import type { Command } from "commander";
 import { RunnerError } from "../errors";
 import { DEFAULT_PROJECT_DIR } from "../artifacts";
@@ -27,14 +28,25 @@ export function note(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
-/** Runs a command's action; any failure ends the process with one line on stderr and exit code 1. */
+/**
+ * What the CLI prints for a failure: `multienv <command>: ` and the message's first line, then each further line of a
+ * RunnerError (one fact each), indented. Another error's further lines are left out: they can be a transcript.
+ */
+export function failureText(command: string | undefined, error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const [first, ...rest] = message.split("\n");
+  const facts = error instanceof RunnerError ? rest.map((l) => l.trim()).filter((l) => l !== "") : [];
+  return (
+    [`multienv${command === undefined ? "" : ` ${command}`}: ${first}`, ...facts.map((l) => `  ${l}`)].join("\n") + "\n"
+  );
+}
+
+/** Runs a command's action; any failure ends the process with its lines on stderr (failureText) and exit code 1. */
 export async function runAction(command: string, action: () => Promise<void>): Promise<void> {
   try {
     await action();
   } catch (error) {
-    const message = error instanceof RunnerError || error instanceof Error ? error.message : String(error);
-    // Only the first line: an unexpected error's message can carry a transcript.
-    process.stderr.write(`multienv ${command}: ${message.split("\n")[0]}\n`);
+    process.stderr.write(failureText(command, error));
     process.exitCode = 1;
   }
 }

@@ -12,7 +12,7 @@ export function register(program: Command): void {
     program
       .command("reset")
       .description(
-        "start the next episode on the deployed env: empty every site's data, sign every browser out of everything and open its start tabs again, start the captures and proxy logs over",
+        "start the next episode on the deployed env: empty every site's data, start every browser on a fresh profile at its start tabs, start the captures and proxy logs over",
       )
       .argument("<stack>", "the stack (task) name")
       .option(

@@ -1,0 +1,260 @@
+// A reset between two episodes against the real gateway, the real site proxy and the real browser launcher with
+// Chromium on loopback, tried the way an attacker would: episode 1 stores what it can at a synthetic site, at its
+// default port and at another one (cookies, local and session storage, IndexedDB, Cache Storage, a service worker,
+// a permission, HSTS, history), keeps its DevTools connection open, and after `reset` episode 2 looks for all of it,
+// through the same DevTools URL. Nothing may be visible: not in the browser, not on its disk.
+import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { chromium, type Browser, type BrowserContext } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { start, type Launcher } from "../../src/browser/launcher";
+import { computerControlToken } from "../../src/protocol/auth";
+import { CARD_PATH, WEBSITE_V1_URN } from "../../src/protocol/card";
+import { resetEnv, type ResetResult } from "../../src/runner/reset";
+import {
+  cleanup,
+  deployedOutputs,
+  freePort,
+  startHttpServer,
+  startProxy,
+  startTestGateway,
+  tempDir,
+  TOKEN,
+  waitFor,
+} from "./helpers";
+
+/** What episode 1 writes everywhere it can; episode 2 must find it nowhere. */
+const MARK = `left-by-episode-1-${randomBytes(6).toString("hex")}`;
+const ORIGINS = ["https://shop.test:8443", "https://shop.test"];
+const START_TAB = "https://shop.test/";
+const SERVICE_WORKER = "self.addEventListener('fetch', () => {});";
+
+let launcher: Launcher;
+let home: string;
+let gatewayUrl: string;
+let resetStack: () => Promise<ResetResult>;
+const held: Browser[] = [];
+
+/** The agent's DevTools URL through the gateway, as the stack's outputs give it. */
+const agentCdp = () => `${gatewayUrl}/computers/agent/cdp`;
+const connectAgent = async () => {
+  const browser = await chromium.connectOverCDP(agentCdp(), { headers: { Authorization: `Bearer ${TOKEN}` } });
+  held.push(browser);
+  return browser;
+};
+
+beforeAll(async () => {
+  // The shop's frontend: HSTS only where a page asks for it, so the next episode's own visits set none.
+  const frontend = await startHttpServer((req, res) => {
+    const path = new URL(req.url!, "http://shop").pathname;
+    if (path === "/sw.js") {
+      res.writeHead(200, { "Content-Type": "text/javascript" });
+      return SERVICE_WORKER;
+    }
+    if (path === "/hsts")
+      res.writeHead(200, { "Content-Type": "text/html", "Strict-Transport-Security": "max-age=31536000" });
+    if (path === "/download") {
+      res.writeHead(200, { "Content-Type": "application/octet-stream", "Content-Disposition": "attachment" });
+      return MARK;
+    }
+    return `<!doctype html><title>shop ${path}</title>`;
+  });
+  const server = await startHttpServer((req, res) => {
+    res.writeHead(200, { "Content-Type": "application/json" });
+    if (req.url === CARD_PATH)
+      return JSON.stringify({
+        name: "shop",
+        extensions: [
+          { uri: WEBSITE_V1_URN, params: { domains: ["shop.test"] }, paths: { ready: "/ready", reset: "/reset" } },
+        ],
+      });
+    return "{}";
+  });
+  const gatewayPort = await freePort();
+  const relayPort = await freePort();
+  const proxy = await startProxy(
+    {
+      gateway: `http://127.0.0.1:${gatewayPort}`,
+      sites: { shop: ["shop.test", "*.shop.test"] },
+      reach: "none",
+      control: { host: "127.0.0.1", port: 0, cdp: `127.0.0.1:${relayPort}` },
+    },
+    { token: computerControlToken(TOKEN, "agent") },
+  );
+  const control = `http://127.0.0.1:${proxy.startup.control!.port}`;
+  const gateway = await startTestGateway({
+    listen: { host: "127.0.0.1", port: gatewayPort },
+    sites: { shop: { server: server.url, frontend: frontend.url } },
+    computers: {
+      agent: { cdp: `${control}/cdp`, proxyLog: `${control}/log`, endConnections: `${control}/connections/end` },
+    },
+  });
+  gatewayUrl = gateway.url;
+  home = join(tempDir("runner-browser-"), "home");
+  // The relay listens on loopback here, where the test is (a configuration refuses loopback: launcher.test.ts).
+  launcher = await start(
+    { proxy: proxy.url, startTabs: [START_TAB], cdpHost: "127.0.0.1", cdpPort: relayPort, caFile: proxy.caCertPath },
+    { home, log: () => undefined, restartDelayMs: 100 },
+  );
+  await waitFor("Chromium's DevTools", () => launcher.devtoolsPort(), 30_000);
+  const map = deployedOutputs(gatewayUrl, {
+    websites: { shop: { live: false, domains: ["shop.test", "*.shop.test"] } },
+    computers: { agent: { network: "none", startTabs: [START_TAB] } },
+    live: false,
+    liveWebsites: [],
+    captureTraffic: false,
+  });
+  const artifactsDir = join(tempDir(), "task-r");
+  resetStack = () =>
+    resetEnv(
+      { name: "task-r", outputs: async () => map, exportStack: async () => ({ deployment: { resources: [] } }) },
+      { artifactsDir, log: (line) => console.log(line) },
+    );
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(held.map((b) => b.close().catch(() => undefined)));
+  await launcher?.stop();
+  await cleanup();
+});
+
+/** Episode 1: everything a page and a DevTools client can leave behind, at both ports of the site. */
+async function leaveEverything(context: BrowserContext): Promise<void> {
+  for (const origin of ORIGINS) {
+    const page = await context.newPage();
+    await page.goto(`${origin}/?visited=${MARK}`);
+    await page.evaluate(async (mark) => {
+      const w = globalThis as any;
+      w.localStorage.setItem("left", mark);
+      w.sessionStorage.setItem("left", mark);
+      w.document.cookie = `left=${mark}; max-age=86400; secure`;
+      await new Promise((resolve, reject) => {
+        const open = w.indexedDB.open("episode", 1);
+        open.onupgradeneeded = () => open.result.createObjectStore("left");
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const tx = open.result.transaction("left", "readwrite");
+          tx.objectStore("left").put(mark, "left");
+          tx.oncomplete = resolve;
+          tx.onerror = () => reject(tx.error);
+        };
+      });
+      await (await w.caches.open("episode")).put("/left", new w.Response(mark));
+      await w.navigator.serviceWorker.register("/sw.js");
+      await w.navigator.serviceWorker.ready;
+    }, MARK);
+    await context.grantPermissions(["geolocation", "notifications"], { origin });
+  }
+  const hsts = await context.newPage();
+  await hsts.goto("https://shop.test:8443/hsts");
+  // The site's HSTS (set at another port: it is the host's) holds: its plain-HTTP address is upgraded in the browser.
+  await hsts.goto("http://shop.test/plain");
+  expect(hsts.url()).toBe("https://shop.test/plain");
+  const download = await context.newPage();
+  const cdp = await context.newCDPSession(download);
+  await cdp.send("Browser.setDownloadBehavior", { behavior: "default" }).catch(() => undefined);
+  await download.goto("https://shop.test/download").catch(() => undefined);
+  // The tabs go before the reset, as an agent covering its tracks would close them: no open tab names an origin.
+  for (const page of context.pages()) await page.goto("about:blank");
+}
+
+/** What a page at `origin` sees of what was stored there. */
+async function whatIsLeft(context: BrowserContext, origin: string) {
+  const page = await context.newPage();
+  await page.goto(`${origin}/look`);
+  const seen = await page.evaluate(async () => {
+    const w = globalThis as any;
+    const permission = async (name: string) => (await w.navigator.permissions.query({ name })).state;
+    return {
+      localStorage: w.localStorage.getItem("left"),
+      sessionStorage: w.sessionStorage.getItem("left"),
+      cookie: w.document.cookie,
+      indexedDB: (await w.indexedDB.databases()).map((d: { name: string }) => d.name),
+      caches: await w.caches.keys(),
+      serviceWorkers: (await w.navigator.serviceWorker.getRegistrations()).length,
+      geolocation: await permission("geolocation"),
+      notifications: await permission("notifications"),
+    };
+  });
+  await page.close();
+  return seen;
+}
+
+/** Every file under `dir` that holds `text` (as Latin-1 or UTF-16, the ways Chromium stores a string). */
+function filesHolding(dir: string, text: string): string[] {
+  const needles = [Buffer.from(text, "latin1"), Buffer.from(text, "utf16le")];
+  const found: string[] = [];
+  const walk = (at: string) => {
+    for (const name of readdirSync(at)) {
+      const file = join(at, name);
+      let stat;
+      try {
+        stat = statSync(file);
+      } catch {
+        continue; // gone while walking (a lock, a journal)
+      }
+      if (stat.isDirectory()) walk(file);
+      else if (stat.isFile()) {
+        const bytes = (() => {
+          try {
+            return readFileSync(file);
+          } catch {
+            return Buffer.alloc(0);
+          }
+        })();
+        if (needles.some((n) => bytes.includes(n))) found.push(file);
+      }
+    }
+  };
+  walk(dir);
+  return found;
+}
+
+describe("reset between episodes", () => {
+  it("leaves the next episode nothing of the last one's browser state, at any port, over the same DevTools URL", async () => {
+    const episode1 = await connectAgent();
+    await leaveEverything(episode1.contexts()[0]);
+    // Episode 1 stays connected across the reset, as an agent that never hung up would.
+
+    const result = await resetStack();
+    expect(result.episode).toBe(2);
+    expect(result.sites).toEqual({ shop: "reset" });
+
+    // Its connection was to the browser the reset ended; it reconnects at the URL it had, and gets the fresh one,
+    // showing the start tab alone.
+    expect(episode1.isConnected()).toBe(false);
+    const episode2 = await connectAgent();
+    const context = episode2.contexts()[0];
+    await waitFor(
+      "the start tab alone",
+      () => {
+        const urls = context.pages().map((p) => p.url());
+        return urls.length === 1 && urls[0] === START_TAB ? urls : undefined;
+      },
+      20_000,
+    );
+    expect(await context.cookies()).toEqual([]);
+    // HSTS first: the visits below are to the site's HTTPS pages, which set none.
+    const plain = await context.newPage();
+    await plain.goto("http://shop.test/plain");
+    expect(plain.url(), "episode 1's HSTS still upgrades the site's plain-HTTP address").toBe("http://shop.test/plain");
+    await plain.close();
+    for (const origin of ORIGINS)
+      expect({ origin, seen: await whatIsLeft(context, origin) }).toEqual({
+        origin,
+        seen: {
+          localStorage: null,
+          sessionStorage: null,
+          cookie: "",
+          indexedDB: [],
+          caches: [],
+          serviceWorkers: 0,
+          geolocation: "prompt",
+          notifications: "prompt",
+        },
+      });
+    // Nor on the browser's disk: its history, its downloads, its storage of episode 1 are gone with its profile.
+    expect(filesHolding(home, MARK)).toEqual([]);
+  }, 120_000);
+});
