@@ -6,7 +6,8 @@ import { spawn, type ChildProcess, execFile } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { chromiumDirect } from "../site-proxy/helpers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { deployStack, type StackSpec } from "../../src/runner";
@@ -123,17 +124,7 @@ beforeAll(async () => {
     90_000,
     1_000,
   );
-  local = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-      "--disable-sync",
-    ],
-  });
+  local = await chromiumDirect();
 }, 420_000);
 
 afterAll(async () => {

@@ -2,13 +2,13 @@
 // (/website/shop/ for pages, /svc/shop/ for the card's data and reset paths) and the real site proxy terminating TLS
 // for shop.test with the env CA, driven by Chromium: the scripted agent of examples/runner/shop-agent.ts buys two
 // products, the data plane holds exactly that order, reset empties it, and each refusal says what to do.
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { findExtension, WEBSITE_V1_URN, type GatewayCard } from "../../src/protocol/card";
 import { gradeShopEpisode, runShopEpisode, SHOP_TASK_SKUS, SHOP_URL } from "../../examples/runner/shop-agent";
 import type { ShopData } from "../../examples/sites/common/shop-api";
 import { startGateway, TOKEN, type GatewayProcess } from "../gateway/helpers";
-import { chromiumTrusting, cleanup, startProxy } from "../site-proxy/helpers";
+import { chromiumDirect, chromiumTrusting, cleanup, startProxy } from "../site-proxy/helpers";
 import { siteEnv, SITES, startSite, stopSites } from "./sites";
 
 let gateway: GatewayProcess;
@@ -35,17 +35,7 @@ beforeAll(async () => {
   gateway = await startGateway({ sites: { shop: { server, frontend } } });
   const proxy = await startProxy({ gateway: gateway.url, sites: { shop: ["shop.test"] }, reach: "none" });
   browser = await chromiumTrusting(proxy.caCertPath, proxy.url);
-  direct = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-      "--disable-sync",
-    ],
-  });
+  direct = await chromiumDirect();
   const card = (await (
     await fetch(`${gateway.url}/.well-known/agent-env.json`, { headers: auth })
   ).json()) as GatewayCard;

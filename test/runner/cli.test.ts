@@ -5,7 +5,6 @@ import { execFile } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { Command } from "commander";
 import * as collectCommand from "../../src/runner/commands/collect";
 import * as downCommand from "../../src/runner/commands/down";
 import * as signInCommand from "../../src/runner/commands/sign-in";
@@ -17,6 +16,7 @@ import {
 } from "../../src/runner/capture-collector";
 import {
   cleanup,
+  helpOf,
   CLI,
   pcapBytes,
   ROOT,
@@ -63,19 +63,6 @@ function project(): string {
 afterAll(cleanup);
 // Each case starts the CLI as a process (a second or two of module loading each, more on a busy machine).
 vi.setConfig({ testTimeout: 120_000 });
-
-/** A subcommand's --help, from the same register() the CLI calls, in this process (each spawn costs seconds). */
-async function helpOf(name: string, module: { register(program: Command): void }): Promise<string> {
-  let out = "";
-  const program = new Command("multienv")
-    .exitOverride()
-    .configureOutput({ writeOut: (text) => (out += text), writeErr: (text) => (out += text) });
-  module.register(program);
-  await expect(program.parseAsync(["node", "multienv", name, "--help"])).rejects.toMatchObject({
-    code: "commander.helpDisplayed",
-  });
-  return out;
-}
 
 describe("--help", () => {
   it("lists the lifecycle commands (bin/multienv.js), and each has its own help", async () => {

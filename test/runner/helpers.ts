@@ -9,6 +9,8 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { OutputMap } from "@pulumi/pulumi/automation";
+import { Command } from "commander";
+import { expect } from "vitest";
 import { CHROMIUM_FLAGS } from "../../src/browser/launcher";
 import { startGateway, TOKEN, type GatewayProcess } from "../gateway/helpers";
 import { onCleanup } from "../site-proxy/helpers";
@@ -242,4 +244,17 @@ export async function startTlsOrigin(
   const openConnections = () =>
     new Promise<number>((done, fail) => server.getConnections((error, count) => (error ? fail(error) : done(count))));
   return { port: (server.address() as net.AddressInfo).port, held: () => held, openConnections };
+}
+
+/** A subcommand's --help, from the same register() the CLI calls, in this process (each spawn costs seconds). */
+export async function helpOf(name: string, module: { register(program: Command): void }): Promise<string> {
+  let out = "";
+  const program = new Command("multienv")
+    .exitOverride()
+    .configureOutput({ writeOut: (text) => (out += text), writeErr: (text) => (out += text) });
+  module.register(program);
+  await expect(program.parseAsync(["node", "multienv", name, "--help"])).rejects.toMatchObject({
+    code: "commander.helpDisplayed",
+  });
+  return out;
 }

@@ -26,7 +26,7 @@ import { formatScreenshots, formatStackList, formatStatus, table } from "../../s
 import { fileBackendDir, holdsSecret, readStateStack, readStateStacks, targetOf } from "../../src/runner/state-files";
 import { LogFollower, watchLines } from "../../src/runner/watch";
 import { escapeHtml, watchPage } from "../../src/runner/watch-page";
-import { CLI, ROOT, tempDir } from "./helpers";
+import { CLI, helpOf, ROOT, tempDir } from "./helpers";
 
 const SECRET = { "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", ciphertext: "v1:abc" };
 
@@ -395,19 +395,6 @@ describe("the watch page's log lines", () => {
     expect(page).not.toContain("innerHTML");
   });
 });
-
-/** A subcommand's --help, from the same register() the CLI calls. */
-async function helpOf(name: string, module: { register(program: Command): void }): Promise<string> {
-  let out = "";
-  const program = new Command("multienv")
-    .exitOverride()
-    .configureOutput({ writeOut: (text) => (out += text), writeErr: (text) => (out += text) });
-  module.register(program);
-  await expect(program.parseAsync(["node", "multienv", name, "--help"])).rejects.toMatchObject({
-    code: "commander.helpDisplayed",
-  });
-  return out;
-}
 
 /** A subcommand's argument error, as commander reports it. */
 async function errorOf(args: string[], module: { register(program: Command): void }): Promise<string> {

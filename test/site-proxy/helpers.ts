@@ -48,6 +48,11 @@ export async function chromiumTrusting(
   });
 }
 
+/** A Chromium with the computer's flags and no proxy: a client of a page served here, not a computer. */
+export function chromiumDirect(): Promise<Browser> {
+  return chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_FLAGS });
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
