@@ -21,7 +21,7 @@ export const TYPES = {
 } as const;
 
 export interface PolicyResource {
-  /** Pulumi type token, e.g. `pulumi-nodejs:dynamic/docker:Container`. */
+  /** Pulumi type token, e.g. `docker:index/container:Container`. */
   type: string;
   /** Logical (Pulumi) name. */
   name: string;

@@ -152,7 +152,7 @@ export const DOCKER_DEFAULT_ADDRESS_POOLS = [
 
 /** What the deploy learns of a machine that runs one of the env's engines. */
 export interface EngineMachine {
-  /** Every address the machine has on its own interfaces (not Docker's bridges), IPv4 or IPv6. */
+  /** Every address the machine has on its own interfaces (not Docker's bridges), IPv4 or IPv6, or a CIDR of them. */
   addresses: string[];
   /** The engine's address pools (CIDRs): every network it makes, and so every bridge gateway, is inside them. */
   addressPools: string[];

@@ -101,8 +101,8 @@ export function isLocalEngine(target: EngineTarget = {}): boolean {
 /**
  * This machine as the host of its local engine: the addresses of its own interfaces that are up (Docker's
  * per-network bridges and veths left out: they change whenever a stack deploys, and their addresses are inside the
- * pools), the default bridge's gateway (its interface is down while no container uses it, and its address may be
- * set outside the pools), and the engine's address pools (`default-address-pools`, else Docker's own).
+ * pools), the default bridge's gateway or subnet (its interface is down while no container uses it, and its address
+ * may be set outside the pools), and the engine's address pools (`default-address-pools`, else Docker's own).
  */
 export async function localEngineMachine(target: EngineTarget = {}): Promise<EngineMachine> {
   const engine = engineClient(target);
@@ -112,8 +112,11 @@ export async function localEngineMachine(target: EngineTarget = {}): Promise<Eng
   const bridge = (await engine
     .getNetwork("bridge")
     .inspect()
-    .catch(() => undefined)) as { IPAM?: { Config?: { Gateway?: string }[] } } | undefined;
-  const bridgeGateways = (bridge?.IPAM?.Config ?? []).flatMap((c) => (c.Gateway ? [c.Gateway] : []));
+    .catch(() => undefined)) as { IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] } } | undefined;
+  // The default bridge's inspect often names no gateway: then its whole subnet (no container of the env is on it).
+  const bridgeGateways = (bridge?.IPAM?.Config ?? []).flatMap((c) =>
+    c.Gateway ? [c.Gateway] : c.Subnet ? [c.Subnet] : [],
+  );
   const info = (await engine.info()) as { DefaultAddressPools?: { Base: string }[] | null };
   const pools = (info.DefaultAddressPools ?? []).map((p) => p.Base);
   return {

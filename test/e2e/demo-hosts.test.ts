@@ -273,7 +273,10 @@ describe("the demo multi env on the hosts target (three stand-in VMs)", () => {
     expect(collector).toBeGreaterThanOrEqual(0);
     // No container, network or volume was deleted before the collector's delete step had finished.
     const firstEngineDelete = steps.findIndex(
-      (s) => s.op === "delete" && s.at === "pre" && /dynamic\/docker:(Container|Network|Volume)::/.test(s.urn),
+      (s) =>
+        s.op === "delete" &&
+        s.at === "pre" &&
+        /docker:index\/(container:Container|network:Network|volume:Volume)::/.test(s.urn),
     );
     expect(firstEngineDelete).toBeGreaterThan(collector);
     const stored = fs.readdirSync(path.join(ARTIFACTS, "traffic"));

@@ -337,7 +337,9 @@ export function demoScenarios(t: DemoTarget): void {
       const bridge = await env.api.getNetwork("bridge").inspect();
       const targets: Record<string, string> = {
         ...Object.fromEntries(own.map(([name, address]) => [`interface ${name}`, address])),
-        "the default bridge's gateway": bridge.IPAM?.Config?.[0]?.Gateway as string,
+        // Its inspect may name no gateway: Docker gives the bridge the subnet's first address then.
+        "the default bridge's gateway":
+          bridge.IPAM?.Config?.[0]?.Gateway ?? firstHost(bridge.IPAM?.Config?.[0]?.Subnet as string),
         "the proxy's own egress gateway": egressGateway,
         "a network made after the deploy": laterGateway,
       };
@@ -770,4 +772,10 @@ export function demoScenarios(t: DemoTarget): void {
     expect(await page.title()).toBe("Synthetic shop");
     await page.close();
   });
+}
+
+/** The first host address of an IPv4 subnet (`10.200.0.0/26` -> `10.200.0.1`). */
+function firstHost(subnet: string): string {
+  const [a, b, c, d] = subnet.split("/")[0].split(".").map(Number);
+  return [a, b, c, d + 1].join(".");
 }

@@ -126,28 +126,24 @@ export async function connectToInternet(api: Docker, network: string, container:
   await api.getNetwork(network).connect({ Container: container });
 }
 
-/** Adds the stand-in's CA to a browser container's NSS db (Chromium reads it when it starts). */
+/**
+ * Adds the stand-in's CA to a browser container's NSS dbs (Chromium reads its db when it starts): the current
+ * profile's, and the template every fresh profile's is copied from (the launcher builds it again only when the env
+ * CA changes), so the browser trusts the stand-in after a reset too.
+ */
 export function trustInBrowser(browserContainer: string, caPem: string, host?: string): void {
+  const script = [
+    "set -e",
+    "ca=$(mktemp)",
+    'cat > "$ca"',
+    'for db in "$HOME"/nss-template/.pki/nssdb "$HOME"/profiles/*/.pki/nssdb; do',
+    '  [ -f "$db/cert9.db" ] || continue',
+    '  certutil -A -d "sql:$db" -n multienv-e2e-web-standin -t C,, -a -i "$ca"',
+    "done",
+  ].join("\n");
   execFileSync(
     "docker",
-    [
-      ...(host === undefined ? [] : ["-H", host]),
-      "exec",
-      "-i",
-      browserContainer,
-      "certutil",
-      "-A",
-      "-d",
-      "sql:/root/.pki/nssdb",
-      "-n",
-      "multienv-e2e-web-standin",
-      "-t",
-      "C,,",
-      "-a",
-    ],
-    {
-      input: caPem,
-      stdio: ["pipe", "pipe", "pipe"],
-    },
+    [...(host === undefined ? [] : ["-H", host]), "exec", "-i", browserContainer, "sh", "-c", script],
+    { input: caPem, stdio: ["pipe", "pipe", "pipe"] },
   );
 }
