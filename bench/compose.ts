@@ -36,6 +36,11 @@ interface Inspected {
 
 const seconds = (ns?: number) => (ns ? `${ns / 1e9}s` : undefined);
 
+/** A value compose takes as written: it interpolates `$name` (the capture sidecars' script has shell variables). */
+function literal(value: string): string {
+  return value.replace(/\$/g, "$$$$");
+}
+
 /** The compose file of the stack's containers, read back from the engine. */
 export async function composeFileOf(stack: string): Promise<string> {
   const list = await api.listContainers({ filters: { label: [`multienv.stack=${stack}`] } });
@@ -53,9 +58,9 @@ export async function composeFileOf(stack: string): Promise<string> {
     const service: Record<string, unknown> = {
       image: c.Config.Image,
       container_name: name,
-      environment: c.Config.Env,
-      ...(c.Config.Entrypoint ? { entrypoint: c.Config.Entrypoint } : {}),
-      ...(c.Config.Cmd ? { command: c.Config.Cmd } : {}),
+      environment: c.Config.Env.map(literal),
+      ...(c.Config.Entrypoint ? { entrypoint: c.Config.Entrypoint.map(literal) } : {}),
+      ...(c.Config.Cmd ? { command: c.Config.Cmd.map(literal) } : {}),
       cap_add: c.HostConfig.CapAdd ?? [],
       cap_drop: c.HostConfig.CapDrop ?? [],
       restart: c.HostConfig.RestartPolicy.Name || "no",
@@ -86,7 +91,7 @@ export async function composeFileOf(stack: string): Promise<string> {
     const hc = c.Config.Healthcheck;
     if (hc?.Test)
       service.healthcheck = {
-        test: hc.Test,
+        test: hc.Test.map(literal),
         interval: seconds(hc.Interval),
         timeout: seconds(hc.Timeout),
         retries: hc.Retries,
