@@ -15,7 +15,7 @@
 //      /healthz, the same check the deploy waits for; `docker-compose down -v` after.
 //   5. page loads in Chromium (bench/page-loads.ts), on loopback with processes from this checkout, so they
 //      measure this code rather than the images: the sample shop's page with 50 subresources, one with 200, and
-//      the time to first byte of its home page, through the site proxy (TLS from the env CA, HTTP/2) and the
+//      the time to first byte of a page with none, through the site proxy (TLS from the env CA, HTTP/2) and the
 //      gateway, straight from the frontend over HTTP/1.1, through nginx terminating TLS with HTTP/2 in front of
 //      the same frontend, and through the gateway alone; the contenders alternate load by load, median of
 //      BENCH_LOADS each. Aim: through the env <= 1.0x nginx TLS + HTTP/2.
@@ -92,7 +92,7 @@ function reportPages(p: PageLoadFigures): Record<string, unknown> {
   console.log(`page loads on loopback, median of ${p.loads} each, fresh context each, contenders alternating:`);
   row("page with 50 subresources", p.page50Ms);
   row("page with 200 subresources", p.page200Ms);
-  row("time to first byte, home page", p.ttfbMs);
+  row("time to first byte, a page with no subresource", p.ttfbMs);
   const cpu = p.cpuUsPerRequest;
   const us = (n: number) => `${n.toFixed(0)} us`;
   console.log(
