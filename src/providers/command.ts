@@ -3,6 +3,8 @@
 //   its inputs change), and another when it is deleted, e.g. the capture collector's collection before a
 //   destroy. Its environment may hold secrets; the resource keeps them secret in the state.
 // - `secret`: random bytes, made once and kept for the life of the resource (the control token).
+// Dynamic resources because no package this project can use serves them: @pulumi/command's provider cannot be
+// built here (its modules are refused at every version with code), and the packages used have no random bytes.
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { diffInputs, pick, type Operations } from "./operation";

@@ -6,6 +6,7 @@
 // check (the engine shows every line of the error, and the runner reads them back).
 // Start tabs are checked too, against the names the sites' own cards declare: a tab at a name no site claims
 // would open an error page in front of the agent.
+// A dynamic resource because it is the project's own check, run where Pulumi runs: no provider has it.
 import { randomBytes } from "node:crypto";
 import type { Browser, Response } from "playwright-core";
 import { covers } from "../protocol/host-names";
