@@ -1,7 +1,7 @@
 // `sshHostKey`: an SSH host key pair made at deploy with ssh-keygen, kept for the life of the resource. The VM
 // gets the private key in its user data (its sshd presents it, and only it), and the runner pins the public
 // key, so no connection ever accepts a key it was not given. The private key is a secret output.
-// A dynamic resource because no package this project uses makes an SSH host key pair (@pulumi/tls is not one).
+// A dynamic resource because no package this project uses makes an SSH host key pair (@pulumi/tls is not among them).
 import { execFile } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
