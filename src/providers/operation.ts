@@ -61,14 +61,3 @@ export function diffInputs(
 export function pick(state: Record<string, any>, keys: readonly string[]): Record<string, any> {
   return Object.fromEntries(keys.filter((k) => state[k] !== undefined).map((k) => [k, state[k]]));
 }
-
-/** Check failures for input names the kind does not know (a typo is an error, not a silent default). */
-export function unknownInputs(
-  news: Record<string, any>,
-  keys: readonly string[],
-  what: string,
-): pulumi.dynamic.CheckFailure[] {
-  return Object.keys(news)
-    .filter((k) => k !== "__provider" && !keys.includes(k) && news[k] !== undefined)
-    .map((k) => ({ property: k, reason: `${what} has no input ${k}; known: ${keys.join(", ")}` }));
-}
