@@ -1,6 +1,6 @@
 // The control token on the wire: `Authorization: Bearer <token>`, compared in constant time.
 // Shared by the gateway (which checks and strips it), the runner (which sends it) and the
-// deploy (which derives each computer's site-proxy token from it).
+// deploy (which derives each computer's site-proxy token and each capture server's token from it).
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 
 /** The realm named in the gateway's `WWW-Authenticate` challenge. */
@@ -191,4 +191,15 @@ export function withoutControlToken(value: string, controlToken: string): string
  */
 export function computerControlToken(controlToken: string, computer: string): string {
   return createHmac("sha256", controlToken).update(`multienv computer control\n${computer}`, "utf8").digest("hex");
+}
+
+/**
+ * The token a website container's capture server requires (kubernetes: one beside each website container's
+ * tcpdump, serving its captures to the gateway): HMAC-SHA256 keyed with the control token over
+ * `"multienv capture server\n" + container` (`<site>-<role>`), hex. Its own prefix keeps it apart from every
+ * computer's token, whatever the names. The deploy gives it to that capture server; the gateway derives it to read
+ * there. A leaked one opens that container's captures alone.
+ */
+export function captureServerToken(controlToken: string, container: string): string {
+  return createHmac("sha256", controlToken).update(`multienv capture server\n${container}`, "utf8").digest("hex");
 }

@@ -2,6 +2,7 @@
 // (src/plan/services.ts builds values of GatewayConfigInput).
 import { availableParallelism } from "node:os";
 import { z } from "zod";
+import { CAPTURE_CONTAINER_PATTERN, parseCaptureContainer } from "./traffic";
 
 const siteName = /^[a-z0-9][a-z0-9-]*$/;
 
@@ -49,7 +50,15 @@ export const gatewayConfigSchema = z
       })
       .optional(),
     sites: z.record(z.string().regex(siteName, "a site name is lowercase letters, digits and dashes"), siteSchema),
+    /** The captures folder the capture sidecars write (docker: one volume, mounted read-only). */
     capturesDir: z.string().min(1).optional(),
+    /**
+     * Instead of `capturesDir` (kubernetes: each website container's captures stay in its own pod): the base URL of
+     * each website container's capture server, by `<site>-<role>`, e.g. `{"shop-server": "http://shop-server:8090"}`.
+     * One for every website container, none for another. The gateway reads each with
+     * `captureServerToken(control token, container)`.
+     */
+    captureSources: z.record(z.string(), httpUrl).optional(),
     computers: z
       .record(z.string().regex(siteName, "a computer name is lowercase letters, digits and dashes"), computerSchema)
       .default({}),
@@ -63,7 +72,10 @@ export const gatewayConfigSchema = z
     headersTimeoutMs: z.number().int().positive().default(20_000),
     /** How long a listener's host name may take to resolve at start (retried while it fails). */
     resolveTimeoutMs: z.number().int().positive().default(10_000),
-    /** /healthz: a capture file modified this recently counts as writing (else it must grow during the check). */
+    /**
+     * /healthz: a capture file modified this recently counts as writing (else it must grow during the check). With
+     * `captureSources` each capture server applies its own (its config's `captureFreshMs`).
+     */
     captureFreshMs: z.number().int().positive().default(30_000),
     /**
      * Processes serving requests (node cluster workers); 1 serves from the main process. By default one per core
@@ -79,6 +91,40 @@ export const gatewayConfigSchema = z
       .default(() => Math.max(1, availableParallelism() - 1)),
   })
   .superRefine((config, ctx) => {
+    if (config.capturesDir !== undefined && config.captureSources !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["captureSources"],
+        message:
+          "capturesDir and captureSources are both set; set one: capturesDir (one captures folder) or captureSources (a capture server per container)",
+      });
+    } else if (config.captureSources !== undefined) {
+      const containers = websiteContainers(config.sites);
+      for (const container of Object.keys(config.captureSources)) {
+        const parsed = parseCaptureContainer(container);
+        if (!parsed)
+          ctx.addIssue({
+            code: "custom",
+            path: ["captureSources", container],
+            message: "not a website container; a key is <site>-server or <site>-frontend",
+          });
+        else if (!containers.includes(container))
+          ctx.addIssue({
+            code: "custom",
+            path: ["captureSources", container],
+            message: Object.hasOwn(config.sites, parsed.site)
+              ? `site ${parsed.site} has no ${parsed.role} container; remove this source`
+              : `no site ${parsed.site} in sites; remove this source or add the site`,
+          });
+      }
+      const missing = containers.filter((container) => !Object.hasOwn(config.captureSources!, container));
+      if (missing.length > 0)
+        ctx.addIssue({
+          code: "custom",
+          path: ["captureSources"],
+          message: `no capture server for ${missing.join(", ")}; every website container needs one`,
+        });
+    }
     for (const [name, site] of Object.entries(config.sites)) {
       if (site.live && site.frontend) {
         ctx.addIssue({
@@ -90,6 +136,38 @@ export const gatewayConfigSchema = z
     }
   });
 
+/** The website containers of `sites`, as captures name them: every site's server, and its frontend when it has one. */
+export function websiteContainers(sites: Record<string, { frontend?: unknown }>): string[] {
+  return Object.entries(sites).flatMap(([site, upstreams]) =>
+    upstreams.frontend ? [`${site}-server`, `${site}-frontend`] : [`${site}-server`],
+  );
+}
+
 export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
 export type GatewayConfigInput = z.input<typeof gatewayConfigSchema>;
 export type SiteUpstreams = GatewayConfig["sites"][string];
+
+/**
+ * A capture server's environment (the gateway image's second bundle, /opt/multienv/capture-server.js, run in each
+ * website container's pod beside its tcpdump): its JSON config and its token, `captureServerToken(control token,
+ * container)`.
+ */
+export const CAPTURE_SERVER_ENV = {
+  config: "MULTIENV_CAPTURE_SERVER_CONFIG",
+  token: "MULTIENV_CAPTURE_TOKEN",
+} as const;
+
+export const captureServerConfigSchema = z.strictObject({
+  listen: z.strictObject({ host: bindHost.default("0.0.0.0"), port }),
+  /** The pod's captures folder, which tcpdump writes. */
+  capturesDir: z.string().min(1),
+  /** The website container whose captures these are, `<site>-<role>`: no file of another is listed or served. */
+  container: z.string().regex(CAPTURE_CONTAINER_PATTERN, "a website container: <site>-server or <site>-frontend"),
+  /** /healthz: a capture file modified this recently counts as writing (else it must grow between two checks). */
+  captureFreshMs: z.number().int().positive().default(30_000),
+  /** A connection whose request head has not all arrived this long after it began is answered 408 and closed. */
+  headersTimeoutMs: z.number().int().positive().default(20_000),
+});
+
+export type CaptureServerConfig = z.output<typeof captureServerConfigSchema>;
+export type CaptureServerConfigInput = z.input<typeof captureServerConfigSchema>;

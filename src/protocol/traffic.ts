@@ -4,6 +4,7 @@
 import { createWriteStream } from "node:fs";
 import { Readable, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { z } from "zod";
 import { bearer } from "./auth";
 import { findExtension, type AgentEnvCard } from "./card";
 
@@ -22,6 +23,15 @@ export const CAPTURE_FILE_PATTERN =
   /^(?<site>[a-z0-9][a-z0-9-]*)-(?<role>server|frontend)(?:\.run(?<run>[1-9]\d*))?\.pcap(?<index>\d+)$/;
 
 export type CaptureRole = "server" | "frontend";
+
+/** A website container as the captures name it: `<site>-<role>` (the role is the suffix; a site name may hold `-`). */
+export const CAPTURE_CONTAINER_PATTERN = /^(?<site>[a-z0-9][a-z0-9-]*)-(?<role>server|frontend)$/;
+
+/** Site and role of a `<site>-<role>` container name, or undefined when it is not one. */
+export function parseCaptureContainer(container: string): { site: string; role: CaptureRole } | undefined {
+  const match = CAPTURE_CONTAINER_PATTERN.exec(container);
+  return match?.groups ? { site: match.groups.site, role: match.groups.role as CaptureRole } : undefined;
+}
 
 /** One entry of the listing. */
 export interface TrafficCapture {
@@ -44,6 +54,44 @@ export interface TrafficCapture {
 /** GET TRAFFIC_CAPTURES_PATH answers this; `captures` is oldest first. */
 export interface TrafficCaptureListing {
   captures: TrafficCapture[];
+}
+
+/** What a listing is checked against where it is read from another service (the gateway reading capture servers). */
+export const trafficCaptureListingSchema = z.object({
+  captures: z.array(
+    z.object({
+      name: z.string().regex(CAPTURE_FILE_PATTERN),
+      site: z.string(),
+      role: z.enum(["server", "frontend"]),
+      container: z.string(),
+      run: z.number().int().positive(),
+      bytes: z.number().int().nonnegative(),
+      modified: z.iso.datetime(),
+    }),
+  ),
+});
+
+// A website container's capture server (kubernetes: beside the container's tcpdump, in its pod, serving that pod's
+// captures folder to the gateway alone; `Authorization: Bearer <captureServerToken(control token, container)>` on
+// every request). The gateway's traffic/v1 answers are made of these.
+/** The port a capture server listens on. */
+export const CAPTURE_SERVER_PORT = 8090;
+/** GET/HEAD: the listing of the container's own captures (TrafficCaptureListing). */
+export const CAPTURE_SERVER_LIST_PATH = "/captures";
+/** GET/HEAD: 200 while the container's capture is writing, else 503 (CaptureServerHealth either way). */
+export const CAPTURE_SERVER_HEALTH_PATH = "/healthz";
+
+/** A capture server's /healthz answer. */
+export interface CaptureServerHealth {
+  ok: boolean;
+  container: string;
+  /** Why the capture is not writing (one line), when it is not. */
+  problem?: string;
+}
+
+/** A capture server's path of one capture. */
+export function captureServerFilePath(name: string): string {
+  return `${CAPTURE_SERVER_LIST_PATH}/${encodeURIComponent(name)}`;
 }
 
 /** The path of one capture. */
