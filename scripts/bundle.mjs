@@ -13,6 +13,7 @@ const { bundleFiles, isFresh } = createRequire(import.meta.url)("./bundle-freshn
 /** bundle name -> entry point. The names are what the Dockerfiles COPY from dist/bundle/. */
 export const BUNDLES = {
   gateway: "src/gateway/main.ts",
+  "capture-server": "src/capture-server/main.ts",
   "site-proxy": "src/site-proxy/main.ts",
   "site-proxy-supervisor": "src/site-proxy/supervisor.ts",
   "browser-launcher": "src/browser/main.ts",

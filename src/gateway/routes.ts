@@ -30,7 +30,8 @@ function splitSegment(target: string, start: number): { segment: string; rest: s
   return { segment: target.slice(start, end), rest: after.startsWith("/") ? after : `/${after}` };
 }
 
-function decodeName(segment: string): string | undefined {
+/** A path segment decoded, or undefined when it holds an escaped slash (either way) or a bad escape. */
+export function decodeName(segment: string): string | undefined {
   if (ESCAPED_SLASH.test(segment)) return undefined;
   try {
     return decodeURIComponent(segment);

@@ -1,6 +1,7 @@
 // Test helpers: the real gateway process (bin/multienv-gateway.js) on loopback, real
 // upstream servers, and a raw HTTP client for checks that need exact bytes on the wire.
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -8,29 +9,28 @@ import { join } from "node:path";
 export const TOKEN = "test-control-token-0123456789abcdef";
 const BIN = join(__dirname, "..", "..", "bin", "multienv-gateway.js");
 
-export interface GatewayProcess {
+export interface GatewayProcess extends ServiceProcess {
   url: string;
   port: number;
+}
+
+/** A service process (the gateway, a capture server) spawned with `args`, its JSON log lines collected. */
+export interface ServiceProcess {
   process: ChildProcess;
-  /** Every JSON line the gateway printed so far. */
+  /** Every JSON line it printed so far. */
   logs: Array<Record<string, unknown>>;
   waitForLog(
     predicate: (line: Record<string, unknown>) => boolean,
     timeoutMs?: number,
   ): Promise<Record<string, unknown>>;
+  /** Resolves with its `listening` line; rejects if it exits first. */
+  listening: Promise<Record<string, unknown>>;
   stop(): Promise<void>;
 }
 
-/** Spawns the gateway with `config` (listen defaults to 127.0.0.1:0, one worker) and waits for its listening line. */
-export function startGateway(
-  config: Record<string, unknown>,
-  env: Record<string, string> = {},
-): Promise<GatewayProcess> {
-  const full = { listen: { host: "127.0.0.1", port: 0 }, workers: 1, ...config };
-  const child = spawn(process.execPath, [BIN], {
-    env: { ...process.env, MULTIENV_GATEWAY_CONFIG: JSON.stringify(full), MULTIENV_CONTROL_TOKEN: TOKEN, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+/** Spawns `node <args>` with `env` added to this process's, collecting the JSON lines it prints. */
+export function spawnService(args: string[], env: Record<string, string>): ServiceProcess {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   const logs: Array<Record<string, unknown>> = [];
   const waiters: Array<() => void> = [];
   let buffered = "";
@@ -51,7 +51,7 @@ export function startGateway(
     }
   });
   child.stderr!.on("data", (chunk) => (stderr += chunk));
-  const waitForLog: GatewayProcess["waitForLog"] = (predicate, timeoutMs = 10_000) =>
+  const waitForLog: ServiceProcess["waitForLog"] = (predicate, timeoutMs = 10_000) =>
     new Promise((resolve, reject) => {
       const timer = setTimeout(
         () => reject(new Error(`no matching log line; have ${JSON.stringify(logs)}; stderr ${stderr}`)),
@@ -67,23 +67,36 @@ export function startGateway(
       look();
     });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  return new Promise((resolve, reject) => {
-    child.once("exit", (code) => reject(new Error(`gateway exited ${code}: ${stderr}`)));
-    waitForLog((line) => line.event === "listening").then((line) => {
-      const port = line.port as number;
-      resolve({
-        url: `http://127.0.0.1:${port}`,
-        port,
-        process: child,
-        logs,
-        waitForLog,
-        stop: async () => {
-          child.kill("SIGTERM");
-          await exited;
-        },
-      });
-    }, reject);
+  const listening = new Promise<Record<string, unknown>>((resolve, reject) => {
+    child.once("exit", (code) => reject(new Error(`${args.at(-1)} exited ${code}: ${stderr}`)));
+    waitForLog((line) => line.event === "listening").then(resolve, reject);
   });
+  listening.catch(() => undefined);
+  return {
+    process: child,
+    logs,
+    waitForLog,
+    listening,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/** Spawns the gateway with `config` (listen defaults to 127.0.0.1:0, one worker) and waits for its listening line. */
+export async function startGateway(
+  config: Record<string, unknown>,
+  env: Record<string, string> = {},
+): Promise<GatewayProcess> {
+  const full = { listen: { host: "127.0.0.1", port: 0 }, workers: 1, ...config };
+  const service = spawnService([BIN], {
+    MULTIENV_GATEWAY_CONFIG: JSON.stringify(full),
+    MULTIENV_CONTROL_TOKEN: TOKEN,
+    ...env,
+  });
+  const port = (await service.listening).port as number;
+  return { ...service, url: `http://127.0.0.1:${port}`, port };
 }
 
 /** Runs the gateway bin to completion with a given config text; for config errors. */
@@ -224,4 +237,21 @@ export function headerValues(raw: string[], name: string): string[] {
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) if (raw[i].toLowerCase() === name.toLowerCase()) out.push(raw[i + 1]);
   return out;
+}
+
+/** The 24-byte header of a classic pcap file (little-endian, Ethernet): a capture that holds no packet yet. */
+export const PCAP_HEADER = Buffer.from("d4c3b2a1020004000000000000000000ffff000001000000", "hex");
+
+/**
+ * Writes into `dir` what is named like `<container>`'s captures but is no regular file: `.pcap0` a FIFO (opening it
+ * for reading would block), `.pcap1` a link to it, `.pcap2` a directory, `.pcap4` a link to a device; and `.pcap3`, a
+ * real capture of PCAP_HEADER and 100 bytes. Returns the names of the ones that must never be served.
+ */
+export function hostileCaptureFiles(dir: string, container: string): string[] {
+  execFileSync("mkfifo", [join(dir, `${container}.pcap0`)]);
+  symlinkSync(join(dir, `${container}.pcap0`), join(dir, `${container}.pcap1`));
+  mkdirSync(join(dir, `${container}.pcap2`));
+  symlinkSync("/dev/zero", join(dir, `${container}.pcap4`));
+  writeFileSync(join(dir, `${container}.pcap3`), Buffer.concat([PCAP_HEADER, Buffer.alloc(100, 1)]));
+  return [0, 1, 2, 4].map((n) => `${container}.pcap${n}`);
 }

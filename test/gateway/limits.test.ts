@@ -1,14 +1,14 @@
 // Bounded resources: a client cannot hold a connection by trickling its request head, and a
 // file in the captures folder that is not a regular file (a FIFO, a link to one, a directory
 // named like a capture) never blocks the gateway's thread pool or event loop.
-import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   echoHandler,
+  hostileCaptureFiles,
   request,
   startGateway,
   startUpstream,
@@ -19,7 +19,6 @@ import {
 
 const HEADERS_TIMEOUT_MS = 600;
 const AUTH = { Authorization: `Bearer ${TOKEN}` };
-const PCAP_HEADER = Buffer.from("d4c3b2a1020004000000000000000000ffff000001000000", "hex");
 
 /**
  * Opens a connection, writes `first`, then `drip` every `everyMs`; resolves with what came back and when the gateway
@@ -58,11 +57,7 @@ describe("gateway resource bounds", () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "multienv-limits-"));
-    execFileSync("mkfifo", [join(dir, "shop-server.pcap0")]);
-    symlinkSync(join(dir, "shop-server.pcap0"), join(dir, "shop-server.pcap1")); // a link to the FIFO
-    mkdirSync(join(dir, "shop-server.pcap2")); // a directory named like a capture
-    symlinkSync("/dev/zero", join(dir, "shop-server.pcap4")); // a link to a device
-    writeFileSync(join(dir, "shop-server.pcap3"), Buffer.concat([PCAP_HEADER, Buffer.alloc(100, 1)]));
+    hostileCaptureFiles(dir, "shop-server"); // shop-server.pcap3 the one real capture
     site = await startUpstream(echoHandler("site"));
     gateway = await startGateway({
       headersTimeoutMs: HEADERS_TIMEOUT_MS,
