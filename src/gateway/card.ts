@@ -42,7 +42,7 @@ export async function gatewayCard(config: GatewayConfig, agent: http.Agent, log:
     description:
       "The multi env's gateway: the websites' servers under /svc/<site>, synthetic sites' pages under /website/<site>/.",
     version: "1",
-    extensions: config.capturesDir === undefined ? [] : [trafficExtension()],
+    extensions: config.capturesDir === undefined && config.captureSources === undefined ? [] : [trafficExtension()],
     sites,
   };
 }

@@ -1,25 +1,27 @@
 // GET /healthz: ready when every site server answers /ready with 200 and, when captures are
-// configured, every website container's capture is writing.
+// configured, every website container's capture is writing (capture-health.ts says what that means).
 //
-// "Writing" means: the newest `<site>-<role>.pcap<N>` file holds at least a pcap header
-// (tcpdump -U writes it as soon as it opens the file, so this proves the sidecar started)
-// and it was modified within `captureFreshMs` (default 30 s) or it grows during the check.
 // An idle website sends no packets, so the check itself makes traffic in every captured
 // container (the /ready request for a server, a TCP connection for a frontend) and then
-// waits up to CAPTURE_SETTLE_MS for those packets to reach the file. A running sidecar
+// waits up to CAPTURE_SETTLE_MS for those packets to reach the file. A running capture
 // therefore always passes, and a dead one fails once its file is older than the window.
+//
+// The captures are looked at where they are: in the captures folder (`capturesDir`), compared with a look taken
+// before the probes; or through each container's capture server (`captureSources`), whose /healthz applies the same
+// rule to its own folder and compares with its previous look, so one look there before the probes makes the next
+// ones see what the probes' packets added.
 import type http from "node:http";
 import net from "node:net";
-import type { CaptureRole } from "../protocol/traffic";
-import { listCaptures, openCapture } from "./captures";
+import { websiteContainers } from "../protocol/gateway-config";
+import { parseCaptureContainer, type CaptureRole } from "../protocol/traffic";
+import { captureProblem, newestCaptures, type CaptureState, type ExpectedCapture } from "./capture-health";
+import type { CaptureSources } from "./capture-sources";
 import type { GatewayConfig } from "./config";
 import { getSmall } from "./fetch";
 
 const READY_TIMEOUT_MS = 3_000;
-const PCAP_HEADER_BYTES = 24;
 /** How long a capture may take to show the probes' packets. */
 const CAPTURE_SETTLE_MS = 1_500;
-const PCAP_MAGICS = new Set([0xa1b2c3d4, 0xd4c3b2a1, 0xa1b23c4d, 0x4d3cb2a1]);
 
 export interface Missing {
   what: "ready" | "capture";
@@ -43,18 +45,6 @@ async function serverReady(site: GatewayConfig["sites"][string], agent: http.Age
   }
 }
 
-async function readMagic(dir: string, name: string): Promise<number | undefined> {
-  const opened = await openCapture(dir, name);
-  if (!opened) return undefined;
-  const { handle } = opened;
-  try {
-    const { bytesRead, buffer } = await handle.read(Buffer.alloc(4), 0, 4, 0);
-    return bytesRead === 4 ? buffer.readUInt32BE(0) : undefined;
-  } finally {
-    await handle.close();
-  }
-}
-
 /** Opens and closes a TCP connection, so the frontend's capture sees packets. */
 function touch(url: URL): Promise<void> {
   return new Promise((resolve) => {
@@ -70,81 +60,104 @@ function touch(url: URL): Promise<void> {
   });
 }
 
-interface CaptureState {
-  name: string;
-  bytes: number;
-  mtimeMs: number;
+/** How the check looks at the expected captures. */
+interface CaptureWatch {
+  /** The look before the probes of the sites. */
+  begin(): Promise<void>;
+  /** Why each of `which` (indices into the expected captures) is not writing now; undefined for those that are. */
+  problems(which: number[]): Promise<Array<string | undefined>>;
 }
 
-/** The newest file of each expected capture (undefined when there is none). */
-async function snapshot(
-  dir: string,
-  expected: Array<{ site: string; role: CaptureRole }>,
-): Promise<Array<CaptureState | undefined>> {
-  const all = await listCaptures(dir).catch(() => []); // oldest first
-  return expected.map(({ site, role }) => {
-    const newest = all.filter((capture) => capture.site === site && capture.role === role).at(-1);
-    return newest && { name: newest.name, bytes: newest.bytes, mtimeMs: Date.parse(newest.modified) };
-  });
+/** The captures folder's files, compared with what they were before the probes. */
+class FolderWatch implements CaptureWatch {
+  private before: Array<CaptureState | undefined> = [];
+
+  constructor(
+    private readonly dir: string,
+    private readonly expected: ExpectedCapture[],
+    private readonly freshMs: number,
+  ) {}
+
+  async begin(): Promise<void> {
+    this.before = await newestCaptures(this.dir, this.expected);
+  }
+
+  async problems(which: number[]): Promise<Array<string | undefined>> {
+    const now = await newestCaptures(
+      this.dir,
+      which.map((i) => this.expected[i]),
+    );
+    return Promise.all(
+      which.map((i, k) => captureProblem(this.dir, now[k], this.before[i], this.expected[i], this.freshMs)),
+    );
+  }
+}
+
+/** Each container's capture server's /healthz: the first look there is the one the later ones compare with. */
+class SourceWatch implements CaptureWatch {
+  constructor(
+    private readonly sources: CaptureSources,
+    private readonly expected: ExpectedCapture[],
+  ) {}
+
+  private problem(i: number): Promise<string | undefined> {
+    const { site, role } = this.expected[i];
+    return this.sources.captureProblem(`${site}-${role}`);
+  }
+
+  async begin(): Promise<void> {
+    await Promise.all(this.expected.map((_, i) => this.problem(i)));
+  }
+
+  problems(which: number[]): Promise<Array<string | undefined>> {
+    return Promise.all(which.map((i) => this.problem(i)));
+  }
 }
 
 export class HealthCheck {
+  private readonly expected: ExpectedCapture[];
+
   constructor(
     private readonly config: GatewayConfig,
     private readonly agent: http.Agent,
-  ) {}
+    private readonly sources?: CaptureSources,
+  ) {
+    this.expected = websiteContainers(config.sites).map((container) => parseCaptureContainer(container)!);
+  }
 
-  private async captureProblem(
-    dir: string,
-    state: CaptureState | undefined,
-    before: CaptureState | undefined,
-    site: string,
-    role: CaptureRole,
-  ): Promise<string | undefined> {
-    if (!state) return `no ${site}-${role}.pcap<N> file in the captures folder`;
-    if (state.bytes < PCAP_HEADER_BYTES) return `${state.name} has no pcap header yet`;
-    const magic = await readMagic(dir, state.name).catch(() => undefined);
-    if (magic === undefined || !PCAP_MAGICS.has(magic)) return `${state.name} is not a pcap file`;
-    const grew = before !== undefined && (before.name !== state.name || before.bytes !== state.bytes);
-    if (grew || Date.now() - state.mtimeMs <= this.config.captureFreshMs) return undefined;
-    return `${state.name} unchanged since ${new Date(state.mtimeMs).toISOString()}, even after traffic to its container`;
+  private watch(): CaptureWatch | undefined {
+    if (this.config.capturesDir !== undefined)
+      return new FolderWatch(this.config.capturesDir, this.expected, this.config.captureFreshMs);
+    if (this.sources) return new SourceWatch(this.sources, this.expected);
+    return undefined;
   }
 
   async check(): Promise<Health> {
     const missing: Missing[] = [];
-    const sites = Object.entries(this.config.sites);
-    const dir = this.config.capturesDir;
-    const expected =
-      dir === undefined
-        ? []
-        : sites.flatMap(([site, upstreams]) =>
-            (upstreams.frontend ? ["server", "frontend"] : ["server"]).map((role) => ({
-              site,
-              role: role as CaptureRole,
-            })),
-          );
-    const before = dir === undefined ? [] : await snapshot(dir, expected);
+    const watch = this.watch();
+    await watch?.begin();
     await Promise.all(
-      sites.map(async ([name, site]) => {
+      Object.entries(this.config.sites).map(async ([name, site]) => {
         const problem = await serverReady(site, this.agent);
         if (problem) missing.push({ what: "ready", site: name, detail: problem });
-        if (site.frontend && dir !== undefined) await touch(site.frontend);
+        if (site.frontend && watch) await touch(site.frontend);
       }),
     );
-    if (dir !== undefined) {
-      // tcpdump hands packets over in blocks (up to a second late), so give the probes' packets time to land.
+    if (watch) {
+      // tcpdump hands packets over in blocks (up to a second late), so give the probes' packets time to land. A
+      // capture seen writing once is done: only the others are looked at again.
       const deadline = Date.now() + CAPTURE_SETTLE_MS;
-      let problems: Array<string | undefined>;
+      const problems: Array<string | undefined> = [];
+      let pending = this.expected.map((_, i) => i);
       for (;;) {
-        const now = await snapshot(dir, expected);
-        problems = await Promise.all(
-          expected.map(({ site, role }, i) => this.captureProblem(dir, now[i], before[i], site, role)),
-        );
-        if (problems.every((p) => p === undefined) || Date.now() >= deadline) break;
+        const found = await watch.problems(pending);
+        pending.forEach((i, k) => (problems[i] = found[k]));
+        pending = pending.filter((_, k) => found[k] !== undefined);
+        if (pending.length === 0 || Date.now() >= deadline) break;
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       problems.forEach((detail, i) => {
-        if (detail) missing.push({ what: "capture", ...expected[i], detail });
+        if (detail) missing.push({ what: "capture", ...this.expected[i], detail });
       });
     }
     return { ok: missing.length === 0, missing };

@@ -7,6 +7,7 @@ import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { carriesControlToken, computerControlToken, secretTokens, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
 import type { Binding, Listener } from "./bind";
+import { CaptureSources } from "./capture-sources";
 import { serveCapture, serveListing } from "./captures";
 import { gatewayCard } from "./card";
 import { Computers } from "./computers";
@@ -71,6 +72,8 @@ export class Gateway {
   private readonly ownAgent = new http.Agent({ keepAlive: true, maxSockets: 16 });
   private readonly health: HealthCheck;
   private readonly computers: Computers;
+  /** With `captureSources`: where traffic/v1 is read from. */
+  private readonly captureSources: CaptureSources | undefined;
   private readonly log: Logger;
   /** Client connections whose framing was refused: answered, then closed, and nothing after on them is served. */
   private readonly distrusted = new WeakSet<Duplex>();
@@ -82,17 +85,23 @@ export class Gateway {
   ) {
     this.log = options.log ?? logJsonLine;
     this.forwarder = new Forwarder({
-      // A computer's token opens that computer's DevTools and log: no site may see it any more than the control token.
+      // A computer's token opens that computer's DevTools and log, a capture server's token that container's captures:
+      // no site may see them any more than the control token.
       secrets: secretTokens([
         controlToken,
         ...Object.keys(config.computers ?? {}).map((name) => computerControlToken(controlToken, name)),
+        ...CaptureSources.tokens(config.captureSources, controlToken),
       ]),
       connectTimeoutMs: config.connectTimeoutMs,
       idleTimeoutMs: config.idleTimeoutMs,
       log: this.log,
       dispatcherFor: options.dispatcherFor,
     });
-    this.health = new HealthCheck(config, this.ownAgent);
+    this.captureSources =
+      config.captureSources === undefined
+        ? undefined
+        : new CaptureSources(config.captureSources, controlToken, this.forwarder, this.ownAgent);
+    this.health = new HealthCheck(config, this.ownAgent, this.captureSources);
     this.computers = new Computers(config.computers, controlToken, this.forwarder, this.ownAgent);
   }
 
@@ -187,6 +196,11 @@ export class Gateway {
       case "capture": {
         if (!this.authorized(req)) return refuse(401, UNAUTHORIZED, undefined, CHALLENGE);
         if (!isRead(req)) return notAllowed(refuse);
+        const sources = this.captureSources;
+        if (sources)
+          return target.kind === "captures"
+            ? sources.serveListing(res, refuse)
+            : sources.serveCapture(req, res, target.name, refuse);
         const dir = this.config.capturesDir;
         if (dir === undefined) return refuse(404, { error: "this gateway serves no traffic captures" });
         if (target.kind === "captures") return serveListing(dir, res);
