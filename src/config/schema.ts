@@ -111,6 +111,55 @@ export const captureSchema = z.strictObject({
   fileCount: z.number().int().min(1).max(1_000).default(10),
 });
 
+/** A Kubernetes label key or value (the API server's rules), for nodeSelector and tolerations. */
+const LABEL_KEY =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+const labelKey = z
+  .string()
+  .regex(LABEL_KEY, { error: "must be a Kubernetes label key such as node-pool or example.com/pool" });
+const labelValue = z.string().regex(LABEL_VALUE, {
+  error:
+    "must be a Kubernetes label value: at most 63 letters, digits, - _ and ., starting and ending with a letter or digit",
+});
+
+/** One toleration of the env's pods, as a pod spec writes it. */
+export const tolerationSchema = z.strictObject({
+  key: labelKey.optional(),
+  operator: z.enum(["Equal", "Exists"]).default("Equal"),
+  value: labelValue.optional(),
+  effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute"]).optional(),
+  tolerationSeconds: z.number().int().min(0).optional(),
+});
+
+/** The kubernetes target: the cluster the kubeconfig names, and how the env's pods are placed there. */
+export const kubernetesSchema = z.strictObject({
+  kubeconfig: z.string().min(1, { error: "must be the path of a kubeconfig file, such as ~/.kube/config" }).optional(),
+  context: z
+    .string()
+    .min(1, { error: "must name a context of the kubeconfig (kubectl config get-contexts lists them)" })
+    .optional(),
+  imageRegistry: z
+    .string()
+    .regex(/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:\d{1,5})?(\/[a-z0-9]([a-z0-9._/-]*[a-z0-9])?)?$/, {
+      error: "must be a registry host with an optional path, such as registry.example.com:5000/multienv",
+    })
+    .optional(),
+  imagePullPolicy: z
+    .enum(["Always", "IfNotPresent", "Never"], {
+      error: "must be Always, IfNotPresent or Never",
+    })
+    .optional(),
+  runtimeClassName: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, {
+      error: "must name a RuntimeClass of the cluster, such as gvisor",
+    })
+    .optional(),
+  nodeSelector: z.record(labelKey, labelValue).default({}),
+  tolerations: z.array(tolerationSchema).default([]),
+});
+
 /** The deploy's self-test: on (default), off, or on with the page an allow-all computer must reach. */
 export const selfTestSchema = z.union([
   z.boolean(),
@@ -126,13 +175,14 @@ export const selfTestSchema = z.union([
 
 // `ec2` is required when target is ec2: validate.ts checks that, so it is reported beside every other problem.
 export const stackConfigSchema = z.strictObject({
-  target: z.enum(["docker", "ec2", "hosts"]).default("docker"),
+  target: z.enum(["docker", "ec2", "hosts", "kubernetes"]).default("docker"),
   websites: z.record(z.string(), websiteSchema).default({}),
   computers: z.record(z.string(), computerSchema).default({}),
   captureTraffic: z.boolean().default(false),
   capture: captureSchema.default({ fileSizeMb: 20, fileCount: 10 }),
   ec2: ec2Schema.optional(),
   hosts: hostsSchema.optional(),
+  kubernetes: kubernetesSchema.optional(),
   selfTest: selfTestSchema.default(true),
 });
 
@@ -145,5 +195,6 @@ export const STACK_KEYS = [
   "capture",
   "ec2",
   "hosts",
+  "kubernetes",
   "selfTest",
 ] as const;

@@ -14,6 +14,8 @@ import {
   ec2Schema,
   hostSchema,
   hostsSchema,
+  kubernetesSchema,
+  tolerationSchema,
   stackConfigSchema,
   STACK_KEYS,
   websiteSchema,
@@ -52,6 +54,8 @@ function knownKeysAt(path: readonly PropertyKey[]): readonly string[] {
   if (top === "ec2") return Object.keys(ec2Schema.shape);
   if (top === "hosts" && path.length === 1) return Object.keys(hostsSchema.shape);
   if (top === "hosts") return Object.keys(hostSchema.shape);
+  if (top === "kubernetes" && path.length === 1) return Object.keys(kubernetesSchema.shape);
+  if (top === "kubernetes" && path[1] === "tolerations") return Object.keys(tolerationSchema.shape);
   return [];
 }
 

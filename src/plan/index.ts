@@ -3,6 +3,7 @@ import { captureProblems, captureSidecars } from "./capture";
 import { claimProblems, liveHosts } from "./claims";
 import { ec2Problems, plannedEc2 } from "./ec2";
 import { hostsProblems } from "./hosts";
+import { kubernetesProblems, kubernetesWarnings, plannedKubernetes } from "./kubernetes";
 import { formatProblem, problem } from "./problems";
 import { allowlistProblems, reachesPublicHosts, reaching } from "./reaching";
 import { namingProblems, stackNameProblem } from "./reserved";
@@ -68,6 +69,7 @@ export function planProblemsOfParts(config: StackConfig, stack: string, complete
   if (complete.websites) problems.push(...captureProblems(config));
   problems.push(...ec2Problems(config));
   problems.push(...hostsProblems(config));
+  problems.push(...kubernetesProblems(config, stack));
   return problems;
 }
 
@@ -128,6 +130,7 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
       ),
     );
   }
+  warningProblems.push(...kubernetesWarnings(config));
   for (const name of Object.keys(config.computers).sort()) {
     const computer = config.computers[name];
     warningProblems.push(...startTabWarnings(name, computer, reaching(computer.network, live.hosts), config.websites));
@@ -198,5 +201,6 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
   };
   if (config.target === "ec2" && config.ec2 !== undefined) result.ec2 = plannedEc2(config.ec2);
   if (config.target === "hosts" && config.hosts !== undefined) result.hosts = structuredClone(config.hosts);
+  if (config.target === "kubernetes") result.kubernetes = plannedKubernetes(stack, config.kubernetes);
   return { ok: true, plan: result, warnings };
 }

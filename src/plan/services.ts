@@ -20,6 +20,7 @@ import { SITE_PROXY_CONTROL_PATHS } from "../protocol/site-proxy";
 import type { SiteProxyConfigInput } from "../protocol/site-proxy-config";
 import type { Plan, PlannedComputer, PlannedWebsite } from "./types";
 import { rehost } from "./urls";
+import { KUBERNETES_NON_PUBLIC_CIDRS } from "./kubernetes";
 
 export interface HostPort {
   host: string;
@@ -88,6 +89,14 @@ export function gatewayServiceConfig(plan: Plan): GatewayServiceConfig {
   };
 }
 
+/**
+ * Whether a proxy reaches the gateway under its own computer's name (`gateway-<computer>`): on docker the name of
+ * the gateway on that computer's link network, on kubernetes a name the proxy's pod maps to the gateway's Service.
+ */
+function linksComputers(plan: Pick<Plan, "target">): boolean {
+  return plan.target === "docker" || plan.target === "kubernetes";
+}
+
 function findComputer(plan: Plan, computer: string | PlannedComputer): PlannedComputer {
   const name = typeof computer === "string" ? computer : computer.name;
   const found = plan.computers.find((c) => c.name === name);
@@ -101,7 +110,7 @@ function findComputer(plan: Plan, computer: string | PlannedComputer): PlannedCo
  */
 export function siteProxyServiceConfig(plan: Plan, computer: string | PlannedComputer): SiteProxyServiceConfig {
   const c = findComputer(plan, computer);
-  const gatewayHost = plan.target === "docker" ? networkAliases.gatewayOnLink(c.name) : networkAliases.gatewayIngress;
+  const gatewayHost = linksComputers(plan) ? networkAliases.gatewayOnLink(c.name) : networkAliases.gatewayIngress;
   return {
     listen: { host: networkAliases.proxyOnComputerNet, port: SITE_PROXY_PORT },
     gateway: `http://${gatewayHost}:${GATEWAY_BROWSE_PORT}`,
@@ -165,6 +174,11 @@ export interface EngineMachine {
  * them with its firewall), their addresses being the hosts' (`siteProxyConfigOnHosts`).
  */
 export function engineMachines(plan: Pick<Plan, "target">, local: EngineMachine | undefined): EngineMachine[] {
+  // A cluster's pods, Services and nodes are on addresses the deploy cannot list: every non-public range then.
+  if (plan.target === "kubernetes")
+    return [
+      { addresses: [], addressPools: [...KUBERNETES_NON_PUBLIC_CIDRS.ipv4, ...KUBERNETES_NON_PUBLIC_CIDRS.ipv6] },
+    ];
   if (plan.target === "docker") return [local ?? { addresses: [], addressPools: DOCKER_DEFAULT_ADDRESS_POOLS }];
   return [{ addresses: [], addressPools: DOCKER_DEFAULT_ADDRESS_POOLS }];
 }

@@ -4,7 +4,7 @@
 // Components consume a Plan and decide nothing of their own.
 import type { SelfTestPlan } from "./self-test";
 
-export type Target = "docker" | "ec2" | "hosts";
+export type Target = "docker" | "ec2" | "hosts" | "kubernetes";
 
 /** A computer's network as configured: every host, none, or an allowlist of host names. */
 export type ComputerNetwork = "allow-all" | "none" | string[];
@@ -82,6 +82,41 @@ export interface HostsConfig {
   computers: Record<string, HostConfig>;
 }
 
+export interface Toleration {
+  key?: string;
+  operator: "Equal" | "Exists";
+  value?: string;
+  effect?: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
+  tolerationSeconds?: number;
+}
+
+/** The kubernetes target's section. */
+export interface KubernetesConfig {
+  /** The kubeconfig file; unset: KUBECONFIG, else ~/.kube/config (as kubectl). */
+  kubeconfig?: string;
+  /** Its context; unset: the kubeconfig's current context. */
+  context?: string;
+  /** Where the project's images are pulled from (`<registry>/multienv/<role>:latest`); unset: the bare names. */
+  imageRegistry?: string;
+  imagePullPolicy?: "Always" | "IfNotPresent" | "Never";
+  /** The RuntimeClass of the computers' pods (their browsers and proxies), e.g. a gVisor class. */
+  runtimeClassName?: string;
+  nodeSelector: Record<string, string>;
+  tolerations: Toleration[];
+}
+
+/** The planned kubernetes section: the cluster, the namespace, and the pods' placement. */
+export interface PlannedKubernetes {
+  namespace: string;
+  kubeconfig?: string;
+  context?: string;
+  imageRegistry?: string;
+  imagePullPolicy: "Always" | "IfNotPresent" | "Never";
+  runtimeClassName?: string;
+  nodeSelector: Record<string, string>;
+  tolerations: Toleration[];
+}
+
 export interface CaptureConfig {
   fileSizeMb: number;
   fileCount: number;
@@ -95,6 +130,7 @@ export interface StackConfig {
   capture: CaptureConfig;
   ec2?: Ec2Config;
   hosts?: HostsConfig;
+  kubernetes?: KubernetesConfig;
   /** The deploy's self-test: on, off, or on with the page an allow-all computer must reach. */
   selfTest: boolean | { publicUrl?: string };
 }
@@ -207,6 +243,7 @@ export interface Plan {
   warnings: string[];
   ec2?: PlannedEc2;
   hosts?: HostsConfig;
+  kubernetes?: PlannedKubernetes;
 }
 
 export type PlanResult =
