@@ -98,7 +98,7 @@ node scripts/bundle.mjs || log "some bundles failed (above); the images that nee
 
 # --- 4. project images: name | Dockerfile | bundles it copies -----------------------------------
 IMAGES=(
-  "gateway|src/gateway/Dockerfile|gateway"
+  "gateway|src/gateway/Dockerfile|gateway capture-server"
   "site-proxy|src/site-proxy/Dockerfile|site-proxy site-proxy-supervisor"
   "browser|src/browser/Dockerfile|browser-launcher"
   "sample-shop-server|examples/sites/shop-server/Dockerfile|sample-shop-server"

@@ -14,7 +14,11 @@ export interface ProjectImage {
 }
 
 export const PROJECT_IMAGES: Record<ProjectImageRole, ProjectImage> = {
-  gateway: { imageName: "multienv/gateway:latest", dockerfile: "src/gateway/Dockerfile", bundles: ["gateway"] },
+  gateway: {
+    imageName: "multienv/gateway:latest",
+    dockerfile: "src/gateway/Dockerfile",
+    bundles: ["gateway", "capture-server"],
+  },
   "site-proxy": {
     imageName: "multienv/site-proxy:latest",
     dockerfile: "src/site-proxy/Dockerfile",

@@ -138,20 +138,22 @@ export function browserMounts(computer: PlannedComputer): VolumeMount[] {
  * seconds before it exits; a container that takes longer to come back leaves its sidecar stopped, which /healthz
  * reports (its capture is not writing) until a `multienv reset` or a redeploy starts it again.
  */
-export function captureCommand(plan: Pick<Plan, "capture">, sidecar: PlannedCapture): string[] {
+export function captureCommand(plan: Pick<Plan, "capture">, sidecar: PlannedCapture, filter?: string): string[] {
   const base = `${CAPTURES_DIR}/${sidecar.filePrefix.replace(/\.pcap$/, "")}`;
-  return ["sh", "-c", CAPTURE_SCRIPT, "capture", base, String(plan.capture.fileSizeMb), String(plan.capture.fileCount)];
+  const args = [base, String(plan.capture.fileSizeMb), String(plan.capture.fileCount)];
+  return ["sh", "-c", CAPTURE_SCRIPT, "capture", ...args, ...(filter !== undefined ? [filter] : [])];
 }
 
 /** The capture sidecar's script (see `captureCommand`); POSIX sh, builtins alone in its loop but `sleep`. */
 export const CAPTURE_SCRIPT = [
-  "base=$1 size=$2 count=$3",
+  // $4, when given, is a tcpdump filter: on a cluster, the capture server's own port in the pod is left out.
+  "base=$1 size=$2 count=$3 filter=${4:-}",
   'if ls "$base".pcap[0-9]* >/dev/null 2>&1; then',
   "  run=1",
   '  while ls "$base".run$run.pcap[0-9]* >/dev/null 2>&1; do run=$((run + 1)); done',
   '  for f in "$base".pcap[0-9]*; do mv -f "$f" "$base.run$run.${f##*.}"; done',
   "fi",
-  'tcpdump -i any -n -U -w "$base.pcap" -C "$size" -W "$count" -Z root &',
+  'tcpdump -i any -n -U -w "$base.pcap" -C "$size" -W "$count" -Z root $filter &',
   "pid=$!",
   "trap 'kill $pid 2>/dev/null; wait $pid; exit 0' TERM INT",
   // True while the namespace has an interface besides loopback (/proc/net/dev: two header lines, then one a device).
