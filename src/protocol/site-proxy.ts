@@ -285,3 +285,6 @@ export function parseLiveSiteProxyLog(text: string): SiteProxyLogRecord[] {
   }
   return records;
 }
+
+/** Where a site proxy serves the env CA's certificate on its forward port (kubernetes: the browser's pod fetches it). */
+export const SITE_PROXY_CA_PATH = "/multienv/ca.pem";

@@ -10,6 +10,7 @@ import type { SecretTokens } from "../protocol/auth";
 import { SiteProxyVerdict } from "../protocol/site-proxy";
 import type { AddressCheck } from "./addresses";
 import type { CertificateAuthority } from "./ca";
+import { SITE_PROXY_CA_PATH } from "../protocol/site-proxy";
 import { AddressRefused, addressOf, ConnectFailure, type Connector, normalizeHost, type Opened } from "./connect";
 import {
   BrokenAnswer,
@@ -338,6 +339,21 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     };
   }
 
+  /**
+   * The env CA's certificate, asked of the proxy itself (origin form, outside any tunnel): a browser in a pod of its
+   * own fetches it to trust the proxy's leaves (kubernetes target). It is public; the key never leaves the proxy.
+   */
+  function asksForCa(req: http.IncomingMessage): boolean {
+    return (
+      !tunnels.has(req.socket) && req.url === SITE_PROXY_CA_PATH && (req.method === "GET" || req.method === "HEAD")
+    );
+  }
+
+  function answerCa(res: http.ServerResponse): void {
+    res.writeHead(200, { "Content-Type": "application/x-pem-file", "Content-Length": Buffer.byteLength(ca.certPem) });
+    res.end(res.req.method === "HEAD" ? undefined : ca.certPem);
+  }
+
   function onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
     if (condemned.has(req.socket)) return void res.destroy();
     const problem = requestFramingProblem(req);
@@ -346,6 +362,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       const f = badRequest(req.socket, `malformed request: ${problem}`, req.method);
       return answerResponse(res, f.status, f.verdict, f.message, true);
     }
+    if (asksForCa(req)) return answerCa(res);
     const route = routeRequest(req, req.socket, "; send an absolute http:// URL or CONNECT host:port");
     if (route.to === "answer")
       return answerResponse(res, route.failure.status, route.failure.verdict, route.failure.message);
