@@ -21,6 +21,16 @@ import { SelfTest } from "./selfTest";
 import type { ComputerOutput, SelfTestOutput, WebsiteOutput } from "../src/protocol/outputs";
 import type { GatewayTunnel } from "../src/plan/ssh";
 import { Website } from "./website";
+import { KubernetesComputer } from "./kubernetesComputer";
+import { KubernetesGateway } from "./kubernetesGateway";
+import { KubernetesTarget } from "./kubernetesTarget";
+import { KubernetesWebsite } from "./kubernetesWebsite";
+import {
+  kubernetesBrowserConfig,
+  kubernetesGatewayConfig,
+  kubernetesSiteProxyConfig,
+} from "../src/plan/kubernetes-services";
+import type { GatewayPortForward } from "../src/protocol/port-forward";
 
 export interface MultiEnvArgs {
   /** What to deploy, from `plan()`; must be an accepted plan. */
@@ -54,13 +64,29 @@ export interface MultiEnvOutputs {
   selfTest: pulumi.Output<SelfTestOutput>;
   /** Remote hosts: the SSH tunnel the runner reaches `gatewayUrl` through (the runner brings it up again as needed). */
   gatewayTunnel?: pulumi.Input<GatewayTunnel>;
+  /** Kubernetes: the gateway's pod, which the runner reaches by a port-forward through the API server. */
+  gatewayPortForward?: pulumi.Input<GatewayPortForward>;
+}
+
+/** What the target's part of the env gives the parts every target shares (self-test, collector, outputs). */
+interface Deployed {
+  gatewayUrl: pulumi.Output<string>;
+  /** What the self-test runs through: the gateway, and each computer's proxy and browser. */
+  underTest: pulumi.CustomResource[];
+  /** What identifies them as deployed, when their ids stay the same across a replacement. */
+  deployed?: pulumi.Input<string>[];
+  /** What the collector collects from: it is deleted before them. */
+  collectedFrom: pulumi.Resource[];
+  gatewayTunnel?: pulumi.Input<GatewayTunnel>;
+  gatewayPortForward?: pulumi.Input<GatewayPortForward>;
 }
 
 /** The multi env of one task: its targets' engines, websites, gateway, computers, self-test and capture collector. */
 export class MultiEnv extends pulumi.ComponentResource {
-  readonly gateway: Gateway;
-  readonly websites: Website[];
-  readonly computers: Computer[];
+  /** The docker, ec2 and hosts targets: the gateway, websites and computers on Docker engines. */
+  gateway!: Gateway;
+  websites: Website[] = [];
+  computers: Computer[] = [];
   readonly controlToken: ControlToken;
   readonly outputs: MultiEnvOutputs;
 
@@ -68,6 +94,71 @@ export class MultiEnv extends pulumi.ComponentResource {
     super("multienv:index:MultiEnv", name, {}, opts);
     const { plan } = args;
     this.controlToken = new ControlToken(`${name}-control-token`, {}, { parent: this });
+    const deployed = plan.target === "kubernetes" ? this.onCluster(name, args) : this.onEngines(name, args);
+    const { gatewayUrl } = deployed;
+    const selfTest = plan.selfTest.enabled
+      ? new SelfTest(
+          `${name}-self-test`,
+          {
+            selfTest: plan.selfTest,
+            gatewayUrl,
+            controlToken: this.controlToken.value,
+            containers: deployed.underTest,
+            ...(deployed.deployed ? { deployed: deployed.deployed } : {}),
+            ...(deployed.gatewayPortForward ? { gatewayPortForward: deployed.gatewayPortForward } : {}),
+          },
+          { parent: this },
+        )
+      : undefined;
+    // Collects on a plain `pulumi destroy`: deleted first, since it depends on the gateway and the computers.
+    if (plan.capture.enabled)
+      new CaptureCollector(
+        `${name}-capture-collector`,
+        {
+          plan,
+          gatewayUrl,
+          controlToken: this.controlToken.value,
+          gatewayTunnel: deployed.gatewayTunnel,
+          gatewayPortForward: deployed.gatewayPortForward,
+        },
+        { parent: this, dependsOn: deployed.collectedFrom },
+      );
+    this.outputs = {
+      gatewayUrl,
+      controlToken: this.controlToken.value,
+      websites: gatewayUrl.apply((url) =>
+        Object.fromEntries(
+          plan.websites.map((w) => [w.name, { live: w.live, domains: [...w.domains], ...siteUrls(url, w) }]),
+        ),
+      ),
+      computers: gatewayUrl.apply((url) =>
+        Object.fromEntries(
+          plan.computers.map((c) => [
+            c.name,
+            {
+              network: c.network,
+              reaching: c.reaching,
+              siteTable: c.siteTable,
+              startTabs: [...c.startTabs],
+              cdpUrl: computerCdpUrl(url, c.name),
+            },
+          ]),
+        ),
+      ),
+      live: plan.live,
+      liveWebsites: plan.liveWebsites,
+      reproducible: plan.reproducible,
+      captureTraffic: plan.capture.enabled,
+      selfTest: selfTest ? selfTest.results : pulumi.output({ skipped: true as const }),
+      ...(deployed.gatewayTunnel !== undefined ? { gatewayTunnel: deployed.gatewayTunnel } : {}),
+      ...(deployed.gatewayPortForward !== undefined ? { gatewayPortForward: deployed.gatewayPortForward } : {}),
+    };
+    this.registerOutputs({ ...this.outputs });
+  }
+
+  /** The env on Docker engines (the docker, ec2 and hosts targets). */
+  private onEngines(name: string, args: MultiEnvArgs): Deployed {
+    const { plan } = args;
     const engines = envTargetFor(
       {
         plan,
@@ -154,35 +245,61 @@ export class MultiEnv extends pulumi.ComponentResource {
         { plan, gatewayUrl, controlToken: this.controlToken.value, gatewayTunnel: engines.gatewayTunnel },
         { parent: this, dependsOn: [this.gateway, ...this.computers] },
       );
-    this.outputs = {
-      gatewayUrl,
-      controlToken: this.controlToken.value,
-      websites: gatewayUrl.apply((url) =>
-        Object.fromEntries(
-          plan.websites.map((w) => [w.name, { live: w.live, domains: [...w.domains], ...siteUrls(url, w) }]),
-        ),
-      ),
-      computers: gatewayUrl.apply((url) =>
-        Object.fromEntries(
-          plan.computers.map((c) => [
-            c.name,
-            {
-              network: c.network,
-              reaching: c.reaching,
-              siteTable: c.siteTable,
-              startTabs: [...c.startTabs],
-              cdpUrl: computerCdpUrl(url, c.name),
-            },
-          ]),
-        ),
-      ),
-      live: plan.live,
-      liveWebsites: plan.liveWebsites,
-      reproducible: plan.reproducible,
-      captureTraffic: plan.capture.enabled,
-      selfTest: selfTest ? selfTest.results : pulumi.output({ skipped: true as const }),
-      ...(engines.gatewayTunnel !== undefined ? { gatewayTunnel: engines.gatewayTunnel } : {}),
+    return {
+      gatewayUrl: this.gateway.url,
+      underTest: [this.gateway.container, ...this.computers.flatMap((c) => [c.proxy, c.browser])],
+      collectedFrom: [this.gateway, ...this.computers],
+      gatewayTunnel: engines.gatewayTunnel,
     };
-    this.registerOutputs({ ...this.outputs });
+  }
+
+  /** The env on a Kubernetes cluster: a namespace of pods walled by NetworkPolicies. */
+  private onCluster(name: string, args: MultiEnvArgs): Deployed {
+    const { plan } = args;
+    const target = new KubernetesTarget(name, { plan }, { parent: this });
+    const websites = plan.websites.map(
+      (site) =>
+        new KubernetesWebsite(
+          `${name}-${site.name}`,
+          { plan, site, target, secrets: args.secrets, controlToken: this.controlToken.value },
+          { parent: this },
+        ),
+    );
+    const gateway = new KubernetesGateway(
+      `${name}-gateway`,
+      {
+        plan,
+        target,
+        serviceConfig: kubernetesGatewayConfig(plan),
+        controlToken: this.controlToken.value,
+        dependsOn: websites.flatMap((w) => w.pods),
+      },
+      { parent: this },
+    );
+    const computers = plan.computers.map(
+      (computer) =>
+        new KubernetesComputer(
+          `${name}-${computer.name}`,
+          {
+            plan,
+            computer,
+            target,
+            proxyConfig: kubernetesSiteProxyConfig(plan, computer),
+            browserConfig: kubernetesBrowserConfig(plan, computer),
+            controlToken: this.controlToken.value,
+            dependsOn: [gateway],
+          },
+          { parent: this },
+        ),
+    );
+    const underTest = [gateway.pod, ...computers.flatMap((c) => [c.proxy, c.browser])];
+    return {
+      gatewayUrl: gateway.url,
+      underTest,
+      // A pod's id is its namespace and name, the same after a replacement: its uid tells them apart.
+      deployed: underTest.map((pod) => pod.metadata.uid),
+      collectedFrom: [gateway, ...computers],
+      gatewayPortForward: gateway.portForward,
+    };
   }
 }

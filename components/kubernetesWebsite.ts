@@ -1,0 +1,176 @@
+// A website on the kubernetes target: a pod per website container (its server, and a synthetic site's frontend),
+// each with its capture when the env captures traffic. The capture is two native sidecars of that pod (init
+// containers that keep running), started before the site's container, so the capture records from its first
+// packet, and sharing the pod's network namespace, which outlives any restart of the site's container:
+//   - `capture`: tcpdump, the only container of the env holding NET_RAW and NET_ADMIN, writing the rotating
+//     files into an emptyDir of the pod;
+//   - `capture-server`: hands those files (read-only) to the gateway alone, over the pod network, since the
+//     gateway may be on another node and no volume spans nodes. It requires its own token (derived from the
+//     control token and the container's name), which only it and the gateway hold.
+import * as pulumi from "@pulumi/pulumi";
+import * as k8s from "@pulumi/kubernetes";
+import type { Plan, PlannedWebsite } from "../src/plan";
+import { configPath, formatProblem, siteServerUrl } from "../src/plan";
+import { captureStartedCommand, kubernetesNames, kubernetesPods, type PlannedPod } from "../src/plan/kubernetes";
+import { CAPTURE_IMAGE_ROLE } from "../src/plan/images";
+import { CAPTURES_DIR } from "../src/plan/topology";
+import { CAPTURE_SERVER_PORT } from "../src/protocol/traffic";
+import { CAPTURE_SERVER_ENV } from "../src/protocol/gateway-config";
+import { captureCommand, websiteSettingsJson } from "../src/plan/wiring";
+import { secretReferenceProblems, siteSecretReferences } from "../src/config/secrets";
+import { captureServerToken } from "../src/protocol/auth";
+import { ENV_VARS } from "../src/protocol/env";
+import { LABELS } from "../policies/contract";
+import type { KubernetesTarget } from "./kubernetesTarget";
+import { podBasics, podMetadata, restricted, scratch, secretEnv } from "./pods";
+
+export interface KubernetesWebsiteArgs {
+  /** The plan: the stack, its websites and computers (the pods' names), capture. */
+  plan: Pick<Plan, "stack" | "capture" | "websites" | "computers">;
+  /** The planned site. */
+  site: PlannedWebsite;
+  /** The cluster and namespace the site's pods run in. */
+  target: KubernetesTarget;
+  /** The stack's secret config values by key: each key the site's `secretSettings` names must be here. */
+  secrets: Record<string, pulumi.Output<string>>;
+  /** The env's control token (a secret): each capture server gets its own token derived from it. */
+  controlToken: pulumi.Output<string>;
+}
+
+/** A website of the env on a cluster: a pod for its server, one for its frontend, each with its capture. */
+export class KubernetesWebsite extends pulumi.ComponentResource {
+  readonly pods: k8s.core.v1.Pod[] = [];
+
+  constructor(name: string, args: KubernetesWebsiteArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("multienv:kubernetes:KubernetesWebsite", name, {}, opts);
+    const { plan, site, target } = args;
+    const refs = siteSecretReferences(site.name, site.secretSettings);
+    const unresolved = secretReferenceProblems(refs, (key) => (args.secrets[key] === undefined ? "unset" : "secret"));
+    if (unresolved.length > 0)
+      throw new pulumi.ResourceError(`KubernetesWebsite ${name}: ${unresolved.map(formatProblem).join("; ")}`, this);
+    const secretValues = pulumi.all(Object.fromEntries(refs.map((ref) => [ref.setting, args.secrets[ref.key]])));
+    const pods = kubernetesPods(plan).filter((p) => p.site === site.name);
+    for (const pod of pods) {
+      const role = pod.siteRole ?? "server";
+      const container = role === "server" ? site.server : site.frontend;
+      if (container?.image === undefined) {
+        const path = configPath(["websites", site.name, role, "image"]);
+        throw new pulumi.ResourceError(
+          formatProblem({
+            path,
+            message: `a website's ${role} needs an image (the task's own site image); set ${path}`,
+          }),
+          this,
+        );
+      }
+      // The settings (secret values merged in) and the capture server's token, by reference from the pod.
+      const secretData: Record<string, pulumi.Input<string>> = {};
+      if (role === "server")
+        secretData.settings = secretValues.apply((values) => websiteSettingsJson(site.settings, values));
+      if (pod.capture !== undefined) {
+        const captured = pod.name;
+        secretData.captureToken = args.controlToken.apply((token) => captureServerToken(token, captured));
+      }
+      const secret = new k8s.core.v1.Secret(
+        `${name}-${role}-env`,
+        {
+          metadata: { name: `${pod.name}-env`, namespace: target.namespaceName, labels: { ...pod.labels } },
+          type: "Opaque",
+          stringData: pulumi.secret(secretData),
+        },
+        { parent: this, provider: target.provider },
+      );
+      const env: k8s.types.input.core.v1.EnvVar[] = [
+        { name: ENV_VARS.websiteDomains, value: JSON.stringify(site.domains) },
+        ...(role === "server"
+          ? [secretEnv(ENV_VARS.websiteSettings, secret, "settings")]
+          : [{ name: ENV_VARS.websiteServer, value: siteServerUrl(site) }]),
+      ];
+      const captures = scratch("captures", CAPTURES_DIR);
+      this.pods.push(
+        new k8s.core.v1.Pod(
+          `${name}-${role}`,
+          {
+            metadata: {
+              ...podMetadata(target, pod),
+              // Names only, never values; an annotation, since a setting's name need not be a label value.
+              ...(role === "server" && Object.keys(site.secretSettings).length > 0
+                ? { annotations: { [LABELS.secretSettings]: Object.keys(site.secretSettings).sort().join(",") } }
+                : {}),
+            },
+            spec: {
+              ...podBasics(target, pod),
+              ...(pod.capture !== undefined
+                ? { initContainers: captureContainers(plan, pod, target, secret), volumes: [captures.volume] }
+                : {}),
+              containers: [
+                {
+                  name: role,
+                  image: container.image,
+                  imagePullPolicy: target.cluster.imagePullPolicy,
+                  env,
+                  ports: [{ name: "http", containerPort: container.port }],
+                  // A site image is the task's own: it may write where it likes and bind a port below 1024, nothing more.
+                  securityContext: restricted(false, ["NET_BIND_SERVICE"]),
+                },
+              ],
+            },
+          },
+          target.podOptions(this),
+        ),
+      );
+    }
+    this.registerOutputs({ pods: this.pods.map((p) => p.metadata.name) });
+  }
+}
+
+/** The capture's two native sidecars (see the file's header). */
+function captureContainers(
+  plan: Pick<Plan, "capture">,
+  pod: PlannedPod,
+  target: KubernetesTarget,
+  secret: k8s.core.v1.Secret,
+): k8s.types.input.core.v1.Container[] {
+  const capture = pod.capture;
+  if (capture === undefined) return [];
+  const image = target.image(CAPTURE_IMAGE_ROLE);
+  const mount = { name: "captures", mountPath: CAPTURES_DIR };
+  return [
+    {
+      name: kubernetesNames.captureContainer,
+      image,
+      imagePullPolicy: target.cluster.imagePullPolicy,
+      command: captureCommand(plan, capture, `not tcp port ${CAPTURE_SERVER_PORT}`),
+      restartPolicy: "Always",
+      volumeMounts: [mount],
+      securityContext: restricted(true, ["NET_RAW", "NET_ADMIN"]),
+      startupProbe: {
+        exec: { command: captureStartedCommand(capture.filePrefix) },
+        periodSeconds: 1,
+        failureThreshold: 60,
+      },
+    },
+    {
+      name: kubernetesNames.captureServerContainer,
+      image,
+      imagePullPolicy: target.cluster.imagePullPolicy,
+      command: ["node", "/opt/multienv/capture-server.js"],
+      restartPolicy: "Always",
+      env: [
+        {
+          name: CAPTURE_SERVER_ENV.config,
+          value: JSON.stringify({
+            listen: { host: pod.name, port: CAPTURE_SERVER_PORT },
+            capturesDir: CAPTURES_DIR,
+            container: pod.name,
+          }),
+        },
+        secretEnv(CAPTURE_SERVER_ENV.token, secret, "captureToken"),
+      ],
+      ports: [{ name: "captures", containerPort: CAPTURE_SERVER_PORT }],
+      volumeMounts: [{ ...mount, readOnly: true }],
+      securityContext: restricted(true),
+      startupProbe: { tcpSocket: { port: CAPTURE_SERVER_PORT }, periodSeconds: 1, failureThreshold: 60 },
+    },
+  ];
+}
