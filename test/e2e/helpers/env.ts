@@ -413,16 +413,9 @@ export async function addressesOf(api: Docker, container: string): Promise<Recor
   );
 }
 
-/**
- * TCP connects from inside `container` to each target (`[host, port]`), at once: `connected`, or why not
- * (`ECONNREFUSED`, `EHOSTUNREACH`, `timeout`, a lookup error). Every multienv image has node.
- */
-export function connectsFrom(
-  container: string,
-  targets: Record<string, [string, number]>,
-  host?: string,
-): Record<string, string> {
-  const script = `
+/** A node script that connects to each target and prints `{name: "connected" | error code | "timeout"}`. */
+export function connectProbeScript(targets: Record<string, [string, number]>): string {
+  return `
     const net = require("net");
     const targets = ${JSON.stringify(targets)};
     Promise.all(Object.entries(targets).map(([k, [host, port]]) => new Promise((resolve) => {
@@ -433,19 +426,27 @@ export function connectsFrom(
       s.on("timeout", () => { s.destroy(); resolve([k, "timeout"]); });
       s.on("error", (e) => resolve([k, e.code]));
     }))).then((r) => { console.log(JSON.stringify(Object.fromEntries(r))); process.exit(0); });`;
-  return JSON.parse(nodeIn(container, script, host)) as Record<string, string>;
 }
 
 /**
- * Requests sent through a computer's site proxy from inside its browser container, as the agent's page would
- * send them: `GET <absolute URL>` or `CONNECT host:port`. Each answer's status and X-Agentenv-Site-Proxy marker.
+ * TCP connects from inside `container` to each target (`[host, port]`), at once: `connected`, or why not
+ * (`ECONNREFUSED`, `EHOSTUNREACH`, `timeout`, a lookup error). Every multienv image has node.
  */
-export function throughProxy(
-  browserContainer: string,
-  requests: Record<string, { method: "GET" | "CONNECT"; target: string }>,
+export function connectsFrom(
+  container: string,
+  targets: Record<string, [string, number]>,
   host?: string,
-): Record<string, { status: number; marker?: string; body?: string }> {
-  const script = `
+): Record<string, string> {
+  return JSON.parse(nodeIn(container, connectProbeScript(targets), host)) as Record<string, string>;
+}
+
+/**
+ * A node script sending requests through a computer's site proxy (at `site-proxy:3128`, the name its computer
+ * dials), as the agent's page would send them: `GET <absolute URL>` or `CONNECT host:port`. Prints each answer's
+ * status and X-Agentenv-Site-Proxy marker.
+ */
+export function throughProxyScript(requests: Record<string, { method: "GET" | "CONNECT"; target: string }>): string {
+  return `
     const http = require("http");
     const requests = ${JSON.stringify(requests)};
     Promise.all(Object.entries(requests).map(([k, r]) => new Promise((resolve) => {
@@ -457,5 +458,13 @@ export function throughProxy(
       req.on("error", (e) => resolve([k, { status: 0, body: e.code }]));
       req.end();
     }))).then((r) => { console.log(JSON.stringify(Object.fromEntries(r))); process.exit(0); });`;
-  return JSON.parse(nodeIn(browserContainer, script, host));
+}
+
+/** throughProxyScript run inside a computer's browser container. */
+export function throughProxy(
+  browserContainer: string,
+  requests: Record<string, { method: "GET" | "CONNECT"; target: string }>,
+  host?: string,
+): Record<string, { status: number; marker?: string; body?: string }> {
+  return JSON.parse(nodeIn(browserContainer, throughProxyScript(requests), host));
 }

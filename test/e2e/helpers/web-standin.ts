@@ -132,18 +132,20 @@ export async function connectToInternet(api: Docker, network: string, container:
  * CA changes), so the browser trusts the stand-in after a reset too.
  */
 export function trustInBrowser(browserContainer: string, caPem: string, host?: string): void {
-  const script = [
-    "set -e",
-    "ca=$(mktemp)",
-    'cat > "$ca"',
-    'for db in "$HOME"/nss-template/.pki/nssdb "$HOME"/profiles/*/.pki/nssdb; do',
-    '  [ -f "$db/cert9.db" ] || continue',
-    '  certutil -A -d "sql:$db" -n multienv-e2e-web-standin -t C,, -a -i "$ca"',
-    "done",
-  ].join("\n");
   execFileSync(
     "docker",
-    [...(host === undefined ? [] : ["-H", host]), "exec", "-i", browserContainer, "sh", "-c", script],
+    [...(host === undefined ? [] : ["-H", host]), "exec", "-i", browserContainer, "sh", "-c", TRUST_SCRIPT],
     { input: caPem, stdio: ["pipe", "pipe", "pipe"] },
   );
 }
+
+/** The shell script trustInBrowser runs in a browser's container, the CA's PEM on its stdin. */
+export const TRUST_SCRIPT = [
+  "set -e",
+  "ca=$(mktemp)",
+  'cat > "$ca"',
+  'for db in "$HOME"/nss-template/.pki/nssdb "$HOME"/profiles/*/.pki/nssdb; do',
+  '  [ -f "$db/cert9.db" ] || continue',
+  '  certutil -A -d "sql:$db" -n multienv-e2e-web-standin -t C,, -a -i "$ca"',
+  "done",
+].join("\n");
