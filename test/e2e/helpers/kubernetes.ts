@@ -1,0 +1,126 @@
+// The one-node test cluster of the e2e tier (scripts/test-cluster.sh) and what the tests do in it with kubectl:
+// exec in a pod's container, read a pod or a Service, stand in for the public web. kubectl is the cluster's own
+// client, built with it; the tests speak to the cluster as an operator would.
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { REPO } from "./env";
+import { makeStandinCerts, STANDIN_HOSTS, type StandinCerts } from "./web-standin";
+
+/** What `scripts/test-cluster.sh env` prints, once the cluster is up. */
+export interface TestCluster {
+  kubeconfig: string;
+  kubectl: string;
+  /** The network namespace standing in for the public web, and its (public) address. */
+  webNetns: string;
+  webAddress: string;
+  /** The cluster DNS's hosts file: `<address> <name>...` lines. */
+  dnsHosts: string;
+}
+
+const SCRIPT = path.join(REPO, "scripts/test-cluster.sh");
+
+/** Brings the test cluster up (seconds when its binaries are built, which setup.sh does) and reads its env. */
+export function testCluster(): TestCluster {
+  execFileSync("bash", [SCRIPT, "up"], { stdio: ["ignore", "ignore", "inherit"], timeout: 600_000 });
+  const exports = Object.fromEntries(
+    execFileSync("bash", [SCRIPT, "env"], { encoding: "utf8" })
+      .split("\n")
+      .flatMap((line) => {
+        const m = /^export ([A-Z_]+)=(.*)$/.exec(line.trim());
+        return m ? [[m[1], m[2].replace(/^['"]|['"]$/g, "")]] : [];
+      }),
+  ) as Record<string, string>;
+  const need = (key: string) => {
+    const value = exports[key];
+    if (!value) throw new Error(`scripts/test-cluster.sh env printed no ${key}`);
+    return value;
+  };
+  return {
+    kubeconfig: need("KUBECONFIG"),
+    kubectl: exports.KUBECTL ?? "kubectl",
+    webNetns: need("MULTIENV_TEST_WEB_NETNS"),
+    webAddress: need("MULTIENV_TEST_WEB_ADDRESS"),
+    dnsHosts: need("MULTIENV_TEST_DNS_HOSTS"),
+  };
+}
+
+/** kubectl against the test cluster; its stdout. */
+export function kubectl(cluster: TestCluster, args: string[], input?: string): string {
+  return execFileSync(cluster.kubectl, ["--kubeconfig", cluster.kubeconfig, ...args], {
+    input,
+    encoding: "utf8",
+    stdio: ["pipe", "pipe", "pipe"],
+    timeout: 60_000,
+  });
+}
+
+/** `kubectl get -o json` of one object, parsed. */
+export function getJson(cluster: TestCluster, namespace: string, kind: string, name: string): any {
+  return JSON.parse(kubectl(cluster, ["get", "-n", namespace, kind, name, "-o", "json"]));
+}
+
+/** Runs a command in a container of a pod; its stdout. */
+export function execIn(
+  cluster: TestCluster,
+  namespace: string,
+  pod: string,
+  container: string,
+  args: string[],
+  input?: string,
+): string {
+  return kubectl(cluster, ["exec", "-i", "-n", namespace, pod, "-c", container, "--", ...args], input);
+}
+
+/** A node script run in a container of a pod (every multienv image has node); its stdout. */
+export function nodeInPod(cluster: TestCluster, namespace: string, pod: string, container: string, script: string) {
+  return execIn(cluster, namespace, pod, container, ["node", "-e", script]);
+}
+
+/** The stand-in for the public web: the e2e web stand-in in the cluster's web namespace, its names in the DNS. */
+export interface ClusterWebStandin {
+  certs: StandinCerts;
+  stop(): void;
+}
+
+/**
+ * Starts the web stand-in (test/e2e/fixtures/web-standin.cjs) in the cluster's web network namespace, on its public
+ * address, and maps STANDIN_HOSTS (and `extra`) to it in the cluster's DNS, as the real names resolve on the web.
+ */
+export async function startClusterStandin(cluster: TestCluster, extra: string[] = []): Promise<ClusterWebStandin> {
+  const certs = makeStandinCerts();
+  const child: ChildProcess = spawn(
+    "ip",
+    ["netns", "exec", cluster.webNetns, process.execPath, path.join(REPO, "test/e2e/fixtures/web-standin.cjs")],
+    {
+      env: {
+        ...process.env,
+        STANDIN_CERT: path.join(certs.dir, "cert.pem"),
+        STANDIN_KEY: path.join(certs.dir, "key.pem"),
+      },
+      stdio: ["ignore", "ignore", "inherit"],
+    },
+  );
+  const names = [...STANDIN_HOSTS, ...extra];
+  const before = fs.existsSync(cluster.dnsHosts) ? fs.readFileSync(cluster.dnsHosts, "utf8") : "";
+  fs.writeFileSync(cluster.dnsHosts, `${before}${cluster.webAddress} ${names.join(" ")}\n`);
+  // The stand-in listens once node has started: wait for its HTTPS port from the web namespace itself.
+  for (let i = 0; i < 100; i++) {
+    try {
+      execFileSync("ip", ["netns", "exec", cluster.webNetns, "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/443"], {
+        stdio: "ignore",
+      });
+      break;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return {
+    certs,
+    stop() {
+      child.kill();
+      fs.writeFileSync(cluster.dnsHosts, before);
+      fs.rmSync(certs.dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,300 @@
+// The demo task (stacks/Pulumi.demo-kubernetes.yaml) on a real one-node Kubernetes cluster (scripts/test-cluster.sh,
+// NetworkPolicies enforced by kube-router), deployed by the runner with the real Pulumi engine and kubernetes
+// provider, reached through a port-forward, and attacked from inside its pods: a hostile site image, an agent in a
+// computer's browser, each probing what its pod must not reach. The public web is a stand-in in a network namespace
+// of the cluster's on a public address, its names in the cluster's DNS.
+import { execFile, execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  collectCaptures,
+  deployStack,
+  destroyStack,
+  gatewayAccess,
+  resetStack,
+  type StackSpec,
+} from "../../src/runner";
+import { TRAFFIC_CAPTURES_PATH, type TrafficCaptureListing } from "../../src/protocol/traffic";
+import {
+  connectProbeScript,
+  e2eStack,
+  REPO,
+  specOf,
+  stackFileOf,
+  throughProxyScript,
+  until,
+  CHROMIUM_MAIN,
+} from "./helpers/env";
+import {
+  execIn,
+  getJson,
+  kubectl,
+  nodeInPod,
+  startClusterStandin,
+  testCluster,
+  type ClusterWebStandin,
+  type TestCluster,
+} from "./helpers/kubernetes";
+import { TRUST_SCRIPT } from "./helpers/web-standin";
+
+const STACK = e2eStack("k8s");
+const STACK_FILE = path.join(REPO, "stacks/Pulumi.demo-kubernetes.yaml");
+const ARTIFACTS = path.resolve(__dirname, "../../artifacts", STACK);
+const SITE_PODS = ["shop-server", "shop-frontend", "github-server", "gist-server", "gist-frontend"];
+
+let cluster: TestCluster;
+let standin: ClusterWebStandin;
+let spec: StackSpec;
+let deploySeconds = 0;
+let access: { gatewayUrl: string; controlToken: string; close?: () => Promise<void> };
+
+const pod = (name: string) => getJson(cluster, STACK, "pod", name);
+const podIp = (name: string): string => pod(name).status.podIP;
+const serviceIp = (name: string): string => getJson(cluster, STACK, "service", name).spec.clusterIP;
+const probe = (from: string, container: string, targets: Record<string, [string, number]>) =>
+  JSON.parse(nodeInPod(cluster, STACK, from, container, connectProbeScript(targets))) as Record<string, string>;
+const connected = (results: Record<string, string>) => Object.keys(results).filter((k) => results[k] === "connected");
+const gateway = (p: string, init: RequestInit = {}) =>
+  fetch(access.gatewayUrl + p, {
+    ...init,
+    headers: { authorization: `Bearer ${access.controlToken}`, ...(init.headers ?? {}) },
+  });
+
+/** The API server as pods see it: its Service's ClusterIP, and the node address it listens on. */
+function apiServer(): Record<string, [string, number]> {
+  const endpoints = getJson(cluster, "default", "endpoints", "kubernetes");
+  const address = endpoints.subsets[0].addresses[0].ip as string;
+  const port = endpoints.subsets[0].ports[0].port as number;
+  return {
+    apiService: [getJson(cluster, "default", "service", "kubernetes").spec.clusterIP, 443],
+    apiNode: [address, port],
+  };
+}
+
+/** kill -9 of every process of a pod's container, from the host (a container's PID 1 ignores its own signals). */
+function killContainer(podName: string, container: string): void {
+  const status = (pod(podName).status.containerStatuses as { name: string; containerID: string }[]).find(
+    (s) => s.name === container,
+  );
+  const id = status?.containerID.replace(/^containerd:\/\//, "");
+  if (!id) throw new Error(`no container ${container} in pod ${podName}`);
+  const pids = fs.readdirSync("/proc").filter((p) => {
+    if (!/^\d+$/.test(p)) return false;
+    try {
+      return fs.readFileSync(`/proc/${p}/cgroup`, "utf8").includes(id);
+    } catch {
+      return false;
+    }
+  });
+  if (pids.length === 0) throw new Error(`no process of container ${id} found on this node`);
+  execFileSync("kill", ["-9", ...pids]);
+}
+
+/** Chromium restarted in each browser, so it reads the NSS db the stand-in's CA was added to. */
+function trustStandin(): void {
+  for (const computer of ["desktop", "open"]) {
+    execIn(cluster, STACK, `${computer}-browser`, "browser", ["sh", "-c", TRUST_SCRIPT], standin.certs.caPem);
+    const pids = JSON.parse(
+      nodeInPod(
+        cluster,
+        STACK,
+        `${computer}-browser`,
+        "browser",
+        `const fs=require("fs");const r=[];for(const p of fs.readdirSync("/proc")){if(!/^\\d+$/.test(p))continue;try{r.push([+p,fs.readFileSync("/proc/"+p+"/cmdline","utf8").split("\\0").join(" ")])}catch{}}console.log(JSON.stringify(r))`,
+      ),
+    ) as [number, string][];
+    const main = pids.filter(([, cmd]) => CHROMIUM_MAIN.test(cmd)).map(([p]) => String(p));
+    if (main.length) execIn(cluster, STACK, `${computer}-browser`, "browser", ["kill", "-9", ...main]);
+  }
+}
+
+function pulumi(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) =>
+    execFile(
+      "pulumi",
+      [...args, "--non-interactive"],
+      { cwd: REPO, env: process.env, timeout: 300_000, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
+}
+
+beforeAll(async () => {
+  cluster = testCluster();
+  process.env.KUBECONFIG = cluster.kubeconfig;
+  standin = await startClusterStandin(cluster, ["example.org"]);
+  fs.rmSync(ARTIFACTS, { recursive: true, force: true });
+  kubectl(cluster, ["delete", "namespace", STACK, "--ignore-not-found", "--wait=true"]);
+  spec = specOf(STACK, STACK_FILE);
+  const websites = spec.config["multienv:websites"] as Record<string, { settings?: Record<string, unknown> }>;
+  // gist's server declares no reset operation, so a reset recreates its pod.
+  websites.gist.settings = { ...websites.gist.settings, declareReset: false };
+  const started = Date.now();
+  await deployStack(spec, { preview: false, selfTest: false });
+  deploySeconds = (Date.now() - started) / 1000;
+  access = await gatewayAccess(STACK);
+  trustStandin();
+}, 900_000);
+
+afterAll(async () => {
+  await access?.close?.().catch(() => undefined);
+  standin?.stop();
+  if (spec) {
+    await destroyStack(STACK).catch(() => undefined);
+    fs.rmSync(stackFileOf(STACK), { force: true });
+  }
+}, 300_000);
+
+describe("the demo multi env on a Kubernetes cluster", () => {
+  it("deploys every part as a pod in the stack's namespace, healthy, reached by port-forward alone", async () => {
+    console.log(`kubernetes deploy to healthy: ${deploySeconds.toFixed(1)} s`);
+    const ns = getJson(cluster, "", "namespace", STACK);
+    expect(ns.metadata.labels["multienv.stack"]).toBe(STACK);
+    const pods = JSON.parse(kubectl(cluster, ["get", "pods", "-n", STACK, "-o", "json"])).items as any[];
+    expect(pods.map((p) => p.metadata.name).sort()).toEqual(
+      [...SITE_PODS, "gateway", "desktop-proxy", "desktop-browser", "open-proxy", "open-browser"].sort(),
+    );
+    for (const p of pods) {
+      expect(p.status.phase).toBe("Running");
+      expect(p.spec.automountServiceAccountToken).toBe(false);
+      expect(p.metadata.labels["multienv.stack"]).toBe(STACK);
+    }
+    expect(access.gatewayUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect((await gateway("/healthz")).status).toBe(200);
+    // No Service publishes the runner listener: none outside the cluster, none on its port.
+    const services = JSON.parse(kubectl(cluster, ["get", "services", "-n", STACK, "-o", "json"])).items as any[];
+    for (const s of services) {
+      expect(s.spec.type).toBe("ClusterIP");
+      expect(s.spec.ports.map((p: { port: number }) => p.port)).not.toContain(8080);
+    }
+  });
+
+  it("passes its self-test from inside each computer, and a second up changes nothing", async () => {
+    const deployed = await deployStack(spec, { preview: false });
+    expect(deployed.outputs.selfTest).toMatchObject({ passed: true });
+    const preview = await pulumi(["preview", "--expect-no-changes", "--stack", STACK]);
+    expect({ code: preview.code, err: preview.stderr.split("\n").slice(-5) }).toMatchObject({ code: 0 });
+  }, 600_000);
+
+  it("lets a hostile site image reach no port of a proxy, a browser or the gateway, nor the API server or metadata", () => {
+    const targets: Record<string, [string, number]> = { ...apiServer(), metadata: ["169.254.169.254", 80] };
+    for (const computer of ["desktop", "open"])
+      for (const part of ["proxy", "browser"])
+        for (const port of [3128, 9000, 9222, 22, 80]) {
+          targets[`${computer}-${part}@pod:${port}`] = [podIp(`${computer}-${part}`), port];
+          targets[`${computer}-${part}@service:${port}`] = [serviceIp(`${computer}-${part}`), port];
+        }
+    for (const port of [8080, 8081]) targets[`gateway@pod:${port}`] = [podIp("gateway"), port];
+    targets["gateway@service:8081"] = [serviceIp("gateway"), 8081];
+    // Another site's pod: the sites reach each other only as the topology says (a frontend its own server).
+    targets["shop-server@pod:8000"] = [podIp("shop-server"), 8000];
+    for (const site of ["gist-server", "github-server"]) {
+      const results = probe(site, "server", targets);
+      expect({ site, connected: connected(results) }).toEqual({ site, connected: [] });
+    }
+  });
+
+  it("lets a computer's browser reach its own proxy and nothing else: no gateway, site, other computer, API server, metadata or web", () => {
+    const targets: Record<string, [string, number]> = {
+      ownProxy: [serviceIp("desktop-proxy"), 3128],
+      ownProxyControl: [podIp("desktop-proxy"), 9000],
+      gatewayBrowse: [podIp("gateway"), 8081],
+      gatewayRunner: [podIp("gateway"), 8080],
+      shopServer: [podIp("shop-server"), 8000],
+      shopServerService: [serviceIp("shop-server"), 8000],
+      otherProxy: [podIp("open-proxy"), 3128],
+      otherBrowser: [podIp("open-browser"), 9222],
+      web: [cluster.webAddress, 443],
+      metadata: ["169.254.169.254", 80],
+      ...apiServer(),
+    };
+    const results = probe("desktop-browser", "browser", targets);
+    expect(results.ownProxy).toBe("connected");
+    expect(connected(results).filter((k) => k !== "ownProxy")).toEqual([]);
+  });
+
+  it("refuses, through the proxy, the gateway's runner and /svc/, a website pod, another computer, the API server and metadata", () => {
+    const api = apiServer();
+    const requests = {
+      synthetic: { method: "GET" as const, target: "http://shop.test/" },
+      svc: { method: "GET" as const, target: `http://${podIp("gateway")}:8081/svc/shop/` },
+      svcByService: { method: "GET" as const, target: `http://${serviceIp("gateway")}:8081/svc/shop/` },
+      sitePod: { method: "GET" as const, target: `http://${podIp("shop-server")}:8000/` },
+      otherComputer: { method: "GET" as const, target: `http://${podIp("open-browser")}:9222/json/version` },
+      apiServer: { method: "CONNECT" as const, target: `${api.apiService[0]}:443` },
+      apiNode: { method: "CONNECT" as const, target: `${api.apiNode[0]}:${api.apiNode[1]}` },
+      metadata: { method: "GET" as const, target: "http://169.254.169.254/latest/meta-data/" },
+    };
+    for (const computer of ["desktop", "open"]) {
+      const answers = JSON.parse(
+        nodeInPod(cluster, STACK, `${computer}-browser`, "browser", throughProxyScript(requests)),
+      ) as Record<string, { status: number; marker?: string }>;
+      expect({ computer, synthetic: answers.synthetic.status }).toEqual({ computer, synthetic: 200 });
+      for (const name of Object.keys(requests).filter((k) => k !== "synthetic"))
+        expect({ computer, name, status: answers[name].status }).toEqual({ computer, name, status: 403 });
+    }
+  });
+
+  it("keeps capturing when a site's container is killed: the kubelet restarts it, the capture's run goes on and grows", async () => {
+    const listing = async () =>
+      ((await (await gateway(TRAFFIC_CAPTURES_PATH)).json()) as TrafficCaptureListing).captures.filter(
+        (c) => c.container === "shop-server",
+      );
+    const before = await listing();
+    expect(before.length).toBeGreaterThan(0);
+    const restarts = () =>
+      (pod("shop-server").status.containerStatuses as { name: string; restartCount: number }[]).find(
+        (s) => s.name === "server",
+      )?.restartCount ?? 0;
+    const restartsBefore = restarts();
+    killContainer("shop-server", "server");
+    await until(
+      "the site container restarted and ready",
+      async () =>
+        restarts() > restartsBefore && (pod("shop-server").status.containerStatuses as any[]).every((s) => s.ready),
+      60_000,
+    );
+    const bytes = (cs: { bytes: number }[]) => cs.reduce((n, c) => n + c.bytes, 0);
+    await until("the shop answering again", async () => (await gateway("/svc/shop/")).status < 500, 30_000);
+    await until("the capture grown", async () => bytes(await listing()) > bytes(before), 30_000);
+    const after = await listing();
+    // One run: the capture container was never restarted (the pod's network namespace outlived the site's).
+    expect(new Set(after.map((c) => c.run))).toEqual(new Set([1]));
+    const capture = (pod("shop-server").status.initContainerStatuses as { name: string; restartCount: number }[]).find(
+      (s) => s.name === "capture",
+    );
+    expect(capture?.restartCount).toBe(0);
+  }, 120_000);
+
+  it("resets for the next episode (a site without a reset operation gets a new pod) and collects every capture", async () => {
+    const gistUid = pod("gist-server").metadata.uid;
+    const result = await resetStack(STACK, { collect: true } as never);
+    expect(result.sites).toMatchObject({ gist: "restarted", shop: "reset" });
+    expect(pod("gist-server").metadata.uid).not.toBe(gistUid);
+    expect((await gateway("/healthz")).status).toBe(200);
+    await collectCaptures(STACK);
+    const stored = fs.readdirSync(path.join(ARTIFACTS, "traffic"));
+    for (const c of SITE_PODS) expect(stored.some((f) => f.startsWith(`${c}.`))).toBe(true);
+  }, 300_000);
+
+  it("goes down leaving no namespace, its captures collected first", async () => {
+    await access.close?.();
+    await destroyStack(STACK);
+    await until(
+      "the namespace gone",
+      async () => {
+        try {
+          kubectl(cluster, ["get", "namespace", STACK]);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      120_000,
+    );
+    expect(fs.readdirSync(path.join(ARTIFACTS, "traffic")).length).toBeGreaterThan(0);
+    spec = undefined as unknown as StackSpec;
+  }, 300_000);
+});
