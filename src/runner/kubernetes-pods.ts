@@ -1,0 +1,186 @@
+// The pods of a stack on the kubernetes target at run time (the stack's state names them: kubernetes-target.ts):
+// their state asked of the API server, and one recreated when reset starts it over (a bare pod has no controller to
+// restart it: it is read, deleted, and created again from its own spec, less what the cluster set on it).
+import type { CoreV1Api, V1Pod } from "@kubernetes/client-node";
+import { RunnerError } from "./errors";
+import { apiErrorText, isNotFound } from "./kubernetes";
+import type { StackPod } from "./kubernetes-target";
+
+/** A pod's state as the API server reports it. */
+export interface PodState extends StackPod {
+  /** Its phase (`Running`, `Pending`, `Failed`, ...), `Missing` when the cluster has no such pod. */
+  phase: string;
+  /** Its Ready condition. */
+  ready: boolean;
+  /** Restarts of its containers (sidecars included). */
+  restarts: number;
+  /** Why a container is waiting or ended (`CrashLoopBackOff`, `ErrImageNeverPull`), when one is. */
+  reason?: string;
+  /** Why the cluster could not be asked. */
+  error?: string;
+}
+
+/** A pod's state from what the API server said of it. */
+export function podStateOf(pod: StackPod, live: V1Pod | undefined): PodState {
+  if (live === undefined) return { ...pod, phase: "Missing", ready: false, restarts: 0 };
+  const statuses = [...(live.status?.initContainerStatuses ?? []), ...(live.status?.containerStatuses ?? [])];
+  const ready = (live.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+  const reason = statuses
+    .map((s) => s.state?.waiting?.reason ?? (s.state?.terminated?.exitCode ? s.state.terminated.reason : undefined))
+    .find((r) => r !== undefined && r !== "PodInitializing" && r !== "ContainerCreating");
+  return {
+    ...pod,
+    phase: live.status?.phase ?? "Unknown",
+    ready,
+    restarts: statuses.reduce((sum, s) => sum + (s.restartCount ?? 0), 0),
+    ...(reason ? { reason } : {}),
+  };
+}
+
+/** Each pod's state, one listing per namespace; a namespace the cluster could not be asked marks its pods alone. */
+export async function podStates(core: CoreV1Api, pods: StackPod[]): Promise<PodState[]> {
+  const namespaces = [...new Set(pods.map((p) => p.namespace))];
+  const listed = new Map<string, Map<string, V1Pod> | { error: string }>();
+  await Promise.all(
+    namespaces.map(async (namespace) => {
+      try {
+        const list = await core.listNamespacedPod({ namespace });
+        listed.set(namespace, new Map(list.items.map((p) => [p.metadata?.name ?? "", p])));
+      } catch (error) {
+        listed.set(namespace, { error: apiErrorText(error) });
+      }
+    }),
+  );
+  return pods.map((pod) => {
+    const found = listed.get(pod.namespace)!;
+    if (found instanceof Map) return podStateOf(pod, found.get(pod.name));
+    return { ...pod, phase: "Unknown", ready: false, restarts: 0, error: found.error };
+  });
+}
+
+/** Metadata the API server sets on a pod, which a create must not carry. */
+const SERVER_SET_METADATA = [
+  "uid",
+  "resourceVersion",
+  "creationTimestamp",
+  "deletionTimestamp",
+  "deletionGracePeriodSeconds",
+  "generation",
+  "managedFields",
+  "selfLink",
+] as const;
+
+/** The service-account token volume admission adds to a pod; it is added again to the new one. */
+const TOKEN_VOLUME = /^kube-api-access-[a-z0-9]+$/;
+
+/**
+ * The pod to create in place of `pod`: its own spec and metadata, less what the cluster set (its identity and
+ * timestamps, its status, the node the scheduler chose, the priority admission computed, the token volume admission
+ * added), so the cluster takes it as it took the first. Pure; `pod` is not changed.
+ */
+export function recreateSpec(pod: V1Pod): V1Pod {
+  const copy = structuredClone(pod);
+  const metadata = { ...copy.metadata };
+  for (const key of SERVER_SET_METADATA) delete metadata[key];
+  const spec = { ...copy.spec! };
+  delete spec.nodeName;
+  delete spec.priority;
+  delete spec.preemptionPolicy;
+  delete spec.ephemeralContainers;
+  const tokenVolumes = new Set(
+    (spec.volumes ?? []).filter((v) => TOKEN_VOLUME.test(v.name) && v.projected !== undefined).map((v) => v.name),
+  );
+  if (tokenVolumes.size > 0) {
+    spec.volumes = spec.volumes!.filter((v) => !tokenVolumes.has(v.name));
+    const withoutToken = <T extends { volumeMounts?: { name: string }[] }>(container: T): T => ({
+      ...container,
+      volumeMounts: container.volumeMounts?.filter((m) => !tokenVolumes.has(m.name)),
+    });
+    spec.containers = spec.containers.map(withoutToken);
+    if (spec.initContainers) spec.initContainers = spec.initContainers.map(withoutToken);
+  }
+  return { apiVersion: copy.apiVersion ?? "v1", kind: copy.kind ?? "Pod", metadata, spec };
+}
+
+export interface WaitOptions {
+  timeoutMs?: number;
+  pollMs?: number;
+}
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/** Waits until the pod is gone (its name free again); a RunnerError naming it past the timeout. */
+export async function waitPodGone(
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  options: WaitOptions = {},
+): Promise<void> {
+  const timeoutMs = options.timeoutMs ?? 120_000;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await core.readNamespacedPod({ name, namespace });
+    } catch (error) {
+      if (isNotFound(error)) return;
+      throw error;
+    }
+    if (Date.now() > deadline)
+      throw new RunnerError(
+        `pod ${name} in namespace ${namespace} was deleted but is still there after ${timeoutMs / 1000} s; \`kubectl -n ${namespace} describe pod ${name}\` says why`,
+      );
+    await sleep(options.pollMs ?? 250);
+  }
+}
+
+/** Waits until the pod is Ready; a RunnerError naming it and why it is not (a failed phase ends the wait at once). */
+export async function waitPodReady(
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  options: WaitOptions = {},
+): Promise<void> {
+  const timeoutMs = options.timeoutMs ?? 180_000;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const state = podStateOf({ name, namespace }, await core.readNamespacedPod({ name, namespace }));
+    if (state.ready) return;
+    const stuck = state.reason !== undefined && /BackOff|Err|Invalid/.test(state.reason);
+    if (state.phase === "Failed" || state.phase === "Succeeded" || stuck || Date.now() > deadline)
+      throw new RunnerError(
+        `pod ${name} in namespace ${namespace} is not ready (${state.phase}${state.reason ? `, ${state.reason}` : ""}${Date.now() > deadline ? `, after ${timeoutMs / 1000} s` : ""}); \`kubectl -n ${namespace} describe pod ${name}\` says why`,
+      );
+    await sleep(options.pollMs ?? 250);
+  }
+}
+
+/**
+ * Recreates a bare pod: reads it, deletes it (1 s grace, as reset's docker restarts give), waits until it is gone,
+ * creates it again from its own spec (recreateSpec) and waits until it is Ready. Everything of the old pod goes with
+ * it, its emptyDir volumes (captures) included.
+ */
+export async function recreatePod(
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  options: WaitOptions & { readyTimeoutMs?: number } = {},
+): Promise<void> {
+  let pod: V1Pod;
+  try {
+    pod = await core.readNamespacedPod({ name, namespace });
+  } catch (error) {
+    if (isNotFound(error))
+      throw new RunnerError(
+        `pod ${name} is not in namespace ${namespace}, so it cannot be started over; \`multienv up ${namespace}\` deploys it again`,
+        { cause: error },
+      );
+    throw error;
+  }
+  const body = recreateSpec(pod);
+  await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 1 }).catch((error: unknown) => {
+    if (!isNotFound(error)) throw error;
+  });
+  await waitPodGone(core, namespace, name, options);
+  await core.createNamespacedPod({ namespace, body });
+  await waitPodReady(core, namespace, name, { ...options, timeoutMs: options.readyTimeoutMs });
+}
