@@ -4,18 +4,30 @@ import type Docker from "dockerode";
 import { engineClient, isNotFound, type EngineTarget, type StackContainer } from "./engine";
 import { errorMessage } from "./errors";
 
-/** A container's state as the engine reports it. */
+/** A container's state as the engine reports it (or a pod's, as the cluster does: kubernetes-runtime.ts). */
 export interface ContainerState {
   name: string;
+  /** Set for a pod of the kubernetes target; a Docker container has none. */
+  kind?: "pod";
   role?: string;
   site?: string;
   computer?: string;
-  /** `local`, or the engine's `ssh://` host. */
+  /** `local`, or the engine's `ssh://` host; for a pod, `<context>/<namespace>`. */
   engine: string;
-  /** Docker's state (`running`, `exited`, `restarting`, ...), `missing` when the engine has no such container. */
+  /**
+   * Docker's state (`running`, `exited`, `restarting`, ...), `missing` when the engine has no such container; for a
+   * pod its phase in lower case (`running`, `pending`, `failed`), `missing` when the cluster has no such pod.
+   */
   state: string;
-  /** Its healthcheck's verdict (`healthy`, `unhealthy`, `starting`); absent for a container without one. */
+  /**
+   * Its healthcheck's verdict (`healthy`, `unhealthy`, `starting`); absent for a container without one. A pod's is
+   * its Ready condition: `ready` or `not ready`.
+   */
   health?: string;
+  /** A pod's container restarts, sidecars included. */
+  restarts?: number;
+  /** Why a pod's container waits or ended (`CrashLoopBackOff`, `ErrImageNeverPull`), when one does. */
+  reason?: string;
   /** Why the engine could not be asked, when it could not. */
   error?: string;
 }
@@ -71,9 +83,12 @@ export async function containerStates(containers: StackContainer[]): Promise<Con
   }
 }
 
-/** True when the container runs and its healthcheck, if it has one, says healthy. */
+/** True when the container runs and its healthcheck, if it has one, says healthy (a pod: it is Ready). */
 export function isHealthy(container: Pick<ContainerState, "state" | "health">): boolean {
-  return container.state === "running" && (container.health === undefined || container.health === "healthy");
+  return (
+    container.state === "running" &&
+    (container.health === undefined || container.health === "healthy" || container.health === "ready")
+  );
 }
 
 export function countContainers(states: Pick<ContainerState, "state" | "health">[]): ContainerCounts {
@@ -87,8 +102,10 @@ export function countContainers(states: Pick<ContainerState, "state" | "health">
 /** What is wrong with a container, in words (`exited`, `running but unhealthy`), or undefined when nothing is. */
 export function containerProblem(container: ContainerState): string | undefined {
   if (isHealthy(container)) return undefined;
-  if (container.error !== undefined) return `its engine (${container.engine}) did not answer: ${container.error}`;
-  if (container.state === "missing") return `not on its engine (${container.engine})`;
-  if (container.state !== "running") return container.state;
-  return `running but ${container.health}`;
+  const where = container.kind === "pod" ? "cluster" : "engine";
+  if (container.error !== undefined) return `its ${where} (${container.engine}) did not answer: ${container.error}`;
+  if (container.state === "missing") return `not on its ${where} (${container.engine})`;
+  const reason = container.reason !== undefined ? ` (${container.reason})` : "";
+  if (container.state !== "running") return `${container.state}${reason}`;
+  return `running but ${container.health}${reason}`;
 }

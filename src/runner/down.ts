@@ -8,7 +8,7 @@ import { CaptureCollectionError, collectRun, type CollectOptions, type CollectRe
 import { endProxyConnections, logsSettled } from "./evidence";
 import { closeBrowser } from "./sign-in";
 import { errorMessage, RunnerError } from "./errors";
-import { gatewayAccessOf, readOutputs, syntheticDomainsOf } from "./outputs";
+import { readOutputs, syntheticDomainsOf, withGatewayAccess, type GatewayAccess } from "./outputs";
 
 /** The part of the Automation API's Stack the lifecycle commands use. `Stack` satisfies it as it is. */
 export interface StackSeam {
@@ -38,19 +38,30 @@ export interface DownResult {
   /** The collection, when there was a deployed env to collect from. */
   collected?: CollectResult;
   destroyed: true;
+  /** What was checked gone from the target after the destroy (kubernetes: `namespace <stack>`). */
+  gone?: string[];
 }
 
-/** The collection options for a deployed stack, from its outputs; undefined when nothing is deployed. */
+/** True when the outputs are a deployed env's (a gateway to collect from). */
+export function hasDeployedEnv(map: OutputMap): boolean {
+  return map.gatewayUrl !== undefined || map.controlToken !== undefined;
+}
+
+/**
+ * The collection options for a deployed stack, from its outputs, through `access` (openGatewayAccess: the gateway as
+ * this process reaches it); undefined when nothing is deployed.
+ */
 export function collectOptionsFor(
   stack: string,
   map: OutputMap,
   artifactsDir: string,
+  access: GatewayAccess,
 ): Omit<CollectOptions, "log" | "failOnCaptureError"> | undefined {
-  if (map.gatewayUrl === undefined && map.controlToken === undefined) return undefined;
+  if (!hasDeployedEnv(map)) return undefined;
   const outputs = readOutputs(map);
   return {
     stack,
-    access: gatewayAccessOf(map, stack),
+    access,
     artifactsDir,
     marks: { live: outputs.live, liveWebsites: outputs.liveWebsites, captureTraffic: outputs.captureTraffic },
     captureTraffic: outputs.captureTraffic,
@@ -96,21 +107,32 @@ export async function collectThenDestroy(stack: StackSeam, options: DownOptions)
   const { log = () => {}, collect = collectRun } = options;
   const artifactsDir = options.artifactsDir ?? artifactsDirOf(options.projectDir, stack.name);
   const map = await stack.outputs();
-  const collectOptions = collectOptionsFor(stack.name, map, artifactsDir);
   let collected: CollectResult | undefined;
-  if (collectOptions === undefined) {
+  if (!hasDeployedEnv(map)) {
     log(`stack ${stack.name}: nothing deployed to collect from`);
   } else {
-    if (options.endConnections !== false && collectOptions.computers.length > 0)
-      await completeProxyLogs(collectOptions, log);
-    try {
-      collected = await collect({ ...collectOptions, failOnCaptureError: options.failOnCaptureError, log });
-    } catch (error) {
-      if (!(error instanceof CaptureCollectionError)) throw error;
-      throw new RunnerError(
-        `${error.what}; not destroyed, so nothing is lost: fix the gateway and run \`multienv down ${stack.name}\` again, or drop --fail-on-capture-error to destroy anyway`,
-      );
-    }
+    // A gateway that cannot be reached (its pod gone) is no reason to keep a broken env: the collection then says
+    // what it could not store, and fails only under --fail-on-capture-error.
+    const onUnreachable = (error: unknown) =>
+      log(`warning: stack ${stack.name}: the gateway cannot be reached: ${errorMessage(error).split("\n")[0]}`);
+    collected = await withGatewayAccess(
+      map,
+      stack.name,
+      async (access) => {
+        const collectOptions = collectOptionsFor(stack.name, map, artifactsDir, access)!;
+        if (options.endConnections !== false && collectOptions.computers.length > 0)
+          await completeProxyLogs(collectOptions, log);
+        try {
+          return await collect({ ...collectOptions, failOnCaptureError: options.failOnCaptureError, log });
+        } catch (error) {
+          if (!(error instanceof CaptureCollectionError)) throw error;
+          throw new RunnerError(
+            `${error.what}; not destroyed, so nothing is lost: fix the gateway and run \`multienv down ${stack.name}\` again, or drop --fail-on-capture-error to destroy anyway`,
+          );
+        }
+      },
+      { onUnreachable },
+    );
   }
   await stack.destroy({ onEvent: options.onEvent });
   return { collected, destroyed: true };

@@ -19,13 +19,23 @@
 import { SELF_TEST_ENV } from "../plan/self-test";
 import { artifactsDirOf } from "./artifacts";
 import { collectRun, type CollectResult } from "./collect";
-import { collectOptionsFor, collectThenDestroy, type DownResult } from "./down";
+import { collectOptionsFor, collectThenDestroy, hasDeployedEnv, type DownResult } from "./down";
 import { deployFailure, explain, RunnerError } from "./errors";
-import { displayOutputs, gatewayAccessOf, readOutputs, type GatewayAccess, type StackOutputs } from "./outputs";
+import {
+  displayOutputs,
+  openGatewayAccess,
+  readOutputs,
+  withGatewayAccess,
+  type GatewayAccess,
+  type GatewayAccessOptions,
+  type StackOutputs,
+} from "./outputs";
 import { ProgressReporter, resourcesInDeployment, StepCounter } from "./progress";
 import { hostsToReach, unreachableHosts, unreachableMessage, type StateResource } from "./hosts-reachable";
 import { resetEnv, type ResetResult } from "./reset";
 import { readRunRecord, recordFailedSelfTest, withReproducibility, writeRunRecord } from "./run-record";
+import { runtimeOf } from "./runtimes";
+import type { StateResource as EngineStateResource } from "./engine";
 import { parseSelfTestFailure } from "../protocol/self-test-failure";
 import { signIn as signInBrowser, signOut as signOutBrowser } from "./sign-in";
 import { withStackLock } from "./stack-lock";
@@ -68,6 +78,9 @@ export type { StackSeam, DownResult } from "./down";
 // The same operations on a gateway you already hold (a URL and the token), for runners that deploy without
 // the Automation API: they need no stack at all.
 export { collectRun } from "./collect";
+// A kubernetes stack's outputs name the gateway's pod (`kubernetes://...`): these put its URLs on the local end of the
+// port-forward gatewayAccess() opened.
+export { localOutputs, rebaseUrl } from "./outputs";
 export { collectThenDestroy } from "./down";
 export { signIn as signInComputer, signOut as signOutComputer, closeBrowser } from "./sign-in";
 export {
@@ -283,10 +296,20 @@ async function stackOutputsOfEngine(
   );
 }
 
-/** The gateway's URL and the decrypted control token: the one place the runner hands the token out. */
-export async function gatewayAccess(stack: string, options: RunnerOptions = {}): Promise<GatewayAccess> {
+/**
+ * The gateway's URL and the decrypted control token: the one place the runner hands the token out. On the kubernetes
+ * target the URL is the local end of a port-forward to the gateway's pod, open while this process lives (it keeps no
+ * process alive) or until `close()`; `localOutputs(outputs, access.gatewayUrl)` puts the outputs' URLs on it.
+ */
+export async function gatewayAccess(
+  stack: string,
+  options: RunnerOptions & Pick<GatewayAccessOptions, "onUnreachable"> = {},
+): Promise<GatewayAccess & { close(): Promise<void> }> {
   return onStack(stack, options, "reading the gateway's address and control token", async (opened) =>
-    gatewayAccessOf(await opened.stack.outputs(), opened.name),
+    openGatewayAccess(await opened.stack.outputs(), opened.name, {
+      env: options.env,
+      onUnreachable: options.onUnreachable,
+    }),
   );
 }
 
@@ -299,12 +322,15 @@ export async function collectCaptures(
   options: RunnerOptions & { failOnCaptureError?: boolean } = {},
 ): Promise<CollectResult> {
   return onStack(stack, options, "collecting", async (opened) => {
-    const collectOptions = collectOptionsFor(opened.name, await opened.stack.outputs(), artifactsDir(opened, options));
-    if (collectOptions === undefined)
+    const map = await opened.stack.outputs();
+    if (!hasDeployedEnv(map))
       throw new RunnerError(
         `stack ${opened.name}: nothing is deployed; deploy it first with \`multienv up ${opened.name}\``,
       );
-    return collectRun({ ...collectOptions, failOnCaptureError: options.failOnCaptureError, log: options.log });
+    return withGatewayAccess(map, opened.name, async (access) => {
+      const collectOptions = collectOptionsFor(opened.name, map, artifactsDir(opened, options), access)!;
+      return collectRun({ ...collectOptions, failOnCaptureError: options.failOnCaptureError, log: options.log });
+    });
   });
 }
 
@@ -330,24 +356,34 @@ async function signInTarget(opened: OpenedStack, options: SignInOptions) {
     );
   }
   return {
-    access: gatewayAccessOf(map, opened.name),
+    map,
     site: options.site,
     computer: options.computer,
     domains: website.domains,
   };
 }
 
+/** Runs `use` on the sign-in's target, the gateway reachable for its duration. */
+async function onSignInTarget<T>(
+  opened: OpenedStack,
+  options: SignInOptions,
+  use: (target: Parameters<typeof signInBrowser>[0] & Parameters<typeof signOutBrowser>[0]) => Promise<T>,
+): Promise<T> {
+  const { map, ...target } = await signInTarget(opened, options);
+  return withGatewayAccess(map, opened.name, (access) => use({ ...target, access }));
+}
+
 /** Loads the site's session (its /session, Playwright storage state) into the computer's browser. */
 export async function signIn(stack: string, options: SignInOptions): Promise<{ cookies: number; origins: number }> {
   return onStack(stack, options, `signing computer ${options.computer} in to ${options.site}`, async (opened) =>
-    signInBrowser(await signInTarget(opened, options)),
+    onSignInTarget(opened, options, signInBrowser),
   );
 }
 
 /** Removes the site's cookies and storage from the computer's browser. */
 export async function signOut(stack: string, options: SignInOptions): Promise<{ cookies: number; origins: number }> {
   return onStack(stack, options, `signing computer ${options.computer} out of ${options.site}`, async (opened) =>
-    signOutBrowser(await signInTarget(opened, options)),
+    onSignInTarget(opened, options, signOutBrowser),
   );
 }
 
@@ -390,7 +426,8 @@ export async function listStacks(options: OperatorOptions = {}): Promise<StackLi
  * computer's open tabs, the self-test, the captures and proxy logs. `healthy` false names each problem.
  */
 export async function stackStatus(stack: string, options: RunnerOptions = {}): Promise<StackStatus> {
-  return stackStatusWith(stack, (name) => gatewayAccess(name, options), options);
+  // A gateway pod that cannot be reached is one of the problems status reports, not a reason to report none.
+  return stackStatusWith(stack, (name) => gatewayAccess(name, { ...options, onUnreachable: () => undefined }), options);
 }
 
 /** A PNG of each computer's visible tab (one with `computer`), by default in artifacts/<stack>/screenshots. */
@@ -408,11 +445,22 @@ export async function screenshotStack(
 export async function watchStack(stack: string, options: RunnerOptions & { port?: number } = {}): Promise<WatchServer> {
   const computers = await computersOf(stack, undefined, options);
   const access = await gatewayAccess(stack, options);
-  return startWatchServer({
+  const server = await startWatchServer({
     stack,
     port: options.port,
     feeds: Object.fromEntries(computers.map((computer) => [computer, computerFeed(access, computer)])),
+  }).catch(async (error: unknown) => {
+    await access.close();
+    throw error;
   });
+  // The gateway stays reachable (a port-forward on kubernetes) while the page is served.
+  return {
+    ...server,
+    close: async () => {
+      await server.close();
+      await access.close();
+    },
+  };
 }
 
 /** Collects whatever is not collected yet, then destroys the stack (see down.ts for the order and policy). */
@@ -422,7 +470,11 @@ export async function destroyStack(stack: string, options: DestroyOptions = {}):
     const state = await opened.stack.exportStack().catch(() => undefined);
     const total = state === undefined ? undefined : resourcesInDeployment(state);
     // Hosts the stack does not own are asked to delete what is on them: each must answer first (hosts-reachable.ts).
-    const hosts = hostsToReach(opened.name, (state?.deployment?.resources ?? []) as StateResource[]);
+    const resources = (state?.deployment?.resources ?? []) as StateResource[];
+    const hosts = hostsToReach(opened.name, resources);
+    const outputs = resources.find((r) => r.type === "pulumi:pulumi:Stack")?.outputs;
+    const runtime =
+      state === undefined ? undefined : runtimeOf(resources as EngineStateResource[], outputs, options.env);
     if (hosts.length > 0) {
       const down = await unreachableHosts(hosts);
       if (down.length > 0) throw new RunnerError(unreachableMessage(opened.name, down));
@@ -438,6 +490,10 @@ export async function destroyStack(stack: string, options: DestroyOptions = {}):
     // The config file stays: it may be the user's own stacks/Pulumi.<stack>.yaml, and a spec's is needed to deploy it
     // again.
     if (options.remove) await opened.stack.workspace.removeStack(opened.name, { preserveConfig: true });
-    return result;
+    // What the destroy must have removed from the target (a kubernetes stack's namespace) is checked gone.
+    if (runtime === undefined) return result;
+    const { gone, left } = await runtime.checkDestroyed();
+    if (left.length > 0) throw new RunnerError(`stack ${opened.name}: destroyed, but ${left.join("; ")}`);
+    return gone.length > 0 ? { ...result, gone } : result;
   });
 }

@@ -1,12 +1,18 @@
 // What `multienv up` prints once the env is up: where an agent connects and the commands an operator uses next.
-import type { StackOutputs } from "./outputs";
+import { isPortForwardUrl, type StackOutputs } from "./outputs";
 
 /** The next steps after deploying `stack`, a few lines for a terminal. */
-export function nextSteps(stack: string, outputs: Pick<StackOutputs, "computers">): string[] {
+export function nextSteps(stack: string, outputs: Pick<StackOutputs, "computers"> & { gatewayUrl?: string }): string[] {
   const computers = Object.entries(outputs.computers);
   const lines = ["Next steps:"];
-  for (const [name, computer] of computers) lines.push(`  computer ${name}'s DevTools: ${computer.cdpUrl}`);
-  if (computers.length > 0) {
+  // On the kubernetes target the URLs name the gateway's pod: a port-forward makes them dialable, for its process.
+  if (outputs.gatewayUrl !== undefined && isPortForwardUrl(outputs.gatewayUrl)) {
+    lines.push(
+      `  the gateway (${outputs.gatewayUrl}) is reached through a port-forward to its pod: the multienv commands open one each;`,
+      `  a test runner gets a local URL with gatewayAccess("${stack}") (valid while its process lives) and localOutputs(outputs, access.gatewayUrl)`,
+    );
+  } else for (const [name, computer] of computers) lines.push(`  computer ${name}'s DevTools: ${computer.cdpUrl}`);
+  if (computers.length > 0 && (outputs.gatewayUrl === undefined || !isPortForwardUrl(outputs.gatewayUrl))) {
     const [, first] = computers[0];
     lines.push(
       `  an agent connects with Playwright: chromium.connectOverCDP("${first.cdpUrl}", { headers: { Authorization: "Bearer <token>" } })`,

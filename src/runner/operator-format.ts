@@ -39,14 +39,18 @@ function kib(bytes: number): string {
 /** `status`: the report, section by section, then the verdict. */
 export function formatStatus(status: StackStatus): string {
   const out: string[] = [`stack ${status.stack}: ${status.healthy ? "healthy" : "NOT healthy"}`];
-  out.push("containers:");
+  // A kubernetes env's are pods: their restarts and why one waits are shown too.
+  const pods = status.containers.some((c) => c.kind === "pod");
+  out.push(pods ? "pods:" : "containers:");
   out.push(
     ...table(
       status.containers.map((c) => [
         `  ${c.name}`,
         c.state,
         c.health ?? "-",
+        ...(pods ? [`${c.restarts ?? 0} restarts`] : []),
         c.engine,
+        ...(c.reason !== undefined ? [c.reason] : []),
         ...(c.error !== undefined ? [c.error] : []),
       ]),
     ),

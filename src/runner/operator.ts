@@ -3,8 +3,9 @@
 // far), `outputs` (without deploying again) and `screenshot` (each computer's visible tab). All of it only reads:
 // no stack lock is taken and nothing in an env changes.
 //
-// The stacks and their resources come from the state's checkpoint files (state-files.ts); the control token, a
-// secret, from the Automation API (gatewayAccess), and only for what needs the gateway's own operations.
+// The stacks and their resources come from the state's checkpoint files (state-files.ts), their containers' (or
+// pods') states from the target's runtime (runtimes.ts); the control token, a secret, from the Automation API
+// (gatewayAccess), which also opens the way to the gateway (a port-forward on the kubernetes target).
 import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
@@ -13,18 +14,12 @@ import { listTrafficCaptures, type TrafficCapture } from "../protocol/traffic";
 import { parseLiveSiteProxyLog } from "../protocol/site-proxy";
 import type { SelfTestOutput } from "../protocol/outputs";
 import { artifactsDirOf, DEFAULT_PROJECT_DIR, RUN_RECORD_FILE } from "./artifacts";
-import {
-  containerProblem,
-  containerStates,
-  countContainers,
-  type ContainerCounts,
-  type ContainerState,
-} from "./containers";
-import { stackContainers } from "./engine";
+import { containerProblem, countContainers, type ContainerCounts, type ContainerState } from "./containers";
 import { errorMessage, RunnerError } from "./errors";
 import { fetchProxyLog } from "./evidence";
 import { readOutputs, type GatewayAccess, type StackOutputs } from "./outputs";
 import { readRunRecord } from "./run-record";
+import { runtimeOf } from "./runtimes";
 import { computerTabs, screenshotComputer, screenshotFileName, type Screenshot, type Tab } from "./screens";
 import {
   isDeployed,
@@ -40,7 +35,10 @@ export interface OperatorOptions extends StateOptions {
   artifactsDir?: string;
 }
 
-/** The token, asked for only when a step needs the gateway's own operations (index.ts passes gatewayAccess). */
+/**
+ * The token and a URL of the gateway this process can dial (index.ts passes gatewayAccess); closed when the command is
+ * done with it.
+ */
 export type AccessOf = (stack: string) => Promise<GatewayAccess>;
 
 function projectDirOf(options: StateOptions): string {
@@ -50,7 +48,7 @@ function projectDirOf(options: StateOptions): string {
 /** `multienv ls`: one stack of the state. */
 export interface StackListing {
   stack: string;
-  /** `docker`, `ec2` or `hosts`, as its stack file says; null without a stack file. */
+  /** `docker`, `ec2`, `hosts` or `kubernetes`, as its stack file says; null without a stack file. */
   target: string | null;
   deployed: boolean;
   /** When its last update finished (ISO 8601); null for a stack never updated. */
@@ -76,7 +74,7 @@ export async function listStacks(options: OperatorOptions = {}): Promise<StackLi
   return {
     stacks: await Promise.all(
       stacks.map(async (stack): Promise<StackListing> => {
-        const states = await containerStates(stackContainers(stack.resources));
+        const states = await runtimeOf(stack.resources, stack.outputs).states();
         return {
           stack: stack.name,
           target: targetOf(stack.name, projectDir) ?? null,
@@ -189,7 +187,7 @@ export function statusProblems(status: Omit<StackStatus, "healthy" | "problems">
   const problems: string[] = [];
   for (const container of status.containers) {
     const problem = containerProblem(container);
-    if (problem !== undefined) problems.push(`container ${container.name}: ${problem}`);
+    if (problem !== undefined) problems.push(`${container.kind ?? "container"} ${container.name}: ${problem}`);
   }
   const { healthz } = status.gateway;
   if (!healthz.ok) {
@@ -224,13 +222,25 @@ export async function stackStatus(
 ): Promise<StackStatus> {
   const state = await readStateStack(stack, { ...options, deployed: true });
   const outputs: StackOutputs = readOutputs(outputMapOf(state));
+  const [containers, access] = await Promise.all([runtimeOf(state.resources, state.outputs).states(), accessOf(stack)]);
+  try {
+    return await statusThrough(stack, outputs, containers, access);
+  } finally {
+    await access.close?.();
+  }
+}
+
+async function statusThrough(
+  stack: string,
+  outputs: StackOutputs,
+  containers: ContainerState[],
+  access: GatewayAccess,
+): Promise<StackStatus> {
   const computers = Object.keys(outputs.computers);
-  const [containers, healthz, access] = await Promise.all([
-    containerStates(stackContainers(state.resources)),
-    gatewayHealth(outputs.gatewayUrl),
-    accessOf(stack),
-  ]);
-  const [tabs, logs, captures] = await Promise.all([
+  const [healthz, tabs, logs, captures] = await Promise.all([
+    access.unreachable !== undefined
+      ? Promise.resolve({ ok: false, error: access.unreachable })
+      : gatewayHealth(access.gatewayUrl),
     Promise.all(
       computers.map(async (computer): Promise<[string, ComputerStatus]> => {
         try {
@@ -304,6 +314,19 @@ export async function screenshotStack(
 ): Promise<Screenshot[]> {
   const computers = await computersOf(stack, options.computer, options);
   const access = await accessOf(stack);
+  try {
+    return await screenshotsThrough(stack, computers, access, options);
+  } finally {
+    await access.close?.();
+  }
+}
+
+async function screenshotsThrough(
+  stack: string,
+  computers: string[],
+  access: GatewayAccess,
+  options: ScreenshotOptions,
+): Promise<Screenshot[]> {
   const outDir = resolve(
     options.outDir ?? join(options.artifactsDir ?? artifactsDirOf(projectDirOf(options), stack), "screenshots"),
   );

@@ -6,6 +6,8 @@ import type { OutputMap } from "@pulumi/pulumi/automation";
 import { gatewayTunnelUp, type GatewayTunnel } from "../plan/ssh";
 import type { LiveWebsiteMark } from "../plan/types";
 import type { ComputerOutput, SelfTestOutput, StackOutputValues, WebsiteOutput } from "../protocol/outputs";
+import { PORT_FORWARD_SCHEME, type GatewayPortForward } from "../protocol/port-forward";
+import { openGatewayPortForward } from "./kubernetes-port-forward";
 
 /** What `check --json` and `up` show in place of a secret value. */
 export const SECRET_PLACEHOLDER = "[secret]";
@@ -15,8 +17,19 @@ export type StackOutputs = StackOutputValues;
 
 /** Where to reach a deployed env's gateway as its operator. */
 export interface GatewayAccess {
+  /** A URL this process can dial: on the kubernetes target, the local end of a port-forward to the gateway's pod. */
   gatewayUrl: string;
   controlToken: string;
+  /**
+   * Ends what reaching the gateway holds open (the kubernetes target's port-forward); nothing elsewhere. Optional to
+   * call: a port-forward holds no process alive.
+   */
+  close?(): Promise<void>;
+  /**
+   * Set when the port-forward could not open and the caller asked to go on (GatewayAccessOptions.onUnreachable): why,
+   * in a line. `gatewayUrl` is then the output's, which fails every request.
+   */
+  unreachable?: string;
 }
 
 /** The outputs in `map`, with defaults for what an older or partial deploy did not export. */
@@ -53,6 +66,107 @@ export function gatewayAccessOf(map: OutputMap, stack: string): GatewayAccess {
   const tunnel = map.gatewayTunnel?.value as GatewayTunnel | undefined;
   if (tunnel !== undefined) bringTunnelUp(tunnel, stack);
   return { gatewayUrl, controlToken };
+}
+
+/**
+ * The gateway URL and the control token, reachable from this process: on the kubernetes target (the outputs hold
+ * `gatewayPortForward`) a port-forward to the gateway's pod is opened and `gatewayUrl` is its local end; elsewhere as
+ * gatewayAccessOf. Call `close()` when done (a no-op but on kubernetes).
+ */
+export async function openGatewayAccess(
+  map: OutputMap,
+  stack: string,
+  options: GatewayAccessOptions = {},
+): Promise<GatewayAccess & { close(): Promise<void> }> {
+  const access = gatewayAccessOf(map, stack);
+  const forward = map.gatewayPortForward?.value as GatewayPortForward | undefined;
+  if (forward === undefined) return { ...access, close: async () => undefined };
+  return { ...access, ...(await forwardTo(forward, access.gatewayUrl, options)) };
+}
+
+export interface GatewayAccessOptions {
+  /** The environment KUBECONFIG is read from (default process.env). */
+  env?: NodeJS.ProcessEnv;
+  /**
+   * When the port-forward cannot open: given, it is told why and the access keeps the output's URL (which fails each
+   * request, so a best-effort collection records what it could not store); not given, the error is thrown.
+   */
+  onUnreachable?: (error: unknown) => void;
+}
+
+/** The local end of a port-forward to the gateway's pod (or, with onUnreachable, `gatewayUrl` when none opens). */
+export async function forwardTo(
+  forward: GatewayPortForward,
+  gatewayUrl: string,
+  options: GatewayAccessOptions = {},
+): Promise<{ gatewayUrl: string; close(): Promise<void>; unreachable?: string }> {
+  try {
+    const opened = await openGatewayPortForward(forward, { env: options.env });
+    return { gatewayUrl: opened.url, close: opened.close };
+  } catch (error) {
+    if (options.onUnreachable === undefined) throw error;
+    options.onUnreachable(error);
+    const unreachable = (error instanceof Error ? error.message : String(error)).split("\n")[0];
+    return { gatewayUrl, close: async () => undefined, unreachable };
+  }
+}
+
+/** Runs `use` with the gateway reachable (openGatewayAccess), closing what that opened afterwards. */
+export async function withGatewayAccess<T>(
+  map: OutputMap,
+  stack: string,
+  use: (access: GatewayAccess) => Promise<T>,
+  options: GatewayAccessOptions = {},
+): Promise<T> {
+  const access = await openGatewayAccess(map, stack, options);
+  try {
+    return await use(access);
+  } finally {
+    await access.close();
+  }
+}
+
+/** True when `gatewayUrl` names a pod (the kubernetes target), not an address: never dialled as it is. */
+export function isPortForwardUrl(gatewayUrl: string): boolean {
+  return gatewayUrl.startsWith(PORT_FORWARD_SCHEME);
+}
+
+/**
+ * `url`, derived from the output `gatewayUrl` (a site's svcUrl or browseUrl, a computer's cdpUrl), on `localUrl`
+ * instead: the rest of its path and query kept. A URL not under `gatewayUrl` is returned as it is.
+ */
+export function rebaseUrl(url: string, gatewayUrl: string, localUrl: string): string {
+  const from = gatewayUrl.replace(/\/+$/, "");
+  if (url !== from && !url.startsWith(`${from}/`) && !url.startsWith(`${from}?`)) return url;
+  return localUrl.replace(/\/+$/, "") + url.slice(from.length);
+}
+
+/**
+ * The outputs with every URL derived from `gatewayUrl` on `localUrl` (GatewayAccess's): what a test runner dials on
+ * the kubernetes target, whose outputs name the gateway's pod. Unchanged where the URLs are already dialable.
+ */
+export function localOutputs(outputs: StackOutputs, localUrl: string): StackOutputs {
+  const rebase = (url: string) => rebaseUrl(url, outputs.gatewayUrl, localUrl);
+  return {
+    ...outputs,
+    gatewayUrl: localUrl,
+    websites: Object.fromEntries(
+      Object.entries(outputs.websites).map(([name, site]) => [
+        name,
+        {
+          ...site,
+          ...(site.svcUrl !== undefined ? { svcUrl: rebase(site.svcUrl) } : {}),
+          ...(site.browseUrl !== undefined ? { browseUrl: rebase(site.browseUrl) } : {}),
+        },
+      ]),
+    ),
+    computers: Object.fromEntries(
+      Object.entries(outputs.computers).map(([name, computer]) => [
+        name,
+        { ...computer, ...(computer.cdpUrl !== undefined ? { cdpUrl: rebase(computer.cdpUrl) } : {}) },
+      ]),
+    ),
+  };
 }
 
 /**

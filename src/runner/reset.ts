@@ -5,8 +5,10 @@
 //      when asked, the finished episode is collected (captures, proxy logs, run.json), and what was collected of
 //      it moves to artifacts/<stack>/episodes/<n>/;
 //   2. each site's data is emptied: its card's website/v1 `reset` operation through the gateway, or, for a
-//      site that declares none, a restart of its server container;
-//   3. capture files start over: each sidecar's files are removed and the sidecar restarted;
+//      site that declares none, a restart of its server container (on the kubernetes target: its server pod
+//      recreated);
+//   3. capture files start over: each sidecar's files are removed and the sidecar restarted (on the kubernetes
+//      target: each website pod recreated, its captures' emptyDir with it);
 //   4. each browser starts again on a fresh profile: its launcher ends Chromium, deletes the profile (everything the
 //      episode left in the browser, for every scheme, host and port: cookies, storage, service workers, HSTS,
 //      permissions, history, downloads, caches) and starts Chromium on a new, empty one, while 2 and 3 run; once
@@ -14,7 +16,9 @@
 //      is disconnected, and reconnecting there reaches the new one;
 //   5. the next episode begins: run.json counts it, and its evidence is each proxy log after the mark of 1.
 // Sign-ins are gone, as after `up`: sign in again for the next episode.
-// The containers are found in the stack's state (their names, roles and engines), so this works on every target.
+// The containers (or pods) are found in the stack's state, and restarted by the target's runtime (runtimes.ts), so
+// this works on every target. On the kubernetes target the gateway is reached through a port-forward for the reset's
+// duration.
 import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { OutputMap } from "@pulumi/pulumi/automation";
@@ -28,14 +32,14 @@ import {
   WEBSITE_V1_URN,
   type GatewayCard,
 } from "../protocol/card";
-import { engineClient, stackContainers, type StackContainer } from "./engine";
 import { PROXY_LOGS_DIR, TRAFFIC_DIR } from "./artifacts";
 import { collectRun, type CollectResult } from "./collect";
-import { collectOptionsFor } from "./down";
+import { collectOptionsFor, hasDeployedEnv } from "./down";
 import { errorMessage, RunnerError } from "./errors";
 import { endProxyConnections } from "./evidence";
-import { gatewayAccessOf, readOutputs, type GatewayAccess } from "./outputs";
+import { readOutputs, withGatewayAccess, type GatewayAccess } from "./outputs";
 import { readRunRecord, writeRunRecord, type EpisodeRecord } from "./run-record";
+import { runtimeOf, type EnvRuntime } from "./runtimes";
 import { cdpUrlOf } from "./sign-in";
 
 /** The part of the Automation API's Stack that reset uses. */
@@ -89,43 +93,49 @@ async function waitReady(access: GatewayAccess, site: string, timeoutMs = 30_000
   throw new Error(`site ${site} was not ready again within ${timeoutMs / 1000} s of its restart`);
 }
 
-/** Empties one site's data: its declared `reset` operation, else a restart of its server. */
-async function resetSite(
-  access: GatewayAccess,
-  card: GatewayCard | undefined,
-  site: string,
-  server: StackContainer | undefined,
-): Promise<"reset" | "restarted"> {
+/** The path of the site's declared `reset` operation (its card's website/v1), if it declares one. */
+function resetOperationOf(card: GatewayCard | undefined, site: string): string | undefined {
   const siteCard = card?.sites?.[site] ? parseCard(card.sites[site]) : undefined;
-  const path = findExtension(siteCard, WEBSITE_V1_URN)?.paths?.[WEBSITE_OPERATIONS.reset];
-  if (path !== undefined) {
-    const response = await fetch(access.gatewayUrl.replace(/\/+$/, "") + path, {
-      method: "POST",
-      headers: { authorization: bearer(access.controlToken) },
-    });
-    if (!response.ok)
-      throw new Error(`site ${site}: its reset operation (POST ${path}) answered HTTP ${response.status}`);
-    return "reset";
-  }
-  if (server === undefined)
-    throw new Error(`site ${site} declares no reset operation and its server container is not in the stack's state`);
-  await engineClient(server.engine).getContainer(server.name).restart({ t: 1 });
-  await waitReady(access, site);
-  return "restarted";
+  return findExtension(siteCard, WEBSITE_V1_URN)?.paths?.[WEBSITE_OPERATIONS.reset];
 }
 
-/** Removes a capture sidecar's files and restarts it, so the next episode's captures start empty. */
-async function restartCapture(sidecar: StackContainer): Promise<void> {
-  const container = engineClient(sidecar.engine).getContainer(sidecar.name);
-  // The current run's files and any earlier run's (`.run<K>.`): the next episode's captures start from run 1.
-  const files = `/captures/${sidecar.captureOf}.pcap* /captures/${sidecar.captureOf}.run*.pcap*`;
-  const exec = await container.exec({ Cmd: ["sh", "-c", `rm -f ${files}`] });
-  await exec.start({ Detach: true });
-  for (let i = 0; i < 100; i++) {
-    if (!(await exec.inspect()).Running) break;
-    await new Promise((r) => setTimeout(r, 20));
+/** Empties a site's data through its declared `reset` operation. */
+async function resetSite(access: GatewayAccess, site: string, path: string): Promise<void> {
+  const response = await fetch(access.gatewayUrl.replace(/\/+$/, "") + path, {
+    method: "POST",
+    headers: { authorization: bearer(access.controlToken) },
+  });
+  if (!response.ok)
+    throw new Error(`site ${site}: its reset operation (POST ${path}) answered HTTP ${response.status}`);
+}
+
+/**
+ * Steps 2 and 3: each site emptied (its reset operation, else its server restarted by the runtime, then waited for
+ * until the gateway sees it ready), and the captures started over.
+ */
+async function startSitesOver(
+  access: GatewayAccess,
+  runtime: EnvRuntime,
+  card: GatewayCard | undefined,
+  sites: string[],
+  captures: boolean,
+): Promise<ResetResult["sites"]> {
+  const how: ResetResult["sites"] = {};
+  const restarted: string[] = [];
+  const operations: Promise<void>[] = [];
+  for (const site of sites) {
+    const path = resetOperationOf(card, site);
+    if (path === undefined) {
+      restarted.push(site);
+      how[site] = "restarted";
+    } else {
+      operations.push(resetSite(access, site, path));
+      how[site] = "reset";
+    }
   }
-  await container.restart({ t: 1 });
+  await Promise.all([...operations, runtime.startOver({ servers: restarted, captures })]);
+  await Promise.all(restarted.map((site) => waitReady(access, site)));
+  return how;
 }
 
 /**
@@ -175,16 +185,34 @@ async function archiveEpisode(artifactsDir: string, episode: number): Promise<st
 /** Resets a deployed stack's env for the next episode (see the top of this file). */
 export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise<ResetResult> {
   const started = Date.now();
-  const log = options.log ?? (() => {});
   const [map, exported] = await Promise.all([stack.outputs(), stack.exportStack()]);
-  const collectOptions = collectOptionsFor(stack.name, map, options.artifactsDir);
-  if (collectOptions === undefined)
+  if (!hasDeployedEnv(map))
     throw new RunnerError(
       `stack ${stack.name}: nothing is deployed; deploy it first with \`multienv up ${stack.name}\``,
     );
-  const access = gatewayAccessOf(map, stack.name);
+  const runtime = runtimeOf(exported.deployment.resources ?? [], outputValues(map));
+  return withGatewayAccess(map, stack.name, (access) =>
+    resetThrough(stack.name, map, access, runtime, options, started),
+  );
+}
+
+/** The outputs' plain values, as a state holds them. */
+function outputValues(map: OutputMap): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(map).map(([key, output]) => [key, output.value]));
+}
+
+async function resetThrough(
+  name: string,
+  map: OutputMap,
+  access: GatewayAccess,
+  runtime: EnvRuntime,
+  options: ResetOptions,
+  started: number,
+): Promise<ResetResult> {
+  const stack = { name };
+  const log = options.log ?? (() => {});
+  const collectOptions = collectOptionsFor(name, map, options.artifactsDir, access)!;
   const outputs = readOutputs(map);
-  const containers = stackContainers(exported.deployment.resources ?? []);
   const computers = Object.keys(outputs.computers);
   const phase = (what: string) =>
     log(`stack ${stack.name}: reset: ${what} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
@@ -249,18 +277,7 @@ export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise
       `warning: stack ${stack.name}: the gateway's card could not be read (${errorMessage(error)}); every site's server is restarted instead`,
     );
   }
-  const sites: ResetResult["sites"] = {};
-  const siteWork = Object.keys(outputs.websites).map(async (site) => {
-    sites[site] = await resetSite(
-      access,
-      card,
-      site,
-      containers.find((c) => c.role === "server" && c.site === site),
-    );
-  });
-  await Promise.all(siteWork);
-  // After the sites: a sidecar joins its site container's network namespace, which a restarting server has not.
-  if (outputs.captureTraffic) await Promise.all(containers.filter((c) => c.role === "capture").map(restartCapture));
+  const sites = await startSitesOver(access, runtime, card, Object.keys(outputs.websites), outputs.captureTraffic);
   phase("sites and captures started over");
 
   // 4. The browsers, on their fresh profiles, open their start tabs.

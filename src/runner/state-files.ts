@@ -15,6 +15,7 @@ import { CONFIG_NAMESPACE } from "../plan/problems";
 import { RESOURCE_TYPES } from "../providers/types";
 import type { StateResource } from "./engine";
 import { RunnerError } from "./errors";
+import { KUBERNETES_TYPES } from "./kubernetes-target";
 import { SECRET_PLACEHOLDER } from "./outputs";
 import { backendUrlFor, DEFAULT_PROJECT_DIR } from "./workspace";
 
@@ -126,9 +127,12 @@ export async function readStateStacks(options: StateOptions = {}): Promise<State
   return stacks;
 }
 
-/** True when the state holds a deployed env: containers, or a gateway in the outputs. */
+/** True when the state holds a deployed env: containers or pods, or a gateway in the outputs. */
 export function isDeployed(stack: StateStack): boolean {
-  return "gatewayUrl" in stack.outputs || stack.resources.some((r) => r.type === RESOURCE_TYPES.container);
+  return (
+    "gatewayUrl" in stack.outputs ||
+    stack.resources.some((r) => r.type === RESOURCE_TYPES.container || r.type === KUBERNETES_TYPES.pod)
+  );
 }
 
 /**

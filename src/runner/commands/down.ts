@@ -27,7 +27,8 @@ export function register(program: Command): void {
         log: note,
       });
       const collected = result.collected ? `; ${result.collected.downloaded.length} capture(s) collected first` : "";
-      say(`stack ${stack} destroyed${collected}`);
+      const gone = result.gone ? `; ${result.gone.join(", ")} checked gone` : "";
+      say(`stack ${stack} destroyed${collected}${gone}`);
     }),
   );
 }

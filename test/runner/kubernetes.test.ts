@@ -1,0 +1,408 @@
+// The runner's side of the kubernetes target without a cluster: which kubeconfig and context it uses (kubectl's
+// order) and what it says when it cannot; the outputs' pod-naming URLs put on the port-forward's local end; the spec a
+// recreated pod is created from; the pods and the cluster a state names; and the port-forward itself, against a
+// stand-in API server that speaks the port-forward WebSocket protocol to a local HTTP server.
+import http from "node:http";
+import net from "node:net";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { V1Pod } from "@kubernetes/client-node";
+import { WebSocketServer } from "ws";
+import { afterAll, describe, expect, it } from "vitest";
+import { kubeconfigFiles, loadKubeConfig } from "../../src/runner/kubernetes";
+import { openGatewayPortForward } from "../../src/runner/kubernetes-port-forward";
+import { podStateOf, recreateSpec } from "../../src/runner/kubernetes-pods";
+import { asContainerState, podsToStartOver } from "../../src/runner/kubernetes-runtime";
+import { clusterTargetOf, isKubernetesState, stackNamespaces, stackPods } from "../../src/runner/kubernetes-target";
+import { containerProblem } from "../../src/runner/containers";
+import { localOutputs, openGatewayAccess, rebaseUrl, readOutputs } from "../../src/runner/outputs";
+import { portForwardUrl } from "../../src/protocol/port-forward";
+import { cleanup, tempDir } from "./helpers";
+
+afterAll(cleanup);
+
+function kubeconfig(contexts: string[], current?: string, server = "https://127.0.0.1:6443"): string {
+  return [
+    "apiVersion: v1",
+    "kind: Config",
+    `clusters: [${contexts.map((c) => `{name: ${c}-cluster, cluster: {server: "${server}"${server.startsWith("http:") ? ", insecure-skip-tls-verify: true" : ""}}}`).join(", ")}]`,
+    `users: [${contexts.map((c) => `{name: ${c}-user, user: {token: t-${c}}}`).join(", ")}]`,
+    `contexts: [${contexts.map((c) => `{name: ${c}, context: {cluster: ${c}-cluster, user: ${c}-user}}`).join(", ")}]`,
+    ...(current ? [`current-context: ${current}`] : []),
+    "",
+  ].join("\n");
+}
+
+function write(dir: string, name: string, text: string): string {
+  const file = join(dir, name);
+  writeFileSync(file, text);
+  return file;
+}
+
+describe("kubeconfig, as kubectl finds it", () => {
+  const dir = tempDir("kube-");
+  const home = join(dir, "home");
+  mkdirSync(join(home, ".kube"), { recursive: true });
+  const homeConfig = write(join(home, ".kube"), "config", kubeconfig(["home"], "home"));
+  const a = write(dir, "a.yaml", kubeconfig(["a", "shared"], "a"));
+  const b = write(dir, "b.yaml", kubeconfig(["b", "shared"], "b"));
+
+  it("takes the stack's file first, then KUBECONFIG's list, then ~/.kube/config", () => {
+    expect(kubeconfigFiles(a, { KUBECONFIG: b }, home).files).toEqual([a]);
+    expect(kubeconfigFiles(undefined, { KUBECONFIG: `${a}:${join(dir, "none")}:${b}` }, home)).toEqual({
+      files: [a, b],
+      from: "KUBECONFIG",
+    });
+    expect(kubeconfigFiles(undefined, {}, home).files).toEqual([homeConfig]);
+    expect(kubeconfigFiles("~/.kube/config", {}, home).files).toEqual([homeConfig]);
+  });
+
+  it("names the file and the fix when there is none", () => {
+    expect(() => kubeconfigFiles(join(dir, "gone.yaml"), {}, home)).toThrow(
+      `kubeconfig ${join(dir, "gone.yaml")} (the stack's kubeconfig) does not exist; point the stack's kubeconfig`,
+    );
+    expect(() => kubeconfigFiles(undefined, { KUBECONFIG: join(dir, "none") }, home)).toThrow(
+      `KUBECONFIG (${join(dir, "none")}) names no file that exists`,
+    );
+    expect(() => kubeconfigFiles(undefined, {}, join(dir, "nohome"))).toThrow(
+      `no kubeconfig: ${join(dir, "nohome", ".kube", "config")} does not exist and KUBECONFIG is not set`,
+    );
+  });
+
+  it("uses the current context unless the stack names one, and merges a list with the first file winning", () => {
+    expect(loadKubeConfig({ kubeconfig: a }).context).toBe("a");
+    expect(loadKubeConfig({ kubeconfig: a, context: "shared" }).context).toBe("shared");
+    const merged = loadKubeConfig({}, { KUBECONFIG: `${a}:${b}`, HOME: home });
+    expect(merged.context).toBe("a");
+    expect(merged.config.getContexts().map((c) => c.name)).toEqual(["a", "shared", "b"]);
+    expect(
+      loadKubeConfig({ context: "b" }, { KUBECONFIG: `${a}:${b}`, HOME: home }).config.getCurrentUser()?.name,
+    ).toBe("b-user");
+  });
+
+  it("names the context and the file's contexts when the context is not there", () => {
+    expect(() => loadKubeConfig({ kubeconfig: a, context: "prod" })).toThrow(
+      `kubeconfig ${a} has no context prod (its contexts: a, shared); set the stack's context to one of them`,
+    );
+    const none = write(dir, "none-current.yaml", kubeconfig(["x"]));
+    expect(() => loadKubeConfig({ kubeconfig: none })).toThrow(
+      `kubeconfig ${none} has no current context; choose one with \`kubectl config use-context <name>\` (its contexts: x)`,
+    );
+    const broken = write(dir, "broken.yaml", "clusters: [");
+    expect(() => loadKubeConfig({ kubeconfig: broken })).toThrow(`kubeconfig ${broken} could not be read: `);
+  });
+});
+
+describe("the outputs on the port-forward's local end", () => {
+  const gatewayUrl = portForwardUrl({ namespace: "task-1", pod: "gateway", port: 8080 });
+  const local = "http://127.0.0.1:40123";
+
+  it("rebases a URL under the gateway's, keeping its path and query, and leaves any other", () => {
+    expect(gatewayUrl).toBe("kubernetes://task-1/gateway:8080");
+    expect(rebaseUrl(`${gatewayUrl}/svc/shop/`, gatewayUrl, local)).toBe(`${local}/svc/shop/`);
+    expect(rebaseUrl(`${gatewayUrl}/computers/a%20b/cdp?x=1`, gatewayUrl, `${local}/`)).toBe(
+      `${local}/computers/a%20b/cdp?x=1`,
+    );
+    expect(rebaseUrl(gatewayUrl, `${gatewayUrl}/`, local)).toBe(local);
+    expect(rebaseUrl("kubernetes://task-1/gateway:80800/x", gatewayUrl, local)).toBe(
+      "kubernetes://task-1/gateway:80800/x",
+    );
+    expect(rebaseUrl("https://shop.test/", gatewayUrl, local)).toBe("https://shop.test/");
+  });
+
+  it("puts every site's and computer's URL on it", () => {
+    const outputs = readOutputs({
+      gatewayUrl: { value: gatewayUrl, secret: false },
+      websites: {
+        value: {
+          shop: {
+            live: false,
+            domains: ["shop.test"],
+            svcUrl: `${gatewayUrl}/svc/shop/`,
+            browseUrl: `${gatewayUrl}/website/shop/`,
+          },
+          gh: { live: true, domains: ["github.com"], svcUrl: `${gatewayUrl}/svc/gh/` },
+        },
+        secret: false,
+      },
+      computers: { value: { agent: { cdpUrl: `${gatewayUrl}/computers/agent/cdp` } }, secret: false },
+    });
+    const rebased = localOutputs(outputs, local);
+    expect(rebased.gatewayUrl).toBe(local);
+    expect(rebased.websites.shop).toMatchObject({ svcUrl: `${local}/svc/shop/`, browseUrl: `${local}/website/shop/` });
+    expect(rebased.websites.gh).toEqual({ live: true, domains: ["github.com"], svcUrl: `${local}/svc/gh/` });
+    expect(rebased.computers.agent.cdpUrl).toBe(`${local}/computers/agent/cdp`);
+  });
+});
+
+const LIVE_POD: V1Pod = {
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: {
+    name: "shop-server",
+    namespace: "task-1",
+    labels: { "multienv.stack": "task-1", "multienv.role": "server", "multienv.site": "shop" },
+    annotations: { "multienv.io/note": "kept" },
+    uid: "0b6f-uid",
+    resourceVersion: "4242",
+    creationTimestamp: new Date("2026-01-01T00:00:00Z"),
+    generation: 1,
+    managedFields: [{ manager: "pulumi-kubernetes" }],
+  },
+  spec: {
+    nodeName: "node-1",
+    priority: 0,
+    preemptionPolicy: "PreemptLowerPriority",
+    restartPolicy: "Always",
+    initContainers: [
+      {
+        name: "capture",
+        image: "multienv/capture",
+        restartPolicy: "Always",
+        volumeMounts: [
+          { name: "captures", mountPath: "/captures" },
+          { name: "kube-api-access-x7k2p", mountPath: "/var/run/secrets/kubernetes.io/serviceaccount" },
+        ],
+      },
+    ],
+    containers: [
+      {
+        name: "server",
+        image: "shop-server:1",
+        volumeMounts: [{ name: "kube-api-access-x7k2p", mountPath: "/var/run/secrets/kubernetes.io/serviceaccount" }],
+      },
+    ],
+    volumes: [
+      { name: "captures", emptyDir: {} },
+      { name: "kube-api-access-x7k2p", projected: { sources: [] } },
+    ],
+  },
+  status: { phase: "Running", podIP: "10.1.0.7" },
+};
+
+describe("a recreated pod's spec", () => {
+  it("is the pod's own, less what the cluster set on it", () => {
+    const spec = recreateSpec(LIVE_POD);
+    expect(spec).toEqual({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        name: "shop-server",
+        namespace: "task-1",
+        labels: { "multienv.stack": "task-1", "multienv.role": "server", "multienv.site": "shop" },
+        annotations: { "multienv.io/note": "kept" },
+      },
+      spec: {
+        restartPolicy: "Always",
+        initContainers: [
+          {
+            name: "capture",
+            image: "multienv/capture",
+            restartPolicy: "Always",
+            volumeMounts: [{ name: "captures", mountPath: "/captures" }],
+          },
+        ],
+        containers: [{ name: "server", image: "shop-server:1", volumeMounts: [] }],
+        volumes: [{ name: "captures", emptyDir: {} }],
+      },
+    });
+    // The pod read is left as it was.
+    expect(LIVE_POD.metadata!.uid).toBe("0b6f-uid");
+    expect(LIVE_POD.spec!.volumes).toHaveLength(2);
+  });
+
+  it("keeps a volume of the pod's own that only looks like the token's", () => {
+    const own = structuredClone(LIVE_POD);
+    own.spec!.volumes = [{ name: "kube-api-access-mine", emptyDir: {} }];
+    expect(recreateSpec(own).spec!.volumes).toEqual([{ name: "kube-api-access-mine", emptyDir: {} }]);
+  });
+});
+
+describe("a kubernetes stack's state", () => {
+  const podResource = (name: string, labels: Record<string, string>) => ({
+    urn: `urn:pulumi:task-1::multienv::kubernetes:core/v1:Pod::${name}`,
+    type: "kubernetes:core/v1:Pod",
+    outputs: { metadata: { name, namespace: "task-1", labels: { "multienv.stack": "task-1", ...labels } } },
+  });
+  const resources = [
+    { type: "pulumi:providers:kubernetes", inputs: { kubeconfig: "/k/config", context: "kind" } },
+    { type: "kubernetes:core/v1:Namespace", outputs: { metadata: { name: "task-1" } } },
+    podResource("gateway", { "multienv.role": "gateway" }),
+    podResource("shop-server", { "multienv.role": "server", "multienv.site": "shop" }),
+    podResource("shop-frontend", { "multienv.role": "frontend", "multienv.site": "shop" }),
+    podResource("notes-server", { "multienv.role": "server", "multienv.site": "notes" }),
+    podResource("agent-browser", { "multienv.role": "browser", "multienv.computer": "agent" }),
+    podResource("agent-proxy", { "multienv.role": "site-proxy", "multienv.computer": "agent" }),
+  ];
+
+  it("names its pods, namespace and cluster", () => {
+    expect(isKubernetesState(resources)).toBe(true);
+    expect(isKubernetesState([{ type: "docker:index/container:Container" }])).toBe(false);
+    expect(stackNamespaces(resources)).toEqual(["task-1"]);
+    expect(stackPods(resources)[1]).toEqual({ name: "shop-server", namespace: "task-1", role: "server", site: "shop" });
+    expect(stackPods(resources)[4]).toMatchObject({ name: "agent-browser", computer: "agent" });
+    expect(clusterTargetOf(resources)).toEqual({ kubeconfig: "/k/config", context: "kind" });
+    // The output wins over the provider's inputs; a kubeconfig's text is not a path.
+    expect(clusterTargetOf(resources, { gatewayPortForward: { namespace: "task-1", context: "other" } })).toEqual({
+      context: "other",
+    });
+    expect(
+      clusterTargetOf([{ type: "pulumi:providers:kubernetes", inputs: { kubeconfig: "apiVersion: v1\n" } }]),
+    ).toEqual({});
+  });
+
+  it("starts over a site without a reset operation by its server pod, and every website pod for the captures", () => {
+    const pods = stackPods(resources);
+    expect(podsToStartOver(pods, ["notes"], false).map((p) => p.name)).toEqual(["notes-server"]);
+    expect(podsToStartOver(pods, [], true).map((p) => p.name)).toEqual([
+      "shop-server",
+      "shop-frontend",
+      "notes-server",
+    ]);
+    expect(podsToStartOver(pods, [], false)).toEqual([]);
+    expect(() => podsToStartOver(pods, ["wiki"], false)).toThrow(
+      "site wiki declares no reset operation and its server pod is not in the stack's state",
+    );
+  });
+
+  it("shows a pod's phase, readiness, restarts and why it waits, as status shows containers", () => {
+    const pod = stackPods(resources)[1];
+    const waiting = podStateOf(pod, {
+      status: {
+        phase: "Pending",
+        conditions: [{ type: "Ready", status: "False" }],
+        initContainerStatuses: [
+          { name: "capture", image: "", imageID: "", ready: false, restartCount: 2, state: { running: {} } },
+        ],
+        containerStatuses: [
+          {
+            name: "server",
+            image: "",
+            imageID: "",
+            ready: false,
+            restartCount: 1,
+            state: { waiting: { reason: "ErrImageNeverPull" } },
+          },
+        ],
+      },
+    });
+    expect(waiting).toMatchObject({ phase: "Pending", ready: false, restarts: 3, reason: "ErrImageNeverPull" });
+    const shown = asContainerState(waiting, "kind");
+    expect(shown).toMatchObject({ kind: "pod", state: "pending", health: "not ready", engine: "kind/task-1" });
+    expect(containerProblem(shown)).toBe("pending (ErrImageNeverPull)");
+    const ready = asContainerState(
+      podStateOf(pod, { status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] } }),
+      "kind",
+    );
+    expect(containerProblem(ready)).toBeUndefined();
+    expect(containerProblem(asContainerState(podStateOf(pod, undefined), "kind"))).toBe(
+      "not on its cluster (kind/task-1)",
+    );
+  });
+});
+
+/**
+ * A stand-in API server: GET of a pod answers its phase (404 when unknown); a port-forward WebSocket to it is carried
+ * to `backendPort` on loopback, in the channel protocol the API server speaks (a byte of channel per frame, the first
+ * frame of each channel the port).
+ */
+async function startApiServer(
+  pods: Record<string, string>,
+  backendPort: number,
+): Promise<{ url: string; close(): void }> {
+  const server = http.createServer((req, res) => {
+    const match = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/?]+)$/.exec(req.url ?? "");
+    const phase = match ? pods[`${match[1]}/${match[2]}`] : undefined;
+    res.setHeader("Content-Type", "application/json");
+    if (phase === undefined) {
+      res.statusCode = 404;
+      res.end(JSON.stringify({ kind: "Status", status: "Failure", message: "pods not found", code: 404 }));
+      return;
+    }
+    res.end(JSON.stringify({ kind: "Pod", apiVersion: "v1", metadata: { name: match![2] }, status: { phase } }));
+  });
+  const wss = new WebSocketServer({ noServer: true, handleProtocols: () => "v4.channel.k8s.io" });
+  server.on("upgrade", (req, socket, head) => {
+    if (!/\/portforward\?ports=\d+$/.test(req.url ?? "")) return socket.destroy();
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const port = Buffer.alloc(2);
+      port.writeUInt16LE(backendPort);
+      const backend = net.connect(backendPort, "127.0.0.1");
+      ws.send(Buffer.concat([Buffer.from([0]), port]));
+      ws.send(Buffer.concat([Buffer.from([1]), port]));
+      backend.on("data", (data) => ws.send(Buffer.concat([Buffer.from([0]), data])));
+      backend.on("end", () => ws.close());
+      backend.on("error", () => ws.close());
+      ws.on("message", (data: Buffer) => {
+        if (data[0] === 0) backend.write(data.subarray(1));
+      });
+      ws.on("close", () => backend.end());
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    close: () => {
+      for (const ws of wss.clients) ws.terminate();
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+describe("the port-forward to the gateway's pod", () => {
+  it("carries each connection to the pod's port through the API server, and closes", async () => {
+    const backend = http.createServer((req, res) => res.end(`gateway saw ${req.method} ${req.url}`));
+    await new Promise<void>((done) => backend.listen(0, "127.0.0.1", done));
+    const backendPort = (backend.address() as net.AddressInfo).port;
+    const api = await startApiServer({ "task-1/gateway": "Running", "task-1/starting": "Pending" }, backendPort);
+    const file = write(tempDir("kube-"), "config", kubeconfig(["test"], "test", api.url));
+    const said: string[] = [];
+    try {
+      const forward = await openGatewayPortForward({
+        kubeconfig: file,
+        namespace: "task-1",
+        pod: "gateway",
+        port: 8080,
+      });
+      expect(forward.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const answers = await Promise.all(
+        ["/healthz", "/svc/shop/ready"].map(async (path) => (await fetch(forward.url + path)).text()),
+      );
+      expect(answers).toEqual(["gateway saw GET /healthz", "gateway saw GET /svc/shop/ready"]);
+      expect(said).toEqual([]);
+      await forward.close();
+      await expect(fetch(`${forward.url}/healthz`)).rejects.toThrow();
+
+      // The runner's access: the output's URL names the pod, the access holds the local one.
+      const access = await openGatewayAccess(
+        {
+          gatewayUrl: { value: "kubernetes://task-1/gateway:8080", secret: false },
+          controlToken: { value: "t", secret: true },
+          gatewayPortForward: {
+            value: { kubeconfig: file, namespace: "task-1", pod: "gateway", port: 8080 },
+            secret: false,
+          },
+        },
+        "task-1",
+      );
+      expect(access.gatewayUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(await (await fetch(`${access.gatewayUrl}/x`)).text()).toBe("gateway saw GET /x");
+      await access.close();
+
+      await expect(
+        openGatewayPortForward({ kubeconfig: file, namespace: "task-1", pod: "gone", port: 8080 }),
+      ).rejects.toThrow(
+        "pod gone is not in namespace task-1 (context test): the gateway is gone; `multienv status task-1` shows the env's pods",
+      );
+      await expect(
+        openGatewayPortForward({ kubeconfig: file, namespace: "task-1", pod: "starting", port: 8080 }),
+      ).rejects.toThrow(
+        "pod starting in namespace task-1 (context test) is Pending, not running; `multienv status task-1`",
+      );
+    } finally {
+      api.close();
+      backend.close();
+    }
+  });
+});
