@@ -6,6 +6,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { Plan } from "../src/plan";
 import type { GatewayTunnel } from "../src/plan/ssh";
+import type { GatewayPortForward } from "../src/protocol/port-forward";
 import { LocalCommand } from "../src/providers/resources";
 import {
   captureCollectorCommands,
@@ -22,6 +23,8 @@ export interface CaptureCollectorArgs {
   controlToken: pulumi.Input<string>;
   /** Remote hosts: the SSH tunnel `gatewayUrl` is the local end of; the delete step brings it up first. */
   gatewayTunnel?: pulumi.Input<GatewayTunnel>;
+  /** Kubernetes: the gateway's pod (`gatewayUrl` names it); the delete step opens a port-forward to it first. */
+  gatewayPortForward?: pulumi.Input<GatewayPortForward>;
 }
 
 /** Stores the env's captures and proxy logs when it is deleted, before the gateway and the computers go. */
@@ -32,14 +35,15 @@ export class CaptureCollector extends pulumi.ComponentResource {
     super("multienv:index:CaptureCollector", name, {}, opts);
     const commands = captureCollectorCommands();
     const environment = pulumi
-      .all([args.gatewayUrl, args.controlToken, args.gatewayTunnel])
-      .apply(([gatewayUrl, controlToken, gatewayTunnel]) =>
+      .all([args.gatewayUrl, args.controlToken, args.gatewayTunnel, args.gatewayPortForward])
+      .apply(([gatewayUrl, controlToken, gatewayTunnel, gatewayPortForward]) =>
         captureCollectorEnvironment({
           stack: args.plan.stack,
           gatewayUrl,
           controlToken,
           context: collectorContext(args.plan),
           ...(gatewayTunnel === undefined ? {} : { gatewayTunnel }),
+          ...(gatewayPortForward === undefined ? {} : { gatewayPortForward }),
         }),
       );
     this.command = new LocalCommand(

@@ -16,6 +16,7 @@ import type { SshEndpoint } from "../plan/ssh";
 import type { Kind } from "./operations";
 import type { SelfTestCheck } from "../plan/self-test";
 import type { SelfTestResults } from "../protocol/outputs";
+import type { GatewayPortForward } from "../protocol/port-forward";
 import { DYNAMIC_KINDS, RESOURCE_TYPES } from "./types";
 
 const OPERATIONS_MODULE = path.relative(process.cwd(), path.join(__dirname, "operations.ts"));
@@ -124,8 +125,10 @@ export interface SelfTestArgs {
   checks: pulumi.Input<Record<string, SelfTestCheck[]>>;
   /** Computer -> its start tabs, checked against the names the sites' cards declare. */
   startTabs: pulumi.Input<Record<string, string[]>>;
-  /** The engine ids of the containers under test: one recreated runs the self-test again. */
+  /** The engine ids of the containers (the uids of the pods) under test: one recreated runs the self-test again. */
   deployed: pulumi.Input<pulumi.Input<string>[]>;
+  /** Kubernetes: the gateway's pod (`gatewayUrl` names it); each run opens a port-forward to it for its duration. */
+  gatewayPortForward?: pulumi.Input<GatewayPortForward>;
 }
 
 /** The deploy's self-test (self-test.ts): created once the env is up; a failed check fails the deploy. */

@@ -22,10 +22,12 @@ import {
   logMarkQuery,
 } from "../protocol/site-proxy";
 import type { SelfTestCheckResult, SelfTestResults } from "../protocol/outputs";
+import type { GatewayPortForward } from "../protocol/port-forward";
 import { formatSelfTestFailure } from "../protocol/self-test-failure";
+import { openGatewayPortForward } from "../runner/kubernetes-port-forward";
 import { diffInputs, pick, type Operations } from "./operation";
 
-const INPUT_KEYS = ["gatewayUrl", "controlToken", "checks", "startTabs", "deployed"] as const;
+const INPUT_KEYS = ["gatewayUrl", "controlToken", "checks", "startTabs", "deployed", "gatewayPortForward"] as const;
 const NAVIGATION_TIMEOUT_MS = 20_000;
 
 export interface Gateway {
@@ -236,7 +238,20 @@ export async function runSelfTest(inputs: {
   controlToken: string;
   checks: Record<string, SelfTestCheck[]>;
   startTabs: Record<string, string[]>;
+  /** Kubernetes: the gateway's pod, which `gatewayUrl` names; reached through a port-forward for the run. */
+  gatewayPortForward?: GatewayPortForward;
 }): Promise<SelfTestResults> {
+  if (inputs.gatewayPortForward === undefined) return runChecks(inputs);
+  // A forward that cannot open fails the deploy with its own line (the pod and namespace, and what to run).
+  const forward = await openGatewayPortForward(inputs.gatewayPortForward);
+  try {
+    return await runChecks({ ...inputs, gatewayUrl: forward.url });
+  } finally {
+    await forward.close();
+  }
+}
+
+async function runChecks(inputs: Parameters<typeof runSelfTest>[0]): Promise<SelfTestResults> {
   const started = Date.now();
   const gateway = { url: inputs.gatewayUrl, token: inputs.controlToken };
   const [computers, startTabs] = await Promise.all([

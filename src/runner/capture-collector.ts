@@ -7,6 +7,7 @@
 // Pure: the program builds these from the plan and its outputs; `multienv collect --from-env` reads them back.
 import type { GatewayTunnel } from "../plan/ssh";
 import type { LiveWebsiteMark, Plan } from "../plan/types";
+import type { GatewayPortForward } from "../protocol/port-forward";
 
 /** The environment variables the delete step reads. */
 export const COLLECTOR_ENV = {
@@ -22,6 +23,11 @@ export const COLLECTOR_ENV = {
    * up first: a `pulumi destroy` from a new shell (or after a reboot) finds it down.
    */
   gatewayTunnel: "MULTIENV_GATEWAY_TUNNEL",
+  /**
+   * Kubernetes: JSON GatewayPortForward, the gateway's pod (`gatewayUrl` names it, never dialled). The delete step
+   * opens a port-forward to it for the collection's duration.
+   */
+  gatewayPortForward: "MULTIENV_GATEWAY_PORT_FORWARD",
 } as const;
 
 /** What the collection needs to know about the env besides how to reach its gateway. */
@@ -71,6 +77,7 @@ export function captureCollectorEnvironment(values: {
   controlToken: string;
   context: CollectorContext;
   gatewayTunnel?: GatewayTunnel;
+  gatewayPortForward?: GatewayPortForward;
 }): Record<string, string> {
   return {
     [COLLECTOR_ENV.stack]: values.stack,
@@ -80,7 +87,21 @@ export function captureCollectorEnvironment(values: {
     ...(values.gatewayTunnel === undefined
       ? {}
       : { [COLLECTOR_ENV.gatewayTunnel]: JSON.stringify(values.gatewayTunnel) }),
+    ...(values.gatewayPortForward === undefined
+      ? {}
+      : { [COLLECTOR_ENV.gatewayPortForward]: JSON.stringify(values.gatewayPortForward) }),
   };
+}
+
+/** A JSON variable of the collector's environment, parsed; undefined when unset, a one-line error when not JSON. */
+function jsonVariable<T>(env: NodeJS.ProcessEnv, name: string): T | undefined {
+  const text = env[name];
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as T;
+  } catch (error) {
+    throw new Error(`collect --from-env: ${name} is not JSON (${(error as Error).message})`, { cause: error });
+  }
 }
 
 /** Reads the collector's environment back; a one-line error naming the variable when one is missing or bad. */
@@ -91,6 +112,7 @@ export function readCollectorEnvironment(env: NodeJS.ProcessEnv): {
   context: CollectorContext;
   artifactsDir?: string;
   gatewayTunnel?: GatewayTunnel;
+  gatewayPortForward?: GatewayPortForward;
 } {
   const required = (name: string) => {
     const value = env[name];
@@ -116,17 +138,8 @@ export function readCollectorEnvironment(env: NodeJS.ProcessEnv): {
       throw new Error(`collect --from-env: ${COLLECTOR_ENV.context} is not JSON (${error.message})`, { cause: error });
     throw error;
   }
-  let gatewayTunnel: GatewayTunnel | undefined;
-  const tunnel = env[COLLECTOR_ENV.gatewayTunnel];
-  if (tunnel) {
-    try {
-      gatewayTunnel = JSON.parse(tunnel) as GatewayTunnel;
-    } catch (error) {
-      throw new Error(`collect --from-env: ${COLLECTOR_ENV.gatewayTunnel} is not JSON (${(error as Error).message})`, {
-        cause: error,
-      });
-    }
-  }
+  const gatewayTunnel = jsonVariable<GatewayTunnel>(env, COLLECTOR_ENV.gatewayTunnel);
+  const gatewayPortForward = jsonVariable<GatewayPortForward>(env, COLLECTOR_ENV.gatewayPortForward);
   return {
     stack,
     gatewayUrl,
@@ -134,5 +147,6 @@ export function readCollectorEnvironment(env: NodeJS.ProcessEnv): {
     context,
     artifactsDir: env[COLLECTOR_ENV.artifactsDir] || undefined,
     ...(gatewayTunnel === undefined ? {} : { gatewayTunnel }),
+    ...(gatewayPortForward === undefined ? {} : { gatewayPortForward }),
   };
 }

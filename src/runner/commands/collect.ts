@@ -7,6 +7,7 @@ import type { Command } from "commander";
 import { artifactsDirOf } from "../artifacts";
 import { readCollectorEnvironment } from "../capture-collector";
 import type { CollectResult } from "../collect";
+import type { GatewayAccess } from "../outputs";
 import { RunnerError } from "../errors";
 import { note, runAction, say, withProjectDir, type CommonOptions } from "./common";
 
@@ -52,9 +53,7 @@ export function register(program: Command): void {
         if (stack !== undefined)
           throw new RunnerError(`--from-env reads the stack from MULTIENV_STACK; drop the stack argument ${stack}`);
         const fromEnv = readCollectorEnvironment(process.env);
-        // Loaded when run: the delete step needs neither the Automation API nor Pulumi at all.
-        const { collectRun } = require("../collect") as typeof import("../collect");
-        const access = { gatewayUrl: fromEnv.gatewayUrl, controlToken: fromEnv.controlToken };
+        let access: GatewayAccess = { gatewayUrl: fromEnv.gatewayUrl, controlToken: fromEnv.controlToken };
         // Remote hosts: the gateway is reached through an SSH tunnel, down when this destroy runs from a new shell.
         // If it cannot come up, the collection below says what it could not store (and fails with
         // --fail-on-capture-error, so the destroy stops before anything is gone).
@@ -66,29 +65,24 @@ export function register(program: Command): void {
             note(`warning: ${(error as Error).message}`);
           }
         }
-        if (options.endConnections && fromEnv.context.computers.length > 0) {
-          const { completeProxyLogs } = require("../down") as typeof import("../down");
-          await completeProxyLogs({ stack: fromEnv.stack, access, computers: fromEnv.context.computers }, note);
+        // Kubernetes: the gateway's pod is reached through a port-forward, open for the collection. One that cannot
+        // open is said, and the collection records what it could not store, as for a tunnel that did not come up.
+        if (fromEnv.gatewayPortForward !== undefined) {
+          const { forwardTo } = require("../outputs") as typeof import("../outputs");
+          access = {
+            ...access,
+            ...(await forwardTo(fromEnv.gatewayPortForward, fromEnv.gatewayUrl, {
+              onUnreachable: (error) => note(`warning: ${(error as Error).message}`),
+            })),
+          };
         }
-        const artifactsDir = resolve(
-          options.artifacts ?? fromEnv.artifactsDir ?? artifactsDirOf(options.projectDir, fromEnv.stack),
-        );
-        const result = await collectRun({
-          stack: fromEnv.stack,
-          access,
-          artifactsDir,
-          marks: {
-            live: fromEnv.context.live,
-            liveWebsites: fromEnv.context.liveWebsites,
-            captureTraffic: fromEnv.context.captureTraffic,
-          },
-          captureTraffic: fromEnv.context.captureTraffic,
-          computers: fromEnv.context.computers,
-          syntheticDomains: fromEnv.context.syntheticDomains,
-          failOnCaptureError: options.failOnCaptureError,
-          log: note,
-        });
-        say(summary(fromEnv.stack, result, artifactsDir));
+        try {
+          say(
+            summary(fromEnv.stack, await collectFromEnv(fromEnv, access, options), artifactsDirFor(fromEnv, options)),
+          );
+        } finally {
+          await access.close?.();
+        }
         return;
       }
       if (stack === undefined)
@@ -108,4 +102,38 @@ export function register(program: Command): void {
       say(summary(stack, result, artifactsDir));
     }),
   );
+}
+
+function artifactsDirFor(fromEnv: ReturnType<typeof readCollectorEnvironment>, options: CollectOptions): string {
+  return resolve(options.artifacts ?? fromEnv.artifactsDir ?? artifactsDirOf(options.projectDir, fromEnv.stack));
+}
+
+/** The collection of `collect --from-env`, through `access`. */
+async function collectFromEnv(
+  fromEnv: ReturnType<typeof readCollectorEnvironment>,
+  access: GatewayAccess,
+  options: CollectOptions,
+): Promise<CollectResult> {
+  // Loaded when run: the delete step needs neither the Automation API nor Pulumi at all.
+  const { collectRun } = require("../collect") as typeof import("../collect");
+  if (options.endConnections && fromEnv.context.computers.length > 0) {
+    const { completeProxyLogs } = require("../down") as typeof import("../down");
+    await completeProxyLogs({ stack: fromEnv.stack, access, computers: fromEnv.context.computers }, note);
+  }
+  const artifactsDir = artifactsDirFor(fromEnv, options);
+  return collectRun({
+    stack: fromEnv.stack,
+    access,
+    artifactsDir,
+    marks: {
+      live: fromEnv.context.live,
+      liveWebsites: fromEnv.context.liveWebsites,
+      captureTraffic: fromEnv.context.captureTraffic,
+    },
+    captureTraffic: fromEnv.context.captureTraffic,
+    computers: fromEnv.context.computers,
+    syntheticDomains: fromEnv.context.syntheticDomains,
+    failOnCaptureError: options.failOnCaptureError,
+    log: note,
+  });
 }
