@@ -1,0 +1,134 @@
+// The runner's way to a pod on a real cluster (the one-node test cluster of scripts/test-cluster.sh, when it is up):
+// a port-forward through the API server to a server bound to the pod's loopback, as the gateway's runner listener
+// is; a pod recreated from its own spec; the namespace deleted and seen gone. A namespace of its own, removed after.
+// Skipped, saying why, when the cluster is not up: this file never starts it (`scripts/test-cluster.sh up` does).
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { coreApi, loadKubeConfig } from "../../src/runner/kubernetes";
+import { deleteNamespace, labelledNamespaces, namespaceGone } from "../../src/runner/kubernetes-namespaces";
+import { podStates, recreatePod } from "../../src/runner/kubernetes-pods";
+import { openGatewayPortForward } from "../../src/runner/kubernetes-port-forward";
+
+const SCRIPT = path.resolve(__dirname, "../../scripts/test-cluster.sh");
+
+/** `scripts/test-cluster.sh env`'s exports, or why there are none (the cluster is not up). */
+function clusterEnv(): { env: Record<string, string> } | { why: string } {
+  try {
+    const text = execFileSync("bash", [SCRIPT, "env"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    const env = Object.fromEntries(
+      text.split("\n").flatMap((line) => {
+        const m = /^export ([A-Z_]+)=(.*)$/.exec(line.trim());
+        return m ? [[m[1], m[2].replace(/^['"]|['"]$/g, "")]] : [];
+      }),
+    );
+    return env.KUBECONFIG ? { env } : { why: "scripts/test-cluster.sh env printed no KUBECONFIG" };
+  } catch (error) {
+    const stderr = String((error as { stderr?: Buffer }).stderr ?? "").trim();
+    return { why: stderr || (error as Error).message };
+  }
+}
+
+const found = clusterEnv();
+const up = "env" in found;
+if (!up)
+  console.warn(
+    `kubernetes-port-forward: skipped: no test cluster (${found.why}); \`scripts/test-cluster.sh up\` starts one`,
+  );
+const env = up ? found.env : {};
+const NAMESPACE = `multienv-pf-${randomBytes(3).toString("hex")}`;
+const POD = "loopback";
+// Bound to the pod's loopback, as the gateway's runner listener is: only a port-forward reaches it.
+const SERVER = `require("http").createServer((q, s) => { let n = 0; q.on("data", (c) => (n += c.length)); q.on("end", () => s.end("pod " + q.method + " " + q.url + " " + n)); }).listen(8080, "127.0.0.1")`;
+
+function kubectl(args: string[]): string {
+  return execFileSync(env.MULTIENV_TEST_KUBECTL || "kubectl", ["--kubeconfig", env.KUBECONFIG, ...args], {
+    encoding: "utf8",
+    timeout: 180_000,
+  });
+}
+
+describe.skipIf(!up)("a port-forward to a pod on the test cluster", () => {
+  const cluster = () => loadKubeConfig({ kubeconfig: env.KUBECONFIG });
+
+  beforeAll(() => {
+    kubectl(["create", "namespace", NAMESPACE]);
+    kubectl(["label", "namespace", NAMESPACE, `multienv.stack=${NAMESPACE}`]);
+    kubectl([
+      "run",
+      POD,
+      "-n",
+      NAMESPACE,
+      "--image=multienv/node-base",
+      "--image-pull-policy=Never",
+      "--restart=Never",
+      "--labels=multienv.role=gateway",
+      "--command",
+      "--",
+      "node",
+      "-e",
+      SERVER,
+    ]);
+    kubectl(["wait", "-n", NAMESPACE, "--for=condition=Ready", `pod/${POD}`, "--timeout=120s"]);
+  }, 200_000);
+
+  afterAll(() => {
+    if (up) kubectl(["delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false"]);
+  });
+
+  it("reaches the pod's loopback from 127.0.0.1, a stream per connection, bodies both ways", async () => {
+    const forward = await openGatewayPortForward({
+      kubeconfig: env.KUBECONFIG,
+      namespace: NAMESPACE,
+      pod: POD,
+      port: 8080,
+    });
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, async (_, i) => (await fetch(`${forward.url}/n/${i}`)).text()),
+      );
+      expect(answers).toEqual(Array.from({ length: 8 }, (_, i) => `pod GET /n/${i} 0`));
+      const body = Buffer.alloc(4 * 1024 * 1024, 7);
+      const posted = await fetch(`${forward.url}/upload`, { method: "POST", body });
+      expect(await posted.text()).toBe(`pod POST /upload ${body.length}`);
+    } finally {
+      await forward.close();
+    }
+    await expect(fetch(`${forward.url}/after-close`)).rejects.toThrow();
+  });
+
+  it("names the pod and namespace when the pod is not there", async () => {
+    await expect(
+      openGatewayPortForward({ kubeconfig: env.KUBECONFIG, namespace: NAMESPACE, pod: "gateway", port: 8080 }),
+    ).rejects.toThrow(`pod gateway is not in namespace ${NAMESPACE}`);
+  });
+
+  it("recreates the pod from its own spec: a new pod of the same name, Ready, reached again", async () => {
+    const core = coreApi(cluster());
+    const before = (await core.readNamespacedPod({ name: POD, namespace: NAMESPACE })).metadata!.uid;
+    await recreatePod(core, NAMESPACE, POD);
+    const after = await core.readNamespacedPod({ name: POD, namespace: NAMESPACE });
+    expect(after.metadata!.uid).not.toBe(before);
+    const [state] = await podStates(core, [{ name: POD, namespace: NAMESPACE, role: "gateway" }]);
+    expect(state).toMatchObject({ phase: "Running", ready: true, restarts: 0 });
+    const forward = await openGatewayPortForward({
+      kubeconfig: env.KUBECONFIG,
+      namespace: NAMESPACE,
+      pod: POD,
+      port: 8080,
+    });
+    try {
+      expect(await (await fetch(`${forward.url}/again`)).text()).toBe("pod GET /again 0");
+    } finally {
+      await forward.close();
+    }
+  }, 240_000);
+
+  it("finds the namespace by its stack label, deletes it and sees it gone", async () => {
+    const core = coreApi(cluster());
+    expect((await labelledNamespaces(core)).map((n) => n.name)).toContain(NAMESPACE);
+    await deleteNamespace(core, NAMESPACE);
+    expect(await namespaceGone(core, NAMESPACE, { timeoutMs: 120_000 })).toBeUndefined();
+  }, 180_000);
+});
