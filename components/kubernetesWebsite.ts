@@ -143,7 +143,7 @@ function captureContainers(
       command: captureCommand(plan, capture, `not tcp port ${CAPTURE_SERVER_PORT}`),
       restartPolicy: "Always",
       volumeMounts: [mount],
-      securityContext: restricted(true, ["NET_RAW", "NET_ADMIN"]),
+      securityContext: restricted(true, ["NET_RAW", "NET_ADMIN", "SETGID"]),
       startupProbe: {
         exec: { command: captureStartedCommand(capture.filePrefix) },
         periodSeconds: 1,

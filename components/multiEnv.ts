@@ -225,26 +225,6 @@ export class MultiEnv extends pulumi.ComponentResource {
       );
     });
 
-    const gatewayUrl = this.gateway.url;
-    const selfTest = plan.selfTest.enabled
-      ? new SelfTest(
-          `${name}-self-test`,
-          {
-            selfTest: plan.selfTest,
-            gatewayUrl,
-            controlToken: this.controlToken.value,
-            containers: [this.gateway.container, ...this.computers.flatMap((c) => [c.proxy, c.browser])],
-          },
-          { parent: this },
-        )
-      : undefined;
-    // Collects on a plain `pulumi destroy`: deleted first, since it depends on the gateway and the computers.
-    if (plan.capture.enabled)
-      new CaptureCollector(
-        `${name}-capture-collector`,
-        { plan, gatewayUrl, controlToken: this.controlToken.value, gatewayTunnel: engines.gatewayTunnel },
-        { parent: this, dependsOn: [this.gateway, ...this.computers] },
-      );
     return {
       gatewayUrl: this.gateway.url,
       underTest: [this.gateway.container, ...this.computers.flatMap((c) => [c.proxy, c.browser])],

@@ -51,6 +51,8 @@ export const KUBERNETES_NON_PUBLIC_CIDRS = {
     "192.168.0.0/16",
     "198.18.0.0/15",
     "224.0.0.0/3",
+    // Azure's platform address (its metadata and the host agent), which the site proxy refuses too.
+    "168.63.129.16/32",
   ],
   ipv6: ["::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8", "::ffff:0:0/96", "64:ff9b::/96"],
 };
@@ -273,8 +275,19 @@ export function publicWebPeers(): PolicyPeer[] {
   ];
 }
 
-/** The cluster's DNS, wherever it runs (a pod, a node-local cache): port 53 alone. */
-const DNS_PEERS: PolicyPeer[] = [{ ipBlock: { cidr: "0.0.0.0/0" } }, { ipBlock: { cidr: "::/0" } }];
+/**
+ * The cluster's DNS, wherever it runs (its Service and pods, a node-local cache on a link-local address, a cloud's
+ * resolver): on a private, shared or link-local address, port 53 alone; never a public one (a channel out).
+ */
+const DNS_PEERS: PolicyPeer[] = [
+  "10.0.0.0/8",
+  "100.64.0.0/10",
+  "169.254.0.0/16",
+  "172.16.0.0/12",
+  "192.168.0.0/16",
+  "fc00::/7",
+  "fe80::/10",
+].map((cidr) => ({ ipBlock: { cidr } }));
 
 /** One arrow of the topology: `from` may open connections to `to` on `ports`. */
 interface Arrow {

@@ -110,6 +110,9 @@ export function issueMessages(
       const known = knownKeysAt(issue.path);
       for (const key of issue.keys)
         messages.push({ path: [...path, key], message: `unknown key${suggestion(key, known)}` });
+    } else if (issue.code === "invalid_key") {
+      // A record's bad key: zod nests the key schema's own message (what a key must be) inside.
+      messages.push({ path, message: issue.issues.map((i) => i.message).join("; ") });
     } else {
       messages.push({ path, message: issue.message });
     }

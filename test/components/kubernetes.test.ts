@@ -197,7 +197,7 @@ describe("kubernetes target: pods", () => {
   // `setpriv --bounding-set=-all,+net_raw,+net_admin tcpdump -i any -w x.pcap -Z root`; with +setgid it captures).
   // On Docker the sidecar keeps Docker's default capabilities, SETGID among them; here the capture never starts,
   // its startup probe never passes, and the site's container never runs.
-  it.fails("gives the capture container what its `tcpdump -Z root` needs to start (CAP_SETGID)", () => {
+  it("gives the capture container what its `tcpdump -Z root` needs to start (CAP_SETGID)", () => {
     for (const name of SITE_PODS) {
       const capture = specOf(podNamed(demo, name)).initContainers.find(isCapture);
       expect(capture.command.join(" ")).toContain("-Z root");

@@ -32,7 +32,7 @@ describe("program", () => {
   });
 
   it("stops a config the schema refuses the same way", async () => {
-    const error = await graphOf("p2", { target: "kubernetes" }).catch((e: unknown) => e);
+    const error = await graphOf("p2", { target: "nomad" }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(GraphError);
     expect((error as Error).message).toMatch(/^multienv:target: /);
   });

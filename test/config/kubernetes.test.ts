@@ -106,7 +106,7 @@ describe("kubernetes config", () => {
   // The schema's own message for a label key ("must be a Kubernetes label key such as node-pool or
   // example.com/pool") is lost: zod reports a record key as an `invalid_key` issue whose message is its default,
   // the key's own issue nested inside it, and src/protocol/config-issues.ts passes the outer message on.
-  it.fails("says what a label key must be when a nodeSelector key is bad, as it does for a value", () => {
+  it("says what a label key must be when a nodeSelector key is bad, as it does for a value", () => {
     expect(check(onCluster({ nodeSelector: { "bad key!": "x" } })).problems).toEqual([
       'multienv:kubernetes.nodeSelector["bad key!"]: must be a Kubernetes label key such as node-pool or example.com/pool',
     ]);

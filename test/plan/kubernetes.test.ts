@@ -475,23 +475,20 @@ describe("kubernetes NetworkPolicies as a reachability matrix", () => {
 
   // The site proxy refuses these itself as cloud metadata or host-agent addresses (src/site-proxy/addresses.ts);
   // the policies are the wall for a pod whose code is not ours (a live site's server, the task's own image).
-  it.fails(
-    "never lets a pod reach a metadata address the site proxy itself refuses (Azure's 168.63.129.16 among them)",
-    () => {
-      const p = widerPlan;
-      const policies = kubernetesNetworkPolicies(p);
-      const ns = p.kubernetes?.namespace ?? "";
-      const metadata = ["169.254.169.254", "169.254.170.2", "fd00:ec2::254", "100.100.100.200", "168.63.129.16"];
-      const check = createAddressCheck({ reach: "allow-all" });
-      for (const address of metadata) expect(check(address), address).toBe("a cloud metadata address");
-      const leaks: string[] = [];
-      for (const from of podEndpoints(p))
-        for (const address of metadata)
-          for (const port of [80, 443, 32526])
-            if (connects(policies, ns, from, outside(address), port)) leaks.push(`${from.name} -> ${address}:${port}`);
-      expect(leaks).toEqual([]);
-    },
-  );
+  it("never lets a pod reach a metadata address the site proxy itself refuses (Azure's 168.63.129.16 among them)", () => {
+    const p = widerPlan;
+    const policies = kubernetesNetworkPolicies(p);
+    const ns = p.kubernetes?.namespace ?? "";
+    const metadata = ["169.254.169.254", "169.254.170.2", "fd00:ec2::254", "100.100.100.200", "168.63.129.16"];
+    const check = createAddressCheck({ reach: "allow-all" });
+    for (const address of metadata) expect(check(address), address).toBe("a cloud metadata address");
+    const leaks: string[] = [];
+    for (const from of podEndpoints(p))
+      for (const address of metadata)
+        for (const port of [80, 443, 32526])
+          if (connects(policies, ns, from, outside(address), port)) leaks.push(`${from.name} -> ${address}:${port}`);
+    expect(leaks).toEqual([]);
+  });
 
   it("gives DNS (port 53, UDP and TCP) to the pods that reach the web alone", () => {
     const p = widerPlan;
@@ -504,6 +501,15 @@ describe("kubernetes NetworkPolicies as a reachability matrix", () => {
         .sort();
     expect(dns("UDP")).toEqual(["desktop-proxy", "github-server", "open-proxy"]);
     expect(dns("TCP")).toEqual(["desktop-proxy", "github-server", "open-proxy"]);
+    // Never a public resolver: port 53 out to the web would be a channel no allowlist sees.
+    const publicDns = podEndpoints(p).filter((from) => from.name !== "open-proxy" && from.name !== "github-server");
+    for (const from of publicDns)
+      for (const protocol of ["UDP", "TCP"] as Protocol[])
+        expect({
+          from: from.name,
+          protocol,
+          reached: connects(policies, ns, from, outside("8.8.8.8"), 53, protocol),
+        }).toEqual({ from: from.name, protocol, reached: false });
   });
 
   it("gives a none computer's proxy, the browsers, the gateway and synthetic sites' pods no ipBlock at all", () => {
