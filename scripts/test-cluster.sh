@@ -1,0 +1,752 @@
+#!/usr/bin/env bash
+# A real one-node Kubernetes cluster on this machine, for the e2e tests of the kubernetes target (task envs
+# as namespaces with NetworkPolicies, pods, Services, Secrets) where no cluster is at hand. Debian, root, no
+# internet: everything is built from the Go module proxy and Debian's packages, and every part of the
+# cluster runs inside a network namespace of its own, so the host's iptables, routes and Docker stay as
+# they are.
+#
+# Usage: scripts/test-cluster.sh up|down|status|env|build|load IMAGE...
+#   up      Bring the cluster up (building the binaries first when they are not cached) and print the
+#           kubeconfig's path as the last line of stdout. When it is already up and healthy it only imports
+#           new multienv/ images and prints the path. A half-up cluster (a failed up, killed daemons) is
+#           taken down first.
+#   down    Remove the cluster and everything up changed (works after a failed up, or from a new shell).
+#   status  Print "up" (exit 0) or "down" (exit 1).
+#   env     Print `export` lines for the tests: KUBECONFIG, MULTIENV_TEST_KUBECTL, MULTIENV_TEST_WEB_NETNS,
+#           MULTIENV_TEST_WEB_ADDRESS, MULTIENV_TEST_DNS_HOSTS, MULTIENV_TEST_NODE_ADDRESS (exit 1: not up).
+#   build   Only build (or find cached) the binaries; scripts/setup.sh runs it in the background.
+#   load    Import local Docker images into the cluster's containerd (pods use imagePullPolicy: Never).
+#
+# The parts: Kubernetes v1.37.2 (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
+# kube-proxy in iptables mode, kubectl; go build of k8s.io/kubernetes through the wrapper module
+# scripts/test-cluster/k8s), kube-router v2.1.0 for NetworkPolicy only, CoreDNS (scripts/test-cluster/coredns:
+# hosts and template plugins only) as the cluster DNS, a pause program (scripts/test-cluster/k8s/pause) as the
+# sandbox image, and from Debian: etcd 3.4, containerd 1.6 (a separate instance: its own config, root, state,
+# socket; Docker's containerd is left alone), runc, the CNI plugins (bridge + host-local), ipset, conntrack.
+#
+# Network (addresses fixed):
+#   host ── veth mk8s0 10.250.0.1/24 ═══ eth0 10.250.0.2/24 (node address) in netns multienv-k8s
+#     the API server is https://10.250.0.2:6443; etcd, containerd, all daemons and pods live in that netns;
+#     pods on bridge cni0 10.244.0.0/24 (gateway 10.244.0.1), Services in 10.96.0.0/24 (10.96.0.1 the API,
+#     10.96.0.10 the cluster DNS: kube-system/kube-dns, a CoreDNS pod).
+#   netns multienv-k8s ── web0 11.99.0.1/24 ═══ eth0 11.99.0.2/24 in netns multienv-k8s-web: a stand-in
+#     "public internet" (11.0.0.0/8 is public unicast) and the cluster netns' default route. Tests run their
+#     stand-in servers there: `ip netns exec multienv-k8s-web node server.js` (more addresses: `ip netns
+#     exec multienv-k8s-web ip addr add 11.99.0.3/24 dev eth0`). Pods reach it un-NATed; no NetworkPolicy
+#     is made by this script (the default is permissive).
+#   Cluster DNS answers A records from a hosts-style file (`11.99.0.2 shop.example.com`, re-read within
+#   about a second of a change, atomic renames fine) and NXDOMAIN for every other name; it forwards nothing.
+#
+# Layout (in the repository, all ignored by git):
+#   .cache/test-cluster/v1.37.2/bin/   the binaries and the pause and coredns image tarballs (kept by down)
+#   .cache/test-cluster/state/         everything of a running cluster, removed by down:
+#     kubeconfig (admin, O=system:masters), pki/, etcd/, containerd/ (root, state, socket, runc root),
+#     kubelet/ (kubelet's root dir, pods' volumes), pod-logs/, cni/, dns/hosts (the DNS file) and
+#     dns/Corefile, logs/<daemon>.log, pids/<daemon>.pid, host-sysctls (values before up), images (imported
+#     image IDs), *.yaml (the daemons' configs).
+#
+# What up changes on the host, and how down restores it:
+#   - netns multienv-k8s and multienv-k8s-web, veth mk8s0 (with a route to 10.250.0.0/24): deleted.
+#   - daemons (pid files in state/pids), pods' processes (cgroups below), containerd shims and any process
+#     left in either netns (tests' stand-ins): killed.
+#   - cgroups /sys/fs/cgroup/<each hierarchy>/multienv-k8s (kubelet's cgroupRoot): emptied and removed.
+#   - mounts below .cache/test-cluster/state (pods' volumes, rootfs, shm, pods' netns): unmounted.
+#   - sysctls kubelet sets (vm.overcommit_memory, vm.panic_on_oom, kernel.panic, kernel.panic_on_oops,
+#     kernel.keys.root_maxkeys, kernel.keys.root_maxbytes): recorded before the first daemon starts and
+#     written back.
+#   - /var/log/containers/ symlinks into state/pod-logs, /var/lib/cni/ entries of network multienv-k8s: removed.
+#   - Debian packages it installs when missing stay installed.
+# The iptables rules of kube-proxy and kube-router are inside the netns and go with it.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+HERE=$ROOT/scripts/test-cluster
+K8S_VERSION=v1.37.2
+KUBE_ROUTER_VERSION=v2.1.0
+COREDNS_VERSION=v1.15.0
+CACHE=$ROOT/.cache/test-cluster
+BIN=$CACHE/$K8S_VERSION/bin
+STATE=$CACHE/state
+PKI=$STATE/pki
+LOGS=$STATE/logs
+PIDS=$STATE/pids
+KUBECONFIG_PATH=$STATE/kubeconfig
+DNS_HOSTS=$STATE/dns/hosts
+CTR_SOCK=$STATE/containerd/containerd.sock
+
+NETNS=multienv-k8s
+WEB_NETNS=multienv-k8s-web
+HOST_VETH=mk8s0
+NODE_NAME=multienv-k8s
+HOST_ADDRESS=10.250.0.1
+NODE_ADDRESS=10.250.0.2
+WEB_GATEWAY=11.99.0.1
+WEB_ADDRESS=11.99.0.2
+POD_CIDR=10.244.0.0/24
+SERVICE_CIDR=10.96.0.0/24
+API_SERVICE_ADDRESS=10.96.0.1
+DNS_SERVICE_ADDRESS=10.96.0.10
+CGROUP_ROOT=multienv-k8s
+PAUSE_IMAGE=docker.io/multienv-test-cluster/pause:1
+COREDNS_IMAGE=docker.io/multienv-test-cluster/coredns:$COREDNS_VERSION
+KUBE_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+# The daemons, in start order; down stops them in reverse.
+DAEMONS=(etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kube-router)
+UP_TIMEOUT=${MULTIENV_TEST_CLUSTER_TIMEOUT:-120}
+
+log() { echo "test-cluster: $*" >&2; }
+die() { echo "test-cluster: $*" >&2; exit 1; }
+usage() { sed -n '/^# Usage:/,/^#   load/p' "$0" | sed 's/^# \{0,1\}//'; }
+in_ns() { nsenter --net="/run/netns/$NETNS" -- "$@"; }
+kc() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_PATH" "$@"; }
+
+need_root() { [ "$(id -u)" = 0 ] || die "must run as root (it makes network namespaces, mounts and cgroups)"; }
+
+ensure_packages() {
+  local packages=(containerd runc containernetworking-plugins etcd-server ipset conntrack iptables openssl iproute2 util-linux) missing=() p
+  for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >&2
+    apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+  fi
+}
+
+# ---- build -------------------------------------------------------------------------------------------------
+
+STAMP="k8s=$K8S_VERSION kube-router=$KUBE_ROUTER_VERSION coredns=$COREDNS_VERSION pause=1"
+
+# An OCI image tarball of one static binary as its entrypoint, made by hand (no registry, no docker build):
+# oci_image OUT NAME BINARY
+oci_image() {
+  local out=$1 name=$2 binary=$3 dir layer config manifest ld cd md
+  dir=$(mktemp -d)
+  mkdir -p "$dir/rootfs" "$dir/blobs/sha256"
+  cp "$binary" "$dir/rootfs/"
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$dir/rootfs" -cf "$dir/layer.tar" .
+  ld=$(sha256sum "$dir/layer.tar" | cut -d' ' -f1)
+  mv "$dir/layer.tar" "$dir/blobs/sha256/$ld"
+  config=$(printf '{"architecture":"amd64","os":"linux","config":{"Entrypoint":["/%s"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' "$(basename "$binary")" "$ld")
+  cd=$(printf %s "$config" | sha256sum | cut -d' ' -f1)
+  printf %s "$config" > "$dir/blobs/sha256/$cd"
+  manifest=$(printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%d},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:%s","size":%d}]}' \
+    "$cd" "${#config}" "$ld" "$(stat -c %s "$dir/blobs/sha256/$ld")")
+  md=$(printf %s "$manifest" | sha256sum | cut -d' ' -f1)
+  printf %s "$manifest" > "$dir/blobs/sha256/$md"
+  printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%d,"platform":{"architecture":"amd64","os":"linux"},"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
+    "$md" "${#manifest}" "$name" "${name##*:}" > "$dir/index.json"
+  echo '{"imageLayoutVersion":"1.0.0"}' > "$dir/oci-layout"
+  tar --owner=0 --group=0 --numeric-owner -C "$dir" -cf "$out" oci-layout index.json blobs
+  rm -rf "$dir"
+}
+
+cmd_build() {
+  mkdir -p "$CACHE"
+  exec 9>"$CACHE/build.lock"
+  flock 9
+  if [ "$(cat "$BIN/STAMP" 2>/dev/null)" = "$STAMP" ]; then
+    log "binaries cached in $BIN"
+    return 0
+  fi
+  [ -x /usr/local/go/bin/go ] && export PATH="/usr/local/go/bin:$PATH"
+  command -v go >/dev/null || die "go is not installed (expected /usr/local/go/bin/go)"
+  export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:+$GOFLAGS }-modcacherw"
+  local out=$BIN.tmp started k8s_ld p
+  rm -rf "$out" && mkdir -p "$out"
+  started=$(date +%s)
+  k8s_ld="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    k8s_ld+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=37 -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  log "building Kubernetes $K8S_VERSION (several minutes from an empty Go cache)"
+  # One go build for all six commands: they share most packages.
+  (cd "$HERE/k8s" && go build -trimpath -ldflags "$k8s_ld" -o "$out/" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy \
+    k8s.io/kubernetes/cmd/kubectl ./pause)
+  log "building CoreDNS $COREDNS_VERSION ($(( $(date +%s) - started )) s so far)"
+  (cd "$HERE/coredns" && go build -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" -o "$out/coredns" .)
+  log "building kube-router $KUBE_ROUTER_VERSION ($(( $(date +%s) - started )) s so far)"
+  (cd "$out" && GOBIN="$out" go install -trimpath \
+    -ldflags "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION -X github.com/cloudnativelabs/kube-router/v2/pkg/version.BuildDate=1970-01-01T00:00:00Z" \
+    "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION")
+  oci_image "$out/pause.oci.tar" "$PAUSE_IMAGE" "$out/pause"
+  oci_image "$out/coredns.oci.tar" "$COREDNS_IMAGE" "$out/coredns"
+  echo "$STAMP" > "$out/STAMP"
+  rm -rf "$BIN" && mv "$out" "$BIN"
+  log "built in $(( $(date +%s) - started )) s: $BIN"
+}
+
+# ---- state checks ------------------------------------------------------------------------------------------
+
+pid_of() { # prints the daemon's pid when it is alive and is that daemon
+  local name=$1 pid exe
+  pid=$(cat "$PIDS/$name.pid" 2>/dev/null) || return 1
+  [ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
+  exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
+  case $name in
+    etcd|containerd) [ "${exe##*/}" = "$name" ] || return 1 ;;
+    *) [ "$exe" = "$BIN/$name" ] || return 1 ;;
+  esac
+  echo "$pid"
+}
+
+is_up() {
+  [ -f "$KUBECONFIG_PATH" ] && [ -e "/run/netns/$NETNS" ] || return 1
+  local d
+  for d in "${DAEMONS[@]}"; do pid_of "$d" >/dev/null || return 1; done
+  [ "$(kc get --raw /readyz --request-timeout=5s 2>/dev/null)" = ok ] || return 1
+  kc get node "$NODE_NAME" --request-timeout=5s \
+    -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True
+}
+
+# ---- images --------------------------------------------------------------------------------------------------
+
+ctr_import() { # ctr_import < tarball
+  ctr -n k8s.io --address "$CTR_SOCK" images import - >>"$LOGS/images.log" 2>&1
+}
+
+cmd_load() { # load IMAGE...: docker save | ctr import, skipping images already imported with the same ID
+  [ -S "$CTR_SOCK" ] || die "the cluster is not up (scripts/test-cluster.sh up)"
+  local image id todo=() ids=()
+  for image in "$@"; do
+    id=$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null) || die "no local Docker image $image"
+    if grep -qxF "$image $id" "$STATE/images" 2>/dev/null; then continue; fi
+    todo+=("$image"); ids+=("$id")
+  done
+  [ ${#todo[@]} -gt 0 ] || return 0
+  log "importing ${todo[*]}"
+  # One docker save for all: layers they share are written once.
+  docker save "${todo[@]}" | ctr_import || { tail -5 "$LOGS/images.log" >&2; die "image import failed (log: $LOGS/images.log)"; }
+  local i
+  for i in "${!todo[@]}"; do
+    grep -v "^${todo[$i]} " "$STATE/images" > "$STATE/images.new" 2>/dev/null || true
+    echo "${todo[$i]} ${ids[$i]}" >> "$STATE/images.new"
+    mv "$STATE/images.new" "$STATE/images"
+  done
+}
+
+load_project_images() {
+  command -v docker >/dev/null && docker info >/dev/null 2>&1 || { log "no Docker engine: no multienv/ images imported"; return 0; }
+  local images
+  mapfile -t images < <(docker images --format '{{.Repository}}:{{.Tag}}' | grep '^multienv/' | grep -v ':<none>$' | sort -u)
+  [ ${#images[@]} -gt 0 ] && cmd_load "${images[@]}"
+  return 0
+}
+
+# ---- up ------------------------------------------------------------------------------------------------------
+
+make_network() {
+  ip netns add "$NETNS"
+  ip netns add "$WEB_NETNS"
+  ip link add "$HOST_VETH" type veth peer name eth0 netns "$NETNS"
+  ip addr add "$HOST_ADDRESS/24" dev "$HOST_VETH"
+  ip link set "$HOST_VETH" up
+  in_ns ip link set lo up
+  in_ns ip addr add "$NODE_ADDRESS/24" dev eth0
+  in_ns ip link set eth0 up
+  in_ns ip link add web0 type veth peer name eth0 netns "$WEB_NETNS"
+  in_ns ip addr add "$WEB_GATEWAY/24" dev web0
+  in_ns ip link set web0 up
+  in_ns ip route add default via "$WEB_ADDRESS" dev web0
+  ip netns exec "$WEB_NETNS" ip link set lo up
+  ip netns exec "$WEB_NETNS" ip addr add "$WEB_ADDRESS/24" dev eth0
+  ip netns exec "$WEB_NETNS" ip link set eth0 up
+  # Replies to pods: the web netns routes the pod CIDR back into the cluster netns (pods are not NATed).
+  ip netns exec "$WEB_NETNS" ip route add "$POD_CIDR" via "$WEB_GATEWAY"
+  in_ns sysctl -qw net.ipv4.ip_forward=1
+  in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
+}
+
+# issue NAME SUBJECT EXTENSIONS: a key and a certificate signed by the cluster's CA
+issue() {
+  local name=$1 subject=$2 ext=$3
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$PKI/$name.key" 2>/dev/null
+  openssl req -new -key "$PKI/$name.key" -subj "$subject" -out "$PKI/$name.csr"
+  printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n%s\n' "$ext" > "$PKI/$name.ext"
+  openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+    -days 3650 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt" 2>/dev/null
+  rm -f "$PKI/$name.csr" "$PKI/$name.ext"
+}
+
+make_pki() {
+  mkdir -p "$PKI"
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$PKI/ca.key" 2>/dev/null
+  printf '[req]\ndistinguished_name=dn\nx509_extensions=ca\n[dn]\n[ca]\nbasicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\nsubjectKeyIdentifier=hash\n' > "$PKI/ca.cnf"
+  openssl req -x509 -new -key "$PKI/ca.key" -subj "/CN=multienv-test-cluster-ca" -days 3650 -config "$PKI/ca.cnf" -out "$PKI/ca.crt"
+  local client='extendedKeyUsage=clientAuth'
+  issue apiserver "/CN=kube-apiserver" "extendedKeyUsage=serverAuth
+subjectAltName=IP:$NODE_ADDRESS,IP:$API_SERVICE_ADDRESS,IP:127.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost"
+  issue apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
+  issue admin "/O=system:masters/CN=multienv-test-admin" "$client"
+  issue kube-controller-manager "/CN=system:kube-controller-manager" "$client"
+  issue kube-scheduler "/CN=system:kube-scheduler" "$client"
+  issue kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" "$client"
+  issue kube-proxy "/CN=system:kube-proxy" "$client"
+  issue kube-router "/CN=system:kube-router" "$client"
+  issue kubelet-serving "/CN=$NODE_NAME" "extendedKeyUsage=serverAuth
+subjectAltName=IP:$NODE_ADDRESS,DNS:$NODE_NAME"
+  openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$PKI/service-account.key" 2>/dev/null
+  openssl pkey -in "$PKI/service-account.key" -pubout -out "$PKI/service-account.pub"
+  chmod 600 "$PKI"/*.key
+}
+
+# kubeconfig FILE NAME: a kubeconfig for the certificate pki/NAME, data embedded
+kubeconfig() {
+  local b64='base64 -w0'
+  cat > "$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: multienv-test
+  cluster:
+    server: https://$NODE_ADDRESS:6443
+    certificate-authority-data: $($b64 "$PKI/ca.crt")
+users:
+- name: $2
+  user:
+    client-certificate-data: $($b64 "$PKI/$2.crt")
+    client-key-data: $($b64 "$PKI/$2.key")
+contexts:
+- name: multienv-test
+  context: {cluster: multienv-test, user: $2}
+current-context: multienv-test
+EOF
+  chmod 600 "$1"
+}
+
+make_configs() {
+  local d
+  for d in admin kube-controller-manager kube-scheduler kubelet kube-proxy kube-router; do
+    kubeconfig "$STATE/$d.kubeconfig" "$d"
+  done
+  mv "$STATE/admin.kubeconfig" "$KUBECONFIG_PATH"
+
+  mkdir -p "$STATE/containerd" "$STATE/cni/net.d" "$STATE/cni/ipam" "$STATE/dns" "$STATE/kubelet" "$STATE/pod-logs"
+  cat > "$STATE/containerd/config.toml" <<EOF
+version = 2
+root = "$STATE/containerd/root"
+state = "$STATE/containerd/state"
+[grpc]
+  address = "$CTR_SOCK"
+[debug]
+  address = ""
+[metrics]
+  address = ""
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$STATE/containerd/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  # No CAP_SYS_RESOURCE here: runc cannot lower a process' oom_score_adj below its parent's.
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  enable_selinux = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "$STATE/containerd/runc"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$STATE/cni/net.d"
+    max_conf_num = 1
+EOF
+  cat > "$STATE/cni/net.d/10-multienv-k8s.conflist" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "multienv-k8s",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}],
+              "dataDir": "$STATE/cni/ipam"}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+EOF
+  # Pods' resolv.conf gets the cluster DNS from kubelet; this file (kubelet's resolvConf) only keeps the
+  # host's search domains out of pods.
+  echo "nameserver $DNS_SERVICE_ADDRESS" > "$STATE/resolv.conf"
+  cat > "$STATE/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $NODE_ADDRESS
+port: 10250
+readOnlyPort: 0
+tlsCertFile: $PKI/kubelet-serving.crt
+tlsPrivateKeyFile: $PKI/kubelet-serving.key
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $PKI/ca.crt}
+authorization: {mode: Webhook}
+containerRuntimeEndpoint: unix://$CTR_SOCK
+cgroupDriver: cgroupfs
+cgroupRoot: /$CGROUP_ROOT
+# The host runs cgroup v1 (hybrid).
+failCgroupV1: false
+failSwapOn: false
+clusterDNS: [$DNS_SERVICE_ADDRESS]
+clusterDomain: cluster.local
+resolvConf: $STATE/resolv.conf
+podLogsDir: $STATE/pod-logs
+# Imported images cannot be pulled again: never collect them, never evict for disk.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%}
+rotateCertificates: false
+serverTLSBootstrap: false
+EOF
+  cat > "$STATE/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: $STATE/kube-proxy.kubeconfig}
+mode: iptables
+clusterCIDR: $POD_CIDR
+hostnameOverride: $NODE_NAME
+bindAddress: $NODE_ADDRESS
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+# nf_conntrack_max is the host's, not the netns': leave it.
+conntrack: {maxPerCore: 0, min: 0}
+EOF
+  cat > "$STATE/dns/Corefile" <<EOF
+.:53 {
+    errors
+    log
+    hosts /etc/multienv-dns/hosts {
+        reload 1s
+        ttl 5
+        fallthrough
+    }
+    template ANY ANY {
+        rcode NXDOMAIN
+    }
+}
+EOF
+  cat > "$DNS_HOSTS" <<EOF
+# The test cluster's DNS (scripts/test-cluster.sh): hosts-style lines, "ADDRESS NAME...". Re-read on change.
+EOF
+}
+
+make_cgroups() {
+  local h
+  for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+    [ -f "$h/cgroup.procs" ] || continue
+    mkdir -p "$h$CGROUP_ROOT"
+    if [ -f "$h/cpuset.cpus" ]; then
+      cat "$h/cpuset.cpus" > "$h$CGROUP_ROOT/cpuset.cpus"
+      cat "$h/cpuset.mems" > "$h$CGROUP_ROOT/cpuset.mems"
+    fi
+  done
+}
+
+record_sysctls() {
+  [ -f "$STATE/host-sysctls" ] && return 0
+  local k
+  for k in "${KUBE_SYSCTLS[@]}"; do echo "$k $(sysctl -n "$k")"; done > "$STATE/host-sysctls.new"
+  mv "$STATE/host-sysctls.new" "$STATE/host-sysctls"
+}
+
+start() { # start NAME COMMAND...: a daemon inside the cluster netns, in a session of its own
+  local name=$1; shift
+  setsid nsenter --net="/run/netns/$NETNS" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+  echo $! > "$PIDS/$name.pid"
+}
+
+fail() { # fail DAEMON MESSAGE: print the daemon's last log lines and give up
+  {
+    echo "test-cluster: $2"
+    echo "--- last lines of $LOGS/$1.log:"
+    tail -n 25 "$LOGS/$1.log" 2>/dev/null
+    echo "---"
+    echo "test-cluster: up failed; the logs stay in $LOGS; scripts/test-cluster.sh down removes it all"
+  } >&2
+  exit 1
+}
+
+# wait_for DAEMON WHAT COMMAND...: until COMMAND succeeds, failing early when DAEMON dies
+wait_for() {
+  local daemon=$1 what=$2 deadline=$(( $(date +%s) + UP_TIMEOUT )); shift 2
+  until "$@" >/dev/null 2>&1; do
+    pid_of "$daemon" >/dev/null || fail "$daemon" "$daemon exited while waiting for $what"
+    [ "$(date +%s)" -lt "$deadline" ] || fail "$daemon" "timed out after ${UP_TIMEOUT}s waiting for $what"
+    sleep 0.3
+  done
+}
+
+addons() {
+  kc apply -f - >>"$LOGS/addons.log" 2>&1 <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "multienv-test:kube-router"}
+rules:
+- apiGroups: [""]
+  resources: [namespaces, pods, services, nodes, endpoints]
+  verbs: [get, list, watch]
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [get, list, watch]
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [get, create, update]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch, update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "multienv-test:kube-router"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "multienv-test:kube-router"}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kube-router"}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: kube-dns
+  namespace: kube-system
+  labels: {k8s-app: kube-dns}
+spec:
+  clusterIP: $DNS_SERVICE_ADDRESS
+  selector: {k8s-app: kube-dns}
+  ports:
+  - {name: dns, port: 53, protocol: UDP}
+  - {name: dns-tcp, port: 53, protocol: TCP}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: coredns
+  namespace: kube-system
+  labels: {k8s-app: kube-dns}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {k8s-app: kube-dns}
+  template:
+    metadata:
+      labels: {k8s-app: kube-dns}
+    spec:
+      priorityClassName: system-cluster-critical
+      dnsPolicy: Default
+      enableServiceLinks: false
+      automountServiceAccountToken: false
+      tolerations: [{operator: Exists}]
+      containers:
+      - name: coredns
+        image: $COREDNS_IMAGE
+        imagePullPolicy: Never
+        args: [-conf, /etc/multienv-dns/Corefile]
+        ports:
+        - {name: dns, containerPort: 53, protocol: UDP}
+        - {name: dns-tcp, containerPort: 53, protocol: TCP}
+        volumeMounts:
+        - {name: dns, mountPath: /etc/multienv-dns, readOnly: true}
+      volumes:
+      - name: dns
+        hostPath: {path: $STATE/dns, type: Directory}
+EOF
+}
+
+node_ready() {
+  kc get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True
+}
+dns_ready() {
+  [ "$(kc -n kube-system get pods -l k8s-app=kube-dns -o jsonpath='{.items[*].status.containerStatuses[*].ready}')" = true ]
+}
+etcd_ready() { in_ns bash -c 'exec 3<>/dev/tcp/127.0.0.1/2379'; }
+apiserver_ready() { [ "$(kc get --raw /readyz --request-timeout=3s)" = ok ]; }
+ctr_ready() { ctr --address "$CTR_SOCK" version; }
+
+cmd_up() {
+  need_root
+  ensure_packages
+  cmd_build
+  if is_up; then
+    load_project_images
+    echo "$KUBECONFIG_PATH"
+    return 0
+  fi
+  if [ -e "$STATE" ] || [ -e "/run/netns/$NETNS" ] || [ -e "/run/netns/$WEB_NETNS" ]; then
+    log "a previous cluster is half up: taking it down first"
+    cmd_down
+  fi
+  local started
+  started=$(date +%s)
+  mkdir -p "$STATE" "$LOGS" "$PIDS"
+  record_sysctls
+  make_network
+  make_pki
+  make_configs
+  make_cgroups
+
+  start etcd etcd --name "$NODE_NAME" --data-dir "$STATE/etcd" \
+    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster "$NODE_NAME=http://127.0.0.1:2380" --logger zap
+  start containerd containerd --config "$STATE/containerd/config.toml"
+  wait_for etcd "etcd to listen on 127.0.0.1:2379" etcd_ready
+  start kube-apiserver "$BIN/kube-apiserver" \
+    --advertise-address="$NODE_ADDRESS" --bind-address=0.0.0.0 --secure-port=6443 \
+    --etcd-servers=http://127.0.0.1:2379 \
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+    --client-ca-file="$PKI/ca.crt" \
+    --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority="$PKI/ca.crt" --kubelet-preferred-address-types=InternalIP \
+    --service-account-key-file="$PKI/service-account.pub" --service-account-signing-key-file="$PKI/service-account.key" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --authorization-mode=Node,RBAC --allow-privileged=true --profiling=false
+  wait_for containerd "containerd's socket" ctr_ready
+  ctr_import < "$BIN/pause.oci.tar" || fail images "the pause image did not import"
+  ctr_import < "$BIN/coredns.oci.tar" || fail images "the coredns image did not import"
+  wait_for kube-apiserver "the API server to be ready" apiserver_ready
+  start kube-controller-manager "$BIN/kube-controller-manager" \
+    --kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
+    --authentication-kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
+    --authorization-kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
+    --bind-address=127.0.0.1 --leader-elect=false --use-service-account-credentials=true \
+    --service-account-private-key-file="$PKI/service-account.key" --root-ca-file="$PKI/ca.crt" \
+    --allocate-node-cidrs=true --cluster-cidr="$POD_CIDR" --node-cidr-mask-size=24 \
+    --service-cluster-ip-range="$SERVICE_CIDR" --profiling=false
+  start kube-scheduler "$BIN/kube-scheduler" \
+    --kubeconfig="$STATE/kube-scheduler.kubeconfig" \
+    --authentication-kubeconfig="$STATE/kube-scheduler.kubeconfig" \
+    --authorization-kubeconfig="$STATE/kube-scheduler.kubeconfig" \
+    --bind-address=127.0.0.1 --leader-elect=false --profiling=false
+  start kubelet "$BIN/kubelet" --config="$STATE/kubelet.yaml" --kubeconfig="$STATE/kubelet.kubeconfig" \
+    --root-dir="$STATE/kubelet" --cert-dir="$PKI" --hostname-override="$NODE_NAME" --node-ip="$NODE_ADDRESS"
+  start kube-proxy "$BIN/kube-proxy" --config="$STATE/kube-proxy.yaml"
+  addons || fail kube-apiserver "the cluster's add-ons (kube-router's RBAC, CoreDNS) did not apply: $(tail -3 "$LOGS/addons.log")"
+  start kube-router "$BIN/kube-router" --kubeconfig="$STATE/kube-router.kubeconfig" \
+    --hostname-override="$NODE_NAME" --run-firewall=true --run-router=false --run-service-proxy=false \
+    --enable-cni=false --metrics-port=0
+  wait_for kubelet "node $NODE_NAME to be Ready" node_ready
+  wait_for kube-controller-manager "the default service account" kc get serviceaccount default -n default
+  wait_for kubelet "the CoreDNS pod to be ready (kubectl -n kube-system describe pod -l k8s-app=kube-dns)" dns_ready
+  local d
+  for d in "${DAEMONS[@]}"; do pid_of "$d" >/dev/null || fail "$d" "$d exited"; done
+  load_project_images
+  log "up in $(( $(date +%s) - started )) s; API https://$NODE_ADDRESS:6443, web stand-ins: ip netns exec $WEB_NETNS ... ($WEB_ADDRESS), DNS file $DNS_HOSTS"
+  echo "$KUBECONFIG_PATH"
+}
+
+# ---- down ----------------------------------------------------------------------------------------------------
+
+netns_inode() { stat -L -c %i "/run/netns/$1" 2>/dev/null; }
+
+# Pids of every process in either netns, or below the cluster's cgroups, or a shim of its containerd
+# (builtins only: it looks at every process).
+cluster_pids() {
+  local p n comm args f
+  {
+    for p in /proc/[0-9]*; do
+      for n in "$NETNS" "$WEB_NETNS"; do
+        [ -e "/run/netns/$n" ] && [ "$p/ns/net" -ef "/run/netns/$n" ] && echo "${p#/proc/}"
+      done
+      read -r comm < "$p/comm" 2>/dev/null || continue
+      if [ "$comm" = containerd-shim ]; then
+        mapfile -d '' args < "$p/cmdline" 2>/dev/null || continue
+        [[ " ${args[*]} " == *"$CTR_SOCK"* ]] && echo "${p#/proc/}"
+      fi
+    done
+    for f in /sys/fs/cgroup/*/"$CGROUP_ROOT" "/sys/fs/cgroup/$CGROUP_ROOT"; do
+      [ -d "$f" ] && find "$f" -name cgroup.procs -exec cat {} + 2>/dev/null
+    done
+  } | grep -vx "$$" | sort -un
+}
+
+kill_and_wait() { # kill_and_wait SECONDS PID...: TERM, then KILL what is left after SECONDS
+  local seconds=$1 p i; shift
+  [ $# -gt 0 ] || return 0
+  kill -TERM "$@" 2>/dev/null || true
+  for i in $(seq 1 $(( seconds * 10 ))); do
+    for p in "$@"; do [ -d "/proc/$p" ] && [ "$(cut -d' ' -f3 "/proc/$p/stat" 2>/dev/null)" != Z ] && break; p=; done
+    [ -z "$p" ] && return 0
+    sleep 0.1
+  done
+  kill -KILL "$@" 2>/dev/null || true
+}
+
+cmd_down() {
+  need_root
+  local d pid pids=() mounts m h i
+  # The daemons, kubelet first so that it restarts nothing.
+  for ((i=${#DAEMONS[@]}-1; i>=0; i--)); do
+    d=${DAEMONS[$i]}
+    [ "$d" = etcd ] || [ "$d" = containerd ] && continue
+    pid=$(pid_of "$d") && pids+=("$pid")
+  done
+  kill_and_wait 5 "${pids[@]}"
+  # Then the pods' processes, the shims, containerd, etcd and whatever else runs in the netns.
+  for i in 1 2 3; do
+    mapfile -t pids < <(cluster_pids)
+    [ ${#pids[@]} -gt 0 ] || break
+    kill_and_wait 3 "${pids[@]}"
+  done
+  for d in etcd containerd; do pid=$(pid_of "$d") && kill -KILL "$pid" 2>/dev/null || true; done
+  # Mounts below the state dir (pods' volumes, rootfs, shm, pods' netns), deepest first.
+  if [ -d "$STATE" ]; then
+    for i in 1 2 3; do
+      mapfile -t mounts < <(awk -v s="$STATE/" 'index($5, s) == 1 || $5 == substr(s, 1, length(s) - 1) { print $5 }' /proc/self/mountinfo | sed 's/\\040/ /g' | sort -r -u)
+      [ ${#mounts[@]} -gt 0 ] || break
+      for m in "${mounts[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
+    done
+  fi
+  for h in /sys/fs/cgroup/*/"$CGROUP_ROOT" "/sys/fs/cgroup/$CGROUP_ROOT"; do
+    [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+    [ -d "$h" ] && log "cgroup $h is still there (processes left in it?)"
+  done
+  for d in "$NETNS" "$WEB_NETNS"; do [ -e "/run/netns/$d" ] && ip netns del "$d"; done
+  ip link show "$HOST_VETH" >/dev/null 2>&1 && ip link del "$HOST_VETH"
+  if [ -f "$STATE/host-sysctls" ]; then
+    while read -r d h; do [ -n "$h" ] && sysctl -qw "$d=$h"; done < "$STATE/host-sysctls"
+  fi
+  for m in /var/log/containers/*; do
+    [ -L "$m" ] && case $(readlink "$m") in "$STATE"/*) rm -f "$m" ;; esac
+  done
+  rmdir /var/log/containers 2>/dev/null || true
+  rm -rf /var/lib/cni/networks/multienv-k8s /var/lib/cni/results/multienv-k8s-* 2>/dev/null || true
+  rmdir /var/lib/cni/results /var/lib/cni/networks /var/lib/cni 2>/dev/null || true
+  rm -rf "$STATE"
+  [ -e "$STATE" ] && die "could not remove $STATE (a mount left? see /proc/self/mountinfo)"
+  log "down"
+}
+
+# ---- the rest ------------------------------------------------------------------------------------------------
+
+cmd_status() {
+  if is_up; then echo up; else echo down; return 1; fi
+}
+
+cmd_env() {
+  is_up || die "the cluster is not up (scripts/test-cluster.sh up)"
+  cat <<EOF
+export KUBECONFIG='$KUBECONFIG_PATH'
+export MULTIENV_TEST_KUBECTL='$BIN/kubectl'
+export MULTIENV_TEST_NODE_ADDRESS='$NODE_ADDRESS'
+export MULTIENV_TEST_WEB_NETNS='$WEB_NETNS'
+export MULTIENV_TEST_WEB_ADDRESS='$WEB_ADDRESS'
+export MULTIENV_TEST_DNS_HOSTS='$DNS_HOSTS'
+EOF
+}
+
+case ${1:-} in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  env) cmd_env ;;
+  build) cmd_build ;;
+  load) shift; [ $# -gt 0 ] || { echo "test-cluster: load needs an image" >&2; usage >&2; exit 2; }; need_root; cmd_load "$@" ;;
+  -h|--help|help) usage ;;
+  *) echo "test-cluster: unknown subcommand '${1:-}'" >&2; usage >&2; exit 2 ;;
+esac
