@@ -1,9 +1,10 @@
 // The plain data every policy is written against, and the readers that pull facts out of it.
 // Two sources fill it: a graph rendered under Pulumi's mocks (`multienv check`) and CrossGuard's
 // validation arguments (`pulumi up --policy-pack policies`); see evaluate.ts for both adapters.
+import { PROJECT_IMAGES } from "../src/plan/images";
 import { topologyNames } from "../src/plan/topology";
 import { RESOURCE_TYPES } from "../src/providers/types";
-import { CAPTURES_VOLUME_ROLE, LABELS, ROLES, type ContainerRole } from "./contract";
+import { CAPTURES_VOLUME_ROLE, LABELS, POD_CONTAINERS, ROLES, type ContainerRole } from "./contract";
 import { isSecretValue, reveal } from "./secrets";
 
 /** Pulumi type tokens of the resources the pack looks at (test/policies checks them against the SDK classes). */
@@ -17,6 +18,11 @@ export const TYPES = {
   ingressRule: "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
   egressRule: "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
   instance: "aws:ec2/instance:Instance",
+  namespace: "kubernetes:core/v1:Namespace",
+  pod: "kubernetes:core/v1:Pod",
+  service: "kubernetes:core/v1:Service",
+  kubernetesSecret: "kubernetes:core/v1:Secret",
+  networkPolicy: "kubernetes:networking.k8s.io/v1:NetworkPolicy",
   stack: "pulumi:pulumi:Stack",
 } as const;
 
@@ -138,8 +144,9 @@ export function roleOf(resource: PolicyResource): ContainerRole | string | undef
   return labels[LABELS.role] ?? (labels[LABELS.captureSite] !== undefined ? ROLES.capture : undefined);
 }
 
-/** The Docker name: the `name` input, else the logical name. */
+/** The Docker name: the `name` input (a Kubernetes object's `metadata.name`), else the logical name. */
 export function dockerName(resource: PolicyResource): string {
+  if (resource.type.startsWith("kubernetes:")) return metadataOf(resource).name ?? resource.name;
   return asString(input(resource, "name")) ?? resource.name;
 }
 
@@ -310,6 +317,228 @@ export function awsTagsOf(resource: PolicyResource): Record<string, string> {
   for (const [k, v] of Object.entries(asRecord(asRecord(defaults).tags))) tags[k] = String(v ?? "");
   for (const [k, v] of Object.entries(asRecord(input(resource, "tags")))) tags[k] = String(v ?? "");
   return tags;
+}
+
+// ---- kubernetes -----------------------------------------------------------------------------
+// A Kubernetes resource's inputs are its manifest (`metadata`, `spec`, `stringData`...), under the mocks and under
+// CrossGuard alike. In a preview, parts of it are unknown (a pod's hostAliases hold the ClusterIPs of new
+// Services); those parts read as unset, so the rest of the manifest is still judged.
+
+/** The sentinels a value takes where it is not known yet: CrossGuard's (in a preview) and the mocked graph's. */
+const UNKNOWN_VALUES = new Set([
+  "1c4a061d-8072-4f0a-a4cb-0ff528b18fe7",
+  "3eeb2bf0-c639-47a8-9e75-3b44932eb421",
+  "04da6b54-80e4-46f7-96ec-b56ff0331ba9",
+  "6a19a0b0-7e62-4c92-b797-7f8e31da9cc2",
+  "030794c1-ac77-496b-92df-f27374a8bd58",
+  "e48ece36-62e2-4504-bad9-02848725956a",
+  "dd056dcd-154b-4c76-9bd3-c8f88648b5ff",
+  "[unknown]",
+]);
+
+/** The object behind @pulumi/policy's unknown-checking proxy (reading through the proxy throws on an unknown). */
+function unproxied(value: unknown): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  const target = (value as Record<string, unknown>).__getSpecialProxyTarget;
+  return target === undefined ? value : target;
+}
+
+/** `value` with secret marks removed and every unknown part read as unset, at any depth. */
+export function revealKnown(value: unknown): unknown {
+  const plain = unproxied(value);
+  if (typeof plain === "string" && UNKNOWN_VALUES.has(plain)) return undefined;
+  if (isSecretValue(plain) && typeof plain === "object") return revealKnown((plain as { value?: unknown }).value);
+  if (Array.isArray(plain)) return plain.map(revealKnown);
+  if (typeof plain === "object" && plain !== null && Object.getPrototypeOf(plain) === Object.prototype) {
+    return Object.fromEntries(Object.entries(plain).map(([k, v]) => [k, revealKnown(v)]));
+  }
+  return plain;
+}
+
+/** An input as the source holds it: secret marks kept, an unknown value as its sentinel (reading it never throws). */
+export function rawInput(resource: PolicyResource, key: string): unknown {
+  return unproxied(asRecord(unproxied(resource.inputs))[key]);
+}
+
+/** One input of a Kubernetes resource (its manifest's `spec`, `metadata`...), unknown parts unset. */
+export function manifest(resource: PolicyResource, key: string): unknown {
+  return revealKnown(rawInput(resource, key));
+}
+
+export interface KubernetesMetadata {
+  name?: string;
+  /** Unset where not known (a preview, before the namespace exists): such a resource may be in any namespace. */
+  namespace?: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+export function metadataOf(resource: PolicyResource): KubernetesMetadata {
+  return memo(metadataCache, resource, () => {
+    const m = asRecord(manifest(resource, "metadata"));
+    const strings = (value: unknown) =>
+      Object.fromEntries(Object.entries(asRecord(value)).map(([k, v]) => [k, String(v ?? "")]));
+    return {
+      name: asString(m.name),
+      namespace: asString(m.namespace),
+      labels: strings(m.labels),
+      annotations: strings(m.annotations),
+    };
+  });
+}
+
+const metadataCache = new WeakMap<PolicyResource, KubernetesMetadata>();
+
+/** Whether two namespaces may be one: equal, or either not known yet. */
+export function sameNamespace(a: string | undefined, b: string | undefined): boolean {
+  return a === undefined || b === undefined || a === b;
+}
+
+/** A pod's `multienv.role` label. */
+export function podRoleOf(pod: PolicyResource): string | undefined {
+  return metadataOf(pod).labels[LABELS.role];
+}
+
+export type PodContainerKind = "init" | "main" | "ephemeral";
+
+/** One container of a pod, as its spec writes it, and what it is to the pack. */
+export interface PodContainer {
+  name: string;
+  kind: PodContainerKind;
+  image?: string;
+  /** The pod role's, or `capture` / `capture-server` for a website pod's capture sidecars (see podContainerRole). */
+  role: string | undefined;
+  spec: Record<string, unknown>;
+  /** Its position in its list (`initContainers`, `containers`, `ephemeralContainers`). */
+  index: number;
+}
+
+const WEBSITE_POD_ROLES: string[] = [ROLES.server, ROLES.frontend];
+
+/** Whether a pod is a website's (its server or frontend). */
+export function isWebsitePod(pod: PolicyResource): boolean {
+  return WEBSITE_POD_ROLES.includes(podRoleOf(pod) ?? "");
+}
+
+/**
+ * What a container of a pod is: in a website pod, an init container named `capture` is the capture (tcpdump) and
+ * one named `capture-server` its file server; every other container has its pod's role. So a container called
+ * `capture` anywhere else (a browser's pod, a site's main containers) is no capture and holds nothing a capture may.
+ */
+function podContainerRole(pod: PolicyResource, name: string, kind: PodContainerKind): string | undefined {
+  if (kind === "init" && isWebsitePod(pod)) {
+    if (name === POD_CONTAINERS.capture) return ROLES.capture;
+    if (name === POD_CONTAINERS.captureServer) return POD_CONTAINERS.captureServer;
+  }
+  return podRoleOf(pod);
+}
+
+/** A pod's spec, unknown parts unset. */
+export function podSpecOf(pod: PolicyResource): Record<string, unknown> {
+  return asRecord(manifest(pod, "spec"));
+}
+
+/** Every container of a pod: init containers (native sidecars among them), its containers, ephemeral ones. */
+export function podContainersOf(pod: PolicyResource): PodContainer[] {
+  const spec = podSpecOf(pod);
+  const kinds: [string, PodContainerKind][] = [
+    ["initContainers", "init"],
+    ["containers", "main"],
+    ["ephemeralContainers", "ephemeral"],
+  ];
+  return kinds.flatMap(([key, kind]) =>
+    asArray(spec[key]).map((entry, index) => {
+      const c = asRecord(entry);
+      const name = asString(c.name) ?? "(unnamed)";
+      return { name, kind, image: asString(c.image), role: podContainerRole(pod, name, kind), spec: c, index };
+    }),
+  );
+}
+
+/** Whether an init container keeps running beside the pod's containers (`restartPolicy: Always`). */
+export function isNativeSidecar(container: PodContainer): boolean {
+  return container.kind === "init" && container.spec.restartPolicy === "Always";
+}
+
+/** Whether an image is one of the project's own (`multienv/<role>`), under an image registry or not. */
+export function isProjectImage(image: string | undefined, role: keyof typeof PROJECT_IMAGES): boolean {
+  if (image === undefined) return false;
+  const own = PROJECT_IMAGES[role].imageName;
+  return image === own || image.endsWith(`/${own}`);
+}
+
+/** One entry of a container's `env`, as a pod spec writes it. */
+export interface PodEnvEntry {
+  name: string;
+  /** The entry sets `value` (in the pod spec itself). */
+  hasValue: boolean;
+  /** The `value`, or something enclosing it, is secret-marked (the mocks' view: a secret put into the spec). */
+  secretValue: boolean;
+  valueFrom?: Record<string, unknown>;
+}
+
+/** Steps into `value` by `keys`, through proxies and secret marks; whether a mark was passed on the way. */
+function rawAt(value: unknown, keys: (string | number)[]): { value: unknown; secret: boolean } {
+  let current = unproxied(value);
+  let secret = false;
+  for (const key of [undefined, ...keys]) {
+    if (key !== undefined) current = unproxied(asRecord(current)[key as never] ?? asArray(current)[key as never]);
+    while (isSecretValue(current)) {
+      secret = true;
+      if (typeof current !== "object" || current === null) break;
+      current = unproxied((current as { value?: unknown }).value);
+    }
+  }
+  return { value: current, secret };
+}
+
+/** A container's `env`, read from the raw inputs so that secret marks show. */
+export function podEnvOf(pod: PolicyResource, container: PodContainer): PodEnvEntry[] {
+  const env = rawAt(pod.inputs, ["spec", containerListKey(container.kind), container.index, "env"]);
+  return asArray(env.value).map((_, i) => {
+    const entry = asRecord(revealKnown(asArray(env.value)[i]));
+    const value = rawAt(env.value, [i, "value"]);
+    return {
+      name: asString(entry.name) ?? "",
+      hasValue: entry.value !== undefined,
+      secretValue: env.secret || value.secret,
+      ...(entry.valueFrom !== undefined ? { valueFrom: asRecord(entry.valueFrom) } : {}),
+    };
+  });
+}
+
+function containerListKey(kind: PodContainerKind): string {
+  return kind === "init" ? "initContainers" : kind === "main" ? "containers" : "ephemeralContainers";
+}
+
+/** The pods of a stack a NetworkPolicy peer's or a policy's `podSelector` selects, in `namespace`. */
+export function selectedPods(
+  pods: PolicyResource[],
+  selector: unknown,
+  namespace: string | undefined,
+): PolicyResource[] {
+  return pods.filter((p) => sameNamespace(metadataOf(p).namespace, namespace) && matchesSelector(selector, p));
+}
+
+/** Whether a label selector (`matchLabels`, `matchExpressions`) selects a pod; `{}` selects every pod. */
+export function matchesSelector(selector: unknown, pod: PolicyResource): boolean {
+  const { matchLabels, matchExpressions } = asRecord(selector);
+  const labels = metadataOf(pod).labels;
+  for (const [k, v] of Object.entries(asRecord(matchLabels))) if (labels[k] !== String(v)) return false;
+  for (const e of asArray(matchExpressions)) {
+    const { key, operator, values } = asRecord(e);
+    const has = typeof key === "string" && key in labels;
+    const within =
+      has &&
+      asArray(values)
+        .map(String)
+        .includes(labels[key as string]);
+    if (operator === "In" && !within) return false;
+    if (operator === "NotIn" && within) return false;
+    if (operator === "Exists" && !has) return false;
+    if (operator === "DoesNotExist" && has) return false;
+  }
+  return true;
 }
 
 export { asArray, asRecord, asString };
