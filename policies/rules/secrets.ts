@@ -7,12 +7,24 @@
 // (@pulumi/policy deserializes with secrets unwrapped), so there the rule checks what it can see instead:
 // a container that carries a secret must list "envs" in additionalSecretOutputs, which makes the engine
 // treat the variable list as secret even if a wrapper were lost upstream.
+//
+// On a cluster the same secrets live in Secrets and reach a pod by reference: a pod's spec never holds the control
+// token, a computer's token, a capture server's token or (on a server annotated multienv.secret-settings) the site's
+// settings as env[].value, a Secret's data is secret-marked under the mocks, and keeps additionalSecretOutputs
+// ["data", "stringData"] (what @pulumi/kubernetes gives it) where options are seen.
 import { CONTROL_TOKEN_COMPONENT, CONTROL_TOKEN_OUTPUT, LABELS, OUTPUTS, ROLES, SECRET_ENV } from "../contract";
 import {
+  asRecord,
   containersOf,
   describe,
   envOf,
   labelsOf,
+  metadataOf,
+  ofType,
+  podContainersOf,
+  podEnvOf,
+  podRoleOf,
+  rawInput,
   roleOf,
   TYPES,
   type PolicyResource,
@@ -32,6 +44,78 @@ function secretEnvNames(container: PolicyResource): string[] {
   const settings = (labelsOf(container)[LABELS.secretSettings] ?? "").trim();
   if (settings !== "") names.push(SECRET_ENV.websiteSettings);
   return names;
+}
+
+/** The env variables of a pod that carry a secret: the tokens wherever they are set, and a marked server's settings. */
+function podSecretEnvNames(pod: PolicyResource): string[] {
+  const names: string[] = [SECRET_ENV.controlToken, SECRET_ENV.siteProxyToken, SECRET_ENV.captureServerToken];
+  if ((metadataOf(pod).annotations[LABELS.secretSettings] ?? "").trim() !== "") names.push(SECRET_ENV.websiteSettings);
+  return names;
+}
+
+/**
+ * A pod spec is readable by whoever may read pods, and stays in the pod's state as it is: a secret it needs comes
+ * from a Secret, by `valueFrom.secretKeyRef`, never as an `env[].value` (secret-marked or not).
+ */
+function podFindings(stack: PolicyStack): StackFinding[] {
+  const findings: StackFinding[] = [];
+  for (const pod of ofType(stack, TYPES.pod)) {
+    const carried = podSecretEnvNames(pod);
+    for (const container of podContainersOf(pod)) {
+      for (const entry of podEnvOf(pod, container)) {
+        const where = `${describe(pod)} container "${container.name}"`;
+        if (carried.includes(entry.name)) {
+          if (entry.hasValue)
+            findings.push({
+              resource: pod,
+              message: `${where} sets ${entry.name} in its spec (env[].value); read it from a Secret with valueFrom.secretKeyRef`,
+            });
+          else if (entry.valueFrom !== undefined && entry.valueFrom.secretKeyRef === undefined)
+            findings.push({
+              resource: pod,
+              message: `${where} reads ${entry.name} from ${Object.keys(entry.valueFrom).join(", ")}, not from a Secret; use valueFrom.secretKeyRef`,
+            });
+        } else if (stack.secretsVisible && entry.hasValue && entry.secretValue) {
+          findings.push({
+            resource: pod,
+            message: `${where} puts a secret into its spec (${entry.name}, env[].value); keep it in a Secret and read it with valueFrom.secretKeyRef`,
+          });
+        }
+      }
+    }
+  }
+  for (const secret of ofType(stack, TYPES.kubernetesSecret)) {
+    // In a preview a value built from a new resource's output is unknown: present all the same.
+    const present = (["stringData", "data"] as const).filter((k) => rawInput(secret, k) !== undefined);
+    if (present.length === 0)
+      findings.push({
+        resource: secret,
+        message: `${describe(secret)} holds no stringData or data; give it the values the pods read from it`,
+      });
+    if (stack.secretsVisible) {
+      for (const key of present) {
+        const value = rawInput(secret, key);
+        const plain = isSecretValue(value)
+          ? []
+          : Object.entries(asRecord(value))
+              .filter(([, v]) => !isSecretValue(v))
+              .map(([k]) => k);
+        if (plain.length > 0 || (!isSecretValue(value) && typeof value !== "object"))
+          findings.push({
+            resource: secret,
+            message: `${describe(secret)} ${key}${plain.length > 0 ? ` (${plain.join(", ")})` : ""} is plaintext; build it from pulumi.secret`,
+          });
+      }
+    }
+    const options = secret.additionalSecretOutputs;
+    const missing = ["data", "stringData"].filter((k) => options !== undefined && !options.includes(k));
+    if (missing.length > 0)
+      findings.push({
+        resource: secret,
+        message: `${describe(secret)} does not list ${missing.map((k) => `"${k}"`).join(" and ")} in additionalSecretOutputs; keep the options @pulumi/kubernetes gives a Secret (additionalSecretOutputs: ["data", "stringData"])`,
+      });
+  }
+  return findings;
 }
 
 /**
@@ -74,7 +158,8 @@ export const secretsStaySecret: StackRule = {
   description:
     `The controlToken output, the gateway's ${SECRET_ENV.controlToken}, each site proxy's ${SECRET_ENV.siteProxyToken} and the ${SECRET_ENV.websiteSettings} of every site with secret settings must be Pulumi secrets, and no plaintext value may contain a secret. ` +
     `To comply: build these values from pulumi.secret / config.requireSecret (never unsecret them), export controlToken as a secret, label a server whose site has secret settings with ${LABELS.secretSettings}, ` +
-    `give every container that carries a secret additionalSecretOutputs: ["envs"], and the resource generating the control token additionalSecretOutputs: ["value"].`,
+    `give every container that carries a secret additionalSecretOutputs: ["envs"], and the resource generating the control token additionalSecretOutputs: ["value"]. ` +
+    `On a cluster: put ${SECRET_ENV.controlToken}, ${SECRET_ENV.siteProxyToken}, ${SECRET_ENV.captureServerToken} and the ${SECRET_ENV.websiteSettings} of a server annotated ${LABELS.secretSettings} into a Secret (stringData from pulumi.secret) and read them with valueFrom.secretKeyRef, never env[].value.`,
   check(stack) {
     const findings: StackFinding[] = [];
     const containers = containersOf(stack);
@@ -118,8 +203,12 @@ export const secretsStaySecret: StackRule = {
       }
     }
 
+    findings.push(...podFindings(stack));
+
     if (stack.secretsVisible && stack.outputs !== undefined) {
-      const hasGateway = containers.some((c) => roleOf(c) === ROLES.gateway);
+      const hasGateway =
+        containers.some((c) => roleOf(c) === ROLES.gateway) ||
+        ofType(stack, TYPES.pod).some((p) => podRoleOf(p) === ROLES.gateway);
       const token = stack.outputs[OUTPUTS.controlToken];
       if (token === undefined && hasGateway) {
         findings.push({
