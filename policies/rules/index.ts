@@ -12,6 +12,8 @@ import {
   ec2LifetimeFuse,
   ec2NoOpenEgress,
 } from "./ec2";
+import { kubernetesNetworkWalls } from "./kubernetes-network";
+import { kubernetesServiceExposure } from "./kubernetes-services";
 import { siteProxyIsolation } from "./proxy-network";
 import { secretsStaySecret } from "./secrets";
 
@@ -26,6 +28,8 @@ export {
   ec2IngressClosedToWorld,
   ec2InstanceHardening,
   ec2LifetimeFuse,
+  kubernetesNetworkWalls,
+  kubernetesServiceExposure,
   secretsStaySecret,
   siteProxyIsolation,
 };
@@ -43,4 +47,6 @@ export const RULES: readonly Rule[] = [
   awsDescriptionCharset,
   awsResourceTags,
   captureSidecarPerWebsite,
+  kubernetesNetworkWalls,
+  kubernetesServiceExposure,
 ];
