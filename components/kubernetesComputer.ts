@@ -120,7 +120,8 @@ export class KubernetesComputer extends pulumi.ComponentResource {
               env: [{ name: ENV_VARS.browserConfig, value: JSON.stringify(args.browserConfig) }],
               ports: browserPod.ports.map((p) => ({ name: p.name, containerPort: p.port })),
               volumeMounts: [{ ...ca.mount, readOnly: true }, home.mount, shm.mount, tmp.mount],
-              securityContext: restricted(true),
+              // The project's browser writes only to the folders mounted here; an image of the computer's own may not.
+              securityContext: restricted(computer.image === undefined),
             },
           ],
           volumes: [ca.volume, home.volume, shm.volume, tmp.volume],
