@@ -38,7 +38,7 @@ export function testCluster(): TestCluster {
   };
   return {
     kubeconfig: need("KUBECONFIG"),
-    kubectl: exports.KUBECTL ?? "kubectl",
+    kubectl: exports.MULTIENV_TEST_KUBECTL ?? "kubectl",
     webNetns: need("MULTIENV_TEST_WEB_NETNS"),
     webAddress: need("MULTIENV_TEST_WEB_ADDRESS"),
     dnsHosts: need("MULTIENV_TEST_DNS_HOSTS"),
