@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Provides the Pulumi toolchain the project runs on: the `pulumi` CLI, the Node.js language host, the scripts
-# that start Node.js dynamic providers and policy packs, and the docker resource plugin. Idempotent; prints the
-# bin directory of the CLI.
+# that start Node.js dynamic providers and policy packs, and the docker and kubernetes resource plugins.
+# Idempotent; prints the bin directory of the CLI.
 #
 #   - A `pulumi` already on PATH (installed the usual way, https://www.pulumi.com/docs/install/) is used as
 #     it is: its distribution carries the language host and those scripts. Nothing of it is built.
@@ -26,13 +26,20 @@
 # RunPlugin call the CLI uses to start policy packs (`--policy-pack`). Set MULTIENV_NODEJS_HOST_MODULE_VERSION
 # to a pseudo-version the proxy serves to build the release's own host instead.
 #
-# The docker resource plugin, at the version of the @pulumi/docker npm package the lock file pins: one already
-# installed (`pulumi plugin ls`; a user's `pulumi plugin install resource docker <version>`, or Pulumi's own
-# automatic acquisition) is used as it is. Otherwise it is built by scripts/pulumi-docker/build.sh, bridged
-# from the upstream Terraform provider with pulumi-terraform-bridge as Pulumi's release is, cached in
-# .cache/pulumi/docker-<version>/bin, and registered with `pulumi plugin install resource docker <version>
-# --file`. Its build runs beside the CLI's. The ec2 target's aws plugin is installed by Pulumi itself on first
-# use (automatic plugin acquisition), as for any Pulumi user.
+# The resource plugins, docker and kubernetes, each at the version of its npm package (@pulumi/docker,
+# @pulumi/kubernetes) the lock file pins: one already installed (`pulumi plugin ls`; a user's
+# `pulumi plugin install resource <name> <version>`, or Pulumi's own automatic acquisition) is used as it is.
+# Otherwise it is built from published Go modules by scripts/pulumi-<name>/build.sh, cached in
+# .cache/pulumi/<name>-<version>/bin, and registered with `pulumi plugin install resource <name> <version>
+# --file`. The builds run beside the CLI's (docker about 6 minutes, kubernetes about 11, on 2 cores from a cold
+# Go cache; seconds after).
+#   pulumi-resource-docker      the upstream Terraform provider bridged with pulumi-terraform-bridge, as
+#                               Pulumi's release is (scripts/pulumi-docker/)
+#   pulumi-resource-kubernetes  github.com/pulumi/pulumi-kubernetes/provider/v4 (cmd/pulumi-resource-kubernetes),
+#                               its embedded schema and version stamped with the npm package's version
+#                               (scripts/pulumi-kubernetes/)
+# The ec2 target's aws plugin is installed by Pulumi itself on first use (automatic plugin acquisition), as for
+# any Pulumi user.
 #
 # Usage: scripts/pulumi-toolchain.sh [--print-env]   (--print-env: `export PATH=...` for a shell to eval)
 set -euo pipefail
@@ -47,50 +54,75 @@ emit() {
   if [ $print_env = 1 ]; then printf 'export PATH=%q:"$PATH"\n' "$bin"; else echo "$bin"; fi
 }
 
-# --- the docker plugin's version, and whether one is installed ---------------------------------------------
+# --- the resource plugins: their versions, and whether they are installed -----------------------------------
+# Each is the plugin of a provider package the program uses, at the version of that npm package in the lock
+# file, built (when none of that version is installed) by scripts/pulumi-<name>/build.sh WORKDIR VERSION OUT.
 CACHE_ROOT=$PWD/.cache/pulumi
-DOCKER_VERSION=$(node -p "require('./package-lock.json').packages['node_modules/@pulumi/docker'].version" 2>/dev/null) || {
-  log "package-lock.json names no @pulumi/docker; run npm install first"
-  exit 1
-}
-DOCKER_BIN=$CACHE_ROOT/docker-$DOCKER_VERSION/bin
+PLUGINS=(docker kubernetes)
+declare -A PLUGIN_VERSION build_pid
+# A first build's time on 2 idle cores from a cold Go cache (kubernetes: 22 minutes of CPU measured).
+declare -A PLUGIN_BUILD_TIME=([docker]="about 6 minutes" [kubernetes]="about 11 minutes")
+for p in "${PLUGINS[@]}"; do
+  PLUGIN_VERSION[$p]=$(node -p "require('./package-lock.json').packages['node_modules/@pulumi/$p'].version" 2>/dev/null) || {
+    log "package-lock.json names no @pulumi/$p; run npm install first"
+    exit 1
+  }
+done
+plugin_bin() { echo "$CACHE_ROOT/$1-${PLUGIN_VERSION[$1]}/bin"; }
 # Where `pulumi plugin install` puts a resource plugin, and `pulumi plugin ls` finds it.
-DOCKER_PLUGIN_DIR=${PULUMI_HOME:-$HOME/.pulumi}/plugins/resource-docker-v$DOCKER_VERSION
-docker_plugin_installed() { [ -x "$DOCKER_PLUGIN_DIR/pulumi-resource-docker" ]; }
-# Builds the plugin into the cache unless it is there; run in the background beside the CLI's build.
-build_docker_plugin() {
-  [ -x "$DOCKER_BIN/pulumi-resource-docker" ] && return 0
-  command -v go >/dev/null || { log "no docker plugin $DOCKER_VERSION is installed and go is not on PATH: run pulumi plugin install resource docker $DOCKER_VERSION"; return 1; }
-  log "building pulumi-resource-docker $DOCKER_VERSION (about 6 minutes on 2 cores the first time)"
-  mkdir -p "$DOCKER_BIN"
-  bash scripts/pulumi-docker/build.sh "$CACHE_ROOT/src/docker-$DOCKER_VERSION" "$DOCKER_VERSION" "$DOCKER_BIN/pulumi-resource-docker"
+plugin_dir() { echo "${PULUMI_HOME:-$HOME/.pulumi}/plugins/resource-$1-v${PLUGIN_VERSION[$1]}"; }
+plugin_installed() { [ -x "$(plugin_dir "$1")/pulumi-resource-$1" ]; }
+# Builds plugin $1 into the cache unless it is there; run in the background beside the CLI's build.
+build_plugin() {
+  local name=$1 version=${PLUGIN_VERSION[$1]} bin
+  bin=$(plugin_bin "$name")
+  [ -x "$bin/pulumi-resource-$name" ] && return 0
+  command -v go >/dev/null || { log "no $name plugin $version is installed and go is not on PATH: run pulumi plugin install resource $name $version"; return 1; }
+  log "building pulumi-resource-$name $version (${PLUGIN_BUILD_TIME[$name]} on 2 cores the first time)"
+  mkdir -p "$bin"
+  bash "scripts/pulumi-$name/build.sh" "$CACHE_ROOT/src/$name-$version" "$version" "$bin/pulumi-resource-$name"
 }
-# Registers the built plugin with the CLI, as `pulumi plugin install` does for a downloaded one.
-install_docker_plugin() { # $1: a pulumi binary
-  docker_plugin_installed && return 0
-  "$1" plugin install resource docker "$DOCKER_VERSION" --file "$DOCKER_BIN/pulumi-resource-docker" >&2
-  log "installed the docker plugin $DOCKER_VERSION from $DOCKER_BIN"
+# Starts the build of every plugin that is neither installed nor being built.
+start_plugin_builds() {
+  local p
+  for p in "${PLUGINS[@]}"; do
+    if plugin_installed "$p" || [ -n "${build_pid[$p]:-}" ]; then continue; fi
+    build_plugin "$p" &
+    build_pid[$p]=$!
+  done
 }
-# The docker plugin for the CLI `$1`, built only when that CLI has none of this version.
-provide_docker_plugin() { # $1: a pulumi binary, already built or installed
-  docker_plugin_installed && { log "using the installed docker plugin $DOCKER_VERSION ($DOCKER_PLUGIN_DIR)"; return 0; }
-  wait_docker_build && install_docker_plugin "$1"
+wait_plugin_build() { # $1: a plugin name
+  local pid=${build_pid[$1]:-}
+  [ -n "$pid" ] || { build_plugin "$1"; return; }
+  unset "build_pid[$1]"
+  wait "$pid" || { log "the $1 plugin did not build"; return 1; }
 }
-docker_build_pid=""
-wait_docker_build() {
-  if [ -n "$docker_build_pid" ]; then
-    wait "$docker_build_pid" || { log "the docker plugin did not build"; return 1; }
-    docker_build_pid=""
-  else
-    build_docker_plugin
-  fi
+# Registers a built plugin with the CLI, as `pulumi plugin install` does for a downloaded one.
+install_plugin() { # $1: a plugin name, $2: a pulumi binary
+  plugin_installed "$1" && return 0
+  "$2" plugin install resource "$1" "${PLUGIN_VERSION[$1]}" --file "$(plugin_bin "$1")/pulumi-resource-$1" >&2
+  log "installed the $1 plugin ${PLUGIN_VERSION[$1]} from $(plugin_bin "$1")"
 }
+# The plugins for the CLI `$1`, each built only when that CLI has none of its version; fails if one is missing.
+provide_plugins() { # $1: a pulumi binary, already built or installed
+  local p ok=0
+  start_plugin_builds
+  for p in "${PLUGINS[@]}"; do
+    if plugin_installed "$p"; then
+      log "using the installed $p plugin ${PLUGIN_VERSION[$p]} ($(plugin_dir "$p"))"
+    else
+      { wait_plugin_build "$p" && install_plugin "$p" "$1"; } || ok=1
+    fi
+  done
+  return $ok
+}
+plugin_summary() { local p; for p in "${PLUGINS[@]}"; do printf ', %s plugin %s' "$p" "${PLUGIN_VERSION[$p]}"; done; }
 [ -x /usr/local/go/bin/go ] && export PATH="/usr/local/go/bin:$PATH"
 
 # --- a pulumi the user installed -----------------------------------------------------------------------
 if existing=$(command -v pulumi 2>/dev/null) && [[ "$(readlink -f "$existing")" != "$CACHE_ROOT"/* ]]; then
   log "using $existing ($("$existing" version 2>/dev/null || echo 'version unknown'))"
-  provide_docker_plugin "$existing"
+  provide_plugins "$existing"
   emit "$(dirname "$existing")"
   exit 0
 fi
@@ -118,7 +150,7 @@ complete=1
 for b in "${wanted[@]}"; do [ -x "$BIN/$b" ] || complete=0; done
 if [ $complete = 1 ]; then
   log "reusing $BIN (pulumi $("$BIN/pulumi" version), nodejs language host $NODEJS_HOST_VERSION)"
-  provide_docker_plugin "$BIN/pulumi"
+  provide_plugins "$BIN/pulumi"
   emit "$BIN"
   exit 0
 fi
@@ -127,11 +159,8 @@ command -v go >/dev/null || { log "neither pulumi nor go is on PATH: install Pul
 export GOFLAGS=-modcacherw GOTOOLCHAIN=local CGO_ENABLED=0
 VERSION_PKG=github.com/pulumi/pulumi/sdk/v3/go/common/version.Version
 mkdir -p "$BIN" "$SRC"
-# The docker plugin builds beside the CLI (both are mostly compiling, each on its own packages).
-if ! docker_plugin_installed; then
-  build_docker_plugin &
-  docker_build_pid=$!
-fi
+# The plugins build beside the CLI (all are mostly compiling, each on its own packages).
+start_plugin_builds
 
 # wrapper_module DIR MODULE_NAME GO_VERSION REQUIRE... : a module that only requires what is built from it.
 wrapper_module() {
@@ -183,6 +212,6 @@ for script in pulumi-resource-pulumi-nodejs pulumi-analyzer-policy; do
   install -m 0755 "$found" "$BIN/$script"
 done
 
-provide_docker_plugin "$BIN/pulumi"
-log "built $BIN: pulumi $("$BIN/pulumi" version), nodejs language host $NODEJS_HOST_VERSION, docker plugin $DOCKER_VERSION"
+provide_plugins "$BIN/pulumi"
+log "built $BIN: pulumi $("$BIN/pulumi" version), nodejs language host $NODEJS_HOST_VERSION$(plugin_summary)"
 emit "$BIN"
