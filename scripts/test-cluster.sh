@@ -142,11 +142,18 @@ oci_image() {
 }
 
 cmd_build() {
-  mkdir -p "$CACHE"
-  exec 9>"$CACHE/build.lock"
-  flock 9
   if [ "$(cat "$BIN/STAMP" 2>/dev/null)" = "$STAMP" ]; then
     log "binaries cached in $BIN"
+    return 0
+  fi
+  mkdir -p "$CACHE"
+  # A subshell holds the lock: no daemon started later inherits it.
+  ( flock 9; build_locked ) 9>"$CACHE/build.lock"
+}
+
+build_locked() {
+  if [ "$(cat "$BIN/STAMP" 2>/dev/null)" = "$STAMP" ]; then
+    log "binaries cached in $BIN (built meanwhile)"
     return 0
   fi
   [ -x /usr/local/go/bin/go ] && export PATH="/usr/local/go/bin:$PATH"
@@ -455,7 +462,7 @@ record_sysctls() {
 
 start() { # start NAME COMMAND...: a daemon inside the cluster netns, in a session of its own
   local name=$1; shift
-  setsid nsenter --net="/run/netns/$NETNS" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+  setsid nsenter --net="/run/netns/$NETNS" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- 9>&- &
   echo $! > "$PIDS/$name.pid"
 }
 
@@ -715,6 +722,11 @@ cmd_down() {
     [ -L "$m" ] && case $(readlink "$m") in "$STATE"/*) rm -f "$m" ;; esac
   done
   rmdir /var/log/containers 2>/dev/null || true
+  # libcni's cache of the pods' networks (pods killed, not torn down through CNI), by sandbox id.
+  if [ -d /var/lib/cni/results ] && [ -d "$STATE/containerd" ]; then
+    find "$STATE/containerd" -maxdepth 5 -type d -regextype egrep -regex '.*/[0-9a-f]{64}' -printf '%f\n' 2>/dev/null | sort -u |
+      while read -r m; do rm -f /var/lib/cni/results/*-"$m"-*; done
+  fi
   rm -rf /var/lib/cni/networks/multienv-k8s /var/lib/cni/results/multienv-k8s-* 2>/dev/null || true
   rmdir /var/lib/cni/results /var/lib/cni/networks /var/lib/cni 2>/dev/null || true
   rm -rf "$STATE"
@@ -740,13 +752,16 @@ export MULTIENV_TEST_DNS_HOSTS='$DNS_HOSTS'
 EOF
 }
 
+# up, down and load one at a time (fd 8; daemons are started without it).
+serialize() { need_root; mkdir -p "$CACHE"; exec 8>"$CACHE/cluster.lock"; flock 8; }
+
 case ${1:-} in
-  up) cmd_up ;;
-  down) cmd_down ;;
+  up) serialize; cmd_up ;;
+  down) serialize; cmd_down ;;
   status) cmd_status ;;
   env) cmd_env ;;
   build) cmd_build ;;
-  load) shift; [ $# -gt 0 ] || { echo "test-cluster: load needs an image" >&2; usage >&2; exit 2; }; need_root; cmd_load "$@" ;;
+  load) shift; [ $# -gt 0 ] || { echo "test-cluster: load needs an image" >&2; usage >&2; exit 2; }; serialize; cmd_load "$@" ;;
   -h|--help|help) usage ;;
   *) echo "test-cluster: unknown subcommand '${1:-}'" >&2; usage >&2; exit 2 ;;
 esac
