@@ -642,8 +642,9 @@ cmd_up() {
   wait_for kubelet "the CoreDNS pod to be ready (kubectl -n kube-system describe pod -l k8s-app=kube-dns)" dns_ready
   local d
   for d in "${DAEMONS[@]}"; do pid_of "$d" >/dev/null || fail "$d" "$d exited"; done
+  local ready=$(( $(date +%s) - started ))
   load_project_images
-  log "up in $(( $(date +%s) - started )) s; API https://$NODE_ADDRESS:6443, web stand-ins: ip netns exec $WEB_NETNS ... ($WEB_ADDRESS), DNS file $DNS_HOSTS"
+  log "up in $(( $(date +%s) - started )) s (cluster ready in $ready s, then the images); API https://$NODE_ADDRESS:6443, web stand-ins: ip netns exec $WEB_NETNS ... ($WEB_ADDRESS), DNS file $DNS_HOSTS"
   echo "$KUBECONFIG_PATH"
 }
 
