@@ -26,6 +26,11 @@ mkdir -p .cache
 toolchain_started=$(date +%s)
 bash scripts/pulumi-toolchain.sh > .cache/pulumi-toolchain.log 2>&1 &
 toolchain=$!
+# The test cluster's binaries (scripts/test-cluster.sh: Kubernetes, kube-router, CoreDNS; about 7 minutes the
+# first time on 2 cores, cached in .cache/test-cluster after), built beside the toolchain.
+cluster_build_started=$(date +%s)
+bash scripts/test-cluster.sh build > .cache/test-cluster-build.log 2>&1 &
+cluster_build=$!
 
 # dockerd: started here when it is not running (CI machines have no init system to start it).
 if ! docker info >/dev/null 2>&1; then
@@ -46,3 +51,9 @@ if ! wait "$toolchain"; then
   exit 1
 fi
 echo "setup: Pulumi toolchain ready in $(( $(date +%s) - toolchain_started )) s: $(tail -1 .cache/pulumi-toolchain.log)" >&2
+if ! wait "$cluster_build"; then
+  tail -30 .cache/test-cluster-build.log >&2
+  echo "setup: the test cluster's binaries did not build (log above: .cache/test-cluster-build.log)" >&2
+  exit 1
+fi
+echo "setup: test cluster binaries ready in $(( $(date +%s) - cluster_build_started )) s: $(tail -1 .cache/test-cluster-build.log)" >&2
