@@ -64,7 +64,9 @@ HERE=$ROOT/scripts/test-cluster
 K8S_VERSION=v1.37.2
 KUBE_ROUTER_VERSION=v2.1.0
 COREDNS_VERSION=v1.15.0
-CACHE=$ROOT/.cache/test-cluster
+# The cache's real path: a worktree whose .cache links to this one's names the same cluster, not a half-up one.
+mkdir -p "$ROOT/.cache/test-cluster"
+CACHE=$(cd "$ROOT/.cache/test-cluster" && pwd -P)
 BIN=$CACHE/$K8S_VERSION/bin
 STATE=$CACHE/state
 PKI=$STATE/pki
