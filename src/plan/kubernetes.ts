@@ -54,7 +54,9 @@ export const KUBERNETES_NON_PUBLIC_CIDRS = {
     // Azure's platform address (its metadata and the host agent), which the site proxy refuses too.
     "168.63.129.16/32",
   ],
-  ipv6: ["::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8", "::ffff:0:0/96", "64:ff9b::/96"],
+  // No IPv4-mapped range: it is a socket API's spelling, never a packet's destination, and the API refuses it in a
+  // policy (the site proxy judges a mapped address by the IPv4 address inside it).
+  ipv6: ["::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8", "64:ff9b::/96"],
 };
 
 /** Namespaces a task stack may not take: the cluster's own. */

@@ -240,8 +240,8 @@ const NON_PUBLIC = [
   "::1",
   "fe80::1",
   "fd00::1",
-  "::ffff:10.96.0.1",
-  "::ffff:169.254.169.254",
+  // No IPv4-mapped forms: they are a socket API's spelling, never a packet's destination (the API refuses them in a
+  // policy); the site proxy judges them by the IPv4 address inside.
   "64:ff9b::a9fe:a9fe",
 ];
 /** Ports other than DNS's: a connection to a non-public address on any of them is the cluster's or a host's. */
