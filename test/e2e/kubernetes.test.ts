@@ -2,7 +2,8 @@
 // NetworkPolicies enforced by kube-router), deployed by the runner with the real Pulumi engine and kubernetes
 // provider, reached through a port-forward, and attacked from inside its pods: a hostile site image, an agent in a
 // computer's browser, each probing what its pod must not reach. The public web is a stand-in in a network namespace
-// of the cluster's on a public address, its names in the cluster's DNS.
+// of the cluster's on a public address, its names in the cluster's DNS. The disruptive scenarios (a killed site
+// container, down) run last.
 import { execFile, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -237,6 +238,17 @@ describe("the demo multi env on a Kubernetes cluster", () => {
     }
   });
 
+  it("resets for the next episode (a site without a reset operation gets a new pod) and collects every capture", async () => {
+    const gistUid = pod("gist-server").metadata.uid;
+    const result = await resetStack(STACK, { collect: true } as never);
+    expect(result.sites).toMatchObject({ gist: "restarted", shop: "reset" });
+    expect(pod("gist-server").metadata.uid).not.toBe(gistUid);
+    expect((await gateway("/healthz")).status).toBe(200);
+    await collectCaptures(STACK);
+    const stored = fs.readdirSync(path.join(ARTIFACTS, "traffic"));
+    for (const c of SITE_PODS) expect(stored.some((f) => f.startsWith(`${c}.`))).toBe(true);
+  }, 300_000);
+
   it("keeps capturing when a site's container is killed: the kubelet restarts it, the capture's run goes on and grows", async () => {
     const listing = async () =>
       ((await (await gateway(TRAFFIC_CAPTURES_PATH)).json()) as TrafficCaptureListing).captures.filter(
@@ -267,17 +279,6 @@ describe("the demo multi env on a Kubernetes cluster", () => {
     );
     expect(capture?.restartCount).toBe(0);
   }, 120_000);
-
-  it("resets for the next episode (a site without a reset operation gets a new pod) and collects every capture", async () => {
-    const gistUid = pod("gist-server").metadata.uid;
-    const result = await resetStack(STACK, { collect: true } as never);
-    expect(result.sites).toMatchObject({ gist: "restarted", shop: "reset" });
-    expect(pod("gist-server").metadata.uid).not.toBe(gistUid);
-    expect((await gateway("/healthz")).status).toBe(200);
-    await collectCaptures(STACK);
-    const stored = fs.readdirSync(path.join(ARTIFACTS, "traffic"));
-    for (const c of SITE_PODS) expect(stored.some((f) => f.startsWith(`${c}.`))).toBe(true);
-  }, 300_000);
 
   it("goes down leaving no namespace, its captures collected first", async () => {
     await access.close?.();
