@@ -110,7 +110,7 @@ export class KubernetesWebsite extends pulumi.ComponentResource {
                   imagePullPolicy: target.cluster.imagePullPolicy,
                   env,
                   ports: [{ name: "http", containerPort: container.port }],
-                  // A site image is the task's own: it may write where it likes and bind a port below 1024, nothing more.
+                  // A site image is the task's own: it may write where it likes and bind a port below 1024, no more.
                   securityContext: restricted(false, ["NET_BIND_SERVICE"]),
                 },
               ],

@@ -418,7 +418,7 @@ export function captureStartedCommand(filePrefix: string): string[] {
   return ["sh", "-c", `ls ${CAPTURES_DIR}/${filePrefix}[0-9]* >/dev/null 2>&1`];
 }
 
-/** The gateway's readiness: `/healthz` on its loopback listener answers 200 (every site ready, every capture writing). */
+/** The gateway's readiness: `/healthz` on its loopback listener answers 200 (sites ready, every capture writing). */
 export function gatewayReadyCommand(port: number): string[] {
   const request = `GET /healthz HTTP/1.0\\r\\nHost: 127.0.0.1\\r\\n\\r\\n`;
   const script = [

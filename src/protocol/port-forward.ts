@@ -17,7 +17,7 @@ export interface GatewayPortForward {
   port: number;
 }
 
-/** The scheme of `gatewayUrl` on the kubernetes target: it names the pod, and the runner forwards a local port to it. */
+/** The scheme of `gatewayUrl` on the kubernetes target: it names the pod; the runner forwards a local port to it. */
 export const PORT_FORWARD_SCHEME = "kubernetes:";
 
 /** `gatewayUrl` on the kubernetes target: `kubernetes://<namespace>/<pod>:<port>`, never dialled as it is. */

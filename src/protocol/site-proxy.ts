@@ -286,5 +286,5 @@ export function parseLiveSiteProxyLog(text: string): SiteProxyLogRecord[] {
   return records;
 }
 
-/** Where a site proxy serves the env CA's certificate on its forward port (kubernetes: the browser's pod fetches it). */
+/** Where a site proxy serves the env CA's certificate on its forward port (kubernetes: the browser pod fetches it). */
 export const SITE_PROXY_CA_PATH = "/multienv/ca.pem";
