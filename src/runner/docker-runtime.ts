@@ -22,6 +22,8 @@ export function dockerRuntime(resources: StateResource[]): EnvRuntime {
   const containers = stackContainers(resources);
   return {
     kind: "docker",
+    // A capture sidecar restarts alone: its site container goes on.
+    capturesStartSitesOver: false,
     states: () => containerStates(containers),
     async startOver({ servers, captures }) {
       await Promise.all(

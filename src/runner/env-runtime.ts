@@ -14,6 +14,11 @@ export interface EnvRuntime {
    */
   startOver(request: { servers: string[]; captures: boolean }): Promise<void>;
   /**
+   * Whether starting the captures over starts their sites' containers over too (a pod is recreated with its
+   * capture): a site's reset operation then waits for it, since a request in flight would meet a server going away.
+   */
+  readonly capturesStartSitesOver: boolean;
+  /**
    * After a destroy, what the target must no longer hold (a kubernetes stack's namespace) checked: `gone` names what
    * was checked and is gone, `left` what is still there, a line each saying how to remove it.
    */

@@ -53,6 +53,8 @@ export function kubernetesRuntime(
   const cluster = () => (loaded ??= loadKubeConfig(target, env));
   return {
     kind: "kubernetes",
+    // A website pod is recreated with its capture (its emptyDir holds the files).
+    capturesStartSitesOver: true,
     async states() {
       if (pods.length === 0) return [];
       let current: LoadedKubeConfig;

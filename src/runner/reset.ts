@@ -122,18 +122,26 @@ async function startSitesOver(
 ): Promise<ResetResult["sites"]> {
   const how: ResetResult["sites"] = {};
   const restarted: string[] = [];
-  const operations: Promise<void>[] = [];
+  const operations: (() => Promise<void>)[] = [];
   for (const site of sites) {
     const path = resetOperationOf(card, site);
     if (path === undefined) {
       restarted.push(site);
       how[site] = "restarted";
     } else {
-      operations.push(resetSite(access, site, path));
+      operations.push(() => resetSite(access, site, path));
       how[site] = "reset";
     }
   }
-  await Promise.all([...operations, runtime.startOver({ servers: restarted, captures })]);
+  if (captures && runtime.capturesStartSitesOver) {
+    await runtime.startOver({ servers: restarted, captures });
+    await Promise.all(operations.map((operation) => operation()));
+  } else {
+    await Promise.all([
+      ...operations.map((operation) => operation()),
+      runtime.startOver({ servers: restarted, captures }),
+    ]);
+  }
   await Promise.all(restarted.map((site) => waitReady(access, site)));
   return how;
 }

@@ -240,13 +240,19 @@ describe("the demo multi env on a Kubernetes cluster", () => {
 
   it("resets for the next episode (a site without a reset operation gets a new pod) and collects every capture", async () => {
     const gistUid = pod("gist-server").metadata.uid;
-    const result = await resetStack(STACK, { collect: true } as never);
+    const result = await resetStack(STACK, { collect: true });
     expect(result.sites).toMatchObject({ gist: "restarted", shop: "reset" });
     expect(pod("gist-server").metadata.uid).not.toBe(gistUid);
     expect((await gateway("/healthz")).status).toBe(200);
+    // The finished episode was collected before its pods went: every website container's capture.
+    const episode = fs.readdirSync(path.join(ARTIFACTS, "episodes/1/traffic"));
+    for (const c of SITE_PODS)
+      expect({ c, stored: episode.some((f) => f.startsWith(`${c}.`)) }).toEqual({ c, stored: true });
+    // The next one's captures began with the new pods, and collect stores them.
     await collectCaptures(STACK);
     const stored = fs.readdirSync(path.join(ARTIFACTS, "traffic"));
-    for (const c of SITE_PODS) expect(stored.some((f) => f.startsWith(`${c}.`))).toBe(true);
+    for (const c of SITE_PODS)
+      expect({ c, stored: stored.some((f) => f.startsWith(`${c}.`)) }).toEqual({ c, stored: true });
   }, 300_000);
 
   it("keeps capturing when a site's container is killed: the kubelet restarts it, the capture's run goes on and grows", async () => {
