@@ -135,6 +135,8 @@ async function startSitesOver(
   }
   if (captures && runtime.capturesStartSitesOver) {
     await runtime.startOver({ servers: restarted, captures });
+    // A new pod is ready some moments before its Service routes to it: the gateway's own /ready says when it does.
+    await Promise.all(sites.map((site) => waitReady(access, site)));
     await Promise.all(operations.map((operation) => operation()));
   } else {
     await Promise.all([

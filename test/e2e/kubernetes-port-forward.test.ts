@@ -1,42 +1,18 @@
-// The runner's way to a pod on a real cluster (the one-node test cluster of scripts/test-cluster.sh, when it is up):
+// The runner's way to a pod on a real cluster (the one-node test cluster of scripts/test-cluster.sh):
 // a port-forward through the API server to a server bound to the pod's loopback, as the gateway's runner listener
 // is; a pod recreated from its own spec; the namespace deleted and seen gone. A namespace of its own, removed after.
-// Skipped, saying why, when the cluster is not up: this file never starts it (`scripts/test-cluster.sh up` does).
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { coreApi, loadKubeConfig } from "../../src/runner/kubernetes";
 import { deleteNamespace, labelledNamespaces, namespaceGone } from "../../src/runner/kubernetes-namespaces";
 import { podStates, recreatePod } from "../../src/runner/kubernetes-pods";
 import { openGatewayPortForward } from "../../src/runner/kubernetes-port-forward";
+import { testCluster } from "./helpers/kubernetes";
 
-const SCRIPT = path.resolve(__dirname, "../../scripts/test-cluster.sh");
-
-/** `scripts/test-cluster.sh env`'s exports, or why there are none (the cluster is not up). */
-function clusterEnv(): { env: Record<string, string> } | { why: string } {
-  try {
-    const text = execFileSync("bash", [SCRIPT, "env"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-    const env = Object.fromEntries(
-      text.split("\n").flatMap((line) => {
-        const m = /^export ([A-Z_]+)=(.*)$/.exec(line.trim());
-        return m ? [[m[1], m[2].replace(/^['"]|['"]$/g, "")]] : [];
-      }),
-    );
-    return env.KUBECONFIG ? { env } : { why: "scripts/test-cluster.sh env printed no KUBECONFIG" };
-  } catch (error) {
-    const stderr = String((error as { stderr?: Buffer }).stderr ?? "").trim();
-    return { why: stderr || (error as Error).message };
-  }
-}
-
-const found = clusterEnv();
-const up = "env" in found;
-if (!up)
-  console.warn(
-    `kubernetes-port-forward: skipped: no test cluster (${found.why}); \`scripts/test-cluster.sh up\` starts one`,
-  );
-const env = up ? found.env : {};
+// The test cluster, brought up if it is not (seconds once setup.sh has built its binaries).
+const cluster0 = testCluster();
+const env = { KUBECONFIG: cluster0.kubeconfig, MULTIENV_TEST_KUBECTL: cluster0.kubectl };
 const NAMESPACE = `multienv-pf-${randomBytes(3).toString("hex")}`;
 const POD = "loopback";
 // Bound to the pod's loopback, as the gateway's runner listener is: only a port-forward reaches it.
@@ -49,7 +25,7 @@ function kubectl(args: string[]): string {
   });
 }
 
-describe.skipIf(!up)("a port-forward to a pod on the test cluster", () => {
+describe("a port-forward to a pod on the test cluster", () => {
   const cluster = () => loadKubeConfig({ kubeconfig: env.KUBECONFIG });
 
   beforeAll(() => {
@@ -74,7 +50,7 @@ describe.skipIf(!up)("a port-forward to a pod on the test cluster", () => {
   }, 200_000);
 
   afterAll(() => {
-    if (up) kubectl(["delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false"]);
+    kubectl(["delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false"]);
   });
 
   it("reaches the pod's loopback from 127.0.0.1, a stream per connection, bodies both ways", async () => {
