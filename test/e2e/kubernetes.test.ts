@@ -8,12 +8,16 @@ import { execFile, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromium } from "playwright-core";
 import {
   collectCaptures,
   deployStack,
   destroyStack,
   gatewayAccess,
   resetStack,
+  screenshotStack,
+  signIn,
+  stackStatus,
   type StackSpec,
 } from "../../src/runner";
 import { TRAFFIC_CAPTURES_PATH, type TrafficCaptureListing } from "../../src/protocol/traffic";
@@ -178,6 +182,29 @@ describe("the demo multi env on a Kubernetes cluster", () => {
     const preview = await pulumi(["preview", "--expect-no-changes", "--stack", STACK]);
     expect({ code: preview.code, err: preview.stderr.split("\n").slice(-5) }).toMatchObject({ code: 0 });
   }, 600_000);
+
+  it("signs a computer in to the live site, and shows its status and screen, all through the forwarded gateway", async () => {
+    expect(await signIn(STACK, { site: "github", computer: "desktop" })).toMatchObject({ cookies: 1 });
+    const browser = await chromium.connectOverCDP(`${access.gatewayUrl}/computers/desktop/cdp`, {
+      headers: { authorization: `Bearer ${access.controlToken}` },
+    });
+    try {
+      const page = await browser.contexts()[0].newPage();
+      // github.com is tunnelled to its stand-in on the web namespace, which echoes the session cookie it was sent.
+      await page.goto("https://github.com/headers");
+      const sent = JSON.parse((await page.textContent("body")) ?? "{}") as Record<string, string>;
+      expect(sent.cookie).toContain("user_session=alex");
+      await page.close();
+    } finally {
+      await browser.close();
+    }
+    const status = await stackStatus(STACK);
+    expect({ healthy: status.healthy, problems: status.problems }).toEqual({ healthy: true, problems: [] });
+    expect(status.containers.length).toBe(10);
+    const shots = await screenshotStack(STACK, { computer: "desktop" });
+    expect(shots).toHaveLength(1);
+    expect(fs.readFileSync(shots[0].file).subarray(1, 4).toString()).toBe("PNG");
+  }, 120_000);
 
   it("lets a hostile site image reach no port of a proxy, a browser or the gateway, nor the API server or metadata", () => {
     const targets: Record<string, [string, number]> = { ...apiServer(), metadata: ["169.254.169.254", 80] };
