@@ -51,7 +51,11 @@ const kubectl = (args: string[]) =>
   });
 
 const MIB = 1024 * 1024;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The working set of the namespace's pods, summed, as the kubelet reports it. */
