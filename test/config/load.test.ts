@@ -90,7 +90,7 @@ describe("loadStackConfig", () => {
     } catch (error) {
       expect(error).toBeInstanceOf(ConfigError);
       expect((error as ConfigError).problems).toEqual([
-        { path: "target", message: 'expected one of "docker", "ec2", "hosts"; got "gcp"' },
+        { path: "target", message: 'expected one of "docker", "ec2", "hosts", "kubernetes"; got "gcp"' },
       ]);
     }
   });

@@ -128,7 +128,7 @@ describe("readStackFile", () => {
         ),
       ),
     ).toEqual([
-      'multienv:target: expected one of "docker", "ec2", "hosts"; got "gcp"',
+      'multienv:target: expected one of "docker", "ec2", "hosts", "kubernetes"; got "gcp"',
       'multienv:websites.shop.domains: expected a list, got the string "shop.test"',
       'multienv:websites.shop.server.port: expected a number, got the string "80"',
       'multienv:computers.desk.network: must be "allow-all", "none" or a list of host names (an allowlist)',
@@ -221,7 +221,7 @@ describe("readStackFile", () => {
       ),
     ).toEqual([
       "multienv:websites: holds a secret, so the plan cannot read it; keep websites plaintext and put each secret in its own key named by a website's secretSettings",
-      "multienv:strayToken: unknown key; the keys here are target, websites, computers, captureTraffic, capture, ec2, hosts, selfTest (a secret key belongs here only when a website's secretSettings names it)",
+      "multienv:strayToken: unknown key; the keys here are target, websites, computers, captureTraffic, capture, ec2, hosts, kubernetes, selfTest (a secret key belongs here only when a website's secretSettings names it)",
     ]);
   });
 

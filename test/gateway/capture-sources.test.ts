@@ -1,7 +1,7 @@
 // traffic/v1 through capture servers (`captureSources`): two real capture servers over folders real tcpdump writes,
 // and the gateway reading them.
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import http from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -72,6 +72,12 @@ describe("traffic/v1 through capture servers", () => {
     for (let i = 0; i < 6; i++) {
       await get(`${site.url}/page/${i}`);
       await get(`${frontend.url}/page/${i}`);
+    }
+    // tcpdump hands its packets over in blocks: on a busy machine the files hold only their header for a moment.
+    for (const file of [join(serverDir, "shop-server.pcap0"), join(frontendDir, "shop-frontend.pcap0")]) {
+      const deadline = Date.now() + 10_000;
+      while (Date.now() < deadline && !(existsSync(file) && statSync(file).size > 24))
+        await new Promise((r) => setTimeout(r, 50));
     }
     // Fresh within 1 ms only: /healthz passes only if the gateway's own probes reach the files between two looks.
     [serverCaptures, frontendCaptures] = await Promise.all([
