@@ -636,6 +636,8 @@ cmd_up() {
     --root-dir="$STATE/kubelet" --cert-dir="$PKI" --hostname-override="$NODE_NAME" --node-ip="$NODE_ADDRESS"
   start kube-proxy "$BIN/kube-proxy" --config="$STATE/kube-proxy.yaml"
   addons || fail kube-apiserver "the cluster's add-ons (kube-router's RBAC, CoreDNS) did not apply: $(tail -3 "$LOGS/addons.log")"
+  # kube-router finds its node object at start and exits (nil-pointer panic) when the kubelet has not registered it.
+  wait_for kubelet "node $NODE_NAME to register" kc get node "$NODE_NAME"
   start kube-router "$BIN/kube-router" --kubeconfig="$STATE/kube-router.kubeconfig" \
     --hostname-override="$NODE_NAME" --run-firewall=true --run-router=false --run-service-proxy=false \
     --enable-cni=false --metrics-port=0
