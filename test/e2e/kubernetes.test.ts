@@ -209,7 +209,8 @@ describe("the demo multi env on a Kubernetes cluster", () => {
     const shots = await screenshotStack(STACK, { computer: "desktop" });
     expect(shots).toHaveLength(1);
     expect(fs.readFileSync(shots[0].file).subarray(1, 4).toString()).toBe("PNG");
-  }, 120_000);
+    // Seen taking from 5 s to 111 s on this cluster (docs/kubernetes.md): the time is the operator's, not an aim.
+  }, 300_000);
 
   it("lets a hostile site image reach no port of a proxy, a browser or the gateway, nor the API server or metadata", () => {
     const targets: Record<string, [string, number]> = { ...apiServer(), metadata: ["169.254.169.254", 80] };
