@@ -1,5 +1,5 @@
 // traffic/v1 over files real tcpdump wrote, through the protocol client.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import http from "node:http";
@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTcpdump } from "../capture-server/helpers";
 import { CARD_PATH } from "../../src/protocol/card";
 import {
   fetchTrafficCapture,
@@ -26,30 +27,6 @@ import {
 } from "./helpers";
 
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
-
-/** Runs tcpdump on loopback the way a capture sidecar does (-U, rotating -C 1 -W 3) until stopped. */
-async function startTcpdump(prefix: string, port: number): Promise<{ stop(): Promise<void> }> {
-  const child: ChildProcess = spawn(
-    "tcpdump",
-    ["-i", "lo", "-U", "-Z", "root", "-w", prefix, "-C", "1", "-W", "3", "tcp", "port", String(port)],
-    { stdio: ["ignore", "ignore", "pipe"] },
-  );
-  let stderr = "";
-  await new Promise<void>((resolve, reject) => {
-    child.stderr!.on("data", (chunk) => {
-      stderr += chunk;
-      if (stderr.includes("listening on")) resolve();
-    });
-    child.once("exit", (code) => reject(new Error(`tcpdump exited ${code}: ${stderr}`)));
-  });
-  return {
-    stop: () =>
-      new Promise((resolve) => {
-        child.once("exit", () => resolve());
-        child.kill("SIGINT");
-      }),
-  };
-}
 
 describe("traffic/v1", () => {
   let dir: string;
