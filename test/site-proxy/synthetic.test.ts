@@ -3,6 +3,7 @@
 // that name from the env CA, which a browser trusting the CA loads without a certificate error.
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
+import * as net from "node:net";
 import * as tls from "node:tls";
 import { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -171,5 +172,48 @@ describe("synthetic names", () => {
     } finally {
       await browser.close();
     }
+  });
+});
+
+describe("the env CA's certificate on the forward port", () => {
+  /** One raw request on `socket` (already connected, or a tunnel), its whole answer. */
+  function exchange(socket: net.Socket, request: string): Promise<string> {
+    return new Promise((resolve) => {
+      let text = "";
+      socket.on("data", (d: Buffer) => {
+        text += d.toString("latin1");
+        const end = text.indexOf("\r\n\r\n");
+        const length = /content-length: (\d+)/i.exec(text.slice(0, end));
+        if (end >= 0 && (length === null || text.length >= end + 4 + Number(length[1]))) resolve(text);
+      });
+      socket.on("end", () => resolve(text));
+      socket.write(request);
+    });
+  }
+
+  it("answers GET /multienv/ca.pem asked of the proxy itself with the CA certificate, and nothing but GET or HEAD", async () => {
+    const pem = fs.readFileSync(proxy.caCertPath, "latin1");
+    const direct = net.connect(proxy.port, "127.0.0.1");
+    const got = await exchange(direct, "GET /multienv/ca.pem HTTP/1.1\r\nHost: site-proxy\r\n\r\n");
+    direct.destroy();
+    expect(got.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+    expect(got.slice(got.indexOf("\r\n\r\n") + 4)).toBe(pem);
+    expect(pem).not.toContain("PRIVATE KEY");
+    const post = net.connect(proxy.port, "127.0.0.1");
+    const posted = await exchange(
+      post,
+      "POST /multienv/ca.pem HTTP/1.1\r\nHost: site-proxy\r\nContent-Length: 0\r\n\r\n",
+    );
+    post.destroy();
+    expect(posted.split("\r\n")[0]).toMatch(/^HTTP\/1\.1 400 /);
+  });
+
+  it("sends that path inside a tunnel to a synthetic name on to the site, not to the proxy's own answer", async () => {
+    const { socket, status } = await connectThrough(proxy.port, "shop.test:80");
+    expect(status).toBe(200);
+    const got = await exchange(socket, "GET /multienv/ca.pem HTTP/1.1\r\nHost: shop.test\r\n\r\n");
+    socket.destroy();
+    expect(got).toContain("the shop at /website/shop/multienv/ca.pem");
+    expect(lastGatewayRequest().url).toBe("/website/shop/multienv/ca.pem");
   });
 });
