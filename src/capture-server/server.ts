@@ -45,6 +45,7 @@ export class CaptureServer {
     reason = String(body.error),
     headers: Record<string, string> = {},
   ): void {
+    this.refused.add(res);
     this.log("request-refused", {
       status,
       method: req.method,
@@ -55,7 +56,22 @@ export class CaptureServer {
     replyJson(res, status, body, headers);
   }
 
+  /** Answers refusal already logged, so a request gets one line either way. */
+  private readonly refused = new WeakSet<ServerResponse>();
+
   readonly onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    const started = Date.now();
+    res.on("close", () => {
+      if (this.refused.has(res)) return;
+      this.log("request", {
+        status: res.statusCode,
+        method: req.method,
+        target: req.url?.slice(0, 512),
+        remote: req.socket.remoteAddress,
+        completed: res.writableFinished,
+        ms: Date.now() - started,
+      });
+    });
     this.handle(req, res).catch((error: Error) => {
       this.log("error", { method: req.method, url: req.url?.slice(0, 512), error: error.message });
       replyJson(res, 500, { error: "capture server error", detail: error.message });

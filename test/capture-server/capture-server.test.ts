@@ -140,6 +140,20 @@ describe("capture server", () => {
     expect(Number(head.headers["content-length"])).toBe(statSync(join(dir, "shop-server.pcap1")).size);
   });
 
+  it("logs one line per request, served or refused, never with the token", async () => {
+    const before = server.logs.length;
+    const served = await request(`${server.url}/captures?log-probe=1`, { headers: bearer(server.token) });
+    const refused = await request(`${server.url}/captures?log-probe=2`, {});
+    expect([served.status, refused.status]).toEqual([200, 401]);
+    await server.waitForLog((l) => l.target === "/captures?log-probe=2");
+    const lines = server.logs.slice(before).filter((l) => String(l.target ?? "").includes("log-probe"));
+    expect(lines.map((l) => [l.event, l.status, l.target])).toEqual([
+      ["request", 200, "/captures?log-probe=1"],
+      ["request-refused", 401, "/captures?log-probe=2"],
+    ]);
+    expect(JSON.stringify(lines)).not.toContain(server.token);
+  });
+
   it("answers 401 to every request without its token, with a wrong one, or with another's", async () => {
     const wrong = [
       undefined,
