@@ -3,7 +3,7 @@
 // network_mode service:<target> for the capture sidecars, capabilities, mounts, ports, health checks, and the
 // deploy's order: the gateway after its sites, the proxies after a healthy gateway, each browser after its proxy).
 import YAML from "yaml";
-import { engineClient } from "../src/runner/engine";
+import { engineClient } from "../src/engines/docker";
 
 const api = engineClient();
 

@@ -31,7 +31,7 @@ import path from "node:path";
 import YAML from "yaml";
 import { composeFileOf, gatewayHealthy } from "./compose";
 import { CONTENDERS, isolatedPageLoads, type PageLoadFigures } from "./page-loads";
-import { specFromStackFile } from "../src/runner/workspace";
+import { specFromStackFile } from "../src/runner/stack/workspace";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const LOADS = Number(process.env.BENCH_LOADS ?? 15);

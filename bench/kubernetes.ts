@@ -16,8 +16,8 @@ import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { deployStack, destroyStack } from "../src/runner";
-import { engineClient } from "../src/runner/engine";
-import { specFromStackFile } from "../src/runner/workspace";
+import { engineClient } from "../src/engines/docker";
+import { specFromStackFile } from "../src/runner/stack/workspace";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 20);

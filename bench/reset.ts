@@ -18,7 +18,7 @@ import path from "node:path";
 import { chromium } from "playwright-core";
 import { runShopEpisode } from "../examples/runner/shop-agent";
 import { LABELS, ROLES } from "../policies/contract";
-import { engineClient } from "../src/runner/engine";
+import { engineClient } from "../src/engines/docker";
 import { deployStack, destroyStack, gatewayAccess, resetStack, specFromStackFile } from "../src/runner";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);

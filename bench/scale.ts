@@ -16,7 +16,7 @@ import { execFile, execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, freemem, loadavg, tmpdir, totalmem } from "node:os";
 import path from "node:path";
-import { engineClient } from "../src/runner/engine";
+import { engineClient } from "../src/engines/docker";
 import { deployStack, destroyStack, specFromStackFile, type StackSpec } from "../src/runner";
 import { closeComposeApi, composeFileOf, gatewayHealthy } from "./compose";
 

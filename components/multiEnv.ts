@@ -13,18 +13,18 @@ import {
 } from "../src/plan";
 import { computerCdpUrl, siteUrls } from "../src/plan/urls";
 import { CaptureCollector } from "./captureCollector";
-import { Computer } from "./computer";
+import { Computer } from "./docker/computer";
 import { ControlToken } from "./controlToken";
-import { envTargetFor } from "./envTarget";
-import { Gateway } from "./gateway";
+import { envTargetFor } from "./targets/envTarget";
+import { Gateway } from "./docker/gateway";
 import { SelfTest } from "./selfTest";
 import type { ComputerOutput, SelfTestOutput, WebsiteOutput } from "../src/protocol/outputs";
 import type { GatewayTunnel } from "../src/plan/ssh";
-import { Website } from "./website";
-import { KubernetesComputer } from "./kubernetesComputer";
-import { KubernetesGateway } from "./kubernetesGateway";
-import { KubernetesTarget } from "./kubernetesTarget";
-import { KubernetesWebsite } from "./kubernetesWebsite";
+import { Website } from "./docker/website";
+import { KubernetesComputer } from "./kubernetes/computer";
+import { KubernetesGateway } from "./kubernetes/gateway";
+import { KubernetesTarget } from "./kubernetes/target";
+import { KubernetesWebsite } from "./kubernetes/website";
 import {
   kubernetesBrowserConfig,
   kubernetesGatewayConfig,

@@ -5,7 +5,7 @@ import { describe, resourceId, TYPES, type PolicyResource, type PolicyStack, typ
 import { appliesTo, type ResourceRule, type Rule, type StackRule } from "./rule";
 import { RULES } from "./rules";
 
-/** One resource as src/runner/graph.ts renders it under Pulumi's mocks. */
+/** One resource as src/runner/check/graph.ts renders it under Pulumi's mocks. */
 export interface GraphResource {
   type: string;
   name: string;
@@ -33,7 +33,7 @@ export interface RunOptions {
   only?: string[];
   /**
    * Whether the graph records resource options, so a resource without `additionalSecretOutputs` has none.
-   * Default true (src/runner/graph.ts records them); false skips the rules that need them.
+   * Default true (src/runner/check/graph.ts records them); false skips the rules that need them.
    */
   resourceOptionsKnown?: boolean;
 }

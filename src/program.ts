@@ -8,7 +8,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { MultiEnv, type MultiEnvOutputs } from "../components/multiEnv";
 import { ConfigError, loadStackConfig } from "./config";
 import { DOCKER_DEFAULT_ADDRESS_POOLS, formatProblem, plan, type EngineMachine, type Plan } from "./plan";
-import { isLocalEngine, localEngineMachine } from "./runner/engine";
+import { isLocalEngine, localEngineMachine } from "./engines/docker";
 import { DEFAULT_BASE_IMAGE, PROJECT_IMAGES, projectImagesNeeded } from "./plan/images";
 import { SELF_TEST_ENV } from "./plan/self-test";
 

@@ -1,13 +1,13 @@
 // A capture sidecar: tcpdump in one website container's network namespace, writing rotating files to the
 // captures volume. The only container that holds NET_RAW/NET_ADMIN and mounts the captures volume read-write.
 import * as pulumi from "@pulumi/pulumi";
-import { CAPTURE_CAPABILITIES, captureCommand, captureSidecarMounts, sharedNetworkMode } from "../src/plan/wiring";
-import { CAPTURE_IMAGE_ROLE } from "../src/plan/images";
-import type { Plan, PlannedCapture } from "../src/plan";
-import { LABELS, ROLES } from "../policies/contract";
+import { CAPTURE_CAPABILITIES, captureCommand, captureSidecarMounts, sharedNetworkMode } from "../../src/plan/wiring";
+import { CAPTURE_IMAGE_ROLE } from "../../src/plan/images";
+import type { Plan, PlannedCapture } from "../../src/plan";
+import { LABELS, ROLES } from "../../policies/contract";
 import * as docker from "@pulumi/docker";
 import { containerLabels, containerOptions, RESTART, volumeMounts } from "./containers";
-import type { DockerEngine } from "./dockerEngine";
+import type { DockerEngine } from "./engine";
 
 export interface CaptureSidecarArgs {
   /** The plan: capture file size and count, the captures volume. */

@@ -3,7 +3,7 @@
 // the computer reaches public hosts). The proxy writes its CA into the computer's CA volume, which the
 // browser mounts read-only to trust it.
 import * as pulumi from "@pulumi/pulumi";
-import type { BrowserServiceConfig, Plan, PlannedComputer, SiteProxyServiceConfig } from "../src/plan";
+import type { BrowserServiceConfig, Plan, PlannedComputer, SiteProxyServiceConfig } from "../../src/plan";
 import {
   browserMounts,
   browserNetworks,
@@ -11,13 +11,13 @@ import {
   proxyMounts,
   proxyNetworks,
   proxyPublish,
-} from "../src/plan/wiring";
-import { ENV_VARS } from "../src/protocol/env";
-import { LABELS, ROLES } from "../policies/contract";
+} from "../../src/plan/wiring";
+import { ENV_VARS } from "../../src/protocol/env";
+import { LABELS, ROLES } from "../../policies/contract";
 import * as docker from "@pulumi/docker";
-import { computerControlToken } from "../src/protocol/auth";
+import { computerControlToken } from "../../src/protocol/auth";
 import { containerLabels, containerOptions, envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";
-import type { DockerEngine } from "./dockerEngine";
+import type { DockerEngine } from "./engine";
 
 export interface ComputerArgs {
   /** The plan's target (how the proxy is wired and published). */

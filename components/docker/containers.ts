@@ -2,8 +2,8 @@
 // inputs. No decisions here: networks, mounts and capabilities come from the plan, images from the engine.
 import type * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
-import type { NetworkAttachment, VolumeMount } from "../src/plan/wiring";
-import type { DockerEngine } from "./dockerEngine";
+import type { NetworkAttachment, VolumeMount } from "../../src/plan/wiring";
+import type { DockerEngine } from "./engine";
 
 /** Container `networksAdvanced` for the attachments, naming each network through its resource (a dependency). */
 export function networksAdvanced(

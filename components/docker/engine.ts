@@ -8,13 +8,13 @@
 // them: a computer VM whose security group has no web egress still gets its browser and proxy images.
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
-import { imageContextDigest } from "../src/image-context";
-import { LocalCommand } from "../src/providers/resources";
-import type { EngineNetworks } from "../src/plan/wiring";
-import type { ProjectImageRole, RemoteEngineImages } from "../src/plan/images";
-import { PROJECT_IMAGES } from "../src/plan/images";
-import { shipImagesCommand } from "../src/plan/ec2";
-import type { EngineConnection, SshEndpoint } from "../src/plan/ssh";
+import { imageContextDigest } from "../../src/image-context";
+import { LocalCommand } from "../../src/providers/resources";
+import type { EngineNetworks } from "../../src/plan/wiring";
+import type { ProjectImageRole, RemoteEngineImages } from "../../src/plan/images";
+import { PROJECT_IMAGES } from "../../src/plan/images";
+import { shipImagesCommand } from "../../src/plan/ec2";
+import type { EngineConnection, SshEndpoint } from "../../src/plan/ssh";
 
 /** Where a remote engine gets its images: another engine (the runner's), and how to reach this one over SSH. */
 export interface ImageSource {
@@ -140,7 +140,8 @@ export class DockerEngine extends pulumi.ComponentResource {
       );
     }
     if (args.imagesFrom) this.shipAll(name, args.imagesFrom);
-    // A remote engine's host, in the state: a destroy asks it over SSH first (src/runner/hosts-reachable.ts).
+    // A remote engine's host, in the state: a destroy asks it over SSH first
+    // (src/runner/runtimes/docker/hosts-reachable.ts).
     this.registerOutputs(args.imagesFrom ? { ssh: args.imagesFrom.ssh } : {});
   }
 

@@ -2,7 +2,7 @@
 // (the only one its port is published on), the captures volume read-only, and a health check on /healthz that
 // the deploy waits for, so an env whose site or capture is not running fails to deploy.
 import * as pulumi from "@pulumi/pulumi";
-import type { GatewayServiceConfig, Plan } from "../src/plan";
+import type { GatewayServiceConfig, Plan } from "../../src/plan";
 import {
   DEFAULT_CAPABILITIES,
   GATEWAY_WAIT_TIMEOUT_SECONDS,
@@ -10,13 +10,13 @@ import {
   gatewayMounts,
   gatewayNetworks,
   gatewayPublish,
-} from "../src/plan/wiring";
-import { ENV_VARS } from "../src/protocol/env";
-import { gatewayUrl } from "../src/plan/urls";
-import { LABELS, ROLES } from "../policies/contract";
+} from "../../src/plan/wiring";
+import { ENV_VARS } from "../../src/protocol/env";
+import { gatewayUrl } from "../../src/plan/urls";
+import { LABELS, ROLES } from "../../policies/contract";
 import * as docker from "@pulumi/docker";
 import { containerLabels, containerOptions, envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";
-import type { DockerEngine } from "./dockerEngine";
+import type { DockerEngine } from "./engine";
 
 export interface GatewayArgs {
   /** The plan: the gateway's name and port, the target, the networks and computers it joins, capture. */

@@ -2,16 +2,16 @@
 // capture sidecar when capture is on. Settings reach the server as one JSON line in AGENTENV_WEBSITE_SETTINGS;
 // when the site has secret settings their values are merged in and the whole value is a Pulumi secret.
 import * as pulumi from "@pulumi/pulumi";
-import type { Plan, PlannedContainer, PlannedWebsite } from "../src/plan";
-import { configPath, formatProblem, siteServerUrl } from "../src/plan";
-import { DEFAULT_CAPABILITIES, frontendNetworks, serverNetworks, websiteSettingsJson } from "../src/plan/wiring";
-import { ENV_VARS } from "../src/protocol/env";
-import { LABELS, ROLES } from "../policies/contract";
+import type { Plan, PlannedContainer, PlannedWebsite } from "../../src/plan";
+import { configPath, formatProblem, siteServerUrl } from "../../src/plan";
+import { DEFAULT_CAPABILITIES, frontendNetworks, serverNetworks, websiteSettingsJson } from "../../src/plan/wiring";
+import { ENV_VARS } from "../../src/protocol/env";
+import { LABELS, ROLES } from "../../policies/contract";
 import { CaptureSidecar } from "./captureSidecar";
-import { secretReferenceProblems, siteSecretReferences } from "../src/config/secrets";
+import { secretReferenceProblems, siteSecretReferences } from "../../src/config/secrets";
 import * as docker from "@pulumi/docker";
 import { containerLabels, containerOptions, envEntry, networksAdvanced, RESTART } from "./containers";
-import type { DockerEngine } from "./dockerEngine";
+import type { DockerEngine } from "./engine";
 
 export interface WebsiteArgs {
   /** The plan the site belongs to: its networks, and capture for the sidecars. */

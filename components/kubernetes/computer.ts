@@ -5,13 +5,13 @@
 // config's runtimeClassName (a sandboxed runtime such as gVisor, where the cluster offers one).
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
-import type { BrowserServiceConfig, Plan, PlannedComputer, SiteProxyServiceConfig } from "../src/plan";
-import { fetchCaCommand, kubernetesNames, kubernetesPods } from "../src/plan/kubernetes";
-import { CA_CERT_PATH, CA_DIR, CA_KEY_PATH, SITE_PROXY_LOG_PATH } from "../src/plan/topology";
-import { SITE_PROXY_CA_PATH } from "../src/protocol/site-proxy";
-import { computerControlToken } from "../src/protocol/auth";
-import { ENV_VARS } from "../src/protocol/env";
-import type { KubernetesTarget } from "./kubernetesTarget";
+import type { BrowserServiceConfig, Plan, PlannedComputer, SiteProxyServiceConfig } from "../../src/plan";
+import { fetchCaCommand, kubernetesNames, kubernetesPods } from "../../src/plan/kubernetes";
+import { CA_CERT_PATH, CA_DIR, CA_KEY_PATH, SITE_PROXY_LOG_PATH } from "../../src/plan/topology";
+import { SITE_PROXY_CA_PATH } from "../../src/protocol/site-proxy";
+import { computerControlToken } from "../../src/protocol/auth";
+import { ENV_VARS } from "../../src/protocol/env";
+import type { KubernetesTarget } from "./target";
 import { podBasics, podMetadata, restricted, scratch, secretEnv } from "./pods";
 import * as path from "node:path";
 

@@ -4,12 +4,12 @@
 // waits for a healthy env and fails when it is not.
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
-import type { GatewayServiceConfig, Plan } from "../src/plan";
-import { gatewayReadyCommand, kubernetesNames, kubernetesPods } from "../src/plan/kubernetes";
-import { GATEWAY_WAIT_TIMEOUT_SECONDS } from "../src/plan/wiring";
-import { ENV_VARS } from "../src/protocol/env";
-import { portForwardUrl, type GatewayPortForward } from "../src/protocol/port-forward";
-import type { KubernetesTarget } from "./kubernetesTarget";
+import type { GatewayServiceConfig, Plan } from "../../src/plan";
+import { gatewayReadyCommand, kubernetesNames, kubernetesPods } from "../../src/plan/kubernetes";
+import { GATEWAY_WAIT_TIMEOUT_SECONDS } from "../../src/plan/wiring";
+import { ENV_VARS } from "../../src/protocol/env";
+import { portForwardUrl, type GatewayPortForward } from "../../src/protocol/port-forward";
+import type { KubernetesTarget } from "./target";
 import { podBasics, podMetadata, restricted, scratch, secretEnv } from "./pods";
 
 export interface KubernetesGatewayArgs {

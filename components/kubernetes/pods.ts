@@ -3,9 +3,9 @@
 // containers. Not a component: the kubernetes components build their pod specs from these.
 import * as pulumi from "@pulumi/pulumi";
 import type * as k8s from "@pulumi/kubernetes";
-import type { PlannedKubernetes } from "../src/plan";
-import type { PlannedPod } from "../src/plan/kubernetes";
-import type { KubernetesTarget } from "./kubernetesTarget";
+import type { PlannedKubernetes } from "../../src/plan";
+import type { PlannedPod } from "../../src/plan/kubernetes";
+import type { KubernetesTarget } from "./target";
 
 type PodSpec = k8s.types.input.core.v1.PodSpec;
 type SecurityContext = k8s.types.input.core.v1.SecurityContext;

@@ -1,14 +1,14 @@
 // The kubernetes target: the cluster the kubeconfig names (one explicit provider), the task's namespace, a
 // ClusterIP Service in front of every pod the plan places, and the NetworkPolicies that are the env's walls.
-// The pods themselves are the website, gateway and computer components' (kubernetesWebsite.ts,
-// kubernetesGateway.ts, kubernetesComputer.ts); each is created after every policy, so no pod runs unwalled.
+// The pods themselves are the website, gateway and computer components' (website.ts,
+// gateway.ts, computer.ts); each is created after every policy, so no pod runs unwalled.
 import * as os from "node:os";
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
-import type { Plan, PlannedKubernetes } from "../src/plan";
-import { kubernetesImage, kubernetesNetworkPolicies, kubernetesPods } from "../src/plan/kubernetes";
-import { PROJECT_IMAGES, type ProjectImageRole } from "../src/plan/images";
-import { LABELS } from "../policies/contract";
+import type { Plan, PlannedKubernetes } from "../../src/plan";
+import { kubernetesImage, kubernetesNetworkPolicies, kubernetesPods } from "../../src/plan/kubernetes";
+import { PROJECT_IMAGES, type ProjectImageRole } from "../../src/plan/images";
+import { LABELS } from "../../policies/contract";
 
 export interface KubernetesTargetArgs {
   /** The stack, the pods the plan places (websites, computers, capture) and the cluster section. */

@@ -9,19 +9,19 @@
 //     control token and the container's name), which only it and the gateway hold.
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
-import type { Plan, PlannedWebsite } from "../src/plan";
-import { configPath, formatProblem, siteServerUrl } from "../src/plan";
-import { captureStartedCommand, kubernetesNames, kubernetesPods, type PlannedPod } from "../src/plan/kubernetes";
-import { CAPTURE_IMAGE_ROLE } from "../src/plan/images";
-import { CAPTURES_DIR } from "../src/plan/topology";
-import { CAPTURE_SERVER_PORT } from "../src/protocol/traffic";
-import { CAPTURE_SERVER_ENV } from "../src/protocol/gateway-config";
-import { captureCommand, websiteSettingsJson } from "../src/plan/wiring";
-import { secretReferenceProblems, siteSecretReferences } from "../src/config/secrets";
-import { captureServerToken } from "../src/protocol/auth";
-import { ENV_VARS } from "../src/protocol/env";
-import { LABELS } from "../policies/contract";
-import type { KubernetesTarget } from "./kubernetesTarget";
+import type { Plan, PlannedWebsite } from "../../src/plan";
+import { configPath, formatProblem, siteServerUrl } from "../../src/plan";
+import { captureStartedCommand, kubernetesNames, kubernetesPods, type PlannedPod } from "../../src/plan/kubernetes";
+import { CAPTURE_IMAGE_ROLE } from "../../src/plan/images";
+import { CAPTURES_DIR } from "../../src/plan/topology";
+import { CAPTURE_SERVER_PORT } from "../../src/protocol/traffic";
+import { CAPTURE_SERVER_ENV } from "../../src/protocol/gateway-config";
+import { captureCommand, websiteSettingsJson } from "../../src/plan/wiring";
+import { secretReferenceProblems, siteSecretReferences } from "../../src/config/secrets";
+import { captureServerToken } from "../../src/protocol/auth";
+import { ENV_VARS } from "../../src/protocol/env";
+import { LABELS } from "../../policies/contract";
+import type { KubernetesTarget } from "./target";
 import { podBasics, podMetadata, restricted, scratch, secretEnv } from "./pods";
 
 export interface KubernetesWebsiteArgs {

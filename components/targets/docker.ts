@@ -1,10 +1,10 @@
 // The docker target: one engine, the runner's own (DOCKER_HOST or the local socket), holding every network,
 // volume and container of the env.
 import * as pulumi from "@pulumi/pulumi";
-import { envEngineNetworks } from "../src/plan/wiring";
-import { projectImagesNeeded } from "../src/plan/images";
-import { LABELS } from "../policies/contract";
-import { DockerEngine } from "./dockerEngine";
+import { envEngineNetworks } from "../../src/plan/wiring";
+import { projectImagesNeeded } from "../../src/plan/images";
+import { LABELS } from "../../policies/contract";
+import { DockerEngine } from "../docker/engine";
 import type { EnvTarget, EnvTargetArgs } from "./envTarget";
 
 /** A multi env on the local Docker engine. */

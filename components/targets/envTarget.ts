@@ -1,14 +1,15 @@
 // What MultiEnv needs from a target, whichever it is: the engine of the gateway and the sites, each computer's
 // engine, and the addresses that connect them when they are on different machines. DockerTarget (the local
 // engine), Ec2Target (VMs it creates) and HostsTarget (existing SSH hosts) are the three; `envTargetFor` picks one from
-// the plan. The ec2 one loads the AWS SDK only when it is used (components/aws.ts), so a docker deploy never does.
+// the plan. The ec2 one loads the AWS SDK only when it is used (components/targets/ec2/aws.ts), so a docker deploy
+// never does.
 import type * as pulumi from "@pulumi/pulumi";
-import type { Plan, PlannedComputer } from "../src/plan";
-import type { GatewayTunnel as GatewayTunnelSpec } from "../src/plan/ssh";
-import type { DockerEngine } from "./dockerEngine";
-import { DockerTarget } from "./dockerTarget";
-import { Ec2Target } from "./ec2Target";
-import { HostsTarget } from "./hostsTarget";
+import type { Plan, PlannedComputer } from "../../src/plan";
+import type { GatewayTunnel as GatewayTunnelSpec } from "../../src/plan/ssh";
+import type { DockerEngine } from "../docker/engine";
+import { DockerTarget } from "./docker";
+import { Ec2Target } from "./ec2/target";
+import { HostsTarget } from "./hosts";
 
 export interface EnvTarget {
   /** The engine of the gateway and the sites. */

@@ -3,10 +3,10 @@
 // them is RemoteEngines', as for the VMs the ec2 target creates; what guards their ports is the hosts' own
 // firewall (the ec2 target's security groups say what it must allow).
 import * as pulumi from "@pulumi/pulumi";
-import type { HostConfig } from "../src/plan/types";
+import type { HostConfig } from "../../src/plan/types";
 import type { EnvTargetArgs } from "./envTarget";
 import type { RemoteHost } from "./remoteEngines";
-import { RemoteTarget } from "./remoteTarget";
+import { RemoteTarget } from "./remote";
 
 function remoteHost(host: HostConfig): RemoteHost {
   return {

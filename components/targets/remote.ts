@@ -2,9 +2,9 @@
 // everything on them, and the EnvTarget answers read back from it. A subclass finds or creates the hosts and calls
 // `handOver` once, in its constructor.
 import * as pulumi from "@pulumi/pulumi";
-import type { PlannedComputer } from "../src/plan";
-import type { GatewayTunnel as GatewayTunnelSpec } from "../src/plan/ssh";
-import type { DockerEngine } from "./dockerEngine";
+import type { PlannedComputer } from "../../src/plan";
+import type { GatewayTunnel as GatewayTunnelSpec } from "../../src/plan/ssh";
+import type { DockerEngine } from "../docker/engine";
 import type { EnvTarget, EnvTargetArgs } from "./envTarget";
 import { RemoteEngines, type RemoteHost } from "./remoteEngines";
 

@@ -3,16 +3,16 @@
 // its containers run, shipped from the runner's engine in one load. How the hosts came to be (VMs this deploy
 // created, or machines the config names) is the caller's; everything done on them is here, once.
 import * as pulumi from "@pulumi/pulumi";
-import type { PlannedComputer } from "../src/plan";
-import { readinessCommand } from "../src/plan/ec2";
-import { projectImagesNeeded, remoteEngineImages } from "../src/plan/images";
-import { gatewayUrl } from "../src/plan/urls";
-import { computerEngineNetworks, envEngineNetworks } from "../src/plan/wiring";
-import { engineConnection, type GatewayTunnel as GatewayTunnelSpec, type SshEndpoint } from "../src/plan/ssh";
-import { sshDir } from "../src/providers/ssh";
-import { GatewayTunnel, LocalCommand } from "../src/providers/resources";
-import { LABELS } from "../policies/contract";
-import { DockerEngine } from "./dockerEngine";
+import type { PlannedComputer } from "../../src/plan";
+import { readinessCommand } from "../../src/plan/ec2";
+import { projectImagesNeeded, remoteEngineImages } from "../../src/plan/images";
+import { gatewayUrl } from "../../src/plan/urls";
+import { computerEngineNetworks, envEngineNetworks } from "../../src/plan/wiring";
+import { engineConnection, type GatewayTunnel as GatewayTunnelSpec, type SshEndpoint } from "../../src/plan/ssh";
+import { sshDir } from "../../src/providers/ssh";
+import { GatewayTunnel, LocalCommand } from "../../src/providers/resources";
+import { LABELS } from "../../policies/contract";
+import { DockerEngine } from "../docker/engine";
 import type { EnvTarget, EnvTargetArgs } from "./envTarget";
 
 /** One Docker host of the env. */

@@ -7,7 +7,7 @@
 // Pure: the program builds these from the plan and its outputs; `multienv collect --from-env` reads them back.
 import type { GatewayTunnel } from "../plan/ssh";
 import type { LiveWebsiteMark, Plan } from "../plan/types";
-import type { GatewayPortForward } from "../protocol/port-forward";
+import type { GatewayPortForward } from "./port-forward";
 
 /** The environment variables the delete step reads. */
 export const COLLECTOR_ENV = {

@@ -24,7 +24,7 @@ import {
 import type { SelfTestCheckResult, SelfTestResults } from "../protocol/outputs";
 import type { GatewayPortForward } from "../protocol/port-forward";
 import { formatSelfTestFailure } from "../protocol/self-test-failure";
-import { openGatewayPortForward } from "../runner/kubernetes-port-forward";
+import { openGatewayPortForward } from "../engines/port-forward";
 import { diffInputs, pick, type Operations } from "./operation";
 
 const INPUT_KEYS = ["gatewayUrl", "controlToken", "checks", "startTabs", "deployed", "gatewayPortForward"] as const;

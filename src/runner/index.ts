@@ -17,9 +17,9 @@
 // queued one after another (per-stack lock); from another process they meet Pulumi's own stack lock and fail
 // with a one-line error rather than corrupting state.
 import { SELF_TEST_ENV } from "../plan/self-test";
-import { artifactsDirOf } from "./artifacts";
-import { collectRun, type CollectResult } from "./collect";
-import { collectOptionsFor, collectThenDestroy, hasDeployedEnv, type DownResult } from "./down";
+import { artifactsDirOf } from "./evidence/artifacts";
+import { collectRun, type CollectResult } from "./evidence/collect";
+import { collectOptionsFor, collectThenDestroy, hasDeployedEnv, type DownResult } from "./lifecycle/down";
 import { deployFailure, explain, RunnerError } from "./errors";
 import {
   displayOutputs,
@@ -29,16 +29,21 @@ import {
   type GatewayAccess,
   type GatewayAccessOptions,
   type StackOutputs,
-} from "./outputs";
-import { ProgressReporter, resourcesInDeployment, StepCounter } from "./progress";
-import { hostsToReach, unreachableHosts, unreachableMessage, type StateResource } from "./hosts-reachable";
-import { resetEnv, type ResetResult } from "./reset";
-import { readRunRecord, recordFailedSelfTest, withReproducibility, writeRunRecord } from "./run-record";
-import { runtimeOf } from "./runtimes";
-import type { StateResource as EngineStateResource } from "./engine";
+} from "./stack/outputs";
+import { ProgressReporter, resourcesInDeployment, StepCounter } from "./stack/progress";
+import {
+  hostsToReach,
+  unreachableHosts,
+  unreachableMessage,
+  type StateResource,
+} from "./runtimes/docker/hosts-reachable";
+import { resetEnv, type ResetResult } from "./lifecycle/reset";
+import { readRunRecord, recordFailedSelfTest, withReproducibility, writeRunRecord } from "./evidence/run-record";
+import { runtimeOf } from "./runtimes/runtimes";
+import type { StateResource as EngineStateResource } from "../engines/docker";
 import { parseSelfTestFailure } from "../protocol/self-test-failure";
-import { signIn as signInBrowser, signOut as signOutBrowser } from "./sign-in";
-import { withStackLock } from "./stack-lock";
+import { signIn as signInBrowser, signOut as signOutBrowser } from "./lifecycle/sign-in";
+import { withStackLock } from "./stack/lock";
 import {
   listStacks as listStateStacks,
   screenshotStack as screenshotStackWith,
@@ -49,11 +54,11 @@ import {
   type ScreenshotOptions,
   type StackList,
   type StackStatus,
-} from "./operator";
-import type { Screenshot } from "./screens";
-import { fileBackendDir, readStateStack } from "./state-files";
-import { computerFeed } from "./watch";
-import { startWatchServer, type WatchServer } from "./watch-server";
+} from "./operator/operator";
+import type { Screenshot } from "./operator/screens";
+import { fileBackendDir, readStateStack } from "./stack/state-files";
+import { computerFeed } from "./operator/watch";
+import { startWatchServer, type WatchServer } from "./operator/watch-server";
 import {
   backendUrlFor,
   DEFAULT_PROJECT_DIR,
@@ -62,33 +67,33 @@ import {
   type OpenedStack,
   type StackSpec,
   type WorkspaceOptions,
-} from "./workspace";
-export { specFromStackFile } from "./workspace";
+} from "./stack/workspace";
+export { specFromStackFile } from "./stack/workspace";
 
 export { RunnerError } from "./errors";
-export type { StackSpec, WorkspaceOptions } from "./workspace";
-export type { StackOutputs, GatewayAccess } from "./outputs";
-export type { RunRecord, CaptureRecord } from "./run-record";
-export type { CollectResult } from "./collect";
-export type { StackList, StackListing, StackStatus } from "./operator";
-export type { Screenshot } from "./screens";
-export type { WatchServer } from "./watch-server";
-export type { ResetResult } from "./reset";
-export type { StackSeam, DownResult } from "./down";
+export type { StackSpec, WorkspaceOptions } from "./stack/workspace";
+export type { StackOutputs, GatewayAccess } from "./stack/outputs";
+export type { RunRecord, CaptureRecord } from "./evidence/run-record";
+export type { CollectResult } from "./evidence/collect";
+export type { StackList, StackListing, StackStatus } from "./operator/operator";
+export type { Screenshot } from "./operator/screens";
+export type { WatchServer } from "./operator/watch-server";
+export type { ResetResult } from "./lifecycle/reset";
+export type { StackSeam, DownResult } from "./lifecycle/down";
 // The same operations on a gateway you already hold (a URL and the token), for runners that deploy without
 // the Automation API: they need no stack at all.
-export { collectRun } from "./collect";
+export { collectRun } from "./evidence/collect";
 // A kubernetes stack's outputs name the gateway's pod (`kubernetes://...`): these put its URLs on the local end of the
 // port-forward gatewayAccess() opened.
-export { localOutputs, rebaseUrl } from "./outputs";
-export { collectThenDestroy } from "./down";
-export { signIn as signInComputer, signOut as signOutComputer, closeBrowser } from "./sign-in";
+export { localOutputs, rebaseUrl } from "./stack/outputs";
+export { collectThenDestroy } from "./lifecycle/down";
+export { signIn as signInComputer, signOut as signOutComputer, closeBrowser } from "./lifecycle/sign-in";
 export {
   captureCollectorCommands,
   captureCollectorEnvironment,
   collectorContext,
   COLLECTOR_ENV,
-} from "./capture-collector";
+} from "../protocol/collector";
 
 export interface RunnerOptions extends WorkspaceOptions {
   /** Default: artifacts/<stack> under the project directory. */
@@ -403,7 +408,7 @@ export interface ResetStackOptions extends RunnerOptions {
 /**
  * Puts the deployed env back to the state right after `up`, without redeploying: every site's data emptied, every
  * browser on a fresh profile (nothing of the last episode in it) at its start tabs, the captures and the proxy logs
- * started over (see reset.ts). The next episode is counted in run.json.
+ * started over (see lifecycle/reset.ts). The next episode is counted in run.json.
  */
 export async function resetStack(stack: string, options: ResetStackOptions = {}): Promise<ResetResult> {
   return onStack(stack, options, "resetting", async (opened) =>
@@ -463,13 +468,14 @@ export async function watchStack(stack: string, options: RunnerOptions & { port?
   };
 }
 
-/** Collects whatever is not collected yet, then destroys the stack (see down.ts for the order and policy). */
+/** Collects whatever is not collected yet, then destroys the stack (see lifecycle/down.ts for the order and policy). */
 export async function destroyStack(stack: string, options: DestroyOptions = {}): Promise<DownResult> {
   return onStack(stack, options, "destroying", async (opened) => {
     // The total of a destroy is what the state holds: no preview needed.
     const state = await opened.stack.exportStack().catch(() => undefined);
     const total = state === undefined ? undefined : resourcesInDeployment(state);
-    // Hosts the stack does not own are asked to delete what is on them: each must answer first (hosts-reachable.ts).
+    // Hosts the stack does not own are asked to delete what is on them: each must answer first
+    // (runtimes/docker/hosts-reachable.ts).
     const resources = (state?.deployment?.resources ?? []) as StateResource[];
     const hosts = hostsToReach(opened.name, resources);
     const outputs = resources.find((r) => r.type === "pulumi:pulumi:Stack")?.outputs;

@@ -1,7 +1,7 @@
 // The graph-check hook the policy pack plugs into: every finding fails the check as one problem line.
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { checkStack, GRAPH_CHECKS, type GraphCheck } from "../../src/runner/check";
+import { checkStack, GRAPH_CHECKS, type GraphCheck } from "../../src/runner/check/check";
 
 const ROOT = resolve(__dirname, "..", "..");
 

@@ -15,7 +15,7 @@ import { validateStackConfig } from "../../src/config";
 import { imageContextDigest } from "../../src/image-context";
 import { DEFAULT_BASE_IMAGE, PROJECT_IMAGES } from "../../src/plan/images";
 import { computerControlToken } from "../../src/protocol/auth";
-import type { Graph } from "../../src/runner/graph";
+import type { Graph } from "../../src/runner/check/graph";
 import {
   CONTAINER,
   DOCKER_PROVIDER,

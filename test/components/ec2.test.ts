@@ -2,7 +2,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { runPolicies } from "../../policies/evaluate";
 import { DOCKER_DEFAULT_ADDRESS_POOLS } from "../../src/plan";
-import type { Graph, GraphResource } from "../../src/runner/graph";
+import type { Graph, GraphResource } from "../../src/runner/check/graph";
 import {
   IMAGE,
   NETWORK,

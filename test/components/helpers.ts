@@ -1,5 +1,5 @@
-// Runs the real program under Pulumi's mocks (src/runner/graph.ts) for a config given as plain data.
-import { renderGraph, type Graph, type GraphResource } from "../../src/runner/graph";
+// Runs the real program under Pulumi's mocks (src/runner/check/graph.ts) for a config given as plain data.
+import { renderGraph, type Graph, type GraphResource } from "../../src/runner/check/graph";
 
 // @pulumi/docker's type tokens, as the state holds them (spelt out here, not read from src/providers/types.ts).
 export const CONTAINER = "docker:index/container:Container";

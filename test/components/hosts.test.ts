@@ -2,7 +2,7 @@
 // pinned keys, and on them exactly what the ec2 target puts on its VMs (RemoteEngines), without any AWS resource.
 import { beforeAll, describe, expect, it } from "vitest";
 import { runPolicies } from "../../policies/evaluate";
-import type { Graph } from "../../src/runner/graph";
+import type { Graph } from "../../src/runner/check/graph";
 import {
   CONTAINER,
   container,

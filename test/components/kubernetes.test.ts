@@ -9,7 +9,7 @@ import { readStackFile } from "../../src/config";
 import { PROJECT_IMAGES } from "../../src/plan/images";
 import { ENV_VARS } from "../../src/protocol/env";
 import { CAPTURE_SERVER_ENV } from "../../src/protocol/gateway-config";
-import type { Graph, GraphResource } from "../../src/runner/graph";
+import type { Graph, GraphResource } from "../../src/runner/check/graph";
 import { graphOf } from "./helpers";
 
 // @pulumi/kubernetes's type tokens, as the state holds them.
@@ -57,8 +57,8 @@ const FULL_CONFIG = {
   computers: { ...DEMO_CONFIG.computers, open: { ...DEMO_CONFIG.computers.open, image: OWN_BROWSER } },
 };
 
-// The dependencies each registration names (dependsOn and its inputs' resources), which graph.ts does not record:
-// read off the mock monitor's requests, by URN.
+// The dependencies each registration names (dependsOn and its inputs' resources), which src/runner/check/graph.ts does
+// not record: read off the mock monitor's requests, by URN.
 const dependencies = new Map<string, string[]>();
 const originalRegister = MockMonitor.prototype.registerResource;
 

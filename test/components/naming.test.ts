@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { DockerEngine, MultiEnv } from "../../components";
 import { plan } from "../../src/plan";
 import type { StackConfig } from "../../src/plan/types";
-import { GraphError, renderGraph } from "../../src/runner/graph";
+import { GraphError, renderGraph } from "../../src/runner/check/graph";
 import { NETWORK, VOLUME } from "./helpers";
 
 const CONFIG: StackConfig = {

@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { multienvProgram } from "../../src/program";
-import { GraphError } from "../../src/runner/graph";
+import { GraphError } from "../../src/runner/check/graph";
 import { graphOf } from "./helpers";
 
 describe("program", () => {

@@ -4,7 +4,7 @@ import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { engineClient } from "../../src/runner/engine";
+import { engineClient } from "../../src/engines/docker";
 import { e2eStack, REPO, stackFileOf, sweepStack } from "./helpers/env";
 
 const STACK = e2eStack("e2e-ex");

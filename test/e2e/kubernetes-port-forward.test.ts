@@ -4,10 +4,10 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { coreApi, loadKubeConfig } from "../../src/runner/kubernetes";
-import { deleteNamespace, labelledNamespaces, namespaceGone } from "../../src/runner/kubernetes-namespaces";
-import { podStates, recreatePod } from "../../src/runner/kubernetes-pods";
-import { openGatewayPortForward } from "../../src/runner/kubernetes-port-forward";
+import { coreApi, loadKubeConfig } from "../../src/engines/kubernetes";
+import { deleteNamespace, labelledNamespaces, namespaceGone } from "../../src/runner/runtimes/kubernetes/namespaces";
+import { podStates, recreatePod } from "../../src/runner/runtimes/kubernetes/pods";
+import { openGatewayPortForward } from "../../src/engines/port-forward";
 import { testCluster } from "./helpers/kubernetes";
 
 // The test cluster, brought up if it is not (seconds once setup.sh has built its binaries).

@@ -7,9 +7,9 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { engineClient } from "../../src/runner/engine";
+import { engineClient } from "../../src/engines/docker";
 import { deployStack, gatewayAccess, type StackSpec } from "../../src/runner";
-import { openStack } from "../../src/runner/workspace";
+import { openStack } from "../../src/runner/stack/workspace";
 import { e2eStack, REPO, stackFileOf, sweepStack, until } from "./helpers/env";
 
 const STACK = e2eStack("e2e-life");

@@ -7,7 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import YAML from "yaml";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { engineClient } from "../../src/runner/engine";
+import { engineClient } from "../../src/engines/docker";
 import { deployStack, destroyStack, gatewayAccess, type DeployedStack, type StackSpec } from "../../src/runner";
 import { addressesOf, connectsFrom, e2eStack, REPO, stackFileOf, sweepStack, throughProxy, until } from "./helpers/env";
 import { chromium } from "playwright-core";

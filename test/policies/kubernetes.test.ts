@@ -12,7 +12,7 @@ import { TYPES } from "../../policies/model";
 import { CAPTURE_SERVER_ENV } from "../../src/protocol/gateway-config";
 import { readStackFile } from "../../src/config";
 import { publicWebPeers } from "../../src/plan/kubernetes";
-import { renderGraph, type Graph, type GraphResource } from "../../src/runner/graph";
+import { renderGraph, type Graph, type GraphResource } from "../../src/runner/check/graph";
 import { engineResourcesOf, RunningPack } from "./crossguard";
 
 const STACK_FILE = path.resolve(__dirname, "../../stacks/Pulumi.demo-kubernetes.yaml");

@@ -1,5 +1,5 @@
 // The whole pack over the graph of every stack in stacks/, rendered by the real program under Pulumi's mocks
-// (src/runner/graph.ts): every one must pass, through runPolicies (what `multienv check` runs) and through the
+// (src/runner/check/graph.ts): every one must pass, through runPolicies (what `multienv check` runs) and through the
 // running CrossGuard pack (what `pulumi up --policy-pack policies` runs). Then deliberately broken graphs, each
 // caught by the policy named for it and by no other.
 import { readdirSync } from "node:fs";
@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runPolicies } from "../../policies/evaluate";
 import { TYPES } from "../../policies/model";
 import { readStackFile } from "../../src/config";
-import { checkStack } from "../../src/runner/check";
-import { renderGraph, type Graph } from "../../src/runner/graph";
+import { checkStack } from "../../src/runner/check/check";
+import { renderGraph, type Graph } from "../../src/runner/check/graph";
 import { engineResourcesOf, RunningPack } from "./crossguard";
 
 const STACKS_DIR = path.resolve(__dirname, "../../stacks");

@@ -10,7 +10,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { engineConnection, sshAlias, sshRun, sshSetup, type SshEndpoint } from "../../src/plan/ssh";
 import { sshDir } from "../../src/providers/ssh";
-import { engineClient } from "../../src/runner/engine";
+import { engineClient } from "../../src/engines/docker";
 import { keyPair, startSshd, type TestSshd } from "../helpers/sshd";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-ssh-test-"));

@@ -8,7 +8,7 @@ import path from "node:path";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayTunnel } from "../../src/providers/tunnel";
-import { gatewayAccessOf } from "../../src/runner/outputs";
+import { gatewayAccessOf } from "../../src/runner/stack/outputs";
 import { startSshd, type TestSshd } from "../helpers/sshd";
 
 let sshd: TestSshd;

@@ -8,7 +8,7 @@ import {
   COLLECTOR_ENV,
   readCollectorEnvironment,
   type CollectorContext,
-} from "../../src/runner/capture-collector";
+} from "../../src/protocol/collector";
 import { graphOf, resource } from "../components/helpers";
 
 const CONFIG = {

@@ -9,11 +9,7 @@ import * as collectCommand from "../../src/runner/commands/collect";
 import * as downCommand from "../../src/runner/commands/down";
 import * as signInCommand from "../../src/runner/commands/sign-in";
 import * as upCommand from "../../src/runner/commands/up";
-import {
-  captureCollectorCommands,
-  captureCollectorEnvironment,
-  COLLECTOR_ENV,
-} from "../../src/runner/capture-collector";
+import { captureCollectorCommands, captureCollectorEnvironment, COLLECTOR_ENV } from "../../src/protocol/collector";
 import {
   cleanup,
   helpOf,

@@ -4,8 +4,8 @@
 import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CaptureCollectionError, collectRun, type CollectOptions } from "../../src/runner/collect";
-import type { RunRecord } from "../../src/runner/run-record";
+import { CaptureCollectionError, collectRun, type CollectOptions } from "../../src/runner/evidence/collect";
+import type { RunRecord } from "../../src/runner/evidence/run-record";
 import { cleanup, pcapBytes, sha256, startTestGateway, tempDir, TOKEN, writeCaptures } from "./helpers";
 
 afterEach(cleanup);

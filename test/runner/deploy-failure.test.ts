@@ -11,7 +11,7 @@ import type { SelfTestResults } from "../../src/protocol/outputs";
 import { parseSelfTestFailure } from "../../src/protocol/self-test-failure";
 import { RunnerError } from "../../src/runner/errors";
 import * as errors from "../../src/runner/errors";
-import * as runRecord from "../../src/runner/run-record";
+import * as runRecord from "../../src/runner/evidence/run-record";
 import { ROOT, tempDir } from "./helpers";
 
 const check = (check: string, ok: boolean, detail: string) => ({ check, url: "https://x.test/", ok, detail });

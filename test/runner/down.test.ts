@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import { afterEach, describe, expect, it } from "vitest";
-import { collectThenDestroy, type StackSeam } from "../../src/runner/down";
+import { collectThenDestroy, type StackSeam } from "../../src/runner/lifecycle/down";
 import { RunnerError } from "../../src/runner/errors";
 import { chromium } from "playwright-core";
 import {

@@ -1,4 +1,4 @@
-// The runner's engine client (src/runner/engine.ts): the ssh arguments of a remote engine's connections, a local
+// The runner's engine client (src/engines/docker.ts): the ssh arguments of a remote engine's connections, a local
 // engine over its unix socket (a fake engine here), and each container of a stack's state found on the engine its
 // docker provider names. The SSH path itself is test/providers/ssh.test.ts, against a real sshd.
 import fs from "node:fs";
@@ -14,7 +14,7 @@ import {
   isNotFound,
   stackContainers,
   type StateResource,
-} from "../../src/runner/engine";
+} from "../../src/engines/docker";
 
 describe("dialStdioArgs", () => {
   it("runs docker system dial-stdio as the docker provider does: user and port as options, then sshOpts, then the host", () => {

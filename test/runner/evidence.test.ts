@@ -5,9 +5,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { collectRun } from "../../src/runner/collect";
-import { isNonPublicAddress, isPublicHost, publicHostsInLog } from "../../src/runner/evidence";
-import type { RunRecord } from "../../src/runner/run-record";
+import { collectRun } from "../../src/runner/evidence/collect";
+import { isNonPublicAddress, isPublicHost, publicHostsInLog } from "../../src/runner/evidence/proxy-logs";
+import type { RunRecord } from "../../src/runner/evidence/run-record";
 import { cleanup, curl, freePort, startHttpServer, startProxy, startTestGateway, tempDir, TOKEN } from "./helpers";
 import { computerControlToken } from "../../src/protocol/auth";
 

@@ -10,7 +10,7 @@ import {
   unreachableHosts,
   unreachableMessage,
   type StateResource,
-} from "../../src/runner/hosts-reachable";
+} from "../../src/runner/runtimes/docker/hosts-reachable";
 import { freePort, startSshd, type TestSshd } from "../helpers/sshd";
 
 const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";

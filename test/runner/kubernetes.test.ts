@@ -9,13 +9,18 @@ import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { WebSocketServer } from "ws";
 import { afterAll, describe, expect, it } from "vitest";
-import { kubeconfigFiles, loadKubeConfig } from "../../src/runner/kubernetes";
-import { openGatewayPortForward } from "../../src/runner/kubernetes-port-forward";
-import { podStateOf, recreateSpec } from "../../src/runner/kubernetes-pods";
-import { asContainerState, podsToStartOver } from "../../src/runner/kubernetes-runtime";
-import { clusterTargetOf, isKubernetesState, stackNamespaces, stackPods } from "../../src/runner/kubernetes-target";
-import { containerProblem } from "../../src/runner/containers";
-import { localOutputs, openGatewayAccess, rebaseUrl, readOutputs } from "../../src/runner/outputs";
+import { kubeconfigFiles, loadKubeConfig } from "../../src/engines/kubernetes";
+import { openGatewayPortForward } from "../../src/engines/port-forward";
+import { podStateOf, recreateSpec } from "../../src/runner/runtimes/kubernetes/pods";
+import { asContainerState, podsToStartOver } from "../../src/runner/runtimes/kubernetes/runtime";
+import {
+  clusterTargetOf,
+  isKubernetesState,
+  stackNamespaces,
+  stackPods,
+} from "../../src/runner/runtimes/kubernetes/state";
+import { containerProblem } from "../../src/runner/runtimes/docker/containers";
+import { localOutputs, openGatewayAccess, rebaseUrl, readOutputs } from "../../src/runner/stack/outputs";
 import { portForwardUrl } from "../../src/protocol/port-forward";
 import { cleanup, tempDir } from "./helpers";
 

@@ -13,10 +13,10 @@ import {
   readOutputs,
   SECRET_PLACEHOLDER,
   syntheticDomainsOf,
-} from "../../src/runner/outputs";
-import { describeUrn, ProgressReporter, resourcesInDeployment, StepCounter } from "../../src/runner/progress";
-import { withStackLock } from "../../src/runner/stack-lock";
-import { backendUrlFor, specConfigMap } from "../../src/runner/workspace";
+} from "../../src/runner/stack/outputs";
+import { describeUrn, ProgressReporter, resourcesInDeployment, StepCounter } from "../../src/runner/stack/progress";
+import { withStackLock } from "../../src/runner/stack/lock";
+import { backendUrlFor, specConfigMap } from "../../src/runner/stack/workspace";
 import { cleanup, tempDir } from "./helpers";
 
 afterAll(cleanup);

@@ -12,8 +12,8 @@ import * as outputsCommand from "../../src/runner/commands/outputs";
 import * as screenshotCommand from "../../src/runner/commands/screenshot";
 import * as statusCommand from "../../src/runner/commands/status";
 import * as watchCommand from "../../src/runner/commands/watch";
-import { containerProblem, countContainers, isHealthy } from "../../src/runner/containers";
-import { nextSteps } from "../../src/runner/next-steps";
+import { containerProblem, countContainers, isHealthy } from "../../src/runner/runtimes/docker/containers";
+import { nextSteps } from "../../src/runner/lifecycle/next-steps";
 import {
   listStacks,
   proxyLogSize,
@@ -21,11 +21,17 @@ import {
   statusProblems,
   summarizeSelfTest,
   type StackStatus,
-} from "../../src/runner/operator";
-import { formatScreenshots, formatStackList, formatStatus, table } from "../../src/runner/operator-format";
-import { fileBackendDir, holdsSecret, readStateStack, readStateStacks, targetOf } from "../../src/runner/state-files";
-import { LogFollower, watchLines } from "../../src/runner/watch";
-import { escapeHtml, watchPage } from "../../src/runner/watch-page";
+} from "../../src/runner/operator/operator";
+import { formatScreenshots, formatStackList, formatStatus, table } from "../../src/runner/operator/format";
+import {
+  fileBackendDir,
+  holdsSecret,
+  readStateStack,
+  readStateStacks,
+  targetOf,
+} from "../../src/runner/stack/state-files";
+import { LogFollower, watchLines } from "../../src/runner/operator/watch";
+import { escapeHtml, watchPage } from "../../src/runner/operator/watch-page";
 import { CLI, helpOf, ROOT, tempDir } from "./helpers";
 
 const SECRET = { "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", ciphertext: "v1:abc" };

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { start, type Launcher } from "../../src/browser/launcher";
 import { computerControlToken } from "../../src/protocol/auth";
 import { CARD_PATH, WEBSITE_V1_URN } from "../../src/protocol/card";
-import { resetEnv, type ResetResult } from "../../src/runner/reset";
+import { resetEnv, type ResetResult } from "../../src/runner/lifecycle/reset";
 import {
   cleanup,
   deployedOutputs,

@@ -3,7 +3,7 @@
 // DevTools through the gateway, and sign-out removes exactly the site's.
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cookieBelongsTo, signIn, signOut } from "../../src/runner/sign-in";
+import { cookieBelongsTo, signIn, signOut } from "../../src/runner/lifecycle/sign-in";
 import {
   cleanup,
   startChromium,

@@ -4,9 +4,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser } from "playwright-core";
 import { WebSocket } from "ws";
-import { computerTabs, screenshotComputer, screenshotFileName } from "../../src/runner/screens";
-import { computerFeed } from "../../src/runner/watch";
-import { startWatchServer, type Feed, type FeedEvent, type WatchMessage } from "../../src/runner/watch-server";
+import { computerTabs, screenshotComputer, screenshotFileName } from "../../src/runner/operator/screens";
+import { computerFeed } from "../../src/runner/operator/watch";
+import { startWatchServer, type Feed, type FeedEvent, type WatchMessage } from "../../src/runner/operator/watch-server";
 import { cleanup, startChromium, startHttpServer, startTestGateway, TOKEN, waitFor } from "./helpers";
 
 afterAll(cleanup);

@@ -3,12 +3,12 @@
 import type * as awsTypes from "@pulumi/aws";
 import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
-import { awsTags, computerPeer } from "../src/plan/ec2";
-import { Ec2Firewall } from "./ec2Firewall";
-import { Ec2Host } from "./ec2Host";
-import type { EnvTargetArgs } from "./envTarget";
-import type { RemoteHost } from "./remoteEngines";
-import { RemoteTarget } from "./remoteTarget";
+import { awsTags, computerPeer } from "../../../src/plan/ec2";
+import { Ec2Firewall } from "./firewall";
+import { Ec2Host } from "./host";
+import type { EnvTargetArgs } from "../envTarget";
+import type { RemoteHost } from "../remoteEngines";
+import { RemoteTarget } from "../remote";
 
 /** A multi env on EC2 VMs. */
 export class Ec2Target extends RemoteTarget {

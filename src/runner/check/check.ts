@@ -3,10 +3,10 @@
 // and holds the rendered graph to the graph checks (the policy pack). Needs no Pulumi CLI, cloud or Docker.
 import { existsSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
-import { ConfigError, readStackFile, stackNameOfFile } from "../config";
-import { formatProblem, plan, type Plan } from "../plan";
-import { runPolicies } from "../../policies/evaluate";
-import { RESOURCE_TYPES } from "../providers/types";
+import { ConfigError, readStackFile, stackNameOfFile } from "../../config";
+import { formatProblem, plan, type Plan } from "../../plan";
+import { runPolicies } from "../../../policies/evaluate";
+import { RESOURCE_TYPES } from "../../providers/types";
 import { GraphError, renderGraph, type Graph, type GraphResource } from "./graph";
 
 /** One finding of a graph check: which check (policy), on which resource, what is wrong and how to comply. */

@@ -3,8 +3,8 @@
 // Secret values are rendered as "[secret]" everywhere. Re-runnable in one process: each run resets the
 // runtime's settings (setMocks) and config (setAllConfig) and waits for every registration to finish.
 import * as pulumi from "@pulumi/pulumi";
-import { multienvProgram } from "../program";
-import { RESOURCE_TYPES } from "../providers/types";
+import { multienvProgram } from "../../program";
+import { RESOURCE_TYPES } from "../../providers/types";
 
 /** The input a dynamic resource carries its provider's code in: not an input of the resource itself. */
 const DYNAMIC_PROVIDER_INPUT = "__provider";

@@ -20,7 +20,7 @@ export function register(program: Command): void {
     runAction("check", async () => {
       // Loaded when run, not when registered: the program and Pulumi's SDK take seconds to load,
       // and `--help` or another subcommand should not pay for them.
-      const { checkJson, checkStack, checkText } = require("../check") as typeof import("../check");
+      const { checkJson, checkStack, checkText } = require("../check/check") as typeof import("../check/check");
       const result = await checkStack(stack, { projectDir: options.projectDir });
       if (options.json) {
         process.stdout.write(`${checkJson(result)}\n`);

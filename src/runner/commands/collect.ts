@@ -1,13 +1,13 @@
 // `multienv collect <stack>`: store the run's captures, site-proxy logs and run.json under artifacts/<stack>/.
 // `multienv collect --from-env` is the same collection run by the capture collector's delete step during a
 // plain `pulumi destroy`: it reads the gateway's address, the control token and the env's context from its
-// environment (capture-collector.ts), not from the stack, whose lock the destroy holds.
+// environment (src/protocol/collector.ts), not from the stack, whose lock the destroy holds.
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { artifactsDirOf } from "../artifacts";
-import { readCollectorEnvironment } from "../capture-collector";
-import type { CollectResult } from "../collect";
-import type { GatewayAccess } from "../outputs";
+import { artifactsDirOf } from "../evidence/artifacts";
+import { readCollectorEnvironment } from "../../protocol/collector";
+import type { CollectResult } from "../evidence/collect";
+import type { GatewayAccess } from "../stack/outputs";
 import { RunnerError } from "../errors";
 import { note, runAction, say, withProjectDir, type CommonOptions } from "./common";
 
@@ -58,7 +58,7 @@ export function register(program: Command): void {
         // If it cannot come up, the collection below says what it could not store (and fails with
         // --fail-on-capture-error, so the destroy stops before anything is gone).
         if (fromEnv.gatewayTunnel !== undefined) {
-          const { bringTunnelUp } = require("../outputs") as typeof import("../outputs");
+          const { bringTunnelUp } = require("../stack/outputs") as typeof import("../stack/outputs");
           try {
             bringTunnelUp(fromEnv.gatewayTunnel, fromEnv.stack);
           } catch (error) {
@@ -68,7 +68,7 @@ export function register(program: Command): void {
         // Kubernetes: the gateway's pod is reached through a port-forward, open for the collection. One that cannot
         // open is said, and the collection records what it could not store, as for a tunnel that did not come up.
         if (fromEnv.gatewayPortForward !== undefined) {
-          const { forwardTo } = require("../outputs") as typeof import("../outputs");
+          const { forwardTo } = require("../stack/outputs") as typeof import("../stack/outputs");
           access = {
             ...access,
             ...(await forwardTo(fromEnv.gatewayPortForward, fromEnv.gatewayUrl, {
@@ -115,9 +115,9 @@ async function collectFromEnv(
   options: CollectOptions,
 ): Promise<CollectResult> {
   // Loaded when run: the delete step needs neither the Automation API nor Pulumi at all.
-  const { collectRun } = require("../collect") as typeof import("../collect");
+  const { collectRun } = require("../evidence/collect") as typeof import("../evidence/collect");
   if (options.endConnections && fromEnv.context.computers.length > 0) {
-    const { completeProxyLogs } = require("../down") as typeof import("../down");
+    const { completeProxyLogs } = require("../lifecycle/down") as typeof import("../lifecycle/down");
     await completeProxyLogs({ stack: fromEnv.stack, access, computers: fromEnv.context.computers }, note);
   }
   const artifactsDir = artifactsDirFor(fromEnv, options);

@@ -17,7 +17,7 @@ export function register(program: Command): void {
   ).action((options: LsOptions) =>
     runAction("ls", async () => {
       const { listStacks } = require("../index") as typeof import("../index");
-      const { formatStackList } = require("../operator-format") as typeof import("../operator-format");
+      const { formatStackList } = require("../operator/format") as typeof import("../operator/format");
       const list = await listStacks({ projectDir: options.projectDir });
       say(options.json ? JSON.stringify(list, null, 2) : formatStackList(list));
     }),

@@ -23,7 +23,7 @@ export function register(program: Command): void {
   ).action((stack: string, options: OutputsOptions) =>
     runAction("outputs", async () => {
       const { stackOutputs } = require("../index") as typeof import("../index");
-      const { formatDisplayed } = require("../outputs") as typeof import("../outputs");
+      const { formatDisplayed } = require("../stack/outputs") as typeof import("../stack/outputs");
       const shown = await stackOutputs(stack, { projectDir: options.projectDir, showSecrets: options.showSecrets });
       say(options.json ? JSON.stringify(shown, null, 2) : `stack ${stack} outputs:\n${formatDisplayed(shown)}`);
     }),

@@ -20,7 +20,7 @@ export function register(program: Command): void {
   ).action((stack: string, options: ScreenshotOptions) =>
     runAction("screenshot", async () => {
       const { screenshotStack } = require("../index") as typeof import("../index");
-      const { formatScreenshots } = require("../operator-format") as typeof import("../operator-format");
+      const { formatScreenshots } = require("../operator/format") as typeof import("../operator/format");
       const shots = await screenshotStack(stack, {
         projectDir: options.projectDir,
         computer: options.computer,

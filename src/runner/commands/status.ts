@@ -21,7 +21,7 @@ export function register(program: Command): void {
   ).action((stack: string, options: StatusOptions) =>
     runAction("status", async () => {
       const { stackStatus } = require("../index") as typeof import("../index");
-      const { formatStatus } = require("../operator-format") as typeof import("../operator-format");
+      const { formatStatus } = require("../operator/format") as typeof import("../operator/format");
       const status = await stackStatus(stack, { projectDir: options.projectDir });
       say(options.json ? JSON.stringify(status, null, 2) : formatStatus(status));
       if (!status.healthy) {

@@ -24,8 +24,9 @@ export function register(program: Command): void {
     .option("--endpoint <url>", "the EC2 API endpoint (default https://ec2.<region>.amazonaws.com/)")
     .action((options: SweepCommandOptions) =>
       runAction("sweep", async () => {
-        const { parseAge, sweep } = require("../sweep") as typeof import("../sweep");
-        const { credentialsFromEnv, queryEc2Api } = require("../ec2-api") as typeof import("../ec2-api");
+        const { parseAge, sweep } = require("../lifecycle/sweep") as typeof import("../lifecycle/sweep");
+        const { credentialsFromEnv, queryEc2Api } =
+          require("../lifecycle/ec2-api") as typeof import("../lifecycle/ec2-api");
         const olderThanMs = parseAge(options.olderThan);
         const region = options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
         if (!region) throw new RunnerError("no region: pass --region (e.g. --region us-east-1) or set AWS_REGION");

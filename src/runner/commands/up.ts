@@ -28,8 +28,8 @@ export function register(program: Command): void {
     runAction("up", async () => {
       // Loaded when run, not when registered: `--help` and argument errors stay fast.
       const { deployStack } = require("../index") as typeof import("../index");
-      const { formatDisplayed } = require("../outputs") as typeof import("../outputs");
-      const { nextSteps } = require("../next-steps") as typeof import("../next-steps");
+      const { formatDisplayed } = require("../stack/outputs") as typeof import("../stack/outputs");
+      const { nextSteps } = require("../lifecycle/next-steps") as typeof import("../lifecycle/next-steps");
       const result = await deployStack(stack, {
         projectDir: options.projectDir,
         preview: options.preview,

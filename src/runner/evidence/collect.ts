@@ -7,8 +7,8 @@ import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { mkdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { CARD_PATH, type AgentEnvCard } from "../protocol/card";
-import { episodeOf } from "../protocol/site-proxy";
+import { CARD_PATH, type AgentEnvCard } from "../../protocol/card";
+import { episodeOf } from "../../protocol/site-proxy";
 import {
   captureGaps,
   fetchTrafficCapture,
@@ -16,11 +16,11 @@ import {
   parseCaptureName,
   servesTraffic,
   type TrafficCapture,
-} from "../protocol/traffic";
+} from "../../protocol/traffic";
 import { PROXY_LOGS_DIR, TRAFFIC_DIR, temporaryPathFor, writeFileAtomic } from "./artifacts";
-import { errorMessage, RunnerError } from "./errors";
-import { fetchProxyLog, publicHostsInLog } from "./evidence";
-import type { GatewayAccess } from "./outputs";
+import { errorMessage, RunnerError } from "../errors";
+import { fetchProxyLog, publicHostsInLog } from "./proxy-logs";
+import type { GatewayAccess } from "../stack/outputs";
 import {
   readRunRecord,
   withReproducibility,

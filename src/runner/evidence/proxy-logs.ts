@@ -4,10 +4,10 @@
 // computer's site proxy logs a `connection` record per connection it made; every host in them that is neither
 // one of the env's synthetic names nor a loopback/private address is a public host.
 import { isIPv4, isIPv6 } from "node:net";
-import { covers, isLocalhostName } from "../protocol/host-names";
-import { bearer } from "../protocol/auth";
-import { errorMessage } from "./errors";
-import { logMarkQuery, parseLiveSiteProxyLog, type ConnectionRecord, type LogMark } from "../protocol/site-proxy";
+import { covers, isLocalhostName } from "../../protocol/host-names";
+import { bearer } from "../../protocol/auth";
+import { errorMessage } from "../errors";
+import { logMarkQuery, parseLiveSiteProxyLog, type ConnectionRecord, type LogMark } from "../../protocol/site-proxy";
 
 /** The gateway path streaming a computer's site-proxy log (control token required). */
 export function proxyLogPath(computer: string): string {

@@ -1,11 +1,11 @@
 // `artifacts/<stack>/run.json`: what a run leaves behind besides its files.
 // The live marks come from the stack's outputs (what was deployed); `publicHostsContacted` comes from the
 // computers' site-proxy logs (what actually happened). A run is reproducible only when both say so.
-import type { SelfTestOutput } from "../protocol/outputs";
-import type { CaptureGap } from "../protocol/traffic";
+import type { SelfTestOutput } from "../../protocol/outputs";
+import type { CaptureGap } from "../../protocol/traffic";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { LiveWebsiteMark } from "../plan/types";
+import type { LiveWebsiteMark } from "../../plan/types";
 import { RUN_RECORD_FILE, writeFileAtomic } from "./artifacts";
 
 /** One collected capture: where it is, what the gateway listed, and the digest of the bytes stored. */

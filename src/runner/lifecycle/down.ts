@@ -3,12 +3,12 @@
 // The order and the failure policy live here, over a small seam of the Automation API's Stack, so a test can
 // stand a double in for the stack and see the calls in order.
 import type { EngineEvent, OutputMap } from "@pulumi/pulumi/automation";
-import { artifactsDirOf } from "./artifacts";
-import { CaptureCollectionError, collectRun, type CollectOptions, type CollectResult } from "./collect";
-import { endProxyConnections, logsSettled } from "./evidence";
+import { artifactsDirOf } from "../evidence/artifacts";
+import { CaptureCollectionError, collectRun, type CollectOptions, type CollectResult } from "../evidence/collect";
+import { endProxyConnections, logsSettled } from "../evidence/proxy-logs";
 import { closeBrowser } from "./sign-in";
-import { errorMessage, RunnerError } from "./errors";
-import { readOutputs, syntheticDomainsOf, withGatewayAccess, type GatewayAccess } from "./outputs";
+import { errorMessage, RunnerError } from "../errors";
+import { readOutputs, syntheticDomainsOf, withGatewayAccess, type GatewayAccess } from "../stack/outputs";
 
 /** The part of the Automation API's Stack the lifecycle commands use. `Stack` satisfies it as it is. */
 export interface StackSeam {

@@ -1,5 +1,5 @@
 // What `multienv up` prints once the env is up: where an agent connects and the commands an operator uses next.
-import { isPortForwardUrl, type StackOutputs } from "./outputs";
+import { isPortForwardUrl, type StackOutputs } from "../stack/outputs";
 
 /** The next steps after deploying `stack`, a few lines for a terminal. */
 export function nextSteps(stack: string, outputs: Pick<StackOutputs, "computers"> & { gatewayUrl?: string }): string[] {

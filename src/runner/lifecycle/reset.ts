@@ -16,14 +16,14 @@
 //      is disconnected, and reconnecting there reaches the new one;
 //   5. the next episode begins: run.json counts it, and its evidence is each proxy log after the mark of 1.
 // Sign-ins are gone, as after `up`: sign in again for the next episode.
-// The containers (or pods) are found in the stack's state, and restarted by the target's runtime (runtimes.ts), so
-// this works on every target. On the kubernetes target the gateway is reached through a port-forward for the reset's
-// duration.
+// The containers (or pods) are found in the stack's state, and restarted by the target's runtime
+// (../runtimes/runtimes.ts), so this works on every target. On the kubernetes target the gateway is reached through a
+// port-forward for the reset's duration.
 import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { OutputMap } from "@pulumi/pulumi/automation";
-import { bearer } from "../protocol/auth";
-import { BROWSER_OPERATION_PATHS, type FreshProfileAnswer, type StartTabsAnswer } from "../protocol/browser-config";
+import { bearer } from "../../protocol/auth";
+import { BROWSER_OPERATION_PATHS, type FreshProfileAnswer, type StartTabsAnswer } from "../../protocol/browser-config";
 import {
   CARD_PATH,
   findExtension,
@@ -31,15 +31,15 @@ import {
   WEBSITE_OPERATIONS,
   WEBSITE_V1_URN,
   type GatewayCard,
-} from "../protocol/card";
-import { PROXY_LOGS_DIR, TRAFFIC_DIR } from "./artifacts";
-import { collectRun, type CollectResult } from "./collect";
+} from "../../protocol/card";
+import { PROXY_LOGS_DIR, TRAFFIC_DIR } from "../evidence/artifacts";
+import { collectRun, type CollectResult } from "../evidence/collect";
 import { collectOptionsFor, hasDeployedEnv } from "./down";
-import { errorMessage, RunnerError } from "./errors";
-import { endProxyConnections } from "./evidence";
-import { readOutputs, withGatewayAccess, type GatewayAccess } from "./outputs";
-import { readRunRecord, writeRunRecord, type EpisodeRecord } from "./run-record";
-import { runtimeOf, type EnvRuntime } from "./runtimes";
+import { errorMessage, RunnerError } from "../errors";
+import { endProxyConnections } from "../evidence/proxy-logs";
+import { readOutputs, withGatewayAccess, type GatewayAccess } from "../stack/outputs";
+import { readRunRecord, writeRunRecord, type EpisodeRecord } from "../evidence/run-record";
+import { runtimeOf, type EnvRuntime } from "../runtimes/runtimes";
 import { cdpUrlOf } from "./sign-in";
 
 /** The part of the Automation API's Stack that reset uses. */

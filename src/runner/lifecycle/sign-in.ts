@@ -3,11 +3,11 @@
 // playwright-core's connectOverCDP is the DevTools client; connecting sends the control token on both the
 // /json/version request and the WebSocket. Disconnecting leaves the computer's browser running.
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
-import { covers, isWildcard } from "../protocol/host-names";
-import { bearer } from "../protocol/auth";
-import { parseStorageState, SESSION_PATH, type StorageState } from "../protocol/session";
-import { errorMessage } from "./errors";
-import type { GatewayAccess } from "./outputs";
+import { covers, isWildcard } from "../../protocol/host-names";
+import { bearer } from "../../protocol/auth";
+import { parseStorageState, SESSION_PATH, type StorageState } from "../../protocol/session";
+import { errorMessage } from "../errors";
+import type { GatewayAccess } from "../stack/outputs";
 
 export interface SignInTarget {
   access: GatewayAccess;

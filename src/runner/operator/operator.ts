@@ -3,23 +3,28 @@
 // far), `outputs` (without deploying again) and `screenshot` (each computer's visible tab). All of it only reads:
 // no stack lock is taken and nothing in an env changes.
 //
-// The stacks and their resources come from the state's checkpoint files (state-files.ts), their containers' (or
-// pods') states from the target's runtime (runtimes.ts); the control token, a secret, from the Automation API
+// The stacks and their resources come from the state's checkpoint files (stack/state-files.ts), their containers' (or
+// pods') states from the target's runtime (runtimes/runtimes.ts); the control token, a secret, from the Automation API
 // (gatewayAccess), which also opens the way to the gateway (a port-forward on the kubernetes target).
 import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { OutputMap } from "@pulumi/pulumi/automation";
-import { listTrafficCaptures, type TrafficCapture } from "../protocol/traffic";
-import { parseLiveSiteProxyLog } from "../protocol/site-proxy";
-import type { SelfTestOutput } from "../protocol/outputs";
-import { artifactsDirOf, DEFAULT_PROJECT_DIR, RUN_RECORD_FILE } from "./artifacts";
-import { containerProblem, countContainers, type ContainerCounts, type ContainerState } from "./containers";
-import { errorMessage, RunnerError } from "./errors";
-import { fetchProxyLog } from "./evidence";
-import { readOutputs, type GatewayAccess, type StackOutputs } from "./outputs";
-import { readRunRecord } from "./run-record";
-import { runtimeOf } from "./runtimes";
+import { listTrafficCaptures, type TrafficCapture } from "../../protocol/traffic";
+import { parseLiveSiteProxyLog } from "../../protocol/site-proxy";
+import type { SelfTestOutput } from "../../protocol/outputs";
+import { artifactsDirOf, DEFAULT_PROJECT_DIR, RUN_RECORD_FILE } from "../evidence/artifacts";
+import {
+  containerProblem,
+  countContainers,
+  type ContainerCounts,
+  type ContainerState,
+} from "../runtimes/docker/containers";
+import { errorMessage, RunnerError } from "../errors";
+import { fetchProxyLog } from "../evidence/proxy-logs";
+import { readOutputs, type GatewayAccess, type StackOutputs } from "../stack/outputs";
+import { readRunRecord } from "../evidence/run-record";
+import { runtimeOf } from "../runtimes/runtimes";
 import { computerTabs, screenshotComputer, screenshotFileName, type Screenshot, type Tab } from "./screens";
 import {
   isDeployed,
@@ -28,7 +33,7 @@ import {
   targetOf,
   type StateOptions,
   type StateStack,
-} from "./state-files";
+} from "../stack/state-files";
 
 export interface OperatorOptions extends StateOptions {
   /** Default: artifacts/<stack> under the project directory. */

@@ -2,8 +2,8 @@
 // connection sign-in and reset use): its open tabs, the one on screen, and a PNG of it. Nothing here clicks, types
 // or navigates: an operator looking must not change what the agent sees.
 import type { BrowserContext, Page } from "playwright-core";
-import { withComputerBrowser } from "./sign-in";
-import type { GatewayAccess } from "./outputs";
+import { withComputerBrowser } from "../lifecycle/sign-in";
+import type { GatewayAccess } from "../stack/outputs";
 
 /** One open tab. */
 export interface Tab {

@@ -4,13 +4,13 @@
 // - its proxy log: the `request` and `refused` lines, read again every second.
 // Watching only looks: nothing is sent to a page but the screencast's own commands.
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from "playwright-core";
-import { bearer } from "../protocol/auth";
-import { parseLiveSiteProxyLog, type RefusedRecord, type RequestRecord } from "../protocol/site-proxy";
-import { errorMessage } from "./errors";
-import { fetchProxyLog } from "./evidence";
-import type { GatewayAccess } from "./outputs";
+import { bearer } from "../../protocol/auth";
+import { parseLiveSiteProxyLog, type RefusedRecord, type RequestRecord } from "../../protocol/site-proxy";
+import { errorMessage } from "../errors";
+import { fetchProxyLog } from "../evidence/proxy-logs";
+import type { GatewayAccess } from "../stack/outputs";
 import { visibleTab } from "./screens";
-import { cdpUrlOf } from "./sign-in";
+import { cdpUrlOf } from "../lifecycle/sign-in";
 import type { Feed, FeedEvent, WatchLogLine } from "./watch-server";
 
 /** How often the feed looks again for the tab on screen (the agent may switch tabs) and reads the proxy log. */

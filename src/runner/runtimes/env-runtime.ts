@@ -1,7 +1,7 @@
 // What the runner does to a deployed env's workloads at run time, whichever target runs them: a Docker engine's
-// containers (docker-runtime.ts) or a cluster's pods (kubernetes-runtime.ts). `status` and `ls` read their states,
+// containers (docker/runtime.ts) or a cluster's pods (kubernetes/runtime.ts). `status` and `ls` read their states,
 // `reset` starts sites and captures over, `down` checks nothing is left. runtimes.ts picks one from the stack's state.
-import type { ContainerState } from "./containers";
+import type { ContainerState } from "./docker/containers";
 
 export interface EnvRuntime {
   /** `docker` (an engine's containers, local or remote) or `kubernetes` (a cluster's pods). */

@@ -1,11 +1,12 @@
 // The runtime of a deployed stack (env-runtime.ts), chosen from its state: the program's Kubernetes resources make it
 // the kubernetes target's, anything else the docker target's (docker, ec2, hosts: every one runs containers on Docker
-// engines). The cluster's client (@kubernetes/client-node) is loaded only once a cluster is reached (kubernetes.ts).
-import { dockerRuntime } from "./docker-runtime";
-import type { StateResource } from "./engine";
+// engines). The cluster's client (@kubernetes/client-node) is loaded only once a cluster is reached
+// (src/engines/kubernetes.ts).
+import { dockerRuntime } from "./docker/runtime";
+import type { StateResource } from "../../engines/docker";
 import type { EnvRuntime } from "./env-runtime";
-import { kubernetesRuntime } from "./kubernetes-runtime";
-import { isKubernetesState } from "./kubernetes-target";
+import { kubernetesRuntime } from "./kubernetes/runtime";
+import { isKubernetesState } from "./kubernetes/state";
 
 export type { EnvRuntime } from "./env-runtime";
 

@@ -3,11 +3,11 @@
 // Nothing here prints a secret unless the caller asked for it by name.
 import { execFileSync } from "node:child_process";
 import type { OutputMap } from "@pulumi/pulumi/automation";
-import { gatewayTunnelUp, type GatewayTunnel } from "../plan/ssh";
-import type { LiveWebsiteMark } from "../plan/types";
-import type { ComputerOutput, SelfTestOutput, StackOutputValues, WebsiteOutput } from "../protocol/outputs";
-import { PORT_FORWARD_SCHEME, type GatewayPortForward } from "../protocol/port-forward";
-import { openGatewayPortForward } from "./kubernetes-port-forward";
+import { gatewayTunnelUp, type GatewayTunnel } from "../../plan/ssh";
+import type { LiveWebsiteMark } from "../../plan/types";
+import type { ComputerOutput, SelfTestOutput, StackOutputValues, WebsiteOutput } from "../../protocol/outputs";
+import { PORT_FORWARD_SCHEME, type GatewayPortForward } from "../../protocol/port-forward";
+import { openGatewayPortForward } from "../../engines/port-forward";
 
 /** What `check --json` and `up` show in place of a secret value. */
 export const SECRET_PLACEHOLDER = "[secret]";

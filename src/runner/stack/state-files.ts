@@ -11,11 +11,11 @@ import { readdir, readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { gunzipSync } from "node:zlib";
 import YAML from "yaml";
-import { CONFIG_NAMESPACE } from "../plan/problems";
-import { RESOURCE_TYPES } from "../providers/types";
-import type { StateResource } from "./engine";
-import { RunnerError } from "./errors";
-import { KUBERNETES_TYPES } from "./kubernetes-target";
+import { CONFIG_NAMESPACE } from "../../plan/problems";
+import { RESOURCE_TYPES } from "../../providers/types";
+import type { StateResource } from "../../engines/docker";
+import { RunnerError } from "../errors";
+import { KUBERNETES_TYPES } from "../runtimes/kubernetes/state";
 import { SECRET_PLACEHOLDER } from "./outputs";
 import { backendUrlFor, DEFAULT_PROJECT_DIR } from "./workspace";
 

@@ -6,17 +6,17 @@
 // Several tasks at once: each task is its own stack, and stacks are independent in the file backend (each has
 // its own state file and its own lock). The Automation API passes `--stack` to every command, so no command
 // depends on the "currently selected" stack another task may have changed. Operations on one stack from this
-// process queue behind each other (stack-lock.ts); another process on the same stack meets Pulumi's own
+// process queue behind each other (lock.ts); another process on the same stack meets Pulumi's own
 // stack lock and gets a one-line error saying so.
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { LocalWorkspace, PulumiCommand, Stack, type ConfigMap } from "@pulumi/pulumi/automation";
 import YAML from "yaml";
-import { CONFIG_NAMESPACE } from "../plan/problems";
-import { stackNameProblem } from "../plan/reserved";
-import { DEFAULT_PROJECT_DIR } from "./artifacts";
-import { explain, RunnerError } from "./errors";
+import { CONFIG_NAMESPACE } from "../../plan/problems";
+import { stackNameProblem } from "../../plan/reserved";
+import { DEFAULT_PROJECT_DIR } from "../evidence/artifacts";
+import { explain, RunnerError } from "../errors";
 
 export { DEFAULT_PROJECT_DIR };
 
@@ -84,7 +84,7 @@ export interface OpenedStack {
   name: string;
   projectDir: string;
   stack: Stack;
-  /** Serialises operations on this stack in this process (see stack-lock.ts). */
+  /** Serialises operations on this stack in this process (see lock.ts). */
   lockKey: string;
 }
 

@@ -21,9 +21,9 @@ import {
 } from "../../../src/protocol/traffic";
 import { episodeOf } from "../../../src/protocol/site-proxy";
 import { RESOURCE_TYPES } from "../../../src/providers/types";
-import { renderGraph } from "../../../src/runner/graph";
+import { renderGraph } from "../../../src/runner/check/graph";
 import { runShopEpisode } from "../../../examples/runner/shop-agent";
-import { signIn, signOut } from "../../../src/runner/sign-in";
+import { signIn, signOut } from "../../../src/runner/lifecycle/sign-in";
 import { deployStack, resetStack, type StackSpec } from "../../../src/runner";
 import { addressesOf, until, type DeployedEnv } from "./env";
 

@@ -8,7 +8,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import type Docker from "dockerode";
-import { engineClient, isNotFound } from "../../../src/runner/engine";
+import { engineClient, isNotFound } from "../../../src/engines/docker";
 import {
   deployStack,
   destroyStack,
@@ -17,7 +17,7 @@ import {
   type StackOutputs,
   type StackSpec,
 } from "../../../src/runner";
-import { openStack } from "../../../src/runner/workspace";
+import { openStack } from "../../../src/runner/stack/workspace";
 import { connectToInternet, makeStandinCerts, startStandin, trustInBrowser } from "./web-standin";
 
 export const REPO = path.resolve(__dirname, "../../..");

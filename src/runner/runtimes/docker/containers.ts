@@ -1,10 +1,11 @@
-// What each container of a stack is doing now, asked of the engine it runs on (dockerode, through engine.ts): the
-// containers come from the stack's state (stackContainers), so a stack on remote hosts is asked there.
+// What each container of a stack is doing now, asked of the engine it runs on (dockerode, through
+// src/engines/docker.ts): the containers come from the stack's state (stackContainers), so a stack on remote hosts is
+// asked there.
 import type Docker from "dockerode";
-import { engineClient, isNotFound, type EngineTarget, type StackContainer } from "./engine";
-import { errorMessage } from "./errors";
+import { engineClient, isNotFound, type EngineTarget, type StackContainer } from "../../../engines/docker";
+import { errorMessage } from "../../errors";
 
-/** A container's state as the engine reports it (or a pod's, as the cluster does: kubernetes-runtime.ts). */
+/** A container's state as the engine reports it (or a pod's, as the cluster does: kubernetes/runtime.ts). */
 export interface ContainerState {
   name: string;
   /** Set for a pod of the kubernetes target; a Docker container has none. */

@@ -1,8 +1,8 @@
-// The docker target's runtime (env-runtime.ts): the stack's containers, found in its state with the engine each is
+// The docker target's runtime (../env-runtime.ts): the stack's containers, found in its state with the engine each is
 // on (stackContainers), asked of and restarted on that engine through dockerode.
 import { containerStates } from "./containers";
-import { engineClient, stackContainers, type StackContainer, type StateResource } from "./engine";
-import type { EnvRuntime } from "./env-runtime";
+import { engineClient, stackContainers, type StackContainer, type StateResource } from "../../../engines/docker";
+import type { EnvRuntime } from "../env-runtime";
 
 /** Removes a capture sidecar's files and restarts it, so the next episode's captures start empty. */
 async function restartCapture(sidecar: StackContainer): Promise<void> {

@@ -2,9 +2,9 @@
 // their state asked of the API server, and one recreated when reset starts it over (a bare pod has no controller to
 // restart it: it is read, deleted, and created again from its own spec, less what the cluster set on it).
 import type { CoreV1Api, V1Pod } from "@kubernetes/client-node";
-import { RunnerError } from "./errors";
-import { apiErrorText, isNotFound } from "./kubernetes";
-import type { StackPod } from "./kubernetes-target";
+import { RunnerError } from "../../errors";
+import { apiErrorText, isNotFound } from "../../../engines/kubernetes";
+import type { StackPod } from "./state";
 
 /** A pod's state as the API server reports it. */
 export interface PodState extends StackPod {

@@ -1,14 +1,14 @@
-// The kubernetes target's runtime (env-runtime.ts): the stack's pods, found in its state (kubernetes-target.ts), asked
+// The kubernetes target's runtime (../env-runtime.ts): the stack's pods, found in its state (state.ts), asked
 // of the cluster through its API server; a site or a capture starts over as its pod recreated (the captures live in
 // an emptyDir of the website pod, so they go with it); after a destroy, the stack's namespace must be gone.
-import type { ContainerState } from "./containers";
-import type { StateResource } from "./engine";
-import type { EnvRuntime } from "./env-runtime";
-import { errorMessage } from "./errors";
-import { coreApi, loadKubeConfig, type LoadedKubeConfig } from "./kubernetes";
-import { namespaceGone } from "./kubernetes-namespaces";
-import { podStates, recreatePod, type PodState } from "./kubernetes-pods";
-import { clusterTargetOf, stackNamespaces, stackPods, type StackPod } from "./kubernetes-target";
+import type { ContainerState } from "../docker/containers";
+import type { StateResource } from "../../../engines/docker";
+import type { EnvRuntime } from "../env-runtime";
+import { errorMessage } from "../../errors";
+import { coreApi, loadKubeConfig, type LoadedKubeConfig } from "../../../engines/kubernetes";
+import { namespaceGone } from "./namespaces";
+import { podStates, recreatePod, type PodState } from "./pods";
+import { clusterTargetOf, stackNamespaces, stackPods, type StackPod } from "./state";
 
 /** A pod's state in the shape `status` and `ls` show every target's containers in. */
 export function asContainerState(pod: PodState, context: string): ContainerState {

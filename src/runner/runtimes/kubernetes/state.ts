@@ -2,10 +2,10 @@
 // with their role, site or computer; the stack's namespace; the provider naming the kubeconfig and context) and the
 // cluster they are on. Pure reading of the state, without the cluster's client: what tells a kubernetes stack from a
 // docker one costs nothing on the docker target.
-import { LABELS } from "../../policies/contract";
-import type { GatewayPortForward } from "../protocol/port-forward";
-import type { StateResource } from "./engine";
-import type { ClusterTarget } from "./kubernetes";
+import { LABELS } from "../../../../policies/contract";
+import type { GatewayPortForward } from "../../../protocol/port-forward";
+import type { StateResource } from "../../../engines/docker";
+import type { ClusterTarget } from "../../../engines/kubernetes";
 
 /** The type tokens of the program's Kubernetes resources that the runner reads in a state. */
 export const KUBERNETES_TYPES = {
