@@ -34,6 +34,18 @@ export default tseslint.config(
     },
   },
   {
+    // The runner is on top: the program, the services, the providers, the plan, the components and the policy pack
+    // never import it (what they share with it lives below it, in src/protocol, src/engines and src/errors.ts).
+    files: ["src/**", "components/**", "policies/**", "index.ts"],
+    ignores: ["src/runner/**"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ regex: "(^|/)runner(/|$)", message: "the runner is on top: nothing below it imports it" }] },
+      ],
+    },
+  },
+  {
     // Pulumi's dynamic-provider interface and untyped resource inputs are `any` at these seams; tests read
     // rendered resource inputs of every shape.
     files: ["src/providers/**", "src/runner/check/check.ts", "src/runner/check/graph.ts", "test/**", "bench/**"],

@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
 import type { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import { errorMessage, RunnerError } from "../runner/errors";
+import { errorMessage, RunnerError } from "../errors";
 
 /**
  * @kubernetes/client-node, loaded when a cluster is first reached: a second of loading that a stack on Docker engines

@@ -9,7 +9,7 @@
 import net from "node:net";
 import { Writable } from "node:stream";
 import type { GatewayPortForward } from "../protocol/port-forward";
-import { RunnerError } from "../runner/errors";
+import { RunnerError } from "../errors";
 import { apiErrorText, clientNode, coreApi, isNotFound, loadKubeConfig, type LoadedKubeConfig } from "./kubernetes";
 
 /** A port-forward while it is open. */

@@ -3,13 +3,10 @@
 // The Automation API throws CommandErrors carrying the whole Pulumi CLI transcript; a user at a terminal
 // (or a test runner's log) needs the facts that matter, so they are translated here, in one place.
 
-/**
- * An error whose message is already what the user needs: its first line a complete instruction, any further line one
- * fact behind it. Every line of it is shown (`multienv` prints them all).
- */
-export class RunnerError extends Error {
-  override name = "RunnerError";
-}
+import { errorMessage, RunnerError } from "../errors";
+
+// Defined below the runner: the engine clients of src/engines throw them too.
+export { errorMessage, RunnerError };
 
 /**
  * A deploy that failed on the engine's `engineError` (a resource's error, as the engine reported it): its first line
@@ -35,15 +32,6 @@ export const PULUMI_INSTALL_HINT =
 export function isPulumiMissing(error: unknown): boolean {
   const text = error instanceof Error ? error.message : String(error);
   return /spawn \S*pulumi ENOENT|ENOENT: pulumi version|Command failed with ENOENT: \S*pulumi/.test(text);
-}
-
-/** An error's message, with the network cause that node's fetch hides behind "fetch failed". */
-export function errorMessage(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = error.cause as { code?: string; message?: string } | undefined;
-  if (error.message === "fetch failed" && cause?.message)
-    return `cannot reach the gateway (${cause.code ?? cause.message})`;
-  return error.message;
 }
 
 /** The message of `error` without Pulumi's transcript: the most telling single line. */
