@@ -17,7 +17,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
 import { runShopEpisode } from "../examples/runner/shop-agent";
-import { LABELS, ROLES } from "../policies/contract";
+import { LABELS, ROLES } from "../src/protocol/labels";
 import { engineClient } from "../src/engines/docker";
 import { deployStack, destroyStack, gatewayAccess, resetStack, specFromStackFile } from "../src/runner";
 

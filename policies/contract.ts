@@ -1,50 +1,12 @@
 // The marks the components put on resources so the policy pack can tell what each one is.
 // A container is known by its Docker labels, an AWS resource by its tags; container names are never parsed.
-// These are the names components/ writes; components may import them from here.
+// The names components/ writes are in src/protocol/labels.ts; the rest of what the pack reads is here.
 import { kubernetesNames } from "../src/plan/kubernetes";
 import { ENV_VARS } from "../src/protocol/env";
 
-/** Docker label keys. */
-export const LABELS = {
-  /** On every container: what it is, one of ROLES. */
-  role: "multienv.role",
-  /** Website containers: the site's name. */
-  site: "multienv.site",
-  /** Capture sidecars: the site whose container they record. */
-  captureSite: "multienv.capture.site",
-  /** Capture sidecars: the part of the site they record, `server` or `frontend`. */
-  captureRole: "multienv.capture.role",
-  /** Browser and site-proxy containers: the computer's name. */
-  computer: "multienv.computer",
-  /** Every network and volume: the stack (the captures volume is `<stack>-captures`). */
-  stack: "multienv.stack",
-  /**
-   * Website server containers whose site has secret settings: the setting names, comma separated
-   * (names only, never values). Tells the pack that AGENTENV_WEBSITE_SETTINGS carries a secret.
-   */
-  secretSettings: "multienv.secret-settings",
-} as const;
-
-/** Values of the `multienv.role` label on containers. */
-export const ROLES = {
-  gateway: "gateway",
-  server: "server",
-  frontend: "frontend",
-  capture: "capture",
-  browser: "browser",
-  siteProxy: "site-proxy",
-} as const;
-
-export type ContainerRole = (typeof ROLES)[keyof typeof ROLES];
-
-/** `multienv.role` a volume may carry to mark it as the captures volume (besides its `<stack>-captures` name). */
-export const CAPTURES_VOLUME_ROLE = "captures";
-
-/** AWS tag keys, on every taggable AWS resource (src/plan/ec2.ts `awsTags` writes them). */
-export const TAGS = {
-  stack: "multienv:stack",
-  task: "multienv:task",
-} as const;
+// The labels, roles and tags are the components' marks as much as the pack's: they are defined with the other wire
+// contracts, and the pack reads them from there.
+export { CAPTURES_VOLUME_ROLE, LABELS, ROLES, TAGS, type ContainerRole } from "../src/protocol/labels";
 
 /** Environment variables whose value is a secret whenever they are set. */
 export const SECRET_ENV = {

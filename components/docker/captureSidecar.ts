@@ -4,7 +4,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { CAPTURE_CAPABILITIES, captureCommand, captureSidecarMounts, sharedNetworkMode } from "../../src/plan/wiring";
 import { CAPTURE_IMAGE_ROLE } from "../../src/plan/images";
 import type { Plan, PlannedCapture } from "../../src/plan";
-import { LABELS, ROLES } from "../../policies/contract";
+import { LABELS, ROLES } from "../../src/protocol/labels";
 import * as docker from "@pulumi/docker";
 import { containerLabels, containerOptions, RESTART, volumeMounts } from "./containers";
 import type { DockerEngine } from "./engine";

@@ -13,7 +13,7 @@ import {
   proxyPublish,
 } from "../../src/plan/wiring";
 import { ENV_VARS } from "../../src/protocol/env";
-import { LABELS, ROLES } from "../../policies/contract";
+import { LABELS, ROLES } from "../../src/protocol/labels";
 import * as docker from "@pulumi/docker";
 import { computerControlToken } from "../../src/protocol/auth";
 import { containerLabels, containerOptions, envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";

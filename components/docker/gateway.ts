@@ -13,7 +13,7 @@ import {
 } from "../../src/plan/wiring";
 import { ENV_VARS } from "../../src/protocol/env";
 import { gatewayUrl } from "../../src/plan/urls";
-import { LABELS, ROLES } from "../../policies/contract";
+import { LABELS, ROLES } from "../../src/protocol/labels";
 import * as docker from "@pulumi/docker";
 import { containerLabels, containerOptions, envEntry, networksAdvanced, RESTART, volumeMounts } from "./containers";
 import type { DockerEngine } from "./engine";

@@ -6,7 +6,7 @@ import type { Plan, PlannedContainer, PlannedWebsite } from "../../src/plan";
 import { configPath, formatProblem, siteServerUrl } from "../../src/plan";
 import { DEFAULT_CAPABILITIES, frontendNetworks, serverNetworks, websiteSettingsJson } from "../../src/plan/wiring";
 import { ENV_VARS } from "../../src/protocol/env";
-import { LABELS, ROLES } from "../../policies/contract";
+import { LABELS, ROLES } from "../../src/protocol/labels";
 import { CaptureSidecar } from "./captureSidecar";
 import { secretReferenceProblems, siteSecretReferences } from "../../src/config/secrets";
 import * as docker from "@pulumi/docker";

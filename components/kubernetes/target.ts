@@ -8,7 +8,7 @@ import * as k8s from "@pulumi/kubernetes";
 import type { Plan, PlannedKubernetes } from "../../src/plan";
 import { kubernetesImage, kubernetesNetworkPolicies, kubernetesPods } from "../../src/plan/kubernetes";
 import { PROJECT_IMAGES, type ProjectImageRole } from "../../src/plan/images";
-import { LABELS } from "../../policies/contract";
+import { LABELS } from "../../src/protocol/labels";
 
 export interface KubernetesTargetArgs {
   /** The stack, the pods the plan places (websites, computers, capture) and the cluster section. */

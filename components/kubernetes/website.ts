@@ -20,7 +20,7 @@ import { captureCommand, websiteSettingsJson } from "../../src/plan/wiring";
 import { secretReferenceProblems, siteSecretReferences } from "../../src/config/secrets";
 import { captureServerToken } from "../../src/protocol/auth";
 import { ENV_VARS } from "../../src/protocol/env";
-import { LABELS } from "../../policies/contract";
+import { LABELS } from "../../src/protocol/labels";
 import type { KubernetesTarget } from "./target";
 import { podBasics, podMetadata, restricted, scratch, secretEnv } from "./pods";
 

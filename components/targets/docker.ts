@@ -3,7 +3,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { envEngineNetworks } from "../../src/plan/wiring";
 import { projectImagesNeeded } from "../../src/plan/images";
-import { LABELS } from "../../policies/contract";
+import { LABELS } from "../../src/protocol/labels";
 import { DockerEngine } from "../docker/engine";
 import type { EnvTarget, EnvTargetArgs } from "./envTarget";
 

@@ -11,7 +11,7 @@ import { computerEngineNetworks, envEngineNetworks } from "../../src/plan/wiring
 import { engineConnection, type GatewayTunnel as GatewayTunnelSpec, type SshEndpoint } from "../../src/plan/ssh";
 import { sshDir } from "../../src/providers/ssh";
 import { GatewayTunnel, LocalCommand } from "../../src/providers/resources";
-import { LABELS } from "../../policies/contract";
+import { LABELS } from "../../src/protocol/labels";
 import { DockerEngine } from "../docker/engine";
 import type { EnvTarget, EnvTargetArgs } from "./envTarget";
 

@@ -7,7 +7,7 @@ import http from "node:http";
 import os from "node:os";
 import { Duplex, PassThrough } from "node:stream";
 import Docker from "dockerode";
-import { LABELS } from "../../policies/contract";
+import { LABELS } from "../../src/protocol/labels";
 import { DOCKER_DEFAULT_ADDRESS_POOLS, type EngineMachine } from "../plan/services";
 import { RESOURCE_TYPES } from "../providers/types";
 

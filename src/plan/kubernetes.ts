@@ -148,7 +148,7 @@ export interface PlannedPod {
   capture?: PlannedCapture;
 }
 
-/** The `multienv.*` label keys (the same the Docker containers carry: policies/contract.ts LABELS). */
+/** The `multienv.*` label keys (the same the Docker containers carry: src/protocol/labels.ts LABELS). */
 const LABEL = {
   stack: "multienv.stack",
   role: "multienv.role",

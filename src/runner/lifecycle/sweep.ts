@@ -3,7 +3,7 @@
 // it, and with `yes` terminates the instances, then deletes the groups and key pairs of the swept stacks.
 // It works on AWS alone, not on Pulumi state: a stack whose resources it removed is fixed with
 // `pulumi refresh` (or `pulumi stack rm --force` when it is gone for good).
-import { TAGS } from "../../../policies/contract";
+import { TAGS } from "../../../src/protocol/labels";
 import type { Ec2Api, TaggedGroup, TaggedInstance, TaggedKeyPair } from "./ec2-api";
 import { RunnerError } from "../errors";
 

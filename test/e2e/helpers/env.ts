@@ -22,7 +22,7 @@ import { connectToInternet, makeStandinCerts, startStandin, trustInBrowser } fro
 
 export const REPO = path.resolve(__dirname, "../../..");
 export const DEMO_STACK_FILE = path.join(REPO, "stacks/Pulumi.demo.yaml");
-/** The label every container, network and volume of a stack carries (policies/contract.ts LABELS.stack). */
+/** The label every container, network and volume of a stack carries (src/protocol/labels.ts LABELS.stack). */
 export const STACK_LABEL = "multienv.stack";
 
 export interface DeployedEnv {

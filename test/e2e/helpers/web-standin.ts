@@ -15,7 +15,7 @@ import path from "node:path";
 import type Docker from "dockerode";
 
 /**
- * The label of the stack's own pieces (policies/contract.ts LABELS.stack): the stand-in goes with the stack's sweep.
+ * The label of the stack's own pieces (src/protocol/labels.ts LABELS.stack): the stand-in goes with the stack's sweep.
  */
 const STACK_LABEL = "multienv.stack";
 
