@@ -3,7 +3,7 @@
 // src/plan/self-test.ts decides them). A failed check fails the deploy. It runs again whenever what it tests
 // changes: the checks, the gateway's address, or any container (or pod) under test recreated.
 import * as pulumi from "@pulumi/pulumi";
-import type { SelfTestPlan } from "../src/plan/self-test";
+import type { SelfTestPlan } from "../src/plan/types";
 import { SelfTest as SelfTestResource } from "../src/providers/resources";
 import type { SelfTestResults } from "../src/protocol/outputs";
 import type { GatewayPortForward } from "../src/protocol/port-forward";

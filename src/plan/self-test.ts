@@ -3,7 +3,7 @@
 // sites; the checks themselves run in src/providers/self-test.ts.
 import { startTabHost } from "./start-tabs";
 import { covers, isWildcard } from "../protocol/host-names";
-import type { PlannedComputer, PlannedWebsite, Reaching } from "./types";
+import type { PlannedComputer, PlannedWebsite, Reaching, SelfTestCheck, SelfTestPlan } from "./types";
 
 /**
  * Set to `off` in the program's environment, it skips the self-test whatever the config says (`multienv up
@@ -17,31 +17,6 @@ export const OFF_REACH_HOST = "not-reached.multienv.invalid";
 export const REFUSED_ADDRESS = "169.254.169.254";
 /** What an allow-all computer loads to show it reaches the public web, unless the config names another page. */
 export const DEFAULT_PUBLIC_URL = "https://example.com/";
-
-export type SelfTestExpectation =
-  /** The page loads over HTTPS from the site, its certificate from the env CA trusted by the browser. */
-  | "synthetic-loads"
-  /** The host answers through a tunnel: any answer that is not the proxy's own. */
-  | "live-connects"
-  /** The proxy refuses: 403 with its `refused` marker, or a `refused` line in its log for the host. */
-  | "refused"
-  /** A host on the public web answers (allow-all). */
-  | "public-reached";
-
-export interface SelfTestCheck {
-  /** What the check shows, for the results and for the error that fails a deploy, e.g. "synthetic shop.test loads". */
-  name: string;
-  url: string;
-  expect: SelfTestExpectation;
-}
-
-export interface SelfTestPlan {
-  enabled: boolean;
-  /** Computer -> its checks, in order. */
-  checks: Record<string, SelfTestCheck[]>;
-  /** Computer -> its start tabs, checked against the names the sites' own cards declare. */
-  startTabs: Record<string, string[]>;
-}
 
 function reaches(reaching: Reaching, host: string): boolean {
   if (reaching === "allow-all") return true;

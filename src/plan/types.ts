@@ -2,7 +2,6 @@
 // `StackConfig` is what `loadConfig` produces once the zod schema accepts a stack;
 // `Plan` is what `plan()` decides from it. Both are plain data: no Pulumi, no I/O.
 // Components consume a Plan and decide nothing of their own.
-import type { SelfTestPlan } from "./self-test";
 
 export type Target = "docker" | "ec2" | "hosts" | "kubernetes";
 
@@ -248,3 +247,29 @@ export interface Plan {
 
 export type PlanResult =
   { ok: true; plan: Plan; warnings: string[] } | { ok: false; problems: Problem[]; warnings: string[] };
+
+// The deploy's self-test (what src/plan/self-test.ts plans, src/providers/self-test.ts runs).
+export type SelfTestExpectation =
+  /** The page loads over HTTPS from the site, its certificate from the env CA trusted by the browser. */
+  | "synthetic-loads"
+  /** The host answers through a tunnel: any answer that is not the proxy's own. */
+  | "live-connects"
+  /** The proxy refuses: 403 with its `refused` marker, or a `refused` line in its log for the host. */
+  | "refused"
+  /** A host on the public web answers (allow-all). */
+  | "public-reached";
+
+export interface SelfTestCheck {
+  /** What the check shows, for the results and for the error that fails a deploy, e.g. "synthetic shop.test loads". */
+  name: string;
+  url: string;
+  expect: SelfTestExpectation;
+}
+
+export interface SelfTestPlan {
+  enabled: boolean;
+  /** Computer -> its checks, in order. */
+  checks: Record<string, SelfTestCheck[]>;
+  /** Computer -> its start tabs, checked against the names the sites' own cards declare. */
+  startTabs: Record<string, string[]>;
+}

@@ -14,7 +14,7 @@ import path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import type { SshEndpoint } from "../plan/ssh";
 import type { Kind } from "./operations";
-import type { SelfTestCheck } from "../plan/self-test";
+import type { SelfTestCheck } from "../plan/types";
 import type { SelfTestResults } from "../protocol/outputs";
 import type { GatewayPortForward } from "../protocol/port-forward";
 import { DYNAMIC_KINDS, RESOURCE_TYPES } from "./types";

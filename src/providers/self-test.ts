@@ -10,7 +10,7 @@
 import { randomBytes } from "node:crypto";
 import type { Browser, Response } from "playwright-core";
 import { covers } from "../protocol/host-names";
-import type { SelfTestCheck } from "../plan/self-test";
+import type { SelfTestCheck } from "../plan/types";
 import { startTabHost } from "../plan/start-tabs";
 import { bearer } from "../protocol/auth";
 import { CARD_PATH, findExtension, parseCard, WEBSITE_V1_URN, type GatewayCard } from "../protocol/card";
