@@ -22,7 +22,7 @@ import {
 import { getSmall } from "./fetch";
 import type { Forwarder, Upstream } from "./proxy";
 import { replyJson } from "./reply";
-import type { Refuse } from "./server";
+import type { Refuse } from "./reply";
 
 const LIST_TIMEOUT_MS = 10_000;
 const HEALTH_TIMEOUT_MS = 3_000;

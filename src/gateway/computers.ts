@@ -19,7 +19,7 @@ import { getSmall } from "./fetch";
 import type { Forwarder, Upstream } from "./proxy";
 import { replyJson } from "./reply";
 import type { ComputerOp } from "./routes";
-import type { Refuse } from "./server";
+import type { Refuse } from "./reply";
 
 const CHROME_HOST = "localhost";
 const DEVTOOLS_JSON = new Set(["/json", "/json/", "/json/list", "/json/list/", "/json/version", "/json/version/"]);

@@ -2,6 +2,14 @@
 import { STATUS_CODES, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 
+/** Answers the request in hand with the gateway's own error, and logs why. */
+export type Refuse = (
+  status: number,
+  body: Record<string, unknown>,
+  reason?: string,
+  headers?: Record<string, string>,
+) => void;
+
 export function replyJson(
   res: ServerResponse,
   status: number,

@@ -16,7 +16,7 @@ import { requestRefusal } from "./framing";
 import { HealthCheck } from "./health";
 import { logJsonLine, type Logger } from "./log";
 import { Forwarder, STREAM_BUFFER_BYTES, type DispatcherFor, type Upstream } from "./proxy";
-import { replyJson, replyJsonOnSocket } from "./reply";
+import { replyJson, replyJsonOnSocket, type Refuse } from "./reply";
 import { route, type Route } from "./routes";
 
 export interface RunningGateway {
@@ -29,14 +29,6 @@ export interface RunningGateway {
 }
 
 type SiteRoute = Extract<Route, { kind: "site" }>;
-
-/** Answers the request in hand with the gateway's own error, and logs why. */
-export type Refuse = (
-  status: number,
-  body: Record<string, unknown>,
-  reason?: string,
-  headers?: Record<string, string>,
-) => void;
 
 const UNAUTHORIZED = { error: "control token required", detail: "send Authorization: Bearer <control token>" };
 const CHALLENGE = { "WWW-Authenticate": WWW_AUTHENTICATE_CHALLENGE };
