@@ -15,7 +15,7 @@ import { computerCdpUrl, siteUrls } from "../src/plan/urls";
 import { CaptureCollector } from "./captureCollector";
 import { Computer } from "./docker/computer";
 import { ControlToken } from "./controlToken";
-import { envTargetFor } from "./targets/envTarget";
+import { envTargetFor } from "./targets/envTargetFor";
 import { Gateway } from "./docker/gateway";
 import { SelfTest } from "./selfTest";
 import type { ComputerOutput, SelfTestOutput, WebsiteOutput } from "../src/protocol/outputs";

@@ -1,15 +1,12 @@
 // What MultiEnv needs from a target, whichever it is: the engine of the gateway and the sites, each computer's
 // engine, and the addresses that connect them when they are on different machines. DockerTarget (the local
-// engine), Ec2Target (VMs it creates) and HostsTarget (existing SSH hosts) are the three; `envTargetFor` picks one from
-// the plan. The ec2 one loads the AWS SDK only when it is used (components/targets/ec2/aws.ts), so a docker deploy
-// never does.
+// engine), Ec2Target (VMs it creates) and HostsTarget (existing SSH hosts) are the three; `envTargetFor`
+// (envTargetFor.ts) picks one from the plan. The ec2 one loads the AWS SDK only when it is used (ec2/aws.ts), so a
+// docker deploy never does.
 import type * as pulumi from "@pulumi/pulumi";
 import type { Plan, PlannedComputer } from "../../src/plan";
 import type { GatewayTunnel as GatewayTunnelSpec } from "../../src/plan/ssh";
 import type { DockerEngine } from "../docker/engine";
-import { DockerTarget } from "./docker";
-import { Ec2Target } from "./ec2/target";
-import { HostsTarget } from "./hosts";
 
 export interface EnvTarget {
   /** The engine of the gateway and the sites. */
@@ -41,16 +38,4 @@ export interface EnvTargetArgs {
   baseImage: string;
   /** The runner's own engine: a `unix://` host, or unset for DOCKER_HOST or the local socket. */
   runnerEngine: { host?: string };
-}
-
-/**
- * The target component for the plan's target, a child of `opts.parent`. It takes its owner's name (the MultiEnv's;
- * the type tells them apart), so what it creates is named `<env>-engine`, `<env>-env-sg`, not
- * `<env>-docker-engine`: the names stay short, and two envs of different names never share one.
- */
-export function envTargetFor(args: EnvTargetArgs, opts: pulumi.ComponentResourceOptions, owner: string): EnvTarget {
-  if (args.plan.target === "ec2") return new Ec2Target(owner, args, { ...opts, aliases: [{ name: `${owner}-ec2` }] });
-  if (args.plan.target === "hosts")
-    return new HostsTarget(owner, args, { ...opts, aliases: [{ name: `${owner}-hosts` }] });
-  return new DockerTarget(owner, args, { ...opts, aliases: [{ name: `${owner}-docker` }] });
 }
