@@ -10,14 +10,8 @@ import { join } from "node:path";
 
 const REPO = join(__dirname, "..");
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+// The tests' own: one way to pick a free port.
+export { freePort } from "../test/helpers/ports";
 
 export async function waitForPort(port: number): Promise<void> {
   for (let i = 0; i < 100; i++) {

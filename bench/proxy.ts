@@ -11,6 +11,7 @@ import * as http from "node:http";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
+import { freePort } from "../test/helpers/ports";
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ""), process.argv[i + 1]);
@@ -349,13 +350,6 @@ async function startOurs(): Promise<{ port: number; pid: number }> {
   });
   const startup = JSON.parse(line) as { pid: number; proxy: { port: number } };
   return { port: startup.proxy.port, pid: startup.pid };
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  const port = await listen(server);
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 async function startSquid(): Promise<{ port: number; pid: number } | undefined> {

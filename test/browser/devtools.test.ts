@@ -4,22 +4,17 @@
 // without an Origin (Playwright connectOverCDP, the gateway) still can, through the relay and through the proxy's
 // token-guarded control listener.
 import fs from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { start, type Launcher } from "../../src/browser/launcher";
 import type { RefusedRecord } from "../../src/protocol/site-proxy";
-import {
-  cleanup,
-  type ProxyProcess,
-  startHttpServer,
-  startProxy,
-  TEST_TOKEN,
-  tempDir,
-  waitFor,
-} from "../site-proxy/helpers";
+import { cleanup, tempDir } from "../helpers/processes";
+import { type ProxyProcess, startProxy, TEST_TOKEN } from "../site-proxy/helpers";
+import { startHttpServer } from "../helpers/servers";
+import { until } from "../helpers/until";
+import { freePort } from "../helpers/ports";
 
 /** Tries every way a page has to reach `targets`; the outcomes end up in the page's body as JSON. */
 const ATTACK_PAGE = `<!doctype html><title>attacking</title><body>running</body><script>
@@ -66,14 +61,6 @@ let launcher: Launcher;
 let relayPort: number;
 const browsers: Browser[] = [];
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 async function devtoolsJson<T>(pathname: string): Promise<T> {
   return (await (await fetch(`http://127.0.0.1:${relayPort}${pathname}`)).json()) as T;
 }
@@ -99,7 +86,7 @@ beforeAll(async () => {
     { proxy: proxy.url, startTabs: [], cdpHost: "127.0.0.1", cdpPort: relayPort, caFile: proxy.caCertPath },
     { home: path.join(home, "home"), log: (r) => log.push(r), restartDelayMs: 100 },
   );
-  await waitFor("Chromium's DevTools", () => launcher.devtoolsPort(), 30_000);
+  await until("Chromium's DevTools", () => launcher.devtoolsPort(), 30_000);
 }, 60_000);
 
 afterAll(async () => {

@@ -12,6 +12,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseBrowserConfig } from "../../src/browser/config";
 import { start, type Launcher } from "../../src/browser/launcher";
+import { until } from "../helpers/until";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-browser-"));
 const caFile = path.join(dir, "ca", "ca.pem");
@@ -33,16 +34,6 @@ function listen(server: net.Server): Promise<number> {
 async function devtoolsTabs(): Promise<{ url: string; title: string; type: string }[]> {
   const res = await fetch(`http://127.0.0.1:${cdpPort}/json/list`);
   return ((await res.json()) as { url: string; title: string; type: string }[]).filter((t) => t.type === "page");
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe().catch(() => undefined);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 beforeAll(async () => {
@@ -130,7 +121,7 @@ afterAll(async () => {
 
 describe("browser launcher", () => {
   it("waits for the env CA before launching Chromium", async () => {
-    await until("waiting-for-ca", async () => log.some((r) => r.event === "waiting-for-ca"));
+    await until("waiting-for-ca", async () => log.some((r) => r.event === "waiting-for-ca"), 20_000, 100);
     await new Promise((r) => setTimeout(r, 500));
     expect(log.some((r) => r.event === "chromium-started")).toBe(false);
     expect(launcher.pid()).toBeUndefined();
@@ -141,11 +132,16 @@ describe("browser launcher", () => {
     fs.mkdirSync(path.dirname(caFile), { recursive: true });
     fs.copyFileSync(path.join(dir, "ca-ready.pem"), caFile);
     await ready;
-    const tabs = await until("both start tabs loaded", async () => {
-      const t = await devtoolsTabs();
-      const titles = t.map((x) => x.title).sort();
-      return titles.includes("trusted app") && titles.includes("plain page") ? t : undefined;
-    });
+    const tabs = await until(
+      "both start tabs loaded",
+      async () => {
+        const t = await devtoolsTabs();
+        const titles = t.map((x) => x.title).sort();
+        return titles.includes("trusted app") && titles.includes("plain page") ? t : undefined;
+      },
+      20_000,
+      100,
+    );
     expect(tabs.map((t) => t.url).sort()).toEqual(["http://plain.test/", "https://app.test/"]);
     expect(seen).toContain("CONNECT app.test:443");
     expect(seen).toContain("GET http://plain.test/");
@@ -174,10 +170,15 @@ describe("browser launcher", () => {
     await ready;
     expect(launcher.pid()).not.toBe(pid);
     expect(log.map((r) => r.event)).toEqual(expect.arrayContaining(["chromium-exited", "restarted"]));
-    const tabs = await until("start tabs again", async () => {
-      const t = await devtoolsTabs();
-      return t.filter((x) => x.title === "trusted app" || x.title === "plain page").length === 2 ? t : undefined;
-    });
+    const tabs = await until(
+      "start tabs again",
+      async () => {
+        const t = await devtoolsTabs();
+        return t.filter((x) => x.title === "trusted app" || x.title === "plain page").length === 2 ? t : undefined;
+      },
+      20_000,
+      100,
+    );
     expect(tabs).toHaveLength(2);
     expect(launcher.profileDir()).toBe(profile);
     expect(fs.existsSync(path.join(profile, "kept-across-a-crash"))).toBe(true);

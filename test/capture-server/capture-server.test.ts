@@ -17,16 +17,10 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { captureServerToken, computerControlToken } from "../../src/protocol/auth";
 import { PCAP_MEDIA_TYPE, type CaptureServerHealth, type TrafficCaptureListing } from "../../src/protocol/traffic";
-import {
-  hostileCaptureFiles,
-  PCAP_HEADER,
-  rawExchange,
-  request,
-  spawnService,
-  startUpstream,
-  TOKEN,
-  type Upstream,
-} from "../gateway/helpers";
+import { hostileCaptureFiles, PCAP_HEADER } from "./helpers";
+import { rawExchange, request, startUpstream, type Upstream } from "../helpers/servers";
+import { spawnService } from "../helpers/processes";
+import { TOKEN } from "../gateway/helpers";
 import { CAPTURE_SERVER_ARGS, startCaptureServer, startTcpdump, type CaptureServerProcess } from "./helpers";
 
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");

@@ -1,9 +1,11 @@
 // Test helpers: the real capture server process (src/capture-server/main.ts through tsx) on loopback, and tcpdump
-// writing rotating captures the way a capture sidecar does.
-import { spawn, type ChildProcess } from "node:child_process";
+// writing rotating captures the way a capture sidecar does, and capture files as a hostile site could leave them.
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { captureServerToken } from "../../src/protocol/auth";
-import { spawnService, TOKEN, type ServiceProcess } from "../gateway/helpers";
+import { spawnService, type ServiceProcess } from "../helpers/processes";
+import { TOKEN } from "../gateway/helpers";
 
 const MAIN = join(__dirname, "..", "..", "src", "capture-server", "main.ts");
 
@@ -59,4 +61,21 @@ export async function startTcpdump(prefix: string, port: number): Promise<{ stop
       await exited;
     },
   };
+}
+
+/** The 24-byte header of a classic pcap file (little-endian, Ethernet): a capture that holds no packet yet. */
+export const PCAP_HEADER = Buffer.from("d4c3b2a1020004000000000000000000ffff000001000000", "hex");
+
+/**
+ * Writes into `dir` what is named like `<container>`'s captures but is no regular file: `.pcap0` a FIFO (opening it
+ * for reading would block), `.pcap1` a link to it, `.pcap2` a directory, `.pcap4` a link to a device; and `.pcap3`, a
+ * real capture of PCAP_HEADER and 100 bytes. Returns the names of the ones that must never be served.
+ */
+export function hostileCaptureFiles(dir: string, container: string): string[] {
+  execFileSync("mkfifo", [join(dir, `${container}.pcap0`)]);
+  symlinkSync(join(dir, `${container}.pcap0`), join(dir, `${container}.pcap1`));
+  mkdirSync(join(dir, `${container}.pcap2`));
+  symlinkSync("/dev/zero", join(dir, `${container}.pcap4`));
+  writeFileSync(join(dir, `${container}.pcap3`), Buffer.concat([PCAP_HEADER, Buffer.alloc(100, 1)]));
+  return [0, 1, 2, 4].map((n) => `${container}.pcap${n}`);
 }

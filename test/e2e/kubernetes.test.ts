@@ -28,9 +28,9 @@ import {
   specOf,
   stackFileOf,
   throughProxyScript,
-  until,
   CHROMIUM_MAIN,
 } from "./helpers/env";
+import { until } from "../helpers/until";
 import {
   execIn,
   getJson,
@@ -306,10 +306,11 @@ describe("the demo multi env on a Kubernetes cluster", () => {
       async () =>
         restarts() > restartsBefore && (pod("shop-server").status.containerStatuses as any[]).every((s) => s.ready),
       60_000,
+      250,
     );
     const bytes = (cs: { bytes: number }[]) => cs.reduce((n, c) => n + c.bytes, 0);
-    await until("the shop answering again", async () => (await gateway("/svc/shop/")).status < 500, 30_000);
-    await until("the capture grown", async () => bytes(await listing()) > bytes(before), 30_000);
+    await until("the shop answering again", async () => (await gateway("/svc/shop/")).status < 500, 30_000, 250);
+    await until("the capture grown", async () => bytes(await listing()) > bytes(before), 30_000, 250);
     const after = await listing();
     // One run: the capture container was never restarted (the pod's network namespace outlived the site's).
     expect(new Set(after.map((c) => c.run))).toEqual(new Set([1]));
@@ -333,6 +334,7 @@ describe("the demo multi env on a Kubernetes cluster", () => {
         }
       },
       120_000,
+      250,
     );
     expect(fs.readdirSync(path.join(ARTIFACTS, "traffic")).length).toBeGreaterThan(0);
     spec = undefined as unknown as StackSpec;

@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { engineClient } from "../../src/engines/docker";
 import { deployStack, gatewayAccess, type StackSpec } from "../../src/runner";
 import { openStack } from "../../src/runner/stack/workspace";
-import { e2eStack, REPO, stackFileOf, sweepStack, until } from "./helpers/env";
+import { e2eStack, REPO, stackFileOf, sweepStack } from "./helpers/env";
+import { until } from "../helpers/until";
 
 const STACK = e2eStack("e2e-life");
 
@@ -256,7 +257,7 @@ describe("a task stack under the real engine", () => {
     const previous = gatewayUrl;
     gatewayUrl = deployed.outputs.gatewayUrl;
     if (previous !== gatewayUrl) expect(await routes(previous, "/healthz")).toBe(false);
-    await until("the new site through the gateway", () => routes(gatewayUrl, "/website/blog/"), 20_000);
+    await until("the new site through the gateway", () => routes(gatewayUrl, "/website/blog/"), 20_000, 250);
   });
 
   it("brings back a container removed by hand: refresh sees it gone, up recreates it", async () => {
@@ -267,7 +268,7 @@ describe("a task stack under the real engine", () => {
     const summary = await upSummary();
     expect(summary).toMatchObject({ create: 1 });
     expect((await api.getContainer(`${STACK}-shop-frontend`).inspect()).State.Running).toBe(true);
-    await until("the shop's pages again", () => routes(gatewayUrl, "/website/shop/"), 20_000);
+    await until("the shop's pages again", () => routes(gatewayUrl, "/website/shop/"), 20_000, 250);
   });
 
   it("stops pulumi up on bad config or a refused plan with the lines multienv check prints, and no stack trace", async () => {

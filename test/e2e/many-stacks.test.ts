@@ -9,7 +9,8 @@ import YAML from "yaml";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { engineClient } from "../../src/engines/docker";
 import { deployStack, destroyStack, gatewayAccess, type DeployedStack, type StackSpec } from "../../src/runner";
-import { addressesOf, connectsFrom, e2eStack, REPO, stackFileOf, sweepStack, throughProxy, until } from "./helpers/env";
+import { addressesOf, connectsFrom, e2eStack, REPO, stackFileOf, sweepStack, throughProxy } from "./helpers/env";
+import { until } from "../helpers/until";
 import { chromium } from "playwright-core";
 
 const api = engineClient();
@@ -157,7 +158,7 @@ it("takes one stack down and leaves the others running and untouched", async () 
   for (const stack of [B, C]) {
     expect(await containersOf(stack)).toEqual(before[stack]);
     const { gatewayUrl } = await gatewayAccess(stack);
-    await until(`${stack}'s gateway healthy`, async () => (await fetch(`${gatewayUrl}/healthz`)).ok, 10_000);
+    await until(`${stack}'s gateway healthy`, async () => (await fetch(`${gatewayUrl}/healthz`)).ok, 10_000, 250);
     expect(await shopTitle(stack)).toBe("Synthetic shop");
   }
 });

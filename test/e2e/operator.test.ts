@@ -7,11 +7,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { chromiumDirect } from "../site-proxy/helpers";
+import { chromiumDirect } from "../helpers/chromium";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { deployStack, type StackSpec } from "../../src/runner";
-import { deployEnv, e2eStack, killChromium, REPO, until, type DeployedEnv } from "./helpers/env";
+import { deployEnv, e2eStack, killChromium, REPO, type DeployedEnv } from "./helpers/env";
+import { until } from "../helpers/until";
 
 const STACK = e2eStack("e2e-ops");
 const ARTIFACTS = path.join(REPO, "artifacts", STACK);
@@ -219,6 +220,7 @@ describe("ls, status and outputs", () => {
           return info.State.Health?.Status === "healthy";
         },
         90_000,
+        250,
       );
     }
   });
@@ -312,6 +314,7 @@ describe("watch", () => {
         return /^(http:\/\/127\.0\.0\.1:\d+\/[0-9a-f]{64}\/)$/m.exec(stdout)?.[1];
       },
       90_000,
+      250,
     );
     const origin = new URL(url).origin;
     const secret = new URL(url).pathname.split("/")[1];
@@ -334,15 +337,17 @@ describe("watch", () => {
       "the first frame",
       async () => ((await screen.getAttribute("src")) ?? "").startsWith("data:image/jpeg;base64,"),
       60_000,
+      250,
     );
     const before = await screen.getAttribute("src");
-    await until("the computer's URL", async () => (await shownUrl.textContent()) === "https://shop.test/", 30_000);
+    await until("the computer's URL", async () => (await shownUrl.textContent()) === "https://shop.test/", 30_000, 250);
 
     await withComputerPage((p) => p.goto("https://shop.test/signin"));
     await until(
       "the new URL on the page",
       async () => (await shownUrl.textContent()) === "https://shop.test/signin",
       30_000,
+      250,
     );
     await until(
       "a new frame",
@@ -351,6 +356,7 @@ describe("watch", () => {
         return now !== null && now !== before && now.startsWith("data:image/jpeg;base64,");
       },
       30_000,
+      250,
     );
     // The proxy log's request line for that page scrolls beside it.
     await until(
@@ -360,6 +366,7 @@ describe("watch", () => {
           "shop.test:443 200",
         ),
       30_000,
+      250,
     );
 
     // The computer's Chromium dies and its launcher starts it again at its start tab: the page follows it there.
@@ -368,6 +375,7 @@ describe("watch", () => {
       "the restarted browser's start tab on the page",
       async () => (await shownUrl.textContent()) === "https://shop.test/",
       90_000,
+      250,
     );
     const restarted = await screen.getAttribute("src");
     await withComputerPage((p) => p.goto("https://shop.test/signin"));
@@ -378,11 +386,12 @@ describe("watch", () => {
         return now !== null && now !== restarted;
       },
       30_000,
+      250,
     );
     await page.close();
 
     child.kill("SIGINT");
-    await until("watch to end", async () => child.exitCode !== null, 30_000);
+    await until("watch to end", async () => child.exitCode !== null, 30_000, 250);
     expect(child.exitCode).toBe(0);
   });
 });

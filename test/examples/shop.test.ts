@@ -8,7 +8,9 @@ import { findExtension, WEBSITE_V1_URN, type GatewayCard } from "../../src/proto
 import { gradeShopEpisode, runShopEpisode, SHOP_TASK_SKUS, SHOP_URL } from "../../examples/runner/shop-agent";
 import type { ShopData } from "../../examples/sites/common/shop-api";
 import { startGateway, TOKEN, type GatewayProcess } from "../gateway/helpers";
-import { chromiumDirect, chromiumTrusting, cleanup, startProxy } from "../site-proxy/helpers";
+import { chromiumDirect, chromiumTrusting } from "../helpers/chromium";
+import { cleanup } from "../helpers/processes";
+import { startProxy } from "../site-proxy/helpers";
 import { siteEnv, SITES, startSite, stopSites } from "./sites";
 
 let gateway: GatewayProcess;

@@ -1,7 +1,7 @@
 // The sample sites as real processes on loopback: their sources run with tsx, as the images run their bundles.
 import { spawn, type ChildProcess } from "node:child_process";
-import net from "node:net";
 import path from "node:path";
+import { freePort } from "../helpers/ports";
 
 export const REPO = path.resolve(__dirname, "../..");
 export const SITES = {
@@ -11,15 +11,6 @@ export const SITES = {
 } as const;
 
 const children: ChildProcess[] = [];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export function runSite(entry: string, env: Record<string, string>): ChildProcess {
   const child = spawn(process.execPath, [path.join(REPO, "node_modules/tsx/dist/cli.mjs"), path.join(REPO, entry)], {

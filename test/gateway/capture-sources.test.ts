@@ -18,18 +18,8 @@ import {
   type TrafficCapture,
 } from "../../src/protocol/traffic";
 import { startCaptureServer, startTcpdump, type CaptureServerProcess } from "../capture-server/helpers";
-import {
-  echoHandler,
-  rawExchange,
-  request,
-  runGatewayExpectingExit,
-  startGateway,
-  startUpstream,
-  TOKEN,
-  type Echo,
-  type GatewayProcess,
-  type Upstream,
-} from "./helpers";
+import { echoHandler, rawExchange, request, startUpstream, type Echo, type Upstream } from "../helpers/servers";
+import { runGatewayExpectingExit, startGateway, TOKEN, type GatewayProcess } from "./helpers";
 
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 const AUTH = { Authorization: `Bearer ${TOKEN}` };

@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { CHROMIUM_FLAGS } from "../../src/browser/launcher";
 import { bearer, computerControlToken } from "../../src/protocol/auth";
-import { request, startGateway, startUpstream, TOKEN, type GatewayProcess, type Upstream } from "./helpers";
+import { request, startUpstream, type Upstream } from "../helpers/servers";
+import { startGateway, TOKEN, type GatewayProcess } from "./helpers";
 
 const AUTH = { Authorization: `Bearer ${TOKEN}` };
 

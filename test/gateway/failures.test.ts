@@ -3,7 +3,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { request, startGateway, startUpstream, type GatewayProcess, type Upstream } from "./helpers";
+import { request, startUpstream, type Upstream } from "../helpers/servers";
+import { startGateway, type GatewayProcess } from "./helpers";
 
 const IDLE_MS = 400;
 const CONNECT_MS = 700;

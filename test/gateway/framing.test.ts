@@ -5,7 +5,8 @@
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rawExchange, request, startGateway, type GatewayProcess } from "./helpers";
+import { rawExchange, request } from "../helpers/servers";
+import { startGateway, type GatewayProcess } from "./helpers";
 
 /** Writes `text` a byte at a time, each in its own packet (a head split anywhere, CR and LF apart included). */
 function trickle(socket: net.Socket, text: string): void {

@@ -6,16 +6,9 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  echoHandler,
-  hostileCaptureFiles,
-  request,
-  startGateway,
-  startUpstream,
-  TOKEN,
-  type GatewayProcess,
-  type Upstream,
-} from "./helpers";
+import { echoHandler, request, startUpstream, type Upstream } from "../helpers/servers";
+import { hostileCaptureFiles } from "../capture-server/helpers";
+import { startGateway, TOKEN, type GatewayProcess } from "./helpers";
 
 const HEADERS_TIMEOUT_MS = 600;
 const AUTH = { Authorization: `Bearer ${TOKEN}` };

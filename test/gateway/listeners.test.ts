@@ -9,16 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
-import {
-  echoHandler,
-  request,
-  startGateway,
-  startUpstream,
-  TOKEN,
-  type Echo,
-  type GatewayProcess,
-  type Upstream,
-} from "./helpers";
+import { echoHandler, request, startUpstream, type Echo, type Upstream } from "../helpers/servers";
+import { startGateway, TOKEN, type GatewayProcess } from "./helpers";
 
 interface Bound {
   listener: "published" | "browse";

@@ -8,12 +8,11 @@ import {
   headerValues,
   rawExchange,
   request,
-  startGateway,
   startUpstream,
   type Echo,
-  type GatewayProcess,
   type Upstream,
-} from "./helpers";
+} from "../helpers/servers";
+import { startGateway, type GatewayProcess } from "./helpers";
 
 /** An upstream speaking raw bytes, so the test controls the response head exactly. */
 function startRawUpstream(response: Buffer): Promise<{ port: number; requests: Buffer[]; close(): void }> {

@@ -3,15 +3,8 @@
 // refusal leaves. Raw sockets, since a client library would never send most of these bytes.
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  echoHandler,
-  headerValues,
-  startGateway,
-  startUpstream,
-  type Echo,
-  type GatewayProcess,
-  type Upstream,
-} from "./helpers";
+import { echoHandler, headerValues, startUpstream, type Echo, type Upstream } from "../helpers/servers";
+import { startGateway, type GatewayProcess } from "./helpers";
 
 /** Sends `bytes` on one connection; resolves with everything answered until the gateway closes it. */
 function exchange(port: number, bytes: string, timeoutMs = 3_000): Promise<string> {

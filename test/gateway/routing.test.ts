@@ -1,15 +1,8 @@
 // Which upstream a path reaches.
 import type http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  echoHandler,
-  request,
-  startGateway,
-  startUpstream,
-  type Echo,
-  type GatewayProcess,
-  type Upstream,
-} from "./helpers";
+import { echoHandler, request, startUpstream, type Echo, type Upstream } from "../helpers/servers";
+import { startGateway, type GatewayProcess } from "./helpers";
 
 describe("gateway routing", () => {
   let gateway: GatewayProcess;

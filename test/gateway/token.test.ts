@@ -19,13 +19,11 @@ import {
   headerValues,
   rawExchange,
   request,
-  startGateway,
   startUpstream,
-  TOKEN,
   type Echo,
-  type GatewayProcess,
   type Upstream,
-} from "./helpers";
+} from "../helpers/servers";
+import { startGateway, TOKEN, type GatewayProcess } from "./helpers";
 
 describe("control token comparison", () => {
   it("accepts only the exact token, whatever the lengths, without throwing", () => {

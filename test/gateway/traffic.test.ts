@@ -16,15 +16,8 @@ import {
   servesTraffic,
   TRAFFIC_CAPTURES_PATH,
 } from "../../src/protocol/traffic";
-import {
-  rawExchange,
-  request,
-  startGateway,
-  startUpstream,
-  TOKEN,
-  type GatewayProcess,
-  type Upstream,
-} from "./helpers";
+import { rawExchange, request, startUpstream, type Upstream } from "../helpers/servers";
+import { startGateway, TOKEN, type GatewayProcess } from "./helpers";
 
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 

@@ -3,9 +3,9 @@
 // counts the connections that authenticated, so a test can tell a shared connection from one per session.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { freePort } from "./ports";
 
 export const SSHD = "/usr/sbin/sshd";
 
@@ -30,16 +30,6 @@ export function keyPair(dir: string, name: string): [string, string] {
   const file = path.join(dir, name);
   execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", name, "-f", file]);
   return [file, fs.readFileSync(`${file}.pub`, "utf8").trim()];
-}
-
-export async function freePort(host = "127.0.0.1"): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer().listen(0, host, () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
 }
 
 export async function startSshd(options: {

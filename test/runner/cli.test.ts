@@ -10,20 +10,11 @@ import * as downCommand from "../../src/runner/commands/down";
 import * as signInCommand from "../../src/runner/commands/sign-in";
 import * as upCommand from "../../src/runner/commands/up";
 import { captureCollectorCommands, captureCollectorEnvironment, COLLECTOR_ENV } from "../../src/protocol/collector";
-import {
-  cleanup,
-  helpOf,
-  CLI,
-  pcapBytes,
-  ROOT,
-  sha256,
-  startChromium,
-  startTestGateway,
-  tempDir,
-  TOKEN,
-  waitFor,
-  writeCaptures,
-} from "./helpers";
+import { cleanup, ROOT, tempDir } from "../helpers/processes";
+import { helpOf, CLI, pcapBytes, sha256, startTestGateway, writeCaptures } from "./helpers";
+import { startChromium } from "../helpers/chromium";
+import { TOKEN } from "../gateway/helpers";
+import { until } from "../helpers/until";
 
 interface Run {
   code: number;
@@ -181,7 +172,7 @@ describe("collect --from-env (the capture collector's delete step)", () => {
       captureCollectorCommands().delete,
     ]);
     expect(result.code).toBe(0);
-    await waitFor("the browser to exit", () => browser.exited());
+    await until("the browser to exit", () => browser.exited());
   });
 
   it("names a missing variable in one line", async () => {

@@ -6,7 +6,9 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CaptureCollectionError, collectRun, type CollectOptions } from "../../src/runner/evidence/collect";
 import type { RunRecord } from "../../src/runner/evidence/run-record";
-import { cleanup, pcapBytes, sha256, startTestGateway, tempDir, TOKEN, writeCaptures } from "./helpers";
+import { cleanup, tempDir } from "../helpers/processes";
+import { pcapBytes, sha256, startTestGateway, writeCaptures } from "./helpers";
+import { TOKEN } from "../gateway/helpers";
 
 afterEach(cleanup);
 

@@ -12,7 +12,7 @@ import { parseSelfTestFailure } from "../../src/protocol/self-test-failure";
 import { RunnerError } from "../../src/runner/errors";
 import * as errors from "../../src/runner/errors";
 import * as runRecord from "../../src/runner/evidence/run-record";
-import { ROOT, tempDir } from "./helpers";
+import { ROOT, tempDir } from "../helpers/processes";
 
 const check = (check: string, ok: boolean, detail: string) => ({ check, url: "https://x.test/", ok, detail });
 

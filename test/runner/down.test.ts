@@ -8,20 +8,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { collectThenDestroy, type StackSeam } from "../../src/runner/lifecycle/down";
 import { RunnerError } from "../../src/runner/errors";
 import { chromium } from "playwright-core";
-import {
-  cleanup,
-  deployedOutputs,
-  freePort,
-  pcapBytes,
-  startChromium,
-  startProxy,
-  startTestGateway,
-  startTlsOrigin,
-  tempDir,
-  TOKEN,
-  waitFor,
-  writeCaptures,
-} from "./helpers";
+import { cleanup, tempDir } from "../helpers/processes";
+import { deployedOutputs, pcapBytes, startTestGateway, writeCaptures } from "./helpers";
+import { freePort } from "../helpers/ports";
+import { startChromium } from "../helpers/chromium";
+import { startProxy } from "../site-proxy/helpers";
+import { startTlsOrigin } from "../helpers/servers";
+import { TOKEN } from "../gateway/helpers";
+import { until } from "../helpers/until";
 import { computerControlToken } from "../../src/protocol/auth";
 
 /**
@@ -162,7 +156,7 @@ describe("down with a computer", () => {
     await direct.close();
     // The page holds a request open (as a long poll or WebSocket would); the proxy logs a connection only when it ends.
     const logged = () => proxy.records().filter((r) => r.event === "connection" && r.host === "example.com").length;
-    await waitFor("the page's held request", () => origin.held() > 0);
+    await until("the page's held request", () => origin.held() > 0);
     expect(await origin.openConnections()).toBeGreaterThan(0);
     const loggedBefore = logged();
 
@@ -185,6 +179,6 @@ describe("down with a computer", () => {
     expect(result.collected?.record.evidence.agent.connections).toBeGreaterThanOrEqual(logged());
     expect(result.collected?.record.publicHostsContacted).toEqual(["example.com"]);
     expect(result.collected?.record.reproducible).toBe(false);
-    await waitFor("the browser to exit", () => browser.exited());
+    await until("the browser to exit", () => browser.exited());
   });
 });

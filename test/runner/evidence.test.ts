@@ -8,7 +8,12 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { collectRun } from "../../src/runner/evidence/collect";
 import { isNonPublicAddress, isPublicHost, publicHostsInLog } from "../../src/runner/evidence/proxy-logs";
 import type { RunRecord } from "../../src/runner/evidence/run-record";
-import { cleanup, curl, freePort, startHttpServer, startProxy, startTestGateway, tempDir, TOKEN } from "./helpers";
+import { cleanup, tempDir } from "../helpers/processes";
+import { curl, startProxy } from "../site-proxy/helpers";
+import { freePort } from "../helpers/ports";
+import { startHttpServer } from "../helpers/servers";
+import { startTestGateway } from "./helpers";
+import { TOKEN } from "../gateway/helpers";
 import { computerControlToken } from "../../src/protocol/auth";
 
 /**

@@ -11,7 +11,8 @@ import {
   unreachableMessage,
   type StateResource,
 } from "../../src/runner/runtimes/docker/hosts-reachable";
-import { freePort, startSshd, type TestSshd } from "../helpers/sshd";
+import { freePort } from "../helpers/ports";
+import { startSshd, type TestSshd } from "../helpers/sshd";
 
 const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";
 const envSsh = { host: "10.0.0.5", user: "ops", hostKey: KEY };

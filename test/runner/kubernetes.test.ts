@@ -22,7 +22,7 @@ import {
 import { containerProblem } from "../../src/runner/runtimes/docker/containers";
 import { localOutputs, openGatewayAccess, rebaseUrl, readOutputs } from "../../src/runner/stack/outputs";
 import { portForwardUrl } from "../../src/protocol/port-forward";
-import { cleanup, tempDir } from "./helpers";
+import { cleanup, tempDir } from "../helpers/processes";
 
 afterAll(cleanup);
 

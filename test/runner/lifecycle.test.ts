@@ -17,7 +17,7 @@ import {
 import { describeUrn, ProgressReporter, resourcesInDeployment, StepCounter } from "../../src/runner/stack/progress";
 import { withStackLock } from "../../src/runner/stack/lock";
 import { backendUrlFor, specConfigMap } from "../../src/runner/stack/workspace";
-import { cleanup, tempDir } from "./helpers";
+import { cleanup, tempDir } from "../helpers/processes";
 
 afterAll(cleanup);
 

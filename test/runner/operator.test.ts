@@ -32,7 +32,8 @@ import {
 } from "../../src/runner/stack/state-files";
 import { LogFollower, watchLines } from "../../src/runner/operator/watch";
 import { escapeHtml, watchPage } from "../../src/runner/operator/watch-page";
-import { CLI, helpOf, ROOT, tempDir } from "./helpers";
+import { CLI, helpOf } from "./helpers";
+import { ROOT, tempDir } from "../helpers/processes";
 
 const SECRET = { "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", ciphertext: "v1:abc" };
 

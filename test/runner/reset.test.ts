@@ -12,17 +12,13 @@ import { start, type Launcher } from "../../src/browser/launcher";
 import { computerControlToken } from "../../src/protocol/auth";
 import { CARD_PATH, WEBSITE_V1_URN } from "../../src/protocol/card";
 import { resetEnv, type ResetResult } from "../../src/runner/lifecycle/reset";
-import {
-  cleanup,
-  deployedOutputs,
-  freePort,
-  startHttpServer,
-  startProxy,
-  startTestGateway,
-  tempDir,
-  TOKEN,
-  waitFor,
-} from "./helpers";
+import { cleanup, tempDir } from "../helpers/processes";
+import { deployedOutputs, startTestGateway } from "./helpers";
+import { freePort } from "../helpers/ports";
+import { startHttpServer } from "../helpers/servers";
+import { startProxy } from "../site-proxy/helpers";
+import { TOKEN } from "../gateway/helpers";
+import { until } from "../helpers/until";
 
 /** What episode 1 writes everywhere it can; episode 2 must find it nowhere. */
 const MARK = `left-by-episode-1-${randomBytes(6).toString("hex")}`;
@@ -97,7 +93,7 @@ beforeAll(async () => {
     { proxy: proxy.url, startTabs: [START_TAB], cdpHost: "127.0.0.1", cdpPort: relayPort, caFile: proxy.caCertPath },
     { home, log: () => undefined, restartDelayMs: 100 },
   );
-  await waitFor("Chromium's DevTools", () => launcher.devtoolsPort(), 30_000);
+  await until("Chromium's DevTools", () => launcher.devtoolsPort(), 30_000);
   const map = deployedOutputs(gatewayUrl, {
     websites: { shop: { live: false, domains: ["shop.test", "*.shop.test"] } },
     computers: { agent: { network: "none", startTabs: [START_TAB] } },
@@ -226,7 +222,7 @@ describe("reset between episodes", () => {
     expect(episode1.isConnected()).toBe(false);
     const episode2 = await connectAgent();
     const context = episode2.contexts()[0];
-    await waitFor(
+    await until(
       "the start tab alone",
       () => {
         const urls = context.pages().map((p) => p.url());

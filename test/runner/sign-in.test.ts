@@ -4,15 +4,11 @@
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cookieBelongsTo, signIn, signOut } from "../../src/runner/lifecycle/sign-in";
-import {
-  cleanup,
-  startChromium,
-  startHttpServer,
-  startLiveSite,
-  startTestGateway,
-  TOKEN,
-  type Chromium,
-} from "./helpers";
+import { cleanup } from "../helpers/processes";
+import { startChromium, type Chromium } from "../helpers/chromium";
+import { startHttpServer } from "../helpers/servers";
+import { startLiveSite, startTestGateway } from "./helpers";
+import { TOKEN } from "../gateway/helpers";
 
 let browser: Chromium;
 let gatewayUrl: string;

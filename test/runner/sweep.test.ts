@@ -7,7 +7,8 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { parseXml, queryEc2Api, signedHeaders, signingKey } from "../../src/runner/lifecycle/ec2-api";
 import { formatAge, parseAge, sweep } from "../../src/runner/lifecycle/sweep";
-import { CLI, ROOT } from "./helpers";
+import { CLI } from "./helpers";
+import { ROOT } from "../helpers/processes";
 
 const HOUR = 3_600_000;
 const CREDENTIALS = { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY" };

@@ -7,14 +7,14 @@ import { WebSocket } from "ws";
 import { computerTabs, screenshotComputer, screenshotFileName } from "../../src/runner/operator/screens";
 import { computerFeed } from "../../src/runner/operator/watch";
 import { startWatchServer, type Feed, type FeedEvent, type WatchMessage } from "../../src/runner/operator/watch-server";
-import { cleanup, startChromium, startHttpServer, startTestGateway, TOKEN, waitFor } from "./helpers";
+import { cleanup } from "../helpers/processes";
+import { startChromium } from "../helpers/chromium";
+import { startHttpServer } from "../helpers/servers";
+import { startTestGateway } from "./helpers";
+import { TOKEN } from "../gateway/helpers";
+import { until } from "../helpers/until";
 
 afterAll(cleanup);
-
-/** Resolves once `probe` holds. */
-function until(probe: () => boolean | Promise<boolean>, what: string, timeoutMs = 5_000): Promise<true> {
-  return waitFor(what, async () => (await probe()) || undefined, timeoutMs);
-}
 
 /** A feed that records when it runs and lets the test emit. */
 function fakeFeed() {
@@ -98,7 +98,7 @@ describe("the watch page", () => {
     try {
       expect([desktop.starts, server.feeding()]).toEqual([0, false]);
       const first = await viewer(server.url);
-      await until(() => desktop.starts === 1 && open.starts === 1, "the feeds to start");
+      await until("the feeds to start", () => desktop.starts === 1 && open.starts === 1);
       expect(first.messages[0]).toEqual({ type: "hello", stack: "demo", computers: ["desktop", "open"] });
       const second = await viewer(server.url);
       desktop.emit!({ type: "frame", data: "AAAA" });
@@ -107,7 +107,7 @@ describe("the watch page", () => {
         type: "log",
         lines: [{ time: "t", event: "refused", method: "GET", host: "x", port: 80, why: "y" }],
       });
-      await until(() => second.messages.length >= 4, "the events");
+      await until("the events", () => second.messages.length >= 4);
       for (const v of [first, second])
         expect(v.messages.slice(-3)).toEqual([
           { type: "frame", computer: "desktop", data: "AAAA" },
@@ -126,15 +126,15 @@ describe("the watch page", () => {
       await new Promise((r) => setTimeout(r, 200));
       expect(desktop.stops).toBe(0);
       second.ws.close();
-      await until(() => desktop.stops === 1 && open.stops === 1 && !server.feeding(), "the feeds to stop");
+      await until("the feeds to stop", () => desktop.stops === 1 && open.stops === 1 && !server.feeding());
 
       // A viewer who comes later sees at once what the feeds last showed, and starts them again.
       const later = await viewer(server.url);
-      await until(() => desktop.starts === 2, "the feeds to start again");
-      await until(() => later.messages.length >= 4, "the last state");
+      await until("the feeds to start again", () => desktop.starts === 2);
+      await until("the last state", () => later.messages.length >= 4);
       expect(later.messages.map((m) => m.type)).toEqual(["hello", "url", "frame", "log"]);
       later.ws.close();
-      await until(() => desktop.stops === 2, "the feeds to stop again");
+      await until("the feeds to stop again", () => desktop.stops === 2);
     } finally {
       await server.close();
     }
@@ -150,7 +150,7 @@ describe("the watch page", () => {
     const server = await startWatchServer({ stack: "demo", feeds: { desktop: broken } });
     try {
       const v = await viewer(server.url);
-      await until(() => v.messages.some((m) => m.type === "error"), "the error");
+      await until("the error", () => v.messages.some((m) => m.type === "error"));
       expect(v.messages.find((m) => m.type === "error")).toEqual({
         type: "error",
         computer: "desktop",
@@ -176,7 +176,7 @@ describe("the watch page in a browser", () => {
       const errors: string[] = [];
       page.on("pageerror", (e) => errors.push(e.message));
       await page.goto(server.url);
-      await until(() => desktop.starts === 1, "the feed to start", 10_000);
+      await until("the feed to start", () => desktop.starts === 1, 10_000);
       const hostile = `<img src=x onerror="document.title='owned'">`;
       // A 1x1 GIF stands in for a JPEG frame: the page only sets it as the image's source.
       const pixel = "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7";
@@ -190,8 +190,8 @@ describe("the watch page in a browser", () => {
       });
       const panel = page.locator('section[data-computer="desktop"]');
       await until(
-        async () => (await panel.locator(".url").textContent()) === `https://shop.test/${hostile}`,
         "the URL",
+        async () => (await panel.locator(".url").textContent()) === `https://shop.test/${hostile}`,
       );
       expect(await panel.locator("img.screen").getAttribute("src")).toBe(`data:image/jpeg;base64,${pixel}`);
       expect(await panel.locator(".log li").textContent()).toBe(`10:11:12 refused CONNECT ${hostile}:443 (x)`);
@@ -201,7 +201,7 @@ describe("the watch page in a browser", () => {
       expect(await page.title()).toBe("multienv watch demo");
       expect(errors).toEqual([]);
       await page.close();
-      await until(() => desktop.stops === 1, "the feed to stop once the page is gone", 10_000);
+      await until("the feed to stop once the page is gone", () => desktop.stops === 1, 10_000);
     } finally {
       await browser.close();
       await server.close();
@@ -252,7 +252,7 @@ describe("a computer's screen over DevTools through the gateway", () => {
     await feed.start((event) => events.push(event));
     try {
       const tries = () => events.filter((e) => e.type === "error" && /did not answer on DevTools/.test(e.message));
-      await until(() => tries().length >= 2, "two tries", 20_000);
+      await until("two tries", () => tries().length >= 2, 20_000);
       expect((tries()[0] as { message: string }).message).toMatch(
         /^computer ghost's browser did not answer on DevTools through the gateway: .*; trying again$/,
       );
@@ -277,7 +277,7 @@ describe("a computer's screen over DevTools through the gateway", () => {
     const events: FeedEvent[] = [];
     await feed.start((event) => events.push(event));
     try {
-      await until(() => events.some((e) => e.type === "frame"), "a first frame", 20_000);
+      await until("a first frame", () => events.some((e) => e.type === "frame"), 20_000);
       expect(events.find((e) => e.type === "url")).toEqual({ type: "url", url: `${site.url}/one`, title: "One" });
       expect(events.find((e) => e.type === "log")).toEqual({
         type: "log",
@@ -288,20 +288,20 @@ describe("a computer's screen over DevTools through the gateway", () => {
       const frames = () => events.filter((e) => e.type === "frame").length;
       const before = frames();
       await agent.contexts()[0].pages()[0].goto(`${site.url}/two`);
-      await until(() => events.some((e) => e.type === "url" && e.url === `${site.url}/two`), "the new URL", 20_000);
-      await until(() => frames() > before, "a frame of the new page", 20_000);
+      await until("the new URL", () => events.some((e) => e.type === "url" && e.url === `${site.url}/two`), 20_000);
+      await until("a frame of the new page", () => frames() > before, 20_000);
 
       // A new tab the agent opens is the one on screen: the feed follows it.
       const third = await agent.contexts()[0].newPage();
       await third.goto(`${site.url}/one?third`);
       await until(
-        () => events.some((e) => e.type === "url" && e.url === `${site.url}/one?third`),
         "the new tab",
+        () => events.some((e) => e.type === "url" && e.url === `${site.url}/one?third`),
         20_000,
       );
       await third.close();
       const lastUrl = () => (events.filter((e) => e.type === "url").at(-1) as { url: string } | undefined)?.url;
-      await until(() => lastUrl() === `${site.url}/two`, "back to the first tab", 20_000);
+      await until("back to the first tab", () => lastUrl() === `${site.url}/two`, 20_000);
     } finally {
       await feed.stop();
     }

@@ -10,16 +10,10 @@ import * as net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RefusedRecord, RequestRecord } from "../../src/protocol/site-proxy";
 import { createAddressCheck } from "../../src/site-proxy/addresses";
-import {
-  cleanup,
-  closedPort,
-  connectThrough,
-  curl,
-  type ProxyProcess,
-  startHttpServer,
-  startProxy,
-  type TestHttpServer,
-} from "./helpers";
+import { cleanup } from "../helpers/processes";
+import { closedPort } from "../helpers/ports";
+import { connectThrough, curl, type ProxyProcess, startProxy } from "./helpers";
+import { startHttpServer, type TestHttpServer } from "../helpers/servers";
 
 afterAll(cleanup);
 

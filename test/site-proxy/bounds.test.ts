@@ -8,16 +8,10 @@ import * as tls from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ErrorRecord } from "../../src/protocol/site-proxy";
 import { loadOrCreateCa, MAX_CACHED_LEAVES } from "../../src/site-proxy/ca";
-import {
-  cleanup,
-  connectThrough,
-  type ProxyProcess,
-  startHttpServer,
-  startProxy,
-  tempDir,
-  type TestHttpServer,
-  waitFor,
-} from "./helpers";
+import { cleanup, tempDir } from "../helpers/processes";
+import { connectThrough, type ProxyProcess, startProxy } from "./helpers";
+import { startHttpServer, type TestHttpServer } from "../helpers/servers";
+import { until } from "../helpers/until";
 
 const HEAD_TIMEOUT_MS = 1_000;
 /** Scheduling slack on a loaded 2-core machine, plus the proxy's check interval (at most 1 s). */
@@ -68,7 +62,7 @@ describe("slow request heads", () => {
     await new Promise((resolve) => socket.once("connect", resolve));
     const ms = await openFor(socket, HEAD_TIMEOUT_MS + SLACK_MS);
     expect(ms).toBeGreaterThanOrEqual(HEAD_TIMEOUT_MS - 100);
-    const record = await waitFor("the error line", () =>
+    const record = await until("the error line", () =>
       proxy
         .records()
         .slice(before)

@@ -6,7 +6,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { configFromEnv } from "../../src/site-proxy/config";
-import { cleanup, PROXY_BIN, ROOT, startProxy, tempDir } from "./helpers";
+import { cleanup, ROOT, tempDir } from "../helpers/processes";
+import { PROXY_BIN, startProxy } from "./helpers";
 
 afterAll(cleanup);
 

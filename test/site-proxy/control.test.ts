@@ -9,21 +9,10 @@ import { spawn } from "node:child_process";
 import WebSocket, { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseLiveSiteProxyLog, type ErrorRecord } from "../../src/protocol/site-proxy";
-import {
-  cleanup,
-  connectThrough,
-  curl,
-  onCleanup,
-  PROXY_BIN,
-  type ProxyProcess,
-  ROOT,
-  startDns,
-  startEchoServer,
-  startHttpServer,
-  startProxy,
-  TEST_TOKEN,
-  waitFor,
-} from "./helpers";
+import { cleanup, onCleanup, ROOT } from "../helpers/processes";
+import { connectThrough, curl, PROXY_BIN, type ProxyProcess, startProxy, TEST_TOKEN } from "./helpers";
+import { startDns, startEchoServer, startHttpServer } from "../helpers/servers";
+import { until } from "../helpers/until";
 
 interface DevtoolsStandIn {
   port: number;
@@ -105,7 +94,7 @@ describe("the control listener's token", () => {
       }
       await expect(wsRoundTrip(headers)).rejects.toThrow(/status 401/);
       expect(devtools.seen.length, "DevTools saw nothing").toBe(before);
-      const unauthorized = await waitFor("a 401 line per request", () => {
+      const unauthorized = await until("a 401 line per request", () => {
         const lines = proxy
           .records()
           .slice(logged)

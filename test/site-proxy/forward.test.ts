@@ -7,18 +7,9 @@ import * as net from "node:net";
 import * as path from "node:path";
 import * as tls from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  cleanup,
-  connectThrough,
-  curl,
-  type ProxyProcess,
-  startDns,
-  startEchoServer,
-  startHttpServer,
-  startProxy,
-  tempDir,
-  type TestHttpServer,
-} from "./helpers";
+import { cleanup, tempDir } from "../helpers/processes";
+import { connectThrough, curl, type ProxyProcess, startProxy } from "./helpers";
+import { startDns, startEchoServer, startHttpServer, type TestHttpServer } from "../helpers/servers";
 
 let origin: TestHttpServer;
 let proxy: ProxyProcess;

@@ -8,7 +8,9 @@ import * as net from "node:net";
 import * as tls from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ErrorRecord, RequestRecord } from "../../src/protocol/site-proxy";
-import { cleanup, connectThrough, curl, onCleanup, type ProxyProcess, startProxy, waitFor } from "./helpers";
+import { cleanup, onCleanup } from "../helpers/processes";
+import { connectThrough, curl, type ProxyProcess, startProxy } from "./helpers";
+import { until } from "../helpers/until";
 
 interface Seen {
   method: string;
@@ -109,7 +111,7 @@ describe("smuggling a second request to the gateway", () => {
       `GET http://shop.test/a HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\n${chunked(SMUGGLED)}`,
     );
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
-    await waitFor("the gateway's request", () => gateway.seen.length > before || undefined);
+    await until("the gateway's request", () => gateway.seen.length > before || undefined);
     await new Promise((r) => setTimeout(r, 300));
     expectOnlyShop(before);
     const mine = gateway.seen.slice(before);
@@ -123,7 +125,7 @@ describe("smuggling a second request to the gateway", () => {
       `POST http://shop.test/b HTTP/1.1\r\nHost: shop.test\r\nConnection: keep-alive, Content-Length\r\nContent-Length: ${SMUGGLED.length}\r\n\r\n${SMUGGLED}`,
     );
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
-    await waitFor("the gateway's request", () => gateway.seen.length > before || undefined);
+    await until("the gateway's request", () => gateway.seen.length > before || undefined);
     await new Promise((r) => setTimeout(r, 300));
     expectOnlyShop(before);
     expect(gateway.seen.slice(before).map((r) => [r.method, r.url, r.body])).toEqual([
@@ -142,7 +144,7 @@ describe("smuggling a second request to the gateway", () => {
       `GET /c HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\n${chunked(SMUGGLED)}`,
     );
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
-    await waitFor("the gateway's request", () => gateway.seen.length > before || undefined);
+    await until("the gateway's request", () => gateway.seen.length > before || undefined);
     await new Promise((r) => setTimeout(r, 300));
     expectOnlyShop(before);
     expect(gateway.seen.slice(before).map((r) => [r.method, r.url, r.body])).toEqual([
@@ -159,7 +161,7 @@ describe("smuggling a second request to the gateway", () => {
       `GET http://shop.test/ws HTTP/1.1\r\nHost: shop.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n${SMUGGLED}`,
     );
     expect(answer).toMatch(/^HTTP\/1\.1 200 /);
-    await waitFor("the gateway's request", () => gateway.seen.length > before || undefined);
+    await until("the gateway's request", () => gateway.seen.length > before || undefined);
     await new Promise((r) => setTimeout(r, 300));
     expectOnlyShop(before);
     expect(gateway.seen.slice(before).map((r) => r.url)).toEqual(["/website/shop/ws"]);
@@ -239,7 +241,7 @@ describe("requests whose framing is broken", () => {
   });
 
   it("logs each refusal as an error line with status 400", async () => {
-    const record = await waitFor("a framing error line", () =>
+    const record = await until("a framing error line", () =>
       proxy
         .records()
         .find((r): r is ErrorRecord => r.event === "error" && /Transfer-Encoding must be chunked alone/.test(r.error)),

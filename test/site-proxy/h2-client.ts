@@ -3,7 +3,8 @@
 // same write as their HEADERS, bodies shorter than they declare) and read every frame the proxy answers with.
 import * as fs from "node:fs";
 import * as tls from "node:tls";
-import { connectThrough, type ProxyProcess, waitFor } from "./helpers";
+import { connectThrough, type ProxyProcess } from "./helpers";
+import { until } from "../helpers/until";
 
 export const DATA = 0;
 export const HEADERS = 1;
@@ -128,7 +129,7 @@ export async function openRawH2(through: ProxyProcess, name: string): Promise<Ra
     frames,
     send: (...out) => void (secure.writable && secure.write(Buffer.concat(out))),
     waitForFrame: (match, timeoutMs = 1_500) =>
-      waitFor("a frame", () => frames.find(match), timeoutMs).catch(() => undefined),
+      until("a frame", () => frames.find(match), timeoutMs).catch(() => undefined),
     close: () => secure.destroy(),
   };
 }

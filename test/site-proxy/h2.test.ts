@@ -13,19 +13,11 @@ import { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConnectionRecord, RefusedRecord, RequestRecord } from "../../src/protocol/site-proxy";
 import { GOAWAY, HEADERS, PROTOCOL_ERROR, RST_STREAM, rawH2, tunnelTls } from "./h2-client";
-import {
-  chromiumTrusting,
-  cleanup,
-  curl,
-  onCleanup,
-  type ProxyProcess,
-  sleep,
-  startHttpServer,
-  startProxy,
-  TEST_TOKEN,
-  type TestHttpServer,
-  waitFor,
-} from "./helpers";
+import { chromiumTrusting } from "../helpers/chromium";
+import { cleanup, onCleanup } from "../helpers/processes";
+import { curl, type ProxyProcess, startProxy, TEST_TOKEN } from "./helpers";
+import { sleep, until } from "../helpers/until";
+import { startHttpServer, type TestHttpServer } from "../helpers/servers";
 
 let gateway: TestHttpServer;
 const upgrades: { url: string; forwardedProto: unknown }[] = [];
@@ -562,7 +554,7 @@ describe("Chromium", () => {
       // Every request and connection is in the log; over h2 the page's requests shared one connection.
       // A busy machine may take a while to close the browser's connections: wait long, fail naming what is there.
       let seen = "nothing";
-      const lines = await waitFor(
+      const lines = await until(
         "the browser's connection lines",
         () => {
           const records = proxy.records().slice(before);

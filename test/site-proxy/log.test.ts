@@ -9,16 +9,10 @@ import type {
   RefusedRecord,
   StartupRecord,
 } from "../../src/protocol/site-proxy";
-import {
-  cleanup,
-  closedPort,
-  connectThrough,
-  curl,
-  type ProxyProcess,
-  startDns,
-  startEchoServer,
-  startProxy,
-} from "./helpers";
+import { cleanup } from "../helpers/processes";
+import { closedPort } from "../helpers/ports";
+import { connectThrough, curl, type ProxyProcess, startProxy } from "./helpers";
+import { startDns, startEchoServer } from "../helpers/servers";
 
 let proxy: ProxyProcess;
 let echoPort: number;

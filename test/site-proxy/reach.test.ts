@@ -4,16 +4,9 @@
 // `refused` log line. The origin's 127.0.0.1 stands in for a public address (the helpers' allowAddresses).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RefusedRecord } from "../../src/protocol/site-proxy";
-import {
-  cleanup,
-  connectThrough,
-  curl,
-  type ProxyProcess,
-  startDns,
-  startHttpServer,
-  startProxy,
-  type TestHttpServer,
-} from "./helpers";
+import { cleanup } from "../helpers/processes";
+import { connectThrough, curl, type ProxyProcess, startProxy } from "./helpers";
+import { startDns, startHttpServer, type TestHttpServer } from "../helpers/servers";
 
 let origin: TestHttpServer;
 let gateway: TestHttpServer;

@@ -6,17 +6,11 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ErrorRecord, RestartedRecord, StartupRecord } from "../../src/protocol/site-proxy";
-import {
-  cleanup,
-  closedPort,
-  connectThrough,
-  curl,
-  type ProxyProcess,
-  startEchoServer,
-  startHttpServer,
-  startProxy,
-  waitFor,
-} from "./helpers";
+import { cleanup } from "../helpers/processes";
+import { closedPort } from "../helpers/ports";
+import { connectThrough, curl, type ProxyProcess, startProxy } from "./helpers";
+import { startEchoServer, startHttpServer } from "../helpers/servers";
+import { until } from "../helpers/until";
 
 let echoPort: number;
 let proxy: ProxyProcess;
@@ -106,7 +100,7 @@ describe("robustness", () => {
       const answer = await rawExchange(bytes);
       expect(answer, what).toMatch(/^HTTP\/1\.1 400 /);
       expect(answer, what).toMatch(/^X-Agentenv-Site-Proxy: bad-request$/im);
-      const record = await waitFor(`${what}'s log line`, () =>
+      const record = await until(`${what}'s log line`, () =>
         proxy
           .records()
           .slice(before)
@@ -126,7 +120,7 @@ describe("robustness", () => {
     const port = await closedPort();
     const supervised = await startProxy({ listen: { host: "127.0.0.1", port } }, { supervise: true });
     expect((await curl(supervised.url, `${origin.url}/`)).body).toBe("served");
-    await waitFor(
+    await until(
       "the supervisor's second process to be ready",
       () => /ready to take over/.test(supervised.stderr()) || undefined,
       10_000,
@@ -134,7 +128,7 @@ describe("robustness", () => {
     const firstPid = supervised.startup.pid;
     const killedAt = Date.now();
     process.kill(firstPid, "SIGKILL");
-    await waitFor(
+    await until(
       "the proxy to serve again",
       async () => {
         const result = await curl(supervised.url, `${origin.url}/`, ["--max-time", "1"]);
@@ -146,7 +140,7 @@ describe("robustness", () => {
     expect(servedAgainAfter).toBeLessThan(2_000);
     const restarted = await supervised.waitForRecord<RestartedRecord>("restarted", (r) => r.event === "restarted");
     expect(restarted).toMatchObject({ previousPid: firstPid, signal: "SIGKILL", exitCode: null });
-    const startups = await waitFor("both startup lines", () => {
+    const startups = await until("both startup lines", () => {
       const found = supervised.records().filter((r): r is StartupRecord => r.event === "startup");
       return found.length === 2 ? found : undefined;
     });

@@ -22,7 +22,9 @@ import {
   resetFrame,
   SETTINGS,
 } from "./h2-client";
-import { cleanup, onCleanup, type ProxyProcess, sleep, startProxy, waitFor } from "./helpers";
+import { cleanup, onCleanup } from "../helpers/processes";
+import { type ProxyProcess, startProxy } from "./helpers";
+import { sleep, until } from "../helpers/until";
 
 /** What reached the recording gateway: each request head, and whether its exchange was cut before it ended. */
 interface Arrival {
@@ -121,11 +123,11 @@ describe("a stream reset right after its HEADERS", () => {
             else {
               // Reset once the head is at the gateway, which answers /slow/ in 5 s: before the answer.
               h2.send(...request);
-              await waitFor("the head at the gateway", () => arrivedUnder(prefix).length > i || undefined);
+              await until("the head at the gateway", () => arrivedUnder(prefix).length > i || undefined);
               h2.send(resetFrame(stream));
             }
           }
-          const lines = await waitFor(`${STREAMS} request lines`, () =>
+          const lines = await until(`${STREAMS} request lines`, () =>
             requestLines(proxy).length - before >= STREAMS ? requestLines(proxy).slice(before) : undefined,
           ).catch(() => requestLines(proxy).slice(before));
           await sleep(200); // and no second line for any of them
@@ -136,7 +138,7 @@ describe("a stream reset right after its HEADERS", () => {
           const reached = arrivedUnder(prefix);
           expect(reached.length).toBeLessThanOrEqual(STREAMS);
           if (when === "a moment later") expect(reached).toHaveLength(STREAMS);
-          await waitFor(
+          await until(
             "every request reaching the gateway aborted",
             () => reached.every((a) => a.aborted) || undefined,
             5_000,
@@ -154,7 +156,7 @@ describe("a stream reset after its answer's head", () => {
     expect(await h2.waitForFrame((f) => f.type === DATA && f.stream === 1)).toBeDefined();
     h2.send(resetFrame(1));
     const [arrival] = arrivedUnder("/endless/1");
-    await waitFor("the endless answer's request aborted", () => arrival.aborted || undefined, 5_000);
+    await until("the endless answer's request aborted", () => arrival.aborted || undefined, 5_000);
     await sleep(200);
     expect(requestLines(proxy)).toEqual([expect.objectContaining({ method: "GET", status: 200 })]);
     h2.close();
@@ -169,7 +171,7 @@ describe("a rapid-reset flood (HEADERS and RST_STREAM pairs, CVE-2023-44487)", (
     const warmUp = Array.from({ length: GATEWAY_CONNECTIONS }, (_, i) => 2 * i + 1);
     for (const stream of warmUp)
       h2.send(headersFrame(stream, requestFields("GET", "shop.test", `/brief/warm/${stream}`), true));
-    await waitFor("the warm-up answered", () => requestLines(proxy).length >= GATEWAY_CONNECTIONS || undefined, 10_000);
+    await until("the warm-up answered", () => requestLines(proxy).length >= GATEWAY_CONNECTIONS || undefined, 10_000);
     const PAIRS = 2_000;
     const first = 2 * GATEWAY_CONNECTIONS + 1;
     for (let batch = 0; batch < PAIRS / 100; batch++) {
@@ -215,14 +217,14 @@ describe("a stream whose body is cut short of its Content-Length", () => {
     expect(await goodGet(h2, 2 * SHORT + 1, "/after-the-short-ones")).toBe(200);
     expect(Date.now() - started).toBeLessThan(10_000); // the idle timeout that held them before is 300 s
     // One line each, the good one's too.
-    await waitFor(`${SHORT + 1} request lines`, () => requestLines(proxy).length >= SHORT + 1 || undefined);
+    await until(`${SHORT + 1} request lines`, () => requestLines(proxy).length >= SHORT + 1 || undefined);
     await sleep(200);
     const lines = requestLines(proxy);
     expect(lines).toHaveLength(SHORT + 1);
     expect(lines.filter((line) => line.endedBy === "stream reset (PROTOCOL_ERROR)")).toHaveLength(SHORT);
     const short = arrivedUnder("/short/");
     expect(short.length).toBeLessThanOrEqual(SHORT);
-    await waitFor(
+    await until(
       "every short request aborted at the gateway",
       () => short.every((a) => a.aborted && !a.complete) || undefined,
       5_000,
@@ -238,7 +240,7 @@ describe("a stream reset while it waits for one of the computer's gateway connec
     // Every gateway connection busy with an answer that never ends (each answered: a line already).
     for (let i = 0; i < GATEWAY_CONNECTIONS; i++)
       h2.send(headersFrame(2 * i + 1, requestFields("GET", "shop.test", `/endless/busy/${i}`), true));
-    await waitFor("every connection busy", () => requestLines(proxy).length === GATEWAY_CONNECTIONS || undefined);
+    await until("every connection busy", () => requestLines(proxy).length === GATEWAY_CONNECTIONS || undefined);
     const WAITING = 8;
     const first = 2 * GATEWAY_CONNECTIONS + 1;
     for (let i = 0; i < WAITING; i++) {
@@ -247,7 +249,7 @@ describe("a stream reset while it waits for one of the computer's gateway connec
     }
     // No slot ever frees: the waiting ones' lines can come from their resets alone.
     const all = GATEWAY_CONNECTIONS + WAITING;
-    await waitFor(`${WAITING} more request lines`, () => requestLines(proxy).length >= all || undefined);
+    await until(`${WAITING} more request lines`, () => requestLines(proxy).length >= all || undefined);
     await sleep(200);
     expect(requestLines(proxy).slice(GATEWAY_CONNECTIONS)).toEqual(
       Array.from({ length: WAITING }, () =>
@@ -275,10 +277,10 @@ describe("a WebSocket (extended CONNECT) reset before its answer", () => {
       ["sec-websocket-version", "13"],
     ];
     h2.send(headersFrame(1, fields, false));
-    await waitFor("the upgrade at the gateway", () => arrivedUnder("/socket/1")[0]);
+    await until("the upgrade at the gateway", () => arrivedUnder("/socket/1")[0]);
     h2.send(resetFrame(1));
-    await waitFor("the upgrade request aborted", () => arrivedUnder("/socket/1")[0].aborted || undefined, 5_000);
-    await waitFor("its request line", () => requestLines(proxy)[0]);
+    await until("the upgrade request aborted", () => arrivedUnder("/socket/1")[0].aborted || undefined, 5_000);
+    await until("its request line", () => requestLines(proxy)[0]);
     await sleep(200);
     expect(requestLines(proxy)).toEqual([
       expect.objectContaining({ method: "CONNECT", endedBy: "stream reset (CANCEL)" }),

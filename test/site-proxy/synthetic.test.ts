@@ -7,17 +7,10 @@ import * as net from "node:net";
 import * as tls from "node:tls";
 import { WebSocketServer } from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  chromiumTrusting,
-  cleanup,
-  connectThrough,
-  curl,
-  type ProxyProcess,
-  startDns,
-  startHttpServer,
-  startProxy,
-  type TestHttpServer,
-} from "./helpers";
+import { chromiumTrusting } from "../helpers/chromium";
+import { cleanup } from "../helpers/processes";
+import { connectThrough, curl, type ProxyProcess, startProxy } from "./helpers";
+import { startDns, startHttpServer, type TestHttpServer } from "../helpers/servers";
 
 let gateway: TestHttpServer;
 const upgrades: { url: string; forwardedHost: unknown; forwardedProto: unknown }[] = [];

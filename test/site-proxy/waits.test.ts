@@ -6,21 +6,17 @@ import * as dgram from "node:dgram";
 import * as net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConnectionRecord, FailedRecord } from "../../src/protocol/site-proxy";
+import { cleanup, onCleanup } from "../helpers/processes";
+import { closedPort } from "../helpers/ports";
+import { connectThrough, curl, type ProxyProcess, startProxy } from "./helpers";
 import {
-  cleanup,
-  closedPort,
-  connectThrough,
-  curl,
-  onCleanup,
-  type ProxyProcess,
   startDns,
   startEchoServer,
   startHangingAddress,
   startHttpServer,
-  startProxy,
   type TestDns,
   type TestHttpServer,
-} from "./helpers";
+} from "../helpers/servers";
 
 const CONNECT_TIMEOUT_MS = 1_500;
 const IDLE_TIMEOUT_MS = 1_000;

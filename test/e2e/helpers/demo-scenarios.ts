@@ -25,7 +25,8 @@ import { renderGraph } from "../../../src/runner/check/graph";
 import { runShopEpisode } from "../../../examples/runner/shop-agent";
 import { signIn, signOut } from "../../../src/runner/lifecycle/sign-in";
 import { deployStack, resetStack, type StackSpec } from "../../../src/runner";
-import { addressesOf, until, type DeployedEnv } from "./env";
+import { addressesOf, type DeployedEnv } from "./env";
+import { until } from "../../helpers/until";
 
 /** What the scenarios need of the target they run on. */
 export interface DemoTarget {
@@ -90,6 +91,7 @@ export function demoScenarios(t: DemoTarget): void {
           : undefined;
       },
       30_000,
+      250,
     );
     expect(titles.get("https://shop.test/")).toBe("Synthetic shop");
     expect(titles.get("https://github.com/")).toBe("GitHub stand-in");
@@ -120,8 +122,11 @@ export function demoScenarios(t: DemoTarget): void {
     expect(refused).toMatch(/ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY|ERR_/);
     expect(await page.title()).not.toBe("Example Domain stand-in");
     await page.close();
-    const log = await until("the refusal in the proxy log", async () =>
-      (await env.proxyLog("desktop")).find((r) => r.event === "refused" && r.host === "example.com"),
+    const log = await until(
+      "the refusal in the proxy log",
+      async () => (await env.proxyLog("desktop")).find((r) => r.event === "refused" && r.host === "example.com"),
+      30_000,
+      250,
     );
     expect(log).toMatchObject({ event: "refused", host: "example.com" });
 
@@ -440,13 +445,18 @@ export function demoScenarios(t: DemoTarget): void {
     await env.gateway("/website/shop/");
 
     expect((await env.gateway(TRAFFIC_CAPTURES_PATH, { auth: false })).status).toBe(401);
-    const listing = await until("a capture per website container", async () => {
-      const files = ((await (await env.gateway(TRAFFIC_CAPTURES_PATH)).json()) as TrafficCaptureListing).captures;
-      const containers = new Set(files.map((f) => f.container));
-      return websiteContainers().every((c) => containers.has(c) || containers.has(c.slice(STACK.length + 1)))
-        ? files
-        : undefined;
-    });
+    const listing = await until(
+      "a capture per website container",
+      async () => {
+        const files = ((await (await env.gateway(TRAFFIC_CAPTURES_PATH)).json()) as TrafficCaptureListing).captures;
+        const containers = new Set(files.map((f) => f.container));
+        return websiteContainers().every((c) => containers.has(c) || containers.has(c.slice(STACK.length + 1)))
+          ? files
+          : undefined;
+      },
+      30_000,
+      250,
+    );
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-e2e-captures-"));
     const download = async (file: { name: string }) => {
       const res = await env.gateway(capturePath(file.name));
@@ -646,13 +656,20 @@ export function demoScenarios(t: DemoTarget): void {
     // The browser has its start tabs and nothing else, no cookie, no storage.
     const after = await computer("desktop");
     const context = after.contexts()[0];
-    await until("the start tabs loaded", async () => {
-      const urls = context
-        .pages()
-        .map((p) => p.url())
-        .sort();
-      return JSON.stringify(urls) === JSON.stringify(["https://github.com/", "https://shop.test/"]) ? urls : undefined;
-    });
+    await until(
+      "the start tabs loaded",
+      async () => {
+        const urls = context
+          .pages()
+          .map((p) => p.url())
+          .sort();
+        return JSON.stringify(urls) === JSON.stringify(["https://github.com/", "https://shop.test/"])
+          ? urls
+          : undefined;
+      },
+      30_000,
+      250,
+    );
     expect(await context.cookies()).toEqual([]);
     const shop = context.pages().find((p) => p.url() === "https://shop.test/")!;
     expect(
@@ -671,7 +688,7 @@ export function demoScenarios(t: DemoTarget): void {
     expect(record.episodes).toEqual([expect.objectContaining({ episode: 1, collected: true, dir: "episodes/1" })]);
     // Episode 2's evidence starts empty: its proxy log, collected by the next reset, holds nothing of episode 1,
     // and the start tabs' connections, still open when that reset began, are in it.
-    await until("the shop's start tab loaded", async () => (await shop.title()) === "Synthetic shop");
+    await until("the shop's start tab loaded", async () => (await shop.title()) === "Synthetic shop", 30_000, 250);
     await after.close();
     const next = await resetStack(STACK, { collect: true });
     expect(next.episode).toBe(3);
@@ -684,9 +701,19 @@ export function demoScenarios(t: DemoTarget): void {
     const env = t.env();
     expect((await env.gateway("/healthz", { auth: false })).status).toBe(200);
     await env.apiOf(`${STACK}-shop-server`).getContainer(`${STACK}-shop-server`).stop({ t: 1 });
-    await until("/healthz 503", async () => (await env.gateway("/healthz", { auth: false })).status === 503, 20_000);
+    await until(
+      "/healthz 503",
+      async () => (await env.gateway("/healthz", { auth: false })).status === 503,
+      20_000,
+      250,
+    );
     env.docker(`${STACK}-shop-server`, ["restart", "-t", "1", `${STACK}-shop-server`]);
-    await until("/healthz 200", async () => (await env.gateway("/healthz", { auth: false })).status === 200, 60_000);
+    await until(
+      "/healthz 200",
+      async () => (await env.gateway("/healthz", { auth: false })).status === 200,
+      60_000,
+      250,
+    );
   });
 
   it("brings a live site's server back after docker restart: ready, its data plane answers", async () => {
@@ -700,6 +727,7 @@ export function demoScenarios(t: DemoTarget): void {
       "the live site ready again",
       async () => (await env.gateway("/svc/github/ready")).status === 200,
       30_000,
+      250,
     );
     const data = await env.gateway("/svc/github/data");
     expect(data.status).toBe(200);
@@ -723,11 +751,16 @@ export function demoScenarios(t: DemoTarget): void {
     // The server's process dies as in a crash (not a `docker stop`): its restart policy brings the container back
     // with a new network namespace, which the sidecar must follow.
     process.kill((await env.inspect(server)).State.Pid as number, "SIGKILL");
-    await until("the shop server restarted by Docker", async () => {
-      const info = await env.inspect(server);
-      return info.RestartCount > restarts && info.State.Running;
-    });
-    await until("the shop ready again", async () => (await env.gateway("/svc/shop/ready")).status === 200, 30_000);
+    await until(
+      "the shop server restarted by Docker",
+      async () => {
+        const info = await env.inspect(server);
+        return info.RestartCount > restarts && info.State.Running;
+      },
+      30_000,
+      250,
+    );
+    await until("the shop ready again", async () => (await env.gateway("/svc/shop/ready")).status === 200, 30_000, 250);
     // Traffic to the restarted server lands in a new run of its capture, which keeps growing.
     const grown = async () => {
       const files = await shopServerFiles();
@@ -766,6 +799,7 @@ export function demoScenarios(t: DemoTarget): void {
       "/healthz 200 with the new run writing",
       async () => (await env.gateway("/healthz", { auth: false })).status === 200,
       60_000,
+      250,
     );
   });
 
@@ -779,6 +813,7 @@ export function demoScenarios(t: DemoTarget): void {
       "a restarted line",
       async () => (await env.proxyLog("desktop")).some((r) => r.event === "restarted"),
       20_000,
+      250,
     );
     const desktop = await computer("desktop");
     const page = await desktop.contexts()[0].newPage();
@@ -786,6 +821,7 @@ export function demoScenarios(t: DemoTarget): void {
       "the shop through the restarted proxy",
       async () => page.goto("https://shop.test/").catch(() => undefined),
       20_000,
+      250,
     );
     expect(response?.status()).toBe(200);
     expect(await page.title()).toBe("Synthetic shop");

@@ -19,6 +19,7 @@ import {
 } from "../../../src/runner";
 import { openStack } from "../../../src/runner/stack/workspace";
 import { connectToInternet, makeStandinCerts, startStandin, trustInBrowser } from "./web-standin";
+import { until } from "../../helpers/until";
 
 export const REPO = path.resolve(__dirname, "../../..");
 export const DEMO_STACK_FILE = path.join(REPO, "stacks/Pulumi.demo.yaml");
@@ -81,33 +82,6 @@ export interface Placement {
 }
 
 export const LOCAL_PLACEMENT: Placement = { engineOf: () => undefined, engines: [undefined] };
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-export async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined | false>,
-  timeoutMs = 30_000,
-  everyMs = 250,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline)
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ""}`,
-      );
-    await sleep(everyMs);
-  }
-}
 
 /**
  * The docker CLI's arguments that reach an engine: none for the local one (DOCKER_HOST or the default socket),
@@ -369,6 +343,7 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
           `${browser}'s Chromium`,
           async () => (pidsIn(browser, CHROMIUM_MAIN, host).length ? pidsIn(browser, CHROMIUM_MAIN, host) : undefined),
           60_000,
+          250,
         );
         trustInBrowser(browser, certs.caPem, host);
         await killChromium(browser, host);
@@ -377,11 +352,13 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
           `${browser}'s restarted Chromium`,
           async () => pidsIn(browser, CHROMIUM_MAIN, host).some((p) => !first.includes(p)),
           60_000,
+          250,
         );
         await until(
           `${computer}'s DevTools through the gateway`,
           async () => (await gateway(`/computers/${computer}/cdp/json/version`)).ok,
           60_000,
+          250,
         );
       }),
     );
