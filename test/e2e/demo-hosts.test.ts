@@ -2,7 +2,7 @@
 // VMs (test/helpers/standin.ts: a network namespace each with its own dockerd and sshd, reached over SSH with its
 // pinned host key): the env (gateway, sites) on one, each computer on its own. Each stand-in holds the allowlist
 // its ec2 security group would (iptables from `ec2SecurityRules`). One deploy serves the demo scenarios
-// (helpers/demo-scenarios.ts), the gateway reached through the SSH tunnel alone, then what only remote hosts have:
+// (demo/), the gateway reached through the SSH tunnel alone, then what only remote hosts have:
 // one SSH connection per host, the firewall between them, a destroy with a host's sshd gone (refused in one line,
 // nothing deleted) and, once it is back and the tunnel is down, a plain destroy whose capture collector brings the
 // tunnel up and stores every capture before anything goes.
@@ -23,7 +23,7 @@ import { destroyStack, type StackSpec } from "../../src/runner";
 import { openStack } from "../../src/runner/stack/workspace";
 import { startStandin, type Standin } from "../helpers/standin";
 import { applyContainerHostGuard, applySecurityGroup } from "../helpers/standin-firewall";
-import { demoScenarios } from "./helpers/demo-scenarios";
+import { demoSuites } from "./demo/suites";
 import {
   DEMO_STACK_FILE,
   deployEnv,
@@ -140,7 +140,7 @@ afterAll(async () => {
 }, 300_000);
 
 describe("the demo multi env on the hosts target (three stand-in VMs)", () => {
-  demoScenarios({
+  demoSuites({
     stack: STACK,
     artifacts: ARTIFACTS,
     env: () => env,

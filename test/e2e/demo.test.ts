@@ -1,12 +1,12 @@
 // The demo topology (stacks/Pulumi.demo.yaml) deployed by the runner with the real Pulumi engine on the local
-// Docker engine, checked with a real browser through the gateway: the demo scenarios (helpers/demo-scenarios.ts),
+// Docker engine, checked with a real browser through the gateway: the demo scenarios (demo/),
 // one deploy serving them all.
 import fs from "node:fs";
 import path from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect } from "vitest";
 import type { StackSpec } from "../../src/runner";
-import { demoScenarios } from "./helpers/demo-scenarios";
+import { demoSuites } from "./demo/suites";
 import { DEMO_STACK_FILE, deployEnv, e2eStack, specOf, type DeployedEnv } from "./helpers/env";
 
 const STACK = e2eStack("e2e");
@@ -44,7 +44,7 @@ afterAll(async () => {
 let demoSpec: StackSpec;
 
 describe("the demo multi env on the local engine", () => {
-  demoScenarios({
+  demoSuites({
     stack: STACK,
     artifacts: ARTIFACTS,
     env: () => env,
