@@ -1,5 +1,5 @@
 export { ConfigError } from "./errors";
-export { loadConfig, loadStackConfig, readStackFile, planOrThrow, stackNameOfFile, SECRET_MARKER } from "./load";
+export { loadStackConfig, readStackFile, stackNameOfFile, SECRET_MARKER } from "./load";
 export type { LoadedStackConfig, StackFile } from "./load";
 export { stackConfigSchema, STACK_KEYS } from "./schema";
 export { validateStackConfig, decodeConfigValue } from "./validate";

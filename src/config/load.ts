@@ -6,9 +6,8 @@ import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { parseDocument } from "yaml";
-import { plan } from "../plan";
 import { CONFIG_NAMESPACE, problem } from "../plan/problems";
-import type { Plan, Problem, StackConfig } from "../plan/types";
+import type { Problem, StackConfig } from "../plan/types";
 import { ConfigError } from "./errors";
 import { namespaceProblems, type RawConfigValue, validateStackConfig } from "./validate";
 
@@ -162,13 +161,3 @@ export function readStackFile(path: string, stack: string = stackNameOfFile(path
   const secrets = Object.fromEntries(validated.secretKeys.map((k) => [k, SECRET_MARKER]));
   return { stack, config: validated.config, secrets, rawConfig, secretKeys: secretKeys.sort() };
 }
-
-/** plan() for a loaded config, throwing one ConfigError with every problem; warnings are in the plan. */
-export function planOrThrow(config: StackConfig, stack: string): Plan {
-  const result = plan(config, { stack });
-  if (!result.ok) throw new ConfigError(result.problems);
-  return result.plan;
-}
-
-/** docs/design.md's name for the Pulumi entry point ("stack config -> loadConfig -> plan()"). */
-export const loadConfig = loadStackConfig;

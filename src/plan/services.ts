@@ -48,16 +48,16 @@ export type SiteProxyServiceConfig = SiteProxyConfigInput & {
 /** `MULTIENV_BROWSER_CONFIG` as the plan writes it. */
 export type BrowserServiceConfig = BrowserConfigInput & { startTabs: string[]; cdpPort: number };
 
-/**
- * `MULTIENV_GATEWAY_CONFIG`: sites by their env-network aliases, computers by their site proxies' control
- * listeners. docker: the browse listener on each computer's link network; ec2: on the ingress network, published
- * on the env VM for the computer VMs (their addresses are filled in at deploy).
- */
 /** Where a site's server answers on the env network: the gateway's upstream, and its frontend's own server. */
 export function siteServerUrl(website: Pick<PlannedWebsite, "server">): string {
   return `http://${website.server.alias}:${website.server.port}`;
 }
 
+/**
+ * `MULTIENV_GATEWAY_CONFIG`: sites by their env-network aliases, computers by their site proxies' control
+ * listeners. docker: the browse listener on each computer's link network; ec2: on the ingress network, published
+ * on the env VM for the computer VMs (their addresses are filled in at deploy).
+ */
 export function gatewayServiceConfig(plan: Plan): GatewayServiceConfig {
   const sites: GatewayServiceConfig["sites"] = {};
   for (const website of plan.websites) {

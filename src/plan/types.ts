@@ -1,5 +1,5 @@
 // The data contract between config loading, planning and the components.
-// `StackConfig` is what `loadConfig` produces once the zod schema accepts a stack;
+// `StackConfig` is what `loadStackConfig` produces once the zod schema accepts a stack;
 // `Plan` is what `plan()` decides from it. Both are plain data: no Pulumi, no I/O.
 // Components consume a Plan and decide nothing of their own.
 

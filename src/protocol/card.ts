@@ -38,7 +38,6 @@ import { z } from "zod";
 
 /** Where every service serves its card. */
 export const CARD_PATH = "/.well-known/agent-env.json";
-export const CARD_MEDIA_TYPE = "application/json";
 
 /**
  * A website's extension: params `domains`, `live`, `allowHosts`; paths `ready` and, when it has them, `session`

@@ -170,4 +170,3 @@ export const captureServerConfigSchema = z.strictObject({
 });
 
 export type CaptureServerConfig = z.output<typeof captureServerConfigSchema>;
-export type CaptureServerConfigInput = z.input<typeof captureServerConfigSchema>;

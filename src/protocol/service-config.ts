@@ -12,7 +12,7 @@ export class ServiceConfigError extends Error {
 }
 
 /** `VARIABLE.a.b[0]`: the field a message is about, starting at the variable that holds the config. */
-export function serviceConfigField(variable: string, path: readonly (string | number)[]): string {
+function serviceConfigField(variable: string, path: readonly (string | number)[]): string {
   const rest = configPath(path);
   if (rest === "") return variable;
   return rest.startsWith("[") ? variable + rest : `${variable}.${rest}`;

@@ -6,7 +6,7 @@ import { z } from "zod";
 /** The path, relative to a site server's root, of its session (the gateway serves it at `/svc/<site>/session`). */
 export const SESSION_PATH = "/session";
 
-export const sessionCookieSchema = z.object({
+const sessionCookieSchema = z.object({
   name: z.string().min(1),
   value: z.string(),
   /** A host (`github.com`) or, for a cookie its subdomains receive too, a leading-dot domain (`.github.com`). */
@@ -19,7 +19,7 @@ export const sessionCookieSchema = z.object({
   sameSite: z.enum(["Strict", "Lax", "None"]).default("Lax"),
 });
 
-export const sessionOriginSchema = z.object({
+const sessionOriginSchema = z.object({
   /** Scheme, host and port: `https://github.com`. */
   origin: z.string().url(),
   localStorage: z.array(z.object({ name: z.string(), value: z.string() })).default([]),
@@ -30,8 +30,6 @@ export const storageStateSchema = z.object({
   origins: z.array(sessionOriginSchema).default([]),
 });
 
-export type SessionCookie = z.infer<typeof sessionCookieSchema>;
-export type SessionOrigin = z.infer<typeof sessionOriginSchema>;
 /** Playwright's storage state: cookies and each origin's local storage. */
 export type StorageState = z.infer<typeof storageStateSchema>;
 

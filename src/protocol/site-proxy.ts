@@ -219,7 +219,7 @@ function episodeMarks(logText: string): { at: number; episode: number }[] {
  * The log without its self-tests: from each self-test's start line to its end line, both included. A start with no
  * end (a self-test that died) removes nothing, so no line of an episode is ever dropped on a guess.
  */
-export function withoutSelfTests(logText: string): string {
+function withoutSelfTests(logText: string): string {
   let kept = "";
   let from = 0;
   let start: number | undefined;
@@ -263,7 +263,7 @@ export function episodeOf(logText: string, episode?: number): string {
 }
 
 /** Parses the log file's text into records, one per line (blank lines skipped). */
-export function parseSiteProxyLog(text: string): SiteProxyLogRecord[] {
+function parseSiteProxyLog(text: string): SiteProxyLogRecord[] {
   return text
     .split("\n")
     .filter((line) => line.trim() !== "")

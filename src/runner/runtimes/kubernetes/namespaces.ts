@@ -27,12 +27,6 @@ export async function labelledNamespaces(core: CoreV1Api): Promise<StackNamespac
   }));
 }
 
-/** The labelled namespaces whose stack is not among `stacks` (the state's): what a lost or removed stack left. */
-export function leftoverNamespaces(namespaces: StackNamespace[], stacks: Iterable<string>): StackNamespace[] {
-  const known = new Set(stacks);
-  return namespaces.filter((ns) => !known.has(ns.stack));
-}
-
 /** Deletes a namespace (everything in it goes with it); one already gone is no error. */
 export async function deleteNamespace(core: CoreV1Api, name: string): Promise<void> {
   await core.deleteNamespace({ name }).catch((error: unknown) => {
