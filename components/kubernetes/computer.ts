@@ -5,8 +5,8 @@
 // config's runtimeClassName (a sandboxed runtime such as gVisor, where the cluster offers one).
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
-import type { BrowserServiceConfig, Plan, PlannedComputer, SiteProxyServiceConfig } from "../../src/plan";
-import { fetchCaCommand, kubernetesNames, kubernetesPods } from "../../src/plan/kubernetes";
+import type { BrowserServiceConfig, PlannedComputer, SiteProxyServiceConfig } from "../../src/plan";
+import { fetchCaCommand, type PlannedPod } from "../../src/plan/kubernetes";
 import { CA_CERT_PATH, CA_DIR, CA_KEY_PATH, SITE_PROXY_LOG_PATH } from "../../src/plan/topology";
 import { SITE_PROXY_CA_PATH } from "../../src/protocol/site-proxy";
 import { computerControlToken } from "../../src/protocol/auth";
@@ -16,12 +16,12 @@ import { podBasics, podMetadata, restricted, scratch, secretEnv } from "./pods";
 import * as path from "node:path";
 
 export interface KubernetesComputerArgs {
-  /** The plan: the stack and the pods of its computers. */
-  plan: Pick<Plan, "stack" | "capture" | "websites" | "computers">;
   /** The planned computer. */
   computer: PlannedComputer;
   /** The cluster and namespace. */
   target: KubernetesTarget;
+  /** Its site proxy's pod and its browser's, as the plan places them. */
+  pods: { proxy: PlannedPod; browser: PlannedPod };
   /** `MULTIENV_SITE_PROXY_CONFIG`, from `kubernetesSiteProxyConfig(plan, computer)`. */
   proxyConfig: SiteProxyServiceConfig;
   /** `MULTIENV_BROWSER_CONFIG`, from `kubernetesBrowserConfig(plan, computer)`. */
@@ -39,12 +39,8 @@ export class KubernetesComputer extends pulumi.ComponentResource {
 
   constructor(name: string, args: KubernetesComputerArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:kubernetes:KubernetesComputer", name, {}, opts);
-    const { plan, computer, target } = args;
-    const pods = kubernetesPods(plan);
-    const proxyPod = pods.find((p) => p.name === kubernetesNames.proxy(computer.name));
-    const browserPod = pods.find((p) => p.name === kubernetesNames.browser(computer.name));
-    if (proxyPod === undefined || browserPod === undefined)
-      throw new pulumi.ResourceError(`KubernetesComputer ${name}: the plan has no pods for ${computer.name}`, this);
+    const { computer, target } = args;
+    const { proxy: proxyPod, browser: browserPod } = args.pods;
     const runtime =
       target.cluster.runtimeClassName !== undefined ? { runtimeClassName: target.cluster.runtimeClassName } : {};
 

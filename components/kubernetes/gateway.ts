@@ -5,7 +5,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import type { GatewayServiceConfig, Plan } from "../../src/plan";
-import { gatewayReadyCommand, kubernetesNames, kubernetesPods } from "../../src/plan/kubernetes";
+import { gatewayReadyCommand, type PlannedPod } from "../../src/plan/kubernetes";
 import { GATEWAY_WAIT_TIMEOUT_SECONDS } from "../../src/plan/wiring";
 import { ENV_VARS } from "../../src/protocol/env";
 import { portForwardUrl, type GatewayPortForward } from "../../src/protocol/port-forward";
@@ -17,6 +17,8 @@ export interface KubernetesGatewayArgs {
   plan: Pick<Plan, "stack" | "gateway" | "capture" | "websites" | "computers">;
   /** The cluster and namespace. */
   target: KubernetesTarget;
+  /** The gateway's pod, as the plan places it. */
+  pod: PlannedPod;
   /** `MULTIENV_GATEWAY_CONFIG`, from `kubernetesGatewayConfig(plan)`. */
   serviceConfig: GatewayServiceConfig;
   /** The control token (a secret). */
@@ -36,9 +38,7 @@ export class KubernetesGateway extends pulumi.ComponentResource {
   constructor(name: string, args: KubernetesGatewayArgs, opts?: pulumi.ComponentResourceOptions) {
     super("multienv:kubernetes:KubernetesGateway", name, {}, opts);
     const { plan, target } = args;
-    const pod = kubernetesPods(plan).find((p) => p.name === kubernetesNames.gateway);
-    if (pod === undefined)
-      throw new pulumi.ResourceError(`KubernetesGateway ${name}: the plan has no gateway pod`, this);
+    const { pod } = args;
     if (args.serviceConfig.listen.host !== "127.0.0.1")
       throw new pulumi.ResourceError(
         `KubernetesGateway ${name}: the runner listener must be bound to the pod's loopback (127.0.0.1), not ${args.serviceConfig.listen.host}: a port-forward is the runner's only way in`,

@@ -6,13 +6,15 @@ import * as os from "node:os";
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import type { Plan, PlannedKubernetes } from "../../src/plan";
-import { kubernetesImage, kubernetesNetworkPolicies, kubernetesPods } from "../../src/plan/kubernetes";
+import { kubernetesImage, kubernetesNetworkPolicies, type PlannedPod } from "../../src/plan/kubernetes";
 import { PROJECT_IMAGES, type ProjectImageRole } from "../../src/plan/images";
 import { LABELS } from "../../src/protocol/labels";
 
 export interface KubernetesTargetArgs {
   /** The stack, the pods the plan places (websites, computers, capture) and the cluster section. */
   plan: Pick<Plan, "stack" | "capture" | "websites" | "computers" | "kubernetes">;
+  /** Every pod the plan places: a Service goes in front of each that has ports. */
+  pods: PlannedPod[];
 }
 
 /** A multi env's namespace on a Kubernetes cluster, its Services and its NetworkPolicies. */
@@ -70,7 +72,7 @@ export class KubernetesTarget extends pulumi.ComponentResource {
           children,
         ),
     );
-    for (const pod of kubernetesPods(plan)) {
+    for (const pod of args.pods) {
       if (pod.ports.length === 0) continue;
       this.services.set(
         pod.name,

@@ -11,7 +11,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import type { Plan, PlannedWebsite } from "../../src/plan";
 import { configPath, formatProblem, siteServerUrl } from "../../src/plan";
-import { captureStartedCommand, kubernetesNames, kubernetesPods, type PlannedPod } from "../../src/plan/kubernetes";
+import { captureStartedCommand, kubernetesNames, type PlannedPod } from "../../src/plan/kubernetes";
 import { CAPTURE_IMAGE_ROLE } from "../../src/plan/images";
 import { CAPTURES_DIR } from "../../src/plan/topology";
 import { CAPTURE_SERVER_PORT } from "../../src/protocol/traffic";
@@ -31,6 +31,8 @@ export interface KubernetesWebsiteArgs {
   site: PlannedWebsite;
   /** The cluster and namespace the site's pods run in. */
   target: KubernetesTarget;
+  /** Its server's pod and its frontend's, as the plan places them. */
+  pods: PlannedPod[];
   /** The stack's secret config values by key: each key the site's `secretSettings` names must be here. */
   secrets: Record<string, pulumi.Output<string>>;
   /** The env's control token (a secret): each capture server gets its own token derived from it. */
@@ -49,8 +51,7 @@ export class KubernetesWebsite extends pulumi.ComponentResource {
     if (unresolved.length > 0)
       throw new pulumi.ResourceError(`KubernetesWebsite ${name}: ${unresolved.map(formatProblem).join("; ")}`, this);
     const secretValues = pulumi.all(Object.fromEntries(refs.map((ref) => [ref.setting, args.secrets[ref.key]])));
-    const pods = kubernetesPods(plan).filter((p) => p.site === site.name);
-    for (const pod of pods) {
+    for (const pod of args.pods) {
       const role = pod.siteRole ?? "server";
       const container = role === "server" ? site.server : site.frontend;
       if (container?.image === undefined) {

@@ -210,6 +210,39 @@ export function kubernetesPods(plan: Pick<Plan, "stack" | "capture" | "websites"
   return [...sites, gateway, ...computers];
 }
 
+/** The plan's pods by the component that deploys each, so each component is handed its own. */
+export interface KubernetesPodsByPart {
+  /** Every pod: the target puts a Service in front of each that has ports. */
+  all: PlannedPod[];
+  gateway: PlannedPod;
+  /** Site -> its server's pod and its frontend's. */
+  sites: Record<string, PlannedPod[]>;
+  /** Computer -> its site proxy's pod and its browser's. */
+  computers: Record<string, { proxy: PlannedPod; browser: PlannedPod }>;
+}
+
+export function kubernetesPodsByPart(
+  plan: Pick<Plan, "stack" | "capture" | "websites" | "computers">,
+): KubernetesPodsByPart {
+  const all = kubernetesPods(plan);
+  const named = (name: string): PlannedPod => {
+    const pod = all.find((p) => p.name === name);
+    if (pod === undefined) throw new Error(`the plan of stack ${plan.stack} has no pod ${name}`);
+    return pod;
+  };
+  return {
+    all,
+    gateway: named(kubernetesNames.gateway),
+    sites: Object.fromEntries(plan.websites.map((site) => [site.name, all.filter((p) => p.site === site.name)])),
+    computers: Object.fromEntries(
+      plan.computers.map((c) => [
+        c.name,
+        { proxy: named(kubernetesNames.proxy(c.name)), browser: named(kubernetesNames.browser(c.name)) },
+      ]),
+    ),
+  };
+}
+
 function computerPods(plan: Pick<Plan, "stack">, c: PlannedComputer): PlannedPod[] {
   const labels = (role: PodRole) => ({ [LABEL.stack]: plan.stack, [LABEL.role]: role, [LABEL.computer]: c.name });
   return [
