@@ -5,8 +5,7 @@
 // self-test comes last.
 import type { SelfTestCheckResult, SelfTestResults } from "./outputs";
 
-const SELF_TEST_SKIP_HINT =
-  "(skip it with `multienv up --no-self-test`, or selfTest: false in the stack config)";
+const SELF_TEST_SKIP_HINT = "(skip it with `multienv up --no-self-test`, or selfTest: false in the stack config)";
 
 const HEADER = /^the self-test failed \d+ of \d+ checks?, on computers? /;
 const FAILURE = /^computer \S+: /;
