@@ -8,7 +8,7 @@ import type { GatewayPortForward } from "../src/protocol/port-forward";
 
 /** What a family deploys from, and the resource its parts are children of. */
 export interface DeployArgs {
-  /** What to deploy: an accepted plan. */
+  /** What to deploy, from `plan()`; must be an accepted plan. */
   plan: Plan;
   /** Secret stack config values by config key (namespace `multienv`), for the sites' `secretSettings`. */
   secrets: Record<string, pulumi.Output<string>>;

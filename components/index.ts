@@ -1,4 +1,4 @@
-// The components of a multi env, one per file.
+// The components of a multi env, one per file, in folders by family (docs/layout.md).
 export { MultiEnv } from "./multiEnv";
 export type { MultiEnvArgs, MultiEnvOutputs } from "./multiEnv";
 export type { WebsiteOutput, ComputerOutput } from "../src/protocol/outputs";

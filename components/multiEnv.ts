@@ -4,29 +4,20 @@
 // every target shares (the control token, the self-test, the capture collector) and the stack outputs of
 // docs/design.md "Outputs".
 import * as pulumi from "@pulumi/pulumi";
-import type { EngineMachine, LiveWebsiteMark, Plan } from "../src/plan";
+import type { LiveWebsiteMark } from "../src/plan";
 import type { GatewayTunnel } from "../src/plan/ssh";
 import { computerCdpUrl, siteUrls } from "../src/plan/urls";
 import type { ComputerOutput, SelfTestOutput, WebsiteOutput } from "../src/protocol/outputs";
 import type { GatewayPortForward } from "../src/protocol/port-forward";
 import { CaptureCollector } from "./captureCollector";
+import type { DeployArgs } from "./deployed";
 import { ControlToken } from "./controlToken";
 import { deployOnEngines } from "./docker/deploy";
 import { deployOnCluster } from "./kubernetes/deploy";
 import { SelfTest } from "./selfTest";
 
-export interface MultiEnvArgs {
-  /** What to deploy, from `plan()`; must be an accepted plan. */
-  plan: Plan;
-  /** Secret stack config values by config key (namespace `multienv`), for the sites' `secretSettings`. */
-  secrets: Record<string, pulumi.Output<string>>;
-  /** Build context of the project's images: the repository root, relative to the project directory Pulumi runs in. */
-  buildContext: string;
-  /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */
-  baseImage: string;
-  /** Docker target: the machine its engine runs on, whose addresses no site proxy may dial. */
-  engineMachine?: EngineMachine;
-}
+/** What MultiEnv deploys from: what its target's family of parts does, less what MultiEnv itself gives them. */
+export type MultiEnvArgs = Omit<DeployArgs, "controlToken" | "parent">;
 
 /** The stack outputs (docs/design.md "Outputs"). */
 export interface MultiEnvOutputs {
