@@ -6,7 +6,7 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 
 /** The multienv checkout (the directory holding Pulumi.yaml): the default project directory. */
-export const DEFAULT_PROJECT_DIR = resolve(__dirname, "..", "..");
+export const DEFAULT_PROJECT_DIR = resolve(__dirname, "..", "..", "..");
 
 /** `artifacts/<stack>` under the project directory. */
 export function artifactsDirOf(projectDir: string, stack: string): string {
