@@ -125,7 +125,7 @@ let gatewayUrl: string;
 beforeAll(async () => {
   await sweepStack(api, STACK);
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
-  const deployed = await deployStack(spec(), { preview: false });
+  const deployed = await deployStack(spec());
   gatewayUrl = deployed.outputs.gatewayUrl;
 }, 300_000);
 
@@ -210,9 +210,7 @@ describe("a task stack under the real engine", () => {
 
   it("recreates only the changed site's server (and its capture sidecar, in that server's network namespace)", async () => {
     const before = await containerIds();
-    await deployStack(spec({ ...WEBSITES, shop: { ...WEBSITES.shop, settings: { currency: "EUR" } } }), {
-      preview: false,
-    });
+    await deployStack(spec({ ...WEBSITES, shop: { ...WEBSITES.shop, settings: { currency: "EUR" } } }));
     const after = await containerIds();
     const changed = Object.keys(before)
       .filter((name) => after[name] !== before[name])
@@ -233,7 +231,7 @@ describe("a task stack under the real engine", () => {
       frontend: { image: "multienv/sample-shop-frontend" },
     };
     const websites = { ...WEBSITES, shop: { ...WEBSITES.shop, settings: { currency: "EUR" } }, blog };
-    const deployed = await deployStack(spec(websites), { preview: false });
+    const deployed = await deployStack(spec(websites));
     const after = await containerIds();
     const added = Object.keys(after)
       .filter((name) => !(name in before))

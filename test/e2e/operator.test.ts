@@ -109,7 +109,7 @@ beforeAll(async () => {
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
   env = await deployEnv(STACK, { spec: SPEC, standin: false });
   // The self-test (the first deploy skips it): it needs nothing outside, so status has a real result to show.
-  env.outputs = (await deployStack(SPEC, { preview: false })).outputs;
+  env.outputs = (await deployStack(SPEC)).outputs;
   // The sample sites' images check their health every 30 s: until the engine's first check they are `starting`, which
   // ls and status count as not healthy (yet).
   await until(

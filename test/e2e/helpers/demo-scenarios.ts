@@ -589,15 +589,13 @@ export function demoScenarios(t: DemoTarget): void {
       config: { ...t.spec().config, "multienv:selfTest": { publicUrl: "https://example.com/again" } },
     };
     try {
-      await expect(deployStack(changed, { preview: false })).rejects.toThrow(
-        /computer open: public example\.com is reached: no answer/,
-      );
+      await expect(deployStack(changed)).rejects.toThrow(/computer open: public example\.com is reached: no answer/);
     } finally {
       await standinEngine.getContainer(standin).start();
     }
-    const passed = (await deployStack(changed, { preview: false })).outputs.selfTest;
+    const passed = (await deployStack(changed)).outputs.selfTest;
     expect("passed" in passed && passed.passed).toBe(true);
-    await deployStack(t.spec(), { preview: false });
+    await deployStack(t.spec());
   });
 
   it("resets the env for the next episode: every site's data emptied, each browser signed out with its start tabs, the episode collected first", async () => {
