@@ -1,4 +1,14 @@
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
+
+/** Vitest's own order, but every kubernetes file after the rest. */
+class KubernetesLastSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const isKubernetes = (file: TestSpecification) => /kubernetes/.test(file.moduleId);
+    return [...sorted.filter((f) => !isKubernetes(f)), ...sorted.filter(isKubernetes)];
+  }
+}
 
 // Two tiers: `unit` (plan, config, components under Pulumi mocks, services on loopback)
 // and `e2e` (the real Pulumi engine deploying on the real Docker engine). `npm test` runs both, the unit tier
@@ -21,8 +31,10 @@ export default defineConfig({
         test: {
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
-          sequence: { groupOrder: 1 },
           setupFiles: ["test/e2e/setup.ts"],
+          globalSetup: ["test/e2e/global-setup.ts"],
+          // The kubernetes files last: their prerequisites build in the background meanwhile (global-setup.ts).
+          sequence: { groupOrder: 1, sequencer: KubernetesLastSequencer },
           testTimeout: 300_000,
           hookTimeout: 600_000,
           fileParallelism: false,

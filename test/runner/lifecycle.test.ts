@@ -209,7 +209,7 @@ describe("errors", () => {
     );
     expect(isPulumiMissing(error)).toBe(true);
     expect(explain(error, "task-1", "deploying").message).toBe(
-      "stack task-1: deploying needs the Pulumi CLI, which is not installed; install it with `curl -fsSL https://get.pulumi.com | sh` and make sure `pulumi` is on PATH, or build it into this checkout with `bash scripts/pulumi-toolchain.sh`",
+      "stack task-1: deploying needs the Pulumi CLI, which is not installed; install it with `curl -fsSL https://get.pulumi.com | sh` and make sure `pulumi` is on PATH, or build it with `bash scripts/pulumi-toolchain.sh`",
     );
   });
 
