@@ -8,7 +8,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { engineClient } from "../../src/runner/engine";
-import { deployStack, gatewayAccess, type StackSpec } from "../../src/runner";
+import { deployStack, gatewayAccess, stackStatus, type StackSpec } from "../../src/runner";
 import { openStack } from "../../src/runner/workspace";
 import { e2eStack, REPO, stackFileOf, sweepStack, until } from "./helpers/env";
 
@@ -211,6 +211,9 @@ describe("a task stack under the real engine", () => {
   it("recreates only the changed site's server (and its capture sidecar, in that server's network namespace)", async () => {
     const before = await containerIds();
     await deployStack(spec({ ...WEBSITES, shop: { ...WEBSITES.shop, settings: { currency: "EUR" } } }));
+    // What `multienv status` checks agrees with the deploy that just returned, new containers and all.
+    const status = await stackStatus(STACK);
+    expect(status.problems).toEqual([]);
     const after = await containerIds();
     const changed = Object.keys(before)
       .filter((name) => after[name] !== before[name])

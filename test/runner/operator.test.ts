@@ -239,6 +239,25 @@ describe("status", () => {
     expect(statusProblems(unreachable)).toEqual(["gateway u: /healthz does not answer ready (cannot reach)"]);
   });
 
+  it("judges a container whose health check has not run yet as the deploy did: by the gateway's /healthz", () => {
+    const starting: StackStatus = {
+      ...HEALTHY,
+      containers: [{ name: "demo-shop-server", engine: "local", state: "running", health: "starting" }],
+    };
+    expect(statusProblems(starting)).toEqual([]);
+    const notReady: StackStatus = {
+      ...starting,
+      gateway: {
+        url: "u",
+        healthz: { ok: false, status: 503, missing: [{ what: "ready", site: "shop", detail: "x" }] },
+      },
+    };
+    expect(statusProblems(notReady)).toEqual([
+      "container demo-shop-server: running but starting",
+      "gateway u: /healthz does not answer ready (HTTP 503; shop x)",
+    ]);
+  });
+
   it("reduces the self-test to its failed checks", () => {
     expect(summarizeSelfTest({ skipped: true })).toEqual({ skipped: true });
     const check = (ok: boolean, check: string) => ({ check, url: `https://${check}/`, ok, detail: ok ? "200" : "403" });
