@@ -1,6 +1,7 @@
 // The feeds of `multienv watch` (watch-server.ts), one per computer, both through the gateway with the control token:
-// - its screen: DevTools screencast frames (`Page.startScreencast` on a CDP session of the visible tab), following
-//   the tab on screen as the agent opens, closes or switches tabs, and the tab's URL as it navigates;
+// - its screen: DevTools screencast frames (`Page.startScreencast` on a CDP session of the tab on screen, as the
+//   browser's target list says: screens.ts), following it as the agent opens, closes or switches tabs, and the tab's
+//   URL as it navigates;
 // - its proxy log: the `request` and `refused` lines, read again every second.
 // Watching only looks: nothing is sent to a page but the screencast's own commands.
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from "playwright-core";
@@ -9,7 +10,7 @@ import { parseLiveSiteProxyLog, type RefusedRecord, type RequestRecord } from ".
 import { errorMessage } from "./errors";
 import { fetchProxyLog } from "./evidence";
 import type { GatewayAccess } from "./outputs";
-import { visibleTab } from "./screens";
+import { bounded, pageOfTarget, pageTargets } from "./screens";
 import { cdpUrlOf } from "./sign-in";
 import type { Feed, FeedEvent, WatchLogLine } from "./watch-server";
 
@@ -51,13 +52,21 @@ export class LogFollower {
 
 /** The screencast of one tab on a CDP session. */
 async function screencast(context: BrowserContext, page: Page, emit: (event: FeedEvent) => void): Promise<CDPSession> {
-  const session = await context.newCDPSession(page);
+  const session = await bounded(context.newCDPSession(page), "DevTools Target.attachToTarget");
   session.on("Page.screencastFrame", (frame: { data: string; sessionId: number }) => {
     // Chromium sends the next frame once this one is acknowledged.
     void session.send("Page.screencastFrameAck", { sessionId: frame.sessionId }).catch(() => undefined);
     emit({ type: "frame", data: frame.data });
   });
-  await session.send("Page.startScreencast", { format: "jpeg", quality: 70, maxWidth: 1280, maxHeight: 800 });
+  try {
+    await bounded(
+      session.send("Page.startScreencast", { format: "jpeg", quality: 70, maxWidth: 1280, maxHeight: 800 }),
+      "DevTools Page.startScreencast",
+    );
+  } catch (error) {
+    void session.detach().catch(() => undefined);
+    throw error;
+  }
   return session;
 }
 
@@ -78,8 +87,8 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
     session = undefined;
     page = undefined;
     if (old) {
-      await old.send("Page.stopScreencast").catch(() => undefined);
-      await old.detach().catch(() => undefined);
+      await bounded(old.send("Page.stopScreencast"), "DevTools Page.stopScreencast").catch(() => undefined);
+      await bounded(old.detach(), "DevTools Target.detachFromTarget").catch(() => undefined);
     }
   };
 
@@ -115,7 +124,27 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
     });
   };
 
-  // One look: the tab on screen (switching the screencast to it), its URL, the log's new lines.
+  // The screencast on the tab on screen, switched to it when the agent switched tabs; its URL when it changed.
+  const followScreen = async (context: BrowserContext, emit: (event: FeedEvent) => void) => {
+    const [target] = await pageTargets(access, computer);
+    const onScreen = target === undefined ? undefined : await pageOfTarget(context, target.id);
+    // A tab so new that this connection has not seen it yet: the next look has.
+    if (target !== undefined && onScreen === undefined) return;
+    if (running && onScreen !== page) {
+      await stopScreencast();
+      if (onScreen !== undefined) {
+        session = await screencast(context, onScreen, emit);
+        page = onScreen;
+      }
+    }
+    const url = page === undefined ? "" : (target?.url ?? "");
+    if (url !== lastUrl) {
+      lastUrl = url;
+      emit({ type: "url", url: url || "(no tab open)", title: page === undefined ? "" : (target?.title ?? "") });
+    }
+  };
+
+  // One look: the tab on screen, its URL, the log's new lines.
   const look = async (emit: (event: FeedEvent) => void, first: boolean) => {
     if (busy || !running) return;
     busy = true;
@@ -124,22 +153,13 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
       const context = browser?.contexts()[0];
       if (running && context !== undefined) {
         try {
-          const onScreen = await visibleTab(context);
-          if (running && onScreen !== page) {
+          await followScreen(context, emit);
+        } catch (error) {
+          // A tab that closed while it was looked at, or DevTools not answering: the next look tries again.
+          if (running) {
+            emit({ type: "error", message: errorMessage(error).split("\n")[0] });
             await stopScreencast();
-            if (onScreen !== undefined) {
-              session = await screencast(context, onScreen, emit);
-              page = onScreen;
-            }
           }
-          const url = page?.url() ?? "";
-          if (url !== lastUrl) {
-            lastUrl = url;
-            emit({ type: "url", url: url || "(no tab open)", title: page ? await page.title().catch(() => "") : "" });
-          }
-        } catch {
-          // A tab that closed while it was looked at: the next look finds the one on screen.
-          if (running) await stopScreencast();
         }
       }
       try {
@@ -169,7 +189,7 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
       while (busy) await new Promise((r) => setTimeout(r, 20));
       await stopScreencast();
       // Over CDP this only disconnects; the computer's browser keeps running.
-      await browser?.close().catch(() => undefined);
+      if (browser !== undefined) await bounded(browser.close(), "DevTools disconnecting", 5_000).catch(() => undefined);
       browser = undefined;
     },
   };

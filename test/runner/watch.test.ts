@@ -312,3 +312,63 @@ describe("a computer's screen over DevTools through the gateway", () => {
     expect(events.length).toBe(count);
   });
 });
+
+describe("a page in a background tab that claims to be on screen", () => {
+  // Its script says visible and not hidden, on the document and on Document.prototype, and says so again whenever
+  // asked; the browser knows better.
+  const HOSTILE = `<!doctype html><title>Hostile</title><body style="background: rgb(20, 200, 20)">hostile<script>
+    for (const target of [Document.prototype, document]) {
+      Object.defineProperty(target, "visibilityState", { get: () => "visible", configurable: true });
+      Object.defineProperty(target, "hidden", { get: () => false, configurable: true });
+    }
+    document.addEventListener("visibilitychange", (e) => e.stopImmediatePropagation(), true);
+  </script></body>`;
+  let access: { gatewayUrl: string; controlToken: string };
+  let agent: Browser;
+  let site: { url: string };
+
+  beforeAll(async () => {
+    const browser = await startChromium();
+    site = await startHttpServer((req) =>
+      req.url === "/hostile" ? HOSTILE : `<!doctype html><title>Shop</title><body>the shop</body>`,
+    );
+    const gateway = await startTestGateway({
+      sites: { shop: { server: "http://127.0.0.1:9" } },
+      computers: { agent: { cdp: browser.cdp } },
+    });
+    access = { gatewayUrl: gateway.url, controlToken: TOKEN };
+    agent = await chromium.connectOverCDP(`${gateway.url}/computers/agent/cdp`, {
+      headers: { Authorization: `Bearer ${TOKEN}` },
+    });
+    const shop = agent.contexts()[0].pages()[0];
+    await shop.goto(`${site.url}/shop`);
+    const hostile = await agent.contexts()[0].newPage();
+    await hostile.goto(`${site.url}/hostile`);
+    // The agent switches back: the shop is on screen, the hostile tab behind it.
+    await shop.bringToFront();
+  });
+
+  afterAll(async () => {
+    await agent?.close().catch(() => undefined);
+  });
+
+  it("screenshot and status show the tab on screen, and screenshot ends", async () => {
+    const started = Date.now();
+    const shot = await screenshotComputer(access, "agent");
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(shot).toMatchObject({ url: `${site.url}/shop`, title: "Shop" });
+    expect((await computerTabs(access, "agent"))[0]).toEqual({ url: `${site.url}/shop`, title: "Shop" });
+  }, 40_000);
+
+  it("watch streams the tab on screen", async () => {
+    const feed = computerFeed(access, "agent");
+    const events: FeedEvent[] = [];
+    await feed.start((event) => events.push(event));
+    try {
+      await until(() => events.some((e) => e.type === "frame"), "a first frame", 20_000);
+      expect(events.filter((e) => e.type === "url")).toEqual([{ type: "url", url: `${site.url}/shop`, title: "Shop" }]);
+    } finally {
+      await feed.stop();
+    }
+  }, 40_000);
+});
