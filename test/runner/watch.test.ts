@@ -5,11 +5,31 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser } from "playwright-core";
 import { WebSocket } from "ws";
 import { computerTabs, screenshotComputer, screenshotFileName } from "../../src/runner/screens";
+import { failureText, note, say } from "../../src/runner/commands/common";
+import type { StackStatus } from "../../src/runner/operator";
+import { formatScreenshots, formatStatus } from "../../src/runner/operator-format";
 import { computerFeed } from "../../src/runner/watch";
 import { startWatchServer, type Feed, type FeedEvent, type WatchMessage } from "../../src/runner/watch-server";
 import { cleanup, startChromium, startHttpServer, startTestGateway, TOKEN, waitFor } from "./helpers";
 
 afterAll(cleanup);
+
+/** What `print` writes to stdout and stderr, caught. */
+async function stdoutOf(print: () => void): Promise<string> {
+  const written: string[] = [];
+  const out = process.stdout.write.bind(process.stdout);
+  const err = process.stderr.write.bind(process.stderr);
+  const catchText = (chunk: unknown) => (written.push(String(chunk)), true);
+  process.stdout.write = catchText as typeof process.stdout.write;
+  process.stderr.write = catchText as typeof process.stderr.write;
+  try {
+    print();
+  } finally {
+    process.stdout.write = out;
+    process.stderr.write = err;
+  }
+  return written.join("");
+}
 
 /** Resolves once `probe` holds. */
 function until(probe: () => boolean | Promise<boolean>, what: string, timeoutMs = 5_000): Promise<true> {
@@ -313,6 +333,13 @@ describe("a computer's screen over DevTools through the gateway", () => {
   });
 });
 
+/** Every character a terminal obeys instead of showing: C0, DEL, C1, bidi controls. */
+/* eslint-disable no-control-regex -- the control characters are what it finds (a line break excepted) */
+const TERMINAL_CONTROLS =
+  /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+/* eslint-enable no-control-regex */
+const HOSTILE_TITLE = "Hostile \u009b2J\u009d0;owned\u0007 \u001b[31m \u202egnp.exe\u2066x\u2069 \u0085end";
+
 describe("a page in a background tab that claims to be on screen", () => {
   // Its script says visible and not hidden, on the document and on Document.prototype, and says so again whenever
   // asked; the browser knows better.
@@ -322,6 +349,9 @@ describe("a page in a background tab that claims to be on screen", () => {
       Object.defineProperty(target, "hidden", { get: () => false, configurable: true });
     }
     document.addEventListener("visibilitychange", (e) => e.stopImmediatePropagation(), true);
+    // A title a terminal would obey: clear the screen (CSI), set the window title (OSC, BEL), an escape, a line
+    // break, and text turned to read backwards (an override and an isolate).
+    document.title = ${JSON.stringify(HOSTILE_TITLE)};
   </script></body>`;
   let access: { gatewayUrl: string; controlToken: string };
   let agent: Browser;
@@ -371,4 +401,41 @@ describe("a page in a background tab that claims to be on screen", () => {
       await feed.stop();
     }
   }, 40_000);
+
+  it("reaches status and screenshot output with its title's control characters written out", async () => {
+    const tabs = await computerTabs(access, "agent");
+    const title = tabs.find((t) => t.url === `${site.url}/hostile`)?.title ?? "";
+    // The browser drops the C0 controls from a title; the C1 and bidi ones it hands over as the page set them.
+    expect(title).toContain("\u009b2J\u009d0;owned");
+    expect(title).toContain("\u202egnp.exe\u2066x\u2069");
+    const status: StackStatus = {
+      stack: "demo",
+      healthy: true,
+      problems: [],
+      containers: [],
+      gateway: { url: access.gatewayUrl, healthz: { ok: true, status: 200 } },
+      computers: { agent: { tabs } },
+      selfTest: { skipped: true },
+      evidence: { captureTraffic: false, proxyLogs: {} },
+    };
+    const shots = formatScreenshots([
+      { computer: "agent", file: "/a/agent.png", bytes: 1, url: `${site.url}/hostile`, title },
+    ]);
+    const printed = await stdoutOf(() => {
+      say(formatStatus(status));
+      say(JSON.stringify(status, null, 2));
+      say(shots);
+      note(`multienv status: ${title}`);
+    });
+    expect(printed).not.toMatch(TERMINAL_CONTROLS);
+    expect(printed).toContain("Hostile \\u009b2J\\u009d0;owned");
+    expect(printed).toContain("\\u202egnp.exe\\u2066x\\u2069");
+    // The JSON is still the same JSON: the title reads back as the page set it.
+    const json = printed.slice(printed.indexOf("{"), printed.lastIndexOf("}") + 1);
+    expect((JSON.parse(json) as StackStatus).computers.agent.tabs).toEqual(tabs);
+    expect(failureText("status", new Error(`no screenshot: ${HOSTILE_TITLE}`))).not.toMatch(TERMINAL_CONTROLS);
+    expect(
+      formatStatus({ ...status, computers: { agent: { tabs: [{ url: "x", title: HOSTILE_TITLE }] } } }),
+    ).not.toMatch(TERMINAL_CONTROLS);
+  });
 });
