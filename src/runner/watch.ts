@@ -2,13 +2,13 @@
 // - its screen: DevTools screencast frames (`Page.startScreencast` on a CDP session of the tab on screen, as the
 //   browser's target list says: screens.ts), following it as the agent opens, closes or switches tabs, and the tab's
 //   URL as it navigates;
-// - its proxy log: the `request` and `refused` lines, read again every second.
+// - its proxy log: the `request` and `refused` lines, what was appended read every second (an HTTP Range request).
 // Watching only looks: nothing is sent to a page but the screencast's own commands.
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from "playwright-core";
 import { bearer } from "../protocol/auth";
 import { parseLiveSiteProxyLog, type RefusedRecord, type RequestRecord } from "../protocol/site-proxy";
 import { errorMessage } from "./errors";
-import { fetchProxyLog } from "./evidence";
+import { fetchProxyLogPiece, type ProxyLogPiece } from "./evidence";
 import type { GatewayAccess } from "./outputs";
 import { bounded, pageOfTarget, pageTargets } from "./screens";
 import { cdpUrlOf } from "./sign-in";
@@ -34,19 +34,39 @@ export function watchLines(text: string): WatchLogLine[] {
 }
 
 /**
- * Follows a growing log: `next(text)` gives the complete lines added since the last call (a torn last line waits for
- * the next). A log that shrank was started over (a restarted proxy); it is read from its start again.
+ * Follows a growing log by the pieces read of it (evidence.ts, fetchProxyLogPiece): `part()` is what to ask for next,
+ * `next(piece)` gives the complete lines added since the last call (a torn last line waits for the next). The first
+ * read is the log's tail, whose first line is torn unless the tail starts the log. A log smaller than what was read
+ * of it was started over (a restarted proxy); it is read from its start again.
  */
 export class LogFollower {
+  /** Where the next read starts: the end of the last complete line read. */
   private offset = 0;
+  private started = false;
 
-  next(text: string): string {
-    if (text.length < this.offset) this.offset = 0;
-    const end = text.lastIndexOf("\n") + 1;
-    if (end <= this.offset) return "";
-    const added = text.slice(this.offset, end);
-    this.offset = end;
-    return added;
+  constructor(private readonly tailBytes = 64 * 1024) {}
+
+  part(): { from: number } | { last: number } {
+    return this.started ? { from: this.offset } : { last: this.tailBytes };
+  }
+
+  next(piece: ProxyLogPiece): string {
+    if (piece.size !== undefined && piece.size < this.offset) {
+      // Started over (a restarted proxy): read from its start again.
+      this.offset = 0;
+      if (piece.start !== 0) return "";
+    }
+    let begin = this.offset - piece.start;
+    if (!this.started) {
+      this.started = true;
+      begin = piece.start === 0 ? 0 : piece.bytes.indexOf(0x0a) + 1 || piece.bytes.length;
+      this.offset = piece.start + begin;
+    }
+    if (begin < 0) begin = 0;
+    const end = piece.bytes.lastIndexOf(0x0a) + 1;
+    if (end <= begin) return "";
+    this.offset = piece.start + end;
+    return piece.bytes.subarray(begin, end).toString("utf8");
   }
 }
 
@@ -163,7 +183,8 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
         }
       }
       try {
-        const lines = watchLines(follower.next(await fetchProxyLog(access.gatewayUrl, access.controlToken, computer)));
+        const piece = await fetchProxyLogPiece(access.gatewayUrl, access.controlToken, computer, follower.part());
+        const lines = watchLines(follower.next(piece));
         const shown = first ? lines.slice(-LOG_BACKLOG) : lines;
         if (shown.length > 0 && running) emit({ type: "log", lines: shown });
       } catch (error) {

@@ -1,6 +1,8 @@
 // `multienv watch`'s page and feeds, and the screenshot and tabs they share with `status`: the page behind its
 // secret (403 otherwise, the live channel too), the feeds running only while someone watches, and the real feed and
 // screenshot on a real headless Chromium behind the real gateway, on loopback.
+import { appendFileSync, closeSync, openSync, writeSync } from "node:fs";
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser } from "playwright-core";
 import { WebSocket } from "ws";
@@ -10,7 +12,17 @@ import type { StackStatus } from "../../src/runner/operator";
 import { formatScreenshots, formatStatus } from "../../src/runner/operator-format";
 import { computerFeed } from "../../src/runner/watch";
 import { startWatchServer, type Feed, type FeedEvent, type WatchMessage } from "../../src/runner/watch-server";
-import { cleanup, startChromium, startHttpServer, startTestGateway, TOKEN, waitFor } from "./helpers";
+import { computerControlToken } from "../../src/protocol/auth";
+import {
+  cleanup,
+  onCleanup,
+  startChromium,
+  startHttpServer,
+  startProxy,
+  startTestGateway,
+  TOKEN,
+  waitFor,
+} from "./helpers";
 
 afterAll(cleanup);
 
@@ -438,4 +450,66 @@ describe("a page in a background tab that claims to be on screen", () => {
       formatStatus({ ...status, computers: { agent: { tabs: [{ url: "x", title: HOSTILE_TITLE }] } } }),
     ).not.toMatch(TERMINAL_CONTROLS);
   });
+});
+
+describe("a computer's proxy log as watch reads it", () => {
+  it("reads a 20 MB log's tail once, then only what was appended, through the real gateway and site proxy", async () => {
+    const proxy = await startProxy(
+      { control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" } },
+      { token: computerControlToken(TOKEN, "agent") },
+    );
+    // 20 MB of request lines, written where the proxy writes its log.
+    const line = (i: number, host: string) =>
+      JSON.stringify({
+        event: "request",
+        time: "2026-01-01T00:00:00Z",
+        method: "GET",
+        host,
+        port: 443,
+        status: 200,
+        n: i,
+      });
+    const filler = Array.from({ length: 1000 }, (_, i) => line(i, "old.test")).join("\n") + "\n";
+    const fd = openSync(proxy.logPath, "a");
+    for (let written = 0; written < 20 * 1024 * 1024; written += filler.length) writeSync(fd, filler);
+    closeSync(fd);
+    // Between the gateway and the proxy's control listener: a relay counting the bytes the proxy sends.
+    let moved = 0;
+    const relay = net.createServer((client) => {
+      const upstream = net.connect(proxy.startup.control!.port, "127.0.0.1");
+      upstream.on("data", (chunk: Buffer) => (moved += chunk.length));
+      client.pipe(upstream).pipe(client);
+      client.on("error", () => upstream.destroy());
+      upstream.on("error", () => client.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+    onCleanup(() => new Promise((resolve) => relay.close(resolve)));
+    const gateway = await startTestGateway({
+      sites: { shop: { server: "http://127.0.0.1:9" } },
+      computers: {
+        agent: {
+          cdp: "http://127.0.0.1:9",
+          proxyLog: `http://127.0.0.1:${(relay.address() as net.AddressInfo).port}/log`,
+        },
+      },
+    });
+    const feed = computerFeed({ gatewayUrl: gateway.url, controlToken: TOKEN }, "agent");
+    const events: FeedEvent[] = [];
+    await feed.start((event) => events.push(event));
+    try {
+      const logLines = () => events.flatMap((e) => (e.type === "log" ? e.lines : []));
+      // The backlog: the last lines of the log.
+      expect(logLines().length).toBeGreaterThan(0);
+      expect(logLines().every((l) => l.host === "old.test")).toBe(true);
+      appendFileSync(proxy.logPath, line(1, "new.test") + "\n");
+      await until(() => logLines().some((l) => l.host === "new.test"), "the appended line", 10_000);
+      // Three more looks.
+      await new Promise((r) => setTimeout(r, 3_500));
+      expect(logLines().filter((l) => l.host === "new.test")).toHaveLength(1);
+    } finally {
+      await feed.stop();
+    }
+    // Read whole each second, that is 20 MB a look; read by what was appended, the tail and a few answers' heads.
+    expect(moved).toBeLessThan(512 * 1024);
+  }, 60_000);
 });
