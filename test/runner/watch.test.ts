@@ -2,11 +2,12 @@
 // secret (403 otherwise, the live channel too), the feeds running only while someone watches, and the real feed and
 // screenshot on a real headless Chromium behind the real gateway, on loopback.
 import { appendFileSync, closeSync, openSync, writeSync } from "node:fs";
+import http from "node:http";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser } from "playwright-core";
 import { WebSocket } from "ws";
-import { computerTabs, screenshotComputer, screenshotFileName } from "../../src/runner/screens";
+import { computerTabs, DEVTOOLS_STEP_MS, screenshotComputer, screenshotFileName } from "../../src/runner/screens";
 import { failureText, note, say } from "../../src/runner/commands/common";
 import type { StackStatus } from "../../src/runner/operator";
 import { formatScreenshots, formatStatus } from "../../src/runner/operator-format";
@@ -292,6 +293,24 @@ describe("a computer's screen over DevTools through the gateway", () => {
       await feed.stop();
     }
   });
+
+  it("gives up on a browser that never answers, in bounded time, naming the step and the computer", async () => {
+    const silent = http.createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    onCleanup(() => (silent.closeAllConnections(), new Promise((resolve) => silent.close(resolve))));
+    const gateway = await startTestGateway({
+      sites: { shop: { server: "http://127.0.0.1:9" } },
+      computers: { mute: { cdp: `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}` } },
+    });
+    const mute = { gatewayUrl: gateway.url, controlToken: TOKEN };
+    for (const step of [() => computerTabs(mute, "mute"), () => screenshotComputer(mute, "mute")]) {
+      const started = Date.now();
+      await expect(step()).rejects.toThrow(
+        /^computer mute's DevTools target list \(GET \/computers\/mute\/cdp\/json\/list\): (no answer|HTTP 50\d)/,
+      );
+      expect(Date.now() - started).toBeLessThan(DEVTOOLS_STEP_MS + 2_000);
+    }
+  }, 60_000);
 
   it("lists the open tabs and takes a PNG of the visible one", async () => {
     expect(await computerTabs(access, "agent")).toEqual([{ url: `${site.url}/one`, title: "One" }]);
