@@ -112,9 +112,10 @@ export async function logsSettled(
 ): Promise<void> {
   const sizes = async () =>
     Promise.all(
+      // Its last byte tells its size (Content-Range); a proxy that ignores Range sends it whole.
       computers.map((c) =>
-        fetchProxyLog(access.gatewayUrl, access.controlToken, c).then(
-          (t) => t.length,
+        fetchProxyLogPiece(access.gatewayUrl, access.controlToken, c, { last: 1 }).then(
+          (piece) => piece.size ?? piece.start + piece.bytes.length,
           () => -1,
         ),
       ),

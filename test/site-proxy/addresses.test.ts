@@ -1,6 +1,7 @@
 // The address check: in every reach mode the proxy never dials the env's own networks (`deny`), loopback,
-// link-local, metadata or unspecified addresses, however the computer spells them and whatever a name resolves to;
-// under an allowlist never a private, shared or reserved address either. A refusal is a 403 with
+// link-local, metadata or unspecified addresses, nor any other range that is not the public web (documentation,
+// benchmarking, NAT64 local-use, 6to4, Teredo, ...), however the computer spells them and whatever a name resolves
+// to; under an allowlist never a private or shared address either. A refusal is a 403 with
 // X-Agentenv-Site-Proxy: refused and a `refused` line naming the address (and the name).
 //
 // Through the real proxy the attacks aim only at loopback-family addresses, where an origin listens and a broken
