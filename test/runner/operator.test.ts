@@ -398,12 +398,26 @@ describe("the watch page's log lines", () => {
     ]);
   });
 
-  it("follows a growing log line by line, and a log started over from its start", () => {
-    const follower = new LogFollower();
-    expect(follower.next("a\nb")).toBe("a\n");
-    expect(follower.next("a\nb")).toBe("");
-    expect(follower.next("a\nb\nc\n")).toBe("b\nc\n");
-    expect(follower.next("x\n")).toBe("x\n");
+  it("follows a growing log by what was appended, line by line, and a log started over from its start", () => {
+    const piece = (start: number, text: string, size: number) => ({ start, bytes: Buffer.from(text), size });
+    const follower = new LogFollower(4);
+    // The first read is the log's tail.
+    expect(follower.part()).toEqual({ last: 4 });
+    expect(follower.next(piece(0, "a\nb", 3))).toBe("a\n");
+    expect(follower.part()).toEqual({ from: 2 });
+    expect(follower.next(piece(2, "b", 3))).toBe("");
+    expect(follower.next(piece(2, "b\nc\n", 6))).toBe("b\nc\n");
+    expect(follower.part()).toEqual({ from: 6 });
+    // Smaller than what was read of it (416 with its size): read again from its start.
+    expect(follower.next({ start: 6, bytes: Buffer.alloc(0), size: 2 })).toBe("");
+    expect(follower.part()).toEqual({ from: 0 });
+    expect(follower.next(piece(0, "x\n", 2))).toBe("x\n");
+    // A proxy that ignores Range answers the whole log: only what is new in it is given.
+    expect(follower.next(piece(0, "x\ny\n", 4))).toBe("y\n");
+    // A tail inside the log: its torn first line is left out.
+    const late = new LogFollower(6);
+    expect(late.next(piece(10, "rn\nd\ne", 16))).toBe("d\n");
+    expect(late.part()).toEqual({ from: 15 });
   });
 
   it("writes the computers' names as text", () => {
