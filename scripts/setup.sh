@@ -60,8 +60,7 @@ fi
 
 # The images stay in the engine's own storage, which is the machine's: a fresh clone reuses them. (A CI system that
 # keeps only a folder between runs can set MULTIENV_SAVE_IMAGES=1 to keep them in .cache/ too; it costs minutes.)
-bash scripts/build-images.sh
-echo "setup: images ready ($(elapsed))" >&2
+with_progress "setup: images" "$MACHINE_CACHE/logs/build-images.log" bash scripts/build-images.sh
 
 wait "$toolchain" || { echo "setup: the Pulumi toolchain did not build" >&2; exit 1; }
 if [ -n "$cluster_build" ]; then
