@@ -18,6 +18,13 @@ const TOKEN_CHARS = /^[A-Za-z0-9\-._~+/]+$/;
 /** What separates the words of an Authorization value: every character a token never holds. */
 const NOT_TOKEN_CHARS = /[^A-Za-z0-9\-._~+/]+/;
 
+/**
+ * The gateway's own header for the control token: what a runner sends instead of `Authorization: Bearer <token>` when
+ * Authorization must carry a site's own credential to the site (`/svc/<site>/...`). The gateway reads it as it reads
+ * Authorization and never forwards it.
+ */
+export const CONTROL_TOKEN_HEADER = "X-Multienv-Token";
+
 /** The header value a client sends to carry the control token. */
 export function bearer(token: string): string {
   return `Bearer ${token}`;
@@ -191,6 +198,17 @@ export function withoutControlToken(value: string, controlToken: string): string
  */
 export function computerControlToken(controlToken: string, computer: string): string {
   return createHmac("sha256", controlToken).update(`multienv computer control\n${computer}`, "utf8").digest("hex");
+}
+
+/**
+ * A computer's agent token: what an agent's harness is given to open that one computer's DevTools through the gateway
+ * (`/computers/<computer>/cdp`), and nothing else there. HMAC-SHA256 keyed with the control token over
+ * `"multienv computer agent\n" + computer`, hex: as random as the control token (new with each deploy's), its own
+ * prefix keeping it apart from the computer's site-proxy token and every capture server's. The deploy exports it (a
+ * secret); the gateway derives it at start, so no process of the env holds it but the gateway.
+ */
+export function computerAgentToken(controlToken: string, computer: string): string {
+  return createHmac("sha256", controlToken).update(`multienv computer agent\n${computer}`, "utf8").digest("hex");
 }
 
 /**

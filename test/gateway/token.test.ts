@@ -25,6 +25,7 @@ import {
   type Echo,
   type GatewayProcess,
   type Upstream,
+  CONTROL_LINE,
 } from "./helpers";
 
 describe("control token comparison", () => {
@@ -189,7 +190,7 @@ describe("gateway and the control token", () => {
     // Bytes no client library would send: tabs around the value, a bare list.
     const raw = await rawExchange(
       gateway.port,
-      `GET /svc/shop/whoami HTTP/1.1\r\nHost: gw\r\nAuthorization:\t Bearer \t${TOKEN}\t\r\nAuthorization: ,Bearer ${TOKEN},\r\nConnection: close\r\n\r\n`,
+      `GET /svc/shop/whoami HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Authorization:\t Bearer \t${TOKEN}\t\r\nAuthorization: ,Bearer ${TOKEN},\r\nConnection: close\r\n\r\n`,
     );
     const text = raw.toString("latin1");
     expect(text).not.toContain(TOKEN);
@@ -199,7 +200,7 @@ describe("gateway and the control token", () => {
       const echoed = (
         await rawExchange(
           gateway.port,
-          `GET /svc/shop/whoami HTTP/1.1\r\nHost: gw\r\nAuthorization: ${value}\r\nConnection: close\r\n\r\n`,
+          `GET /svc/shop/whoami HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Authorization: ${value}\r\nConnection: close\r\n\r\n`,
         )
       ).toString("latin1");
       expect(echoed, value).not.toContain(TOKEN);
@@ -240,7 +241,7 @@ describe("gateway and the control token", () => {
       for (const headers of [{}, { Authorization: "Bearer wrong" }, { Authorization: `Basic ${TOKEN}` }] as Array<
         Record<string, string>
       >) {
-        const answer = await request(gateway.url + path, { headers });
+        const answer = await request(gateway.url + path, { headers, control: false });
         expect(answer.status, `${path} ${JSON.stringify(headers)}`).toBe(401);
         expect(answer.headers["www-authenticate"]).toBe(WWW_AUTHENTICATE_CHALLENGE);
         expect(JSON.parse(answer.body).error).toBe("control token required");
