@@ -297,9 +297,9 @@ async function stackOutputsOfEngine(
 }
 
 /**
- * The gateway's URL, the decrypted control token and agent tokens: the one place the runner hands them out. On the kubernetes
- * target the URL is the local end of a port-forward to the gateway's pod, open while this process lives (it keeps no
- * process alive) or until `close()`; `localOutputs(outputs, access.gatewayUrl)` puts the outputs' URLs on it.
+ * The gateway's URL, the decrypted control token and agent tokens: the one place the runner hands them out. On the
+ * kubernetes target the URL is the local end of a port-forward to the gateway's pod, open while this process lives (it
+ * keeps no process alive) or until `close()`; `localOutputs(outputs, access.gatewayUrl)` puts the outputs' URLs on it.
  */
 export async function gatewayAccess(
   stack: string,
