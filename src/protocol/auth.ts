@@ -99,89 +99,141 @@ export interface SecretTokens {
   readonly tokens: readonly Buffer[];
   /** The shortest token's length: a form shorter than this carries none. */
   readonly shortest: number;
+  /** A word (run of token characters) long enough to be a token: what is compared. */
+  readonly longWord: RegExp;
 }
 
 export function secretTokens(tokens: readonly string[]): SecretTokens {
+  const shortest = Math.min(...tokens.map((token) => token.length));
   return {
     tokens: tokens.map((token) => Buffer.from(token, "latin1")),
-    shortest: Math.min(...tokens.map((token) => token.length)),
+    shortest,
+    longWord: new RegExp(`[A-Za-z0-9\\-._~+/]{${shortest},}`, "g"),
   };
 }
 
-/** How many decodings deep a credential is read: `%2520` is two, base64 of a percent-encoded value two as well. */
-const DECODING_DEPTH = 3;
+/**
+ * The work a credential may cost, in characters read and written while decoding it, per character of the header value
+ * (and a floor for short ones). A value that would take more to read through is removed as if it carried a token: so
+ * a client spends the gateway's CPU no faster than its own bytes, however the value nests its encodings (test/gateway
+ * /token-cost.test.ts compares a crafted value's CPU with a plain one's).
+ */
+const DECODING_BUDGET_PER_CHAR = 24;
+const DECODING_BUDGET_FLOOR = 16 * 1024;
 const PERCENT_ESCAPE = /%([0-9A-Fa-f]{2})/g;
-/** A run of either base64 alphabet (node's decoder reads both, as a site's may). */
-const BASE64_RUN = /[A-Za-z0-9+/_-]+/g;
+/** Every character a lenient base64 decoder skips (node's and Python's skip whatever is not of either alphabet). */
+const NOT_BASE64 = /[^A-Za-z0-9+/_-]+/g;
+/** Every character a lenient hex decoder skips. */
+const NOT_HEX = /[^0-9A-Fa-f]+/g;
+const NOT_PRINTABLE = /[^\t\x20-\x7e]+/g;
+
+function percentDecoded(form: string): string {
+  return form.replace(PERCENT_ESCAPE, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+}
 
 /**
- * Every form a site could decode a credential back into, the credential itself first: quoted-pair escapes undone,
- * percent-decoded, `+` read as a space (form encoding), each base64 run decoded, and those again, DECODING_DEPTH
- * deep. Forms shorter than `shortest` are left out, as they carry no token.
+ * Text: what a site could take for another encoding to decode again (at least 3/4 printable ASCII). A decoding that
+ * is not (what a base64 or hex decoder makes of characters at the wrong alignment, or of text that was never
+ * encoded) is looked at for a token but not decoded further.
  */
-function decodedForms(credential: string, shortest: number): string[] {
-  const forms = new Set([credential]);
-  const base64Shortest = Math.ceil((shortest * 4) / 3);
-  let layer = [credential];
-  for (let depth = 0; depth < DECODING_DEPTH && layer.length > 0; depth++) {
-    const next: string[] = [];
-    const add = (form: string) => {
-      if (form.length < shortest || forms.has(form)) return;
-      forms.add(form);
-      next.push(form);
-    };
-    for (const form of layer) {
-      if (form.includes("\\")) add(form.replace(/\\(.)/g, "$1"));
-      if (form.includes("%"))
-        add(form.replace(PERCENT_ESCAPE, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))));
-      if (form.includes("+")) add(form.replace(/\+/g, " "));
-      for (const run of form.match(BASE64_RUN) ?? [])
-        if (run.length >= base64Shortest) add(Buffer.from(run, "base64").toString("latin1"));
+function isText(form: string): boolean {
+  return form.replace(NOT_PRINTABLE, "").length * 4 >= form.length * 3;
+}
+
+/**
+ * True when `credential`, or a form a site could decode it back into, has a token in it (`carries` says which form
+ * does): quoted-pair escapes undone, percent-decoded (`+` read as a space or not), base64 of either alphabet and hex
+ * read as a lenient decoder reads them (every other character skipped, from any starting character), and each of
+ * those that is text again, as deep as forms stay at least `shortest` long. True as well when the work would pass
+ * `budget` characters: a value too costly to read through is treated as carrying a token.
+ */
+function anyDecodedForm(
+  credential: string,
+  shortest: number,
+  budget: number,
+  carries: (form: string) => boolean,
+): boolean {
+  const seen = new Set([credential]);
+  const queue = [credential];
+  let spent = credential.length;
+  let found = carries(credential);
+  /** Looks at a decoded form; true to stop (a token found, or the budget spent). */
+  const add = (form: string): boolean => {
+    spent += form.length;
+    if (form.length >= shortest && !seen.has(form)) {
+      seen.add(form);
+      found = carries(form);
+      spent += form.length;
+      if (!found && isText(form)) queue.push(form);
     }
-    layer = next;
+    return found || spent > budget;
+  };
+  for (let next = 0; next < queue.length && !found; next++) {
+    const form = queue[next];
+    if (form.includes("\\") && add(form.replace(/\\(.)/g, "$1"))) return true;
+    if (form.includes("%") && add(percentDecoded(form))) return true;
+    if (form.includes("+") && add(percentDecoded(form.replace(/\+/g, " ")))) return true;
+    // A token of `shortest` characters takes ceil(shortest * 4 / 3) base64 characters, 2 * shortest hex digits. A
+    // decoder may start at any character: each of the 4 (base64) or 2 (hex) alignments is a form of its own.
+    const base64 = form.replace(NOT_BASE64, "");
+    spent += form.length;
+    if (base64.length >= Math.ceil((shortest * 4) / 3))
+      for (let start = 0; start < 4; start++)
+        if (add(Buffer.from(base64.slice(start), "base64").toString("latin1"))) return true;
+    const hex = base64.replace(NOT_HEX, "");
+    if (hex.length >= 2 * shortest)
+      for (let start = 0; start < 2; start++)
+        if (add(Buffer.from(hex.slice(start), "hex").toString("latin1"))) return true;
   }
-  return [...forms];
+  return found;
 }
 
 const PLUS = "+".charCodeAt(0);
 
 /**
- * True when a word of one of the credential's forms is a token: the whole word, or its start or end where a `+`
- * stands for the space after or before it (`Bearer+<token>` for a token that itself holds a `+`, which reading `+`
- * as a space would split). Only a word or window of a token's length can be it; each is compared in constant time.
+ * True when a word of `form` is a token: the whole word, or its start or end where a `+` stands for the space after
+ * or before it (`Bearer+<token>` for a token that itself holds a `+`, which reading `+` as a space would split). Only
+ * a word or window of a token's length can be it; each is compared in constant time.
  */
-function credentialCarries(credential: string, secrets: SecretTokens): boolean {
+function formCarries(form: string, secrets: SecretTokens): boolean {
   let found = false;
-  for (const form of decodedForms(credential, secrets.shortest)) {
-    for (const text of form.split(NOT_TOKEN_CHARS)) {
-      if (text.length < secrets.shortest) continue;
-      const word = Buffer.from(text, "latin1");
-      for (const token of secrets.tokens) {
-        const n = token.length;
-        if (word.length === n) found = timingSafeEqual(word, token) || found;
-        else if (word.length > n) {
-          if (word[n] === PLUS && timingSafeEqual(word.subarray(0, n), token)) found = true;
-          if (word[word.length - n - 1] === PLUS && timingSafeEqual(word.subarray(word.length - n), token))
-            found = true;
-        }
+  for (const [text] of form.matchAll(secrets.longWord)) {
+    const word = Buffer.from(text, "latin1");
+    for (const token of secrets.tokens) {
+      const n = token.length;
+      if (word.length === n) found = timingSafeEqual(word, token) || found;
+      else if (word.length > n) {
+        if (word[n] === PLUS && timingSafeEqual(word.subarray(0, n), token)) found = true;
+        if (word[word.length - n - 1] === PLUS && timingSafeEqual(word.subarray(word.length - n), token)) found = true;
       }
     }
   }
   return found;
 }
 
+/** True when `text` decodes (anyDecodedForm) to a form with a token in it, or costs too much to read through. */
+function carries(text: string, secrets: SecretTokens, budget: number): boolean {
+  return anyDecodedForm(text, secrets.shortest, budget, (form) => formCarries(form, secrets));
+}
+
 /**
  * An Authorization value with every credential that carries one of `secrets` removed, however it is written: any
  * scheme or case, any whitespace, quoted or escaped, inside a comma-separated list, as a Basic user-pass, or
- * encoded in any way a site could decode back (percent-encoded, `+` for a space, base64, and those nested).
- * Undefined when nothing is left (drop the header); the value unchanged when it never carried one (a site's own
- * credentials).
+ * encoded in any way a site could decode back (percent-encoded, `+` for a space, base64 or hex read by a lenient
+ * decoder that skips what it does not know, and those nested). Undefined when nothing is left (drop the header); the
+ * value unchanged when it never carried one (a site's own credentials). A token that only the whole value decodes
+ * to (split across its commas) takes the whole value with it. The work is linear in the value's length: a value
+ * that would cost more than DECODING_BUDGET_PER_CHAR per character to read through is removed whole.
  */
 export function withoutTokens(value: string, secrets: SecretTokens): string | undefined {
+  const budget = DECODING_BUDGET_FLOOR + DECODING_BUDGET_PER_CHAR * value.length;
+  if (!carries(value, secrets, budget)) return value;
   const credentials = splitOutsideQuotes(value);
-  const kept = credentials.filter((credential) => !credentialCarries(credential, secrets));
-  if (kept.length === credentials.length) return value;
+  if (credentials.length === 1) return undefined;
+  const kept = credentials.filter((credential) => !carries(credential, secrets, budget));
   const rest = kept.map((credential) => credential.trim()).filter(Boolean);
+  // Each part is clean, yet the whole carried one: the token is split across the parts.
+  if (kept.length === credentials.length) return undefined;
   return rest.length === 0 ? undefined : rest.join(", ");
 }
 
