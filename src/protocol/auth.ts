@@ -117,8 +117,8 @@ export function secretTokens(tokens: readonly string[]): SecretTokens {
 /**
  * The work a credential may cost, in characters read and written while decoding it, per character of the header value
  * (and a floor for short ones). A value that would take more to read through is removed as if it carried a token: so
- * a client spends the gateway's CPU no faster than its own bytes, however the value nests its encodings (test/gateway
- * /token-cost.test.ts compares a crafted value's CPU with a plain one's).
+ * a client spends the gateway's CPU no faster than its own bytes, however the value nests its encodings
+ * (test/gateway/token-cost.test.ts compares a crafted value's CPU with a plain one's).
  */
 const DECODING_BUDGET_PER_CHAR = 40;
 const DECODING_BUDGET_FLOOR = 64 * 1024;
