@@ -12,13 +12,14 @@ import {
   siteProxyServiceConfig,
 } from "../src/plan";
 import { computerCdpUrl, siteUrls } from "../src/plan/urls";
+import { computerAgentToken } from "../src/protocol/auth";
 import { CaptureCollector } from "./captureCollector";
 import { Computer } from "./computer";
 import { ControlToken } from "./controlToken";
 import { envTargetFor } from "./envTarget";
 import { Gateway } from "./gateway";
 import { SelfTest } from "./selfTest";
-import type { ComputerOutput, SelfTestOutput, WebsiteOutput } from "../src/protocol/outputs";
+import type { AgentTokensOutput, ComputerOutput, SelfTestOutput, WebsiteOutput } from "../src/protocol/outputs";
 import type { GatewayTunnel } from "../src/plan/ssh";
 import { Website } from "./website";
 import { KubernetesComputer } from "./kubernetesComputer";
@@ -54,6 +55,8 @@ export interface MultiEnvArgs {
 export interface MultiEnvOutputs {
   gatewayUrl: pulumi.Output<string>;
   controlToken: pulumi.Output<string>;
+  /** Computer -> its agent token (a secret): what opens that computer's DevTools (`cdpUrl`) and nothing else. */
+  agentTokens: pulumi.Output<AgentTokensOutput>;
   websites: pulumi.Output<Record<string, WebsiteOutput>>;
   computers: pulumi.Output<Record<string, ComputerOutput>>;
   live: boolean;
@@ -126,6 +129,12 @@ export class MultiEnv extends pulumi.ComponentResource {
     this.outputs = {
       gatewayUrl,
       controlToken: this.controlToken.value,
+      // Derived as the gateway derives them at start (src/gateway/access.ts), so nothing else carries them.
+      agentTokens: pulumi.secret(
+        this.controlToken.value.apply((token) =>
+          Object.fromEntries(plan.computers.map((c) => [c.name, computerAgentToken(token, c.name)])),
+        ),
+      ),
       websites: gatewayUrl.apply((url) =>
         Object.fromEntries(
           plan.websites.map((w) => [w.name, { live: w.live, domains: [...w.domains], ...siteUrls(url, w) }]),

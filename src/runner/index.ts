@@ -151,7 +151,7 @@ export interface DeployResult {
  * stack with the options it was deployed with (project directory, backend, artifacts, log).
  */
 export interface DeployedStack extends DeployResult {
-  /** The gateway's URL and the control token (a secret). */
+  /** The gateway's URL, the control token and each computer's agent token (secrets). */
   access(): Promise<GatewayAccess>;
   /** The next episode on the same env (see resetStack). */
   reset(options?: Omit<ResetStackOptions, keyof RunnerOptions>): Promise<ResetResult>;
@@ -339,9 +339,9 @@ async function stackOutputsOfEngine(
 }
 
 /**
- * The gateway's URL and the decrypted control token: the one place the runner hands the token out. On the kubernetes
- * target the URL is the local end of a port-forward to the gateway's pod, open while this process lives (it keeps no
- * process alive) or until `close()`; `localOutputs(outputs, access.gatewayUrl)` puts the outputs' URLs on it.
+ * The gateway's URL, the decrypted control token and agent tokens: the one place the runner hands them out. On the
+ * kubernetes target the URL is the local end of a port-forward to the gateway's pod, open while this process lives (it
+ * keeps no process alive) or until `close()`; `localOutputs(outputs, access.gatewayUrl)` puts the outputs' URLs on it.
  */
 export async function gatewayAccess(
   stack: string,

@@ -116,8 +116,13 @@ async function upSummary(): Promise<Record<string, number>> {
 }
 
 /** A gateway route answers (the gateway is up and routes to that site). */
+/** True when the gateway at `gatewayUrl` serves `route`, given the control token (all but /healthz want it). */
 async function routes(gatewayUrl: string, route: string): Promise<boolean> {
-  return (await fetch(`${gatewayUrl}${route}`).catch(() => undefined))?.status === 200;
+  const { controlToken } = await gatewayAccess(STACK);
+  const answer = await fetch(`${gatewayUrl}${route}`, { headers: { "x-multienv-token": controlToken } }).catch(
+    () => undefined,
+  );
+  return answer?.status === 200;
 }
 
 let gatewayUrl: string;
@@ -143,6 +148,7 @@ describe("a task stack under the real engine", () => {
     expect(shown.code).toBe(0);
     const outputs = JSON.parse(shown.stdout);
     expect(Object.keys(outputs).sort()).toEqual([
+      "agentTokens",
       "captureTraffic",
       "computers",
       "controlToken",
@@ -155,6 +161,7 @@ describe("a task stack under the real engine", () => {
     ]);
     expect(outputs.selfTest).toEqual({ skipped: true }); // off in this spec
     expect(outputs.controlToken).toBe("[secret]");
+    expect(outputs.agentTokens).toBe("[secret]");
     expect(outputs.gatewayUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(outputs.websites.shop).toEqual({
       live: false,

@@ -29,6 +29,7 @@ import {
   type Echo,
   type GatewayProcess,
   type Upstream,
+  CONTROL,
 } from "./helpers";
 
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
@@ -42,7 +43,7 @@ function siteHandler(): http.RequestListener {
 
 async function get(url: string): Promise<void> {
   await new Promise<void>((resolve, reject) =>
-    http.get(url, { agent: false }, (res) => res.resume().on("end", resolve)).on("error", reject),
+    http.get(url, { agent: false, headers: CONTROL }, (res) => res.resume().on("end", resolve)).on("error", reject),
   );
 }
 
@@ -173,9 +174,10 @@ describe("traffic/v1 through capture servers", () => {
   });
 
   it("requires the control token and refuses names a client would have normalised, on the raw socket", async () => {
-    expect((await request(gateway.url + TRAFFIC_CAPTURES_PATH)).status).toBe(401);
+    expect((await request(gateway.url + TRAFFIC_CAPTURES_PATH, { control: false })).status).toBe(401);
     const withSourceToken = await request(gateway.url + TRAFFIC_CAPTURES_PATH, {
       headers: { Authorization: `Bearer ${serverCaptures.token}` },
+      control: false,
     });
     expect(withSourceToken.status).toBe(401);
     for (const path of [

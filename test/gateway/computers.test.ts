@@ -11,7 +11,7 @@ import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { CHROMIUM_FLAGS } from "../../src/browser/launcher";
-import { bearer, computerControlToken } from "../../src/protocol/auth";
+import { bearer, computerAgentToken, computerControlToken } from "../../src/protocol/auth";
 import { request, startGateway, startUpstream, TOKEN, type GatewayProcess, type Upstream } from "./helpers";
 
 const AUTH = { Authorization: `Bearer ${TOKEN}` };
@@ -213,6 +213,30 @@ describe("gateway /computers/<name>", () => {
     const result = await cdpCommand(socket, "Browser.getVersion");
     expect(String(result.product)).toMatch(/Chrome/);
     socket.close();
+  });
+
+  it("lets an agent drive its computer's browser with Playwright and the computer's agent token alone", async () => {
+    const agentAuth = { Authorization: `Bearer ${computerAgentToken(TOKEN, "agent")}` };
+    const connected = await chromium.connectOverCDP(`${gateway.url}/computers/agent/cdp`, {
+      headers: agentAuth,
+      timeout: 15_000,
+    });
+    try {
+      const context = connected.contexts()[0] ?? (await connected.newContext());
+      const tab = await context.newPage();
+      await tab.goto(page.url);
+      expect(await tab.title()).toBe("through the gateway");
+      await tab.close();
+    } finally {
+      await connected.close();
+    }
+    // The same token opens nothing else: not this computer's proxy log, not another computer's DevTools.
+    expect(
+      (await request(`${gateway.url}/computers/agent/proxy-log`, { headers: agentAuth, control: false })).status,
+    ).toBe(401);
+    expect(
+      (await request(`${gateway.url}/computers/nolog/cdp/json/version`, { headers: agentAuth, control: false })).status,
+    ).toBe(401);
   });
 
   it("lets Playwright drive the browser over CDP through the gateway", async () => {

@@ -7,6 +7,10 @@ import net, { type AddressInfo } from "node:net";
 import { join } from "node:path";
 
 export const TOKEN = "test-control-token-0123456789abcdef";
+/** The control token in the gateway's own header, as a runner sends it beside a site's own Authorization. */
+export const CONTROL = { "X-Multienv-Token": TOKEN };
+/** CONTROL as a raw header line, for requests written byte for byte. */
+export const CONTROL_LINE = `X-Multienv-Token: ${TOKEN}\r\n`;
 const BIN = join(__dirname, "..", "..", "bin", "multienv-gateway.js");
 
 export interface GatewayProcess extends ServiceProcess {
@@ -167,12 +171,22 @@ export interface Answer {
   body: string;
 }
 
-/** One request through node's http client; `headers` may be a raw array to repeat names. */
+/**
+ * One request through node's http client; `headers` may be a raw array to repeat names. It carries the control token
+ * (CONTROL, which the published listener requires) unless `control` is false.
+ */
 export function request(
   url: string,
-  options: { method?: string; headers?: Record<string, string> | string[]; body?: string | Buffer } = {},
+  options: {
+    method?: string;
+    headers?: Record<string, string> | string[];
+    body?: string | Buffer;
+    control?: boolean;
+  } = {},
 ): Promise<Answer> {
   let headers = options.headers;
+  if (options.control !== false)
+    headers = Array.isArray(headers) ? [...headers, ...Object.entries(CONTROL).flat()] : { ...CONTROL, ...headers };
   // node adds no Host header of its own to a raw header array.
   if (Array.isArray(headers) && !headers.some((h, i) => i % 2 === 0 && h.toLowerCase() === "host"))
     headers = [...headers, "Host", new URL(url).host];

@@ -15,6 +15,7 @@ import {
   TOKEN,
   type GatewayProcess,
   type Upstream,
+  CONTROL_LINE,
 } from "./helpers";
 
 const HEADERS_TIMEOUT_MS = 600;
@@ -74,7 +75,7 @@ describe("gateway resource bounds", () => {
   it("answers 408 and closes a connection whose request head trickles in slower than the bound", async () => {
     const { answer, closedAfterMs } = await trickle(
       gateway.port,
-      "GET /svc/shop/slow HTTP/1.1\r\nHost: gw\r\n",
+      `GET /svc/shop/slow HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}`,
       "X-Drip: 1\r\n",
       100,
       5_000,
@@ -96,7 +97,7 @@ describe("gateway resource bounds", () => {
   it("does not cut a request whose head came in time but whose body is slow and moving", async () => {
     const { answer } = await trickle(
       gateway.port,
-      "POST /svc/shop/upload HTTP/1.1\r\nHost: gw\r\nContent-Length: 8\r\nConnection: close\r\n\r\n",
+      `POST /svc/shop/upload HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Content-Length: 8\r\nConnection: close\r\n\r\n`,
       "x",
       250,
       4_000,

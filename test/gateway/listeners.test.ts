@@ -18,6 +18,7 @@ import {
   type Echo,
   type GatewayProcess,
   type Upstream,
+  CONTROL_LINE,
 } from "./helpers";
 
 interface Bound {
@@ -207,7 +208,7 @@ describe("gateway listeners", () => {
     const status = await rawStatusLine(
       browse[0].address,
       browse[0].port,
-      "POST /website/shop/form HTTP/1.1\r\nHost: shop.test\r\nExpect: 200-ok\r\nConnection: close\r\nContent-Length: 3\r\n\r\na=1",
+      `POST /website/shop/form HTTP/1.1\r\nHost: shop.test\r\n${CONTROL_LINE}Expect: 200-ok\r\nConnection: close\r\nContent-Length: 3\r\n\r\na=1`,
     );
     expect(status).toBe("HTTP/1.1 417 Expectation Failed");
     const line = await gateway.waitForLog(

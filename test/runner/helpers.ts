@@ -12,6 +12,7 @@ import type { OutputMap } from "@pulumi/pulumi/automation";
 import { Command } from "commander";
 import { expect } from "vitest";
 import { CHROMIUM_FLAGS } from "../../src/browser/launcher";
+import { computerAgentToken } from "../../src/protocol/auth";
 import { startGateway, TOKEN, type GatewayProcess } from "../gateway/helpers";
 import { onCleanup } from "../site-proxy/helpers";
 
@@ -186,7 +187,10 @@ export function deployedOutputs(gatewayUrl: string, overrides: Record<string, un
     captureTraffic: true,
     ...overrides,
   };
-  const map: OutputMap = { controlToken: { value: token, secret: true } };
+  const map: OutputMap = {
+    controlToken: { value: token, secret: true },
+    agentTokens: { value: { agent: computerAgentToken(token, "agent") }, secret: true },
+  };
   for (const [key, value] of Object.entries(values)) map[key] = { value, secret: false };
   return map;
 }

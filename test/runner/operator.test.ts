@@ -352,7 +352,7 @@ describe("terminal forms", () => {
 });
 
 describe("the next steps after up", () => {
-  it("names the DevTools URL, how an agent connects, where the token is, and the commands", () => {
+  it("names the DevTools URL, how an agent connects with its computer's agent token (never the control token), and the commands", () => {
     const lines = nextSteps("demo", {
       computers: {
         desktop: {
@@ -367,9 +367,12 @@ describe("the next steps after up", () => {
     expect(lines[0]).toBe("Next steps:");
     expect(lines).toContain("  computer desktop's DevTools: http://127.0.0.1:5000/computers/desktop/cdp");
     expect(lines).toContain(
-      '  an agent connects with Playwright: chromium.connectOverCDP("http://127.0.0.1:5000/computers/desktop/cdp", { headers: { Authorization: "Bearer <token>" } })',
+      '  an agent connects with Playwright: chromium.connectOverCDP("http://127.0.0.1:5000/computers/desktop/cdp", { headers: { Authorization: "Bearer <agent token>" } })',
     );
-    expect(lines).toContain("  the token (controlToken): multienv outputs demo --show-secrets");
+    expect(lines).toContain(
+      "  its agent token (agentTokens.desktop, which opens that computer's DevTools alone): multienv outputs demo --show-secrets",
+    );
+    expect(lines.join("\n")).not.toContain("controlToken");
     for (const command of ["outputs", "screenshot", "watch", "reset", "down"])
       expect(lines.some((l) => l.startsWith(`  multienv ${command} demo `))).toBe(true);
     expect(lines.length).toBeLessThanOrEqual(10);

@@ -434,7 +434,10 @@ export function demoScenarios(t: DemoTarget): void {
     expect(JSON.stringify(echo)).not.toContain(env.token);
     // A site's own bearer auth still reaches it.
     const own = (await (
-      await env.gateway("/svc/shop/echo", { auth: false, headers: { authorization: "Bearer site-own" } })
+      await env.gateway("/svc/shop/echo", {
+        auth: false,
+        headers: { authorization: "Bearer site-own", "x-multienv-token": env.token },
+      })
     ).json()) as { headers: Record<string, string> };
     expect(own.headers.authorization).toBe("Bearer site-own");
     await env.gateway("/website/shop/");
@@ -525,10 +528,11 @@ export function demoScenarios(t: DemoTarget): void {
       out.websites as Record<string, { live: boolean; svcUrl: string; browseUrl?: string }>,
     )) {
       expect((await inspect(`${STACK}-${site}-server`)).State.Running).toBe(true);
-      const ready = await fetch(`${website.svcUrl}ready`);
+      const auth = { headers: { authorization: `Bearer ${env.token}` } };
+      const ready = await fetch(`${website.svcUrl}ready`, auth);
       expect(ready.status).toBe(200);
       if (website.live) expect(website.browseUrl).toBeUndefined();
-      else expect((await fetch(website.browseUrl!)).status).toBe(200);
+      else expect((await fetch(website.browseUrl!, auth)).status).toBe(200);
     }
     for (const [name, c] of Object.entries(out.computers as Record<string, { cdpUrl: string }>)) {
       const version = await fetch(`${c.cdpUrl}/json/version`, { headers: { authorization: `Bearer ${env.token}` } });
