@@ -70,7 +70,7 @@ describe("what withoutTokens costs per request", () => {
   });
 
   it.each(Object.entries(CRAFTED))(
-    "spends on a crafted 15 KB value (%s) under 3x what it spends on a plain one",
+    "spends on a crafted 15 KB value (%s) under 5x what it spends on a plain one",
     (_, crafted) => {
       expect(crafted.length).toBeGreaterThan(SIZE * 0.9);
       // Warm both up, then alternate, so neither is measured on a colder or busier stretch.
@@ -82,7 +82,9 @@ describe("what withoutTokens costs per request", () => {
         plain = Math.min(plain, cpuPerCall(PLAIN, 10, 2));
         spent = Math.min(spent, cpuPerCall(crafted, 10, 2));
       }
-      expect(spent / plain, `${spent.toFixed(0)} us against ${plain.toFixed(0)} us`).toBeLessThan(3);
+      // Capped, the crafted forms cost 1.9-2.7x a plain value on a loaded machine; without the cap up to 10.9x. 5x keeps
+      // the test from failing on a busy machine while it still fails without the cap.
+      expect(spent / plain, `${spent.toFixed(0)} us against ${plain.toFixed(0)} us`).toBeLessThan(5);
     },
     60_000,
   );
