@@ -84,6 +84,32 @@ describe("--help", () => {
   });
 });
 
+describe("--help without Pulumi's SDK", () => {
+  // What keeps `--help` fast is that nothing on the CLI's path loads @pulumi/* until a command's action needs it.
+  // This fails when a module the CLI loads for every command imports @pulumi/* at its top.
+  it("loads no @pulumi module for the command list or any command's help", async () => {
+    const dir = tempDir("help-modules-");
+    const helps = [["--help"], ["help"], ["check", "--help"], ["up", "--help"], ["status", "-h"], ["down", "--help"]];
+    const loaded = await Promise.all(
+      helps.map(async (args, i) => {
+        const report = join(dir, `modules-${i}.txt`);
+        const r = await run(args, { REPORT_LOADED_MODULES: report }, process.execPath, [
+          "--require",
+          join(ROOT, "test", "helpers", "report-loaded-modules.cjs"),
+          CLI,
+        ]);
+        expect(r.stdout + r.stderr).toMatch(/Usage: multienv/);
+        return readFileSync(report, "utf8").split("\n");
+      }),
+    );
+    for (const modules of loaded) {
+      // The report is real: the CLI's own modules are in it.
+      expect(modules.some((m) => m.endsWith(join("src", "runner", "cli.ts")))).toBe(true);
+      expect(modules.filter((m) => m.includes("/@pulumi/"))).toEqual([]);
+    }
+  });
+});
+
 describe("argument errors", () => {
   it("names the missing argument or option", async () => {
     const [up, signIn, collect] = await Promise.all([
