@@ -39,7 +39,11 @@ export interface SelfTestPlan {
   enabled: boolean;
   /** Computer -> its checks, in order. */
   checks: Record<string, SelfTestCheck[]>;
-  /** Computer -> its start tabs, checked against the names the sites' own cards declare. */
+  /**
+   * Computer -> its start tabs, checked against the names the sites' own cards declare: for the computers that route
+   * sites, whose start tabs `check` holds to a website's names. Another computer's tabs are pages of the web (or of
+   * its allowlist), which no site's card declares.
+   */
   startTabs: Record<string, string[]>;
 }
 
@@ -109,7 +113,7 @@ export function selfTestPlan(
     enabled: options.enabled,
     checks: Object.fromEntries(computers.map((c) => [c.name, checksFor(c, websites, publicUrl)])),
     startTabs: Object.fromEntries(
-      computers.filter((c) => c.startTabs.length > 0).map((c) => [c.name, [...c.startTabs]]),
+      computers.filter((c) => c.routesSites && c.startTabs.length > 0).map((c) => [c.name, [...c.startTabs]]),
     ),
   };
 }

@@ -59,6 +59,17 @@ describe("the self-test's checks", () => {
     expect(p.selfTest.startTabs).toEqual({ listed: ["https://www.shop.test/cart", "https://github.com/"] });
   });
 
+  it("holds no start tab of a computer that routes no sites to the sites' cards: its tabs are pages of the web", () => {
+    const q = planned({
+      websites: WEBSITES,
+      computers: {
+        plain: { network: "allow-all", routesSites: false, startTabs: ["https://news.example/"] },
+        routed: { network: "none", startTabs: ["https://shop.test/"] },
+      },
+    });
+    expect(q.selfTest.startTabs).toEqual({ routed: ["https://shop.test/"] });
+  });
+
   it("skips the synthetic check for a computer that routes no sites", () => {
     const q = planned({ websites: WEBSITES, computers: { plain: { network: "allow-all", routesSites: false } } });
     expect(checks(q, "plain")[0]).toBe("live-connects https://github.com/");
