@@ -56,6 +56,25 @@ export function checkStackFile(stackOrPath: string, projectDir?: string): StackF
     const readable = !(error instanceof StackFileError);
     return { ok: false, stack, file, readable, problems: error.problems.map(formatProblem), warnings: [] };
   }
+  // A task stack describes something to deploy. The plan takes an empty one (tests build envs up from it); a stack
+  // file with nothing in it would deploy a gateway with nothing behind it.
+  const { websites, computers } = stackFile.config;
+  if (Object.keys(websites).length === 0 && Object.keys(computers).length === 0)
+    return {
+      ok: false,
+      stack,
+      file,
+      readable: true,
+      problems: [
+        formatProblem({
+          path: "",
+          message:
+            "the stack has no website and no computer, so it would deploy a gateway with nothing behind it; add a website (websites.<name>) or a computer (computers.<name>), as stacks/Pulumi.demo.yaml does",
+        }),
+      ],
+      warnings: [],
+      stackFile,
+    };
   const planned = plan(stackFile.config, { stack });
   if (!planned.ok)
     return {
