@@ -264,6 +264,11 @@ export const selfTestSchema = z.union([
       .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), {
         error: "must be an http:// or https:// URL, such as https://example.com/",
       })
+      // Like a start tab's, a user name or password here would sit in plain text in the outputs; never echoed.
+      .refine((u) => !URL.canParse(u) || (new URL(u).username === "" && new URL(u).password === ""), {
+        error:
+          "holds a user name or password in its URL (user:password@), which would sit in plain text in the outputs; remove them (the URL is not shown here): the public page needs no sign-in",
+      })
       .optional(),
   }),
 ]);

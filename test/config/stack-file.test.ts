@@ -333,6 +333,18 @@ describe("what the deploy would refuse, refused in the file", () => {
     ).not.toThrow();
   });
 
+  it("refuses selfTest.publicUrl with credentials in it, without echoing them", () => {
+    const lines = problemLines(
+      stackFile(
+        "publicurl",
+        'config:\n  multienv:selfTest: {publicUrl: "https://alice:hunter2@example.com/"}\n  multienv:computers:\n    a: {network: allow-all}\n',
+      ),
+    );
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^multienv:selfTest\.publicUrl: holds a user name or password in its URL/);
+    expect(lines[0]).not.toMatch(/alice|hunter2|example\.com/);
+  });
+
   it('names an empty value as empty, not as the string ""', () => {
     expect(problemLines(stackFile("emptyvalue", "config:\n  multienv:websites:\n"))).toEqual([
       "multienv:websites: expected a mapping of keys to values, got an empty value",
