@@ -119,13 +119,30 @@ export function websiteProblems(site: string, website: WebsiteConfig): Problem[]
   return problems;
 }
 
-/** Warnings about one website: a synthetic site with no name runs, but no computer can ever open it. */
+/** A setting name that says its value is a secret. */
+const SECRET_NAME = /pass(word|phrase)?|secret|token|api[-_]?key|credential|private[-_]?key/i;
+
+/**
+ * Warnings about one website: a synthetic site with no name runs, but no computer can ever open it; a plain setting
+ * whose name says it is a secret sits in plain text in the stack file, the state and `check`'s output.
+ */
 export function websiteWarnings(site: string, website: WebsiteConfig): Problem[] {
-  if (website.live || website.domains.length > 0) return [];
-  return [
-    problem(
-      ["websites", site, "domains"],
-      "is empty: the synthetic site is deployed and runs, but has no name a computer's browser could open it at; add its names, such as shop.test",
-    ),
-  ];
+  const warnings: Problem[] = [];
+  if (!website.live && website.domains.length === 0)
+    warnings.push(
+      problem(
+        ["websites", site, "domains"],
+        "is empty: the synthetic site is deployed and runs, but has no name a computer's browser could open it at; add its names, such as shop.test",
+      ),
+    );
+  for (const [setting, value] of Object.entries(website.settings)) {
+    if (!SECRET_NAME.test(setting) || typeof value !== "string" || value === "") continue;
+    warnings.push(
+      problem(
+        ["websites", site, "settings", setting],
+        `looks like a secret, and a plain setting sits in plain text in the stack file, the state and the deploy's output; make it a secret setting: \`pulumi config set --secret ${site}${setting.charAt(0).toUpperCase()}${setting.slice(1)} <value>\` and secretSettings: {${setting}: ${site}${setting.charAt(0).toUpperCase()}${setting.slice(1)}}`,
+      ),
+    );
+  }
+  return warnings;
 }

@@ -126,4 +126,13 @@ describe("what a deploy would refuse or regret about one site", () => {
     ]);
     expect(websiteWarnings("named", config.named)).toEqual([]);
   });
+
+  it("warns of a plain setting whose name says it is a secret, naming the secret setting to make of it", () => {
+    const config = websites({
+      shop: { domains: ["shop.test"], settings: { apiKey: "k-123", currency: "USD", token: 7 } },
+    });
+    expect(websiteWarnings("shop", config.shop).map(formatProblem)).toEqual([
+      "multienv:websites.shop.settings.apiKey: looks like a secret, and a plain setting sits in plain text in the stack file, the state and the deploy's output; make it a secret setting: `pulumi config set --secret shopApiKey <value>` and secretSettings: {apiKey: shopApiKey}",
+    ]);
+  });
 });
