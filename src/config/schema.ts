@@ -256,22 +256,31 @@ export const kubernetesSchema = z.strictObject({
 });
 
 /** The deploy's self-test: on (default), off, or on with the page an allow-all computer must reach. */
-export const selfTestSchema = z.union([
-  z.boolean(),
-  z.strictObject({
-    publicUrl: z
-      .string()
-      .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), {
-        error: "must be an http:// or https:// URL, such as https://example.com/",
-      })
-      // Like a start tab's, a user name or password here would sit in plain text in the outputs; never echoed.
-      .refine((u) => !URL.canParse(u) || (new URL(u).username === "" && new URL(u).password === ""), {
-        error:
-          "holds a user name or password in its URL (user:password@), which would sit in plain text in the outputs; remove them (the URL is not shown here): the public page needs no sign-in",
-      })
-      .optional(),
-  }),
-]);
+export const selfTestSchema = z.union(
+  [
+    z.boolean(),
+    z.strictObject({
+      publicUrl: z
+        .string()
+        .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), {
+          error: "must be an http:// or https:// URL, such as https://example.com/",
+        })
+        // Like a start tab's, a user name or password here would sit in plain text in the outputs; never echoed.
+        .refine((u) => !URL.canParse(u) || (new URL(u).username === "" && new URL(u).password === ""), {
+          error:
+            "holds a user name or password in its URL (user:password@), which would sit in plain text in the outputs; remove them (the URL is not shown here): the public page needs no sign-in",
+        })
+        .optional(),
+    }),
+  ],
+  {
+    error: (issue) =>
+      issue.code === "invalid_union" &&
+      (typeof issue.input !== "object" || issue.input === null || Array.isArray(issue.input))
+        ? "must be true, false or {publicUrl: <the page an allow-all computer must reach>}"
+        : undefined,
+  },
+);
 
 // `ec2` is required when target is ec2: validate.ts checks that, so it is reported beside every other problem.
 export const stackConfigSchema = z.strictObject({

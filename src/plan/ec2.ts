@@ -349,6 +349,9 @@ export function instanceArchitecture(instanceType: string): Ec2Architecture {
   return match !== null && match[1].startsWith("g") ? "arm64" : "x86_64";
 }
 
+/** A lifetime shorter than this leaves the instances too little time to be deployed and used. */
+const EC2_SHORTEST_SENSIBLE_LIFETIME_MINUTES = 30;
+
 /** The address ranges set aside for documentation (RFC 5737, RFC 3849): no runner ever connects from one. */
 const DOCUMENTATION_RANGES = ["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"].map((cidr) =>
   ipaddr.parseCIDR(cidr),
@@ -398,6 +401,14 @@ export function ec2Warnings(config: StackConfig): Problem[] {
         ),
       );
   });
+  const hours = ec2.lifetimeHours ?? EC2_DEFAULT_LIFETIME_HOURS;
+  if (hours * 60 < EC2_SHORTEST_SENSIBLE_LIFETIME_MINUTES)
+    warnings.push(
+      problem(
+        ["ec2", "lifetimeHours"],
+        `${hours} powers the instances off after ${Math.max(1, Math.round(hours * 60))} minute(s), less than the ${EC2_SHORTEST_SENSIBLE_LIFETIME_MINUTES} a deploy and a task need at the least; give the hours the task needs (default ${EC2_DEFAULT_LIFETIME_HOURS})`,
+      ),
+    );
   if (!wellFormedPublicKey(ec2.sshPublicKey))
     warnings.push(
       problem(

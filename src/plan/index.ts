@@ -9,7 +9,7 @@ import { allowlistProblems, reachesPublicHosts, reaching } from "./reaching";
 import { namingProblems, stackNameProblem } from "./reserved";
 import { siteTable } from "./site-table";
 import { websiteProblems, websiteWarnings } from "./sites";
-import { selfTestPlan } from "./self-test";
+import { selfTestPlan, selfTestWarnings } from "./self-test";
 import { startTabProblems, startTabWarnings } from "./start-tabs";
 import { GATEWAY_PORT, topologyNames } from "./topology";
 import type { Plan, PlannedComputer, PlannedWebsite, PlanResult, Problem, StackConfig } from "./types";
@@ -135,6 +135,7 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
     warningProblems.push(...websiteWarnings(site, config.websites[site]));
   warningProblems.push(...captureWarnings(config));
   warningProblems.push(...ec2Warnings(config));
+  warningProblems.push(...selfTestWarnings(config));
   for (const name of Object.keys(config.computers).sort()) {
     const computer = config.computers[name];
     warningProblems.push(...startTabWarnings(name, computer, reaching(computer.network, live.hosts), config.websites));

@@ -333,6 +333,14 @@ describe("what the deploy would refuse, refused in the file", () => {
     ).not.toThrow();
   });
 
+  it("says what selfTest may be when it is none of them", () => {
+    expect(
+      problemLines(
+        stackFile("selftest", 'config:\n  multienv:selfTest: "off"\n  multienv:computers:\n    a: {network: none}\n'),
+      ),
+    ).toEqual(["multienv:selfTest: must be true, false or {publicUrl: <the page an allow-all computer must reach>}"]);
+  });
+
   it("refuses selfTest.publicUrl with credentials in it, without echoing them", () => {
     const lines = problemLines(
       stackFile(

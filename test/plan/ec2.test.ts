@@ -220,3 +220,23 @@ describe("the ec2 section's placeholders", () => {
     expect(wellFormedPublicKey("ssh-ed25519 AAAA me")).toBe(false);
   });
 });
+
+describe("a lifetime too short to use", () => {
+  it("warns that the instances would power off before a deploy and a task are done", () => {
+    const config = {
+      target: "ec2",
+      ec2: {
+        region: "us-east-1",
+        instanceType: "t3.large",
+        runnerCidrs: ["198.18.0.7/32"],
+        sshPublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl me@host",
+        sshUser: "ec2-user",
+        lifetimeHours: 0.1,
+      },
+    } as StackConfig;
+    expect(ec2Warnings(config).map(formatProblem)).toEqual([
+      "multienv:ec2.lifetimeHours: 0.1 powers the instances off after 6 minute(s), less than the 30 a deploy and a task need at the least; give the hours the task needs (default 4)",
+    ]);
+    expect(ec2Warnings({ ...config, ec2: { ...config.ec2!, lifetimeHours: 0.5 } })).toEqual([]);
+  });
+});

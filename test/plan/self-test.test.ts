@@ -101,3 +101,24 @@ describe("the self-test's checks", () => {
     expect(() => stackConfig({ selfTest: { publicUrl: "ftp://example.com/" } })).toThrow(/http:\/\/ or https:\/\/ URL/);
   });
 });
+
+describe("the self-test's config", () => {
+  it("warns of a publicUrl no check loads: no computer is allow-all", () => {
+    const none = plan(
+      stackConfig({ selfTest: { publicUrl: "https://example.org/" }, computers: { a: { network: "none" } } }),
+      {
+        stack: "demo",
+      },
+    );
+    expect(none.warnings).toEqual([
+      "multienv:selfTest.publicUrl: is loaded only by an allow-all computer's check, and no computer is allow-all, so it is never used; remove it",
+    ]);
+    const open = plan(
+      stackConfig({ selfTest: { publicUrl: "https://example.org/" }, computers: { a: { network: "allow-all" } } }),
+      {
+        stack: "demo",
+      },
+    );
+    expect(open.warnings).toEqual([]);
+  });
+});
