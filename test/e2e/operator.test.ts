@@ -243,7 +243,7 @@ describe("ls, status and outputs", () => {
     expect(text.stdout).not.toContain(env.token);
   });
 
-  it("a stack that does not exist gets one line naming `multienv ls`", async () => {
+  it("a stack that does not exist gets one line: not deployed, and how to deploy it", async () => {
     const runs = await Promise.all([
       cli(["status", `${STACK}-nosuch`]),
       cli(["outputs", `${STACK}-nosuch`]),
@@ -252,8 +252,10 @@ describe("ls, status and outputs", () => {
     for (const run of runs) {
       expect(run.code).toBe(1);
       expect(run.stderr.trim().split("\n")).toHaveLength(1);
-      expect(run.stderr).toContain(`stack ${STACK}-nosuch: no such stack in the state`);
-      expect(run.stderr).toContain("`multienv ls`");
+      expect(run.stderr).toContain(
+        `stack ${STACK}-nosuch is not deployed; there is no stacks/Pulumi.${STACK}-nosuch.yaml`,
+      );
+      expect(run.stderr).toContain(`\`multienv up ${STACK}-nosuch\``);
     }
   });
 });

@@ -4,6 +4,7 @@
 import type { Command } from "commander";
 import { RunnerError } from "../errors";
 import { DEFAULT_PROJECT_DIR } from "../artifacts";
+import type { StateNeed } from "../preflight";
 import { printable, printableLines } from "../terminal-text";
 
 export interface CommonOptions {
@@ -42,6 +43,15 @@ export function failureText(command: string | undefined, error: unknown): string
       .map(printable)
       .join("\n") + "\n"
   );
+}
+
+/**
+ * The checks a command on a stack runs before any Pulumi call or passphrase prompt (preflight.ts): its stack file
+ * offline, then whether the state holds what the command `needs`. Loaded when run, like every command's work.
+ */
+export async function checkFirst(stack: string, options: CommonOptions, needs: StateNeed): Promise<void> {
+  const { preflight } = require("../preflight") as typeof import("../preflight");
+  await preflight(stack, { projectDir: options.projectDir, need: needs, log: note });
 }
 
 /** Runs a command's action; any failure ends the process with its lines on stderr (failureText) and exit code 1. */
