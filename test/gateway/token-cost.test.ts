@@ -82,7 +82,7 @@ describe("what withoutTokens costs per request", () => {
         plain = Math.min(plain, cpuPerCall(PLAIN, 10, 2));
         spent = Math.min(spent, cpuPerCall(crafted, 10, 2));
       }
-      // Capped, the crafted forms cost 1.9-2.7x a plain value on a loaded machine; without the cap up to 10.9x. 5x keeps
+      // Capped, the crafted forms cost 1.9-2.7x a plain value on a loaded machine; uncapped, up to 10.9x. 5x keeps
       // the test from failing on a busy machine while it still fails without the cap.
       expect(spent / plain, `${spent.toFixed(0)} us against ${plain.toFixed(0)} us`).toBeLessThan(5);
     },
