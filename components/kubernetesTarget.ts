@@ -92,16 +92,16 @@ export class KubernetesTarget extends pulumi.ComponentResource {
   }
 
   /**
-   * The ClusterIP of the Service in front of pod `name`; unknown while that Service is only previewed. The API
-   * server's dry run of a new Service allocates no address and answers "", and pods whose hostAliases held "" for
-   * several Services would be refused in their own dry run (duplicate entries for the key ip ""); an unknown
-   * address makes the provider skip a pod's dry run until the Service exists.
+   * The ClusterIP of the Service in front of pod `name`; unknown while that Service is only previewed. A new
+   * Service's preview has no address (the API server's dry run allocates none), and pods whose hostAliases lacked
+   * the address for several Services were refused in their own dry run (duplicate entries for the key ip ""); an
+   * unknown address makes the provider skip a pod's dry run until the Service exists.
    */
   clusterIp(name: string): pulumi.Output<string> {
     const service = this.services.get(name);
     if (service === undefined) throw new Error(`no Service ${name} in the plan's pods`);
     return service.spec.clusterIP.apply((ip) =>
-      ip === "" && pulumi.runtime.isDryRun() ? (pulumi.unknown as unknown as string) : ip,
+      !ip && pulumi.runtime.isDryRun() ? (pulumi.unknown as unknown as string) : ip,
     );
   }
 
