@@ -2,7 +2,8 @@
 // errors, one-line failures naming the stack and what to do, the missing Pulumi CLI, and `collect --from-env`
 // exactly as the capture collector's delete step runs it.
 import { execFile } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import * as collectCommand from "../../src/runner/commands/collect";
@@ -37,13 +38,19 @@ interface Run {
 
 /** PATH with node but without any `pulumi`: this machine has none, and the test must not depend on that. */
 const PATH_WITHOUT_PULUMI = [dirname(process.execPath), "/usr/bin", "/bin"].join(":");
+/** A machine cache with no toolchain built in it, so the runner finds no `pulumi` there either. */
+const CACHE_WITHOUT_PULUMI = mkdtempSync(join(tmpdir(), "multienv-cache-"));
 
 function run(args: string[], env: NodeJS.ProcessEnv = {}, file = process.execPath, fileArgs = [CLI]): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       file,
       [...fileArgs, ...args],
-      { cwd: ROOT, env: definedOnly({ ...process.env, PATH: PATH_WITHOUT_PULUMI, ...env }), timeout: 50_000 },
+      {
+        cwd: ROOT,
+        env: definedOnly({ ...process.env, PATH: PATH_WITHOUT_PULUMI, MULTIENV_CACHE: CACHE_WITHOUT_PULUMI, ...env }),
+        timeout: 50_000,
+      },
       (error, stdout, stderr) => {
         resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
       },
