@@ -215,12 +215,9 @@ describe("gateway /computers/<name>", () => {
     socket.close();
   });
 
-  it("lets an agent drive its computer's browser with Playwright and the computer's agent token alone", async () => {
-    const agentAuth = { Authorization: `Bearer ${computerAgentToken(TOKEN, "agent")}` };
-    const connected = await chromium.connectOverCDP(`${gateway.url}/computers/agent/cdp`, {
-      headers: agentAuth,
-      timeout: 15_000,
-    });
+  /** Drives the agent computer's browser with Playwright over its DevTools route, sending `headers`. */
+  async function browseThroughGateway(headers: Record<string, string>): Promise<void> {
+    const connected = await chromium.connectOverCDP(`${gateway.url}/computers/agent/cdp`, { headers, timeout: 15_000 });
     try {
       const context = connected.contexts()[0] ?? (await connected.newContext());
       const tab = await context.newPage();
@@ -230,6 +227,11 @@ describe("gateway /computers/<name>", () => {
     } finally {
       await connected.close();
     }
+  }
+
+  it("lets an agent drive its computer's browser with Playwright and the computer's agent token alone", async () => {
+    const agentAuth = { Authorization: `Bearer ${computerAgentToken(TOKEN, "agent")}` };
+    await browseThroughGateway(agentAuth);
     // The same token opens nothing else: not this computer's proxy log, not another computer's DevTools.
     expect(
       (await request(`${gateway.url}/computers/agent/proxy-log`, { headers: agentAuth, control: false })).status,
@@ -240,19 +242,7 @@ describe("gateway /computers/<name>", () => {
   });
 
   it("lets Playwright drive the browser over CDP through the gateway", async () => {
-    const connected = await chromium.connectOverCDP(`${gateway.url}/computers/agent/cdp`, {
-      headers: AUTH,
-      timeout: 15_000,
-    });
-    try {
-      const context = connected.contexts()[0] ?? (await connected.newContext());
-      const tab = await context.newPage();
-      await tab.goto(page.url);
-      expect(await tab.title()).toBe("through the gateway");
-      await tab.close();
-    } finally {
-      await connected.close();
-    }
+    await browseThroughGateway(AUTH);
   });
 
   it("answers an unknown computer with 404 JSON", async () => {
