@@ -16,6 +16,9 @@ class KubernetesLastSequencer extends BaseSequencer {
 // machine's interfaces change (ERR_NETWORK_CHANGED), which the unit tier's browser tests must not meet.
 export default defineConfig({
   test: {
+    // The kubernetes files last: their prerequisites build in the background meanwhile (test/e2e/global-setup.ts).
+    // A sequencer is the whole run's, not a project's.
+    sequence: { sequencer: KubernetesLastSequencer },
     projects: [
       {
         test: {
@@ -33,8 +36,7 @@ export default defineConfig({
           include: ["test/e2e/**/*.test.ts"],
           setupFiles: ["test/e2e/setup.ts"],
           globalSetup: ["test/e2e/global-setup.ts"],
-          // The kubernetes files last: their prerequisites build in the background meanwhile (global-setup.ts).
-          sequence: { groupOrder: 1, sequencer: KubernetesLastSequencer },
+          sequence: { groupOrder: 1 },
           testTimeout: 300_000,
           hookTimeout: 600_000,
           fileParallelism: false,
