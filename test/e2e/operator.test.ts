@@ -10,6 +10,7 @@ import type { Browser, Page } from "playwright-core";
 import { chromiumDirect } from "../site-proxy/helpers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
+import { computerAgentToken } from "../../src/protocol/auth";
 import { deployStack, type StackSpec } from "../../src/runner";
 import { deployEnv, e2eStack, killChromium, REPO, until, type DeployedEnv } from "./helpers/env";
 
@@ -230,6 +231,7 @@ describe("ls, status and outputs", () => {
     expect(shown).toMatchObject({
       gatewayUrl: env.gatewayUrl,
       controlToken: "[secret]",
+      agentTokens: "[secret]",
       captureTraffic: false,
       live: false,
       computers: { [COMPUTER]: { cdpUrl: `${env.gatewayUrl}/computers/${COMPUTER}/cdp` } },
@@ -237,10 +239,15 @@ describe("ls, status and outputs", () => {
     });
     const secrets = await cli(["outputs", STACK, "--json", "--show-secrets"]);
     expect(secrets.code, secrets.stderr).toBe(0);
-    expect(JSON.parse(secrets.stdout)).toEqual({ ...shown, controlToken: env.token });
+    expect(JSON.parse(secrets.stdout)).toEqual({
+      ...shown,
+      controlToken: env.token,
+      agentTokens: { [COMPUTER]: computerAgentToken(env.token, COMPUTER) },
+    });
     const text = await cli(["outputs", STACK]);
     expect(text.stdout).toContain(`gatewayUrl: ${env.gatewayUrl}`);
     expect(text.stdout).not.toContain(env.token);
+    expect(text.stdout).not.toContain(computerAgentToken(env.token, COMPUTER));
   });
 
   it("a stack that does not exist gets one line: not deployed, and how to deploy it", async () => {
