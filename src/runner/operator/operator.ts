@@ -190,11 +190,14 @@ export function proxyLogSize(text: string): ProxyLogSize {
 /** What is not healthy in a status, one line each naming it; empty when all is well. */
 export function statusProblems(status: Omit<StackStatus, "healthy" | "problems">): string[] {
   const problems: string[] = [];
+  const { healthz } = status.gateway;
   for (const container of status.containers) {
+    // A container whose own health check has not run yet (a site image's may wait 30 s) is judged as the deploy
+    // judged it: by the gateway's /healthz, which answers ready only when every site server answers /ready.
+    if (container.health === "starting" && container.state === "running" && healthz.ok) continue;
     const problem = containerProblem(container);
     if (problem !== undefined) problems.push(`${container.kind ?? "container"} ${container.name}: ${problem}`);
   }
-  const { healthz } = status.gateway;
   if (!healthz.ok) {
     const why =
       healthz.error ??
