@@ -20,7 +20,7 @@ export function withProjectDir(command: Command): Command {
   );
 }
 
-/** Prints a line to stdout, any control character in it written out (terminal-text.ts). */
+/** Prints a line to stdout, any control character in it written out (../terminal-text.ts). */
 export function say(line: string): void {
   process.stdout.write(`${printableLines(line)}\n`);
 }
@@ -46,8 +46,8 @@ export function failureText(command: string | undefined, error: unknown): string
 }
 
 /**
- * The checks a command on a stack runs before any Pulumi call or passphrase prompt (preflight.ts): its stack file
- * offline, then whether the state holds what the command `needs`. Loaded when run, like every command's work.
+ * The checks a command on a stack runs before any Pulumi call or passphrase prompt (../check/preflight.ts): its stack
+ * file offline, then whether the state holds what the command `needs`. Loaded when run, like every command's work.
  */
 export async function checkFirst(stack: string, options: CommonOptions, needs: StateNeed): Promise<void> {
   const { preflight } = require("../check/preflight") as typeof import("../check/preflight");

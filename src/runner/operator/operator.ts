@@ -3,9 +3,9 @@
 // far), `outputs` (without deploying again) and `screenshot` (each computer's visible tab). All of it only reads:
 // no stack lock is taken and nothing in an env changes.
 //
-// The stacks and their resources come from the state's checkpoint files (stack/state-files.ts), their containers' (or
-// pods') states from the target's runtime (runtimes/runtimes.ts); the control token, a secret, from the Automation API
-// (gatewayAccess), which also opens the way to the gateway (a port-forward on the kubernetes target).
+// The stacks and their resources come from the state's checkpoint files (../stack/state-files.ts), their containers'
+// (or pods') states from the target's runtime (../runtimes/runtimes.ts); the control token, a secret, from the
+// Automation API (gatewayAccess), which also opens the way to the gateway (a port-forward on the kubernetes target).
 import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";

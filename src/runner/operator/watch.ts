@@ -34,10 +34,10 @@ export function watchLines(text: string): WatchLogLine[] {
 }
 
 /**
- * Follows a growing log by the pieces read of it (evidence.ts, fetchProxyLogPiece): `part()` is what to ask for next,
- * `next(piece)` gives the complete lines added since the last call (a torn last line waits for the next). The first
- * read is the log's tail, whose first line is torn unless the tail starts the log. A log smaller than what was read
- * of it was started over (a restarted proxy); it is read from its start again.
+ * Follows a growing log by the pieces read of it (../evidence/proxy-logs.ts, fetchProxyLogPiece): `part()` is what
+ * to ask for next, `next(piece)` gives the complete lines added since the last call (a torn last line waits for the
+ * next). The first read is the log's tail, whose first line is torn unless the tail starts the log. A log smaller
+ * than what was read of it was started over (a restarted proxy); it is read from its start again.
  */
 export class LogFollower {
   /** Where the next read starts: the end of the last complete line read. */

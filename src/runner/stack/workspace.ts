@@ -24,7 +24,7 @@ export { DEFAULT_PROJECT_DIR };
 /**
  * The Pulumi CLI the Automation API runs: a `pulumi` on PATH (installed the usual way, or linked there by
  * scripts/pulumi-toolchain.sh), else the one that script built on this machine; undefined when there is neither
- * (the Automation API then fails to start `pulumi`, which errors.ts turns into an install hint).
+ * (the Automation API then fails to start `pulumi`, which ../errors.ts turns into an install hint).
  */
 async function pulumiCommandFor(env: NodeJS.ProcessEnv): Promise<PulumiCommand | undefined> {
   const onPath = (env.PATH ?? "").split(":").some((dir) => dir !== "" && existsSync(join(dir, "pulumi")));
