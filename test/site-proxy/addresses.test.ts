@@ -358,11 +358,13 @@ describe("addresses that are not the public web, through an allow-all proxy", ()
       viaConnect.socket.destroy();
     }
     expect(origin.connections, "the origin was never contacted").toBe(before);
-    const refused = proxy.records().filter((r): r is RefusedRecord => r.event === "refused");
+    // A refusal's log line is written after its answer: wait for each rather than read the log at once.
     for (const [i, address] of addresses.entries())
-      expect(refused.find((r) => r.host === `special${i}.test`)).toMatchObject({
-        address,
-        why: expect.stringMatching(/not the public web/),
-      });
+      expect(
+        await proxy.waitForRecord<RefusedRecord>(
+          `the refusal of special${i}.test`,
+          (r) => r.event === "refused" && r.host === `special${i}.test`,
+        ),
+      ).toMatchObject({ address, why: expect.stringMatching(/not the public web/) });
   });
 });
