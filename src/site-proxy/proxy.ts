@@ -2,6 +2,7 @@
 // Synthetic names go to the gateway's /website/<site>/ (TLS terminated with a leaf from the env CA); other hosts
 // are tunnelled or forwarded when the computer reaches them and the address dialled passes the address check;
 // every answer the proxy gives itself carries X-Agentenv-Site-Proxy.
+import { randomBytes } from "node:crypto";
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import type * as net from "node:net";
@@ -10,13 +11,14 @@ import type { SecretTokens } from "../protocol/auth";
 import { SiteProxyVerdict } from "../protocol/site-proxy";
 import type { AddressCheck } from "./addresses";
 import type { CertificateAuthority } from "./ca";
-import { SITE_PROXY_CA_PATH } from "../protocol/site-proxy";
+import { SITE_PROXY_CA_PATH, SITE_PROXY_HEADER } from "../protocol/site-proxy";
 import { AddressRefused, addressOf, ConnectFailure, type Connector, normalizeHost, type Opened } from "./connect";
 import {
   BrokenAnswer,
   connectorAgent,
   type Destination,
   forward,
+  type ExchangeTap,
   type ForwardHooks,
   forwardUpgrade,
   RequestSlots,
@@ -37,6 +39,7 @@ import {
   parseAuthority,
   serverOptions,
 } from "./messages";
+import type { RequestRecorder } from "./recorder";
 import { endedByRelay, relay } from "./relay";
 import type { Router } from "./routing";
 
@@ -55,6 +58,8 @@ export interface ProxyOptions {
   connections?: OpenConnections;
   /** The computer's own control token, when it has one: no request the proxy sends on carries it, in any form. */
   secrets?: SecretTokens;
+  /** The request log, when the proxy keeps one: every exchange it forwards is recorded there. */
+  recorder?: RequestRecorder;
 }
 
 export interface SyntheticTunnel {
@@ -67,6 +72,10 @@ export interface SyntheticTunnel {
 
 /** One request as its log lines name it. */
 interface Exchange {
+  /** Unique in the log: the `request` line's id, which the request log's entry names. */
+  id?: string;
+  /** The exchange's recording in the request log. */
+  tap?: ExchangeTap;
   method: string;
   host: string;
   port: number;
@@ -101,6 +110,46 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   const gatewayHost = normalizeHost(gateway.hostname);
   const gatewayPort = Number(gateway.port || 80);
   const gatewayPrefix = gateway.pathname.replace(/\/$/, "");
+  const { recorder } = options;
+  // Exchange ids: this process's own prefix (a proxy started again counts from 1 anew) and a count.
+  const idPrefix = randomBytes(4).toString("hex");
+  let exchanges = 0;
+  const connectionIds = new WeakMap<object, string>();
+  let connectionCount = 0;
+  /** The request log's name for a connection of the computer's (a socket, or an HTTP/2 session's socket). */
+  const connectionId = (socket: object): string => {
+    let id = connectionIds.get(socket);
+    if (id === undefined) connectionIds.set(socket, (id = `${idPrefix}-c${++connectionCount}`));
+    return id;
+  };
+
+  /** The exchange `x` with its id and, with a request log, its recording begun. */
+  function recorded(x: Exchange, url: string, httpVersion: string, rawHeaders: string[], connection: object): Exchange {
+    const id = `${idPrefix}-${++exchanges}`;
+    if (recorder === undefined) return { ...x, id };
+    const tap = recorder.begin({
+      logId: id,
+      method: x.method,
+      url,
+      httpVersion,
+      rawHeaders,
+      connection: connectionId(connection),
+    });
+    return { ...x, id, tap };
+  }
+
+  /** The proxy's own answer to an exchange, in its recording. */
+  function recordProxyAnswer(x: Exchange, f: Failure): void {
+    if (x.tap === undefined) return;
+    x.tap.response({
+      status: f.status,
+      statusText: http.STATUS_CODES[f.status] ?? "",
+      httpVersion: "HTTP/1.1",
+      rawHeaders: ["Content-Type", "text/plain; charset=utf-8", SITE_PROXY_HEADER, f.verdict],
+    });
+    x.tap.responseChunk(Buffer.from(f.message + "\n"));
+    x.tap.finish("proxy answer");
+  }
 
   /** Opens a connection to a host the computer reaches and writes its `connection` line when it closes. */
   async function openLogged(method: "CONNECT" | "HTTP", host: string, port: number): Promise<Opened> {
@@ -194,6 +243,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   function logRequest(x: Exchange, status: number | undefined, endedBy?: string): void {
     log.write({
       event: "request",
+      ...(x.id !== undefined ? { id: x.id } : {}),
       method: x.method,
       host: x.host,
       port: x.port,
@@ -217,6 +267,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
 
   function forwardHooks(res: http.ServerResponse, x: Exchange): ForwardHooks {
     return {
+      ...(x.tap ? { tap: x.tap } : {}),
       answered: (status) => logRequest(x, status),
       abandoned: (endedBy) => logRequest(x, undefined, endedBy),
       failed: (err, settled) => {
@@ -228,6 +279,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
         // A broken answer leaves nothing to trust about the exchange: the computer's connection ends too.
         answerResponse(res, f.status, f.verdict, f.message, err instanceof BrokenAnswer);
         logRequest(x, f.status);
+        recordProxyAnswer(x, f);
       },
     };
   }
@@ -235,12 +287,14 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   function upgradeHooks(client: net.Socket, x: Exchange, open: () => Promise<net.Socket>): UpgradeHooks {
     return {
       open,
+      ...(x.tap ? { tap: x.tap } : {}),
       answered: (status) => logRequest(x, status),
       abandoned: (endedBy) => logRequest(x, undefined, endedBy),
       failed: (err) => {
         const f = failure(err, x);
         answerSocket(client, f.status, f.verdict, f.message);
         logRequest(x, f.status);
+        recordProxyAnswer(x, f);
       },
     };
   }
@@ -306,9 +360,11 @@ export function createProxyServer(options: ProxyOptions): http.Server {
 
   function routeRequest(req: http.IncomingMessage, socket: net.Socket, notProxyHint: string): RequestRoute {
     const tunnel = tunnels.get(socket);
+    const version = `HTTP/${req.httpVersion}`;
     if (tunnel) {
-      const x = exchange(req, tunnel.host, tunnel.port, tunnel.site);
       const path = tunnelPath(req.url ?? "/");
+      const url = `${tunnel.proto}://${tunnelAuthority(tunnel)}${path}`;
+      const x = recorded(exchange(req, tunnel.host, tunnel.port, tunnel.site), url, version, req.rawHeaders, socket);
       return {
         to: "gateway",
         x,
@@ -322,8 +378,9 @@ export function createProxyServer(options: ProxyOptions): http.Server {
         failure: badRequest(socket, `not a proxy request: "${req.method} ${req.url}"${notProxyHint}`, req.method),
       };
     const route = router.route(target.host);
+    const url = `http://${target.authority}${target.path}`;
     if (route.kind === "synthetic") {
-      const x = exchange(req, target.host, target.port, route.site);
+      const x = recorded(exchange(req, target.host, target.port, route.site), url, version, req.rawHeaders, socket);
       return {
         to: "gateway",
         x,
@@ -334,7 +391,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       return { to: "answer", failure: refusedByRoute(exchange(req, target.host, target.port), route.why) };
     return {
       to: "host",
-      x: exchange(req, target.host, target.port),
+      x: recorded(exchange(req, target.host, target.port), url, version, req.rawHeaders, socket),
       destination: hostDestination(req, target.host, target.port, target.path),
     };
   }
@@ -596,23 +653,25 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       });
       return answerStream(stream, 421, SiteProxyVerdict.refused, `${r.authority} is misdirected: ${why}`);
     }
-    const x: Exchange = {
-      method: r.method,
-      host: tunnel.host,
-      port: tunnel.port,
-      site: tunnel.site,
-      hostHeader: r.authority,
-    };
+    const x = recorded(
+      { method: r.method, host: tunnel.host, port: tunnel.port, site: tunnel.site, hostHeader: r.authority },
+      `https://${r.authority}${r.path}`,
+      "HTTP/2.0",
+      r.received,
+      stream.session?.socket ?? stream,
+    );
     if (r.protocol === "websocket") {
       const destination = gatewayDestination(r.headers, tunnel.site, tunnelAuthority(tunnel), "https", r.path!);
       return forwardWebSocket(stream, destination, idleTimeoutMs, {
         open: openGateway,
+        ...(x.tap ? { tap: x.tap } : {}),
         answered: (status) => logRequest(x, status),
         abandoned: (endedBy) => logRequest(x, undefined, endedBy),
         failed: (err) => {
           const f = failure(err, x);
           answerStream(stream, f.status, f.verdict, f.message);
           logRequest(x, f.status);
+          recordProxyAnswer(x, f);
         },
       });
     }
@@ -622,6 +681,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       gatewayAgent,
       gatewayDestination(r.headers, tunnel.site, tunnelAuthority(tunnel), "https", r.path!),
       {
+        ...(x.tap ? { tap: x.tap } : {}),
         answered: (status) => logRequest(x, status),
         abandoned: (endedBy) => logRequest(x, undefined, endedBy),
         failed: (err, settled) => {
@@ -629,6 +689,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
           const f = failure(err, x);
           answerStream(stream, f.status, f.verdict, f.message);
           logRequest(x, f.status);
+          recordProxyAnswer(x, f);
         },
       },
       gatewaySlots,

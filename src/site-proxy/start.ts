@@ -15,6 +15,7 @@ import { type EventLog, openEventLog } from "./log";
 import { parseAuthority } from "./messages";
 import { OpenConnections } from "./connections";
 import { createProxyServer } from "./proxy";
+import { openRecorder, type RequestRecorder } from "./recorder";
 import { createRouter } from "./routing";
 import { CONFIG_ENV } from "./supervision";
 
@@ -30,6 +31,8 @@ export interface RunningSiteProxy {
   /** The startup record as written to the log. */
   startup: Omit<StartupRecord, "time">;
   log: EventLog;
+  /** The request log, when the config asks for one. */
+  recorder?: RequestRecorder;
   close(): Promise<void>;
 }
 
@@ -81,6 +84,10 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
   const connector = createConnector(config);
   const router = createRouter(config.sites, config.reach);
   const connections = new OpenConnections();
+  const secrets = token !== undefined ? secretTokens([token]) : undefined;
+  const recorder = config.requestLog
+    ? openRecorder({ ...config.requestLog, ...(secrets ? { secrets } : {}) })
+    : undefined;
 
   const proxyServer = createProxyServer({
     router,
@@ -92,7 +99,8 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
     idleTimeoutMs: config.idleTimeoutMs,
     headTimeoutMs: config.headTimeoutMs,
     connections,
-    ...(token !== undefined ? { secrets: secretTokens([token]) } : {}),
+    ...(secrets ? { secrets } : {}),
+    ...(recorder ? { recorder } : {}),
   });
   const proxy = await listen(
     proxyServer,
@@ -114,6 +122,7 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
       idleTimeoutMs: config.idleTimeoutMs,
       headTimeoutMs: config.headTimeoutMs,
       connections,
+      ...(config.requestLog && recorder ? { requestLog: { dir: config.requestLog.dir, recorder } } : {}),
     });
     control = await listen(
       controlServer,
@@ -139,9 +148,10 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
     caCertPath: ca.certPath,
     startup,
     log,
+    ...(recorder ? { recorder } : {}),
     async close() {
       await Promise.all([proxyServer, ...(controlServer ? [controlServer] : [])].map(closeServer));
-      await log.close();
+      await Promise.all([log.close(), recorder?.close()]);
     },
   };
 }
