@@ -7,6 +7,7 @@ import { kubernetesProblems, kubernetesWarnings, plannedKubernetes } from "./kub
 import { formatProblem, problem } from "./problems";
 import { allowlistProblems, reachesPublicHosts, reaching } from "./reaching";
 import { namingProblems, stackNameProblem } from "./reserved";
+import { plannedRequestLog } from "./request-log";
 import { siteTable } from "./site-table";
 import { websiteProblems, websiteWarnings } from "./sites";
 import { selfTestPlan, selfTestWarnings } from "./self-test";
@@ -176,6 +177,7 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
       reproducible: false as const,
     }));
 
+  const requestLog = plannedRequestLog(config.requestLog);
   const result: Plan = {
     stack,
     target: config.target,
@@ -189,6 +191,7 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
       volumeName: topologyNames.capturesVolume(stack),
       sidecars: config.captureTraffic ? captureSidecars(stack, websites) : [],
     },
+    ...(requestLog ? { requestLog } : {}),
     gateway: { containerName: topologyNames.gateway(stack), port: GATEWAY_PORT },
     networks: {
       env: topologyNames.envNetwork(stack),

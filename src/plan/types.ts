@@ -122,12 +122,21 @@ export interface CaptureConfig {
   fileCount: number;
 }
 
+export interface RequestLogConfig {
+  /** The most of each body (request and answer) an entry keeps. */
+  bodyLimitBytes: number;
+  /** Headers and cookies whose values the log never keeps. */
+  redact: string[];
+}
+
 export interface StackConfig {
   target: Target;
   websites: Record<string, WebsiteConfig>;
   computers: Record<string, ComputerConfig>;
   captureTraffic: boolean;
   capture: CaptureConfig;
+  /** The request log: on (the default, also when absent), off, or on with its body limit and redacted names. */
+  requestLog?: boolean | RequestLogConfig;
   ec2?: Ec2Config;
   hosts?: HostsConfig;
   kubernetes?: KubernetesConfig;
@@ -224,6 +233,8 @@ export interface Plan {
     volumeName: string;
     sidecars: PlannedCapture[];
   };
+  /** The request log each computer's site proxy keeps (absent: none), served by the gateway's requests/v1. */
+  requestLog?: RequestLogConfig;
   gateway: {
     containerName: string;
     /** Port inside the container. */

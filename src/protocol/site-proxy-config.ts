@@ -64,7 +64,7 @@ export const siteProxyConfigSchema = z
           .positive()
           .default(64 * 1024 * 1024),
         /** Files kept: the oldest is removed as one more begins. */
-        files: z.number().int().min(1).default(16),
+        files: z.number().int().min(1).default(8),
       })
       .strict()
       .optional(),

@@ -120,6 +120,7 @@ describe("loadStackConfig, whole-config checks", () => {
         computers: {},
         captureTraffic: false,
         capture: { fileSizeMb: 20, fileCount: 10 },
+        requestLog: true,
         selfTest: true,
       },
       secrets: {},
