@@ -1,7 +1,7 @@
 // What of an exchange may go in the request log: every text the log keeps (a header's value, a cookie's, a query
 // value, the URL, a body) is put through `withoutTokens`, the rule that keeps tokens from sites, so no token reaches
 // the log in any form that rule recognises; and the values of the headers and cookies the config names are never kept.
-import { type SecretTokens, withoutTokens } from "../protocol/auth";
+import { type SecretTokens, withoutTokens } from "./auth";
 
 /** A run of the characters of a token's encodings: base64 of either alphabet with its padding, hex, percent-escapes. */
 const ENCODED_PIECE = /[A-Za-z0-9+/=_%.~\\-]+/g;
