@@ -4,6 +4,7 @@
 // framing is broken is a 502 and its connection is destroyed, never handed back to the pool.
 import * as http from "node:http";
 import type * as net from "node:net";
+import type { Readable } from "node:stream";
 import { hasBody, requestFraming, responseFramingProblem } from "./framing";
 import { endToEndHeaders, withoutHeader } from "./messages";
 import { relay } from "./relay";
@@ -46,6 +47,11 @@ export interface ExchangeTap {
   requestEnd(): void;
   response(answer: TappedAnswer): void;
   responseChunk(chunk: Buffer): void;
+  /**
+   * A WebSocket's relay begins between `computer` and `host`: `early` the computer's bytes sent before the 101,
+   * `head` the host's after it, `extensions` the Sec-WebSocket-Extensions the host chose.
+   */
+  webSocket?(computer: Readable, host: Readable, early: Buffer, head: Buffer, extensions: string | undefined): void;
   finish(end: string): void;
 }
 
@@ -377,6 +383,11 @@ export interface UpgradeHooks {
   tap?: ExchangeTap;
 }
 
+/** A header's value as one text (repeated ones joined as a list). */
+export function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(", ") : value;
+}
+
 /** The status line and headers of an answer, as bytes for a raw socket. */
 function head(answer: http.IncomingMessage, headers: string[]): string {
   let text = `HTTP/1.1 ${answer.statusCode} ${answer.statusMessage ?? ""}\r\n`;
@@ -458,6 +469,8 @@ export function forwardUpgrade(
     client.write(head(answer, [...kept, "Connection", "Upgrade", "Upgrade", answer.headers.upgrade ?? upgradeTo]));
     tap?.response(tappedAnswer(answer));
     client.once("close", () => tap?.finish("upgrade closed"));
+    if (upgradeTo.toLowerCase() === "websocket")
+      tap?.webSocket?.(client, socket, early, upgradeHead, headerText(answer.headers["sec-websocket-extensions"]));
     answered(101);
     if (upgradeHead.length > 0) client.write(upgradeHead);
     if (early.length > 0) socket.write(early);

@@ -17,6 +17,7 @@ import {
   type Destination,
   type ForwardHooks,
   type RequestSlots,
+  headerText,
   sendOn,
   tappedAnswer,
   type UpgradeHooks,
@@ -256,6 +257,7 @@ export function forwardWebSocket(
     settled = true;
     answeredUpgrade = true;
     tap?.response(tappedAnswer(answer));
+    tap?.webSocket?.(stream, socket, Buffer.alloc(0), head, headerText(chosen["sec-websocket-extensions"] as string));
     hooks.answered(101);
     if (head.length > 0) stream.write(head);
     relay(stream as never, socket, idleTimeoutMs);

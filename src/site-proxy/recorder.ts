@@ -5,13 +5,15 @@
 import { createHash, type Hash } from "node:crypto";
 import { isUtf8 } from "node:buffer";
 import { performance } from "node:perf_hooks";
+import type { Readable } from "node:stream";
 import type { Cookie, Entry, Header, QueryString } from "har-format";
 import { splitCookiesString, parse as parseSetCookie } from "set-cookie-parser";
 import type { SecretTokens } from "../protocol/auth";
 import type { BodyDigest, ExchangeEnd, RequestLogEntry, WebSocketMessage } from "../protocol/request-log";
 import type { ExchangeTap, TappedAnswer } from "./forward";
 import { openRotatingFile, type RotatingFile } from "./rotating-file";
-import { Scrubber } from "./scrub";
+import { readWebSocketMessages } from "./websocket-messages";
+import { Scrubber } from "../protocol/scrub";
 
 export interface RecorderOptions {
   dir: string;
@@ -123,6 +125,8 @@ export class ExchangeRecording implements ExchangeTap {
   private readonly responseBody: BodyTap;
   private answer: TappedAnswer | undefined;
   private messages: WebSocketMessage[] | undefined;
+  /** Bytes of the messages kept: together they keep to the body limit. */
+  private messageBytes = 0;
   private droppedMessages = 0;
   private finished = false;
 
@@ -151,16 +155,28 @@ export class ExchangeRecording implements ExchangeTap {
     this.responseBody.add(chunk);
   }
 
-  webSocketMessage(type: "send" | "receive", opcode: number, data: Buffer): void {
-    this.messages ??= [];
-    if (this.messages.length >= MAX_WEBSOCKET_MESSAGES) return void this.droppedMessages++;
+  webSocket(computer: Readable, host: Readable, early: Buffer, head: Buffer, extensions: string | undefined): void {
+    this.messages = [];
     const limit = this.recorder.options.bodyLimitBytes;
-    const kept = data.length > limit ? data.subarray(0, limit) : data;
-    this.messages.push({
+    // A limit of 0 keeps no message (and would mean "no limit" to the frame reader).
+    if (limit === 0) return;
+    readWebSocketMessages(computer, host, early, head, extensions, limit, (type, opcode, data) =>
+      this.webSocketMessage(type, opcode, data),
+    );
+  }
+
+  /** One message, as Chromium's HAR export writes it; past the limit (all messages together), only counted. */
+  private webSocketMessage(type: "send" | "receive", opcode: 1 | 2, data: Buffer): void {
+    const messages = (this.messages ??= []);
+    const limit = this.recorder.options.bodyLimitBytes;
+    if (this.finished || messages.length >= MAX_WEBSOCKET_MESSAGES || this.messageBytes + data.length > limit)
+      return void this.droppedMessages++;
+    this.messageBytes += data.length;
+    messages.push({
       type,
       time: Date.now() / 1000,
       opcode,
-      data: opcode === 1 ? kept.toString("utf8") : kept.toString("base64"),
+      data: opcode === 1 ? data.toString("utf8") : data.toString("base64"),
     });
   }
 

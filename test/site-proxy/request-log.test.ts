@@ -9,12 +9,23 @@ import * as http2 from "node:http2";
 import type * as net from "node:net";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket, { WebSocketServer } from "ws";
 import { secretTokens, withoutTokens } from "../../src/protocol/auth";
 import { harDocument, parseRequestLog, type RequestLogEntry } from "../../src/protocol/request-log";
 import type { RequestRecord } from "../../src/protocol/site-proxy";
 import { harProblems } from "../helpers/har";
 import { tunnelTls } from "./h2-client";
-import { cleanup, curl, onCleanup, type ProxyProcess, startProxy, TEST_TOKEN, tempDir, waitFor } from "./helpers";
+import {
+  chromiumTrusting,
+  cleanup,
+  curl,
+  onCleanup,
+  type ProxyProcess,
+  startProxy,
+  TEST_TOKEN,
+  tempDir,
+  waitFor,
+} from "./helpers";
 
 const LIMIT = 64 * 1024;
 const BIG = 200 * 1024;
@@ -58,6 +69,15 @@ async function startGateway(): Promise<{ url: string; server: http.Server }> {
         res.writeHead(200, { "Content-Type": "text/plain" });
         return res.write("x".repeat(1000));
       }
+      if (url === "/website/shop/live") {
+        res.writeHead(200, { "Content-Type": "text/html" });
+        return res.end(`<html><body>waiting</body><script>
+          const socket = new WebSocket("wss://shop.test/socket");
+          socket.onopen = () => socket.send("hi from the page");
+          socket.onmessage = (m) => (document.body.textContent = m.data);
+          socket.onerror = () => (document.body.textContent = "websocket failed");
+        </script></html>`);
+      }
       if (url.startsWith("/website/shop/echo")) {
         // A site that says back whatever it was sent, in its body and a cookie.
         res.writeHead(200, {
@@ -70,6 +90,13 @@ async function startGateway(): Promise<{ url: string; server: http.Server }> {
       res.end("no such page");
     });
   });
+  // WebSockets: each message said back, text as text and binary as binary; compressed when the client offers it.
+  const sockets = new WebSocketServer({ noServer: true, perMessageDeflate: { threshold: 0 } });
+  server.on("upgrade", (req, socket, head) =>
+    sockets.handleUpgrade(req, socket, head, (ws) =>
+      ws.on("message", (data, isBinary) => ws.send(isBinary ? data : `echo: ${String(data)}`, { binary: isBinary })),
+    ),
+  );
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   onCleanup(
     () =>
@@ -256,6 +283,62 @@ describe("the request log of a site proxy", () => {
     expect(entry._multienv.end).toBe("stream reset (CANCEL)");
     expect(entry.response.content.size).toBeGreaterThan(0);
     expect(entry.response.content.size).toBeLessThanOrEqual(1000);
+  });
+
+  it("records a WebSocket's messages both ways, as Chromium's HAR export writes them (HTTP/1.1 upgrade, deflated)", async () => {
+    const secure = await tunnelTls(proxy, "shop.test", ["http/1.1"]);
+    const socket = new WebSocket("wss://shop.test/socket?via=h1", {
+      createConnection: () => secure,
+      perMessageDeflate: true,
+    });
+    socket.on("error", () => undefined);
+    await new Promise((resolve, reject) => socket.once("open", resolve).once("error", reject));
+    const answers: string[] = [];
+    socket.on("message", (data) => answers.push(String(data)));
+    socket.send("first");
+    socket.send(Buffer.from([0, 1, 2, 255]), { binary: true });
+    await waitFor("both echoes", () => answers.length === 2);
+    socket.close();
+    const entry = await entryFor("the WebSocket's entry", (e) => e.request.url.includes("/socket?via=h1"));
+    expect(entry.response.status).toBe(101);
+    expect(entry._multienv.end).toBe("upgrade closed");
+    expect(entry.response.headers.map((h) => h.name.toLowerCase())).toContain("sec-websocket-extensions");
+    const messages = entry._webSocketMessages!.map(({ type, opcode, data }) => ({ type, opcode, data }));
+    const binary = Buffer.from([0, 1, 2, 255]).toString("base64");
+    // Each way in order; how the two ways interleave is the network's.
+    expect(messages.filter((m) => m.type === "send")).toEqual([
+      { type: "send", opcode: 1, data: "first" },
+      { type: "send", opcode: 2, data: binary },
+    ]);
+    expect(messages.filter((m) => m.type === "receive")).toEqual([
+      { type: "receive", opcode: 1, data: "echo: first" },
+      { type: "receive", opcode: 2, data: binary },
+    ]);
+    for (const message of entry._webSocketMessages!) expect(message.time).toBeGreaterThan(1_700_000_000);
+  });
+
+  it("records the WebSocket a page opens in Chromium through its tunnel", async () => {
+    const browser = await chromiumTrusting(proxy.caCertPath, proxy.url);
+    onCleanup(() => browser.close());
+    const page = await browser.newPage();
+    await page.goto("https://shop.test/live");
+    await page.waitForFunction(`document.body.textContent === "echo: hi from the page"`);
+    // The page closes its WebSocket (the closing handshake, then the stream ends): the entry is written.
+    await page.evaluate("socket.close()");
+    const entry = await entryFor(
+      "the page's WebSocket entry",
+      (e) => e.request.url === "https://shop.test/socket" && e._multienv.end === "upgrade closed",
+    );
+    // Chromium opens it on the page's HTTP/2 connection (RFC 8441).
+    expect(entry.request.httpVersion).toBe("HTTP/2.0");
+    expect(entry.response.status).toBe(101);
+    expect(entry._webSocketMessages!.map(({ type, opcode, data }) => ({ type, opcode, data }))).toEqual([
+      { type: "send", opcode: 1, data: "hi from the page" },
+      { type: "receive", opcode: 1, data: "echo: hi from the page" },
+    ]);
+    // The page itself, a navigation, with its headers as Chromium sent them.
+    const navigation = await entryFor("the page's entry", (e) => e.request.url === "https://shop.test/live");
+    expect(navigation.request.headers).toContainEqual({ name: "sec-fetch-dest", value: "document" });
   });
 
   it("keeps no token in any byte of any file, in any form withoutTokens recognises", async () => {
