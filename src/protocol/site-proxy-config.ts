@@ -68,6 +68,20 @@ export const siteProxyConfigSchema = z
       })
       .strict()
       .optional(),
+    /**
+     * Live hosts whose HTTPS is opened here to be recorded (exact or `*.suffix`; only those the computer reaches):
+     * TLS is terminated with a leaf from the env CA and each request sent on over TLS verified against the trust
+     * store (Node's bundled roots, and `trust`, a PEM file, when given). Their cookies' values are kept out of the
+     * request log unless `keepCookies` names the host.
+     */
+    record: z
+      .object({
+        hosts: z.array(z.string().min(1)).min(1),
+        keepCookies: z.array(z.string().min(1)).default([]),
+        trust: z.string().min(1).optional(),
+      })
+      .strict()
+      .optional(),
     /** The control listener (log, CA, DevTools); `cdp` is the browser's DevTools relay, `host:port`. */
     control: z
       .object({ host: z.string().min(1), port, cdp: hostPort })

@@ -63,6 +63,8 @@ export interface ConnectionRecord extends LogRecordBase {
   address: string;
   /** Synthetic site the host belongs to, when it is one. */
   site?: string;
+  /** A tunnel to a live host the proxy opened to record (its requests went on over connections of their own). */
+  recorded?: true;
   /** What a tunnel whose TLS the proxy terminated carried, as ALPN chose it. */
   protocol?: "h2" | "http/1.1";
   /** Bytes from the computer to the host. */

@@ -5,6 +5,7 @@
 import { randomBytes } from "node:crypto";
 import * as http from "node:http";
 import * as http2 from "node:http2";
+import { isIP } from "node:net";
 import type * as net from "node:net";
 import * as tls from "node:tls";
 import type { SecretTokens } from "../protocol/auth";
@@ -39,6 +40,7 @@ import {
   parseAuthority,
   serverOptions,
 } from "./messages";
+import { covers } from "../protocol/host-names";
 import type { RequestRecorder } from "./recorder";
 import { endedByRelay, relay } from "./relay";
 import type { Router } from "./routing";
@@ -60,10 +62,16 @@ export interface ProxyOptions {
   secrets?: SecretTokens;
   /** The request log, when the proxy keeps one: every exchange it forwards is recorded there. */
   recorder?: RequestRecorder;
+  /**
+   * Recording live hosts (the router marks them): the certificates their TLS is verified against, and the host
+   * patterns whose cookies' values the log keeps (every other recorded host's are redacted).
+   */
+  record?: { trust: string[]; keepCookies: string[] };
 }
 
 export interface SyntheticTunnel {
-  site: string;
+  /** The synthetic site; undefined for a live host the proxy opens to record, whose requests go to the host itself. */
+  site: string | undefined;
   host: string;
   port: number;
   /** What the computer speaks inside the tunnel: TLS (terminated here) or plain HTTP. */
@@ -127,6 +135,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   function recorded(x: Exchange, url: string, httpVersion: string, rawHeaders: string[], connection: object): Exchange {
     const id = `${idPrefix}-${++exchanges}`;
     if (recorder === undefined) return { ...x, id };
+    // A live host's session cookies stay out of the log unless the config keeps that host's.
+    const live = x.site === undefined;
     const tap = recorder.begin({
       logId: id,
       method: x.method,
@@ -134,6 +144,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       httpVersion,
       rawHeaders,
       connection: connectionId(connection),
+      ...(live && !keepCookies.some((pattern) => covers(pattern, x.host)) ? { redactCookies: true } : {}),
     });
     return { ...x, id, tap };
   }
@@ -186,6 +197,27 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   }
 
   const hostAgent = connectorAgent(async (host, port) => (await openLogged("HTTP", host, port)).socket, idleTimeoutMs);
+
+  /** A connection to a recorded live host: TLS over a logged connection, the host's certificate verified. */
+  async function openRecorded(host: string, port: number): Promise<net.Socket> {
+    const { socket } = await openLogged("HTTP", host, port);
+    const secure = tls.connect({
+      socket,
+      ...(isIP(host) === 0 ? { servername: host } : {}),
+      ca: options.record?.trust ?? [...tls.rootCertificates],
+      ALPNProtocols: ["http/1.1"],
+    });
+    await new Promise<void>((resolve, reject) => {
+      secure.once("secureConnect", resolve);
+      secure.once("error", (err) => {
+        socket.destroy();
+        reject(new Error(`TLS with ${host}: ${err.message}`));
+      });
+    });
+    return secure;
+  }
+  const recordedAgent = connectorAgent(openRecorded, idleTimeoutMs);
+  const keepCookies = (options.record?.keepCookies ?? []).map(normalizeHost);
   // HTTP/2 lets one connection carry 128 requests at once, where a browser held itself to 32 connections to a proxy:
   // the gateway, shared by every computer, gets at most this many of this computer's requests at a time, the rest
   // waiting their turn here, on connections kept alive and reused.
@@ -356,6 +388,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   type RequestRoute =
     | { to: "gateway"; x: Exchange; destination: Destination }
     | { to: "host"; x: Exchange; destination: Destination }
+    | { to: "recorded"; x: Exchange; destination: Destination }
     | { to: "answer"; failure: Failure };
 
   function routeRequest(req: http.IncomingMessage, socket: net.Socket, notProxyHint: string): RequestRoute {
@@ -365,6 +398,16 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       const path = tunnelPath(req.url ?? "/");
       const url = `${tunnel.proto}://${tunnelAuthority(tunnel)}${path}`;
       const x = recorded(exchange(req, tunnel.host, tunnel.port, tunnel.site), url, version, req.rawHeaders, socket);
+      if (tunnel.site === undefined) {
+        const headers = endToEndHeaders(req.rawHeaders, WRITTEN_FOR_A_HOST, secrets);
+        const destination = {
+          host: tunnel.host,
+          port: tunnel.port,
+          path,
+          headers: ["Host", tunnelAuthority(tunnel), ...headers],
+        };
+        return { to: tunnel.proto === "https" ? "recorded" : "host", x, destination };
+      }
       return {
         to: "gateway",
         x,
@@ -425,7 +468,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       return answerResponse(res, route.failure.status, route.failure.verdict, route.failure.message);
     if (route.to === "gateway")
       return forward(req, res, gatewayAgent, route.destination, forwardHooks(res, route.x), gatewaySlots);
-    forward(req, res, hostAgent, route.destination, forwardHooks(res, route.x));
+    const agent = route.to === "recorded" ? recordedAgent : hostAgent;
+    forward(req, res, agent, route.destination, forwardHooks(res, route.x));
   }
 
   function onUpgrade(req: http.IncomingMessage, client: net.Socket, early: Buffer): void {
@@ -440,7 +484,12 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     if (route.to === "answer")
       return answerSocket(client, route.failure.status, route.failure.verdict, route.failure.message);
     const { host, port } = route.destination;
-    const open = route.to === "gateway" ? openGateway : async () => (await openLogged("HTTP", host, port)).socket;
+    const open =
+      route.to === "gateway"
+        ? openGateway
+        : route.to === "recorded"
+          ? () => openRecorded(host, port)
+          : async () => (await openLogged("HTTP", host, port)).socket;
     forwardUpgrade(req, client, early, route.destination, idleTimeoutMs, upgradeHooks(client, route.x, open));
   }
 
@@ -513,8 +562,9 @@ export function createProxyServer(options: ProxyOptions): http.Server {
           method: "CONNECT",
           host,
           port,
-          address: `${gatewayHost}:${gatewayPort}`,
-          site,
+          // A recorded live host's line names the host: its requests went there on connections of their own.
+          address: site === undefined ? formatAuthority(host, port) : `${gatewayHost}:${gatewayPort}`,
+          ...(site !== undefined ? { site } : { recorded: true as const }),
           ...(protocol === "h2" || protocol === "http/1.1" ? { protocol } : {}),
           bytesToHost: client.bytesRead - readBefore,
           bytesFromHost: client.bytesWritten - writtenBefore,
@@ -660,10 +710,18 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       r.received,
       stream.session?.socket ?? stream,
     );
+    const live = tunnel.site === undefined;
+    const destination: Destination = live
+      ? {
+          host: tunnel.host,
+          port: tunnel.port,
+          path: r.path!,
+          headers: ["Host", tunnelAuthority(tunnel), ...r.headers],
+        }
+      : gatewayDestination(r.headers, tunnel.site!, tunnelAuthority(tunnel), "https", r.path!);
     if (r.protocol === "websocket") {
-      const destination = gatewayDestination(r.headers, tunnel.site, tunnelAuthority(tunnel), "https", r.path!);
       return forwardWebSocket(stream, destination, idleTimeoutMs, {
-        open: openGateway,
+        open: live ? () => openRecorded(tunnel.host, tunnel.port) : openGateway,
         ...(x.tap ? { tap: x.tap } : {}),
         answered: (status) => logRequest(x, status),
         abandoned: (endedBy) => logRequest(x, undefined, endedBy),
@@ -678,8 +736,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     forwardStream(
       stream,
       r,
-      gatewayAgent,
-      gatewayDestination(r.headers, tunnel.site, tunnelAuthority(tunnel), "https", r.path!),
+      live ? recordedAgent : gatewayAgent,
+      destination,
       {
         ...(x.tap ? { tap: x.tap } : {}),
         answered: (status) => logRequest(x, status),
@@ -692,7 +750,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
           recordProxyAnswer(x, f);
         },
       },
-      gatewaySlots,
+      live ? undefined : gatewaySlots,
     );
   }
 
@@ -732,6 +790,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const route = router.route(target.host);
     if (route.kind === "synthetic")
       void terminate(client, head, { site: route.site, host: target.host, port: target.port });
+    else if (route.kind === "forward" && route.record)
+      void terminate(client, head, { site: undefined, host: target.host, port: target.port });
     else if (route.kind === "refused") {
       const f = refusedByRoute({ method: "CONNECT", host: target.host, port: target.port }, route.why);
       answerSocket(client, f.status, f.verdict, f.message);
@@ -772,6 +832,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   server.on("close", () => {
     hostAgent.destroy();
     gatewayAgent.destroy();
+    recordedAgent.destroy();
   });
   return server;
 }

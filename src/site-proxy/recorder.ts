@@ -13,7 +13,7 @@ import type { BodyDigest, ExchangeEnd, RequestLogEntry, WebSocketMessage } from 
 import type { ExchangeTap, TappedAnswer } from "./forward";
 import { openRotatingFile, type RotatingFile } from "./rotating-file";
 import { readWebSocketMessages } from "./websocket-messages";
-import { Scrubber } from "../protocol/scrub";
+import { REDACTED, Scrubber } from "../protocol/scrub";
 
 export interface RecorderOptions {
   dir: string;
@@ -39,6 +39,8 @@ export interface ExchangeStart {
   rawHeaders: string[];
   /** Which of the computer's connections carried it. */
   connection: string;
+  /** Keep no cookie's value (a recorded live site's session cookies). */
+  redactCookies?: boolean;
 }
 
 export interface RequestRecorder {
@@ -291,8 +293,13 @@ export class ExchangeRecording implements ExchangeTap {
     const name = value.slice(0, eq).trim();
     const end = semi === -1 ? value.length : semi;
     if (semi !== -1 && semi < eq) return scrub.text(value);
-    const kept = `${value.slice(0, eq + 1)}${scrub.value(name, value.slice(eq + 1, end))}${value.slice(end)}`;
-    return scrub.text(kept) === kept ? kept : `${name}=${scrub.value(name, value.slice(eq + 1, end))}`;
+    const kept = `${value.slice(0, eq + 1)}${this.cookieValue(name, value.slice(eq + 1, end))}${value.slice(end)}`;
+    return scrub.text(kept) === kept ? kept : `${name}=${this.cookieValue(name, value.slice(eq + 1, end))}`;
+  }
+
+  /** A cookie's value as the log keeps it: none of a recorded live site's, else scrubbed. */
+  private cookieValue(name: string, value: string): string {
+    return this.start.redactCookies ? REDACTED : this.recorder.scrubber.value(name, value);
   }
 
   private requestCookiesOf(value: string): Cookie[] {
@@ -305,7 +312,7 @@ export class ExchangeRecording implements ExchangeTap {
         const eq = pair.indexOf("=");
         const name = eq === -1 ? "" : pair.slice(0, eq).trim();
         const raw = eq === -1 ? pair : pair.slice(eq + 1).trim();
-        return { name: scrub.text(name), value: scrub.value(name, raw) };
+        return { name: scrub.text(name), value: this.cookieValue(name, raw) };
       });
   }
 
@@ -323,7 +330,7 @@ export class ExchangeRecording implements ExchangeTap {
       if (rawHeaders[i].toLowerCase() === "set-cookie") lines.push(...splitCookiesString(rawHeaders[i + 1]));
     return parseSetCookie(lines, { decodeValues: false }).map((c) => ({
       name: scrub.text(c.name),
-      value: scrub.value(c.name, c.value),
+      value: this.cookieValue(c.name, c.value),
       ...(c.path !== undefined ? { path: scrub.text(c.path) } : {}),
       ...(c.domain !== undefined ? { domain: scrub.text(c.domain) } : {}),
       ...(c.expires !== undefined && !Number.isNaN(c.expires.getTime()) ? { expires: c.expires.toISOString() } : {}),

@@ -1,7 +1,9 @@
 // Starts the site proxy: its forward port and its control port (log, CA, the browser's DevTools), from one checked
 // configuration. Tests call this in-process or spawn bin/multienv-site-proxy.js.
 import type * as http from "node:http";
+import * as fs from "node:fs";
 import * as net from "node:net";
+import * as tls from "node:tls";
 import * as path from "node:path";
 import { secretTokens } from "../protocol/auth";
 import type { StartupRecord } from "../protocol/site-proxy";
@@ -82,7 +84,7 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
   const log = openEventLog(config.log);
   const ca = await loadOrCreateCa(config.ca, path.join(path.dirname(config.log), "ca.pem"));
   const connector = createConnector(config);
-  const router = createRouter(config.sites, config.reach);
+  const router = createRouter(config.sites, config.reach, config.record?.hosts);
   const connections = new OpenConnections();
   const secrets = token !== undefined ? secretTokens([token]) : undefined;
   const recorder = config.requestLog
@@ -101,6 +103,17 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
     connections,
     ...(secrets ? { secrets } : {}),
     ...(recorder ? { recorder } : {}),
+    ...(config.record
+      ? {
+          record: {
+            keepCookies: config.record.keepCookies,
+            trust: [
+              ...tls.rootCertificates,
+              ...(config.record.trust ? [fs.readFileSync(config.record.trust, "utf8")] : []),
+            ],
+          },
+        }
+      : {}),
   });
   const proxy = await listen(
     proxyServer,
