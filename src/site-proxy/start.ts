@@ -79,6 +79,17 @@ function closeServer(server: net.Server): Promise<void> {
   });
 }
 
+/** The PEM file of the certificates recorded hosts are also trusted by, or a one-line config error. */
+function readTrust(file: string): string {
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch (err) {
+    throw new ServiceConfigError(
+      `${CONFIG_ENV}.record.trust: cannot read ${file} (${(err as Error).message}); give a PEM file of the certificates the recorded hosts' TLS is checked against`,
+    );
+  }
+}
+
 /** `token` guards the control listener; it is required when `config.control` is set. */
 export async function startSiteProxy(config: SiteProxyConfig, token?: string): Promise<RunningSiteProxy> {
   const log = openEventLog(config.log);
@@ -107,10 +118,7 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
       ? {
           record: {
             keepCookies: config.record.keepCookies,
-            trust: [
-              ...tls.rootCertificates,
-              ...(config.record.trust ? [fs.readFileSync(config.record.trust, "utf8")] : []),
-            ],
+            trust: [...tls.rootCertificates, ...(config.record.trust ? [readTrust(config.record.trust)] : [])],
           },
         }
       : {}),
