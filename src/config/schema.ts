@@ -80,6 +80,10 @@ export const websiteSchema = z.strictObject({
       }),
     )
     .default({}),
+  /** Live sites only: open its HTTPS at each computer's site proxy, so its exchanges go in the request log. */
+  record: z.boolean().optional(),
+  /** With `record`: keep its cookies' values in the request log (by default they are left out). */
+  keepCookies: z.boolean().optional(),
 });
 
 export const computerSchema = z.strictObject({

@@ -130,6 +130,7 @@ export function siteProxyServiceConfig(plan: Plan, computer: string | PlannedCom
       port: SITE_PROXY_CONTROL_PORT,
       cdp: `${networkAliases.browserOnComputerNet}:${CDP_PORT}`,
     },
+    ...recordedHosts(plan),
     ...(plan.requestLog
       ? {
           requestLog: {
@@ -232,6 +233,20 @@ export function siteProxyConfigOnHosts(
     ...config,
     deny: [...new Set(deny)],
     ...(known.envHost === undefined ? {} : { gateway: rehost(config.gateway, known.envHost) }),
+  };
+}
+
+/**
+ * The live hosts a site proxy opens to record: every recorded live site's domains and allowHosts (the proxy records
+ * only those its computer reaches), and those whose cookies the log keeps.
+ */
+function recordedHosts(plan: Plan): Pick<SiteProxyServiceConfig, "record"> {
+  if (plan.requestLog === undefined) return {};
+  const recorded = plan.websites.filter((w) => w.live && w.record);
+  if (recorded.length === 0) return {};
+  const hosts = (ws: PlannedWebsite[]) => ws.flatMap((w) => [...w.domains, ...w.allowHosts]);
+  return {
+    record: { hosts: hosts(recorded), keepCookies: hosts(recorded.filter((w) => w.record!.keepCookies)) },
   };
 }
 

@@ -32,6 +32,10 @@ export interface WebsiteConfig {
   settings: Record<string, unknown>;
   /** Setting name -> the name of a stack config key (namespace `multienv`) holding a secret. */
   secretSettings: Record<string, string>;
+  /** Live sites only: its HTTPS is opened at each computer's site proxy and its exchanges recorded. */
+  record?: boolean;
+  /** With `record`: its cookies' values stay in the request log. */
+  keepCookies?: boolean;
 }
 
 export interface ComputerConfig {
@@ -174,6 +178,8 @@ export interface PlannedWebsite {
   secretSettings: Record<string, string>;
   /** Live site servers are also attached to the egress network (they call the real site's API). */
   serverOnEgress: boolean;
+  /** A live site whose exchanges the site proxies record (its HTTPS opened there). */
+  record?: { keepCookies: boolean };
 }
 
 export interface PlannedCapture {
@@ -215,6 +221,8 @@ export interface LiveWebsiteMark {
   domains: string[];
   allowHosts: string[];
   reproducible: false;
+  /** Its HTTPS is opened at the computers' site proxies and its exchanges recorded in the request log. */
+  recorded?: true;
 }
 
 export interface Plan {

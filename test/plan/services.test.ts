@@ -132,6 +132,58 @@ describe("site proxy service config", () => {
   });
 });
 
+describe("recording a live site", () => {
+  const config = {
+    websites: {
+      shop: { domains: ["shop.test"] },
+      gh: { live: true, domains: ["github.com"], allowHosts: ["*.githubassets.com"], record: true },
+      docs: { live: true, domains: ["docs.example.org"], record: true, keepCookies: true },
+      other: { live: true, domains: ["other.example.org"] },
+    },
+    computers: { desk: { network: "allow-all" } },
+  };
+
+  it("opens the recorded sites' names at each site proxy, marks them recorded, and says so as a warning", () => {
+    const result = plan(stackConfig(config), { stack: "demo" });
+    if (!result.ok) throw new Error(result.problems.map(formatProblem).join("\n"));
+    expect(siteProxyServiceConfig(result.plan, "desk").record).toEqual({
+      hosts: ["docs.example.org", "github.com", "*.githubassets.com"],
+      keepCookies: ["docs.example.org"],
+    });
+    expect(parseSiteProxyConfig(siteProxyServiceConfig(result.plan, "desk")).record?.hosts).toHaveLength(3);
+    expect(result.plan.liveWebsites.map((w) => [w.name, w.recorded])).toEqual([
+      ["docs", true],
+      ["gh", true],
+      ["other", undefined],
+    ]);
+    expect(result.warnings.filter((w) => w.includes(".record"))).toEqual([
+      expect.stringMatching(/^multienv:websites\.docs\.record: opens the live site's HTTPS .*cookies' values included/),
+      expect.stringMatching(/^multienv:websites\.gh\.record: opens the live site's HTTPS .*cookies' values left out/),
+    ]);
+  });
+
+  it("refuses record on a synthetic site, keepCookies without record, and record with the request log off", () => {
+    const result = plan(
+      stackConfig({
+        requestLog: false,
+        websites: {
+          shop: { domains: ["shop.test"], record: true },
+          gh: { live: true, domains: ["github.com"], keepCookies: true },
+          docs: { live: true, domains: ["docs.example.org"], record: true },
+        },
+      }),
+      { stack: "demo" },
+    );
+    expect(result.ok).toBe(false);
+    const lines = result.ok ? [] : result.problems.map(formatProblem);
+    expect(lines).toContainEqual(expect.stringMatching(/^multienv:websites\.shop\.record: records a live site/));
+    expect(lines).toContainEqual(expect.stringMatching(/^multienv:websites\.gh\.keepCookies: keeps a recorded/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^multienv:websites\.docs\.record: records into the request log, which requestLog: false/),
+    );
+  });
+});
+
 describe("the configs once the env exists", () => {
   it("denies a proxy, on the docker target, its engine's subnets, the engine's pools and the machine's own addresses", () => {
     const machine = { addresses: ["127.0.0.1", "192.0.2.2", "fe80::1", "10.200.0.1"], addressPools: ["10.200.0.0/13"] };
