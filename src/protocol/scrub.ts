@@ -11,8 +11,13 @@ const PATH_PIECE = /[A-Za-z0-9+=_%.~\\-]+/g;
 /** What stands for a value the log does not keep. */
 export const REDACTED = "[redacted]";
 
+/** Texts up to this long are remembered with what the log keeps of them, at most CACHED_TEXTS of them at a time. */
+const CACHED_TEXT_CHARS = 1024;
+const CACHED_TEXTS = 2048;
+
 export class Scrubber {
   private readonly redacted: ReadonlySet<string>;
+  private readonly cache = new Map<string, string>();
 
   constructor(
     private readonly secrets: SecretTokens | undefined,
@@ -30,6 +35,17 @@ export class Scrubber {
   text(text: string): string {
     const secrets = this.secrets;
     if (secrets === undefined || text.length < secrets.shortest) return text;
+    if (text.length > CACHED_TEXT_CHARS) return this.scrubbed(text, secrets);
+    // A browser sends the same header values (User-Agent, Accept, client hints, cookies) on every request.
+    let kept = this.cache.get(text);
+    if (kept === undefined) {
+      if (this.cache.size >= CACHED_TEXTS) this.cache.clear();
+      this.cache.set(text, (kept = this.scrubbed(text, secrets)));
+    }
+    return kept;
+  }
+
+  private scrubbed(text: string, secrets: SecretTokens): string {
     let kept = text;
     // A token as it is, wherever it stands (withoutTokens reads a token only as a whole word, and `/` is a word's).
     for (const tokens of secrets.byLength.values())
