@@ -102,6 +102,12 @@ function reportPages(p: PageLoadFigures): Record<string, unknown> {
       `direct); env/nginx ${((cpu.env.siteProxy + cpu.env.gateway) / cpu.nginx.nginx).toFixed(1)}x, site proxy/nginx ` +
       `${(cpu.env.siteProxy / cpu.nginx.nginx).toFixed(1)}x`,
   );
+  const log = p.requestLog;
+  console.log(
+    `  the request log on, against off: page loads ${log.page50Ratio.toFixed(2)}x (50) and ${log.page200Ratio.toFixed(2)}x (200) (aim <= 1.05x), ` +
+      `site proxy CPU per request ${log.siteProxyCpuRatio.toFixed(2)}x (aim <= 1.3x): ${us(log.cpuUsPerRequest)} more per request, ` +
+      `${log.bytesPerRequest.toFixed(0)} bytes of log per request, ${log.cpuMsPerMb.toFixed(1)} ms of CPU per MB logged`,
+  );
   if (p.retries.length > 0)
     console.log(`  loads done again after a failure: ${p.retries.length} (${p.retries.slice(0, 3).join("; ")})`);
   const ratios = (m: Record<string, number>) => ({
@@ -124,7 +130,8 @@ function reportPages(p: PageLoadFigures): Record<string, unknown> {
       cpuEnvVsNginx: (cpu.env.siteProxy + cpu.env.gateway) / cpu.nginx.nginx,
       cpuSiteProxyVsNginx: cpu.env.siteProxy / cpu.nginx.nginx,
     },
-    aim: { envVsNginx: 1.0 },
+    requestLog: p.requestLog,
+    aim: { envVsNginx: 1.0, requestLogPageLoads: 1.05, requestLogSiteProxyCpu: 1.3 },
     retries: p.retries,
     samples: p.samples,
   };

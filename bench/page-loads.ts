@@ -2,7 +2,10 @@
 //   env     https://shop.test/ through the site proxy (CONNECT, TLS from the env CA, HTTP/2) and the gateway;
 //   direct  the sample shop frontend itself over plain HTTP/1.1;
 //   nginx   nginx (Debian's) terminating TLS with HTTP/2 in front of the same frontend, a leaf from a test CA;
-//   gateway the gateway alone over plain HTTP/1.1 (its /website/shop/).
+//   gateway the gateway alone over plain HTTP/1.1 (its /website/shop/);
+//   logged  what env is, through a second site proxy that keeps a request log (every exchange a HAR entry on disk),
+//           so the log's cost is read beside the log off: its page loads and its CPU per request against env's, and
+//           its CPU per MB of log written.
 // Each figure is the median of BENCH_LOADS loads, each in a fresh browser context, the contenders alternating
 // load by load: a page with 50 subresources, one with 200, and the time to first byte of a page with none
 // (navigation start to the first byte of the answer, connection set-up included). Beside them, the CPU time each
@@ -12,7 +15,7 @@
 // Chromium drops every load under way when an interface comes or goes, which a Docker engine busy with other
 // stacks does all the time. Run as a script, this file does the loads and prints their figures as one JSON line.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
@@ -29,9 +32,10 @@ import {
 } from "./loopback";
 
 const REPO = join(__dirname, "..");
+const CONTROL_TOKEN = "bench-control-token-0123456789abcdef";
 
-export type Contender = "env" | "direct" | "nginx" | "gateway";
-export const CONTENDERS: Contender[] = ["env", "direct", "nginx", "gateway"];
+export type Contender = "env" | "direct" | "nginx" | "gateway" | "logged";
+export const CONTENDERS: Contender[] = ["env", "direct", "nginx", "gateway", "logged"];
 /** The processes serving the loads, whose CPU time is counted. */
 export type Served = "siteProxy" | "gateway" | "nginx" | "frontend";
 const SERVED: Served[] = ["siteProxy", "gateway", "nginx", "frontend"];
@@ -50,6 +54,19 @@ export interface PageLoadFigures {
   samples: Record<"page50" | "page200" | "ttfb", Record<Contender, number[]>>;
   /** Loads done again after a failure (Chromium gives up a load when the machine's interfaces change). */
   retries: string[];
+  /** The request log's cost: `logged` against `env` (the same path, the log on and off). */
+  requestLog: {
+    /** Median page load with the log on over the median with it off (aim: at most 1.05). */
+    page50Ratio: number;
+    page200Ratio: number;
+    /** The site proxy's CPU per request with the log on over with it off (aim: at most 1.3). */
+    siteProxyCpuRatio: number;
+    /** The site proxy's CPU the log adds per request (us). */
+    cpuUsPerRequest: number;
+    /** Bytes the log wrote per request (an entry), and the CPU the log cost per MB written (ms). */
+    bytesPerRequest: number;
+    cpuMsPerMb: number;
+  };
 }
 
 function median(xs: number[]): number {
@@ -65,7 +82,12 @@ async function loadOnce(
   proxy?: string,
   ttfb = false,
 ): Promise<number> {
-  const context = await browser.newContext({ ignoreHTTPSErrors: true, ...(proxy ? { proxy: { server: proxy } } : {}) });
+  const context = await browser.newContext({
+    ignoreHTTPSErrors: true,
+    ...(proxy ? { proxy: { server: proxy } } : {}),
+    // The gateway alone, on its published listener: the runner's token, in the gateway's own header.
+    ...(url.includes("/website/") ? { extraHTTPHeaders: { "X-Multienv-Token": CONTROL_TOKEN } } : {}),
+  });
   try {
     const page = await context.newPage();
     let loaded = 0;
@@ -76,7 +98,9 @@ async function loadOnce(
     const response = await page.goto(url, { waitUntil: "load" });
     const ms = performance.now() - started;
     if (response?.status() !== 200 || loaded < expected || failed > 0)
-      throw new Error(`${url}: status ${response?.status()}, ${loaded} requests finished, ${failed} not 200`);
+      throw new Error(
+        `${url}${proxy ? ` via ${proxy}` : ""}: status ${response?.status()}, ${loaded} requests finished, ${failed} not 200`,
+      );
     if (!ttfb) return ms;
     return (await page.evaluate(
       '(() => { const nav = performance.getEntriesByType("navigation")[0]; return nav.responseStart - nav.startTime; })()',
@@ -125,20 +149,23 @@ export async function loopbackPageLoads(
     );
     children.push(frontend.child);
     const site = `http://127.0.0.1:${frontendPort}`;
+    // The site proxies reach the gateway's browse listener, as a computer's do; the published one wants the token.
+    const browsePort = await freePort();
     const gateway = await startGateway(
       {
         listen: { host: "127.0.0.1", port: 0 },
+        browse: { hosts: ["127.0.0.1"], port: browsePort },
         sites: { shop: { server: site, frontend: site } },
         ...(profileDir ? { workers: 1 } : {}),
       },
-      "bench-control-token-0123456789abcdef",
+      CONTROL_TOKEN,
       profiling("gateway"),
     );
     children.push(gateway.child);
     const proxy = await startSiteProxy(
       {
         listen: { host: "127.0.0.1", port: 0 },
-        gateway: `http://127.0.0.1:${gateway.port}`,
+        gateway: `http://127.0.0.1:${browsePort}`,
         sites: { shop: ["shop.test"] },
         reach: "none",
         log: join(dir, "site-proxy.log"),
@@ -147,6 +174,20 @@ export async function loopbackPageLoads(
       profiling("site-proxy"),
     );
     children.push(proxy.child);
+    const requestLogDir = join(dir, "requests");
+    const loggedProxy = await startSiteProxy(
+      {
+        listen: { host: "127.0.0.1", port: 0 },
+        gateway: `http://127.0.0.1:${browsePort}`,
+        sites: { shop: ["shop.test"] },
+        reach: "none",
+        log: join(dir, "logged-site-proxy.log"),
+        dnsServers: ["127.0.0.1:1"],
+        requestLog: { dir: requestLogDir, computer: "bench" },
+      },
+      profiling("site-proxy"),
+    );
+    children.push(loggedProxy.child);
     const { cert, key } = testCertificate(dir);
     const nginxPort = await freePort();
     const nginx = startNginxTlsH2(dir, {
@@ -168,6 +209,7 @@ export async function loopbackPageLoads(
       direct: { base: site },
       nginx: { base: `https://127.0.0.1:${nginxPort}` },
       gateway: { base: `http://127.0.0.1:${gateway.port}/website/shop` },
+      logged: { base: "https://shop.test", proxy: `http://127.0.0.1:${loggedProxy.port}` },
     };
     browser = await chromium.launch({
       executablePath: "/usr/bin/chromium",
@@ -191,6 +233,9 @@ export async function loopbackPageLoads(
       nginx: processTree(nginx.pid!),
       frontend: processTree(frontend.child.pid!),
     };
+    // The logged contender's site proxy is its own process.
+    const loggedProxyPids = processTree(loggedProxy.child.pid!);
+    const pidsOf = (c: Contender, p: Served) => (p === "siteProxy" && c === "logged" ? loggedProxyPids : processes[p]);
     const spent = Object.fromEntries(
       CONTENDERS.map((c) => [c, { requests: 0, cpu: { siteProxy: 0, gateway: 0, nginx: 0, frontend: 0 } }]),
     ) as Record<Contender, { requests: number; cpu: Record<Served, number> }>;
@@ -200,17 +245,22 @@ export async function loopbackPageLoads(
     for (let i = 0; i < loads; i++) {
       for (const k of kinds)
         for (const c of CONTENDERS) {
-          const before = SERVED.map((p) => cpuSeconds(processes[p]));
+          const before = SERVED.map((p) => cpuSeconds(pidsOf(c, p)));
           samples[k.kind][c].push(
             await load(browser, bases[c].base + k.path, k.expected, retries, bases[c].proxy, k.ttfb),
           );
           if (k.ttfb) continue;
           spent[c].requests += k.expected;
-          SERVED.forEach((p, i) => (spent[c].cpu[p] += cpuSeconds(processes[p]) - before[i]));
+          SERVED.forEach((p, i) => (spent[c].cpu[p] += cpuSeconds(pidsOf(c, p)) - before[i]));
         }
     }
     const medians = (kind: keyof PageLoadFigures["samples"]) =>
       Object.fromEntries(CONTENDERS.map((c) => [c, median(samples[kind][c])])) as Record<Contender, number>;
+    // Every load the logged proxy served, warm-up and ttfb loads included, wrote its entries.
+    const loggedRequests = kinds.reduce((n, k) => n + k.expected * (loads + 1), 0);
+    const logBytes = readdirSync(requestLogDir).reduce((n, f) => n + statSync(join(requestLogDir, f)).size, 0);
+    const perRequest = (c: Contender) => spent[c].cpu.siteProxy / spent[c].requests;
+    const extraCpuPerRequest = perRequest("logged") - perRequest("env");
     return {
       loads,
       page50Ms: medians("page50"),
@@ -224,6 +274,14 @@ export async function loopbackPageLoads(
       ) as PageLoadFigures["cpuUsPerRequest"],
       samples,
       retries,
+      requestLog: {
+        page50Ratio: median(samples.page50.logged) / median(samples.page50.env),
+        page200Ratio: median(samples.page200.logged) / median(samples.page200.env),
+        siteProxyCpuRatio: perRequest("logged") / perRequest("env"),
+        cpuUsPerRequest: extraCpuPerRequest * 1e6,
+        bytesPerRequest: logBytes / loggedRequests,
+        cpuMsPerMb: (extraCpuPerRequest * 1e3) / (logBytes / loggedRequests / 1e6),
+      },
     };
   } finally {
     await browser?.close();

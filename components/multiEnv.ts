@@ -66,8 +66,9 @@ export class MultiEnv extends pulumi.ComponentResource {
           { parent: this },
         )
       : undefined;
-    // Collects on a plain `pulumi destroy`: deleted first, since it depends on the gateway and the computers.
-    if (plan.capture.enabled)
+    // Collects on a plain `pulumi destroy`: deleted first, since it depends on the gateway and the computers. There
+    // is something to collect when the env captures traffic or its computers keep request logs.
+    if (plan.capture.enabled || (plan.requestLog !== undefined && plan.computers.length > 0))
       new CaptureCollector(
         `${name}-capture-collector`,
         {

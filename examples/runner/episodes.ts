@@ -1,5 +1,7 @@
-// A test runner's loop over one task: deploy the demo env once, run three episodes of the shop task on it, grade
-// each from the shop's data plane, store each episode's evidence, reset, tear it down. The agent here is the
+// A test runner's loop over one task: deploy the demo env once, run three episodes of the shop task on it (the last
+// one an agent that gets the task wrong), grade each from the shop's data plane and again from the episode's request
+// log alone (what the browser sent and got, as its site proxy recorded it), store each episode's evidence, reset,
+// tear it down. The agent here is the
 // scripted one of shop-agent.ts, driving the computer's browser over DevTools through the gateway
 // (`chromium.connectOverCDP` with the computer's agent token, which opens that computer's DevTools and nothing else);
 // an evaluation harness puts its own agent there. The control token, which opens every route, stays with the runner.
@@ -7,13 +9,16 @@
 //   PULUMI_CONFIG_PASSPHRASE=demo npx tsx examples/runner/episodes.ts [stack] [--no-self-test]
 //
 // The stack (default `episodes-demo`) gets the demo's config (stacks/Pulumi.demo.yaml). Each episode's evidence
-// ends up in artifacts/<stack>/episodes/<n>/: its captures, its proxy logs; run.json lists the episodes.
+// ends up in artifacts/<stack>/episodes/<n>/: its captures, its proxy logs, its request logs (requests/<computer>.har);
+// run.json lists the episodes.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { chromium } from "playwright-core";
 import YAML from "yaml";
 import { deployStack, type DeployedStack, type StackSpec } from "../../src/runner";
-import { gradeShopEpisode, runShopEpisode, SHOP_URL } from "./shop-agent";
+import type { Har } from "har-format";
+import { gradeShopEpisode, runShopEpisode, type ShopGrade, SHOP_URL } from "./shop-agent";
+import { gradeShopEpisodeFromHar } from "./shop-har-grader";
 
 const EPISODES = 3;
 
@@ -35,8 +40,11 @@ async function shopData(env: DeployedStack): Promise<unknown> {
   return response.json();
 }
 
-/** One episode: what the env holds at its start, the agent's run, and the grade. */
-async function episode(env: DeployedStack): Promise<string> {
+/** The agent of the last episode buys the mug alone: an episode both graders must fail. */
+const WRONG_SKUS = ["mug"];
+
+/** One episode: what the env holds at its start, the agent's run (buying `skus`), and the data plane's grade. */
+async function episode(env: DeployedStack, skus?: readonly string[]): Promise<{ line: string; grade: ShopGrade }> {
   const before = (await shopData(env)) as { orders: unknown[] };
   // What the agent is handed: the computer's DevTools URL and its agent token, never the control token.
   const agentToken = (await env.access()).agentTokens?.desktop;
@@ -48,9 +56,12 @@ async function episode(env: DeployedStack): Promise<string> {
     const context = browser.contexts()[0];
     const tabs = context.pages().map((p) => p.url());
     const page = await context.newPage();
-    const { orderId } = await runShopEpisode(page, SHOP_URL);
+    const { orderId } = await runShopEpisode(page, SHOP_URL, skus);
     const grade = gradeShopEpisode(await shopData(env));
-    return `start tabs ${JSON.stringify(tabs)}, orders before ${before.orders.length}, ${orderId} placed, ${grade.passed ? "passed" : "failed"}: ${grade.reason}`;
+    return {
+      line: `start tabs ${JSON.stringify(tabs)}, orders before ${before.orders.length}, ${orderId} placed, ${grade.passed ? "passed" : "failed"}: ${grade.reason}`,
+      grade,
+    };
   } finally {
     await browser.close();
   }
@@ -64,12 +75,26 @@ async function main(): Promise<void> {
   const env = await deployStack(demoTask(stack), { preview: false, selfTest: !args.includes("--no-self-test"), log });
   try {
     for (let n = 1; n <= EPISODES; n++) {
-      console.log(`episode ${n}: ${await episode(env)}`);
+      const { line, grade } = await episode(env, n === EPISODES ? WRONG_SKUS : undefined);
+      console.log(`episode ${n}: ${line}`);
       const reset = await env.reset({ collect: true });
       const collected = reset.collected!.record;
       console.log(
         `episode ${n} collected: ${collected.captures.length} captures, public hosts ${JSON.stringify(collected.publicHostsContacted)}; episode ${reset.episode} ready in ${reset.seconds.toFixed(1)} s`,
       );
+      // The episode's request log, now among its evidence: the same grade from what the browser sent and got alone.
+      const har = JSON.parse(
+        readFileSync(
+          path.join(__dirname, "../../artifacts", stack, "episodes", String(n), "requests", "desktop.har"),
+          "utf8",
+        ),
+      ) as Har;
+      const fromHar = gradeShopEpisodeFromHar(har, SHOP_URL);
+      const agree = fromHar.passed === grade.passed && fromHar.orderId === grade.orderId;
+      console.log(
+        `episode ${n} from its request log: ${fromHar.passed ? "passed" : "failed"}: ${fromHar.reason}; ${agree ? "agrees" : "DISAGREES"} with the data plane`,
+      );
+      if (!agree) throw new Error(`episode ${n}: the request log's grade disagrees with the data plane's`);
     }
   } finally {
     const down = await env.destroy({ remove: true });

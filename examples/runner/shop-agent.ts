@@ -18,11 +18,16 @@ export interface ShopEpisode {
 }
 
 /**
- * Signs in with the demo account the sign-in page shows, adds one of each of SHOP_TASK_SKUS to the cart from its
- * product page and checks out; `shopUrl` is the shop's root (its synthetic origin, or /website/shop/ through a
- * gateway). Fails when a step does (a refusal on the page, an element missing).
+ * Signs in with the demo account the sign-in page shows, adds one of each of `skus` (the task's, SHOP_TASK_SKUS, by
+ * default: another list plays an agent that gets the task wrong) to the cart from its product page and checks out;
+ * `shopUrl` is the shop's root (its synthetic origin, or /website/shop/ through a gateway). Fails when a step does
+ * (a refusal on the page, an element missing).
  */
-export async function runShopEpisode(page: Page, shopUrl: string = SHOP_URL): Promise<ShopEpisode> {
+export async function runShopEpisode(
+  page: Page,
+  shopUrl: string = SHOP_URL,
+  skus: readonly string[] = SHOP_TASK_SKUS,
+): Promise<ShopEpisode> {
   await page.goto(shopUrl);
   await page.click("#nav-signin");
   const account = await page.textContent("#demo-account-name");
@@ -32,7 +37,7 @@ export async function runShopEpisode(page: Page, shopUrl: string = SHOP_URL): Pr
   await page.fill("#password", password);
   await page.click("#sign-in");
   await expectPage(page, "#products", "signing in");
-  for (const sku of SHOP_TASK_SKUS) {
+  for (const sku of skus) {
     await page.click("#nav-home");
     await page.click(`#product-${sku}`);
     await page.click("#add-to-cart");

@@ -80,6 +80,10 @@ export const websiteSchema = z.strictObject({
       }),
     )
     .default({}),
+  /** Live sites only: open its HTTPS at each computer's site proxy, so its exchanges go in the request log. */
+  record: z.boolean().optional(),
+  /** With `record`: keep its cookies' values in the request log (by default they are left out). */
+  keepCookies: z.boolean().optional(),
 });
 
 export const computerSchema = z.strictObject({
@@ -206,6 +210,37 @@ export const captureSchema = z.strictObject({
   fileCount: z.number().int().min(1).max(1_000).default(10),
 });
 
+/** The most of one body the request log may keep: more would make one exchange's entry a burden to hold. */
+export const MAX_REQUEST_LOG_BODY_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The request log (every exchange each computer's site proxy decrypts, as HAR): on (the default), off, or on with
+ * the most of each body it keeps and the headers and cookies whose values it never keeps.
+ */
+export const requestLogSchema = z.union(
+  [
+    z.boolean(),
+    z.strictObject({
+      bodyLimitBytes: z
+        .number()
+        .int()
+        .min(0)
+        .max(MAX_REQUEST_LOG_BODY_BYTES)
+        .default(1024 * 1024),
+      redact: z
+        .array(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { error: "must be a header or cookie name" }))
+        .default([]),
+    }),
+  ],
+  {
+    error: (issue) =>
+      issue.code === "invalid_union" &&
+      (typeof issue.input !== "object" || issue.input === null || Array.isArray(issue.input))
+        ? "must be true, false or {bodyLimitBytes: <bytes of each body kept>, redact: [<header or cookie names>]}"
+        : undefined,
+  },
+);
+
 /** A Kubernetes label key or value (the API server's rules), for nodeSelector and tolerations. */
 const LABEL_KEY =
   /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
@@ -289,6 +324,7 @@ export const stackConfigSchema = z.strictObject({
   computers: z.record(z.string(), computerSchema).default({}),
   captureTraffic: z.boolean().default(false),
   capture: captureSchema.default({ fileSizeMb: 20, fileCount: 10 }),
+  requestLog: requestLogSchema.default(true),
   ec2: ec2Schema.optional(),
   hosts: hostsSchema.optional(),
   kubernetes: kubernetesSchema.optional(),
@@ -302,6 +338,7 @@ export const STACK_KEYS = [
   "computers",
   "captureTraffic",
   "capture",
+  "requestLog",
   "ec2",
   "hosts",
   "kubernetes",

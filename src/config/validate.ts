@@ -100,6 +100,7 @@ function parsedParts(input: Record<string, unknown>): { config: StackConfig; com
     computers: computers.entries,
     captureTraffic: keyOrDefault("captureTraffic"),
     capture: keyOrDefault("capture"),
+    requestLog: keyOrDefault("requestLog"),
     selfTest: keyOrDefault("selfTest"),
   };
   return { config, complete: { websites: websites.complete } };

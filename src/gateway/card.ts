@@ -2,10 +2,12 @@
 // A site whose card is missing, slow or broken is left out; the rest still answer.
 import type http from "node:http";
 import { CARD_PATH, parseCard, prefixCardPaths, type AgentEnvCard, type GatewayCard } from "../protocol/card";
+import { requestsExtension } from "../protocol/request-log";
 import { trafficExtension } from "../protocol/traffic";
 import type { GatewayConfig } from "./config";
 import { getSmall } from "./fetch";
 import type { Logger } from "./log";
+import { RequestLogs } from "./requests";
 
 const CARD_TIMEOUT_MS = 3_000;
 
@@ -42,7 +44,10 @@ export async function gatewayCard(config: GatewayConfig, agent: http.Agent, log:
     description:
       "The multi env's gateway: the websites' servers under /svc/<site>, synthetic sites' pages under /website/<site>/.",
     version: "1",
-    extensions: config.capturesDir === undefined && config.captureSources === undefined ? [] : [trafficExtension()],
+    extensions: [
+      ...(config.capturesDir === undefined && config.captureSources === undefined ? [] : [trafficExtension()]),
+      ...(RequestLogs.served(config.computers) ? [requestsExtension()] : []),
+    ],
     sites,
   };
 }

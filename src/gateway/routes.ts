@@ -1,5 +1,6 @@
 // Where a request goes, decided from its request-target exactly as received (never a
 // decoded or normalised form), so the rest of the path reaches the upstream byte for byte.
+import { REQUESTS_LIST_PATH } from "../protocol/request-log";
 
 export type Route =
   | {
@@ -13,6 +14,8 @@ export type Route =
   | { kind: "healthz" }
   | { kind: "captures" }
   | { kind: "capture"; name: string }
+  | { kind: "request-logs" }
+  | { kind: "request-log"; computer: string }
   | { kind: "bad"; error: string }
   | { kind: "not-found" };
 
@@ -64,6 +67,12 @@ export function route(target: string): Route {
     const segment = path.slice("/traffic/v1/captures/".length);
     const name = segment.includes("/") ? undefined : decodeName(segment);
     return name === undefined ? { kind: "bad", error: "not a capture file name" } : { kind: "capture", name };
+  }
+  if (path === REQUESTS_LIST_PATH || path === `${REQUESTS_LIST_PATH}/`) return { kind: "request-logs" };
+  if (path.startsWith(`${REQUESTS_LIST_PATH}/`)) {
+    const segment = path.slice(REQUESTS_LIST_PATH.length + 1);
+    const computer = segment.includes("/") ? undefined : decodeName(segment);
+    return computer === undefined ? { kind: "bad", error: "not a computer name" } : { kind: "request-log", computer };
   }
   if (path.startsWith("/computers/")) {
     const { segment, rest } = splitSegment(target, "/computers/".length);

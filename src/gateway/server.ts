@@ -14,6 +14,7 @@ import { gatewayCard } from "./card";
 import { Computers } from "./computers";
 import type { GatewayConfig } from "./config";
 import { requestRefusal } from "./framing";
+import { RequestLogs } from "./requests";
 import { HealthCheck } from "./health";
 import { logJsonLine, type Logger } from "./log";
 import { Forwarder, STREAM_BUFFER_BYTES, type DispatcherFor, type Upstream } from "./proxy";
@@ -67,6 +68,8 @@ export class Gateway {
   private readonly access: Access;
   /** With `captureSources`: where traffic/v1 is read from. */
   private readonly captureSources: CaptureSources | undefined;
+  /** requests/v1: each computer's request log, read from its site proxy. */
+  private readonly requestLogs: RequestLogs;
   private readonly log: Logger;
   /** Client connections whose framing was refused: answered, then closed, and nothing after on them is served. */
   private readonly distrusted = new WeakSet<Duplex>();
@@ -78,15 +81,17 @@ export class Gateway {
   ) {
     this.log = options.log ?? logJsonLine;
     this.access = new Access(controlToken, Object.keys(config.computers ?? {}));
+    // A computer's token opens that computer's DevTools and log, a capture server's token that container's captures,
+    // an agent token that computer's DevTools: no site may see them any more than the control token, and no request
+    // log may hold them.
+    const secrets = secretTokens([
+      controlToken,
+      ...this.access.tokens(),
+      ...Object.keys(config.computers ?? {}).map((name) => computerControlToken(controlToken, name)),
+      ...CaptureSources.tokens(config.captureSources, controlToken),
+    ]);
     this.forwarder = new Forwarder({
-      // A computer's token opens that computer's DevTools and log, a capture server's token that container's captures,
-      // an agent token that computer's DevTools: no site may see them any more than the control token.
-      secrets: secretTokens([
-        controlToken,
-        ...this.access.tokens(),
-        ...Object.keys(config.computers ?? {}).map((name) => computerControlToken(controlToken, name)),
-        ...CaptureSources.tokens(config.captureSources, controlToken),
-      ]),
+      secrets,
       connectTimeoutMs: config.connectTimeoutMs,
       idleTimeoutMs: config.idleTimeoutMs,
       log: this.log,
@@ -98,6 +103,7 @@ export class Gateway {
         : new CaptureSources(config.captureSources, controlToken, this.forwarder, this.ownAgent);
     this.health = new HealthCheck(config, this.ownAgent, this.captureSources);
     this.computers = new Computers(config.computers, controlToken, this.forwarder, this.ownAgent);
+    this.requestLogs = new RequestLogs(config.computers, controlToken, this.ownAgent, secrets);
   }
 
   /** Refuses (401, with its line) a request whose credential does not open `target` on `listener`. */
@@ -207,6 +213,12 @@ export class Gateway {
         if (missing) return refuse(missing.status, { error: missing.error, name: target.name }, missing.reason);
         return;
       }
+      case "request-logs":
+      case "request-log":
+        if (!isRead(req)) return notAllowed(refuse);
+        return target.kind === "request-logs"
+          ? this.requestLogs.serveListing(res)
+          : this.requestLogs.serve(res, target.computer, refuse);
       case "computer":
         return this.computers.handle(req, res, target.computer, target.op, target.rest, refuse);
     }

@@ -7,6 +7,7 @@ import { kubernetesProblems, kubernetesWarnings, plannedKubernetes } from "./kub
 import { formatProblem, problem } from "./problems";
 import { allowlistProblems, reachesPublicHosts, reaching } from "./reaching";
 import { namingProblems, stackNameProblem } from "./reserved";
+import { plannedRequestLog, recordProblems } from "./request-log";
 import { siteTable } from "./site-table";
 import { websiteProblems, websiteWarnings } from "./sites";
 import { selfTestPlan, selfTestWarnings } from "./self-test";
@@ -67,6 +68,7 @@ export function planProblemsOfParts(config: StackConfig, stack: string, complete
     if (complete.websites) problems.push(...startTabProblems(computer, config.computers[computer], config.websites));
   }
   if (complete.websites) problems.push(...captureProblems(config));
+  problems.push(...recordProblems(config));
   problems.push(...ec2Problems(config));
   problems.push(...hostsProblems(config));
   problems.push(...kubernetesProblems(config, stack));
@@ -93,6 +95,7 @@ function plannedWebsites(config: StackConfig, stack: string): PlannedWebsite[] {
         secretSettings: { ...website.secretSettings },
         // A live site's server calls the real site's API, so it also sits on the egress network.
         serverOnEgress: website.live,
+        ...(website.live && website.record ? { record: { keepCookies: website.keepCookies === true } } : {}),
       };
       // Every synthetic site serves its pages from a frontend; `frontend` in the config only overrides its image and
       // port.
@@ -174,8 +177,10 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
       domains: [...w.domains],
       allowHosts: [...w.allowHosts],
       reproducible: false as const,
+      ...(w.record ? { recorded: true as const } : {}),
     }));
 
+  const requestLog = plannedRequestLog(config.requestLog);
   const result: Plan = {
     stack,
     target: config.target,
@@ -189,6 +194,7 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
       volumeName: topologyNames.capturesVolume(stack),
       sidecars: config.captureTraffic ? captureSidecars(stack, websites) : [],
     },
+    ...(requestLog ? { requestLog } : {}),
     gateway: { containerName: topologyNames.gateway(stack), port: GATEWAY_PORT },
     networks: {
       env: topologyNames.envNetwork(stack),

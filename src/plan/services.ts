@@ -12,6 +12,7 @@ import {
   SITE_PROXY_CONTROL_PORT,
   SITE_PROXY_LOG_PATH,
   SITE_PROXY_PORT,
+  SITE_PROXY_REQUEST_LOG_DIR,
   networkAliases,
 } from "./topology";
 import type { BrowserConfigInput } from "../protocol/browser-config";
@@ -30,8 +31,11 @@ export interface HostPort {
 /** `MULTIENV_GATEWAY_CONFIG` as the plan writes it: the schema's input, with what the plan always sets required. */
 export type GatewayServiceConfig = GatewayConfigInput & {
   listen: HostPort;
-  /** Each computer's site-proxy control listener: DevTools and the proxy log, behind the computer's token. */
-  computers: Record<string, { cdp: string; proxyLog: string; endConnections: string }>;
+  /**
+   * Each computer's site-proxy control listener: DevTools, the proxy log and (when the env keeps one) the request
+   * log, behind the computer's token.
+   */
+  computers: Record<string, { cdp: string; proxyLog: string; endConnections: string; requests?: string }>;
 };
 
 /**
@@ -74,6 +78,7 @@ export function gatewayServiceConfig(plan: Plan): GatewayServiceConfig {
       cdp: control + SITE_PROXY_CONTROL_PATHS.cdp,
       proxyLog: control + SITE_PROXY_CONTROL_PATHS.log,
       endConnections: control + SITE_PROXY_CONTROL_PATHS.endConnections,
+      ...(plan.requestLog ? { requests: control + SITE_PROXY_CONTROL_PATHS.requests } : {}),
     };
   }
   const browseHosts =
@@ -125,6 +130,17 @@ export function siteProxyServiceConfig(plan: Plan, computer: string | PlannedCom
       port: SITE_PROXY_CONTROL_PORT,
       cdp: `${networkAliases.browserOnComputerNet}:${CDP_PORT}`,
     },
+    ...recordedHosts(plan),
+    ...(plan.requestLog
+      ? {
+          requestLog: {
+            dir: SITE_PROXY_REQUEST_LOG_DIR,
+            computer: c.name,
+            bodyLimitBytes: plan.requestLog.bodyLimitBytes,
+            redact: [...plan.requestLog.redact],
+          },
+        }
+      : {}),
   };
 }
 
@@ -144,6 +160,7 @@ export function gatewayConfigOnHosts(
       cdp: rehost(endpoints.cdp, address),
       proxyLog: rehost(endpoints.proxyLog, address),
       endConnections: rehost(endpoints.endConnections, address),
+      ...(endpoints.requests !== undefined ? { requests: rehost(endpoints.requests, address) } : {}),
     };
   }
   return { ...config, computers };
@@ -216,6 +233,20 @@ export function siteProxyConfigOnHosts(
     ...config,
     deny: [...new Set(deny)],
     ...(known.envHost === undefined ? {} : { gateway: rehost(config.gateway, known.envHost) }),
+  };
+}
+
+/**
+ * The live hosts a site proxy opens to record: every recorded live site's domains and allowHosts (the proxy records
+ * only those its computer reaches), and those whose cookies the log keeps.
+ */
+function recordedHosts(plan: Plan): Pick<SiteProxyServiceConfig, "record"> {
+  if (plan.requestLog === undefined) return {};
+  const recorded = plan.websites.filter((w) => w.live && w.record);
+  if (recorded.length === 0) return {};
+  const hosts = (ws: PlannedWebsite[]) => ws.flatMap((w) => [...w.domains, ...w.allowHosts]);
+  return {
+    record: { hosts: hosts(recorded), keepCookies: hosts(recorded.filter((w) => w.record!.keepCookies)) },
   };
 }
 

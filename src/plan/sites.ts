@@ -77,6 +77,17 @@ export function websiteProblems(site: string, website: WebsiteConfig): Problem[]
       problem(["websites", site, "allowHosts"], "only a live site has allowHosts; remove them or set live: true"),
     );
   }
+  if (website.record && !website.live)
+    problems.push(
+      problem(
+        ["websites", site, "record"],
+        "records a live site; a synthetic site's exchanges are always in the request log, so remove record",
+      ),
+    );
+  if (website.keepCookies && !website.record)
+    problems.push(
+      problem(["websites", site, "keepCookies"], "keeps a recorded site's cookies; set record: true or remove it"),
+    );
   // Site images are the task's own: the project ships no site image to fall back to.
   if (website.server.image === undefined) {
     problems.push(
@@ -133,6 +144,13 @@ export function websiteWarnings(site: string, website: WebsiteConfig): Problem[]
       problem(
         ["websites", site, "domains"],
         "is empty: the synthetic site is deployed and runs, but has no name a computer's browser could open it at; add its names, such as shop.test",
+      ),
+    );
+  if (website.live && website.record)
+    warnings.push(
+      problem(
+        ["websites", site, "record"],
+        `opens the live site's HTTPS at each computer's site proxy (the one case a live site is decrypted), so its requests and answers go in the request log${website.keepCookies ? ", its session cookies' values included" : " (its cookies' values left out)"}`,
       ),
     );
   for (const [setting, value] of Object.entries(website.settings)) {

@@ -13,6 +13,8 @@ export const CA_DIR = "/var/lib/multienv/ca";
 export const CA_CERT_PATH = "/var/lib/multienv/ca/ca.pem";
 export const CA_KEY_PATH = "/var/lib/multienv/ca-private/ca-key.pem";
 export const SITE_PROXY_LOG_PATH = "/var/log/multienv/site-proxy.log";
+/** The site proxy's request log: its rotating files of HAR entries. */
+export const SITE_PROXY_REQUEST_LOG_DIR = "/var/log/multienv/requests";
 export const CONNECT_TIMEOUT_MS = 30_000;
 export const IDLE_TIMEOUT_MS = 300_000;
 

@@ -31,6 +31,10 @@ export interface WebsiteConfig {
   settings: Record<string, unknown>;
   /** Setting name -> the name of a stack config key (namespace `multienv`) holding a secret. */
   secretSettings: Record<string, string>;
+  /** Live sites only: its HTTPS is opened at each computer's site proxy and its exchanges recorded. */
+  record?: boolean;
+  /** With `record`: its cookies' values stay in the request log. */
+  keepCookies?: boolean;
 }
 
 export interface ComputerConfig {
@@ -121,12 +125,21 @@ export interface CaptureConfig {
   fileCount: number;
 }
 
+export interface RequestLogConfig {
+  /** The most of each body (request and answer) an entry keeps. */
+  bodyLimitBytes: number;
+  /** Headers and cookies whose values the log never keeps. */
+  redact: string[];
+}
+
 export interface StackConfig {
   target: Target;
   websites: Record<string, WebsiteConfig>;
   computers: Record<string, ComputerConfig>;
   captureTraffic: boolean;
   capture: CaptureConfig;
+  /** The request log: on (the default, also when absent), off, or on with its body limit and redacted names. */
+  requestLog?: boolean | RequestLogConfig;
   ec2?: Ec2Config;
   hosts?: HostsConfig;
   kubernetes?: KubernetesConfig;
@@ -164,6 +177,8 @@ export interface PlannedWebsite {
   secretSettings: Record<string, string>;
   /** Live site servers are also attached to the egress network (they call the real site's API). */
   serverOnEgress: boolean;
+  /** A live site whose exchanges the site proxies record (its HTTPS opened there). */
+  record?: { keepCookies: boolean };
 }
 
 export interface PlannedCapture {
@@ -205,6 +220,8 @@ export interface LiveWebsiteMark {
   domains: string[];
   allowHosts: string[];
   reproducible: false;
+  /** Its HTTPS is opened at the computers' site proxies and its exchanges recorded in the request log. */
+  recorded?: true;
 }
 
 export interface Plan {
@@ -223,6 +240,8 @@ export interface Plan {
     volumeName: string;
     sidecars: PlannedCapture[];
   };
+  /** The request log each computer's site proxy keeps (absent: none), served by the gateway's requests/v1. */
+  requestLog?: RequestLogConfig;
   gateway: {
     containerName: string;
     /** Port inside the container. */

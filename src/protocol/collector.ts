@@ -1,8 +1,8 @@
 // The pieces of the capture collector: a local command (src/providers LocalCommand) the program declares when capture
-// is on, whose *delete* step runs the same collection `multienv collect` does. It depends on the gateway, the
-// captures volume and the computers' proxies, so on a plain `pulumi destroy` the engine deletes it (and so
-// collects) while they still exist. Everything the delete step needs travels in its environment, which Pulumi
-// keeps (encrypted, since the control token is a secret) in the resource's state.
+// is on or the computers keep request logs, whose *delete* step runs the same collection `multienv collect` does. It
+// depends on the gateway, the captures volume and the computers' proxies, so on a plain `pulumi destroy` the engine
+// deletes it (and so collects) while they still exist. Everything the delete step needs travels in its environment,
+// which Pulumi keeps (encrypted, since the control token is a secret) in the resource's state.
 //
 // Pure: the program builds these from the plan and its outputs; `multienv collect --from-env` reads them back.
 import type { GatewayTunnel } from "../plan/ssh";

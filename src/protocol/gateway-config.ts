@@ -33,6 +33,8 @@ const computerSchema = z.strictObject({
    * Ends every connection the computer's site proxy holds (POST), e.g. http://shop-agent-proxy:9000/connections/end.
    */
   endConnections: httpUrl.optional(),
+  /** The site proxy's request log on that listener (GET), e.g. http://shop-agent-proxy:9000/requests. */
+  requests: httpUrl.optional(),
 });
 
 export const gatewayConfigSchema = z

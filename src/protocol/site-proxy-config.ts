@@ -42,6 +42,46 @@ export const siteProxyConfigSchema = z
       .object({ cert: z.string().min(1), key: z.string().min(1) })
       .strict()
       .optional(),
+    /**
+     * The request log (every exchange the proxy decrypts, as HAR entries): absent, nothing is recorded. `dir` holds
+     * its rotating files, `computer` names the computer in each entry; a body is kept up to `bodyLimitBytes` (its
+     * whole size and SHA-256 always), and the values of the headers and cookies named in `redact` (any case) never.
+     */
+    requestLog: z
+      .object({
+        dir: z.string().min(1),
+        computer: z.string().min(1),
+        bodyLimitBytes: z
+          .number()
+          .int()
+          .nonnegative()
+          .default(1024 * 1024),
+        redact: z.array(z.string().min(1)).default([]),
+        /** A file is closed and the next begun once it holds this many bytes. */
+        fileBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(64 * 1024 * 1024),
+        /** Files kept: the oldest is removed as one more begins. */
+        files: z.number().int().min(1).default(8),
+      })
+      .strict()
+      .optional(),
+    /**
+     * Live hosts whose HTTPS is opened here to be recorded (exact or `*.suffix`; only those the computer reaches):
+     * TLS is terminated with a leaf from the env CA and each request sent on over TLS verified against the trust
+     * store (Node's bundled roots, and `trust`, a PEM file, when given). Their cookies' values are kept out of the
+     * request log unless `keepCookies` names the host.
+     */
+    record: z
+      .object({
+        hosts: z.array(z.string().min(1)).min(1),
+        keepCookies: z.array(z.string().min(1)).default([]),
+        trust: z.string().min(1).optional(),
+      })
+      .strict()
+      .optional(),
     /** The control listener (log, CA, DevTools); `cdp` is the browser's DevTools relay, `host:port`. */
     control: z
       .object({ host: z.string().min(1), port, cdp: hostPort })

@@ -3,13 +3,15 @@
 
 /**
  * The site proxy's control listener: its log (GET), its CA certificate (GET), DevTools (under it), ending every
- * connection (POST).
+ * connection (POST), its request log (GET).
  */
 export const SITE_PROXY_CONTROL_PATHS = {
   log: "/log",
   caCert: "/ca.pem",
   cdp: "/cdp",
   endConnections: "/connections/end",
+  /** The request log (GET): its entries, one JSON line each, oldest first. */
+  requests: "/requests",
 } as const;
 
 /**
@@ -61,6 +63,8 @@ export interface ConnectionRecord extends LogRecordBase {
   address: string;
   /** Synthetic site the host belongs to, when it is one. */
   site?: string;
+  /** A tunnel to a live host the proxy opened to record (its requests went on over connections of their own). */
+  recorded?: true;
   /** What a tunnel whose TLS the proxy terminated carried, as ALPN chose it. */
   protocol?: "h2" | "http/1.1";
   /** Bytes from the computer to the host. */
@@ -106,6 +110,8 @@ export interface RefusedRecord extends LogRecordBase {
  */
 export interface RequestRecord extends LogRecordBase {
   event: "request";
+  /** The exchange's id, unique in the log: its request log entry names it (`_multienv.logId`). */
+  id?: string;
   method: string;
   /** The host the request was routed by (its absolute-form target, or the synthetic tunnel's name). */
   host: string;

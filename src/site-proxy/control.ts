@@ -5,6 +5,8 @@
 import * as fs from "node:fs";
 import * as http from "node:http";
 import type * as net from "node:net";
+import * as path from "node:path";
+import { REQUEST_LOG_MEDIA_TYPE, requestLogFileName } from "../protocol/request-log";
 import { SITE_PROXY_CONTROL_PATHS, type LogMark } from "../protocol/site-proxy";
 import { carriesControlToken, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
 import type { Connector } from "./connect";
@@ -12,6 +14,8 @@ import { connectorAgent, type Destination, forward, forwardUpgrade } from "./for
 import { requestFramingProblem, upgradeFramingProblem } from "./framing";
 import type { OpenConnections } from "./connections";
 import type { EventLog } from "./log";
+import type { RequestRecorder } from "./recorder";
+import { requestLogFiles } from "./rotating-file";
 import { answerResponse, answerSocket, endToEndHeaders, serverOptions } from "./messages";
 
 export interface ControlOptions {
@@ -27,6 +31,8 @@ export interface ControlOptions {
   headTimeoutMs: number;
   /** The proxy's sockets, which POST /connections/end ends. */
   connections?: OpenConnections;
+  /** The request log, when the proxy keeps one: its folder, and its recorder (flushed before a read). */
+  requestLog?: { dir: string; recorder: RequestRecorder };
 }
 
 const {
@@ -34,6 +40,7 @@ const {
   caCert: CA_PATH,
   cdp: CDP_PREFIX,
   endConnections: CONNECTIONS_END_PATH,
+  requests: REQUESTS_PATH,
 } = SITE_PROXY_CONTROL_PATHS;
 const UNAUTHORIZED = "this listener needs Authorization: Bearer <the computer's control token>";
 
@@ -126,8 +133,27 @@ export function createControlServer(options: ControlOptions): http.Server {
     const ended = await connections.endAll();
     if (mark !== undefined && "episode" in mark) log.write({ event: "episode", episode: mark.episode, ended });
     else if (mark !== undefined) log.write({ event: "self-test", phase: mark.selfTest, ended });
-    await log.flushed();
+    await Promise.all([log.flushed(), options.requestLog?.recorder.flushed()]);
     return ended;
+  }
+
+  /** The request log's files one after the other, oldest first: every entry whole, one a line. */
+  async function serveRequests(req: http.IncomingMessage, res: http.ServerResponse, dir: string): Promise<void> {
+    await options.requestLog?.recorder.flushed();
+    res.writeHead(200, { "Content-Type": REQUEST_LOG_MEDIA_TYPE });
+    if (req.method === "HEAD") return void res.end();
+    for (const index of requestLogFiles(dir)) {
+      // A file rotated away meanwhile is left out; the rest still come.
+      const file = fs.createReadStream(path.join(dir, requestLogFileName(index)));
+      const done = new Promise<void>((resolve) => {
+        file.once("error", () => resolve());
+        file.once("end", () => resolve());
+      });
+      file.pipe(res, { end: false });
+      await done;
+      if (res.destroyed) return;
+    }
+    res.end();
   }
 
   const server = http.createServer(serverOptions(headTimeoutMs, idleTimeoutMs), (req, res) => {
@@ -162,6 +188,10 @@ export function createControlServer(options: ControlOptions): http.Server {
         res.writeHead(200, { "Content-Type": "application/json" });
         res.end(JSON.stringify({ ended }) + "\n");
       });
+    }
+    if (route === REQUESTS_PATH && options.requestLog) {
+      if (req.method !== "GET" && req.method !== "HEAD") return void res.writeHead(405, { Allow: "GET, HEAD" }).end();
+      return void serveRequests(req, res, options.requestLog.dir);
     }
     if (route !== LOG_PATH && route !== CA_PATH) {
       res.writeHead(404, { "Content-Type": "application/json" });

@@ -4,6 +4,7 @@
 // framing is broken is a 502 and its connection is destroyed, never handed back to the pool.
 import * as http from "node:http";
 import type * as net from "node:net";
+import type { Readable } from "node:stream";
 import { hasBody, requestFraming, responseFramingProblem } from "./framing";
 import { endToEndHeaders, withoutHeader } from "./messages";
 import { relay } from "./relay";
@@ -14,6 +15,44 @@ export interface Destination {
   port: number;
   path: string;
   headers: string[];
+}
+
+/** An answer's head as the request log keeps it. */
+export interface TappedAnswer {
+  status: number;
+  statusText: string;
+  /** `HTTP/1.1`: the proxy's next hops all speak it. */
+  httpVersion: string;
+  rawHeaders: string[];
+  /** The address the answer came from. */
+  serverAddress?: string;
+}
+
+export function tappedAnswer(answer: http.IncomingMessage): TappedAnswer {
+  return {
+    status: answer.statusCode ?? 502,
+    statusText: answer.statusMessage ?? "",
+    httpVersion: `HTTP/${answer.httpVersion}`,
+    rawHeaders: answer.rawHeaders,
+    ...(answer.socket?.remoteAddress ? { serverAddress: answer.socket.remoteAddress } : {}),
+  };
+}
+
+/**
+ * What the request log is handed of an exchange as it passes (recorder.ts): the request's body, the answer's head
+ * and body as the computer gets them, and how the exchange ended (the first `finish` counts).
+ */
+export interface ExchangeTap {
+  requestChunk(chunk: Buffer): void;
+  requestEnd(): void;
+  response(answer: TappedAnswer): void;
+  responseChunk(chunk: Buffer): void;
+  /**
+   * A WebSocket's relay begins between `computer` and `host`: `early` the computer's bytes sent before the 101,
+   * `head` the host's after it, `extensions` the Sec-WebSocket-Extensions the host chose.
+   */
+  webSocket?(computer: Readable, host: Readable, early: Buffer, head: Buffer, extensions: string | undefined): void;
+  finish(end: string): void;
 }
 
 /**
@@ -33,6 +72,8 @@ export interface ForwardHooks {
    * request was never sent, or it was aborted at once and its connection not reused.
    */
   abandoned(endedBy: string): void;
+  /** The request log's recording of the exchange, when there is a log. */
+  tap?: ExchangeTap;
 }
 
 /** An answer the proxy refuses to pass on: its framing is broken. */
@@ -152,9 +193,15 @@ export interface ComputerSide {
  * `pipe` adds and removes eight for every exchange. A `to` that closes first ends the exchange (see sendOn), so
  * nothing waits here for a drain that will not come. `ended` runs once the whole body went in.
  */
-function passBody(from: http.IncomingMessage, to: ComputerSide["answer"], ended: () => void): void {
+function passBody(
+  from: http.IncomingMessage,
+  to: ComputerSide["answer"],
+  ended: () => void,
+  tap: ExchangeTap | undefined,
+): void {
   const resume = () => from.resume();
   from.on("data", (chunk: Buffer) => {
+    tap?.responseChunk(chunk);
     if (!to.write(chunk)) {
       from.pause();
       to.once("drain", resume);
@@ -163,6 +210,7 @@ function passBody(from: http.IncomingMessage, to: ComputerSide["answer"], ended:
   from.once("end", () => {
     ended();
     to.end();
+    tap?.finish("complete");
   });
 }
 
@@ -180,18 +228,30 @@ export function sendOn(
   slots?: RequestSlots,
 ): void {
   const retriable = computer.bodyless && IDEMPOTENT.has(computer.method);
+  const tap = hooks.tap;
+  // The request's body is tapped once, as it is first sent (a request sent again has none).
+  let tapped = false;
+  const tapBody = () => {
+    if (tap === undefined || tapped) return;
+    tapped = true;
+    if (computer.bodyless) return tap.requestEnd();
+    computer.body.on("data", (chunk: Buffer) => tap.requestChunk(chunk));
+    computer.body.once("end", () => tap.requestEnd());
+  };
   const headers = [...destination.headers, ...computer.framing];
   // Once the exchange has its line (answered, abandoned, or told of a failure), later errors of it only end it.
   let settled = false;
   const failed = (err: Error) => {
     const already = settled || computer.headersSent();
     settled = true;
+    if (already) tap?.finish(`answer broke: ${err.message}`);
     hooks.failed(err, already);
   };
   const abandon = () => {
     if (settled) return;
     settled = true;
     hooks.abandoned(computer.endedBy());
+    tap?.finish(computer.endedBy());
   };
   // The whole answer went back: the computer's side closing after that abandons nothing.
   let answerEnded = false;
@@ -234,9 +294,13 @@ export function sendOn(
         return;
       }
       settled = true;
+      tap?.response(tappedAnswer(answer));
       hooks.answered(answer.statusCode ?? 502);
-      passBody(answer, computer.answer, () => (answerEnded = true));
-      answer.on("error", () => computer.abort());
+      passBody(answer, computer.answer, () => (answerEnded = true), tap);
+      answer.on("error", () => {
+        tap?.finish("answer broke");
+        computer.abort();
+      });
     });
     upstream.on("error", (err: NodeJS.ErrnoException) => {
       if (
@@ -258,8 +322,10 @@ export function sendOn(
     computer.answer.once("close", () => {
       if (answerEnded) return;
       abandon();
+      tap?.finish(computer.endedBy());
       upstream.destroy();
     });
+    tapBody();
     if (computer.bodyless) {
       computer.body.resume();
       upstream.end();
@@ -313,6 +379,13 @@ export interface UpgradeHooks {
   answered(status: number): void;
   /** The computer's side closed before it was answered (`endedBy` says how); the upgrade request was aborted. */
   abandoned(endedBy: string): void;
+  /** The request log's recording of the exchange, when there is a log. */
+  tap?: ExchangeTap;
+}
+
+/** A header's value as one text (repeated ones joined as a list). */
+export function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(", ") : value;
 }
 
 /** The status line and headers of an answer, as bytes for a raw socket. */
@@ -372,6 +445,8 @@ export function forwardUpgrade(
   const headers = [...destination.headers, "Connection", "Upgrade", "Upgrade", upgradeTo];
   const upstream = upgradeRequest(destination, req.method ?? "GET", headers, hooks);
   if (upstream === undefined) return;
+  const tap = hooks.tap;
+  tap?.requestEnd();
   // Exactly one of failed/answered/abandoned is called, however the exchange ends.
   let settled = false;
   const fail = (err: Error) => {
@@ -383,6 +458,7 @@ export function forwardUpgrade(
     if (settled) return;
     settled = true;
     hooks.abandoned("connection closed");
+    tap?.finish("connection closed");
   };
   const answered = (status: number) => {
     settled = true;
@@ -391,6 +467,10 @@ export function forwardUpgrade(
   upstream.on("upgrade", (answer, socket: net.Socket, upgradeHead: Buffer) => {
     const kept = endToEndHeaders(answer.rawHeaders);
     client.write(head(answer, [...kept, "Connection", "Upgrade", "Upgrade", answer.headers.upgrade ?? upgradeTo]));
+    tap?.response(tappedAnswer(answer));
+    client.once("close", () => tap?.finish("upgrade closed"));
+    if (upgradeTo.toLowerCase() === "websocket")
+      tap?.webSocket?.(client, socket, early, upgradeHead, headerText(answer.headers["sec-websocket-extensions"]));
     answered(101);
     if (upgradeHead.length > 0) client.write(upgradeHead);
     if (early.length > 0) socket.write(early);
@@ -407,6 +487,11 @@ export function forwardUpgrade(
     const kept = withoutHeader(endToEndHeaders(answer.rawHeaders), "content-length");
     client.write(head(answer, [...kept, "Connection", "close"]));
     answered(answer.statusCode ?? 502);
+    if (tap) {
+      tap.response(tappedAnswer(answer));
+      answer.on("data", (chunk: Buffer) => tap.responseChunk(chunk));
+      answer.once("end", () => tap.finish("complete"));
+    }
     answer.pipe(client);
     answer.on("error", () => client.destroy());
   });

@@ -17,7 +17,9 @@ import {
   type Destination,
   type ForwardHooks,
   type RequestSlots,
+  headerText,
   sendOn,
+  tappedAnswer,
   type UpgradeHooks,
   upgradeRequest,
 } from "./forward";
@@ -83,15 +85,19 @@ export interface H2Request {
   contentLength: string | undefined;
   /** The HEADERS frame ended the stream: no body follows. */
   bodyless: boolean;
+  /** The request's headers as received (pseudo-headers left out), for the request log. */
+  received: string[];
 }
 
 /** Reads a stream's request from its header block (`rawHeaders` as received, in order). */
 export function readH2Request(headers: http2.IncomingHttpHeaders, rawHeaders: string[], flags: number): H2Request {
   const kept: string[] = [];
   const cookies: string[] = [];
+  const received: string[] = [];
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i];
     if (name.startsWith(":")) continue;
+    received.push(name, rawHeaders[i + 1]);
     // HTTP/2 may split a Cookie into many fields; an HTTP/1.1 hop gets them as one (RFC 9113 8.2.3).
     if (name === "cookie") cookies.push(rawHeaders[i + 1]);
     else if (name !== "host" && name !== "content-length") kept.push(name, rawHeaders[i + 1]);
@@ -110,6 +116,7 @@ export function readH2Request(headers: http2.IncomingHttpHeaders, rawHeaders: st
     headers: endToEndHeaders(kept),
     contentLength: first(headers["content-length"]),
     bodyless: (flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0,
+    received,
   };
 }
 
@@ -219,11 +226,15 @@ export function forwardWebSocket(
   };
   const upstream = upgradeRequest(destination, "GET", headers, hooks);
   if (upstream === undefined) return;
+  const tap = hooks.tap;
+  tap?.requestEnd();
+  let answeredUpgrade = false;
   stream.once("close", () => {
     if (!settled) {
       settled = true;
       hooks.abandoned(streamEnd(stream));
     }
+    tap?.finish(answeredUpgrade ? "upgrade closed" : streamEnd(stream));
     upstream.destroy();
   });
   upstream.on("upgrade", (answer, socket: net.Socket, head: Buffer) => {
@@ -244,6 +255,9 @@ export function forwardWebSocket(
       return fail(new BrokenAnswer(`the answer cannot be passed on: ${(err as Error).message}`));
     }
     settled = true;
+    answeredUpgrade = true;
+    tap?.response(tappedAnswer(answer));
+    tap?.webSocket?.(stream, socket, Buffer.alloc(0), head, headerText(chosen["sec-websocket-extensions"] as string));
     hooks.answered(101);
     if (head.length > 0) stream.write(head);
     relay(stream as never, socket, idleTimeoutMs);
@@ -262,6 +276,11 @@ export function forwardWebSocket(
     }
     settled = true;
     hooks.answered(answer.statusCode ?? 502);
+    if (tap) {
+      tap.response(tappedAnswer(answer));
+      answer.on("data", (chunk: Buffer) => tap.responseChunk(chunk));
+      answer.once("end", () => tap.finish("complete"));
+    }
     answer.pipe(stream);
     answer.on("error", () => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR));
   });

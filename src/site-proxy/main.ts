@@ -33,8 +33,8 @@ async function main(): Promise<void> {
   );
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.once(signal, () => {
-      // Open connections end with the process; only the log's last lines are worth waiting for.
-      running.log.close().finally(() => process.exit(0));
+      // Open connections end with the process; only the logs' last lines are worth waiting for.
+      Promise.all([running.log.close(), running.recorder?.close()]).finally(() => process.exit(0));
       setTimeout(() => process.exit(0), 1_000).unref();
     });
   }

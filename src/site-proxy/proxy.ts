@@ -2,21 +2,24 @@
 // Synthetic names go to the gateway's /website/<site>/ (TLS terminated with a leaf from the env CA); other hosts
 // are tunnelled or forwarded when the computer reaches them and the address dialled passes the address check;
 // every answer the proxy gives itself carries X-Agentenv-Site-Proxy.
+import { randomBytes } from "node:crypto";
 import * as http from "node:http";
 import * as http2 from "node:http2";
+import { isIP } from "node:net";
 import type * as net from "node:net";
 import * as tls from "node:tls";
 import type { SecretTokens } from "../protocol/auth";
 import { SiteProxyVerdict } from "../protocol/site-proxy";
 import type { AddressCheck } from "./addresses";
 import type { CertificateAuthority } from "./ca";
-import { SITE_PROXY_CA_PATH } from "../protocol/site-proxy";
+import { SITE_PROXY_CA_PATH, SITE_PROXY_HEADER } from "../protocol/site-proxy";
 import { AddressRefused, addressOf, ConnectFailure, type Connector, normalizeHost, type Opened } from "./connect";
 import {
   BrokenAnswer,
   connectorAgent,
   type Destination,
   forward,
+  type ExchangeTap,
   type ForwardHooks,
   forwardUpgrade,
   RequestSlots,
@@ -37,6 +40,8 @@ import {
   parseAuthority,
   serverOptions,
 } from "./messages";
+import { covers } from "../protocol/host-names";
+import type { RequestRecorder } from "./recorder";
 import { endedByRelay, relay } from "./relay";
 import type { Router } from "./routing";
 
@@ -55,10 +60,18 @@ export interface ProxyOptions {
   connections?: OpenConnections;
   /** The computer's own control token, when it has one: no request the proxy sends on carries it, in any form. */
   secrets?: SecretTokens;
+  /** The request log, when the proxy keeps one: every exchange it forwards is recorded there. */
+  recorder?: RequestRecorder;
+  /**
+   * Recording live hosts (the router marks them): the certificates their TLS is verified against, and the host
+   * patterns whose cookies' values the log keeps (every other recorded host's are redacted).
+   */
+  record?: { trust: string[]; keepCookies: string[] };
 }
 
 export interface SyntheticTunnel {
-  site: string;
+  /** The synthetic site; undefined for a live host the proxy opens to record, whose requests go to the host itself. */
+  site: string | undefined;
   host: string;
   port: number;
   /** What the computer speaks inside the tunnel: TLS (terminated here) or plain HTTP. */
@@ -67,6 +80,10 @@ export interface SyntheticTunnel {
 
 /** One request as its log lines name it. */
 interface Exchange {
+  /** Unique in the log: the `request` line's id, which the request log's entry names. */
+  id?: string;
+  /** The exchange's recording in the request log. */
+  tap?: ExchangeTap;
   method: string;
   host: string;
   port: number;
@@ -101,6 +118,49 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   const gatewayHost = normalizeHost(gateway.hostname);
   const gatewayPort = Number(gateway.port || 80);
   const gatewayPrefix = gateway.pathname.replace(/\/$/, "");
+  const { recorder } = options;
+  // Exchange ids: this process's own prefix (a proxy started again counts from 1 anew) and a count.
+  const idPrefix = randomBytes(4).toString("hex");
+  let exchanges = 0;
+  const connectionIds = new WeakMap<object, string>();
+  let connectionCount = 0;
+  /** The request log's name for a connection of the computer's (a socket, or an HTTP/2 session's socket). */
+  const connectionId = (socket: object): string => {
+    let id = connectionIds.get(socket);
+    if (id === undefined) connectionIds.set(socket, (id = `${idPrefix}-c${++connectionCount}`));
+    return id;
+  };
+
+  /** The exchange `x` with its id and, with a request log, its recording begun. */
+  function recorded(x: Exchange, url: string, httpVersion: string, rawHeaders: string[], connection: object): Exchange {
+    const id = `${idPrefix}-${++exchanges}`;
+    if (recorder === undefined) return { ...x, id };
+    // A live host's session cookies stay out of the log unless the config keeps that host's.
+    const live = x.site === undefined;
+    const tap = recorder.begin({
+      logId: id,
+      method: x.method,
+      url,
+      httpVersion,
+      rawHeaders,
+      connection: connectionId(connection),
+      ...(live && !keepCookies.some((pattern) => covers(pattern, x.host)) ? { redactCookies: true } : {}),
+    });
+    return { ...x, id, tap };
+  }
+
+  /** The proxy's own answer to an exchange, in its recording. */
+  function recordProxyAnswer(x: Exchange, f: Failure): void {
+    if (x.tap === undefined) return;
+    x.tap.response({
+      status: f.status,
+      statusText: http.STATUS_CODES[f.status] ?? "",
+      httpVersion: "HTTP/1.1",
+      rawHeaders: ["Content-Type", "text/plain; charset=utf-8", SITE_PROXY_HEADER, f.verdict],
+    });
+    x.tap.responseChunk(Buffer.from(f.message + "\n"));
+    x.tap.finish("proxy answer");
+  }
 
   /** Opens a connection to a host the computer reaches and writes its `connection` line when it closes. */
   async function openLogged(method: "CONNECT" | "HTTP", host: string, port: number): Promise<Opened> {
@@ -137,6 +197,27 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   }
 
   const hostAgent = connectorAgent(async (host, port) => (await openLogged("HTTP", host, port)).socket, idleTimeoutMs);
+
+  /** A connection to a recorded live host: TLS over a logged connection, the host's certificate verified. */
+  async function openRecorded(host: string, port: number): Promise<net.Socket> {
+    const { socket } = await openLogged("HTTP", host, port);
+    const secure = tls.connect({
+      socket,
+      ...(isIP(host) === 0 ? { servername: host } : {}),
+      ca: options.record?.trust ?? [...tls.rootCertificates],
+      ALPNProtocols: ["http/1.1"],
+    });
+    await new Promise<void>((resolve, reject) => {
+      secure.once("secureConnect", resolve);
+      secure.once("error", (err) => {
+        socket.destroy();
+        reject(new Error(`TLS with ${host}: ${err.message}`));
+      });
+    });
+    return secure;
+  }
+  const recordedAgent = connectorAgent(openRecorded, idleTimeoutMs);
+  const keepCookies = (options.record?.keepCookies ?? []).map(normalizeHost);
   // HTTP/2 lets one connection carry 128 requests at once, where a browser held itself to 32 connections to a proxy:
   // the gateway, shared by every computer, gets at most this many of this computer's requests at a time, the rest
   // waiting their turn here, on connections kept alive and reused.
@@ -194,6 +275,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   function logRequest(x: Exchange, status: number | undefined, endedBy?: string): void {
     log.write({
       event: "request",
+      ...(x.id !== undefined ? { id: x.id } : {}),
       method: x.method,
       host: x.host,
       port: x.port,
@@ -217,6 +299,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
 
   function forwardHooks(res: http.ServerResponse, x: Exchange): ForwardHooks {
     return {
+      ...(x.tap ? { tap: x.tap } : {}),
       answered: (status) => logRequest(x, status),
       abandoned: (endedBy) => logRequest(x, undefined, endedBy),
       failed: (err, settled) => {
@@ -228,6 +311,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
         // A broken answer leaves nothing to trust about the exchange: the computer's connection ends too.
         answerResponse(res, f.status, f.verdict, f.message, err instanceof BrokenAnswer);
         logRequest(x, f.status);
+        recordProxyAnswer(x, f);
       },
     };
   }
@@ -235,12 +319,14 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   function upgradeHooks(client: net.Socket, x: Exchange, open: () => Promise<net.Socket>): UpgradeHooks {
     return {
       open,
+      ...(x.tap ? { tap: x.tap } : {}),
       answered: (status) => logRequest(x, status),
       abandoned: (endedBy) => logRequest(x, undefined, endedBy),
       failed: (err) => {
         const f = failure(err, x);
         answerSocket(client, f.status, f.verdict, f.message);
         logRequest(x, f.status);
+        recordProxyAnswer(x, f);
       },
     };
   }
@@ -302,13 +388,26 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   type RequestRoute =
     | { to: "gateway"; x: Exchange; destination: Destination }
     | { to: "host"; x: Exchange; destination: Destination }
+    | { to: "recorded"; x: Exchange; destination: Destination }
     | { to: "answer"; failure: Failure };
 
   function routeRequest(req: http.IncomingMessage, socket: net.Socket, notProxyHint: string): RequestRoute {
     const tunnel = tunnels.get(socket);
+    const version = `HTTP/${req.httpVersion}`;
     if (tunnel) {
-      const x = exchange(req, tunnel.host, tunnel.port, tunnel.site);
       const path = tunnelPath(req.url ?? "/");
+      const url = `${tunnel.proto}://${tunnelAuthority(tunnel)}${path}`;
+      const x = recorded(exchange(req, tunnel.host, tunnel.port, tunnel.site), url, version, req.rawHeaders, socket);
+      if (tunnel.site === undefined) {
+        const headers = endToEndHeaders(req.rawHeaders, WRITTEN_FOR_A_HOST, secrets);
+        const destination = {
+          host: tunnel.host,
+          port: tunnel.port,
+          path,
+          headers: ["Host", tunnelAuthority(tunnel), ...headers],
+        };
+        return { to: tunnel.proto === "https" ? "recorded" : "host", x, destination };
+      }
       return {
         to: "gateway",
         x,
@@ -322,8 +421,9 @@ export function createProxyServer(options: ProxyOptions): http.Server {
         failure: badRequest(socket, `not a proxy request: "${req.method} ${req.url}"${notProxyHint}`, req.method),
       };
     const route = router.route(target.host);
+    const url = `http://${target.authority}${target.path}`;
     if (route.kind === "synthetic") {
-      const x = exchange(req, target.host, target.port, route.site);
+      const x = recorded(exchange(req, target.host, target.port, route.site), url, version, req.rawHeaders, socket);
       return {
         to: "gateway",
         x,
@@ -334,7 +434,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       return { to: "answer", failure: refusedByRoute(exchange(req, target.host, target.port), route.why) };
     return {
       to: "host",
-      x: exchange(req, target.host, target.port),
+      x: recorded(exchange(req, target.host, target.port), url, version, req.rawHeaders, socket),
       destination: hostDestination(req, target.host, target.port, target.path),
     };
   }
@@ -368,7 +468,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       return answerResponse(res, route.failure.status, route.failure.verdict, route.failure.message);
     if (route.to === "gateway")
       return forward(req, res, gatewayAgent, route.destination, forwardHooks(res, route.x), gatewaySlots);
-    forward(req, res, hostAgent, route.destination, forwardHooks(res, route.x));
+    const agent = route.to === "recorded" ? recordedAgent : hostAgent;
+    forward(req, res, agent, route.destination, forwardHooks(res, route.x));
   }
 
   function onUpgrade(req: http.IncomingMessage, client: net.Socket, early: Buffer): void {
@@ -383,7 +484,12 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     if (route.to === "answer")
       return answerSocket(client, route.failure.status, route.failure.verdict, route.failure.message);
     const { host, port } = route.destination;
-    const open = route.to === "gateway" ? openGateway : async () => (await openLogged("HTTP", host, port)).socket;
+    const open =
+      route.to === "gateway"
+        ? openGateway
+        : route.to === "recorded"
+          ? () => openRecorded(host, port)
+          : async () => (await openLogged("HTTP", host, port)).socket;
     forwardUpgrade(req, client, early, route.destination, idleTimeoutMs, upgradeHooks(client, route.x, open));
   }
 
@@ -456,8 +562,9 @@ export function createProxyServer(options: ProxyOptions): http.Server {
           method: "CONNECT",
           host,
           port,
-          address: `${gatewayHost}:${gatewayPort}`,
-          site,
+          // A recorded live host's line names the host: its requests went there on connections of their own.
+          address: site === undefined ? formatAuthority(host, port) : `${gatewayHost}:${gatewayPort}`,
+          ...(site !== undefined ? { site } : { recorded: true as const }),
           ...(protocol === "h2" || protocol === "http/1.1" ? { protocol } : {}),
           bytesToHost: client.bytesRead - readBefore,
           bytesFromHost: client.bytesWritten - writtenBefore,
@@ -596,32 +703,43 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       });
       return answerStream(stream, 421, SiteProxyVerdict.refused, `${r.authority} is misdirected: ${why}`);
     }
-    const x: Exchange = {
-      method: r.method,
-      host: tunnel.host,
-      port: tunnel.port,
-      site: tunnel.site,
-      hostHeader: r.authority,
-    };
+    const x = recorded(
+      { method: r.method, host: tunnel.host, port: tunnel.port, site: tunnel.site, hostHeader: r.authority },
+      `https://${r.authority}${r.path}`,
+      "HTTP/2.0",
+      r.received,
+      stream.session?.socket ?? stream,
+    );
+    const live = tunnel.site === undefined;
+    const destination: Destination = live
+      ? {
+          host: tunnel.host,
+          port: tunnel.port,
+          path: r.path!,
+          headers: ["Host", tunnelAuthority(tunnel), ...r.headers],
+        }
+      : gatewayDestination(r.headers, tunnel.site!, tunnelAuthority(tunnel), "https", r.path!);
     if (r.protocol === "websocket") {
-      const destination = gatewayDestination(r.headers, tunnel.site, tunnelAuthority(tunnel), "https", r.path!);
       return forwardWebSocket(stream, destination, idleTimeoutMs, {
-        open: openGateway,
+        open: live ? () => openRecorded(tunnel.host, tunnel.port) : openGateway,
+        ...(x.tap ? { tap: x.tap } : {}),
         answered: (status) => logRequest(x, status),
         abandoned: (endedBy) => logRequest(x, undefined, endedBy),
         failed: (err) => {
           const f = failure(err, x);
           answerStream(stream, f.status, f.verdict, f.message);
           logRequest(x, f.status);
+          recordProxyAnswer(x, f);
         },
       });
     }
     forwardStream(
       stream,
       r,
-      gatewayAgent,
-      gatewayDestination(r.headers, tunnel.site, tunnelAuthority(tunnel), "https", r.path!),
+      live ? recordedAgent : gatewayAgent,
+      destination,
       {
+        ...(x.tap ? { tap: x.tap } : {}),
         answered: (status) => logRequest(x, status),
         abandoned: (endedBy) => logRequest(x, undefined, endedBy),
         failed: (err, settled) => {
@@ -629,9 +747,10 @@ export function createProxyServer(options: ProxyOptions): http.Server {
           const f = failure(err, x);
           answerStream(stream, f.status, f.verdict, f.message);
           logRequest(x, f.status);
+          recordProxyAnswer(x, f);
         },
       },
-      gatewaySlots,
+      live ? undefined : gatewaySlots,
     );
   }
 
@@ -671,6 +790,8 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const route = router.route(target.host);
     if (route.kind === "synthetic")
       void terminate(client, head, { site: route.site, host: target.host, port: target.port });
+    else if (route.kind === "forward" && route.record)
+      void terminate(client, head, { site: undefined, host: target.host, port: target.port });
     else if (route.kind === "refused") {
       const f = refusedByRoute({ method: "CONNECT", host: target.host, port: target.port }, route.why);
       answerSocket(client, f.status, f.verdict, f.message);
@@ -711,6 +832,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   server.on("close", () => {
     hostAgent.destroy();
     gatewayAgent.destroy();
+    recordedAgent.destroy();
   });
   return server;
 }

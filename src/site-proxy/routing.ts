@@ -4,7 +4,9 @@
 import { covers, isAddress, isLocalhostName, isWildcard } from "../protocol/host-names";
 import { normalizeHost } from "./connect";
 
-export type Route = { kind: "synthetic"; site: string } | { kind: "forward" } | { kind: "refused"; why: string };
+/** `record`: the host is a live site's the proxy opens to record (its HTTPS terminated here, never tunnelled). */
+export type Route =
+  { kind: "synthetic"; site: string } | { kind: "forward"; record?: true } | { kind: "refused"; why: string };
 
 export type Reach = "allow-all" | "none" | string[];
 
@@ -12,7 +14,10 @@ export interface Router {
   route(host: string): Route;
 }
 
-export function createRouter(sites: Record<string, string[]>, reach: Reach): Router {
+export function createRouter(sites: Record<string, string[]>, reach: Reach, record: string[] = []): Router {
+  const recorded = record.map(normalizeHost);
+  const forward = (host: string): Route =>
+    recorded.some((pattern) => covers(pattern, host)) ? { kind: "forward", record: true } : { kind: "forward" };
   const exact = new Map<string, string>();
   // Longest suffix first, so the narrowest wildcard that covers a name decides its site.
   const wildcards: { pattern: string; site: string }[] = [];
@@ -30,11 +35,11 @@ export function createRouter(sites: Record<string, string[]>, reach: Reach): Rou
       const host = normalizeHost(rawHost);
       const site = exact.get(host) ?? wildcards.find((w) => covers(w.pattern, host))?.site;
       if (site !== undefined) return { kind: "synthetic", site };
-      if (reach === "allow-all") return { kind: "forward" };
+      if (reach === "allow-all") return forward(host);
       if (reach === "none") return { kind: "refused", why: "this computer reaches only its synthetic sites" };
       if (isAddress(host)) return { kind: "refused", why: "an allowlist never reaches an address" };
       if (isLocalhostName(host)) return { kind: "refused", why: "an allowlist never reaches a localhost name" };
-      if (allowlist.some((pattern) => covers(pattern, host))) return { kind: "forward" };
+      if (allowlist.some((pattern) => covers(pattern, host))) return forward(host);
       return { kind: "refused", why: "not in this computer's allowlist" };
     },
   };

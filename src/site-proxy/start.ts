@@ -1,7 +1,9 @@
 // Starts the site proxy: its forward port and its control port (log, CA, the browser's DevTools), from one checked
 // configuration. Tests call this in-process or spawn bin/multienv-site-proxy.js.
 import type * as http from "node:http";
+import * as fs from "node:fs";
 import * as net from "node:net";
+import * as tls from "node:tls";
 import * as path from "node:path";
 import { secretTokens } from "../protocol/auth";
 import type { StartupRecord } from "../protocol/site-proxy";
@@ -15,6 +17,7 @@ import { type EventLog, openEventLog } from "./log";
 import { parseAuthority } from "./messages";
 import { OpenConnections } from "./connections";
 import { createProxyServer } from "./proxy";
+import { openRecorder, type RequestRecorder } from "./recorder";
 import { createRouter } from "./routing";
 import { CONFIG_ENV } from "./supervision";
 
@@ -30,6 +33,8 @@ export interface RunningSiteProxy {
   /** The startup record as written to the log. */
   startup: Omit<StartupRecord, "time">;
   log: EventLog;
+  /** The request log, when the config asks for one. */
+  recorder?: RequestRecorder;
   close(): Promise<void>;
 }
 
@@ -74,13 +79,28 @@ function closeServer(server: net.Server): Promise<void> {
   });
 }
 
+/** The PEM file of the certificates recorded hosts are also trusted by, or a one-line config error. */
+function readTrust(file: string): string {
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch (err) {
+    throw new ServiceConfigError(
+      `${CONFIG_ENV}.record.trust: cannot read ${file} (${(err as Error).message}); give a PEM file of the certificates the recorded hosts' TLS is checked against`,
+    );
+  }
+}
+
 /** `token` guards the control listener; it is required when `config.control` is set. */
 export async function startSiteProxy(config: SiteProxyConfig, token?: string): Promise<RunningSiteProxy> {
   const log = openEventLog(config.log);
   const ca = await loadOrCreateCa(config.ca, path.join(path.dirname(config.log), "ca.pem"));
   const connector = createConnector(config);
-  const router = createRouter(config.sites, config.reach);
+  const router = createRouter(config.sites, config.reach, config.record?.hosts);
   const connections = new OpenConnections();
+  const secrets = token !== undefined ? secretTokens([token]) : undefined;
+  const recorder = config.requestLog
+    ? openRecorder({ ...config.requestLog, ...(secrets ? { secrets } : {}) })
+    : undefined;
 
   const proxyServer = createProxyServer({
     router,
@@ -92,7 +112,16 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
     idleTimeoutMs: config.idleTimeoutMs,
     headTimeoutMs: config.headTimeoutMs,
     connections,
-    ...(token !== undefined ? { secrets: secretTokens([token]) } : {}),
+    ...(secrets ? { secrets } : {}),
+    ...(recorder ? { recorder } : {}),
+    ...(config.record
+      ? {
+          record: {
+            keepCookies: config.record.keepCookies,
+            trust: [...tls.rootCertificates, ...(config.record.trust ? [readTrust(config.record.trust)] : [])],
+          },
+        }
+      : {}),
   });
   const proxy = await listen(
     proxyServer,
@@ -114,6 +143,7 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
       idleTimeoutMs: config.idleTimeoutMs,
       headTimeoutMs: config.headTimeoutMs,
       connections,
+      ...(config.requestLog && recorder ? { requestLog: { dir: config.requestLog.dir, recorder } } : {}),
     });
     control = await listen(
       controlServer,
@@ -139,9 +169,10 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
     caCertPath: ca.certPath,
     startup,
     log,
+    ...(recorder ? { recorder } : {}),
     async close() {
       await Promise.all([proxyServer, ...(controlServer ? [controlServer] : [])].map(closeServer));
-      await log.close();
+      await Promise.all([log.close(), recorder?.close()]);
     },
   };
 }

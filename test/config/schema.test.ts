@@ -9,6 +9,7 @@ describe("stack config schema", () => {
       target: "docker",
       captureTraffic: false,
       capture: { fileSizeMb: 20, fileCount: 10 },
+      requestLog: true,
       selfTest: true,
       websites: {
         shop: { domains: [], live: false, allowHosts: [], server: { port: 8000 }, settings: {}, secretSettings: {} },
@@ -18,6 +19,20 @@ describe("stack config schema", () => {
     expect(stackConfigSchema.parse({ websites: { s: { domains: [], frontend: {} } } }).websites.s.frontend).toEqual({
       port: 80,
     });
+  });
+
+  it("takes requestLog as true, false or its body limit and redacted names, and says what it takes otherwise", () => {
+    expect(stackConfigSchema.parse({ requestLog: false }).requestLog).toBe(false);
+    expect(stackConfigSchema.parse({ requestLog: { redact: ["X-Api-Key"] } }).requestLog).toEqual({
+      bodyLimitBytes: 1024 * 1024,
+      redact: ["X-Api-Key"],
+    });
+    const bad = stackConfigSchema.safeParse({ requestLog: "yes" });
+    expect(bad.success).toBe(false);
+    expect(bad.error!.issues[0].message).toMatch(/^must be true, false or \{bodyLimitBytes/);
+    expect(stackConfigSchema.safeParse({ requestLog: { bodyLimitBytes: -1 } }).success).toBe(false);
+    expect(stackConfigSchema.safeParse({ requestLog: { redact: ["a b"] } }).success).toBe(false);
+    expect(stackConfigSchema.safeParse({ requestLog: { keep: true } }).success).toBe(false);
   });
 
   it("refuses unknown keys at every level", () => {

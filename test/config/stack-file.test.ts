@@ -57,6 +57,7 @@ describe("readStackFile", () => {
       target: "docker",
       captureTraffic: true,
       capture: { fileSizeMb: 5, fileCount: 10 },
+      requestLog: true,
       selfTest: true,
       websites: {
         shop: {
@@ -101,6 +102,7 @@ describe("readStackFile", () => {
       computers: {},
       captureTraffic: false,
       capture: { fileSizeMb: 20, fileCount: 10 },
+      requestLog: true,
       selfTest: true,
     });
   });
@@ -221,7 +223,7 @@ describe("readStackFile", () => {
       ),
     ).toEqual([
       "multienv:websites: holds a secret, so the plan cannot read it; keep websites plaintext and put each secret in its own key named by a website's secretSettings",
-      "multienv:strayToken: unknown key; the keys here are target, websites, computers, captureTraffic, capture, ec2, hosts, kubernetes, selfTest (a secret key belongs here only when a website's secretSettings names it)",
+      "multienv:strayToken: unknown key; the keys here are target, websites, computers, captureTraffic, capture, requestLog, ec2, hosts, kubernetes, selfTest (a secret key belongs here only when a website's secretSettings names it)",
     ]);
   });
 

@@ -33,11 +33,23 @@ it("runs three episodes of the demo task on one env, each from a clean state, an
   const episodes = run.stdout.split("\n").filter((l) => /^episode \d: start tabs/.test(l));
   expect(episodes).toHaveLength(3);
   // Its github.com tab shows an error page here (no stand-in for the live site); the shop's is its start tab. Each
-  // episode starts with no order (the reset emptied the last one's), and its one order passes the grade.
-  for (const line of episodes)
-    expect(line).toMatch(/start tabs \[.*"https:\/\/shop\.test\/".*\], orders before 0, order-1 placed, passed: /);
-  for (const n of [1, 2, 3])
+  // episode starts with no order (the reset emptied the last one's); the first two orders pass the grade, the last
+  // (the mug alone) fails it.
+  episodes.forEach((line, i) =>
+    expect(line).toMatch(
+      new RegExp(
+        `start tabs \\[.*"https://shop\\.test/".*\\], orders before 0, order-1 placed, ${i < 2 ? "passed" : "failed"}: `,
+      ),
+    ),
+  );
+  // The request log's grade of each episode, from its HAR alone, agrees with the data plane's.
+  const fromHar = run.stdout.split("\n").filter((l) => /^episode \d from its request log: /.test(l));
+  expect(fromHar).toHaveLength(3);
+  fromHar.forEach((line, i) => expect(line).toMatch(i < 2 ? /: passed: .*; agrees/ : /: failed: .*; agrees/));
+  for (const n of [1, 2, 3]) {
     expect(fs.readdirSync(path.join(ARTIFACTS, "episodes", String(n), "proxy-logs"))).toContain("desktop.jsonl");
+    expect(fs.readdirSync(path.join(ARTIFACTS, "episodes", String(n), "requests"))).toContain("desktop.har");
+  }
   const record = JSON.parse(fs.readFileSync(path.join(ARTIFACTS, "run.json"), "utf8"));
   expect(record.episode).toBe(4);
   expect(record.episodes.map((e: { episode: number }) => e.episode)).toEqual([1, 2, 3]);

@@ -50,11 +50,13 @@ describe("gateway service config", () => {
           cdp: "http://proxy-desk:9000/cdp",
           proxyLog: "http://proxy-desk:9000/log",
           endConnections: "http://proxy-desk:9000/connections/end",
+          requests: "http://proxy-desk:9000/requests",
         },
         open: {
           cdp: "http://proxy-open:9000/cdp",
           proxyLog: "http://proxy-open:9000/log",
           endConnections: "http://proxy-open:9000/connections/end",
+          requests: "http://proxy-open:9000/requests",
         },
       },
     });
@@ -77,7 +79,37 @@ describe("site proxy service config", () => {
       idleTimeoutMs: 300000,
       ca: { cert: "/var/lib/multienv/ca/ca.pem", key: "/var/lib/multienv/ca-private/ca-key.pem" },
       control: { host: "proxy-desk", port: 9000, cdp: "browser:9222" },
+      requestLog: {
+        dir: "/var/log/multienv/requests",
+        computer: "desk",
+        bodyLimitBytes: 1024 * 1024,
+        redact: [],
+      },
     });
+  });
+
+  it("keeps a request log by default, with the config's body limit and redacted names, and none when it is off", () => {
+    const limited = planned({
+      requestLog: { bodyLimitBytes: 4096, redact: ["X-Api-Key", "sid"] },
+      websites: { shop: { domains: ["shop.test"] } },
+      computers: { desk: { network: "none" } },
+    });
+    expect(siteProxyServiceConfig(limited, "desk").requestLog).toEqual({
+      dir: "/var/log/multienv/requests",
+      computer: "desk",
+      bodyLimitBytes: 4096,
+      redact: ["X-Api-Key", "sid"],
+    });
+    expect(parseSiteProxyConfig(siteProxyServiceConfig(limited, "desk")).requestLog).toMatchObject({
+      bodyLimitBytes: 4096,
+    });
+    const off = planned({
+      requestLog: false,
+      websites: { shop: { domains: ["shop.test"] } },
+      computers: { desk: { network: "none" } },
+    });
+    expect(siteProxyServiceConfig(off, "desk")).not.toHaveProperty("requestLog");
+    expect(gatewayServiceConfig(off).computers.desk).not.toHaveProperty("requests");
   });
 
   it("takes a planned computer as well as a name; a computer that does not route sites has an empty table", () => {
@@ -97,6 +129,58 @@ describe("site proxy service config", () => {
 
   it("refuses a computer the plan does not have", () => {
     expect(() => siteProxyServiceConfig(p, "nope")).toThrow(/no computer "nope"/);
+  });
+});
+
+describe("recording a live site", () => {
+  const config = {
+    websites: {
+      shop: { domains: ["shop.test"] },
+      gh: { live: true, domains: ["github.com"], allowHosts: ["*.githubassets.com"], record: true },
+      docs: { live: true, domains: ["docs.example.org"], record: true, keepCookies: true },
+      other: { live: true, domains: ["other.example.org"] },
+    },
+    computers: { desk: { network: "allow-all" } },
+  };
+
+  it("opens the recorded sites' names at each site proxy, marks them recorded, and says so as a warning", () => {
+    const result = plan(stackConfig(config), { stack: "demo" });
+    if (!result.ok) throw new Error(result.problems.map(formatProblem).join("\n"));
+    expect(siteProxyServiceConfig(result.plan, "desk").record).toEqual({
+      hosts: ["docs.example.org", "github.com", "*.githubassets.com"],
+      keepCookies: ["docs.example.org"],
+    });
+    expect(parseSiteProxyConfig(siteProxyServiceConfig(result.plan, "desk")).record?.hosts).toHaveLength(3);
+    expect(result.plan.liveWebsites.map((w) => [w.name, w.recorded])).toEqual([
+      ["docs", true],
+      ["gh", true],
+      ["other", undefined],
+    ]);
+    expect(result.warnings.filter((w) => w.includes(".record"))).toEqual([
+      expect.stringMatching(/^multienv:websites\.docs\.record: opens the live site's HTTPS .*cookies' values included/),
+      expect.stringMatching(/^multienv:websites\.gh\.record: opens the live site's HTTPS .*cookies' values left out/),
+    ]);
+  });
+
+  it("refuses record on a synthetic site, keepCookies without record, and record with the request log off", () => {
+    const result = plan(
+      stackConfig({
+        requestLog: false,
+        websites: {
+          shop: { domains: ["shop.test"], record: true },
+          gh: { live: true, domains: ["github.com"], keepCookies: true },
+          docs: { live: true, domains: ["docs.example.org"], record: true },
+        },
+      }),
+      { stack: "demo" },
+    );
+    expect(result.ok).toBe(false);
+    const lines = result.ok ? [] : result.problems.map(formatProblem);
+    expect(lines).toContainEqual(expect.stringMatching(/^multienv:websites\.shop\.record: records a live site/));
+    expect(lines).toContainEqual(expect.stringMatching(/^multienv:websites\.gh\.keepCookies: keeps a recorded/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^multienv:websites\.docs\.record: records into the request log, which requestLog: false/),
+    );
   });
 });
 
@@ -151,6 +235,7 @@ describe("the configs once the env exists", () => {
       cdp: planned.computers.desk.cdp.replace("proxy-desk", "10.0.0.6"),
       proxyLog: planned.computers.desk.proxyLog.replace("proxy-desk", "10.0.0.6"),
       endConnections: planned.computers.desk.endConnections.replace("proxy-desk", "10.0.0.6"),
+      requests: planned.computers.desk.requests!.replace("proxy-desk", "10.0.0.6"),
     });
     expect(config.computers.open).toEqual(planned.computers.open);
     expect(planned.computers.desk.cdp).toContain("proxy-desk");

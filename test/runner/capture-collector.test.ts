@@ -1,4 +1,5 @@
-// The capture collector: the program declares it (under Pulumi's mocks) only when capture is on, with the
+// The capture collector: the program declares it (under Pulumi's mocks) only when capture is on or the computers
+// keep request logs, with the
 // delete step and the environment `multienv collect --from-env` reads back. Running that delete step for real
 // is in cli.test.ts.
 import { describe, expect, it } from "vitest";
@@ -51,9 +52,11 @@ describe("capture collector in the program", () => {
     expect(resource(masked, DELETE_STEP, "cc1-capture-collector-delete-step").inputs.environment).toBe("[secret]");
   });
 
-  it("is not declared when capture is off", async () => {
-    const graph = await graphOf("cc2", { ...CONFIG, captureTraffic: false });
-    expect(graph.resources.filter((r) => r.name.includes("capture-collector"))).toEqual([]);
+  it("is declared when capture is off but the computers keep request logs (the default), and not when neither", async () => {
+    const logs = await graphOf("cc2", { ...CONFIG, captureTraffic: false });
+    expect(logs.resources.filter((r) => r.name === "cc2-capture-collector-delete-step")).toHaveLength(1);
+    const neither = await graphOf("cc3", { ...CONFIG, captureTraffic: false, requestLog: false });
+    expect(neither.resources.filter((r) => r.name.includes("capture-collector"))).toEqual([]);
   });
 });
 

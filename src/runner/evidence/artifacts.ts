@@ -19,6 +19,8 @@ export const RUN_RECORD_FILE = "run.json";
 export const TRAFFIC_DIR = "traffic";
 /** Each computer's site-proxy log, as fetched through the gateway: `<computer>.jsonl`. */
 export const PROXY_LOGS_DIR = "proxy-logs";
+/** Each computer's request log, as one HAR 1.2 document: `<computer>.har`. */
+export const REQUESTS_DIR = "requests";
 
 /** A temporary path beside `destination` (same directory, so the rename is atomic), hidden and unique. */
 export function temporaryPathFor(destination: string): string {

@@ -21,6 +21,7 @@ import {
 import { PROXY_LOGS_DIR, TRAFFIC_DIR, temporaryPathFor, writeFileAtomic } from "./artifacts";
 import { errorMessage, RunnerError } from "../errors";
 import { fetchProxyLog, publicHostsInLog } from "./proxy-logs";
+import { entriesOfLog, fetchRequestLog, storeHar } from "./request-logs";
 import type { GatewayAccess } from "../stack/outputs";
 import {
   readRunRecord,
@@ -28,6 +29,7 @@ import {
   writeRunRecord,
   type CaptureErrorRecord,
   type CaptureRecord,
+  type ComputerEvidence,
   type DeployedMarks,
   type RunRecord,
 } from "./run-record";
@@ -224,6 +226,30 @@ async function keepReplacedLog(path: string, text: string): Promise<void> {
     await rename(path, path.replace(/\.jsonl$/, `.until-${new Date().toISOString().replace(/[:.]/g, "-")}.jsonl`));
 }
 
+/**
+ * The computer's request log, stored as a HAR document of the exchanges `logText` (the episode's proxy log lines)
+ * names; nothing when the env keeps none, and the error when it could not be read (the run goes on).
+ */
+async function requestLogOf(
+  options: CollectOptions,
+  computer: string,
+  logText: string,
+): Promise<Pick<ComputerEvidence, "requests" | "requestsError">> {
+  const { access, artifactsDir, log = () => {} } = options;
+  try {
+    const entries = await fetchRequestLog(access.gatewayUrl, access.controlToken, computer);
+    if (entries === undefined) return {};
+    const stored = await storeHar(artifactsDir, computer, entriesOfLog(entries, logText));
+    log(
+      `collected ${stored.file} (${stored.entries} exchanges, ${stored.bytes} bytes, sha256 ${stored.sha256.slice(0, 12)}…)`,
+    );
+    return { requests: stored };
+  } catch (error) {
+    log(`warning: stack ${options.stack}: ${message(error)}; the request log of computer ${computer} is not stored`);
+    return { requestsError: message(error) };
+  }
+}
+
 /** Fetches each computer's site-proxy log, stores it, and records the public hosts it shows. */
 async function gatherEvidenceInto(options: CollectOptions, record: RunRecord): Promise<RunRecord> {
   const { access, artifactsDir, log = () => {} } = options;
@@ -242,7 +268,13 @@ async function gatherEvidenceInto(options: CollectOptions, record: RunRecord): P
       const previous = evidence[computer]?.publicHosts ?? [];
       const publicHosts = [...new Set([...previous, ...found.publicHosts])].sort();
       publicHosts.forEach((h) => hosts.add(h));
-      evidence[computer] = { log: logFile, connections: found.connections, publicHosts, fetchedAt };
+      evidence[computer] = {
+        log: logFile,
+        connections: found.connections,
+        publicHosts,
+        fetchedAt,
+        ...(await requestLogOf(options, computer, text)),
+      };
     } catch (error) {
       log(
         `warning: stack ${options.stack}: ${message(error)}; the run is marked not reproducible since its traffic is unknown`,

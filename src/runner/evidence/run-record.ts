@@ -34,6 +34,16 @@ export interface CaptureErrorRecord {
   at: string;
 }
 
+/** One computer's request log as stored: a HAR document of the episode's exchanges. */
+export interface RequestLogRecord {
+  /** Relative to the run's artifacts directory: `requests/<computer>.har`. */
+  file: string;
+  bytes: number;
+  sha256: string;
+  /** Entries (exchanges) in it. */
+  entries: number;
+}
+
 export interface ComputerEvidence {
   /** Relative path of the stored log: `proxy-logs/<computer>.jsonl`. */
   log?: string;
@@ -43,6 +53,10 @@ export interface ComputerEvidence {
   /** Why the log could not be fetched, when it could not. */
   error?: string;
   fetchedAt: string;
+  /** The computer's request log, when the env keeps one. */
+  requests?: RequestLogRecord;
+  /** Why the request log could not be fetched, when it could not. */
+  requestsError?: string;
 }
 
 /** A deploy whose self-test failed (its outputs are not saved): the lines of its error, one per failing check. */

@@ -32,7 +32,7 @@ import {
   WEBSITE_V1_URN,
   type GatewayCard,
 } from "../../protocol/card";
-import { PROXY_LOGS_DIR, TRAFFIC_DIR } from "../evidence/artifacts";
+import { PROXY_LOGS_DIR, REQUESTS_DIR, TRAFFIC_DIR } from "../evidence/artifacts";
 import { collectRun, type CollectResult } from "../evidence/collect";
 import { collectOptionsFor, hasDeployedEnv } from "./down";
 import { errorMessage, RunnerError } from "../errors";
@@ -179,7 +179,7 @@ async function archiveEpisode(artifactsDir: string, episode: number): Promise<st
   const relative = join("episodes", String(episode));
   const dir = join(artifactsDir, relative);
   let moved = false;
-  for (const sub of [TRAFFIC_DIR, PROXY_LOGS_DIR]) {
+  for (const sub of [TRAFFIC_DIR, PROXY_LOGS_DIR, REQUESTS_DIR]) {
     const from = join(artifactsDir, sub);
     if ((await readdir(from).catch(() => [])).length === 0) continue;
     if (!moved) {

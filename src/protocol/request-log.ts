@@ -1,0 +1,145 @@
+// The request log: every HTTP exchange a computer's site proxy decrypts, one HAR 1.2 entry per JSON line, in
+// rotating files on the proxy's disk. The proxy writes the lines, its control listener serves them, the gateway
+// serves them on (requests/v1, behind the control token) and the runner makes HAR documents of them, so the names
+// on the wire and the entry's shape live here once.
+import type { Entry, Har, Page } from "har-format";
+
+export const REQUESTS_V1_URN = "urn:agentenv:requests/v1";
+/** GET: the computers whose request logs the gateway serves (control token required). */
+export const REQUESTS_LIST_PATH = "/requests/v1/computers";
+/** The media type of a request log as served: one HAR entry per line, oldest first. */
+export const REQUEST_LOG_MEDIA_TYPE = "application/x-ndjson";
+/** The media type of a HAR document. */
+export const HAR_MEDIA_TYPE = "application/json";
+
+/** The path of one computer's request log (GET: its entries, one JSON line each, oldest first). */
+export function requestLogPath(computer: string): string {
+  return `${REQUESTS_LIST_PATH}/${encodeURIComponent(computer)}`;
+}
+
+/** GET REQUESTS_LIST_PATH answers this. */
+export interface RequestLogListing {
+  computers: { name: string; path: string }[];
+}
+
+/** The requests/v1 extension as the gateway declares it in its card. */
+export function requestsExtension() {
+  return {
+    uri: REQUESTS_V1_URN,
+    description:
+      "Each computer's request log: every HTTP exchange its site proxy decrypted, one HAR 1.2 entry per line; control token required.",
+    params: { mediaType: REQUEST_LOG_MEDIA_TYPE, entry: "HAR 1.2", order: "oldest-first" },
+    paths: { list: REQUESTS_LIST_PATH, get: `${REQUESTS_LIST_PATH}/{computer}` },
+  };
+}
+
+/**
+ * A rotating file of the log: `requests.<N>.jsonl`, N counting up from 0 across the proxy's life and its restarts;
+ * the oldest files are removed as new ones begin, as a capture's rotating files are.
+ */
+export const REQUEST_LOG_FILE_PATTERN = /^requests\.(\d{1,9})\.jsonl$/;
+
+export function requestLogFileName(index: number): string {
+  return `requests.${index}.jsonl`;
+}
+
+/** How an exchange ended, in `_multienv.end`. */
+export type ExchangeEnd =
+  /** The whole answer went back to the computer. */
+  | "complete"
+  /** The proxy answered itself (refused, failed): `response` is its answer. */
+  | "proxy answer"
+  /** A WebSocket (or other upgrade) whose relay ended: its messages are in `_webSocketMessages`. */
+  | "upgrade closed"
+  /** The computer went away (`stream reset (<code>)`, `connection closed`), or the answer broke (`answer broke: …`). */
+  | string;
+
+/** One body as the proxy saw it pass: the whole of it, whatever the entry keeps. */
+export interface BodyDigest {
+  /** Every byte of the body. */
+  bytes: number;
+  sha256: string;
+  /** True when the entry keeps only the first `bodyLimitBytes` of it. */
+  cut: boolean;
+}
+
+/** The fields of our own on every entry. */
+export interface MultienvEntryFields {
+  computer: string;
+  /** The `id` of the proxy log's `request` line of this exchange. */
+  logId: string;
+  end: ExchangeEnd;
+  request: BodyDigest;
+  response: BodyDigest;
+  /** WebSocket messages past the most an entry keeps, counted. */
+  webSocketMessagesDropped?: number;
+}
+
+/** Chromium's own HAR export of a WebSocket message. */
+export interface WebSocketMessage {
+  type: "send" | "receive";
+  /** Seconds since the epoch. */
+  time: number;
+  opcode: number;
+  data: string;
+}
+
+/** An entry of the request log: HAR 1.2's (whose `_webSocketMessages` are Chromium's), and our own fields. */
+export type RequestLogEntry = Entry & { _multienv: MultienvEntryFields };
+
+/** Parses a request log's text (one entry per line; a torn last line, still being written, is skipped). */
+export function parseRequestLog(text: string): RequestLogEntry[] {
+  const entries: RequestLogEntry[] = [];
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    try {
+      entries.push(JSON.parse(line) as RequestLogEntry);
+    } catch {
+      // a torn last line
+    }
+  }
+  return entries;
+}
+
+function headerValue(headers: { name: string; value: string }[], name: string): string | undefined {
+  return headers.find((h) => h.name.toLowerCase() === name)?.value;
+}
+
+/** A navigation of a frame: what the browser marks as one (Sec-Fetch-Dest document), or, without that, an HTML GET. */
+function isNavigation(entry: Entry): boolean {
+  const dest = headerValue(entry.request.headers, "sec-fetch-dest");
+  if (dest !== undefined)
+    return dest === "document" && headerValue(entry.request.headers, "sec-fetch-mode") === "navigate";
+  return false;
+}
+
+/**
+ * A complete HAR 1.2 document of `entries` (in time order): a page for each navigation of the browser's top frame
+ * (Sec-Fetch-Dest document), and each entry referred from a page's URL (its Referer) put on the latest such page.
+ */
+export function harDocument(entries: RequestLogEntry[], creator: { name: string; version: string }): Har {
+  const sorted = [...entries].sort((a, b) => a.startedDateTime.localeCompare(b.startedDateTime));
+  const pages: Page[] = [];
+  const latestPageOf = new Map<string, string>();
+  const out = sorted.map((entry) => {
+    const copy: RequestLogEntry = { ...entry };
+    delete copy.pageref;
+    if (isNavigation(entry)) {
+      const id = `page_${pages.length + 1}`;
+      pages.push({
+        startedDateTime: entry.startedDateTime,
+        id,
+        title: entry.request.url,
+        pageTimings: { onContentLoad: -1, onLoad: -1 },
+      });
+      latestPageOf.set(entry.request.url, id);
+      copy.pageref = id;
+    } else {
+      const referer = headerValue(entry.request.headers, "referer");
+      const page = referer !== undefined ? latestPageOf.get(referer) : undefined;
+      if (page !== undefined) copy.pageref = page;
+    }
+    return copy;
+  });
+  return { log: { version: "1.2", creator, pages, entries: out } };
+}

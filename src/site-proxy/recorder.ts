@@ -1,0 +1,421 @@
+// The request log's recorder: the forwarding path hands it an exchange's parts as they pass (the request's head and
+// body, the answer's head and body, how it ended) and it appends one HAR 1.2 entry, one JSON line, when the exchange
+// ends. A body is kept up to the limit while its whole size and SHA-256 are counted as it streams, and nothing of an
+// exchange is held once its line is written: the memory an exchange costs is bounded by twice the limit.
+import { createHash, type Hash } from "node:crypto";
+import { isUtf8 } from "node:buffer";
+import { performance } from "node:perf_hooks";
+import type { Readable } from "node:stream";
+import type { Cookie, Entry, Header, QueryString } from "har-format";
+import { splitCookiesString, parse as parseSetCookie } from "set-cookie-parser";
+import type { SecretTokens } from "../protocol/auth";
+import type { BodyDigest, ExchangeEnd, RequestLogEntry, WebSocketMessage } from "../protocol/request-log";
+import type { ExchangeTap, TappedAnswer } from "./forward";
+import { openRotatingFile, type RotatingFile } from "./rotating-file";
+import { readWebSocketMessages } from "./websocket-messages";
+import { REDACTED, Scrubber } from "../protocol/scrub";
+
+export interface RecorderOptions {
+  dir: string;
+  computer: string;
+  bodyLimitBytes: number;
+  redact: readonly string[];
+  fileBytes: number;
+  files: number;
+  /** Tokens that never reach the log, in any form `withoutTokens` recognises. */
+  secrets?: SecretTokens;
+}
+
+/** An exchange's request as the computer sent it. */
+export interface ExchangeStart {
+  /** The id of the proxy log's `request` line of this exchange. */
+  logId: string;
+  method: string;
+  /** The absolute URL the computer asked for (https:// inside a terminated tunnel). */
+  url: string;
+  /** `HTTP/1.1` or `HTTP/2.0`. */
+  httpVersion: string;
+  /** The request's headers as received, name and value in turn. */
+  rawHeaders: string[];
+  /** Which of the computer's connections carried it. */
+  connection: string;
+  /** Keep no cookie's value (a recorded live site's session cookies). */
+  redactCookies?: boolean;
+}
+
+export interface RequestRecorder {
+  /** A recording of one exchange; its entry is written when it finishes. */
+  begin(start: ExchangeStart): ExchangeRecording;
+  flushed(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The most messages of one WebSocket an entry keeps (the rest are counted). */
+const MAX_WEBSOCKET_MESSAGES = 10_000;
+
+/** One body passing: its first `limit` bytes kept, every byte counted and hashed. */
+class BodyTap {
+  private readonly kept: Buffer[] = [];
+  private keptBytes = 0;
+  bytes = 0;
+  private readonly hash: Hash = createHash("sha256");
+
+  constructor(private readonly limit: number) {}
+
+  add(chunk: Buffer): void {
+    this.bytes += chunk.length;
+    this.hash.update(chunk);
+    const room = this.limit - this.keptBytes;
+    if (room <= 0) return;
+    const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
+    this.kept.push(part);
+    this.keptBytes += part.length;
+  }
+
+  digest(): BodyDigest & { body: Buffer } {
+    return {
+      bytes: this.bytes,
+      sha256: this.hash.digest("hex"),
+      cut: this.bytes > this.keptBytes,
+      body: Buffer.concat(this.kept, this.keptBytes),
+    };
+  }
+}
+
+const TEXTUAL =
+  /^(text\/|application\/(?:[\w.+-]*\+)?(?:json|xml|javascript|ecmascript|x-www-form-urlencoded)\b)|^image\/svg\+xml/i;
+
+/**
+ * A body as HAR text: UTF-8 text when its type is textual and its bytes are UTF-8 (a cut body's last character may
+ * be cut too: up to three bytes are left off for it), else base64.
+ */
+function bodyText(body: Buffer, mimeType: string, cut: boolean): { text: string; encoding?: "base64" } {
+  if (TEXTUAL.test(mimeType)) {
+    for (let trim = 0; trim <= (cut ? 3 : 0) && trim <= body.length; trim++) {
+      const part = body.subarray(0, body.length - trim);
+      if (isUtf8(part)) return { text: part.toString("utf8") };
+    }
+  }
+  return { text: body.toString("base64"), encoding: "base64" };
+}
+
+function headerOf(rawHeaders: string[], name: string): string | undefined {
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i].toLowerCase() === name) return rawHeaders[i + 1];
+  return undefined;
+}
+
+function decodeQueryPart(part: string): string {
+  try {
+    return decodeURIComponent(part.replace(/\+/g, " "));
+  } catch {
+    return part;
+  }
+}
+
+/** Milliseconds between two performance.now() readings, at least 0, to the microsecond. */
+function span(from: number | undefined, to: number | undefined): number {
+  if (from === undefined || to === undefined) return 0;
+  return Math.max(0, Math.round((to - from) * 1000) / 1000);
+}
+
+export class ExchangeRecording implements ExchangeTap {
+  private readonly startedAt = new Date();
+  private readonly startedPerf = performance.now();
+  private requestEndedPerf: number | undefined;
+  private answeredPerf: number | undefined;
+  private readonly requestBody: BodyTap;
+  private readonly responseBody: BodyTap;
+  private answer: TappedAnswer | undefined;
+  private messages: WebSocketMessage[] | undefined;
+  /** Bytes of the messages kept: together they keep to the body limit. */
+  private messageBytes = 0;
+  private droppedMessages = 0;
+  private finished = false;
+
+  constructor(
+    private readonly start: ExchangeStart,
+    private readonly recorder: Recorder,
+  ) {
+    this.requestBody = new BodyTap(recorder.options.bodyLimitBytes);
+    this.responseBody = new BodyTap(recorder.options.bodyLimitBytes);
+  }
+
+  requestChunk(chunk: Buffer): void {
+    this.requestBody.add(chunk);
+  }
+
+  requestEnd(): void {
+    this.requestEndedPerf ??= performance.now();
+  }
+
+  response(answer: TappedAnswer): void {
+    this.answeredPerf = performance.now();
+    this.answer = answer;
+  }
+
+  responseChunk(chunk: Buffer): void {
+    this.responseBody.add(chunk);
+  }
+
+  webSocket(computer: Readable, host: Readable, early: Buffer, head: Buffer, extensions: string | undefined): void {
+    this.messages = [];
+    const limit = this.recorder.options.bodyLimitBytes;
+    // A limit of 0 keeps no message (and would mean "no limit" to the frame reader).
+    if (limit === 0) return;
+    readWebSocketMessages(computer, host, early, head, extensions, limit, (type, opcode, data) =>
+      this.webSocketMessage(type, opcode, data),
+    );
+  }
+
+  /** One message, as Chromium's HAR export writes it; past the limit (all messages together), only counted. */
+  private webSocketMessage(type: "send" | "receive", opcode: 1 | 2, data: Buffer): void {
+    const messages = (this.messages ??= []);
+    const limit = this.recorder.options.bodyLimitBytes;
+    if (this.finished || messages.length >= MAX_WEBSOCKET_MESSAGES || this.messageBytes + data.length > limit)
+      return void this.droppedMessages++;
+    this.messageBytes += data.length;
+    messages.push({
+      type,
+      time: Date.now() / 1000,
+      opcode,
+      data: opcode === 1 ? data.toString("utf8") : data.toString("base64"),
+    });
+  }
+
+  /** Ends the recording and writes its entry; later calls do nothing. */
+  finish(end: ExchangeEnd): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.recorder.write(this.entry(end, performance.now()));
+  }
+
+  private entry(end: ExchangeEnd, endedPerf: number): RequestLogEntry {
+    const scrub = this.recorder.scrubber;
+    const { start } = this;
+    const requestHeaders = this.headers(start.rawHeaders);
+    const request = this.requestBody.digest();
+    const response = this.responseBody.digest();
+    const answer = this.answer;
+    const requestType = headerOf(start.rawHeaders, "content-type") ?? "";
+    const responseHeaders = answer ? this.headers(answer.rawHeaders) : [];
+    const responseType = (answer && headerOf(answer.rawHeaders, "content-type")) ?? "";
+    const requestEnded = this.requestEndedPerf ?? this.answeredPerf ?? endedPerf;
+    const harEntry: Entry = {
+      startedDateTime: this.startedAt.toISOString(),
+      time: span(this.startedPerf, endedPerf),
+      request: {
+        method: start.method,
+        url: scrub.url(start.url),
+        httpVersion: start.httpVersion,
+        cookies: this.requestCookies(start.rawHeaders),
+        headers: requestHeaders,
+        queryString: this.query(start.url),
+        ...(request.bytes > 0 || headerOf(start.rawHeaders, "content-length") !== undefined
+          ? { postData: this.postData(request.body, requestType, request.cut) }
+          : {}),
+        headersSize: -1,
+        bodySize: request.bytes,
+      },
+      response: {
+        status: answer?.status ?? 0,
+        statusText: answer?.statusText ?? "",
+        httpVersion: answer?.httpVersion ?? "",
+        cookies: answer ? this.responseCookies(answer.rawHeaders) : [],
+        headers: responseHeaders,
+        content: {
+          size: response.bytes,
+          mimeType: responseType,
+          ...this.content(response.body, responseType, response.cut),
+          ...(response.cut ? { comment: `cut at ${response.body.length} of ${response.bytes} bytes` } : {}),
+        },
+        redirectURL: scrub.text(answer ? (headerOf(answer.rawHeaders, "location") ?? "") : ""),
+        headersSize: -1,
+        bodySize: answer ? response.bytes : -1,
+      },
+      cache: {},
+      timings: {
+        blocked: -1,
+        dns: -1,
+        connect: -1,
+        ssl: -1,
+        send: span(this.startedPerf, Math.min(requestEnded, this.answeredPerf ?? requestEnded)),
+        wait: answer ? span(Math.min(requestEnded, this.answeredPerf!), this.answeredPerf) : 0,
+        receive: answer ? span(this.answeredPerf, endedPerf) : 0,
+      },
+      ...(answer?.serverAddress ? { serverIPAddress: answer.serverAddress } : {}),
+      connection: start.connection,
+    };
+    return {
+      ...harEntry,
+      _multienv: {
+        computer: this.recorder.options.computer,
+        logId: start.logId,
+        end,
+        request: { bytes: request.bytes, sha256: request.sha256, cut: request.cut },
+        response: { bytes: response.bytes, sha256: response.sha256, cut: response.cut },
+        ...(this.droppedMessages > 0 ? { webSocketMessagesDropped: this.droppedMessages } : {}),
+      },
+      ...(this.messages ? { _webSocketMessages: this.messages.map((m) => ({ ...m, data: scrub.text(m.data) })) } : {}),
+    };
+  }
+
+  private headers(rawHeaders: string[]): Header[] {
+    const scrub = this.recorder.scrubber;
+    const headers: Header[] = [];
+    for (let i = 0; i < rawHeaders.length; i += 2) {
+      const name = rawHeaders[i];
+      const lower = name.toLowerCase();
+      let value = rawHeaders[i + 1];
+      if (lower === "cookie") value = this.cookieHeader(value);
+      else if (lower === "set-cookie") value = this.setCookieHeader(value);
+      else value = scrub.value(name, value);
+      headers.push({ name, value });
+    }
+    return headers;
+  }
+
+  /** A Cookie header with each cookie's value scrubbed on its own. */
+  private cookieHeader(value: string): string {
+    const scrub = this.recorder.scrubber;
+    if (scrub.redacts("cookie")) return scrub.value("cookie", value);
+    const rebuilt = this.requestCookiesOf(value)
+      .map((c) => `${c.name}=${c.value}`)
+      .join("; ");
+    return scrub.text(rebuilt);
+  }
+
+  private setCookieHeader(value: string): string {
+    const scrub = this.recorder.scrubber;
+    if (scrub.redacts("set-cookie")) return scrub.value("set-cookie", value);
+    const eq = value.indexOf("=");
+    const semi = value.indexOf(";");
+    if (eq === -1) return scrub.text(value);
+    const name = value.slice(0, eq).trim();
+    const end = semi === -1 ? value.length : semi;
+    if (semi !== -1 && semi < eq) return scrub.text(value);
+    const kept = `${value.slice(0, eq + 1)}${this.cookieValue(name, value.slice(eq + 1, end))}${value.slice(end)}`;
+    return scrub.text(kept) === kept ? kept : `${name}=${this.cookieValue(name, value.slice(eq + 1, end))}`;
+  }
+
+  /** A cookie's value as the log keeps it: none of a recorded live site's, else scrubbed. */
+  private cookieValue(name: string, value: string): string {
+    return this.start.redactCookies ? REDACTED : this.recorder.scrubber.value(name, value);
+  }
+
+  private requestCookiesOf(value: string): Cookie[] {
+    const scrub = this.recorder.scrubber;
+    return value
+      .split(";")
+      .map((pair) => pair.trim())
+      .filter((pair) => pair !== "")
+      .map((pair) => {
+        const eq = pair.indexOf("=");
+        const name = eq === -1 ? "" : pair.slice(0, eq).trim();
+        const raw = eq === -1 ? pair : pair.slice(eq + 1).trim();
+        return { name: scrub.text(name), value: this.cookieValue(name, raw) };
+      });
+  }
+
+  private requestCookies(rawHeaders: string[]): Cookie[] {
+    const cookies: Cookie[] = [];
+    for (let i = 0; i < rawHeaders.length; i += 2)
+      if (rawHeaders[i].toLowerCase() === "cookie") cookies.push(...this.requestCookiesOf(rawHeaders[i + 1]));
+    return cookies;
+  }
+
+  private responseCookies(rawHeaders: string[]): Cookie[] {
+    const scrub = this.recorder.scrubber;
+    const lines: string[] = [];
+    for (let i = 0; i < rawHeaders.length; i += 2)
+      if (rawHeaders[i].toLowerCase() === "set-cookie") lines.push(...splitCookiesString(rawHeaders[i + 1]));
+    return parseSetCookie(lines, { decodeValues: false }).map((c) => ({
+      name: scrub.text(c.name),
+      value: this.cookieValue(c.name, c.value),
+      ...(c.path !== undefined ? { path: scrub.text(c.path) } : {}),
+      ...(c.domain !== undefined ? { domain: scrub.text(c.domain) } : {}),
+      ...(c.expires !== undefined && !Number.isNaN(c.expires.getTime()) ? { expires: c.expires.toISOString() } : {}),
+      ...(c.httpOnly !== undefined ? { httpOnly: c.httpOnly } : {}),
+      ...(c.secure !== undefined ? { secure: c.secure } : {}),
+      ...(c.sameSite !== undefined ? { sameSite: c.sameSite } : {}),
+    }));
+  }
+
+  private query(url: string): QueryString[] {
+    const scrub = this.recorder.scrubber;
+    const at = url.indexOf("?");
+    if (at === -1) return [];
+    const hash = url.indexOf("#", at);
+    return url
+      .slice(at + 1, hash === -1 ? undefined : hash)
+      .split("&")
+      .filter((pair) => pair !== "")
+      .map((pair) => {
+        const eq = pair.indexOf("=");
+        const name = decodeQueryPart(eq === -1 ? pair : pair.slice(0, eq));
+        const value = eq === -1 ? "" : decodeQueryPart(pair.slice(eq + 1));
+        return { name: scrub.text(name), value: scrub.value(name, value) };
+      });
+  }
+
+  private postData(body: Buffer, mimeType: string, cut: boolean): NonNullable<Entry["request"]["postData"]> {
+    const scrub = this.recorder.scrubber;
+    const { text, encoding } = bodyText(body, mimeType, cut);
+    const kept = scrub.text(text);
+    const form = /^application\/x-www-form-urlencoded/i.test(mimeType) && encoding === undefined;
+    return {
+      mimeType,
+      text: kept,
+      ...(encoding ? { _encoding: encoding } : {}),
+      ...(form
+        ? {
+            params: text
+              .split("&")
+              .filter((pair) => pair !== "")
+              .map((pair) => {
+                const eq = pair.indexOf("=");
+                const name = decodeQueryPart(eq === -1 ? pair : pair.slice(0, eq));
+                const value = eq === -1 ? "" : decodeQueryPart(pair.slice(eq + 1));
+                return { name: scrub.text(name), value: scrub.value(name, value) };
+              }),
+          }
+        : {}),
+      ...(cut ? { comment: `cut at ${body.length} bytes` } : {}),
+    } as NonNullable<Entry["request"]["postData"]>;
+  }
+
+  private content(body: Buffer, mimeType: string, cut: boolean): { text?: string; encoding?: string } {
+    if (body.length === 0) return {};
+    const { text, encoding } = bodyText(body, mimeType, cut);
+    return { text: this.recorder.scrubber.text(text), ...(encoding ? { encoding } : {}) };
+  }
+}
+
+class Recorder implements RequestRecorder {
+  readonly scrubber: Scrubber;
+  private readonly file: RotatingFile;
+
+  constructor(readonly options: RecorderOptions) {
+    this.scrubber = new Scrubber(options.secrets, options.redact);
+    this.file = openRotatingFile(options.dir, options.fileBytes, options.files);
+  }
+
+  begin(start: ExchangeStart): ExchangeRecording {
+    return new ExchangeRecording(start, this);
+  }
+
+  write(entry: RequestLogEntry): void {
+    this.file.append(JSON.stringify(entry));
+  }
+
+  flushed(): Promise<void> {
+    return this.file.flushed();
+  }
+
+  close(): Promise<void> {
+    return this.file.close();
+  }
+}
+
+export function openRecorder(options: RecorderOptions): RequestRecorder {
+  return new Recorder(options);
+}

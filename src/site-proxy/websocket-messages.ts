@@ -1,0 +1,94 @@
+// A relayed WebSocket's messages for the request log: each side's bytes are read again, beside the relay, by the
+// `ws` package's own frame parser (Receiver, with permessage-deflate when the two sides chose it), which a proxy
+// should not hand-write. Only reading: what is relayed is the bytes as they came. A side whose frames cannot be read
+// (a message past the limit, a broken frame) is no longer read; the relay goes on.
+import type { Readable } from "node:stream";
+import WebSocket from "ws";
+
+/** The parts of `ws` this uses, which its type declarations leave out. */
+interface WsParts {
+  Receiver: new (options: {
+    isServer: boolean;
+    maxPayload: number;
+    extensions: Record<string, unknown>;
+    skipUTF8Validation: boolean;
+  }) => NodeJS.WritableStream & {
+    on(event: "message", listener: (data: Buffer, isBinary: boolean) => void): unknown;
+    on(event: "error", listener: (err: Error) => void): unknown;
+  };
+  PerMessageDeflate: (new (options: { isServer: boolean; maxPayload: number }) => {
+    accept(configurations: unknown[]): unknown;
+  }) & { extensionName: string };
+  extension: { parse(header: string): Record<string, unknown[]> };
+}
+
+const ws = WebSocket as unknown as WsParts;
+
+/** A WebSocket message as the request log keeps it: text (opcode 1) or binary (opcode 2). */
+export type MessageSink = (type: "send" | "receive", opcode: 1 | 2, data: Buffer) => void;
+
+/** A reader of one direction's frames; undefined when the extensions chosen cannot be read. */
+function reader(
+  isServer: boolean,
+  extensionsHeader: string | undefined,
+  maxPayload: number,
+  onMessage: (data: Buffer, isBinary: boolean) => void,
+) {
+  const extensions: Record<string, unknown> = {};
+  if (extensionsHeader !== undefined && extensionsHeader.trim() !== "") {
+    try {
+      const offered = ws.extension.parse(extensionsHeader);
+      for (const name of Object.keys(offered)) if (name !== ws.PerMessageDeflate.extensionName) return undefined;
+      const deflate = offered[ws.PerMessageDeflate.extensionName];
+      if (deflate !== undefined) {
+        const pmd = new ws.PerMessageDeflate({ isServer, maxPayload });
+        pmd.accept(deflate);
+        extensions[ws.PerMessageDeflate.extensionName] = pmd;
+      }
+    } catch {
+      return undefined;
+    }
+  }
+  const receiver = new ws.Receiver({ isServer, maxPayload, extensions, skipUTF8Validation: true });
+  receiver.on("message", onMessage);
+  return receiver;
+}
+
+/** Reads `from`'s frames (after `first`, bytes it sent before the relay began) into `sink`, beside the relay. */
+function readSide(
+  from: Readable,
+  first: Buffer,
+  type: "send" | "receive",
+  extensionsHeader: string | undefined,
+  maxPayload: number,
+  sink: MessageSink,
+): void {
+  // The computer's frames are a client's (masked): read as a server reads them; the host's as a client does.
+  const frames = reader(type === "send", extensionsHeader, maxPayload, (data, isBinary) =>
+    sink(type, isBinary ? 2 : 1, data),
+  );
+  if (frames === undefined) return;
+  // A copy: the reader unmasks a frame in place, and the relay sends on the bytes as they came.
+  const onData = (chunk: Buffer) => frames.write(Buffer.from(chunk));
+  frames.on("error", () => from.off("data", onData));
+  if (first.length > 0) frames.write(Buffer.from(first));
+  from.on("data", onData);
+}
+
+/**
+ * Reads the messages of a WebSocket relayed between `computer` and `host`: `early` the computer's bytes sent before
+ * the host switched protocols, `head` the host's after its 101, `extensionsHeader` the Sec-WebSocket-Extensions the
+ * host chose. A message longer than `maxPayload` ends the reading of its side.
+ */
+export function readWebSocketMessages(
+  computer: Readable,
+  host: Readable,
+  early: Buffer,
+  head: Buffer,
+  extensionsHeader: string | undefined,
+  maxPayload: number,
+  sink: MessageSink,
+): void {
+  readSide(computer, early, "send", extensionsHeader, maxPayload, sink);
+  readSide(host, head, "receive", extensionsHeader, maxPayload, sink);
+}

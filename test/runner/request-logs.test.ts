@@ -1,0 +1,105 @@
+// Collecting the request logs against a real site proxy behind the real gateway: each computer's exchanges stored as
+// one complete HAR 1.2 document, requests/<computer>.har, an episode's exchanges alone (split where the proxy log's
+// episode marks split it), its size and SHA-256 in run.json.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Har } from "har-format";
+import { afterEach, describe, expect, it } from "vitest";
+import { computerControlToken } from "../../src/protocol/auth";
+import { collectRun, type CollectOptions } from "../../src/runner/evidence/collect";
+import { endProxyConnections } from "../../src/runner/evidence/proxy-logs";
+import type { RunRecord } from "../../src/runner/evidence/run-record";
+import { harProblems } from "../helpers/har";
+import { TOKEN } from "../gateway/helpers";
+import { tempDir as siteProxyTempDir, cleanup, tempDir } from "../helpers/processes";
+import { startHttpServer } from "../helpers/servers";
+import { until } from "../helpers/until";
+import { curl, startProxy } from "../site-proxy/helpers";
+import { sha256OfFile, startTestGateway } from "./helpers";
+
+afterEach(cleanup);
+
+async function env(requestLog: boolean) {
+  const site = await startHttpServer((req) => `<html><head><title>Shop</title></head><body>${req.url}</body></html>`);
+  const proxy = await startProxy(
+    {
+      gateway: site.url,
+      sites: { shop: ["shop.test"] },
+      control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" },
+      ...(requestLog ? { requestLog: { dir: join(siteProxyTempDir(), "requests"), computer: "agent" } } : {}),
+    },
+    { token: computerControlToken(TOKEN, "agent") },
+  );
+  const control = `http://127.0.0.1:${proxy.startup.control!.port}`;
+  const gateway = await startTestGateway({
+    sites: {},
+    computers: {
+      agent: {
+        cdp: `${control}/cdp`,
+        proxyLog: `${control}/log`,
+        endConnections: `${control}/connections/end`,
+        ...(requestLog ? { requests: `${control}/requests` } : {}),
+      },
+    },
+  });
+  const artifactsDir = join(tempDir("runner-artifacts-"), "artifacts", "task-1");
+  const options: CollectOptions = {
+    stack: "task-1",
+    access: { gatewayUrl: gateway.url, controlToken: TOKEN },
+    artifactsDir,
+    captureTraffic: false,
+    computers: ["agent"],
+    syntheticDomains: ["shop.test"],
+  };
+  return { proxy, gateway, artifactsDir, options };
+}
+
+const readHar = (path: string) => JSON.parse(readFileSync(path, "utf8")) as Har;
+const runJson = (artifactsDir: string) => JSON.parse(readFileSync(join(artifactsDir, "run.json"), "utf8")) as RunRecord;
+
+describe("collecting the request logs", () => {
+  it("stores each episode's exchanges alone as a valid HAR document, listed with its size and SHA-256", async () => {
+    const { proxy, gateway, artifactsDir, options } = await env(true);
+    await curl(proxy.url, "http://shop.test/one", ["-H", "Sec-Fetch-Dest: document", "-H", "Sec-Fetch-Mode: navigate"]);
+    await curl(proxy.url, "http://shop.test/one.css", ["-H", "Referer: http://shop.test/one"]);
+    // A reset's end of the episode: every connection ended, and the mark where episode 2 begins.
+    await endProxyConnections(gateway.url, TOKEN, "agent", { episode: 2 });
+    await curl(proxy.url, "http://shop.test/two");
+    await until("the three request lines", () => proxy.records().filter((r) => r.event === "request").length === 3);
+
+    await collectRun({ ...options, episode: 1 });
+    const first = readHar(join(artifactsDir, "requests", "agent.har"));
+    expect(await harProblems(first)).toEqual([]);
+    expect(first.log.version).toBe("1.2");
+    expect(first.log.creator.name).toBe("multienv");
+    expect(first.log.entries.map((e) => e.request.url)).toEqual(["http://shop.test/one", "http://shop.test/one.css"]);
+    // The navigation is a page, and what it loaded is on it.
+    expect(first.log.pages).toEqual([expect.objectContaining({ id: "page_1", title: "http://shop.test/one" })]);
+    expect(first.log.entries.map((e) => e.pageref)).toEqual(["page_1", "page_1"]);
+    const record = runJson(artifactsDir).evidence.agent.requests!;
+    expect(record).toEqual({
+      file: "requests/agent.har",
+      bytes: readFileSync(join(artifactsDir, "requests", "agent.har")).length,
+      sha256: sha256OfFile(join(artifactsDir, "requests", "agent.har")),
+      entries: 2,
+    });
+
+    await collectRun(options);
+    const second = readHar(join(artifactsDir, "requests", "agent.har"));
+    expect(await harProblems(second)).toEqual([]);
+    expect(second.log.entries.map((e) => e.request.url)).toEqual(["http://shop.test/two"]);
+    expect(runJson(artifactsDir).evidence.agent.requests!.entries).toBe(1);
+  });
+
+  it("stores no request log, and says nothing of one, for an env that keeps none", async () => {
+    const { proxy, artifactsDir, options } = await env(false);
+    await curl(proxy.url, "http://shop.test/one");
+    const lines: string[] = [];
+    await collectRun({ ...options, log: (line) => lines.push(line) });
+    const evidence = runJson(artifactsDir).evidence.agent;
+    expect(evidence.log).toBe("proxy-logs/agent.jsonl");
+    expect(evidence).not.toHaveProperty("requests");
+    expect(evidence).not.toHaveProperty("requestsError");
+    expect(lines.filter((l) => l.startsWith("warning"))).toEqual([]);
+  });
+});

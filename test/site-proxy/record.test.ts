@@ -1,0 +1,142 @@
+// Recording a live site: a host the config names is opened at the site proxy (TLS terminated with a leaf from the env
+// CA, HTTP/2 to the browser) and each request sent on to the real host over TLS verified against the trust store (here
+// the stand-in's own certificate, as `trust`); its exchanges go in the request log with their cookies' values left out.
+// A live host not named stays a tunnel, never decrypted; a host whose certificate the trust store does not vouch for
+// is refused.
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as https from "node:https";
+import type * as net from "node:net";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseRequestLog, type RequestLogEntry } from "../../src/protocol/request-log";
+import type { ConnectionRecord } from "../../src/protocol/site-proxy";
+import { cleanup, onCleanup, tempDir } from "../helpers/processes";
+import { until } from "../helpers/until";
+import { curl, type ProxyProcess, startProxy, TEST_TOKEN } from "./helpers";
+
+let proxy: ProxyProcess;
+let originPort: number;
+let trusted: string;
+
+/** A self-signed certificate for `names` (its own trust anchor). */
+function certificate(dir: string, names: string[]): { cert: string; key: string } {
+  const cert = path.join(dir, `${names[0]}.pem`);
+  const key = path.join(dir, `${names[0]}-key.pem`);
+  execFileSync(
+    "openssl",
+    [
+      ...["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1"],
+      ...["-subj", `/CN=${names[0]}`, "-addext", `subjectAltName=${names.map((n) => `DNS:${n}`).join(",")}`],
+    ],
+    { stdio: "ignore" },
+  );
+  return { cert, key };
+}
+
+async function startOrigin(tls: { cert: string; key: string }): Promise<number> {
+  const server = https.createServer({ cert: fs.readFileSync(tls.cert), key: fs.readFileSync(tls.key) }, (req, res) => {
+    res.writeHead(200, { "Content-Type": "text/plain", "Set-Cookie": "session=live-secret-session; Path=/; Secure" });
+    res.end(`live ${req.url} cookie=${req.headers.cookie ?? ""}`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  onCleanup(
+    () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
+  );
+  return (server.address() as net.AddressInfo).port;
+}
+
+beforeAll(async () => {
+  const dir = tempDir();
+  const live = certificate(dir, ["live.test", "other.test"]);
+  trusted = live.cert;
+  originPort = await startOrigin(live);
+  proxy = await startProxy({
+    reach: "allow-all",
+    resolve: { "live.test": ["127.0.0.1"], "other.test": ["127.0.0.1"], "untrusted.test": ["127.0.0.1"] },
+    record: { hosts: ["live.test", "untrusted.test"], trust: trusted },
+    control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" },
+    requestLog: { dir: path.join(dir, "requests"), computer: "agent" },
+  });
+});
+afterAll(cleanup);
+
+async function served(): Promise<RequestLogEntry[]> {
+  const control = `http://127.0.0.1:${proxy.startup.control!.port}`;
+  const response = await fetch(`${control}/requests`, { headers: { authorization: `Bearer ${TEST_TOKEN}` } });
+  return parseRequestLog(await response.text());
+}
+
+describe("recording a live site", () => {
+  it("opens its HTTPS with the env CA, sends each request on over verified TLS, and logs it without its cookies", async () => {
+    const url = `https://live.test:${originPort}/page?q=1`;
+    const result = await curl(proxy.url, url, [
+      "--cacert",
+      proxy.caCertPath,
+      "-v",
+      "-H",
+      "Cookie: sid=abc; theme=dark",
+    ]);
+    expect(result.exitCode).toBe(0);
+    expect(result.stderr).toMatch(/issuer: CN=multienv env CA/);
+    expect(result.body).toBe("live /page?q=1 cookie=sid=abc; theme=dark");
+    const entry = await until("the live page's entry", async () => (await served()).find((e) => e.request.url === url));
+    expect(entry.response.status).toBe(200);
+    expect(entry.response.content.text).toBe("live /page?q=1 cookie=sid=abc; theme=dark");
+    // A live site's session cookies never reach the log (the body is the site's to say, and is kept).
+    expect(entry.request.cookies).toEqual([
+      { name: "sid", value: "[redacted]" },
+      { name: "theme", value: "[redacted]" },
+    ]);
+    expect(entry.request.headers.find((h) => h.name.toLowerCase() === "cookie")?.value).toBe(
+      "sid=[redacted]; theme=[redacted]",
+    );
+    expect(entry.response.cookies).toEqual([
+      expect.objectContaining({ name: "session", value: "[redacted]", path: "/", secure: true }),
+    ]);
+    expect(JSON.stringify(entry.response.headers)).not.toContain("live-secret-session");
+    const tunnel = await proxy.waitForRecord<ConnectionRecord>(
+      "the recorded tunnel's line",
+      (r) => r.event === "connection" && r.method === "CONNECT" && r.host === "live.test",
+    );
+    expect(tunnel.recorded).toBe(true);
+  });
+
+  it("keeps HTTP/2 to the browser", async () => {
+    const url = `https://live.test:${originPort}/h2`;
+    const result = await curl(proxy.url, url, ["--cacert", proxy.caCertPath, "--http2", "-v"]);
+    expect(result.exitCode).toBe(0);
+    expect(result.stderr).toMatch(/ALPN: server accepted h2/);
+    const entry = await until("the h2 entry", async () => (await served()).find((e) => e.request.url === url));
+    expect(entry.request.httpVersion).toBe("HTTP/2.0");
+    expect(entry.response.content.text).toBe("live /h2 cookie=");
+  });
+
+  it("leaves a live host it does not record a tunnel, never decrypted and never logged", async () => {
+    // The browser's TLS reaches the host itself: its own certificate, not one of the env CA.
+    const url = `https://other.test:${originPort}/secret`;
+    const result = await curl(proxy.url, url, ["--cacert", trusted, "-v"]);
+    expect(result.exitCode).toBe(0);
+    expect(result.stderr).toMatch(/issuer: CN=live\.test/);
+    expect(result.body).toBe("live /secret cookie=");
+    await proxy.waitForRecord(
+      "the tunnel's line",
+      (r) => r.event === "connection" && r.method === "CONNECT" && r.host === "other.test",
+    );
+    expect((await served()).filter((e) => e.request.url.includes("other.test"))).toEqual([]);
+  });
+
+  it("refuses a recorded host whose certificate the trust store does not vouch for", async () => {
+    // untrusted.test answers with live.test's certificate, which does not name it.
+    const url = `https://untrusted.test:${originPort}/`;
+    const result = await curl(proxy.url, url, ["--cacert", proxy.caCertPath]);
+    expect(result.status).toBe(502);
+    const entry = await until("the refusal's entry", async () => (await served()).find((e) => e.request.url === url));
+    expect(entry._multienv.end).toBe("proxy answer");
+    expect(entry.response.content.text).toMatch(/TLS with untrusted\.test/);
+  });
+});

@@ -1,0 +1,443 @@
+// The request log: a real site proxy process records every exchange it decrypts for a synthetic name (HTTP/1.1 and
+// HTTP/2, real clients through its CONNECT tunnels) as HAR 1.2 entries in rotating files, served on its control
+// listener; bodies kept up to the limit with the whole size and SHA-256, the proxy log's `request` line joined by
+// id, and no token in any byte of any file, in any form withoutTokens recognises.
+import { createHash } from "node:crypto";
+import * as fs from "node:fs";
+import * as http from "node:http";
+import * as http2 from "node:http2";
+import type * as net from "node:net";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket, { WebSocketServer } from "ws";
+import { secretTokens, withoutTokens } from "../../src/protocol/auth";
+import { harDocument, parseRequestLog, type RequestLogEntry } from "../../src/protocol/request-log";
+import type { RequestRecord } from "../../src/protocol/site-proxy";
+import { harProblems } from "../helpers/har";
+import { tunnelTls } from "./h2-client";
+import { chromiumTrusting } from "../helpers/chromium";
+import { cleanup, onCleanup, tempDir } from "../helpers/processes";
+import { until } from "../helpers/until";
+import { curl, type ProxyProcess, startProxy, TEST_TOKEN } from "./helpers";
+
+const LIMIT = 64 * 1024;
+const BIG = 200 * 1024;
+const BINARY = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+const BIG_BODY = "0123456789abcdef".repeat(BIG / 16);
+
+let gateway: { url: string; server: http.Server };
+let proxy: ProxyProcess;
+let logDir: string;
+let control: string;
+
+/** The gateway stand-in: the shop's pages under /website/shop/. */
+async function startGateway(): Promise<{ url: string; server: http.Server }> {
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const url = req.url ?? "/";
+      const body = Buffer.concat(chunks);
+      if (url.startsWith("/website/shop/page")) {
+        res.writeHead(200, {
+          "Content-Type": "text/html; charset=utf-8",
+          "Set-Cookie": ["session=abc123; Path=/; HttpOnly; SameSite=Lax", "theme=dark; Path=/"],
+        });
+        return res.end("<html><head><title>Shop</title></head><body>héllo</body></html>");
+      }
+      if (url === "/website/shop/checkout") {
+        res.writeHead(200, { "Content-Type": "application/json" });
+        return res.end(JSON.stringify({ ordered: body.toString() }));
+      }
+      if (url === "/website/shop/binary") {
+        res.writeHead(200, { "Content-Type": "image/png", "Content-Length": BINARY.length });
+        return res.end(BINARY);
+      }
+      if (url === "/website/shop/big") {
+        res.writeHead(200, { "Content-Type": "text/plain" });
+        return res.end(BIG_BODY);
+      }
+      if (url === "/website/shop/slow") {
+        // Half an answer, and the rest never: the computer resets the stream meanwhile.
+        res.writeHead(200, { "Content-Type": "text/plain" });
+        return res.write("x".repeat(1000));
+      }
+      if (url === "/website/shop/live") {
+        res.writeHead(200, { "Content-Type": "text/html" });
+        return res.end(`<html><body>waiting</body><script>
+          const socket = new WebSocket("wss://shop.test/socket");
+          socket.onopen = () => socket.send("hi from the page");
+          socket.onmessage = (m) => (document.body.textContent = m.data);
+          socket.onerror = () => (document.body.textContent = "websocket failed");
+        </script></html>`);
+      }
+      if (url.startsWith("/website/shop/echo")) {
+        // A site that says back whatever it was sent, in its body and a cookie.
+        res.writeHead(200, {
+          "Content-Type": "text/plain",
+          "Set-Cookie": `echo=${encodeURIComponent(body.toString().slice(0, 200))}; Path=/`,
+        });
+        return res.end(`${url}\n${JSON.stringify(req.headers)}\n${body.toString()}`);
+      }
+      res.writeHead(404, { "Content-Type": "text/plain" });
+      res.end("no such page");
+    });
+  });
+  // WebSockets: each message said back, text as text and binary as binary; compressed when the client offers it.
+  const sockets = new WebSocketServer({ noServer: true, perMessageDeflate: { threshold: 0 } });
+  server.on("upgrade", (req, socket, head) =>
+    sockets.handleUpgrade(req, socket, head, (ws) =>
+      ws.on("message", (data, isBinary) => ws.send(isBinary ? data : `echo: ${String(data)}`, { binary: isBinary })),
+    ),
+  );
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  onCleanup(
+    () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
+  );
+  return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, server };
+}
+
+beforeAll(async () => {
+  gateway = await startGateway();
+  logDir = path.join(tempDir(), "requests");
+  proxy = await startProxy({
+    gateway: gateway.url,
+    sites: { shop: ["shop.test"] },
+    control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" },
+    requestLog: { dir: logDir, computer: "agent", bodyLimitBytes: LIMIT },
+  });
+  control = `http://127.0.0.1:${proxy.startup.control!.port}`;
+});
+afterAll(cleanup);
+
+/** Every entry the control listener serves, oldest first. */
+async function served(through = control): Promise<RequestLogEntry[]> {
+  const response = await fetch(`${through}/requests`, { headers: { authorization: `Bearer ${TEST_TOKEN}` } });
+  expect(response.status).toBe(200);
+  expect(response.headers.get("content-type")).toBe("application/x-ndjson");
+  return parseRequestLog(await response.text());
+}
+
+async function entryFor(what: string, match: (e: RequestLogEntry) => boolean): Promise<RequestLogEntry> {
+  return until(what, async () => (await served()).find(match));
+}
+
+const tls = (extra: string[]) => ["--cacert", proxy.caCertPath, ...extra];
+
+function h2Request(
+  session: http2.ClientHttp2Session,
+  headers: http2.OutgoingHttpHeaders,
+  body?: Buffer,
+): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const stream = session.request(headers, { endStream: body === undefined });
+    const chunks: Buffer[] = [];
+    let status = 0;
+    stream.on("response", (h) => (status = Number(h[":status"])));
+    stream.on("data", (d: Buffer) => chunks.push(d));
+    stream.on("end", () => resolve({ status, body: Buffer.concat(chunks) }));
+    stream.on("error", reject);
+    if (body !== undefined) stream.end(body);
+  });
+}
+
+async function h2Session(): Promise<http2.ClientHttp2Session> {
+  const secure = await tunnelTls(proxy, "shop.test", ["h2"]);
+  const session = http2.connect("https://shop.test", { createConnection: () => secure });
+  session.on("error", () => undefined);
+  onCleanup(() => session.destroy());
+  return session;
+}
+
+describe("the request log of a site proxy", () => {
+  it("records an HTTP/1.1 page with its query, cookies and answer, joined to its request line, as valid HAR", async () => {
+    const result = await curl(proxy.url, "https://shop.test/page?q=red+shoes&n=2", [
+      ...tls(["--http1.1"]),
+      "-H",
+      "Cookie: cart=3; seen=yes",
+    ]);
+    expect(result.status).toBe(200);
+    const entry = await entryFor("the page's entry", (e) => e.request.url.includes("/page?"));
+    expect(entry.request).toMatchObject({
+      method: "GET",
+      url: "https://shop.test/page?q=red+shoes&n=2",
+      httpVersion: "HTTP/1.1",
+      queryString: [
+        { name: "q", value: "red shoes" },
+        { name: "n", value: "2" },
+      ],
+      cookies: [
+        { name: "cart", value: "3" },
+        { name: "seen", value: "yes" },
+      ],
+      bodySize: 0,
+    });
+    expect(entry.request.headers).toContainEqual({ name: "Host", value: "shop.test" });
+    expect(entry.response).toMatchObject({ status: 200, statusText: "OK", httpVersion: "HTTP/1.1" });
+    expect(entry.response.content).toMatchObject({
+      mimeType: "text/html; charset=utf-8",
+      text: "<html><head><title>Shop</title></head><body>héllo</body></html>",
+      size: Buffer.byteLength("<html><head><title>Shop</title></head><body>héllo</body></html>"),
+    });
+    expect(entry.response.content.encoding).toBeUndefined();
+    expect(entry.response.cookies).toEqual([
+      { name: "session", value: "abc123", path: "/", httpOnly: true, sameSite: "Lax" },
+      { name: "theme", value: "dark", path: "/" },
+    ]);
+    expect(entry.serverIPAddress).toBe("127.0.0.1");
+    expect(entry._multienv).toMatchObject({ computer: "agent", end: "complete" });
+    expect(entry.timings.send).toBeGreaterThanOrEqual(0);
+    expect(entry.timings.wait).toBeGreaterThanOrEqual(0);
+    expect(entry.timings.receive).toBeGreaterThanOrEqual(0);
+    // The proxy log's request line of this exchange carries the entry's id.
+    const line = proxy
+      .records()
+      .find((r): r is RequestRecord => r.event === "request" && r.id === entry._multienv.logId);
+    expect(line).toMatchObject({ method: "GET", host: "shop.test", status: 200 });
+    expect(await harProblems(harDocument(await served(), { name: "multienv", version: "test" }))).toEqual([]);
+  });
+
+  it("records a form POST's body and params, and a JSON answer", async () => {
+    const result = await curl(proxy.url, "https://shop.test/checkout", [
+      ...tls(["--http1.1"]),
+      "--data",
+      "item=shoes&size=42&note=gift+wrap",
+    ]);
+    expect(result.status).toBe(200);
+    const entry = await entryFor("the checkout's entry", (e) => e.request.url.endsWith("/checkout"));
+    expect(entry.request.method).toBe("POST");
+    expect(entry.request.postData).toMatchObject({
+      mimeType: "application/x-www-form-urlencoded",
+      text: "item=shoes&size=42&note=gift+wrap",
+      params: [
+        { name: "item", value: "shoes" },
+        { name: "size", value: "42" },
+        { name: "note", value: "gift wrap" },
+      ],
+    });
+    expect(entry.request.bodySize).toBe(33);
+    expect(JSON.parse(entry.response.content.text!)).toEqual({ ordered: "item=shoes&size=42&note=gift+wrap" });
+  });
+
+  it("records HTTP/2 exchanges: a binary answer in base64, and an h2 POST", async () => {
+    const session = await h2Session();
+    const binary = await h2Request(session, { ":method": "GET", ":path": "/binary" });
+    expect(binary.body).toEqual(BINARY);
+    const posted = Buffer.from(JSON.stringify({ cart: [1, 2, 3] }));
+    await h2Request(
+      session,
+      { ":method": "POST", ":path": "/checkout", "content-type": "application/json", "content-length": posted.length },
+      posted,
+    );
+    const entry = await entryFor("the binary's entry", (e) => e.request.url.endsWith("/binary"));
+    expect(entry.request.httpVersion).toBe("HTTP/2.0");
+    expect(entry.response.content).toMatchObject({ size: 256, mimeType: "image/png", encoding: "base64" });
+    expect(Buffer.from(entry.response.content.text!, "base64")).toEqual(BINARY);
+    expect(entry._multienv.response).toEqual({
+      bytes: 256,
+      sha256: createHash("sha256").update(BINARY).digest("hex"),
+      cut: false,
+    });
+    const post = await entryFor(
+      "the h2 POST's entry",
+      (e) => e.request.url.endsWith("/checkout") && e.request.httpVersion === "HTTP/2.0",
+    );
+    expect(post.request.postData).toMatchObject({ mimeType: "application/json", text: posted.toString() });
+    // Both went on the one connection.
+    expect(post.connection).toBe(entry.connection);
+  });
+
+  it("cuts a body longer than the limit there, saying so, with the whole body's size and SHA-256", async () => {
+    const result = await curl(proxy.url, "https://shop.test/big", tls(["--http2"]));
+    expect(result.body.length).toBe(BIG);
+    const entry = await entryFor("the big answer's entry", (e) => e.request.url.endsWith("/big"));
+    expect(entry.response.content.size).toBe(BIG);
+    expect(entry.response.content.text).toBe(BIG_BODY.slice(0, LIMIT));
+    expect(entry.response.content.comment).toBe(`cut at ${LIMIT} of ${BIG} bytes`);
+    expect(entry._multienv.response).toEqual({
+      bytes: BIG,
+      sha256: createHash("sha256").update(BIG_BODY).digest("hex"),
+      cut: true,
+    });
+  });
+
+  it("records an h2 stream the computer resets mid-answer, with what came of the answer and how it ended", async () => {
+    const session = await h2Session();
+    const stream = session.request({ ":method": "GET", ":path": "/slow" }, { endStream: true });
+    stream.on("error", () => undefined);
+    await new Promise<void>((resolve) => stream.once("data", () => resolve()));
+    stream.close(http2.constants.NGHTTP2_CANCEL);
+    const entry = await entryFor("the reset stream's entry", (e) => e.request.url.endsWith("/slow"));
+    expect(entry.response.status).toBe(200);
+    expect(entry._multienv.end).toBe("stream reset (CANCEL)");
+    expect(entry.response.content.size).toBeGreaterThan(0);
+    expect(entry.response.content.size).toBeLessThanOrEqual(1000);
+  });
+
+  it("records a WebSocket's messages both ways, as Chromium's HAR export writes them (HTTP/1.1 upgrade, deflated)", async () => {
+    const secure = await tunnelTls(proxy, "shop.test", ["http/1.1"]);
+    const socket = new WebSocket("wss://shop.test/socket?via=h1", {
+      createConnection: () => secure,
+      perMessageDeflate: true,
+    });
+    socket.on("error", () => undefined);
+    await new Promise((resolve, reject) => socket.once("open", resolve).once("error", reject));
+    const answers: string[] = [];
+    socket.on("message", (data) => answers.push(String(data)));
+    socket.send("first");
+    socket.send(Buffer.from([0, 1, 2, 255]), { binary: true });
+    await until("both echoes", () => answers.length === 2);
+    socket.close();
+    const entry = await entryFor("the WebSocket's entry", (e) => e.request.url.includes("/socket?via=h1"));
+    expect(entry.response.status).toBe(101);
+    expect(entry._multienv.end).toBe("upgrade closed");
+    expect(entry.response.headers.map((h) => h.name.toLowerCase())).toContain("sec-websocket-extensions");
+    const messages = entry._webSocketMessages!.map(({ type, opcode, data }) => ({ type, opcode, data }));
+    const binary = Buffer.from([0, 1, 2, 255]).toString("base64");
+    // Each way in order; how the two ways interleave is the network's.
+    expect(messages.filter((m) => m.type === "send")).toEqual([
+      { type: "send", opcode: 1, data: "first" },
+      { type: "send", opcode: 2, data: binary },
+    ]);
+    expect(messages.filter((m) => m.type === "receive")).toEqual([
+      { type: "receive", opcode: 1, data: "echo: first" },
+      { type: "receive", opcode: 2, data: binary },
+    ]);
+    for (const message of entry._webSocketMessages!) expect(message.time).toBeGreaterThan(1_700_000_000);
+  });
+
+  it("records the WebSocket a page opens in Chromium through its tunnel", async () => {
+    const browser = await chromiumTrusting(proxy.caCertPath, proxy.url);
+    onCleanup(() => browser.close());
+    const page = await browser.newPage();
+    // Another process adding a network interface fails Chromium's load (ERR_NETWORK_CHANGED): loaded again then.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await page.goto("https://shop.test/live");
+        break;
+      } catch (err) {
+        if (attempt === 3 || !/ERR_NETWORK_CHANGED/.test((err as Error).message)) throw err;
+      }
+    }
+    await page.waitForFunction(`document.body.textContent === "echo: hi from the page"`);
+    // The page closes its WebSocket (the closing handshake, then the stream ends): the entry is written.
+    await page.evaluate("socket.close()");
+    const entry = await entryFor(
+      "the page's WebSocket entry",
+      (e) => e.request.url === "https://shop.test/socket" && e._multienv.end === "upgrade closed",
+    );
+    // Chromium opens it on the page's HTTP/2 connection (RFC 8441).
+    expect(entry.request.httpVersion).toBe("HTTP/2.0");
+    expect(entry.response.status).toBe(101);
+    expect(entry._webSocketMessages!.map(({ type, opcode, data }) => ({ type, opcode, data }))).toEqual([
+      { type: "send", opcode: 1, data: "hi from the page" },
+      { type: "receive", opcode: 1, data: "echo: hi from the page" },
+    ]);
+    // The page itself, a navigation, with its headers as Chromium sent them.
+    const navigation = await entryFor("the page's entry", (e) => e.request.url === "https://shop.test/live");
+    expect(navigation.request.headers).toContainEqual({ name: "sec-fetch-dest", value: "document" });
+  });
+
+  it("keeps no token in any byte of any file, in any form withoutTokens recognises", async () => {
+    const token = TEST_TOKEN;
+    const b64 = (s: string) => Buffer.from(s).toString("base64");
+    const forms = [
+      token,
+      encodeURIComponent(token),
+      b64(token),
+      Buffer.from(token).toString("base64url"),
+      Buffer.from(token).toString("hex"),
+      b64(`user:${token}`),
+      encodeURIComponent(b64(token)),
+      b64(Buffer.from(token).toString("hex")),
+    ];
+    const session = await h2Session();
+    for (const form of forms) {
+      // In every place a request has: the query, a cookie, a header of its own, Authorization, and the body, which
+      // the site says back in its answer and its Set-Cookie.
+      await curl(proxy.url, `https://shop.test/echo?key=${encodeURIComponent(form)}&plain=1`, [
+        ...tls(["--http1.1"]),
+        "-H",
+        `Cookie: t=${form}; other=1`,
+        "-H",
+        `X-Key: ${form}`,
+        "-H",
+        `Authorization: Bearer ${form}`,
+        "--data-binary",
+        `secret=${form}`,
+      ]);
+      await h2Request(
+        session,
+        { ":method": "POST", ":path": `/echo/${form}`, cookie: `t=${form}`, "x-key": form },
+        Buffer.from(`{"token":"${form}"}`),
+      );
+    }
+    await until(
+      "every echo's entry",
+      async () => (await served()).filter((e) => e.request.url.includes("/echo")).length >= 2 * forms.length,
+    );
+    const files = fs.readdirSync(logDir);
+    expect(files.length).toBeGreaterThan(0);
+    const secrets = secretTokens([token]);
+    for (const file of files) {
+      const bytes = fs.readFileSync(path.join(logDir, file));
+      for (const form of forms) {
+        const at = bytes.indexOf(form);
+        expect(at === -1, `${file} holds ${form}: ${bytes.subarray(Math.max(0, at - 300), at + 100).toString()}`).toBe(
+          true,
+        );
+      }
+      // Every text in every entry, as a site or a reader could decode it.
+      const texts: string[] = [];
+      const walk = (value: unknown): void => {
+        if (typeof value === "string") texts.push(value);
+        else if (Array.isArray(value)) value.forEach(walk);
+        else if (value !== null && typeof value === "object") Object.values(value).forEach(walk);
+      };
+      parseRequestLog(bytes.toString("utf8")).forEach(walk);
+      for (const text of texts) expect(withoutTokens(text, secrets), text).toBe(text);
+    }
+    // What carried none is kept as it was.
+    const echo = (await served()).find((e) => e.request.url.includes("/echo?"))!;
+    expect(echo.request.queryString).toContainEqual({ name: "plain", value: "1" });
+    expect(echo.request.cookies).toContainEqual({ name: "other", value: "1" });
+  });
+
+  it("answers the control listener's /requests only with the computer's token", async () => {
+    const response = await fetch(`${control}/requests`);
+    expect(response.status).toBe(401);
+    const wrong = await fetch(`${control}/requests`, { headers: { authorization: "Bearer nope-nope-nope" } });
+    expect(wrong.status).toBe(401);
+  });
+});
+
+describe("the request log's files", () => {
+  it("rotate: a new file once one is full, the oldest removed, and every entry whole and in order", async () => {
+    const dir = path.join(tempDir(), "requests");
+    const rotating = await startProxy({
+      gateway: gateway.url,
+      sites: { shop: ["shop.test"] },
+      control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" },
+      requestLog: { dir, computer: "agent", bodyLimitBytes: LIMIT, fileBytes: 4096, files: 3 },
+    });
+    for (let i = 0; i < 12; i++) await curl(rotating.url, `http://shop.test/page?i=${i}`);
+    const through = `http://127.0.0.1:${rotating.startup.control!.port}`;
+    const entries = await until("the last page's entry", async () => {
+      const all = await served(through);
+      return all.some((e) => e.request.url.endsWith("?i=11")) ? all : undefined;
+    });
+    const files = fs.readdirSync(dir).sort();
+    expect(files).toHaveLength(3);
+    for (const file of files) expect(file).toMatch(/^requests\.\d+\.jsonl$/);
+    // The oldest went with their files; what is left is in order, ending with the last.
+    const indexes = entries.map((e) => Number(new URL(e.request.url).searchParams.get("i")));
+    expect(indexes.length).toBeLessThan(12);
+    expect(indexes).toEqual([...indexes].sort((a, b) => a - b));
+    expect(indexes.at(-1)).toBe(11);
+    for (const file of files) expect(fs.statSync(path.join(dir, file)).size).toBeLessThanOrEqual(4096 + 2048);
+  });
+});
