@@ -33,6 +33,11 @@ export const websiteSchema = z.strictObject({
       }),
     )
     .default({}),
+  /** A live site only: the account pool (a stack of its own) whose accounts its tasks lease, instead of settings. */
+  accountPool: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "must name a pool's stack, such as github-accounts" })
+    .optional(),
 });
 
 export const computerSchema = z.strictObject({

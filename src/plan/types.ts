@@ -31,6 +31,8 @@ export interface WebsiteConfig {
   settings: Record<string, unknown>;
   /** Setting name -> the name of a stack config key (namespace `multienv`) holding a secret. */
   secretSettings: Record<string, string>;
+  /** A live site: the account pool whose accounts its tasks lease (the leased account's settings go on top). */
+  accountPool?: string;
 }
 
 export interface ComputerConfig {
@@ -162,6 +164,8 @@ export interface PlannedWebsite {
   frontend?: PlannedContainer;
   settings: Record<string, unknown>;
   secretSettings: Record<string, string>;
+  /** The account pool its server's account is leased from, when it has one. */
+  accountPool?: string;
   /** Live site servers are also attached to the egress network (they call the real site's API). */
   serverOnEgress: boolean;
 }

@@ -2,9 +2,11 @@
 // without being decrypted), loads and validates its config, plans it, runs the program under Pulumi's mocks
 // and holds the rendered graph to the graph checks (the policy pack). Needs no Pulumi CLI, cloud or Docker.
 import { existsSync } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import { ConfigError, readStackFile, stackNameOfFile } from "../../config";
+import { isPoolFile, readPoolFile } from "../../config/pool";
 import { formatProblem, plan, type Plan } from "../../plan";
+import type { StackConfig } from "../../plan/types";
 import { runPolicies } from "../../../policies/evaluate";
 import { RESOURCE_TYPES } from "../../providers/types";
 import { GraphError, renderGraph, type Graph, type GraphResource } from "./graph";
@@ -77,6 +79,17 @@ export interface CheckOptions {
 export async function checkStack(stackOrPath: string, options: CheckOptions = {}): Promise<CheckResult> {
   const { file, stack } = resolveStackFile(stackOrPath, options.projectDir);
   const empty = { stack, file, resources: [], outputs: {} };
+  // A pool's stack deploys nothing: its config is all there is to check.
+  if (isPoolFile(file)) {
+    try {
+      readPoolFile(file, stack);
+      return { ...empty, ok: true, problems: [], warnings: [] };
+    } catch (error) {
+      if (error instanceof ConfigError)
+        return { ...empty, ok: false, problems: error.problems.map(formatProblem), warnings: [] };
+      throw error;
+    }
+  }
   let stackFile;
   try {
     stackFile = readStackFile(file, stack);
@@ -88,6 +101,8 @@ export async function checkStack(stackOrPath: string, options: CheckOptions = {}
   const planned = plan(stackFile.config, { stack });
   if (!planned.ok)
     return { ...empty, ok: false, problems: planned.problems.map(formatProblem), warnings: planned.warnings };
+  const poolProblems = pooledSiteProblems(stackFile.config, dirname(file));
+  if (poolProblems.length > 0) return { ...empty, ok: false, problems: poolProblems, warnings: planned.warnings };
 
   let graph: Graph;
   try {
@@ -230,4 +245,44 @@ function keyInputs(r: GraphResource): string {
       break;
   }
   return parts.join(" ");
+}
+
+/**
+ * A live site that leases its account from a pool: the pool's stack file beside the task's, valid, and none of the
+ * site's own settings one that an account of the pool sets (the site's account settings are the pool's alone).
+ */
+function pooledSiteProblems(config: StackConfig, stacksDir: string): string[] {
+  const problems: string[] = [];
+  for (const [site, website] of Object.entries(config.websites)) {
+    const pool = website.accountPool;
+    if (pool === undefined) continue;
+    const at = `multienv:websites.${site}.accountPool`;
+    const poolFile = join(stacksDir, `Pulumi.${pool}.yaml`);
+    if (!existsSync(poolFile)) {
+      problems.push(`${at}: names pool ${pool}, which has no stack file ${poolFile}; write it with multienv:pool`);
+      continue;
+    }
+    if (!isPoolFile(poolFile)) {
+      problems.push(`${at}: ${poolFile} is not a pool's stack (it has no multienv:pool)`);
+      continue;
+    }
+    let accounts;
+    try {
+      accounts = readPoolFile(poolFile, pool).accounts;
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(...error.problems.map((p) => `pool ${pool}: ${formatProblem(p)}`));
+      continue;
+    }
+    for (const setting of Object.keys(website.settings).sort()) {
+      const setBy = Object.keys(accounts).filter(
+        (a) => Object.hasOwn(accounts[a].settings, setting) || Object.hasOwn(accounts[a].secretSettings, setting),
+      );
+      if (setBy.length > 0)
+        problems.push(
+          `multienv:websites.${site}.settings.${setting}: is an account setting of pool ${pool} (accounts ${setBy.join(", ")}); a site that leases its account takes its account settings from the pool alone, so remove it here`,
+        );
+    }
+  }
+  return problems;
 }
