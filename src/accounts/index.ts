@@ -2,4 +2,12 @@
 // (`multienv accounts`, `ls`, `up --account-wait`).
 export type { AccountRow, Lease, LeaseStore } from "./store";
 export { accountsDbFile, isPostgresUrl, openLeaseStore, type StoreLocation } from "./location";
-export { durationText, holdersText, leaseAccount, LeaseError, HOUR_MS, type LeaseRequest } from "./lease";
+export {
+  awaitFreeAccount,
+  durationText,
+  holdersText,
+  leaseAccount,
+  LeaseError,
+  HOUR_MS,
+  type LeaseRequest,
+} from "./lease";

@@ -44,6 +44,11 @@ export function durationText(ms: number): string {
   return `${(ms / HOUR_MS).toFixed(1)} h`;
 }
 
+/** The one line a request that waited in vain fails with. */
+function exhausted(pool: string, holders: string, waitMs: number): string {
+  return `pool ${pool}: every account is leased (${holders}) and none was freed within ${durationText(waitMs)}; try again once one of those stacks is down, wait longer (--account-wait), or free one with \`multienv accounts ${pool} --release <account>\``;
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Leases (or keeps) an account of the pool for the holder; throws a LeaseError when none is freed in time. */
@@ -69,13 +74,38 @@ export async function leaseAccount(store: LeaseStore, request: LeaseRequest): Pr
     }
     const holders = holdersText(await store.accounts(pool));
     if (Date.now() >= deadline) {
-      throw new LeaseError(
-        `pool ${pool}: every account is leased (${holders}) and none was freed within ${durationText(request.waitMs)}; try again once one of those stacks is down, wait longer (--account-wait), or free one with \`multienv accounts ${pool} --release <account>\``,
-      );
+      throw new LeaseError(exhausted(pool, holders, request.waitMs));
     }
     if (holders !== told) {
       request.log?.(
         `pool ${pool}: every account is leased (${holders}); waiting up to ${durationText(deadline - Date.now())} for one`,
+      );
+      told = holders;
+    }
+    await sleep(Math.min(POLL_MS * (0.5 + Math.random()), Math.max(0, deadline - Date.now())));
+  }
+}
+
+/**
+ * Waits, without taking one, until the holder holds an account of the pool or one is free, telling `log` the holders
+ * each time they change; throws the same LeaseError as leaseAccount when the wait is over. Lets a program say who
+ * holds the accounts before it declares the lease, which then takes one at once unless another stack was quicker.
+ */
+export async function awaitFreeAccount(store: LeaseStore, request: LeaseRequest): Promise<void> {
+  const { pool, holder } = request;
+  await store.syncPool(pool, request.accounts);
+  const deadline = Date.now() + request.waitMs;
+  let told = "";
+  for (;;) {
+    const rows = await store.accounts(pool);
+    const now = Date.now();
+    if (rows.some((r) => r.heldBy === holder || r.heldBy === null || (r.until !== null && r.until.getTime() < now)))
+      return;
+    const holders = holdersText(rows);
+    if (now >= deadline) throw new LeaseError(exhausted(pool, holders, request.waitMs));
+    if (holders !== told) {
+      request.log?.(
+        `pool ${pool}: every account is leased (${holders}); waiting up to ${durationText(deadline - now)} for one`,
       );
       told = holders;
     }
