@@ -298,6 +298,7 @@ describe("terminal forms", () => {
           lastUpdated: "2026-01-02T03:04:05.123456789Z",
           containers: { total: 15, running: 15, healthy: 14 },
           episodes: 2,
+          accounts: { github: { pool: "github-accounts", account: "alex" } },
         },
         {
           stack: "old",
@@ -306,13 +307,14 @@ describe("terminal forms", () => {
           lastUpdated: null,
           containers: { total: 0, running: 0, healthy: 0 },
           episodes: 0,
+          accounts: {},
         },
       ],
     });
     expect(text.split("\n")).toEqual([
-      "STACK  TARGET  DEPLOYED  LAST UPDATED          RUNNING  HEALTHY  EPISODES",
-      "demo   docker  yes       2026-01-02T03:04:05Z  15/15    14/15    2",
-      "old    ?       no        never                 0/0      0/0      0",
+      "STACK  TARGET  DEPLOYED  LAST UPDATED          RUNNING  HEALTHY  EPISODES  ACCOUNTS",
+      "demo   docker  yes       2026-01-02T03:04:05Z  15/15    14/15    2         github-accounts/alex",
+      "old    ?       no        never                 0/0      0/0      0         -",
     ]);
   });
 

@@ -7,6 +7,15 @@ interface UpOptions extends CommonOptions {
   preview: boolean;
   json?: boolean;
   selfTest: boolean;
+  accountWait?: string;
+}
+
+/** A duration as `--account-wait` takes it: 90s, 10m, 1h, or a number of seconds. */
+export function parseDuration(text: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)(s|m|min|h)?$/.exec(text.trim());
+  if (!match) return undefined;
+  const unit = { s: 1, m: 60, min: 60, h: 3600 }[match[2] ?? "s"] ?? 1;
+  return Number(match[1]) * unit;
 }
 
 export function register(program: Command): void {
@@ -21,6 +30,10 @@ export function register(program: Command): void {
       .option("--no-preview", "skip the preview that counts the resources (progress then shows done/?)")
       .option("--json", "print the outputs as one JSON object")
       .option(
+        "--account-wait <duration>",
+        "how long to wait for a free account of a live site's pool (90s, 10m, 1h) before failing; default 10m",
+      )
+      .option(
         "--no-self-test",
         "skip the check, once the env is up, that each computer reaches what it should and is refused the rest",
       ),
@@ -30,7 +43,13 @@ export function register(program: Command): void {
       const { deployStack } = require("../index") as typeof import("../index");
       const { formatDisplayed } = require("../stack/outputs") as typeof import("../stack/outputs");
       const { nextSteps } = require("../lifecycle/next-steps") as typeof import("../lifecycle/next-steps");
+      const { ACCOUNT_WAIT_ENV } = require("../../program-pools") as typeof import("../../program-pools");
+      const { RunnerError } = require("../errors") as typeof import("../errors");
+      const waitSeconds = options.accountWait === undefined ? undefined : parseDuration(options.accountWait);
+      if (options.accountWait !== undefined && waitSeconds === undefined)
+        throw new RunnerError(`--account-wait ${options.accountWait}: write a duration such as 90s, 10m or 1h`);
       const result = await deployStack(stack, {
+        ...(waitSeconds === undefined ? {} : { programEnv: { [ACCOUNT_WAIT_ENV]: String(waitSeconds) } }),
         projectDir: options.projectDir,
         preview: options.preview,
         showSecrets: options.showSecrets,
