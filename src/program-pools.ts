@@ -7,7 +7,14 @@ import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { AccountLease, POOL_OUTPUTS } from "../components/accounts/accountLease";
 import type { MultiEnv } from "../components/multiEnv";
-import { accountsDbFile, awaitFreeAccount, LeaseError, openLeaseStore } from "./accounts";
+import {
+  ACCOUNT_WAIT_ENV,
+  accountsDbFile,
+  awaitFreeAccount,
+  DEFAULT_ACCOUNT_WAIT_SECONDS,
+  LeaseError,
+  openLeaseStore,
+} from "./accounts";
 import { ConfigError } from "./config";
 import { isConfigSecret } from "./config/load";
 import { loadPoolConfig } from "./config/pool";
@@ -16,10 +23,6 @@ import { SiteCleanup } from "./providers/resources";
 
 /** The repository root: the project directory the embedded lease store lives under. */
 const REPO_ROOT = path.resolve(__dirname, "..");
-
-/** How long an `up` waits for a free account, in seconds (the runner's `up --account-wait` sets it). */
-export const ACCOUNT_WAIT_ENV = "MULTIENV_ACCOUNT_WAIT_SECONDS";
-export const DEFAULT_ACCOUNT_WAIT_SECONDS = 600;
 
 /** A pool's stack: its accounts as outputs (their settings a secret), and how they are leased. */
 export function poolProgram(): Record<string, unknown> {

@@ -3,6 +3,8 @@
 export type { AccountRow, Lease, LeaseStore } from "./store";
 export { accountsDbFile, isPostgresUrl, openLeaseStore, type StoreLocation } from "./location";
 export {
+  ACCOUNT_WAIT_ENV,
+  DEFAULT_ACCOUNT_WAIT_SECONDS,
   awaitFreeAccount,
   durationText,
   holdersText,

@@ -9,6 +9,10 @@ const POLL_MS = 500;
 
 export const HOUR_MS = 3_600_000;
 
+/** How long an `up` waits for a free account, in seconds: the runner's `up --account-wait` sets it for the program. */
+export const ACCOUNT_WAIT_ENV = "MULTIENV_ACCOUNT_WAIT_SECONDS";
+export const DEFAULT_ACCOUNT_WAIT_SECONDS = 600;
+
 export interface LeaseRequest {
   pool: string;
   /** The stack asking (the holder the store records). */

@@ -1,7 +1,7 @@
 // Where a pool's leases are kept: the pool's `store` (a PostgreSQL URL) when it names one, else the embedded SQLite
-// database beside the project's local state, which the runner, the program and `multienv accounts` all find the same
+// database with the project's local state, which the runner, the program and `multienv accounts` all find the same
 // way from the backend URL.
-import { dirname, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PostgresLeaseStore } from "./postgres";
 import { SqliteLeaseStore } from "./sqlite";
@@ -16,15 +16,16 @@ export function isPostgresUrl(store: string): boolean {
 }
 
 /**
- * The embedded store's file for a project: beside the state directory of a file backend (`file://<dir>` ->
- * `<dir>/../accounts.sqlite`, so `.multienv/accounts.sqlite` for the default `.multienv/state`), else under the
+ * The embedded store's file for a project: with the state of a file backend (`file://<dir>` ->
+ * `<dir>/accounts.sqlite`, so `.multienv/state/accounts.sqlite` by default: the leases go where the stacks holding
+ * them are recorded, and a state directory of its own, such as a test's, has leases of its own), else under the
  * project's `.multienv/`.
  */
 export function accountsDbFile(backendUrl: string | undefined, projectDir: string): string {
   const url = backendUrl?.trim();
   if (url !== undefined && url.startsWith("file://")) {
     const stateDir = url.startsWith("file:///") ? fileURLToPath(url) : resolve(projectDir, url.slice("file://".length));
-    return join(dirname(stateDir.replace(/\/+$/, "")), ACCOUNTS_DB_FILE);
+    return join(stateDir, ACCOUNTS_DB_FILE);
   }
   return join(resolve(projectDir), ".multienv", ACCOUNTS_DB_FILE);
 }

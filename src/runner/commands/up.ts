@@ -43,7 +43,7 @@ export function register(program: Command): void {
       const { deployStack } = require("../index") as typeof import("../index");
       const { formatDisplayed } = require("../stack/outputs") as typeof import("../stack/outputs");
       const { nextSteps } = require("../lifecycle/next-steps") as typeof import("../lifecycle/next-steps");
-      const { ACCOUNT_WAIT_ENV } = require("../../program-pools") as typeof import("../../program-pools");
+      const { ACCOUNT_WAIT_ENV } = require("../../accounts/lease") as typeof import("../../accounts/lease");
       const { RunnerError } = require("../errors") as typeof import("../errors");
       const waitSeconds = options.accountWait === undefined ? undefined : parseDuration(options.accountWait);
       if (options.accountWait !== undefined && waitSeconds === undefined)
@@ -57,6 +57,13 @@ export function register(program: Command): void {
         log: note,
       });
       const shown = result.displayed;
+      // A pool's stack deploys nothing: what it holds is all there is to say.
+      if (Array.isArray(shown.accountNames)) {
+        if (options.json) return say(JSON.stringify(shown, null, 2));
+        return say(
+          `pool ${stack} is up: accounts ${shown.accountNames.join(", ")}. A task's live site leases one with websites.<site>.accountPool: ${stack}; \`multienv accounts ${stack}\` shows who holds them.`,
+        );
+      }
       // With --json stdout holds the JSON alone; the next steps go to stderr.
       if (options.json) say(JSON.stringify(shown, null, 2));
       else say(`stack ${stack} is up. Outputs:\n${formatDisplayed(shown)}`);

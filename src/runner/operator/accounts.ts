@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import YAML from "yaml";
 import { accountsDbFile, openLeaseStore, type LeaseStore } from "../../accounts";
+import { decodeConfigValue } from "../../config/validate";
 import { CONFIG_NAMESPACE } from "../../plan/problems";
 import { RunnerError } from "../errors";
 import { backendUrlFor, DEFAULT_PROJECT_DIR } from "../stack/workspace";
@@ -32,12 +33,14 @@ function poolFile(projectDir: string, pool: string): { accounts: string[]; store
   const file = join(projectDir, "stacks", `Pulumi.${pool}.yaml`);
   if (!existsSync(file)) return undefined;
   const parsed = YAML.parse(readFileSync(file, "utf8")) as { config?: Record<string, unknown> } | null;
+  // Structured, or as the Automation API writes a spec's config: the JSON as a string.
   const raw = parsed?.config?.[`${CONFIG_NAMESPACE}:pool`];
-  if (typeof raw !== "object" || raw === null)
+  const value = typeof raw === "string" ? decodeConfigValue(raw) : raw;
+  if (typeof value !== "object" || value === null)
     throw new RunnerError(
       `${file} is not a pool's stack: it has no ${CONFIG_NAMESPACE}:pool (accounts.<name> with settings and secretSettings)`,
     );
-  const { accounts, store } = raw as { accounts?: Record<string, unknown>; store?: unknown };
+  const { accounts, store } = value as { accounts?: Record<string, unknown>; store?: unknown };
   return { accounts: Object.keys(accounts ?? {}).sort(), store: typeof store === "string" ? store : undefined };
 }
 
