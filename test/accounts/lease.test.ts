@@ -152,6 +152,24 @@ async function killedHolderExpires(where: Where): Promise<void> {
   expect(rows).toEqual([expect.objectContaining({ name: "only", heldBy: waiter.holder })]);
 }
 
+/** Sign-ins of one pool, reserved through two connections: each slot a full interval after the one before. */
+async function signInsSpaced(where: Where): Promise<void> {
+  const [one, two] = [await openStoreFor(where), await openStoreFor(where)];
+  const minute = 60_000;
+  const waits = [
+    await one.reserveSignIn("gh", minute),
+    await two.reserveSignIn("gh", minute),
+    await one.reserveSignIn("gh", minute),
+  ];
+  expect(waits[0]).toBe(0);
+  // Each later sign-in waits for the slots before it, whoever asked: at least one interval less what has passed
+  // since (far less than a minute).
+  expect(waits[1]).toBeGreaterThan(minute / 2);
+  expect(waits[2]).toBeGreaterThan(waits[1] + minute / 2);
+  // Another pool has slots of its own.
+  expect(await two.reserveSignIn("other", minute)).toBe(0);
+}
+
 describe("leases on the embedded SQLite store", () => {
   const where = (): Where => ({ sqliteFile: path.join(tempDir(), "state-dir", "..", "accounts.sqlite") });
 
@@ -162,6 +180,10 @@ describe("leases on the embedded SQLite store", () => {
   it("a process killed while holding a lease loses it once the lease expires", async () => {
     await killedHolderExpires(where());
   }, 180_000);
+
+  it("spaces a pool's sign-ins across connections", async () => {
+    await signInsSpaced(where());
+  });
 });
 
 describe("leases on PostgreSQL", () => {
@@ -174,4 +196,9 @@ describe("leases on PostgreSQL", () => {
     const server = await startPostgres();
     await killedHolderExpires({ store: server.url, sqliteFile: "/nonexistent/unused.sqlite" });
   }, 180_000);
+
+  it("spaces a pool's sign-ins across connections", async () => {
+    const server = await startPostgres();
+    await signInsSpaced({ store: server.url, sqliteFile: "/nonexistent/unused.sqlite" });
+  });
 });
