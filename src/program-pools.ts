@@ -43,9 +43,13 @@ export function poolProgram(): Record<string, unknown> {
   };
 }
 
-/** The value an output resolves to; never resolves for an unknown one (a preview), so not awaited then. */
+/**
+ * The value a resource's output resolves to, or its registration's error. Through the SDK's own promise of the output
+ * (internal, as src/runner/check/graph.ts reads it too): `apply` would never run when the resource fails, and the
+ * program would wait for ever.
+ */
 function settled<T>(output: pulumi.Output<T>): Promise<T> {
-  return new Promise((resolve) => output.apply((value) => (resolve(value), value)));
+  return (output as unknown as { promise(): Promise<T> }).promise();
 }
 
 function accountWaitSeconds(): number {

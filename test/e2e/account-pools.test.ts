@@ -5,7 +5,7 @@
 // run), the third deploys with the freed account. The accounts' secret settings never reach the state in plain text.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync, readdirSync, statSync } from "node:fs";
+import { readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
@@ -13,7 +13,7 @@ import { engineClient } from "../../src/engines/docker";
 import { deployStack, destroyStack, gatewayAccess, listStacks, type StackSpec } from "../../src/runner";
 import { poolAccounts, releaseAccount } from "../../src/runner/operator/accounts";
 import { ACCOUNT_WAIT_ENV } from "../../src/accounts";
-import { e2eStack, STACK_LABEL, sweepStack } from "./helpers/env";
+import { e2eStack, STACK_LABEL, stackFileOf, sweepStack } from "./helpers/env";
 
 const POOL = e2eStack("e2e-pool");
 const TASKS = ["a", "b", "c"].map((t) => e2eStack(`e2e-pooled-${t}`));
@@ -91,6 +91,7 @@ async function containersOf(stack: string): Promise<number> {
 afterAll(async () => {
   for (const stack of [...TASKS, POOL]) await destroyStack(stack).catch(() => undefined);
   for (const stack of TASKS) await sweepStack(api, stack).catch(() => undefined);
+  for (const stack of [...TASKS, POOL]) rmSync(stackFileOf(stack), { force: true });
 }, 600_000);
 
 describe("account pools on the docker target", () => {
