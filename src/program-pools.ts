@@ -17,7 +17,7 @@ import {
 } from "./accounts";
 import { ConfigError } from "./config";
 import { isConfigSecret } from "./config/load";
-import { loadPoolConfig } from "./config/pool";
+import { loadPoolConfig } from "./config/pool-load";
 import type { Plan } from "./plan";
 import { SiteCleanup } from "./providers/resources";
 

@@ -11,7 +11,7 @@ import { DOCKER_DEFAULT_ADDRESS_POOLS, formatProblem, plan, type EngineMachine, 
 import { isLocalEngine, localEngineMachine } from "./engines/docker";
 import { DEFAULT_BASE_IMAGE, PROJECT_IMAGES, projectImagesNeeded } from "./plan/images";
 import { SELF_TEST_ENV } from "./plan/self-test";
-import { isPoolStack } from "./config/pool";
+import { isPoolStack } from "./config/pool-load";
 import { cleanUpPooledSites, leasedAccountsOutput, leasePooledSites, poolProgram } from "./program-pools";
 
 /** The repository root: the build context of the project's images. */

@@ -1,17 +1,17 @@
 // An account pool's config: a stack of its own (`stacks/Pulumi.<pool>.yaml`) holding `multienv:pool`, the accounts a
 // live site's tasks lease one each. Each account's `settings` and `secretSettings` are as a site's (a secret setting
 // names a stack config key set with `pulumi config set --secret`); every one of them reaches the leased server as a
-// secret. Read by the program (a pool stack's `up` deploys its accounts as secret outputs) and by `multienv check`.
-import * as pulumi from "@pulumi/pulumi";
+// secret. Validated here for the program (pool-load.ts, which reads it from Pulumi config) and `multienv check`
+// (straight from the stack file, without Pulumi's SDK).
 import { z } from "zod";
-import { CONFIG_NAMESPACE, problem } from "../plan/problems";
+import { problem } from "../plan/problems";
 import type { Problem } from "../plan/types";
 import { ConfigError } from "./errors";
 import { friendlyMessage, issuesToProblems, suggestion } from "./issues";
 import { CONFIG_KEY } from "./schema";
 import { secretReferenceProblems, type SecretKeyHolding } from "./secrets";
 import { decodeConfigValue, type RawConfigValue } from "./validate";
-import { readConfigSection } from "./load";
+import { readConfigSection } from "./stack-file";
 
 /** The config key a pool stack holds its pool in (`multienv:pool`). */
 export const POOL_KEY = "pool";
@@ -123,55 +123,6 @@ export function validatePoolConfig(values: Record<string, RawConfigValue>, stack
   const secretKeys = [...referenced].filter((k) => values[k]?.secret === true).sort();
   if (problems.length > 0 || !parsed.success) return { secretKeys, problems };
   return { pool: parsed.data, secretKeys, problems };
-}
-
-/** Is the running stack a pool's (its config holds `multienv:pool`)? */
-export function isPoolStack(all: Record<string, string> = pulumi.runtime.allConfig()): boolean {
-  return Object.hasOwn(all, `${CONFIG_NAMESPACE}:${POOL_KEY}`);
-}
-
-/** The pool as a pool stack deploys it: each account's settings, its secret ones' values merged in. */
-export interface LoadedPool {
-  pool: PoolConfig;
-  /** Account -> its settings, secret values merged in: a secret. */
-  accounts: pulumi.Output<Record<string, Record<string, unknown>>>;
-}
-
-/** Reads the running pool stack's config; one ConfigError holding every problem. */
-export function loadPoolConfig(
-  pulumiConfig: pulumi.Config = new pulumi.Config(CONFIG_NAMESPACE),
-  isSecret: (fullKey: string) => boolean,
-): LoadedPool {
-  const prefix = `${pulumiConfig.name}:`;
-  const values: Record<string, RawConfigValue> = {};
-  for (const [fullKey, value] of Object.entries(pulumi.runtime.allConfig())) {
-    if (!fullKey.startsWith(prefix)) continue;
-    const secret = isSecret(fullKey);
-    values[fullKey.slice(prefix.length)] = secret ? { secret } : { secret, value };
-  }
-  const validated = validatePoolConfig(values, pulumi.getStack());
-  if (validated.pool === undefined) throw new ConfigError(validated.problems);
-  const pool = validated.pool;
-  const accounts = pulumi.secret(
-    pulumi.all(
-      Object.fromEntries(
-        Object.entries(pool.accounts).map(([name, account]) => [
-          name,
-          pulumi
-            .all(
-              Object.fromEntries(
-                Object.entries(account.secretSettings).map(([setting, key]) => [
-                  setting,
-                  pulumiConfig.requireSecret(key),
-                ]),
-              ),
-            )
-            .apply((secrets) => ({ ...account.settings, ...secrets }) as Record<string, unknown>),
-        ]),
-      ),
-    ),
-  );
-  return { pool, accounts };
 }
 
 /** Does a stack file hold a pool (`multienv:pool`)? False for an unreadable file. */
