@@ -12,6 +12,8 @@ export interface DeployArgs {
   plan: Plan;
   /** Secret stack config values by config key (namespace `multienv`), for the sites' `secretSettings`. */
   secrets: Record<string, pulumi.Output<string>>;
+  /** Site -> the settings of the account leased to it from its pool (a secret), put over its own settings. */
+  accounts?: Record<string, pulumi.Output<Record<string, unknown>>>;
   /** Build context of the project's images: the repository root, relative to the project directory Pulumi runs in. */
   buildContext: string;
   /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */

@@ -11,6 +11,8 @@ import { DOCKER_DEFAULT_ADDRESS_POOLS, formatProblem, plan, type EngineMachine, 
 import { isLocalEngine, localEngineMachine } from "./engines/docker";
 import { DEFAULT_BASE_IMAGE, PROJECT_IMAGES, projectImagesNeeded } from "./plan/images";
 import { SELF_TEST_ENV } from "./plan/self-test";
+import { isPoolStack } from "./config/pool-load";
+import { cleanUpPooledSites, leasedAccountsOutput, leasePooledSites, poolProgram } from "./program-pools";
 
 /** The repository root: the build context of the project's images. */
 const REPO_ROOT = path.resolve(__dirname, "..");
@@ -26,6 +28,11 @@ export interface ProgramOptions {
    * engine's address pools). Default true; `multienv check` runs without an engine, and shows Docker's own pools.
    */
   probeEngine?: boolean;
+  /**
+   * Wait, before declaring the env, until each pooled live site's account is leased. Default true; `multienv check`
+   * renders the graph without a lease store.
+   */
+  waitForAccounts?: boolean;
 }
 
 /** Writes dist/bundle/<name>.js for every service the plan's project images copy; one line naming what failed. */
@@ -72,8 +79,12 @@ async function engineMachineOf(planned: Plan, probe: boolean): Promise<EngineMac
   }
 }
 
-export async function multienvProgram(options: ProgramOptions = {}): Promise<MultiEnvOutputs> {
+export async function multienvProgram(
+  options: ProgramOptions = {},
+): Promise<MultiEnvOutputs | Record<string, unknown>> {
   const stack = pulumi.getStack();
+  // A pool's stack holds accounts for task stacks to lease, and deploys nothing.
+  if (isPoolStack()) return poolProgram();
   let loaded;
   try {
     loaded = loadStackConfig();
@@ -87,8 +98,11 @@ export async function multienvProgram(options: ProgramOptions = {}): Promise<Mul
   if (options.bundle !== false) bundleServices(result.plan);
   const engineMachine = await engineMachineOf(result.plan, options.probeEngine !== false);
 
+  // A pooled live site's account is leased first: a stack that gets none fails with nothing of it created.
+  const pooled = await leasePooledSites(result.plan, stack, options.waitForAccounts !== false);
   try {
     const env = new MultiEnv(stack, {
+      accounts: pooled.settings,
       plan: result.plan,
       secrets: loaded.secrets,
       // Relative, as the state keeps it: the same checkout elsewhere is no change.
@@ -96,7 +110,9 @@ export async function multienvProgram(options: ProgramOptions = {}): Promise<Mul
       baseImage: process.env.MULTIENV_BASE_IMAGE || DEFAULT_BASE_IMAGE,
       engineMachine,
     });
-    return env.outputs;
+    cleanUpPooledSites(pooled, env, stack);
+    const accounts = leasedAccountsOutput(pooled);
+    return accounts === undefined ? env.outputs : { ...env.outputs, accounts };
   } catch (error) {
     // Components refuse inputs the plan let through with a message naming the config key; show just that.
     throw new pulumi.RunError(error instanceof Error ? error.message : String(error));

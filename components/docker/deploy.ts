@@ -32,7 +32,7 @@ export function deployOnEngines(owner: string, args: DeployArgs): Deployed {
     (site) =>
       new Website(
         `${owner}-${site.name}`,
-        { plan, site, engine: engines.env, secrets: args.secrets },
+        { plan, site, engine: engines.env, secrets: args.secrets, account: args.accounts?.[site.name] },
         { parent, aliases: [{ name: site.name }] },
       ),
   );

@@ -25,6 +25,8 @@ export interface WebsiteArgs {
    * must be here; the others are not read.
    */
   secrets: Record<string, pulumi.Output<string>>;
+  /** A pooled live site: the leased account's settings (a secret), put over the site's own. */
+  account?: pulumi.Output<Record<string, unknown>>;
 }
 
 /** A website of the env: its server, its frontend (synthetic sites), and their capture sidecars. */
@@ -53,7 +55,10 @@ export class Website extends pulumi.ComponentResource {
         image: engine.pulledImage(requireImage(this, site, "server", site.server)),
         networksAdvanced: networksAdvanced(engine, serverNetworks(plan, site)),
         capabilities: DEFAULT_CAPABILITIES,
-        envs: [settingsEnv(site, secretValues), envEntry(ENV_VARS.websiteDomains, JSON.stringify(site.domains))],
+        envs: [
+          settingsEnv(site, secretValues, args.account),
+          envEntry(ENV_VARS.websiteDomains, JSON.stringify(site.domains)),
+        ],
         restart: RESTART,
         labels: containerLabels(engine, siteLabels(site, "server")),
       },
@@ -62,7 +67,8 @@ export class Website extends pulumi.ComponentResource {
       {
         parent: this,
         ...containerOptions(engine),
-        additionalSecretOutputs: Object.keys(site.secretSettings).length > 0 ? ["envs"] : [],
+        additionalSecretOutputs:
+          Object.keys(site.secretSettings).length > 0 || args.account !== undefined ? ["envs"] : [],
       },
     );
     if (site.frontend !== undefined) {
@@ -121,7 +127,19 @@ function requireImage(
   return container.image;
 }
 
-function settingsEnv(site: PlannedWebsite, secretValues: Record<string, pulumi.Output<string>>): pulumi.Output<string> {
+function settingsEnv(
+  site: PlannedWebsite,
+  secretValues: Record<string, pulumi.Output<string>>,
+  account?: pulumi.Output<Record<string, unknown>>,
+): pulumi.Output<string> {
+  // A pool's account settings are secret wherever they go: the whole value is.
+  if (account !== undefined)
+    return pulumi.secret(
+      envEntry(
+        ENV_VARS.websiteSettings,
+        account.apply((settings) => websiteSettingsJson({ ...site.settings, ...settings }, {})),
+      ),
+    );
   const names = Object.keys(site.secretSettings);
   if (names.length === 0) return envEntry(ENV_VARS.websiteSettings, websiteSettingsJson(site.settings, {}));
   const values = pulumi.all(Object.fromEntries(names.map((n) => [n, secretValues[n]])));
@@ -140,5 +158,6 @@ function siteLabels(site: PlannedWebsite, role: "server" | "frontend"): Record<s
     [LABELS.role]: role === "server" ? ROLES.server : ROLES.frontend,
     [LABELS.site]: site.name,
     ...(role === "server" && secretNames.length > 0 ? { [LABELS.secretSettings]: secretNames.sort().join(",") } : {}),
+    ...(role === "server" && site.accountPool !== undefined ? { [LABELS.accountPool]: site.accountPool } : {}),
   };
 }

@@ -21,7 +21,15 @@ export function deployOnCluster(owner: string, args: DeployArgs): Deployed {
     (site) =>
       new KubernetesWebsite(
         `${owner}-${site.name}`,
-        { plan, site, target, pods: pods.sites[site.name], secrets: args.secrets, controlToken: args.controlToken },
+        {
+          plan,
+          site,
+          target,
+          pods: pods.sites[site.name],
+          secrets: args.secrets,
+          account: args.accounts?.[site.name],
+          controlToken: args.controlToken,
+        },
         { parent },
       ),
   );

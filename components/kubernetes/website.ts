@@ -35,6 +35,8 @@ export interface KubernetesWebsiteArgs {
   pods: PlannedPod[];
   /** The stack's secret config values by key: each key the site's `secretSettings` names must be here. */
   secrets: Record<string, pulumi.Output<string>>;
+  /** A pooled live site: the leased account's settings (a secret), put over the site's own. */
+  account?: pulumi.Output<Record<string, unknown>>;
   /** The env's control token (a secret): each capture server gets its own token derived from it. */
   controlToken: pulumi.Output<string>;
 }
@@ -67,7 +69,10 @@ export class KubernetesWebsite extends pulumi.ComponentResource {
       // The settings (secret values merged in) and the capture server's token, by reference from the pod.
       const secretData: Record<string, pulumi.Input<string>> = {};
       if (role === "server")
-        secretData.settings = secretValues.apply((values) => websiteSettingsJson(site.settings, values));
+        secretData.settings =
+          args.account === undefined
+            ? secretValues.apply((values) => websiteSettingsJson(site.settings, values))
+            : args.account.apply((settings) => websiteSettingsJson({ ...site.settings, ...settings }, {}));
       if (pod.capture !== undefined) {
         const captured = pod.name;
         secretData.captureToken = args.controlToken.apply((token) => captureServerToken(token, captured));
@@ -95,8 +100,15 @@ export class KubernetesWebsite extends pulumi.ComponentResource {
             metadata: {
               ...podMetadata(target, pod),
               // Names only, never values; an annotation, since a setting's name need not be a label value.
-              ...(role === "server" && Object.keys(site.secretSettings).length > 0
-                ? { annotations: { [LABELS.secretSettings]: Object.keys(site.secretSettings).sort().join(",") } }
+              ...(role === "server" && (Object.keys(site.secretSettings).length > 0 || site.accountPool !== undefined)
+                ? {
+                    annotations: {
+                      ...(Object.keys(site.secretSettings).length > 0
+                        ? { [LABELS.secretSettings]: Object.keys(site.secretSettings).sort().join(",") }
+                        : {}),
+                      ...(site.accountPool !== undefined ? { [LABELS.accountPool]: site.accountPool } : {}),
+                    },
+                  }
                 : {}),
             },
             spec: {

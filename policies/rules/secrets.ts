@@ -42,14 +42,17 @@ function secretEnvNames(container: PolicyResource): string[] {
   if (roleOf(container) === ROLES.gateway) names.push(SECRET_ENV.controlToken);
   if (roleOf(container) === ROLES.siteProxy) names.push(SECRET_ENV.siteProxyToken);
   const settings = (labelsOf(container)[LABELS.secretSettings] ?? "").trim();
-  if (settings !== "") names.push(SECRET_ENV.websiteSettings);
+  const pooled = (labelsOf(container)[LABELS.accountPool] ?? "").trim();
+  if (settings !== "" || pooled !== "") names.push(SECRET_ENV.websiteSettings);
   return names;
 }
 
 /** The env variables of a pod that carry a secret: the tokens wherever they are set, and a marked server's settings. */
 function podSecretEnvNames(pod: PolicyResource): string[] {
   const names: string[] = [SECRET_ENV.controlToken, SECRET_ENV.siteProxyToken, SECRET_ENV.captureServerToken];
-  if ((metadataOf(pod).annotations[LABELS.secretSettings] ?? "").trim() !== "") names.push(SECRET_ENV.websiteSettings);
+  const { annotations } = metadataOf(pod);
+  if ((annotations[LABELS.secretSettings] ?? "").trim() !== "" || (annotations[LABELS.accountPool] ?? "").trim() !== "")
+    names.push(SECRET_ENV.websiteSettings);
   return names;
 }
 

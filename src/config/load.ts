@@ -16,7 +16,7 @@ export interface LoadedStackConfig {
 }
 
 /** `pulumi.runtime.isConfigSecret` is marked internal in the SDK's types, though it is how the SDK itself tells. */
-function isConfigSecret(fullKey: string): boolean {
+export function isConfigSecret(fullKey: string): boolean {
   const runtime = pulumi.runtime as unknown as { isConfigSecret?: (k: string) => boolean };
   if (typeof runtime.isConfigSecret !== "function") {
     throw new Error(

@@ -84,6 +84,11 @@ export const websiteSchema = z.strictObject({
   record: z.boolean().optional(),
   /** With `record`: keep its cookies' values in the request log (by default they are left out). */
   keepCookies: z.boolean().optional(),
+  /** A live site only: the account pool (a stack of its own) whose accounts its tasks lease, instead of settings. */
+  accountPool: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "must name a pool's stack, such as github-accounts" })
+    .optional(),
 });
 
 export const computerSchema = z.strictObject({

@@ -11,6 +11,8 @@ export interface SecretReference {
   site: string;
   setting: string;
   key: string;
+  /** Where the reference is in the config, when not a site's (`websites.<site>.secretSettings.<setting>`). */
+  path?: (string | number)[];
 }
 
 /** How the stack holds a key that a secret setting names. */
@@ -34,8 +36,8 @@ export function secretReferenceProblems(
   stack?: string,
 ): Problem[] {
   const problems: Problem[] = [];
-  for (const { site, setting, key } of refs) {
-    const path = ["websites", site, "secretSettings", setting];
+  for (const { site, setting, key, path: at } of refs) {
+    const path = at ?? ["websites", site, "secretSettings", setting];
     const fix = (name: string) =>
       `pulumi config set --secret ${name} <value>${stack === undefined ? "" : ` --stack ${stack}`}`;
     if (!CONFIG_KEY.test(key)) continue;

@@ -85,6 +85,25 @@ export function stackNameOfFile(path: string): string {
  * (including an unreadable file or bad YAML).
  */
 export function readStackFile(path: string, stack: string = stackNameOfFile(path)): StackFile {
+  const { values, rawConfig, secretKeys, problems } = readConfigSection(path);
+  const validated = validateStackConfig(values, stack);
+  problems.push(...validated.problems);
+  if (validated.config === undefined || problems.length > 0) throw new ConfigError(problems);
+  const secrets = Object.fromEntries(validated.secretKeys.map((k) => [k, SECRET_MARKER]));
+  return { stack, config: validated.config, secrets, rawConfig, secretKeys: secretKeys.sort() };
+}
+
+/**
+ * A stack file's `config:` section: the `multienv` namespace's keys as Pulumi holds them, the whole section as a
+ * program gets it, the secret keys, and the problems of the file itself. Throws a StackFileError for a file that is
+ * not one.
+ */
+export function readConfigSection(path: string): {
+  values: Record<string, RawConfigValue>;
+  rawConfig: Record<string, string>;
+  secretKeys: string[];
+  problems: Problem[];
+} {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -150,9 +169,6 @@ export function readStackFile(path: string, stack: string = stackNameOfFile(path
     if (fullKey.startsWith(prefix))
       values[fullKey.slice(prefix.length)] = secret ? { secret } : { secret, value: rawConfig[fullKey] };
   }
-  const validated = validateStackConfig(values, stack);
-  problems.push(...namespaceProblems(Object.keys(section)), ...validated.problems);
-  if (validated.config === undefined || problems.length > 0) throw new ConfigError(problems);
-  const secrets = Object.fromEntries(validated.secretKeys.map((k) => [k, SECRET_MARKER]));
-  return { stack, config: validated.config, secrets, rawConfig, secretKeys: secretKeys.sort() };
+  problems.push(...namespaceProblems(Object.keys(section)));
+  return { values, rawConfig, secretKeys, problems };
 }

@@ -93,6 +93,7 @@ function plannedWebsites(config: StackConfig, stack: string): PlannedWebsite[] {
         },
         settings: website.settings,
         secretSettings: { ...website.secretSettings },
+        ...(website.accountPool === undefined ? {} : { accountPool: website.accountPool }),
         // A live site's server calls the real site's API, so it also sits on the egress network.
         serverOnEgress: website.live,
         ...(website.live && website.record ? { record: { keepCookies: website.keepCookies === true } } : {}),

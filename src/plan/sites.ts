@@ -72,6 +72,21 @@ export function websiteProblems(site: string, website: WebsiteConfig): Problem[]
       );
     }
     problems.push(...listProblems(site, "allowHosts", website.allowHosts, true));
+    if (website.accountPool !== undefined && Object.keys(website.secretSettings).length > 0) {
+      problems.push(
+        problem(
+          ["websites", site, "secretSettings"],
+          `the site leases its account from pool ${website.accountPool}, whose accounts hold the secret settings; remove secretSettings, or accountPool to use the site's own account`,
+        ),
+      );
+    }
+  } else if (website.accountPool !== undefined) {
+    problems.push(
+      problem(
+        ["websites", site, "accountPool"],
+        "only a live site signs in with a pool's accounts; remove accountPool or set live: true",
+      ),
+    );
   } else if (website.allowHosts.length > 0) {
     problems.push(
       problem(["websites", site, "allowHosts"], "only a live site has allowHosts; remove them or set live: true"),

@@ -35,6 +35,8 @@ export interface WebsiteConfig {
   record?: boolean;
   /** With `record`: its cookies' values stay in the request log. */
   keepCookies?: boolean;
+  /** A live site: the account pool whose accounts its tasks lease (the leased account's settings go on top). */
+  accountPool?: string;
 }
 
 export interface ComputerConfig {
@@ -175,6 +177,8 @@ export interface PlannedWebsite {
   frontend?: PlannedContainer;
   settings: Record<string, unknown>;
   secretSettings: Record<string, string>;
+  /** The account pool its server's account is leased from, when it has one. */
+  accountPool?: string;
   /** Live site servers are also attached to the egress network (they call the real site's API). */
   serverOnEgress: boolean;
   /** A live site whose exchanges the site proxies record (its HTTPS opened there). */

@@ -20,6 +20,11 @@ export const LABELS = {
    * (names only, never values). Tells the pack that AGENTENV_WEBSITE_SETTINGS carries a secret.
    */
   secretSettings: "multienv.secret-settings",
+  /**
+   * Website server containers (pods: an annotation) whose account is leased from a pool: the pool's name. A pool's
+   * account settings are secret wherever they go, so AGENTENV_WEBSITE_SETTINGS carries a secret.
+   */
+  accountPool: "multienv.account-pool",
 } as const;
 
 /** Values of the `multienv.role` label on containers. */

@@ -143,3 +143,45 @@ export class SelfTest extends DynamicResource {
     );
   }
 }
+
+/** One account of a pool leased to the stack (account-lease.ts): create leases, update extends, delete releases. */
+export class AccountLease extends DynamicResource {
+  /** The leased account's name. */
+  declare readonly account: pulumi.Output<string>;
+  declare readonly since: pulumi.Output<string>;
+  declare readonly until: pulumi.Output<string>;
+  constructor(
+    name: string,
+    args: {
+      pool: string;
+      holder: string;
+      accounts: pulumi.Input<string[]>;
+      leaseHours: pulumi.Input<number>;
+      signInsPerMinute?: pulumi.Input<number | undefined>;
+      store?: pulumi.Input<string | undefined>;
+      sqliteFile: string;
+      waitSeconds: number;
+      requestedAt: string;
+    },
+    opts?: pulumi.CustomResourceOptions,
+  ) {
+    super("accountLease", name, { ...args, account: undefined, since: undefined, until: undefined }, opts);
+  }
+}
+
+/** A live site's cleanup at destroy, through the gateway, before its account goes back (site-cleanup.ts). */
+export class SiteCleanup extends DynamicResource {
+  constructor(
+    name: string,
+    args: {
+      gatewayUrl: pulumi.Input<string>;
+      controlToken: pulumi.Input<string>;
+      site: string;
+      account: pulumi.Input<string>;
+      gatewayPortForward?: pulumi.Input<GatewayPortForward>;
+    },
+    opts?: pulumi.CustomResourceOptions,
+  ) {
+    super("siteCleanup", name, args, opts);
+  }
+}

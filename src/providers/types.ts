@@ -15,7 +15,17 @@ export const RESOURCE_TYPES = {
   selfTest: "pulumi-nodejs:dynamic/multienv:SelfTest",
   sshHostKey: "pulumi-nodejs:dynamic/multienv:SshHostKey",
   gatewayTunnel: "pulumi-nodejs:dynamic/multienv:GatewayTunnel",
+  accountLease: "pulumi-nodejs:dynamic/multienv:AccountLease",
+  siteCleanup: "pulumi-nodejs:dynamic/multienv:SiteCleanup",
 } as const;
 
 /** The kinds that are the project's own dynamic resources (resources.ts), each served by operations.ts. */
-export const DYNAMIC_KINDS = ["command", "secret", "selfTest", "sshHostKey", "gatewayTunnel"] as const;
+export const DYNAMIC_KINDS = [
+  "command",
+  "secret",
+  "selfTest",
+  "sshHostKey",
+  "gatewayTunnel",
+  "accountLease",
+  "siteCleanup",
+] as const;

@@ -2,6 +2,7 @@
 // itself with `register(program)`; adding one is adding its module to COMMANDS.
 import { Command } from "commander";
 import { failureText } from "./commands/common";
+import * as accounts from "./commands/accounts";
 import * as check from "./commands/check";
 import * as collect from "./commands/collect";
 import * as down from "./commands/down";
@@ -29,6 +30,7 @@ export const COMMANDS: { register(program: Command): void }[] = [
   reset,
   down,
   sweep,
+  accounts,
 ];
 
 export function buildCli(): Command {

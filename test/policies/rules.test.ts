@@ -342,6 +342,17 @@ describe("secrets-stay-secret", () => {
     ]);
   });
 
+  it("refuses plaintext settings on a server whose account is leased from a pool: every account setting is secret", () => {
+    const graph = patched(dockerGraph(), "t-github-server", (i) => ({
+      ...i,
+      envs: ['AGENTENV_WEBSITE_SETTINGS={"account":"alex"}'],
+      labels: labels({ "multienv.role": "server", "multienv.site": "github", "multienv.account-pool": "gh-pool" }),
+    }));
+    expect(violations(graph, P).map((v) => v.message)).toEqual([
+      expect.stringMatching(/"t-github-server" sets AGENTENV_WEBSITE_SETTINGS in plaintext/),
+    ]);
+  });
+
   it("finds a secret setting's value leaked into another resource's plaintext", () => {
     const graph = patched(dockerGraph(), "t-shop-server", (i) => ({
       ...i,

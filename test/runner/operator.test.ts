@@ -142,8 +142,9 @@ describe("the file state backend", () => {
     expect(holdsSecret({ a: [1, { b: "x" }], c: null })).toBe(false);
   });
 
-  it("ls: a stack with no container is counted 0/0 without asking an engine; episodes from run.json", async () => {
-    const options = projectWith({ gone: { target: "hosts", resources: [ROOT_STACK({})] }, fresh: null });
+  it("ls: a stack with no container is counted 0/0 without asking an engine; episodes from run.json; its leased accounts", async () => {
+    const accounts = { github: { pool: "github-accounts", account: "alex" } };
+    const options = projectWith({ gone: { target: "hosts", resources: [ROOT_STACK({ accounts })] }, fresh: null });
     const artifacts = join(options.projectDir, "artifacts", "gone");
     mkdirSync(artifacts, { recursive: true });
     writeFileSync(join(artifacts, "run.json"), JSON.stringify({ stack: "gone", episode: 3 }));
@@ -156,6 +157,7 @@ describe("the file state backend", () => {
           lastUpdated: null,
           containers: { total: 0, running: 0, healthy: 0 },
           episodes: 0,
+          accounts: {},
         },
         {
           stack: "gone",
@@ -164,6 +166,7 @@ describe("the file state backend", () => {
           lastUpdated: "2026-01-02T03:04:05Z",
           containers: { total: 0, running: 0, healthy: 0 },
           episodes: 3,
+          accounts,
         },
       ],
     });
@@ -317,6 +320,7 @@ describe("terminal forms", () => {
           lastUpdated: "2026-01-02T03:04:05.123456789Z",
           containers: { total: 15, running: 15, healthy: 14 },
           episodes: 2,
+          accounts: { github: { pool: "github-accounts", account: "alex" } },
         },
         {
           stack: "old",
@@ -325,13 +329,14 @@ describe("terminal forms", () => {
           lastUpdated: null,
           containers: { total: 0, running: 0, healthy: 0 },
           episodes: 0,
+          accounts: {},
         },
       ],
     });
     expect(text.split("\n")).toEqual([
-      "STACK  TARGET  DEPLOYED  LAST UPDATED          RUNNING  HEALTHY  EPISODES",
-      "demo   docker  yes       2026-01-02T03:04:05Z  15/15    14/15    2",
-      "old    ?       no        never                 0/0      0/0      0",
+      "STACK  TARGET  DEPLOYED  LAST UPDATED          RUNNING  HEALTHY  EPISODES  ACCOUNTS",
+      "demo   docker  yes       2026-01-02T03:04:05Z  15/15    14/15    2         github-accounts/alex",
+      "old    ?       no        never                 0/0      0/0      0         -",
     ]);
   });
 

@@ -1,7 +1,13 @@
 // `multienv check`: validates a task stack offline. Reads the stack file (a `secure:` value counts as a secret
 // without being decrypted), loads and validates its config, plans it, runs the program under Pulumi's mocks
 // and holds the rendered graph to the graph checks (the policy pack). Needs no Pulumi CLI, cloud or Docker.
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { ConfigError } from "../../config/errors";
+import { isPoolFile, readPoolFile } from "../../config/pool";
 import type { Plan } from "../../plan";
+import { formatProblem } from "../../plan/problems";
+import type { StackConfig } from "../../plan/types";
 import { runPolicies } from "../../../policies/evaluate";
 import { RESOURCE_TYPES } from "../../providers/types";
 import { GraphError, renderGraph, type Graph, type GraphResource } from "./graph";
@@ -58,9 +64,22 @@ export async function checkStack(stackOrPath: string, options: CheckOptions = {}
   const offline = checkStackFile(stackOrPath, options.projectDir);
   const { stack, file, stackFile } = offline;
   const empty = { stack, file, resources: [], outputs: {} };
+  // A pool's stack deploys nothing: its config is all there is to check.
+  if (isPoolFile(file)) {
+    try {
+      readPoolFile(file, stack);
+      return { ...empty, ok: true, problems: [], warnings: [] };
+    } catch (error) {
+      if (error instanceof ConfigError)
+        return { ...empty, ok: false, problems: error.problems.map(formatProblem), warnings: [] };
+      throw error;
+    }
+  }
   if (!offline.ok || stackFile === undefined || offline.plan === undefined)
     return { ...empty, ok: false, problems: offline.problems, warnings: offline.warnings };
   const planned = { plan: offline.plan, warnings: offline.warnings };
+  const poolProblems = pooledSiteProblems(stackFile.config, dirname(file));
+  if (poolProblems.length > 0) return { ...empty, ok: false, problems: poolProblems, warnings: planned.warnings };
 
   let graph: Graph;
   try {
@@ -203,4 +222,44 @@ function keyInputs(r: GraphResource): string {
       break;
   }
   return parts.join(" ");
+}
+
+/**
+ * A live site that leases its account from a pool: the pool's stack file beside the task's, valid, and none of the
+ * site's own settings one that an account of the pool sets (the site's account settings are the pool's alone).
+ */
+function pooledSiteProblems(config: StackConfig, stacksDir: string): string[] {
+  const problems: string[] = [];
+  for (const [site, website] of Object.entries(config.websites)) {
+    const pool = website.accountPool;
+    if (pool === undefined) continue;
+    const at = `multienv:websites.${site}.accountPool`;
+    const poolFile = join(stacksDir, `Pulumi.${pool}.yaml`);
+    if (!existsSync(poolFile)) {
+      problems.push(`${at}: names pool ${pool}, which has no stack file ${poolFile}; write it with multienv:pool`);
+      continue;
+    }
+    if (!isPoolFile(poolFile)) {
+      problems.push(`${at}: ${poolFile} is not a pool's stack (it has no multienv:pool)`);
+      continue;
+    }
+    let accounts;
+    try {
+      accounts = readPoolFile(poolFile, pool).accounts;
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(...error.problems.map((p) => `pool ${pool}: ${formatProblem(p)}`));
+      continue;
+    }
+    for (const setting of Object.keys(website.settings).sort()) {
+      const setBy = Object.keys(accounts).filter(
+        (a) => Object.hasOwn(accounts[a].settings, setting) || Object.hasOwn(accounts[a].secretSettings, setting),
+      );
+      if (setBy.length > 0)
+        problems.push(
+          `multienv:websites.${site}.settings.${setting}: is an account setting of pool ${pool} (accounts ${setBy.join(", ")}); a site that leases its account takes its account settings from the pool alone, so remove it here`,
+        );
+    }
+  }
+  return problems;
 }

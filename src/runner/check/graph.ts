@@ -93,6 +93,18 @@ function computedState(type: string, name: string, inputs: Record<string, any>):
       return { ...inputs, stdout: `<stdout of ${name}>` };
     case RESOURCE_TYPES.secret:
       return { ...inputs, value: `<random ${inputs.bytes} bytes>` };
+    case "pulumi:pulumi:StackReference":
+      // A pool's stack, as its `up` exports it: its accounts are named only.
+      return {
+        ...inputs,
+        outputs: {
+          accountNames: [`<accounts of pool ${String(inputs.name).split("/").pop()}>`],
+          accounts: {},
+          leaseHours: 24,
+        },
+      };
+    case RESOURCE_TYPES.accountLease:
+      return { ...inputs, account: `<account leased from pool ${inputs.pool}>`, since: "<now>", until: "<until>" };
     case RESOURCE_TYPES.gatewayTunnel:
       return { ...inputs, localPort: "<local port of the tunnel>" };
     case RESOURCE_TYPES.sshHostKey:
@@ -218,7 +230,7 @@ export async function renderGraph(options: GraphOptions): Promise<Graph> {
   };
   try {
     pulumi.runtime.setAllConfig(options.config, options.secretKeys ?? []);
-    await pulumi.runtime.setMocks(mocks, PROJECT, options.stack, false);
+    await pulumi.runtime.setMocks(mocks, PROJECT, options.stack, false, "organization");
     const monitor = runtime.getMonitor();
     const register = monitor.registerResource.bind(monitor);
     monitor.registerResource = (req, callback) => {
@@ -248,7 +260,9 @@ export async function renderGraph(options: GraphOptions): Promise<Graph> {
     let programOutputs: unknown;
     try {
       await pulumi.runtime.runInPulumiStack(async () => {
-        programOutputs = await (options.program ?? (() => multienvProgram({ bundle: false, probeEngine: false })))();
+        programOutputs = await (
+          options.program ?? (() => multienvProgram({ bundle: false, probeEngine: false, waitForAccounts: false }))
+        )();
         return {};
       });
       await runtime.waitForRPCs();

@@ -7,6 +7,15 @@ interface UpOptions extends CommonOptions {
   preview: boolean;
   json?: boolean;
   selfTest: boolean;
+  accountWait?: string;
+}
+
+/** A duration as `--account-wait` takes it: 90s, 10m, 1h, or a number of seconds. */
+export function parseDuration(text: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)(s|m|min|h)?$/.exec(text.trim());
+  if (!match) return undefined;
+  const unit = { s: 1, m: 60, min: 60, h: 3600 }[match[2] ?? "s"] ?? 1;
+  return Number(match[1]) * unit;
 }
 
 export function register(program: Command): void {
@@ -21,6 +30,10 @@ export function register(program: Command): void {
       .option("--no-preview", "skip the preview that counts the resources (progress then shows done/?)")
       .option("--json", "print the outputs as one JSON object")
       .option(
+        "--account-wait <duration>",
+        "how long to wait for a free account of a live site's pool (90s, 10m, 1h) before failing; default 10m",
+      )
+      .option(
         "--no-self-test",
         "skip the check, once the env is up, that each computer reaches what it should and is refused the rest",
       ),
@@ -31,7 +44,13 @@ export function register(program: Command): void {
       const { deployStack } = require("../index") as typeof import("../index");
       const { formatDisplayed } = require("../stack/outputs") as typeof import("../stack/outputs");
       const { nextSteps } = require("../lifecycle/next-steps") as typeof import("../lifecycle/next-steps");
+      const { ACCOUNT_WAIT_ENV } = require("../../accounts/lease") as typeof import("../../accounts/lease");
+      const { RunnerError } = require("../errors") as typeof import("../errors");
+      const waitSeconds = options.accountWait === undefined ? undefined : parseDuration(options.accountWait);
+      if (options.accountWait !== undefined && waitSeconds === undefined)
+        throw new RunnerError(`--account-wait ${options.accountWait}: write a duration such as 90s, 10m or 1h`);
       const result = await deployStack(stack, {
+        ...(waitSeconds === undefined ? {} : { programEnv: { [ACCOUNT_WAIT_ENV]: String(waitSeconds) } }),
         projectDir: options.projectDir,
         preview: options.preview,
         showSecrets: options.showSecrets,
@@ -39,6 +58,13 @@ export function register(program: Command): void {
         log: note,
       });
       const shown = result.displayed;
+      // A pool's stack deploys nothing: what it holds is all there is to say.
+      if (Array.isArray(shown.accountNames)) {
+        if (options.json) return say(JSON.stringify(shown, null, 2));
+        return say(
+          `pool ${stack} is up: accounts ${shown.accountNames.join(", ")}. A task's live site leases one with websites.<site>.accountPool: ${stack}; \`multienv accounts ${stack}\` shows who holds them.`,
+        );
+      }
       // With --json stdout holds the JSON alone; the next steps go to stderr.
       if (options.json) say(JSON.stringify(shown, null, 2));
       else say(`stack ${stack} is up. Outputs:\n${formatDisplayed(shown)}`);

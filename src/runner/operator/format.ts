@@ -18,7 +18,7 @@ export function table(rows: string[][]): string[] {
 export function formatStackList(list: StackList): string {
   if (list.stacks.length === 0) return "no stacks in the state; `multienv up <stack>` deploys one";
   const rows = [
-    ["STACK", "TARGET", "DEPLOYED", "LAST UPDATED", "RUNNING", "HEALTHY", "EPISODES"],
+    ["STACK", "TARGET", "DEPLOYED", "LAST UPDATED", "RUNNING", "HEALTHY", "EPISODES", "ACCOUNTS"],
     ...list.stacks.map((s) => [
       s.stack,
       s.target ?? "?",
@@ -28,6 +28,10 @@ export function formatStackList(list: StackList): string {
       `${s.containers.running}/${s.containers.total}`,
       `${s.containers.healthy}/${s.containers.total}`,
       String(s.episodes),
+      // pool/account per pooled site: which account of a pool the task signs in as.
+      Object.values(s.accounts ?? {})
+        .map((a) => `${a.pool}/${a.account}`)
+        .join(",") || "-",
     ]),
   ];
   return table(rows).join("\n");

@@ -61,6 +61,8 @@ export interface StackListing {
   containers: ContainerCounts;
   /** Episodes begun (run.json: 1 from the deploy, one more per reset); 0 before its first deploy. */
   episodes: number;
+  /** Each live site's account leased from its pool (its `accounts` output), by site; empty when none is. */
+  accounts: Record<string, { pool: string; account: string }>;
 }
 
 export interface StackList {
@@ -87,10 +89,22 @@ export async function listStacks(options: OperatorOptions = {}): Promise<StackLi
           lastUpdated: stack.lastUpdated ?? null,
           containers: countContainers(states),
           episodes: await episodesOf(stack, options.artifactsDir ?? artifactsDirOf(projectDir, stack.name)),
+          accounts: leasedAccountsOf(stack.outputs),
         };
       }),
     ),
   };
+}
+
+/** The stack's `accounts` output (site -> pool and account) as the program writes it; {} when it has none. */
+function leasedAccountsOf(outputs: Record<string, unknown>): Record<string, { pool: string; account: string }> {
+  const accounts = outputs.accounts;
+  if (typeof accounts !== "object" || accounts === null) return {};
+  return Object.fromEntries(
+    Object.entries(accounts as Record<string, { pool?: unknown; account?: unknown }>)
+      .filter(([, a]) => typeof a?.pool === "string" && typeof a.account === "string")
+      .map(([site, a]) => [site, { pool: a.pool as string, account: a.account as string }]),
+  );
 }
 
 /** The state's outputs as the Automation API hands them (`[secret]` values flagged), for readOutputs. */

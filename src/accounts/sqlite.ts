@@ -1,0 +1,131 @@
+// The embedded lease store: one SQLite database file beside the project's state, shared by every stack and process
+// of this machine. better-sqlite3 (a well-kept driver) rather than a lock file of our own: SQLite's own locking makes
+// each `BEGIN IMMEDIATE` transaction the database's only writer, so the read of the free accounts and the write of
+// the lease cannot interleave with another process's; WAL lets readers (`multienv accounts`) run beside a writer,
+// and busy_timeout makes a writer wait its turn rather than fail.
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import Database from "better-sqlite3";
+import type { AccountRow, Lease, LeaseStore } from "./store";
+
+/** How long a transaction waits for another process's to end before SQLite gives up (SQLITE_BUSY). */
+const BUSY_TIMEOUT_MS = 30_000;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS accounts (
+  pool TEXT NOT NULL,
+  name TEXT NOT NULL,
+  held_by TEXT,
+  since INTEGER,
+  until INTEGER,
+  PRIMARY KEY (pool, name)
+);
+CREATE TABLE IF NOT EXISTS pools (
+  pool TEXT PRIMARY KEY,
+  next_sign_in INTEGER NOT NULL
+);
+-- One account per stack and pool, whatever a caller does.
+CREATE UNIQUE INDEX IF NOT EXISTS accounts_one_per_holder ON accounts (pool, held_by) WHERE held_by IS NOT NULL;`;
+
+interface Row {
+  name: string;
+  held_by: string | null;
+  since: number | null;
+  until: number | null;
+}
+
+const toDate = (ms: number | null) => (ms === null ? null : new Date(ms));
+
+export class SqliteLeaseStore implements LeaseStore {
+  private readonly db: Database.Database;
+
+  constructor(readonly file: string) {
+    mkdirSync(dirname(file), { recursive: true });
+    this.db = new Database(file);
+    this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    this.db.pragma("journal_mode = WAL");
+    this.db.exec(SCHEMA);
+  }
+
+  /** `fn` in one `BEGIN IMMEDIATE` transaction: the write lock is taken before the first read. */
+  private immediate<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  async syncPool(pool: string, accounts: readonly string[]): Promise<void> {
+    const insert = this.db.prepare("INSERT OR IGNORE INTO accounts (pool, name) VALUES (?, ?)");
+    const rows = this.db.prepare("SELECT name, held_by, until FROM accounts WHERE pool = ?");
+    const remove = this.db.prepare("DELETE FROM accounts WHERE pool = ? AND name = ?");
+    const wanted = new Set(accounts);
+    this.immediate(() => {
+      for (const name of accounts) insert.run(pool, name);
+      const now = Date.now();
+      for (const row of rows.all(pool) as Row[]) {
+        const held = row.held_by !== null && (row.until ?? 0) >= now;
+        if (!wanted.has(row.name) && !held) remove.run(pool, row.name);
+      }
+    });
+  }
+
+  async tryLease(pool: string, holder: string, leaseMs: number): Promise<Lease | undefined> {
+    const held = this.db.prepare(
+      "SELECT name, since FROM accounts WHERE pool = ? AND held_by = ? ORDER BY name LIMIT 1",
+    );
+    const extend = this.db.prepare("UPDATE accounts SET until = ? WHERE pool = ? AND name = ?");
+    const free = this.db.prepare(
+      "SELECT name FROM accounts WHERE pool = ? AND (held_by IS NULL OR until < ?) ORDER BY held_by IS NOT NULL, name LIMIT 1",
+    );
+    const take = this.db.prepare("UPDATE accounts SET held_by = ?, since = ?, until = ? WHERE pool = ? AND name = ?");
+    return this.immediate(() => {
+      const now = Date.now();
+      const until = now + leaseMs;
+      const mine = held.get(pool, holder) as { name: string; since: number } | undefined;
+      if (mine !== undefined) {
+        extend.run(until, pool, mine.name);
+        return { account: mine.name, since: new Date(mine.since), until: new Date(until), kept: true };
+      }
+      const chosen = free.get(pool, now) as { name: string } | undefined;
+      if (chosen === undefined) return undefined;
+      take.run(holder, now, until, pool, chosen.name);
+      return { account: chosen.name, since: new Date(now), until: new Date(until), kept: false };
+    });
+  }
+
+  async release(pool: string, account: string, holder?: string): Promise<string | undefined> {
+    const get = this.db.prepare("SELECT held_by FROM accounts WHERE pool = ? AND name = ?");
+    const free = this.db.prepare(
+      "UPDATE accounts SET held_by = NULL, since = NULL, until = NULL WHERE pool = ? AND name = ?",
+    );
+    return this.immediate(() => {
+      const row = get.get(pool, account) as { held_by: string | null } | undefined;
+      if (row?.held_by == null || (holder !== undefined && row.held_by !== holder)) return undefined;
+      free.run(pool, account);
+      return row.held_by;
+    });
+  }
+
+  async accounts(pool: string): Promise<AccountRow[]> {
+    const rows = this.db
+      .prepare("SELECT name, held_by, since, until FROM accounts WHERE pool = ? ORDER BY name")
+      .all(pool) as Row[];
+    return rows.map((r) => ({ name: r.name, heldBy: r.held_by, since: toDate(r.since), until: toDate(r.until) }));
+  }
+
+  async reserveSignIn(pool: string, intervalMs: number): Promise<number> {
+    const get = this.db.prepare("SELECT next_sign_in FROM pools WHERE pool = ?");
+    const put = this.db.prepare(
+      "INSERT INTO pools (pool, next_sign_in) VALUES (?, ?) ON CONFLICT (pool) DO UPDATE SET next_sign_in = excluded.next_sign_in",
+    );
+    return this.immediate(() => {
+      const now = Date.now();
+      const next = (get.get(pool) as { next_sign_in: number } | undefined)?.next_sign_in ?? now;
+      const slot = Math.max(now, next);
+      put.run(pool, slot + intervalMs);
+      return slot - now;
+    });
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+}

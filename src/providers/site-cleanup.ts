@@ -1,0 +1,68 @@
+// `siteCleanup`: a live site's cleanup for the account its server signs in with, run when the env is destroyed and
+// before the account's lease is released (its lease is deleted after the site's server, which is deleted after
+// this), so the next task that leases the account starts clean. The cleanup is the site's own `reset` operation
+// (its card's website/v1), called through the gateway while the server still runs with that account's settings. A
+// dynamic resource because it is the project's own step at destroy: no provider package has one. Create does nothing.
+import { bearer } from "../protocol/auth";
+import {
+  CARD_PATH,
+  findExtension,
+  parseCard,
+  WEBSITE_OPERATIONS,
+  WEBSITE_V1_URN,
+  type GatewayCard,
+} from "../protocol/card";
+import type { GatewayPortForward } from "../protocol/port-forward";
+import { openGatewayPortForward } from "../engines/port-forward";
+import { diffInputs, pick, type Operations } from "./operation";
+
+const INPUT_KEYS = ["gatewayUrl", "controlToken", "site", "account", "gatewayPortForward"] as const;
+
+export interface SiteCleanupInputs {
+  gatewayUrl: string;
+  controlToken: string;
+  site: string;
+  /** The leased account the cleanup is for: a new account makes a new cleanup. */
+  account: string;
+  gatewayPortForward?: GatewayPortForward;
+}
+
+/** POSTs the site's `reset` operation through the gateway; a site that declares none has nothing to clean. */
+export async function cleanSite(inputs: SiteCleanupInputs): Promise<"reset" | "none"> {
+  const forward = inputs.gatewayPortForward ? await openGatewayPortForward(inputs.gatewayPortForward) : undefined;
+  const base = (forward?.url ?? inputs.gatewayUrl).replace(/\/+$/, "");
+  const headers = { authorization: bearer(inputs.controlToken) };
+  try {
+    const card = await fetch(base + CARD_PATH, { headers });
+    if (!card.ok) throw new Error(`the gateway's card answered HTTP ${card.status}`);
+    const siteCard = (await card.json()) as GatewayCard;
+    const raw = siteCard.sites?.[inputs.site];
+    const path = findExtension(raw ? parseCard(raw) : undefined, WEBSITE_V1_URN)?.paths?.[WEBSITE_OPERATIONS.reset];
+    if (path === undefined) return "none";
+    const answer = await fetch(base + path, { method: "POST", headers });
+    if (!answer.ok) throw new Error(`its reset operation (POST ${path}) answered HTTP ${answer.status}`);
+    return "reset";
+  } catch (error) {
+    throw new Error(
+      `site ${inputs.site}: the cleanup for account ${inputs.account} failed (${(error as Error).message}), so the account stays leased; once the site is clean, free it with \`multienv accounts <pool> --release ${inputs.account}\``,
+      { cause: error },
+    );
+  } finally {
+    await forward?.close();
+  }
+}
+
+export const siteCleanup: Operations = {
+  async diff(_id, olds, news) {
+    return diffInputs(olds, news, INPUT_KEYS, { replaceOn: ["site", "account"] });
+  },
+  async create(inputs) {
+    return { id: `${inputs.site}/${inputs.account}`, outs: pick(inputs, INPUT_KEYS) };
+  },
+  async update(_id, _olds, news) {
+    return { outs: pick(news, INPUT_KEYS) };
+  },
+  async delete(_id, props) {
+    await cleanSite(props as SiteCleanupInputs);
+  },
+};
