@@ -24,8 +24,14 @@ const DROPPED = new Set([
 ]);
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-/** Values node would refuse to write (a hostile or broken recording): control characters but tab, or beyond latin1. */
-const BAD_VALUE = /[\0-\x08\x0a-\x1f\x7f\u0100-\uffff]/;
+/** A value node would refuse to write (a hostile or broken recording): a control character but tab, or past latin1. */
+function badValue(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if ((code < 0x20 && code !== 0x09) || code === 0x7f || code > 0xff) return true;
+  }
+  return false;
+}
 
 function headerValue(headers: readonly { name: string; value: string }[], name: string): string | undefined {
   return headers.find((h) => h.name.toLowerCase() === name)?.value;
@@ -69,12 +75,12 @@ export function answerOf(exchange: RecordedExchange): Answer {
   for (const { name, value } of exchange.responseHeaders) {
     const lower = name.toLowerCase();
     if (lower.startsWith(":") || DROPPED.has(lower) || connectionNamed.has(lower)) continue;
-    if (!TOKEN.test(name) || BAD_VALUE.test(value)) continue;
+    if (!TOKEN.test(name) || badValue(value)) continue;
     if (lower === "content-type" && exchange.responseBodyIsText) headers.push(name, utf8ContentType(value));
     else if (lower === "content-security-policy" && hashSource !== undefined)
       headers.push(name, allowScriptInPolicy(value, hashSource));
     else headers.push(name, value);
   }
-  const statusText = BAD_VALUE.test(exchange.statusText) ? "" : exchange.statusText;
+  const statusText = badValue(exchange.statusText) ? "" : exchange.statusText;
   return { status: exchange.status, statusText, headers, body };
 }

@@ -1,11 +1,7 @@
 // The replay server's configuration: MULTIENV_REPLAY_SERVER_CONFIG (JSON; its schema is in
 // src/protocol/replay-server-config.ts) and MULTIENV_REPLAY_SERVER_TOKEN (the control listener's bearer token).
 // Every problem is reported on one line naming its field, e.g. `MULTIENV_REPLAY_SERVER_CONFIG.recording: ...`.
-import {
-  REPLAY_SERVER_ENV,
-  replayServerConfigSchema,
-  type ReplayServerConfig,
-} from "../protocol/replay-server-config";
+import { REPLAY_SERVER_ENV, replayServerConfigSchema, type ReplayServerConfig } from "../protocol/replay-server-config";
 import { parseServiceConfig, tokenFromEnv } from "../protocol/service-config";
 
 /** Config and token from the environment; throws ServiceConfigError naming every problem on one line. */

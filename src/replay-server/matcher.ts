@@ -4,6 +4,7 @@
 import { bodyFields, fieldsDigest, pathOf, queryFields, targetWithout, type Fields } from "./fields";
 import type { RecordedExchange } from "./recording";
 import {
+  answeringMethods,
   bestFieldOverlap,
   canAnswer,
   comparedHeaders,
@@ -32,8 +33,7 @@ export interface IncomingRequest {
 }
 
 export type MatchResult =
-  | { kind: "exact" | "fuzzy"; exchange: RecordedExchange }
-  | { kind: "miss"; url: string; nearest: string | undefined };
+  { kind: "exact" | "fuzzy"; exchange: RecordedExchange } | { kind: "miss"; url: string; nearest: string | undefined };
 
 interface Prepared {
   exchange: RecordedExchange;
@@ -146,24 +146,29 @@ export class ReplayIndex {
       );
       return usable.find((member) => member.exchange.index === chosen)?.exchange;
     };
-    const { key, fields } = await this.keyOf(
-      request.method,
-      request.scheme,
-      request.host,
-      request.target,
-      request.body,
-    );
-    const exactGroup = hostIndex.byKey.get(key);
-    const exact = exactGroup && pick(exactGroup);
-    if (exact) return { kind: "exact", exchange: exact };
+    const methods = answeringMethods(request.method);
+    let fields: Fields = new Map();
+    const exactGroups: Group[] = [];
+    for (const method of methods) {
+      const keyed = await this.keyOf(method, request.scheme, request.host, request.target, request.body);
+      fields = keyed.fields;
+      const group = hostIndex.byKey.get(keyed.key);
+      if (!group) continue;
+      exactGroups.push(group);
+      const exact = pick(group);
+      if (exact) return { kind: "exact", exchange: exact };
+    }
     // Unlike WPR, which answers nothing when the exact URL was recorded for another method only, the fuzzy rule
-    // still runs, over groups of the request's own method that can answer it.
-    const groups = (hostIndex.byPath.get(pathOf(request.target)) ?? []).filter(
-      (group) => group.method === request.method && group !== exactGroup && pick(group) !== undefined,
-    );
-    const chosen = bestFieldOverlap(fields, groups);
-    const fuzzy = chosen === undefined ? undefined : pick(groups[chosen]);
-    if (fuzzy) return { kind: "fuzzy", exchange: fuzzy };
+    // still runs, over groups of the request's own method(s) that can answer it.
+    const samePath = hostIndex.byPath.get(pathOf(request.target)) ?? [];
+    for (const method of methods) {
+      const groups = samePath.filter(
+        (group) => group.method === method && !exactGroups.includes(group) && pick(group) !== undefined,
+      );
+      const chosen = bestFieldOverlap(fields, groups);
+      const fuzzy = chosen === undefined ? undefined : pick(groups[chosen]);
+      if (fuzzy) return { kind: "fuzzy", exchange: fuzzy };
+    }
     return { kind: "miss", url, nearest: nearestUrl(url, hostIndex.urls) };
   }
 }

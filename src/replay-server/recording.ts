@@ -56,7 +56,8 @@ export class RecordingError extends Error {
 }
 
 type Json = Record<string, unknown>;
-const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Json =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 const DEFAULT_PORTS: Record<string, string> = { "http:": "80", "https:": "443", "ws:": "80", "wss:": "443" };
 
@@ -79,10 +80,7 @@ function headersOf(value: unknown): HarHeader[] {
 function webSocketMessagesOf(value: unknown): WebSocketMessage[] | undefined {
   if (!Array.isArray(value)) return undefined;
   return value
-    .filter(
-      (m): m is Json =>
-        isObject(m) && (m.type === "send" || m.type === "receive") && typeof m.data === "string",
-    )
+    .filter((m): m is Json => isObject(m) && (m.type === "send" || m.type === "receive") && typeof m.data === "string")
     .map((m) => ({
       type: m.type as "send" | "receive",
       time: typeof m.time === "number" ? m.time : 0,
@@ -115,17 +113,13 @@ async function responseBodyOf(content: unknown, harDir: string | undefined): Pro
   return [Buffer.alloc(0), false];
 }
 
-async function requestBodyOf(
-  postData: unknown,
-  harDir: string | undefined,
-): Promise<RecordedExchange["requestBody"]> {
+async function requestBodyOf(postData: unknown, harDir: string | undefined): Promise<RecordedExchange["requestBody"]> {
   if (!isObject(postData)) return undefined;
   const mimeType = typeof postData.mimeType === "string" ? postData.mimeType : "";
   if (typeof postData.text === "string")
     return {
       mimeType,
-      bytes:
-        postData.encoding === "base64" ? Buffer.from(postData.text, "base64") : Buffer.from(postData.text, "utf8"),
+      bytes: postData.encoding === "base64" ? Buffer.from(postData.text, "base64") : Buffer.from(postData.text, "utf8"),
     };
   if (typeof postData._file === "string") {
     const bytes = await attachedBody(postData._file, harDir);
@@ -224,6 +218,5 @@ export async function loadRecording(file: string): Promise<Recording> {
   } catch (error) {
     throw new RecordingError(`recording ${file}: is not JSON (${(error as Error).message}); give a HAR 1.2 file`);
   }
-  text = "";
   return recordingOf(har, file, dirname(file));
 }

@@ -1,7 +1,8 @@
 // The matching rules, each one pure function, in the order Web Page Replay (catapult's web_page_replay_go,
-// archive.go FindRequest) applies them: the host (recording.ts normalizeHost: exchanges are indexed by it); the exact URL with the method (and, here, the body); among
-// several recorded answers, the best header overlap, served in recorded order; failing an exact URL, the same path
-// with the best query overlap (here: query and body fields). Where this differs from WPR it says why.
+// archive.go FindRequest) applies them: the host (normalised by recording.ts normalizeHost, and indexed by it); the
+// exact URL with the method (and, here, the body); among several recorded answers, the best header overlap, served
+// in recorded order; failing an exact URL, the same path with the best query overlap (here: query and body fields).
+// Where this differs from WPR it says why.
 import type { Fields } from "./fields";
 
 /**
@@ -66,6 +67,14 @@ export function exactKey(
   bodyDigest: string,
 ): string {
   return `${method} ${scheme}://${host}${targetWithoutIgnored} ${bodyDigest}`;
+}
+
+/**
+ * The recorded methods that answer a request's method, best first: its own; for HEAD, GET as well (a browser's
+ * HEAD, rarely recorded, asks for the GET's headers; the server sends them without the body).
+ */
+export function answeringMethods(method: string): readonly string[] {
+  return method === "HEAD" ? ["HEAD", "GET"] : [method];
 }
 
 /**

@@ -14,11 +14,7 @@ import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import { carriesControlToken, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
-import {
-  REPLAY_CONTROL_PATHS,
-  REPLAY_HEADER,
-  type ReplayServerConfig,
-} from "../protocol/replay-server-config";
+import { REPLAY_CONTROL_PATHS, REPLAY_HEADER, type ReplayServerConfig } from "../protocol/replay-server-config";
 import { logJsonLine, type Logger } from "../gateway/log";
 import { replyJson, replyJsonOnSocket } from "../gateway/reply";
 import { answerOf } from "./answer";

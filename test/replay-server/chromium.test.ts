@@ -1,0 +1,96 @@
+// Determinism in a real Chromium: a replayed page that prints Date.now(), Math.random(), crypto.getRandomValues and
+// crypto.randomUUID renders the same DOM on two loads, its clock at the recorded time advancing as WPR's does;
+// service worker registration is refused; a page's recorded Content-Security-Policy does not block the script.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromium, type Browser } from "playwright-core";
+import { cleanup } from "../helpers/processes";
+import { entry, har, harFile, startReplayServer, type ReplayServerProcess } from "./helpers";
+
+const RECORDED = "2024-03-01T12:00:00.000Z";
+
+const PAGE = `<!doctype html><html><head><title>clock</title></head><body><pre id="out"></pre><script>
+const seq = []; for (let i = 0; i < 26; i++) seq.push(Date.now());
+const values = new Uint32Array(4); crypto.getRandomValues(values);
+const out = { seq, iso: new Date().toISOString(), random: [Math.random(), Math.random()], values: [...values],
+  uuid: crypto.randomUUID(), isDate: new Date() instanceof Date, year: new Date(2020, 0, 2).getFullYear(),
+  asString: typeof Date() };
+document.getElementById("out").textContent = JSON.stringify(out);
+navigator.serviceWorker.register("/sw.js").then(() => "registered", (error) => error.name)
+  .then((result) => { document.body.dataset.sw = result; });
+</script></body></html>`;
+
+const CSP_PAGE = `<!doctype html><html><head></head><body><p id="t"></p><script nonce="abc">
+document.getElementById("t").textContent = String(Date.now());
+</script></body></html>`;
+
+describe("determinism in Chromium", () => {
+  let server: ReplayServerProcess;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    const file = harFile(
+      har([
+        entry("http://shop.example/clock", { started: RECORDED, body: PAGE }),
+        entry("http://shop.example/csp", {
+          started: RECORDED,
+          body: CSP_PAGE,
+          headers: { "Content-Type": "text/html", "Content-Security-Policy": "script-src 'nonce-abc'" },
+        }),
+      ]),
+    );
+    server = await startReplayServer(file);
+    browser = await chromium.launch({
+      executablePath: "/usr/bin/chromium",
+      args: [
+        "--no-sandbox",
+        `--host-resolver-rules=MAP shop.example 127.0.0.1:${server.port}`,
+        // A secure context (as the https site in an env is), so the page has service workers and randomUUID.
+        "--unsafely-treat-insecure-origin-as-secure=http://shop.example",
+      ],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+    await cleanup();
+  });
+
+  async function load(path: string, ready: string): Promise<string> {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`http://shop.example${path}`);
+    await page.waitForSelector(ready);
+    const html = await page.content();
+    await context.close();
+    return html;
+  }
+
+  it("renders the same DOM on two loads, its clock at the recorded time advancing 50 ms per 25 readings", async () => {
+    const first = await load("/clock", "body[data-sw]");
+    const second = await load("/clock", "body[data-sw]");
+    expect(second).toBe(first);
+    const out = JSON.parse(/<pre id="out">([^<]*)<\/pre>/.exec(first)![1].replace(/&quot;/g, '"'));
+    const recorded = Date.parse(RECORDED);
+    expect(out.seq.slice(0, 25)).toEqual(Array(25).fill(recorded));
+    expect(out.seq[25]).toBe(recorded + 50);
+    expect(out.random[0]).not.toBe(out.random[1]);
+    expect(new Set(out.values).size).toBe(4);
+    expect(out.uuid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect([out.isDate, out.year, out.asString]).toEqual([true, 2020, "string"]);
+    expect(first).toContain('data-sw="SecurityError"');
+  });
+
+  it("runs under the page's recorded Content-Security-Policy, which still holds for other inline scripts", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto("http://shop.example/csp");
+    await page.waitForSelector("#t:not(:empty)");
+    expect(await page.textContent("#t")).toBe(String(Date.parse(RECORDED)));
+    // An inline script of no nonce or hash is still refused: the policy was widened for the injected script alone.
+    await page.evaluate(
+      'const s = document.createElement("script"); s.textContent = "document.body.dataset.ran = 1"; document.body.append(s)',
+    );
+    expect(await page.getAttribute("body", "data-ran")).toBeNull();
+    await context.close();
+  });
+});
