@@ -32,6 +32,12 @@ export interface IncomingRequest {
   upgrade: boolean;
 }
 
+/** A request whose body was read as fields, ready for `choose`. */
+export interface PreparedRequest {
+  request: IncomingRequest;
+  body: Fields;
+}
+
 export type MatchResult =
   { kind: "exact" | "fuzzy"; exchange: RecordedExchange } | { kind: "miss"; url: string; nearest: string | undefined };
 
@@ -89,21 +95,24 @@ export class ReplayIndex {
     return [...this.hosts.keys()];
   }
 
-  private async keyOf(
+  private async bodyOf(body: { mimeType: string; bytes: Buffer } | undefined): Promise<Fields> {
+    return body ? bodyFields(body.mimeType, body.bytes, this.ignoreBodyFields) : new Map();
+  }
+
+  private keyOf(
     method: string,
     scheme: string,
     host: string,
     target: string,
-    body: { mimeType: string; bytes: Buffer } | undefined,
-  ): Promise<{ key: string; fields: Fields }> {
-    const bodyOf = body ? await bodyFields(body.mimeType, body.bytes, this.ignoreBodyFields) : new Map();
-    const key = exactKey(method, scheme, host, targetWithout(target, this.ignoreParams), fieldsDigest(bodyOf));
-    return { key, fields: namespaced(queryFields(target, this.ignoreParams), bodyOf) };
+    body: Fields,
+  ): { key: string; fields: Fields } {
+    const key = exactKey(method, scheme, host, targetWithout(target, this.ignoreParams), fieldsDigest(body));
+    return { key, fields: namespaced(queryFields(target, this.ignoreParams), body) };
   }
 
   private async add(exchange: RecordedExchange): Promise<void> {
     const { method, scheme, host, target, requestBody } = exchange;
-    const { key, fields } = await this.keyOf(method, scheme, host, target, requestBody);
+    const { key, fields } = this.keyOf(method, scheme, host, target, await this.bodyOf(requestBody));
     let hostIndex = this.hosts.get(host);
     if (!hostIndex) {
       hostIndex = { byKey: new Map(), byPath: new Map(), urls: [] };
@@ -130,6 +139,19 @@ export class ReplayIndex {
 
   /** The exchange that answers `request`, given the exchanges already served in this episode. */
   async find(request: IncomingRequest, served: ReadonlySet<number>): Promise<MatchResult> {
+    return this.choose(await this.prepare(request), served);
+  }
+
+  /** The one step of a search that waits: the request's body read as fields (undici parses a multipart form). */
+  async prepare(request: IncomingRequest): Promise<PreparedRequest> {
+    return { request, body: await this.bodyOf(request.body) };
+  }
+
+  /**
+   * The exchange that answers a prepared request. Synchronous, so that a server records what it served before any
+   * other request is matched: two identical requests at once get the first and the second recorded answers.
+   */
+  choose({ request, body }: PreparedRequest, served: ReadonlySet<number>): MatchResult {
     const url = `${request.scheme}://${request.host}${request.target}`;
     // Rule 1, the host: only exchanges recorded for the request's own (normalised) host can answer it.
     const hostIndex = this.hosts.get(request.host);
@@ -150,7 +172,7 @@ export class ReplayIndex {
     let fields: Fields = new Map();
     const exactGroups: Group[] = [];
     for (const method of methods) {
-      const keyed = await this.keyOf(method, request.scheme, request.host, request.target, request.body);
+      const keyed = this.keyOf(method, request.scheme, request.host, request.target, body);
       fields = keyed.fields;
       const group = hostIndex.byKey.get(keyed.key);
       if (!group) continue;

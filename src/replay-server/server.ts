@@ -85,8 +85,10 @@ export class ReplayServer {
     private readonly log: Logger = logJsonLine,
   ) {}
 
-  private async match(req: IncomingMessage, incoming: IncomingRequest): Promise<MatchResult> {
-    const result = await this.index.find(incoming, this.episode.served);
+  private async match(incoming: IncomingRequest): Promise<MatchResult> {
+    const prepared = await this.index.prepare(incoming);
+    // From the choice to its record, nothing waits: no other request can be given the same repeat.
+    const result = this.index.choose(prepared, this.episode.served);
     if (result.kind === "miss") {
       this.episode.record("miss");
       this.log("replay-miss", { method: incoming.method, url: result.url.slice(0, 2048), nearest: result.nearest });
@@ -120,7 +122,7 @@ export class ReplayServer {
         { Connection: "close" },
       );
     }
-    const result = await this.match(req, incomingOf(req, body, false));
+    const result = await this.match(incomingOf(req, body, false));
     if (result.kind === "miss")
       return replyJson(
         res,
@@ -151,7 +153,7 @@ export class ReplayServer {
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     if ((firstHeader(req, "upgrade") ?? "").toLowerCase() !== "websocket")
       return replyJsonOnSocket(socket, 400, { error: "only WebSocket upgrades are replayed" });
-    const result = await this.match(req, incomingOf(req, Buffer.alloc(0), true));
+    const result = await this.match(incomingOf(req, Buffer.alloc(0), true));
     if (result.kind === "miss")
       return replyJsonOnSocket(
         socket,

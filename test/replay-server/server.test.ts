@@ -204,6 +204,14 @@ describe("replay server", () => {
     expect((await get(`${server.url}/api/poll`)).body).toBe("one");
   });
 
+  it("gives identical requests arriving at once each its own recorded answer", async () => {
+    await undiciRequest(`${server.control}/replay/v1/reset`, { method: "POST", headers: bearer }).then((r) =>
+      r.body.dump(),
+    );
+    const answers = await Promise.all([1, 2, 3].map(() => get(`${server.url}/api/poll`)));
+    expect(answers.map((a) => a.body).sort()).toEqual(["one", "three", "two"]);
+  });
+
   it("serves its control routes to the token alone, on the control listener alone", async () => {
     for (const headers of [{}, { Authorization: "Bearer wrong-token-0123456789abcdefghijklmnop" }]) {
       const answer = await undiciRequest(`${server.control}/replay/v1/reset`, { method: "POST", headers });
