@@ -187,7 +187,11 @@ export class ReplayIndex {
       const groups = samePath.filter(
         (group) => group.method === method && !exactGroups.includes(group) && pick(group) !== undefined,
       );
-      const chosen = bestFieldOverlap(fields, groups);
+      const candidates = groups.map((group) => ({
+        ...group,
+        unserved: group.members.some((member) => !served.has(member.exchange.index)),
+      }));
+      const chosen = bestFieldOverlap(fields, candidates);
       const fuzzy = chosen === undefined ? undefined : pick(groups[chosen]);
       if (fuzzy) return { kind: "fuzzy", exchange: fuzzy };
     }

@@ -114,26 +114,40 @@ export function pickInRecordedOrder(
   return (top.find((candidate) => !served.has(candidate.index)) ?? top[top.length - 1]).index;
 }
 
+/** A group of recorded requests with one exact key, as the fuzzy rule weighs it. */
+export interface FuzzyCandidate {
+  url: string;
+  fields: Fields;
+  /** The recorded index of its first exchange. */
+  first: number;
+  /** Whether any of its exchanges is still unserved this episode. */
+  unserved: boolean;
+}
+
+/**
+ * Whether `a` goes before `b` at one ratio: a group with answers not yet served first; among those, WPR's tie-break
+ * (the lexically smaller URL), then the earlier recording; among groups all served, the later recording (the last
+ * answer again). So a poll whose URL changes each time (a cache-buster, a timestamp) gets its recorded answers in
+ * order rather than WPR's one best URL over and over.
+ */
+function beforeAtOneRatio(a: FuzzyCandidate, b: FuzzyCandidate): boolean {
+  if (a.unserved !== b.unserved) return a.unserved;
+  if (!a.unserved) return a.first > b.first;
+  return a.url < b.url || (a.url === b.url && a.first < b.first);
+}
+
 /**
  * Rule 5, no exact key: among the recorded requests of the same method and path, the one whose query parameters
  * and body fields overlap the request's best (WPR's ratio over the query; the body's fields count here as well, so
- * a form with one volatile field still finds its answer). Ties go to the lexically smaller URL, as in WPR, then to
- * the earlier recording. Returns the chosen group's position in `groups`.
+ * a form with one volatile field still finds its answer); ties as `beforeAtOneRatio` says. Returns the chosen
+ * group's position in `groups`.
  */
-export function bestFieldOverlap(
-  incoming: Fields,
-  groups: readonly { url: string; fields: Fields; first: number }[],
-): number | undefined {
+export function bestFieldOverlap(incoming: Fields, groups: readonly FuzzyCandidate[]): number | undefined {
   let chosen: number | undefined;
   let bestRatio = -Infinity;
   groups.forEach((group, i) => {
     const ratio = overlapRatio(incoming, group.fields);
-    const current = chosen === undefined ? undefined : groups[chosen];
-    if (
-      current === undefined ||
-      ratio > bestRatio ||
-      (ratio === bestRatio && (group.url < current.url || (group.url === current.url && group.first < current.first)))
-    ) {
+    if (chosen === undefined || ratio > bestRatio || (ratio === bestRatio && beforeAtOneRatio(group, groups[chosen]))) {
       chosen = i;
       bestRatio = ratio;
     }

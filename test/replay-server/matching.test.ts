@@ -131,15 +131,22 @@ describe("pickInRecordedOrder", () => {
 });
 
 describe("bestFieldOverlap", () => {
-  it("takes the best ratio, ties to the lexically smaller URL, then the earlier recording", () => {
-    const groups = [
-      { url: "https://e.com/i?a=g&c=e", fields: fields({ "?a": "g", "?c": "e" }), first: 0 },
-      { url: "https://e.com/i?a=f&c=e", fields: fields({ "?a": "f", "?c": "e" }), first: 1 },
-      { url: "https://e.com/i?a=b&c=d", fields: fields({ "?a": "b", "?c": "d" }), first: 2 },
-    ];
+  const groups = [
+    { url: "https://e.com/i?a=g&c=e", fields: fields({ "?a": "g", "?c": "e" }), first: 0, unserved: true },
+    { url: "https://e.com/i?a=f&c=e", fields: fields({ "?a": "f", "?c": "e" }), first: 1, unserved: true },
+    { url: "https://e.com/i?a=b&c=d", fields: fields({ "?a": "b", "?c": "d" }), first: 2, unserved: true },
+  ];
+  it("takes the best ratio, ties to the lexically smaller URL (WPR), then the earlier recording", () => {
     expect(bestFieldOverlap(fields({ "?c": "e" }), groups)).toBe(1);
     expect(bestFieldOverlap(fields({ "?c": "d" }), groups)).toBe(2);
     expect(bestFieldOverlap(new Map(), [])).toBeUndefined();
+  });
+  it("at one ratio, prefers a group with answers not yet served; all served, the later recording", () => {
+    const firstServed = groups.map((g) => ({ ...g, unserved: g.first !== 1 }));
+    expect(bestFieldOverlap(fields({ "?c": "e" }), firstServed)).toBe(0);
+    const allServed = groups.map((g) => ({ ...g, unserved: false }));
+    expect(bestFieldOverlap(fields({ "?c": "e" }), allServed)).toBe(1);
+    expect(bestFieldOverlap(fields({ "?x": "1" }), allServed)).toBe(2);
   });
 });
 
@@ -272,6 +279,21 @@ describe("ReplayIndex: the host, method and body rules", () => {
     for (let i = 0; i < 4; i++)
       answers.push(bodyOf(await serve(index, served, request("https://shop.example/api/status"))));
     expect(answers).toEqual(['{"n":1}', '{"n":2}', '{"n":3}', '{"n":3}']);
+  });
+
+  it("answers a poll whose cache-buster changes each time with its recorded answers in order (WPR: the first always)", async () => {
+    const index = await indexOf([
+      entry("https://shop.example/api/count?t=1709294401000", { body: "1" }),
+      entry("https://shop.example/api/count?t=1709294402000", { body: "2" }),
+      entry("https://shop.example/api/count?t=1709294403000", { body: "3" }),
+    ]);
+    const served = new Set<number>();
+    const answers = [];
+    for (let i = 0; i < 4; i++)
+      answers.push(
+        bodyOf(await serve(index, served, request(`https://shop.example/api/count?t=${1800000000000 + i}`))),
+      );
+    expect(answers).toEqual(["1", "2", "3", "3"]);
   });
 
   it("keys the method: a POST to a URL recorded for GET alone is not answered with the GET's page", async () => {
