@@ -1,6 +1,7 @@
 // Determinism in a real Chromium: a replayed page that prints Date.now(), Math.random(), crypto.getRandomValues and
 // crypto.randomUUID renders the same DOM on two loads, its clock at the recorded time advancing as WPR's does;
-// service worker registration is refused; a page's recorded Content-Security-Policy does not block the script.
+// service worker registration is refused; a page's recorded Content-Security-Policy does not block the script; a
+// recorded WebSocket is played back to the page.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser } from "playwright-core";
 import { cleanup } from "../helpers/processes";
@@ -19,6 +20,18 @@ navigator.serviceWorker.register("/sw.js").then(() => "registered", (error) => e
   .then((result) => { document.body.dataset.sw = result; });
 </script></body></html>`;
 
+const CHAT_PAGE = `<!doctype html><html><head></head><body><ol id="log"></ol><script>
+const ws = new WebSocket("ws://shop.example/live", ["chat.v1"]);
+const log = (text) => { const li = document.createElement("li"); li.textContent = text; document.getElementById("log").append(li); };
+let sent = 0;
+ws.onopen = () => log("open " + ws.protocol);
+ws.onmessage = (event) => {
+  log(event.data);
+  if (sent < 2) ws.send("ping " + ++sent);
+  else document.body.dataset.done = "yes";
+};
+</script></body></html>`;
+
 const CSP_PAGE = `<!doctype html><html><head></head><body><p id="t"></p><script nonce="abc">
 document.getElementById("t").textContent = String(Date.now());
 </script></body></html>`;
@@ -31,6 +44,19 @@ describe("determinism in Chromium", () => {
     const file = harFile(
       har([
         entry("http://shop.example/clock", { started: RECORDED, body: PAGE }),
+        entry("http://shop.example/chat", { started: RECORDED, body: CHAT_PAGE }),
+        entry("ws://shop.example/live", {
+          started: RECORDED,
+          status: 101,
+          headers: { Upgrade: "websocket", Connection: "Upgrade", "Sec-WebSocket-Protocol": "chat.v1" },
+          webSocketMessages: [
+            { type: "receive", time: 1, opcode: 1, data: "welcome" },
+            { type: "send", time: 2, opcode: 1, data: "ping 1" },
+            { type: "receive", time: 3, opcode: 1, data: "pong 1" },
+            { type: "send", time: 4, opcode: 1, data: "ping 2" },
+            { type: "receive", time: 5, opcode: 1, data: "pong 2" },
+          ],
+        }),
         entry("http://shop.example/csp", {
           started: RECORDED,
           body: CSP_PAGE,
@@ -78,6 +104,12 @@ describe("determinism in Chromium", () => {
     expect(out.uuid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect([out.isDate, out.year, out.asString]).toEqual([true, 2020, "string"]);
     expect(first).toContain('data-sw="SecurityError"');
+  });
+
+  it("plays a recorded WebSocket back to the page, each answer after the page's message", async () => {
+    const html = await load("/chat", "body[data-done]");
+    const items = [...html.matchAll(/<li>([^<]*)<\/li>/g)].map((match) => match[1]);
+    expect(items).toEqual(["open chat.v1", "welcome", "pong 1", "pong 2"]);
   });
 
   it("runs under the page's recorded Content-Security-Policy, which still holds for other inline scripts", async () => {
