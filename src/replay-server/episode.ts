@@ -14,9 +14,9 @@ export class Episode {
     return { ...this.counts };
   }
 
-  /** Records an answer: `index` the exchange served, undefined for a miss. */
+  /** Records an answer: `index` the exchange served, undefined for a miss, negative for an answer synthesised. */
   record(kind: "exact" | "fuzzy" | "miss", index?: number): void {
-    if (index !== undefined) this.servedSet.add(index);
+    if (index !== undefined && index >= 0) this.servedSet.add(index);
     if (kind === "miss") this.counts.missed += 1;
     else this.counts[kind] += 1;
   }

@@ -12,6 +12,7 @@ import {
   headerScore,
   nearestUrl,
   pickInRecordedOrder,
+  preflightAnswer,
 } from "./rules";
 
 export interface IgnoreLists {
@@ -195,6 +196,22 @@ export class ReplayIndex {
       const fuzzy = chosen === undefined ? undefined : pick(groups[chosen]);
       if (fuzzy) return { kind: "fuzzy", exchange: fuzzy };
     }
+    const preflight = this.preflight(request, served);
+    if (preflight) return { kind: "fuzzy", exchange: preflight };
     return { kind: "miss", url, nearest: nearestUrl(url, hostIndex.urls) };
+  }
+
+  /** An unrecorded CORS preflight answered from the request it asks about (rules.ts preflightAnswer). */
+  private preflight(request: IncomingRequest, served: ReadonlySet<number>): RecordedExchange | undefined {
+    const method = request.headers.find((h) => h.name.toLowerCase() === "access-control-request-method")?.value;
+    if (request.method !== "OPTIONS" || method === undefined || method.toUpperCase() === "OPTIONS") return undefined;
+    const actual = this.choose(
+      {
+        request: { ...request, method: method.toUpperCase(), body: { mimeType: "", bytes: Buffer.alloc(0) } },
+        body: new Map(),
+      },
+      served,
+    );
+    return actual.kind === "miss" ? undefined : preflightAnswer(actual.exchange, request);
   }
 }

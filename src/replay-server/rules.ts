@@ -4,6 +4,7 @@
 // in recorded order; failing an exact URL, the same path with the best query overlap (here: query and body fields).
 // Where this differs from WPR it says why.
 import type { Fields } from "./fields";
+import type { RecordedExchange } from "./recording";
 
 /**
  * WPR's overlap ratio of two field sets: 2 * M / T, M = 1 + the names whose value lists are equal in both, T = the
@@ -169,4 +170,43 @@ export function nearestUrl(requested: string, recorded: readonly string[]): stri
     }
   }
   return nearest;
+}
+
+/** The index a synthesised answer carries: no recorded exchange, so nothing is marked served by it. */
+export const SYNTHESISED = -1;
+
+/**
+ * A CORS preflight the recording lacks (Playwright's HAR never holds one; Chromium's often not), answered from the
+ * recorded request it asks about: when that request's recorded answer allowed the origin, a 204 allowing the
+ * method and headers asked for, with the recorded origin and credentials; else nothing (a miss, as the live site
+ * would have refused). The recorded request is not served by this: its own answer stays next in line.
+ */
+export function preflightAnswer(
+  actual: RecordedExchange,
+  request: { headers: readonly { name: string; value: string }[] },
+): RecordedExchange | undefined {
+  const recorded = (name: string) => actual.responseHeaders.find((h) => h.name.toLowerCase() === name)?.value;
+  const asked = (name: string) => request.headers.find((h) => h.name.toLowerCase() === name)?.value;
+  const allowOrigin = recorded("access-control-allow-origin");
+  const method = asked("access-control-request-method");
+  if (allowOrigin === undefined || method === undefined) return undefined;
+  const headers = [
+    { name: "Access-Control-Allow-Origin", value: allowOrigin },
+    { name: "Access-Control-Allow-Methods", value: method },
+    { name: "Vary", value: "Origin" },
+  ];
+  const credentials = recorded("access-control-allow-credentials");
+  if (credentials !== undefined) headers.push({ name: "Access-Control-Allow-Credentials", value: credentials });
+  const askedHeaders = asked("access-control-request-headers");
+  if (askedHeaders !== undefined) headers.push({ name: "Access-Control-Allow-Headers", value: askedHeaders });
+  return {
+    ...actual,
+    index: SYNTHESISED,
+    status: 204,
+    statusText: "No Content",
+    responseHeaders: headers,
+    responseBody: Buffer.alloc(0),
+    responseBodyIsText: false,
+    webSocketMessages: undefined,
+  };
 }

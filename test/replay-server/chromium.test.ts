@@ -32,6 +32,12 @@ ws.onmessage = (event) => {
 };
 </script></body></html>`;
 
+const CORS_PAGE = `<!doctype html><html><head></head><body><p id="cart"></p><script>
+fetch("http://api.shop.example/cart", { method: "POST", headers: { "Content-Type": "application/json" }, body: '{"item":7}' })
+  .then((r) => r.text(), (e) => "failed: " + e.message)
+  .then((text) => { document.getElementById("cart").textContent = text; });
+</script></body></html>`;
+
 const CSP_PAGE = `<!doctype html><html><head></head><body><p id="t"></p><script nonce="abc">
 document.getElementById("t").textContent = String(Date.now());
 </script></body></html>`;
@@ -57,6 +63,14 @@ describe("determinism in Chromium", () => {
             { type: "receive", time: 5, opcode: 1, data: "pong 2" },
           ],
         }),
+        entry("http://www.shop.example/shop", { started: RECORDED, body: CORS_PAGE }),
+        entry("http://api.shop.example/cart", {
+          started: RECORDED,
+          method: "POST",
+          postData: { mimeType: "application/json", text: '{"item":7}' },
+          headers: { "Content-Type": "application/json", "Access-Control-Allow-Origin": "http://www.shop.example" },
+          body: '{"added":7}',
+        }),
         entry("http://shop.example/csp", {
           started: RECORDED,
           body: CSP_PAGE,
@@ -69,7 +83,7 @@ describe("determinism in Chromium", () => {
       executablePath: "/usr/bin/chromium",
       args: [
         "--no-sandbox",
-        `--host-resolver-rules=MAP shop.example 127.0.0.1:${server.port}`,
+        `--host-resolver-rules=MAP shop.example 127.0.0.1:${server.port}, MAP *.shop.example 127.0.0.1:${server.port}`,
         // A secure context (as the https site in an env is), so the page has service workers and randomUUID.
         "--unsafely-treat-insecure-origin-as-secure=http://shop.example",
       ],
@@ -81,10 +95,10 @@ describe("determinism in Chromium", () => {
     await cleanup();
   });
 
-  async function load(path: string, ready: string): Promise<string> {
+  async function load(path: string, ready: string, host = "shop.example"): Promise<string> {
     const context = await browser.newContext();
     const page = await context.newPage();
-    await page.goto(`http://shop.example${path}`);
+    await page.goto(`http://${host}${path}`);
     await page.waitForSelector(ready);
     const html = await page.content();
     await context.close();
@@ -110,6 +124,12 @@ describe("determinism in Chromium", () => {
     const html = await load("/chat", "body[data-done]");
     const items = [...html.matchAll(/<li>([^<]*)<\/li>/g)].map((match) => match[1]);
     expect(items).toEqual(["open chat.v1", "welcome", "pong 1", "pong 2"]);
+  });
+
+  it("answers a cross-origin request's preflight the recording lacks, so the page gets the recorded answer", async () => {
+    const html = await load("/shop", "#cart:not(:empty)", "www.shop.example");
+    // The JSON body makes Chromium ask first (OPTIONS); a preflight answered 404 would fail the fetch.
+    expect(html).toContain('<p id="cart">{"added":7}</p>');
   });
 
   it("runs under the page's recorded Content-Security-Policy, which still holds for other inline scripts", async () => {

@@ -3,6 +3,7 @@
 // and a new session) and where the replay server is meant to do better than WPR and the tools that replay HARs:
 // Playwright's routeFromHAR (first answer only, strict POST bodies), pywb (a POST body read as a query).
 import { describe, expect, it } from "vitest";
+import { Episode } from "../../src/replay-server/episode";
 import { fieldsDigest, queryFields, targetWithout, bodyFields } from "../../src/replay-server/fields";
 import { ReplayIndex, type IgnoreLists, type IncomingRequest } from "../../src/replay-server/matcher";
 import { recordingOf } from "../../src/replay-server/recording";
@@ -41,10 +42,10 @@ function request(url: string, options: Partial<IncomingRequest> & { bodyText?: s
 const fields = (record: Record<string, string | string[]>) =>
   new Map(Object.entries(record).map(([k, v]) => [k, Array.isArray(v) ? v : [v]]));
 
-/** Serves `req` from `index` as the server does: what it answers, marked served. */
-async function serve(index: ReplayIndex, served: Set<number>, req: IncomingRequest) {
-  const result = await index.find(req, served);
-  if (result.kind !== "miss") served.add(result.exchange.index);
+/** Serves `req` from `index` as the server does: what it answers, recorded in the episode. */
+async function serve(index: ReplayIndex, episode: Episode, req: IncomingRequest) {
+  const result = await index.find(req, episode.served);
+  episode.record(result.kind, result.kind === "miss" ? undefined : result.exchange.index);
   return result;
 }
 
@@ -250,12 +251,12 @@ describe("ReplayIndex: WPR's documented behaviour", () => {
       entry("https://example.com/mail/", { requestHeaders: { matched: "1" }, body: "1" }),
       entry("https://example.com/mail/", { requestHeaders: { matched: "2" }, body: "2" }),
     ]);
-    const served = new Set<number>();
+    const served = new Episode();
     expect(bodyOf(await serve(index, served, request("https://example.com/mail/")))).toBe("1");
     expect(bodyOf(await serve(index, served, request("https://example.com/mail/")))).toBe("2");
     // Where WPR goes back to the first once all were served, the last answer stays (a poll never goes back in time).
     expect(bodyOf(await serve(index, served, request("https://example.com/mail/")))).toBe("2");
-    const nextEpisode = new Set<number>();
+    const nextEpisode = new Episode();
     expect(bodyOf(await serve(index, nextEpisode, request("https://example.com/mail/")))).toBe("1");
   });
 });
@@ -274,7 +275,7 @@ describe("ReplayIndex: the host, method and body rules", () => {
       entry("https://shop.example/api/status", { body: '{"n":2}', mimeType: "application/json" }),
       entry("https://shop.example/api/status", { body: '{"n":3}', mimeType: "application/json" }),
     ]);
-    const served = new Set<number>();
+    const served = new Episode();
     const answers = [];
     for (let i = 0; i < 4; i++)
       answers.push(bodyOf(await serve(index, served, request("https://shop.example/api/status"))));
@@ -287,7 +288,7 @@ describe("ReplayIndex: the host, method and body rules", () => {
       entry("https://shop.example/api/count?t=1709294402000", { body: "2" }),
       entry("https://shop.example/api/count?t=1709294403000", { body: "3" }),
     ]);
-    const served = new Set<number>();
+    const served = new Episode();
     const answers = [];
     for (let i = 0; i < 4; i++)
       answers.push(
@@ -388,6 +389,48 @@ describe("ReplayIndex: the host, method and body rules", () => {
     expect([result.kind, bodyOf(result)]).toEqual(["fuzzy", "POST answer"]);
     const get = await index.find(request("https://shop.example/find?q=hats"), new Set());
     expect([get.kind, bodyOf(get)]).toEqual(["fuzzy", "GET answer"]);
+  });
+
+  it("answers an unrecorded CORS preflight from the recorded request it asks about, leaving that one unserved", async () => {
+    const index = await indexOf([
+      entry("https://api.shop.example/cart", {
+        method: "POST",
+        postData: { mimeType: "application/json", text: '{"item":1}' },
+        headers: {
+          "Content-Type": "application/json",
+          "Access-Control-Allow-Origin": "https://shop.example",
+          "Access-Control-Allow-Credentials": "true",
+        },
+        body: '{"ok":true}',
+      }),
+      entry("https://api.shop.example/closed", { method: "POST", body: "no CORS" }),
+    ]);
+    const preflight = (path: string) =>
+      request(`https://api.shop.example${path}`, {
+        method: "OPTIONS",
+        headers: [
+          { name: "Origin", value: "https://shop.example" },
+          { name: "Access-Control-Request-Method", value: "POST" },
+          { name: "Access-Control-Request-Headers", value: "content-type" },
+        ],
+      });
+    const served = new Episode();
+    const answer = await serve(index, served, preflight("/cart"));
+    expect(answer.kind).toBe("fuzzy");
+    if (answer.kind === "miss") return;
+    expect([answer.exchange.status, answer.exchange.responseHeaders]).toEqual([
+      204,
+      [
+        { name: "Access-Control-Allow-Origin", value: "https://shop.example" },
+        { name: "Access-Control-Allow-Methods", value: "POST" },
+        { name: "Vary", value: "Origin" },
+        { name: "Access-Control-Allow-Credentials", value: "true" },
+        { name: "Access-Control-Allow-Headers", value: "content-type" },
+      ],
+    ]);
+    expect(served.served.size).toBe(0);
+    // A request whose recorded answer allowed no origin: the live site would have refused the preflight too.
+    expect((await index.find(preflight("/closed"), served.served)).kind).toBe("miss");
   });
 
   it("answers a request without a validator from the recorded 200, not from a recorded 304", async () => {
