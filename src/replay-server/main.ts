@@ -1,6 +1,6 @@
 // multienv-replay-server: a recorded site served offline from a HAR file (see server.ts). Configured by
 // MULTIENV_REPLAY_SERVER_CONFIG and MULTIENV_REPLAY_SERVER_TOKEN. Once the recording is indexed and both listeners
-// listen it prints one line `{"event":"listening","host","port","controlPort","exchanges","skipped","heapMB"}`;
+// listen it prints one line `{"event":"listening","host","port","controlPort","exchanges","skipped","bodiesMissing","heapMB"}`;
 // a bad config, token or recording exits 2 with one line naming the field or the file, a failed listen exits 1.
 import { ServiceConfigError } from "../protocol/service-config";
 import { logJsonLine } from "../gateway/log";
@@ -53,6 +53,7 @@ async function main(): Promise<void> {
     recording: config.recording,
     exchanges: recording.exchanges.length,
     skipped: recording.skipped,
+    bodiesMissing: recording.bodiesMissing,
     heapMB: Math.round((memory.heapUsed + memory.arrayBuffers) / 1e5) / 10,
   });
   const stop = () => running.close().then(() => process.exit(0));

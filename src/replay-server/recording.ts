@@ -48,6 +48,8 @@ export interface Recording {
   exchanges: RecordedExchange[];
   /** Entries not served, with why (the first few). */
   skipped: { count: number; reasons: string[] };
+  /** Exchanges served with an empty body although the HAR says the body had bytes (the recorder left it out). */
+  bodiesMissing: number;
 }
 
 /** A recording that cannot be read: the message is one line naming the file, the field and the fix. */
@@ -98,6 +100,11 @@ async function attachedBody(file: string, harDir: string | undefined): Promise<B
   } catch {
     return undefined;
   }
+}
+
+/** The recorded body's size, when the HAR says it (`content.size`). */
+function declaredSize(response: Json): number {
+  return isObject(response.content) && typeof response.content.size === "number" ? response.content.size : 0;
 }
 
 async function responseBodyOf(content: unknown, harDir: string | undefined): Promise<[Buffer, boolean]> {
@@ -189,17 +196,23 @@ export async function recordingOf(har: unknown, file: string, harDir?: string): 
     throw new RecordingError(`${where}: log.entries is not a list; give a HAR 1.2 file`);
   const exchanges: RecordedExchange[] = [];
   const skipped = { count: 0, reasons: [] as string[] };
+  let bodiesMissing = 0;
   for (const [i, entry] of (har.log.entries as unknown[]).entries()) {
     const exchange = await exchangeOf(entry, harDir);
     if (typeof exchange === "string") {
       skipped.count += 1;
       if (skipped.reasons.length < 5) skipped.reasons.push(`log.entries[${i}]: ${exchange}`);
-    } else exchanges.push(exchange);
+      continue;
+    }
+    exchanges.push(exchange);
+    const bodiless = exchange.status === 204 || exchange.status === 304 || exchange.status < 200;
+    if (!bodiless && exchange.responseBody.length === 0 && declaredSize((entry as Json).response as Json) > 0)
+      bodiesMissing += 1;
   }
   // Array.prototype.sort is stable: entries that started at the same instant keep their order in the file.
   exchanges.sort((a, b) => a.startedMs - b.startedMs);
   exchanges.forEach((exchange, index) => (exchange.index = index));
-  return { exchanges, skipped };
+  return { exchanges, skipped, bodiesMissing };
 }
 
 /** Reads and parses the HAR file at `file`. */

@@ -91,7 +91,7 @@ describe("recordingOf", () => {
         ],
       },
     };
-    const { exchanges, skipped } = await recordingOf(chromium, "chromium.har");
+    const { exchanges, skipped, bodiesMissing } = await recordingOf(chromium, "chromium.har");
     expect(exchanges.map((e) => [e.scheme, e.host, e.target, e.status])).toEqual([
       ["https", "shop.example", "/index.html?x=1", 200],
       ["https", "shop.example", "/empty", 200],
@@ -101,6 +101,7 @@ describe("recordingOf", () => {
     expect(exchanges[0].responseBodyIsText).toBe(false);
     expect(exchanges[0].startedMs).toBe(Date.parse("2024-03-01T12:00:01.000Z"));
     expect(exchanges[1].responseBody.length).toBe(0);
+    expect(bodiesMissing).toBe(1); // /empty: 10 bytes recorded, none kept
     expect(exchanges[2].webSocketMessages).toEqual(chromium.log.entries[2]._webSocketMessages);
     expect(skipped).toEqual({
       count: 1,
@@ -117,9 +118,10 @@ describe("recordingOf", () => {
     const entries = [entry("https://shop.example/", {}), entry("https://shop.example/x", {})];
     (entries[0].response as { content: object }).content = { size: 18, mimeType: "text/html", _file: "abc.html" };
     (entries[1].response as { content: object }).content = { size: 6, mimeType: "text/plain", _file: "../outside.txt" };
-    const { exchanges } = await recordingOf(har(entries), "pw.har", dir);
+    const { exchanges, bodiesMissing } = await recordingOf(har(entries), "pw.har", dir);
     expect(exchanges[0].responseBody.toString()).toBe("<p>from a file</p>");
     expect(exchanges[1].responseBody.length).toBe(0);
+    expect(bodiesMissing).toBe(1); // the file outside the HAR's folder, never read
   });
 
   it("keeps recorded order by start time, entries written as they ended put back in order", async () => {
