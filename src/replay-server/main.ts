@@ -1,6 +1,7 @@
 // multienv-replay-server: a recorded site served offline from a HAR file (see server.ts). Configured by
 // MULTIENV_REPLAY_SERVER_CONFIG and MULTIENV_REPLAY_SERVER_TOKEN. Once the recording is indexed and both listeners
-// listen it prints one line `{"event":"listening","host","port","controlPort","exchanges","skipped","bodiesMissing","heapMB"}`;
+// listen it prints one line
+// `{"event":"listening","host","port","controlPort","recording","exchanges","skipped","bodiesMissing","heapMB"}`;
 // a bad config, token or recording exits 2 with one line naming the field or the file, a failed listen exits 1.
 import { ServiceConfigError } from "../protocol/service-config";
 import { logJsonLine } from "../gateway/log";
