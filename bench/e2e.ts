@@ -25,6 +25,7 @@
 // loads). Needs nginx and Chromium, and for the deploy rounds docker-compose (apt-get install docker-compose) and
 // the Pulumi CLI (installed, or scripts/pulumi-toolchain.sh).
 import { execFile, execFileSync } from "node:child_process";
+import { builtToolchainDir } from "../src/runner/stack/toolchain";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
@@ -41,7 +42,7 @@ const PAGES_ONLY = process.env.BENCH_PAGES_ONLY === "1";
 const REPO = path.resolve(__dirname, "..");
 const STACK_FILE = path.join(REPO, "stacks", `Pulumi.${STACK}.yaml`);
 
-const built = path.join(REPO, ".cache/pulumi/current/bin");
+const built = path.join(builtToolchainDir(), "bin");
 if (
   !(process.env.PATH ?? "").split(":").some((d) => existsSync(path.join(d, "pulumi"))) &&
   existsSync(path.join(built, "pulumi"))

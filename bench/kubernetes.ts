@@ -12,6 +12,7 @@
 //   3. destroy, which first collects every capture and proxy log.
 // The last line is one JSON object with every figure. Options (env): BENCH_ROUNDS (2), BENCH_IDLE_SECONDS (20).
 import { execFileSync } from "node:child_process";
+import { builtToolchainDir, machineCacheDir } from "../src/runner/stack/toolchain";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -23,7 +24,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 20);
 const REPO = path.resolve(__dirname, "..");
 
-const built = path.join(REPO, ".cache/pulumi/current/bin");
+const built = path.join(builtToolchainDir(), "bin");
 if (
   !(process.env.PATH ?? "").split(":").some((d) => existsSync(path.join(d, "pulumi"))) &&
   existsSync(path.join(built, "pulumi"))
@@ -43,7 +44,7 @@ const kubeconfig = execFileSync("bash", [CLUSTER_SCRIPT, "up"], {
   .split("\n")
   .at(-1) as string;
 process.env.KUBECONFIG = kubeconfig;
-const kubectlPath = path.join(REPO, ".cache/test-cluster/v1.37.2/bin/kubectl");
+const kubectlPath = path.join(machineCacheDir(), "test-cluster/v1.37.2/bin/kubectl");
 const kubectl = (args: string[]) =>
   execFileSync(existsSync(kubectlPath) ? kubectlPath : "kubectl", ["--kubeconfig", kubeconfig, ...args], {
     encoding: "utf8",

@@ -13,6 +13,7 @@
 // Options (env): BENCH_ROUNDS (3), BENCH_STACK (bench-reset). Needs the Pulumi CLI (installed, or
 // scripts/pulumi-toolchain.sh) and the project's images (npm run images).
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { builtToolchainDir } from "../src/runner/stack/toolchain";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
@@ -26,7 +27,7 @@ const STACK = process.env.BENCH_STACK ?? "bench-reset";
 const REPO = path.resolve(__dirname, "..");
 const api = engineClient();
 
-const built = path.join(REPO, ".cache/pulumi/current/bin");
+const built = path.join(builtToolchainDir(), "bin");
 if (
   !(process.env.PATH ?? "").split(":").some((d) => existsSync(path.join(d, "pulumi"))) &&
   existsSync(path.join(built, "pulumi"))

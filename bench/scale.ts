@@ -13,6 +13,7 @@
 // The last line is one JSON object with every figure. Options (env): BENCH_SCALE ("1,2,4,8"),
 // BENCH_IDLE_SECONDS (20). Needs docker-compose and the Pulumi CLI (installed, or scripts/pulumi-toolchain.sh).
 import { execFile, execFileSync } from "node:child_process";
+import { builtToolchainDir } from "../src/runner/stack/toolchain";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, freemem, loadavg, tmpdir, totalmem } from "node:os";
 import path from "node:path";
@@ -26,7 +27,7 @@ const REPO = path.resolve(__dirname, "..");
 const api = engineClient();
 const MiB = 1024 * 1024;
 
-const built = path.join(REPO, ".cache/pulumi/current/bin");
+const built = path.join(builtToolchainDir(), "bin");
 if (
   !(process.env.PATH ?? "").split(":").some((d) => existsSync(path.join(d, "pulumi"))) &&
   existsSync(path.join(built, "pulumi"))

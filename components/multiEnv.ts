@@ -7,7 +7,8 @@ import * as pulumi from "@pulumi/pulumi";
 import type { LiveWebsiteMark } from "../src/plan";
 import type { GatewayTunnel } from "../src/plan/ssh";
 import { computerCdpUrl, siteUrls } from "../src/plan/urls";
-import type { ComputerOutput, SelfTestOutput, WebsiteOutput } from "../src/protocol/outputs";
+import { computerAgentToken } from "../src/protocol/auth";
+import type { AgentTokensOutput, ComputerOutput, SelfTestOutput, WebsiteOutput } from "../src/protocol/outputs";
 import type { GatewayPortForward } from "../src/protocol/port-forward";
 import { CaptureCollector } from "./captureCollector";
 import type { DeployArgs } from "./deployed";
@@ -23,6 +24,8 @@ export type MultiEnvArgs = Omit<DeployArgs, "controlToken" | "parent">;
 export interface MultiEnvOutputs {
   gatewayUrl: pulumi.Output<string>;
   controlToken: pulumi.Output<string>;
+  /** Computer -> its agent token (a secret): what opens that computer's DevTools (`cdpUrl`) and nothing else. */
+  agentTokens: pulumi.Output<AgentTokensOutput>;
   websites: pulumi.Output<Record<string, WebsiteOutput>>;
   computers: pulumi.Output<Record<string, ComputerOutput>>;
   live: boolean;
@@ -79,6 +82,12 @@ export class MultiEnv extends pulumi.ComponentResource {
     this.outputs = {
       gatewayUrl,
       controlToken: this.controlToken.value,
+      // Derived as the gateway derives them at start (src/gateway/access.ts), so nothing else carries them.
+      agentTokens: pulumi.secret(
+        this.controlToken.value.apply((token) =>
+          Object.fromEntries(plan.computers.map((c) => [c.name, computerAgentToken(token, c.name)])),
+        ),
+      ),
       websites: gatewayUrl.apply((url) =>
         Object.fromEntries(
           plan.websites.map((w) => [w.name, { live: w.live, domains: [...w.domains], ...siteUrls(url, w) }]),

@@ -43,6 +43,8 @@ export const CONTROL_TOKEN_OUTPUT = "value";
 /** The stack outputs the pack reads. */
 export const OUTPUTS = {
   controlToken: "controlToken",
+  /** Computer -> its agent token: what opens that computer's DevTools. */
+  agentTokens: "agentTokens",
   captureTraffic: "captureTraffic",
   /** Each website's `live` flag, among others: which servers may reach the web on a cluster. */
   websites: "websites",

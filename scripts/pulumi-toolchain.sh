@@ -3,10 +3,21 @@
 # that start Node.js dynamic providers and policy packs, and the docker and kubernetes resource plugins.
 # Idempotent; prints the bin directory of the CLI.
 #
+# Usage: scripts/pulumi-toolchain.sh [--print-env] [PLUGIN...]   (PLUGIN: docker, kubernetes; default docker)
+#   --print-env: `export PATH=...` for a shell to eval. The CLI and language host are always provided; of the
+#   resource plugins only those named (a deploy on the docker target needs docker alone; the kubernetes target,
+#   and its e2e tier, kubernetes too).
+#
+# Everything built is built once per machine, not per checkout (scripts/lib/machine-cache.sh: MACHINE_CACHE, by
+# default ~/.cache/multienv), keyed by version, and put where a user's own install would be: the CLI is linked into
+# /usr/local/bin (when writable) so it is found on PATH, and each plugin is registered in Pulumi's plugin directory
+# with `pulumi plugin install`. A fresh clone on a machine that built them once reuses them; a version bump builds
+# anew.
+#
 #   - A `pulumi` already on PATH (installed the usual way, https://www.pulumi.com/docs/install/) is used as
 #     it is: its distribution carries the language host and those scripts. Nothing of it is built.
 #   - Otherwise the toolchain is built with `go build` from the published Go modules, into
-#     .cache/pulumi/<versions>/bin, and reused while it is there (a second run takes well under a second):
+#     $MACHINE_CACHE/pulumi/<versions>/bin, and reused while it is there (a second run takes well under a second):
 #       pulumi                         github.com/pulumi/pulumi/pkg/v3 (cmd/pulumi), from a small wrapper
 #                                      module that requires pkg and sdk at the same version (pkg's own go.mod
 #                                      replaces the sdk with a relative path, which only works in its repo)
@@ -30,7 +41,7 @@
 # @pulumi/kubernetes) the lock file pins: one already installed (`pulumi plugin ls`; a user's
 # `pulumi plugin install resource <name> <version>`, or Pulumi's own automatic acquisition) is used as it is.
 # Otherwise it is built from published Go modules by scripts/pulumi-<name>/build.sh, cached in
-# .cache/pulumi/<name>-<version>/bin, and registered with `pulumi plugin install resource <name> <version>
+# $MACHINE_CACHE/pulumi/<name>-<version>/bin, and registered with `pulumi plugin install resource <name> <version>
 # --file`. The builds run beside the CLI's (docker about 6 minutes, kubernetes about 11, on 2 cores from a cold
 # Go cache; seconds after).
 #   pulumi-resource-docker      the upstream Terraform provider bridged with pulumi-terraform-bridge, as
@@ -41,13 +52,21 @@
 # The ec2 target's aws plugin is installed by Pulumi itself on first use (automatic plugin acquisition), as for
 # any Pulumi user.
 #
-# Usage: scripts/pulumi-toolchain.sh [--print-env]   (--print-env: `export PATH=...` for a shell to eval)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/machine-cache.sh
 log() { printf '[pulumi-toolchain %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
 print_env=0
-[ "${1:-}" = "--print-env" ] && print_env=1
+PLUGINS=()
+for arg in "$@"; do
+  case $arg in
+    --print-env) print_env=1 ;;
+    docker|kubernetes) PLUGINS+=("$arg") ;;
+    *) log "unknown argument $arg (usage: scripts/pulumi-toolchain.sh [--print-env] [docker] [kubernetes])"; exit 2 ;;
+  esac
+done
+[ ${#PLUGINS[@]} -gt 0 ] || PLUGINS=(docker)
 
 emit() {
   local bin=$1
@@ -57,8 +76,8 @@ emit() {
 # --- the resource plugins: their versions, and whether they are installed -----------------------------------
 # Each is the plugin of a provider package the program uses, at the version of that npm package in the lock
 # file, built (when none of that version is installed) by scripts/pulumi-<name>/build.sh WORKDIR VERSION OUT.
-CACHE_ROOT=$PWD/.cache/pulumi
-PLUGINS=(docker kubernetes)
+mkdir -p "$MACHINE_CACHE/pulumi"
+CACHE_ROOT=$(cd "$MACHINE_CACHE/pulumi" && pwd -P)
 declare -A PLUGIN_VERSION build_pid
 # A first build's time on 2 idle cores from a cold Go cache (kubernetes: 22 minutes of CPU measured).
 declare -A PLUGIN_BUILD_TIME=([docker]="about 6 minutes" [kubernetes]="about 11 minutes")
@@ -146,10 +165,23 @@ SRC=$CACHE_ROOT/src/$KEY
 ln -sfn "$KEY" "$CACHE_ROOT/current" 2>/dev/null || { mkdir -p "$CACHE_ROOT" && ln -sfn "$KEY" "$CACHE_ROOT/current"; }
 
 wanted=(pulumi pulumi-language-nodejs pulumi-resource-pulumi-nodejs pulumi-analyzer-policy)
+# Links the built toolchain into LINK_DIR, on PATH, where a user's own install is found; where that folder is not
+# writable, says which folder to put on PATH instead (the runner and the e2e tier also look in $CACHE_ROOT/current).
+LINK_DIR=${MULTIENV_PULUMI_LINK_DIR:-/usr/local/bin}
+link_on_path() {
+  local b
+  if [ -d "$LINK_DIR" ] && [ -w "$LINK_DIR" ]; then
+    for b in "${wanted[@]}"; do ln -sfn "$BIN/$b" "$LINK_DIR/$b"; done
+    log "linked pulumi $CLI_VERSION into $LINK_DIR"
+  else
+    log "$LINK_DIR is not writable: put $BIN on PATH (eval \"\$(scripts/pulumi-toolchain.sh --print-env)\")"
+  fi
+}
 complete=1
 for b in "${wanted[@]}"; do [ -x "$BIN/$b" ] || complete=0; done
 if [ $complete = 1 ]; then
   log "reusing $BIN (pulumi $("$BIN/pulumi" version), nodejs language host $NODEJS_HOST_VERSION)"
+  link_on_path
   provide_plugins "$BIN/pulumi"
   emit "$BIN"
   exit 0
@@ -212,6 +244,7 @@ for script in pulumi-resource-pulumi-nodejs pulumi-analyzer-policy; do
   install -m 0755 "$found" "$BIN/$script"
 done
 
+link_on_path
 provide_plugins "$BIN/pulumi"
 log "built $BIN: pulumi $("$BIN/pulumi" version), nodejs language host $NODEJS_HOST_VERSION$(plugin_summary)"
 emit "$BIN"

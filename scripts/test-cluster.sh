@@ -37,9 +37,11 @@
 #   Cluster DNS answers A records from a hosts-style file (`11.99.0.2 shop.example.com`, re-read within
 #   about a second of a change, atomic renames fine) and NXDOMAIN for every other name; it forwards nothing.
 #
-# Layout (in the repository, all ignored by git):
-#   .cache/test-cluster/v1.37.2/bin/   the binaries and the pause and coredns image tarballs (kept by down)
-#   .cache/test-cluster/state/         everything of a running cluster, removed by down:
+# Layout: one per machine, not per checkout (scripts/lib/machine-cache.sh; by default ~/.cache/multienv), so a
+# fresh clone finds the binaries an earlier one built, and any checkout names the one cluster a machine can run
+# (its network namespaces are the machine's):
+#   $MACHINE_CACHE/test-cluster/v1.37.2/bin/   the binaries and the pause and coredns image tarballs (kept by down)
+#   $MACHINE_CACHE/test-cluster/state/         everything of a running cluster, removed by down:
 #     kubeconfig (admin, O=system:masters), pki/, etcd/, containerd/ (root, state, socket, runc root),
 #     kubelet/ (kubelet's root dir, pods' volumes), pod-logs/, cni/, dns/hosts (the DNS file) and
 #     dns/Corefile, logs/<daemon>.log, pids/<daemon>.pid, host-sysctls (values before up), images (imported
@@ -50,7 +52,7 @@
 #   - daemons (pid files in state/pids), pods' processes (cgroups below), containerd shims and any process
 #     left in either netns (tests' stand-ins): killed.
 #   - cgroups /sys/fs/cgroup/<each hierarchy>/multienv-k8s (kubelet's cgroupRoot): emptied and removed.
-#   - mounts below .cache/test-cluster/state (pods' volumes, rootfs, shm, pods' netns): unmounted.
+#   - mounts below $MACHINE_CACHE/test-cluster/state (pods' volumes, rootfs, shm, pods' netns): unmounted.
 #   - sysctls kubelet sets (vm.overcommit_memory, vm.panic_on_oom, kernel.panic, kernel.panic_on_oops,
 #     kernel.keys.root_maxkeys, kernel.keys.root_maxbytes): recorded before the first daemon starts and
 #     written back.
@@ -64,9 +66,10 @@ HERE=$ROOT/scripts/test-cluster
 K8S_VERSION=v1.37.2
 KUBE_ROUTER_VERSION=v2.1.0
 COREDNS_VERSION=v1.15.0
-# The cache's real path: a worktree whose .cache links to this one's names the same cluster, not a half-up one.
-mkdir -p "$ROOT/.cache/test-cluster"
-CACHE=$(cd "$ROOT/.cache/test-cluster" && pwd -P)
+. "$ROOT/scripts/lib/machine-cache.sh"
+# The cache's real path: a checkout that reaches it through a link names the same cluster, not a half-up one.
+mkdir -p "$MACHINE_CACHE/test-cluster"
+CACHE=$(cd "$MACHINE_CACHE/test-cluster" && pwd -P)
 BIN=$CACHE/$K8S_VERSION/bin
 STATE=$CACHE/state
 PKI=$STATE/pki
@@ -168,7 +171,7 @@ build_locked() {
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     k8s_ld+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=37 -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
   done
-  log "building Kubernetes $K8S_VERSION (several minutes from an empty Go cache)"
+  log "building Kubernetes $K8S_VERSION (about 12 minutes on 2 idle cores from an empty Go cache)"
   # One go build for all six commands: they share most packages.
   (cd "$HERE/k8s" && go build -trimpath -ldflags "$k8s_ld" -o "$out/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \

@@ -93,11 +93,18 @@ export class KubernetesTarget extends pulumi.ComponentResource {
     this.registerOutputs({ namespace: this.namespaceName });
   }
 
-  /** The ClusterIP of the Service in front of pod `name`. */
+  /**
+   * The ClusterIP of the Service in front of pod `name`; unknown while that Service is only previewed. A new
+   * Service's preview has no address (the API server's dry run allocates none), and pods whose hostAliases lacked
+   * the address for several Services were refused in their own dry run (duplicate entries for the key ip ""); an
+   * unknown address makes the provider skip a pod's dry run until the Service exists.
+   */
   clusterIp(name: string): pulumi.Output<string> {
     const service = this.services.get(name);
     if (service === undefined) throw new Error(`no Service ${name} in the plan's pods`);
-    return service.spec.clusterIP;
+    return service.spec.clusterIP.apply((ip) =>
+      !ip && pulumi.runtime.isDryRun() ? (pulumi.unknown as unknown as string) : ip,
+    );
   }
 
   /** Options for a pod of this target: on its cluster, after every NetworkPolicy. */

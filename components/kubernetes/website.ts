@@ -16,7 +16,7 @@ import { CAPTURE_IMAGE_ROLE } from "../../src/plan/images";
 import { CAPTURES_DIR } from "../../src/plan/topology";
 import { CAPTURE_SERVER_PORT } from "../../src/protocol/traffic";
 import { CAPTURE_SERVER_ENV } from "../../src/protocol/gateway-config";
-import { captureCommand, websiteSettingsJson } from "../../src/plan/wiring";
+import { CAPTURE_POD_IP_ENV, captureCommand, websiteSettingsJson } from "../../src/plan/wiring";
 import { secretReferenceProblems, siteSecretReferences } from "../../src/config/secrets";
 import { captureServerToken } from "../../src/protocol/auth";
 import { ENV_VARS } from "../../src/protocol/env";
@@ -141,7 +141,9 @@ function captureContainers(
       name: kubernetesNames.captureContainer,
       image,
       imagePullPolicy: target.cluster.imagePullPolicy,
-      command: captureCommand(plan, capture, `not tcp port ${CAPTURE_SERVER_PORT}`),
+      // Its own capture server's connections are left out by the pod's address and that port alone.
+      command: captureCommand(plan, capture, CAPTURE_SERVER_PORT),
+      env: [{ name: CAPTURE_POD_IP_ENV, valueFrom: { fieldRef: { fieldPath: "status.podIP" } } }],
       restartPolicy: "Always",
       volumeMounts: [mount],
       securityContext: restricted(true, ["NET_RAW", "NET_ADMIN", "SETGID"]),

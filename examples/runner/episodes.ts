@@ -1,7 +1,8 @@
 // A test runner's loop over one task: deploy the demo env once, run three episodes of the shop task on it, grade
 // each from the shop's data plane, store each episode's evidence, reset, tear it down. The agent here is the
 // scripted one of shop-agent.ts, driving the computer's browser over DevTools through the gateway
-// (`chromium.connectOverCDP` with the control token); an evaluation harness puts its own agent there.
+// (`chromium.connectOverCDP` with the computer's agent token, which opens that computer's DevTools and nothing else);
+// an evaluation harness puts its own agent there. The control token, which opens every route, stays with the runner.
 //
 //   PULUMI_CONFIG_PASSPHRASE=demo npx tsx examples/runner/episodes.ts [stack] [--no-self-test]
 //
@@ -24,7 +25,7 @@ function demoTask(stack: string): StackSpec {
   return { name: stack, config: file.config };
 }
 
-/** The shop's orders as its data plane gives them, through the gateway with the control token. */
+/** The shop's orders as its data plane gives them, through the gateway with the control token (the runner's). */
 async function shopData(env: DeployedStack): Promise<unknown> {
   const { controlToken } = await env.access();
   const response = await fetch(`${env.outputs.websites.shop.svcUrl}data`, {
@@ -37,9 +38,11 @@ async function shopData(env: DeployedStack): Promise<unknown> {
 /** One episode: what the env holds at its start, the agent's run, and the grade. */
 async function episode(env: DeployedStack): Promise<string> {
   const before = (await shopData(env)) as { orders: unknown[] };
-  const { controlToken } = await env.access();
+  // What the agent is handed: the computer's DevTools URL and its agent token, never the control token.
+  const agentToken = (await env.access()).agentTokens?.desktop;
+  if (agentToken === undefined) throw new Error("the stack exports no agent token for the desktop computer");
   const browser = await chromium.connectOverCDP(env.outputs.computers.desktop.cdpUrl, {
-    headers: { Authorization: `Bearer ${controlToken}` },
+    headers: { Authorization: `Bearer ${agentToken}` },
   });
   try {
     const context = browser.contexts()[0];

@@ -1,7 +1,7 @@
 // One task on the sample shop, for a runner to use: a scripted agent that signs in, puts two products in the cart
 // and checks out, driving the pages by their element ids as an agent script would, and the grade of an episode from
 // the shop's data plane (`GET /svc/shop/data`) alone. A runner connects to a computer's browser over DevTools
-// (chromium.connectOverCDP at the computer's cdpUrl) and hands `runShopEpisode` a page of it.
+// (chromium.connectOverCDP at the computer's cdpUrl, with its agent token) and hands `runShopEpisode` a page of it.
 import type { Page } from "playwright-core";
 import { z } from "zod";
 import type { ShopData } from "../sites/common/shop-api";

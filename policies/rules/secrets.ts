@@ -156,8 +156,8 @@ export const secretsStaySecret: StackRule = {
   kind: "stack",
   name: "secrets-stay-secret",
   description:
-    `The controlToken output, the gateway's ${SECRET_ENV.controlToken}, each site proxy's ${SECRET_ENV.siteProxyToken} and the ${SECRET_ENV.websiteSettings} of every site with secret settings must be Pulumi secrets, and no plaintext value may contain a secret. ` +
-    `To comply: build these values from pulumi.secret / config.requireSecret (never unsecret them), export controlToken as a secret, label a server whose site has secret settings with ${LABELS.secretSettings}, ` +
+    `The controlToken and agentTokens outputs, the gateway's ${SECRET_ENV.controlToken}, each site proxy's ${SECRET_ENV.siteProxyToken} and the ${SECRET_ENV.websiteSettings} of every site with secret settings must be Pulumi secrets, and no plaintext value may contain a secret. ` +
+    `To comply: build these values from pulumi.secret / config.requireSecret (never unsecret them), export controlToken and agentTokens as secrets, label a server whose site has secret settings with ${LABELS.secretSettings}, ` +
     `give every container that carries a secret additionalSecretOutputs: ["envs"], and the resource generating the control token additionalSecretOutputs: ["value"]. ` +
     `On a cluster: put ${SECRET_ENV.controlToken}, ${SECRET_ENV.siteProxyToken}, ${SECRET_ENV.captureServerToken} and the ${SECRET_ENV.websiteSettings} of a server annotated ${LABELS.secretSettings} into a Secret (stringData from pulumi.secret) and read them with valueFrom.secretKeyRef, never env[].value.`,
   check(stack) {
@@ -216,6 +216,12 @@ export const secretsStaySecret: StackRule = {
         });
       } else if (token !== undefined && !isSecretValue(token)) {
         findings.push({ message: `the ${OUTPUTS.controlToken} output is plaintext; export it as a Pulumi secret` });
+      }
+      const agentTokens = stack.outputs[OUTPUTS.agentTokens];
+      if (agentTokens !== undefined && !isSecretValue(agentTokens)) {
+        findings.push({
+          message: `the ${OUTPUTS.agentTokens} output is plaintext; export it as a Pulumi secret (each opens a computer's DevTools)`,
+        });
       }
     }
 

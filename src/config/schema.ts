@@ -2,14 +2,61 @@
 // Structure and types only; the rules between values (names, claims, reaching...) are src/plan's.
 // Every object is strict: an unknown key is a typo, refused rather than silently ignored.
 import { z } from "zod";
+import ipaddr from "ipaddr.js";
+// The region and instance type names @pulumi/aws ships (aws.Region, aws.ec2.InstanceType), read from its generated
+// enum files: plain objects with no imports, where `import * as aws from "@pulumi/aws"` loads the whole SDK (seconds).
+import { Region } from "@pulumi/aws/types/enums";
+import { InstanceType } from "@pulumi/aws/types/enums/ec2";
 import { EC2_DEFAULT_LIFETIME_HOURS, EC2_DEFAULT_SSH_USER } from "../plan/ec2";
+import { editDistance } from "../protocol/config-issues";
 
 /** An OpenSSH public key line (`ssh-ed25519 AAAA... comment`): what EC2 key pairs take. */
 export const OPENSSH_PUBLIC_KEY =
   /^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-[a-z0-9]+|sk-[a-z0-9-]+@openssh\.com) [A-Za-z0-9+/=]+( .*)?$/;
 
 const port = z.number().int().min(1).max(65535);
-const image = z.string().min(1);
+
+// Docker's image reference grammar (github.com/distribution/reference): [host[:port]/]path[:tag][@digest], each path
+// component lower-case letters and digits joined by `.`, `_`, `__` or dashes. Docker refuses anything else, at the
+// deploy; an upper-case name, a space or a stray character is refused here instead.
+const PATH_COMPONENT = "[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*";
+const DOMAIN_COMPONENT = "(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])";
+const REGISTRY = `(?:${DOMAIN_COMPONENT}(?:\\.${DOMAIN_COMPONENT})*|\\[[0-9a-fA-F:.]+\\])(?::[0-9]+)?`;
+const TAG = "[\\w][\\w.-]{0,127}";
+const DIGEST = "[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}";
+export const IMAGE_REFERENCE = new RegExp(
+  `^(?:${REGISTRY}/)?${PATH_COMPONENT}(?:/${PATH_COMPONENT})*(?::${TAG})?(?:@${DIGEST})?$`,
+);
+/** Docker's limit on the name part (registry and path) of a reference. */
+const IMAGE_NAME_MAX = 255;
+
+/** Why `ref` is not an image reference Docker takes, or undefined. */
+export function imageReferenceProblem(ref: string): string | undefined {
+  if (ref === "") return "is empty; give an image reference such as shop-server:latest";
+  const name = ref.replace(/@.*$/, "").replace(/:[\w][\w.-]*$/, "");
+  if (IMAGE_REFERENCE.test(ref) && name.length <= IMAGE_NAME_MAX) return undefined;
+  if (name.length > IMAGE_NAME_MAX)
+    return `names an image of more than ${IMAGE_NAME_MAX} characters, which Docker refuses`;
+  const hint = /\s/.test(ref)
+    ? "it holds a space"
+    : name !== name.toLowerCase() && IMAGE_REFERENCE.test(ref.replace(name, lowerPath(name)))
+      ? `an image name is lower case: ${ref.replace(name, lowerPath(name))}`
+      : "each part of the name is lower-case letters and digits joined by . _ or -, then an optional :tag or @sha256:digest";
+  return `${JSON.stringify(ref)} is not a Docker image reference (${hint}); write one such as shop-server:latest or registry.example.com/team/shop:1.2`;
+}
+
+/** The path of an image name in lower case, its registry host left as written. */
+function lowerPath(name: string): string {
+  const slash = name.indexOf("/");
+  const first = slash < 0 ? "" : name.slice(0, slash);
+  const isRegistry = slash >= 0 && (first.includes(".") || first.includes(":") || first === "localhost");
+  return isRegistry ? `${first}/${name.slice(slash + 1).toLowerCase()}` : name.toLowerCase();
+}
+
+const image = z.string().superRefine((ref, ctx) => {
+  const message = imageReferenceProblem(ref);
+  if (message !== undefined) ctx.addIssue({ code: "custom", message, input: ref });
+});
 const names = z.array(z.string());
 
 /** A stack config key in this namespace: what `pulumi config set --secret <key>` takes. */
@@ -45,14 +92,60 @@ export const computerSchema = z.strictObject({
   startTabs: z.array(z.string()).default([]),
 });
 
-const CIDR = /^(\d{1,3}(\.\d{1,3}){3}\/\d{1,2}|[0-9a-fA-F:]+\/\d{1,3})$/;
+/** Why `cidr` is not an IPv4 or IPv6 network in CIDR notation (host bits clear), or undefined. */
+export function cidrProblem(cidr: string): string | undefined {
+  let parsed: [ipaddr.IPv4 | ipaddr.IPv6, number];
+  try {
+    parsed = ipaddr.parseCIDR(cidr);
+  } catch {
+    const prefix = /\/(\d+)$/.exec(cidr)?.[1];
+    const max = cidr.includes(":") ? 128 : 32;
+    if (prefix !== undefined && Number(prefix) > max && ipaddr.isValid(cidr.replace(/\/\d+$/, "")))
+      return `${JSON.stringify(cidr)} has a prefix of ${prefix} bits, and an ${max === 32 ? "IPv4" : "IPv6"} address has ${max}; write at most /${max} (/${max} is one address)`;
+    return `${JSON.stringify(cidr)} is not a CIDR; write an address and a prefix length such as 203.0.113.7/32`;
+  }
+  const [address, bits] = parsed;
+  // ipaddr.js also takes the old forms of IPv4 (10.1, 0xa.0.0.1), which the cloud APIs do not.
+  if (address.kind() === "ipv4" && !ipaddr.IPv4.isValidFourPartDecimal(cidr.replace(/\/\d+$/, "")))
+    return `${JSON.stringify(cidr)} is not a CIDR; write an address of four numbers and a prefix length such as 203.0.113.7/32`;
+  const network =
+    address.kind() === "ipv4" ? ipaddr.IPv4.networkAddressFromCIDR(cidr) : ipaddr.IPv6.networkAddressFromCIDR(cidr);
+  if (network.toString() !== address.toString())
+    // A range with host bits set is taken as its network by some APIs and refused by others; either way it is likely
+    // not what was meant (the one address, /32, or the network it lies in).
+    return `${JSON.stringify(cidr)} has host bits set; write the network ${network.toString()}/${bits}, or ${address.toString()}/${address.kind() === "ipv4" ? 32 : 128} for the one address`;
+  return undefined;
+}
+
+const cidr = z.string().superRefine((value, ctx) => {
+  const message = cidrProblem(value);
+  if (message !== undefined) ctx.addIssue({ code: "custom", message, input: value });
+});
+
+const AWS_REGIONS: readonly string[] = Object.values(Region);
+const EC2_INSTANCE_TYPES: readonly string[] = Object.values(InstanceType);
+
+/** ` (close: a, b)`: up to three known names a typo away from `name`, or "" when none is. */
+function closest(name: string, known: readonly string[]): string {
+  const near = known
+    .map((k) => ({ k, d: editDistance(name.toLowerCase(), k) }))
+    .filter(({ d }) => d <= Math.max(2, Math.floor(name.length / 4)))
+    .sort((a, b) => a.d - b.d || a.k.localeCompare(b.k))
+    .slice(0, 3)
+    .map(({ k }) => k);
+  return near.length === 0 ? "" : ` (close: ${near.join(", ")})`;
+}
 
 export const ec2Schema = z.strictObject({
-  region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, { error: "must be an AWS region such as us-east-1" }),
-  instanceType: z.string().regex(/^[a-z0-9-]+\.[a-z0-9]+$/, { error: "must be an EC2 instance type such as t3.large" }),
-  runnerCidrs: z
-    .array(z.string().regex(CIDR, { error: "must be a CIDR such as 203.0.113.7/32" }))
-    .min(1, { error: "needs at least one CIDR: the addresses the runner connects from" }),
+  region: z.string().refine((r) => AWS_REGIONS.includes(r), {
+    error: (issue) =>
+      `${JSON.stringify(issue.input)} is not an AWS region; write one such as us-east-1${closest(String(issue.input), AWS_REGIONS)}`,
+  }),
+  instanceType: z.string().refine((t) => EC2_INSTANCE_TYPES.includes(t), {
+    error: (issue) =>
+      `${JSON.stringify(issue.input)} is not an EC2 instance type; write one such as t3.large${closest(String(issue.input), EC2_INSTANCE_TYPES)}`,
+  }),
+  runnerCidrs: z.array(cidr).min(1, { error: "needs at least one CIDR: the addresses the runner connects from" }),
   sshPublicKey: z.string().regex(OPENSSH_PUBLIC_KEY, {
     error: "must be an OpenSSH public key line such as `ssh-ed25519 AAAA... you@host`",
   }),
@@ -74,7 +167,9 @@ export const ec2Schema = z.strictObject({
     .default(EC2_DEFAULT_SSH_USER),
   lifetimeHours: z
     .number()
-    .positive()
+    .positive({
+      error: `must be more than 0: the hours after which the instances stop themselves (default ${EC2_DEFAULT_LIFETIME_HOURS})`,
+    })
     .max(24 * 30, { error: "must be at most 720 (30 days)" })
     .default(EC2_DEFAULT_LIFETIME_HOURS),
 });
@@ -161,17 +256,31 @@ export const kubernetesSchema = z.strictObject({
 });
 
 /** The deploy's self-test: on (default), off, or on with the page an allow-all computer must reach. */
-export const selfTestSchema = z.union([
-  z.boolean(),
-  z.strictObject({
-    publicUrl: z
-      .string()
-      .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), {
-        error: "must be an http:// or https:// URL, such as https://example.com/",
-      })
-      .optional(),
-  }),
-]);
+export const selfTestSchema = z.union(
+  [
+    z.boolean(),
+    z.strictObject({
+      publicUrl: z
+        .string()
+        .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), {
+          error: "must be an http:// or https:// URL, such as https://example.com/",
+        })
+        // Like a start tab's, a user name or password here would sit in plain text in the outputs; never echoed.
+        .refine((u) => !URL.canParse(u) || (new URL(u).username === "" && new URL(u).password === ""), {
+          error:
+            "holds a user name or password in its URL (user:password@), which would sit in plain text in the outputs; remove them (the URL is not shown here): the public page needs no sign-in",
+        })
+        .optional(),
+    }),
+  ],
+  {
+    error: (issue) =>
+      issue.code === "invalid_union" &&
+      (typeof issue.input !== "object" || issue.input === null || Array.isArray(issue.input))
+        ? "must be true, false or {publicUrl: <the page an allow-all computer must reach>}"
+        : undefined,
+  },
+);
 
 // `ec2` is required when target is ec2: validate.ts checks that, so it is reported beside every other problem.
 export const stackConfigSchema = z.strictObject({

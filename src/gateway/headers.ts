@@ -8,13 +8,16 @@
 // caller frames each message again from what the parser read (framing.ts). So a Connection
 // header nominating one of them changes nothing, and it cannot nominate Host away either.
 import type { IncomingMessage } from "node:http";
-import { type SecretTokens, withoutTokens } from "../protocol/auth";
+import { CONTROL_TOKEN_HEADER, type SecretTokens, withoutTokens } from "../protocol/auth";
 import { CONNECTION_SPECIFIC_HEADERS } from "../protocol/hop-by-hop";
 
 /** Written by the gateway itself on each hop, whatever the message said. */
 const FRAMING = new Set(["content-length", "transfer-encoding"]);
 /** What a Connection header may not remove: the message's target. */
 const NEVER_NOMINATED = new Set(["host"]);
+
+/** The gateway's own credential header: read by the gateway (access.ts), never sent on. */
+const OWN_CREDENTIAL = CONTROL_TOKEN_HEADER.toLowerCase();
 
 /** What a message without a Connection header nominates. */
 const NONE: ReadonlySet<string> = new Set();
@@ -83,6 +86,8 @@ export function upstreamRequestHeaders(req: IncomingMessage, options: ForwardOpt
         if (kept !== undefined) out.push(name, kept);
         continue;
       }
+      case OWN_CREDENTIAL:
+        continue;
       case "expect":
         // node's server already answered `100 Continue` to the client; the body follows regardless.
         continue;

@@ -5,7 +5,8 @@
 import http, { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { carriesControlToken, computerControlToken, secretTokens, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
+import { computerControlToken, secretTokens, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
+import { Access } from "./access";
 import type { Binding, Listener } from "./bind";
 import { CaptureSources } from "./capture-sources";
 import { serveCapture, serveListing } from "./captures";
@@ -30,7 +31,6 @@ export interface RunningGateway {
 
 type SiteRoute = Extract<Route, { kind: "site" }>;
 
-const UNAUTHORIZED = { error: "control token required", detail: "send Authorization: Bearer <control token>" };
 const CHALLENGE = { "WWW-Authenticate": WWW_AUTHENTICATE_CHALLENGE };
 const BROWSE_ONLY = "the browse listener serves /website/<site>/ only";
 const CONNECT_REFUSED = "the gateway is no forward proxy: CONNECT is served on no listener";
@@ -64,6 +64,7 @@ export class Gateway {
   private readonly ownAgent = new http.Agent({ keepAlive: true, maxSockets: 16 });
   private readonly health: HealthCheck;
   private readonly computers: Computers;
+  private readonly access: Access;
   /** With `captureSources`: where traffic/v1 is read from. */
   private readonly captureSources: CaptureSources | undefined;
   private readonly log: Logger;
@@ -72,15 +73,17 @@ export class Gateway {
 
   constructor(
     private readonly config: GatewayConfig,
-    private readonly controlToken: string,
+    controlToken: string,
     options: GatewayOptions = {},
   ) {
     this.log = options.log ?? logJsonLine;
+    this.access = new Access(controlToken, Object.keys(config.computers ?? {}));
     this.forwarder = new Forwarder({
-      // A computer's token opens that computer's DevTools and log, a capture server's token that container's captures:
-      // no site may see them any more than the control token.
+      // A computer's token opens that computer's DevTools and log, a capture server's token that container's captures,
+      // an agent token that computer's DevTools: no site may see them any more than the control token.
       secrets: secretTokens([
         controlToken,
+        ...this.access.tokens(),
         ...Object.keys(config.computers ?? {}).map((name) => computerControlToken(controlToken, name)),
         ...CaptureSources.tokens(config.captureSources, controlToken),
       ]),
@@ -97,8 +100,12 @@ export class Gateway {
     this.computers = new Computers(config.computers, controlToken, this.forwarder, this.ownAgent);
   }
 
-  private authorized(req: IncomingMessage): boolean {
-    return carriesControlToken(req.headers.authorization, this.controlToken);
+  /** Refuses (401, with its line) a request whose credential does not open `target` on `listener`. */
+  private admitted(listener: Listener, req: IncomingMessage, target: Route, refuse: Refuse): boolean {
+    const refusal = this.access.refusal(listener, req, target);
+    if (refusal === undefined) return true;
+    refuse(refusal.status, refusal.body, undefined, CHALLENGE);
+    return false;
   }
 
   private refusal(listener: Listener, req: IncomingMessage, status: number, reason: string): void {
@@ -163,6 +170,7 @@ export class Gateway {
       });
     }
     const target = route(req.url ?? "");
+    if (!this.admitted(listener, req, target, refuse)) return;
     if (listener === "browse" && !(target.kind === "site" && target.via === "website")) {
       return refuse(404, { error: "not found" }, BROWSE_ONLY);
     }
@@ -186,7 +194,6 @@ export class Gateway {
       }
       case "captures":
       case "capture": {
-        if (!this.authorized(req)) return refuse(401, UNAUTHORIZED, undefined, CHALLENGE);
         if (!isRead(req)) return notAllowed(refuse);
         const sources = this.captureSources;
         if (sources)
@@ -201,7 +208,6 @@ export class Gateway {
         return;
       }
       case "computer":
-        if (!this.authorized(req)) return refuse(401, UNAUTHORIZED, undefined, CHALLENGE);
         return this.computers.handle(req, res, target.computer, target.op, target.rest, refuse);
     }
   }
@@ -215,6 +221,7 @@ export class Gateway {
       const refused = requestRefusal(req, true);
       if (refused) return refuse(refused.status, { error: refused.error, detail: refused.reason }, refused.reason);
       const target = route(req.url ?? "");
+      if (!this.admitted(listener, req, target, refuse)) return;
       if (listener === "browse" && !(target.kind === "site" && target.via === "website")) {
         return refuse(404, { error: "not found" }, BROWSE_ONLY);
       }
@@ -225,7 +232,6 @@ export class Gateway {
           return this.forwarder.upgrade(req, socket, head, upstream, target.rest);
         }
         case "computer":
-          if (!this.authorized(req)) return refuse(401, UNAUTHORIZED, undefined, CHALLENGE);
           return this.computers.upgrade(req, socket, head, target.computer, target.op, target.rest, refuse);
         case "bad":
           return refuse(400, { error: target.error });

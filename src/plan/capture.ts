@@ -16,6 +16,27 @@ export function captureProblems(config: Pick<StackConfig, "captureTraffic" | "we
   return [];
 }
 
+/** Past this total of capture files (in MB, as fileSizeMb counts), the captures would fill any reasonable disk. */
+export const CAPTURE_WARNING_TOTAL_MB = 100_000;
+
+/**
+ * A warning when the captures could grow past any reasonable disk: each website container (a server, and a synthetic
+ * site's frontend) keeps up to fileCount files of fileSizeMb.
+ */
+export function captureWarnings(config: Pick<StackConfig, "captureTraffic" | "capture" | "websites">): Problem[] {
+  if (!config.captureTraffic) return [];
+  const containers = Object.values(config.websites).reduce((n, w) => n + (w.live ? 1 : 2), 0);
+  const { fileSizeMb, fileCount } = config.capture;
+  const totalMb = fileSizeMb * fileCount * containers;
+  if (totalMb <= CAPTURE_WARNING_TOTAL_MB) return [];
+  return [
+    problem(
+      ["capture"],
+      `lets the captures grow to ${(totalMb / 1000).toLocaleString("en-US")} GB (${fileSizeMb} MB × ${fileCount} files × ${containers} website containers), past any reasonable disk; lower fileSizeMb or fileCount`,
+    ),
+  ];
+}
+
 /** One sidecar per website container (server, and frontend for synthetic sites), sorted by container name. */
 export function captureSidecars(stack: string, websites: readonly PlannedWebsite[]): PlannedCapture[] {
   const sidecars: PlannedCapture[] = [];

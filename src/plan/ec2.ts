@@ -3,6 +3,7 @@
 // hosts target's too); and the ec2 section's own decisions: the instance type's architecture (so its AMI), the
 // SSH user, the lifetime, and the combinations AWS would take but mis-place. Pure data from the Plan.
 import { GATEWAY_BROWSE_PORT, SITE_PROXY_CONTROL_PORT } from "./topology";
+import ipaddr from "ipaddr.js";
 import { problem } from "./problems";
 import { sshMasterLines, sshRun, sshSetup, type SshEndpoint } from "./ssh";
 import type { Ec2Config, Plan, PlannedEc2, Problem, StackConfig } from "./types";
@@ -346,6 +347,76 @@ export function instanceArchitecture(instanceType: string): Ec2Architecture {
   if (family === "a1") return "arm64";
   const match = /^[a-z]+(?:-[a-z0-9]+)?\d+([a-z-]*)$/.exec(family);
   return match !== null && match[1].startsWith("g") ? "arm64" : "x86_64";
+}
+
+/** A lifetime shorter than this leaves the instances too little time to be deployed and used. */
+const EC2_SHORTEST_SENSIBLE_LIFETIME_MINUTES = 30;
+
+/** The address ranges set aside for documentation (RFC 5737, RFC 3849): no runner ever connects from one. */
+const DOCUMENTATION_RANGES = ["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"].map((cidr) =>
+  ipaddr.parseCIDR(cidr),
+);
+
+function inDocumentationRange(cidr: string): boolean {
+  try {
+    const [address] = ipaddr.parseCIDR(cidr);
+    // match() compares addresses of one kind: an IPv4 address is never in an IPv6 range, or the other way round.
+    return DOCUMENTATION_RANGES.some(
+      ([range, bits]) => range.kind() === address.kind() && (address as ipaddr.IPv4).match(range as ipaddr.IPv4, bits),
+    );
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * True when an OpenSSH public key line's base64 holds a key of the type it names (an ssh-ed25519 one: the type and 32
+ * bytes). A documentation placeholder or a line cut short does not; EC2 refuses to import it.
+ */
+export function wellFormedPublicKey(line: string): boolean {
+  const [type, base64] = line.split(" ");
+  if (base64 === undefined || !/^[A-Za-z0-9+/]+={0,2}$/.test(base64) || base64.length % 4 !== 0) return false;
+  const blob = Buffer.from(base64, "base64");
+  if (blob.length < 4) return false;
+  const length = blob.readUInt32BE(0);
+  if (blob.subarray(4, 4 + length).toString("latin1") !== type) return false;
+  if (type !== "ssh-ed25519") return blob.length > 4 + length;
+  return blob.length === 4 + length + 4 + 32 && blob.readUInt32BE(4 + length) === 32;
+}
+
+/**
+ * Warnings for ec2 values that still look like the examples' placeholders: a runner CIDR in a documentation range,
+ * a public key that holds no key. `check` passes with them; the deploy cannot.
+ */
+export function ec2Warnings(config: StackConfig): Problem[] {
+  const ec2 = config.ec2;
+  if (config.target !== "ec2" || ec2 === undefined) return [];
+  const warnings: Problem[] = [];
+  ec2.runnerCidrs.forEach((cidr, index) => {
+    if (inDocumentationRange(cidr))
+      warnings.push(
+        problem(
+          ["ec2", "runnerCidrs", index],
+          `${cidr} is in a range set aside for documentation, so no runner connects from it (a placeholder?); write the address this runner connects from, e.g. its public IP (curl https://checkip.amazonaws.com) with /32`,
+        ),
+      );
+  });
+  const hours = ec2.lifetimeHours ?? EC2_DEFAULT_LIFETIME_HOURS;
+  if (hours * 60 < EC2_SHORTEST_SENSIBLE_LIFETIME_MINUTES)
+    warnings.push(
+      problem(
+        ["ec2", "lifetimeHours"],
+        `${hours} powers the instances off after ${Math.max(1, Math.round(hours * 60))} minute(s), less than the ${EC2_SHORTEST_SENSIBLE_LIFETIME_MINUTES} a deploy and a task need at the least; give the hours the task needs (default ${EC2_DEFAULT_LIFETIME_HOURS})`,
+      ),
+    );
+  if (!wellFormedPublicKey(ec2.sshPublicKey))
+    warnings.push(
+      problem(
+        ["ec2", "sshPublicKey"],
+        "holds no usable key (a placeholder?), and EC2 refuses to import it; write your own public key line, such as the contents of ~/.ssh/id_ed25519.pub",
+      ),
+    );
+  return warnings;
 }
 
 /** Refusals of the ec2 section, each naming its key. */

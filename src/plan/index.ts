@@ -1,15 +1,15 @@
 // plan(): everything the components deploy, decided from a validated StackConfig. Pure: no Pulumi, no I/O.
-import { captureProblems, captureSidecars } from "./capture";
+import { captureProblems, captureSidecars, captureWarnings } from "./capture";
 import { claimProblems, liveHosts } from "./claims";
-import { ec2Problems, plannedEc2 } from "./ec2";
+import { ec2Problems, ec2Warnings, plannedEc2 } from "./ec2";
 import { hostsProblems } from "./hosts";
 import { kubernetesProblems, kubernetesWarnings, plannedKubernetes } from "./kubernetes";
 import { formatProblem, problem } from "./problems";
 import { allowlistProblems, reachesPublicHosts, reaching } from "./reaching";
 import { namingProblems, stackNameProblem } from "./reserved";
 import { siteTable } from "./site-table";
-import { websiteProblems } from "./sites";
-import { selfTestPlan } from "./self-test";
+import { websiteProblems, websiteWarnings } from "./sites";
+import { selfTestPlan, selfTestWarnings } from "./self-test";
 import { startTabProblems, startTabWarnings } from "./start-tabs";
 import { GATEWAY_PORT, topologyNames } from "./topology";
 import type { Plan, PlannedComputer, PlannedWebsite, PlanResult, Problem, StackConfig } from "./types";
@@ -131,6 +131,11 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
     );
   }
   warningProblems.push(...kubernetesWarnings(config));
+  for (const site of Object.keys(config.websites).sort())
+    warningProblems.push(...websiteWarnings(site, config.websites[site]));
+  warningProblems.push(...captureWarnings(config));
+  warningProblems.push(...ec2Warnings(config));
+  warningProblems.push(...selfTestWarnings(config));
   for (const name of Object.keys(config.computers).sort()) {
     const computer = config.computers[name];
     warningProblems.push(...startTabWarnings(name, computer, reaching(computer.network, live.hosts), config.websites));

@@ -26,6 +26,7 @@ import {
   type SiteRole,
 } from "./topology";
 import { CAPTURE_SERVER_PORT } from "../protocol/traffic";
+import { NON_PUBLIC_CIDRS } from "../protocol/address-ranges";
 import type {
   KubernetesConfig,
   Plan,
@@ -38,26 +39,11 @@ import type {
   Toleration,
 } from "./types";
 
-/** The address ranges that are not the public web: the cluster's own (pods, Services, nodes), private, metadata. */
-export const KUBERNETES_NON_PUBLIC_CIDRS = {
-  ipv4: [
-    "0.0.0.0/8",
-    "10.0.0.0/8",
-    "100.64.0.0/10",
-    "127.0.0.0/8",
-    "169.254.0.0/16",
-    "172.16.0.0/12",
-    "192.0.0.0/24",
-    "192.168.0.0/16",
-    "198.18.0.0/15",
-    "224.0.0.0/3",
-    // Azure's platform address (its metadata and the host agent), which the site proxy refuses too.
-    "168.63.129.16/32",
-  ],
-  // No IPv4-mapped range: it is a socket API's spelling, never a packet's destination, and the API refuses it in a
-  // policy (the site proxy judges a mapped address by the IPv4 address inside it).
-  ipv6: ["::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8", "64:ff9b::/96"],
-};
+/**
+ * The address ranges that are not the public web (the cluster's own pods, Services and nodes are in them, and cloud
+ * metadata): the one list the site proxy refuses too (src/protocol/address-ranges.ts), as a policy can hold it.
+ */
+export const KUBERNETES_NON_PUBLIC_CIDRS = NON_PUBLIC_CIDRS;
 
 /** Namespaces a task stack may not take: the cluster's own. */
 const CLUSTER_NAMESPACES = ["default", "kube-system", "kube-public", "kube-node-lease"];

@@ -1,6 +1,7 @@
 // What a computer's site proxy forwards beyond synthetic names (docs/design.md "Rules": reaching).
 import { domainPatternProblem, isAddress, isLocalhostName } from "../protocol/host-names";
 import { problem, quote } from "./problems";
+import { punycodeHint } from "./sites";
 import type { ComputerNetwork, Problem, Reaching } from "./types";
 
 /** `allow-all` stays as it is; an allowlist gets the live hosts added; `none` reaches only synthetic sites. */
@@ -36,9 +37,11 @@ export function allowlistProblems(computer: string, network: ComputerNetwork): P
       problems.push(
         problem(path, `${quote(name)} is a localhost name, which the browser reaches without its proxy; remove it`),
       );
+    } else if (name === "*") {
+      problems.push(problem(path, `"*" would mean every host: write network: allow-all instead of an allowlist`));
     } else {
       const syntax = domainPatternProblem(name);
-      if (syntax !== undefined) problems.push(problem(path, `${quote(name)} ${syntax}`));
+      if (syntax !== undefined) problems.push(problem(path, `${quote(name)} ${syntax}${punycodeHint(name)}`));
     }
   });
   return problems;

@@ -3,7 +3,16 @@
 // sites; the checks themselves run in src/providers/self-test.ts.
 import { startTabHost } from "./start-tabs";
 import { covers, isWildcard } from "../protocol/host-names";
-import type { PlannedComputer, PlannedWebsite, Reaching, SelfTestCheck, SelfTestPlan } from "./types";
+import { problem } from "./problems";
+import type {
+  PlannedComputer,
+  PlannedWebsite,
+  Problem,
+  Reaching,
+  SelfTestCheck,
+  SelfTestPlan,
+  StackConfig,
+} from "./types";
 
 /**
  * Set to `off` in the program's environment, it skips the self-test whatever the config says (`multienv up
@@ -84,7 +93,19 @@ export function selfTestPlan(
     enabled: options.enabled,
     checks: Object.fromEntries(computers.map((c) => [c.name, checksFor(c, websites, publicUrl)])),
     startTabs: Object.fromEntries(
-      computers.filter((c) => c.startTabs.length > 0).map((c) => [c.name, [...c.startTabs]]),
+      computers.filter((c) => c.routesSites && c.startTabs.length > 0).map((c) => [c.name, [...c.startTabs]]),
     ),
   };
+}
+
+/** A warning for a self-test page no check would load: selfTest.publicUrl with no allow-all computer. */
+export function selfTestWarnings(config: Pick<StackConfig, "selfTest" | "computers">): Problem[] {
+  if (typeof config.selfTest !== "object" || config.selfTest.publicUrl === undefined) return [];
+  if (Object.values(config.computers).some((c) => c.network === "allow-all")) return [];
+  return [
+    problem(
+      ["selfTest", "publicUrl"],
+      "is loaded only by an allow-all computer's check, and no computer is allow-all, so it is never used; remove it",
+    ),
+  ];
 }

@@ -1,7 +1,24 @@
 // Rules about one website on its own: its names, live-site refusals, settings (docs/design.md "Rules").
+import { domainToASCII } from "node:url";
 import { domainPatternProblem, isAddress, isLocalhostName } from "../protocol/host-names";
+import { ENV_VARS } from "../protocol/env";
 import { problem, quote } from "./problems";
 import type { Problem, WebsiteConfig } from "./types";
+import { websiteSettingsJson } from "./wiring";
+
+/**
+ * The longest one environment variable can be on Linux, `NAME=value` and its terminating NUL included
+ * (MAX_ARG_STRLEN, 32 pages of 4 KiB): a longer one makes the container's process fail to start.
+ */
+export const MAX_ENV_VARIABLE_BYTES = 128 * 1024;
+
+/** `; write it as xn--...` for a name with non-ASCII letters (a wildcard keeps its `*.`), else "". */
+export function punycodeHint(name: string): string {
+  if (!/[^\p{ASCII}]/u.test(name)) return "";
+  const wildcard = name.startsWith("*.") ? "*." : "";
+  const ascii = domainToASCII(name.slice(wildcard.length));
+  return ascii === "" ? "" : `; a host name is written in ASCII: its punycode form is ${wildcard}${ascii}`;
+}
 
 /**
  * Why `name` cannot be one of a site's names (a domain, or a live site's allowed host), or undefined.
@@ -17,7 +34,7 @@ export function siteNameProblem(name: string, live: boolean, what: "domain" | "a
     return `${quote(name)} is a localhost name, which a browser takes to its own loopback without the proxy; ${kind} ${names} must be other host names`;
   }
   const syntax = domainPatternProblem(name);
-  return syntax === undefined ? undefined : `${quote(name)} ${syntax}`;
+  return syntax === undefined ? undefined : `${quote(name)} ${syntax}${punycodeHint(name)}`;
 }
 
 function listProblems(site: string, key: "domains" | "allowHosts", names: string[], live: boolean): Problem[] {
@@ -77,6 +94,18 @@ export function websiteProblems(site: string, website: WebsiteConfig): Problem[]
       ),
     );
   }
+  // The settings reach the server as one environment variable: past Linux's limit for one, the container cannot
+  // start. Secret values are merged in at the deploy, so they count on top of this.
+  const settingsBytes =
+    Buffer.byteLength(`${ENV_VARS.websiteSettings}=${websiteSettingsJson(website.settings, {})}`, "utf8") + 1;
+  if (settingsBytes > MAX_ENV_VARIABLE_BYTES) {
+    problems.push(
+      problem(
+        ["websites", site, "settings"],
+        `come to ${Math.ceil(settingsBytes / 1024)} KiB as ${ENV_VARS.websiteSettings}, and one environment variable holds at most ${MAX_ENV_VARIABLE_BYTES / 1024} KiB (Linux's MAX_ARG_STRLEN), so the server could not start; move the large values into the site's image or data`,
+      ),
+    );
+  }
   for (const setting of Object.keys(website.secretSettings)) {
     if (Object.hasOwn(website.settings, setting)) {
       problems.push(
@@ -88,4 +117,32 @@ export function websiteProblems(site: string, website: WebsiteConfig): Problem[]
     }
   }
   return problems;
+}
+
+/** A setting name that says its value is a secret. */
+const SECRET_NAME = /pass(word|phrase)?|secret|token|api[-_]?key|credential|private[-_]?key/i;
+
+/**
+ * Warnings about one website: a synthetic site with no name runs, but no computer can ever open it; a plain setting
+ * whose name says it is a secret sits in plain text in the stack file, the state and `check`'s output.
+ */
+export function websiteWarnings(site: string, website: WebsiteConfig): Problem[] {
+  const warnings: Problem[] = [];
+  if (!website.live && website.domains.length === 0)
+    warnings.push(
+      problem(
+        ["websites", site, "domains"],
+        "is empty: the synthetic site is deployed and runs, but has no name a computer's browser could open it at; add its names, such as shop.test",
+      ),
+    );
+  for (const [setting, value] of Object.entries(website.settings)) {
+    if (!SECRET_NAME.test(setting) || typeof value !== "string" || value === "") continue;
+    warnings.push(
+      problem(
+        ["websites", site, "settings", setting],
+        `looks like a secret, and a plain setting sits in plain text in the stack file, the state and the deploy's output; make it a secret setting: \`pulumi config set --secret ${site}${setting.charAt(0).toUpperCase()}${setting.slice(1)} <value>\` and secretSettings: {${setting}: ${site}${setting.charAt(0).toUpperCase()}${setting.slice(1)}}`,
+      ),
+    );
+  }
+  return warnings;
 }

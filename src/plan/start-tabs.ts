@@ -4,14 +4,28 @@ import { covers } from "../protocol/host-names";
 import { problem, quote } from "./problems";
 import type { ComputerConfig, Problem, Reaching, WebsiteConfig } from "./types";
 
-/** The host of an http(s) URL, or a message saying why `tab` is not one. */
+/** A URL's user name or password (`scheme://user:pass@host`), also in a string that does not parse as a URL. */
+const USERINFO = /^[a-z][a-z0-9+.-]*:\/*[^/?#]*@/i;
+
+/**
+ * The host of an http(s) URL, or a message saying why `tab` is not one. A tab with credentials in it is refused
+ * without being echoed: the message would put the password in a terminal, a log or `check --json`.
+ */
 export function startTabHost(tab: string): { host: string } | { problem: string } {
-  let url: URL;
+  let url: URL | undefined;
   try {
     url = new URL(tab);
   } catch {
-    return { problem: `${quote(tab)} is not a URL; a start tab is an http(s) URL such as https://shop.test/` };
+    url = undefined;
   }
+  if (USERINFO.test(tab) || (url !== undefined && (url.username !== "" || url.password !== ""))) {
+    return {
+      problem:
+        "holds a user name or password in its URL (user:password@), which would sit in plain text in the outputs and the browser; remove them (the URL is not shown here), and sign the computer in with `multienv sign-in` instead",
+    };
+  }
+  if (url === undefined)
+    return { problem: `${quote(tab)} is not a URL; a start tab is an http(s) URL such as https://shop.test/` };
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     return { problem: `${quote(tab)} is not an http(s) URL; a start tab is an http(s) URL such as https://shop.test/` };
   }

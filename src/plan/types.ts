@@ -270,6 +270,10 @@ export interface SelfTestPlan {
   enabled: boolean;
   /** Computer -> its checks, in order. */
   checks: Record<string, SelfTestCheck[]>;
-  /** Computer -> its start tabs, checked against the names the sites' own cards declare. */
+  /**
+   * Computer -> its start tabs, checked against the names the sites' own cards declare: for the computers that route
+   * sites, whose start tabs `check` holds to a website's names. Another computer's tabs are pages of the web (or of
+   * its allowlist), which no site's card declares.
+   */
   startTabs: Record<string, string[]>;
 }

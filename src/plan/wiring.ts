@@ -138,22 +138,36 @@ export function browserMounts(computer: PlannedComputer): VolumeMount[] {
  * seconds before it exits; a container that takes longer to come back leaves its sidecar stopped, which /healthz
  * reports (its capture is not writing) until a `multienv reset` or a redeploy starts it again.
  */
-export function captureCommand(plan: Pick<Plan, "capture">, sidecar: PlannedCapture, filter?: string): string[] {
+export function captureCommand(plan: Pick<Plan, "capture">, sidecar: PlannedCapture, ownPort?: number): string[] {
   const base = `${CAPTURES_DIR}/${sidecar.filePrefix.replace(/\.pcap$/, "")}`;
   const args = [base, String(plan.capture.fileSizeMb), String(plan.capture.fileCount)];
-  return ["sh", "-c", CAPTURE_SCRIPT, "capture", ...args, ...(filter !== undefined ? [filter] : [])];
+  return ["sh", "-c", CAPTURE_SCRIPT, "capture", ...args, ...(ownPort !== undefined ? [String(ownPort)] : [])];
 }
+
+/**
+ * Where a capture on a cluster reads its pod's own address (the downward API's `status.podIP`): the capture server
+ * of the pod listens there, and its connections are left out of the capture by that address and port alone.
+ */
+export const CAPTURE_POD_IP_ENV = "MULTIENV_POD_IP";
 
 /** The capture sidecar's script (see `captureCommand`); POSIX sh, builtins alone in its loop but `sleep`. */
 export const CAPTURE_SCRIPT = [
-  // $4, when given, is a tcpdump filter: on a cluster, the capture server's own port in the pod is left out.
-  "base=$1 size=$2 count=$3 filter=${4:-}",
+  "base=$1 size=$2 count=$3 own=${4:-}",
+  // $4, when given, is the port of the pod's own capture server (on a cluster, in the captured namespace): its
+  // connections, those with the pod's own address and that port at one end, are left out (the network policy lets
+  // the gateway alone reach that port). Every other packet is recorded, to or from that port elsewhere included.
+  'filter=""',
+  'if [ -n "$own" ]; then',
+  `  ip=\${${CAPTURE_POD_IP_ENV}:-}`,
+  `  [ -n "$ip" ] || { echo "capture: ${CAPTURE_POD_IP_ENV} (the pod's own address) is not set" >&2; exit 64; }`,
+  '  filter="not (tcp and ((src host $ip and src port $own) or (dst host $ip and dst port $own)))"',
+  "fi",
   'if ls "$base".pcap[0-9]* >/dev/null 2>&1; then',
   "  run=1",
   '  while ls "$base".run$run.pcap[0-9]* >/dev/null 2>&1; do run=$((run + 1)); done',
   '  for f in "$base".pcap[0-9]*; do mv -f "$f" "$base.run$run.${f##*.}"; done',
   "fi",
-  'tcpdump -i any -n -U -w "$base.pcap" -C "$size" -W "$count" -Z root $filter &',
+  'tcpdump -i any -n -U -w "$base.pcap" -C "$size" -W "$count" -Z root ${filter:+"$filter"} &',
   "pid=$!",
   "trap 'kill $pid 2>/dev/null; wait $pid; exit 0' TERM INT",
   // True while the namespace has an interface besides loopback (/proc/net/dev: two header lines, then one a device).

@@ -15,8 +15,15 @@ export const MIN_TOKEN_LENGTH = 32;
  * `withoutControlToken`), and always fits in `Bearer <token>` as it is.
  */
 const TOKEN_CHARS = /^[A-Za-z0-9\-._~+/]+$/;
-/** What separates the words of an Authorization value: every character a token never holds. */
-const NOT_TOKEN_CHARS = /[^A-Za-z0-9\-._~+/]+/;
+/** A character a token may hold; every other one separates the words of an Authorization value. */
+const TOKEN_CHAR = "[A-Za-z0-9\\-._~+/]";
+
+/**
+ * The gateway's own header for the control token: what a runner sends instead of `Authorization: Bearer <token>` when
+ * Authorization must carry a site's own credential to the site (`/svc/<site>/...`). The gateway reads it as it reads
+ * Authorization and never forwards it.
+ */
+export const CONTROL_TOKEN_HEADER = "X-Multienv-Token";
 
 /** The header value a client sends to carry the control token. */
 export function bearer(token: string): string {
@@ -89,92 +96,156 @@ function splitOutsideQuotes(value: string): string[] {
 
 /** Tokens no site may ever see (the control token, the computers' tokens), prepared once for `withoutTokens`. */
 export interface SecretTokens {
-  readonly tokens: readonly Buffer[];
+  /** The tokens by length: a word is looked up among those of its length (and its `+`-bounded ends likewise). */
+  readonly byLength: ReadonlyMap<number, ReadonlySet<string>>;
   /** The shortest token's length: a form shorter than this carries none. */
   readonly shortest: number;
+  /** A word (run of token characters) long enough to be a token: what is looked up. */
+  readonly longWord: RegExp;
 }
 
 export function secretTokens(tokens: readonly string[]): SecretTokens {
-  return {
-    tokens: tokens.map((token) => Buffer.from(token, "latin1")),
-    shortest: Math.min(...tokens.map((token) => token.length)),
-  };
+  const shortest = Math.min(...tokens.map((token) => token.length));
+  const byLength = new Map<number, Set<string>>();
+  for (const token of tokens) {
+    const same = byLength.get(token.length) ?? new Set<string>();
+    byLength.set(token.length, same.add(token));
+  }
+  return { byLength, shortest, longWord: new RegExp(`${TOKEN_CHAR}{${shortest},}`, "g") };
 }
 
-/** How many decodings deep a credential is read: `%2520` is two, base64 of a percent-encoded value two as well. */
-const DECODING_DEPTH = 3;
-const PERCENT_ESCAPE = /%([0-9A-Fa-f]{2})/g;
-/** A run of either base64 alphabet (node's decoder reads both, as a site's may). */
-const BASE64_RUN = /[A-Za-z0-9+/_-]+/g;
+/**
+ * The work a credential may cost, in characters read and written while decoding it, per character of the header value
+ * (and a floor for short ones). A value that would take more to read through is removed as if it carried a token: so
+ * a client spends the gateway's CPU no faster than its own bytes, however the value nests its encodings
+ * (test/gateway/token-cost.test.ts compares a crafted value's CPU with a plain one's).
+ */
+const DECODING_BUDGET_PER_CHAR = 40;
+const DECODING_BUDGET_FLOOR = 64 * 1024;
+/** Every character a lenient base64 decoder skips (node's and Python's skip whatever is not of either alphabet). */
+const NOT_BASE64 = /[^A-Za-z0-9+/_-]+/g;
+/** Every character a lenient hex decoder skips. */
+const NOT_HEX = /[^0-9A-Fa-f]+/g;
+const NOT_PRINTABLE = /[^\t\x20-\x7e]+/g;
 
 /**
- * Every form a site could decode a credential back into, the credential itself first: quoted-pair escapes undone,
- * percent-decoded, `+` read as a space (form encoding), each base64 run decoded, and those again, DECODING_DEPTH
- * deep. Forms shorter than `shortest` are left out, as they carry no token.
+ * `form` with each `%XX` (and `%uXXXX`) decoded and any other `%` left as it is, as a lenient URL decoder does: the
+ * engine's own `unescape`, which costs a fraction of a replace with a callback per escape.
  */
-function decodedForms(credential: string, shortest: number): string[] {
-  const forms = new Set([credential]);
-  const base64Shortest = Math.ceil((shortest * 4) / 3);
-  let layer = [credential];
-  for (let depth = 0; depth < DECODING_DEPTH && layer.length > 0; depth++) {
-    const next: string[] = [];
-    const add = (form: string) => {
-      if (form.length < shortest || forms.has(form)) return;
-      forms.add(form);
-      next.push(form);
-    };
-    for (const form of layer) {
-      if (form.includes("\\")) add(form.replace(/\\(.)/g, "$1"));
-      if (form.includes("%"))
-        add(form.replace(PERCENT_ESCAPE, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))));
-      if (form.includes("+")) add(form.replace(/\+/g, " "));
-      for (const run of form.match(BASE64_RUN) ?? [])
-        if (run.length >= base64Shortest) add(Buffer.from(run, "base64").toString("latin1"));
+function percentDecoded(form: string): string {
+  return unescape(form);
+}
+
+/**
+ * Text: what a site could take for another encoding to decode again (at least 3/4 printable ASCII). A decoding that
+ * is not (what a base64 or hex decoder makes of characters at the wrong alignment, or of text that was never
+ * encoded) is looked at for a token but not decoded further.
+ */
+function isText(form: string): boolean {
+  return form.replace(NOT_PRINTABLE, "").length * 4 >= form.length * 3;
+}
+
+/**
+ * True when `credential`, or a form a site could decode it back into, has a token in it (`carries` says which form
+ * does): quoted-pair escapes undone, percent-decoded (`+` read as a space or not), base64 of either alphabet and hex
+ * read as a lenient decoder reads them (every other character skipped, from any starting character), and each of
+ * those that is text again, as deep as forms stay at least `shortest` long. True as well when the work would pass
+ * `budget` characters: a value too costly to read through is treated as carrying a token.
+ */
+function anyDecodedForm(
+  credential: string,
+  shortest: number,
+  budget: number,
+  carries: (form: string) => boolean,
+): boolean {
+  const seen = new Set([credential]);
+  const queue = [credential];
+  // Work is counted in characters passed over: making a form, hashing it (seen), and for a new one looking for a
+  // token in it and telling whether it is text; then filtering each queued form for base64 and hex.
+  let spent = 0;
+  let found = carries(credential);
+  /** Looks at a decoded form; true to stop (a token found, or the budget spent). */
+  const add = (form: string): boolean => {
+    spent += 2 * form.length;
+    if (form.length >= shortest && !seen.has(form)) {
+      seen.add(form);
+      found = carries(form);
+      spent += 2 * form.length;
+      if (!found && isText(form)) queue.push(form);
     }
-    layer = next;
+    return found || spent > budget;
+  };
+  for (let next = 0; next < queue.length && !found; next++) {
+    const form = queue[next];
+    spent += 3 * form.length;
+    /** A text decoding of `form`, which passes over it `passes` times more (form decoding: `+`, then escapes). */
+    const decoded = (passes: number, decode: () => string): boolean => {
+      spent += passes * form.length;
+      return add(decode());
+    };
+    if (form.includes("\\") && decoded(1, () => form.replace(/\\(.)/g, "$1"))) return true;
+    if (form.includes("%") && decoded(1, () => percentDecoded(form))) return true;
+    if (form.includes("+") && decoded(2, () => percentDecoded(form.replace(/\+/g, " ")))) return true;
+    // A token of `shortest` characters takes ceil(shortest * 4 / 3) base64 characters, 2 * shortest hex digits. A
+    // decoder may start at any character: each of the 4 (base64) or 2 (hex) alignments is a form of its own.
+    const base64 = form.replace(NOT_BASE64, "");
+    if (base64.length >= Math.ceil((shortest * 4) / 3))
+      for (let start = 0; start < 4; start++)
+        if (add(Buffer.from(base64.slice(start), "base64").toString("latin1"))) return true;
+    const hex = base64.replace(NOT_HEX, "");
+    if (hex.length >= 2 * shortest)
+      for (let start = 0; start < 2; start++)
+        if (add(Buffer.from(hex.slice(start), "hex").toString("latin1"))) return true;
   }
-  return [...forms];
+  return found;
 }
 
 const PLUS = "+".charCodeAt(0);
 
 /**
- * True when a word of one of the credential's forms is a token: the whole word, or its start or end where a `+`
- * stands for the space after or before it (`Bearer+<token>` for a token that itself holds a `+`, which reading `+`
- * as a space would split). Only a word or window of a token's length can be it; each is compared in constant time.
+ * True when a word of `form` is a token: the whole word, or its start or end where a `+` stands for the space after
+ * or before it (`Bearer+<token>` for a token that itself holds a `+`, which reading `+` as a space would split). A
+ * word is looked up by hash among the tokens of its length, so the work per word does not grow with the number of
+ * tokens; a lookup compares characters only once a whole 32-bit hash matches, so it tells a guess nothing of a
+ * token's characters. (The gateway's own checks, carriesControlToken, compare digests in constant time.)
  */
-function credentialCarries(credential: string, secrets: SecretTokens): boolean {
-  let found = false;
-  for (const form of decodedForms(credential, secrets.shortest)) {
-    for (const text of form.split(NOT_TOKEN_CHARS)) {
-      if (text.length < secrets.shortest) continue;
-      const word = Buffer.from(text, "latin1");
-      for (const token of secrets.tokens) {
-        const n = token.length;
-        if (word.length === n) found = timingSafeEqual(word, token) || found;
-        else if (word.length > n) {
-          if (word[n] === PLUS && timingSafeEqual(word.subarray(0, n), token)) found = true;
-          if (word[word.length - n - 1] === PLUS && timingSafeEqual(word.subarray(word.length - n), token))
-            found = true;
-        }
+function formCarries(form: string, secrets: SecretTokens): boolean {
+  for (const [word] of form.matchAll(secrets.longWord)) {
+    for (const [n, tokens] of secrets.byLength) {
+      if (word.length === n) {
+        if (tokens.has(word)) return true;
+      } else if (word.length > n) {
+        if (word.charCodeAt(n) === PLUS && tokens.has(word.slice(0, n))) return true;
+        if (word.charCodeAt(word.length - n - 1) === PLUS && tokens.has(word.slice(word.length - n))) return true;
       }
     }
   }
-  return found;
+  return false;
+}
+
+/** True when `text` decodes (anyDecodedForm) to a form with a token in it, or costs too much to read through. */
+function carries(text: string, secrets: SecretTokens, budget: number): boolean {
+  return anyDecodedForm(text, secrets.shortest, budget, (form) => formCarries(form, secrets));
 }
 
 /**
  * An Authorization value with every credential that carries one of `secrets` removed, however it is written: any
  * scheme or case, any whitespace, quoted or escaped, inside a comma-separated list, as a Basic user-pass, or
- * encoded in any way a site could decode back (percent-encoded, `+` for a space, base64, and those nested).
- * Undefined when nothing is left (drop the header); the value unchanged when it never carried one (a site's own
- * credentials).
+ * encoded in any way a site could decode back (percent-encoded, `+` for a space, base64 or hex read by a lenient
+ * decoder that skips what it does not know, and those nested). Undefined when nothing is left (drop the header); the
+ * value unchanged when it never carried one (a site's own credentials). A token that only the whole value decodes
+ * to (split across its commas) takes the whole value with it. The work is linear in the value's length: a value
+ * that would cost more than DECODING_BUDGET_PER_CHAR per character to read through is removed whole.
  */
 export function withoutTokens(value: string, secrets: SecretTokens): string | undefined {
+  const budget = DECODING_BUDGET_FLOOR + DECODING_BUDGET_PER_CHAR * value.length;
+  if (!carries(value, secrets, budget)) return value;
   const credentials = splitOutsideQuotes(value);
-  const kept = credentials.filter((credential) => !credentialCarries(credential, secrets));
-  if (kept.length === credentials.length) return value;
+  if (credentials.length === 1) return undefined;
+  const kept = credentials.filter((credential) => !carries(credential, secrets, budget));
   const rest = kept.map((credential) => credential.trim()).filter(Boolean);
+  // Each part is clean, yet the whole carried one: the token is split across the parts.
+  if (kept.length === credentials.length) return undefined;
   return rest.length === 0 ? undefined : rest.join(", ");
 }
 
@@ -191,6 +262,17 @@ export function withoutControlToken(value: string, controlToken: string): string
  */
 export function computerControlToken(controlToken: string, computer: string): string {
   return createHmac("sha256", controlToken).update(`multienv computer control\n${computer}`, "utf8").digest("hex");
+}
+
+/**
+ * A computer's agent token: what an agent's harness is given to open that one computer's DevTools through the gateway
+ * (`/computers/<computer>/cdp`), and nothing else there. HMAC-SHA256 keyed with the control token over
+ * `"multienv computer agent\n" + computer`, hex: as random as the control token (new with each deploy's), its own
+ * prefix keeping it apart from the computer's site-proxy token and every capture server's. The deploy exports it (a
+ * secret); the gateway derives it at start, so no process of the env holds it but the gateway.
+ */
+export function computerAgentToken(controlToken: string, computer: string): string {
+  return createHmac("sha256", controlToken).update(`multienv computer agent\n${computer}`, "utf8").digest("hex");
 }
 
 /**

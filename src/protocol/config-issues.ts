@@ -41,7 +41,8 @@ function describeInput(input: unknown): string {
   if (Array.isArray(input)) return "a list";
   switch (typeof input) {
     case "string":
-      return `the string ${JSON.stringify(input)}`;
+      // `key:` with nothing after it in YAML reaches Pulumi's config as "".
+      return input === "" ? "an empty value" : `the string ${JSON.stringify(input)}`;
     case "number":
     case "boolean":
       return `${typeof input} ${String(input)}`;

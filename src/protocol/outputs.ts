@@ -17,9 +17,18 @@ export interface ComputerOutput {
   siteTable: Record<string, string[]>;
   /** The tabs its browser opens at launch (and a reset opens again). */
   startTabs: string[];
-  /** DevTools through the gateway (control token required). */
+  /**
+   * DevTools through the gateway: opened by this computer's agent token (the secret output `agentTokens`, what an
+   * agent is given) or the control token, as `Authorization: Bearer <token>`.
+   */
   cdpUrl: string;
 }
+
+/**
+ * The secret output `agentTokens`: computer -> its agent token, accepted by the gateway on that computer's `cdpUrl`
+ * alone (`computerAgentToken` in src/protocol/auth.ts).
+ */
+export type AgentTokensOutput = Record<string, string>;
 
 /** One check of the deploy's self-test. */
 export interface SelfTestCheckResult {
@@ -43,7 +52,7 @@ export interface SelfTestResults {
 
 export type SelfTestOutput = SelfTestResults | { skipped: true };
 
-/** The stack outputs, the control token aside (a secret, read by name). */
+/** The stack outputs, the control token and the agent tokens aside (secrets, read by name). */
 export interface StackOutputValues {
   gatewayUrl: string;
   websites: Record<string, WebsiteOutput>;

@@ -26,7 +26,7 @@ export function deployFailure(stack: string, engineError: string): RunnerError {
 }
 
 export const PULUMI_INSTALL_HINT =
-  "install it with `curl -fsSL https://get.pulumi.com | sh` and make sure `pulumi` is on PATH, or build it into this checkout with `bash scripts/pulumi-toolchain.sh`";
+  "install it with `curl -fsSL https://get.pulumi.com | sh` and make sure `pulumi` is on PATH, or build it with `bash scripts/pulumi-toolchain.sh`";
 
 /** True when the Automation API failed because it could not start the `pulumi` binary. */
 export function isPulumiMissing(error: unknown): boolean {

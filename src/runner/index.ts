@@ -16,6 +16,7 @@
 // Separate stacks share nothing in the file backend. Operations on the *same* stack from this process are
 // queued one after another (per-stack lock); from another process they meet Pulumi's own stack lock and fail
 // with a one-line error rather than corrupting state.
+import { CONFIG_NAMESPACE } from "../plan/problems";
 import { SELF_TEST_ENV } from "../plan/self-test";
 import { artifactsDirOf } from "./evidence/artifacts";
 import { collectRun, type CollectResult } from "./evidence/collect";
@@ -41,6 +42,8 @@ import { resetEnv, type ResetResult } from "./lifecycle/reset";
 import { readRunRecord, recordFailedSelfTest, withReproducibility, writeRunRecord } from "./evidence/run-record";
 import { runtimeOf } from "./runtimes/runtimes";
 import type { StateResource as EngineStateResource } from "../engines/docker";
+import type { EngineEvent } from "@pulumi/pulumi/automation";
+import { providePlugin } from "./stack/toolchain";
 import { parseSelfTestFailure } from "../protocol/self-test-failure";
 import { signIn as signInBrowser, signOut as signOutBrowser } from "./lifecycle/sign-in";
 import { withStackLock } from "./stack/lock";
@@ -153,7 +156,7 @@ export interface DeployResult {
  * stack with the options it was deployed with (project directory, backend, artifacts, log).
  */
 export interface DeployedStack extends DeployResult {
-  /** The gateway's URL and the control token (a secret). */
+  /** The gateway's URL, the control token and each computer's agent token (secrets). */
   access(): Promise<GatewayAccess>;
   /** The next episode on the same env (see resetStack). */
   reset(options?: Omit<ResetStackOptions, keyof RunnerOptions>): Promise<ResetResult>;
@@ -189,6 +192,29 @@ function bound(result: DeployResult, options: RunnerOptions): DeployedStack {
  * An engine error as the user needs it: its own lines (a self-test names each failed check on one), without the
  * stack trace a provider's exception carries.
  */
+/** The resource plugin the stack's target deploys with: kubernetes on a cluster, docker on every engine. */
+async function pluginOfTarget(opened: OpenedStack): Promise<"docker" | "kubernetes"> {
+  const target = await opened.stack.getConfig(`${CONFIG_NAMESPACE}:target`).catch(() => undefined);
+  return target?.value === "kubernetes" ? "kubernetes" : "docker";
+}
+
+/** Adds the text of an engine event's error diagnostic to `errors`, led by the resource it is about. */
+function collectEngineError(event: EngineEvent, errors: string[]): void {
+  const diagnostic = event.diagnosticEvent;
+  if (diagnostic?.severity !== "error") return;
+  const text = engineErrorText(diagnostic.message);
+  const resource = diagnostic.urn ? resourceOfUrn(diagnostic.urn) : undefined;
+  errors.push(resource ? `${resource}: ${text}` : text);
+}
+
+/** `type (name)` of a URN, as the Pulumi CLI names a resource in its diagnostics. */
+function resourceOfUrn(urn: string): string | undefined {
+  const parts = urn.split("::");
+  const type = parts[2]?.split("$").pop();
+  const name = parts[3];
+  return type && name ? `${type} (${name})` : undefined;
+}
+
 function engineErrorText(message: string): string {
   const lines = message
     .trim()
@@ -222,13 +248,30 @@ export async function deployStack(
   const programEnv =
     options.selfTest === false ? { ...options.programEnv, [SELF_TEST_ENV]: "off" } : options.programEnv;
   return onStack(stackOrSpec, { ...options, programEnv, create: true }, "deploying", async (opened) => {
+    await providePlugin(await pluginOfTarget(opened), opened.projectDir, (line) =>
+      log(`stack ${opened.name}: ${line}`),
+    );
     const progress = new ProgressReporter(log);
     if (options.preview !== false) {
       const counter = new StepCounter();
       log(`stack ${opened.name}: previewing to count the resources…`);
-      await opened.stack.preview({ onEvent: counter.onEvent, signal: options.signal }).catch((error: unknown) => {
-        throw cancelled(opened.name, options.signal) ?? error;
-      });
+      const previewErrors: string[] = [];
+      await opened.stack
+        .preview({
+          onEvent: (event) => {
+            counter.onEvent(event);
+            collectEngineError(event, previewErrors);
+          },
+          signal: options.signal,
+        })
+        .catch((error: unknown) => {
+          // The engine's own error (a provider's, such as the API server's refusal) says why; the CLI's says only
+          // "preview failed".
+          throw (
+            cancelled(opened.name, options.signal) ??
+            (previewErrors.length > 0 ? deployFailure(opened.name, previewErrors[0]) : error)
+          );
+        });
       progress.setTotal(counter.total);
     }
     const errors: string[] = [];
@@ -237,8 +280,7 @@ export async function deployStack(
         signal: options.signal,
         onEvent: (event) => {
           progress.onEvent(event);
-          const diagnostic = event.diagnosticEvent;
-          if (diagnostic?.severity === "error") errors.push(engineErrorText(diagnostic.message));
+          collectEngineError(event, errors);
         },
       })
       .catch(async (error: unknown) => {
@@ -302,9 +344,9 @@ async function stackOutputsOfEngine(
 }
 
 /**
- * The gateway's URL and the decrypted control token: the one place the runner hands the token out. On the kubernetes
- * target the URL is the local end of a port-forward to the gateway's pod, open while this process lives (it keeps no
- * process alive) or until `close()`; `localOutputs(outputs, access.gatewayUrl)` puts the outputs' URLs on it.
+ * The gateway's URL, the decrypted control token and agent tokens: the one place the runner hands them out. On the
+ * kubernetes target the URL is the local end of a port-forward to the gateway's pod, open while this process lives (it
+ * keeps no process alive) or until `close()`; `localOutputs(outputs, access.gatewayUrl)` puts the outputs' URLs on it.
  */
 export async function gatewayAccess(
   stack: string,

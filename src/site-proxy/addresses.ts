@@ -1,78 +1,35 @@
 // Which addresses the proxy may dial for a computer: the check made on every address a host stands for, after
-// resolution, before a connection is attempted. The ranges themselves come from ipaddr.js (the IANA special-purpose
-// registries); what is written here is only which of them each reach mode refuses.
+// resolution, before a connection is attempted. The ranges are the one list of what is not the public web
+// (src/protocol/address-ranges.ts, from IANA's special-purpose registries), which the kubernetes policies use too;
+// what is written here is only which of them each reach mode refuses.
 //
 // - Every mode: the env's own networks (`deny`), loopback, link-local, cloud metadata addresses, unspecified,
-//   multicast and broadcast addresses, also when written as IPv4-mapped or NAT64 IPv6, and any address with an
-//   IPv6 zone id (which names an interface of the proxy's own machine).
-// - An allowlist also: private, shared (100.64/10) and reserved/special-purpose addresses, and IPv6 outside
-//   global unicast (2000::/3).
-// - `allowAddresses` lets an operator dial loopback, private, shared or reserved ranges all the same (a test's
-//   origin on loopback, a stand-in for the web on a private network); `deny`, link-local, metadata, unspecified,
-//   multicast and broadcast addresses stay refused whatever it says.
+//   multicast and broadcast addresses, every special-purpose range (documentation, benchmarking, reserved, NAT64
+//   local-use, 6to4, Teredo, IPv6 outside 2000::/3, ...), an IPv6 address judged by the IPv4 address it carries,
+//   and any address with an IPv6 zone id (which names an interface of the proxy's own machine).
+// - An allowlist also: private and shared (100.64/10) addresses, which an allow-all computer dials (the env's own
+//   networks are in its `deny`).
+// - `allowAddresses` lets an operator dial loopback, private, shared or special-purpose ranges all the same (a
+//   test's origin on loopback, a stand-in for the web on a private network); `deny`, link-local, metadata,
+//   unspecified, multicast and broadcast addresses stay refused whatever it says.
 import ipaddr from "ipaddr.js";
+import { embeddedIpv4, isMetadataAddress, nonPublicRange, type Address } from "../protocol/address-ranges";
 
-type Address = ipaddr.IPv4 | ipaddr.IPv6;
 type Cidr = [Address, number];
 
 export interface AddressRules {
   reach: "allow-all" | "none" | string[];
   /** CIDRs of the env's own networks. */
   deny?: string[];
-  /** CIDRs that may be dialled although they are loopback, private, shared or reserved. */
+  /** CIDRs that may be dialled although they are loopback, private, shared or special-purpose. */
   allowAddresses?: string[];
 }
 
 /** Why the address may not be dialled, or undefined when it may. */
 export type AddressCheck = (address: string) => string | undefined;
 
-/** Cloud metadata and host-agent addresses (AWS IMDS and ECS, AWS Nitro's IPv6 services, Alibaba, Azure). */
-const METADATA: Cidr[] = [
-  "169.254.169.254/32",
-  "169.254.170.2/32",
-  "fd00:ec2::/32",
-  "100.100.100.200/32",
-  "168.63.129.16/32",
-].map((c) => ipaddr.parseCIDR(c));
-
-/** Ranges no mode dials and `allowAddresses` cannot open. */
-const NEVER = new Set(["unspecified", "linkLocal", "multicast", "broadcast"]);
-
-/** Ranges refused in every mode unless `allowAddresses` covers the address. */
-const ALWAYS_UNLESS_ALLOWED = new Set(["loopback"]);
-
-const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR("2000::/3");
-const NAT64_WELL_KNOWN = ipaddr.parseCIDR("64:ff9b::/96");
-
 function matches(address: Address, cidr: Cidr): boolean {
   return address.kind() === cidr[0].kind() && address.match(cidr);
-}
-
-/**
- * The IPv4 address an IPv6 address carries, when connecting to it reaches that IPv4 address: IPv4-mapped
- * (::ffff:a.b.c.d, dialled by the kernel as IPv4), IPv4-translated (::ffff:0:a.b.c.d) and NAT64's well-known
- * prefix (64:ff9b::a.b.c.d, translated by the network).
- */
-function embeddedIpv4(address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
-  const range = address.range();
-  if (range !== "ipv4Mapped" && range !== "rfc6145" && !address.match(NAT64_WELL_KNOWN)) return undefined;
-  const bytes = address.toByteArray();
-  return new ipaddr.IPv4(bytes.slice(12));
-}
-
-function rangeName(address: Address): string {
-  const range = address.range();
-  const names: Record<string, string> = {
-    unspecified: "an unspecified address",
-    linkLocal: "a link-local address",
-    multicast: "a multicast address",
-    broadcast: "the broadcast address",
-    loopback: "a loopback address",
-    private: "a private address",
-    uniqueLocal: "a private (unique local) address",
-    carrierGradeNat: "a shared address (100.64.0.0/10)",
-  };
-  return names[range] ?? `a special-purpose address (${range})`;
 }
 
 export function createAddressCheck(rules: AddressRules): AddressCheck {
@@ -89,26 +46,25 @@ export function createAddressCheck(rules: AddressRules): AddressCheck {
   function judge(address: Address): string | undefined {
     const refusal = denied(address);
     if (refusal) return refusal;
-    if (METADATA.some((cidr) => matches(address, cidr))) return "a cloud metadata address";
-    const range = address.range();
-    if (NEVER.has(range)) return rangeName(address);
+    if (isMetadataAddress(address)) return "a cloud metadata address";
+    const range = nonPublicRange(address);
+    if (range === undefined) return undefined;
+    if (range.kind === "never") return range.name;
     if (allowed.some((cidr) => matches(address, cidr))) return undefined;
-    if (ALWAYS_UNLESS_ALLOWED.has(range)) return rangeName(address);
-    if (!allowlist) return undefined;
-    if (range !== "unicast") return `${rangeName(address)}, which an allowlist never reaches`;
-    if (address.kind() === "ipv6" && !address.match(GLOBAL_UNICAST_V6))
-      return "an IPv6 address outside global unicast (2000::/3), which an allowlist never reaches";
-    return undefined;
+    if (range.kind === "private" && !allowlist) return undefined;
+    if (range.kind === "loopback") return range.name;
+    return allowlist ? `${range.name}, which an allowlist never reaches` : `${range.name}, not the public web`;
   }
 
   return (text) => {
     if (text.includes("%")) return "an IPv6 address with a zone id (an interface of the proxy's own machine)";
     if (!ipaddr.IPv4.isValidFourPartDecimal(text) && !ipaddr.IPv6.isValid(text)) return "not an IP address";
     const address = ipaddr.parse(text);
-    const v4 = address.kind() === "ipv6" ? embeddedIpv4(address as ipaddr.IPv6) : undefined;
+    const inside = address.kind() === "ipv6" ? embeddedIpv4(address as ipaddr.IPv6) : undefined;
+    if (inside === undefined) return judge(address);
     // Connecting to the IPv6 form reaches the IPv4 address inside it: that is what is judged, and a `deny` CIDR
-    // written in IPv6 still holds for the IPv6 form.
-    if (v4) return judge(v4) ?? denied(address);
-    return judge(address);
+    // written in IPv6 still holds for the IPv6 form; a deprecated form (6to4, IPv4-compatible) is refused as itself.
+    const verdict = judge(inside.ipv4) ?? denied(address);
+    return verdict ?? (inside.translated ? undefined : judge(address));
   };
 }

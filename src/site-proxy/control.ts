@@ -46,6 +46,23 @@ const DEVTOOLS_HOST = "localhost";
 /** Headers the control port writes itself (or never passes on) on a request to DevTools. */
 const WRITTEN_BY_THE_CONTROL_PORT: ReadonlySet<string> = new Set(["host", "authorization", "content-length"]);
 
+/**
+ * The bytes of a log of `size` bytes a Range header asks for (RFC 9110 14): `bytes=<from>-`, what was appended since a
+ * reader's last look, or `bytes=-<n>`, its last n bytes. Undefined for no Range or any other form, which is answered
+ * with the whole log (a server may ignore a Range); "unsatisfiable" when no byte of the log is in it (416).
+ */
+export function logRange(
+  header: string | undefined,
+  size: number,
+): { start: number; end: number } | "unsatisfiable" | undefined {
+  const match = /^bytes=(?:(\d{1,15})-|-(\d{1,15}))$/.exec(header?.trim() ?? "");
+  if (match === null) return undefined;
+  const start = match[1] !== undefined ? Number(match[1]) : size - Number(match[2]);
+  if (match[2] !== undefined && Number(match[2]) === 0) return "unsatisfiable";
+  if (start >= size) return "unsatisfiable";
+  return { start: Math.max(0, start), end: size - 1 };
+}
+
 /** The mark `?episode=<n>` or `?selfTest=start|end` asks for: undefined without one, null for anything else. */
 function logMarkParam(url: string): LogMark | undefined | null {
   const query = url.indexOf("?");
@@ -156,9 +173,25 @@ export function createControlServer(options: ControlOptions): http.Server {
     }
     if (req.method !== "GET" && req.method !== "HEAD") return void res.writeHead(405, { Allow: "GET, HEAD" }).end();
     if (route === LOG_PATH) {
-      res.writeHead(200, { "Content-Type": "application/x-ndjson" });
+      // A reader following the log (watch) asks only for what was appended since its last look.
+      let size = 0;
+      try {
+        size = fs.statSync(logPath).size;
+      } catch {
+        // Not written yet: an empty log.
+      }
+      const range = logRange(req.headers.range, size);
+      if (range === "unsatisfiable") return void res.writeHead(416, { "Content-Range": `bytes */${size}` }).end();
+      const type = { "Content-Type": "application/x-ndjson", "Accept-Ranges": "bytes" };
+      if (range === undefined) res.writeHead(200, type);
+      else
+        res.writeHead(206, {
+          ...type,
+          "Content-Range": `bytes ${range.start}-${range.end}/${size}`,
+          "Content-Length": String(range.end - range.start + 1),
+        });
       if (req.method === "HEAD") return void res.end();
-      fs.createReadStream(logPath)
+      fs.createReadStream(logPath, range ?? {})
         .on("error", () => res.end())
         .pipe(res);
     } else {

@@ -78,6 +78,13 @@ describe.concurrent("multienv check", () => {
     ]);
     expect(result.outputs.reproducible).toBe(false);
     expect(stdout).not.toContain("PLACEHOLDER");
+    // The example's placeholders pass, each with a warning naming it.
+    expect(result.warnings).toEqual([
+      expect.stringMatching(
+        /^multienv:ec2\.runnerCidrs\[0\]: 203\.0\.113\.7\/32 is in a range set aside for documentation/,
+      ),
+      expect.stringMatching(/^multienv:ec2\.sshPublicKey: holds no usable key \(a placeholder\?\)/),
+    ]);
     expect(result.resources.filter((r: { type: string }) => r.type === "aws:ec2/instance:Instance")).toHaveLength(2);
   });
 
@@ -197,6 +204,37 @@ describe.concurrent("multienv check", () => {
       expect.stringMatching(/^multienv check noimage: 2 problems in /),
       "multienv:websites.shop.server.image: a website's server needs an image (the task's own site image); set it",
       "multienv:websites.shop.frontend.image: a synthetic site's frontend needs an image (the task's own site image); set it",
+    ]);
+  });
+
+  it("refuses a stack with no website and no computer", async () => {
+    const { code, stderr } = await check(stackFile("empty", "config:\n  multienv:target: docker\n"));
+    expect(code).toBe(1);
+    expect(stderr.trim().split("\n")[1]).toBe(
+      "multienv: the stack has no website and no computer, so it would deploy a gateway with nothing behind it; add a website (websites.<name>) or a computer (computers.<name>), as stacks/Pulumi.demo.yaml does",
+    );
+  });
+
+  it("--json prints JSON for a file that is not YAML, or whose aliases explode, naming the file and line", async () => {
+    const bomb = stackFile(
+      "bomb",
+      'a: &a ["x","x","x","x","x","x","x","x","x"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n' +
+        "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nconfig: {}\n",
+    );
+    const broken = stackFile("broken", "config:\n  multienv:websites: {shop: [\n");
+    for (const file of [bomb, broken]) {
+      const { code, stdout, stderr } = await check(file, "--json");
+      expect(code).toBe(1);
+      expect(stderr).toBe("");
+      const result = JSON.parse(stdout);
+      expect(result.ok).toBe(false);
+      expect(result.problems.length).toBeGreaterThan(0);
+      for (const problem of result.problems) expect(problem).toMatch(/ line \d+: not /);
+      expect(result.problems[0]).toContain(file);
+    }
+    // The bomb's line is its first alias's.
+    expect(JSON.parse((await check(bomb, "--json")).stdout).problems).toEqual([
+      `multienv: ${bomb} line 2: not a stack file: its YAML aliases (*name) expand to a value far larger than the file; write each value out instead of aliasing aliases`,
     ]);
   });
 

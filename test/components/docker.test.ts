@@ -14,7 +14,7 @@ import {
 import { validateStackConfig } from "../../src/config";
 import { imageContextDigest } from "../../src/image-context";
 import { DEFAULT_BASE_IMAGE, PROJECT_IMAGES } from "../../src/plan/images";
-import { computerControlToken } from "../../src/protocol/auth";
+import { computerAgentToken, computerControlToken } from "../../src/protocol/auth";
 import type { Graph } from "../../src/runner/check/graph";
 import {
   CONTAINER,
@@ -224,6 +224,18 @@ describe("docker target", () => {
     expect(container(graph, "t1-shop-frontend").envs).toEqual(["AGENTENV_WEBSITE_SERVER=http://shop-server:8000"]);
   });
 
+  it("exports each computer's agent token as a secret, derived as the gateway derives it, and gives it to no container", () => {
+    expect(graph.outputs.agentTokens).toBe("[secret]");
+    // A revealed graph shows a secret as {"[secret]": value}.
+    const tokens = (revealed.outputs.agentTokens as Record<string, Record<string, string>>)["[secret]"];
+    expect(tokens).toEqual(
+      Object.fromEntries(planned.computers.map((c) => [c.name, computerAgentToken("<random 32 bytes>", c.name)])),
+    );
+    // Only the gateway holds it, derived at start: no computer, proxy or site is given it.
+    const inputs = JSON.stringify(revealed.resources.map((r) => r.inputs));
+    for (const token of Object.values(tokens)) expect(inputs).not.toContain(token);
+  });
+
   it("keeps the control token and secret settings secret: the whole env value is a secret, the value merged in", () => {
     const text = JSON.stringify(graph);
     expect(text).not.toContain(SECRET_VALUE);
@@ -288,6 +300,7 @@ describe("docker target", () => {
     expect(graph.outputs).toEqual({
       gatewayUrl: url,
       controlToken: "[secret]",
+      agentTokens: "[secret]",
       websites: {
         shop: { live: false, domains: ["shop.test"], svcUrl: `${url}/svc/shop/`, browseUrl: `${url}/website/shop/` },
         github: { live: true, domains: ["github.com", "*.github.com"], svcUrl: `${url}/svc/github/` },

@@ -178,7 +178,11 @@ describe("kubernetes target: pods", () => {
       const [capture, server] = spec.initContainers;
       // The site container starts once the capture's first file is open (a startup probe gates the next container).
       expect(capture.startupProbe?.exec?.command?.join(" "), name).toContain(`/captures/${name}.pcap`);
-      expect(capture.command.join(" "), name).toContain("not tcp port 8090");
+      // Its capture server's connections are left out by the pod's own address (the downward API's) and 8090.
+      expect(capture.command.at(-1), name).toBe("8090");
+      expect(capture.env, name).toEqual([
+        { name: "MULTIENV_POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+      ]);
       expect(capture.volumeMounts, name).toEqual([{ name: "captures", mountPath: "/captures" }]);
       expect(server.volumeMounts, name).toEqual([{ name: "captures", mountPath: "/captures", readOnly: true }]);
       expect(spec.containers[0].volumeMounts ?? [], `${name}'s own container mounts no capture`).toEqual([]);

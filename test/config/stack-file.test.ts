@@ -161,7 +161,7 @@ describe("readStackFile", () => {
         ),
       ),
     ).toEqual([
-      "multienv:ec2.region: must be an AWS region such as us-east-1",
+      'multienv:ec2.region: "Virginia" is not an AWS region; write one such as us-east-1',
       "multienv:ec2.runnerCidrs: needs at least one CIDR: the addresses the runner connects from",
       "multienv:ec2.sshPublicKey: is required (a string)",
     ]);
@@ -261,5 +261,111 @@ describe("readStackFile", () => {
     const lines = problemLines(bad);
     expect(lines.length).toBeGreaterThan(0);
     for (const line of lines) expect(line).toMatch(new RegExp(`^multienv: ${bad} line \\d+: not valid YAML: `));
+  });
+});
+
+describe("what the deploy would refuse, refused in the file", () => {
+  const site = (image: string) =>
+    `config:\n  multienv:websites:\n    shop:\n      domains: [shop.test]\n      server: {image: "${image}"}\n      frontend: {image: shop-web}\n`;
+
+  it("refuses an image reference outside Docker's grammar, and takes every form Docker does", () => {
+    expect(problemLines(stackFile("upper", site("Shop-Server:Latest")))).toEqual([
+      'multienv:websites.shop.server.image: "Shop-Server:Latest" is not a Docker image reference (an image name is lower case: shop-server:Latest); write one such as shop-server:latest or registry.example.com/team/shop:1.2',
+    ]);
+    expect(problemLines(stackFile("space", site("shop server")))[0]).toContain("(it holds a space)");
+    expect(problemLines(stackFile("emptyimage", site("")))).toEqual([
+      "multienv:websites.shop.server.image: is empty; give an image reference such as shop-server:latest",
+    ]);
+    for (const good of [
+      "shop",
+      "shop-server:1.2.3",
+      "multienv/sample-shop-server",
+      "registry.example.com:5000/team/shop__x.y:v1",
+      "localhost/shop",
+      `shop@sha256:${"a".repeat(64)}`,
+      `Registry.Example.com/team/shop:Latest@sha256:${"0".repeat(64)}`,
+    ])
+      expect(() => readStackFile(stackFile("goodimage", site(good))), good).not.toThrow();
+  });
+
+  /** An ec2 stack file whose ec2 section is a valid one with `fields` (YAML flow values) in place. */
+  const ec2 = (fields: Record<string, string>) => {
+    const section = {
+      region: "us-east-1",
+      instanceType: "t3.large",
+      runnerCidrs: "[198.18.0.7/32]",
+      sshPublicKey: '"ssh-ed25519 AAAA me"',
+      ...fields,
+    };
+    const flow = Object.entries(section)
+      .map(([key, value]) => `${key}: ${value}`)
+      .join(", ");
+    return `config:\n  multienv:target: ec2\n  multienv:ec2: {${flow}}\n  multienv:computers:\n    desk: {network: none}\n`;
+  };
+
+  it("refuses a region or instance type AWS does not have (naming a close one), and a lifetime of 0 for what it is", () => {
+    expect(
+      problemLines(stackFile("aws", ec2({ region: "us-east-7", instanceType: "t3.larg", lifetimeHours: "0" }))),
+    ).toEqual([
+      'multienv:ec2.region: "us-east-7" is not an AWS region; write one such as us-east-1 (close: us-east-1, us-east-2)',
+      'multienv:ec2.instanceType: "t3.larg" is not an EC2 instance type; write one such as t3.large (close: t3.large, c3.large, i3.large)',
+      "multienv:ec2.lifetimeHours: must be more than 0: the hours after which the instances stop themselves (default 4)",
+    ]);
+    expect(() =>
+      readStackFile(stackFile("aws", ec2({ region: "eu-central-2", instanceType: "m8g.xlarge" }))),
+    ).not.toThrow();
+  });
+
+  it("refuses a CIDR past its address's bits, with host bits set, or in an old IPv4 form", () => {
+    expect(
+      problemLines(
+        stackFile("cidr", ec2({ runnerCidrs: "[10.0.0.0/33, 10.0.0.1/8, 10.1/8, 2001:db8::1/129, nonsense]" })),
+      ),
+    ).toEqual([
+      'multienv:ec2.runnerCidrs[0]: "10.0.0.0/33" has a prefix of 33 bits, and an IPv4 address has 32; write at most /32 (/32 is one address)',
+      'multienv:ec2.runnerCidrs[1]: "10.0.0.1/8" has host bits set; write the network 10.0.0.0/8, or 10.0.0.1/32 for the one address',
+      'multienv:ec2.runnerCidrs[2]: "10.1/8" is not a CIDR; write an address of four numbers and a prefix length such as 203.0.113.7/32',
+      'multienv:ec2.runnerCidrs[3]: "2001:db8::1/129" has a prefix of 129 bits, and an IPv6 address has 128; write at most /128 (/128 is one address)',
+      'multienv:ec2.runnerCidrs[4]: "nonsense" is not a CIDR; write an address and a prefix length such as 203.0.113.7/32',
+    ]);
+    expect(() =>
+      readStackFile(stackFile("cidr", ec2({ runnerCidrs: "[0.0.0.0/0, 10.0.0.0/8, 2001:db8::/32]" }))),
+    ).not.toThrow();
+  });
+
+  it("says what selfTest may be when it is none of them", () => {
+    expect(
+      problemLines(
+        stackFile("selftest", 'config:\n  multienv:selfTest: "off"\n  multienv:computers:\n    a: {network: none}\n'),
+      ),
+    ).toEqual(["multienv:selfTest: must be true, false or {publicUrl: <the page an allow-all computer must reach>}"]);
+  });
+
+  it("refuses selfTest.publicUrl with credentials in it, without echoing them", () => {
+    const lines = problemLines(
+      stackFile(
+        "publicurl",
+        'config:\n  multienv:selfTest: {publicUrl: "https://alice:hunter2@example.com/"}\n  multienv:computers:\n    a: {network: allow-all}\n',
+      ),
+    );
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^multienv:selfTest\.publicUrl: holds a user name or password in its URL/);
+    expect(lines[0]).not.toMatch(/alice|hunter2|example\.com/);
+  });
+
+  it('names an empty value as empty, not as the string ""', () => {
+    expect(problemLines(stackFile("emptyvalue", "config:\n  multienv:websites:\n"))).toEqual([
+      "multienv:websites: expected a mapping of keys to values, got an empty value",
+    ]);
+  });
+
+  it("refuses a YAML alias bomb in one line naming the file and the first alias's line", () => {
+    const bomb =
+      'config:\n  multienv:target: docker\na: &a ["x","x","x","x","x","x","x","x","x"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n' +
+      "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n";
+    const path = stackFile("bomb", bomb);
+    expect(problemLines(path)).toEqual([
+      `multienv: ${path} line 4: not a stack file: its YAML aliases (*name) expand to a value far larger than the file; write each value out instead of aliasing aliases`,
+    ]);
   });
 });

@@ -9,6 +9,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium } from "playwright-core";
+import YAML from "yaml";
 import {
   collectCaptures,
   deployStack,
@@ -36,6 +37,7 @@ import {
   getJson,
   kubectl,
   nodeInPod,
+  PREREQUISITES_TIMEOUT_MS,
   startClusterStandin,
   testCluster,
   type ClusterWebStandin,
@@ -137,11 +139,12 @@ beforeAll(async () => {
   // gist's server declares no reset operation, so a reset recreates its pod.
   websites.gist.settings = { ...websites.gist.settings, declareReset: false };
   const started = Date.now();
-  await deployStack(spec, { preview: false, selfTest: false });
+  // Deployed as `multienv up` does, its preview first: a new stack's preview meets every Service's ClusterIP unknown.
+  await deployStack(spec, { selfTest: false });
   deploySeconds = (Date.now() - started) / 1000;
   access = await gatewayAccess(STACK);
   trustStandin();
-}, 900_000);
+}, PREREQUISITES_TIMEOUT_MS + 900_000);
 
 afterAll(async () => {
   await access?.close?.().catch(() => undefined);
@@ -176,8 +179,26 @@ describe("the demo multi env on a Kubernetes cluster", () => {
     }
   });
 
+  it("previews a new stack of three computers with the plain Pulumi CLI, as a user's `pulumi preview` does", async () => {
+    const name = e2eStack("k8s-new");
+    const three = specOf(name, STACK_FILE);
+    const computers = three.config["multienv:computers"] as Record<string, unknown>;
+    three.config["multienv:computers"] = { ...computers, third: { network: "none" } };
+    fs.writeFileSync(stackFileOf(name), YAML.stringify({ config: three.config }));
+    try {
+      const init = await pulumi(["stack", "init", name]);
+      expect({ code: init.code, err: init.stderr }).toMatchObject({ code: 0 });
+      const preview = await pulumi(["preview", "--stack", name]);
+      expect({ code: preview.code, err: preview.stderr.split("\n").slice(-12) }).toMatchObject({ code: 0 });
+      expect(preview.stdout).toMatch(/kubernetes:core\/v1:Pod\s+\S*third-browser\s+create/);
+    } finally {
+      await pulumi(["stack", "rm", "--yes", "--force", "--stack", name]);
+      fs.rmSync(stackFileOf(name), { force: true });
+    }
+  }, 300_000);
+
   it("passes its self-test from inside each computer, and a second up changes nothing", async () => {
-    const deployed = await deployStack(spec, { preview: false });
+    const deployed = await deployStack(spec);
     expect(deployed.outputs.selfTest).toMatchObject({ passed: true });
     const preview = await pulumi(["preview", "--expect-no-changes", "--stack", STACK]);
     expect({ code: preview.code, err: preview.stderr.split("\n").slice(-5) }).toMatchObject({ code: 0 });

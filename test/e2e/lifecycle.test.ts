@@ -8,7 +8,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { engineClient } from "../../src/engines/docker";
-import { deployStack, gatewayAccess, type StackSpec } from "../../src/runner";
+import { deployStack, gatewayAccess, stackStatus, type StackSpec } from "../../src/runner";
 import { openStack } from "../../src/runner/stack/workspace";
 import { e2eStack, REPO, stackFileOf, sweepStack } from "./helpers/env";
 import { until } from "../helpers/until";
@@ -117,8 +117,13 @@ async function upSummary(): Promise<Record<string, number>> {
 }
 
 /** A gateway route answers (the gateway is up and routes to that site). */
+/** True when the gateway at `gatewayUrl` serves `route`, given the control token (all but /healthz want it). */
 async function routes(gatewayUrl: string, route: string): Promise<boolean> {
-  return (await fetch(`${gatewayUrl}${route}`).catch(() => undefined))?.status === 200;
+  const { controlToken } = await gatewayAccess(STACK);
+  const answer = await fetch(`${gatewayUrl}${route}`, { headers: { "x-multienv-token": controlToken } }).catch(
+    () => undefined,
+  );
+  return answer?.status === 200;
 }
 
 let gatewayUrl: string;
@@ -126,7 +131,7 @@ let gatewayUrl: string;
 beforeAll(async () => {
   await sweepStack(api, STACK);
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
-  const deployed = await deployStack(spec(), { preview: false });
+  const deployed = await deployStack(spec());
   gatewayUrl = deployed.outputs.gatewayUrl;
 }, 300_000);
 
@@ -144,6 +149,7 @@ describe("a task stack under the real engine", () => {
     expect(shown.code).toBe(0);
     const outputs = JSON.parse(shown.stdout);
     expect(Object.keys(outputs).sort()).toEqual([
+      "agentTokens",
       "captureTraffic",
       "computers",
       "controlToken",
@@ -156,6 +162,7 @@ describe("a task stack under the real engine", () => {
     ]);
     expect(outputs.selfTest).toEqual({ skipped: true }); // off in this spec
     expect(outputs.controlToken).toBe("[secret]");
+    expect(outputs.agentTokens).toBe("[secret]");
     expect(outputs.gatewayUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(outputs.websites.shop).toEqual({
       live: false,
@@ -211,9 +218,10 @@ describe("a task stack under the real engine", () => {
 
   it("recreates only the changed site's server (and its capture sidecar, in that server's network namespace)", async () => {
     const before = await containerIds();
-    await deployStack(spec({ ...WEBSITES, shop: { ...WEBSITES.shop, settings: { currency: "EUR" } } }), {
-      preview: false,
-    });
+    await deployStack(spec({ ...WEBSITES, shop: { ...WEBSITES.shop, settings: { currency: "EUR" } } }));
+    // What `multienv status` checks agrees with the deploy that just returned, new containers and all.
+    const status = await stackStatus(STACK);
+    expect(status.problems).toEqual([]);
     const after = await containerIds();
     const changed = Object.keys(before)
       .filter((name) => after[name] !== before[name])
@@ -234,7 +242,7 @@ describe("a task stack under the real engine", () => {
       frontend: { image: "multienv/sample-shop-frontend" },
     };
     const websites = { ...WEBSITES, shop: { ...WEBSITES.shop, settings: { currency: "EUR" } }, blog };
-    const deployed = await deployStack(spec(websites), { preview: false });
+    const deployed = await deployStack(spec(websites));
     const after = await containerIds();
     const added = Object.keys(after)
       .filter((name) => !(name in before))

@@ -82,7 +82,7 @@ beforeAll(async () => {
   for (const stack of STACKS) await sweepStack(api, stack);
   const started = Date.now();
   const [inProcess, other] = await Promise.all([
-    Promise.all([deployStack(task(A), { preview: false }), deployStack(task(B), { preview: false })]),
+    Promise.all([deployStack(task(A)), deployStack(task(B))]),
     upInAnotherProcess(task(C)),
   ]);
   seconds = (Date.now() - started) / 1000;

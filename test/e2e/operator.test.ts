@@ -10,6 +10,7 @@ import type { Browser, Page } from "playwright-core";
 import { chromiumDirect } from "../helpers/chromium";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
+import { computerAgentToken } from "../../src/protocol/auth";
 import { deployStack, type StackSpec } from "../../src/runner";
 import { deployEnv, e2eStack, killChromium, REPO, type DeployedEnv } from "./helpers/env";
 import { until } from "../helpers/until";
@@ -110,7 +111,7 @@ beforeAll(async () => {
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
   env = await deployEnv(STACK, { spec: SPEC, standin: false });
   // The self-test (the first deploy skips it): it needs nothing outside, so status has a real result to show.
-  env.outputs = (await deployStack(SPEC, { preview: false })).outputs;
+  env.outputs = (await deployStack(SPEC)).outputs;
   // The sample sites' images check their health every 30 s: until the engine's first check they are `starting`, which
   // ls and status count as not healthy (yet).
   await until(
@@ -232,6 +233,7 @@ describe("ls, status and outputs", () => {
     expect(shown).toMatchObject({
       gatewayUrl: env.gatewayUrl,
       controlToken: "[secret]",
+      agentTokens: "[secret]",
       captureTraffic: false,
       live: false,
       computers: { [COMPUTER]: { cdpUrl: `${env.gatewayUrl}/computers/${COMPUTER}/cdp` } },
@@ -239,13 +241,18 @@ describe("ls, status and outputs", () => {
     });
     const secrets = await cli(["outputs", STACK, "--json", "--show-secrets"]);
     expect(secrets.code, secrets.stderr).toBe(0);
-    expect(JSON.parse(secrets.stdout)).toEqual({ ...shown, controlToken: env.token });
+    expect(JSON.parse(secrets.stdout)).toEqual({
+      ...shown,
+      controlToken: env.token,
+      agentTokens: { [COMPUTER]: computerAgentToken(env.token, COMPUTER) },
+    });
     const text = await cli(["outputs", STACK]);
     expect(text.stdout).toContain(`gatewayUrl: ${env.gatewayUrl}`);
     expect(text.stdout).not.toContain(env.token);
+    expect(text.stdout).not.toContain(computerAgentToken(env.token, COMPUTER));
   });
 
-  it("a stack that does not exist gets one line naming `multienv ls`", async () => {
+  it("a stack that does not exist gets one line: not deployed, and how to deploy it", async () => {
     const runs = await Promise.all([
       cli(["status", `${STACK}-nosuch`]),
       cli(["outputs", `${STACK}-nosuch`]),
@@ -254,8 +261,10 @@ describe("ls, status and outputs", () => {
     for (const run of runs) {
       expect(run.code).toBe(1);
       expect(run.stderr.trim().split("\n")).toHaveLength(1);
-      expect(run.stderr).toContain(`stack ${STACK}-nosuch: no such stack in the state`);
-      expect(run.stderr).toContain("`multienv ls`");
+      expect(run.stderr).toContain(
+        `stack ${STACK}-nosuch is not deployed; there is no stacks/Pulumi.${STACK}-nosuch.yaml`,
+      );
+      expect(run.stderr).toContain(`\`multienv up ${STACK}-nosuch\``);
     }
   });
 });

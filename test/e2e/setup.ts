@@ -4,9 +4,9 @@
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { builtToolchainDir } from "../../src/runner/stack/toolchain";
 
-const REPO = path.resolve(__dirname, "../..");
-const BUILT = path.join(REPO, ".cache/pulumi/current/bin");
+const BUILT = path.join(builtToolchainDir(), "bin");
 const onPath = (process.env.PATH ?? "").split(":").some((dir) => dir !== "" && existsSync(path.join(dir, "pulumi")));
 if (!onPath) {
   if (!existsSync(path.join(BUILT, "pulumi"))) {

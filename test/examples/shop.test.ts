@@ -34,8 +34,18 @@ async function orders(): Promise<ShopData> {
 beforeAll(async () => {
   const server = await startSite(SITES.shopServer, siteEnv({ currency: "USD", products: 12 }, ["shop.test"]));
   const frontend = await startSite(SITES.shopFrontend, { SHOP_SERVER_URL: server });
-  gateway = await startGateway({ sites: { shop: { server, frontend } } });
-  const proxy = await startProxy({ gateway: gateway.url, sites: { shop: ["shop.test"] }, reach: "none" });
+  // The site proxy reaches the gateway's browse listener, as a computer's does; the runner the published one.
+  gateway = await startGateway({ sites: { shop: { server, frontend } }, browse: { hosts: ["127.0.0.1"], port: 0 } });
+  const listeners = gateway.logs.find((line) => line.event === "listening")!.listeners as Array<{
+    listener: string;
+    port: number;
+  }>;
+  const browsePort = listeners.find((l) => l.listener === "browse")!.port;
+  const proxy = await startProxy({
+    gateway: `http://127.0.0.1:${browsePort}`,
+    sites: { shop: ["shop.test"] },
+    reach: "none",
+  });
   browser = await chromiumTrusting(proxy.caCertPath, proxy.url);
   direct = await chromiumDirect();
   const card = (await (
@@ -117,7 +127,8 @@ describe("the sample shop through the gateway and the site proxy", () => {
 
   it("works the same under the gateway's /website/shop/, its cookie kept to that prefix", async () => {
     await context.close();
-    context = await direct.newContext();
+    // The runner's listener wants the control token on every page: in the gateway's own header, as a runner sends it.
+    context = await direct.newContext({ extraHTTPHeaders: { "X-Multienv-Token": TOKEN } });
     page = await context.newPage();
     const episode = await runShopEpisode(page, `${gateway.url}/website/shop/`);
     expect(page.url()).toBe(`${gateway.url}/website/shop/order?id=${episode.orderId}`);

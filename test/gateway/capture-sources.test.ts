@@ -18,8 +18,8 @@ import {
   type TrafficCapture,
 } from "../../src/protocol/traffic";
 import { startCaptureServer, startTcpdump, type CaptureServerProcess } from "../capture-server/helpers";
-import { echoHandler, rawExchange, request, startUpstream, type Echo, type Upstream } from "../helpers/servers";
-import { runGatewayExpectingExit, startGateway, TOKEN, type GatewayProcess } from "./helpers";
+import { echoHandler, rawExchange, startUpstream, type Echo, type Upstream } from "../helpers/servers";
+import { CONTROL, request, runGatewayExpectingExit, startGateway, TOKEN, type GatewayProcess } from "./helpers";
 
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 const AUTH = { Authorization: `Bearer ${TOKEN}` };
@@ -32,7 +32,7 @@ function siteHandler(): http.RequestListener {
 
 async function get(url: string): Promise<void> {
   await new Promise<void>((resolve, reject) =>
-    http.get(url, { agent: false }, (res) => res.resume().on("end", resolve)).on("error", reject),
+    http.get(url, { agent: false, headers: CONTROL }, (res) => res.resume().on("end", resolve)).on("error", reject),
   );
 }
 
@@ -163,9 +163,10 @@ describe("traffic/v1 through capture servers", () => {
   });
 
   it("requires the control token and refuses names a client would have normalised, on the raw socket", async () => {
-    expect((await request(gateway.url + TRAFFIC_CAPTURES_PATH)).status).toBe(401);
+    expect((await request(gateway.url + TRAFFIC_CAPTURES_PATH, { control: false })).status).toBe(401);
     const withSourceToken = await request(gateway.url + TRAFFIC_CAPTURES_PATH, {
       headers: { Authorization: `Bearer ${serverCaptures.token}` },
+      control: false,
     });
     expect(withSourceToken.status).toBe(401);
     for (const path of [

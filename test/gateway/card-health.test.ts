@@ -5,8 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CARD_PATH, WEBSITE_V1_URN, type GatewayCard } from "../../src/protocol/card";
-import { request, startUpstream, type Upstream } from "../helpers/servers";
-import { startGateway, type GatewayProcess } from "./helpers";
+import { startUpstream, type Upstream } from "../helpers/servers";
+import { request, startGateway, type GatewayProcess } from "./helpers";
 
 function websiteCard(name: string, live: boolean) {
   return {

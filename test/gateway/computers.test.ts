@@ -11,9 +11,9 @@ import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { CHROMIUM_FLAGS } from "../../src/browser/launcher";
-import { bearer, computerControlToken } from "../../src/protocol/auth";
-import { request, startUpstream, type Upstream } from "../helpers/servers";
-import { startGateway, TOKEN, type GatewayProcess } from "./helpers";
+import { bearer, computerAgentToken, computerControlToken } from "../../src/protocol/auth";
+import { startUpstream, type Upstream } from "../helpers/servers";
+import { request, startGateway, TOKEN, type GatewayProcess } from "./helpers";
 
 const AUTH = { Authorization: `Bearer ${TOKEN}` };
 
@@ -216,11 +216,9 @@ describe("gateway /computers/<name>", () => {
     socket.close();
   });
 
-  it("lets Playwright drive the browser over CDP through the gateway", async () => {
-    const connected = await chromium.connectOverCDP(`${gateway.url}/computers/agent/cdp`, {
-      headers: AUTH,
-      timeout: 15_000,
-    });
+  /** Drives the agent computer's browser with Playwright over its DevTools route, sending `headers`. */
+  async function browseThroughGateway(headers: Record<string, string>): Promise<void> {
+    const connected = await chromium.connectOverCDP(`${gateway.url}/computers/agent/cdp`, { headers, timeout: 15_000 });
     try {
       const context = connected.contexts()[0] ?? (await connected.newContext());
       const tab = await context.newPage();
@@ -230,6 +228,22 @@ describe("gateway /computers/<name>", () => {
     } finally {
       await connected.close();
     }
+  }
+
+  it("lets an agent drive its computer's browser with Playwright and the computer's agent token alone", async () => {
+    const agentAuth = { Authorization: `Bearer ${computerAgentToken(TOKEN, "agent")}` };
+    await browseThroughGateway(agentAuth);
+    // The same token opens nothing else: not this computer's proxy log, not another computer's DevTools.
+    expect(
+      (await request(`${gateway.url}/computers/agent/proxy-log`, { headers: agentAuth, control: false })).status,
+    ).toBe(401);
+    expect(
+      (await request(`${gateway.url}/computers/nolog/cdp/json/version`, { headers: agentAuth, control: false })).status,
+    ).toBe(401);
+  });
+
+  it("lets Playwright drive the browser over CDP through the gateway", async () => {
+    await browseThroughGateway(AUTH);
   });
 
   it("answers an unknown computer with 404 JSON", async () => {

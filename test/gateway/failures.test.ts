@@ -3,8 +3,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { request, startUpstream, type Upstream } from "../helpers/servers";
-import { startGateway, type GatewayProcess } from "./helpers";
+import { startUpstream, type Upstream } from "../helpers/servers";
+import { CONTROL, request, startGateway, type GatewayProcess } from "./helpers";
 
 const IDLE_MS = 400;
 const CONNECT_MS = 700;
@@ -164,7 +164,7 @@ describe("gateway upstream failures", () => {
   it("cuts an upstream that stalls mid-body after the idle timeout and logs the bytes sent", async () => {
     const started = Date.now();
     const outcome = await new Promise<{ received: string; error?: string }>((resolve) => {
-      http.get(`${gateway.url}/svc/shop/stall-mid-body`, { agent: false }, (res) => {
+      http.get(`${gateway.url}/svc/shop/stall-mid-body`, { agent: false, headers: CONTROL }, (res) => {
         let received = "";
         res.setEncoding("utf8");
         res.on("data", (chunk: string) => (received += chunk));
@@ -233,7 +233,7 @@ describe("gateway upstream failures", () => {
   it("closes the upstream exchange when the client disconnects", async () => {
     const closed = new Promise<number>((resolve) => (upstreamSawClose = resolve));
     await new Promise<void>((resolve) => {
-      const req = http.get(`${gateway.url}/svc/shop/endless`, { agent: false }, (res) => {
+      const req = http.get(`${gateway.url}/svc/shop/endless`, { agent: false, headers: CONTROL }, (res) => {
         res.once("data", () => {
           req.destroy();
           resolve();

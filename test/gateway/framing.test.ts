@@ -5,8 +5,8 @@
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rawExchange, request } from "../helpers/servers";
-import { startGateway, type GatewayProcess } from "./helpers";
+import { rawExchange } from "../helpers/servers";
+import { CONTROL, CONTROL_LINE, request, startGateway, type GatewayProcess } from "./helpers";
 
 /** Writes `text` a byte at a time, each in its own packet (a head split anywhere, CR and LF apart included). */
 function trickle(socket: net.Socket, text: string): void {
@@ -180,7 +180,7 @@ describe("gateway upstream framing", () => {
     const response = (
       await rawExchange(
         gateway.port,
-        "GET /svc/raw/not-modified-with-length HTTP/1.1\r\nHost: gw\r\n\r\nGET /svc/raw/ok HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n",
+        `GET /svc/raw/not-modified-with-length HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}\r\nGET /svc/raw/ok HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Connection: close\r\n\r\n`,
       )
     ).toString("latin1");
     expect(response).toMatch(/^HTTP\/1\.1 304 Not Modified\r\n(.*\r\n)*Content-Length: 1234\r\n/);
@@ -199,12 +199,18 @@ describe("gateway upstream framing", () => {
 
   it("frames the client's answer itself: the upstream's length when it had one, else chunked", async () => {
     const length = (
-      await rawExchange(gateway.port, "GET /svc/raw/ok HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+      await rawExchange(
+        gateway.port,
+        `GET /svc/raw/ok HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Connection: close\r\n\r\n`,
+      )
     ).toString("latin1");
     expect(length).toMatch(/\r\nContent-Length: 2\r\n/);
     expect(length).not.toMatch(/\r\nTransfer-Encoding:/i);
     const chunked = (
-      await rawExchange(gateway.port, "GET /svc/raw/chunked HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+      await rawExchange(
+        gateway.port,
+        `GET /svc/raw/chunked HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Connection: close\r\n\r\n`,
+      )
     ).toString("latin1");
     expect(chunked).toMatch(/\r\nTransfer-Encoding: chunked\r\n/);
     expect(chunked).not.toMatch(/\r\nContent-Length:/i);
@@ -220,11 +226,15 @@ describe("gateway upstream framing", () => {
   it("forwards an answer that comes before the request body is sent, and does not reuse that connection", async () => {
     const before = upstream.connections();
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = http.request(`${gateway.url}/svc/raw/upload`, { method: "POST", agent: false }, (res) => {
-        let body = "";
-        res.on("data", (chunk) => (body += chunk));
-        res.on("end", () => resolve({ status: res.statusCode!, body }));
-      });
+      const req = http.request(
+        `${gateway.url}/svc/raw/upload`,
+        { method: "POST", agent: false, headers: CONTROL },
+        (res) => {
+          let body = "";
+          res.on("data", (chunk) => (body += chunk));
+          res.on("end", () => resolve({ status: res.statusCode!, body }));
+        },
+      );
       req.on("error", reject);
       req.write(Buffer.alloc(64 * 1024, "a"));
       setTimeout(() => req.end(Buffer.alloc(1024, "b")), 100);

@@ -1,10 +1,33 @@
-// Test helpers for the gateway: the real gateway process (bin/multienv-gateway.js) on loopback, and the control token
-// the tests give it. Upstream servers and the raw clients are the kit's (test/helpers/servers.ts).
+// Test helpers for the gateway: the real gateway process (bin/multienv-gateway.js) on loopback, the control token
+// the tests give it, and the kit's one-request client carrying that token. Upstream servers and the raw clients are
+// the kit's (test/helpers/servers.ts).
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { spawnService, type ServiceProcess } from "../helpers/processes";
+import { request as plainRequest, type Answer } from "../helpers/servers";
 
 export const TOKEN = "test-control-token-0123456789abcdef";
+/** The control token in the gateway's own header, as a runner sends it beside a site's own Authorization. */
+export const CONTROL = { "X-Multienv-Token": TOKEN };
+/** CONTROL as a raw header line, for requests written byte for byte. */
+export const CONTROL_LINE = `X-Multienv-Token: ${TOKEN}\r\n`;
+
+/**
+ * The kit's `request` carrying the control token (CONTROL, which the published listener requires) unless `control` is
+ * false.
+ */
+export function request(
+  url: string,
+  options: Parameters<typeof plainRequest>[1] & { control?: boolean } = {},
+): Promise<Answer> {
+  const { control, ...rest } = options;
+  if (control === false) return plainRequest(url, rest);
+  const headers = Array.isArray(rest.headers)
+    ? [...rest.headers, ...Object.entries(CONTROL).flat()]
+    : { ...CONTROL, ...rest.headers };
+  return plainRequest(url, { ...rest, headers });
+}
+
 const BIN = join(__dirname, "..", "..", "bin", "multienv-gateway.js");
 
 export interface GatewayProcess extends ServiceProcess {

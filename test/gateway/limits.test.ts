@@ -6,9 +6,9 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { echoHandler, request, startUpstream, type Upstream } from "../helpers/servers";
+import { echoHandler, startUpstream, type Upstream } from "../helpers/servers";
 import { hostileCaptureFiles } from "../capture-server/helpers";
-import { startGateway, TOKEN, type GatewayProcess } from "./helpers";
+import { CONTROL_LINE, request, startGateway, TOKEN, type GatewayProcess } from "./helpers";
 
 const HEADERS_TIMEOUT_MS = 600;
 const AUTH = { Authorization: `Bearer ${TOKEN}` };
@@ -67,7 +67,7 @@ describe("gateway resource bounds", () => {
   it("answers 408 and closes a connection whose request head trickles in slower than the bound", async () => {
     const { answer, closedAfterMs } = await trickle(
       gateway.port,
-      "GET /svc/shop/slow HTTP/1.1\r\nHost: gw\r\n",
+      `GET /svc/shop/slow HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}`,
       "X-Drip: 1\r\n",
       100,
       5_000,
@@ -89,7 +89,7 @@ describe("gateway resource bounds", () => {
   it("does not cut a request whose head came in time but whose body is slow and moving", async () => {
     const { answer } = await trickle(
       gateway.port,
-      "POST /svc/shop/upload HTTP/1.1\r\nHost: gw\r\nContent-Length: 8\r\nConnection: close\r\n\r\n",
+      `POST /svc/shop/upload HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Content-Length: 8\r\nConnection: close\r\n\r\n`,
       "x",
       250,
       4_000,

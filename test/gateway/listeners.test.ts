@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
-import { echoHandler, request, startUpstream, type Echo, type Upstream } from "../helpers/servers";
-import { startGateway, TOKEN, type GatewayProcess } from "./helpers";
+import { echoHandler, startUpstream, type Echo, type Upstream } from "../helpers/servers";
+import { CONTROL_LINE, request, startGateway, TOKEN, type GatewayProcess } from "./helpers";
 
 interface Bound {
   listener: "published" | "browse";
@@ -199,7 +199,7 @@ describe("gateway listeners", () => {
     const status = await rawStatusLine(
       browse[0].address,
       browse[0].port,
-      "POST /website/shop/form HTTP/1.1\r\nHost: shop.test\r\nExpect: 200-ok\r\nConnection: close\r\nContent-Length: 3\r\n\r\na=1",
+      `POST /website/shop/form HTTP/1.1\r\nHost: shop.test\r\n${CONTROL_LINE}Expect: 200-ok\r\nConnection: close\r\nContent-Length: 3\r\n\r\na=1`,
     );
     expect(status).toBe("HTTP/1.1 417 Expectation Failed");
     const line = await gateway.waitForLog(

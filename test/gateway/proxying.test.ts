@@ -3,16 +3,8 @@ import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
-import {
-  echoHandler,
-  headerValues,
-  rawExchange,
-  request,
-  startUpstream,
-  type Echo,
-  type Upstream,
-} from "../helpers/servers";
-import { startGateway, type GatewayProcess } from "./helpers";
+import { echoHandler, headerValues, rawExchange, startUpstream, type Echo, type Upstream } from "../helpers/servers";
+import { CONTROL, CONTROL_LINE, request, startGateway, type GatewayProcess } from "./helpers";
 
 /** An upstream speaking raw bytes, so the test controls the response head exactly. */
 function startRawUpstream(response: Buffer): Promise<{ port: number; requests: Buffer[]; close(): void }> {
@@ -115,7 +107,7 @@ describe("gateway faithful proxying", () => {
     release = new Promise((resolve) => (finish = resolve));
     const body = await new Promise<string>((resolve, reject) => {
       http
-        .get(`${gateway.url}/svc/stream/download`, { agent: false }, (res) => {
+        .get(`${gateway.url}/svc/stream/download`, { agent: false, headers: CONTROL }, (res) => {
           let text = "";
           res.setEncoding("utf8");
           res.on("data", (chunk: string) => {
@@ -135,7 +127,7 @@ describe("gateway faithful proxying", () => {
     release = new Promise((resolve) => (finish = resolve));
     const body = await new Promise<string>((resolve, reject) => {
       http
-        .get(`${gateway.url}/svc/stream/head-first`, { agent: false }, (res) => {
+        .get(`${gateway.url}/svc/stream/head-first`, { agent: false, headers: CONTROL }, (res) => {
           // Only now, with the head at the client, may the upstream send its body.
           expect(res.headers["content-type"]).toBe("text/event-stream");
           finish();
@@ -153,7 +145,7 @@ describe("gateway faithful proxying", () => {
     const answer = new Promise<string>((resolve, reject) => {
       const req = http.request(
         `${gateway.url}/svc/stream/upload`,
-        { method: "POST", agent: false, headers: { "Content-Type": "text/plain" } },
+        { method: "POST", agent: false, headers: { ...CONTROL, "Content-Type": "text/plain" } },
         (res) => {
           let text = "";
           res.on("data", (chunk) => (text += chunk));
@@ -172,7 +164,7 @@ describe("gateway faithful proxying", () => {
     const target = "/a%2Fb//c/../%7Euser/caf%C3%A9;v=1?q=a%20b&r=%2F&&s=%E2%82%AC+x";
     const response = await rawExchange(
       gateway.port,
-      `GET /svc/shop${target} HTTP/1.1\r\nHost: gw.test\r\nConnection: close\r\n\r\n`,
+      `GET /svc/shop${target} HTTP/1.1\r\nHost: gw.test\r\n${CONTROL_LINE}Connection: close\r\n\r\n`,
     );
     const text = response.toString("latin1");
     expect(text.startsWith("HTTP/1.1 200")).toBe(true);
@@ -189,7 +181,10 @@ describe("gateway faithful proxying", () => {
       "/svc/shop%5Cx/y",
     ]) {
       const response = (
-        await rawExchange(gateway.port, `GET ${path} HTTP/1.1\r\nHost: gw.test\r\nConnection: close\r\n\r\n`)
+        await rawExchange(
+          gateway.port,
+          `GET ${path} HTTP/1.1\r\nHost: gw.test\r\n${CONTROL_LINE}Connection: close\r\n\r\n`,
+        )
       ).toString("latin1");
       expect(response.split("\r\n")[0], path).toBe("HTTP/1.1 400 Bad Request");
       expect(response, path).toContain("application/json");
@@ -202,6 +197,7 @@ describe("gateway faithful proxying", () => {
       Buffer.from(
         "GET /svc/shop/h HTTP/1.1\r\n" +
           "Host: shop.test:8443\r\n" +
+          CONTROL_LINE +
           "Connection: close, X-Hop-Named\r\n" +
           "X-Hop-Named: gone\r\n" +
           "Keep-Alive: timeout=5\r\n" +
@@ -235,6 +231,8 @@ describe("gateway faithful proxying", () => {
     ])
       expect(names, hop).not.toContain(hop);
     expect(headerValues(seen.rawHeaders, "connection")).not.toContain("close, X-Hop-Named");
+    // The gateway's own credential header stays with the gateway.
+    expect(names).not.toContain("x-multienv-token");
     expect(headerValues(seen.rawHeaders, "cookie")).toEqual(["a=1", "b=2"]);
     // node hands header bytes over as latin1 characters: compare the bytes.
     expect(Buffer.from(headerValues(seen.rawHeaders, "x-name")[0], "latin1")).toEqual(
@@ -249,7 +247,7 @@ describe("gateway faithful proxying", () => {
   it("drops hop-by-hop response headers, keeps two Set-Cookie and non-ASCII bytes", async () => {
     const response = await rawExchange(
       gateway.port,
-      "GET /svc/raw/ HTTP/1.1\r\nHost: gw.test\r\nConnection: close\r\n\r\n",
+      `GET /svc/raw/ HTTP/1.1\r\nHost: gw.test\r\n${CONTROL_LINE}Connection: close\r\n\r\n`,
     );
     const head = response.subarray(0, response.indexOf("\r\n\r\n")).toString("latin1");
     const lines = head.split("\r\n");
@@ -275,7 +273,7 @@ describe("gateway faithful proxying", () => {
     const response = (
       await rawExchange(
         gateway.port,
-        "HEAD /svc/shop/thing HTTP/1.1\r\nHost: gw.test\r\n\r\nGET /svc/shop/after HTTP/1.1\r\nHost: gw.test\r\nConnection: close\r\n\r\n",
+        `HEAD /svc/shop/thing HTTP/1.1\r\nHost: gw.test\r\n${CONTROL_LINE}\r\nGET /svc/shop/after HTTP/1.1\r\nHost: gw.test\r\n${CONTROL_LINE}Connection: close\r\n\r\n`,
       )
     ).toString("latin1");
     const [headResponse, rest] = response.split(/\r\n\r\n(?=HTTP\/1\.1)/);
@@ -287,7 +285,7 @@ describe("gateway faithful proxying", () => {
   });
 
   it("passes a WebSocket upgrade through, messages both ways", async () => {
-    const socket = new WebSocket(`ws://127.0.0.1:${gateway.port}/svc/shop/socket?room=1`);
+    const socket = new WebSocket(`ws://127.0.0.1:${gateway.port}/svc/shop/socket?room=1`, { headers: CONTROL });
     const received: string[] = [];
     const done = new Promise<void>((resolve, reject) => {
       socket.on("message", (data, isBinary) => {
@@ -305,7 +303,7 @@ describe("gateway faithful proxying", () => {
 
   it("relays an upstream's refusal of an upgrade", async () => {
     const status = await new Promise<number>((resolve) => {
-      const socket = new WebSocket(`ws://127.0.0.1:${gateway.port}/svc/stream/not-a-socket`);
+      const socket = new WebSocket(`ws://127.0.0.1:${gateway.port}/svc/stream/not-a-socket`, { headers: CONTROL });
       socket.on("unexpected-response", (_req, res) => resolve(res.statusCode!));
       socket.on("error", () => undefined);
     });

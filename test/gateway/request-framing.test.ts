@@ -4,7 +4,7 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { echoHandler, headerValues, startUpstream, type Echo, type Upstream } from "../helpers/servers";
-import { startGateway, type GatewayProcess } from "./helpers";
+import { CONTROL_LINE, startGateway, type GatewayProcess } from "./helpers";
 
 /** Sends `bytes` on one connection; resolves with everything answered until the gateway closes it. */
 function exchange(port: number, bytes: string, timeoutMs = 3_000): Promise<string> {
@@ -29,53 +29,69 @@ const REFUSED: Array<[string, number, string]> = [
   [
     "Transfer-Encoding and Content-Length",
     400,
-    "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n",
+    `POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n`,
   ],
   [
     "Content-Length and Transfer-Encoding",
     400,
-    "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    `POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
   ],
   [
     "a last coding other than chunked",
     400,
-    "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: gzip\r\n\r\nabcd",
+    `POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Transfer-Encoding: gzip\r\n\r\nabcd`,
   ],
   [
     "chunked twice",
     400,
-    "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    `POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
   ],
   [
     "a coding the gateway would drop (gzip, chunked)",
     501,
-    "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: gzip, chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n",
+    `POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Transfer-Encoding: gzip, chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n`,
   ],
   [
     "Transfer-Encoding in HTTP/1.0",
     400,
-    "POST /svc/shop/a HTTP/1.0\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n",
+    `POST /svc/shop/a HTTP/1.0\r\nHost: gw\r\n${CONTROL_LINE}Transfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n`,
   ],
   [
     "a repeated Content-Length",
     400,
-    "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nContent-Length: 4\r\nContent-Length: 4\r\n\r\nabcd",
+    `POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Content-Length: 4\r\nContent-Length: 4\r\n\r\nabcd`,
   ],
-  ["a Content-Length list", 400, "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nContent-Length: 4, 4\r\n\r\nabcd"],
-  ["a signed Content-Length", 400, "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nContent-Length: +4\r\n\r\nabcd"],
-  ["obs-fold", 400, "GET /svc/shop/a HTTP/1.1\r\nHost: gw\r\nX-A: b\r\n c\r\n\r\n"],
-  ["a bare LF after the request line", 400, "GET /svc/shop/a HTTP/1.1\nHost: gw\r\n\r\n"],
+  [
+    "a Content-Length list",
+    400,
+    `POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Content-Length: 4, 4\r\n\r\nabcd`,
+  ],
+  [
+    "a signed Content-Length",
+    400,
+    `POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Content-Length: +4\r\n\r\nabcd`,
+  ],
+  ["obs-fold", 400, `GET /svc/shop/a HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}X-A: b\r\n c\r\n\r\n`],
+  ["a bare LF after the request line", 400, `GET /svc/shop/a HTTP/1.1\nHost: gw\r\n${CONTROL_LINE}\r\n`],
   ["a bare LF after a header", 400, "GET /svc/shop/a HTTP/1.1\r\nHost: gw\nX-A: b\r\n\r\n"],
-  ["a bare LF ending the head", 400, "GET /svc/shop/a HTTP/1.1\r\nHost: gw\r\n\n"],
+  ["a bare LF ending the head", 400, `GET /svc/shop/a HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}\n`],
   ["a bare CR", 400, "GET /svc/shop/a HTTP/1.1\r\nHost: gw\rX-A: b\r\n\r\n"],
-  ["a space before a header's colon", 400, "POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\nContent-Length : 4\r\n\r\nabcd"],
-  ["two Host headers", 400, "GET /svc/shop/a HTTP/1.1\r\nHost: shop.test\r\nHost: other.test\r\n\r\n"],
-  ["a malformed Host", 400, "GET /svc/shop/a HTTP/1.1\r\nHost: shop.test/evil\r\n\r\n"],
+  [
+    "a space before a header's colon",
+    400,
+    `POST /svc/shop/a HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Content-Length : 4\r\n\r\nabcd`,
+  ],
+  [
+    "two Host headers",
+    400,
+    `GET /svc/shop/a HTTP/1.1\r\nHost: shop.test\r\n${CONTROL_LINE}Host: other.test\r\n${CONTROL_LINE}\r\n`,
+  ],
+  ["a malformed Host", 400, `GET /svc/shop/a HTTP/1.1\r\nHost: shop.test/evil\r\n${CONTROL_LINE}\r\n`],
   ["no Host in HTTP/1.1", 400, "GET /svc/shop/a HTTP/1.1\r\n\r\n"],
   [
     "a body on an upgrade",
     400,
-    "GET /svc/shop/ws HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 4\r\n\r\nabcd",
+    `GET /svc/shop/ws HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Connection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 4\r\n\r\nabcd`,
   ],
 ];
 
@@ -99,7 +115,10 @@ describe("gateway request framing", () => {
       const before = seen.length;
       const logged = gateway.logs.length;
       // A second request on the same connection must not be served: the framing of the first is not to be trusted.
-      const text = await exchange(gateway.port, `${bytes}GET /svc/shop/after HTTP/1.1\r\nHost: gw\r\n\r\n`);
+      const text = await exchange(
+        gateway.port,
+        `${bytes}GET /svc/shop/after HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}\r\n`,
+      );
       expect(text.split("\r\n")[0]).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
       expect(text).not.toContain("<timeout>");
       expect(text.match(/HTTP\/1\.1 \d{3}/g)).toHaveLength(1);
@@ -118,7 +137,7 @@ describe("gateway request framing", () => {
     for (const method of ["GET", "HEAD", "DELETE", "OPTIONS", "POST"]) {
       const text = await exchange(
         gateway.port,
-        `${method} /svc/shop/m HTTP/1.1\r\nHost: gw\r\nConnection: close, Content-Length\r\nContent-Length: 4\r\n\r\nabcd`,
+        `${method} /svc/shop/m HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Connection: close, Content-Length\r\nContent-Length: 4\r\n\r\nabcd`,
       );
       if (method === "HEAD") {
         expect(text.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
@@ -134,7 +153,7 @@ describe("gateway request framing", () => {
   it("frames a chunked body again (chunked, or its exact length once all of it is in), extensions and trailers left on their hop", async () => {
     const text = await exchange(
       gateway.port,
-      "PUT /svc/shop/c HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2;ext=1\r\nab\r\n2\r\ncd\r\n0\r\nX-Trailer: t\r\n\r\n",
+      `PUT /svc/shop/c HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n2;ext=1\r\nab\r\n2\r\ncd\r\n0\r\nX-Trailer: t\r\n\r\n`,
     );
     const echo = body(text);
     expect(echo.body).toBe("abcd");
@@ -149,7 +168,7 @@ describe("gateway request framing", () => {
   it("answers Expect: 100-continue itself and sends the body on without Expect", async () => {
     const text = await exchange(
       gateway.port,
-      "POST /svc/shop/e HTTP/1.1\r\nHost: gw\r\nExpect: 100-continue\r\nContent-Length: 4\r\nConnection: close\r\n\r\nabcd",
+      `POST /svc/shop/e HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Expect: 100-continue\r\nContent-Length: 4\r\nConnection: close\r\n\r\nabcd`,
     );
     expect(text.startsWith("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK")).toBe(true);
     const echo = body(text.slice(text.indexOf("\r\n\r\n") + 4));
@@ -158,13 +177,16 @@ describe("gateway request framing", () => {
   });
 
   it("logs every request it answers itself with an error: method, target, listener and reason", async () => {
-    await exchange(gateway.port, "DELETE /svc/nope/x?q=1 HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n");
     await exchange(
       gateway.port,
-      "GET /traffic/v1/captures HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer wrong\r\nConnection: close\r\n\r\n",
+      `DELETE /svc/nope/x?q=1 HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Connection: close\r\n\r\n`,
+    );
+    await exchange(
+      gateway.port,
+      `GET /traffic/v1/captures HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer wrong\r\nConnection: close\r\n\r\n`,
     );
     await exchange(gateway.port, "PUT /healthz HTTP/1.1\r\nHost: gw\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-    await exchange(gateway.port, "GET /svc%2Fshop/x HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n");
+    await exchange(gateway.port, `GET /svc%2Fshop/x HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Connection: close\r\n\r\n`);
     const refused = (target: string) =>
       gateway.waitForLog((entry) => entry.event === "request-refused" && entry.target === target);
     expect(await refused("/svc/nope/x?q=1")).toMatchObject({

@@ -1,8 +1,8 @@
 // Which upstream a path reaches.
 import type http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { echoHandler, request, startUpstream, type Echo, type Upstream } from "../helpers/servers";
-import { startGateway, type GatewayProcess } from "./helpers";
+import { echoHandler, startUpstream, type Echo, type Upstream } from "../helpers/servers";
+import { request, startGateway, type GatewayProcess } from "./helpers";
 
 describe("gateway routing", () => {
   let gateway: GatewayProcess;

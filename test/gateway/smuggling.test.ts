@@ -3,7 +3,7 @@
 // Raw sockets on both sides, so no client or server library normalises the bytes.
 import net, { type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway, type GatewayProcess } from "./helpers";
+import { startGateway, type GatewayProcess, CONTROL_LINE } from "./helpers";
 
 interface RawServer {
   port: number;
@@ -145,7 +145,7 @@ describe("gateway against request smuggling and response desync", () => {
   it("never lets a site's answer with both Transfer-Encoding and Content-Length become the next answer on the client's connection", async () => {
     const text = await clientExchange(
       gateway.port,
-      "GET /svc/evil/te-and-cl HTTP/1.1\r\nHost: gw\r\n\r\nGET /svc/shop/next HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n",
+      `GET /svc/evil/te-and-cl HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}\r\nGET /svc/shop/next HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Connection: close\r\n\r\n`,
       (t) => t.includes("shop saw") || t.includes("forged"),
     );
     expect(text).not.toContain("forged");
@@ -162,7 +162,7 @@ describe("gateway against request smuggling and response desync", () => {
     const before = shop.heads.length;
     const text = await clientExchange(
       gateway.port,
-      `POST /svc/shop/form HTTP/1.1\r\nHost: gw\r\nConnection: Content-Length\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}`,
+      `POST /svc/shop/form HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Connection: Content-Length\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}`,
       (t) => t.includes("shop saw"),
     );
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -180,7 +180,7 @@ describe("gateway against request smuggling and response desync", () => {
       const before = shop.heads.length;
       await clientExchange(
         gateway.port,
-        `${method} /svc/shop/with-body HTTP/1.1\r\nHost: gw\r\nConnection: Transfer-Encoding\r\nTransfer-Encoding: chunked\r\n\r\n${smuggled.length.toString(16)}\r\n${smuggled}\r\n0\r\n\r\n`,
+        `${method} /svc/shop/with-body HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Connection: Transfer-Encoding\r\nTransfer-Encoding: chunked\r\n\r\n${smuggled.length.toString(16)}\r\n${smuggled}\r\n0\r\n\r\n`,
         (t) => t.includes("\r\n\r\n"),
       );
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -194,7 +194,7 @@ describe("gateway against request smuggling and response desync", () => {
     const smuggled = "GET /smuggled-after-bad-chunk HTTP/1.1\r\nHost: shop\r\n\r\n";
     const text = await clientExchange(
       gateway.port,
-      `POST /svc/shop/upload HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\nzz\r\n${smuggled}`,
+      `POST /svc/shop/upload HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Transfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\nzz\r\n${smuggled}`,
       () => false,
       1_500,
     );
@@ -211,7 +211,7 @@ describe("gateway against request smuggling and response desync", () => {
     const before = shop.heads.length;
     await clientExchange(
       gateway.port,
-      "GET /svc/shop/host HTTP/1.1\r\nHost: shop.test\r\nConnection: Host, close\r\n\r\n",
+      `GET /svc/shop/host HTTP/1.1\r\nHost: shop.test\r\n${CONTROL_LINE}Connection: Host, close\r\n\r\n`,
       (t) => t.includes("shop saw"),
     );
     const head = shop.heads.slice(before)[0].head;
@@ -221,14 +221,14 @@ describe("gateway against request smuggling and response desync", () => {
   it("never sends a non-idempotent request again on a fresh connection", async () => {
     const first = await clientExchange(
       gateway.port,
-      "POST /svc/resetting/a HTTP/1.1\r\nHost: gw\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+      `POST /svc/resetting/a HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Content-Length: 0\r\nConnection: close\r\n\r\n`,
       () => false,
     );
     expect(first).toContain("first");
     const connections = resetting.connections();
     const second = await clientExchange(
       gateway.port,
-      "POST /svc/resetting/b HTTP/1.1\r\nHost: gw\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+      `POST /svc/resetting/b HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Content-Length: 0\r\nConnection: close\r\n\r\n`,
       () => false,
     );
     expect(second.split("\r\n")[0]).toBe("HTTP/1.1 502 Bad Gateway");

@@ -14,16 +14,8 @@ import {
   withoutTokens,
   WWW_AUTHENTICATE_CHALLENGE,
 } from "../../src/protocol/auth";
-import {
-  echoHandler,
-  headerValues,
-  rawExchange,
-  request,
-  startUpstream,
-  type Echo,
-  type Upstream,
-} from "../helpers/servers";
-import { startGateway, TOKEN, type GatewayProcess } from "./helpers";
+import { echoHandler, headerValues, rawExchange, startUpstream, type Echo, type Upstream } from "../helpers/servers";
+import { CONTROL_LINE, request, startGateway, TOKEN, type GatewayProcess } from "./helpers";
 
 describe("control token comparison", () => {
   it("accepts only the exact token, whatever the lengths, without throwing", () => {
@@ -79,6 +71,38 @@ const ENCODED = [
   `Bearer ${encodeURIComponent(base64(TOKEN))}`,
 ];
 
+const hex = (text: string) => Buffer.from(text).toString("hex");
+/** `text` with `junk` put in every `every` characters: what a lenient decoder skips. */
+const sprinkled = (text: string, junk: string, every = 3) =>
+  text.replace(new RegExp(`(.{${every}})`, "g"), `$1${junk}`);
+const nestedBase64 = (text: string, depth: number) => {
+  let out = text;
+  for (let i = 0; i < depth; i++) out = base64(out);
+  return out;
+};
+
+/**
+ * The token as a site's lenient decoder reads it back: node's and Python's base64 decoders skip what is not of the
+ * alphabet, read from wherever a site starts; nested deeper than three; hex.
+ */
+const LENIENT = [
+  `Basic ${sprinkled(base64(`runner:${TOKEN}`), ".")}`,
+  `Basic ${sprinkled(base64(`runner:${TOKEN}`), " ")}`,
+  `Basic ${sprinkled(base64(`runner:${TOKEN}`), "*")}`,
+  `Basic ${sprinkled(base64(`runner:${TOKEN}`), ",", 5)}`,
+  `Basic ${sprinkled(base64(`runner:${TOKEN}`), "!~", 1)}`,
+  `Basic xy${base64(`Bearer ${TOKEN}`)}`,
+  `Basic ${nestedBase64(`Bearer ${TOKEN}`, 4)}`,
+  `Basic ${nestedBase64(TOKEN, 6)}`,
+  `Basic ${sprinkled(nestedBase64(`Bearer ${TOKEN}`, 4), ".", 7)}`,
+  `Bearer ${hex(TOKEN)}`,
+  `Bearer ${hex(TOKEN).toUpperCase()}`,
+  `Basic ${hex(`runner:${TOKEN}`)}`,
+  `Bearer ${sprinkled(hex(TOKEN), ":", 2)}`,
+  `Basic ${base64(hex(`Bearer ${TOKEN}`))}`,
+  `Bearer ${hex(base64(encodeURIComponent(TOKEN)))}`,
+];
+
 describe("control token on the wire", () => {
   it.each(CARRYING)("removes every form that carries it: %s", (value) => {
     expect(withoutControlToken(value, TOKEN)).toBeUndefined();
@@ -86,6 +110,19 @@ describe("control token on the wire", () => {
 
   it.each(ENCODED)("removes every form a site could decode back to it: %s", (value) => {
     expect(withoutControlToken(value, TOKEN)).toBeUndefined();
+  });
+
+  it.each(LENIENT)("removes every form a lenient decoder reads back to it: %s", (value) => {
+    expect(withoutControlToken(value, TOKEN)).toBeUndefined();
+  });
+
+  it("keeps a site's own large credentials that decode to no token", () => {
+    const jwt = `Bearer ${Buffer.from(JSON.stringify({ alg: "HS256" })).toString("base64url")}.${Buffer.from(
+      JSON.stringify({ sub: "user", scope: "read:orders ".repeat(800), iat: 1700000000 }),
+    ).toString("base64url")}.${"c".repeat(43)}`;
+    const random = `Bearer ${Buffer.from(Array.from({ length: 11_000 }, (_, i) => (i * 7919) % 251)).toString("base64")}`;
+    for (const value of [jwt, random, `Basic ${hex("user:pass".repeat(1000))}`])
+      expect(withoutControlToken(value, TOKEN), value.slice(0, 40)).toBe(value);
   });
 
   it("removes each of several tokens, and a token holding a + written after Bearer+", () => {
@@ -187,7 +224,7 @@ describe("gateway and the control token", () => {
     // Bytes no client library would send: tabs around the value, a bare list.
     const raw = await rawExchange(
       gateway.port,
-      `GET /svc/shop/whoami HTTP/1.1\r\nHost: gw\r\nAuthorization:\t Bearer \t${TOKEN}\t\r\nAuthorization: ,Bearer ${TOKEN},\r\nConnection: close\r\n\r\n`,
+      `GET /svc/shop/whoami HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Authorization:\t Bearer \t${TOKEN}\t\r\nAuthorization: ,Bearer ${TOKEN},\r\nConnection: close\r\n\r\n`,
     );
     const text = raw.toString("latin1");
     expect(text).not.toContain(TOKEN);
@@ -197,7 +234,7 @@ describe("gateway and the control token", () => {
       const echoed = (
         await rawExchange(
           gateway.port,
-          `GET /svc/shop/whoami HTTP/1.1\r\nHost: gw\r\nAuthorization: ${value}\r\nConnection: close\r\n\r\n`,
+          `GET /svc/shop/whoami HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Authorization: ${value}\r\nConnection: close\r\n\r\n`,
         )
       ).toString("latin1");
       expect(echoed, value).not.toContain(TOKEN);
@@ -206,6 +243,22 @@ describe("gateway and the control token", () => {
     expect(
       headerValues((JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)) as Echo).rawHeaders, "authorization"),
     ).toEqual([]);
+  });
+
+  it("removes the token however a lenient decoder would read it, on the raw socket: nothing of it reaches the site", async () => {
+    const agent = computerControlToken(TOKEN, "agent");
+    for (const value of [...LENIENT, `Basic ${sprinkled(base64(`x:${agent}`), ".")}`, `Bearer ${hex(agent)}`]) {
+      const echoed = (
+        await rawExchange(
+          gateway.port,
+          `GET /svc/shop/whoami HTTP/1.1\r\nHost: gw\r\n${CONTROL_LINE}Authorization: ${value}\r\nConnection: close\r\n\r\n`,
+        )
+      ).toString("latin1");
+      expect(echoed.split("\r\n")[0], value).toBe("HTTP/1.1 200 OK");
+      const seen = JSON.parse(echoed.slice(echoed.indexOf("\r\n\r\n") + 4)) as Echo;
+      expect(headerValues(seen.rawHeaders, "authorization"), value).toEqual([]);
+      expect(echoed, value).not.toContain(TOKEN);
+    }
   });
 
   it("passes a site's own bearer token, and any other Authorization, through unchanged", async () => {
@@ -238,7 +291,7 @@ describe("gateway and the control token", () => {
       for (const headers of [{}, { Authorization: "Bearer wrong" }, { Authorization: `Basic ${TOKEN}` }] as Array<
         Record<string, string>
       >) {
-        const answer = await request(gateway.url + path, { headers });
+        const answer = await request(gateway.url + path, { headers, control: false });
         expect(answer.status, `${path} ${JSON.stringify(headers)}`).toBe(401);
         expect(answer.headers["www-authenticate"]).toBe(WWW_AUTHENTICATE_CHALLENGE);
         expect(JSON.parse(answer.body).error).toBe("control token required");

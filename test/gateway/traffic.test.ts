@@ -16,8 +16,8 @@ import {
   servesTraffic,
   TRAFFIC_CAPTURES_PATH,
 } from "../../src/protocol/traffic";
-import { rawExchange, request, startUpstream, type Upstream } from "../helpers/servers";
-import { startGateway, TOKEN, type GatewayProcess } from "./helpers";
+import { rawExchange, startUpstream, type Upstream } from "../helpers/servers";
+import { request, startGateway, TOKEN, type GatewayProcess } from "./helpers";
 
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 

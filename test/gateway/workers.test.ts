@@ -2,8 +2,8 @@
 // worker serving, and a worker that dies replaced.
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { echoHandler, request, startUpstream, type Echo, type Upstream } from "../helpers/servers";
-import { startGateway, type GatewayProcess } from "./helpers";
+import { echoHandler, startUpstream, type Echo, type Upstream } from "../helpers/servers";
+import { request, startGateway, type GatewayProcess } from "./helpers";
 
 function workerPids(pid: number): number[] {
   return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);

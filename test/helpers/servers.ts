@@ -204,9 +204,14 @@ export function startUpstream(handler: http.RequestListener): Promise<Upstream> 
 }
 
 /** Sends `request` bytes as they are and resolves with everything the server answered until it closed. */
-export function rawExchange(port: number, request: string | Buffer, timeoutMs = 5_000): Promise<Buffer> {
+export function rawExchange(
+  port: number,
+  request: string | Buffer,
+  timeoutMs = 5_000,
+  host = "127.0.0.1",
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect(port, "127.0.0.1");
+    const socket = net.connect(port, host);
     const chunks: Buffer[] = [];
     socket.setTimeout(timeoutMs, () => socket.destroy(new Error("raw exchange timed out")));
     socket.on("data", (chunk) => chunks.push(chunk));

@@ -7,7 +7,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { CAPTURE_SCRIPT } from "../../src/plan/wiring";
+import { CAPTURE_POD_IP_ENV, CAPTURE_SCRIPT, captureCommand } from "../../src/plan/wiring";
+import type { Plan, PlannedCapture } from "../../src/plan/types";
+import { CAPTURE_SERVER_PORT } from "../../src/protocol/traffic";
 
 const canUnshare = spawnSync("unshare", ["-n", "true"]).status === 0;
 
@@ -78,4 +80,59 @@ describe.skipIf(!canUnshare)("the capture sidecar's script", () => {
     expect(read("shop-server.pcap0")).toBe("packets\n");
     expect(read("other-server.pcap0")).toBe("another container");
   }, 15_000);
+});
+
+const hasTcpdump = spawnSync("tcpdump", ["--version"]).status === 0;
+
+/** In the namespace: a capture server on the pod's address, a site's connections to and from 8090 elsewhere. */
+const TRAFFIC = `
+const net = require("node:net");
+const listen = (host, port) => new Promise((r) => { const s = net.createServer((c) => c.resume()); s.listen(port, host, () => r(s)); });
+const send = (to, from, text) => new Promise((r, j) => {
+  const c = net.connect({ host: to[0], port: to[1], localAddress: from[0], localPort: from[1] }, () => c.end(text));
+  c.on("close", r); c.on("error", j);
+});
+(async () => {
+  const servers = [await listen("10.213.250.1", 8090), await listen("10.213.250.2", 8090), await listen("10.213.250.1", 5000)];
+  await send(["10.213.250.1", 8090], ["10.213.250.2"], "CAPTURE-SERVER-OWN");
+  await send(["10.213.250.2", 8090], ["10.213.250.1"], "SITE-TO-8090-ELSEWHERE");
+  await send(["10.213.250.1", 5000], ["10.213.250.3", 8090], "FROM-8090-ELSEWHERE-TO-SITE");
+  for (const s of servers) s.close();
+})();
+`;
+
+describe.skipIf(!canUnshare || !hasTcpdump)("a cluster's capture, with the real tcpdump", () => {
+  it("leaves out its own capture server's connections, by the pod's address and 8090, and records 8090 elsewhere", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-capture-filter-"));
+    const base = path.join(dir, "shop-server");
+    const command = captureCommand(
+      { capture: { fileSizeMb: 1, fileCount: 3, sidecars: [] } } as unknown as Pick<Plan, "capture">,
+      { filePrefix: "shop-server.pcap" } as PlannedCapture,
+      CAPTURE_SERVER_PORT,
+    );
+    // The command a cluster's capture container runs, with its files here instead of the pod's volume.
+    const [, , script, name, , ...rest] = command;
+    const setup = [
+      "ip link set lo up",
+      "ip link add veth0 type veth peer name veth1",
+      "ip addr add 10.213.250.1/24 dev veth0",
+      "ip addr add 10.213.250.2/24 dev veth1",
+      "ip addr add 10.213.250.3/24 dev veth1",
+      "ip link set veth0 up && ip link set veth1 up",
+      `${CAPTURE_POD_IP_ENV}=10.213.250.1 sh -c "$0" ${name} "$1" ${rest.join(" ")} & cap=$!`,
+      'i=0; while [ ! -s "$1.pcap0" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done; sleep 0.5',
+      `"${process.execPath}" -e "$2"`,
+      "sleep 1; kill -TERM $cap; wait $cap",
+    ].join("\n");
+    const run = spawnSync("unshare", ["-n", "sh", "-c", setup, script, base, TRAFFIC], { encoding: "utf8" });
+    expect(run.status, run.stderr).toBe(0);
+    const read = spawnSync("tcpdump", ["-r", `${base}.pcap0`, "-n", "-A"], { encoding: "utf8" });
+    expect(read.status, read.stderr).toBe(0);
+    expect(read.stdout).toContain("SITE-TO-8090-ELSEWHERE");
+    expect(read.stdout).toContain("FROM-8090-ELSEWHERE-TO-SITE");
+    expect(read.stdout).toMatch(/10\.213\.250\.1\.\d+ > 10\.213\.250\.2\.8090/);
+    expect(read.stdout).toMatch(/10\.213\.250\.3\.8090 > 10\.213\.250\.1\.5000/);
+    expect(read.stdout).not.toContain("CAPTURE-SERVER-OWN");
+    expect(read.stdout).not.toMatch(/> 10\.213\.250\.1\.8090|10\.213\.250\.1\.8090 >/);
+  }, 30_000);
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { captureProblems } from "../../src/plan/capture";
+import { captureProblems, captureWarnings } from "../../src/plan/capture";
 import { plan } from "../../src/plan";
 import { formatProblem } from "../../src/plan/problems";
 import { stackConfig } from "./fixtures";
@@ -61,5 +61,18 @@ describe("capture", () => {
     const result = plan(stackConfig({ websites: { shop: { domains: ["shop.test"] } } }), { stack: "demo" });
     expect(result.ok && result.plan.capture.sidecars).toEqual([]);
     expect(result.ok && result.plan.capture.enabled).toBe(false);
+  });
+});
+
+describe("capture's size", () => {
+  it("warns, naming the total, when the files could grow past any reasonable disk (per website container)", () => {
+    const sites = { shop: { domains: ["shop.test"] }, gh: { live: true, domains: ["github.com"] } };
+    // 3 website containers: the shop's server and frontend, the live site's server.
+    const big = stackConfig({ captureTraffic: true, capture: { fileSizeMb: 1000, fileCount: 50 }, websites: sites });
+    expect(captureWarnings(big).map(formatProblem)).toEqual([
+      "multienv:capture: lets the captures grow to 150 GB (1000 MB × 50 files × 3 website containers), past any reasonable disk; lower fileSizeMb or fileCount",
+    ]);
+    expect(captureWarnings({ ...big, captureTraffic: false })).toEqual([]);
+    expect(captureWarnings(stackConfig({ captureTraffic: true, websites: sites }))).toEqual([]);
   });
 });

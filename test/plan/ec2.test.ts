@@ -6,11 +6,14 @@ import {
   containerHostGuardLines,
   ec2Problems,
   ec2SecurityRules,
+  ec2Warnings,
   instanceArchitecture,
   lifetimeFuseLines,
   plannedEc2,
   shipImagesCommand,
+  wellFormedPublicKey,
 } from "../../src/plan/ec2";
+import { formatProblem } from "../../src/plan/problems";
 import type { StackConfig } from "../../src/plan/types";
 import { planned } from "./layout-fixture";
 
@@ -175,5 +178,65 @@ describe("ec2Problems", () => {
     expect(ec2Problems(config({ vpcId: "vpc-0abc", subnetId: "subnet-0abc" }))).toEqual([]);
     expect(ec2Problems(config({ subnetId: "subnet-0abc" }))).toEqual([]);
     expect(ec2Problems(config({ vpcId: "vpc-0abc" }, "docker"))).toEqual([]);
+  });
+});
+
+describe("the ec2 section's placeholders", () => {
+  const config = (ec2: Partial<StackConfig["ec2"]>) =>
+    ({
+      target: "ec2",
+      ec2: {
+        region: "us-east-1",
+        instanceType: "t3.large",
+        runnerCidrs: ["198.18.0.7/32"],
+        sshPublicKey: REAL_KEY,
+        sshUser: "ec2-user",
+        lifetimeHours: 4,
+        ...ec2,
+      },
+    }) as StackConfig;
+  // A well-formed ed25519 public key line (32 key bytes), as ssh-keygen writes one.
+  const REAL_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl me@host";
+
+  it("warns while runnerCidrs hold a documentation range or the key holds no key (the examples' placeholders)", () => {
+    expect(ec2Warnings(config({})).map(formatProblem)).toEqual([]);
+    expect(
+      ec2Warnings(
+        config({
+          runnerCidrs: ["203.0.113.7/32", "10.0.0.0/8", "2001:db8::/48"],
+          sshPublicKey:
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKq1Kz0d7ExampleKeyForDocsOnly0000000000000000 runner@multienv",
+        }),
+      ).map((w) => w.path),
+    ).toEqual(["ec2.runnerCidrs[0]", "ec2.runnerCidrs[2]", "ec2.sshPublicKey"]);
+    expect(ec2Warnings(config({ runnerCidrs: ["203.0.113.7/32"] })).map(formatProblem)[0]).toBe(
+      "multienv:ec2.runnerCidrs[0]: 203.0.113.7/32 is in a range set aside for documentation, so no runner connects from it (a placeholder?); write the address this runner connects from, e.g. its public IP (curl https://checkip.amazonaws.com) with /32",
+    );
+  });
+
+  it("takes a key line's type from its base64, so a key of another type under ssh-ed25519 is no key", () => {
+    expect(wellFormedPublicKey(REAL_KEY)).toBe(true);
+    expect(wellFormedPublicKey(REAL_KEY.replace("ssh-ed25519", "ssh-rsa"))).toBe(false);
+    expect(wellFormedPublicKey("ssh-ed25519 AAAA me")).toBe(false);
+  });
+});
+
+describe("a lifetime too short to use", () => {
+  it("warns that the instances would power off before a deploy and a task are done", () => {
+    const config = {
+      target: "ec2",
+      ec2: {
+        region: "us-east-1",
+        instanceType: "t3.large",
+        runnerCidrs: ["198.18.0.7/32"],
+        sshPublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl me@host",
+        sshUser: "ec2-user",
+        lifetimeHours: 0.1,
+      },
+    } as StackConfig;
+    expect(ec2Warnings(config).map(formatProblem)).toEqual([
+      "multienv:ec2.lifetimeHours: 0.1 powers the instances off after 6 minute(s), less than the 30 a deploy and a task need at the least; give the hours the task needs (default 4)",
+    ]);
+    expect(ec2Warnings({ ...config, ec2: { ...config.ec2!, lifetimeHours: 0.5 } })).toEqual([]);
   });
 });

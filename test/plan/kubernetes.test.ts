@@ -11,6 +11,7 @@ import {
   KUBERNETES_NON_PUBLIC_CIDRS,
   kubernetesNetworkPolicies,
   kubernetesPods,
+  publicWebPeers,
   type PlannedNetworkPolicy,
   type PlannedPod,
 } from "../../src/plan/kubernetes";
@@ -23,6 +24,7 @@ import { parseBrowserConfig } from "../../src/browser/config";
 import { parseGatewayConfig } from "../../src/gateway/config";
 import { parseSiteProxyConfig } from "../../src/site-proxy/config";
 import { createAddressCheck } from "../../src/site-proxy/addresses";
+import { NON_PUBLIC_IPV4, NON_PUBLIC_IPV6 } from "../../src/protocol/address-ranges";
 import type { StackConfig } from "../../src/plan/types";
 
 const DEMO_FILE = path.join(__dirname, "../../stacks/Pulumi.demo-kubernetes.yaml");
@@ -243,6 +245,34 @@ const NON_PUBLIC = [
   // No IPv4-mapped forms: they are a socket API's spelling, never a packet's destination (the API refuses them in a
   // policy); the site proxy judges them by the IPv4 address inside.
   "64:ff9b::a9fe:a9fe",
+  // One in each special-purpose range (IANA's registries), and IPv6 outside 2000::/3.
+  "192.0.0.9",
+  "192.0.2.1",
+  "198.51.100.1",
+  "203.0.113.1",
+  "198.18.0.1",
+  "198.19.255.254",
+  "192.88.99.1",
+  "224.0.0.1",
+  "240.0.0.1",
+  "255.255.255.255",
+  "::",
+  "::808:808",
+  "64:ff9b::808:808",
+  "64:ff9b:1::808:808",
+  "100::1",
+  "100:0:0:1::1",
+  "2001::1",
+  "2001:2::1",
+  "2001:20::1",
+  "2001:db8::1",
+  "2002:808:808::1",
+  "3fff::1",
+  "5f00::1",
+  "4000::1",
+  "8000::1",
+  "fe80::1",
+  "ff02::1",
 ];
 /** Ports other than DNS's: a connection to a non-public address on any of them is the cluster's or a host's. */
 const NON_DNS_PORTS = [22, 80, 443, 2379, 6443, 8080, 10250];
@@ -488,6 +518,24 @@ describe("kubernetes NetworkPolicies as a reachability matrix", () => {
         for (const port of [80, 443, 32526])
           if (connects(policies, ns, from, outside(address), port)) leaks.push(`${from.name} -> ${address}:${port}`);
     expect(leaks).toEqual([]);
+  });
+
+  it("holds one address of every non-public range, and the site proxy refuses each the policies refuse", () => {
+    for (const range of [...NON_PUBLIC_IPV4, ...NON_PUBLIC_IPV6])
+      expect(
+        NON_PUBLIC.some((a) => inCidr(a, range.cidr)),
+        `${range.cidr}: the tests hold no address in it`,
+      ).toBe(true);
+    // Under an allowlist every non-public address is refused; the policies' public web holds none of them either.
+    const allowlist = createAddressCheck({ reach: ["a.test"] });
+    const webPeers = publicWebPeers();
+    for (const address of [...NON_PUBLIC, ...PUBLIC]) {
+      const inWeb = webPeers.some((peer) => peerMatches(peer, "ns", outside(address)));
+      expect(inWeb, `${address} in the policies' public web`).toBe(PUBLIC.includes(address));
+      expect(allowlist(address) === undefined, `${address} dialled under an allowlist`).toBe(
+        PUBLIC.includes(address) || address === "64:ff9b::808:808",
+      );
+    }
   });
 
   it("gives DNS (port 53, UDP and TCP) to the pods that reach the web alone", () => {

@@ -207,9 +207,12 @@ describe("plan", () => {
       `multienv:computers.desk.network[0]: "10.0.0.1" is an address; an allowlist holds host names (use network: allow-all to reach addresses)`,
       `multienv:computers.desk.startTabs[0]: "example.com" is claimed by no website of the env, so computer desk, which routes sites, cannot open a start tab there; add it to a website's domains or remove the tab`,
     ]);
-    expect(result.warnings).toHaveLength(1);
+    expect(result.warnings).toHaveLength(2);
     expect(result.warnings[0]).toMatch(
       /^multienv:websites\.github\.domains\[2\]: "gist\.github\.com" is claimed by synthetic site gist/,
+    );
+    expect(result.warnings[1]).toMatch(
+      /^multienv:websites\.gateway\.domains: is empty: the synthetic site is deployed/,
     );
   });
 

@@ -51,3 +51,12 @@ describe("allowlist entries", () => {
     ]);
   });
 });
+
+describe("an allowlist's mistakes", () => {
+  it('points ["*"] at allow-all, and gives a Unicode name its punycode form', () => {
+    expect(allowlistProblems("desk", ["*", "müller.example"]).map(formatProblem)).toEqual([
+      'multienv:computers.desk.network[0]: "*" would mean every host: write network: allow-all instead of an allowlist',
+      'multienv:computers.desk.network[1]: "müller.example" has the label "müller"; labels are letters, digits and inner hyphens; a host name is written in ASCII: its punycode form is xn--mller-kva.example',
+    ]);
+  });
+});

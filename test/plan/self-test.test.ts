@@ -59,6 +59,17 @@ describe("the self-test's checks", () => {
     expect(p.selfTest.startTabs).toEqual({ listed: ["https://www.shop.test/cart", "https://github.com/"] });
   });
 
+  it("holds no start tab of a computer that routes no sites to the sites' cards: its tabs are pages of the web", () => {
+    const q = planned({
+      websites: WEBSITES,
+      computers: {
+        plain: { network: "allow-all", routesSites: false, startTabs: ["https://news.example/"] },
+        routed: { network: "none", startTabs: ["https://shop.test/"] },
+      },
+    });
+    expect(q.selfTest.startTabs).toEqual({ routed: ["https://shop.test/"] });
+  });
+
   it("skips the synthetic check for a computer that routes no sites", () => {
     const q = planned({ websites: WEBSITES, computers: { plain: { network: "allow-all", routesSites: false } } });
     expect(checks(q, "plain")[0]).toBe("live-connects https://github.com/");
@@ -88,5 +99,26 @@ describe("the self-test's checks", () => {
 
   it("refuses a public page that is not an http(s) URL, naming the field", () => {
     expect(() => stackConfig({ selfTest: { publicUrl: "ftp://example.com/" } })).toThrow(/http:\/\/ or https:\/\/ URL/);
+  });
+});
+
+describe("the self-test's config", () => {
+  it("warns of a publicUrl no check loads: no computer is allow-all", () => {
+    const none = plan(
+      stackConfig({ selfTest: { publicUrl: "https://example.org/" }, computers: { a: { network: "none" } } }),
+      {
+        stack: "demo",
+      },
+    );
+    expect(none.warnings).toEqual([
+      "multienv:selfTest.publicUrl: is loaded only by an allow-all computer's check, and no computer is allow-all, so it is never used; remove it",
+    ]);
+    const open = plan(
+      stackConfig({ selfTest: { publicUrl: "https://example.org/" }, computers: { a: { network: "allow-all" } } }),
+      {
+        stack: "demo",
+      },
+    );
+    expect(open.warnings).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { formatProblem } from "../../src/plan/problems";
-import { websiteProblems } from "../../src/plan/sites";
+import { MAX_ENV_VARIABLE_BYTES, websiteProblems, websiteWarnings } from "../../src/plan/sites";
 import { websites } from "./fixtures";
 
 function problemsOf(site: Record<string, unknown>): string[] {
@@ -97,6 +97,42 @@ describe("site images", () => {
       "multienv:websites.shop.server.image: a website's server needs an image (the task's own site image); set it",
       "multienv:websites.shop.frontend.image: a synthetic site's frontend needs an image (the task's own site image); set it",
       "multienv:websites.gh.server.image: a website's server needs an image (the task's own site image); set it",
+    ]);
+  });
+});
+
+describe("what a deploy would refuse or regret about one site", () => {
+  it("refuses settings larger than one environment variable holds (AGENTENV_WEBSITE_SETTINGS, name and = included)", () => {
+    // {"big":"x...x"} with the variable's name, "=" and the NUL: exactly at the limit, then one byte past it.
+    const overhead = Buffer.byteLength('AGENTENV_WEBSITE_SETTINGS={"big":""}') + 1;
+    const at = "x".repeat(MAX_ENV_VARIABLE_BYTES - overhead);
+    expect(problemsOf({ domains: ["s.test"], settings: { big: at } })).toEqual([]);
+    expect(problemsOf({ domains: ["s.test"], settings: { big: `${at}x` } })).toEqual([
+      "multienv:websites.s.settings: come to 129 KiB as AGENTENV_WEBSITE_SETTINGS, and one environment variable holds at most 128 KiB (Linux's MAX_ARG_STRLEN), so the server could not start; move the large values into the site's image or data",
+    ]);
+  });
+
+  it("gives a Unicode name's punycode form", () => {
+    expect(problemsOf({ domains: ["bücher.test", "*.münchen.test"] })).toEqual([
+      'multienv:websites.s.domains[0]: "bücher.test" has the label "bücher"; labels are letters, digits and inner hyphens; a host name is written in ASCII: its punycode form is xn--bcher-kva.test',
+      'multienv:websites.s.domains[1]: "*.münchen.test" is a wildcard whose suffix has the label "münchen"; labels are letters, digits and inner hyphens; a host name is written in ASCII: its punycode form is *.xn--mnchen-3ya.test',
+    ]);
+  });
+
+  it("warns of a synthetic site with no domains: it runs, and no browser can open it", () => {
+    const config = websites({ s: { domains: [] }, named: { domains: ["named.test"] } });
+    expect(websiteWarnings("s", config.s).map(formatProblem)).toEqual([
+      "multienv:websites.s.domains: is empty: the synthetic site is deployed and runs, but has no name a computer's browser could open it at; add its names, such as shop.test",
+    ]);
+    expect(websiteWarnings("named", config.named)).toEqual([]);
+  });
+
+  it("warns of a plain setting whose name says it is a secret, naming the secret setting to make of it", () => {
+    const config = websites({
+      shop: { domains: ["shop.test"], settings: { apiKey: "k-123", currency: "USD", token: 7 } },
+    });
+    expect(websiteWarnings("shop", config.shop).map(formatProblem)).toEqual([
+      "multienv:websites.shop.settings.apiKey: looks like a secret, and a plain setting sits in plain text in the stack file, the state and the deploy's output; make it a secret setting: `pulumi config set --secret shopApiKey <value>` and secretSettings: {apiKey: shopApiKey}",
     ]);
   });
 });

@@ -90,3 +90,22 @@ describe("start tabs a computer cannot load", () => {
     expect(warningsFor({ network: "allow-all", routesSites: false, startTabs: ["https://example.com/"] })).toEqual([]);
   });
 });
+
+describe("a start tab with credentials in its URL", () => {
+  it("is refused, and neither its user nor its password is in the message, whether or not the URL parses", () => {
+    const tabs = [
+      "https://alice:hunter2-secret@shop.test/",
+      "https://alice@shop.test/",
+      "https://:hunter2-secret@shop.test/",
+      "https://alice:hunter2-secret@shop.test:99999/",
+    ];
+    const problems = problemsFor("desk", tabs);
+    expect(problems).toHaveLength(tabs.length);
+    for (const [i, line] of problems.entries()) {
+      expect(line).toMatch(
+        new RegExp(`^multienv:computers\\.desk\\.startTabs\\[${i}\\]: holds a user name or password`),
+      );
+      expect(line).not.toMatch(/alice|hunter2|shop\.test/);
+    }
+  });
+});

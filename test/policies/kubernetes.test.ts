@@ -343,7 +343,7 @@ describe("kubernetes-network-walls", () => {
         /"open-proxy-to-web" .* egress\[0\] reaches every destination \(it lists no peers\), which lets through the non-public 0.0.0.0\/8/,
       ),
       expect.stringMatching(
-        /"open-proxy-to-web" .* egress\[0\] reaches every destination .* lets through the non-public ::\/128/,
+        /"open-proxy-to-web" .* egress\[0\] reaches every destination .* lets through the non-public ::\/3, 4000::\/2, 8000::\/1, 2001::\/23, 2001:db8::\/32, 2002::\/16, 3fff::\/20;/,
       ),
     ]);
   });
@@ -368,7 +368,7 @@ describe("kubernetes-network-walls", () => {
         /reaches \{"ipBlock":\{"cidr":"10.96.0.0\/12"\}\}, which lets through the non-public 10.0.0.0\/8/,
       ),
       expect.stringMatching(
-        /reaches \{"ipBlock":\{"cidr":"fd00::\/8"\}\}, which lets through the non-public fc00::\/7/,
+        /reaches \{"ipBlock":\{"cidr":"fd00::\/8"\}\}, which lets through the non-public 8000::\/1;/,
       ),
     ]);
   });

@@ -321,6 +321,17 @@ describe("secrets-stay-secret", () => {
     expect(violations(missing, P).map((v) => v.message)).toEqual([expect.stringMatching(/exports no controlToken/)]);
   });
 
+  it("refuses a plaintext agentTokens output: each opens a computer's DevTools", () => {
+    const graph = dockerGraph();
+    const plain = {
+      ...graph,
+      outputs: { ...graph.outputs, agentTokens: { desktop: "0123456789abcdef0123456789abcdef" } },
+    };
+    expect(violations(plain, P).map((v) => v.message)).toContainEqual(
+      expect.stringMatching(/agentTokens output is plaintext/),
+    );
+  });
+
   it("refuses plaintext settings on a server whose site has secret settings", () => {
     const graph = patched(dockerGraph(), "t-github-server", (i) => ({
       ...i,

@@ -36,9 +36,11 @@ async function computerEnv() {
   // The "public" site: a loopback server the proxy reaches at the name example.com (static answer, no DNS).
   const origin = await startHttpServer(() => "the public web");
   const gatewayPort = await freePort();
+  // The site proxy reaches the gateway's browse listener, as a computer's does (the published one wants the token).
+  const browsePort = await freePort();
   const proxy = await startProxy(
     {
-      gateway: `http://127.0.0.1:${gatewayPort}`,
+      gateway: `http://127.0.0.1:${browsePort}`,
       sites: { shop: ["shop.test"] },
       reach: "allow-all",
       resolve: { "example.com": ["127.0.0.1"], "cdn.example.net": ["127.0.0.1"] },
@@ -50,6 +52,7 @@ async function computerEnv() {
   );
   const gateway = await startTestGateway({
     listen: { host: "127.0.0.1", port: gatewayPort },
+    browse: { hosts: ["127.0.0.1"], port: browsePort },
     sites: { shop: { server: frontend.url, frontend: frontend.url } },
     computers: {
       agent: { cdp: "http://127.0.0.1:9", proxyLog: `http://127.0.0.1:${proxy.startup.control!.port}/log` },
@@ -66,7 +69,7 @@ async function computerEnv() {
       computers,
       syntheticDomains: ["shop.test"],
     });
-  return { proxy, origin, gateway, artifactsDir, collect, gatewayPort };
+  return { proxy, origin, gateway, artifactsDir, collect, browsePort };
 }
 
 describe("public hosts contacted", () => {
@@ -117,7 +120,7 @@ describe("public hosts contacted", () => {
   });
 
   it("keeps what an earlier collection saw when a replaced proxy's log starts over", async () => {
-    const { proxy, origin, artifactsDir, collect, gatewayPort } = await computerEnv();
+    const { proxy, origin, artifactsDir, collect, browsePort } = await computerEnv();
     await curl(proxy.url, `http://example.com:${origin.port}/`, ["-p"]);
     await proxy.waitForRecord("a connection", (r) => r.event === "connection");
     await collect();
@@ -125,7 +128,7 @@ describe("public hosts contacted", () => {
     await proxy.stop();
     const replaced = await startProxy(
       {
-        gateway: `http://127.0.0.1:${gatewayPort}`,
+        gateway: `http://127.0.0.1:${browsePort}`,
         sites: { shop: ["shop.test"] },
         reach: "allow-all",
         control: { host: "127.0.0.1", port: proxy.startup.control!.port, cdp: "127.0.0.1:9" },

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import { Command } from "commander";
 import { expect } from "vitest";
+import { computerAgentToken } from "../../src/protocol/auth";
 import { startGateway, TOKEN, type GatewayProcess } from "../gateway/helpers";
 import { freePort } from "../helpers/ports";
 import { onCleanup, ROOT, stopOnCleanup, waitForLine } from "../helpers/processes";
@@ -76,7 +77,10 @@ export function deployedOutputs(gatewayUrl: string, overrides: Record<string, un
     captureTraffic: true,
     ...overrides,
   };
-  const map: OutputMap = { controlToken: { value: token, secret: true } };
+  const map: OutputMap = {
+    controlToken: { value: token, secret: true },
+    agentTokens: { value: { agent: computerAgentToken(token, "agent") }, secret: true },
+  };
   for (const [key, value] of Object.entries(values)) map[key] = { value, secret: false };
   return map;
 }

@@ -209,7 +209,7 @@ describe("errors", () => {
     );
     expect(isPulumiMissing(error)).toBe(true);
     expect(explain(error, "task-1", "deploying").message).toBe(
-      "stack task-1: deploying needs the Pulumi CLI, which is not installed; install it with `curl -fsSL https://get.pulumi.com | sh` and make sure `pulumi` is on PATH, or build it into this checkout with `bash scripts/pulumi-toolchain.sh`",
+      "stack task-1: deploying needs the Pulumi CLI, which is not installed; install it with `curl -fsSL https://get.pulumi.com | sh` and make sure `pulumi` is on PATH, or build it with `bash scripts/pulumi-toolchain.sh`",
     );
   });
 
@@ -239,8 +239,10 @@ describe("the library without the Pulumi CLI", () => {
     mkdirSync(join(projectDir, "stacks"));
     writeFileSync(join(projectDir, "stacks", "Pulumi.demo.yaml"), "config: {}\n");
     const path = process.env.PATH;
-    // No `pulumi` on this PATH, whatever the machine has installed.
+    const cache = process.env.MULTIENV_CACHE;
+    // No `pulumi` on this PATH nor in the machine's cache, whatever the machine has installed or built.
     process.env.PATH = [dirname(process.execPath), "/usr/bin", "/bin"].join(":");
+    process.env.MULTIENV_CACHE = tempDir("runner-cache-");
     try {
       const install = "install it with `curl -fsSL https://get.pulumi.com | sh`";
       await expect(deployStack("demo", { projectDir })).rejects.toThrow(
@@ -259,6 +261,8 @@ describe("the library without the Pulumi CLI", () => {
       );
     } finally {
       process.env.PATH = path;
+      if (cache === undefined) delete process.env.MULTIENV_CACHE;
+      else process.env.MULTIENV_CACHE = cache;
     }
   });
 

@@ -107,13 +107,13 @@ describe("the file state backend", () => {
     expect(await stateOutputs("up", options)).toEqual(stacks[2].outputs);
   });
 
-  it("says in one line, naming `multienv ls`, that a stack is not there or not deployed", async () => {
+  it("says in one line that a stack is not deployed and how to deploy it, whether the state has it or not", async () => {
     const options = projectWith({ gone: { resources: [ROOT_STACK({})] } });
     await expect(readStateStack("nosuch", { ...options, deployed: true })).rejects.toThrow(
-      `stack nosuch: no such stack in the state (${options.env.PULUMI_BACKEND_URL}); \`multienv ls\` lists the stacks there`,
+      /^stack nosuch is not deployed; deploy it with `multienv up nosuch`$/,
     );
     await expect(readStateStack("gone", { ...options, deployed: true })).rejects.toThrow(
-      "stack gone: it is not deployed; deploy it with `multienv up gone` (`multienv ls` lists the stacks and which are deployed)",
+      /^stack gone is not deployed; deploy it with `multienv up gone`$/,
     );
     await expect(readStateStack("gone", options)).resolves.toMatchObject({ name: "gone" });
   });
@@ -246,6 +246,25 @@ describe("status", () => {
     expect(statusProblems(unreachable)).toEqual(["gateway u: /healthz does not answer ready (cannot reach)"]);
   });
 
+  it("judges a container whose health check has not run yet as the deploy did: by the gateway's /healthz", () => {
+    const starting: StackStatus = {
+      ...HEALTHY,
+      containers: [{ name: "demo-shop-server", engine: "local", state: "running", health: "starting" }],
+    };
+    expect(statusProblems(starting)).toEqual([]);
+    const notReady: StackStatus = {
+      ...starting,
+      gateway: {
+        url: "u",
+        healthz: { ok: false, status: 503, missing: [{ what: "ready", site: "shop", detail: "x" }] },
+      },
+    };
+    expect(statusProblems(notReady)).toEqual([
+      "container demo-shop-server: running but starting",
+      "gateway u: /healthz does not answer ready (HTTP 503; shop x)",
+    ]);
+  });
+
   it("reduces the self-test to its failed checks", () => {
     expect(summarizeSelfTest({ skipped: true })).toEqual({ skipped: true });
     const check = (ok: boolean, check: string) => ({ check, url: `https://${check}/`, ok, detail: ok ? "200" : "403" });
@@ -340,7 +359,7 @@ describe("terminal forms", () => {
 });
 
 describe("the next steps after up", () => {
-  it("names the DevTools URL, how an agent connects, where the token is, and the commands", () => {
+  it("names the DevTools URL, how an agent connects with its computer's agent token (never the control token), and the commands", () => {
     const lines = nextSteps("demo", {
       computers: {
         desktop: {
@@ -355,9 +374,12 @@ describe("the next steps after up", () => {
     expect(lines[0]).toBe("Next steps:");
     expect(lines).toContain("  computer desktop's DevTools: http://127.0.0.1:5000/computers/desktop/cdp");
     expect(lines).toContain(
-      '  an agent connects with Playwright: chromium.connectOverCDP("http://127.0.0.1:5000/computers/desktop/cdp", { headers: { Authorization: "Bearer <token>" } })',
+      '  an agent connects with Playwright: chromium.connectOverCDP("http://127.0.0.1:5000/computers/desktop/cdp", { headers: { Authorization: "Bearer <agent token>" } })',
     );
-    expect(lines).toContain("  the token (controlToken): multienv outputs demo --show-secrets");
+    expect(lines).toContain(
+      "  its agent token (agentTokens.desktop, which opens that computer's DevTools alone): multienv outputs demo --show-secrets",
+    );
+    expect(lines.join("\n")).not.toContain("controlToken");
     for (const command of ["outputs", "screenshot", "watch", "reset", "down"])
       expect(lines.some((l) => l.startsWith(`  multienv ${command} demo `))).toBe(true);
     expect(lines.length).toBeLessThanOrEqual(10);
@@ -386,12 +408,26 @@ describe("the watch page's log lines", () => {
     ]);
   });
 
-  it("follows a growing log line by line, and a log started over from its start", () => {
-    const follower = new LogFollower();
-    expect(follower.next("a\nb")).toBe("a\n");
-    expect(follower.next("a\nb")).toBe("");
-    expect(follower.next("a\nb\nc\n")).toBe("b\nc\n");
-    expect(follower.next("x\n")).toBe("x\n");
+  it("follows a growing log by what was appended, line by line, and a log started over from its start", () => {
+    const piece = (start: number, text: string, size: number) => ({ start, bytes: Buffer.from(text), size });
+    const follower = new LogFollower(4);
+    // The first read is the log's tail.
+    expect(follower.part()).toEqual({ last: 4 });
+    expect(follower.next(piece(0, "a\nb", 3))).toBe("a\n");
+    expect(follower.part()).toEqual({ from: 2 });
+    expect(follower.next(piece(2, "b", 3))).toBe("");
+    expect(follower.next(piece(2, "b\nc\n", 6))).toBe("b\nc\n");
+    expect(follower.part()).toEqual({ from: 6 });
+    // Smaller than what was read of it (416 with its size): read again from its start.
+    expect(follower.next({ start: 6, bytes: Buffer.alloc(0), size: 2 })).toBe("");
+    expect(follower.part()).toEqual({ from: 0 });
+    expect(follower.next(piece(0, "x\n", 2))).toBe("x\n");
+    // A proxy that ignores Range answers the whole log: only what is new in it is given.
+    expect(follower.next(piece(0, "x\ny\n", 4))).toBe("y\n");
+    // A tail inside the log: its torn first line is left out.
+    const late = new LogFollower(6);
+    expect(late.next(piece(10, "rn\nd\ne", 16))).toBe("d\n");
+    expect(late.part()).toEqual({ from: 15 });
   });
 
   it("writes the computers' names as text", () => {

@@ -68,10 +68,12 @@ beforeAll(async () => {
     return "{}";
   });
   const gatewayPort = await freePort();
+  // The site proxy reaches the gateway's browse listener, as a computer's does (the published one wants the token).
+  const browsePort = await freePort();
   const relayPort = await freePort();
   const proxy = await startProxy(
     {
-      gateway: `http://127.0.0.1:${gatewayPort}`,
+      gateway: `http://127.0.0.1:${browsePort}`,
       sites: { shop: ["shop.test", "*.shop.test"] },
       reach: "none",
       control: { host: "127.0.0.1", port: 0, cdp: `127.0.0.1:${relayPort}` },
@@ -81,6 +83,7 @@ beforeAll(async () => {
   const control = `http://127.0.0.1:${proxy.startup.control!.port}`;
   const gateway = await startTestGateway({
     listen: { host: "127.0.0.1", port: gatewayPort },
+    browse: { hosts: ["127.0.0.1"], port: browsePort },
     sites: { shop: { server: server.url, frontend: frontend.url } },
     computers: {
       agent: { cdp: `${control}/cdp`, proxyLog: `${control}/log`, endConnections: `${control}/connections/end` },

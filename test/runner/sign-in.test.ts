@@ -123,11 +123,11 @@ describe("sign-in", () => {
     expect(await cookieNames()).toEqual([]);
   });
 
-  it("is refused the browser without the control token, and names a session that is not storage state", async () => {
-    // The session is a site's own route (/svc), the browser the gateway's: only DevTools needs the token.
+  it("is refused the session without the control token, and names a session that is not storage state", async () => {
+    // The session is a live account's: /svc/ wants the control token like every route of the runner's listener.
     await expect(
       signIn({ access: { gatewayUrl, controlToken: "wrong" }, site: "github", computer: "agent" }),
-    ).rejects.toThrow(/could not reach computer agent's browser over DevTools through the gateway: .*401/);
+    ).rejects.toThrow(/site github did not give its session: GET \/svc\/github\/session answered HTTP 401/);
     expect(await cookieNames()).toEqual([]);
     await expect(
       signIn({ access: { gatewayUrl, controlToken: TOKEN }, site: "broken", computer: "agent" }),

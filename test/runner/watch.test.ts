@@ -1,20 +1,50 @@
 // `multienv watch`'s page and feeds, and the screenshot and tabs they share with `status`: the page behind its
 // secret (403 otherwise, the live channel too), the feeds running only while someone watches, and the real feed and
 // screenshot on a real headless Chromium behind the real gateway, on loopback.
+import { appendFileSync, closeSync, openSync, writeSync } from "node:fs";
+import http from "node:http";
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser } from "playwright-core";
 import { WebSocket } from "ws";
-import { computerTabs, screenshotComputer, screenshotFileName } from "../../src/runner/operator/screens";
+import {
+  computerTabs,
+  DEVTOOLS_STEP_MS,
+  screenshotComputer,
+  screenshotFileName,
+} from "../../src/runner/operator/screens";
+import { failureText, note, say } from "../../src/runner/commands/common";
+import type { StackStatus } from "../../src/runner/operator/operator";
+import { formatScreenshots, formatStatus } from "../../src/runner/operator/format";
 import { computerFeed } from "../../src/runner/operator/watch";
 import { startWatchServer, type Feed, type FeedEvent, type WatchMessage } from "../../src/runner/operator/watch-server";
-import { cleanup } from "../helpers/processes";
+import { computerControlToken } from "../../src/protocol/auth";
+import { cleanup, onCleanup } from "../helpers/processes";
 import { startChromium } from "../helpers/chromium";
 import { startHttpServer } from "../helpers/servers";
+import { until } from "../helpers/until";
+import { startProxy } from "../site-proxy/helpers";
 import { startTestGateway } from "./helpers";
 import { TOKEN } from "../gateway/helpers";
-import { until } from "../helpers/until";
 
 afterAll(cleanup);
+
+/** What `print` writes to stdout and stderr, caught. */
+async function stdoutOf(print: () => void): Promise<string> {
+  const written: string[] = [];
+  const out = process.stdout.write.bind(process.stdout);
+  const err = process.stderr.write.bind(process.stderr);
+  const catchText = (chunk: unknown) => (written.push(String(chunk)), true);
+  process.stdout.write = catchText as typeof process.stdout.write;
+  process.stderr.write = catchText as typeof process.stderr.write;
+  try {
+    print();
+  } finally {
+    process.stdout.write = out;
+    process.stderr.write = err;
+  }
+  return written.join("");
+}
 
 /** A feed that records when it runs and lets the test emit. */
 function fakeFeed() {
@@ -261,6 +291,24 @@ describe("a computer's screen over DevTools through the gateway", () => {
     }
   });
 
+  it("gives up on a browser that never answers, in bounded time, naming the step and the computer", async () => {
+    const silent = http.createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    onCleanup(() => (silent.closeAllConnections(), new Promise((resolve) => silent.close(resolve))));
+    const gateway = await startTestGateway({
+      sites: { shop: { server: "http://127.0.0.1:9" } },
+      computers: { mute: { cdp: `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}` } },
+    });
+    const mute = { gatewayUrl: gateway.url, controlToken: TOKEN };
+    for (const step of [() => computerTabs(mute, "mute"), () => screenshotComputer(mute, "mute")]) {
+      const started = Date.now();
+      await expect(step()).rejects.toThrow(
+        /^computer mute's DevTools target list \(GET \/computers\/mute\/cdp\/json\/list\): (no answer|HTTP 50\d)/,
+      );
+      expect(Date.now() - started).toBeLessThan(DEVTOOLS_STEP_MS + 2_000);
+    }
+  }, 60_000);
+
   it("lists the open tabs and takes a PNG of the visible one", async () => {
     expect(await computerTabs(access, "agent")).toEqual([{ url: `${site.url}/one`, title: "One" }]);
     const shot = await screenshotComputer(access, "agent");
@@ -311,4 +359,173 @@ describe("a computer's screen over DevTools through the gateway", () => {
     await new Promise((r) => setTimeout(r, 1_500));
     expect(events.length).toBe(count);
   });
+});
+
+/** Every character a terminal obeys instead of showing: C0, DEL, C1, bidi controls. */
+/* eslint-disable no-control-regex -- the control characters are what it finds (a line break excepted) */
+const TERMINAL_CONTROLS =
+  /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+/* eslint-enable no-control-regex */
+const HOSTILE_TITLE = "Hostile \u009b2J\u009d0;owned\u0007 \u001b[31m \u202egnp.exe\u2066x\u2069 \u0085end";
+
+describe("a page in a background tab that claims to be on screen", () => {
+  // Its script says visible and not hidden, on the document and on Document.prototype, and says so again whenever
+  // asked; the browser knows better.
+  const HOSTILE = `<!doctype html><title>Hostile</title><body style="background: rgb(20, 200, 20)">hostile<script>
+    for (const target of [Document.prototype, document]) {
+      Object.defineProperty(target, "visibilityState", { get: () => "visible", configurable: true });
+      Object.defineProperty(target, "hidden", { get: () => false, configurable: true });
+    }
+    document.addEventListener("visibilitychange", (e) => e.stopImmediatePropagation(), true);
+    // A title a terminal would obey: clear the screen (CSI), set the window title (OSC, BEL), an escape, a line
+    // break, and text turned to read backwards (an override and an isolate).
+    document.title = ${JSON.stringify(HOSTILE_TITLE)};
+  </script></body>`;
+  let access: { gatewayUrl: string; controlToken: string };
+  let agent: Browser;
+  let site: { url: string };
+
+  beforeAll(async () => {
+    const browser = await startChromium();
+    site = await startHttpServer((req) =>
+      req.url === "/hostile" ? HOSTILE : `<!doctype html><title>Shop</title><body>the shop</body>`,
+    );
+    const gateway = await startTestGateway({
+      sites: { shop: { server: "http://127.0.0.1:9" } },
+      computers: { agent: { cdp: browser.cdp } },
+    });
+    access = { gatewayUrl: gateway.url, controlToken: TOKEN };
+    agent = await chromium.connectOverCDP(`${gateway.url}/computers/agent/cdp`, {
+      headers: { Authorization: `Bearer ${TOKEN}` },
+    });
+    const shop = agent.contexts()[0].pages()[0];
+    await shop.goto(`${site.url}/shop`);
+    const hostile = await agent.contexts()[0].newPage();
+    await hostile.goto(`${site.url}/hostile`);
+    // The agent switches back: the shop is on screen, the hostile tab behind it.
+    await shop.bringToFront();
+  });
+
+  afterAll(async () => {
+    await agent?.close().catch(() => undefined);
+  });
+
+  it("screenshot and status show the tab on screen, and screenshot ends", async () => {
+    const started = Date.now();
+    const shot = await screenshotComputer(access, "agent");
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(shot).toMatchObject({ url: `${site.url}/shop`, title: "Shop" });
+    expect((await computerTabs(access, "agent"))[0]).toEqual({ url: `${site.url}/shop`, title: "Shop" });
+  }, 40_000);
+
+  it("watch streams the tab on screen", async () => {
+    const feed = computerFeed(access, "agent");
+    const events: FeedEvent[] = [];
+    await feed.start((event) => events.push(event));
+    try {
+      await until("a first frame", () => events.some((e) => e.type === "frame"), 20_000);
+      expect(events.filter((e) => e.type === "url")).toEqual([{ type: "url", url: `${site.url}/shop`, title: "Shop" }]);
+    } finally {
+      await feed.stop();
+    }
+  }, 40_000);
+
+  it("reaches status and screenshot output with its title's control characters written out", async () => {
+    const tabs = await computerTabs(access, "agent");
+    const title = tabs.find((t) => t.url === `${site.url}/hostile`)?.title ?? "";
+    // The browser drops the C0 controls from a title; the C1 and bidi ones it hands over as the page set them.
+    expect(title).toContain("\u009b2J\u009d0;owned");
+    expect(title).toContain("\u202egnp.exe\u2066x\u2069");
+    const status: StackStatus = {
+      stack: "demo",
+      healthy: true,
+      problems: [],
+      containers: [],
+      gateway: { url: access.gatewayUrl, healthz: { ok: true, status: 200 } },
+      computers: { agent: { tabs } },
+      selfTest: { skipped: true },
+      evidence: { captureTraffic: false, proxyLogs: {} },
+    };
+    const shots = formatScreenshots([
+      { computer: "agent", file: "/a/agent.png", bytes: 1, url: `${site.url}/hostile`, title },
+    ]);
+    const printed = await stdoutOf(() => {
+      say(formatStatus(status));
+      say(JSON.stringify(status, null, 2));
+      say(shots);
+      note(`multienv status: ${title}`);
+    });
+    expect(printed).not.toMatch(TERMINAL_CONTROLS);
+    expect(printed).toContain("Hostile \\u009b2J\\u009d0;owned");
+    expect(printed).toContain("\\u202egnp.exe\\u2066x\\u2069");
+    // The JSON is still the same JSON: the title reads back as the page set it.
+    const json = printed.slice(printed.indexOf("{"), printed.lastIndexOf("}") + 1);
+    expect((JSON.parse(json) as StackStatus).computers.agent.tabs).toEqual(tabs);
+    expect(failureText("status", new Error(`no screenshot: ${HOSTILE_TITLE}`))).not.toMatch(TERMINAL_CONTROLS);
+    expect(
+      formatStatus({ ...status, computers: { agent: { tabs: [{ url: "x", title: HOSTILE_TITLE }] } } }),
+    ).not.toMatch(TERMINAL_CONTROLS);
+  });
+});
+
+describe("a computer's proxy log as watch reads it", () => {
+  it("reads a 20 MB log's tail once, then only what was appended, through the real gateway and site proxy", async () => {
+    const proxy = await startProxy(
+      { control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" } },
+      { token: computerControlToken(TOKEN, "agent") },
+    );
+    // 20 MB of request lines, written where the proxy writes its log.
+    const line = (i: number, host: string) =>
+      JSON.stringify({
+        event: "request",
+        time: "2026-01-01T00:00:00Z",
+        method: "GET",
+        host,
+        port: 443,
+        status: 200,
+        n: i,
+      });
+    const filler = Array.from({ length: 1000 }, (_, i) => line(i, "old.test")).join("\n") + "\n";
+    const fd = openSync(proxy.logPath, "a");
+    for (let written = 0; written < 20 * 1024 * 1024; written += filler.length) writeSync(fd, filler);
+    closeSync(fd);
+    // Between the gateway and the proxy's control listener: a relay counting the bytes the proxy sends.
+    let moved = 0;
+    const relay = net.createServer((client) => {
+      const upstream = net.connect(proxy.startup.control!.port, "127.0.0.1");
+      upstream.on("data", (chunk: Buffer) => (moved += chunk.length));
+      client.pipe(upstream).pipe(client);
+      client.on("error", () => upstream.destroy());
+      upstream.on("error", () => client.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+    onCleanup(() => new Promise((resolve) => relay.close(resolve)));
+    const gateway = await startTestGateway({
+      sites: { shop: { server: "http://127.0.0.1:9" } },
+      computers: {
+        agent: {
+          cdp: "http://127.0.0.1:9",
+          proxyLog: `http://127.0.0.1:${(relay.address() as net.AddressInfo).port}/log`,
+        },
+      },
+    });
+    const feed = computerFeed({ gatewayUrl: gateway.url, controlToken: TOKEN }, "agent");
+    const events: FeedEvent[] = [];
+    await feed.start((event) => events.push(event));
+    try {
+      const logLines = () => events.flatMap((e) => (e.type === "log" ? e.lines : []));
+      // The backlog: the last lines of the log.
+      expect(logLines().length).toBeGreaterThan(0);
+      expect(logLines().every((l) => l.host === "old.test")).toBe(true);
+      appendFileSync(proxy.logPath, line(1, "new.test") + "\n");
+      await until("the appended line", () => logLines().some((l) => l.host === "new.test"), 10_000);
+      // Three more looks.
+      await new Promise((r) => setTimeout(r, 3_500));
+      expect(logLines().filter((l) => l.host === "new.test")).toHaveLength(1);
+    } finally {
+      await feed.stop();
+    }
+    // Read whole each second, that is 20 MB a look; read by what was appended, the tail and a few answers' heads.
+    expect(moved).toBeLessThan(512 * 1024);
+  }, 60_000);
 });

@@ -1,19 +1,20 @@
 // The address check: in every reach mode the proxy never dials the env's own networks (`deny`), loopback,
-// link-local, metadata or unspecified addresses, however the computer spells them and whatever a name resolves to;
-// under an allowlist never a private, shared or reserved address either. A refusal is a 403 with
+// link-local, metadata or unspecified addresses, nor any other range that is not the public web (documentation,
+// benchmarking, NAT64 local-use, 6to4, Teredo, ...), however the computer spells them and whatever a name resolves
+// to; under an allowlist never a private or shared address either. A refusal is a 403 with
 // X-Agentenv-Site-Proxy: refused and a `refused` line naming the address (and the name).
 //
 // Through the real proxy the attacks aim only at loopback-family addresses, where an origin listens and a broken
 // check would connect; addresses off this machine are judged by the check itself, so that a broken check never
 // sends a packet off the machine.
-import * as net from "node:net";
+import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RefusedRecord, RequestRecord } from "../../src/protocol/site-proxy";
 import { createAddressCheck } from "../../src/site-proxy/addresses";
 import { cleanup } from "../helpers/processes";
 import { closedPort } from "../helpers/ports";
 import { connectThrough, curl, type ProxyProcess, startProxy } from "./helpers";
-import { startHttpServer, type TestHttpServer } from "../helpers/servers";
+import { rawExchange, startHttpServer, type TestHttpServer } from "../helpers/servers";
 
 afterAll(cleanup);
 
@@ -70,14 +71,6 @@ describe("the address check", () => {
     ["100.64.0.1", /shared/],
     ["::ffff:10.1.2.3", /private/],
     ["64:ff9b::a01:203", /private/],
-    ["192.0.0.8", /special-purpose/],
-    ["192.0.2.1", /special-purpose/],
-    ["198.18.0.1", /special-purpose/],
-    ["240.0.0.1", /special-purpose/],
-    ["2001:db8::1", /special-purpose/],
-    ["2002:7f00:1::1", /special-purpose/],
-    ["::7f00:1", /outside global unicast/],
-    ["64:ff9b:1::1", /special-purpose/],
   ];
   for (const [address, why] of allowlistOnly) {
     it(`refuses ${address} under an allowlist, and reaches it in allow-all`, () => {
@@ -86,7 +79,60 @@ describe("the address check", () => {
     });
   }
 
-  for (const address of ["8.8.8.8", "1.1.1.1", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"]) {
+  // One address in each range that is not the public web beside the private ones (IANA's special-purpose
+  // registries; IPv6 outside 2000::/3), and the IPv6 forms carrying an IPv4 address that are refused as themselves.
+  const special: [string, RegExp][] = [
+    ["192.0.0.8", /192\.0\.0\.0\/24, IETF protocol assignments/],
+    ["192.0.0.9", /192\.0\.0\.0\/24/],
+    ["192.0.2.1", /TEST-NET-1/],
+    ["198.51.100.7", /TEST-NET-2/],
+    ["203.0.113.9", /TEST-NET-3/],
+    ["198.18.0.1", /benchmarking/],
+    ["198.19.255.254", /benchmarking/],
+    ["192.88.99.1", /6to4 relay anycast/],
+    ["240.0.0.1", /reserved/],
+    ["::ffff:192.0.2.1", /TEST-NET-1/],
+    ["64:ff9b::c000:201", /TEST-NET-1/],
+    ["64:ff9b:1::808:808", /NAT64 local-use/],
+    ["64:ff9b:1:ffff::1", /NAT64 local-use/],
+    ["2001:db8::1", /2001:db8::\/32, documentation/],
+    ["3fff::1", /3fff::\/20, documentation/],
+    ["2001:2::1", /benchmarking/],
+    ["2001::1", /Teredo/],
+    ["2001:0:4136:e378:8000:63bf:3fff:fdd2", /Teredo/],
+    ["2001:20::1", /IETF protocol assignments/],
+    ["2002:808:808::1", /6to4/],
+    ["2002:7f00:1::1", /loopback/],
+    ["2002:c000:201::1", /TEST-NET-1/],
+    ["::808:808", /IPv4-compatible/],
+    ["::7f00:1", /loopback/],
+    ["100::1", /discard-only/],
+    ["100:0:0:1::1", /dummy prefix/],
+    ["5f00::1", /segment routing/],
+    ["4000::1", /outside global unicast/],
+    ["8000::1", /outside global unicast/],
+    ["1::1", /outside global unicast/],
+  ];
+  for (const [address, why] of special) {
+    it(`refuses ${address} in allow-all and under an allowlist: not the public web`, () => {
+      expect(allowAll(address)).toMatch(why);
+      expect(allowlist(address)).toMatch(why);
+    });
+  }
+
+  for (const address of [
+    "8.8.8.8",
+    "1.1.1.1",
+    "192.0.1.1",
+    "198.17.255.255",
+    "198.20.0.1",
+    "2606:4700::1111",
+    "2620:4f:8000::1",
+    "2001:200::1",
+    "::ffff:8.8.8.8",
+    "64:ff9b::808:808",
+    "::ffff:0:808:808",
+  ]) {
     it(`reaches the public address ${address} in both modes`, () => {
       expect(allowAll(address)).toBeUndefined();
       expect(allowlist(address)).toBeUndefined();
@@ -112,18 +158,6 @@ describe("the address check", () => {
 });
 
 /** Raw bytes to the proxy, its whole answer back: these spellings are what a client library would rewrite. */
-function rawExchange(port: number, bytes: string): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, "127.0.0.1");
-    let text = "";
-    socket.on("data", (d: Buffer) => (text += d.toString()));
-    socket.on("error", () => {});
-    socket.on("close", () => resolve(text));
-    socket.write(bytes);
-    setTimeout(() => socket.destroy(), 3_000);
-  });
-}
-
 describe("attacks on loopback through the proxy", () => {
   let origin: TestHttpServer;
   let allowAll: ProxyProcess;
@@ -150,10 +184,12 @@ describe("attacks on loopback through the proxy", () => {
   async function expectRefused(proxy: ProxyProcess, host: string, address: RegExp): Promise<void> {
     const authority = `${host}:${origin.port}`;
     const before = origin.connections;
-    const viaHttp = await rawExchange(
-      proxy.port,
-      `GET http://${authority}/x HTTP/1.1\r\nHost: ${authority}\r\nConnection: close\r\n\r\n`,
-    );
+    const viaHttp = (
+      await rawExchange(
+        proxy.port,
+        `GET http://${authority}/x HTTP/1.1\r\nHost: ${authority}\r\nConnection: close\r\n\r\n`,
+      )
+    ).toString("latin1");
     expect(viaHttp, `GET http://${authority}/`).toMatch(/^HTTP\/1\.1 403 /);
     expect(viaHttp).toMatch(/^X-Agentenv-Site-Proxy: refused$/im);
     const viaConnect = await connectThrough(proxy.port, authority);
@@ -262,5 +298,71 @@ describe("attacks on loopback through the proxy", () => {
     expect([result.status, result.body]).toEqual([200, "the origin answered"]);
     const record = await proxy.waitForRecord<RequestRecord>("the request line", (r) => r.event === "request");
     expect(record).toMatchObject({ method: "GET", host: "127.0.0.1", port: origin.port, status: 200 });
+  });
+});
+
+/** True when this process is in a network namespace of its own with loopback alone (scripts/loopback-only.sh). */
+function inLoopbackOnlyNamespace(): boolean {
+  try {
+    const links = execFileSync("ip", ["-o", "link", "show"], { encoding: "utf8" }).trim().split("\n");
+    return links.length === 1 && /: lo:/.test(links[0]);
+  } catch {
+    return false;
+  }
+}
+
+describe("addresses that are not the public web, through an allow-all proxy", () => {
+  // Each is put on loopback when this runs in a namespace of its own (as root), with an origin listening there: a
+  // proxy that dialled one would reach it. Elsewhere nothing answers there, and the refusal is checked alone.
+  const addresses = [
+    "192.0.2.1",
+    "198.51.100.1",
+    "203.0.113.1",
+    "198.18.0.1",
+    "64:ff9b:1::808:808",
+    "2001:db8::1",
+    "2002:808:808::1",
+    "2001::1",
+    "3fff::1",
+  ];
+
+  it("refuses each, by literal and by a name resolving to it, in raw bytes, and its origin is never contacted", async () => {
+    const onLoopback = inLoopbackOnlyNamespace();
+    if (onLoopback)
+      for (const address of addresses)
+        execFileSync("ip", ["addr", "add", `${address}/${address.includes(":") ? 128 : 32}`, "dev", "lo"]);
+    const origin = await startHttpServer(() => "the origin answered", "::");
+    const resolve = Object.fromEntries(addresses.map((a, i) => [`special${i}.test`, [a]]));
+    const proxy = await startProxy({ reach: "allow-all", allowAddresses: [], resolve });
+    if (onLoopback) {
+      // The origin is there: a direct connection reaches it.
+      const direct = (
+        await rawExchange(origin.port, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5_000, "192.0.2.1")
+      ).toString("latin1");
+      expect(direct).toMatch(/the origin answered/);
+    }
+    const before = origin.connections;
+    const hosts = [...addresses.map((a) => (a.includes(":") ? `[${a}]` : a)), ...Object.keys(resolve)];
+    for (const host of hosts) {
+      const authority = `${host}:${origin.port}`;
+      const viaHttp = (
+        await rawExchange(
+          proxy.port,
+          `GET http://${authority}/x HTTP/1.1\r\nHost: ${authority}\r\nConnection: close\r\n\r\n`,
+        )
+      ).toString("latin1");
+      expect(viaHttp, `GET http://${authority}/`).toMatch(/^HTTP\/1\.1 403 /);
+      expect(viaHttp).toMatch(/^X-Agentenv-Site-Proxy: refused$/im);
+      const viaConnect = await connectThrough(proxy.port, authority);
+      expect(viaConnect.status, `CONNECT ${authority}`).toBe(403);
+      viaConnect.socket.destroy();
+    }
+    expect(origin.connections, "the origin was never contacted").toBe(before);
+    const refused = proxy.records().filter((r): r is RefusedRecord => r.event === "refused");
+    for (const [i, address] of addresses.entries())
+      expect(refused.find((r) => r.host === `special${i}.test`)).toMatchObject({
+        address,
+        why: expect.stringMatching(/not the public web/),
+      });
   });
 });

@@ -123,6 +123,27 @@ describe("the control listener's token", () => {
   });
 });
 
+describe("the log in pieces", () => {
+  it("answers a Range from a byte on, or of the last bytes, with 206 and the log's size; past its end 416", async () => {
+    const whole = fs.readFileSync(proxy.logPath);
+    const size = whole.length;
+    const from = await fetch(`${control}/log`, { headers: { ...auth, Range: "bytes=5-" } });
+    expect(from.status).toBe(206);
+    expect(from.headers.get("content-range")).toBe(`bytes 5-${size - 1}/${size}`);
+    expect(Buffer.from(await from.arrayBuffer())).toEqual(whole.subarray(5));
+    const last = await fetch(`${control}/log`, { headers: { ...auth, Range: "bytes=-10" } });
+    expect(last.status).toBe(206);
+    expect(Buffer.from(await last.arrayBuffer())).toEqual(whole.subarray(size - 10));
+    const past = await fetch(`${control}/log`, { headers: { ...auth, Range: `bytes=${size + 100}-` } });
+    expect(past.status).toBe(416);
+    expect(past.headers.get("content-range")).toBe(`bytes */${size}`);
+    // Any other form is answered with the whole log.
+    const other = await fetch(`${control}/log`, { headers: { ...auth, Range: "bytes=0-3,5-9" } });
+    expect(other.status).toBe(200);
+    expect((await other.arrayBuffer()).byteLength).toBeGreaterThanOrEqual(size);
+  });
+});
+
 describe("the computer's token on the forward port", () => {
   it("never goes on to a host or the gateway, in any form a site could decode back; a site's own credential does", async () => {
     const upstream = await startHttpServer();

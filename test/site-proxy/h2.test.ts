@@ -356,14 +356,17 @@ describe("HTTP/2 attacks", () => {
       expect(answer.headers["x-agentenv-site-proxy"], authority).toBe("refused");
     }
     expect(gateway.requests.length).toBe(before);
-    expect(proxy.records()).toContainEqual(
-      expect.objectContaining({
-        event: "refused",
-        host: "docs.test",
-        port: 443,
-        why: "this connection is for shop.test only",
-      } satisfies Partial<RefusedRecord>),
+    // The log line is written after the answer: wait for it rather than read the log at once.
+    const refused = await proxy.waitForRecord<RefusedRecord>(
+      "the refusal of docs.test",
+      (r) => r.event === "refused" && (r as RefusedRecord).host === "docs.test",
     );
+    expect(refused).toMatchObject({
+      event: "refused",
+      host: "docs.test",
+      port: 443,
+      why: "this connection is for shop.test only",
+    } satisfies Partial<RefusedRecord>);
     // The connection still serves its own name.
     expect((await h2Get(session, { ":path": "/own" })).body).toBe("the site shop at /website/shop/own");
     session.close();

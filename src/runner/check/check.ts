@@ -1,13 +1,11 @@
 // `multienv check`: validates a task stack offline. Reads the stack file (a `secure:` value counts as a secret
 // without being decrypted), loads and validates its config, plans it, runs the program under Pulumi's mocks
 // and holds the rendered graph to the graph checks (the policy pack). Needs no Pulumi CLI, cloud or Docker.
-import { existsSync } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
-import { ConfigError, readStackFile, stackNameOfFile } from "../../config";
-import { formatProblem, plan, type Plan } from "../../plan";
+import type { Plan } from "../../plan";
 import { runPolicies } from "../../../policies/evaluate";
 import { RESOURCE_TYPES } from "../../providers/types";
 import { GraphError, renderGraph, type Graph, type GraphResource } from "./graph";
+import { checkStackFile } from "./stack-file";
 
 /** One finding of a graph check: which check (policy), on which resource, what is wrong and how to comply. */
 export interface GraphFinding {
@@ -49,24 +47,6 @@ export interface CheckResult {
   outputs: Record<string, unknown>;
 }
 
-/**
- * A stack name (`stacks/Pulumi.<stack>.yaml` under the project directory) or a path to a stack file.
- * An argument with a slash or a .yaml/.yml ending is a path.
- */
-export function resolveStackFile(
-  stackOrPath: string,
-  projectDir: string = process.cwd(),
-): { file: string; stack: string } {
-  const looksLikePath = stackOrPath.includes("/") || /\.ya?ml$/.test(stackOrPath);
-  if (looksLikePath) {
-    const file = isAbsolute(stackOrPath) ? stackOrPath : resolve(process.cwd(), stackOrPath);
-    return { file, stack: stackNameOfFile(file) };
-  }
-  const inStacks = join(projectDir, "stacks", `Pulumi.${stackOrPath}.yaml`);
-  const file = existsSync(inStacks) ? inStacks : join(projectDir, `Pulumi.${stackOrPath}.yaml`);
-  return { file: existsSync(file) ? file : inStacks, stack: stackOrPath };
-}
-
 export interface CheckOptions {
   /** Where `stacks/` is; default: the working directory. */
   projectDir?: string;
@@ -75,19 +55,12 @@ export interface CheckOptions {
 }
 
 export async function checkStack(stackOrPath: string, options: CheckOptions = {}): Promise<CheckResult> {
-  const { file, stack } = resolveStackFile(stackOrPath, options.projectDir);
+  const offline = checkStackFile(stackOrPath, options.projectDir);
+  const { stack, file, stackFile } = offline;
   const empty = { stack, file, resources: [], outputs: {} };
-  let stackFile;
-  try {
-    stackFile = readStackFile(file, stack);
-  } catch (error) {
-    if (error instanceof ConfigError)
-      return { ...empty, ok: false, problems: error.problems.map(formatProblem), warnings: [] };
-    throw error;
-  }
-  const planned = plan(stackFile.config, { stack });
-  if (!planned.ok)
-    return { ...empty, ok: false, problems: planned.problems.map(formatProblem), warnings: planned.warnings };
+  if (!offline.ok || stackFile === undefined || offline.plan === undefined)
+    return { ...empty, ok: false, problems: offline.problems, warnings: offline.warnings };
+  const planned = { plan: offline.plan, warnings: offline.warnings };
 
   let graph: Graph;
   try {

@@ -21,7 +21,12 @@ export function register(program: Command): void {
       // Loaded when run, not when registered: the program and Pulumi's SDK take seconds to load,
       // and `--help` or another subcommand should not pay for them.
       const { checkJson, checkStack, checkText } = require("../check/check") as typeof import("../check/check");
-      const result = await checkStack(stack, { projectDir: options.projectDir });
+      const result = await checkStack(stack, { projectDir: options.projectDir }).catch((error: unknown) => {
+        // With --json, stdout is JSON whatever happened: a failure the check did not foresee is its one problem.
+        if (!options.json) throw error;
+        const message = (error instanceof Error ? error.message : String(error)).split("\n")[0];
+        return { ok: false, stack, file: stack, problems: [message], warnings: [], resources: [], outputs: {} };
+      });
       if (options.json) {
         process.stdout.write(`${checkJson(result)}\n`);
       } else {

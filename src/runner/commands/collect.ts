@@ -9,7 +9,7 @@ import { readCollectorEnvironment } from "../../protocol/collector";
 import type { CollectResult } from "../evidence/collect";
 import type { GatewayAccess } from "../stack/outputs";
 import { RunnerError } from "../errors";
-import { note, runAction, say, withProjectDir, type CommonOptions } from "./common";
+import { checkFirst, type CommonOptions, note, runAction, say, withProjectDir } from "./common";
 
 interface CollectOptions extends CommonOptions {
   failOnCaptureError?: boolean;
@@ -91,6 +91,7 @@ export function register(program: Command): void {
         throw new RunnerError(
           `stack ${stack}: --end-connections is for teardown (--from-env); \`multienv down ${stack}\` ends them itself`,
         );
+      await checkFirst(stack, options, "deployed");
       const artifactsDir = resolve(options.artifacts ?? artifactsDirOf(options.projectDir, stack));
       const { collectCaptures } = require("../index") as typeof import("../index");
       const result = await collectCaptures(stack, {

@@ -4,6 +4,8 @@
 import type { Command } from "commander";
 import { RunnerError } from "../errors";
 import { DEFAULT_PROJECT_DIR } from "../evidence/artifacts";
+import type { StateNeed } from "../check/preflight";
+import { printable, printableLines } from "../terminal-text";
 
 export interface CommonOptions {
   projectDir: string;
@@ -18,14 +20,14 @@ export function withProjectDir(command: Command): Command {
   );
 }
 
-/** Prints a line to stdout. */
+/** Prints a line to stdout, any control character in it written out (../terminal-text.ts). */
 export function say(line: string): void {
-  process.stdout.write(`${line}\n`);
+  process.stdout.write(`${printableLines(line)}\n`);
 }
 
-/** Prints a warning or progress line to stderr, keeping stdout for results. */
+/** Prints a warning or progress line to stderr, keeping stdout for results; control characters written out. */
 export function note(line: string): void {
-  process.stderr.write(`${line}\n`);
+  process.stderr.write(`${printableLines(line)}\n`);
 }
 
 /**
@@ -37,8 +39,19 @@ export function failureText(command: string | undefined, error: unknown): string
   const [first, ...rest] = message.split("\n");
   const facts = error instanceof RunnerError ? rest.map((l) => l.trim()).filter((l) => l !== "") : [];
   return (
-    [`multienv${command === undefined ? "" : ` ${command}`}: ${first}`, ...facts.map((l) => `  ${l}`)].join("\n") + "\n"
+    [`multienv${command === undefined ? "" : ` ${command}`}: ${first}`, ...facts.map((l) => `  ${l}`)]
+      .map(printable)
+      .join("\n") + "\n"
   );
+}
+
+/**
+ * The checks a command on a stack runs before any Pulumi call or passphrase prompt (../check/preflight.ts): its stack
+ * file offline, then whether the state holds what the command `needs`. Loaded when run, like every command's work.
+ */
+export async function checkFirst(stack: string, options: CommonOptions, needs: StateNeed): Promise<void> {
+  const { preflight } = require("../check/preflight") as typeof import("../check/preflight");
+  await preflight(stack, { projectDir: options.projectDir, need: needs, log: note });
 }
 
 /** Runs a command's action; any failure ends the process with its lines on stderr (failureText) and exit code 1. */

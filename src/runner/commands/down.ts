@@ -1,6 +1,6 @@
 // `multienv down <stack>`: collect whatever is not collected yet, then destroy the stack.
 import type { Command } from "commander";
-import { note, runAction, say, withProjectDir, type CommonOptions } from "./common";
+import { checkFirst, type CommonOptions, note, runAction, say, withProjectDir } from "./common";
 
 interface DownOptions extends CommonOptions {
   failOnCaptureError?: boolean;
@@ -19,6 +19,7 @@ export function register(program: Command): void {
       .option("--remove", "also remove the stack from the state backend once destroyed"),
   ).action((stack: string, options: DownOptions) =>
     runAction("down", async () => {
+      await checkFirst(stack, options, options.remove ? "stack" : "resources");
       const { destroyStack } = require("../index") as typeof import("../index");
       const result = await destroyStack(stack, {
         projectDir: options.projectDir,

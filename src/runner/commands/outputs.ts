@@ -1,6 +1,6 @@
 // `multienv outputs <stack>`: a deployed stack's outputs, read again without deploying.
 import type { Command } from "commander";
-import { runAction, say, withProjectDir, type CommonOptions } from "./common";
+import { checkFirst, type CommonOptions, runAction, say, withProjectDir } from "./common";
 
 interface OutputsOptions extends CommonOptions {
   showSecrets?: boolean;
@@ -22,6 +22,7 @@ export function register(program: Command): void {
       .option("--json", "print the outputs as one JSON object"),
   ).action((stack: string, options: OutputsOptions) =>
     runAction("outputs", async () => {
+      await checkFirst(stack, options, "deployed");
       const { stackOutputs } = require("../index") as typeof import("../index");
       const { formatDisplayed } = require("../stack/outputs") as typeof import("../stack/outputs");
       const shown = await stackOutputs(stack, { projectDir: options.projectDir, showSecrets: options.showSecrets });

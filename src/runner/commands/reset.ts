@@ -1,6 +1,6 @@
 // `multienv reset <stack>`: put the deployed env back to the state right after `up` for the next episode.
 import type { Command } from "commander";
-import { note, runAction, say, withProjectDir, type CommonOptions } from "./common";
+import { checkFirst, type CommonOptions, note, runAction, say, withProjectDir } from "./common";
 
 interface ResetOptions extends CommonOptions {
   collect?: boolean;
@@ -25,6 +25,7 @@ export function register(program: Command): void {
       ),
   ).action((stack: string, options: ResetOptions) =>
     runAction("reset", async () => {
+      await checkFirst(stack, options, "deployed");
       const { resetStack } = require("../index") as typeof import("../index");
       const result = await resetStack(stack, {
         projectDir: options.projectDir,

@@ -1,6 +1,6 @@
 // `multienv screenshot <stack>`: a PNG of each computer's visible tab, through the gateway.
 import type { Command } from "commander";
-import { runAction, say, withProjectDir, type CommonOptions } from "./common";
+import { checkFirst, type CommonOptions, runAction, say, withProjectDir } from "./common";
 
 interface ScreenshotOptions extends CommonOptions {
   computer?: string;
@@ -19,6 +19,7 @@ export function register(program: Command): void {
       .option("--out <dir>", "where the PNGs go (default: artifacts/<stack>/screenshots)"),
   ).action((stack: string, options: ScreenshotOptions) =>
     runAction("screenshot", async () => {
+      await checkFirst(stack, options, "deployed");
       const { screenshotStack } = require("../index") as typeof import("../index");
       const { formatScreenshots } = require("../operator/format") as typeof import("../operator/format");
       const shots = await screenshotStack(stack, {

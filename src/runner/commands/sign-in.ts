@@ -1,6 +1,6 @@
 // `multienv sign-in <stack> --site <s> --computer <c>`: load a site's session into a computer's browser.
 import type { Command } from "commander";
-import { runAction, say, withProjectDir, type CommonOptions } from "./common";
+import { checkFirst, type CommonOptions, runAction, say, withProjectDir } from "./common";
 
 interface SignInOptions extends CommonOptions {
   site: string;
@@ -21,6 +21,7 @@ export function register(program: Command): void {
       .option("--sign-out", "sign the browser out of the site instead: remove its cookies and storage"),
   ).action((stack: string, options: SignInOptions) =>
     runAction("sign-in", async () => {
+      await checkFirst(stack, options, "deployed");
       const { signIn, signOut } = require("../index") as typeof import("../index");
       const target = { projectDir: options.projectDir, site: options.site, computer: options.computer };
       if (options.signOut) {

@@ -1,6 +1,6 @@
 // `multienv status <stack>`: one deployed env's health and evidence so far; exit 1 naming what is not healthy.
 import type { Command } from "commander";
-import { note, runAction, say, withProjectDir, type CommonOptions } from "./common";
+import { checkFirst, type CommonOptions, note, runAction, say, withProjectDir } from "./common";
 
 interface StatusOptions extends CommonOptions {
   json?: boolean;
@@ -20,6 +20,7 @@ export function register(program: Command): void {
       ),
   ).action((stack: string, options: StatusOptions) =>
     runAction("status", async () => {
+      await checkFirst(stack, options, "deployed");
       const { stackStatus } = require("../index") as typeof import("../index");
       const { formatStatus } = require("../operator/format") as typeof import("../operator/format");
       const status = await stackStatus(stack, { projectDir: options.projectDir });

@@ -1,6 +1,6 @@
 // `multienv up <stack>`: deploy a task stack, showing progress as resources complete and the outputs after.
 import type { Command } from "commander";
-import { note, runAction, say, withProjectDir, type CommonOptions } from "./common";
+import { checkFirst, type CommonOptions, note, runAction, say, withProjectDir } from "./common";
 
 interface UpOptions extends CommonOptions {
   showSecrets?: boolean;
@@ -26,6 +26,7 @@ export function register(program: Command): void {
       ),
   ).action((stack: string, options: UpOptions) =>
     runAction("up", async () => {
+      await checkFirst(stack, options, "none");
       // Loaded when run, not when registered: `--help` and argument errors stay fast.
       const { deployStack } = require("../index") as typeof import("../index");
       const { formatDisplayed } = require("../stack/outputs") as typeof import("../stack/outputs");

@@ -1,6 +1,6 @@
 // `multienv watch <stack>`: a local page showing every computer's screen live; runs until interrupted.
 import type { Command } from "commander";
-import { note, runAction, say, withProjectDir, type CommonOptions } from "./common";
+import { checkFirst, type CommonOptions, note, runAction, say, withProjectDir } from "./common";
 
 interface WatchOptions extends CommonOptions {
   port: string;
@@ -20,6 +20,7 @@ export function register(program: Command): void {
       const port = Number(options.port);
       if (!Number.isInteger(port) || port < 0 || port > 65535)
         throw new Error(`--port ${options.port}: give a port number from 0 to 65535 (0: a free one)`);
+      await checkFirst(stack, options, "deployed");
       const { watchStack } = require("../index") as typeof import("../index");
       const server = await watchStack(stack, { projectDir: options.projectDir, port });
       say(server.url);

@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { mkdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { bearer } from "../../protocol/auth";
 import { CARD_PATH, type AgentEnvCard } from "../../protocol/card";
 import { episodeOf } from "../../protocol/site-proxy";
 import {
@@ -145,8 +146,10 @@ async function downloadCapture(
 }
 
 /** Whether the gateway declares traffic/v1 in its card. */
-async function gatewayServesTraffic(gatewayUrl: string): Promise<boolean> {
-  const response = await fetch(gatewayUrl.replace(/\/+$/, "") + CARD_PATH);
+async function gatewayServesTraffic(gatewayUrl: string, controlToken: string): Promise<boolean> {
+  const response = await fetch(gatewayUrl.replace(/\/+$/, "") + CARD_PATH, {
+    headers: { authorization: bearer(controlToken) },
+  });
   if (!response.ok) throw new Error(`reading the gateway's card: HTTP ${response.status}`);
   return servesTraffic((await response.json()) as AgentEnvCard);
 }
@@ -270,7 +273,7 @@ export async function collectRun(options: CollectOptions): Promise<CollectResult
   let result = { record, downloaded: [] as string[], skipped: [] as string[], errors: [] as CaptureErrorRecord[] };
   if (captureTraffic === undefined) {
     try {
-      captureTraffic = await gatewayServesTraffic(options.access.gatewayUrl);
+      captureTraffic = await gatewayServesTraffic(options.access.gatewayUrl, options.access.controlToken);
     } catch (error) {
       // Unknown whether it captures: treat as capturing, so the failure is reported rather than skipped.
       captureTraffic = true;

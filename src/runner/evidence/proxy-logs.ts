@@ -14,6 +14,8 @@ export function proxyLogPath(computer: string): string {
   return `/computers/${encodeURIComponent(computer)}/proxy-log`;
 }
 
+const LOG_READ_TIMEOUT_MS = 30_000;
+
 /** Fetches a computer's site-proxy log (JSON lines) through the gateway. */
 export async function fetchProxyLog(gatewayUrl: string, token: string, computer: string): Promise<string> {
   const response = await fetch(gatewayUrl.replace(/\/+$/, "") + proxyLogPath(computer), {
@@ -27,6 +29,48 @@ export async function fetchProxyLog(gatewayUrl: string, token: string, computer:
       `fetching the site-proxy log of computer ${computer}: HTTP ${response.status} ${body.slice(0, 300)}`.trim(),
     );
   return body;
+}
+
+/** A piece of a computer's site-proxy log: its bytes from byte `start`, and the log's size when the proxy said. */
+export interface ProxyLogPiece {
+  start: number;
+  bytes: Buffer;
+  size?: number;
+}
+
+/**
+ * The part of a computer's site-proxy log asked for, through the gateway: from byte `from` on (what was appended
+ * since), or its `last` bytes (an HTTP Range request the site proxy answers 206 or, with nothing new, 416). A proxy
+ * that ignores Range answers the whole log, a piece from byte 0.
+ */
+export async function fetchProxyLogPiece(
+  gatewayUrl: string,
+  token: string,
+  computer: string,
+  part: { from: number } | { last: number },
+): Promise<ProxyLogPiece> {
+  const what = `fetching the site-proxy log of computer ${computer}`;
+  const range = "from" in part ? `bytes=${part.from}-` : `bytes=-${part.last}`;
+  const response = await fetch(gatewayUrl.replace(/\/+$/, "") + proxyLogPath(computer), {
+    headers: { authorization: bearer(token), range },
+    signal: AbortSignal.timeout(LOG_READ_TIMEOUT_MS),
+  }).catch((error: unknown) => {
+    throw new Error(`${what}: ${errorMessage(error)}`);
+  });
+  const bytes = Buffer.from(await response.arrayBuffer());
+  const contentRange = response.headers.get("content-range") ?? "";
+  if (response.status === 206) {
+    const match = /^bytes (\d+)-\d+\/(\d+)$/.exec(contentRange);
+    if (match === null) throw new Error(`${what}: a 206 answer without a byte range (${contentRange || "none"})`);
+    return { start: Number(match[1]), bytes, size: Number(match[2]) };
+  }
+  if (response.status === 416) {
+    const size = Number(/^bytes \*\/(\d+)$/.exec(contentRange)?.[1] ?? Number.NaN);
+    if (Number.isNaN(size)) throw new Error(`${what}: a 416 answer without the log's size`);
+    return { start: "from" in part ? part.from : size, bytes: Buffer.alloc(0), size };
+  }
+  if (!response.ok) throw new Error(`${what}: HTTP ${response.status} ${bytes.subarray(0, 300).toString()}`.trim());
+  return { start: 0, bytes, size: bytes.length };
 }
 
 /**
@@ -68,9 +112,10 @@ export async function logsSettled(
 ): Promise<void> {
   const sizes = async () =>
     Promise.all(
+      // Its last byte tells its size (Content-Range); a proxy that ignores Range sends it whole.
       computers.map((c) =>
-        fetchProxyLog(access.gatewayUrl, access.controlToken, c).then(
-          (t) => t.length,
+        fetchProxyLogPiece(access.gatewayUrl, access.controlToken, c, { last: 1 }).then(
+          (piece) => piece.size ?? piece.start + piece.bytes.length,
           () => -1,
         ),
       ),

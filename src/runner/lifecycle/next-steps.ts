@@ -13,10 +13,10 @@ export function nextSteps(stack: string, outputs: Pick<StackOutputs, "computers"
     );
   } else for (const [name, computer] of computers) lines.push(`  computer ${name}'s DevTools: ${computer.cdpUrl}`);
   if (computers.length > 0 && (outputs.gatewayUrl === undefined || !isPortForwardUrl(outputs.gatewayUrl))) {
-    const [, first] = computers[0];
+    const [firstName, first] = computers[0];
     lines.push(
-      `  an agent connects with Playwright: chromium.connectOverCDP("${first.cdpUrl}", { headers: { Authorization: "Bearer <token>" } })`,
-      `  the token (controlToken): multienv outputs ${stack} --show-secrets`,
+      `  an agent connects with Playwright: chromium.connectOverCDP("${first.cdpUrl}", { headers: { Authorization: "Bearer <agent token>" } })`,
+      `  its agent token (agentTokens.${firstName}, which opens that computer's DevTools alone): multienv outputs ${stack} --show-secrets`,
     );
   }
   const commands: [string, string][] = [

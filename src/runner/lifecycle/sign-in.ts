@@ -71,8 +71,9 @@ export async function withComputerBrowser<T>(
     if (context === undefined) throw new Error(`computer ${computer}'s browser has no default context`);
     return await use(context, browser);
   } finally {
-    // Over CDP this only disconnects; the computer's browser keeps running.
-    await browser.close().catch(() => undefined);
+    // Over CDP this only disconnects; the computer's browser keeps running. A gateway that went quiet does not
+    // hold the command up.
+    await Promise.race([browser.close().catch(() => undefined), new Promise((r) => setTimeout(r, 5_000).unref())]);
   }
 }
 

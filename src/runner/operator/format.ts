@@ -1,6 +1,7 @@
 // How `ls`, `status` and `screenshot` read at a terminal. Pure: the JSON forms are the library's objects as they are.
 import type { StackList, StackStatus } from "./operator";
 import type { Screenshot } from "./screens";
+import { printable } from "../terminal-text";
 
 /** Rows as columns, each as wide as its widest cell, two spaces apart. */
 export function table(rows: string[][]): string[] {
@@ -91,10 +92,11 @@ export function formatStatus(status: StackStatus): string {
     out.push("not healthy:");
     for (const problem of status.problems) out.push(`  ${problem}`);
   }
-  return out.join("\n");
+  // A page's title or a self-test's finding is the site's text: a line break in one stays inside its line.
+  return out.map(printable).join("\n");
 }
 
 /** `screenshot`: one line per file. */
 export function formatScreenshots(shots: Screenshot[]): string {
-  return shots.map((s) => `${s.file} (${s.bytes} bytes): computer ${s.computer} at ${s.url}`).join("\n");
+  return shots.map((s) => printable(`${s.file} (${s.bytes} bytes): computer ${s.computer} at ${s.url}`)).join("\n");
 }

@@ -3,9 +3,9 @@
 // far), `outputs` (without deploying again) and `screenshot` (each computer's visible tab). All of it only reads:
 // no stack lock is taken and nothing in an env changes.
 //
-// The stacks and their resources come from the state's checkpoint files (stack/state-files.ts), their containers' (or
-// pods') states from the target's runtime (runtimes/runtimes.ts); the control token, a secret, from the Automation API
-// (gatewayAccess), which also opens the way to the gateway (a port-forward on the kubernetes target).
+// The stacks and their resources come from the state's checkpoint files (../stack/state-files.ts), their containers'
+// (or pods') states from the target's runtime (../runtimes/runtimes.ts); the control token, a secret, from the
+// Automation API (gatewayAccess), which also opens the way to the gateway (a port-forward on the kubernetes target).
 import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
@@ -190,11 +190,14 @@ export function proxyLogSize(text: string): ProxyLogSize {
 /** What is not healthy in a status, one line each naming it; empty when all is well. */
 export function statusProblems(status: Omit<StackStatus, "healthy" | "problems">): string[] {
   const problems: string[] = [];
+  const { healthz } = status.gateway;
   for (const container of status.containers) {
+    // A container whose own health check has not run yet (a site image's may wait 30 s) is judged as the deploy
+    // judged it: by the gateway's /healthz, which answers ready only when every site server answers /ready.
+    if (container.health === "starting" && container.state === "running" && healthz.ok) continue;
     const problem = containerProblem(container);
     if (problem !== undefined) problems.push(`${container.kind ?? "container"} ${container.name}: ${problem}`);
   }
-  const { healthz } = status.gateway;
   if (!healthz.ok) {
     const why =
       healthz.error ??

@@ -1,14 +1,27 @@
 // What a computer's browser shows, read over DevTools through the gateway with the control token (the same
 // connection sign-in and reset use): its open tabs, the one on screen, and a PNG of it. Nothing here clicks, types
 // or navigates: an operator looking must not change what the agent sees.
+//
+// Which tab is on screen is what the browser says, never what a page says: DevTools' target list (`/json/list`)
+// is the browser's, ordered by when each target was last shown, so its first page is the tab on screen. A page's
+// own script can redefine `document.visibilityState` or `document.hidden`; it cannot reorder that list. Every
+// DevTools step here ends within a bound, with an error naming the step and the computer.
 import type { BrowserContext, Page } from "playwright-core";
-import { withComputerBrowser } from "../lifecycle/sign-in";
+import { bearer } from "../../protocol/auth";
+import { errorMessage } from "../errors";
+import { cdpUrlOf, withComputerBrowser } from "../lifecycle/sign-in";
 import type { GatewayAccess } from "../stack/outputs";
 
 /** One open tab. */
 export interface Tab {
   url: string;
   title: string;
+}
+
+/** A page target as the browser lists it. */
+export interface PageTarget extends Tab {
+  /** DevTools' target id. */
+  id: string;
 }
 
 /** A PNG of a computer's visible tab, written to `file`. */
@@ -21,74 +34,109 @@ export interface Screenshot {
   title: string;
 }
 
-const PAGE_QUESTION_MS = 3_000;
+/** How long one DevTools step may take (a page busy with a long script, a browser that went away). */
+export const DEVTOOLS_STEP_MS = 15_000;
 
-/** `promise`, or `fallback` once `ms` have passed (a page busy with a long script answers nothing). */
-function within<T>(promise: Promise<T>, ms: number, fallback: T): Promise<T> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(fallback), ms);
+/** `promise`, or an error naming `what` once `ms` have passed. */
+export function bounded<T>(promise: Promise<T>, what: string, ms = DEVTOOLS_STEP_MS): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms / 1000} s`)), ms);
     timer.unref();
     promise.then(
       (value) => (clearTimeout(timer), resolve(value)),
-      () => (clearTimeout(timer), resolve(fallback)),
+      (error: unknown) => (clearTimeout(timer), reject(error instanceof Error ? error : new Error(String(error)))),
     );
   });
 }
 
-/** The tabs of the browser's default context, in its order, with their titles. */
-export async function tabsOf(context: BrowserContext): Promise<Tab[]> {
-  return Promise.all(
-    context.pages().map(async (page) => ({ url: page.url(), title: await within(page.title(), PAGE_QUESTION_MS, "") })),
-  );
-}
-
 /**
- * The tab on the computer's screen: the one whose document is visible (a headless Chromium shows one tab of a window,
- * as a headed one does), the last such when several are; else the first tab. Undefined when no tab is open.
+ * The browser's page targets (DevTools `/json/list` through the gateway), the tab on screen first: the browser lists
+ * its targets by when each was last shown.
  */
-export async function visibleTab(context: BrowserContext): Promise<Page | undefined> {
-  const pages = context.pages();
-  const states = await Promise.all(
-    pages.map((page) =>
-      within(
-        page.evaluate(
-          () => (globalThis as unknown as { document: { visibilityState: string } }).document.visibilityState,
-        ),
-        PAGE_QUESTION_MS,
-        "unknown",
-      ),
-    ),
-  );
-  const visible = pages.filter((_, i) => states[i] === "visible");
-  return visible.at(-1) ?? pages[0];
-}
-
-/** The computer's open tabs. */
-export async function computerTabs(access: GatewayAccess, computer: string): Promise<Tab[]> {
-  return withComputerBrowser(access, computer, (context) => tabsOf(context));
-}
-
-/** A PNG of the visible tab (DevTools `Page.captureScreenshot`: the page as painted, nothing emulated). */
-export async function capturePng(context: BrowserContext, page: Page): Promise<Buffer> {
-  const session = await context.newCDPSession(page);
+export async function pageTargets(access: GatewayAccess, computer: string): Promise<PageTarget[]> {
+  const what = `computer ${computer}'s DevTools target list (GET /computers/${computer}/cdp/json/list)`;
+  let body: unknown;
   try {
-    const { data } = (await session.send("Page.captureScreenshot", { format: "png" })) as { data: string };
-    return Buffer.from(data, "base64");
+    const response = await fetch(`${cdpUrlOf(access.gatewayUrl, computer)}/json/list`, {
+      headers: { authorization: bearer(access.controlToken) },
+      signal: AbortSignal.timeout(DEVTOOLS_STEP_MS),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`HTTP ${response.status} ${text.slice(0, 200)}`.trim());
+    body = JSON.parse(text);
+  } catch (error) {
+    const reason = error instanceof Error && error.name === "TimeoutError" ? "no answer" : errorMessage(error);
+    throw new Error(`${what}: ${reason.split("\n")[0]}`, { cause: error });
+  }
+  if (!Array.isArray(body)) throw new Error(`${what}: not a JSON array`);
+  return body
+    .filter((t): t is Record<string, unknown> => typeof t === "object" && t !== null && t.type === "page")
+    .map((t) => ({ id: String(t.id), url: String(t.url ?? ""), title: String(t.title ?? "") }));
+}
+
+/** The computer's open tabs, the one on screen first. */
+export async function computerTabs(access: GatewayAccess, computer: string): Promise<Tab[]> {
+  return (await pageTargets(access, computer)).map(({ url, title }) => ({ url, title }));
+}
+
+/** Each page's DevTools target id, asked once (of the browser: `Target.getTargetInfo` on the page's session). */
+const targetIds = new WeakMap<Page, Promise<string>>();
+
+async function askTargetId(context: BrowserContext, page: Page): Promise<string> {
+  const session = await bounded(context.newCDPSession(page), "DevTools Target.attachToTarget");
+  try {
+    const { targetInfo } = (await bounded(session.send("Target.getTargetInfo"), "DevTools Target.getTargetInfo")) as {
+      targetInfo: { targetId: string };
+    };
+    return targetInfo.targetId;
   } finally {
-    await session.detach().catch(() => undefined);
+    void session.detach().catch(() => undefined);
   }
 }
 
-/** A PNG of the computer's visible tab, with the tab it shows; an error when the browser has no tab open. */
+function targetIdOf(context: BrowserContext, page: Page): Promise<string> {
+  let id = targetIds.get(page);
+  if (id === undefined) {
+    id = askTargetId(context, page);
+    // A failed question is asked again next time.
+    id.catch(() => targetIds.delete(page));
+    targetIds.set(page, id);
+  }
+  return id;
+}
+
+/** The page of `context` that is DevTools target `targetId`; undefined when it is none of them (closed meanwhile). */
+export async function pageOfTarget(context: BrowserContext, targetId: string): Promise<Page | undefined> {
+  for (const page of context.pages()) if ((await targetIdOf(context, page)) === targetId) return page;
+  return undefined;
+}
+
+/** A PNG of a tab (DevTools `Page.captureScreenshot`: the page as painted, nothing emulated). */
+export async function capturePng(context: BrowserContext, page: Page): Promise<Buffer> {
+  const session = await bounded(context.newCDPSession(page), "DevTools Target.attachToTarget");
+  try {
+    const { data } = (await bounded(
+      session.send("Page.captureScreenshot", { format: "png" }),
+      "DevTools Page.captureScreenshot",
+    )) as { data: string };
+    return Buffer.from(data, "base64");
+  } finally {
+    void session.detach().catch(() => undefined);
+  }
+}
+
+/** A PNG of the computer's tab on screen, with its URL and title; an error when the browser has no tab open. */
 export async function screenshotComputer(
   access: GatewayAccess,
   computer: string,
 ): Promise<{ png: Buffer; url: string; title: string }> {
+  const [onScreen] = await pageTargets(access, computer);
+  if (onScreen === undefined) throw new Error(`computer ${computer}'s browser has no tab open`);
   return withComputerBrowser(access, computer, async (context) => {
-    const page = await visibleTab(context);
-    if (page === undefined) throw new Error(`computer ${computer}'s browser has no tab open`);
+    const page = await pageOfTarget(context, onScreen.id);
+    if (page === undefined) throw new Error(`computer ${computer}'s tab on screen (${onScreen.url}) closed meanwhile`);
     const png = await capturePng(context, page);
-    return { png, url: page.url(), title: await within(page.title(), PAGE_QUESTION_MS, "") };
+    return { png, url: onScreen.url, title: onScreen.title };
   });
 }
 

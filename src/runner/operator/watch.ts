@@ -1,15 +1,16 @@
 // The feeds of `multienv watch` (watch-server.ts), one per computer, both through the gateway with the control token:
-// - its screen: DevTools screencast frames (`Page.startScreencast` on a CDP session of the visible tab), following
-//   the tab on screen as the agent opens, closes or switches tabs, and the tab's URL as it navigates;
-// - its proxy log: the `request` and `refused` lines, read again every second.
+// - its screen: DevTools screencast frames (`Page.startScreencast` on a CDP session of the tab on screen, as the
+//   browser's target list says: screens.ts), following it as the agent opens, closes or switches tabs, and the tab's
+//   URL as it navigates;
+// - its proxy log: the `request` and `refused` lines, what was appended read every second (an HTTP Range request).
 // Watching only looks: nothing is sent to a page but the screencast's own commands.
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from "playwright-core";
 import { bearer } from "../../protocol/auth";
 import { parseLiveSiteProxyLog, type RefusedRecord, type RequestRecord } from "../../protocol/site-proxy";
 import { errorMessage } from "../errors";
-import { fetchProxyLog } from "../evidence/proxy-logs";
+import { fetchProxyLogPiece, type ProxyLogPiece } from "../evidence/proxy-logs";
 import type { GatewayAccess } from "../stack/outputs";
-import { visibleTab } from "./screens";
+import { bounded, pageOfTarget, pageTargets } from "./screens";
 import { cdpUrlOf } from "../lifecycle/sign-in";
 import type { Feed, FeedEvent, WatchLogLine } from "./watch-server";
 
@@ -33,31 +34,59 @@ export function watchLines(text: string): WatchLogLine[] {
 }
 
 /**
- * Follows a growing log: `next(text)` gives the complete lines added since the last call (a torn last line waits for
- * the next). A log that shrank was started over (a restarted proxy); it is read from its start again.
+ * Follows a growing log by the pieces read of it (../evidence/proxy-logs.ts, fetchProxyLogPiece): `part()` is what
+ * to ask for next, `next(piece)` gives the complete lines added since the last call (a torn last line waits for the
+ * next). The first read is the log's tail, whose first line is torn unless the tail starts the log. A log smaller
+ * than what was read of it was started over (a restarted proxy); it is read from its start again.
  */
 export class LogFollower {
+  /** Where the next read starts: the end of the last complete line read. */
   private offset = 0;
+  private started = false;
 
-  next(text: string): string {
-    if (text.length < this.offset) this.offset = 0;
-    const end = text.lastIndexOf("\n") + 1;
-    if (end <= this.offset) return "";
-    const added = text.slice(this.offset, end);
-    this.offset = end;
-    return added;
+  constructor(private readonly tailBytes = 64 * 1024) {}
+
+  part(): { from: number } | { last: number } {
+    return this.started ? { from: this.offset } : { last: this.tailBytes };
+  }
+
+  next(piece: ProxyLogPiece): string {
+    if (piece.size !== undefined && piece.size < this.offset) {
+      // Started over (a restarted proxy): read from its start again.
+      this.offset = 0;
+      if (piece.start !== 0) return "";
+    }
+    let begin = this.offset - piece.start;
+    if (!this.started) {
+      this.started = true;
+      begin = piece.start === 0 ? 0 : piece.bytes.indexOf(0x0a) + 1 || piece.bytes.length;
+      this.offset = piece.start + begin;
+    }
+    if (begin < 0) begin = 0;
+    const end = piece.bytes.lastIndexOf(0x0a) + 1;
+    if (end <= begin) return "";
+    this.offset = piece.start + end;
+    return piece.bytes.subarray(begin, end).toString("utf8");
   }
 }
 
 /** The screencast of one tab on a CDP session. */
 async function screencast(context: BrowserContext, page: Page, emit: (event: FeedEvent) => void): Promise<CDPSession> {
-  const session = await context.newCDPSession(page);
+  const session = await bounded(context.newCDPSession(page), "DevTools Target.attachToTarget");
   session.on("Page.screencastFrame", (frame: { data: string; sessionId: number }) => {
     // Chromium sends the next frame once this one is acknowledged.
     void session.send("Page.screencastFrameAck", { sessionId: frame.sessionId }).catch(() => undefined);
     emit({ type: "frame", data: frame.data });
   });
-  await session.send("Page.startScreencast", { format: "jpeg", quality: 70, maxWidth: 1280, maxHeight: 800 });
+  try {
+    await bounded(
+      session.send("Page.startScreencast", { format: "jpeg", quality: 70, maxWidth: 1280, maxHeight: 800 }),
+      "DevTools Page.startScreencast",
+    );
+  } catch (error) {
+    void session.detach().catch(() => undefined);
+    throw error;
+  }
   return session;
 }
 
@@ -78,8 +107,8 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
     session = undefined;
     page = undefined;
     if (old) {
-      await old.send("Page.stopScreencast").catch(() => undefined);
-      await old.detach().catch(() => undefined);
+      await bounded(old.send("Page.stopScreencast"), "DevTools Page.stopScreencast").catch(() => undefined);
+      await bounded(old.detach(), "DevTools Target.detachFromTarget").catch(() => undefined);
     }
   };
 
@@ -115,7 +144,27 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
     });
   };
 
-  // One look: the tab on screen (switching the screencast to it), its URL, the log's new lines.
+  // The screencast on the tab on screen, switched to it when the agent switched tabs; its URL when it changed.
+  const followScreen = async (context: BrowserContext, emit: (event: FeedEvent) => void) => {
+    const [target] = await pageTargets(access, computer);
+    const onScreen = target === undefined ? undefined : await pageOfTarget(context, target.id);
+    // A tab so new that this connection has not seen it yet: the next look has.
+    if (target !== undefined && onScreen === undefined) return;
+    if (running && onScreen !== page) {
+      await stopScreencast();
+      if (onScreen !== undefined) {
+        session = await screencast(context, onScreen, emit);
+        page = onScreen;
+      }
+    }
+    const url = page === undefined ? "" : (target?.url ?? "");
+    if (url !== lastUrl) {
+      lastUrl = url;
+      emit({ type: "url", url: url || "(no tab open)", title: page === undefined ? "" : (target?.title ?? "") });
+    }
+  };
+
+  // One look: the tab on screen, its URL, the log's new lines.
   const look = async (emit: (event: FeedEvent) => void, first: boolean) => {
     if (busy || !running) return;
     busy = true;
@@ -124,26 +173,18 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
       const context = browser?.contexts()[0];
       if (running && context !== undefined) {
         try {
-          const onScreen = await visibleTab(context);
-          if (running && onScreen !== page) {
+          await followScreen(context, emit);
+        } catch (error) {
+          // A tab that closed while it was looked at, or DevTools not answering: the next look tries again.
+          if (running) {
+            emit({ type: "error", message: errorMessage(error).split("\n")[0] });
             await stopScreencast();
-            if (onScreen !== undefined) {
-              session = await screencast(context, onScreen, emit);
-              page = onScreen;
-            }
           }
-          const url = page?.url() ?? "";
-          if (url !== lastUrl) {
-            lastUrl = url;
-            emit({ type: "url", url: url || "(no tab open)", title: page ? await page.title().catch(() => "") : "" });
-          }
-        } catch {
-          // A tab that closed while it was looked at: the next look finds the one on screen.
-          if (running) await stopScreencast();
         }
       }
       try {
-        const lines = watchLines(follower.next(await fetchProxyLog(access.gatewayUrl, access.controlToken, computer)));
+        const piece = await fetchProxyLogPiece(access.gatewayUrl, access.controlToken, computer, follower.part());
+        const lines = watchLines(follower.next(piece));
         const shown = first ? lines.slice(-LOG_BACKLOG) : lines;
         if (shown.length > 0 && running) emit({ type: "log", lines: shown });
       } catch (error) {
@@ -169,7 +210,7 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
       while (busy) await new Promise((r) => setTimeout(r, 20));
       await stopScreencast();
       // Over CDP this only disconnects; the computer's browser keeps running.
-      await browser?.close().catch(() => undefined);
+      if (browser !== undefined) await bounded(browser.close(), "DevTools disconnecting", 5_000).catch(() => undefined);
       browser = undefined;
     },
   };

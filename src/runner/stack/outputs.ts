@@ -5,7 +5,13 @@ import { execFileSync } from "node:child_process";
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import { gatewayTunnelUp, type GatewayTunnel } from "../../plan/ssh";
 import type { LiveWebsiteMark } from "../../plan/types";
-import type { ComputerOutput, SelfTestOutput, StackOutputValues, WebsiteOutput } from "../../protocol/outputs";
+import type {
+  AgentTokensOutput,
+  ComputerOutput,
+  SelfTestOutput,
+  StackOutputValues,
+  WebsiteOutput,
+} from "../../protocol/outputs";
 import { PORT_FORWARD_SCHEME, type GatewayPortForward } from "../../protocol/port-forward";
 import { openGatewayPortForward } from "../../engines/port-forward";
 
@@ -20,6 +26,12 @@ export interface GatewayAccess {
   /** A URL this process can dial: on the kubernetes target, the local end of a port-forward to the gateway's pod. */
   gatewayUrl: string;
   controlToken: string;
+  /**
+   * Computer -> its agent token (the secret output `agentTokens`): what an agent's harness is given to open that
+   * computer's DevTools (`cdpUrl`, as `Authorization: Bearer <token>`), where the control token would open everything.
+   * Always set when read from a stack (empty for a deploy made before agent tokens).
+   */
+  agentTokens?: AgentTokensOutput;
   /**
    * Ends what reaching the gateway holds open (the kubernetes target's port-forward); nothing elsewhere. Optional to
    * call: a port-forward holds no process alive.
@@ -53,7 +65,10 @@ export function readOutputs(map: OutputMap): StackOutputs {
   };
 }
 
-/** The gateway URL and the decrypted control token; a one-line error when the stack does not export them. */
+/**
+ * The gateway URL, the decrypted control token and agent tokens; a one-line error when the stack does not export the
+ * first two.
+ */
 export function gatewayAccessOf(map: OutputMap, stack: string): GatewayAccess {
   const gatewayUrl = map.gatewayUrl?.value;
   const controlToken = map.controlToken?.value;
@@ -65,7 +80,8 @@ export function gatewayAccessOf(map: OutputMap, stack: string): GatewayAccess {
   // A gateway on a remote host is reached through an SSH tunnel: bring it up again if it went down.
   const tunnel = map.gatewayTunnel?.value as GatewayTunnel | undefined;
   if (tunnel !== undefined) bringTunnelUp(tunnel, stack);
-  return { gatewayUrl, controlToken };
+  const agentTokens = (map.agentTokens?.value ?? {}) as AgentTokensOutput;
+  return { gatewayUrl, controlToken, agentTokens };
 }
 
 /**

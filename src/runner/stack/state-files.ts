@@ -136,23 +136,27 @@ export function isDeployed(stack: StateStack): boolean {
 }
 
 /**
- * The stack `name` as the state holds it; a one-line RunnerError naming `multienv ls` when there is no such stack,
- * or (with `deployed`) when nothing of it is deployed.
+ * The one line for a stack that is not deployed (not in the state, or nothing of it deployed), with the command that
+ * deploys it. `so`: what follows for the command (nothing to destroy); `noStackFile`: there is no stack file to deploy
+ * it from, so the line says to write one first.
+ */
+export function notDeployed(name: string, more: { so?: string; noStackFile?: boolean } = {}): RunnerError {
+  const deploy = more.noStackFile
+    ? `there is no stacks/Pulumi.${name}.yaml to deploy it from: write one (see the examples in stacks/), then run \`multienv up ${name}\``
+    : `deploy it with \`multienv up ${name}\``;
+  return new RunnerError(`stack ${name} is not deployed${more.so ? `, so ${more.so}` : ""}; ${deploy}`);
+}
+
+/**
+ * The stack `name` as the state holds it; a one-line RunnerError (notDeployed) when there is no such stack, or (with
+ * `deployed`) when nothing of it is deployed.
  */
 export async function readStateStack(
   name: string,
   options: StateOptions & { deployed?: boolean } = {},
 ): Promise<StateStack> {
-  const { backendUrl } = stateLocation(options);
   const found = (await readStateStacks(options)).find((s) => s.name === name);
-  if (found === undefined)
-    throw new RunnerError(
-      `stack ${name}: no such stack in the state (${backendUrl}); \`multienv ls\` lists the stacks there`,
-    );
-  if (options.deployed && !isDeployed(found))
-    throw new RunnerError(
-      `stack ${name}: it is not deployed; deploy it with \`multienv up ${name}\` (\`multienv ls\` lists the stacks and which are deployed)`,
-    );
+  if (found === undefined || (options.deployed && !isDeployed(found))) throw notDeployed(name);
   return found;
 }
 

@@ -17,23 +17,18 @@ import { CONFIG_NAMESPACE } from "../../plan/problems";
 import { stackNameProblem } from "../../plan/reserved";
 import { DEFAULT_PROJECT_DIR } from "../evidence/artifacts";
 import { explain, RunnerError } from "../errors";
+import { builtToolchainDir } from "./toolchain";
 
 export { DEFAULT_PROJECT_DIR };
 
 /**
- * Where scripts/pulumi-toolchain.sh puts the toolchain it builds (`bin/pulumi` beside its plugins), under the project
- * directory.
+ * The Pulumi CLI the Automation API runs: a `pulumi` on PATH (installed the usual way, or linked there by
+ * scripts/pulumi-toolchain.sh), else the one that script built on this machine; undefined when there is neither
+ * (the Automation API then fails to start `pulumi`, which ../errors.ts turns into an install hint).
  */
-export const BUILT_TOOLCHAIN_DIR = join(".cache", "pulumi", "current");
-
-/**
- * The Pulumi CLI the Automation API runs: a `pulumi` on PATH (installed the usual way), else the one
- * scripts/pulumi-toolchain.sh built for this checkout; undefined when there is neither (the Automation API
- * then fails to start `pulumi`, which errors.ts turns into an install hint).
- */
-async function pulumiCommandFor(projectDir: string, env: NodeJS.ProcessEnv): Promise<PulumiCommand | undefined> {
+async function pulumiCommandFor(env: NodeJS.ProcessEnv): Promise<PulumiCommand | undefined> {
   const onPath = (env.PATH ?? "").split(":").some((dir) => dir !== "" && existsSync(join(dir, "pulumi")));
-  const built = join(projectDir, BUILT_TOOLCHAIN_DIR);
+  const built = builtToolchainDir(env);
   if (onPath || !existsSync(join(built, "bin", "pulumi"))) return undefined;
   return PulumiCommand.get({ root: built, skipVersionCheck: true });
 }
@@ -146,7 +141,7 @@ export async function openStack(stackOrSpec: string | StackSpec, options: Worksp
     const workspace = await LocalWorkspace.create({
       workDir: projectDir,
       envVars,
-      pulumiCommand: await pulumiCommandFor(projectDir, env),
+      pulumiCommand: await pulumiCommandFor(env),
     });
     const usesPassphrase = backendUrl.startsWith("file://") || env.PULUMI_CONFIG_PASSPHRASE !== undefined;
     if (

@@ -25,7 +25,10 @@ export function captureSuite(t: DemoTarget): void {
       expect(JSON.stringify(echo)).not.toContain(env.token);
       // A site's own bearer auth still reaches it.
       const own = (await (
-        await env.gateway("/svc/shop/echo", { auth: false, headers: { authorization: "Bearer site-own" } })
+        await env.gateway("/svc/shop/echo", {
+          auth: false,
+          headers: { authorization: "Bearer site-own", "x-multienv-token": env.token },
+        })
       ).json()) as { headers: Record<string, string> };
       expect(own.headers.authorization).toBe("Bearer site-own");
       await env.gateway("/website/shop/");

@@ -43,10 +43,11 @@ export function deploySuite(t: DemoTarget): void {
         out.websites as Record<string, { live: boolean; svcUrl: string; browseUrl?: string }>,
       )) {
         expect((await inspect(`${STACK}-${site}-server`)).State.Running).toBe(true);
-        const ready = await fetch(`${website.svcUrl}ready`);
+        const auth = { headers: { authorization: `Bearer ${env.token}` } };
+        const ready = await fetch(`${website.svcUrl}ready`, auth);
         expect(ready.status).toBe(200);
         if (website.live) expect(website.browseUrl).toBeUndefined();
-        else expect((await fetch(website.browseUrl!)).status).toBe(200);
+        else expect((await fetch(website.browseUrl!, auth)).status).toBe(200);
       }
       for (const [name, c] of Object.entries(out.computers as Record<string, { cdpUrl: string }>)) {
         const version = await fetch(`${c.cdpUrl}/json/version`, { headers: { authorization: `Bearer ${env.token}` } });
@@ -107,15 +108,13 @@ export function deploySuite(t: DemoTarget): void {
         config: { ...t.spec().config, "multienv:selfTest": { publicUrl: "https://example.com/again" } },
       };
       try {
-        await expect(deployStack(changed, { preview: false })).rejects.toThrow(
-          /computer open: public example\.com is reached: no answer/,
-        );
+        await expect(deployStack(changed)).rejects.toThrow(/computer open: public example\.com is reached: no answer/);
       } finally {
         await standinEngine.getContainer(standin).start();
       }
-      const passed = (await deployStack(changed, { preview: false })).outputs.selfTest;
+      const passed = (await deployStack(changed)).outputs.selfTest;
       expect("passed" in passed && passed.passed).toBe(true);
-      await deployStack(t.spec(), { preview: false });
+      await deployStack(t.spec());
     });
   });
 }

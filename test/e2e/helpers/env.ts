@@ -229,7 +229,7 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
   const started = Date.now();
   let deployed;
   try {
-    deployed = await deployStack(spec, { log: options.log, preview: false, selfTest: false });
+    deployed = await deployStack(spec, { log: options.log, selfTest: false });
   } catch (error) {
     await sweepStack(api, stack).catch(() => undefined);
     fs.rmSync(stackFileOf(stack), { force: true });
@@ -364,7 +364,7 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
     );
     if (options.selfTest !== false) {
       const started = Date.now();
-      env.outputs = (await deployStack(spec, { log: options.log, preview: false })).outputs;
+      env.outputs = (await deployStack(spec, { log: options.log })).outputs;
       env.selfTestSeconds = (Date.now() - started) / 1000;
     }
   } catch (e) {

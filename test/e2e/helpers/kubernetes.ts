@@ -20,8 +20,19 @@ export interface TestCluster {
 
 const SCRIPT = path.join(REPO, "scripts/test-cluster.sh");
 
-/** Brings the test cluster up (seconds when its binaries are built, which setup.sh does) and reads its env. */
+/** How long a kubernetes file's setup may wait for its prerequisites to build on a new machine. */
+export const PREREQUISITES_TIMEOUT_MS = 50 * 60_000;
+
+/**
+ * Brings the test cluster up and reads its env, once the kubernetes plugin and the cluster's binaries are built:
+ * seconds on a machine that built them once; on a new one, minutes, waiting for the build the e2e run started in
+ * the background (global-setup.ts), whose progress lines it prints.
+ */
 export function testCluster(): TestCluster {
+  execFileSync("bash", [path.join(REPO, "scripts/kubernetes-prereqs.sh")], {
+    stdio: ["ignore", "ignore", "inherit"],
+    timeout: PREREQUISITES_TIMEOUT_MS,
+  });
   execFileSync("bash", [SCRIPT, "up"], { stdio: ["ignore", "ignore", "inherit"], timeout: 600_000 });
   const exports = Object.fromEntries(
     execFileSync("bash", [SCRIPT, "env"], { encoding: "utf8" })

@@ -5,7 +5,7 @@ import type Docker from "dockerode";
 import { engineClient, isNotFound, type EngineTarget, type StackContainer } from "../../../engines/docker";
 import { errorMessage } from "../../errors";
 
-/** A container's state as the engine reports it (or a pod's, as the cluster does: kubernetes/runtime.ts). */
+/** A container's state as the engine reports it (or a pod's, as the cluster does: ../kubernetes/runtime.ts). */
 export interface ContainerState {
   name: string;
   /** Set for a pod of the kubernetes target; a Docker container has none. */

@@ -1,4 +1,4 @@
-// The pods of a stack on the kubernetes target at run time (the stack's state names them: kubernetes-target.ts):
+// The pods of a stack on the kubernetes target at run time (the stack's state names them: state.ts):
 // their state asked of the API server, and one recreated when reset starts it over (a bare pod has no controller to
 // restart it: it is read, deleted, and created again from its own spec, less what the cluster set on it).
 import type { CoreV1Api, V1Pod } from "@kubernetes/client-node";
