@@ -9,12 +9,16 @@ export type Route =
       /** path and query for the upstream, starting with `/` */ rest: string;
     }
   | { kind: "computer"; computer: string; op: ComputerOp; rest: string }
+  | { kind: "replay"; site: string; op: ReplayOp }
   | { kind: "card" }
   | { kind: "healthz" }
   | { kind: "captures" }
   | { kind: "capture"; name: string }
   | { kind: "bad"; error: string }
   | { kind: "not-found" };
+
+/** What a replayed site's route does: read this episode's counters, or start the next episode. */
+export type ReplayOp = "counters" | "reset";
 
 /** What a computer's route does: DevTools, its site proxy's log, or ending every connection its site proxy holds. */
 export type ComputerOp = "cdp" | "proxy-log" | "end-connections";
@@ -64,6 +68,13 @@ export function route(target: string): Route {
     const segment = path.slice("/traffic/v1/captures/".length);
     const name = segment.includes("/") ? undefined : decodeName(segment);
     return name === undefined ? { kind: "bad", error: "not a capture file name" } : { kind: "capture", name };
+  }
+  if (path.startsWith("/replay/v1/")) {
+    const { segment, rest } = splitSegment(path, "/replay/v1/".length);
+    const site = decodeName(segment);
+    if (site === undefined) return { kind: "bad", error: "escaped slash or bad escape in the site name" };
+    if (rest === "/counters" || rest === "/reset") return { kind: "replay", site, op: rest.slice(1) as ReplayOp };
+    return { kind: "not-found" };
   }
   if (path.startsWith("/computers/")) {
     const { segment, rest } = splitSegment(target, "/computers/".length);

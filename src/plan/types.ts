@@ -27,10 +27,30 @@ export interface WebsiteConfig {
   server: ImageRef;
   /** Synthetic sites only. */
   frontend?: ImageRef;
+  /** Live sites only: the site is served from this recording instead of the real site. */
+  replay?: ReplayConfig;
   /** Handed to the server as one JSON line in AGENTENV_WEBSITE_SETTINGS. */
   settings: Record<string, unknown>;
   /** Setting name -> the name of a stack config key (namespace `multienv`) holding a secret. */
   secretSettings: Record<string, string>;
+}
+
+/** `websites.<name>.replay`: a HAR recording of the live site, and what of a request is volatile. */
+export interface ReplayConfig {
+  /** The HAR file: relative to the project directory, or absolute. */
+  file: string;
+  /** Query parameters left out of every comparison. */
+  ignoreParams: string[];
+  /** Body fields (form fields, JSON members or dotted paths) left out of every comparison. */
+  ignoreBodyFields: string[];
+}
+
+/** A recording as read at deploy time (src/config/recordings.ts): where it is and what it holds. */
+export interface RecordingFile {
+  /** Absolute path. */
+  path: string;
+  /** SHA-256 of its bytes, hex. */
+  sha256: string;
 }
 
 export interface ComputerConfig {
@@ -162,8 +182,24 @@ export interface PlannedWebsite {
   frontend?: PlannedContainer;
   settings: Record<string, unknown>;
   secretSettings: Record<string, string>;
-  /** Live site servers are also attached to the egress network (they call the real site's API). */
+  /** Live site servers are also attached to the egress network (they call the real site's API); a replayed one not. */
   serverOnEgress: boolean;
+  /** A replayed live site: its replay server, the gateway's frontend for the site's names. */
+  replay?: PlannedReplay;
+}
+
+/** A replayed live site's replay server (role `replay`): on the env network alone, like a synthetic site's frontend. */
+export interface PlannedReplay extends PlannedContainer {
+  alias: string;
+  /** Its control listener (counters, reset), for the gateway alone. */
+  controlPort: number;
+  /** The recording as configured (for the outputs) and as read. */
+  file: string;
+  recording: RecordingFile;
+  /** The image that carries the recording: `multienv/replay-recording:<sha256>`, built FROM multienv/replay-server. */
+  recordingImage: string;
+  ignoreParams: string[];
+  ignoreBodyFields: string[];
 }
 
 export interface PlannedCapture {
@@ -207,6 +243,14 @@ export interface LiveWebsiteMark {
   reproducible: false;
 }
 
+/** A live site served from a recording: not live, reproducible as long as the recording is the same. */
+export interface ReplayedWebsiteMark {
+  name: string;
+  /** The recording as configured. */
+  recording: string;
+  sha256: string;
+}
+
 export interface Plan {
   stack: string;
   /** What the deploy checks from inside each computer once the env is up. */
@@ -239,6 +283,8 @@ export interface Plan {
   live: boolean;
   reproducible: boolean;
   liveWebsites: LiveWebsiteMark[];
+  /** Live sites served from a recording instead: they are not in `liveWebsites`. */
+  replayedWebsites: ReplayedWebsiteMark[];
   warnings: string[];
   ec2?: PlannedEc2;
   hosts?: HostsConfig;

@@ -55,7 +55,7 @@ export interface CheckOptions {
 }
 
 export async function checkStack(stackOrPath: string, options: CheckOptions = {}): Promise<CheckResult> {
-  const offline = checkStackFile(stackOrPath, options.projectDir);
+  const offline = await checkStackFile(stackOrPath, options.projectDir);
   const { stack, file, stackFile } = offline;
   const empty = { stack, file, resources: [], outputs: {} };
   if (!offline.ok || stackFile === undefined || offline.plan === undefined)
