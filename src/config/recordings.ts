@@ -51,7 +51,7 @@ export async function readRecordings(config: Pick<StackConfig, "websites" | "com
       urls = new Set(recording.exchanges.map((e) => `${e.host}${e.target.split("?", 1)[0]}`));
     } catch (error) {
       if (!(error instanceof RecordingError)) throw error;
-      read.problems.push(problem(path, `${error.message}; replay needs a HAR 1.2 file`));
+      read.problems.push(problem(path, error.message));
       continue;
     }
     const names = replayedNames(website);

@@ -1,7 +1,7 @@
 // Which site a name belongs to (docs/design.md "Rules": claims, synthetic wins, live hosts).
 import { covers, overlaps } from "../protocol/host-names";
 import { problem, quote } from "./problems";
-import { servedLive } from "./replay";
+import { replayedNames, servedLive } from "./replay";
 import type { Problem, WebsiteConfig } from "./types";
 
 interface Claim {
@@ -48,14 +48,18 @@ export function claimProblems(websites: Record<string, WebsiteConfig>): Problem[
   return problems;
 }
 
-/** The synthetic name that wins `host` (equal to it or covering it), if any. */
+/**
+ * The synthetic name that wins `host` (equal to it or covering it), if any. A replayed live site's names count as
+ * synthetic: the computers route them to the gateway as they route a synthetic site's.
+ */
 export function syntheticClaimOf(
   websites: Record<string, WebsiteConfig>,
   host: string,
 ): { site: string; name: string } | undefined {
   for (const [site, website] of sortedSites(websites)) {
-    if (website.live) continue;
-    const name = website.domains.find((d) => covers(d, host));
+    if (servedLive(website)) continue;
+    const names = website.live ? replayedNames(website) : website.domains;
+    const name = names.find((d) => covers(d, host));
     if (name !== undefined) return { site, name };
   }
   return undefined;
