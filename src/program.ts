@@ -40,7 +40,9 @@ export interface ProgramOptions {
 /** Writes dist/bundle/<name>.js for every service the plan's project images copy; one line naming what failed. */
 function bundleServices(planned: Plan): void {
   const bundles = [
-    ...new Set(projectImagesNeeded(true, planned.computers, planned.websites).flatMap((role) => PROJECT_IMAGES[role].bundles)),
+    ...new Set(
+      projectImagesNeeded(true, planned.computers, planned.websites).flatMap((role) => PROJECT_IMAGES[role].bundles),
+    ),
   ];
   const { isFresh } = require(path.join(REPO_ROOT, "scripts/bundle-freshness.cjs")) as {
     isFresh(root: string, name: string): boolean;
@@ -113,8 +115,7 @@ export async function multienvProgram(options: ProgramOptions = {}): Promise<Mul
   // Pulumi runs the program in the project directory: relative recordings are taken from there.
   const recordings = await readRecordings(loaded.config, process.cwd());
   for (const warning of recordings.warnings) pulumi.log.warn(formatProblem(warning));
-  if (recordings.problems.length > 0)
-    throw new pulumi.RunError(recordings.problems.map(formatProblem).join("\n"));
+  if (recordings.problems.length > 0) throw new pulumi.RunError(recordings.problems.map(formatProblem).join("\n"));
   const result = plan(loaded.config, {
     stack,
     selfTest: process.env[SELF_TEST_ENV] !== "off",

@@ -83,9 +83,7 @@ export const replaySchema = z
         "must be the path of a HAR file, or {file, ignoreParams, ignoreBodyFields}, e.g. replay: recordings/shop.har",
     },
   )
-  .transform((value) =>
-    typeof value === "string" ? { file: value, ignoreParams: [], ignoreBodyFields: [] } : value,
-  );
+  .transform((value) => (typeof value === "string" ? { file: value, ignoreParams: [], ignoreBodyFields: [] } : value));
 
 export const websiteSchema = z.strictObject({
   domains: names,

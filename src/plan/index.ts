@@ -13,15 +13,7 @@ import { websiteProblems, websiteWarnings } from "./sites";
 import { selfTestPlan, selfTestWarnings } from "./self-test";
 import { startTabProblems, startTabWarnings } from "./start-tabs";
 import { GATEWAY_PORT, topologyNames } from "./topology";
-import type {
-  Plan,
-  PlannedComputer,
-  PlannedWebsite,
-  PlanResult,
-  Problem,
-  RecordingFile,
-  StackConfig,
-} from "./types";
+import type { Plan, PlannedComputer, PlannedWebsite, PlanResult, Problem, RecordingFile, StackConfig } from "./types";
 
 export * from "./types";
 export { formatProblem, configPath, CONFIG_NAMESPACE } from "./problems";

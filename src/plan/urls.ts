@@ -26,7 +26,9 @@ export function siteUrls(
   site: Pick<PlannedWebsite, "name" | "live" | "replay">,
 ): { svcUrl: string; browseUrl?: string } {
   const svcUrl = `${gateway}/svc/${encodeURIComponent(site.name)}/`;
-  return site.live && site.replay === undefined ? { svcUrl } : { svcUrl, browseUrl: `${gateway}/website/${encodeURIComponent(site.name)}/` };
+  return site.live && site.replay === undefined
+    ? { svcUrl }
+    : { svcUrl, browseUrl: `${gateway}/website/${encodeURIComponent(site.name)}/` };
 }
 
 /** A computer's Chrome DevTools endpoint through the gateway (control token required). */
