@@ -6,12 +6,12 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { Browser } from "playwright-core";
+import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { deployStack, type StackSpec } from "../../src/runner";
-import { e2eStack, deployEnv, type DeployedEnv } from "./helpers/env";
+import { deployStack, gatewayAccess, resetStack, type StackSpec } from "../../src/runner";
+import { e2eStack, deployEnv, REPO, type DeployedEnv } from "./helpers/env";
 
-const STACK = e2eStack("replay");
+const STACK = e2eStack("e2e-replay");
 const PAGE = "https://github.com/replay-page";
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-e2e-replay-"));
 const HAR = path.join(dir, "github.har");
@@ -50,6 +50,14 @@ async function visit(browser: Browser, recordHar?: string): Promise<{ body: stri
 describe("record a live site, replay it offline", () => {
   let env: DeployedEnv;
   let recorded: { body: string; polls: string[] };
+  // The replay deploy replaces the gateway (its config changed), and Docker publishes it at a new port.
+  let access: { gatewayUrl: string; controlToken: string };
+  const connect = () =>
+    chromium.connectOverCDP(`${access.gatewayUrl}/computers/desk/cdp`, {
+      headers: { authorization: `Bearer ${access.controlToken}` },
+    });
+  const gateway = (route: string, init: RequestInit = {}) =>
+    fetch(access.gatewayUrl + route, { ...init, headers: { authorization: `Bearer ${access.controlToken}` } });
 
   beforeAll(async () => {
     env = await deployEnv(STACK, { spec: recordSpec, selfTest: false });
@@ -61,6 +69,10 @@ describe("record a live site, replay it offline", () => {
     }
     await env.stopWebStandins();
     env.outputs = (await deployStack(replaySpec, { selfTest: false })).outputs;
+    access = await gatewayAccess(STACK);
+    // The update replaced the site proxy; a reset puts the browser on a fresh profile trusting the env CA as it is
+    // now, as after `up`.
+    await resetStack(STACK);
   }, 900_000);
 
   afterAll(async () => {
@@ -82,24 +94,32 @@ describe("record a live site, replay it offline", () => {
   });
 
   it("gives the same scripted agent the same DOM twice, the polls' recorded answers in order", async () => {
-    const browser = await env.connect("desk");
+    const browser = await connect();
     try {
       const first = await visit(browser);
-      // The runner's reset does this for every replayed site: repeats start from the first recorded answer.
-      expect((await env.gateway("/replay/v1/github/reset", { method: "POST" })).status).toBe(200);
-      const second = await visit(browser);
+      // The runner's reset: the replay server's repeats start from the first recorded answer, and the ended
+      // episode's exchanges are kept in run.json.
+      await browser.close().catch(() => undefined);
+      await resetStack(STACK, { collect: true });
+      const again = await connect();
+      const second = await visit(again).finally(() => again.close());
       expect(first.polls).toEqual(recorded.polls);
       expect(second.body).toBe(first.body);
     } finally {
-      await browser.close();
+      await browser.close().catch(() => undefined);
     }
-    // This episode: the page and its three polls, each an exact match (the poll's cache-buster is ignored).
-    const counters = (await (await env.gateway("/replay/v1/github/counters")).json()) as { exact: number };
+    // Each episode: the page and its three polls, each an exact match (the poll's cache-buster is ignored).
+    const counters = (await (await gateway("/replay/v1/github/counters")).json()) as { exact: number };
     expect(counters.exact).toBeGreaterThanOrEqual(4);
+    const run = JSON.parse(fs.readFileSync(path.join(REPO, "artifacts", STACK, "run.json"), "utf8")) as {
+      episodes: { replay?: Record<string, { exact: number; fuzzy: number; missed: number }> }[];
+      replay?: Record<string, { exact: number }>;
+    };
+    expect(run.episodes.at(-1)?.replay?.github.exact).toBeGreaterThanOrEqual(4);
   });
 
   it("answers a request the recording lacks with a 404 miss, logged with the nearest recorded URL", async () => {
-    const browser = await env.connect("desk");
+    const browser = await connect();
     try {
       const context = await browser.newContext();
       const page = await context.newPage();

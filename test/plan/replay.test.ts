@@ -161,3 +161,24 @@ describe("replay refusals", () => {
     ]);
   });
 });
+
+describe("websites.<name>.replay in the stack config", () => {
+  it("takes a path alone, or the file with its ignore lists", () => {
+    const short = stackConfig({ websites: { gh: { live: true, domains: ["github.com"], replay: "gh.har" } } });
+    expect(short.websites.gh.replay).toEqual({ file: "gh.har", ignoreParams: [], ignoreBodyFields: [] });
+    const full = stackConfig({
+      websites: {
+        gh: { live: true, domains: ["github.com"], replay: { file: "/r/gh.har", ignoreBodyFields: ["a.b"] } },
+      },
+    });
+    expect(full.websites.gh.replay).toEqual({ file: "/r/gh.har", ignoreParams: [], ignoreBodyFields: ["a.b"] });
+  });
+
+  it("refuses anything else, saying what it takes", () => {
+    for (const replay of [3, ["x.har"], "", { file: "" }]) {
+      expect(() => stackConfig({ websites: { gh: { live: true, domains: ["github.com"], replay } } })).toThrow(
+        /path of a HAR file/,
+      );
+    }
+  });
+});
