@@ -4,7 +4,7 @@
 // in the replay server's log.
 import { bearer } from "../../protocol/auth";
 import type { ReplayCounters } from "../../protocol/replay-server-config";
-import { errorMessage } from "../errors";
+import { errorMessage, RunnerError } from "../errors";
 
 /** A replayed site's counters in run.json, or why they could not be read. */
 export type ReplayEvidence = ReplayCounters | { error: string };
@@ -62,7 +62,7 @@ export async function resetReplays(
       });
       const body = (await response.json().catch(() => undefined)) as { ended?: unknown } | undefined;
       if (!response.ok || !isCounters(body?.ended))
-        throw new Error(`replayed site ${site}: its replay server's reset answered HTTP ${response.status}`);
+        throw new RunnerError(`replayed site ${site}: its replay server's reset answered HTTP ${response.status}`);
       return [site, body.ended];
     }),
   );
