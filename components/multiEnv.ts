@@ -96,7 +96,8 @@ export class MultiEnv extends pulumi.ComponentResource {
             w.name,
             {
               live: w.live && w.replay === undefined,
-              ...(w.replay ? { replayed: true } : {}),
+              // A replayed site answers at its allowed hosts too (routed inside the env, never public).
+              ...(w.replay ? { replayed: true, allowHosts: [...w.allowHosts] } : {}),
               domains: [...w.domains],
               ...siteUrls(url, w),
             },

@@ -7,6 +7,8 @@ export interface WebsiteOutput {
   live: boolean;
   /** True for a live site served from its recording (`replayedWebsites` has the recording). */
   replayed?: boolean;
+  /** Replayed sites: the further names its recording answers at (routed inside the env like its domains). */
+  allowHosts?: string[];
   domains: string[];
   /** The site's server through the gateway, `<gatewayUrl>/svc/<site>/`. */
   svcUrl: string;

@@ -210,7 +210,9 @@ export function bringTunnelUp(tunnel: GatewayTunnel, stack: string): void {
 
 /** The synthetic sites' domain patterns: connections to them stay inside the env. */
 export function syntheticDomainsOf(outputs: Pick<StackOutputs, "websites">): string[] {
-  return Object.values(outputs.websites).flatMap((site) => (site.live ? [] : site.domains));
+  return Object.values(outputs.websites).flatMap((site) =>
+    site.live ? [] : [...site.domains, ...(site.replayed ? (site.allowHosts ?? []) : [])],
+  );
 }
 
 /** The outputs as plain values, each secret replaced by SECRET_PLACEHOLDER unless `showSecrets`. */
