@@ -18,6 +18,8 @@ export interface DeployArgs {
   buildContext: string;
   /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */
   baseImage: string;
+  /** The build context of a recording image by the recording's SHA-256, relative to the project directory. */
+  recordingContext?: (sha256: string) => string;
   /** Docker target: the machine its engine runs on, whose addresses no site proxy may dial. */
   engineMachine?: EngineMachine;
   /** The env's control token (a secret). */

@@ -4,7 +4,7 @@
 // every target shares (the control token, the self-test, the capture collector) and the stack outputs of
 // docs/design.md "Outputs".
 import * as pulumi from "@pulumi/pulumi";
-import type { LiveWebsiteMark } from "../src/plan";
+import type { LiveWebsiteMark, ReplayedWebsiteMark } from "../src/plan";
 import type { GatewayTunnel } from "../src/plan/ssh";
 import { computerCdpUrl, siteUrls } from "../src/plan/urls";
 import { computerAgentToken } from "../src/protocol/auth";
@@ -30,6 +30,8 @@ export interface MultiEnvOutputs {
   computers: pulumi.Output<Record<string, ComputerOutput>>;
   live: boolean;
   liveWebsites: LiveWebsiteMark[];
+  /** Live sites served from a recording: no longer live. */
+  replayedWebsites: ReplayedWebsiteMark[];
   reproducible: boolean;
   captureTraffic: boolean;
   /** What the deploy's self-test found, or that it was skipped. */
@@ -91,7 +93,16 @@ export class MultiEnv extends pulumi.ComponentResource {
       ),
       websites: gatewayUrl.apply((url) =>
         Object.fromEntries(
-          plan.websites.map((w) => [w.name, { live: w.live, domains: [...w.domains], ...siteUrls(url, w) }]),
+          plan.websites.map((w) => [
+            w.name,
+            {
+              live: w.live && w.replay === undefined,
+              // A replayed site answers at its allowed hosts too (routed inside the env, never public).
+              ...(w.replay ? { replayed: true, allowHosts: [...w.allowHosts] } : {}),
+              domains: [...w.domains],
+              ...siteUrls(url, w),
+            },
+          ]),
         ),
       ),
       computers: gatewayUrl.apply((url) =>
@@ -110,6 +121,7 @@ export class MultiEnv extends pulumi.ComponentResource {
       ),
       live: plan.live,
       liveWebsites: plan.liveWebsites,
+      replayedWebsites: plan.replayedWebsites,
       reproducible: plan.reproducible,
       captureTraffic: plan.capture.enabled,
       selfTest: selfTest ? selfTest.results : pulumi.output({ skipped: true as const }),

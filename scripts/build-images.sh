@@ -6,7 +6,7 @@
 #   3. dist/bundle/*.js         each service bundled with esbuild (scripts/bundle.mjs): no npm in images
 #   4. the project's images, each `docker build --build-arg BASE_IMAGE=multienv/node-base` (or
 #      MULTIENV_BASE_IMAGE, which replaces steps 1 and 2: a registry's Node 20 base such as node:20-bookworm-slim):
-#      multienv/gateway, multienv/site-proxy, multienv/browser,
+#      multienv/gateway, multienv/site-proxy, multienv/browser, multienv/replay-server,
 #      multienv/sample-shop-server, multienv/sample-shop-frontend, multienv/sample-live-server
 # Each image is labelled `multienv.base-image` (its BASE_IMAGE; the e2e deploy checks the program
 # asks for the same). An image whose inputs (Dockerfile, bundle, base image id) hash to its
@@ -101,6 +101,7 @@ IMAGES=(
   "gateway|src/gateway/Dockerfile|gateway capture-server"
   "site-proxy|src/site-proxy/Dockerfile|site-proxy site-proxy-supervisor"
   "browser|src/browser/Dockerfile|browser-launcher"
+  "replay-server|src/replay-server/Dockerfile|replay-server"
   "sample-shop-server|examples/sites/shop-server/Dockerfile|sample-shop-server"
   "sample-shop-frontend|examples/sites/shop-frontend/Dockerfile|sample-shop-frontend"
   "sample-live-server|examples/sites/live-server/Dockerfile|sample-live-server"

@@ -17,6 +17,7 @@ export const BUNDLES = {
   "site-proxy": "src/site-proxy/main.ts",
   "site-proxy-supervisor": "src/site-proxy/supervisor.ts",
   "browser-launcher": "src/browser/main.ts",
+  "replay-server": "src/replay-server/main.ts",
   "sample-shop-server": "examples/sites/shop-server/server.ts",
   "sample-shop-frontend": "examples/sites/shop-frontend/server.ts",
   "sample-live-server": "examples/sites/live-server/server.ts",

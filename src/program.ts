@@ -3,11 +3,20 @@
 // Bad config, a refused plan or inputs a component refuses stop the run with one line per problem and no stack
 // trace (pulumi.RunError).
 import { execFileSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { MultiEnv, type MultiEnvOutputs } from "../components/multiEnv";
 import { ConfigError, loadStackConfig } from "./config";
-import { DOCKER_DEFAULT_ADDRESS_POOLS, formatProblem, plan, type EngineMachine, type Plan } from "./plan";
+import { readRecordings } from "./config/recordings";
+import {
+  DOCKER_DEFAULT_ADDRESS_POOLS,
+  formatProblem,
+  plan,
+  recordingDockerfile,
+  type EngineMachine,
+  type Plan,
+} from "./plan";
 import { isLocalEngine, localEngineMachine } from "./engines/docker";
 import { DEFAULT_BASE_IMAGE, PROJECT_IMAGES, projectImagesNeeded } from "./plan/images";
 import { SELF_TEST_ENV } from "./plan/self-test";
@@ -38,7 +47,9 @@ export interface ProgramOptions {
 /** Writes dist/bundle/<name>.js for every service the plan's project images copy; one line naming what failed. */
 function bundleServices(planned: Plan): void {
   const bundles = [
-    ...new Set(projectImagesNeeded(true, planned.computers).flatMap((role) => PROJECT_IMAGES[role].bundles)),
+    ...new Set(
+      projectImagesNeeded(true, planned.computers, planned.websites).flatMap((role) => PROJECT_IMAGES[role].bundles),
+    ),
   ];
   const { isFresh } = require(path.join(REPO_ROOT, "scripts/bundle-freshness.cjs")) as {
     isFresh(root: string, name: string): boolean;
@@ -53,6 +64,26 @@ function bundleServices(planned: Plan): void {
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr?.trim() || (error as Error).message;
     throw new pulumi.RunError(`multienv: bundling the services for the project's images failed: ${stderr}`);
+  }
+}
+
+/** Where the build context of the image carrying a recording is written: the HAR and a Dockerfile, by its digest. */
+function recordingContext(sha256: string): string {
+  return path.join(REPO_ROOT, "dist", "replay", sha256);
+}
+
+/**
+ * Writes each replayed site's recording image build context (dist/replay/<sha256>/): a context holds what the image
+ * copies and nothing else, and the HAR may sit anywhere. Keyed by content, so one written is never written again.
+ */
+function writeRecordingContexts(planned: Plan): void {
+  for (const site of planned.websites) {
+    if (!site.replay) continue;
+    const dir = recordingContext(site.replay.recording.sha256);
+    if (existsSync(path.join(dir, "recording.har"))) continue;
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, "Dockerfile"), recordingDockerfile());
+    copyFileSync(site.replay.recording.path, path.join(dir, "recording.har"));
   }
 }
 
@@ -92,10 +123,21 @@ export async function multienvProgram(
     if (error instanceof ConfigError) throw new pulumi.RunError(error.message);
     throw error;
   }
-  const result = plan(loaded.config, { stack, selfTest: process.env[SELF_TEST_ENV] !== "off" });
+  // Pulumi runs the program in the project directory: relative recordings are taken from there.
+  const recordings = await readRecordings(loaded.config, process.cwd());
+  for (const warning of recordings.warnings) pulumi.log.warn(formatProblem(warning));
+  if (recordings.problems.length > 0) throw new pulumi.RunError(recordings.problems.map(formatProblem).join("\n"));
+  const result = plan(loaded.config, {
+    stack,
+    selfTest: process.env[SELF_TEST_ENV] !== "off",
+    recordings: recordings.recordings,
+  });
   for (const warning of result.warnings) pulumi.log.warn(warning);
   if (!result.ok) throw new pulumi.RunError(result.problems.map(formatProblem).join("\n"));
-  if (options.bundle !== false) bundleServices(result.plan);
+  if (options.bundle !== false) {
+    bundleServices(result.plan);
+    writeRecordingContexts(result.plan);
+  }
   const engineMachine = await engineMachineOf(result.plan, options.probeEngine !== false);
 
   // A pooled live site's account is leased first: a stack that gets none fails with nothing of it created.
@@ -107,6 +149,7 @@ export async function multienvProgram(
       secrets: loaded.secrets,
       // Relative, as the state keeps it: the same checkout elsewhere is no change.
       buildContext: path.relative(process.cwd(), REPO_ROOT) || ".",
+      recordingContext: (sha256) => path.relative(process.cwd(), recordingContext(sha256)),
       baseImage: process.env.MULTIENV_BASE_IMAGE || DEFAULT_BASE_IMAGE,
       engineMachine,
     });

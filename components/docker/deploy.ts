@@ -23,6 +23,7 @@ export function deployOnEngines(owner: string, args: DeployArgs): Deployed {
       plan,
       buildContext: args.buildContext,
       baseImage: args.baseImage,
+      recordingContext: args.recordingContext,
       runnerEngine: {},
     },
     { parent },
@@ -32,7 +33,14 @@ export function deployOnEngines(owner: string, args: DeployArgs): Deployed {
     (site) =>
       new Website(
         `${owner}-${site.name}`,
-        { plan, site, engine: engines.env, secrets: args.secrets, account: args.accounts?.[site.name] },
+        {
+          plan,
+          site,
+          engine: engines.env,
+          secrets: args.secrets,
+          account: args.accounts?.[site.name],
+          controlToken: args.controlToken,
+        },
         { parent, aliases: [{ name: site.name }] },
       ),
   );

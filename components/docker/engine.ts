@@ -14,6 +14,7 @@ import type { EngineNetworks } from "../../src/plan/wiring";
 import type { ProjectImageRole, RemoteEngineImages } from "../../src/plan/images";
 import { PROJECT_IMAGES } from "../../src/plan/images";
 import { shipImagesCommand } from "../../src/plan/ec2";
+import { recordingImage } from "../../src/plan/replay";
 import type { EngineConnection, SshEndpoint } from "../../src/plan/ssh";
 
 /** Where a remote engine gets its images: another engine (the runner's), and how to reach this one over SSH. */
@@ -44,6 +45,11 @@ export interface DockerEngineArgs {
   buildContext: string;
   /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */
   baseImage: string;
+  /**
+   * The build context of the image carrying a recording (its HAR and Dockerfile, src/program.ts writes them), by the
+   * recording's SHA-256, relative to the project directory: set where recording images are built.
+   */
+  recordingContext?: (sha256: string) => string;
   /** Labels put on every network, volume and container, so `docker ps --filter label=...` finds a stack's pieces. */
   labels: Record<string, string>;
   /** Copy images from another engine instead of building and pulling them here (`projectImages` is then unused). */
@@ -61,6 +67,8 @@ export class DockerEngine extends pulumi.ComponentResource {
   private readonly volumes = new Map<string, docker.Volume>();
   private readonly builtImages = new Map<ProjectImageRole, docker.RemoteImage>();
   private readonly pulledImages = new Map<string, docker.RemoteImage>();
+  private readonly recordingImages = new Map<string, docker.RemoteImage>();
+  private readonly recordingContext: ((sha256: string) => string) | undefined;
   /** Remote engines: the id of each image this engine has, by role or reference, once the one load is done. */
   private readonly shippedImages = new Map<string, pulumi.Output<string>>();
   /** True when the images come from another engine (`imagesFrom`). */
@@ -80,6 +88,7 @@ export class DockerEngine extends pulumi.ComponentResource {
     super("multienv:docker:DockerEngine", name, {}, opts);
     this.engineName = name;
     this.remote = args.imagesFrom !== undefined;
+    this.recordingContext = args.recordingContext;
     this.labels = args.labels;
     const connection = pulumi.output(args.connection ?? {});
     this.provider = new docker.Provider(
@@ -154,6 +163,7 @@ export class DockerEngine extends pulumi.ComponentResource {
     const sources = new Map<string, pulumi.Output<string>>([
       ...from.images.roles.map((role) => [`project-${role}`, from.engine.image(undefined, role)] as const),
       ...from.images.refs.map((ref) => [ref, from.engine.pulledImage(ref)] as const),
+      ...from.images.recordings.map((sha) => [`recording-${sha}`, from.engine.recordingImage(sha)] as const),
     ]);
     const ids = pulumi.all([...sources.values()]);
     const load = new LocalCommand(
@@ -223,6 +233,37 @@ export class DockerEngine extends pulumi.ComponentResource {
         `DockerEngine ${this.engineName}: the ${role} image is not built on this engine`,
         this,
       );
+    return built.imageId;
+  }
+
+  /**
+   * The image carrying the recording of SHA-256 `sha256` (src/plan/replay.ts `recordingImage`), built on this engine
+   * FROM the replay server's image, or shipped here from the runner's. One resource per recording.
+   */
+  recordingImage(sha256: string): pulumi.Output<string> {
+    if (this.remote) return this.shipped(`recording-${sha256}`);
+    let built = this.recordingImages.get(sha256);
+    if (built === undefined) {
+      const server = this.builtImages.get("replay-server");
+      if (server === undefined || this.recordingContext === undefined)
+        throw new pulumi.ResourceError(
+          `DockerEngine ${this.engineName}: recording images are not built on this engine (no replay server image or build context)`,
+          this,
+        );
+      built = new docker.RemoteImage(
+        `${this.engineName}-recording-${sha256.slice(0, 16)}`,
+        {
+          name: recordingImage(sha256),
+          build: { context: this.recordingContext(sha256), dockerfile: "Dockerfile" },
+          // The tag names the recording; a new replay server image under it rebuilds it.
+          triggers: { server: server.imageId },
+          // Tagged by content: other stacks may replay the same recording.
+          keepLocally: true,
+        },
+        { parent: this, ...this.onEngine, dependsOn: [server] },
+      );
+      this.recordingImages.set(sha256, built);
+    }
     return built.imageId;
   }
 

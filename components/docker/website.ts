@@ -12,6 +12,7 @@ import { secretReferenceProblems, siteSecretReferences } from "../../src/config/
 import * as docker from "@pulumi/docker";
 import { containerLabels, containerOptions, envEntry, networksAdvanced, RESTART } from "./containers";
 import type { DockerEngine } from "./engine";
+import { ReplayServer } from "./replayServer";
 
 export interface WebsiteArgs {
   /** The plan the site belongs to: its networks, and capture for the sidecars. */
@@ -27,6 +28,8 @@ export interface WebsiteArgs {
   secrets: Record<string, pulumi.Output<string>>;
   /** A pooled live site: the leased account's settings (a secret), put over the site's own. */
   account?: pulumi.Output<Record<string, unknown>>;
+  /** The env's control token (a secret): a replayed site's replay server's token is derived from it (required then). */
+  controlToken?: pulumi.Input<string>;
 }
 
 /** A website of the env: its server, its frontend (synthetic sites), and their capture sidecars. */
@@ -34,6 +37,8 @@ export class Website extends pulumi.ComponentResource {
   readonly server: docker.Container;
   /** Synthetic sites only. */
   readonly frontend?: docker.Container;
+  /** Replayed live sites only: the replay server, the gateway's frontend for the site. */
+  readonly replay?: ReplayServer;
   readonly sidecars: CaptureSidecar[] = [];
 
   constructor(name: string, args: WebsiteArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -87,8 +92,17 @@ export class Website extends pulumi.ComponentResource {
         { parent: this, ...containerOptions(engine) },
       );
     }
+    if (site.replay !== undefined && args.controlToken === undefined)
+      throw new pulumi.ResourceError(`Website ${site.name}: a replayed site needs the control token`, this);
+    if (site.replay !== undefined && args.controlToken !== undefined)
+      this.replay = new ReplayServer(
+        `${name}-replay`,
+        { plan, site, engine, controlToken: args.controlToken },
+        { parent: this },
+      );
     for (const sidecar of plan.capture.sidecars.filter((s) => s.site === site.name)) {
-      const target = sidecar.role === "server" ? this.server : this.frontend;
+      // A replayed site's replay server is captured as its frontend (src/plan/capture.ts).
+      const target = sidecar.role === "server" ? this.server : (this.frontend ?? this.replay?.container);
       if (target === undefined)
         throw new pulumi.ResourceError(
           `Website ${site.name}: the plan captures a ${sidecar.role} the site does not have`,
@@ -98,12 +112,21 @@ export class Website extends pulumi.ComponentResource {
         new CaptureSidecar(`${name}-${sidecar.role}-capture`, { plan, sidecar, target, engine }, { parent: this }),
       );
     }
-    this.registerOutputs({ server: this.server.name, frontend: this.frontend?.name });
+    this.registerOutputs({
+      server: this.server.name,
+      frontend: this.frontend?.name,
+      replay: this.replay?.container.name,
+    });
   }
 
   /** Every container of the site, sidecars included: the gateway starts after them. */
   containers(): docker.Container[] {
-    return [this.server, ...(this.frontend ? [this.frontend] : []), ...this.sidecars.map((s) => s.container)];
+    return [
+      this.server,
+      ...(this.frontend ? [this.frontend] : []),
+      ...(this.replay ? [this.replay.container] : []),
+      ...this.sidecars.map((s) => s.container),
+    ];
   }
 }
 

@@ -36,6 +36,8 @@ export interface EnvTargetArgs {
   buildContext: string;
   /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */
   baseImage: string;
+  /** The build context of a recording image by the recording's SHA-256 (components/docker/engine.ts). */
+  recordingContext?: (sha256: string) => string;
   /** The runner's own engine: a `unix://` host, or unset for DOCKER_HOST or the local socket. */
   runnerEngine: { host?: string };
 }

@@ -60,7 +60,8 @@ export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget
         connection: args.runnerEngine,
         networks: { internal: [], external: [] },
         volumes: [],
-        projectImages: projectImagesNeeded(true, plan.computers),
+        projectImages: projectImagesNeeded(true, plan.computers, plan.websites),
+        recordingContext: args.recordingContext,
       },
       { parent: this },
     );

@@ -21,7 +21,7 @@ import {
 import type { StackFinding, StackRule } from "../rule";
 import { reveal } from "../secrets";
 
-const WEBSITE_ROLES: string[] = [ROLES.server, ROLES.frontend];
+const WEBSITE_ROLES: string[] = [ROLES.server, ROLES.frontend, ROLES.replay];
 
 /** A pod's containers named `capture`, wherever in its spec they are. */
 function podCaptures(pod: PolicyResource) {
@@ -78,8 +78,10 @@ function podFindings(stack: PolicyStack, on: boolean): StackFinding[] {
 }
 
 /** `server` / `frontend`: the part of a website a container is. */
+/** A replayed site's replay server is the site's frontend, for the gateway and for its capture. */
 function websitePart(container: PolicyResource): string {
-  return roleOf(container) === ROLES.frontend ? "frontend" : "server";
+  const role = roleOf(container);
+  return role === ROLES.frontend || role === ROLES.replay ? "frontend" : "server";
 }
 
 export const captureSidecarPerWebsite: StackRule = {

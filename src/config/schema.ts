@@ -65,12 +65,34 @@ export const CONFIG_KEY = /^[A-Za-z][A-Za-z0-9_-]*$/;
 const serverSchema = z.strictObject({ image: image.optional(), port: port.default(8000) });
 const frontendSchema = z.strictObject({ image: image.optional(), port: port.default(80) });
 
+const replayNames = z.array(z.string().min(1, "an empty name"));
+
+/** `replay` on a live site: the HAR file alone, or it with the volatile query parameters and body fields to ignore. */
+export const replaySchema = z
+  .union(
+    [
+      z.string().min(1, "the path of a HAR file"),
+      z.strictObject({
+        file: z.string().min(1, "the path of a HAR file"),
+        ignoreParams: replayNames.default([]),
+        ignoreBodyFields: replayNames.default([]),
+      }),
+    ],
+    {
+      error: () =>
+        "must be the path of a HAR file, or {file, ignoreParams, ignoreBodyFields}, e.g. replay: recordings/shop.har",
+    },
+  )
+  .transform((value) => (typeof value === "string" ? { file: value, ignoreParams: [], ignoreBodyFields: [] } : value));
+
 export const websiteSchema = z.strictObject({
   domains: names,
   live: z.boolean().default(false),
   allowHosts: names.default([]),
   server: serverSchema.default({ port: 8000 }),
   frontend: frontendSchema.optional(),
+  /** Live sites only: serve the site from this recording instead of the real site. */
+  replay: replaySchema.optional(),
   settings: z.record(z.string(), z.json()).default({}),
   secretSettings: z
     .record(

@@ -49,6 +49,7 @@ function knownKeysAt(path: readonly PropertyKey[]): readonly string[] {
   if (path.length === 0) return STACK_KEYS;
   if (top === "websites" && path.length === 2) return Object.keys(websiteSchema.shape);
   if (top === "websites" && (sub === "server" || sub === "frontend")) return ["image", "port"];
+  if (top === "websites" && sub === "replay") return ["file", "ignoreParams", "ignoreBodyFields"];
   if (top === "computers" && path.length === 2) return Object.keys(computerSchema.shape);
   if (top === "capture") return Object.keys(captureSchema.shape);
   if (top === "ec2") return Object.keys(ec2Schema.shape);

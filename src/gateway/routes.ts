@@ -10,6 +10,7 @@ export type Route =
       /** path and query for the upstream, starting with `/` */ rest: string;
     }
   | { kind: "computer"; computer: string; op: ComputerOp; rest: string }
+  | { kind: "replay"; site: string; op: ReplayOp }
   | { kind: "card" }
   | { kind: "healthz" }
   | { kind: "captures" }
@@ -18,6 +19,9 @@ export type Route =
   | { kind: "request-log"; computer: string }
   | { kind: "bad"; error: string }
   | { kind: "not-found" };
+
+/** What a replayed site's route does: read this episode's counters, or start the next episode. */
+export type ReplayOp = "counters" | "reset";
 
 /** What a computer's route does: DevTools, its site proxy's log, or ending every connection its site proxy holds. */
 export type ComputerOp = "cdp" | "proxy-log" | "end-connections";
@@ -73,6 +77,13 @@ export function route(target: string): Route {
     const segment = path.slice(REQUESTS_LIST_PATH.length + 1);
     const computer = segment.includes("/") ? undefined : decodeName(segment);
     return computer === undefined ? { kind: "bad", error: "not a computer name" } : { kind: "request-log", computer };
+  }
+  if (path.startsWith("/replay/v1/")) {
+    const { segment, rest } = splitSegment(path, "/replay/v1/".length);
+    const site = decodeName(segment);
+    if (site === undefined) return { kind: "bad", error: "escaped slash or bad escape in the site name" };
+    if (rest === "/counters" || rest === "/reset") return { kind: "replay", site, op: rest.slice(1) as ReplayOp };
+    return { kind: "not-found" };
   }
   if (path.startsWith("/computers/")) {
     const { segment, rest } = splitSegment(target, "/computers/".length);

@@ -5,7 +5,14 @@
 import http, { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { computerControlToken, secretTokens, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
+import {
+  bearer,
+  computerControlToken,
+  replayServerToken,
+  secretTokens,
+  WWW_AUTHENTICATE_CHALLENGE,
+} from "../protocol/auth";
+import { REPLAY_CONTROL_PATHS } from "../protocol/replay-server-config";
 import { Access } from "./access";
 import type { Binding, Listener } from "./bind";
 import { CaptureSources } from "./capture-sources";
@@ -66,6 +73,8 @@ export class Gateway {
   private readonly health: HealthCheck;
   private readonly computers: Computers;
   private readonly access: Access;
+  /** Replayed sites' replay servers' control listeners, each with its own token: `/replay/v1/<site>/...`. */
+  private readonly replays: ReadonlyMap<string, Upstream>;
   /** With `captureSources`: where traffic/v1 is read from. */
   private readonly captureSources: CaptureSources | undefined;
   /** requests/v1: each computer's request log, read from its site proxy. */
@@ -89,6 +98,7 @@ export class Gateway {
       ...this.access.tokens(),
       ...Object.keys(config.computers ?? {}).map((name) => computerControlToken(controlToken, name)),
       ...CaptureSources.tokens(config.captureSources, controlToken),
+      ...Object.keys(config.replays ?? {}).map((site) => replayServerToken(controlToken, site)),
     ]);
     this.forwarder = new Forwarder({
       secrets,
@@ -97,6 +107,12 @@ export class Gateway {
       log: this.log,
       dispatcherFor: options.dispatcherFor,
     });
+    this.replays = new Map(
+      Object.entries(config.replays ?? {}).map(([site, url]) => [
+        site,
+        { url, label: { replay: site }, authorization: bearer(replayServerToken(controlToken, site)) },
+      ]),
+    );
     this.captureSources =
       config.captureSources === undefined
         ? undefined
@@ -221,6 +237,14 @@ export class Gateway {
           : this.requestLogs.serve(res, target.computer, refuse);
       case "computer":
         return this.computers.handle(req, res, target.computer, target.op, target.rest, refuse);
+      case "replay": {
+        const upstream = this.replays.get(target.site);
+        if (upstream === undefined) return refuse(404, { error: "no replayed site of that name", site: target.site });
+        if (target.op === "counters" && !isRead(req)) return notAllowed(refuse);
+        if (target.op === "reset" && req.method !== "POST")
+          return refuse(405, { error: "method not allowed" }, undefined, { Allow: "POST" });
+        return this.forwarder.forward(req, res, upstream, REPLAY_CONTROL_PATHS[target.op]);
+      }
     }
   }
 

@@ -37,13 +37,17 @@ export function captureWarnings(config: Pick<StackConfig, "captureTraffic" | "ca
   ];
 }
 
-/** One sidecar per website container (server, and frontend for synthetic sites), sorted by container name. */
+/**
+ * One sidecar per website container (server, and the frontend of a synthetic site or the replay server of a replayed
+ * one), sorted by container name.
+ */
 export function captureSidecars(stack: string, websites: readonly PlannedWebsite[]): PlannedCapture[] {
   const sidecars: PlannedCapture[] = [];
   for (const website of websites) {
     const containers = [
       ["server", website.server] as const,
-      ...(website.frontend ? [["frontend", website.frontend] as const] : []),
+      // A replayed site's replay server is its frontend for the gateway, and captured as such.
+      ...(website.frontend || website.replay ? [["frontend", (website.frontend ?? website.replay)!] as const] : []),
     ];
     for (const [role, container] of containers) {
       sidecars.push({

@@ -1,6 +1,7 @@
 // Which site a name belongs to (docs/design.md "Rules": claims, synthetic wins, live hosts).
 import { covers, overlaps } from "../protocol/host-names";
 import { problem, quote } from "./problems";
+import { replayedNames, servedLive } from "./replay";
 import type { Problem, WebsiteConfig } from "./types";
 
 interface Claim {
@@ -47,14 +48,18 @@ export function claimProblems(websites: Record<string, WebsiteConfig>): Problem[
   return problems;
 }
 
-/** The synthetic name that wins `host` (equal to it or covering it), if any. */
+/**
+ * The synthetic name that wins `host` (equal to it or covering it), if any. A replayed live site's names count as
+ * synthetic: the computers route them to the gateway as they route a synthetic site's.
+ */
 export function syntheticClaimOf(
   websites: Record<string, WebsiteConfig>,
   host: string,
 ): { site: string; name: string } | undefined {
   for (const [site, website] of sortedSites(websites)) {
-    if (website.live) continue;
-    const name = website.domains.find((d) => covers(d, host));
+    if (servedLive(website)) continue;
+    const names = website.live ? replayedNames(website) : website.domains;
+    const name = names.find((d) => covers(d, host));
     if (name !== undefined) return { site, name };
   }
   return undefined;
@@ -67,7 +72,8 @@ export interface LiveHosts {
 }
 
 /**
- * The live hosts of the env: every live site's domains and allowHosts, except those a synthetic name covers
+ * The live hosts of the env: every live site's domains and allowHosts (a replayed site has none: it is routed to the
+ * gateway), except those a synthetic name covers
  * or equals ("synthetic wins": that name is the synthetic site's, and is left out with a warning).
  * A wider live wildcard stays, since the synthetic name is still routed inside it.
  */
@@ -75,7 +81,7 @@ export function liveHosts(websites: Record<string, WebsiteConfig>): LiveHosts {
   const hosts = new Set<string>();
   const warnings: Problem[] = [];
   for (const [site, website] of sortedSites(websites)) {
-    if (!website.live) continue;
+    if (!servedLive(website)) continue;
     const claims: Claim[] = [
       ...website.domains.map((name, index) => ({ site, key: "domains" as const, index, name })),
       ...website.allowHosts.map((name, index) => ({ site, key: "allowHosts" as const, index, name })),

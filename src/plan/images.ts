@@ -1,9 +1,9 @@
 // The image catalogue: the project's own images (gateway, site proxy, browser), what each build copies, the
 // base they build on, and which of them an engine needs.
-import type { Plan, PlannedComputer } from "./types";
+import type { Plan, PlannedComputer, PlannedWebsite } from "./types";
 
 /** The project's own images, built from `src/<role>/Dockerfile` when a container gives no image of its own. */
-export type ProjectImageRole = "gateway" | "site-proxy" | "browser";
+export type ProjectImageRole = "gateway" | "site-proxy" | "browser" | "replay-server";
 
 /** A project image: its tag, its Dockerfile, and the bundles (scripts/bundle.mjs names) it copies. */
 export interface ProjectImage {
@@ -29,6 +29,12 @@ export const PROJECT_IMAGES: Record<ProjectImageRole, ProjectImage> = {
     dockerfile: "src/browser/Dockerfile",
     bundles: ["browser-launcher"],
   },
+  // What each replayed site's recording image is built FROM (src/plan/replay.ts).
+  "replay-server": {
+    imageName: "multienv/replay-server:latest",
+    dockerfile: "src/replay-server/Dockerfile",
+    bundles: ["replay-server"],
+  },
 };
 
 /** The files of a project image's build context besides its Dockerfile, relative to the repository root. */
@@ -52,9 +58,15 @@ export const CAPTURE_IMAGE_ROLE: ProjectImageRole = "gateway";
  * The project images an engine builds: the gateway's where the gateway runs (capture sidecars use it too), and
  * the site proxy's and browser's where computers run, unless every browser there has an image of its own.
  */
-export function projectImagesNeeded(gatewayHere: boolean, computers: PlannedComputer[]): ProjectImageRole[] {
+export function projectImagesNeeded(
+  gatewayHere: boolean,
+  computers: PlannedComputer[],
+  websites: readonly Pick<PlannedWebsite, "replay">[] = [],
+): ProjectImageRole[] {
   const roles = new Set<ProjectImageRole>();
   if (gatewayHere) roles.add("gateway").add(CAPTURE_IMAGE_ROLE);
+  // Replay servers run where the gateway does, each from a recording image built FROM the replay server's.
+  if (gatewayHere && websites.some((w) => w.replay !== undefined)) roles.add("replay-server");
   if (computers.length > 0) roles.add("site-proxy");
   if (computers.some((c) => c.image === undefined)) roles.add("browser");
   return [...roles];
@@ -64,6 +76,8 @@ export function projectImagesNeeded(gatewayHere: boolean, computers: PlannedComp
 export interface RemoteEngineImages {
   roles: ProjectImageRole[];
   refs: string[];
+  /** The recording images of the replayed sites (by their SHA-256), built on the runner's engine. */
+  recordings: string[];
 }
 
 /**
@@ -75,10 +89,12 @@ export function remoteEngineImages(plan: Pick<Plan, "websites">, computer?: Plan
     return {
       roles: computer.image === undefined ? ["site-proxy", "browser"] : ["site-proxy"],
       refs: computer.image === undefined ? [] : [computer.image],
+      recordings: [],
     };
   }
   const refs = plan.websites
     .flatMap((w) => [w.server.image, w.frontend?.image])
     .filter((i): i is string => i !== undefined);
-  return { roles: ["gateway"], refs: [...new Set(refs)].sort() };
+  const recordings = plan.websites.flatMap((w) => (w.replay ? [w.replay.recording.sha256] : []));
+  return { roles: ["gateway"], refs: [...new Set(refs)].sort(), recordings: [...new Set(recordings)].sort() };
 }

@@ -9,11 +9,12 @@ import { allowlistProblems, reachesPublicHosts, reaching } from "./reaching";
 import { namingProblems, stackNameProblem } from "./reserved";
 import { plannedRequestLog, recordProblems } from "./request-log";
 import { siteTable } from "./site-table";
+import { plannedReplay, replayedWebsiteMarks, replayProblems, servedLive } from "./replay";
 import { websiteProblems, websiteWarnings } from "./sites";
 import { selfTestPlan, selfTestWarnings } from "./self-test";
 import { startTabProblems, startTabWarnings } from "./start-tabs";
 import { GATEWAY_PORT, topologyNames } from "./topology";
-import type { Plan, PlannedComputer, PlannedWebsite, PlanResult, Problem, StackConfig } from "./types";
+import type { Plan, PlannedComputer, PlannedWebsite, PlanResult, Problem, RecordingFile, StackConfig } from "./types";
 
 export * from "./types";
 export { formatProblem, configPath, CONFIG_NAMESPACE } from "./problems";
@@ -21,6 +22,14 @@ export { covers, isAddress, isLocalhostName, isHostName, isWildcard, isDomainPat
 export { liveHosts, isClaimed } from "./claims";
 export { reaching, reachesPublicHosts } from "./reaching";
 export { siteTable } from "./site-table";
+export {
+  servedLive,
+  replayedNames,
+  recordingImage,
+  recordingDockerfile,
+  replayServerServiceConfig,
+  REPLAY_SERVER_IMAGE,
+} from "./replay";
 export { RESERVED_NAMES, ROLE_SUFFIXES } from "./reserved";
 export * from "./topology";
 export {
@@ -41,6 +50,11 @@ export interface PlanOptions {
   stack: string;
   /** False skips the self-test whatever the config says (`multienv up --no-self-test`). */
   selfTest?: boolean;
+  /**
+   * Each replayed site's recording as read (src/config/recordings.ts): a replayed site without one is refused, since
+   * the plan cannot read files.
+   */
+  recordings?: Record<string, RecordingFile>;
 }
 
 /**
@@ -60,8 +74,10 @@ export function planProblemsOfParts(config: StackConfig, stack: string, complete
   const stackProblem = stackNameProblem(stack);
   if (stackProblem !== undefined) problems.push(problem("", stackProblem));
   problems.push(...namingProblems(config, stack));
-  for (const site of Object.keys(config.websites).sort())
+  for (const site of Object.keys(config.websites).sort()) {
     problems.push(...websiteProblems(site, config.websites[site]));
+    problems.push(...replayProblems(site, config.websites[site], config.target));
+  }
   problems.push(...claimProblems(config.websites));
   for (const computer of Object.keys(config.computers).sort()) {
     problems.push(...allowlistProblems(computer, config.computers[computer].network));
@@ -75,7 +91,11 @@ export function planProblemsOfParts(config: StackConfig, stack: string, complete
   return problems;
 }
 
-function plannedWebsites(config: StackConfig, stack: string): PlannedWebsite[] {
+function plannedWebsites(
+  config: StackConfig,
+  stack: string,
+  recordings: Record<string, RecordingFile>,
+): PlannedWebsite[] {
   return Object.keys(config.websites)
     .sort()
     .map((name) => {
@@ -94,10 +114,14 @@ function plannedWebsites(config: StackConfig, stack: string): PlannedWebsite[] {
         settings: website.settings,
         secretSettings: { ...website.secretSettings },
         ...(website.accountPool === undefined ? {} : { accountPool: website.accountPool }),
-        // A live site's server calls the real site's API, so it also sits on the egress network.
-        serverOnEgress: website.live,
-        ...(website.live && website.record ? { record: { keepCookies: website.keepCookies === true } } : {}),
+        // A live site's server calls the real site's API, so it also sits on the egress network; a replayed one's
+        // needs no network: the site is the recording.
+        serverOnEgress: servedLive(website),
+        // Only a site served live is recorded: a replayed one is the recording already.
+        ...(servedLive(website) && website.record ? { record: { keepCookies: website.keepCookies === true } } : {}),
       };
+      if (website.live && website.replay !== undefined)
+        planned.replay = plannedReplay(stack, name, website, recordings[name]);
       // Every synthetic site serves its pages from a frontend; `frontend` in the config only overrides its image and
       // port.
       if (!website.live) {
@@ -146,9 +170,20 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
   }
   const warnings = warningProblems.map(formatProblem);
   const problems = planProblems(config, stack);
+  const recordings = options.recordings ?? {};
+  for (const site of Object.keys(config.websites).sort()) {
+    const website = config.websites[site];
+    if (website.live && website.replay !== undefined && !Object.hasOwn(recordings, site))
+      problems.push(
+        problem(
+          ["websites", site, "replay"],
+          `the recording ${website.replay.file} was not read, so the site cannot be served from it; deploy with multienv up or pulumi up, which read it`,
+        ),
+      );
+  }
   if (problems.length > 0) return { ok: false, problems, warnings };
 
-  const websites = plannedWebsites(config, stack);
+  const websites = plannedWebsites(config, stack, recordings);
   const computers: PlannedComputer[] = Object.keys(config.computers)
     .sort()
     .map((name) => {
@@ -172,7 +207,7 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
       };
     });
   const liveWebsites = websites
-    .filter((w) => w.live)
+    .filter((w) => w.live && w.replay === undefined)
     .map((w) => ({
       name: w.name,
       domains: [...w.domains],
@@ -205,6 +240,7 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
     live: liveWebsites.length > 0,
     reproducible: liveWebsites.length === 0,
     liveWebsites,
+    replayedWebsites: replayedWebsiteMarks(websites),
     selfTest: selfTestPlan(computers, websites, {
       enabled: config.selfTest !== false && options.selfTest !== false && computers.length > 0,
       publicUrl: typeof config.selfTest === "object" ? config.selfTest.publicUrl : undefined,

@@ -37,7 +37,7 @@ export const RESERVED_NAMES: readonly string[] = [
   "ca",
 ];
 
-export const ROLE_SUFFIXES: readonly string[] = ["-server", "-frontend", "-capture", "-proxy", "-browser"];
+export const ROLE_SUFFIXES: readonly string[] = ["-server", "-frontend", "-replay", "-capture", "-proxy", "-browser"];
 
 const MAX_LABEL = 63;
 

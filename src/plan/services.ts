@@ -20,6 +20,7 @@ import type { GatewayConfigInput } from "../protocol/gateway-config";
 import { SITE_PROXY_CONTROL_PATHS } from "../protocol/site-proxy";
 import type { SiteProxyConfigInput } from "../protocol/site-proxy-config";
 import type { Plan, PlannedComputer, PlannedWebsite } from "./types";
+import { replayControlUrl, replayUrl } from "./replay";
 import { rehost } from "./urls";
 import { KUBERNETES_NON_PUBLIC_CIDRS } from "./kubernetes";
 
@@ -64,12 +65,20 @@ export function siteServerUrl(website: Pick<PlannedWebsite, "server">): string {
  */
 export function gatewayServiceConfig(plan: Plan): GatewayServiceConfig {
   const sites: GatewayServiceConfig["sites"] = {};
+  const replays: Record<string, string> = {};
   for (const website of plan.websites) {
+    // A replayed live site is, for the gateway, a synthetic site whose frontend is its replay server.
+    const frontend = website.replay
+      ? replayUrl(website.replay)
+      : website.frontend
+        ? `http://${website.frontend.alias}:${website.frontend.port}`
+        : undefined;
     sites[website.name] = {
       server: siteServerUrl(website),
-      ...(website.frontend ? { frontend: `http://${website.frontend.alias}:${website.frontend.port}` } : {}),
-      live: website.live,
+      ...(frontend ? { frontend } : {}),
+      live: website.live && website.replay === undefined,
     };
+    if (website.replay) replays[website.name] = replayControlUrl(website.replay);
   }
   const computers: GatewayServiceConfig["computers"] = {};
   for (const computer of plan.computers) {
@@ -89,6 +98,7 @@ export function gatewayServiceConfig(plan: Plan): GatewayServiceConfig {
     listen: { host: networkAliases.gatewayIngress, port: plan.gateway.port },
     ...(plan.computers.length > 0 ? { browse: { hosts: browseHosts, port: GATEWAY_BROWSE_PORT } } : {}),
     sites,
+    ...(Object.keys(replays).length > 0 ? { replays } : {}),
     ...(plan.capture.enabled ? { capturesDir: CAPTURES_DIR } : {}),
     computers,
   };

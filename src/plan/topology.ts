@@ -15,6 +15,11 @@ export const CA_KEY_PATH = "/var/lib/multienv/ca-private/ca-key.pem";
 export const SITE_PROXY_LOG_PATH = "/var/log/multienv/site-proxy.log";
 /** The site proxy's request log: its rotating files of HAR entries. */
 export const SITE_PROXY_REQUEST_LOG_DIR = "/var/log/multienv/requests";
+/** A replay server's listeners: the site's (the gateway's frontend upstream) and its control one (the gateway's). */
+export const REPLAY_PORT = 8080;
+export const REPLAY_CONTROL_PORT = 9000;
+/** Where a recording image holds its HAR file. */
+export const RECORDING_PATH = "/var/lib/multienv/recording/recording.har";
 export const CONNECT_TIMEOUT_MS = 30_000;
 export const IDLE_TIMEOUT_MS = 300_000;
 
@@ -35,6 +40,9 @@ export const topologyNames = {
   siteContainer: (stack: string, site: string, role: SiteRole) => `${stack}-${site}-${role}`,
   /** The name a site container answers to on the env network, whatever the stack. */
   siteAlias: (site: string, role: SiteRole) => `${site}-${role}`,
+  /** A replayed live site's replay server, and the name it answers to on the env network. */
+  replayContainer: (stack: string, site: string) => `${stack}-${site}-replay`,
+  replayAlias: (site: string) => `${site}-replay`,
   capture: (stack: string, site: string, role: SiteRole) => `${stack}-${site}-${role}-capture`,
   captureFilePrefix: (site: string, role: SiteRole) => `${site}-${role}.pcap`,
   browser: (stack: string, computer: string) => `${stack}-${computer}-browser`,

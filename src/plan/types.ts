@@ -27,6 +27,8 @@ export interface WebsiteConfig {
   server: ImageRef;
   /** Synthetic sites only. */
   frontend?: ImageRef;
+  /** Live sites only: the site is served from this recording instead of the real site. */
+  replay?: ReplayConfig;
   /** Handed to the server as one JSON line in AGENTENV_WEBSITE_SETTINGS. */
   settings: Record<string, unknown>;
   /** Setting name -> the name of a stack config key (namespace `multienv`) holding a secret. */
@@ -37,6 +39,24 @@ export interface WebsiteConfig {
   keepCookies?: boolean;
   /** A live site: the account pool whose accounts its tasks lease (the leased account's settings go on top). */
   accountPool?: string;
+}
+
+/** `websites.<name>.replay`: a HAR recording of the live site, and what of a request is volatile. */
+export interface ReplayConfig {
+  /** The HAR file: relative to the project directory, or absolute. */
+  file: string;
+  /** Query parameters left out of every comparison. */
+  ignoreParams: string[];
+  /** Body fields (form fields, JSON members or dotted paths) left out of every comparison. */
+  ignoreBodyFields: string[];
+}
+
+/** A recording as read at deploy time (src/config/recordings.ts): where it is and what it holds. */
+export interface RecordingFile {
+  /** Absolute path. */
+  path: string;
+  /** SHA-256 of its bytes, hex. */
+  sha256: string;
 }
 
 export interface ComputerConfig {
@@ -179,10 +199,26 @@ export interface PlannedWebsite {
   secretSettings: Record<string, string>;
   /** The account pool its server's account is leased from, when it has one. */
   accountPool?: string;
-  /** Live site servers are also attached to the egress network (they call the real site's API). */
-  serverOnEgress: boolean;
   /** A live site whose exchanges the site proxies record (its HTTPS opened there). */
   record?: { keepCookies: boolean };
+  /** Live site servers are also attached to the egress network (they call the real site's API); a replayed one not. */
+  serverOnEgress: boolean;
+  /** A replayed live site: its replay server, the gateway's frontend for the site's names. */
+  replay?: PlannedReplay;
+}
+
+/** A replayed live site's replay server (role `replay`): on the env network alone, like a synthetic site's frontend. */
+export interface PlannedReplay extends PlannedContainer {
+  alias: string;
+  /** Its control listener (counters, reset), for the gateway alone. */
+  controlPort: number;
+  /** The recording as configured (for the outputs) and as read. */
+  file: string;
+  recording: RecordingFile;
+  /** The image that carries the recording: `multienv/replay-recording:<sha256>`, built FROM multienv/replay-server. */
+  recordingImage: string;
+  ignoreParams: string[];
+  ignoreBodyFields: string[];
 }
 
 export interface PlannedCapture {
@@ -228,6 +264,14 @@ export interface LiveWebsiteMark {
   recorded?: true;
 }
 
+/** A live site served from a recording: not live, reproducible as long as the recording is the same. */
+export interface ReplayedWebsiteMark {
+  name: string;
+  /** The recording as configured. */
+  recording: string;
+  sha256: string;
+}
+
 export interface Plan {
   stack: string;
   /** What the deploy checks from inside each computer once the env is up. */
@@ -262,6 +306,8 @@ export interface Plan {
   live: boolean;
   reproducible: boolean;
   liveWebsites: LiveWebsiteMark[];
+  /** Live sites served from a recording instead: they are not in `liveWebsites`. */
+  replayedWebsites: ReplayedWebsiteMark[];
   warnings: string[];
   ec2?: PlannedEc2;
   hosts?: HostsConfig;

@@ -18,15 +18,17 @@ export function gatewayUrl(host: string, port: number | string): string {
 }
 
 /**
- * A site's routes through the gateway (docs/design.md "Gateway"): `/svc/<site>/` always, `/website/<site>/` synthetic
- * only.
+ * A site's routes through the gateway (docs/design.md "Gateway"): `/svc/<site>/` always, `/website/<site>/` for a
+ * synthetic site and a replayed one (its replay server).
  */
 export function siteUrls(
   gateway: string,
-  site: Pick<PlannedWebsite, "name" | "live">,
+  site: Pick<PlannedWebsite, "name" | "live" | "replay">,
 ): { svcUrl: string; browseUrl?: string } {
   const svcUrl = `${gateway}/svc/${encodeURIComponent(site.name)}/`;
-  return site.live ? { svcUrl } : { svcUrl, browseUrl: `${gateway}/website/${encodeURIComponent(site.name)}/` };
+  return site.live && site.replay === undefined
+    ? { svcUrl }
+    : { svcUrl, browseUrl: `${gateway}/website/${encodeURIComponent(site.name)}/` };
 }
 
 /** A computer's Chrome DevTools endpoint through the gateway (control token required). */

@@ -49,6 +49,12 @@ export function frontendNetworks(plan: Pick<Plan, "networks">, site: PlannedWebs
   return [{ network: plan.networks.env, aliases: site.frontend.alias ? [site.frontend.alias] : [] }];
 }
 
+/** A replayed site's replay server: on the env network only (it answers from its recording, never the web). */
+export function replayNetworks(plan: Pick<Plan, "networks">, site: PlannedWebsite): NetworkAttachment[] {
+  if (!site.replay) return [];
+  return [{ network: plan.networks.env, aliases: [site.replay.alias] }];
+}
+
 /**
  * A computer's site proxy: its computer's network (the browser's way out), its link network (the gateway's browse
  * listener, and its own control listener for the gateway), and an egress network of its own when the computer

@@ -285,3 +285,13 @@ export function computerAgentToken(controlToken: string, computer: string): stri
 export function captureServerToken(controlToken: string, container: string): string {
   return createHmac("sha256", controlToken).update(`multienv capture server\n${container}`, "utf8").digest("hex");
 }
+
+/**
+ * The token a replayed site's replay server requires on its control listener (counters, reset): HMAC-SHA256 keyed
+ * with the control token over `"multienv replay server\n" + site`, hex. Its own prefix keeps it apart from every
+ * other derived token. The deploy gives it to that replay server; the gateway derives it to forward the runner's
+ * `/replay/v1/<site>/...` there. A leaked one opens that site's counters and reset alone.
+ */
+export function replayServerToken(controlToken: string, site: string): string {
+  return createHmac("sha256", controlToken).update(`multienv replay server\n${site}`, "utf8").digest("hex");
+}

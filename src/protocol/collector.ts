@@ -34,6 +34,8 @@ export const COLLECTOR_ENV = {
 export interface CollectorContext {
   computers: string[];
   syntheticDomains: string[];
+  /** Live sites served from a recording: their replay servers' counters are collected. */
+  replayedSites?: string[];
   live: boolean;
   liveWebsites: LiveWebsiteMark[];
   captureTraffic: boolean;
@@ -45,7 +47,11 @@ export function collectorContext(
 ): CollectorContext {
   return {
     computers: plan.computers.map((c) => c.name),
-    syntheticDomains: plan.websites.filter((w) => !w.live).flatMap((w) => w.domains),
+    // A replayed site's names are routed inside the env as a synthetic site's are.
+    syntheticDomains: plan.websites.flatMap((w) =>
+      !w.live ? w.domains : w.replay ? [...w.domains, ...w.allowHosts] : [],
+    ),
+    replayedSites: plan.websites.filter((w) => w.replay !== undefined).map((w) => w.name),
     live: plan.live,
     liveWebsites: plan.liveWebsites,
     captureTraffic: plan.capture.enabled,

@@ -64,6 +64,12 @@ export const gatewayConfigSchema = z
     computers: z
       .record(z.string().regex(siteName, "a computer name is lowercase letters, digits and dashes"), computerSchema)
       .default({}),
+    /**
+     * Replayed sites' replay servers: site -> the base URL of its control listener, e.g.
+     * `{"shop": "http://shop-replay:9000"}`. The runner's `/replay/v1/<site>/counters` and `/replay/v1/<site>/reset`
+     * are forwarded there with `replayServerToken(control token, site)`.
+     */
+    replays: z.record(z.string(), httpUrl).default({}),
     /** Before an upstream accepts the connection. */
     connectTimeoutMs: z.number().int().positive().default(10_000),
     /** An upstream exchange with no bytes either way for this long is cut. Not a ceiling on the whole exchange. */
@@ -125,6 +131,14 @@ export const gatewayConfigSchema = z
           code: "custom",
           path: ["captureSources"],
           message: `no capture server for ${missing.join(", ")}; every website container needs one`,
+        });
+    }
+    for (const site of Object.keys(config.replays)) {
+      if (!Object.hasOwn(config.sites, site))
+        ctx.addIssue({
+          code: "custom",
+          path: ["replays", site],
+          message: `no site ${site} in sites; remove this replay server or add the site`,
         });
     }
     for (const [name, site] of Object.entries(config.sites)) {

@@ -32,6 +32,8 @@ export const ROLES = {
   gateway: "gateway",
   server: "server",
   frontend: "frontend",
+  /** A replayed live site's replay server. */
+  replay: "replay",
   capture: "capture",
   browser: "browser",
   siteProxy: "site-proxy",

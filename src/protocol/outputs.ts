@@ -1,9 +1,14 @@
 // A task stack's outputs (docs/design.md "Outputs"), as plain data: what MultiEnv exports and what the runner reads.
 // The types live here once, so the program and the runner cannot drift apart.
-import type { ComputerNetwork, LiveWebsiteMark, Reaching } from "../plan/types";
+import type { ComputerNetwork, LiveWebsiteMark, Reaching, ReplayedWebsiteMark } from "../plan/types";
 
 export interface WebsiteOutput {
+  /** False for a replayed live site: it is served from its recording. */
   live: boolean;
+  /** True for a live site served from its recording (`replayedWebsites` has the recording). */
+  replayed?: boolean;
+  /** Replayed sites: the further names its recording answers at (routed inside the env like its domains). */
+  allowHosts?: string[];
   domains: string[];
   /** The site's server through the gateway, `<gatewayUrl>/svc/<site>/`. */
   svcUrl: string;
@@ -59,6 +64,7 @@ export interface StackOutputValues {
   computers: Record<string, ComputerOutput>;
   live: boolean;
   liveWebsites: LiveWebsiteMark[];
+  replayedWebsites: ReplayedWebsiteMark[];
   reproducible: boolean;
   captureTraffic: boolean;
   selfTest: SelfTestOutput;

@@ -337,6 +337,7 @@ describe("docker target", () => {
           reproducible: false,
         },
       ],
+      replayedWebsites: [],
       reproducible: false,
       captureTraffic: true,
     });

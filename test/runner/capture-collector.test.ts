@@ -43,6 +43,7 @@ describe("capture collector in the program", () => {
     expect(context).toEqual({
       computers: ["desktop", "offline"],
       syntheticDomains: ["shop.test", "*.shop.test"],
+      replayedSites: [],
       live: true,
       liveWebsites: [{ name: "github", domains: ["github.com"], allowHosts: [], reproducible: false }],
       captureTraffic: true,

@@ -111,6 +111,15 @@ describe("outputs", () => {
     expect(JSON.stringify(outputs)).not.toContain("s3cr3t-token");
     expect(syntheticDomainsOf(outputs)).toEqual(["shop.test"]);
   });
+
+  it("counts a replayed site's domains and allowed hosts as inside the env, a live site's not", () => {
+    const websites = {
+      shop: { live: false, domains: ["shop.test"], svcUrl: "" },
+      github: { live: false, replayed: true, domains: ["github.com"], allowHosts: ["*.githubassets.com"], svcUrl: "" },
+      docs: { live: true, domains: ["docs.example.org"], svcUrl: "" },
+    };
+    expect(syntheticDomainsOf({ websites })).toEqual(["shop.test", "github.com", "*.githubassets.com"]);
+  });
 });
 
 function pre(urn: string, type: string, op = "create"): EngineEvent {

@@ -61,7 +61,7 @@ export interface CheckOptions {
 }
 
 export async function checkStack(stackOrPath: string, options: CheckOptions = {}): Promise<CheckResult> {
-  const offline = checkStackFile(stackOrPath, options.projectDir);
+  const offline = await checkStackFile(stackOrPath, options.projectDir);
   const { stack, file, stackFile } = offline;
   const empty = { stack, file, resources: [], outputs: {} };
   // A pool's stack deploys nothing: its config is all there is to check.

@@ -66,7 +66,7 @@ export async function preflight(stack: string, options: PreflightOptions): Promi
   }
 
   if (hasFile) {
-    const checked = checkStackFile(file, options.projectDir);
+    const checked = await checkStackFile(file, options.projectDir);
     if (!checked.readable)
       throw new RunnerError(
         [`stack ${stack}: ${name} is not a stack file Pulumi can read; fix it first`, ...checked.problems].join("\n"),

@@ -5,6 +5,7 @@ import { existsSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { ConfigError } from "../../config/errors";
 import { readStackFile, stackNameOfFile, StackFileError, type StackFile } from "../../config/stack-file";
+import { readRecordings } from "../../config/recordings";
 import { plan } from "../../plan";
 import { formatProblem } from "../../plan/problems";
 import type { Plan } from "../../plan/types";
@@ -46,7 +47,7 @@ export interface StackFileCheck {
 }
 
 /** Reads, validates and plans the stack file `stackOrPath` names (see resolveStackFile). */
-export function checkStackFile(stackOrPath: string, projectDir?: string): StackFileCheck {
+export async function checkStackFile(stackOrPath: string, projectDir?: string): Promise<StackFileCheck> {
   const { file, stack } = resolveStackFile(stackOrPath, projectDir);
   let stackFile: StackFile;
   try {
@@ -75,7 +76,25 @@ export function checkStackFile(stackOrPath: string, projectDir?: string): StackF
       warnings: [],
       stackFile,
     };
-  const planned = plan(stackFile.config, { stack });
+  // The replayed sites' recordings, as the deploy reads them: a missing or broken one is refused here, naming it.
+  const recordings = await readRecordings(stackFile.config, projectDir ?? process.cwd());
+  const planned = plan(stackFile.config, { stack, recordings: recordings.recordings });
+  const recordingWarnings = recordings.warnings.map(formatProblem);
+  const unread = new Set(recordings.problems.map((p) => p.path));
+  if (recordings.problems.length > 0)
+    return {
+      ok: false,
+      stack,
+      file,
+      readable: true,
+      problems: [
+        ...recordings.problems.map(formatProblem),
+        // The plan's own word on those sites (their recording was not read) says nothing more.
+        ...(planned.ok ? [] : planned.problems.filter((p) => !unread.has(p.path)).map(formatProblem)),
+      ],
+      warnings: [...planned.warnings, ...recordingWarnings],
+      stackFile,
+    };
   if (!planned.ok)
     return {
       ok: false,
@@ -83,7 +102,7 @@ export function checkStackFile(stackOrPath: string, projectDir?: string): StackF
       file,
       readable: true,
       problems: planned.problems.map(formatProblem),
-      warnings: planned.warnings,
+      warnings: [...planned.warnings, ...recordingWarnings],
       stackFile,
     };
   return {
@@ -92,7 +111,7 @@ export function checkStackFile(stackOrPath: string, projectDir?: string): StackF
     file,
     readable: true,
     problems: [],
-    warnings: planned.warnings,
+    warnings: [...planned.warnings, ...recordingWarnings],
     stackFile,
     plan: planned.plan,
   };

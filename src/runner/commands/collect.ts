@@ -134,6 +134,7 @@ async function collectFromEnv(
     captureTraffic: fromEnv.context.captureTraffic,
     computers: fromEnv.context.computers,
     syntheticDomains: fromEnv.context.syntheticDomains,
+    replayedSites: fromEnv.context.replayedSites ?? [],
     failOnCaptureError: options.failOnCaptureError,
     log: note,
   });

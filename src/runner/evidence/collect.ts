@@ -3,6 +3,7 @@
 // and recorded with its SHA-256 in run.json; a capture already stored complete is skipped, so collecting again
 // (by `collect`, by `down`, or by the collector's delete step during `pulumi destroy`) only fetches what is new.
 // Each computer's site-proxy log is stored too and gives run.json its `publicHostsContacted`.
+import { readReplayCounters } from "./replay-counters";
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { mkdir, readFile, rename, rm, stat } from "node:fs/promises";
@@ -59,6 +60,8 @@ export interface CollectOptions {
   computers: string[];
   /** Synthetic sites' domain patterns (connections to them are not public). */
   syntheticDomains: string[];
+  /** Replayed live sites: their replay servers' counters go into run.json. */
+  replayedSites?: string[];
   /** Fail (throw, after writing run.json) when a capture could not be collected. Default: warn and go on. */
   failOnCaptureError?: boolean;
   /** Progress and warnings, one line each. */
@@ -317,6 +320,11 @@ export async function collectRun(options: CollectOptions): Promise<CollectResult
   else result = { ...result, record: { ...record, captureErrors: result.errors } };
 
   record = withReproducibility(await gatherEvidenceInto(options, result.record));
+  if (options.replayedSites !== undefined && options.replayedSites.length > 0)
+    record = {
+      ...record,
+      replay: await readReplayCounters(options.access.gatewayUrl, options.access.controlToken, options.replayedSites),
+    };
   await writeRunRecord(artifactsDir, record);
 
   if (result.errors.length > 0) {

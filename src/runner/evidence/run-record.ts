@@ -1,6 +1,8 @@
 // `artifacts/<stack>/run.json`: what a run leaves behind besides its files.
 // The live marks come from the stack's outputs (what was deployed); `publicHostsContacted` comes from the
 // computers' site-proxy logs (what actually happened). A run is reproducible only when both say so.
+import type { ReplayCounters } from "../../protocol/replay-server-config";
+import type { ReplayEvidence } from "./replay-counters";
 import type { SelfTestOutput } from "../../protocol/outputs";
 import type { CaptureGap } from "../../protocol/traffic";
 import { readFile } from "node:fs/promises";
@@ -78,6 +80,8 @@ export interface EpisodeRecord {
   reproducible?: boolean;
   publicHostsContacted?: string[];
   captures?: number;
+  /** Each replayed site's exchanges in the episode, as its replay server counted them when the reset ended it. */
+  replay?: Record<string, ReplayCounters>;
 }
 
 export interface RunRecord {
@@ -105,6 +109,8 @@ export interface RunRecord {
   captures: CaptureRecord[];
   /** The latest collection's failures (cleared by a collection that succeeds). */
   captureErrors: CaptureErrorRecord[];
+  /** Each replayed site's exchanges this episode (exact, fuzzy, missed), as of the latest collection. */
+  replay?: Record<string, ReplayEvidence>;
   /** Where a capture stopped and started again (its website container restarted): nothing was recorded between. */
   captureGaps?: CaptureGap[];
 }

@@ -67,6 +67,7 @@ export function collectOptionsFor(
     captureTraffic: outputs.captureTraffic,
     computers: Object.keys(outputs.computers),
     syntheticDomains: syntheticDomainsOf(outputs),
+    replayedSites: outputs.replayedWebsites.map((site) => site.name),
   };
 }
 

@@ -37,6 +37,7 @@ import { collectRun, type CollectResult } from "../evidence/collect";
 import { collectOptionsFor, hasDeployedEnv } from "./down";
 import { errorMessage, RunnerError } from "../errors";
 import { endProxyConnections } from "../evidence/proxy-logs";
+import { resetReplays } from "../evidence/replay-counters";
 import { readOutputs, withGatewayAccess, type GatewayAccess } from "../stack/outputs";
 import { readRunRecord, writeRunRecord, type EpisodeRecord } from "../evidence/run-record";
 import { runtimeOf, type EnvRuntime } from "../runtimes/runtimes";
@@ -288,6 +289,9 @@ async function resetThrough(
     );
   }
   const sites = await startSitesOver(access, runtime, card, Object.keys(outputs.websites), outputs.captureTraffic);
+  // A replayed site's recording starts over too: repeated requests get their first recorded answer again.
+  const replayed = outputs.replayedWebsites.map((site) => site.name);
+  const replay = replayed.length > 0 ? await resetReplays(access.gatewayUrl, access.controlToken, replayed) : {};
   phase("sites and captures started over");
 
   // 4. The browsers, on their fresh profiles, open their start tabs.
@@ -321,6 +325,7 @@ async function resetThrough(
           captures: collected.record.captures.length,
         }
       : {}),
+    ...(replayed.length > 0 ? { replay } : {}),
   };
   await writeRunRecord(options.artifactsDir, {
     ...record,
@@ -331,6 +336,7 @@ async function resetThrough(
     captureErrors: [],
     evidence: {},
     publicHostsContacted: [],
+    replay: undefined,
   });
   const seconds = (Date.now() - started) / 1000;
   return { episode: episode + 1, collected, sites, computers: cleaned, seconds };

@@ -4,7 +4,7 @@
 import { execFileSync } from "node:child_process";
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import { gatewayTunnelUp, type GatewayTunnel } from "../../plan/ssh";
-import type { LiveWebsiteMark } from "../../plan/types";
+import type { LiveWebsiteMark, ReplayedWebsiteMark } from "../../plan/types";
 import type {
   AgentTokensOutput,
   ComputerOutput,
@@ -59,6 +59,7 @@ export function readOutputs(map: OutputMap): StackOutputs {
     computers: (value("computers") ?? {}) as Record<string, ComputerOutput>,
     live: value("live") === true,
     liveWebsites: (value("liveWebsites") ?? []) as LiveWebsiteMark[],
+    replayedWebsites: (value("replayedWebsites") ?? []) as ReplayedWebsiteMark[],
     reproducible: value("reproducible") !== false,
     captureTraffic: value("captureTraffic") === true,
     selfTest: (value("selfTest") ?? { skipped: true }) as SelfTestOutput,
@@ -209,7 +210,9 @@ export function bringTunnelUp(tunnel: GatewayTunnel, stack: string): void {
 
 /** The synthetic sites' domain patterns: connections to them stay inside the env. */
 export function syntheticDomainsOf(outputs: Pick<StackOutputs, "websites">): string[] {
-  return Object.values(outputs.websites).flatMap((site) => (site.live ? [] : site.domains));
+  return Object.values(outputs.websites).flatMap((site) =>
+    site.live ? [] : [...site.domains, ...(site.replayed ? (site.allowHosts ?? []) : [])],
+  );
 }
 
 /** The outputs as plain values, each secret replaced by SECRET_PLACEHOLDER unless `showSecrets`. */

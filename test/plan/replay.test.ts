@@ -1,0 +1,184 @@
+import { describe, expect, it } from "vitest";
+import { formatProblem, gatewayServiceConfig, plan, siteProxyServiceConfig } from "../../src/plan";
+import type { Plan, RecordingFile, StackConfig } from "../../src/plan";
+import { projectImagesNeeded, remoteEngineImages } from "../../src/plan/images";
+import { recordingDockerfile, replayServerServiceConfig } from "../../src/plan/replay";
+import { replayNetworks, serverNetworks } from "../../src/plan/wiring";
+import { gatewayConfigSchema } from "../../src/protocol/gateway-config";
+import { replayServerConfigSchema } from "../../src/protocol/replay-server-config";
+import { stackConfig } from "./fixtures";
+
+const SHA = "a".repeat(64);
+const recording: RecordingFile = { path: "/recordings/gh.har", sha256: SHA };
+
+function config(overrides: Record<string, unknown> = {}, target = "docker"): StackConfig {
+  return stackConfig({
+    target,
+    captureTraffic: true,
+    websites: {
+      gh: {
+        live: true,
+        domains: ["github.com", "*.github.com"],
+        allowHosts: ["*.githubassets.com"],
+        server: { image: "gh-server:1", port: 9000 },
+        replay: { file: "recordings/gh.har", ignoreParams: ["_"], ignoreBodyFields: ["nonce"] },
+        ...overrides,
+      },
+      docs: { live: true, domains: ["docs.example.org"], server: { image: "docs-server:1" } },
+    },
+    computers: { desk: { network: "none", startTabs: ["https://github.com/"] } },
+  });
+}
+
+function planned(c = config(), recordings: Record<string, RecordingFile> = { gh: recording }): Plan {
+  const result = plan(c, { stack: "demo", recordings });
+  if (!result.ok) throw new Error(result.problems.map(formatProblem).join("\n"));
+  return result.plan;
+}
+
+describe("a replayed live site", () => {
+  it("gets a replay server on the env network alone, running its recording's image", () => {
+    const p = planned();
+    const gh = p.websites.find((w) => w.name === "gh")!;
+    expect(gh.replay).toMatchObject({
+      containerName: "demo-gh-replay",
+      alias: "gh-replay",
+      port: 8080,
+      controlPort: 9000,
+      file: "recordings/gh.har",
+      recording,
+      recordingImage: `multienv/replay-recording:${SHA}`,
+      ignoreParams: ["_"],
+      ignoreBodyFields: ["nonce"],
+    });
+    expect(replayNetworks(p, gh)).toEqual([{ network: "demo-env", aliases: ["gh-replay"] }]);
+    expect(recordingDockerfile()).toContain("FROM multienv/replay-server:latest");
+    expect(recordingDockerfile()).toContain("COPY recording.har /var/lib/multienv/recording/recording.har");
+  });
+
+  it("keeps its server, without egress; the live site beside it keeps its egress", () => {
+    const p = planned();
+    const gh = p.websites.find((w) => w.name === "gh")!;
+    const docs = p.websites.find((w) => w.name === "docs")!;
+    expect(gh.serverOnEgress).toBe(false);
+    expect(serverNetworks(p, gh).map((n) => n.network)).toEqual(["demo-env"]);
+    expect(docs.serverOnEgress).toBe(true);
+    expect(docs.replay).toBeUndefined();
+  });
+
+  it("is, for the gateway, a synthetic site whose frontend is the replay server, and its control is forwarded", () => {
+    const gateway = gatewayConfigSchema.parse(gatewayServiceConfig(planned()));
+    expect(gateway.sites.gh).toEqual({
+      server: new URL("http://gh-server:9000"),
+      frontend: new URL("http://gh-replay:8080"),
+      live: false,
+    });
+    expect(gateway.sites.docs.live).toBe(true);
+    expect(gateway.sites.docs.frontend).toBeUndefined();
+    expect(gateway.replays).toEqual({ gh: new URL("http://gh-replay:9000") });
+  });
+
+  it("is routed by every computer's site proxy to the gateway at its domains and allowed hosts, never tunneled", () => {
+    const p = planned();
+    const desk = p.computers[0];
+    expect(desk.siteTable).toEqual({ gh: ["github.com", "*.github.com", "*.githubassets.com"] });
+    expect(siteProxyServiceConfig(p, desk).sites).toEqual(desk.siteTable);
+    expect(p.liveHosts).toEqual(["docs.example.org"]);
+  });
+
+  it("is not live: the marks list it as replayed, with its recording and digest", () => {
+    const p = planned();
+    expect(p.liveWebsites.map((w) => w.name)).toEqual(["docs"]);
+    expect(p.replayedWebsites).toEqual([{ name: "gh", recording: "recordings/gh.har", sha256: SHA }]);
+    expect(p.live).toBe(true);
+    expect(p.reproducible).toBe(false);
+  });
+
+  it("makes the env reproducible when every live site is replayed", () => {
+    const c = config();
+    delete c.websites.docs;
+    const p = planned(c);
+    expect(p.live).toBe(false);
+    expect(p.reproducible).toBe(true);
+    expect(p.liveWebsites).toEqual([]);
+    expect(p.liveHosts).toEqual([]);
+  });
+
+  it("is captured as the site's frontend when capture is on", () => {
+    const sidecars = planned().capture.sidecars.filter((s) => s.site === "gh");
+    expect(sidecars.map((s) => [s.role, s.target])).toEqual([
+      ["frontend", "demo-gh-replay"],
+      ["server", "demo-gh-server"],
+    ]);
+  });
+
+  it("needs the replay server's image where the gateway runs, and ships its recording image to a remote engine", () => {
+    const p = planned();
+    expect(projectImagesNeeded(true, p.computers, p.websites)).toContain("replay-server");
+    expect(projectImagesNeeded(true, p.computers, [])).not.toContain("replay-server");
+    expect(remoteEngineImages(p).recordings).toEqual([SHA]);
+    expect(remoteEngineImages(p, p.computers[0]).recordings).toEqual([]);
+  });
+
+  it("gives its replay server a config the replay server accepts, with the site's ignore lists", () => {
+    const replay = planned().websites.find((w) => w.name === "gh")!.replay!;
+    const parsed = replayServerConfigSchema.parse(replayServerServiceConfig(replay));
+    expect(parsed).toMatchObject({
+      listen: { port: 8080 },
+      control: { port: 9000 },
+      recording: "/var/lib/multienv/recording/recording.har",
+      ignoreParams: ["_"],
+      ignoreBodyFields: ["nonce"],
+    });
+  });
+});
+
+describe("replay refusals", () => {
+  const problemsOf = (c: StackConfig, recordings: Record<string, RecordingFile> = { gh: recording }) => {
+    const result = plan(c, { stack: "demo", recordings });
+    return result.ok ? [] : result.problems.map(formatProblem);
+  };
+
+  it("refuses replay on a synthetic site", () => {
+    const c = config();
+    c.websites.gh.live = false;
+    c.websites.gh.allowHosts = [];
+    expect(problemsOf(c)).toContain(
+      "multienv:websites.gh.replay: only a live site is replayed (a synthetic site is served by its own images); remove replay",
+    );
+  });
+
+  it("refuses replay on the kubernetes target in one line", () => {
+    const lines = problemsOf(config({}, "kubernetes")).filter((l) => l.includes(".replay"));
+    expect(lines).toEqual([
+      "multienv:websites.gh.replay: the kubernetes target does not replay recordings yet; deploy this stack on docker, ec2 or hosts, or remove replay to reach the live site",
+    ]);
+  });
+
+  it("refuses a replayed site whose recording was not read", () => {
+    expect(problemsOf(config(), {})).toEqual([
+      "multienv:websites.gh.replay: the recording recordings/gh.har was not read, so the site cannot be served from it; deploy with multienv up or pulumi up, which read it",
+    ]);
+  });
+});
+
+describe("websites.<name>.replay in the stack config", () => {
+  it("takes a path alone, or the file with its ignore lists", () => {
+    const short = stackConfig({ websites: { gh: { live: true, domains: ["github.com"], replay: "gh.har" } } });
+    expect(short.websites.gh.replay).toEqual({ file: "gh.har", ignoreParams: [], ignoreBodyFields: [] });
+    const full = stackConfig({
+      websites: {
+        gh: { live: true, domains: ["github.com"], replay: { file: "/r/gh.har", ignoreBodyFields: ["a.b"] } },
+      },
+    });
+    expect(full.websites.gh.replay).toEqual({ file: "/r/gh.har", ignoreParams: [], ignoreBodyFields: ["a.b"] });
+  });
+
+  it("refuses anything else, saying what it takes", () => {
+    for (const replay of [3, ["x.har"], "", { file: "" }]) {
+      expect(() => stackConfig({ websites: { gh: { live: true, domains: ["github.com"], replay } } })).toThrow(
+        /path of a HAR file/,
+      );
+    }
+  });
+});
