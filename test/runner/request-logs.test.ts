@@ -16,6 +16,8 @@ import { startHttpServer } from "../helpers/servers";
 import { until } from "../helpers/until";
 import { curl, startProxy } from "../site-proxy/helpers";
 import { sha256OfFile, startTestGateway } from "./helpers";
+import { startReplayServer } from "../replay-server/helpers";
+import { request } from "undici";
 
 afterEach(cleanup);
 
@@ -89,6 +91,30 @@ describe("collecting the request logs", () => {
     expect(await harProblems(second)).toEqual([]);
     expect(second.log.entries.map((e) => e.request.url)).toEqual(["http://shop.test/two"]);
     expect(runJson(artifactsDir).evidence.agent.requests!.entries).toBe(1);
+  });
+
+  it("stores a recording the replay server serves back: the collected HAR replays its own exchanges exactly", async () => {
+    const { proxy, artifactsDir, options } = await env(true);
+    await curl(proxy.url, "http://shop.test/one", ["-H", "Sec-Fetch-Dest: document", "-H", "Sec-Fetch-Mode: navigate"]);
+    await curl(proxy.url, "http://shop.test/form", ["--data", "sku=mug&qty=2"]);
+    await until("the two request lines", () => proxy.records().filter((r) => r.event === "request").length === 2);
+    await collectRun(options);
+
+    const replay = await startReplayServer(join(artifactsDir, "requests", "agent.har"));
+    const page = await request(`${replay.url}/one`, { headers: { host: "shop.test" } });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers["x-agentenv-replay"]).toBe("exact");
+    expect(await page.body.text()).toMatch(/<title>Shop<\/title>.*\/one/s);
+    const posted = await request(`${replay.url}/form`, {
+      method: "POST",
+      headers: { host: "shop.test", "content-type": "application/x-www-form-urlencoded" },
+      body: "sku=mug&qty=2",
+    });
+    expect(posted.headers["x-agentenv-replay"]).toBe("exact");
+    expect(await posted.body.text()).toMatch(/\/form/);
+    const missing = await request(`${replay.url}/never`, { headers: { host: "shop.test" } });
+    await missing.body.dump();
+    expect([missing.statusCode, missing.headers["x-agentenv-replay"]]).toEqual([404, "miss"]);
   });
 
   it("stores no request log, and says nothing of one, for an env that keeps none", async () => {
