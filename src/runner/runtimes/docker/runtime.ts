@@ -4,16 +4,34 @@ import { containerStates } from "./containers";
 import { engineClient, stackContainers, type StackContainer, type StateResource } from "../../../engines/docker";
 import type { EnvRuntime } from "../env-runtime";
 
-/** Removes a capture sidecar's files and restarts it, so the next episode's captures start empty. */
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Removes a capture sidecar's files and restarts it, so the next episode's captures start empty. The sidecar shares
+ * its site container's network namespace, so a server restarted just before may take the sidecar down with it and
+ * Docker restarts it: the removal's exec is then gone before it ran to its end ("no such exec"), and it is run again
+ * once the sidecar is back, rather than failing the reset or leaving the last episode's files behind.
+ */
 async function restartCapture(sidecar: StackContainer): Promise<void> {
   const container = engineClient(sidecar.engine).getContainer(sidecar.name);
   // The current run's files and any earlier run's (`.run<K>.`): the next episode's captures start from run 1.
   const files = `/captures/${sidecar.captureOf}.pcap* /captures/${sidecar.captureOf}.run*.pcap*`;
-  const exec = await container.exec({ Cmd: ["sh", "-c", `rm -f ${files}`] });
-  await exec.start({ Detach: true });
-  for (let i = 0; i < 100; i++) {
-    if (!(await exec.inspect()).Running) break;
-    await new Promise((r) => setTimeout(r, 20));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const exec = await container.exec({ Cmd: ["sh", "-c", `rm -f ${files}`] });
+      await exec.start({ Detach: true });
+      let state = await exec.inspect();
+      for (let i = 0; i < 100 && state.Running; i++) {
+        await sleep(20);
+        state = await exec.inspect();
+      }
+      if (!state.Running && state.ExitCode === 0) break;
+      throw new Error(`removing ${sidecar.name}'s captures exited ${state.ExitCode ?? "(still running)"}`);
+    } catch (error) {
+      if (attempt === 5) throw error;
+      // The sidecar is restarting (or was between two of its starts): ask again once it runs.
+      await sleep(200 * attempt);
+    }
   }
   await container.restart({ t: 1 });
 }
