@@ -3,6 +3,7 @@ import net from "node:net";
 import ipaddr from "ipaddr.js";
 import os from "node:os";
 import { describe, expect, it } from "vitest";
+import { connectProbeScript } from "../helpers/env";
 import { demoHelpers, type DemoTarget, firstHost } from "./target";
 
 export function wallsSuite(t: DemoTarget): void {
@@ -19,7 +20,7 @@ export function wallsSuite(t: DemoTarget): void {
             { IPAddress: string }
           >,
         ).map((n) => n.IPAddress);
-      const targets = {
+      const targets: Record<string, [string, number]> = {
         proxy: [`${STACK}-desktop-proxy`, 3128],
         gatewayByName: [`${STACK}-gateway`, 8080],
         siteByName: [`${STACK}-shop-server`, 8000],
@@ -35,17 +36,7 @@ export function wallsSuite(t: DemoTarget): void {
         // The machines themselves: the docker host, or every host of the env and the runner (see DemoTarget).
         ...t.machines("desktop"),
       };
-      const script = `
-        const net = require("net");
-        const targets = ${JSON.stringify(targets)};
-        Promise.all(Object.entries(targets).map(([k, [host, port]]) => new Promise((resolve) => {
-          // A name of another network never resolves here; its lookup would take the resolver's full timeout.
-          setTimeout(() => resolve([k, "timeout"]), 4000).unref();
-          const s = net.connect({ host, port, timeout: 3000 });
-          s.on("connect", () => { s.destroy(); resolve([k, "connected"]); });
-          s.on("timeout", () => { s.destroy(); resolve([k, "timeout"]); });
-          s.on("error", (e) => resolve([k, e.code]));
-        }))).then((r) => { console.log(JSON.stringify(Object.fromEntries(r))); process.exit(0); });`;
+      const script = connectProbeScript(targets);
       // The browser is on its computer's internal network alone; DevTools leaves through the proxy's relay.
       for (const name of ["desktop", "open"]) {
         const networks = Object.keys((await inspect(`${STACK}-${name}-browser`)).NetworkSettings.Networks);
