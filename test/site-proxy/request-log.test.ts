@@ -80,6 +80,11 @@ async function startGateway(): Promise<{ url: string; server: http.Server }> {
         res.writeHead(200, { "Content-Type": "text/plain", "Content-Encoding": coding });
         return res.end(BOMBS[coding]);
       }
+      if (url === "/website/shop/deflate" || url === "/website/shop/raw-deflate") {
+        // HTTP's deflate is zlib-wrapped; some servers send it raw, and browsers read both.
+        res.writeHead(200, { "Content-Type": "text/plain", "Content-Encoding": "deflate" });
+        return res.end(url.endsWith("/raw-deflate") ? zlib.deflateRawSync(BIG_BODY) : zlib.deflateSync(BIG_BODY));
+      }
       if (url === "/website/shop/corrupt") {
         res.writeHead(200, { "Content-Type": "text/html", "Content-Encoding": "gzip" });
         return res.end(CORRUPT_GZIP);
@@ -325,6 +330,16 @@ describe("the request log of a site proxy", () => {
     expect(json.response.content.compression).toBe(Buffer.byteLength(BR_JSON) - br.body.length);
     expect(json._multienv.response.sha256).toBe(createHash("sha256").update(br.body).digest("hex"));
     expect(await harProblems(harDocument([page, json], { name: "multienv", version: "test" }))).toEqual([]);
+  });
+
+  it("records deflate answers decoded, zlib-wrapped and raw, cut at the limit of decoded bytes", async () => {
+    const session = await h2Session();
+    for (const kind of ["deflate", "raw-deflate"]) {
+      const answer = await h2Request(session, { ":method": "GET", ":path": `/${kind}` });
+      const entry = await entryFor(`the ${kind} answer's entry`, (e) => e.request.url.endsWith(`/${kind}`));
+      expect(entry.response.content).toMatchObject({ size: LIMIT, text: BIG_BODY.slice(0, LIMIT) });
+      expect(entry._multienv.response).toMatchObject({ bytes: answer.body.length, cut: true });
+    }
   });
 
   it("records a gzip request body decoded", async () => {
