@@ -54,6 +54,8 @@ export class BodyDecoder {
   private keptBytes = 0;
   private fed = 0;
   private cut = false;
+  /** False once no more is fed: the decoder decodes what it has, then ends. */
+  private feeding = true;
   private failed: string | undefined;
   private done = false;
   private readonly settled: Promise<void>;
@@ -68,7 +70,7 @@ export class BodyDecoder {
 
   /** Feeds a chunk of the body as it arrived. */
   write(chunk: Buffer): void {
-    if (this.done || chunk.length === 0) return;
+    if (this.done || !this.feeding || chunk.length === 0) return;
     const room = this.limit + DECODE_SLACK - this.fed;
     const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
     this.fed += part.length;
@@ -118,7 +120,9 @@ export class BodyDecoder {
 
   /** Decodes what was fed, then ends: `cut` says the body went on past it. */
   private stop(cut: boolean): void {
-    if (this.done) return;
+    if (this.done || !this.feeding) return;
+    this.feeding = false;
+    if (cut) this.cut = true;
     if (this.head !== undefined) {
       // One byte of deflate: too little for either kind, so nothing decodes of it.
       this.failed = "unexpected end of file";
@@ -126,12 +130,8 @@ export class BodyDecoder {
     }
     const decoder = this.decoder;
     if (decoder === undefined) return this.finishDecoding();
-    decoder.flush(() =>
-      setImmediate(() => {
-        if (cut) this.cut = true;
-        this.finishDecoding();
-      }),
-    );
+    // What the flush decodes is emitted before its callback; the decoding ends on the turn after.
+    decoder.flush(() => setImmediate(() => this.finishDecoding()));
   }
 
   private finishDecoding(): void {
@@ -146,11 +146,11 @@ export class BodyDecoder {
    * exchange broke off is decoded as far as it goes).
    */
   async end(whole: boolean): Promise<Decoded> {
-    if (!this.done) {
-      if (!whole) this.stop(false);
-      else if (this.head !== undefined) this.stop(false);
-      else if (this.decoder === undefined) this.finishDecoding();
-      else this.decoder.end();
+    if (!this.done && this.feeding) {
+      if (whole && this.head === undefined && this.decoder !== undefined) {
+        this.feeding = false;
+        this.decoder.end();
+      } else this.stop(false);
     }
     await this.settled;
     if (this.failed !== undefined) return { failed: this.failed };
