@@ -33,6 +33,13 @@ const BOMBS = {
   gzip: zlib.gzipSync(Buffer.alloc(BOMB_BYTES), { level: 9 }),
   br: zlib.brotliCompressSync(Buffer.alloc(BOMB_BYTES)),
 };
+/** A gzip body whose header's comment is longer than the log feeds its decoder: "hi" comes after it. */
+const LONG_HEADER_GZIP = (() => {
+  const plain = zlib.gzipSync("hi");
+  const header = Buffer.from(plain.subarray(0, 10));
+  header[3] = 0x10; // FCOMMENT: a zero-terminated comment follows the header
+  return Buffer.concat([header, Buffer.alloc(LIMIT + 128 * 1024, "c"), Buffer.from([0]), plain.subarray(10)]);
+})();
 /** A gzip header, then bytes no deflate stream begins with. */
 const CORRUPT_GZIP = Buffer.concat([
   zlib.gzipSync("fine").subarray(0, 10),
@@ -84,6 +91,10 @@ async function startGateway(): Promise<{ url: string; server: http.Server }> {
         // HTTP's deflate is zlib-wrapped; some servers send it raw, and browsers read both.
         res.writeHead(200, { "Content-Type": "text/plain", "Content-Encoding": "deflate" });
         return res.end(url.endsWith("/raw-deflate") ? zlib.deflateRawSync(BIG_BODY) : zlib.deflateSync(BIG_BODY));
+      }
+      if (url === "/website/shop/long-header") {
+        res.writeHead(200, { "Content-Type": "text/plain", "Content-Encoding": "gzip" });
+        return res.end(LONG_HEADER_GZIP);
       }
       if (url === "/website/shop/corrupt") {
         res.writeHead(200, { "Content-Type": "text/html", "Content-Encoding": "gzip" });
@@ -390,6 +401,20 @@ describe("the request log of a site proxy", () => {
     }
     // 100 MB decoded twice would have shown in the peak; the limit's worth is all it costs.
     expect(peak() - before).toBeLessThan(32 * 1024 * 1024);
+  });
+
+  it("feeds the decoder no more than the limit and a margin, however little those bytes decode to", async () => {
+    expect(zlib.gunzipSync(LONG_HEADER_GZIP).toString()).toBe("hi");
+    const session = await h2Session();
+    const result = await h2Request(session, { ":method": "GET", ":path": "/long-header" });
+    expect(result.body).toEqual(LONG_HEADER_GZIP);
+    const entry = await entryFor("the long header's entry", (e) => e.request.url.endsWith("/long-header"));
+    expect(entry.response.content).toEqual({
+      size: 0,
+      mimeType: "text/plain",
+      comment: `cut at 0 decoded bytes, where decoding stopped (the gzip body was ${LONG_HEADER_GZIP.length} bytes)`,
+    });
+    expect(entry._multienv.response).toMatchObject({ bytes: LONG_HEADER_GZIP.length, cut: true });
   });
 
   it("stores a body its coding does not decode as it arrived, in base64, saying why", async () => {
