@@ -54,12 +54,19 @@ export type ExchangeEnd =
   /** The computer went away (`stream reset (<code>)`, `connection closed`), or the answer broke (`answer broke: …`). */
   | string;
 
-/** One body as the proxy saw it pass: the whole of it, whatever the entry keeps. */
+/**
+ * One body as the proxy saw it pass, as it crossed the wire: the whole of it, whatever the entry keeps, and still
+ * encoded when it had a Content-Encoding (the entry's `content.size` and text are then the decoded body's).
+ */
 export interface BodyDigest {
-  /** Every byte of the body. */
+  /** Every byte of the body as it crossed the wire. */
   bytes: number;
+  /** The SHA-256 of those bytes. */
   sha256: string;
-  /** True when the entry keeps only the first `bodyLimitBytes` of it. */
+  /**
+   * True when the entry keeps only part of the body: its first `bodyLimitBytes` (of the decoded body, when it was
+   * decoded).
+   */
   cut: boolean;
 }
 

@@ -1,7 +1,9 @@
 // The request log's recorder: the forwarding path hands it an exchange's parts as they pass (the request's head and
 // body, the answer's head and body, how it ended) and it appends one HAR 1.2 entry, one JSON line, when the exchange
-// ends. A body is kept up to the limit while its whole size and SHA-256 are counted as it streams, and nothing of an
-// exchange is held once its line is written: the memory an exchange costs is bounded by twice the limit.
+// ends. A body is kept up to the limit while its whole size and SHA-256 are counted as it streams; a body with a
+// Content-Encoding is decoded as it streams too (content-decoding.ts), up to the limit of decoded bytes, since HAR's
+// `content.text` is the decoded body. Nothing of an exchange is held once its line is written: the memory an exchange
+// costs is bounded by the limit, four times (each way, the bytes as they arrived and the decoded ones).
 import { createHash, type Hash } from "node:crypto";
 import { isUtf8 } from "node:buffer";
 import { performance } from "node:perf_hooks";
@@ -14,6 +16,7 @@ import type { ExchangeTap, TappedAnswer } from "./forward";
 import { openRotatingFile, type RotatingFile } from "./rotating-file";
 import { readWebSocketMessages } from "./websocket-messages";
 import { REDACTED, Scrubber } from "../protocol/scrub";
+import { BodyDecoder, contentCoding, type Decoded } from "./content-decoding";
 
 export interface RecorderOptions {
   dir: string;
@@ -53,18 +56,34 @@ export interface RequestRecorder {
 /** The most messages of one WebSocket an entry keeps (the rest are counted). */
 const MAX_WEBSOCKET_MESSAGES = 10_000;
 
-/** One body passing: its first `limit` bytes kept, every byte counted and hashed. */
+/** What a body's Content-Encoding made of it: decoded, or why it is kept as it arrived. */
+type BodyDecoding = { coding: string } & (Decoded | { unsupported: true });
+
+/** One body passing as it crossed the wire: its first `limit` bytes kept, every byte counted and hashed. */
 class BodyTap {
   private readonly kept: Buffer[] = [];
   private keptBytes = 0;
   bytes = 0;
   private readonly hash: Hash = createHash("sha256");
+  private decoder: BodyDecoder | undefined;
+  private coding: string | undefined;
 
   constructor(private readonly limit: number) {}
+
+  /** Decode the body by its Content-Encoding as it passes (set before its first chunk). */
+  decodeAs(contentEncoding: string | undefined): void {
+    const coding = contentCoding(contentEncoding);
+    if (coding === "identity" || this.limit === 0) return;
+    if (typeof coding === "string") {
+      this.coding = coding;
+      this.decoder = new BodyDecoder(coding, this.limit);
+    } else this.coding = coding.unsupported;
+  }
 
   add(chunk: Buffer): void {
     this.bytes += chunk.length;
     this.hash.update(chunk);
+    this.decoder?.write(chunk);
     const room = this.limit - this.keptBytes;
     if (room <= 0) return;
     const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
@@ -72,6 +91,14 @@ class BodyTap {
     this.keptBytes += part.length;
   }
 
+  /** What the body's Content-Encoding made of it once it ended (`whole`: every byte of it arrived). */
+  async decoding(whole: boolean): Promise<BodyDecoding | undefined> {
+    if (this.coding === undefined || this.bytes === 0) return undefined;
+    if (this.decoder === undefined) return { coding: this.coding, unsupported: true };
+    return { coding: this.coding, ...(await this.decoder.end(whole)) };
+  }
+
+  /** The body as it crossed the wire (still encoded when it had a Content-Encoding). */
   digest(): BodyDigest & { body: Buffer } {
     return {
       bytes: this.bytes,
@@ -137,6 +164,7 @@ export class ExchangeRecording implements ExchangeTap {
     private readonly recorder: Recorder,
   ) {
     this.requestBody = new BodyTap(recorder.options.bodyLimitBytes);
+    this.requestBody.decodeAs(headerOf(start.rawHeaders, "content-encoding"));
     this.responseBody = new BodyTap(recorder.options.bodyLimitBytes);
   }
 
@@ -151,6 +179,7 @@ export class ExchangeRecording implements ExchangeTap {
   response(answer: TappedAnswer): void {
     this.answeredPerf = performance.now();
     this.answer = answer;
+    this.responseBody.decodeAs(headerOf(answer.rawHeaders, "content-encoding"));
   }
 
   responseChunk(chunk: Buffer): void {
@@ -182,14 +211,26 @@ export class ExchangeRecording implements ExchangeTap {
     });
   }
 
-  /** Ends the recording and writes its entry; later calls do nothing. */
+  /** Ends the recording and writes its entry once its bodies are decoded; later calls do nothing. */
   finish(end: ExchangeEnd): void {
     if (this.finished) return;
     this.finished = true;
-    this.recorder.write(this.entry(end, performance.now()));
+    const endedPerf = performance.now();
+    const answered = end === "complete" || end === "proxy answer";
+    this.recorder.writeWhen(
+      Promise.all([
+        this.requestBody.decoding(this.requestEndedPerf !== undefined),
+        this.responseBody.decoding(answered),
+      ]).then(([request, response]) => this.entry(end, endedPerf, request, response)),
+    );
   }
 
-  private entry(end: ExchangeEnd, endedPerf: number): RequestLogEntry {
+  private entry(
+    end: ExchangeEnd,
+    endedPerf: number,
+    requestDecoding: BodyDecoding | undefined,
+    responseDecoding: BodyDecoding | undefined,
+  ): RequestLogEntry {
     const scrub = this.recorder.scrubber;
     const { start } = this;
     const requestHeaders = this.headers(start.rawHeaders);
@@ -211,7 +252,7 @@ export class ExchangeRecording implements ExchangeTap {
         headers: requestHeaders,
         queryString: this.query(start.url),
         ...(request.bytes > 0 || headerOf(start.rawHeaders, "content-length") !== undefined
-          ? { postData: this.postData(request.body, requestType, request.cut) }
+          ? { postData: this.postData(request, requestDecoding, requestType) }
           : {}),
         headersSize: -1,
         bodySize: request.bytes,
@@ -222,12 +263,7 @@ export class ExchangeRecording implements ExchangeTap {
         httpVersion: answer?.httpVersion ?? "",
         cookies: answer ? this.responseCookies(answer.rawHeaders) : [],
         headers: responseHeaders,
-        content: {
-          size: response.bytes,
-          mimeType: responseType,
-          ...this.content(response.body, responseType, response.cut),
-          ...(response.cut ? { comment: `cut at ${response.body.length} of ${response.bytes} bytes` } : {}),
-        },
+        content: this.content(response, responseDecoding, responseType),
         redirectURL: scrub.text(answer ? (headerOf(answer.rawHeaders, "location") ?? "") : ""),
         headersSize: -1,
         bodySize: answer ? response.bytes : -1,
@@ -251,8 +287,10 @@ export class ExchangeRecording implements ExchangeTap {
         computer: this.recorder.options.computer,
         logId: start.logId,
         end,
-        request: { bytes: request.bytes, sha256: request.sha256, cut: request.cut },
-        response: { bytes: response.bytes, sha256: response.sha256, cut: response.cut },
+        // The bytes as they crossed the wire (encoded, when the body had a Content-Encoding: HAR's content.size
+        // and postData are the decoded body's), and whether the entry keeps only part of the body.
+        request: { bytes: request.bytes, sha256: request.sha256, cut: keptPart(request, requestDecoding) },
+        response: { bytes: response.bytes, sha256: response.sha256, cut: keptPart(response, responseDecoding) },
         ...(this.droppedMessages > 0 ? { webSocketMessagesDropped: this.droppedMessages } : {}),
       },
       ...(this.messages ? { _webSocketMessages: this.messages.map((m) => ({ ...m, data: scrub.text(m.data) })) } : {}),
@@ -357,14 +395,19 @@ export class ExchangeRecording implements ExchangeTap {
       });
   }
 
-  private postData(body: Buffer, mimeType: string, cut: boolean): NonNullable<Entry["request"]["postData"]> {
+  private postData(
+    wire: BodyDigest & { body: Buffer },
+    decoding: BodyDecoding | undefined,
+    mimeType: string,
+  ): NonNullable<Entry["request"]["postData"]> {
     const scrub = this.recorder.scrubber;
-    const { text, encoding } = bodyText(body, mimeType, cut);
-    const kept = scrub.text(text);
+    const kept = keptBody(wire, decoding);
+    const { body, cut } = kept;
+    const { text, encoding } = kept.raw ? rawText(body) : bodyText(body, mimeType, cut);
     const form = /^application\/x-www-form-urlencoded/i.test(mimeType) && encoding === undefined;
     return {
       mimeType,
-      text: kept,
+      text: scrub.text(text),
       ...(encoding ? { _encoding: encoding } : {}),
       ...(form
         ? {
@@ -379,20 +422,86 @@ export class ExchangeRecording implements ExchangeTap {
               }),
           }
         : {}),
-      ...(cut ? { comment: `cut at ${body.length} bytes` } : {}),
+      ...(kept.comment !== undefined
+        ? { comment: kept.comment }
+        : cut
+          ? { comment: `cut at ${body.length} bytes` }
+          : {}),
     } as NonNullable<Entry["request"]["postData"]>;
   }
 
-  private content(body: Buffer, mimeType: string, cut: boolean): { text?: string; encoding?: string } {
-    if (body.length === 0) return {};
-    const { text, encoding } = bodyText(body, mimeType, cut);
-    return { text: this.recorder.scrubber.text(text), ...(encoding ? { encoding } : {}) };
+  private content(
+    wire: BodyDigest & { body: Buffer },
+    decoding: BodyDecoding | undefined,
+    mimeType: string,
+  ): Entry["response"]["content"] {
+    const kept = keptBody(wire, decoding);
+    const { body, cut } = kept;
+    const decoded = decoding !== undefined && "bytes" in decoding;
+    const { text, encoding } = body.length === 0 ? {} : kept.raw ? rawText(body) : bodyText(body, mimeType, cut);
+    return {
+      size: kept.size,
+      // The bytes the coding saved; unknown when decoding stopped before the body's end.
+      ...(decoded && !cut ? { compression: kept.size - wire.bytes } : {}),
+      mimeType,
+      ...(text !== undefined ? { text: this.recorder.scrubber.text(text) } : {}),
+      ...(encoding ? { encoding } : {}),
+      ...(kept.comment !== undefined
+        ? { comment: kept.comment }
+        : cut
+          ? { comment: `cut at ${body.length} of ${kept.size} bytes` }
+          : {}),
+    };
   }
+}
+
+/** The body an entry keeps: decoded when its coding was undone, else as it arrived (`raw`: still encoded). */
+function keptBody(
+  wire: BodyDigest & { body: Buffer },
+  decoding: BodyDecoding | undefined,
+): { body: Buffer; size: number; cut: boolean; raw: boolean; comment?: string } {
+  if (decoding === undefined) return { body: wire.body, size: wire.bytes, cut: wire.cut, raw: false };
+  if ("bytes" in decoding)
+    return {
+      body: decoding.body,
+      size: decoding.bytes,
+      cut: decoding.cut,
+      raw: false,
+      ...(decoding.cut
+        ? {
+            comment: `cut at ${decoding.body.length} decoded bytes, where decoding stopped (the ${decoding.coding} body was ${wire.bytes} bytes)`,
+          }
+        : {}),
+    };
+  const why =
+    "failed" in decoding
+      ? `decoding its Content-Encoding ${decoding.coding} failed (${decoding.failed})`
+      : `its Content-Encoding ${decoding.coding} is not one the log decodes`;
+  const cut = wire.cut ? `, cut at ${wire.body.length} of ${wire.bytes} bytes` : "";
+  return {
+    body: wire.body,
+    size: wire.bytes,
+    cut: wire.cut,
+    raw: true,
+    comment: `the body as it arrived, in base64: ${why}${cut}`,
+  };
+}
+
+/** Whether an entry keeps only part of a body. */
+function keptPart(wire: BodyDigest & { body: Buffer }, decoding: BodyDecoding | undefined): boolean {
+  return keptBody(wire, decoding).cut;
+}
+
+/** Encoded bytes as HAR text: always base64, whatever the type says of the decoded body. */
+function rawText(body: Buffer): { text: string; encoding: "base64" } {
+  return { text: body.toString("base64"), encoding: "base64" };
 }
 
 class Recorder implements RequestRecorder {
   readonly scrubber: Scrubber;
   private readonly file: RotatingFile;
+  /** Entries waiting for their bodies' decoding. */
+  private readonly pending = new Set<Promise<void>>();
 
   constructor(readonly options: RecorderOptions) {
     this.scrubber = new Scrubber(options.secrets, options.redact);
@@ -403,15 +512,24 @@ class Recorder implements RequestRecorder {
     return new ExchangeRecording(start, this);
   }
 
-  write(entry: RequestLogEntry): void {
-    this.file.append(JSON.stringify(entry));
+  /** Writes an entry once it is made (its bodies decoded); flushed() and close() wait for it. */
+  writeWhen(entry: Promise<RequestLogEntry>): void {
+    const written = entry
+      .then((made) => this.file.append(JSON.stringify(made)))
+      .catch((err: unknown) => {
+        process.stderr.write(`multienv-site-proxy: cannot write a request log entry: ${(err as Error).message}\n`);
+      });
+    this.pending.add(written);
+    void written.finally(() => this.pending.delete(written));
   }
 
-  flushed(): Promise<void> {
+  async flushed(): Promise<void> {
+    await Promise.all(this.pending);
     return this.file.flushed();
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    await Promise.all(this.pending);
     return this.file.close();
   }
 }

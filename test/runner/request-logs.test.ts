@@ -2,7 +2,9 @@
 // one complete HAR 1.2 document, requests/<computer>.har, an episode's exchanges alone (split where the proxy log's
 // episode marks split it), its size and SHA-256 in run.json.
 import { readFileSync } from "node:fs";
+import type * as http from "node:http";
 import { join } from "node:path";
+import { gzipSync } from "node:zlib";
 import type { Har } from "har-format";
 import { afterEach, describe, expect, it } from "vitest";
 import { computerControlToken } from "../../src/protocol/auth";
@@ -21,11 +23,13 @@ import { request } from "undici";
 
 afterEach(cleanup);
 
-async function env(requestLog: boolean) {
-  const site = await startHttpServer((req) => `<html><head><title>Shop</title></head><body>${req.url}</body></html>`);
+const page = (req: http.IncomingMessage) => `<html><head><title>Shop</title></head><body>${req.url}</body></html>`;
+
+async function env(requestLog: boolean, site: Parameters<typeof startHttpServer>[0] = page) {
+  const origin = await startHttpServer(site);
   const proxy = await startProxy(
     {
-      gateway: site.url,
+      gateway: origin.url,
       sites: { shop: ["shop.test"] },
       control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" },
       ...(requestLog ? { requestLog: { dir: join(siteProxyTempDir(), "requests"), computer: "agent" } } : {}),
@@ -115,6 +119,26 @@ describe("collecting the request logs", () => {
     const missing = await request(`${replay.url}/never`, { headers: { host: "shop.test" } });
     await missing.body.dump();
     expect([missing.statusCode, missing.headers["x-agentenv-replay"]]).toEqual([404, "miss"]);
+  });
+
+  it("stores a gzip page the replay server serves back readable, as the site meant it", async () => {
+    const { proxy, artifactsDir, options } = await env(true, (req, res) => {
+      res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Content-Encoding": "gzip" });
+      res.end(gzipSync(page(req)));
+      return "";
+    });
+    const fetched = await curl(proxy.url, "http://shop.test/zipped", ["--compressed"]);
+    expect(fetched.headers["content-encoding"]).toBe("gzip");
+    await until("the request line", () => proxy.records().some((r) => r.event === "request"));
+    await collectRun(options);
+
+    const replay = await startReplayServer(join(artifactsDir, "requests", "agent.har"));
+    const replayed = await request(`${replay.url}/zipped`, { headers: { host: "shop.test" } });
+    expect(replayed.statusCode).toBe(200);
+    expect(replayed.headers["x-agentenv-replay"]).toBe("exact");
+    // The page as the site meant it, with the script of the replay's determinism in its head and nothing else added.
+    expect((await replayed.body.text()).replace(/<script>[\s\S]*?<\/script>/, "")).toBe(fetched.body);
+    expect(fetched.body).toBe(page({ url: "/website/shop/zipped" } as http.IncomingMessage));
   });
 
   it("stores no request log, and says nothing of one, for an env that keeps none", async () => {

@@ -8,6 +8,7 @@ import * as http from "node:http";
 import * as http2 from "node:http2";
 import type * as net from "node:net";
 import * as path from "node:path";
+import * as zlib from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket, { WebSocketServer } from "ws";
 import { secretTokens, withoutTokens } from "../../src/protocol/auth";
@@ -24,6 +25,26 @@ const LIMIT = 64 * 1024;
 const BIG = 200 * 1024;
 const BINARY = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
 const BIG_BODY = "0123456789abcdef".repeat(BIG / 16);
+const GZIP_PAGE = "<html><head><title>Shop</title></head><body>" + "zipped héllo ".repeat(500) + "</body></html>";
+const BR_JSON = JSON.stringify({ products: Array.from({ length: 200 }, (_, i) => ({ id: i, name: `mug ${i}` })) });
+const BOMB_BYTES = 100 * 1024 * 1024;
+/** Answers that decode to 100 MB of zeros: about 100 KB of gzip, and a few bytes of brotli. */
+const BOMBS = {
+  gzip: zlib.gzipSync(Buffer.alloc(BOMB_BYTES), { level: 9 }),
+  br: zlib.brotliCompressSync(Buffer.alloc(BOMB_BYTES)),
+};
+/** A gzip body whose header's comment is longer than the log feeds its decoder: "hi" comes after it. */
+const LONG_HEADER_GZIP = (() => {
+  const plain = zlib.gzipSync("hi");
+  const header = Buffer.from(plain.subarray(0, 10));
+  header[3] = 0x10; // FCOMMENT: a zero-terminated comment follows the header
+  return Buffer.concat([header, Buffer.alloc(LIMIT + 128 * 1024, "c"), Buffer.from([0]), plain.subarray(10)]);
+})();
+/** A gzip header, then bytes no deflate stream begins with. */
+const CORRUPT_GZIP = Buffer.concat([
+  zlib.gzipSync("fine").subarray(0, 10),
+  Buffer.from([0xff, 0xff, 0xff, 0xff, 1, 2, 3]),
+]);
 
 let gateway: { url: string; server: http.Server };
 let proxy: ProxyProcess;
@@ -52,6 +73,32 @@ async function startGateway(): Promise<{ url: string; server: http.Server }> {
       if (url === "/website/shop/binary") {
         res.writeHead(200, { "Content-Type": "image/png", "Content-Length": BINARY.length });
         return res.end(BINARY);
+      }
+      if (url === "/website/shop/gzip") {
+        res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Content-Encoding": "gzip" });
+        return res.end(zlib.gzipSync(GZIP_PAGE));
+      }
+      if (url === "/website/shop/br") {
+        res.writeHead(200, { "Content-Type": "application/json", "Content-Encoding": "br" });
+        return res.end(zlib.brotliCompressSync(BR_JSON));
+      }
+      if (url === "/website/shop/bomb.gzip" || url === "/website/shop/bomb.br") {
+        const coding = url.endsWith("gzip") ? "gzip" : "br";
+        res.writeHead(200, { "Content-Type": "text/plain", "Content-Encoding": coding });
+        return res.end(BOMBS[coding]);
+      }
+      if (url === "/website/shop/deflate" || url === "/website/shop/raw-deflate") {
+        // HTTP's deflate is zlib-wrapped; some servers send it raw, and browsers read both.
+        res.writeHead(200, { "Content-Type": "text/plain", "Content-Encoding": "deflate" });
+        return res.end(url.endsWith("/raw-deflate") ? zlib.deflateRawSync(BIG_BODY) : zlib.deflateSync(BIG_BODY));
+      }
+      if (url === "/website/shop/long-header") {
+        res.writeHead(200, { "Content-Type": "text/plain", "Content-Encoding": "gzip" });
+        return res.end(LONG_HEADER_GZIP);
+      }
+      if (url === "/website/shop/corrupt") {
+        res.writeHead(200, { "Content-Type": "text/html", "Content-Encoding": "gzip" });
+        return res.end(CORRUPT_GZIP);
       }
       if (url === "/website/shop/big") {
         res.writeHead(200, { "Content-Type": "text/plain" });
@@ -263,6 +310,129 @@ describe("the request log of a site proxy", () => {
       sha256: createHash("sha256").update(BIG_BODY).digest("hex"),
       cut: true,
     });
+  });
+
+  it("records a gzip and a brotli answer decoded, with the bytes saved, as valid HAR", async () => {
+    // curl decodes what the proxy passed on: the site's gzip bytes.
+    const gzip = await curl(proxy.url, "https://shop.test/gzip", tls(["--http1.1", "--compressed"]));
+    expect(gzip.headers["content-encoding"]).toBe("gzip");
+    expect(gzip.body).toBe(GZIP_PAGE);
+    const session = await h2Session();
+    const br = await h2Request(session, { ":method": "GET", ":path": "/br", "accept-encoding": "br" });
+    expect(zlib.brotliDecompressSync(br.body).toString()).toBe(BR_JSON);
+
+    const page = await entryFor("the gzip page's entry", (e) => e.request.url.endsWith("/gzip"));
+    const encodedPage = zlib.gzipSync(GZIP_PAGE);
+    expect(page.response.content).toEqual({
+      size: Buffer.byteLength(GZIP_PAGE),
+      compression: Buffer.byteLength(GZIP_PAGE) - encodedPage.length,
+      mimeType: "text/html; charset=utf-8",
+      text: GZIP_PAGE,
+    });
+    expect(page.response.bodySize).toBe(encodedPage.length);
+    // _multienv keeps the bytes as they crossed the wire.
+    expect(page._multienv.response).toEqual({
+      bytes: encodedPage.length,
+      sha256: createHash("sha256").update(encodedPage).digest("hex"),
+      cut: false,
+    });
+    const json = await entryFor("the brotli answer's entry", (e) => e.request.url.endsWith("/br"));
+    expect(json.response.content).toMatchObject({ size: Buffer.byteLength(BR_JSON), text: BR_JSON });
+    expect(json.response.content.compression).toBe(Buffer.byteLength(BR_JSON) - br.body.length);
+    expect(json._multienv.response.sha256).toBe(createHash("sha256").update(br.body).digest("hex"));
+    expect(await harProblems(harDocument([page, json], { name: "multienv", version: "test" }))).toEqual([]);
+  });
+
+  it("records deflate answers decoded, zlib-wrapped and raw, cut at the limit of decoded bytes", async () => {
+    const session = await h2Session();
+    for (const kind of ["deflate", "raw-deflate"]) {
+      const answer = await h2Request(session, { ":method": "GET", ":path": `/${kind}` });
+      const entry = await entryFor(`the ${kind} answer's entry`, (e) => e.request.url.endsWith(`/${kind}`));
+      expect(entry.response.content).toMatchObject({ size: LIMIT, text: BIG_BODY.slice(0, LIMIT) });
+      expect(entry._multienv.response).toMatchObject({ bytes: answer.body.length, cut: true });
+    }
+  });
+
+  it("records a gzip request body decoded", async () => {
+    const form = "item=shoes&size=42&note=" + "gift+wrap+".repeat(100);
+    const encoded = zlib.gzipSync(form);
+    const session = await h2Session();
+    await h2Request(
+      session,
+      {
+        ":method": "POST",
+        ":path": "/checkout?gz",
+        "content-type": "application/x-www-form-urlencoded",
+        "content-encoding": "gzip",
+      },
+      encoded,
+    );
+    const entry = await entryFor("the gzip POST's entry", (e) => e.request.url.endsWith("/checkout?gz"));
+    expect(entry.request.postData).toMatchObject({
+      text: form,
+      params: expect.arrayContaining([{ name: "size", value: "42" }]),
+    });
+    expect(entry.request.bodySize).toBe(encoded.length);
+    expect(entry._multienv.request).toEqual({
+      bytes: encoded.length,
+      sha256: createHash("sha256").update(encoded).digest("hex"),
+      cut: false,
+    });
+  });
+
+  it("cuts a decompression bomb at the limit without the proxy's memory growing, and passes it on unchanged", async () => {
+    const peak = () =>
+      Number(/VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${proxy.child.pid}/status`, "utf8"))![1]) * 1024;
+    const before = peak();
+    const session = await h2Session();
+    for (const coding of ["gzip", "br"] as const) {
+      const result = await h2Request(session, { ":method": "GET", ":path": `/bomb.${coding}` });
+      // The browser gets the site's bytes, not the proxy's decoding of them.
+      expect(createHash("sha256").update(result.body).digest("hex")).toBe(
+        createHash("sha256").update(BOMBS[coding]).digest("hex"),
+      );
+      const entry = await entryFor(`the ${coding} bomb's entry`, (e) => e.request.url.endsWith(`/bomb.${coding}`));
+      expect(entry.response.content).toMatchObject({ size: LIMIT, text: "\0".repeat(LIMIT) });
+      expect(entry.response.content.compression).toBeUndefined();
+      expect(entry.response.content.comment).toBe(
+        `cut at ${LIMIT} decoded bytes, where decoding stopped (the ${coding} body was ${BOMBS[coding].length} bytes)`,
+      );
+      expect(entry._multienv.response).toMatchObject({ bytes: BOMBS[coding].length, cut: true });
+    }
+    // 100 MB decoded twice would have shown in the peak; the limit's worth is all it costs.
+    expect(peak() - before).toBeLessThan(32 * 1024 * 1024);
+  });
+
+  it("feeds the decoder no more than the limit and a margin, however little those bytes decode to", async () => {
+    expect(zlib.gunzipSync(LONG_HEADER_GZIP).toString()).toBe("hi");
+    const session = await h2Session();
+    const result = await h2Request(session, { ":method": "GET", ":path": "/long-header" });
+    expect(result.body).toEqual(LONG_HEADER_GZIP);
+    const entry = await entryFor("the long header's entry", (e) => e.request.url.endsWith("/long-header"));
+    expect(entry.response.content).toEqual({
+      size: 0,
+      mimeType: "text/plain",
+      comment: `cut at 0 decoded bytes, where decoding stopped (the gzip body was ${LONG_HEADER_GZIP.length} bytes)`,
+    });
+    expect(entry._multienv.response).toMatchObject({ bytes: LONG_HEADER_GZIP.length, cut: true });
+  });
+
+  it("stores a body its coding does not decode as it arrived, in base64, saying why", async () => {
+    const session = await h2Session();
+    const result = await h2Request(session, { ":method": "GET", ":path": "/corrupt" });
+    expect(result.body).toEqual(CORRUPT_GZIP);
+    const entry = await entryFor("the corrupt answer's entry", (e) => e.request.url.endsWith("/corrupt"));
+    expect(entry.response.content).toMatchObject({
+      size: CORRUPT_GZIP.length,
+      mimeType: "text/html",
+      encoding: "base64",
+      text: CORRUPT_GZIP.toString("base64"),
+    });
+    expect(entry.response.content.compression).toBeUndefined();
+    expect(entry.response.content.comment).toMatch(
+      /^the body as it arrived, in base64: decoding its Content-Encoding gzip failed \(.+\)$/,
+    );
+    expect(await harProblems(harDocument([entry], { name: "multienv", version: "test" }))).toEqual([]);
   });
 
   it("records an h2 stream the computer resets mid-answer, with what came of the answer and how it ended", async () => {

@@ -80,6 +80,8 @@ export interface EpisodeRecord {
   reproducible?: boolean;
   publicHostsContacted?: string[];
   captures?: number;
+  /** Each computer's request log of the episode, as collected and moved: `episodes/<n>/requests/<computer>.har`. */
+  requests?: Record<string, RequestLogRecord>;
   /** Each replayed site's exchanges in the episode, as its replay server counted them when the reset ended it. */
   replay?: Record<string, ReplayCounters>;
 }

@@ -39,7 +39,13 @@ import { errorMessage, RunnerError } from "../errors";
 import { endProxyConnections } from "../evidence/proxy-logs";
 import { resetReplays } from "../evidence/replay-counters";
 import { readOutputs, withGatewayAccess, type GatewayAccess } from "../stack/outputs";
-import { readRunRecord, writeRunRecord, type EpisodeRecord } from "../evidence/run-record";
+import {
+  readRunRecord,
+  writeRunRecord,
+  type EpisodeRecord,
+  type RequestLogRecord,
+  type RunRecord,
+} from "../evidence/run-record";
 import { runtimeOf, type EnvRuntime } from "../runtimes/runtimes";
 import { cdpUrlOf } from "./sign-in";
 
@@ -193,6 +199,14 @@ async function archiveEpisode(artifactsDir: string, episode: number): Promise<st
   return moved ? relative : undefined;
 }
 
+/** The request logs `record` lists, where archiveEpisode moved them (under `archived`). */
+function episodeRequestLogs(record: RunRecord, archived: string): Record<string, RequestLogRecord> {
+  const moved: Record<string, RequestLogRecord> = {};
+  for (const [computer, evidence] of Object.entries(record.evidence ?? {}))
+    if (evidence.requests) moved[computer] = { ...evidence.requests, file: `${archived}/${evidence.requests.file}` };
+  return moved;
+}
+
 /** Resets a deployed stack's env for the next episode (see the top of this file). */
 export async function resetEnv(stack: ResetSeam, options: ResetOptions): Promise<ResetResult> {
   const started = Date.now();
@@ -312,7 +326,8 @@ async function resetThrough(
   );
   phase("start tabs open");
 
-  // 5. The next episode begins.
+  // 5. The next episode begins; run.json's evidence starts over, so the episode's record lists its request logs.
+  const requests = archived ? episodeRequestLogs(record, archived) : {};
   const finished: EpisodeRecord = {
     episode,
     endedAt: new Date().toISOString(),
@@ -325,6 +340,7 @@ async function resetThrough(
           captures: collected.record.captures.length,
         }
       : {}),
+    ...(Object.keys(requests).length > 0 ? { requests } : {}),
     ...(replayed.length > 0 ? { replay } : {}),
   };
   await writeRunRecord(options.artifactsDir, {
