@@ -9,6 +9,22 @@ import * as net from "node:net";
 import * as path from "node:path";
 import { onCleanup, tempDir } from "./processes";
 
+/**
+ * Listens on a free loopback port and closes the server, with every connection it still holds, at cleanup; resolves
+ * with the port.
+ */
+export async function listenOnLoopback(server: http.Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  onCleanup(
+    () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
+  );
+  return (server.address() as net.AddressInfo).port;
+}
+
 // A DNS server on loopback answering A queries from a table; any other name is NXDOMAIN.
 
 export interface TestDns {

@@ -11,6 +11,7 @@ import type { ErrorRecord, RequestRecord } from "../../src/protocol/site-proxy";
 import { cleanup, onCleanup } from "../helpers/processes";
 import { connectThrough, curl, type ProxyProcess, startProxy } from "./helpers";
 import { until } from "../helpers/until";
+import { listenOnLoopback } from "../helpers/servers";
 
 interface Seen {
   method: string;
@@ -37,15 +38,8 @@ async function startRecorder(
     });
   });
   server.on("connection", (socket) => ids.set(socket, ++connections));
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  onCleanup(
-    () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(resolve);
-      }),
-  );
-  return { seen, port: (server.address() as net.AddressInfo).port, connections: () => connections };
+  const port = await listenOnLoopback(server);
+  return { seen, port, connections: () => connections };
 }
 
 /** Writes raw bytes to `socket` and collects everything until it closes or `quietMs` pass without bytes. */

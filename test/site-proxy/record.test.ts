@@ -6,14 +6,14 @@
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as https from "node:https";
-import type * as net from "node:net";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseRequestLog, type RequestLogEntry } from "../../src/protocol/request-log";
 import type { ConnectionRecord } from "../../src/protocol/site-proxy";
-import { cleanup, onCleanup, tempDir } from "../helpers/processes";
+import { cleanup, tempDir } from "../helpers/processes";
 import { until } from "../helpers/until";
 import { curl, type ProxyProcess, startProxy, TEST_TOKEN } from "./helpers";
+import { listenOnLoopback } from "../helpers/servers";
 
 let proxy: ProxyProcess;
 let originPort: number;
@@ -39,15 +39,7 @@ async function startOrigin(tls: { cert: string; key: string }): Promise<number> 
     res.writeHead(200, { "Content-Type": "text/plain", "Set-Cookie": "session=live-secret-session; Path=/; Secure" });
     res.end(`live ${req.url} cookie=${req.headers.cookie ?? ""}`);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  onCleanup(
-    () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(resolve);
-      }),
-  );
-  return (server.address() as net.AddressInfo).port;
+  return listenOnLoopback(server);
 }
 
 beforeAll(async () => {

@@ -6,7 +6,6 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as http2 from "node:http2";
-import type * as net from "node:net";
 import * as path from "node:path";
 import * as zlib from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,6 +19,7 @@ import { chromiumTrusting } from "../helpers/chromium";
 import { cleanup, onCleanup, tempDir } from "../helpers/processes";
 import { until } from "../helpers/until";
 import { curl, type ProxyProcess, startProxy, TEST_TOKEN } from "./helpers";
+import { listenOnLoopback } from "../helpers/servers";
 
 const LIMIT = 64 * 1024;
 const BIG = 200 * 1024;
@@ -137,15 +137,8 @@ async function startGateway(): Promise<{ url: string; server: http.Server }> {
       ws.on("message", (data, isBinary) => ws.send(isBinary ? data : `echo: ${String(data)}`, { binary: isBinary })),
     ),
   );
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  onCleanup(
-    () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(resolve);
-      }),
-  );
-  return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, server };
+  const port = await listenOnLoopback(server);
+  return { url: `http://127.0.0.1:${port}`, server };
 }
 
 beforeAll(async () => {

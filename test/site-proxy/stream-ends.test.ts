@@ -25,6 +25,7 @@ import {
 import { cleanup, onCleanup } from "../helpers/processes";
 import { type ProxyProcess, startProxy } from "./helpers";
 import { sleep, until } from "../helpers/until";
+import { listenOnLoopback } from "../helpers/servers";
 
 /** What reached the recording gateway: each request head, and whether its exchange was cut before it ended. */
 interface Arrival {
@@ -64,15 +65,8 @@ beforeAll(async () => {
     // The proxy's side ending is the abort (an upgraded socket is half-open: it would not close by itself).
     socket.on("end", () => (arrival.aborted = true));
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  onCleanup(
-    () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(resolve);
-      }),
-  );
-  gatewayUrl = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+  const port = await listenOnLoopback(server);
+  gatewayUrl = `http://127.0.0.1:${port}`;
 });
 afterAll(cleanup);
 
