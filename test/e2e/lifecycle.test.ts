@@ -156,6 +156,7 @@ describe("a task stack under the real engine", () => {
       "gatewayUrl",
       "live",
       "liveWebsites",
+      "replayedWebsites",
       "reproducible",
       "selfTest",
       "websites",
@@ -185,6 +186,7 @@ describe("a task stack under the real engine", () => {
     expect(outputs.liveWebsites).toEqual([
       { name: "github", domains: ["github.com"], allowHosts: [], reproducible: false },
     ]);
+    expect(outputs.replayedWebsites, "no site of this spec is served from a recording").toEqual([]);
 
     const token = await pulumi(["stack", "output", "controlToken", "--show-secrets", "--stack", STACK]);
     expect(token.code).toBe(0);
