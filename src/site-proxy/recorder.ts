@@ -379,12 +379,16 @@ export class ExchangeRecording implements ExchangeTap {
   }
 
   private query(url: string): QueryString[] {
-    const scrub = this.recorder.scrubber;
     const at = url.indexOf("?");
     if (at === -1) return [];
     const hash = url.indexOf("#", at);
-    return url
-      .slice(at + 1, hash === -1 ? undefined : hash)
+    return this.formPairs(url.slice(at + 1, hash === -1 ? undefined : hash));
+  }
+
+  /** `a=b&c=d` (a query string or a form body) as scrubbed name/value pairs. */
+  private formPairs(text: string): QueryString[] {
+    const scrub = this.recorder.scrubber;
+    return text
       .split("&")
       .filter((pair) => pair !== "")
       .map((pair) => {
@@ -409,19 +413,7 @@ export class ExchangeRecording implements ExchangeTap {
       mimeType,
       text: scrub.text(text),
       ...(encoding ? { _encoding: encoding } : {}),
-      ...(form
-        ? {
-            params: text
-              .split("&")
-              .filter((pair) => pair !== "")
-              .map((pair) => {
-                const eq = pair.indexOf("=");
-                const name = decodeQueryPart(eq === -1 ? pair : pair.slice(0, eq));
-                const value = eq === -1 ? "" : decodeQueryPart(pair.slice(eq + 1));
-                return { name: scrub.text(name), value: scrub.value(name, value) };
-              }),
-          }
-        : {}),
+      ...(form ? { params: this.formPairs(text) } : {}),
       ...(kept.comment !== undefined
         ? { comment: kept.comment }
         : cut
