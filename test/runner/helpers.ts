@@ -8,10 +8,11 @@ import { join } from "node:path";
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import { Command } from "commander";
 import { expect } from "vitest";
-import { computerAgentToken } from "../../src/protocol/auth";
+import { computerAgentToken, computerControlToken } from "../../src/protocol/auth";
 import { startGateway, TOKEN, type GatewayProcess } from "../gateway/helpers";
 import { freePort } from "../helpers/ports";
-import { onCleanup, ROOT, stopOnCleanup, waitForLine } from "../helpers/processes";
+import { onCleanup, ROOT, stopOnCleanup, tempDir, waitForLine } from "../helpers/processes";
+import { startProxy, type ProxyProcess } from "../site-proxy/helpers";
 
 export const CLI = join(ROOT, "bin", "multienv.js");
 
@@ -60,6 +61,40 @@ export async function startTestGateway(config: Record<string, unknown>): Promise
   const gateway = await startGateway(config);
   onCleanup(() => gateway.stop());
   return gateway;
+}
+
+/**
+ * A computer "agent" on loopback: the real site proxy (routing shop.test to `site`, keeping a request log unless
+ * told not to, DevTools at `cdp`) registered with the real gateway; both stopped on cleanup.
+ */
+export async function startComputerBehindGateway(options: {
+  site: string;
+  cdp?: string;
+  requestLog?: boolean;
+}): Promise<{ proxy: ProxyProcess; gateway: GatewayProcess }> {
+  const requestLog = options.requestLog ?? true;
+  const proxy = await startProxy(
+    {
+      gateway: options.site,
+      sites: { shop: ["shop.test"] },
+      control: { host: "127.0.0.1", port: 0, cdp: options.cdp ?? "127.0.0.1:9" },
+      ...(requestLog ? { requestLog: { dir: join(tempDir(), "requests"), computer: "agent" } } : {}),
+    },
+    { token: computerControlToken(TOKEN, "agent") },
+  );
+  const control = `http://127.0.0.1:${proxy.startup.control!.port}`;
+  const gateway = await startTestGateway({
+    sites: {},
+    computers: {
+      agent: {
+        cdp: `${control}/cdp`,
+        proxyLog: `${control}/log`,
+        endConnections: `${control}/connections/end`,
+        ...(requestLog ? { requests: `${control}/requests` } : {}),
+      },
+    },
+  });
+  return { proxy, gateway };
 }
 
 /** An OutputMap as the Automation API returns it for a deployed env on `gatewayUrl`. */

@@ -7,17 +7,16 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import type { Har } from "har-format";
 import { afterEach, describe, expect, it } from "vitest";
-import { computerControlToken } from "../../src/protocol/auth";
 import { collectRun, type CollectOptions } from "../../src/runner/evidence/collect";
 import { endProxyConnections } from "../../src/runner/evidence/proxy-logs";
 import type { RunRecord } from "../../src/runner/evidence/run-record";
 import { harProblems } from "../helpers/har";
 import { TOKEN } from "../gateway/helpers";
-import { tempDir as siteProxyTempDir, cleanup, tempDir } from "../helpers/processes";
+import { cleanup, tempDir } from "../helpers/processes";
 import { startHttpServer } from "../helpers/servers";
 import { until } from "../helpers/until";
-import { curl, startProxy } from "../site-proxy/helpers";
-import { sha256OfFile, startTestGateway } from "./helpers";
+import { curl } from "../site-proxy/helpers";
+import { sha256OfFile, startComputerBehindGateway } from "./helpers";
 import { startReplayServer } from "../replay-server/helpers";
 import { request } from "undici";
 
@@ -27,27 +26,7 @@ const page = (req: http.IncomingMessage) => `<html><head><title>Shop</title></he
 
 async function env(requestLog: boolean, site: Parameters<typeof startHttpServer>[0] = page) {
   const origin = await startHttpServer(site);
-  const proxy = await startProxy(
-    {
-      gateway: origin.url,
-      sites: { shop: ["shop.test"] },
-      control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" },
-      ...(requestLog ? { requestLog: { dir: join(siteProxyTempDir(), "requests"), computer: "agent" } } : {}),
-    },
-    { token: computerControlToken(TOKEN, "agent") },
-  );
-  const control = `http://127.0.0.1:${proxy.startup.control!.port}`;
-  const gateway = await startTestGateway({
-    sites: {},
-    computers: {
-      agent: {
-        cdp: `${control}/cdp`,
-        proxyLog: `${control}/log`,
-        endConnections: `${control}/connections/end`,
-        ...(requestLog ? { requests: `${control}/requests` } : {}),
-      },
-    },
-  });
+  const { proxy, gateway } = await startComputerBehindGateway({ site: origin.url, requestLog });
   const artifactsDir = join(tempDir("runner-artifacts-"), "artifacts", "task-1");
   const options: CollectOptions = {
     stack: "task-1",

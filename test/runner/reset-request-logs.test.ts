@@ -6,17 +6,15 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Har } from "har-format";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { computerControlToken } from "../../src/protocol/auth";
 import { BROWSER_OPERATION_PATHS } from "../../src/protocol/browser-config";
 import { resetEnv, type ResetResult } from "../../src/runner/lifecycle/reset";
 import type { RunRecord } from "../../src/runner/evidence/run-record";
-import { TOKEN } from "../gateway/helpers";
 import { harProblems } from "../helpers/har";
 import { cleanup, tempDir } from "../helpers/processes";
 import { startHttpServer } from "../helpers/servers";
 import { until } from "../helpers/until";
-import { curl, type ProxyProcess, startProxy } from "../site-proxy/helpers";
-import { deployedOutputs, sha256OfFile, startTestGateway } from "./helpers";
+import { curl, type ProxyProcess } from "../site-proxy/helpers";
+import { deployedOutputs, sha256OfFile, startComputerBehindGateway } from "./helpers";
 
 let proxy: ProxyProcess;
 let artifactsDir: string;
@@ -32,27 +30,9 @@ beforeAll(async () => {
     if (req.url === BROWSER_OPERATION_PATHS.startTabs) return JSON.stringify({ startTabs: 0 });
     return "{}";
   });
-  proxy = await startProxy(
-    {
-      gateway: site.url,
-      sites: { shop: ["shop.test"] },
-      control: { host: "127.0.0.1", port: 0, cdp: `127.0.0.1:${browser.port}` },
-      requestLog: { dir: join(tempDir(), "requests"), computer: "agent" },
-    },
-    { token: computerControlToken(TOKEN, "agent") },
-  );
-  const control = `http://127.0.0.1:${proxy.startup.control!.port}`;
-  const gateway = await startTestGateway({
-    sites: {},
-    computers: {
-      agent: {
-        cdp: `${control}/cdp`,
-        proxyLog: `${control}/log`,
-        endConnections: `${control}/connections/end`,
-        requests: `${control}/requests`,
-      },
-    },
-  });
+  const computer = await startComputerBehindGateway({ site: site.url, cdp: `127.0.0.1:${browser.port}` });
+  proxy = computer.proxy;
+  const gateway = computer.gateway;
   const map = deployedOutputs(gateway.url, {
     websites: {},
     computers: { agent: { network: "none", startTabs: [] } },
