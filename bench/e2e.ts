@@ -21,7 +21,7 @@
 //      BENCH_LOADS each. Aim: through the env <= 1.0x nginx TLS + HTTP/2.
 // The last line is one JSON object with every figure.
 // Options (env): BENCH_ROUNDS (3), BENCH_LOADS (15), BENCH_STACK (bench-e2e), BENCH_PAGES_ONLY=1 (the page loads
-// alone: no deploy, no Docker), BENCH_CPU_PROF=<dir> (CPU profiles of the gateway and site proxy during the page
+// alone: no deploy, no Docker), BENCH_DEPLOY_ONLY=1 (the deploy rounds alone: no page loads), BENCH_CPU_PROF=<dir> (CPU profiles of the gateway and site proxy during the page
 // loads). Needs nginx and Chromium, and for the deploy rounds docker-compose (apt-get install docker-compose) and
 // the Pulumi CLI (installed, or scripts/pulumi-toolchain.sh).
 import { execFile, execFileSync } from "node:child_process";
@@ -39,6 +39,7 @@ const LOADS = Number(process.env.BENCH_LOADS ?? 15);
 const STACK = process.env.BENCH_STACK ?? "bench-e2e";
 const COMPOSE_PROJECT = `${STACK}-compose`;
 const PAGES_ONLY = process.env.BENCH_PAGES_ONLY === "1";
+const DEPLOY_ONLY = process.env.BENCH_DEPLOY_ONLY === "1";
 const REPO = path.resolve(__dirname, "..");
 const STACK_FILE = path.join(REPO, "stacks", `Pulumi.${STACK}.yaml`);
 
@@ -207,7 +208,7 @@ async function main(): Promise<void> {
     `  destroy (pulumi destroy, captures collected first): ${m.destroy.toFixed(1)} s; docker-compose down -v: ${m.composeDown.toFixed(1)} s`,
   );
   // After the deploy rounds, so the containers they started are gone and the loads have the machine to themselves.
-  const pages = reportPages(await isolatedPageLoads(LOADS));
+  const pages = DEPLOY_ONLY ? undefined : reportPages(await isolatedPageLoads(LOADS));
   const load = loadavg().map((l) => Number(l.toFixed(2)));
   console.log(`  load average at the end: ${load.join(" ")} on ${cpus().length} cores`);
   console.log(

@@ -3,6 +3,7 @@
 // self-test, the capture collector, the outputs).
 import type * as pulumi from "@pulumi/pulumi";
 import type { EngineMachine, Plan } from "../src/plan";
+import type { ProjectImageIds } from "../src/plan/images";
 import type { GatewayTunnel } from "../src/plan/ssh";
 import type { GatewayPortForward } from "../src/protocol/port-forward";
 
@@ -14,10 +15,11 @@ export interface DeployArgs {
   secrets: Record<string, pulumi.Output<string>>;
   /** Site -> the settings of the account leased to it from its pool (a secret), put over its own settings. */
   accounts?: Record<string, pulumi.Output<Record<string, unknown>>>;
-  /** Build context of the project's images: the repository root, relative to the project directory Pulumi runs in. */
-  buildContext: string;
-  /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */
-  baseImage: string;
+  /**
+   * The id of each project image the env runs on the runner's engine, by role (src/plan/images.ts
+   * `referencedProjectImages`; none on the kubernetes target, whose nodes pull them by tag).
+   */
+  projectImages: ProjectImageIds;
   /** The build context of a recording image by the recording's SHA-256, relative to the project directory. */
   recordingContext?: (sha256: string) => string;
   /** Docker target: the machine its engine runs on, whose addresses no site proxy may dial. */

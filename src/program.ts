@@ -2,7 +2,6 @@
 // `main`) exports it for `pulumi up`; `multienv check` runs the same function under Pulumi's mocks.
 // Bad config, a refused plan or inputs a component refuses stop the run with one line per problem and no stack
 // trace (pulumi.RunError).
-import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
@@ -17,24 +16,31 @@ import {
   type EngineMachine,
   type Plan,
 } from "./plan";
-import { isLocalEngine, localEngineMachine } from "./engines/docker";
-import { DEFAULT_BASE_IMAGE, PROJECT_IMAGES, projectImagesNeeded } from "./plan/images";
+import { isLocalEngine, localEngineMachine, projectImagesOn } from "./engines/docker";
+import {
+  PROJECT_IMAGES,
+  projectImageProblems,
+  referencedProjectImages,
+  requestedBaseImage,
+  type ProjectImageIds,
+} from "./plan/images";
 import { SELF_TEST_ENV } from "./plan/self-test";
 import { isPoolStack } from "./config/pool-load";
 import { cleanUpPooledSites, leasedAccountsOutput, leasePooledSites, poolProgram } from "./program-pools";
 
-/** The repository root: the build context of the project's images. */
+/** The repository root: recording images' build contexts are written under it. */
 const REPO_ROOT = path.resolve(__dirname, "..");
 
 export interface ProgramOptions {
   /**
-   * Bundle the services the project's images copy (scripts/bundle.mjs) before declaring the images, so a fresh
-   * checkout deploys with nothing built first. Default true; `multienv check` renders the graph without it.
+   * Write each replayed site's recording image build context (dist/replay/) before declaring the images. Default
+   * true; `multienv check` renders the graph without it.
    */
-  bundle?: boolean;
+  writeRecordingContexts?: boolean;
   /**
    * Ask the local engine and this machine what the site proxies must never dial (the machine's addresses, the
-   * engine's address pools). Default true; `multienv check` runs without an engine, and shows Docker's own pools.
+   * engine's address pools), and the runner's engine the ids of the project's images. Default true; `multienv check`
+   * runs without an engine (it asks for the images itself), and shows Docker's own pools and what each id stands for.
    */
   probeEngine?: boolean;
   /**
@@ -42,29 +48,6 @@ export interface ProgramOptions {
    * renders the graph without a lease store.
    */
   waitForAccounts?: boolean;
-}
-
-/** Writes dist/bundle/<name>.js for every service the plan's project images copy; one line naming what failed. */
-function bundleServices(planned: Plan): void {
-  const bundles = [
-    ...new Set(
-      projectImagesNeeded(true, planned.computers, planned.websites).flatMap((role) => PROJECT_IMAGES[role].bundles),
-    ),
-  ];
-  const { isFresh } = require(path.join(REPO_ROOT, "scripts/bundle-freshness.cjs")) as {
-    isFresh(root: string, name: string): boolean;
-  };
-  if (bundles.every((name) => isFresh(REPO_ROOT, name))) return;
-  try {
-    execFileSync(process.execPath, [path.join(REPO_ROOT, "scripts/bundle.mjs"), ...bundles], {
-      cwd: REPO_ROOT,
-      stdio: ["ignore", "ignore", "pipe"],
-      encoding: "utf8",
-    });
-  } catch (error) {
-    const stderr = (error as { stderr?: string }).stderr?.trim() || (error as Error).message;
-    throw new pulumi.RunError(`multienv: bundling the services for the project's images failed: ${stderr}`);
-  }
 }
 
 /** Where the build context of the image carrying a recording is written: the HAR and a Dockerfile, by its digest. */
@@ -110,6 +93,28 @@ async function engineMachineOf(planned: Plan, probe: boolean): Promise<EngineMac
   }
 }
 
+/**
+ * The id of each project image the deploy runs, as the runner's engine has it under its tag: `npm run images` builds
+ * them and a deploy builds none, so an image rebuilt with other content replaces exactly the containers running it.
+ * A missing one, or one built FROM another base than MULTIENV_BASE_IMAGE asks for, stops the run with one line each
+ * naming the command that builds it. Without an engine (`check`), what each id stands for.
+ */
+async function projectImageIds(planned: Plan, probe: boolean): Promise<ProjectImageIds> {
+  const roles = referencedProjectImages(planned);
+  if (!probe) return Object.fromEntries(roles.map((role) => [role, `<id of ${PROJECT_IMAGES[role].imageName}>`]));
+  let found;
+  try {
+    found = await projectImagesOn(roles);
+  } catch (error) {
+    throw new pulumi.RunError(
+      `multienv: the Docker engine did not answer (${error instanceof Error ? error.message : String(error)}); start dockerd, or set DOCKER_HOST`,
+    );
+  }
+  const problems = projectImageProblems(roles, found, requestedBaseImage(process.env));
+  if (problems.length > 0) throw new pulumi.RunError(problems.map(formatProblem).join("\n"));
+  return Object.fromEntries(roles.map((role) => [role, found[role]!.id]));
+}
+
 export async function multienvProgram(
   options: ProgramOptions = {},
 ): Promise<MultiEnvOutputs | Record<string, unknown>> {
@@ -134,11 +139,11 @@ export async function multienvProgram(
   });
   for (const warning of result.warnings) pulumi.log.warn(warning);
   if (!result.ok) throw new pulumi.RunError(result.problems.map(formatProblem).join("\n"));
-  if (options.bundle !== false) {
-    bundleServices(result.plan);
-    writeRecordingContexts(result.plan);
-  }
-  const engineMachine = await engineMachineOf(result.plan, options.probeEngine !== false);
+  if (options.writeRecordingContexts !== false) writeRecordingContexts(result.plan);
+  const [engineMachine, projectImages] = await Promise.all([
+    engineMachineOf(result.plan, options.probeEngine !== false),
+    projectImageIds(result.plan, options.probeEngine !== false),
+  ]);
 
   // A pooled live site's account is leased first: a stack that gets none fails with nothing of it created.
   const pooled = await leasePooledSites(result.plan, stack, options.waitForAccounts !== false);
@@ -147,10 +152,9 @@ export async function multienvProgram(
       accounts: pooled.settings,
       plan: result.plan,
       secrets: loaded.secrets,
+      projectImages,
       // Relative, as the state keeps it: the same checkout elsewhere is no change.
-      buildContext: path.relative(process.cwd(), REPO_ROOT) || ".",
       recordingContext: (sha256) => path.relative(process.cwd(), recordingContext(sha256)),
-      baseImage: process.env.MULTIENV_BASE_IMAGE || DEFAULT_BASE_IMAGE,
       engineMachine,
     });
     cleanUpPooledSites(pooled, env, stack);

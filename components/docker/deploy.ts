@@ -21,8 +21,7 @@ export function deployOnEngines(owner: string, args: DeployArgs): Deployed {
   const engines = envTargetFor(
     {
       plan,
-      buildContext: args.buildContext,
-      baseImage: args.baseImage,
+      projectImages: args.projectImages,
       recordingContext: args.recordingContext,
       runnerEngine: {},
     },

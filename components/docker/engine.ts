@@ -1,18 +1,18 @@
 // One Docker engine's shared pieces: @pulumi/docker's provider for it, its networks, its volumes and the images its
 // containers run. Every child resource and every container on the engine is created with that provider, so the same
 // component serves the local engine and a VM's (reached over SSH as the provider's `host` and `sshOpts`).
-// The project's images are built by the engine itself from the project's Dockerfiles (the engine has the base
-// image; nothing is pulled).
-// A remote engine gets its images from the runner's engine (`imagesFrom`): built or pulled there, then copied
-// with one `docker save | zstd | ssh docker load` of them all. A VM then needs no registry and no web access to get
-// them: a computer VM whose security group has no web egress still gets its browser and proxy images.
+// The project's images are not built here: `npm run images` builds them, and the program hands each one's id as the
+// runner's engine has it under its tag (src/program.ts reads it). Containers run that id, so an image rebuilt with
+// other content replaces exactly the containers that run it, and a deploy declares no image resource for them.
+// A recording image (a task's own HAR on the replay server's image) is built here, once per recording.
+// A remote engine gets its images from the runner's engine (`imagesFrom`): referenced, built or pulled there, then
+// copied with one `docker save | zstd | ssh docker load` of them all. A VM then needs no registry and no web access
+// to get them: a computer VM whose security group has no web egress still gets its browser and proxy images.
 import * as docker from "@pulumi/docker";
 import * as pulumi from "@pulumi/pulumi";
-import { imageContextDigest } from "../../src/image-context";
 import { LocalCommand } from "../../src/providers/resources";
 import type { EngineNetworks } from "../../src/plan/wiring";
-import type { ProjectImageRole, RemoteEngineImages } from "../../src/plan/images";
-import { PROJECT_IMAGES } from "../../src/plan/images";
+import type { ProjectImageIds, ProjectImageRole, RemoteEngineImages } from "../../src/plan/images";
 import { shipImagesCommand } from "../../src/plan/ec2";
 import { recordingImage } from "../../src/plan/replay";
 import type { EngineConnection, SshEndpoint } from "../../src/plan/ssh";
@@ -39,12 +39,11 @@ export interface DockerEngineArgs {
   networks: EngineNetworks;
   /** Docker names of the volumes this engine holds. */
   volumes: string[];
-  /** The project's own images that containers on this engine run; each is built on this engine. */
-  projectImages: ProjectImageRole[];
-  /** Build context of the project's images: the repository root (Dockerfiles copy from `dist/bundle/`). */
-  buildContext: string;
-  /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */
-  baseImage: string;
+  /**
+   * The project's own images that containers on this engine run, by role: each one's id (`sha256:...`) on this
+   * engine, as `npm run images` built it.
+   */
+  projectImages: ProjectImageIds;
   /**
    * The build context of the image carrying a recording (its HAR and Dockerfile, src/program.ts writes them), by the
    * recording's SHA-256, relative to the project directory: set where recording images are built.
@@ -52,7 +51,7 @@ export interface DockerEngineArgs {
   recordingContext?: (sha256: string) => string;
   /** Labels put on every network, volume and container, so `docker ps --filter label=...` finds a stack's pieces. */
   labels: Record<string, string>;
-  /** Copy images from another engine instead of building and pulling them here (`projectImages` is then unused). */
+  /** Copy images from another engine instead of referencing and pulling them here (`projectImages` is then unused). */
   imagesFrom?: ImageSource;
   /**
    * The machine the engine lives on, when the deploy creates it (a VM): every resource on the engine is deleted
@@ -65,7 +64,7 @@ export interface DockerEngineArgs {
 export class DockerEngine extends pulumi.ComponentResource {
   private readonly networks = new Map<string, docker.Network>();
   private readonly volumes = new Map<string, docker.Volume>();
-  private readonly builtImages = new Map<ProjectImageRole, docker.RemoteImage>();
+  private readonly projectImages: ProjectImageIds;
   private readonly pulledImages = new Map<string, docker.RemoteImage>();
   private readonly recordingImages = new Map<string, docker.RemoteImage>();
   private readonly recordingContext: ((sha256: string) => string) | undefined;
@@ -89,6 +88,7 @@ export class DockerEngine extends pulumi.ComponentResource {
     this.engineName = name;
     this.remote = args.imagesFrom !== undefined;
     this.recordingContext = args.recordingContext;
+    this.projectImages = args.imagesFrom ? {} : args.projectImages;
     this.labels = args.labels;
     const connection = pulumi.output(args.connection ?? {});
     this.provider = new docker.Provider(
@@ -122,30 +122,6 @@ export class DockerEngine extends pulumi.ComponentResource {
       this.volumes.set(
         volume,
         new docker.Volume(`${name}-${volume}`, { name: volume, labels }, { parent: this, ...this.onEngine }),
-      );
-    }
-    for (const role of args.imagesFrom ? [] : args.projectImages) {
-      const image = PROJECT_IMAGES[role];
-      const buildArgs = { BASE_IMAGE: args.baseImage };
-      this.builtImages.set(
-        role,
-        new docker.RemoteImage(
-          `${name}-${role}-image`,
-          {
-            name: image.imageName,
-            build: {
-              context: args.buildContext,
-              dockerfile: image.dockerfile,
-              buildArgs,
-              label: { "multienv.base-image": args.baseImage },
-            },
-            // The provider does not hash the build context: a changed Dockerfile or bundle rebuilds through this.
-            triggers: { context: imageContextDigest(args.buildContext, image, buildArgs) },
-            // A tag is shared by every stack on the engine: a destroy never removes it from under another stack.
-            keepLocally: true,
-          },
-          { parent: this, ...this.onEngine },
-        ),
       );
     }
     if (args.imagesFrom) this.shipAll(name, args.imagesFrom);
@@ -222,29 +198,35 @@ export class DockerEngine extends pulumi.ComponentResource {
 
   /**
    * The image a container runs, as an image id: `image` when the config gives one, else the project's own
-   * image for `role`, built on this engine.
+   * image for `role`, as this engine has it.
    */
   image(image: string | undefined, role: ProjectImageRole): pulumi.Output<string> {
     if (image !== undefined) return this.pulledImage(image);
     if (this.remote) return this.shipped(`project-${role}`);
-    const built = this.builtImages.get(role);
-    if (built === undefined)
+    return pulumi.output(this.projectImage(role));
+  }
+
+  /** The id of the project's image for `role` here; asking for one the layout did not give is a bug in the layout. */
+  private projectImage(role: ProjectImageRole): string {
+    const id = this.projectImages[role];
+    if (id === undefined)
       throw new pulumi.ResourceError(
-        `DockerEngine ${this.engineName}: the ${role} image is not built on this engine`,
+        `DockerEngine ${this.engineName}: the ${role} image is not among the images of this engine (has ${Object.keys(this.projectImages).join(", ")})`,
         this,
       );
-    return built.imageId;
+    return id;
   }
 
   /**
    * The image carrying the recording of SHA-256 `sha256` (src/plan/replay.ts `recordingImage`), built on this engine
-   * FROM the replay server's image, or shipped here from the runner's. One resource per recording.
+   * FROM the replay server's image, or shipped here from the runner's. One resource per recording: a recording is
+   * the task's input, so its image is built by the deploy that first replays it (a no-change one builds nothing).
    */
   recordingImage(sha256: string): pulumi.Output<string> {
     if (this.remote) return this.shipped(`recording-${sha256}`);
     let built = this.recordingImages.get(sha256);
     if (built === undefined) {
-      const server = this.builtImages.get("replay-server");
+      const server = this.projectImages["replay-server"];
       if (server === undefined || this.recordingContext === undefined)
         throw new pulumi.ResourceError(
           `DockerEngine ${this.engineName}: recording images are not built on this engine (no replay server image or build context)`,
@@ -256,11 +238,11 @@ export class DockerEngine extends pulumi.ComponentResource {
           name: recordingImage(sha256),
           build: { context: this.recordingContext(sha256), dockerfile: "Dockerfile" },
           // The tag names the recording; a new replay server image under it rebuilds it.
-          triggers: { server: server.imageId },
+          triggers: { server },
           // Tagged by content: other stacks may replay the same recording.
           keepLocally: true,
         },
-        { parent: this, ...this.onEngine, dependsOn: [server] },
+        { parent: this, ...this.onEngine },
       );
       this.recordingImages.set(sha256, built);
     }

@@ -2,7 +2,7 @@
 // volume and container of the env.
 import * as pulumi from "@pulumi/pulumi";
 import { envEngineNetworks } from "../../src/plan/wiring";
-import { projectImagesNeeded } from "../../src/plan/images";
+import { projectImageIdsOf, projectImagesNeeded } from "../../src/plan/images";
 import { LABELS } from "../../src/protocol/labels";
 import { DockerEngine } from "../docker/engine";
 import type { EnvTarget, EnvTargetArgs } from "./envTarget";
@@ -26,9 +26,7 @@ export class DockerTarget extends pulumi.ComponentResource implements EnvTarget 
           ...(plan.capture.enabled ? [plan.capture.volumeName] : []),
           ...plan.computers.map((c) => c.caVolumeName),
         ],
-        projectImages: projectImagesNeeded(true, plan.computers, plan.websites),
-        buildContext: args.buildContext,
-        baseImage: args.baseImage,
+        projectImages: projectImageIdsOf(args.projectImages, projectImagesNeeded(true, plan.computers, plan.websites)),
         recordingContext: args.recordingContext,
         labels: { [LABELS.stack]: plan.stack },
       },

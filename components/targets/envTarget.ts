@@ -6,6 +6,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import type { Plan, PlannedComputer } from "../../src/plan";
 import type { GatewayTunnel as GatewayTunnelSpec } from "../../src/plan/ssh";
+import type { ProjectImageIds } from "../../src/plan/images";
 import type { DockerEngine } from "../docker/engine";
 
 export interface EnvTarget {
@@ -32,10 +33,8 @@ export type TargetPlan = Pick<
 export interface EnvTargetArgs {
   /** What to deploy: the target reads the engines' networks, volumes and images, and its own section (ec2, hosts). */
   plan: TargetPlan;
-  /** Build context of the project's images: the repository root, relative to the project directory. */
-  buildContext: string;
-  /** The `BASE_IMAGE` build argument of the project's Dockerfiles. */
-  baseImage: string;
+  /** The id of each project image the env runs, by role, on the runner's engine (`npm run images` built them). */
+  projectImages: ProjectImageIds;
   /** The build context of a recording image by the recording's SHA-256 (components/docker/engine.ts). */
   recordingContext?: (sha256: string) => string;
   /** The runner's own engine: a `unix://` host, or unset for DOCKER_HOST or the local socket. */

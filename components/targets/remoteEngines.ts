@@ -5,7 +5,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { PlannedComputer } from "../../src/plan";
 import { readinessCommand } from "../../src/plan/ec2";
-import { projectImagesNeeded, remoteEngineImages } from "../../src/plan/images";
+import { projectImageIdsOf, projectImagesNeeded, remoteEngineImages } from "../../src/plan/images";
 import { gatewayUrl } from "../../src/plan/urls";
 import { computerEngineNetworks, envEngineNetworks } from "../../src/plan/wiring";
 import { engineConnection, type GatewayTunnel as GatewayTunnelSpec, type SshEndpoint } from "../../src/plan/ssh";
@@ -47,12 +47,8 @@ export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget
     super("multienv:remote:RemoteEngines", name, {}, opts);
     const { plan } = args;
     this.computerHosts = args.computers;
-    const engineArgs = {
-      buildContext: args.buildContext,
-      baseImage: args.baseImage,
-      labels: { [LABELS.stack]: plan.stack },
-    };
-    // Every image is built or pulled on the runner's engine and shipped to the hosts that run it.
+    const engineArgs = { labels: { [LABELS.stack]: plan.stack } };
+    // Every image is referenced, built or pulled on the runner's engine and shipped to the hosts that run it.
     const images = new DockerEngine(
       `${name}-images`,
       {
@@ -60,7 +56,7 @@ export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget
         connection: args.runnerEngine,
         networks: { internal: [], external: [] },
         volumes: [],
-        projectImages: projectImagesNeeded(true, plan.computers, plan.websites),
+        projectImages: projectImageIdsOf(args.projectImages, projectImagesNeeded(true, plan.computers, plan.websites)),
         recordingContext: args.recordingContext,
       },
       { parent: this },
@@ -89,7 +85,7 @@ export class RemoteEngines extends pulumi.ComponentResource implements EnvTarget
           connection,
           networks: computer ? computerEngineNetworks(computer) : envEngineNetworks(plan),
           volumes: computer ? [computer.caVolumeName] : plan.capture.enabled ? [plan.capture.volumeName] : [],
-          projectImages: [],
+          projectImages: {},
           imagesFrom: { engine: images, ssh: host.ssh, after: [ready], images: remoteEngineImages(plan, computer) },
           deletedWith: host.machine,
         },

@@ -8,6 +8,7 @@ import os from "node:os";
 import { Duplex, PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { LABELS } from "../../src/protocol/labels";
+import { BASE_IMAGE_LABEL, PROJECT_IMAGES, type FoundImage, type ProjectImageRole } from "../plan/images";
 import { DOCKER_DEFAULT_ADDRESS_POOLS, type EngineMachine } from "../plan/services";
 import { RESOURCE_TYPES } from "../providers/types";
 
@@ -123,6 +124,33 @@ export async function localEngineMachine(target: EngineTarget = {}): Promise<Eng
     addresses: [...new Set([...interfaces, ...bridgeGateways])].sort(),
     addressPools: pools.length > 0 ? pools : DOCKER_DEFAULT_ADDRESS_POOLS,
   };
+}
+
+/**
+ * What the engine has under the tag of each project image of `roles` (`docker image inspect`, all at once): its id
+ * and the base it was built FROM; a tag it does not have is left out. A deploy runs these ids (src/program.ts).
+ */
+export async function projectImagesOn(
+  roles: readonly ProjectImageRole[],
+  target: EngineTarget = {},
+): Promise<Partial<Record<ProjectImageRole, FoundImage>>> {
+  const engine = engineClient(target);
+  const found = await Promise.all(
+    roles.map(async (role) => {
+      try {
+        const image = (await engine.getImage(PROJECT_IMAGES[role].imageName).inspect()) as {
+          Id: string;
+          Config?: { Labels?: Record<string, string> | null };
+        };
+        const baseImage = image.Config?.Labels?.[BASE_IMAGE_LABEL];
+        return [[role, { id: image.Id, ...(baseImage === undefined ? {} : { baseImage }) }] as const];
+      } catch (error) {
+        if (isNotFound(error)) return [];
+        throw error;
+      }
+    }),
+  );
+  return Object.fromEntries(found.flat());
 }
 
 /** True when `error` is the engine saying the object is not there. */

@@ -1,7 +1,4 @@
 // The docker target under Pulumi's mocks: the real program, the graph it would register on the local engine.
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
   plan,
@@ -12,8 +9,6 @@ import {
   type Plan,
 } from "../../src/plan";
 import { validateStackConfig } from "../../src/config";
-import { imageContextDigest } from "../../src/image-context";
-import { DEFAULT_BASE_IMAGE, PROJECT_IMAGES } from "../../src/plan/images";
 import { computerAgentToken, computerControlToken } from "../../src/protocol/auth";
 import type { Graph } from "../../src/runner/check/graph";
 import {
@@ -271,27 +266,22 @@ describe("docker target", () => {
       expect(r.provider, `${r.type} ${r.name}`).toBeUndefined();
   });
 
-  it("builds the project's images from src/*/Dockerfile and runs the task's site images as given", () => {
-    const gatewayImage = resource(graph, IMAGE, "t1-engine-gateway-image").inputs as Record<string, any>;
-    expect(gatewayImage.name).toBe("multienv/gateway:latest");
-    expect(gatewayImage.build.dockerfile).toBe("src/gateway/Dockerfile");
-    expect(gatewayImage.build.context).toBe(".");
-    expect(gatewayImage.build.buildArgs).toEqual({ BASE_IMAGE: DEFAULT_BASE_IMAGE });
-    // What the build reads is the Dockerfile and the bundle it copies, no more, and its digest is the trigger: a
-    // change there rebuilds, a change elsewhere is no rebuild (see the digest's own test below).
-    expect(gatewayImage.triggers).toEqual({
-      context: imageContextDigest(".", PROJECT_IMAGES.gateway, { BASE_IMAGE: DEFAULT_BASE_IMAGE }),
-    });
-    // A tag is shared by every stack on the engine: a destroy leaves it, as it leaves the task's site images.
-    expect(gatewayImage.keepLocally).toBe(true);
+  it("builds no project image and runs the task's site images as given", () => {
+    // The project's images are `npm run images`'s: the deploy declares no image resource for them, whatever it runs.
+    expect(
+      graph.resources
+        .filter((r) => r.type === IMAGE)
+        .map((r) => r.inputs.name)
+        .sort(),
+    ).toEqual(["multienv/sample-live-server", "multienv/sample-shop-frontend", "multienv/sample-shop-server"]);
     expect(resource(graph, IMAGE, "t1-engine-image-multienv-sample-shop-server").inputs).toEqual({
       name: "multienv/sample-shop-server",
       keepLocally: true,
     });
-    // Containers run the built image's id, so a rebuild replaces them.
-    expect(container(graph, "t1-gateway").image).toBe("<id of multienv/gateway:latest as built>");
-    expect(container(graph, "t1-desktop-browser").image).toBe("<id of multienv/browser:latest as built>");
-    expect(container(graph, "t1-desktop-proxy").image).toBe("<id of multienv/site-proxy:latest as built>");
+    // Containers run the id the engine has under the tag (read at deploy), so a rebuilt image replaces them.
+    expect(container(graph, "t1-gateway").image).toBe("<id of multienv/gateway:latest>");
+    expect(container(graph, "t1-desktop-browser").image).toBe("<id of multienv/browser:latest>");
+    expect(container(graph, "t1-desktop-proxy").image).toBe("<id of multienv/site-proxy:latest>");
     expect(container(graph, "t1-shop-server").image).toBe("<id of multienv/sample-shop-server>");
   });
 
@@ -387,33 +377,5 @@ describe("docker target without capture or live sites", () => {
     const second = await graphOf("t5", CONFIG, { githubToken: SECRET_VALUE });
     expect(second).toEqual(first);
     expect(first.resources.filter((r) => r.type === CONTAINER)).toHaveLength(13);
-  });
-});
-
-describe("a project image's build trigger", () => {
-  it("changes with the Dockerfile, the bundle it copies and the build arguments, and with nothing else", () => {
-    const context = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-image-context-"));
-    const write = (file: string, text: string) => {
-      fs.mkdirSync(path.dirname(path.join(context, file)), { recursive: true });
-      fs.writeFileSync(path.join(context, file), text);
-    };
-    const image = PROJECT_IMAGES.gateway;
-    const digest = (buildArgs = { BASE_IMAGE: "base" }) => imageContextDigest(context, image, buildArgs);
-    // Before a bundle exists (a graph rendered without bundling), a file counts as empty.
-    const unbuilt = digest();
-    write(image.dockerfile, "FROM base\n");
-    write("dist/bundle/gateway.js", "console.log(1);\n");
-    const first = digest();
-    expect(first).not.toBe(unbuilt);
-    write("README.md", "elsewhere\n");
-    write("src/gateway/server.ts", "// a source file: the bundle is what the image copies\n");
-    write("dist/bundle/site-proxy.js", "another image's bundle\n");
-    expect(digest()).toBe(first);
-    write("dist/bundle/gateway.js", "console.log(2);\n");
-    const rebundled = digest();
-    expect(rebundled).not.toBe(first);
-    write(image.dockerfile, "FROM base\nRUN true\n");
-    expect(digest()).not.toBe(rebundled);
-    expect(digest({ BASE_IMAGE: "other" })).not.toBe(digest());
   });
 });

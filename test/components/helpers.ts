@@ -8,6 +8,14 @@ export const VOLUME = "docker:index/volume:Volume";
 export const IMAGE = "docker:index/remoteImage:RemoteImage";
 export const DOCKER_PROVIDER = "pulumi:providers:docker";
 
+/** Ids of the project's images, for components built outside the program (which reads them from the engine). */
+export const PROJECT_IMAGE_IDS = {
+  gateway: "sha256:gateway",
+  "site-proxy": "sha256:site-proxy",
+  browser: "sha256:browser",
+  "replay-server": "sha256:replay-server",
+};
+
 /** Pulumi's string form of config values: structured values as JSON. */
 export function rawConfig(
   config: Record<string, unknown>,

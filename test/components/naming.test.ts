@@ -7,7 +7,7 @@ import { DockerEngine, MultiEnv } from "../../components";
 import { plan } from "../../src/plan";
 import type { StackConfig } from "../../src/plan/types";
 import { GraphError, renderGraph } from "../../src/runner/check/graph";
-import { NETWORK, VOLUME } from "./helpers";
+import { NETWORK, PROJECT_IMAGE_IDS, VOLUME } from "./helpers";
 
 const CONFIG: StackConfig = {
   target: "docker",
@@ -31,16 +31,14 @@ const CONFIG: StackConfig = {
 function envNamed(name: string): MultiEnv {
   const result = plan(CONFIG, { stack: name });
   if (!result.ok) throw new Error(JSON.stringify(result.problems));
-  return new MultiEnv(name, { plan: result.plan, secrets: {}, buildContext: ".", baseImage: "base" });
+  return new MultiEnv(name, { plan: result.plan, secrets: {}, projectImages: PROJECT_IMAGE_IDS });
 }
 
 function engineNamed(name: string): DockerEngine {
   return new DockerEngine(name, {
     networks: { internal: ["shared-net"], external: [] },
     volumes: ["shared-volume"],
-    projectImages: ["gateway"],
-    buildContext: ".",
-    baseImage: "base",
+    projectImages: { gateway: "sha256:gateway" },
     labels: {},
   });
 }

@@ -4,6 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { CaptureSidecar, DockerEngine, Ec2Host, Gateway, MultiEnv, Website } from "../../components";
 import { plan, type Plan } from "../../src/plan";
 import type { StackConfig } from "../../src/plan/types";
+import { PROJECT_IMAGE_IDS } from "./helpers";
 
 const EC2 = {
   region: "us-east-1",
@@ -42,9 +43,7 @@ function engine(p: Plan): DockerEngine {
   return new DockerEngine(`engine${engineCount}`, {
     networks: { internal: [p.networks.env], external: [p.networks.egress, p.networks.ingress] },
     volumes: [p.capture.volumeName],
-    projectImages: ["gateway"],
-    buildContext: ".",
-    baseImage: "base",
+    projectImages: { gateway: "sha256:gateway" },
     labels: {},
   });
 }
@@ -133,7 +132,7 @@ describe("component refusals", () => {
 
   it("MultiEnv: a secret config key without a value names the key and the command that sets it", () => {
     const p = planned();
-    expect(() => new MultiEnv("m", { plan: p, secrets: {}, buildContext: ".", baseImage: "base" })).toThrow(
+    expect(() => new MultiEnv("m", { plan: p, secrets: {}, projectImages: PROJECT_IMAGE_IDS })).toThrow(
       "multienv:websites.gh.secretSettings.token: names config key githubToken, which is not set; set it with `pulumi config set --secret githubToken <value>`",
     );
   });

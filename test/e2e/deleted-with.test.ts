@@ -17,10 +17,10 @@ import { RemoteEngines, type RemoteHost } from "../../components/targets/remoteE
 import { Website } from "../../components/docker/website";
 import { validateStackConfig } from "../../src/config";
 import { plan } from "../../src/plan";
-import { DEFAULT_BASE_IMAGE } from "../../src/plan/images";
+import { referencedProjectImages } from "../../src/plan/images";
 import { shellQuote } from "../../src/plan/ec2";
 import { sshRun, sshSetup } from "../../src/plan/ssh";
-import { engineClient } from "../../src/engines/docker";
+import { engineClient, projectImagesOn } from "../../src/engines/docker";
 import { LocalCommand } from "../../src/providers/resources";
 import { RESOURCE_TYPES } from "../../src/providers/types";
 import { hostsToReach, type StateResource } from "../../src/runner/runtimes/docker/hosts-reachable";
@@ -75,8 +75,12 @@ async function stackOf(name: string, marker: string | undefined): Promise<Stack>
     const host: RemoteHost = { ssh: vm.ssh, privateAddress: vm.address, booted: false, machine };
     const engines = new RemoteEngines(`${name}-remote`, {
       plan: planned,
-      buildContext: ".",
-      baseImage: process.env.MULTIENV_BASE_IMAGE || DEFAULT_BASE_IMAGE,
+      projectImages: Object.fromEntries(
+        Object.entries(await projectImagesOn(referencedProjectImages(planned))).map(([role, image]) => [
+          role,
+          image.id,
+        ]),
+      ),
       runnerEngine: {},
       env: host,
       computers: {},

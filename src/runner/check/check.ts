@@ -1,12 +1,21 @@
 // `multienv check`: validates a task stack offline. Reads the stack file (a `secure:` value counts as a secret
 // without being decrypted), loads and validates its config, plans it, runs the program under Pulumi's mocks
-// and holds the rendered graph to the graph checks (the policy pack). Needs no Pulumi CLI, cloud or Docker.
+// and holds the rendered graph to the graph checks (the policy pack). Needs no Pulumi CLI or cloud; of Docker, it
+// asks the local engine only whether it has the project images the deploy runs (no engine there: a warning).
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ConfigError } from "../../config/errors";
 import { isPoolFile, readPoolFile } from "../../config/pool";
 import type { Plan } from "../../plan";
 import { formatProblem } from "../../plan/problems";
+import {
+  projectImageProblems,
+  referencedProjectImages,
+  requestedBaseImage,
+  type FoundImage,
+  type ProjectImageRole,
+} from "../../plan/images";
+import { projectImagesOn } from "../../engines/docker";
 import type { StackConfig } from "../../plan/types";
 import { runPolicies } from "../../../policies/evaluate";
 import { RESOURCE_TYPES } from "../../providers/types";
@@ -58,6 +67,31 @@ export interface CheckOptions {
   projectDir?: string;
   /** Graph checks to run; default GRAPH_CHECKS. */
   checks?: GraphCheck[];
+  /** What the engine has under the project images' tags; default: the local engine's (DOCKER_HOST, else the socket). */
+  imagesOn?: (roles: readonly ProjectImageRole[]) => Promise<Partial<Record<ProjectImageRole, FoundImage>>>;
+  /** Where MULTIENV_BASE_IMAGE is read; default process.env. */
+  env?: Record<string, string | undefined>;
+}
+
+/**
+ * The project images the deploy would run and the engine lacks (or has built FROM another base than asked for), one
+ * problem line each with the command that builds it; an engine that does not answer is a warning, not a problem.
+ */
+async function imageFindings(plan: Plan, options: CheckOptions): Promise<{ problems: string[]; warnings: string[] }> {
+  const roles = referencedProjectImages(plan);
+  if (roles.length === 0) return { problems: [], warnings: [] };
+  let found;
+  try {
+    found = await (options.imagesOn ?? projectImagesOn)(roles);
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    return {
+      problems: [],
+      warnings: [`the Docker engine did not answer (${why}), so whether it has the project's images is not checked`],
+    };
+  }
+  const base = requestedBaseImage(options.env ?? process.env);
+  return { problems: projectImageProblems(roles, found, base).map(formatProblem), warnings: [] };
 }
 
 export async function checkStack(stackOrPath: string, options: CheckOptions = {}): Promise<CheckResult> {
@@ -81,23 +115,32 @@ export async function checkStack(stackOrPath: string, options: CheckOptions = {}
   const poolProblems = pooledSiteProblems(stackFile.config, dirname(file));
   if (poolProblems.length > 0) return { ...empty, ok: false, problems: poolProblems, warnings: planned.warnings };
 
+  const images = imageFindings(planned.plan, options);
   let graph: Graph;
   try {
     graph = await renderGraph({ stack, config: stackFile.rawConfig, secretKeys: stackFile.secretKeys });
   } catch (error) {
-    if (error instanceof GraphError)
-      return { ...empty, ok: false, problems: error.message.split("\n").filter(Boolean), warnings: planned.warnings };
+    if (error instanceof GraphError) {
+      const { problems, warnings } = await images;
+      return {
+        ...empty,
+        ok: false,
+        problems: [...problems, ...error.message.split("\n").filter(Boolean)],
+        warnings: [...planned.warnings, ...warnings],
+      };
+    }
     throw error;
   }
   const context: GraphCheckContext = { stack, plan: planned.plan, secretKeys: Object.keys(stackFile.secrets) };
   const findings = (options.checks ?? GRAPH_CHECKS).flatMap((check) => check(graph, context));
-  const problems = findings.map((f) => `policy ${f.policy}: ${f.resource}: ${f.message}`);
+  const imageResult = await images;
+  const problems = [...imageResult.problems, ...findings.map((f) => `policy ${f.policy}: ${f.resource}: ${f.message}`)];
   return {
     ok: problems.length === 0,
     stack,
     file,
     problems,
-    warnings: planned.warnings,
+    warnings: [...planned.warnings, ...imageResult.warnings],
     resources: graph.resources,
     outputs: graph.outputs,
   };

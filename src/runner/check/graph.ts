@@ -261,7 +261,8 @@ export async function renderGraph(options: GraphOptions): Promise<Graph> {
     try {
       await pulumi.runtime.runInPulumiStack(async () => {
         programOutputs = await (
-          options.program ?? (() => multienvProgram({ bundle: false, probeEngine: false, waitForAccounts: false }))
+          options.program ??
+          (() => multienvProgram({ writeRecordingContexts: false, probeEngine: false, waitForAccounts: false }))
         )();
         return {};
       });
