@@ -2,9 +2,10 @@
 // token as the CLI shows them, no diff on an unchanged stack, secrets as ciphertext at rest, a change
 // touching only what it names, drift repaired by refresh, bad config stopped with check's own lines, and the
 // plain CLI's up and destroy (the capture collector storing every capture before anything goes).
-import { execFile, execFileSync } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { engineClient } from "../../src/engines/docker";
@@ -124,6 +125,40 @@ async function routes(gatewayUrl: string, route: string): Promise<boolean> {
     () => undefined,
   );
   return answer?.status === 200;
+}
+
+/**
+ * A Docker engine of its own (its own data root, socket and containerd; no bridge, no iptables rules), real and
+ * holding no image: what a machine that never ran `npm run images` has.
+ */
+async function startBareEngine(): Promise<{
+  host: string;
+  engine: ReturnType<typeof engineClient>;
+  stop(): Promise<void>;
+}> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-bare-engine-"));
+  const host = `unix://${path.join(dir, "docker.sock")}`;
+  const at = (name: string) => path.join(dir, name);
+  const daemon = spawn(
+    "dockerd",
+    [
+      ...["--data-root", at("data"), "--exec-root", at("exec"), "--pidfile", at("pid"), "-H", host],
+      ...["--bridge", "none", "--iptables=false", "--ip6tables=false", "--ip-masq=false"],
+    ],
+    { stdio: "ignore" },
+  );
+  const exited = new Promise<void>((resolve) => daemon.on("exit", () => resolve()));
+  const engine = engineClient({ host });
+  await until("the bare engine to answer", () => engine.ping().then(() => true), 30_000, 100);
+  return {
+    host,
+    engine,
+    async stop() {
+      daemon.kill("SIGTERM");
+      await exited;
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 let gatewayUrl: string;
@@ -317,6 +352,34 @@ describe("a task stack under the real engine", () => {
     } finally {
       await pulumi(["stack", "rm", "--yes", "--force", "--stack", bad]);
       fs.rmSync(file, { force: true });
+    }
+  });
+
+  it("refuses a deploy on an engine without the project's images: one line each naming it and the command that builds it", async () => {
+    const bare = await startBareEngine();
+    const name = e2eStack("e2e-noimg");
+    try {
+      const failed = await deployStack({ ...spec(), name }, { programEnv: { DOCKER_HOST: bare.host } }).then(
+        () => undefined,
+        (error: Error) => error.message,
+      );
+      expect(failed).toBeDefined();
+      const lines = failed!.split("\n");
+      expect(lines[0]).toBe(
+        `stack ${name}: deploying failed: multienv: image multienv/gateway:latest is not on the Docker engine; build it: npm run images -- gateway; fix it and run \`multienv up ${name}\` again`,
+      );
+      expect(lines.slice(1)).toEqual([
+        "multienv: image multienv/site-proxy:latest is not on the Docker engine; build it: npm run images -- site-proxy",
+        "multienv: image multienv/browser:latest is not on the Docker engine; build it: npm run images -- browser",
+      ]);
+      // Refused before anything was made: no image was built or pulled there, no container made anywhere.
+      expect(await bare.engine.listImages({ all: true })).toEqual([]);
+      expect(await bare.engine.listContainers({ all: true })).toEqual([]);
+      expect(await api.listContainers({ all: true, filters: { label: [`multienv.stack=${name}`] } })).toEqual([]);
+    } finally {
+      await pulumi(["stack", "rm", "--yes", "--force", "--stack", name]);
+      fs.rmSync(stackFileOf(name), { force: true });
+      await bare.stop();
     }
   });
 
