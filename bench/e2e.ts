@@ -21,9 +21,10 @@
 //      BENCH_LOADS each. Aim: through the env <= 1.0x nginx TLS + HTTP/2.
 // The last line is one JSON object with every figure.
 // Options (env): BENCH_ROUNDS (3), BENCH_LOADS (15), BENCH_STACK (bench-e2e), BENCH_PAGES_ONLY=1 (the page loads
-// alone: no deploy, no Docker), BENCH_DEPLOY_ONLY=1 (the deploy rounds alone: no page loads), BENCH_CPU_PROF=<dir> (CPU profiles of the gateway and site proxy during the page
-// loads). Needs nginx and Chromium, and for the deploy rounds docker-compose (apt-get install docker-compose) and
-// the Pulumi CLI (installed, or scripts/pulumi-toolchain.sh).
+// alone: no deploy, no Docker), BENCH_DEPLOY_ONLY=1 (the deploy rounds alone: no page loads), BENCH_CPU_PROF=<dir>
+// (CPU profiles of the gateway and site proxy during the page loads). Needs nginx and Chromium, and for the deploy
+// rounds docker-compose (apt-get install docker-compose) and the Pulumi CLI (installed, or
+// scripts/pulumi-toolchain.sh).
 import { execFile, execFileSync } from "node:child_process";
 import { builtToolchainDir } from "../src/runner/stack/toolchain";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
