@@ -37,7 +37,7 @@ import path from "node:path";
 import YAML from "yaml";
 import { composeFileOf, gatewayHealthy } from "./compose";
 import { CONTENDERS, isolatedPageLoads, type PageLoadFigures } from "./page-loads";
-import { specFromStackFile } from "../src/runner/stack/workspace";
+import { engineSettings, specFromStackFile } from "../src/runner/stack/workspace";
 import { LocalWorkspace, Stack, type EngineEvent, type StepEventMetadata } from "@pulumi/pulumi/automation";
 import {
   dependenciesOf,
@@ -110,10 +110,13 @@ let benchStack: Promise<Stack> | undefined;
 
 /**
  * `pulumi up --yes --skip-preview` or `pulumi destroy --yes --skip-preview` on the bench's stack, through the
- * Automation API: the same CLI command, its events streamed to this process as they happen.
+ * Automation API as the runner runs them: the same CLI command, its events streamed to this process as they happen.
  */
 async function engineOperation(kind: "up" | "destroy"): Promise<Operation> {
-  benchStack ??= LocalWorkspace.create({ workDir: REPO }).then((workspace) => Stack.select(STACK, workspace));
+  // With the engine settings the runner gives every operation it starts.
+  benchStack ??= LocalWorkspace.create({ workDir: REPO, envVars: engineSettings() }).then((workspace) =>
+    Stack.select(STACK, workspace),
+  );
   const stack = await benchStack;
   const events: TimedEvent[] = [];
   const onEvent = (event: EngineEvent) => events.push({ at: performance.now(), event });
