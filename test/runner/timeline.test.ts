@@ -139,6 +139,8 @@ describe("timelineOf, the demo deployed and destroyed by the real engine", () =>
     const { events, dependencies } = captured("destroy");
     const timeline = timelineOf(events, dependencies, 0);
     expect(timeline.steps.every((s) => s.op === "delete")).toBe(true);
+    // A destroy runs no program: nothing registers the stack before the steps.
+    expect(timeline.stackRegistered).toBeUndefined();
     const network = timeline.steps.find((s) => s.urn.includes("docker:index/network:Network::"))!;
     const gateway = named(timeline.steps, "-gateway");
     const envNetwork = named(timeline.steps, "-env");

@@ -102,7 +102,8 @@ export function timelineOf(
   let stackRegistered: number | undefined;
   for (const { at, event } of events) {
     const pre = event.resourcePreEvent?.metadata;
-    if (pre?.type === "pulumi:pulumi:Stack") stackRegistered ??= seconds(at);
+    // A destroy runs no program: its stack's pre-event is the stack's own delete, at the end.
+    if (pre?.type === "pulumi:pulumi:Stack" && pre.op !== "delete") stackRegistered ??= seconds(at);
     if (pre && isWork(pre) && !open.has(pre.urn) && !steps.some((s) => s.urn === pre.urn)) {
       open.set(pre.urn, { op: pre.op, start: seconds(at) });
       continue;
@@ -184,7 +185,7 @@ export function formatTimeline(timeline: Timeline, longest = 8): string[] {
   for (const step of timeline.criticalPath) {
     const waited = step.start - (before?.end ?? 0);
     const registered = timeline.stackRegistered;
-    if (before === undefined && registered !== undefined && waited >= 0.2)
+    if (before === undefined && registered !== undefined && registered <= step.start && waited >= 0.2)
       lines.push(
         `    ${" ".repeat(23)}  (${s(waited)} before it started: the CLI and language host ${s(registered)}, the program ${s(step.start - registered)})`,
       );
