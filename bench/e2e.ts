@@ -24,8 +24,9 @@
 // (src/runner/stack/timeline.ts): the critical path, the longest steps and the stretches with no step under way.
 // The last line is one JSON object with every figure.
 // Options (env): BENCH_ROUNDS (3), BENCH_LOADS (15), BENCH_STACK (bench-e2e), BENCH_PAGES_ONLY=1 (the page loads
-// alone: no deploy, no Docker), BENCH_SKIP_PAGES=1 (the deploy rounds alone), BENCH_EVENTS=<dir> (the last round's
-// engine events, each with the time it arrived, as JSON lines: deploy.jsonl, no-change-up.jsonl, destroy.jsonl),
+// alone: no deploy, no Docker), BENCH_DEPLOY_ONLY=1 (the deploy rounds alone: no page loads), BENCH_EVENTS=<dir>
+// (the last round's engine events, each with the time it arrived, as JSON lines: deploy.jsonl, no-change-up.jsonl,
+// destroy.jsonl),
 // BENCH_CPU_PROF=<dir> (CPU profiles of the gateway and site proxy during the page loads). Needs nginx and
 // Chromium, and for the deploy rounds docker-compose (apt-get install docker-compose) and the Pulumi CLI
 // (installed, or scripts/pulumi-toolchain.sh).
@@ -54,7 +55,7 @@ const LOADS = Number(process.env.BENCH_LOADS ?? 15);
 const STACK = process.env.BENCH_STACK ?? "bench-e2e";
 const COMPOSE_PROJECT = `${STACK}-compose`;
 const PAGES_ONLY = process.env.BENCH_PAGES_ONLY === "1";
-const SKIP_PAGES = process.env.BENCH_SKIP_PAGES === "1";
+const DEPLOY_ONLY = process.env.BENCH_DEPLOY_ONLY === "1";
 const EVENTS_DIR = process.env.BENCH_EVENTS;
 const REPO = path.resolve(__dirname, "..");
 const STACK_FILE = path.join(REPO, "stacks", `Pulumi.${STACK}.yaml`);
@@ -319,7 +320,7 @@ async function main(): Promise<void> {
   );
   console.log(`  load average after the rounds: ${deployLoad.join(" ")} on ${cpus().length} cores`);
   // After the deploy rounds, so the containers they started are gone and the loads have the machine to themselves.
-  const pages = SKIP_PAGES ? undefined : reportPages(await isolatedPageLoads(LOADS));
+  const pages = DEPLOY_ONLY ? undefined : reportPages(await isolatedPageLoads(LOADS));
   const load = loadavg().map((l) => Number(l.toFixed(2)));
   console.log(`  load average at the end: ${load.join(" ")} on ${cpus().length} cores`);
   console.log(
