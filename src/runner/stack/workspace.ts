@@ -33,6 +33,24 @@ async function pulumiCommandFor(env: NodeJS.ProcessEnv): Promise<PulumiCommand |
   return PulumiCommand.get({ root: built, skipVersionCheck: true });
 }
 
+/**
+ * The engine settings every operation the runner starts runs with, unless the user's environment sets them: the
+ * number of steps under way at once (the CLI's default is 4 per core, 8 on 2 cores, while a demo-sized env has
+ * about 20 steps ready at once that mostly wait: a network's create or delete waits 2 s in the docker provider
+ * before it reads the network back, so 8 slots left later networks and volumes queued behind that wait), and diffs
+ * run in parallel (a no-change `up` diffs every resource through its provider). bench:e2e measured both
+ * (docs/performance.md "Deploy").
+ */
+export const ENGINE_SETTINGS: Readonly<Record<string, string>> = {
+  PULUMI_PARALLEL: "32",
+  PULUMI_PARALLEL_DIFF: "true",
+};
+
+/** ENGINE_SETTINGS less those `env` sets itself. */
+export function engineSettings(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  return Object.fromEntries(Object.entries(ENGINE_SETTINGS).filter(([name]) => env[name] === undefined));
+}
+
 /** Where the default file backend keeps state, under the project directory. */
 export const STATE_DIR = join(".multienv", "state");
 
@@ -131,6 +149,7 @@ export async function openStack(stackOrSpec: string | StackSpec, options: Worksp
   const backendUrl = backendUrlFor(projectDir, env);
   if (backendUrl.startsWith("file://")) await mkdir(backendUrl.slice("file://".length), { recursive: true });
   const envVars: Record<string, string> = {
+    ...engineSettings(env),
     ...options.programEnv,
     PULUMI_BACKEND_URL: backendUrl,
     PULUMI_SKIP_UPDATE_CHECK: "true",
