@@ -275,7 +275,7 @@ export function forwardWebSocket(
       return fail(new BrokenAnswer(`the answer cannot be passed on: ${(err as Error).message}`));
     }
     settled = true;
-    hooks.answered(answer.statusCode ?? 502);
+    hooks.answered(answer.statusCode ?? 502, answer.headers);
     if (tap) {
       tap.response(tappedAnswer(answer));
       answer.on("data", (chunk: Buffer) => tap.responseChunk(chunk));

@@ -132,3 +132,33 @@ describe("recording a live site", () => {
     expect(entry.response.content.text).toMatch(/TLS with untrusted\.test/);
   });
 });
+
+describe("a recorded site's own trust (recordTrust)", () => {
+  let scoped: ProxyProcess;
+  let port: number;
+
+  beforeAll(async () => {
+    const dir = tempDir();
+    // One certificate naming both hosts, trusted for staging.test alone.
+    const staging = certificate(dir, ["staging.test", "elsewhere.test"]);
+    port = await startOrigin(staging);
+    scoped = await startProxy({
+      reach: "allow-all",
+      resolve: { "staging.test": ["127.0.0.1"], "elsewhere.test": ["127.0.0.1"] },
+      record: {
+        hosts: ["staging.test", "elsewhere.test"],
+        trustFor: [{ hosts: ["staging.test"], pem: fs.readFileSync(staging.cert, "utf8") }],
+      },
+    });
+  });
+
+  it("verifies the site's TLS against its own certificates besides the system's, for its names alone", async () => {
+    const ok = await curl(scoped.url, `https://staging.test:${port}/page`, ["--cacert", scoped.caCertPath]);
+    expect(ok.status).toBe(200);
+    expect(ok.body).toBe("live /page cookie=");
+    // The same certificate is not trusted for another recorded host, though it names it.
+    const refused = await curl(scoped.url, `https://elsewhere.test:${port}/page`, ["--cacert", scoped.caCertPath]);
+    expect(refused.status).toBe(502);
+    expect(refused.body).toMatch(/TLS with elsewhere\.test/);
+  });
+});
