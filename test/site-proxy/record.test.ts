@@ -14,6 +14,8 @@ import { cleanup, tempDir } from "../helpers/processes";
 import { until } from "../helpers/until";
 import { curl, type ProxyProcess, startProxy, TEST_TOKEN } from "./helpers";
 import { listenOnLoopback } from "../helpers/servers";
+import { WebSocketServer } from "ws";
+import { chromiumTrusting } from "../helpers/chromium";
 
 let proxy: ProxyProcess;
 let originPort: number;
@@ -34,11 +36,30 @@ function certificate(dir: string, names: string[]): { cert: string; key: string 
   return { cert, key };
 }
 
+/** A page whose WebSocket to its own origin says hello and shows the echo. */
+const ECHO_PAGE = `<!doctype html><title>echo</title><p id="echo">waiting</p><script>
+  const socket = new WebSocket("wss://" + location.host + "/echo");
+  socket.onopen = () => socket.send("hello");
+  socket.onmessage = (m) => {
+    document.getElementById("echo").textContent = String(m.data);
+    socket.close();
+  };
+  socket.onerror = () => (document.getElementById("echo").textContent = "websocket failed");
+</script>`;
+
 async function startOrigin(tls: { cert: string; key: string }): Promise<number> {
   const server = https.createServer({ cert: fs.readFileSync(tls.cert), key: fs.readFileSync(tls.key) }, (req, res) => {
+    if (req.url === "/echo-page") {
+      res.writeHead(200, { "Content-Type": "text/html" });
+      return void res.end(ECHO_PAGE);
+    }
     res.writeHead(200, { "Content-Type": "text/plain", "Set-Cookie": "session=live-secret-session; Path=/; Secure" });
     res.end(`live ${req.url} cookie=${req.headers.cookie ?? ""}`);
   });
+  const echo = new WebSocketServer({ noServer: true });
+  server.on("upgrade", (req, socket, head) =>
+    echo.handleUpgrade(req, socket, head, (ws) => ws.on("message", (data) => ws.send(`echo ${String(data)}`))),
+  );
   return listenOnLoopback(server);
 }
 
@@ -106,6 +127,27 @@ describe("recording a live site", () => {
     const entry = await until("the h2 entry", async () => (await served()).find((e) => e.request.url === url));
     expect(entry.request.httpVersion).toBe("HTTP/2.0");
     expect(entry.response.content.text).toBe("live /h2 cookie=");
+  });
+
+  it("keeps a page's WebSocket working in Chromium, its messages in the log", async () => {
+    const browser = await chromiumTrusting(proxy.caCertPath, proxy.url);
+    try {
+      const page = await browser.newPage();
+      await page.goto(`https://live.test:${originPort}/echo-page`);
+      await page.waitForFunction('document.getElementById("echo").textContent !== "waiting"', undefined, {
+        timeout: 10_000,
+      });
+      expect(await page.textContent("#echo")).toBe("echo hello");
+    } finally {
+      await browser.close();
+    }
+    const entry = await until("the WebSocket's entry", async () =>
+      (await served()).find((e) => e.request.url.endsWith("/echo") && e._webSocketMessages !== undefined),
+    );
+    expect(entry._webSocketMessages!.map((m) => [m.type, m.data])).toEqual([
+      ["send", "hello"],
+      ["receive", "echo hello"],
+    ]);
   });
 
   it("leaves a live host it does not record a tunnel, never decrypted and never logged", async () => {
