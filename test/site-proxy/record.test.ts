@@ -129,7 +129,7 @@ describe("recording a live site", () => {
     expect(entry.response.content.text).toBe("live /h2 cookie=");
   });
 
-  it("keeps a page's WebSocket working in Chromium, its messages in the log", async () => {
+  it("keeps a page's WebSocket working in Chromium, its messages in the log once the page closes it", async () => {
     const browser = await chromiumTrusting(proxy.caCertPath, proxy.url);
     try {
       const page = await browser.newPage();
@@ -138,16 +138,17 @@ describe("recording a live site", () => {
         timeout: 10_000,
       });
       expect(await page.textContent("#echo")).toBe("echo hello");
+      // Written when the socket closes, while the browser (and its HTTP/2 connection to the proxy) lives on.
+      const entry = await until("the WebSocket's entry", async () =>
+        (await served()).find((e) => e.request.url.endsWith("/echo") && e._webSocketMessages !== undefined),
+      );
+      expect(entry._webSocketMessages!.map((m) => [m.type, m.data])).toEqual([
+        ["send", "hello"],
+        ["receive", "echo hello"],
+      ]);
     } finally {
       await browser.close();
     }
-    const entry = await until("the WebSocket's entry", async () =>
-      (await served()).find((e) => e.request.url.endsWith("/echo") && e._webSocketMessages !== undefined),
-    );
-    expect(entry._webSocketMessages!.map((m) => [m.type, m.data])).toEqual([
-      ["send", "hello"],
-      ["receive", "echo hello"],
-    ]);
   });
 
   it("leaves a live host it does not record a tunnel, never decrypted and never logged", async () => {
