@@ -4,7 +4,7 @@
 // (a message past the limit, a broken frame) is no longer read; the relay goes on.
 import type { Readable } from "node:stream";
 // The namespace, not the default export: bundled, `ws` is its ES module wrapper, whose default (the WebSocket class)
-// lacks the parts the CommonJS entry hangs on it; the namespace has them either way.
+// lacks the parts the CommonJS entry hangs on it.
 import * as wsModule from "ws";
 
 /** The parts of `ws` this uses, which its type declarations leave out. */
@@ -24,7 +24,10 @@ interface WsParts {
   extension: { parse(header: string): Record<string, unknown[]> };
 }
 
-const ws = wsModule as unknown as WsParts;
+// Run from the TypeScript (tsx), the namespace is the CommonJS entry's, whose parts are on its default export.
+const ws = ("Receiver" in wsModule
+  ? wsModule
+  : (wsModule as unknown as { default: unknown }).default) as unknown as WsParts;
 
 /** A WebSocket message as the request log keeps it: text (opcode 1) or binary (opcode 2). */
 export type MessageSink = (type: "send" | "receive", opcode: 1 | 2, data: Buffer) => void;
