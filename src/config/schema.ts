@@ -106,6 +106,16 @@ export const websiteSchema = z.strictObject({
   record: z.boolean().optional(),
   /** With `record`: keep its cookies' values in the request log (by default they are left out). */
   keepCookies: z.boolean().optional(),
+  /**
+   * With `record`: PEM certificates (one or more CAs) the site's TLS is also verified against, for its names alone,
+   * besides the system's roots: a staging site or a network that inspects TLS with a CA of its own.
+   */
+  recordTrust: z
+    .string()
+    .regex(/-----BEGIN CERTIFICATE-----[\s\S]+-----END CERTIFICATE-----/, {
+      error: "must be PEM certificates (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)",
+    })
+    .optional(),
   /** A live site only: the account pool (a stack of its own) whose accounts its tasks lease, instead of settings. */
   accountPool: z
     .string()

@@ -10,6 +10,10 @@
 import type { IncomingMessage } from "node:http";
 import { CONTROL_TOKEN_HEADER, type SecretTokens, withoutTokens } from "../protocol/auth";
 import { CONNECTION_SPECIFIC_HEADERS } from "../protocol/hop-by-hop";
+import { REPLAY_NEAREST_HEADER } from "../protocol/replay-server-config";
+
+/** Evidence only a replay server may give (see `Upstream.replayEvidence`). */
+const REPLAY_EVIDENCE = REPLAY_NEAREST_HEADER.toLowerCase();
 
 /** Written by the gateway itself on each hop, whatever the message said. */
 const FRAMING = new Set(["content-length", "transfer-encoding"]);
@@ -120,8 +124,11 @@ export function upstreamRequestHeaders(req: IncomingMessage, options: ForwardOpt
   return out;
 }
 
-/** The raw headers of an upstream response to send to the client, framing headers left to the caller. */
-export function clientResponseHeaders(raw: string[], upgrade = false): string[] {
+/**
+ * The raw headers of an upstream response to send to the client, framing headers left to the caller; the replay
+ * evidence header only when `replayEvidence` (the upstream is a replay server).
+ */
+export function clientResponseHeaders(raw: string[], upgrade = false, replayEvidence = false): string[] {
   const lowers = lowerNames(raw);
   const named = connectionTokens(raw, lowers);
   const out: string[] = [];
@@ -132,6 +139,7 @@ export function clientResponseHeaders(raw: string[], upgrade = false): string[] 
       continue;
     }
     if (isHopByHop(lower, named)) continue;
+    if (lower === REPLAY_EVIDENCE && !replayEvidence) continue;
     out.push(raw[i], raw[i + 1]);
   }
   return out;

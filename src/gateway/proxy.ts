@@ -39,6 +39,8 @@ export interface Upstream {
   host?: string;
   /** Authorization to send instead of the client's (the gateway's own credential for this upstream). */
   authorization?: string;
+  /** The upstream is a replay server: its answers' replay evidence (the nearest recorded URL of a miss) crosses. */
+  replayEvidence?: true;
 }
 
 /** The undici dispatcher that carries requests to one origin (`http://host:port`). */
@@ -205,7 +207,7 @@ class Exchange implements Dispatcher.DispatchHandlers {
       this.abort?.(new UpstreamError(FAILED_REASON, `answer refused: ${problem}`, true));
       return false;
     }
-    const headers = clientResponseHeaders(raw);
+    const headers = clientResponseHeaders(raw, false, this.upstream.replayEvidence === true);
     const length = responseContentLength(raw);
     const hasBody = responseHasBody(this.method, status);
     // The client's framing is the gateway's own: the answer's length when it had one, else node chunks it.
@@ -419,7 +421,7 @@ export class Forwarder {
         responseHead(
           101,
           upstreamRes.statusMessage ?? "Switching Protocols",
-          clientResponseHeaders(upstreamRes.rawHeaders, true),
+          clientResponseHeaders(upstreamRes.rawHeaders, true, upstream.replayEvidence === true),
         ),
         "latin1",
       );
@@ -444,7 +446,7 @@ export class Forwarder {
       }
       socket.write(
         responseHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage ?? "", [
-          ...clientResponseHeaders(upstreamRes.rawHeaders),
+          ...clientResponseHeaders(upstreamRes.rawHeaders, false, upstream.replayEvidence === true),
           "Connection",
           "close",
         ]),

@@ -166,7 +166,9 @@ export class Gateway {
         body: { error: site.live ? "a live site has no /website/ route" : "site has no frontend", site: target.site },
       };
     }
-    return { url: site.frontend, label: { site: target.site } };
+    // A replayed site's frontend is its replay server, the one upstream whose replay evidence crosses.
+    const replayed = Object.hasOwn(this.config.replays ?? {}, target.site);
+    return { url: site.frontend, label: { site: target.site }, ...(replayed ? { replayEvidence: true as const } : {}) };
   }
 
   /** The request handler for one listener. */

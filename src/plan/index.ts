@@ -118,7 +118,14 @@ function plannedWebsites(
         // needs no network: the site is the recording.
         serverOnEgress: servedLive(website),
         // Only a site served live is recorded: a replayed one is the recording already.
-        ...(servedLive(website) && website.record ? { record: { keepCookies: website.keepCookies === true } } : {}),
+        ...(servedLive(website) && website.record
+          ? {
+              record: {
+                keepCookies: website.keepCookies === true,
+                ...(website.recordTrust === undefined ? {} : { trust: website.recordTrust }),
+              },
+            }
+          : {}),
       };
       if (website.live && website.replay !== undefined)
         planned.replay = plannedReplay(stack, name, website, recordings[name]);

@@ -141,6 +141,7 @@ export function siteProxyServiceConfig(plan: Plan, computer: string | PlannedCom
       cdp: `${networkAliases.browserOnComputerNet}:${CDP_PORT}`,
     },
     ...recordedHosts(plan),
+    ...replayedSites(plan, c),
     ...(plan.requestLog
       ? {
           requestLog: {
@@ -255,9 +256,20 @@ function recordedHosts(plan: Plan): Pick<SiteProxyServiceConfig, "record"> {
   const recorded = plan.websites.filter((w) => w.live && w.record);
   if (recorded.length === 0) return {};
   const hosts = (ws: PlannedWebsite[]) => ws.flatMap((w) => [...w.domains, ...w.allowHosts]);
+  const trusted = recorded.filter((w) => w.record!.trust !== undefined);
   return {
-    record: { hosts: hosts(recorded), keepCookies: hosts(recorded.filter((w) => w.record!.keepCookies)) },
+    record: {
+      hosts: hosts(recorded),
+      keepCookies: hosts(recorded.filter((w) => w.record!.keepCookies)),
+      ...(trusted.length > 0 ? { trustFor: trusted.map((w) => ({ hosts: hosts([w]), pem: w.record!.trust! })) } : {}),
+    },
   };
+}
+
+/** The sites of the computer's site table served from a recording: their misses get `replay-miss` lines. */
+function replayedSites(plan: Plan, c: PlannedComputer): Pick<SiteProxyServiceConfig, "replayed"> {
+  const replayed = plan.websites.filter((w) => w.replay !== undefined && Object.hasOwn(c.siteTable, w.name));
+  return replayed.length > 0 ? { replayed: replayed.map((w) => w.name) } : {};
 }
 
 /** `MULTIENV_BROWSER_CONFIG` for one computer's browser. */

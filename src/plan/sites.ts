@@ -103,6 +103,13 @@ export function websiteProblems(site: string, website: WebsiteConfig): Problem[]
     problems.push(
       problem(["websites", site, "keepCookies"], "keeps a recorded site's cookies; set record: true or remove it"),
     );
+  if (website.recordTrust !== undefined && !website.record)
+    problems.push(
+      problem(
+        ["websites", site, "recordTrust"],
+        "is trusted for a recorded site's TLS alone; set record: true or remove it",
+      ),
+    );
   // Site images are the task's own: the project ships no site image to fall back to.
   if (website.server.image === undefined) {
     problems.push(

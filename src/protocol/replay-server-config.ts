@@ -52,3 +52,9 @@ export const REPLAY_CONTROL_PATHS = {
 
 /** The response header that says how the replay server answered: `exact`, `fuzzy`, `miss` or `refused`. */
 export const REPLAY_HEADER = "X-Agentenv-Replay";
+
+/**
+ * On a miss, the recorded URL nearest the one asked for, for the site proxy's `replay-miss` line. The gateway lets it
+ * through from replay servers alone, so no site's own answer can put words in that line.
+ */
+export const REPLAY_NEAREST_HEADER = "X-Agentenv-Replay-Nearest";

@@ -71,17 +71,26 @@ export const siteProxyConfigSchema = z
     /**
      * Live hosts whose HTTPS is opened here to be recorded (exact or `*.suffix`; only those the computer reaches):
      * TLS is terminated with a leaf from the env CA and each request sent on over TLS verified against the trust
-     * store (Node's bundled roots, and `trust`, a PEM file, when given). Their cookies' values are kept out of the
-     * request log unless `keepCookies` names the host.
+     * store (Node's bundled roots, and `trust`, a PEM file, when given; each of `trustFor`'s PEM for its hosts alone).
+     * Their cookies' values are kept out of the request log unless `keepCookies` names the host.
      */
     record: z
       .object({
         hosts: z.array(z.string().min(1)).min(1),
         keepCookies: z.array(z.string().min(1)).default([]),
         trust: z.string().min(1).optional(),
+        /** PEM certificates trusted besides those, each for its hosts alone (a recorded site's `recordTrust`). */
+        trustFor: z
+          .array(z.object({ hosts: z.array(z.string().min(1)).min(1), pem: z.string().min(1) }).strict())
+          .optional(),
       })
       .strict()
       .optional(),
+    /**
+     * Sites of `sites` served from a recording (the gateway's frontend for them is a replay server): their misses get
+     * a `replay-miss` line in the log.
+     */
+    replayed: z.array(z.string().min(1)).optional(),
     /** The control listener (log, CA, DevTools); `cdp` is the browser's DevTools relay, `host:port`. */
     control: z
       .object({ host: z.string().min(1), port, cdp: hostPort })

@@ -133,6 +133,20 @@ export interface RequestRecord extends LogRecordBase {
   endedBy?: string;
 }
 
+/**
+ * A request to a site served from a recording that the recording lacks: its replay server answered 404, marked a
+ * miss. Written after the exchange's `request` line (same `id`); `nearest` is the recorded URL the server found
+ * closest, as it said it (the gateway passes that word from replay servers alone). Tokens are scrubbed from both URLs.
+ */
+export interface ReplayMissRecord extends LogRecordBase {
+  event: "replay-miss";
+  id?: string;
+  site: string;
+  method: string;
+  url: string;
+  nearest?: string;
+}
+
 /** Anything unexpected, including a bad request answered with 400. Never a crash. */
 export interface ErrorRecord extends LogRecordBase {
   event: "error";
@@ -183,6 +197,7 @@ export type SiteProxyLogRecord =
   | FailedRecord
   | RefusedRecord
   | RequestRecord
+  | ReplayMissRecord
   | ErrorRecord
   | RestartedRecord
   | EpisodeMarkRecord

@@ -157,10 +157,14 @@ async function exchangeOf(entry: unknown, harDir: string | undefined): Promise<R
   const scheme = url.protocol === "ws:" ? "http" : url.protocol === "wss:" ? "https" : url.protocol.slice(0, -1);
   const started = typeof entry.startedDateTime === "string" ? Date.parse(entry.startedDateTime) : NaN;
   const [responseBody, responseBodyIsText] = await responseBodyOf(response.content, harDir);
+  const method = request.method.toUpperCase();
   return {
     index: 0,
     startedMs: Number.isFinite(started) ? started : 0,
-    method: request.method.toUpperCase(),
+    // A WebSocket the browser opened over HTTP/2 (RFC 8441's extended CONNECT) is the GET upgrade an HTTP/1.1
+    // browser sends, and the one the replay server is asked for.
+    method:
+      method === "CONNECT" && (response.status === 101 || entry._webSocketMessages !== undefined) ? "GET" : method,
     scheme,
     host: normalizeHost(url.host, scheme),
     // The URL as recorded, not as WHATWG re-serialises it: the raw text after the authority.

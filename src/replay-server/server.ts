@@ -14,7 +14,12 @@ import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import { carriesControlToken, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
-import { REPLAY_CONTROL_PATHS, REPLAY_HEADER, type ReplayServerConfig } from "../protocol/replay-server-config";
+import {
+  REPLAY_CONTROL_PATHS,
+  REPLAY_HEADER,
+  REPLAY_NEAREST_HEADER,
+  type ReplayServerConfig,
+} from "../protocol/replay-server-config";
 import { logJsonLine, type Logger } from "../gateway/log";
 import { replyJson, replyJsonOnSocket } from "../gateway/reply";
 import { answerOf } from "./answer";
@@ -75,6 +80,18 @@ function incomingOf(req: IncomingMessage, body: Buffer, upgrade: boolean): Incom
   };
 }
 
+/** A miss's marker, and the nearest recorded URL for the site proxy's `replay-miss` line (a header value's bytes). */
+function missHeaders(nearest: string | undefined): Record<string, string> {
+  const value = nearest === undefined ? undefined : nearestHeaderValue(nearest);
+  return { [REPLAY_HEADER]: "miss", ...(value === undefined ? {} : { [REPLAY_NEAREST_HEADER]: value }) };
+}
+
+/** A recorded URL as a header value: within 2 KiB, and only what a header may carry (else none). */
+function nearestHeaderValue(url: string): string | undefined {
+  const clipped = url.slice(0, 2048);
+  return /^[\x21-\x7e]+$/.test(clipped) ? clipped : undefined;
+}
+
 export class ReplayServer {
   readonly episode = new Episode();
 
@@ -128,7 +145,7 @@ export class ReplayServer {
         res,
         404,
         { error: "not in the recording", url: result.url, nearest: result.nearest ?? null },
-        { [REPLAY_HEADER]: "miss" },
+        missHeaders(result.nearest),
       );
     const answer = answerOf(result.exchange);
     const head = req.method === "HEAD";
@@ -159,7 +176,7 @@ export class ReplayServer {
         socket,
         404,
         { error: "not in the recording", url: result.url, nearest: result.nearest ?? null },
-        { [REPLAY_HEADER]: "miss" },
+        missHeaders(result.nearest),
       );
     const exchange = result.exchange;
     const recordedProtocol = exchange.responseHeaders.find(

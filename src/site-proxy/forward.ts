@@ -65,8 +65,8 @@ export interface ForwardHooks {
    * (answered, or abandoned): then only what is left of it is ended.
    */
   failed(err: Error, settled: boolean): void;
-  /** The computer got `status` (the host's, or 502 for a broken answer). */
-  answered(status: number): void;
+  /** The computer got `status` (the host's, or 502 for a broken answer), and the host's answer `headers`. */
+  answered(status: number, headers?: http.IncomingHttpHeaders): void;
   /**
    * The computer's side ended before it was answered (`endedBy` says how: a reset stream, a closed connection): the
    * request was never sent, or it was aborted at once and its connection not reused.
@@ -295,7 +295,7 @@ export function sendOn(
       }
       settled = true;
       tap?.response(tappedAnswer(answer));
-      hooks.answered(answer.statusCode ?? 502);
+      hooks.answered(answer.statusCode ?? 502, answer.headers);
       passBody(answer, computer.answer, () => (answerEnded = true), tap);
       answer.on("error", () => {
         tap?.finish("answer broke");
@@ -376,7 +376,7 @@ export interface UpgradeHooks {
   open(): Promise<net.Socket>;
   /** The connection could not be opened or the answer was broken; the computer's socket is still unanswered. */
   failed(err: Error): void;
-  answered(status: number): void;
+  answered(status: number, headers?: http.IncomingHttpHeaders): void;
   /** The computer's side closed before it was answered (`endedBy` says how); the upgrade request was aborted. */
   abandoned(endedBy: string): void;
   /** The request log's recording of the exchange, when there is a log. */
@@ -460,9 +460,9 @@ export function forwardUpgrade(
     hooks.abandoned("connection closed");
     tap?.finish("connection closed");
   };
-  const answered = (status: number) => {
+  const answered = (status: number, headers?: http.IncomingHttpHeaders) => {
     settled = true;
-    hooks.answered(status);
+    hooks.answered(status, headers);
   };
   upstream.on("upgrade", (answer, socket: net.Socket, upgradeHead: Buffer) => {
     const kept = endToEndHeaders(answer.rawHeaders);
@@ -486,7 +486,7 @@ export function forwardUpgrade(
     // The body goes out as node decoded it, delimited by the end of the connection.
     const kept = withoutHeader(endToEndHeaders(answer.rawHeaders), "content-length");
     client.write(head(answer, [...kept, "Connection", "close"]));
-    answered(answer.statusCode ?? 502);
+    answered(answer.statusCode ?? 502, answer.headers);
     if (tap) {
       tap.response(tappedAnswer(answer));
       answer.on("data", (chunk: Buffer) => tap.responseChunk(chunk));

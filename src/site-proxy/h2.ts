@@ -259,6 +259,9 @@ export function forwardWebSocket(
     tap?.response(tappedAnswer(answer));
     tap?.webSocket?.(stream, socket, Buffer.alloc(0), head, headerText(chosen["sec-websocket-extensions"] as string));
     hooks.answered(101);
+    // The exchange is over once the destination's connection is: a browser may hold its side of the stream open
+    // after the closing handshake (the relay keeps half-closes), and the entry would wait for the idle timeout.
+    socket.once("close", () => tap?.finish("upgrade closed"));
     if (head.length > 0) stream.write(head);
     relay(stream as never, socket, idleTimeoutMs);
   });
@@ -275,7 +278,7 @@ export function forwardWebSocket(
       return fail(new BrokenAnswer(`the answer cannot be passed on: ${(err as Error).message}`));
     }
     settled = true;
-    hooks.answered(answer.statusCode ?? 502);
+    hooks.answered(answer.statusCode ?? 502, answer.headers);
     if (tap) {
       tap.response(tappedAnswer(answer));
       answer.on("data", (chunk: Buffer) => tap.responseChunk(chunk));

@@ -41,6 +41,8 @@ import {
   serverOptions,
 } from "./messages";
 import { covers } from "../protocol/host-names";
+import { REPLAY_HEADER, REPLAY_NEAREST_HEADER } from "../protocol/replay-server-config";
+import { Scrubber } from "../protocol/scrub";
 import type { RequestRecorder } from "./recorder";
 import { endedByRelay, relay } from "./relay";
 import type { Router } from "./routing";
@@ -64,9 +66,15 @@ export interface ProxyOptions {
   recorder?: RequestRecorder;
   /**
    * Recording live hosts (the router marks them): the certificates their TLS is verified against, and the host
-   * patterns whose cookies' values the log keeps (every other recorded host's are redacted).
+   * patterns whose cookies' values the log keeps (every other recorded host's are redacted); `trustFor`: further
+   * certificates, each trusted for the host patterns it names alone.
    */
-  record?: { trust: string[]; keepCookies: string[] };
+  record?: { trust: string[]; keepCookies: string[]; trustFor?: { hosts: string[]; pem: string }[] };
+  /**
+   * The sites served from a recording (the gateway's frontend for them is a replay server): an answer of theirs
+   * marked a miss gets a `replay-miss` line. Only these: any other site's marker is its own words, not evidence.
+   */
+  replayed?: readonly string[];
 }
 
 export interface SyntheticTunnel {
@@ -90,6 +98,8 @@ interface Exchange {
   site?: string;
   /** The Host header the computer sent, when it sent one. */
   hostHeader?: string;
+  /** The URL asked for, as the request log names it. */
+  url?: string;
 }
 
 interface Failure {
@@ -134,7 +144,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   /** The exchange `x` with its id and, with a request log, its recording begun. */
   function recorded(x: Exchange, url: string, httpVersion: string, rawHeaders: string[], connection: object): Exchange {
     const id = `${idPrefix}-${++exchanges}`;
-    if (recorder === undefined) return { ...x, id };
+    if (recorder === undefined) return { ...x, id, url };
     // A live host's session cookies stay out of the log unless the config keeps that host's.
     const live = x.site === undefined;
     const tap = recorder.begin({
@@ -146,7 +156,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       connection: connectionId(connection),
       ...(live && !keepCookies.some((pattern) => covers(pattern, x.host)) ? { redactCookies: true } : {}),
     });
-    return { ...x, id, tap };
+    return { ...x, id, url, tap };
   }
 
   /** The proxy's own answer to an exchange, in its recording. */
@@ -204,7 +214,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     const secure = tls.connect({
       socket,
       ...(isIP(host) === 0 ? { servername: host } : {}),
-      ca: options.record?.trust ?? [...tls.rootCertificates],
+      ca: trustFor(host),
       ALPNProtocols: ["http/1.1"],
     });
     await new Promise<void>((resolve, reject) => {
@@ -215,6 +225,12 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       });
     });
     return secure;
+  }
+  /** The certificates a recorded host's TLS is verified against: the trust store, and what is trusted for it alone. */
+  function trustFor(host: string): string[] {
+    const trust = options.record?.trust ?? [...tls.rootCertificates];
+    const own = (options.record?.trustFor ?? []).filter((t) => t.hosts.some((pattern) => covers(pattern, host)));
+    return own.length === 0 ? trust : [...trust, ...own.map((t) => t.pem)];
   }
   const recordedAgent = connectorAgent(openRecorded, idleTimeoutMs);
   const keepCookies = (options.record?.keepCookies ?? []).map(normalizeHost);
@@ -286,6 +302,31 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     });
   }
 
+  const replayed = new Set(options.replayed ?? []);
+  const scrubber = new Scrubber(secrets, []);
+  /**
+   * The exchange's `replay-miss` line, when a replayed site's replay server answered it as a miss: the method, the
+   * URL, and the nearest recorded URL the server named (the gateway passes that header from replay servers alone).
+   */
+  function logReplayMiss(x: Exchange, status: number, headers: http.IncomingHttpHeaders | undefined): void {
+    if (x.site === undefined || !replayed.has(x.site) || status !== 404 || headers === undefined) return;
+    if (headers[REPLAY_HEADER.toLowerCase()] !== "miss") return;
+    const nearest = headers[REPLAY_NEAREST_HEADER.toLowerCase()];
+    log.write({
+      event: "replay-miss",
+      ...(x.id !== undefined ? { id: x.id } : {}),
+      site: x.site,
+      method: x.method,
+      url: scrubber.url((x.url ?? "").slice(0, 2048)),
+      ...(typeof nearest === "string" ? { nearest: scrubber.url(nearest.slice(0, 2048)) } : {}),
+    });
+  }
+  /** The exchange's lines once the computer has its answer. */
+  function logAnswer(x: Exchange, status: number, headers?: http.IncomingHttpHeaders): void {
+    logRequest(x, status);
+    logReplayMiss(x, status, headers);
+  }
+
   function badRequest(client: net.Socket, message: string, method?: string): Failure {
     log.write({
       event: "error",
@@ -300,7 +341,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   function forwardHooks(res: http.ServerResponse, x: Exchange): ForwardHooks {
     return {
       ...(x.tap ? { tap: x.tap } : {}),
-      answered: (status) => logRequest(x, status),
+      answered: (status, headers) => logAnswer(x, status, headers),
       abandoned: (endedBy) => logRequest(x, undefined, endedBy),
       failed: (err, settled) => {
         if (settled) {
@@ -320,7 +361,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     return {
       open,
       ...(x.tap ? { tap: x.tap } : {}),
-      answered: (status) => logRequest(x, status),
+      answered: (status, headers) => logAnswer(x, status, headers),
       abandoned: (endedBy) => logRequest(x, undefined, endedBy),
       failed: (err) => {
         const f = failure(err, x);
@@ -723,7 +764,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       return forwardWebSocket(stream, destination, idleTimeoutMs, {
         open: live ? () => openRecorded(tunnel.host, tunnel.port) : openGateway,
         ...(x.tap ? { tap: x.tap } : {}),
-        answered: (status) => logRequest(x, status),
+        answered: (status, headers) => logAnswer(x, status, headers),
         abandoned: (endedBy) => logRequest(x, undefined, endedBy),
         failed: (err) => {
           const f = failure(err, x);
@@ -740,7 +781,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       destination,
       {
         ...(x.tap ? { tap: x.tap } : {}),
-        answered: (status) => logRequest(x, status),
+        answered: (status, headers) => logAnswer(x, status, headers),
         abandoned: (endedBy) => logRequest(x, undefined, endedBy),
         failed: (err, settled) => {
           if (settled) return void stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);

@@ -114,11 +114,13 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
     connections,
     ...(secrets ? { secrets } : {}),
     ...(recorder ? { recorder } : {}),
+    ...(config.replayed ? { replayed: config.replayed } : {}),
     ...(config.record
       ? {
           record: {
             keepCookies: config.record.keepCookies,
             trust: [...tls.rootCertificates, ...(config.record.trust ? [readTrust(config.record.trust)] : [])],
+            ...(config.record.trustFor ? { trustFor: config.record.trustFor } : {}),
           },
         }
       : {}),

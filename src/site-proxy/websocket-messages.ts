@@ -3,7 +3,9 @@
 // should not hand-write. Only reading: what is relayed is the bytes as they came. A side whose frames cannot be read
 // (a message past the limit, a broken frame) is no longer read; the relay goes on.
 import type { Readable } from "node:stream";
-import WebSocket from "ws";
+// The namespace, not the default export: bundled, `ws` is its ES module wrapper, whose default (the WebSocket class)
+// lacks the parts the CommonJS entry hangs on it.
+import * as wsModule from "ws";
 
 /** The parts of `ws` this uses, which its type declarations leave out. */
 interface WsParts {
@@ -22,7 +24,10 @@ interface WsParts {
   extension: { parse(header: string): Record<string, unknown[]> };
 }
 
-const ws = WebSocket as unknown as WsParts;
+// Run from the TypeScript (tsx), the namespace is the CommonJS entry's, whose parts are on its default export.
+const ws = ("Receiver" in wsModule
+  ? wsModule
+  : (wsModule as unknown as { default: unknown }).default) as unknown as WsParts;
 
 /** A WebSocket message as the request log keeps it: text (opcode 1) or binary (opcode 2). */
 export type MessageSink = (type: "send" | "receive", opcode: 1 | 2, data: Buffer) => void;

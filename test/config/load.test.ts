@@ -77,7 +77,7 @@ describe("loadStackConfig", () => {
     expect(problemLines()).toEqual([
       "multienv:captureTrafic: unknown key; did you mean captureTraffic? (a secret key belongs here only when a website's secretSettings names it)",
       'multienv:websites.shop.domains: expected a list, got the string "shop.test"',
-      "multienv:websites.shop.colour: unknown key; the keys here are domains, live, allowHosts, server, frontend, replay, settings, secretSettings, record, keepCookies, accountPool",
+      "multienv:websites.shop.colour: unknown key; the keys here are domains, live, allowHosts, server, frontend, replay, settings, secretSettings, record, keepCookies, recordTrust, accountPool",
       "multienv:ec2: is required when target is ec2: set region, instanceType, runnerCidrs and sshPublicKey",
     ]);
   });

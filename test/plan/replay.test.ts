@@ -86,6 +86,13 @@ describe("a replayed live site", () => {
     expect(p.liveHosts).toEqual(["docs.example.org"]);
   });
 
+  it("is named replayed to each site proxy routing it, whose log then takes its misses (and no other site's)", () => {
+    const p = planned();
+    expect(siteProxyServiceConfig(p, "desk").replayed).toEqual(["gh"]);
+    const noReplay = planned(config({ replay: undefined }), {});
+    expect(siteProxyServiceConfig(noReplay, "desk").replayed).toBeUndefined();
+  });
+
   it("is not live: the marks list it as replayed, with its recording and digest", () => {
     const p = planned();
     expect(p.liveWebsites.map((w) => w.name)).toEqual(["docs"]);

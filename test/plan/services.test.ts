@@ -162,6 +162,17 @@ describe("recording a live site", () => {
     ]);
   });
 
+  it("trusts a recorded site's own certificates for its names alone", () => {
+    const pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    const result = plan(
+      stackConfig({ ...config, websites: { ...config.websites, gh: { ...config.websites.gh, recordTrust: pem } } }),
+      { stack: "demo" },
+    );
+    if (!result.ok) throw new Error(result.problems.map(formatProblem).join("\n"));
+    const record = parseSiteProxyConfig(siteProxyServiceConfig(result.plan, "desk")).record;
+    expect(record?.trustFor).toEqual([{ hosts: ["github.com", "*.githubassets.com"], pem }]);
+  });
+
   it("refuses record on a synthetic site, keepCookies without record, and record with the request log off", () => {
     const result = plan(
       stackConfig({
@@ -169,6 +180,11 @@ describe("recording a live site", () => {
         websites: {
           shop: { domains: ["shop.test"], record: true },
           gh: { live: true, domains: ["github.com"], keepCookies: true },
+          other: {
+            live: true,
+            domains: ["other.example.org"],
+            recordTrust: "-----BEGIN CERTIFICATE-----x-----END CERTIFICATE-----",
+          },
           docs: { live: true, domains: ["docs.example.org"], record: true },
         },
       }),
@@ -178,6 +194,9 @@ describe("recording a live site", () => {
     const lines = result.ok ? [] : result.problems.map(formatProblem);
     expect(lines).toContainEqual(expect.stringMatching(/^multienv:websites\.shop\.record: records a live site/));
     expect(lines).toContainEqual(expect.stringMatching(/^multienv:websites\.gh\.keepCookies: keeps a recorded/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^multienv:websites\.other\.recordTrust: is trusted for a recorded site's TLS alone/),
+    );
     expect(lines).toContainEqual(
       expect.stringMatching(/^multienv:websites\.docs\.record: records into the request log, which requestLog: false/),
     );

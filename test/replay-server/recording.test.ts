@@ -109,6 +109,31 @@ describe("recordingOf", () => {
     });
   });
 
+  it("reads a WebSocket the request log recorded over HTTP/2 (extended CONNECT) as the GET upgrade it answers", async () => {
+    const socket = (method: string, status: number, messages?: unknown[]) => ({
+      startedDateTime: "2024-03-01T12:00:03.000Z",
+      request: { method, url: "https://shop.example/live", httpVersion: "HTTP/2.0", headers: [] },
+      response: { status, headers: [], content: { size: 0, mimeType: "x-unknown" } },
+      ...(messages ? { _webSocketMessages: messages } : {}),
+    });
+    const { exchanges } = await recordingOf(
+      {
+        log: {
+          entries: [
+            socket("CONNECT", 101, [{ type: "send", time: 1, opcode: 1, data: "hello" }]),
+            // A CONNECT the site refused is no WebSocket: it stays what it was.
+            socket("CONNECT", 404),
+          ],
+        },
+      },
+      "request-log.har",
+    );
+    expect(exchanges.map((e) => [e.method, e.status])).toEqual([
+      ["GET", 101],
+      ["CONNECT", 404],
+    ]);
+  });
+
   it("reads Playwright's bodies kept in files beside the HAR, never a file outside its folder", async () => {
     const root = tempDir("multienv-replay-pw-");
     const dir = join(root, "har");

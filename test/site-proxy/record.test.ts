@@ -14,6 +14,8 @@ import { cleanup, tempDir } from "../helpers/processes";
 import { until } from "../helpers/until";
 import { curl, type ProxyProcess, startProxy, TEST_TOKEN } from "./helpers";
 import { listenOnLoopback } from "../helpers/servers";
+import { WebSocketServer } from "ws";
+import { chromiumTrusting } from "../helpers/chromium";
 
 let proxy: ProxyProcess;
 let originPort: number;
@@ -34,11 +36,30 @@ function certificate(dir: string, names: string[]): { cert: string; key: string 
   return { cert, key };
 }
 
+/** A page whose WebSocket to its own origin says hello and shows the echo. */
+const ECHO_PAGE = `<!doctype html><title>echo</title><p id="echo">waiting</p><script>
+  const socket = new WebSocket("wss://" + location.host + "/echo");
+  socket.onopen = () => socket.send("hello");
+  socket.onmessage = (m) => {
+    document.getElementById("echo").textContent = String(m.data);
+    socket.close();
+  };
+  socket.onerror = () => (document.getElementById("echo").textContent = "websocket failed");
+</script>`;
+
 async function startOrigin(tls: { cert: string; key: string }): Promise<number> {
   const server = https.createServer({ cert: fs.readFileSync(tls.cert), key: fs.readFileSync(tls.key) }, (req, res) => {
+    if (req.url === "/echo-page") {
+      res.writeHead(200, { "Content-Type": "text/html" });
+      return void res.end(ECHO_PAGE);
+    }
     res.writeHead(200, { "Content-Type": "text/plain", "Set-Cookie": "session=live-secret-session; Path=/; Secure" });
     res.end(`live ${req.url} cookie=${req.headers.cookie ?? ""}`);
   });
+  const echo = new WebSocketServer({ noServer: true });
+  server.on("upgrade", (req, socket, head) =>
+    echo.handleUpgrade(req, socket, head, (ws) => ws.on("message", (data) => ws.send(`echo ${String(data)}`))),
+  );
   return listenOnLoopback(server);
 }
 
@@ -108,6 +129,28 @@ describe("recording a live site", () => {
     expect(entry.response.content.text).toBe("live /h2 cookie=");
   });
 
+  it("keeps a page's WebSocket working in Chromium, its messages in the log once the page closes it", async () => {
+    const browser = await chromiumTrusting(proxy.caCertPath, proxy.url);
+    try {
+      const page = await browser.newPage();
+      await page.goto(`https://live.test:${originPort}/echo-page`);
+      await page.waitForFunction('document.getElementById("echo").textContent !== "waiting"', undefined, {
+        timeout: 10_000,
+      });
+      expect(await page.textContent("#echo")).toBe("echo hello");
+      // Written when the socket closes, while the browser (and its HTTP/2 connection to the proxy) lives on.
+      const entry = await until("the WebSocket's entry", async () =>
+        (await served()).find((e) => e.request.url.endsWith("/echo") && e._webSocketMessages !== undefined),
+      );
+      expect(entry._webSocketMessages!.map((m) => [m.type, m.data])).toEqual([
+        ["send", "hello"],
+        ["receive", "echo hello"],
+      ]);
+    } finally {
+      await browser.close();
+    }
+  });
+
   it("leaves a live host it does not record a tunnel, never decrypted and never logged", async () => {
     // The browser's TLS reaches the host itself: its own certificate, not one of the env CA.
     const url = `https://other.test:${originPort}/secret`;
@@ -130,5 +173,35 @@ describe("recording a live site", () => {
     const entry = await until("the refusal's entry", async () => (await served()).find((e) => e.request.url === url));
     expect(entry._multienv.end).toBe("proxy answer");
     expect(entry.response.content.text).toMatch(/TLS with untrusted\.test/);
+  });
+});
+
+describe("a recorded site's own trust (recordTrust)", () => {
+  let scoped: ProxyProcess;
+  let port: number;
+
+  beforeAll(async () => {
+    const dir = tempDir();
+    // One certificate naming both hosts, trusted for staging.test alone.
+    const staging = certificate(dir, ["staging.test", "elsewhere.test"]);
+    port = await startOrigin(staging);
+    scoped = await startProxy({
+      reach: "allow-all",
+      resolve: { "staging.test": ["127.0.0.1"], "elsewhere.test": ["127.0.0.1"] },
+      record: {
+        hosts: ["staging.test", "elsewhere.test"],
+        trustFor: [{ hosts: ["staging.test"], pem: fs.readFileSync(staging.cert, "utf8") }],
+      },
+    });
+  });
+
+  it("verifies the site's TLS against its own certificates besides the system's, for its names alone", async () => {
+    const ok = await curl(scoped.url, `https://staging.test:${port}/page`, ["--cacert", scoped.caCertPath]);
+    expect(ok.status).toBe(200);
+    expect(ok.body).toBe("live /page cookie=");
+    // The same certificate is not trusted for another recorded host, though it names it.
+    const refused = await curl(scoped.url, `https://elsewhere.test:${port}/page`, ["--cacert", scoped.caCertPath]);
+    expect(refused.status).toBe(502);
+    expect(refused.body).toMatch(/TLS with elsewhere\.test/);
   });
 });

@@ -1,7 +1,7 @@
 // A replayed site's exchanges this episode (served exact, fuzzy, or missed), read through the gateway's
 // `/replay/v1/<site>/counters`, and the episode ended there (`/replay/v1/<site>/reset`: its repeats start from the
 // first recorded answer again). run.json holds the counters per replayed site; a miss is also a `replay-miss` line
-// in the replay server's log.
+// in the computer's proxy log.
 import { bearer } from "../../protocol/auth";
 import type { ReplayCounters } from "../../protocol/replay-server-config";
 import { errorMessage, RunnerError } from "../errors";

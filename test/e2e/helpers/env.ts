@@ -18,7 +18,7 @@ import {
   type StackSpec,
 } from "../../../src/runner";
 import { openStack } from "../../../src/runner/stack/workspace";
-import { connectToInternet, makeStandinCerts, startStandin, trustInBrowser } from "./web-standin";
+import { connectToInternet, makeStandinCerts, startStandin, trustInBrowser, type StandinCerts } from "./web-standin";
 import { until } from "../../helpers/until";
 
 export const REPO = path.resolve(__dirname, "../../..");
@@ -209,6 +209,8 @@ export interface DeployOptions {
   selfTest?: boolean;
   /** Where the stack's containers run (default: all on the local engine). */
   placement?: Placement;
+  /** The stand-in's certificates, when the spec names its CA (a recorded site's recordTrust); default: made here. */
+  certs?: StandinCerts;
 }
 
 /** Deploys a stack through the runner library on the real engine, then readies the web stand-in. */
@@ -318,7 +320,7 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
   try {
     // The web stand-in answers for the live and public hosts on the test's internet network, which the proxies
     // that reach the web are connected to; the browsers trust its test CA.
-    const certs = makeStandinCerts();
+    const certs = options.certs ?? makeStandinCerts();
     const computers = Object.keys(deployed.outputs.computers);
     for (const computer of computers) {
       const proxy = `${stack}-${computer}-proxy`;

@@ -70,6 +70,11 @@ export function makeStandinCerts(): StandinCerts {
   fs.copyFileSync(path.join(__dirname, "../fixtures/web-standin.cjs"), path.join(dir, "web-standin.cjs"));
   fs.chmodSync(dir, 0o755);
   for (const f of fs.readdirSync(dir)) fs.chmodSync(path.join(dir, f), 0o644);
+  // Its WebSocket echo's library (no dependencies of its own), where the stand-in's require finds it.
+  fs.cpSync(path.dirname(require.resolve("ws/package.json")), path.join(dir, "node_modules", "ws"), {
+    recursive: true,
+  });
+  execFileSync("chmod", ["-R", "a+rX", path.join(dir, "node_modules")]);
   return { dir, caPem: fs.readFileSync(path.join(dir, "ca.pem"), "utf8") };
 }
 
