@@ -2,8 +2,9 @@
 // body, the answer's head and body, how it ended) and it appends one HAR 1.2 entry, one JSON line, when the exchange
 // ends. A body is kept up to the limit while its whole size and SHA-256 are counted as it streams; a body with a
 // Content-Encoding (stacked codings too) is decoded up to the limit of decoded bytes (content-decoding.ts), since
-// HAR's `content.text` is the decoded body: at its end when it is small and arrived whole, else as it streams. Nothing of an exchange is held once its line is written: the memory an exchange
-// costs is bounded by the limit, four times (each way, the bytes as they arrived and the decoded ones).
+// HAR's `content.text` is the decoded body: at its end when it is small and arrived whole, else as it streams.
+// Nothing of an exchange is held once its line is written: the memory an exchange costs is bounded by the limit,
+// four times (each way, the bytes as they arrived and the decoded ones).
 import { createHash, type Hash } from "node:crypto";
 import { isUtf8 } from "node:buffer";
 import { performance } from "node:perf_hooks";
