@@ -111,7 +111,7 @@ async function loadOnce(
 }
 
 /** `loadOnce`, tried up to three times: another process adding a network interface fails Chromium's loads. */
-async function load(
+export async function load(
   browser: Browser,
   url: string,
   expected: number,

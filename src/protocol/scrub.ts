@@ -18,12 +18,16 @@ const CACHED_TEXTS = 2048;
 export class Scrubber {
   private readonly redacted: ReadonlySet<string>;
   private readonly cache = new Map<string, string>();
+  /** ENCODED_PIECE and PATH_PIECE for the runs long enough to carry a token: a shorter one is kept as it is. */
+  private readonly longPieces: readonly RegExp[];
 
   constructor(
     private readonly secrets: SecretTokens | undefined,
     redact: readonly string[],
   ) {
     this.redacted = new Set(redact.map((name) => name.toLowerCase()));
+    const atLeast = `{${secrets?.shortest ?? 1},}`;
+    this.longPieces = [ENCODED_PIECE, PATH_PIECE].map((piece) => new RegExp(piece.source.slice(0, -1) + atLeast, "g"));
   }
 
   /**
@@ -50,10 +54,9 @@ export class Scrubber {
     // A token as it is, wherever it stands (withoutTokens reads a token only as a whole word, and `/` is a word's).
     for (const tokens of secrets.byLength.values())
       for (const token of tokens) if (kept.includes(token)) kept = kept.split(token).join(REDACTED);
-    const scrubPiece = (piece: string) =>
-      piece.length >= secrets.shortest && withoutTokens(piece, secrets) !== piece ? REDACTED : piece;
+    const scrubPiece = (piece: string) => (withoutTokens(piece, secrets) !== piece ? REDACTED : piece);
     // Pieces with `/` (base64), then without it (paths).
-    kept = kept.replace(ENCODED_PIECE, scrubPiece).replace(PATH_PIECE, scrubPiece);
+    for (const pieces of this.longPieces) kept = kept.replace(pieces, scrubPiece);
     return withoutTokens(kept, secrets) === kept ? kept : REDACTED;
   }
 

@@ -1,8 +1,13 @@
-// A body's Content-Encoding undone for the request log, as it streams: HAR's `content.text` is the decoded body, so
-// a consumer that replays it (Playwright's routeFromHAR, the replay server, which drops Content-Encoding) serves what
-// the site meant. The decoding never costs more than the body limit: it keeps at most `limit` decoded bytes and stops
-// there (a decompression bomb is cut, not inflated), and it is fed at most `limit` + DECODE_SLACK encoded bytes, so
-// what waits in the decoder is bounded too, however fast the body arrives.
+// A body's Content-Encoding undone for the request log: HAR's `content.text` is the decoded body, so a consumer that
+// replays it (Playwright's routeFromHAR, the replay server, which drops Content-Encoding) serves what the site meant.
+// Stacked codings (`gzip, br`: gzip applied first) are undone in turn, last applied first, each stage's output fed to
+// the next. The decoding never costs more than the body limit: it keeps at most `limit` decoded bytes and stops there
+// (a decompression bomb is cut, not inflated), and each stage is fed at most `limit` + DECODE_SLACK bytes, so what
+// waits in a decoder is bounded too, however fast the body arrives.
+// Two ways to the same result: a small body that arrived whole is decoded at once (`decodeWhole`, node:zlib's sync
+// calls bounded by maxOutputLength: no stream, no thread-pool round trips, which cost more than the decoding of a
+// page's usual assets), and any other body as it streams (`BodyDecoder`). Whatever the sync call cannot settle (a
+// bound reached, an error) is left to the streaming decoder, so the two never differ in what they keep or say.
 import * as zlib from "node:zlib";
 
 /** The codings the log decodes (RFC 9110 8.4.1; x-gzip is gzip). */
@@ -14,19 +19,24 @@ export type ContentCoding = "gzip" | "deflate" | "br";
  */
 export const DECODE_SLACK = 64 * 1024;
 
-/** What a Content-Encoding value asks: nothing to undo, one coding the log decodes, or one it does not. */
-export function contentCoding(value: string | undefined): ContentCoding | "identity" | { unsupported: string } {
+/** The most codings one body may stack for the log to undo them (each is a decoder's worth of memory). */
+export const MAX_STACKED_CODINGS = 4;
+
+/**
+ * What a Content-Encoding value asks: nothing to undo, the codings to undo in the order to undo them (the last
+ * applied first), or a value the log does not decode.
+ */
+export function contentCoding(value: string | undefined): ContentCoding[] | "identity" | { unsupported: string } {
   const codings = (value ?? "")
     .split(",")
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c !== "" && c !== "identity");
   if (codings.length === 0) return "identity";
-  if (codings.length === 1) {
-    const [coding] = codings;
-    if (coding === "gzip" || coding === "x-gzip") return "gzip";
-    if (coding === "deflate" || coding === "br") return coding;
-  }
-  return { unsupported: codings.join(", ") };
+  const known = codings.map((coding): ContentCoding | undefined =>
+    coding === "gzip" || coding === "x-gzip" ? "gzip" : coding === "deflate" || coding === "br" ? coding : undefined,
+  );
+  if (codings.length > MAX_STACKED_CODINGS || known.includes(undefined)) return { unsupported: codings.join(", ") };
+  return (known as ContentCoding[]).reverse();
 }
 
 /** A decoding's outcome: the decoded bytes kept, or why decoding failed. */
@@ -46,37 +56,54 @@ function zlibHeader(first: number, second: number): boolean {
   return (first & 0x0f) === 8 && ((first << 8) | second) % 31 === 0;
 }
 
-export class BodyDecoder {
-  private decoder: zlib.Gunzip | zlib.Inflate | zlib.InflateRaw | zlib.BrotliDecompress | undefined;
+/**
+ * A whole body decoded at once, or undefined when that cannot settle it: a stage's output would pass its bound (the
+ * streaming decoder then finds where the body is cut) or the bytes do not decode (it then says why, as it would have).
+ */
+export function decodeWhole(codings: readonly ContentCoding[], body: Buffer, limit: number): Decoded | undefined {
+  let bytes = body;
+  try {
+    for (let i = 0; i < codings.length; i++) {
+      const maxOutputLength = i === codings.length - 1 ? limit : limit + DECODE_SLACK;
+      if (bytes.length > limit + DECODE_SLACK) return undefined;
+      const coding = codings[i];
+      if (coding === "gzip") bytes = zlib.gunzipSync(bytes, { maxOutputLength });
+      else if (coding === "br") bytes = zlib.brotliDecompressSync(bytes, { maxOutputLength });
+      else if (bytes.length < 2) return undefined;
+      else if (zlibHeader(bytes[0], bytes[1])) bytes = zlib.inflateSync(bytes, { maxOutputLength });
+      else bytes = zlib.inflateRawSync(bytes, { maxOutputLength });
+    }
+  } catch {
+    return undefined;
+  }
+  return { body: bytes, bytes: bytes.length, cut: false };
+}
+
+type Decoder = zlib.Gunzip | zlib.Inflate | zlib.InflateRaw | zlib.BrotliDecompress;
+
+/** One coding undone as its bytes stream: fed at most `feedLimit` bytes, its output handed on. */
+class Stage {
+  private decoder: Decoder | undefined;
   /** The first byte of a deflate body, held until the second tells zlib from raw deflate. */
   private head: Buffer | undefined;
-  private readonly kept: Buffer[] = [];
-  private keptBytes = 0;
   private fed = 0;
-  private cut = false;
-  /** False once no more is fed: the decoder decodes what it has, then ends. */
-  private feeding = true;
-  private failed: string | undefined;
-  private done = false;
-  private readonly settled: Promise<void>;
-  private settle!: () => void;
+  /** False once no more is fed: the stage decodes what it has, then ends. */
+  feeding = true;
 
   constructor(
     private readonly coding: ContentCoding,
-    private readonly limit: number,
-  ) {
-    this.settled = new Promise((resolve) => (this.settle = resolve));
-  }
+    private readonly feedLimit: number,
+    private readonly on: { data(chunk: Buffer): void; end(): void; error(message: string): void },
+  ) {}
 
-  /** Feeds a chunk of the body as it arrived. */
-  write(chunk: Buffer): void {
-    if (this.done || !this.feeding || chunk.length === 0) return;
-    const room = this.limit + DECODE_SLACK - this.fed;
+  /** Feeds a chunk; false when part of it was past what this stage may be fed (the body is cut there). */
+  write(chunk: Buffer): boolean {
+    if (!this.feeding || chunk.length === 0) return true;
+    const room = this.feedLimit - this.fed;
     const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
     this.fed += part.length;
-    this.feed(part);
-    // More arrived than may be fed: what was fed is decoded, and the body is cut there.
-    if (part.length < chunk.length) this.stop(true);
+    if (part.length > 0) this.feed(part);
+    return part.length === chunk.length;
   }
 
   private feed(part: Buffer): void {
@@ -93,18 +120,84 @@ export class BodyDecoder {
     this.decoder!.write(part);
   }
 
-  private open(decoder: NonNullable<BodyDecoder["decoder"]>): void {
+  private open(decoder: Decoder): void {
     this.decoder = decoder;
-    decoder.on("data", (chunk: Buffer) => this.output(chunk));
-    decoder.once("error", (err: Error) => {
-      this.failed = err.message;
-      this.finishDecoding();
-    });
-    decoder.once("end", () => this.finishDecoding());
+    decoder.on("data", (chunk: Buffer) => this.on.data(chunk));
+    decoder.once("error", (err: Error) => this.on.error(err.message));
+    decoder.once("end", () => this.on.end());
+  }
+
+  /** Every byte of its input was fed: what was fed must decode to its end. */
+  end(): void {
+    if (!this.feeding) return;
+    this.feeding = false;
+    if (this.head !== undefined) return this.on.error("unexpected end of file");
+    if (this.decoder === undefined) return this.on.end();
+    this.decoder.end();
+  }
+
+  /** Decodes what was fed and calls `then` once its output is handed on; false when nothing could decode. */
+  flush(then: () => void): boolean {
+    this.feeding = false;
+    // One byte of deflate: too little for either kind, so nothing decodes of it.
+    if (this.head !== undefined) return false;
+    if (this.decoder === undefined) then();
+    // What the flush decodes is emitted before its callback; the output is handed on by the turn after.
+    else this.decoder.flush(() => setImmediate(then));
+    return true;
+  }
+
+  destroy(): void {
+    this.decoder?.destroy();
+  }
+}
+
+export class BodyDecoder {
+  private readonly stages: Stage[];
+  private readonly kept: Buffer[] = [];
+  private keptBytes = 0;
+  private cut = false;
+  private feeding = true;
+  private failed: string | undefined;
+  private done = false;
+  private readonly settled: Promise<void>;
+  private settle!: () => void;
+
+  constructor(
+    codings: readonly ContentCoding[],
+    private readonly limit: number,
+  ) {
+    this.settled = new Promise((resolve) => (this.settle = resolve));
+    this.stages = codings.map(
+      (coding, i) =>
+        new Stage(coding, limit + DECODE_SLACK, {
+          data: (chunk) => this.stageOutput(i, chunk),
+          // A stage that ended whole ends the next with it.
+          end: () => (i === codings.length - 1 ? this.finishDecoding() : this.stages[i + 1].end()),
+          error: (message) => {
+            this.failed = message;
+            this.finishDecoding();
+          },
+        }),
+    );
+  }
+
+  /** Feeds a chunk of the body as it arrived. */
+  write(chunk: Buffer): void {
+    if (this.done || !this.feeding) return;
+    // More arrived than may be fed: what was fed is decoded, and the body is cut there.
+    if (!this.stages[0].write(chunk)) this.stop(0, true);
+  }
+
+  private stageOutput(i: number, chunk: Buffer): void {
+    if (this.done) return;
+    const next = this.stages[i + 1];
+    if (next === undefined) return this.output(chunk);
+    if (!next.feeding) return;
+    if (!next.write(chunk)) this.stop(i + 1, true);
   }
 
   private output(chunk: Buffer): void {
-    if (this.done) return;
     const room = this.limit - this.keptBytes;
     if (chunk.length <= room) {
       this.kept.push(chunk);
@@ -118,26 +211,27 @@ export class BodyDecoder {
     this.finishDecoding();
   }
 
-  /** Decodes what was fed, then ends: `cut` says the body went on past it. */
-  private stop(cut: boolean): void {
-    if (this.done || !this.feeding) return;
+  /** Stops feeding stage `from` (and those before it), decodes what it and those after it hold, then ends. */
+  private stop(from: number, cut: boolean): void {
+    if (this.done) return;
     this.feeding = false;
     if (cut) this.cut = true;
-    if (this.head !== undefined) {
-      // One byte of deflate: too little for either kind, so nothing decodes of it.
-      this.failed = "unexpected end of file";
-      return this.finishDecoding();
-    }
-    const decoder = this.decoder;
-    if (decoder === undefined) return this.finishDecoding();
-    // What the flush decodes is emitted before its callback; the decoding ends on the turn after.
-    decoder.flush(() => setImmediate(() => this.finishDecoding()));
+    for (const stage of this.stages.slice(0, from)) stage.feeding = false;
+    const flush = (i: number): void => {
+      if (this.done) return;
+      if (i === this.stages.length) return this.finishDecoding();
+      if (!this.stages[i].flush(() => flush(i + 1))) {
+        this.failed = "unexpected end of file";
+        this.finishDecoding();
+      }
+    };
+    flush(from);
   }
 
   private finishDecoding(): void {
     if (this.done) return;
     this.done = true;
-    this.decoder?.destroy();
+    for (const stage of this.stages) stage.destroy();
     this.settle();
   }
 
@@ -147,10 +241,9 @@ export class BodyDecoder {
    */
   async end(whole: boolean): Promise<Decoded> {
     if (!this.done && this.feeding) {
-      if (whole && this.head === undefined && this.decoder !== undefined) {
-        this.feeding = false;
-        this.decoder.end();
-      } else this.stop(false);
+      this.feeding = false;
+      if (whole) this.stages[0].end();
+      else this.stop(0, false);
     }
     await this.settled;
     if (this.failed !== undefined) return { failed: this.failed };

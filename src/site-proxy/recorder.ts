@@ -1,9 +1,10 @@
 // The request log's recorder: the forwarding path hands it an exchange's parts as they pass (the request's head and
 // body, the answer's head and body, how it ended) and it appends one HAR 1.2 entry, one JSON line, when the exchange
 // ends. A body is kept up to the limit while its whole size and SHA-256 are counted as it streams; a body with a
-// Content-Encoding is decoded as it streams too (content-decoding.ts), up to the limit of decoded bytes, since HAR's
-// `content.text` is the decoded body. Nothing of an exchange is held once its line is written: the memory an exchange
-// costs is bounded by the limit, four times (each way, the bytes as they arrived and the decoded ones).
+// Content-Encoding (stacked codings too) is decoded up to the limit of decoded bytes (content-decoding.ts), since
+// HAR's `content.text` is the decoded body: at its end when it is small and arrived whole, else as it streams.
+// Nothing of an exchange is held once its line is written: the memory an exchange costs is bounded by the limit,
+// four times (each way, the bytes as they arrived and the decoded ones).
 import { createHash, type Hash } from "node:crypto";
 import { isUtf8 } from "node:buffer";
 import { performance } from "node:perf_hooks";
@@ -16,7 +17,7 @@ import type { ExchangeTap, TappedAnswer } from "./forward";
 import { openRotatingFile, type RotatingFile } from "./rotating-file";
 import { readWebSocketMessages } from "./websocket-messages";
 import { REDACTED, Scrubber } from "../protocol/scrub";
-import { BodyDecoder, contentCoding, type Decoded } from "./content-decoding";
+import { BodyDecoder, contentCoding, decodeWhole, type ContentCoding, type Decoded } from "./content-decoding";
 
 export interface RecorderOptions {
   dir: string;
@@ -59,31 +60,48 @@ const MAX_WEBSOCKET_MESSAGES = 10_000;
 /** What a body's Content-Encoding made of it: decoded, or why it is kept as it arrived. */
 type BodyDecoding = { coding: string } & (Decoded | { unsupported: true });
 
+/** SHA-256 of no bytes: most requests (every GET) have no body, and a hash object is not free. */
+const EMPTY_SHA256 = createHash("sha256").digest("hex");
+
+/**
+ * Wire bytes up to this (and the limit) of a body with a Content-Encoding are decoded at once when the body ends
+ * (`decodeWhole`); a longer body is decoded as it streams, from the chunk that passes this on.
+ */
+const DECODE_AT_END_BYTES = 64 * 1024;
+
 /** One body passing as it crossed the wire: its first `limit` bytes kept, every byte counted and hashed. */
 class BodyTap {
   private readonly kept: Buffer[] = [];
   private keptBytes = 0;
   bytes = 0;
-  private readonly hash: Hash = createHash("sha256");
+  private hash: Hash | undefined;
   private decoder: BodyDecoder | undefined;
+  private codings: ContentCoding[] | undefined;
   private coding: string | undefined;
 
   constructor(private readonly limit: number) {}
 
   /** Decode the body by its Content-Encoding as it passes (set before its first chunk). */
   decodeAs(contentEncoding: string | undefined): void {
-    const coding = contentCoding(contentEncoding);
-    if (coding === "identity" || this.limit === 0) return;
-    if (typeof coding === "string") {
-      this.coding = coding;
-      this.decoder = new BodyDecoder(coding, this.limit);
-    } else this.coding = coding.unsupported;
+    if (contentEncoding === undefined || this.limit === 0) return;
+    const codings = contentCoding(contentEncoding);
+    if (codings === "identity") return;
+    if (Array.isArray(codings)) {
+      this.coding = [...codings].reverse().join(", ");
+      this.codings = codings;
+    } else this.coding = codings.unsupported;
   }
 
   add(chunk: Buffer): void {
     this.bytes += chunk.length;
-    this.hash.update(chunk);
-    this.decoder?.write(chunk);
+    (this.hash ??= createHash("sha256")).update(chunk);
+    if (this.decoder !== undefined) this.decoder.write(chunk);
+    else if (this.codings !== undefined && this.bytes > Math.min(this.limit, DECODE_AT_END_BYTES)) {
+      // Too long to wait for its end: the decoder takes what was kept of it so far (all of it, being under the
+      // limit) and the rest as it comes.
+      this.decoder = this.streamingDecoder();
+      this.decoder.write(chunk);
+    }
     const room = this.limit - this.keptBytes;
     if (room <= 0) return;
     const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
@@ -91,20 +109,37 @@ class BodyTap {
     this.keptBytes += part.length;
   }
 
+  private streamingDecoder(): BodyDecoder {
+    const decoder = new BodyDecoder(this.codings!, this.limit);
+    for (const part of this.kept) decoder.write(part);
+    return decoder;
+  }
+
   /** What the body's Content-Encoding made of it once it ended (`whole`: every byte of it arrived). */
   async decoding(whole: boolean): Promise<BodyDecoding | undefined> {
     if (this.coding === undefined || this.bytes === 0) return undefined;
-    if (this.decoder === undefined) return { coding: this.coding, unsupported: true };
+    const codings = this.codings;
+    if (codings === undefined) return { coding: this.coding, unsupported: true };
+    if (this.decoder === undefined && whole) {
+      const decoded = decodeWhole(codings, this.body(), this.limit);
+      if (decoded !== undefined) return { coding: this.coding, ...decoded };
+    }
+    this.decoder ??= this.streamingDecoder();
     return { coding: this.coding, ...(await this.decoder.end(whole)) };
+  }
+
+  /** The bytes kept, without a copy when they came in one chunk. */
+  private body(): Buffer {
+    return this.kept.length === 1 ? this.kept[0] : Buffer.concat(this.kept, this.keptBytes);
   }
 
   /** The body as it crossed the wire (still encoded when it had a Content-Encoding). */
   digest(): BodyDigest & { body: Buffer } {
     return {
       bytes: this.bytes,
-      sha256: this.hash.digest("hex"),
+      sha256: this.hash?.digest("hex") ?? EMPTY_SHA256,
       cut: this.bytes > this.keptBytes,
-      body: Buffer.concat(this.kept, this.keptBytes),
+      body: this.body(),
     };
   }
 }

@@ -48,16 +48,17 @@ export function openRotatingFile(dir: string, fileBytes: number, files: number):
   removeOld();
   return {
     append(line) {
-      const bytes = Buffer.byteLength(line) + 1;
-      if (written > 0 && written + bytes > fileBytes) {
+      // Encoded once: its length decides the rotation, and the stream writes these bytes as they are.
+      const bytes = Buffer.from(line + "\n");
+      if (written > 0 && written + bytes.length > fileBytes) {
         stream.end();
         index++;
         written = 0;
         stream = open();
         removeOld();
       }
-      written += bytes;
-      stream.write(line + "\n");
+      written += bytes.length;
+      stream.write(bytes);
     },
     flushed() {
       return new Promise((resolve) => stream.write("", () => resolve()));

@@ -28,11 +28,15 @@ const BIG_BODY = "0123456789abcdef".repeat(BIG / 16);
 const GZIP_PAGE = "<html><head><title>Shop</title></head><body>" + "zipped héllo ".repeat(500) + "</body></html>";
 const BR_JSON = JSON.stringify({ products: Array.from({ length: 200 }, (_, i) => ({ id: i, name: `mug ${i}` })) });
 const BOMB_BYTES = 100 * 1024 * 1024;
-/** Answers that decode to 100 MB of zeros: about 100 KB of gzip, and a few bytes of brotli. */
+/** Answers that decode to 100 MB of zeros: about 100 KB of gzip, a few bytes of brotli, and that gzip in brotli. */
+const GZIP_BOMB = zlib.gzipSync(Buffer.alloc(BOMB_BYTES), { level: 9 });
 const BOMBS = {
-  gzip: zlib.gzipSync(Buffer.alloc(BOMB_BYTES), { level: 9 }),
+  gzip: GZIP_BOMB,
   br: zlib.brotliCompressSync(Buffer.alloc(BOMB_BYTES)),
+  stacked: zlib.brotliCompressSync(GZIP_BOMB),
 };
+/** Each bomb's Content-Encoding: the stacked one was gzipped, then brotli-compressed. */
+const BOMB_CODINGS = { gzip: "gzip", br: "br", stacked: "gzip, br" } as const;
 /** A gzip body whose header's comment is longer than the log feeds its decoder: "hi" comes after it. */
 const LONG_HEADER_GZIP = (() => {
   const plain = zlib.gzipSync("hi");
@@ -82,10 +86,10 @@ async function startGateway(): Promise<{ url: string; server: http.Server }> {
         res.writeHead(200, { "Content-Type": "application/json", "Content-Encoding": "br" });
         return res.end(zlib.brotliCompressSync(BR_JSON));
       }
-      if (url === "/website/shop/bomb.gzip" || url === "/website/shop/bomb.br") {
-        const coding = url.endsWith("gzip") ? "gzip" : "br";
-        res.writeHead(200, { "Content-Type": "text/plain", "Content-Encoding": coding });
-        return res.end(BOMBS[coding]);
+      const bomb = /^\/website\/shop\/bomb\.(gzip|br|stacked)$/.exec(url)?.[1] as keyof typeof BOMBS | undefined;
+      if (bomb !== undefined) {
+        res.writeHead(200, { "Content-Type": "text/plain", "Content-Encoding": BOMB_CODINGS[bomb] });
+        return res.end(BOMBS[bomb]);
       }
       if (url === "/website/shop/deflate" || url === "/website/shop/raw-deflate") {
         // HTTP's deflate is zlib-wrapped; some servers send it raw, and browsers read both.
@@ -378,19 +382,20 @@ describe("the request log of a site proxy", () => {
       Number(/VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${proxy.child.pid}/status`, "utf8"))![1]) * 1024;
     const before = peak();
     const session = await h2Session();
-    for (const coding of ["gzip", "br"] as const) {
-      const result = await h2Request(session, { ":method": "GET", ":path": `/bomb.${coding}` });
+    for (const bomb of ["gzip", "br", "stacked"] as const) {
+      const coding = BOMB_CODINGS[bomb];
+      const result = await h2Request(session, { ":method": "GET", ":path": `/bomb.${bomb}` });
       // The browser gets the site's bytes, not the proxy's decoding of them.
       expect(createHash("sha256").update(result.body).digest("hex")).toBe(
-        createHash("sha256").update(BOMBS[coding]).digest("hex"),
+        createHash("sha256").update(BOMBS[bomb]).digest("hex"),
       );
-      const entry = await entryFor(`the ${coding} bomb's entry`, (e) => e.request.url.endsWith(`/bomb.${coding}`));
+      const entry = await entryFor(`the ${coding} bomb's entry`, (e) => e.request.url.endsWith(`/bomb.${bomb}`));
       expect(entry.response.content).toMatchObject({ size: LIMIT, text: "\0".repeat(LIMIT) });
       expect(entry.response.content.compression).toBeUndefined();
       expect(entry.response.content.comment).toBe(
-        `cut at ${LIMIT} decoded bytes, where decoding stopped (the ${coding} body was ${BOMBS[coding].length} bytes)`,
+        `cut at ${LIMIT} decoded bytes, where decoding stopped (the ${coding} body was ${BOMBS[bomb].length} bytes)`,
       );
-      expect(entry._multienv.response).toMatchObject({ bytes: BOMBS[coding].length, cut: true });
+      expect(entry._multienv.response).toMatchObject({ bytes: BOMBS[bomb].length, cut: true });
     }
     // 100 MB decoded twice would have shown in the peak; the limit's worth is all it costs.
     expect(peak() - before).toBeLessThan(32 * 1024 * 1024);
