@@ -644,6 +644,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   // HTTP/2 conversations inside tunnels to synthetic names. The server only makes the sessions (it never listens);
   // each session is bound to its tunnel as it is made, so a stream is only ever routed by its own tunnel's name.
   const h2server = http2.createServer(H2_SERVER_OPTIONS);
+  const COMPUTER_ENDED = "computer's side ended";
   let arriving: { tunnel: SyntheticTunnel; conversation: tls.TLSSocket } | undefined;
   h2server.on("session", (session: http2.ServerHttp2Session) => {
     const bound = arriving;
@@ -652,8 +653,16 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     // The session's own timer: with HTTP/2 reading the socket itself, the socket's timer would not see traffic.
     session.setTimeout(idleTimeoutMs, () => session.destroy());
     // The computer is done sending (its side of the connection ended): the streams under way finish, then it closes.
-    // The proxy's sockets are half-open ones, so nothing else would close it.
-    bound.conversation.once("end", () => session.close());
+    // The proxy's sockets are half-open ones, so nothing else would close it. A WebSocket's stream never finishes
+    // then: it ends with a close the computer can no longer send, so the session, and the tunnel's connection line,
+    // would wait for the idle timeout. Those streams are cut instead.
+    const webSockets = new Set<http2.ServerHttp2Stream>();
+    bound.conversation.once("end", () => {
+      session.close();
+      // An error, so the relay ends the destination's side too (its line says why).
+      for (const stream of webSockets)
+        stream.destroy(Object.assign(new Error(COMPUTER_ENDED), { code: COMPUTER_ENDED }));
+    });
     const client = bound.conversation.remoteAddress;
     // As for an HTTP/1.1 connection, the first request must come within the head timeout.
     const firstRequest = setTimeout(() => {
@@ -670,8 +679,14 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     session.once("close", () => clearTimeout(firstRequest));
     session.on(
       "stream",
-      (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) =>
-        onStream(stream, readH2Request(headers, rawHeaders, flags), bound.tunnel, client),
+      (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
+        const request = readH2Request(headers, rawHeaders, flags);
+        if (request.protocol === "websocket") {
+          webSockets.add(stream);
+          stream.once("close", () => webSockets.delete(stream));
+        }
+        onStream(stream, request, bound.tunnel, client);
+      },
     );
   });
 
