@@ -18,6 +18,18 @@ const POD = "loopback";
 // Bound to the pod's loopback, as the gateway's runner listener is: only a port-forward reaches it.
 const SERVER = `require("http").createServer((q, s) => { let n = 0; q.on("data", (c) => (n += c.length)); q.on("end", () => s.end("pod " + q.method + " " + q.url + " " + n)); }).listen(8080, "127.0.0.1")`;
 
+// Run inside the pod, on its loopback (where the server is bound and kubelet's own TCP probe does not look).
+const READY_PROBE = {
+  exec: {
+    command: [
+      "node",
+      "-e",
+      `require("net").connect(8080, "127.0.0.1").on("connect", () => process.exit(0)).on("error", () => process.exit(1))`,
+    ],
+  },
+  periodSeconds: 1,
+};
+
 function kubectl(args: string[]): string {
   return execFileSync(env.MULTIENV_TEST_KUBECTL || "kubectl", ["--kubeconfig", env.KUBECONFIG, ...args], {
     encoding: "utf8",
@@ -40,6 +52,10 @@ describe("a port-forward to a pod on the test cluster", () => {
       "--image-pull-policy=Never",
       "--restart=Never",
       "--labels=multienv.role=gateway",
+      // Ready once it listens, as the gateway's own probe makes it: without a probe a pod is Ready when its process
+      // starts, before the server binds, and a forward at once is refused.
+      "--override-type=strategic",
+      `--overrides=${JSON.stringify({ spec: { containers: [{ name: POD, readinessProbe: READY_PROBE }] } })}`,
       "--command",
       "--",
       "node",
@@ -86,6 +102,7 @@ describe("a port-forward to a pod on the test cluster", () => {
     await recreatePod(core, NAMESPACE, POD);
     const after = await core.readNamespacedPod({ name: POD, namespace: NAMESPACE });
     expect(after.metadata!.uid).not.toBe(before);
+    expect(after.spec!.containers[0].readinessProbe).toMatchObject(READY_PROBE);
     const [state] = await podStates(core, [{ name: POD, namespace: NAMESPACE, role: "gateway" }]);
     expect(state).toMatchObject({ phase: "Running", ready: true, restarts: 0 });
     const forward = await openGatewayPortForward({
