@@ -7,9 +7,10 @@
 //           so the log's cost is read beside the log off: its page loads and its CPU per request against env's, and
 //           its CPU per MB of log written.
 // Each figure is the median of BENCH_LOADS loads, each in a fresh browser context, the contenders alternating
-// load by load: a page with 50 subresources, one with 200, and the time to first byte of a page with none
-// (navigation start to the first byte of the answer, connection set-up included). Beside them, the CPU time each
-// serving process spent per request of each contender's page loads (/proc, summed over every load).
+// load by load, each round in an order turned by one: a page with 50 subresources, one with 200, and the time to
+// first byte of a page with none (navigation start to the first byte of the answer, connection set-up included).
+// Beside them, the CPU time each serving process spent per request of each contender's page loads (/proc, summed
+// over every load).
 // With BENCH_CPU_PROF=<dir> the gateway (one worker) and the site proxy write CPU profiles there (node --cpu-prof).
 // `isolatedPageLoads` runs all of it in a network namespace of its own with loopback alone (unshare -n, as root):
 // Chromium drops every load under way when an interface comes or goes, which a Docker engine busy with other
@@ -243,8 +244,10 @@ export async function loopbackPageLoads(
     for (const c of CONTENDERS)
       for (const k of kinds) await load(browser, bases[c].base + k.path, k.expected, retries, bases[c].proxy, k.ttfb);
     for (let i = 0; i < loads; i++) {
+      // Each round begins with the next contender, so none always follows the same one (or always comes last).
+      const order = CONTENDERS.map((_, j) => CONTENDERS[(i + j) % CONTENDERS.length]);
       for (const k of kinds)
-        for (const c of CONTENDERS) {
+        for (const c of order) {
           const before = SERVED.map((p) => cpuSeconds(pidsOf(c, p)));
           samples[k.kind][c].push(
             await load(browser, bases[c].base + k.path, k.expected, retries, bases[c].proxy, k.ttfb),
