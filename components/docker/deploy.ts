@@ -55,7 +55,6 @@ export function deployOnEngines(owner: string, args: DeployArgs): Deployed {
       serviceConfig: gatewayConfig,
       controlToken: args.controlToken,
       reachedAt: engines.gatewayReachedAt,
-      dependsOn: websites.flatMap((w) => w.containers()),
     },
     { parent },
   );
@@ -94,7 +93,8 @@ export function deployOnEngines(owner: string, args: DeployArgs): Deployed {
   return {
     gatewayUrl: gateway.url,
     underTest: [gateway.container, ...computers.flatMap((c) => [c.proxy, c.browser])],
-    collectedFrom: [gateway, ...computers],
+    // The websites too: their captures are collected before a container of theirs is removed.
+    collectedFrom: [gateway, ...websites, ...computers],
     gatewayTunnel: engines.gatewayTunnel,
   };
 }

@@ -1,6 +1,7 @@
 // The gateway container: the env's one way in. On the env network (to reach the sites) and the ingress network
 // (the only one its port is published on), the captures volume read-only, and a health check on /healthz that
-// the deploy waits for, so an env whose site or capture is not running fails to deploy.
+// the deploy waits for, so an env whose site or capture is not running fails to deploy. It is created beside the
+// websites' containers, not after them: its health waits for them, and its own start then overlaps theirs.
 import * as pulumi from "@pulumi/pulumi";
 import type { GatewayServiceConfig, Plan } from "../../src/plan";
 import {
@@ -32,8 +33,6 @@ export interface GatewayArgs {
    * the host's loopback, where the runner's listener is published. Unset on docker: published on this loopback.
    */
   reachedAt?: pulumi.Input<string>;
-  /** Containers the gateway's health depends on (site servers and capture sidecars): created first. */
-  dependsOn: pulumi.Resource[];
 }
 
 /** The env's gateway container, published on loopback (docker) or its VM (ec2), healthy before the deploy goes on. */
@@ -72,7 +71,7 @@ export class Gateway extends pulumi.ComponentResource {
       },
       // The control token is in envs: the engine keeps envs secret even if a wrapper were lost (policy
       // secrets-stay-secret).
-      { parent: this, ...containerOptions(engine), dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
+      { parent: this, ...containerOptions(engine), additionalSecretOutputs: ["envs"] },
     );
     const address = published.ip;
     const port =

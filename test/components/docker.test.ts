@@ -25,6 +25,7 @@ import {
   mountsOf,
   networksOf,
   rawConfig,
+  recordDependencies,
   resource,
 } from "./helpers";
 
@@ -76,8 +77,10 @@ describe("docker target", () => {
   let graph: Graph;
   let revealed: Graph;
   let planned: Plan;
+  const recorded = recordDependencies();
   beforeAll(async () => {
     graph = await graphOf(STACK, CONFIG, { githubToken: SECRET_VALUE });
+    recorded.stop();
     revealed = await graphOf(STACK, CONFIG, { githubToken: SECRET_VALUE }, true);
     planned = planOf(CONFIG, STACK);
   });
@@ -180,7 +183,24 @@ describe("docker target", () => {
     expect(mounts["t1-shop-server"]).toEqual([]);
   });
 
-  it("publishes the gateway on loopback only, with a health check the deploy waits for, after the sites and captures", () => {
+  it("creates the gateway beside the sites and captures, and collects before any container of theirs is removed", () => {
+    const urnOf = (name: string) => containers(graph).find((c) => c.inputs.name === name)!.urn;
+    const siteContainers = containers(graph)
+      .filter((c) => /^t1-(shop|github)-/.test(c.inputs.name as string))
+      .map((c) => c.urn);
+    expect(siteContainers.length).toBeGreaterThanOrEqual(5);
+    // Its health check waits for them; ordered after them, its own start would wait too.
+    const gateway = recorded.dependencies.get(urnOf("t1-gateway"));
+    expect(gateway, "the gateway's registration was recorded").toBeDefined();
+    expect(gateway!.filter((urn) => siteContainers.includes(urn))).toEqual([]);
+    // The collector is deleted first on destroy: every container whose capture or log it collects outlives it.
+    const collector = graph.resources.find((r) => r.name === "t1-capture-collector")!;
+    expect(recorded.dependencies.get(collector.urn)).toEqual(
+      expect.arrayContaining([...siteContainers, urnOf("t1-gateway"), urnOf("t1-desktop-proxy")]),
+    );
+  });
+
+  it("publishes the gateway on loopback only, with a health check the deploy waits for", () => {
     const gateway = container(graph, "t1-gateway");
     expect(gateway.ports).toEqual([{ internal: 8080, ip: "127.0.0.1" }]);
     expect(gateway.wait).toBe(true);

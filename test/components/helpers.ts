@@ -1,4 +1,5 @@
 // Runs the real program under Pulumi's mocks (src/runner/check/graph.ts) for a config given as plain data.
+import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
 import { renderGraph, type Graph, type GraphResource } from "../../src/runner/check/graph";
 
 // @pulumi/docker's type tokens, as the state holds them (spelt out here, not read from src/providers/types.ts).
@@ -35,6 +36,21 @@ export async function graphOf(
   revealSecrets = false,
 ): Promise<Graph> {
   return renderGraph({ stack, ...rawConfig(config, secrets), revealSecrets });
+}
+
+/**
+ * The dependencies each registration names (dependsOn, expanded to a component's resources, and its inputs'
+ * resources), which src/runner/check/graph.ts does not record: read off the mock monitor's requests, by URN, from
+ * the call on until `stop()`.
+ */
+export function recordDependencies(): { dependencies: Map<string, string[]>; stop(): void } {
+  const dependencies = new Map<string, string[]>();
+  const original = MockMonitor.prototype.registerResource;
+  MockMonitor.prototype.registerResource = function (this: any, req: any, callback: any) {
+    dependencies.set(this.newUrn(req.getParent(), req.getType(), req.getName()), req.getDependenciesList());
+    return original.call(this, req, callback);
+  };
+  return { dependencies, stop: () => (MockMonitor.prototype.registerResource = original) };
 }
 
 export function resource(graph: Graph, type: string, name: string): GraphResource {

@@ -3,14 +3,13 @@
 // plain sight, a pod running before its walls), and for what the runner relies on (outputs, placement).
 import os from "node:os";
 import path from "node:path";
-import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readStackFile } from "../../src/config";
 import { PROJECT_IMAGES } from "../../src/plan/images";
 import { ENV_VARS } from "../../src/protocol/env";
 import { CAPTURE_SERVER_ENV } from "../../src/protocol/gateway-config";
 import type { Graph, GraphResource } from "../../src/runner/check/graph";
-import { graphOf } from "./helpers";
+import { graphOf, recordDependencies } from "./helpers";
 
 // @pulumi/kubernetes's type tokens, as the state holds them.
 const POD = "kubernetes:core/v1:Pod";
@@ -57,10 +56,9 @@ const FULL_CONFIG = {
   computers: { ...DEMO_CONFIG.computers, open: { ...DEMO_CONFIG.computers.open, image: OWN_BROWSER } },
 };
 
-// The dependencies each registration names (dependsOn and its inputs' resources), which src/runner/check/graph.ts does
-// not record: read off the mock monitor's requests, by URN.
-const dependencies = new Map<string, string[]>();
-const originalRegister = MockMonitor.prototype.registerResource;
+// The dependencies each registration names, read off the mock monitor while the graphs render.
+const recorded = recordDependencies();
+const dependencies = recorded.dependencies;
 
 let demo: Graph;
 let full: Graph;
@@ -68,10 +66,6 @@ let fullRevealed: Graph;
 let uncaptured: Graph;
 
 beforeAll(async () => {
-  MockMonitor.prototype.registerResource = function (this: any, req: any, callback: any) {
-    dependencies.set(this.newUrn(req.getParent(), req.getType(), req.getName()), req.getDependenciesList());
-    return originalRegister.call(this, req, callback);
-  };
   demo = await graphOf(STACK, DEMO_CONFIG);
   full = await graphOf(STACK, FULL_CONFIG, { githubToken: SECRET_VALUE });
   fullRevealed = await graphOf(STACK, FULL_CONFIG, { githubToken: SECRET_VALUE }, true);
@@ -79,7 +73,7 @@ beforeAll(async () => {
 });
 
 afterAll(() => {
-  MockMonitor.prototype.registerResource = originalRegister;
+  recorded.stop();
 });
 
 const ofType = (graph: Graph, type: string) => graph.resources.filter((r) => r.type === type);

@@ -103,7 +103,6 @@ describe("component refusals", () => {
           engine: engine(p),
           serviceConfig: { listen: { host: "0.0.0.0", port: 8080 }, sites: {}, computers: {} },
           controlToken: pulumi.secret("t"),
-          dependsOn: [],
         }),
     ).toThrow(
       "on target ec2 the gateway is published on its host's loopback; give reachedAt, the local URL of the SSH tunnel to it",
