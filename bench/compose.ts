@@ -101,11 +101,18 @@ export async function composeFileOf(stack: string): Promise<string> {
   }
   for (const network of Object.keys(networks))
     networks[network].internal = (await api.getNetwork(network).inspect()).Internal === true;
-  // The deploy's order: the gateway beside its sites and captures (its health waits for them), each proxy after a
-  // healthy gateway, each browser after its proxy.
+  // The deploy's order, each proxy after a healthy gateway, each browser after its proxy; but the gateway after its
+  // sites and captures, where the deploy creates it beside them: compose gives up on a container its health check
+  // has called unhealthy, and a gateway whose sites are slow to start (many stacks at once) is, for a while; the
+  // deploy waits for it to turn healthy.
   const byRole = (role: string) =>
     containers.filter((c) => c.Config.Labels["multienv.role"] === role).map((c) => c.Name.slice(1));
   const gateway = byRole("gateway")[0];
+  (services[gateway] as Record<string, unknown>).depends_on = [
+    ...byRole("website-server"),
+    ...byRole("website-frontend"),
+    ...byRole("capture"),
+  ];
   for (const proxy of byRole("site-proxy"))
     (services[proxy] as Record<string, unknown>).depends_on = { [gateway]: { condition: "service_healthy" } };
   for (const browser of byRole("browser")) {

@@ -111,6 +111,8 @@ async function round(n: number): Promise<Round> {
     const started = performance.now();
     await Promise.all(stacks.map((s) => deployStack(spec(s), { preview: false })));
     const deploySeconds = (performance.now() - started) / 1000;
+    // Said at once: compose, run after, may fail where the deploy did not.
+    console.log(`${n} env(s) at once: deployed in ${deploySeconds.toFixed(1)} s`);
     // Idle: nothing drives the envs; the first seconds after a deploy still settle (Chromium's start tabs).
     await new Promise((r) => setTimeout(r, 10_000));
     const ids = Object.fromEntries(await Promise.all(stacks.map(async (s) => [s, await containerIds(s)] as const)));

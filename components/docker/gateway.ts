@@ -65,7 +65,9 @@ export class Gateway extends pulumi.ComponentResource {
         envs: [envEntry(ENV_VARS.gatewayConfig, configJson), envEntry(ENV_VARS.controlToken, args.controlToken)],
         healthcheck: gatewayHealthcheck(plan),
         wait: true,
-        waitTimeout: GATEWAY_WAIT_TIMEOUT_SECONDS,
+        // Twice the gateway's own wait, as on a cluster: created beside its websites, it waits for their containers
+        // to come up too, which takes longest when many stacks deploy on one engine at once.
+        waitTimeout: GATEWAY_WAIT_TIMEOUT_SECONDS * 2,
         restart: RESTART,
         labels: containerLabels(engine, { [LABELS.role]: ROLES.gateway }),
       },
