@@ -1,7 +1,7 @@
 // The same containers as a deployed stack, as a docker-compose file: what the benches run beside a deploy, so
 // the engine's own tool starts exactly what the Pulumi engine did (images by id, env, networks and aliases,
 // network_mode service:<target> for the capture sidecars, capabilities, mounts, ports, health checks, and the
-// deploy's order: the gateway after its sites, the proxies after a healthy gateway, each browser after its proxy).
+// deploy's order: the gateway beside its sites, the proxies after a healthy gateway, each browser after its proxy).
 import YAML from "yaml";
 import { engineClient } from "../src/engines/docker";
 
@@ -101,18 +101,12 @@ export async function composeFileOf(stack: string): Promise<string> {
   }
   for (const network of Object.keys(networks))
     networks[network].internal = (await api.getNetwork(network).inspect()).Internal === true;
-  // The deploy's order, each proxy after a healthy gateway, each browser after its proxy; but the gateway after its
-  // sites and captures, where the deploy creates it beside them: compose gives up on a container its health check
-  // has called unhealthy, and a gateway whose sites are slow to start (many stacks at once) is, for a while; the
-  // deploy waits for it to turn healthy.
+  // The deploy's order: the gateway beside its sites and captures (its health check's start period covers their
+  // start, so compose waits for it rather than giving up on it), each proxy after a healthy gateway, each browser
+  // after its proxy.
   const byRole = (role: string) =>
     containers.filter((c) => c.Config.Labels["multienv.role"] === role).map((c) => c.Name.slice(1));
   const gateway = byRole("gateway")[0];
-  (services[gateway] as Record<string, unknown>).depends_on = [
-    ...byRole("website-server"),
-    ...byRole("website-frontend"),
-    ...byRole("capture"),
-  ];
   for (const proxy of byRole("site-proxy"))
     (services[proxy] as Record<string, unknown>).depends_on = { [gateway]: { condition: "service_healthy" } };
   for (const browser of byRole("browser")) {

@@ -6,7 +6,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { GatewayServiceConfig, Plan } from "../../src/plan";
 import {
   DEFAULT_CAPABILITIES,
-  GATEWAY_WAIT_TIMEOUT_SECONDS,
+  GATEWAY_START_SECONDS,
   gatewayHealthcheck,
   gatewayMounts,
   gatewayNetworks,
@@ -65,9 +65,7 @@ export class Gateway extends pulumi.ComponentResource {
         envs: [envEntry(ENV_VARS.gatewayConfig, configJson), envEntry(ENV_VARS.controlToken, args.controlToken)],
         healthcheck: gatewayHealthcheck(plan),
         wait: true,
-        // Twice the gateway's own wait, as on a cluster: created beside its websites, it waits for their containers
-        // to come up too, which takes longest when many stacks deploy on one engine at once.
-        waitTimeout: GATEWAY_WAIT_TIMEOUT_SECONDS * 2,
+        waitTimeout: GATEWAY_START_SECONDS,
         restart: RESTART,
         labels: containerLabels(engine, { [LABELS.role]: ROLES.gateway }),
       },

@@ -6,7 +6,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import type { GatewayServiceConfig, Plan } from "../../src/plan";
 import { gatewayReadyCommand, type PlannedPod } from "../../src/plan/kubernetes";
-import { GATEWAY_WAIT_TIMEOUT_SECONDS } from "../../src/plan/wiring";
+import { GATEWAY_START_SECONDS } from "../../src/plan/wiring";
 import { ENV_VARS } from "../../src/protocol/env";
 import { portForwardUrl, type GatewayPortForward } from "../../src/protocol/port-forward";
 import type { KubernetesTarget } from "./target";
@@ -88,8 +88,8 @@ export class KubernetesGateway extends pulumi.ComponentResource {
         ...options,
         dependsOn: [...(options.dependsOn as pulumi.Resource[]), ...args.dependsOn],
         customTimeouts: {
-          create: `${GATEWAY_WAIT_TIMEOUT_SECONDS * 2}s`,
-          update: `${GATEWAY_WAIT_TIMEOUT_SECONDS * 2}s`,
+          create: `${GATEWAY_START_SECONDS}s`,
+          update: `${GATEWAY_START_SECONDS}s`,
         },
       },
     );

@@ -193,6 +193,13 @@ export function sharedNetworkMode(targetContainerId: string): string {
 }
 
 /**
+ * Seconds the deploy waits for the gateway to turn healthy before it fails. The gateway is created beside its
+ * websites' containers and its health check passes once they are up, so this covers their start as well as its
+ * own, which takes longest when many stacks deploy on one engine at once.
+ */
+export const GATEWAY_START_SECONDS = 240;
+
+/**
  * The gateway's health check: `/healthz` on its published listener answers 200 only when every site server is
  * ready and every capture is writing, and the gateway container is created with `wait`, so a deploy whose capture
  * is not running fails. node is in the gateway image (the gateway is a node service), so the check needs no curl.
@@ -214,11 +221,17 @@ export function gatewayHealthcheck(plan: Pick<Plan, "gateway">): {
     "read -r status <&3",
     `[[ "$status" == "HTTP/1."?" 200 "* ]]`,
   ].join(" && ");
-  return { tests: ["CMD", "bash", "-c", script], interval: "1s", timeout: "5s", retries: 3, startPeriod: "30s" };
+  // Failed checks count only after the start period, and the first check that passes ends it: as long as the
+  // deploy's wait, so a gateway whose websites are still starting on a crowded engine is starting, not unhealthy
+  // (which the provider's wait takes as a failed deploy).
+  return {
+    tests: ["CMD", "bash", "-c", script],
+    interval: "1s",
+    timeout: "5s",
+    retries: 3,
+    startPeriod: `${GATEWAY_START_SECONDS}s`,
+  };
 }
-
-/** Seconds the deploy waits for the gateway to turn healthy before it fails. */
-export const GATEWAY_WAIT_TIMEOUT_SECONDS = 120;
 
 /**
  * Where the gateway's ports are published. docker: its published listener on loopback only, on a port the engine
