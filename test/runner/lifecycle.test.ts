@@ -16,7 +16,7 @@ import {
 } from "../../src/runner/stack/outputs";
 import { describeUrn, ProgressReporter, resourcesInDeployment, StepCounter } from "../../src/runner/stack/progress";
 import { withStackLock } from "../../src/runner/stack/lock";
-import { backendUrlFor, specConfigMap } from "../../src/runner/stack/workspace";
+import { backendUrlFor, configChanges, specConfigMap } from "../../src/runner/stack/workspace";
 import { cleanup, tempDir } from "../helpers/processes";
 
 afterAll(cleanup);
@@ -46,6 +46,28 @@ describe("workspace", () => {
       "multienv:websites": { value: '{"shop":{"domains":["shop.test"]}}', secret: false },
       "aws:region": { value: "eu-west-1", secret: false },
       "multienv:githubToken": { value: "ghp_x", secret: true },
+    });
+  });
+
+  it("reopening a stack writes only the config that changed, and removes what the spec no longer names", () => {
+    const current = {
+      "multienv:target": { value: "docker", secret: false },
+      "multienv:captureTraffic": { value: "true", secret: false },
+      "multienv:githubToken": { value: "ghp_x", secret: true },
+      "multienv:old": { value: "1", secret: false },
+    };
+    expect(configChanges(current, current)).toEqual({ stale: [], changed: {} });
+    const { stale, changed } = configChanges(current, {
+      "multienv:target": { value: "docker", secret: false },
+      "multienv:captureTraffic": { value: "false", secret: false },
+      "multienv:githubToken": { value: "ghp_x", secret: false },
+      "multienv:new": { value: "2", secret: false },
+    });
+    expect(stale).toEqual(["multienv:old"]);
+    expect(changed).toEqual({
+      "multienv:captureTraffic": { value: "false", secret: false },
+      "multienv:githubToken": { value: "ghp_x", secret: false },
+      "multienv:new": { value: "2", secret: false },
     });
   });
 });

@@ -119,6 +119,23 @@ export function specConfigMap(spec: StackSpec): ConfigMap {
   return map;
 }
 
+/**
+ * What turns a stack's config `current` into `wanted`: the keys to remove and the entries to set. An entry whose
+ * value and secrecy already match is left out, so reopening an unchanged stack writes nothing (each write is a
+ * CLI call, and every episode of a task reopens its stack).
+ */
+export function configChanges(current: ConfigMap, wanted: ConfigMap): { stale: string[]; changed: ConfigMap } {
+  const stale = Object.keys(current).filter((k) => !(k in wanted));
+  const changed: ConfigMap = {};
+  for (const [k, entry] of Object.entries(wanted)) {
+    const now = current[k];
+    if (now === undefined || now.value !== entry.value || Boolean(now.secret) !== Boolean(entry.secret)) {
+      changed[k] = entry;
+    }
+  }
+  return { stale, changed };
+}
+
 function stackFileOf(projectDir: string, stack: string): string {
   return join(projectDir, "stacks", `Pulumi.${stack}.yaml`);
 }
@@ -177,11 +194,9 @@ export async function openStack(stackOrSpec: string | StackSpec, options: Worksp
         ? await Stack.createOrSelect(name, workspace)
         : await Stack.select(name, workspace);
     if (spec !== undefined) {
-      const wanted = specConfigMap(spec);
-      const current = await stack.getAllConfig();
-      const stale = Object.keys(current).filter((k) => !(k in wanted));
+      const { stale, changed } = configChanges(await stack.getAllConfig(), specConfigMap(spec));
       if (stale.length > 0) await stack.removeAllConfig(stale);
-      await stack.setAllConfig(wanted);
+      if (Object.keys(changed).length > 0) await stack.setAllConfig(changed);
     }
   } catch (error) {
     throw explain(error, name, options.doing ?? "opening the stack");
