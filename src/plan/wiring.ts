@@ -229,8 +229,21 @@ export function gatewayHealthcheck(plan: Pick<Plan, "gateway">): {
     interval: "1s",
     timeout: "5s",
     retries: 3,
-    startPeriod: `${GATEWAY_START_SECONDS}s`,
+    startPeriod: goDuration(GATEWAY_START_SECONDS),
   };
+}
+
+/**
+ * Whole seconds as Go's `time.Duration` prints them (`30s`, `4m0s`, `1h0m0s`). The docker provider reads a health
+ * check's durations back in that form, so any other spelling of the same time is a diff on every later deploy.
+ */
+export function goDuration(seconds: number): string {
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  if (h > 0) return `${h}h${m}m${s}s`;
+  if (m > 0) return `${m}m${s}s`;
+  return `${s}s`;
 }
 
 /**

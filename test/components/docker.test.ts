@@ -9,7 +9,7 @@ import {
   type Plan,
 } from "../../src/plan";
 import { validateStackConfig } from "../../src/config";
-import { GATEWAY_START_SECONDS } from "../../src/plan/wiring";
+import { GATEWAY_START_SECONDS, goDuration } from "../../src/plan/wiring";
 import { computerAgentToken, computerControlToken } from "../../src/protocol/auth";
 import type { Graph } from "../../src/runner/check/graph";
 import {
@@ -208,7 +208,8 @@ describe("docker target", () => {
     // Its wait covers its websites' containers coming up beside it, not only its own start, and a check that fails
     // while they start counts only after that wait: a crowded engine's slow sites do not make it unhealthy.
     expect(gateway.waitTimeout).toBe(GATEWAY_START_SECONDS);
-    expect(gateway.healthcheck.startPeriod).toBe(`${GATEWAY_START_SECONDS}s`);
+    // Spelt as the provider reads it back (Go's duration form), or every later deploy would replace the gateway.
+    expect(gateway.healthcheck.startPeriod).toBe(goDuration(GATEWAY_START_SECONDS));
     // On its published listener, which is bound to the gateway's ingress address alone; checked every second, so
     // the deploy's wait ends soon after the gateway is up.
     expect(gateway.healthcheck.tests.slice(0, 3)).toEqual(["CMD", "bash", "-c"]);

@@ -6,6 +6,7 @@ import {
   captureCommand,
   gatewayNetworks,
   gatewayPublish,
+  goDuration,
   proxyNetworks,
   serverNetworks,
   websiteSettingsJson,
@@ -13,6 +14,20 @@ import {
 import { planned, computer, site } from "./layout-fixture";
 
 describe("wiring", () => {
+  it("spells durations as Go prints them, the form the docker provider reads a health check back in", () => {
+    expect([0, 1, 30, 59, 60, 240, 3599, 3600, 3661].map(goDuration)).toEqual([
+      "0s",
+      "1s",
+      "30s",
+      "59s",
+      "1m0s",
+      "4m0s",
+      "59m59s",
+      "1h0m0s",
+      "1h1m1s",
+    ]);
+  });
+
   it("puts a live site's server on egress and a synthetic one's not", () => {
     const p = planned({});
     expect(serverNetworks(p, site(p, "gh")).map((n) => n.network)).toEqual(["s-env", "s-egress"]);
