@@ -97,7 +97,7 @@ async function round(target: "docker" | "kubernetes", i: number): Promise<Round>
   const file = path.join(REPO, "stacks", target === "docker" ? "Pulumi.demo.yaml" : "Pulumi.demo-kubernetes.yaml");
   const spec = specFromStackFile(file, stack);
   const started = Date.now();
-  await deployStack(spec, { preview: false, selfTest: false, log: () => undefined });
+  await deployStack(spec, { selfTest: false, log: () => undefined });
   const deploySeconds = (Date.now() - started) / 1000;
   await sleep(IDLE_SECONDS * 1000);
   const idleMemoryMib = target === "docker" ? await dockerMemoryMib(stack) : clusterMemoryMib(stack);

@@ -106,7 +106,7 @@ async function main(): Promise<void> {
   };
   let containers: number;
   try {
-    await deployStack(spec, { preview: false, selfTest: false });
+    await deployStack(spec, { selfTest: false });
     containers = (await api.listContainers({ filters: { label: [`multienv.stack=${STACK}`] } })).length;
     for (let round = 1; round <= ROUNDS; round++) {
       await leaveTraces();
@@ -117,7 +117,7 @@ async function main(): Promise<void> {
       figures.downUp.push(
         await timed(async () => {
           await destroyStack(STACK);
-          await deployStack(spec, { preview: false, selfTest: false });
+          await deployStack(spec, { selfTest: false });
         }),
       );
       console.log(

@@ -109,7 +109,7 @@ async function round(n: number): Promise<Round> {
   const composeDir = mkdtempSync(path.join(tmpdir(), "multienv-bench-scale-"));
   try {
     const started = performance.now();
-    await Promise.all(stacks.map((s) => deployStack(spec(s), { preview: false })));
+    await Promise.all(stacks.map((s) => deployStack(spec(s))));
     const deploySeconds = (performance.now() - started) / 1000;
     // Said at once: compose, run after, may fail where the deploy did not.
     console.log(`${n} env(s) at once: deployed in ${deploySeconds.toFixed(1)} s`);

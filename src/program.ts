@@ -27,6 +27,7 @@ import {
 import { SELF_TEST_ENV } from "./plan/self-test";
 import { isPoolStack } from "./config/pool-load";
 import { cleanUpPooledSites, leasedAccountsOutput, leasePooledSites, poolProgram } from "./program-pools";
+import { countsAsStep, formatDeclaredResources } from "./protocol/declared-resources";
 
 /** The repository root: recording images' build contexts are written under it. */
 const REPO_ROOT = path.resolve(__dirname, "..");
@@ -115,6 +116,20 @@ async function projectImageIds(planned: Plan, probe: boolean): Promise<ProjectIm
   return Object.fromEntries(roles.map((role) => [role, found[role]!.id]));
 }
 
+/**
+ * Counts every resource constructed from here on that the engine takes a step on. Each constructor runs the stack's
+ * transformations as it is called, before any input resolves, so once the env's components are constructed the
+ * count is whole, seconds before the engine's last step.
+ */
+function countDeclaredResources(): { count: number } {
+  const declared = { count: 0 };
+  pulumi.runtime.registerStackTransformation((args) => {
+    if (countsAsStep(args.type)) declared.count++;
+    return undefined;
+  });
+  return declared;
+}
+
 export async function multienvProgram(
   options: ProgramOptions = {},
 ): Promise<MultiEnvOutputs | Record<string, unknown>> {
@@ -147,6 +162,7 @@ export async function multienvProgram(
 
   // A pooled live site's account is leased first: a stack that gets none fails with nothing of it created.
   const pooled = await leasePooledSites(result.plan, stack, options.waitForAccounts !== false);
+  const declared = countDeclaredResources();
   try {
     const env = new MultiEnv(stack, {
       accounts: pooled.settings,
@@ -158,6 +174,7 @@ export async function multienvProgram(
       engineMachine,
     });
     cleanUpPooledSites(pooled, env, stack);
+    pulumi.log.debug(formatDeclaredResources(declared.count));
     const accounts = leasedAccountsOutput(pooled);
     return accounts === undefined ? env.outputs : { ...env.outputs, accounts };
   } catch (error) {

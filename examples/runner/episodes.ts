@@ -72,7 +72,7 @@ async function main(): Promise<void> {
   const stack = args.find((a) => !a.startsWith("--")) ?? "episodes-demo";
   const log = (line: string) => console.log(`  ${line}`);
   console.log(`deploying ${stack}`);
-  const env = await deployStack(demoTask(stack), { preview: false, selfTest: !args.includes("--no-self-test"), log });
+  const env = await deployStack(demoTask(stack), { selfTest: !args.includes("--no-self-test"), log });
   try {
     for (let n = 1; n <= EPISODES; n++) {
       const { line, grade } = await episode(env, n === EPISODES ? WRONG_SKUS : undefined);

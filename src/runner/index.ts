@@ -131,7 +131,11 @@ function artifactsDir(opened: OpenedStack, options: RunnerOptions): string {
 }
 
 export interface DeployOptions extends RunnerOptions {
-  /** Count the steps with a preview first, so progress reads done/total (default true). */
+  /**
+   * Preview first, an engine run of its own (several seconds): a provider's refusal then stops the deploy before
+   * anything changes, and progress counts the preview's steps, deletions included (default false: progress counts
+   * what the program declares).
+   */
   preview?: boolean;
   /** Put secret outputs (the control token) in `displayed` in plain text. */
   showSecrets?: boolean;
@@ -252,9 +256,9 @@ export async function deployStack(
       log(`stack ${opened.name}: ${line}`),
     );
     const progress = new ProgressReporter(log);
-    if (options.preview !== false) {
+    if (options.preview === true) {
       const counter = new StepCounter();
-      log(`stack ${opened.name}: previewing to count the resources…`);
+      log(`stack ${opened.name}: previewing…`);
       const previewErrors: string[] = [];
       await opened.stack
         .preview({

@@ -1,8 +1,10 @@
 // The program entry Pulumi runs (Pulumi.yaml main: index.ts) and how it stops on bad input.
 import { execFileSync } from "node:child_process";
 import { resolve } from "node:path";
-import { describe, expect, it } from "vitest";
+import * as pulumi from "@pulumi/pulumi";
+import { describe, expect, it, vi } from "vitest";
 import { multienvProgram } from "../../src/program";
+import { countsAsStep, parseDeclaredResources } from "../../src/protocol/declared-resources";
 import { GraphError } from "../../src/runner/check/graph";
 import { graphOf } from "./helpers";
 
@@ -15,6 +17,32 @@ describe("program", () => {
       encoding: "utf8",
     });
     expect(out).toBe(`function ${multienvProgram.name}`);
+  });
+
+  it("tells the runner how many resources it declares, every one the engine will take a step on", async () => {
+    const websites = {
+      shop: {
+        domains: ["shop.test"],
+        server: { image: "multienv/sample-shop-server" },
+        frontend: { image: "multienv/sample-shop-frontend" },
+      },
+      gh: { live: true, domains: ["github.com"], server: { image: "multienv/sample-live-server" } },
+    };
+    const computers = { desktop: { network: ["example.org"] }, offline: { network: "none" } };
+    for (const target of ["docker", "kubernetes"]) {
+      const debug = vi.spyOn(pulumi.log, "debug");
+      try {
+        const graph = await graphOf(`count-${target}`, { target, captureTraffic: true, websites, computers });
+        const declared = debug.mock.calls.map(([message]) => parseDeclaredResources(message));
+        expect(
+          declared.filter((count) => count !== undefined),
+          target,
+        ).toEqual([graph.resources.filter((r) => countsAsStep(r.type)).length]);
+        expect(graph.resources.filter((r) => countsAsStep(r.type)).length, target).toBeGreaterThan(10);
+      } finally {
+        debug.mockRestore();
+      }
+    }
   });
 
   it("stops a refused plan with one line per problem, naming each config path", async () => {

@@ -162,11 +162,13 @@ async function startBareEngine(): Promise<{
 }
 
 let gatewayUrl: string;
+/** What the first deploy reported as it went. */
+const progressLines: string[] = [];
 
 beforeAll(async () => {
   await sweepStack(api, STACK);
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
-  const deployed = await deployStack(spec());
+  const deployed = await deployStack(spec(), { log: (line) => progressLines.push(line) });
   gatewayUrl = deployed.outputs.gatewayUrl;
 }, 300_000);
 
@@ -227,6 +229,22 @@ describe("a task stack under the real engine", () => {
     expect(token.code).toBe(0);
     expect(token.stdout.trim()).toBe((await gatewayAccess(STACK)).controlToken);
     expect(token.stdout.trim()).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("counts its progress against what the program declared, with no preview: every step, none unknown", async () => {
+    const exported = await pulumi(["stack", "export", "--stack", STACK]);
+    expect(exported.code).toBe(0);
+    const resources = (JSON.parse(exported.stdout).deployment.resources as { type: string }[]).filter(
+      (r) => r.type !== "pulumi:pulumi:Stack" && !r.type.startsWith("pulumi:providers:"),
+    );
+    const counted = progressLines.filter((line) => /^\[\d+\/(\d+|\?)\] /.test(line));
+    expect(progressLines.some((line) => line.includes("previewing"))).toBe(false);
+    expect(counted.length).toBeGreaterThan(resources.length);
+    // Steps may start before the count arrives; from the first done on, every line has the total.
+    const finished = counted.filter((line) => line.includes("] done: "));
+    expect(finished.length).toBe(resources.length);
+    for (const line of finished) expect(line).toMatch(new RegExp(`^\\[\\d+/${resources.length}\\] done: `));
+    expect(finished.at(-1)).toMatch(new RegExp(`^\\[${resources.length}/${resources.length}\\] `));
   });
 
   it("reports no changes on a second up and on preview --expect-no-changes", async () => {

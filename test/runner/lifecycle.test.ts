@@ -15,6 +15,7 @@ import {
   syntheticDomainsOf,
 } from "../../src/runner/stack/outputs";
 import { describeUrn, ProgressReporter, resourcesInDeployment, StepCounter } from "../../src/runner/stack/progress";
+import { formatDeclaredResources, parseDeclaredResources } from "../../src/protocol/declared-resources";
 import { withStackLock } from "../../src/runner/stack/lock";
 import { backendUrlFor, configChanges, specConfigMap } from "../../src/runner/stack/workspace";
 import { cleanup, tempDir } from "../helpers/processes";
@@ -151,6 +152,9 @@ function pre(urn: string, type: string, op = "create"): EngineEvent {
     resourcePreEvent: { metadata: { op, urn, type, provider: "" } },
   } as unknown as EngineEvent;
 }
+function diagnostic(message: string, severity: "debug" | "info"): EngineEvent {
+  return { sequence: 0, timestamp: 0, diagnosticEvent: { message, color: "never", severity } } as EngineEvent;
+}
 function done(urn: string, type: string, op = "create"): EngineEvent {
   return {
     sequence: 0,
@@ -219,6 +223,22 @@ describe("progress", () => {
     };
     expect(resourcesInDeployment(deployment)).toBe(2);
     expect(resourcesInDeployment({ deployment: {} })).toBe(0);
+  });
+
+  it("takes the total from the count the program declares, read off the event stream's debug diagnostics", () => {
+    const lines: string[] = [];
+    const progress = new ProgressReporter((l) => lines.push(l));
+    // Another debug line, and the count's text at another severity (a resource could log it), change nothing.
+    progress.onEvent(diagnostic("Registering resource: t=pulumi:pulumi:Stack", "debug"));
+    progress.onEvent(diagnostic(formatDeclaredResources(9), "info"));
+    progress.onEvent(pre(SERVER_URN, "docker:index/container:Container"));
+    progress.onEvent(diagnostic(`${formatDeclaredResources(2)}\n`, "debug"));
+    progress.onEvent(done(SERVER_URN, "docker:index/container:Container"));
+    expect(lines).toEqual([
+      "[0/?] create docker:index/container:Container t-shop-server …",
+      "[1/2] done: create docker:index/container:Container t-shop-server",
+    ]);
+    expect(parseDeclaredResources("multienv: resources declared: x")).toBeUndefined();
   });
 
   it("shows an unknown total as ?", () => {

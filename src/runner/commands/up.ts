@@ -4,7 +4,7 @@ import { checkFirst, type CommonOptions, note, runAction, say, withProjectDir } 
 
 interface UpOptions extends CommonOptions {
   showSecrets?: boolean;
-  preview: boolean;
+  preview?: boolean;
   json?: boolean;
   selfTest: boolean;
   accountWait?: string;
@@ -27,7 +27,11 @@ export function register(program: Command): void {
       )
       .argument("<stack>", "the stack (task) name")
       .option("--show-secrets", "print secret outputs (the control token) instead of [secret]")
-      .option("--no-preview", "skip the preview that counts the resources (progress then shows done/?)")
+      .option(
+        "--preview",
+        "preview first (several seconds more): a provider's refusal stops the deploy before anything changes",
+      )
+      .option("--no-preview", "deploy without a preview (the default; accepted for scripts that pass it)")
       .option("--json", "print the outputs as one JSON object")
       .option(
         "--account-wait <duration>",

@@ -1,6 +1,8 @@
 // Progress of an update from the engine's events: how many resources are done out of how many, and which one
-// is being worked on. The total comes from counting the steps of a preview (or is unknown, shown as `?`).
+// is being worked on. The total is what the program says it declared, or the steps a preview counted (unknown
+// until either: `?`).
 import type { EngineEvent } from "@pulumi/pulumi/automation";
+import { countsAsStep, parseDeclaredResources } from "../../protocol/declared-resources";
 
 /** `urn:pulumi:stack::project::type::name` -> `type name` (the last type of a nested type chain). */
 export function describeUrn(urn: string): string {
@@ -12,7 +14,7 @@ export function describeUrn(urn: string): string {
 
 /** True for steps that are a resource of the stack (not a provider or the stack itself). */
 function counts(urn: string, type: string): boolean {
-  return type !== "pulumi:pulumi:Stack" && !type.startsWith("pulumi:providers:") && urn !== "";
+  return countsAsStep(type) && urn !== "";
 }
 
 /**
@@ -74,6 +76,12 @@ export class ProgressReporter {
       return;
     }
     const diagnostic = event.diagnosticEvent;
+    // The engine sends debug diagnostics too, though the Automation API's type leaves that severity out.
+    if (diagnostic && (diagnostic.severity as string) === "debug") {
+      const declared = parseDeclaredResources(diagnostic.message);
+      if (declared !== undefined) this.total ??= declared;
+      return;
+    }
     if (diagnostic && diagnostic.severity === "error") this.print(`error: ${diagnostic.message.trim().split("\n")[0]}`);
   };
 
