@@ -140,9 +140,11 @@ export function browserMounts(computer: PlannedComputer): VolumeMount[] {
  * the script watches for that and exits; the sidecar's restart policy starts it again, in the new namespace. The
  * files of the run that ended keep their packets under a run number (`<site>-<role>.run<K>.pcap<N>`: tcpdump
  * would number its new files from 0 and overwrite them), so the listing shows the restart as a gap between runs.
- * Docker gives up on a sidecar whose restart finds its website container not running, so the script waits a few
- * seconds before it exits; a container that takes longer to come back leaves its sidecar stopped, which /healthz
- * reports (its capture is not writing) until a `multienv reset` or a redeploy starts it again.
+ * Docker gives up for good on a sidecar whose restart cannot join its website container's namespace: while that
+ * container is restarting, Docker still names the namespace by its dead process (`lstat /proc/<pid>/ns/net: no such
+ * file`), so the script waits `CAPTURE_REJOIN_WAIT_SECONDS` before it exits. A container that takes longer to come
+ * back leaves its sidecar stopped, which /healthz reports (its capture is not writing) until a `multienv reset` or a
+ * redeploy starts it again.
  */
 export function captureCommand(plan: Pick<Plan, "capture">, sidecar: PlannedCapture, ownPort?: number): string[] {
   const base = `${CAPTURES_DIR}/${sidecar.filePrefix.replace(/\.pcap$/, "")}`;
@@ -155,6 +157,14 @@ export function captureCommand(plan: Pick<Plan, "capture">, sidecar: PlannedCapt
  * of the pod listens there, and its connections are left out of the capture by that address and port alone.
  */
 export const CAPTURE_POD_IP_ENV = "MULTIENV_POD_IP";
+
+/**
+ * Seconds a capture sidecar that lost its website container's namespace waits before it exits to be started again in
+ * the new one. Docker restarts a crashed container after 100 ms, but on a busy engine its start took over 3 s (the
+ * wait this replaced), and a sidecar started before it is given up on; the cost is a capture gap this long after a
+ * crash, against losing the rest of the episode's capture.
+ */
+export const CAPTURE_REJOIN_WAIT_SECONDS = 10;
 
 /** The capture sidecar's script (see `captureCommand`); POSIX sh, builtins alone in its loop but `sleep`. */
 export const CAPTURE_SCRIPT = [
@@ -180,9 +190,9 @@ export const CAPTURE_SCRIPT = [
   'attached() { while read -r line; do case $line in *"|"*|lo:*) ;; *:*) return 0 ;; esac; done </proc/net/dev; return 1; }',
   "while kill -0 $pid 2>/dev/null; do",
   "  sleep 1 & wait $!",
-  // Docker starts the sidecar again at once, and gives up for good if the website container is not running yet
-  // ("cannot join network of a non running container"): give a restarting container a few seconds first.
-  "  attached || { kill $pid; wait $pid; sleep 3; exit 75; }",
+  // Docker starts the sidecar again at once, and gives up for good if the website container has not started yet:
+  // give a restarting container time first.
+  `  attached || { kill $pid; wait $pid; sleep ${CAPTURE_REJOIN_WAIT_SECONDS}; exit 75; }`,
   "done",
   "wait $pid",
 ].join("\n");
