@@ -160,9 +160,9 @@ export const CAPTURE_POD_IP_ENV = "MULTIENV_POD_IP";
 
 /**
  * Seconds a capture sidecar that lost its website container's namespace waits before it exits to be started again in
- * the new one. Docker restarts a crashed container after 100 ms, but on a busy engine its start took over 3 s (the
- * wait this replaced), and a sidecar started before it is given up on; the cost is a capture gap this long after a
- * crash, against losing the rest of the episode's capture.
+ * the new one. Docker restarts a crashed container after 100 ms, but on a busy engine its start has taken over 3 s,
+ * and a sidecar started before it is given up on; the cost is a capture gap this long after a crash, against losing
+ * the rest of the episode's capture.
  */
 export const CAPTURE_REJOIN_WAIT_SECONDS = 10;
 

@@ -1,7 +1,8 @@
 // How many resources the program declared, as it tells the runner: one debug diagnostic, written once the env is
 // declared. The engine puts debug diagnostics in the event stream the Automation API reads but a plain `pulumi up`
 // does not show them, so the runner's progress reads done/total without a preview of its own (an engine run of
-// several seconds) and the CLI's display stays as it was.
+// several seconds) and the CLI's display stays as it was. The SDK sends its log lines one at a time, so the count
+// reaches the engine behind the debug lines of each registration: the first components may finish before it.
 
 const PREFIX = "multienv: resources declared: ";
 
