@@ -160,9 +160,10 @@ export async function multienvProgram(
     projectImageIds(result.plan, options.probeEngine !== false),
   ]);
 
+  // Counting starts before the leases, which are steps too.
+  const declared = countDeclaredResources();
   // A pooled live site's account is leased first: a stack that gets none fails with nothing of it created.
   const pooled = await leasePooledSites(result.plan, stack, options.waitForAccounts !== false);
-  const declared = countDeclaredResources();
   try {
     const env = new MultiEnv(stack, {
       accounts: pooled.settings,
