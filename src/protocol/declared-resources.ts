@@ -20,6 +20,7 @@ export function formatDeclaredResources(count: number): string {
 export function parseDeclaredResources(text: string): number | undefined {
   const trimmed = text.trim();
   if (!trimmed.startsWith(PREFIX)) return undefined;
-  const count = Number(trimmed.slice(PREFIX.length));
-  return Number.isSafeInteger(count) && count >= 0 ? count : undefined;
+  const digits = trimmed.slice(PREFIX.length);
+  if (!/^\d{1,9}$/.test(digits)) return undefined;
+  return Number(digits);
 }

@@ -241,6 +241,39 @@ describe("progress", () => {
     expect(parseDeclaredResources("multienv: resources declared: x")).toBeUndefined();
   });
 
+  it("takes the count only from the program's own line, tied to no resource, and only as a number", () => {
+    const lines: string[] = [];
+    const progress = new ProgressReporter((l) => lines.push(l));
+    const fromResource = diagnostic(formatDeclaredResources(9), "debug");
+    fromResource.diagnosticEvent!.urn = SERVER_URN;
+    progress.onEvent(fromResource);
+    for (const text of ["0x10", "1e2", " 3.5", "-1", "12345678901"])
+      progress.onEvent(diagnostic(`multienv: resources declared: ${text}`, "debug"));
+    progress.onEvent(pre(SERVER_URN, "docker:index/container:Container"));
+    progress.onEvent(diagnostic(formatDeclaredResources(2), "debug"));
+    progress.onEvent(done(SERVER_URN, "docker:index/container:Container"));
+    expect(lines).toEqual([
+      "[0/?] create docker:index/container:Container t-shop-server …",
+      "[1/2] done: create docker:index/container:Container t-shop-server",
+    ]);
+  });
+
+  it("adds the deletes of what the program no longer declares to the total it declared", () => {
+    const lines: string[] = [];
+    const progress = new ProgressReporter((l) => lines.push(l));
+    progress.onEvent(diagnostic(formatDeclaredResources(1), "debug"));
+    progress.onEvent(pre(GATEWAY_URN, "docker:index/container:Container", "update"));
+    progress.onEvent(done(GATEWAY_URN, "docker:index/container:Container", "update"));
+    progress.onEvent(pre(SERVER_URN, "docker:index/container:Container", "delete"));
+    progress.onEvent(done(SERVER_URN, "docker:index/container:Container", "delete"));
+    expect(lines).toEqual([
+      "[0/1] update docker:index/container:Container t-gateway …",
+      "[1/1] done: update docker:index/container:Container t-gateway",
+      "[1/2] delete docker:index/container:Container t-shop-server …",
+      "[2/2] done: delete docker:index/container:Container t-shop-server",
+    ]);
+  });
+
   it("shows an unknown total as ?", () => {
     const lines: string[] = [];
     const progress = new ProgressReporter((l) => lines.push(l));

@@ -1,6 +1,6 @@
 // Progress of an update from the engine's events: how many resources are done out of how many, and which one
-// is being worked on. The total is what the program says it declared, or the steps a preview counted (unknown
-// until either: `?`).
+// is being worked on. The total is the steps a preview counted (or a destroy's state holds), else what the program
+// says it declared plus the deletes of what it no longer declares (unknown until either: `?`).
 import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { countsAsStep, parseDeclaredResources } from "../../protocol/declared-resources";
 
@@ -45,6 +45,10 @@ export class StepCounter {
 export class ProgressReporter {
   private readonly done = new Set<string>();
   private readonly started = new Set<string>();
+  /** What the program says it declared, when no total was given. */
+  private declared?: number;
+  /** Resources the program no longer declares, which the update deletes: steps beyond what it declared. */
+  private undeclared = 0;
 
   constructor(
     private readonly print: (line: string) => void,
@@ -56,14 +60,15 @@ export class ProgressReporter {
   }
 
   private count(): string {
-    const total = this.total !== undefined && this.total >= this.done.size ? String(this.total) : "?";
-    return `[${this.done.size}/${total}]`;
+    const total = this.total ?? (this.declared === undefined ? undefined : this.declared + this.undeclared);
+    return `[${this.done.size}/${total !== undefined && total >= this.done.size ? total : "?"}]`;
   }
 
   readonly onEvent = (event: EngineEvent): void => {
     const pre = event.resourcePreEvent?.metadata;
     if (pre && counts(pre.urn, pre.type) && !this.started.has(pre.urn)) {
       this.started.add(pre.urn);
+      if (pre.op === "delete" || pre.op === "discard") this.undeclared++;
       if (pre.op !== "same") this.print(`${this.count()} ${pre.op} ${describeUrn(pre.urn)} …`);
       return;
     }
@@ -76,10 +81,11 @@ export class ProgressReporter {
       return;
     }
     const diagnostic = event.diagnosticEvent;
-    // The engine sends debug diagnostics too, though the Automation API's type leaves that severity out.
+    // The engine sends debug diagnostics too, though the Automation API's type leaves that severity out. The count
+    // is the program's own line, tied to no resource: a provider's or a resource's log cannot set it.
     if (diagnostic && (diagnostic.severity as string) === "debug") {
-      const declared = parseDeclaredResources(diagnostic.message);
-      if (declared !== undefined) this.total ??= declared;
+      const declared = diagnostic.urn ? undefined : parseDeclaredResources(diagnostic.message);
+      if (declared !== undefined) this.declared ??= declared;
       return;
     }
     if (diagnostic && diagnostic.severity === "error") this.print(`error: ${diagnostic.message.trim().split("\n")[0]}`);
