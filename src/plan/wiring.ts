@@ -192,7 +192,8 @@ export const CAPTURE_SCRIPT = [
   "  sleep 1 & wait $!",
   // Docker starts the sidecar again at once, and gives up for good if the website container has not started yet:
   // give a restarting container time first.
-  `  attached || { kill $pid; wait $pid; sleep ${CAPTURE_REJOIN_WAIT_SECONDS}; exit 75; }`,
+  // In the background, as the loop's sleep: a foreground sleep would hold the stop trap until it ends.
+  `  attached || { kill $pid; wait $pid; sleep ${CAPTURE_REJOIN_WAIT_SECONDS} & wait $!; exit 75; }`,
   "done",
   "wait $pid",
 ].join("\n");
@@ -248,6 +249,7 @@ export function gatewayHealthcheck(plan: Pick<Plan, "gateway">): {
  * check's durations back in that form, so any other spelling of the same time is a diff on every later deploy.
  */
 export function goDuration(seconds: number): string {
+  if (!Number.isSafeInteger(seconds) || seconds < 0) throw new Error(`goDuration: ${seconds} is not whole seconds`);
   const h = Math.floor(seconds / 3600);
   const m = Math.floor((seconds % 3600) / 60);
   const s = seconds % 60;

@@ -26,7 +26,7 @@ function fakeTcpdump(dir: string): string {
 }
 
 /** Runs the script in a new network namespace after `setup` (shell lines run there first); resolves its exit. */
-function runScript(dir: string, setup: string): { exited: Promise<{ code: number | null; ms: number }> } {
+function runScript(dir: string, setup: string): { exited: Promise<{ code: number | null; ms: number }>; stop(): void } {
   const started = Date.now();
   const child = spawn(
     "unshare",
@@ -35,6 +35,8 @@ function runScript(dir: string, setup: string): { exited: Promise<{ code: number
   );
   return {
     exited: new Promise((resolve) => child.on("exit", (code) => resolve({ code, ms: Date.now() - started }))),
+    // As `docker stop` does: TERM to the script (exec'd by sh inside unshare, so the child's own pid).
+    stop: () => child.kill("SIGTERM"),
   };
 }
 
@@ -53,6 +55,17 @@ describe.skipIf(!canUnshare)("the capture sidecar's script", () => {
     expect(ms).toBeGreaterThan(2_400 + wait);
     expect(ms).toBeLessThan(6_000 + wait);
     expect(fs.readFileSync(path.join(dir, "shop-server.pcap0"), "utf8")).toBe("packets\n");
+  }, 30_000);
+
+  it("stops at once on TERM while it waits to rejoin, within Docker's stop grace period", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-capture-script-"));
+    // Loopback alone: the script finds no interface at once and starts its wait; TERM comes 1 s into it.
+    const { exited, stop } = runScript(dir, "");
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    stop();
+    const { code, ms } = await exited;
+    expect(code).toBe(0);
+    expect(ms).toBeLessThan(1_500 + 3_000);
   }, 30_000);
 
   it("keeps the files of earlier runs under run numbers of their own, never overwriting one", async () => {

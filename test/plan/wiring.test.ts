@@ -26,6 +26,8 @@ describe("wiring", () => {
       "1h0m0s",
       "1h1m1s",
     ]);
+    // Go prints a fraction of a second as ms or µs; nothing asks for one, so it is refused, not misspelt.
+    for (const bad of [0.5, 90.1, -1]) expect(() => goDuration(bad)).toThrow(/not whole seconds/);
   });
 
   it("puts a live site's server on egress and a synthetic one's not", () => {
