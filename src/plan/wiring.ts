@@ -191,8 +191,8 @@ export const CAPTURE_SCRIPT = [
   "while kill -0 $pid 2>/dev/null; do",
   "  sleep 1 & wait $!",
   // Docker starts the sidecar again at once, and gives up for good if the website container has not started yet:
-  // give a restarting container time first.
-  // In the background, as the loop's sleep: a foreground sleep would hold the stop trap until it ends.
+  // give a restarting container time first, sleeping in the background as the loop does (a foreground sleep would
+  // hold the stop trap until it ends).
   `  attached || { kill $pid; wait $pid; sleep ${CAPTURE_REJOIN_WAIT_SECONDS} & wait $!; exit 75; }`,
   "done",
   "wait $pid",
