@@ -69,6 +69,9 @@ const EMPTY_SHA256 = createHash("sha256").digest("hex");
  */
 const DECODE_AT_END_BYTES = 64 * 1024;
 
+/** A body whose decoding ends in the streaming decoder, asynchronously. */
+const STREAMED = Symbol("streamed");
+
 /** One body passing as it crossed the wire: its first `limit` bytes kept, every byte counted and hashed. */
 class BodyTap {
   private readonly kept: Buffer[] = [];
@@ -115,8 +118,11 @@ class BodyTap {
     return decoder;
   }
 
-  /** What the body's Content-Encoding made of it once it ended (`whole`: every byte of it arrived). */
-  async decoding(whole: boolean): Promise<BodyDecoding | undefined> {
+  /**
+   * What the body's Content-Encoding made of it once it ended (`whole`: every byte of it arrived), when that is known
+   * at once: no coding, one the log does not decode, or a short body decoded whole. Else STREAMED: `decoding` tells.
+   */
+  decodingNow(whole: boolean): BodyDecoding | undefined | typeof STREAMED {
     if (this.coding === undefined || this.bytes === 0) return undefined;
     const codings = this.codings;
     if (codings === undefined) return { coding: this.coding, unsupported: true };
@@ -124,8 +130,15 @@ class BodyTap {
       const decoded = decodeWhole(codings, this.body(), this.limit);
       if (decoded !== undefined) return { coding: this.coding, ...decoded };
     }
+    return STREAMED;
+  }
+
+  /** What the body's Content-Encoding made of it once it ended, the streaming decoder's end awaited when needed. */
+  async decoding(whole: boolean): Promise<BodyDecoding | undefined> {
+    const now = this.decodingNow(whole);
+    if (now !== STREAMED) return now;
     this.decoder ??= this.streamingDecoder();
-    return { coding: this.coding, ...(await this.decoder.end(whole)) };
+    return { coding: this.coding!, ...(await this.decoder.end(whole)) };
   }
 
   /** The bytes kept, without a copy when they came in one chunk. */
@@ -251,12 +264,18 @@ export class ExchangeRecording implements ExchangeTap {
     if (this.finished) return;
     this.finished = true;
     const endedPerf = performance.now();
+    const requestWhole = this.requestEndedPerf !== undefined;
     const answered = end === "complete" || end === "proxy answer";
+    // Most exchanges need no streaming decoder: their entry is made and written now, with no promise to wait on
+    // (a request's CPU is the measure of the log's cost, and a promise chain per entry was a good part of it).
+    const request = this.requestBody.decodingNow(requestWhole);
+    const response = this.responseBody.decodingNow(answered);
+    if (request !== STREAMED && response !== STREAMED)
+      return this.recorder.write(() => this.entry(end, endedPerf, request, response));
     this.recorder.writeWhen(
-      Promise.all([
-        this.requestBody.decoding(this.requestEndedPerf !== undefined),
-        this.responseBody.decoding(answered),
-      ]).then(([request, response]) => this.entry(end, endedPerf, request, response)),
+      Promise.all([this.requestBody.decoding(requestWhole), this.responseBody.decoding(answered)]).then(
+        ([requestDecoding, responseDecoding]) => this.entry(end, endedPerf, requestDecoding, responseDecoding),
+      ),
     );
   }
 
@@ -276,7 +295,7 @@ export class ExchangeRecording implements ExchangeTap {
     const responseHeaders = answer ? this.headers(answer.rawHeaders) : [];
     const responseType = (answer && headerOf(answer.rawHeaders, "content-type")) ?? "";
     const requestEnded = this.requestEndedPerf ?? this.answeredPerf ?? endedPerf;
-    const harEntry: Entry = {
+    const made: RequestLogEntry = {
       startedDateTime: this.startedAt.toISOString(),
       time: span(this.startedPerf, endedPerf),
       request: {
@@ -315,9 +334,6 @@ export class ExchangeRecording implements ExchangeTap {
       },
       ...(answer?.serverAddress ? { serverIPAddress: answer.serverAddress } : {}),
       connection: start.connection,
-    };
-    return {
-      ...harEntry,
       _multienv: {
         computer: this.recorder.options.computer,
         logId: start.logId,
@@ -328,8 +344,9 @@ export class ExchangeRecording implements ExchangeTap {
         response: { bytes: response.bytes, sha256: response.sha256, cut: keptPart(response, responseDecoding) },
         ...(this.droppedMessages > 0 ? { webSocketMessagesDropped: this.droppedMessages } : {}),
       },
-      ...(this.messages ? { _webSocketMessages: this.messages.map((m) => ({ ...m, data: scrub.text(m.data) })) } : {}),
     };
+    if (this.messages) made._webSocketMessages = this.messages.map((m) => ({ ...m, data: scrub.text(m.data) }));
+    return made;
   }
 
   private headers(rawHeaders: string[]): Header[] {
@@ -539,15 +556,27 @@ class Recorder implements RequestRecorder {
     return new ExchangeRecording(start, this);
   }
 
+  /** Makes an entry and writes it; a failure to make it is told on stderr, never thrown into the forwarding. */
+  write(make: () => RequestLogEntry): void {
+    try {
+      this.file.append(JSON.stringify(make()));
+    } catch (err) {
+      this.failed(err);
+    }
+  }
+
   /** Writes an entry once it is made (its bodies decoded); flushed() and close() wait for it. */
   writeWhen(entry: Promise<RequestLogEntry>): void {
-    const written = entry
-      .then((made) => this.file.append(JSON.stringify(made)))
-      .catch((err: unknown) => {
-        process.stderr.write(`multienv-site-proxy: cannot write a request log entry: ${(err as Error).message}\n`);
-      });
+    const written = entry.then(
+      (made) => this.write(() => made),
+      (err: unknown) => this.failed(err),
+    );
     this.pending.add(written);
     void written.finally(() => this.pending.delete(written));
+  }
+
+  private failed(err: unknown): void {
+    process.stderr.write(`multienv-site-proxy: cannot write a request log entry: ${(err as Error).message}\n`);
   }
 
   async flushed(): Promise<void> {

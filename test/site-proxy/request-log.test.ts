@@ -608,4 +608,27 @@ describe("the request log's files", () => {
     expect(indexes.at(-1)).toBe(11);
     for (const file of files) expect(fs.statSync(path.join(dir, file)).size).toBeLessThanOrEqual(4096 + 2048);
   });
+
+  it("tell of an entry the disk refuses, and begin a new file for the next rather than append after a torn line", async () => {
+    const dir = path.join(tempDir(), "requests");
+    const refusing = await startProxy({
+      gateway: gateway.url,
+      sites: { shop: ["shop.test"] },
+      requestLog: { dir, computer: "agent", bodyLimitBytes: LIMIT },
+    });
+    // The first file is a device that refuses every write (ENOSPC), as a full disk does.
+    fs.symlinkSync("/dev/full", path.join(dir, "requests.0.jsonl"));
+    onCleanup(() => fs.rmSync(path.join(dir, "requests.0.jsonl"), { force: true }));
+    expect((await curl(refusing.url, "http://shop.test/page?i=refused")).status).toBe(200);
+    await until("the refusal told on stderr", () =>
+      /cannot write a request log entry: ENOSPC/.test(refusing.stderr()) ? true : undefined,
+    );
+    expect((await curl(refusing.url, "http://shop.test/page?i=kept")).status).toBe(200);
+    const next = path.join(dir, "requests.1.jsonl");
+    const entries = await until("the next entry in the next file", () => {
+      const written = fs.existsSync(next) ? parseRequestLog(fs.readFileSync(next, "utf8")) : [];
+      return written.length > 0 ? written : undefined;
+    });
+    expect(entries.map((e) => e.request.url)).toEqual(["http://shop.test/page?i=kept"]);
+  });
 });
