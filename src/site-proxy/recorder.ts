@@ -120,7 +120,7 @@ class BodyTap {
 
   /**
    * What the body's Content-Encoding made of it once it ended (`whole`: every byte of it arrived), when that is known
-   * at once: no coding, one the log does not decode, or a short body decoded whole. Else STREAMED: `decoding` tells.
+   * at once: no coding, one the log does not decode, or a short body decoded whole. Else STREAMED: `streamed` tells.
    */
   decodingNow(whole: boolean): BodyDecoding | undefined | typeof STREAMED {
     if (this.coding === undefined || this.bytes === 0) return undefined;
@@ -133,10 +133,8 @@ class BodyTap {
     return STREAMED;
   }
 
-  /** What the body's Content-Encoding made of it once it ended, the streaming decoder's end awaited when needed. */
-  async decoding(whole: boolean): Promise<BodyDecoding | undefined> {
-    const now = this.decodingNow(whole);
-    if (now !== STREAMED) return now;
+  /** What the body's Content-Encoding made of it, when that is STREAMED: the streaming decoder's end. */
+  async streamed(whole: boolean): Promise<BodyDecoding> {
     this.decoder ??= this.streamingDecoder();
     return { coding: this.coding!, ...(await this.decoder.end(whole)) };
   }
@@ -273,9 +271,10 @@ export class ExchangeRecording implements ExchangeTap {
     if (request !== STREAMED && response !== STREAMED)
       return this.recorder.write(() => this.entry(end, endedPerf, request, response));
     this.recorder.writeWhen(
-      Promise.all([this.requestBody.decoding(requestWhole), this.responseBody.decoding(answered)]).then(
-        ([requestDecoding, responseDecoding]) => this.entry(end, endedPerf, requestDecoding, responseDecoding),
-      ),
+      Promise.all([
+        request === STREAMED ? this.requestBody.streamed(requestWhole) : request,
+        response === STREAMED ? this.responseBody.streamed(answered) : response,
+      ]).then(([requestDecoding, responseDecoding]) => this.entry(end, endedPerf, requestDecoding, responseDecoding)),
     );
   }
 
