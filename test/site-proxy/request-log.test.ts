@@ -104,6 +104,14 @@ async function startGateway(): Promise<{ url: string; server: http.Server }> {
         res.writeHead(200, { "Content-Type": "text/html", "Content-Encoding": "gzip" });
         return res.end(CORRUPT_GZIP);
       }
+      const sized = /^\/website\/shop\/sized\/(\d+)$/.exec(url)?.[1];
+      if (sized !== undefined) {
+        // In chunks of 1,000 bytes, so the limit falls inside one.
+        res.writeHead(200, { "Content-Type": "text/plain" });
+        const body = BIG_BODY.slice(0, Number(sized));
+        for (let at = 0; at < body.length; at += 1000) res.write(body.slice(at, at + 1000));
+        return res.end();
+      }
       if (url === "/website/shop/big") {
         res.writeHead(200, { "Content-Type": "text/plain" });
         return res.end(BIG_BODY);
@@ -307,6 +315,23 @@ describe("the request log of a site proxy", () => {
       sha256: createHash("sha256").update(BIG_BODY).digest("hex"),
       cut: true,
     });
+  });
+
+  it("gives a body of exactly the limit whole, and one a byte longer cut, each with its whole SHA-256", async () => {
+    for (const [size, cut] of [
+      [LIMIT, false],
+      [LIMIT + 1, true],
+    ] as const) {
+      const result = await curl(proxy.url, `https://shop.test/sized/${size}`, tls(["--http2"]));
+      expect(result.body.length).toBe(size);
+      const entry = await entryFor(`the ${size}-byte answer's entry`, (e) => e.request.url.endsWith(`/sized/${size}`));
+      expect(entry.response.content.text).toBe(BIG_BODY.slice(0, LIMIT));
+      expect(entry._multienv.response).toEqual({
+        bytes: size,
+        sha256: createHash("sha256").update(BIG_BODY.slice(0, size)).digest("hex"),
+        cut,
+      });
+    }
   });
 
   it("records a gzip and a brotli answer decoded, with the bytes saved, as valid HAR", async () => {
@@ -621,7 +646,7 @@ describe("the request log's files", () => {
     onCleanup(() => fs.rmSync(path.join(dir, "requests.0.jsonl"), { force: true }));
     expect((await curl(refusing.url, "http://shop.test/page?i=refused")).status).toBe(200);
     await until("the refusal told on stderr", () =>
-      /cannot write a request log entry: ENOSPC/.test(refusing.stderr()) ? true : undefined,
+      /cannot write (a request log entry|\d+ request log entries): ENOSPC/.test(refusing.stderr()) ? true : undefined,
     );
     expect((await curl(refusing.url, "http://shop.test/page?i=kept")).status).toBe(200);
     const next = path.join(dir, "requests.1.jsonl");
