@@ -3,6 +3,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { SiteProxyLogRecord } from "../protocol/site-proxy";
+import { TurnWrites, writeWhole } from "./turn-writes";
 
 /** A record as handed to the log: the log stamps the time. */
 export type LogEntry = SiteProxyLogRecord extends infer R
@@ -41,33 +42,34 @@ function line(entry: LogEntry): string {
 }
 
 /**
- * A log that writes asynchronously, so the proxy's hot path never waits on the disk. The lines of one turn of the
- * event loop go out in one write (at the end of that turn): under load that is one write for many connections.
+ * The proxy's log, written as turn-writes.ts writes: the lines of one turn of the event loop together, at its end,
+ * under load one write for many connections.
  */
 export function openEventLog(file: string): EventLog {
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  const stream = fs.createWriteStream(file, { flags: "a" });
-  stream.on("error", (err) =>
-    process.stderr.write(`multienv-site-proxy: cannot write the log ${file}: ${err.message}\n`),
-  );
-  let pending: string[] = [];
-  const flush = () => {
-    if (pending.length === 0) return;
-    stream.write(pending.join(""));
-    pending = [];
-  };
+  /** The open file; opened with the first write, so a file that cannot take one is told of as writes fail. */
+  let fd: number | undefined;
+  const turn = new TurnWrites((text) => {
+    try {
+      fd ??= fs.openSync(file, "a");
+      writeWhole(fd, text);
+    } catch (err) {
+      process.stderr.write(`multienv-site-proxy: cannot write the log ${file}: ${(err as Error).message}\n`);
+    }
+  });
   return {
     write(entry) {
-      if (pending.length === 0) setImmediate(flush);
-      pending.push(line(entry));
+      turn.add(line(entry));
     },
     flushed() {
-      flush();
-      return new Promise((resolve) => stream.write("", () => resolve()));
+      turn.flush();
+      return Promise.resolve();
     },
     close() {
-      flush();
-      return new Promise((resolve) => stream.end(resolve));
+      turn.flush();
+      if (fd !== undefined) fs.closeSync(fd);
+      fd = undefined;
+      return Promise.resolve();
     },
   };
 }

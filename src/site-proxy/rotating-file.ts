@@ -3,13 +3,11 @@
 // starts again begins a new file after the last one, never appending to a file whose last line a crash may have torn;
 // a write that fails does the same.
 //
-// The lines of one turn of the event loop are written together at its end (setImmediate), synchronously, in one
-// write: a write costs a system call whatever it carries (about 28 us here), and a stream's asynchronous write
-// costs more again, a hand-off to libuv's threads and a turn of the loop for its callback, per write. So an entry is
-// on disk within the turn its exchange ended in, and a proxy killed after that loses none.
+// Its lines are written as turn-writes.ts writes them: those of one turn of the event loop together, at its end.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REQUEST_LOG_FILE_PATTERN, requestLogFileName } from "../protocol/request-log";
+import { TurnWrites, writeWhole } from "./turn-writes";
 
 export interface RotatingFile {
   /** Appends one line (without its newline), written at the end of this turn of the event loop. */
@@ -42,8 +40,6 @@ export function openRotatingFile(dir: string, fileBytes: number, files: number):
   let written = 0;
   /** The open file; opened with the first write, so a directory that cannot take one is told of as writes fail. */
   let fd: number | undefined;
-  /** The lines of this turn, each with its newline, for the file `index`. */
-  let waiting: string[] = [];
   const removeOld = () => {
     for (const old of requestLogFiles(dir).filter((i) => i <= index - files))
       fs.rm(path.join(dir, requestLogFileName(old)), { force: true }, () => undefined);
@@ -61,39 +57,34 @@ export function openRotatingFile(dir: string, fileBytes: number, files: number):
     written = 0;
     removeOld();
   };
-  const write = () => {
-    if (waiting.length === 0) return;
-    const lines = waiting;
-    waiting = [];
-    const bytes = Buffer.from(lines.join(""));
+  const turn = new TurnWrites((text, lines) => {
     try {
       fd ??= fs.openSync(path.join(dir, requestLogFileName(index)), "a");
-      for (let at = 0; at < bytes.length; ) at += fs.writeSync(fd, bytes, at);
+      writeWhole(fd, text);
     } catch (err) {
       // Part of the lines may be in the file: nothing more goes after them.
       next();
-      const what = lines.length === 1 ? "a request log entry" : `${lines.length} request log entries`;
+      const what = lines === 1 ? "a request log entry" : `${lines} request log entries`;
       process.stderr.write(`multienv-site-proxy: cannot write ${what}: ${(err as Error).message}\n`);
     }
-  };
+  });
   removeOld();
   return {
     append(line) {
       const bytes = Buffer.byteLength(line) + 1;
       if (written > 0 && written + bytes > fileBytes) {
-        write();
+        turn.flush();
         next();
       }
-      if (waiting.length === 0) setImmediate(write);
-      waiting.push(line + "\n");
+      turn.add(line + "\n");
       written += bytes;
     },
     flushed() {
-      write();
+      turn.flush();
       return Promise.resolve();
     },
     close() {
-      write();
+      turn.flush();
       closeFile();
       return Promise.resolve();
     },
