@@ -8,7 +8,7 @@ import * as fs from "node:fs";
 /** Writes all of `text` to `fd` (one write may take only part of it). */
 export function writeWhole(fd: number, text: string): void {
   const bytes = Buffer.from(text);
-  for (let at = 0; at < bytes.length; ) at += fs.writeSync(fd, bytes, at);
+  for (let at = 0; at < bytes.length;) at += fs.writeSync(fd, bytes, at);
 }
 
 /** Lines waiting for the end of the turn they were made in. */
