@@ -3,7 +3,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { SiteProxyLogRecord } from "../protocol/site-proxy";
-import { TurnWrites, writeWhole } from "./turn-writes";
+import { TurnWrites } from "./turn-writes";
 
 /** A record as handed to the log: the log stamps the time. */
 export type LogEntry = SiteProxyLogRecord extends infer R
@@ -47,15 +47,10 @@ function line(entry: LogEntry): string {
  */
 export function openEventLog(file: string): EventLog {
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  /** The open file; opened with the first write, so a file that cannot take one is told of as writes fail. */
-  let fd: number | undefined;
-  const turn = new TurnWrites((text) => {
-    try {
-      fd ??= fs.openSync(file, "a");
-      writeWhole(fd, text);
-    } catch (err) {
-      process.stderr.write(`multienv-site-proxy: cannot write the log ${file}: ${(err as Error).message}\n`);
-    }
+  const turn = new TurnWrites({
+    open: () => fs.openSync(file, "a"),
+    tell: (message) => process.stderr.write(`multienv-site-proxy: the log ${file}: ${message}\n`),
+    noun: ["line", "lines"],
   });
   return {
     write(entry) {
@@ -66,9 +61,7 @@ export function openEventLog(file: string): EventLog {
       return Promise.resolve();
     },
     close() {
-      turn.flush();
-      if (fd !== undefined) fs.closeSync(fd);
-      fd = undefined;
+      turn.close();
       return Promise.resolve();
     },
   };

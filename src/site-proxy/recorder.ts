@@ -231,7 +231,10 @@ export class ExchangeRecording implements ExchangeTap {
     this.responseBody = new BodyTap(recorder.options.bodyLimitBytes);
   }
 
+  // A body may go on passing after its exchange's entry was made (an upload the site answered before reading it
+  // all): what passes then is not the entry's.
   requestChunk(chunk: Buffer): void {
+    if (this.finished) return;
     this.requestBody.add(chunk);
   }
 
@@ -246,6 +249,7 @@ export class ExchangeRecording implements ExchangeTap {
   }
 
   responseChunk(chunk: Buffer): void {
+    if (this.finished) return;
     this.responseBody.add(chunk);
   }
 

@@ -3,20 +3,32 @@
 // log entry here), and a stream's asynchronous write costs more again, per write: a hand-off to libuv's threads and a
 // turn of the loop for its callback. Written synchronously, a turn's lines are in the page cache before the next
 // turn begins, so a proxy killed after that loses none of them.
+//
+// A write that fails (a full disk) loses that turn's lines and nothing else: the file is opened again for the next
+// turn, which begins with a newline when part of the failed write went in, so no whole line follows a torn one on its
+// line (readers skip a line that is not whole). The failure is told once, and how many lines it cost once writes
+// work again.
 import * as fs from "node:fs";
 
-/** Writes all of `text` to `fd` (one write may take only part of it). */
-export function writeWhole(fd: number, text: string): void {
-  const bytes = Buffer.from(text);
-  for (let at = 0; at < bytes.length;) at += fs.writeSync(fd, bytes, at);
+export interface TurnFile {
+  /** The file's descriptor, opened when a turn's lines are first written and after a failed write. */
+  open(): number;
+  /** Tells of a failure: its first write that failed, or the lines lost once writes work again. */
+  tell(message: string): void;
+  /** What a line is called in `tell`'s messages, one and many: `["request log entry", "request log entries"]`. */
+  noun: [string, string];
 }
 
-/** Lines waiting for the end of the turn they were made in. */
+/** Lines waiting for the end of the turn they were made in, and the file they go to. */
 export class TurnWrites {
   private waiting: string[] = [];
+  private fd: number | undefined;
+  /** Part of a failed write went in: the next write begins with a newline. */
+  private torn = false;
+  /** Lines lost since writes began to fail; undefined while they work. */
+  private lost: number | undefined;
 
-  /** `write` is handed the waiting lines joined, and how many they are. */
-  constructor(private readonly write: (text: string, lines: number) => void) {}
+  constructor(private readonly file: TurnFile) {}
 
   /** Adds a line (with its newline), written at the end of this turn. */
   add(line: string): void {
@@ -29,6 +41,34 @@ export class TurnWrites {
     if (this.waiting.length === 0) return;
     const lines = this.waiting;
     this.waiting = [];
-    this.write(lines.join(""), lines.length);
+    const bytes = Buffer.from((this.torn ? "\n" : "") + lines.join(""));
+    let at = 0;
+    try {
+      this.fd ??= this.file.open();
+      while (at < bytes.length) at += fs.writeSync(this.fd, bytes, at);
+    } catch (err) {
+      if (at > 0) this.torn = true;
+      this.close();
+      if (this.lost === undefined)
+        this.file.tell(`cannot write ${this.count(lines.length)}: ${(err as Error).message}`);
+      this.lost = (this.lost ?? 0) + lines.length;
+      return;
+    }
+    this.torn = false;
+    if (this.lost !== undefined) this.file.tell(`writes work again; ${this.count(this.lost)} lost while they failed`);
+    this.lost = undefined;
   };
+
+  /** Writes the waiting lines and closes the file (a later line opens it again). */
+  close(): void {
+    if (this.waiting.length > 0) this.flush();
+    if (this.fd === undefined) return;
+    const closing = this.fd;
+    this.fd = undefined;
+    fs.close(closing, () => undefined);
+  }
+
+  private count(n: number): string {
+    return n === 1 ? `a ${this.file.noun[0]}` : `${n} ${this.file.noun[1]}`;
+  }
 }

@@ -634,26 +634,32 @@ describe("the request log's files", () => {
     for (const file of files) expect(fs.statSync(path.join(dir, file)).size).toBeLessThanOrEqual(4096 + 2048);
   });
 
-  it("tell of an entry the disk refuses, and begin a new file for the next rather than append after a torn line", async () => {
+  it("tell once of entries the disk refuses, keep the file, and go on in it once writes work again", async () => {
     const dir = path.join(tempDir(), "requests");
     const refusing = await startProxy({
       gateway: gateway.url,
       sites: { shop: ["shop.test"] },
       requestLog: { dir, computer: "agent", bodyLimitBytes: LIMIT },
     });
-    // The first file is a device that refuses every write (ENOSPC), as a full disk does.
-    fs.symlinkSync("/dev/full", path.join(dir, "requests.0.jsonl"));
-    onCleanup(() => fs.rmSync(path.join(dir, "requests.0.jsonl"), { force: true }));
-    expect((await curl(refusing.url, "http://shop.test/page?i=refused")).status).toBe(200);
-    await until("the refusal told on stderr", () =>
-      /cannot write (a request log entry|\d+ request log entries): ENOSPC/.test(refusing.stderr()) ? true : undefined,
-    );
+    const file = path.join(dir, "requests.0.jsonl");
+    // The file is a device that refuses every write (ENOSPC), as a full disk does.
+    fs.symlinkSync("/dev/full", file);
+    onCleanup(() => fs.rmSync(file, { force: true }));
+    for (const i of [1, 2, 3])
+      expect((await curl(refusing.url, `http://shop.test/page?i=refused${i}`)).status).toBe(200);
+    const refusals = () => refusing.stderr().match(/cannot write a request log entry: ENOSPC/g) ?? [];
+    await until("the refusal told on stderr", () => (refusals().length > 0 ? true : undefined));
+    // The disk has room again.
+    fs.rmSync(file);
+    fs.writeFileSync(file, "");
     expect((await curl(refusing.url, "http://shop.test/page?i=kept")).status).toBe(200);
-    const next = path.join(dir, "requests.1.jsonl");
-    const entries = await until("the next entry in the next file", () => {
-      const written = fs.existsSync(next) ? parseRequestLog(fs.readFileSync(next, "utf8")) : [];
+    const entries = await until("the next entry in the same file", () => {
+      const written = parseRequestLog(fs.readFileSync(file, "utf8"));
       return written.length > 0 ? written : undefined;
     });
     expect(entries.map((e) => e.request.url)).toEqual(["http://shop.test/page?i=kept"]);
+    expect(refusals()).toHaveLength(1);
+    expect(refusing.stderr()).toMatch(/writes work again; 3 request log entries lost while they failed/);
+    expect(fs.readdirSync(dir)).toEqual(["requests.0.jsonl"]);
   });
 });
