@@ -1,5 +1,6 @@
 // The proxy's log: one JSON line per event, appended to a file that the supervisor also appends to.
-// Appends are O_APPEND writes of whole lines, so the two processes' lines never interleave.
+// Appends are O_APPEND writes of whole lines, so the two processes' lines never interleave (what part of a failed
+// write went in is cut off again: turn-writes.ts).
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { SiteProxyLogRecord } from "../protocol/site-proxy";

@@ -45,6 +45,9 @@ export function openRotatingFile(dir: string, fileBytes: number, files: number):
     open: () => fs.openSync(path.join(dir, requestLogFileName(index)), "a"),
     tell: (message) => process.stderr.write(`multienv-site-proxy: request log in ${dir}: ${message}\n`),
     noun: ["request log entry", "request log entries"],
+    // Lines a failed write lost take no room in the file: a disk full for long does not rotate empty files in and
+    // the kept ones out.
+    dropped: (bytes) => (written -= bytes),
   });
   removeOld();
   return {
