@@ -5,8 +5,7 @@
 // HAR's `content.text` is the decoded body: at its end when it is small and arrived whole, else as it streams.
 // Nothing of an exchange is held once its line is written: the memory an exchange costs is bounded by the limit,
 // four times (each way, the bytes as they arrived and the decoded ones).
-import * as crypto from "node:crypto";
-import { createHash, type Hash } from "node:crypto";
+import { createHash, hash, type Hash } from "node:crypto";
 import { isUtf8 } from "node:buffer";
 import { performance } from "node:perf_hooks";
 import type { Readable } from "node:stream";
@@ -69,8 +68,8 @@ const EMPTY_SHA256 = createHash("sha256").digest("hex");
  * the hash object before it).
  */
 const sha256Of: (bytes: Buffer) => string =
-  typeof crypto.hash === "function"
-    ? (bytes) => crypto.hash("sha256", bytes, "hex")
+  typeof hash === "function"
+    ? (bytes) => hash("sha256", bytes, "hex")
     : (bytes) => createHash("sha256").update(bytes).digest("hex");
 
 /**
@@ -577,7 +576,10 @@ class Recorder implements RequestRecorder {
     return new ExchangeRecording(start, this);
   }
 
-  /** Makes an entry and writes it; a failure to make it is told on stderr, never thrown into the forwarding. */
+  /**
+   * Makes an entry and hands it to the file (whose write failures are its own to tell); a failure to make it is told
+   * on stderr, never thrown into the forwarding.
+   */
   write(make: () => RequestLogEntry): void {
     try {
       this.file.append(JSON.stringify(make()));
@@ -597,7 +599,7 @@ class Recorder implements RequestRecorder {
   }
 
   private failed(err: unknown): void {
-    process.stderr.write(`multienv-site-proxy: cannot write a request log entry: ${(err as Error).message}\n`);
+    process.stderr.write(`multienv-site-proxy: cannot make a request log entry: ${(err as Error).message}\n`);
   }
 
   async flushed(): Promise<void> {
