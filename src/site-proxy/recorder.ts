@@ -15,7 +15,7 @@ import type { SecretTokens } from "../protocol/auth";
 import type { BodyDigest, ExchangeEnd, RequestLogEntry, WebSocketMessage } from "../protocol/request-log";
 import type { ExchangeTap, TappedAnswer } from "./forward";
 import { openRotatingFile, type RotatingFile } from "./rotating-file";
-import { readWebSocketMessages } from "./websocket-messages";
+import { readWebSocketMessages, type MessagesSettled } from "./websocket-messages";
 import { REDACTED, Scrubber } from "../protocol/scrub";
 import { BodyDecoder, contentCoding, decodeWhole, type ContentCoding, type Decoded } from "./content-decoding";
 
@@ -201,6 +201,19 @@ function decodeQueryPart(part: string): string {
   }
 }
 
+/**
+ * How long a closed WebSocket's entry waits for its last messages' inflate: a moment on any loop, but an entry is never
+ * held back for good by a reader that stalls.
+ */
+const MESSAGES_SETTLE_LIMIT_MS = 2_000;
+
+/** `settling`, or nothing after `ms`, whichever comes first. */
+function settledWithin(settling: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms).unref()));
+  return Promise.race([settling, limit]).finally(() => clearTimeout(timer));
+}
+
 /** Milliseconds between two performance.now() readings, at least 0, to the microsecond. */
 function span(from: number | undefined, to: number | undefined): number {
   if (from === undefined || to === undefined) return 0;
@@ -216,10 +229,14 @@ export class ExchangeRecording implements ExchangeTap {
   private readonly responseBody: BodyTap;
   private answer: TappedAnswer | undefined;
   private messages: WebSocketMessage[] | undefined;
+  /** When the WebSocket's messages read so far are all in `messages` (some may still be inflating at its close). */
+  private messagesSettled: MessagesSettled | undefined;
   /** Bytes of the messages kept: together they keep to the body limit. */
   private messageBytes = 0;
   private droppedMessages = 0;
   private finished = false;
+  /** Messages read after this are not the entry's. */
+  private entryMade = false;
 
   constructor(
     private readonly start: ExchangeStart,
@@ -257,7 +274,7 @@ export class ExchangeRecording implements ExchangeTap {
     const limit = this.recorder.options.bodyLimitBytes;
     // A limit of 0 keeps no message (and would mean "no limit" to the frame reader).
     if (limit === 0) return;
-    readWebSocketMessages(computer, host, early, head, extensions, limit, (type, opcode, data) =>
+    this.messagesSettled = readWebSocketMessages(computer, host, early, head, extensions, limit, (type, opcode, data) =>
       this.webSocketMessage(type, opcode, data),
     );
   }
@@ -266,7 +283,7 @@ export class ExchangeRecording implements ExchangeTap {
   private webSocketMessage(type: "send" | "receive", opcode: 1 | 2, data: Buffer): void {
     const messages = (this.messages ??= []);
     const limit = this.recorder.options.bodyLimitBytes;
-    if (this.finished || messages.length >= MAX_WEBSOCKET_MESSAGES || this.messageBytes + data.length > limit)
+    if (this.entryMade || messages.length >= MAX_WEBSOCKET_MESSAGES || this.messageBytes + data.length > limit)
       return void this.droppedMessages++;
     this.messageBytes += data.length;
     messages.push({
@@ -288,12 +305,15 @@ export class ExchangeRecording implements ExchangeTap {
     // (a request's CPU is the measure of the log's cost, and a promise chain per entry was a good part of it).
     const request = this.requestBody.decodingNow(requestWhole);
     const response = this.responseBody.decodingNow(answered);
-    if (request !== STREAMED && response !== STREAMED)
+    const messages = this.messagesSettled;
+    if (request !== STREAMED && response !== STREAMED && messages === undefined)
       return this.recorder.write(() => this.entry(end, endedPerf, request, response));
     this.recorder.writeWhen(
       Promise.all([
         request === STREAMED ? this.requestBody.streamed(requestWhole) : request,
         response === STREAMED ? this.responseBody.streamed(answered) : response,
+        // A WebSocket's last messages may still be inflating when it closes: the entry waits for them, a while.
+        messages && settledWithin(messages(), MESSAGES_SETTLE_LIMIT_MS),
       ]).then(([requestDecoding, responseDecoding]) => this.entry(end, endedPerf, requestDecoding, responseDecoding)),
     );
   }
@@ -304,6 +324,7 @@ export class ExchangeRecording implements ExchangeTap {
     requestDecoding: BodyDecoding | undefined,
     responseDecoding: BodyDecoding | undefined,
   ): RequestLogEntry {
+    this.entryMade = true;
     const scrub = this.recorder.scrubber;
     const { start } = this;
     const requestHeaders = this.headers(start.rawHeaders);

@@ -2,7 +2,7 @@
 // `ws` package's own frame parser (Receiver, with permessage-deflate when the two sides chose it), which a proxy
 // should not hand-write. Only reading: what is relayed is the bytes as they came. A side whose frames cannot be read
 // (a message past the limit, a broken frame) is no longer read; the relay goes on.
-import type { Readable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 // The namespace, not the default export: bundled, `ws` is its ES module wrapper, whose default (the WebSocket class)
 // lacks the parts the CommonJS entry hangs on it.
 import * as wsModule from "ws";
@@ -14,7 +14,7 @@ interface WsParts {
     maxPayload: number;
     extensions: Record<string, unknown>;
     skipUTF8Validation: boolean;
-  }) => NodeJS.WritableStream & {
+  }) => Writable & {
     on(event: "message", listener: (data: Buffer, isBinary: boolean) => void): unknown;
     on(event: "error", listener: (err: Error) => void): unknown;
   };
@@ -59,7 +59,13 @@ function reader(
   return receiver;
 }
 
-/** Reads `from`'s frames (after `first`, bytes it sent before the relay began) into `sink`, beside the relay. */
+/** Resolves once every message of the bytes read so far is out of the reader: none waits for its inflate. */
+export type MessagesSettled = () => Promise<void>;
+
+/**
+ * Reads `from`'s frames (after `first`, bytes it sent before the relay began) into `sink`, beside the relay; returns
+ * when what was read so far is all in `sink`.
+ */
 function readSide(
   from: Readable,
   first: Buffer,
@@ -67,23 +73,31 @@ function readSide(
   extensionsHeader: string | undefined,
   maxPayload: number,
   sink: MessageSink,
-): void {
+): MessagesSettled {
   // The computer's frames are a client's (masked): read as a server reads them; the host's as a client does.
   const frames = reader(type === "send", extensionsHeader, maxPayload, (data, isBinary) =>
     sink(type, isBinary ? 2 : 1, data),
   );
-  if (frames === undefined) return;
+  if (frames === undefined) return async () => {};
   // A copy: the reader unmasks a frame in place, and the relay sends on the bytes as they came.
   const onData = (chunk: Buffer) => frames.write(Buffer.from(chunk));
   frames.on("error", () => from.off("data", onData));
   if (first.length > 0) frames.write(Buffer.from(first));
   from.on("data", onData);
+  // A compressed message is inflated off the loop, and its event comes after: the reader calls back a write once it
+  // has parsed all written before it, so an empty write's callback is the moment every message read so far is out.
+  return () =>
+    new Promise<void>((resolve) => {
+      if (frames.destroyed) return resolve();
+      frames.write(Buffer.alloc(0), () => resolve());
+    });
 }
 
 /**
  * Reads the messages of a WebSocket relayed between `computer` and `host`: `early` the computer's bytes sent before
  * the host switched protocols, `head` the host's after its 101, `extensionsHeader` the Sec-WebSocket-Extensions the
- * host chose. A message longer than `maxPayload` ends the reading of its side.
+ * host chose. A message longer than `maxPayload` ends the reading of its side. Returns when what both sides sent so
+ * far is all in `sink`.
  */
 export function readWebSocketMessages(
   computer: Readable,
@@ -93,7 +107,8 @@ export function readWebSocketMessages(
   extensionsHeader: string | undefined,
   maxPayload: number,
   sink: MessageSink,
-): void {
-  readSide(computer, early, "send", extensionsHeader, maxPayload, sink);
-  readSide(host, head, "receive", extensionsHeader, maxPayload, sink);
+): MessagesSettled {
+  const sent = readSide(computer, early, "send", extensionsHeader, maxPayload, sink);
+  const received = readSide(host, head, "receive", extensionsHeader, maxPayload, sink);
+  return async () => void (await Promise.all([sent(), received()]));
 }

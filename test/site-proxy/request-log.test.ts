@@ -2,7 +2,7 @@
 // HTTP/2, real clients through its CONNECT tunnels) as HAR 1.2 entries in rotating files, served on its control
 // listener; bodies kept up to the limit with the whole size and SHA-256, the proxy log's `request` line joined by
 // id, and no token in any byte of any file, in any form withoutTokens recognises.
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as http2 from "node:http2";
@@ -22,6 +22,8 @@ import { curl, type ProxyProcess, startProxy, TEST_TOKEN } from "./helpers";
 import { listenOnLoopback } from "../helpers/servers";
 
 const LIMIT = 64 * 1024;
+/** A long message that compresses little, so reading it for the log takes a while to inflate. */
+const LAST_WORDS = randomBytes(24 * 1024).toString("hex");
 const BIG = 200 * 1024;
 const BINARY = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
 const BIG_BODY = "0123456789abcdef".repeat(BIG / 16);
@@ -145,9 +147,11 @@ async function startGateway(): Promise<{ url: string; server: http.Server }> {
   // WebSockets: each message said back, text as text and binary as binary; compressed when the client offers it.
   const sockets = new WebSocketServer({ noServer: true, perMessageDeflate: { threshold: 0 } });
   server.on("upgrade", (req, socket, head) =>
-    sockets.handleUpgrade(req, socket, head, (ws) =>
-      ws.on("message", (data, isBinary) => ws.send(isBinary ? data : `echo: ${String(data)}`, { binary: isBinary })),
-    ),
+    sockets.handleUpgrade(req, socket, head, (ws) => {
+      // A site that says its last words and hangs up at once: they arrive with the end of the stream.
+      if (req.url?.includes("last-words")) return ws.send(LAST_WORDS, () => ws.terminate());
+      ws.on("message", (data, isBinary) => ws.send(isBinary ? data : `echo: ${String(data)}`, { binary: isBinary }));
+    }),
   );
   const port = await listenOnLoopback(server);
   return { url: `http://127.0.0.1:${port}`, server };
@@ -501,6 +505,28 @@ describe("the request log of a site proxy", () => {
       { type: "receive", opcode: 2, data: binary },
     ]);
     for (const message of entry._webSocketMessages!) expect(message.time).toBeGreaterThan(1_700_000_000);
+  });
+
+  it("records the message a site sends just before it hangs up, though it is still inflating when the socket ends", async () => {
+    for (let round = 0; round < 5; round++) {
+      const secure = await tunnelTls(proxy, "shop.test", ["http/1.1"]);
+      const socket = new WebSocket(`wss://shop.test/socket?last-words=${round}`, {
+        createConnection: () => secure,
+        perMessageDeflate: true,
+      });
+      socket.on("error", () => undefined);
+      const heard = new Promise<string>((resolve) => socket.once("message", (data) => resolve(String(data))));
+      expect(await heard).toBe(LAST_WORDS);
+      const entry = await entryFor("the hung-up WebSocket's entry", (e) =>
+        e.request.url.endsWith(`last-words=${round}`),
+      );
+      expect(entry.response.headers.map((h) => h.name.toLowerCase())).toContain("sec-websocket-extensions");
+      // Said as a line, so a failure does not print the whole message.
+      const said = entry._webSocketMessages!.map(
+        ({ type, data }) => `${type}: ${data === LAST_WORDS ? "the last words" : `${data.length} other characters`}`,
+      );
+      expect(said).toEqual(["receive: the last words"]);
+    }
   });
 
   it("records the WebSocket a page opens in Chromium through its tunnel", async () => {
