@@ -39,6 +39,7 @@ import YAML from "yaml";
 import { composeFileOf, gatewayHealthy } from "./compose";
 import { CONTENDERS, isolatedPageLoads, type PageLoadFigures } from "./page-loads";
 import { engineSettings, specFromStackFile } from "../src/runner/stack/workspace";
+import * as operations from "../src/runner/stack/operations";
 import { LocalWorkspace, Stack, type EngineEvent, type StepEventMetadata } from "@pulumi/pulumi/automation";
 import {
   dependenciesOf,
@@ -111,7 +112,8 @@ let benchStack: Promise<Stack> | undefined;
 
 /**
  * `pulumi up --yes --skip-preview` or `pulumi destroy --yes --skip-preview` on the bench's stack, through the
- * Automation API as the runner runs them: the same CLI command, its events streamed to this process as they happen.
+ * Automation API as the runner runs them (src/runner/stack/operations.ts): the same CLI command, its events streamed
+ * to this process as they happen.
  */
 async function engineOperation(kind: "up" | "destroy"): Promise<Operation> {
   // With the engine settings the runner gives every operation it starts.
@@ -123,8 +125,8 @@ async function engineOperation(kind: "up" | "destroy"): Promise<Operation> {
   const onEvent = (event: EngineEvent) => events.push({ at: performance.now(), event });
   if (EVENTS_DIR !== undefined) mkdirSync(EVENTS_DIR, { recursive: true });
   const started = performance.now();
-  if (kind === "up") await stack.up({ onEvent });
-  else await stack.destroy({ onEvent });
+  if (kind === "up") await operations.up(stack, { onEvent });
+  else await operations.destroy(stack, { onEvent });
   const ended = performance.now();
   return { seconds: (ended - started) / 1000, started, ended, events };
 }

@@ -44,6 +44,7 @@ import { runtimeOf } from "./runtimes/runtimes";
 import type { StateResource as EngineStateResource } from "../engines/docker";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { providePlugin } from "./stack/toolchain";
+import * as operations from "./stack/operations";
 import { parseSelfTestFailure } from "../protocol/self-test-failure";
 import { signIn as signInBrowser, signOut as signOutBrowser } from "./lifecycle/sign-in";
 import { withStackLock } from "./stack/lock";
@@ -279,8 +280,8 @@ export async function deployStack(
       progress.setTotal(counter.total);
     }
     const errors: string[] = [];
-    const result = await opened.stack
-      .up({
+    const result = await operations
+      .up(opened.stack, {
         signal: options.signal,
         onEvent: (event) => {
           progress.onEvent(event);
@@ -317,7 +318,14 @@ export async function deployStack(
       }),
     );
     return bound(
-      { name: opened.name, outputs, displayed: displayOutputs(result.outputs, options.showSecrets) },
+      {
+        name: opened.name,
+        outputs,
+        // The deploy's outputs hold no secret's value: the CLI is asked for them only when they are to be shown.
+        displayed: options.showSecrets
+          ? displayOutputs(await opened.stack.outputs(), true)
+          : displayOutputs(result.outputs),
+      },
       options,
     );
   });
@@ -532,7 +540,13 @@ export async function destroyStack(stack: string, options: DestroyOptions = {}):
       if (down.length > 0) throw new RunnerError(unreachableMessage(opened.name, down));
     }
     const progress = new ProgressReporter(options.log ?? (() => {}), total);
-    const result = await collectThenDestroy(opened.stack, {
+    const stack = opened.stack;
+    const seam = {
+      name: stack.name,
+      outputs: () => stack.outputs(),
+      destroy: operations.destroy.bind(undefined, stack),
+    };
+    const result = await collectThenDestroy(seam, {
       projectDir: opened.projectDir,
       artifactsDir: artifactsDir(opened, options),
       failOnCaptureError: options.failOnCaptureError,

@@ -163,6 +163,8 @@ async function startBareEngine(): Promise<{
 }
 
 let gatewayUrl: string;
+/** The outputs the first deploy returned, secrets masked. */
+let deployedOutputs: Record<string, unknown>;
 /** What the first deploy reported as it went. */
 const progressLines: string[] = [];
 
@@ -171,6 +173,7 @@ beforeAll(async () => {
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
   const deployed = await deployStack(spec(), { log: (line) => progressLines.push(line) });
   gatewayUrl = deployed.outputs.gatewayUrl;
+  deployedOutputs = deployed.displayed;
 }, 300_000);
 
 afterAll(async () => {
@@ -225,6 +228,8 @@ describe("a task stack under the real engine", () => {
       { name: "github", domains: ["github.com"], allowHosts: [], reproducible: false },
     ]);
     expect(outputs.replayedWebsites, "no site of this spec is served from a recording").toEqual([]);
+    // The deploy read its outputs off the engine's events, not the CLI: the same, the secrets masked the same way.
+    expect(deployedOutputs).toEqual(outputs);
 
     const token = await pulumi(["stack", "output", "controlToken", "--show-secrets", "--stack", STACK]);
     expect(token.code).toBe(0);
