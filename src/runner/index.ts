@@ -16,7 +16,6 @@
 // Separate stacks share nothing in the file backend. Operations on the *same* stack from this process are
 // queued one after another (per-stack lock); from another process they meet Pulumi's own stack lock and fail
 // with a one-line error rather than corrupting state.
-import { CONFIG_NAMESPACE } from "../plan/problems";
 import { SELF_TEST_ENV } from "../plan/self-test";
 import { artifactsDirOf } from "./evidence/artifacts";
 import { collectRun, type CollectResult } from "./evidence/collect";
@@ -198,9 +197,8 @@ function bound(result: DeployResult, options: RunnerOptions): DeployedStack {
  * stack trace a provider's exception carries.
  */
 /** The resource plugin the stack's target deploys with: kubernetes on a cluster, docker on every engine. */
-async function pluginOfTarget(opened: OpenedStack): Promise<"docker" | "kubernetes"> {
-  const target = await opened.stack.getConfig(`${CONFIG_NAMESPACE}:target`).catch(() => undefined);
-  return target?.value === "kubernetes" ? "kubernetes" : "docker";
+function pluginOfTarget(opened: OpenedStack): "docker" | "kubernetes" {
+  return opened.target === "kubernetes" ? "kubernetes" : "docker";
 }
 
 /** Adds the text of an engine event's error diagnostic to `errors`, led by the resource it is about. */
@@ -253,9 +251,7 @@ export async function deployStack(
   const programEnv =
     options.selfTest === false ? { ...options.programEnv, [SELF_TEST_ENV]: "off" } : options.programEnv;
   return onStack(stackOrSpec, { ...options, programEnv, create: true }, "deploying", async (opened) => {
-    await providePlugin(await pluginOfTarget(opened), opened.projectDir, (line) =>
-      log(`stack ${opened.name}: ${line}`),
-    );
+    await providePlugin(pluginOfTarget(opened), opened.projectDir, (line) => log(`stack ${opened.name}: ${line}`));
     const progress = new ProgressReporter(log);
     if (options.preview === true) {
       const counter = new StepCounter();

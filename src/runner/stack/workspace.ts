@@ -29,9 +29,21 @@ export { DEFAULT_PROJECT_DIR };
 async function pulumiCommandFor(env: NodeJS.ProcessEnv): Promise<PulumiCommand | undefined> {
   const onPath = (env.PATH ?? "").split(":").some((dir) => dir !== "" && existsSync(join(dir, "pulumi")));
   const built = builtToolchainDir(env);
-  if (onPath || !existsSync(join(built, "bin", "pulumi"))) return undefined;
-  return PulumiCommand.get({ root: built, skipVersionCheck: true });
+  if (!onPath && !existsSync(join(built, "bin", "pulumi"))) return undefined;
+  const root = onPath ? undefined : built;
+  // Asked once per process: getting one runs `pulumi version`, a CLI start that every stack opened paid again.
+  const key = root ?? "PATH";
+  let command = pulumiCommands.get(key);
+  if (command === undefined) {
+    command = PulumiCommand.get({ root, skipVersionCheck: true });
+    pulumiCommands.set(key, command);
+    command.catch(() => pulumiCommands.delete(key));
+  }
+  return command;
 }
+
+/** The CLI found so far in this process, by where it was found (its root, or "PATH"). */
+const pulumiCommands = new Map<string, Promise<PulumiCommand>>();
 
 /**
  * The engine settings every operation the runner starts runs with, unless the user's environment sets them: the
@@ -97,6 +109,8 @@ export interface OpenedStack {
   name: string;
   projectDir: string;
   stack: Stack;
+  /** `multienv:target` as the stack file or spec names it, read without the CLI (undefined: the default). */
+  target?: string;
   /** Serialises operations on this stack in this process (see lock.ts). */
   lockKey: string;
 }
@@ -138,6 +152,25 @@ export function configChanges(current: ConfigMap, wanted: ConfigMap): { stale: s
 
 function stackFileOf(projectDir: string, stack: string): string {
   return join(projectDir, "stacks", `Pulumi.${stack}.yaml`);
+}
+
+const TARGET_KEY = `${CONFIG_NAMESPACE}:target`;
+
+/**
+ * `multienv:target` as the spec or the stack file writes it: the CLI reads it from the same file, and a `config get`
+ * is a CLI start of its own. A file the YAML parser refuses names no target here; the program then says what is wrong.
+ */
+export function configuredTarget(spec: StackSpec | undefined, projectDir: string, name: string): string | undefined {
+  if (spec !== undefined) return specConfigMap(spec)[TARGET_KEY]?.value;
+  try {
+    const parsed = YAML.parse(readFileSync(stackFileOf(projectDir, name), "utf8")) as {
+      config?: Record<string, unknown>;
+    } | null;
+    const target = parsed?.config?.[TARGET_KEY];
+    return typeof target === "string" ? target : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -201,7 +234,13 @@ export async function openStack(stackOrSpec: string | StackSpec, options: Worksp
   } catch (error) {
     throw explain(error, name, options.doing ?? "opening the stack");
   }
-  return { name, projectDir, stack, lockKey: stackLockKey(name, options) };
+  return {
+    name,
+    projectDir,
+    stack,
+    target: configuredTarget(spec, projectDir, name),
+    lockKey: stackLockKey(name, options),
+  };
 }
 
 /** The in-process lock key of a stack: the same stack of the same project in the same backend. */
