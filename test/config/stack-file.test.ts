@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -369,5 +369,16 @@ describe("what the deploy would refuse, refused in the file", () => {
     expect(problemLines(path)).toEqual([
       `multienv: ${path} line 4: not a stack file: its YAML aliases (*name) expand to a value far larger than the file; write each value out instead of aliasing aliases`,
     ]);
+  });
+});
+
+describe("the stack files shipped in stacks/", () => {
+  it("hold no passphrase salt, so each user's first `multienv up` sets one under their own passphrase", () => {
+    // Pulumi writes `encryptionsalt` into a stack file the first time a passphrase meets it; a committed one ties
+    // the stack to that passphrase, and every other user's deploy fails with "incorrect passphrase".
+    const stacks = join(__dirname, "../../stacks");
+    const files = readdirSync(stacks).filter((f) => /^Pulumi\..+\.ya?ml$/.test(f));
+    expect(files.length).toBeGreaterThan(0);
+    for (const file of files) expect(readFileSync(join(stacks, file), "utf8"), file).not.toMatch(/^encryptionsalt:/m);
   });
 });
