@@ -1,7 +1,7 @@
 // The same containers as a deployed stack, as a docker-compose file: what the benches run beside a deploy, so
 // the engine's own tool starts exactly what the Pulumi engine did (images by id, env, networks and aliases,
 // network_mode service:<target> for the capture sidecars, capabilities, mounts, ports, health checks, and the
-// deploy's order: the gateway and the proxies beside its sites, each browser after its proxy).
+// deploy's order: the gateway beside its sites, the proxies after a healthy gateway, each browser after its proxy).
 import YAML from "yaml";
 import { engineClient } from "../src/engines/docker";
 
@@ -101,10 +101,14 @@ export async function composeFileOf(stack: string): Promise<string> {
   }
   for (const network of Object.keys(networks))
     networks[network].internal = (await api.getNetwork(network).inspect()).Internal === true;
-  // The deploy's order: the gateway and the proxies beside its sites and captures (its health check's start period
-  // covers their start, so compose waits for it rather than giving up on it), each browser after its proxy.
+  // The deploy's order: the gateway beside its sites and captures (its health check's start period covers their
+  // start, so compose waits for it rather than giving up on it), each proxy after a healthy gateway, each browser
+  // after its proxy.
   const byRole = (role: string) =>
     containers.filter((c) => c.Config.Labels["multienv.role"] === role).map((c) => c.Name.slice(1));
+  const gateway = byRole("gateway")[0];
+  for (const proxy of byRole("site-proxy"))
+    (services[proxy] as Record<string, unknown>).depends_on = { [gateway]: { condition: "service_healthy" } };
   for (const browser of byRole("browser")) {
     const computer = containers.find((c) => c.Name.slice(1) === browser)!.Config.Labels["multienv.computer"];
     (services[browser] as Record<string, unknown>).depends_on = byRole("site-proxy").filter((p) =>

@@ -10,8 +10,8 @@
 //      Aim: <= 1.5x compose down.
 //   4. compose: `docker-compose up -d` of a compose file holding the same containers (read back from the
 //      deployed stack with docker inspect: images by id, env, networks and aliases, network_mode
-//      service:<target> for the capture sidecars, capabilities, mounts, ports, health checks, the gateway and
-//      the proxies beside its sites, each browser after its proxy), until the gateway is healthy.
+//      service:<target> for the capture sidecars, capabilities, mounts, ports, health checks, the gateway
+//      started after its sites and the proxies after a healthy gateway), until the gateway is healthy.
 //      Debian's docker-compose is 1.29, which has no `up --wait`, so the wait is a poll of the gateway's
 //      /healthz, the same check the deploy waits for; `docker-compose down -v` after.
 //   5. page loads in Chromium (bench/page-loads.ts), on loopback with processes from this checkout, so they

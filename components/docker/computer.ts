@@ -34,6 +34,8 @@ export interface ComputerArgs {
   controlToken: pulumi.Output<string>;
   /** `MULTIENV_BROWSER_CONFIG`, from `browserServiceConfig(plan, computer)`. */
   browserConfig: BrowserServiceConfig;
+  /** Resources the proxy needs before it starts (docker: the gateway it forwards synthetic names to). */
+  dependsOn?: pulumi.Resource[];
 }
 
 /** A computer: its site proxy (the only way out of its network) and its browser, which trusts the proxy's CA. */
@@ -73,7 +75,7 @@ export class Computer extends pulumi.ComponentResource {
       },
       // The computer's token is in envs: the engine keeps envs secret even if a wrapper were lost (policy
       // secrets-stay-secret).
-      { parent: this, ...containerOptions(engine), additionalSecretOutputs: ["envs"] },
+      { parent: this, ...containerOptions(engine), dependsOn: args.dependsOn, additionalSecretOutputs: ["envs"] },
     );
     this.browser = new docker.Container(
       `${name}-browser`,

@@ -84,9 +84,7 @@ export function deployOnEngines(owner: string, args: DeployArgs): Deployed {
         proxyConfig,
         controlToken: args.controlToken,
         browserConfig: browserServiceConfig(plan, computer),
-        // Not after the gateway: a proxy reaches it only for a request, and no request comes before the deploy,
-        // which waits for the gateway's health, is done. Created beside it, the proxies and browsers start while
-        // the gateway waits for its sites instead of after.
+        dependsOn: [gateway],
       },
       { parent, aliases: [{ name: computer.name }] },
     );

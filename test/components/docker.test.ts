@@ -201,23 +201,6 @@ describe("docker target", () => {
     );
   });
 
-  it("creates each computer's proxy beside the gateway, not after its wait, and the browser after its proxy", () => {
-    const urnOf = (name: string) => containers(graph).find((c) => c.inputs.name === name)!.urn;
-    const gateway = urnOf("t1-gateway");
-    const gatewayParts = graph.resources.filter((r) => r.name === "t1-gateway").map((r) => r.urn);
-    for (const computer of planned.computers) {
-      const proxy = recorded.dependencies.get(urnOf(computer.proxyContainerName));
-      expect(proxy, `${computer.name}'s proxy's registration was recorded`).toBeDefined();
-      expect(
-        proxy!.filter((urn) => urn === gateway || gatewayParts.includes(urn)),
-        computer.name,
-      ).toEqual([]);
-      expect(recorded.dependencies.get(urnOf(computer.browserContainerName))).toContain(
-        urnOf(computer.proxyContainerName),
-      );
-    }
-  });
-
   it("publishes the gateway on loopback only, with a health check the deploy waits for", () => {
     const gateway = container(graph, "t1-gateway");
     expect(gateway.ports).toEqual([{ internal: 8080, ip: "127.0.0.1" }]);
