@@ -228,7 +228,7 @@ describe("a task stack under the real engine", () => {
       { name: "github", domains: ["github.com"], allowHosts: [], reproducible: false },
     ]);
     expect(outputs.replayedWebsites, "no site of this spec is served from a recording").toEqual([]);
-    // The deploy read its outputs off the engine's events, not the CLI: the same, the secrets masked the same way.
+    // The outputs the deploy returned (taken off the engine's events) are the CLI's, the secrets masked the same way.
     expect(deployedOutputs).toEqual(outputs);
 
     const token = await pulumi(["stack", "output", "controlToken", "--show-secrets", "--stack", STACK]);

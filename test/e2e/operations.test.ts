@@ -23,6 +23,7 @@ module.exports = {
   nested: { a: 1, b: [1, 2] },
   token: pulumi.secret("s3cret"),
   holdsSecret: { x: 1, y: pulumi.secret("inner") },
+  url: "http://127.0.0.1:8080/x",
 };
 `;
 
@@ -51,7 +52,8 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await stack?.workspace.removeStack("operations", { force: true }).catch(() => undefined);
+  for (const name of ["operations", "operations-masked"])
+    await stack?.workspace.removeStack(name, { force: true }).catch(() => undefined);
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -72,6 +74,21 @@ describe("the runner's up and destroy", () => {
     }
     // The values themselves, for a caller that shows secrets, are the CLI's to give.
     expect((await stack.outputs()).token).toEqual({ value: "s3cret", secret: true });
+  });
+
+  it("asks the CLI for the outputs when the engine masked a secret's text inside a plain one", async () => {
+    // The engine masks any text equal to a secret config value in what it sends, here the port inside `url`.
+    const masked = await Stack.createOrSelect("operations-masked", stack.workspace);
+    await masked.setConfig("port", { value: "8080", secret: true });
+    commands.length = 0;
+    const result = await operations.up(masked);
+    expect(result.outputs.url).toEqual({ value: "http://127.0.0.1:8080/x", secret: false });
+    expect(result.outputs.token, "a secret's value stays out all the same").toEqual({
+      value: "[secret]",
+      secret: true,
+    });
+    expect(commands).toContain("stack output");
+    await operations.destroy(masked);
   });
 
   it("destroys with no CLI run after the engine's", async () => {

@@ -35,7 +35,8 @@ async function pulumiCommandFor(env: NodeJS.ProcessEnv): Promise<PulumiCommand |
   const key = root ?? "PATH";
   let command = pulumiCommands.get(key);
   if (command === undefined) {
-    command = PulumiCommand.get({ root, skipVersionCheck: true });
+    // The one this project built reports the version it was built from; one on PATH is held to the SDK's minimum.
+    command = PulumiCommand.get({ root, skipVersionCheck: root !== undefined });
     pulumiCommands.set(key, command);
     command.catch(() => pulumiCommands.delete(key));
   }
