@@ -12,7 +12,7 @@ import { endProxyConnections } from "../../src/runner/evidence/proxy-logs";
 import type { RunRecord } from "../../src/runner/evidence/run-record";
 import { harProblems } from "../helpers/har";
 import { TOKEN } from "../gateway/helpers";
-import { cleanup, tempDir } from "../helpers/processes";
+import { cleanup, onCleanup, tempDir } from "../helpers/processes";
 import { startHttpServer } from "../helpers/servers";
 import { until } from "../helpers/until";
 import { curl } from "../site-proxy/helpers";
@@ -84,6 +84,7 @@ describe("collecting the request logs", () => {
     await collectRun(options);
 
     const replay = await startReplayServer(join(artifactsDir, "requests", "agent.har"));
+    onCleanup(replay.stop);
     const page = await request(`${replay.url}/one`, { headers: { host: "shop.test" } });
     expect(page.statusCode).toBe(200);
     expect(page.headers["x-agentenv-replay"]).toBe("exact");
@@ -112,6 +113,7 @@ describe("collecting the request logs", () => {
     await collectRun(options);
 
     const replay = await startReplayServer(join(artifactsDir, "requests", "agent.har"));
+    onCleanup(replay.stop);
     const replayed = await request(`${replay.url}/zipped`, { headers: { host: "shop.test" } });
     expect(replayed.statusCode).toBe(200);
     expect(replayed.headers["x-agentenv-replay"]).toBe("exact");
