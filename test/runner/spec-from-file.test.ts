@@ -33,12 +33,15 @@ describe("configuredTarget", () => {
     expect(configuredTarget({ name: "s", config: { "multienv:target": "ssh" } }, REPO, "s")).toBe("ssh");
   });
 
-  it("names none for a stack without one, or a file that is missing or not YAML (the program says what is wrong)", () => {
+  it("names none for a stack without one, or a file that is missing or not YAML; a bare key is the namespace's", () => {
     expect(configuredTarget({ name: "s", config: {} }, REPO, "s")).toBeUndefined();
     expect(configuredTarget(undefined, REPO, "no-such-stack")).toBeUndefined();
     const dir = mkdtempSync(path.join(tmpdir(), "multienv-target-"));
     mkdirSync(path.join(dir, "stacks"));
     writeFileSync(path.join(dir, "stacks", "Pulumi.broken.yaml"), "config: [unclosed\n");
     expect(configuredTarget(undefined, dir, "broken")).toBeUndefined();
+    // A bare key is the project's namespace to the CLI, and here too.
+    writeFileSync(path.join(dir, "stacks", "Pulumi.bare.yaml"), "config:\n  target: kubernetes\n");
+    expect(configuredTarget(undefined, dir, "bare")).toBe("kubernetes");
   });
 });

@@ -158,17 +158,13 @@ function stackFileOf(projectDir: string, stack: string): string {
 const TARGET_KEY = `${CONFIG_NAMESPACE}:target`;
 
 /**
- * `multienv:target` as the spec or the stack file writes it: the CLI reads it from the same file, and a `config get`
- * is a CLI start of its own. A file the YAML parser refuses names no target here; the program then says what is wrong.
+ * `multienv:target` as the spec or the stack file writes it, keys read as the CLI reads them: the CLI reads it from
+ * the same file, and a `config get` is a CLI start of its own. A file that cannot be read names no target here; the
+ * program then says what is wrong.
  */
 export function configuredTarget(spec: StackSpec | undefined, projectDir: string, name: string): string | undefined {
-  if (spec !== undefined) return specConfigMap(spec)[TARGET_KEY]?.value;
   try {
-    const parsed = YAML.parse(readFileSync(stackFileOf(projectDir, name), "utf8")) as {
-      config?: Record<string, unknown>;
-    } | null;
-    const target = parsed?.config?.[TARGET_KEY];
-    return typeof target === "string" ? target : undefined;
+    return specConfigMap(spec ?? specFromStackFile(stackFileOf(projectDir, name), name))[TARGET_KEY]?.value;
   } catch {
     return undefined;
   }
