@@ -43,7 +43,8 @@ async function main(): Promise<void> {
           reach: "allow-all",
           log: proxyLog,
           control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" },
-          requestLog: { dir: requests, computer: "agent" },
+          // Room for every file written: a proxy that starts on a full log removes its oldest file to begin a new one.
+          requestLog: { dir: requests, computer: "agent", files: 64 },
         }),
         MULTIENV_SITE_PROXY_TOKEN: computerControlToken(CONTROL_TOKEN, "agent"),
       },

@@ -18,7 +18,7 @@ afterEach(cleanup);
 /** The log's size: large enough that the old read (whole, then parsed) took minutes here; small enough for a test. */
 const MIB = Number(process.env.TEST_LARGE_LOG_MIB ?? 64);
 
-/** The `logId` of each entry of a HAR file, in the file's order (each `_multienv` has one, and a string's quotes are escaped). */
+/** The `logId` of each entry of a HAR file, in its order (one in each `_multienv`; a string's quotes are escaped). */
 function logIdsOfHar(path: string): string[] {
   return Array.from(readFileSync(path, "latin1").matchAll(/"logId":"([^"]*)"/g), (match) => match[1]);
 }

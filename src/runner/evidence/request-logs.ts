@@ -132,7 +132,7 @@ async function spoolRequestLog(
     }
     return spooled;
   } catch (error) {
-    throw new Error(`${what}: ${errorMessage(abort.signal.aborted ? abort.signal.reason : error)}`);
+    throw new Error(`${what}: ${errorMessage(abort.signal.aborted ? abort.signal.reason : error)}`, { cause: error });
   } finally {
     clearTimeout(idle);
   }
