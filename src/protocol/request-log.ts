@@ -112,41 +112,65 @@ function headerValue(headers: { name: string; value: string }[], name: string): 
   return headers.find((h) => h.name.toLowerCase() === name)?.value;
 }
 
-/** A navigation of a frame: what the browser marks as one (Sec-Fetch-Dest document), or, without that, an HTML GET. */
-function isNavigation(entry: Entry): boolean {
-  const dest = headerValue(entry.request.headers, "sec-fetch-dest");
-  if (dest !== undefined)
-    return dest === "document" && headerValue(entry.request.headers, "sec-fetch-mode") === "navigate";
-  return false;
+/** What places an entry on a page of a HAR document: when it began, its URL, and its navigation and referrer. */
+export interface PageFacts {
+  startedDateTime: string;
+  url: string;
+  /** A navigation of the browser's top frame (Sec-Fetch-Dest document, Sec-Fetch-Mode navigate). */
+  navigation: boolean;
+  referer: string | undefined;
+}
+
+export function pageFacts(entry: Entry): PageFacts {
+  const headers = entry.request.headers;
+  const dest = headerValue(headers, "sec-fetch-dest");
+  return {
+    startedDateTime: entry.startedDateTime,
+    url: entry.request.url,
+    // What the browser marks as one; without the mark, nothing is taken for a navigation.
+    navigation: dest === "document" && headerValue(headers, "sec-fetch-mode") === "navigate",
+    referer: headerValue(headers, "referer"),
+  };
 }
 
 /**
- * A complete HAR 1.2 document of `entries` (in time order): a page for each navigation of the browser's top frame
- * (Sec-Fetch-Dest document), and each entry referred from a page's URL (its Referer) put on the latest such page.
+ * The pages of a HAR document, made as its entries are placed in time order: a page for each navigation of the
+ * browser's top frame, and an entry referred from a page's URL (its Referer) put on the latest such page.
+ */
+export class HarPages {
+  readonly pages: Page[] = [];
+  private readonly latestPageOf = new Map<string, string>();
+
+  /** The page of the next entry in time order, when it has one. */
+  place(facts: PageFacts): string | undefined {
+    if (facts.navigation) {
+      const id = `page_${this.pages.length + 1}`;
+      this.pages.push({
+        startedDateTime: facts.startedDateTime,
+        id,
+        title: facts.url,
+        pageTimings: { onContentLoad: -1, onLoad: -1 },
+      });
+      this.latestPageOf.set(facts.url, id);
+      return id;
+    }
+    return facts.referer !== undefined ? this.latestPageOf.get(facts.referer) : undefined;
+  }
+}
+
+/**
+ * A complete HAR 1.2 document of `entries` (in time order), its pages made by HarPages. (The runner writes the same
+ * document streaming, entry by entry: src/runner/evidence/request-logs.ts.)
  */
 export function harDocument(entries: RequestLogEntry[], creator: { name: string; version: string }): Har {
   const sorted = [...entries].sort((a, b) => a.startedDateTime.localeCompare(b.startedDateTime));
-  const pages: Page[] = [];
-  const latestPageOf = new Map<string, string>();
+  const pages = new HarPages();
   const out = sorted.map((entry) => {
     const copy: RequestLogEntry = { ...entry };
     delete copy.pageref;
-    if (isNavigation(entry)) {
-      const id = `page_${pages.length + 1}`;
-      pages.push({
-        startedDateTime: entry.startedDateTime,
-        id,
-        title: entry.request.url,
-        pageTimings: { onContentLoad: -1, onLoad: -1 },
-      });
-      latestPageOf.set(entry.request.url, id);
-      copy.pageref = id;
-    } else {
-      const referer = headerValue(entry.request.headers, "referer");
-      const page = referer !== undefined ? latestPageOf.get(referer) : undefined;
-      if (page !== undefined) copy.pageref = page;
-    }
+    const page = pages.place(pageFacts(entry));
+    if (page !== undefined) copy.pageref = page;
     return copy;
   });
-  return { log: { version: "1.2", creator, pages, entries: out } };
+  return { log: { version: "1.2", creator, pages: pages.pages, entries: out } };
 }

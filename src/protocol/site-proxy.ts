@@ -201,7 +201,23 @@ export type SiteProxyLogRecord =
   | ErrorRecord
   | RestartedRecord
   | EpisodeMarkRecord
-  | SelfTestMarkRecord;
+  | SelfTestMarkRecord
+  | RequestLogEvictedRecord;
+
+/**
+ * The request log's oldest file was removed to make room (its rotation keeps `files` of `fileBytes`): the exchanges
+ * whose entries it held, by the `id` of their `request` lines, are no longer in the request log. Written before the
+ * file is removed, so a reader that finds an exchange's entry missing finds it here. A collection tells from these
+ * lines how many of an episode's entries are lost.
+ */
+export interface RequestLogEvictedRecord extends LogRecordBase {
+  event: "request-log-evicted";
+  file: string;
+  /** Entries the file held (whole lines). */
+  entries: number;
+  /** The `logId` of each entry the file held. */
+  logIds: string[];
+}
 
 /** How `POST /connections/end` may mark the log after ending every connection. */
 export type LogMark = { episode: number } | { selfTest: "start" | "end" };

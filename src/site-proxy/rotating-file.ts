@@ -3,10 +3,46 @@
 // starts again begins a new file after the last one, never appending to a file whose last line a crash may have torn.
 //
 // Its lines are written as turn-writes.ts writes them: those of one turn of the event loop together, at its end.
+//
+// A file is never removed unsaid: before it goes, what it held (its entries' count and their exchanges' ids) is told
+// (the proxy writes it in its own log, a `request-log-evicted` line), so a collection that finds an exchange's entry
+// missing can tell that it was rotated away and say so.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { REQUEST_LOG_FILE_PATTERN, requestLogFileName } from "../protocol/request-log";
+import type { RequestLogEvictedRecord } from "../protocol/site-proxy";
 import { TurnWrites } from "./turn-writes";
+
+/** What a removed file held, as the proxy's log says it. */
+export type Eviction = Omit<RequestLogEvictedRecord, "time">;
+
+/** Where evictions are told when openRotatingFile is given no `evicted` of its own: set once by the proxy's start. */
+let tellEviction: (eviction: Eviction) => void = () => undefined;
+
+/** Tells every later eviction of a request log file to `tell` (the proxy's start passes its event log's write). */
+export function reportEvictionsTo(tell: (eviction: Eviction) => void): void {
+  tellEviction = tell;
+}
+
+/**
+ * The key of an entry's exchange id as JSON.stringify writes it: inside a string a quote is always escaped, so this
+ * stands unescaped only as the key itself, once a line.
+ */
+const LOG_ID = /"logId":"((?:[^"\\]|\\.)*)"/g;
+
+/** What the file at `file` holds: its whole lines and their exchanges' ids (nothing when it cannot be read). */
+function evictionOf(file: string): Eviction {
+  let text = "";
+  try {
+    text = fs.readFileSync(file, "latin1");
+  } catch {
+    // Gone already: nothing more to say of it.
+  }
+  let entries = 0;
+  for (let at = text.indexOf("\n"); at !== -1; at = text.indexOf("\n", at + 1)) entries++;
+  const logIds = Array.from(text.matchAll(LOG_ID), (match) => JSON.parse(`"${match[1]}"`) as string);
+  return { event: "request-log-evicted", file: path.basename(file), entries, logIds };
+}
 
 export interface RotatingFile {
   /** Appends one line (without its newline), written at the end of this turn of the event loop. */
@@ -31,15 +67,24 @@ export function requestLogFiles(dir: string): number[] {
     .sort((a, b) => a - b);
 }
 
-export function openRotatingFile(dir: string, fileBytes: number, files: number): RotatingFile {
+export function openRotatingFile(
+  dir: string,
+  fileBytes: number,
+  files: number,
+  evicted: (eviction: Eviction) => void = (eviction) => tellEviction(eviction),
+): RotatingFile {
   fs.mkdirSync(dir, { recursive: true });
   const existing = requestLogFiles(dir);
   let index = existing.length > 0 ? existing[existing.length - 1] + 1 : 0;
   /** Bytes in the file so far, the lines waiting for the end of the turn included. */
   let written = 0;
   const removeOld = () => {
-    for (const old of requestLogFiles(dir).filter((i) => i <= index - files))
-      fs.rm(path.join(dir, requestLogFileName(old)), { force: true }, () => undefined);
+    for (const old of requestLogFiles(dir).filter((i) => i <= index - files)) {
+      const file = path.join(dir, requestLogFileName(old));
+      // Read and told before it goes (a file is at most fileBytes, read once in its life).
+      evicted(evictionOf(file));
+      fs.rm(file, { force: true }, () => undefined);
+    }
   };
   const turn = new TurnWrites({
     open: () => fs.openSync(path.join(dir, requestLogFileName(index)), "a"),

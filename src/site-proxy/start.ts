@@ -18,6 +18,7 @@ import { parseAuthority } from "./messages";
 import { OpenConnections } from "./connections";
 import { createProxyServer } from "./proxy";
 import { openRecorder, type RequestRecorder } from "./recorder";
+import { reportEvictionsTo } from "./rotating-file";
 import { createRouter } from "./routing";
 import { CONFIG_ENV } from "./supervision";
 
@@ -98,6 +99,8 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
   const router = createRouter(config.sites, config.reach, config.record?.hosts);
   const connections = new OpenConnections();
   const secrets = token !== undefined ? secretTokens([token]) : undefined;
+  // What the request log's rotation removes is said in the proxy's own log, before it goes.
+  reportEvictionsTo((eviction) => log.write(eviction));
   const recorder = config.requestLog
     ? openRecorder({ ...config.requestLog, ...(secrets ? { secrets } : {}) })
     : undefined;

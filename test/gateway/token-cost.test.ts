@@ -4,7 +4,13 @@
 // calls, each side's best of several rounds, so a busy machine moves both alike.
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { computerAgentToken, computerControlToken, secretTokens, withoutTokens } from "../../src/protocol/auth";
+import {
+  computerAgentToken,
+  computerControlToken,
+  secretTokens,
+  tokenReadingWork,
+  withoutTokens,
+} from "../../src/protocol/auth";
 import { TOKEN } from "./helpers";
 
 const SIZE = 15 * 1024;
@@ -88,4 +94,36 @@ describe("what withoutTokens costs per request", () => {
     },
     60_000,
   );
+});
+
+describe("what reading a binary body's base64 costs", () => {
+  const image = randomBytes(1024 * 1024);
+  /** `bytes` with `inner` written into them at `at`. */
+  const withInside = (at: number, inner: Buffer) => {
+    const copy = Buffer.from(image);
+    inner.copy(copy, at);
+    return copy.toString("base64");
+  };
+  const work = (text: string) => {
+    const before = tokenReadingWork();
+    const kept = withoutTokens(text, SECRETS);
+    return { kept, perChar: (tokenReadingWork() - before) / text.length };
+  };
+
+  it("is a few characters of work per character when the bytes carry no token (a whole reading is some 38)", () => {
+    const body = image.toString("base64");
+    const { kept, perChar } = work(body);
+    expect(kept).toBe(body);
+    expect(perChar).toBeLessThan(4);
+  });
+
+  it("still finds a token the bytes carry as a word, at each alignment of the base64", () => {
+    for (const at of [1000, 1001, 1002, 500_000])
+      expect(withoutTokens(withInside(at, Buffer.from(` ${TOKEN} `)), SECRETS), `at ${at}`).toBeUndefined();
+  });
+
+  it("still finds the token written in the base64 text itself, where no decoding stands", () => {
+    const body = image.toString("base64");
+    expect(withoutTokens(`${body.slice(0, 4000)}+${TOKEN}+${body.slice(4000)}`, SECRETS)).toBeUndefined();
+  });
 });

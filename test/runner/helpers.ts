@@ -70,15 +70,20 @@ export async function startTestGateway(config: Record<string, unknown>): Promise
 export async function startComputerBehindGateway(options: {
   site: string;
   cdp?: string;
-  requestLog?: boolean;
+  /** Whether the proxy keeps a request log (default true), or where and its rotation's limits. */
+  requestLog?: boolean | { fileBytes?: number; files?: number; dir?: string };
+  /** The proxy's log (default: a new file). */
+  proxyLog?: string;
 }): Promise<{ proxy: ProxyProcess; gateway: GatewayProcess }> {
   const requestLog = options.requestLog ?? true;
+  const { dir = join(tempDir(), "requests"), ...rotation } = typeof requestLog === "object" ? requestLog : {};
   const proxy = await startProxy(
     {
       gateway: options.site,
       sites: { shop: ["shop.test"] },
       control: { host: "127.0.0.1", port: 0, cdp: options.cdp ?? "127.0.0.1:9" },
-      ...(requestLog ? { requestLog: { dir: join(tempDir(), "requests"), computer: "agent" } } : {}),
+      ...(options.proxyLog !== undefined ? { log: options.proxyLog } : {}),
+      ...(requestLog !== false ? { requestLog: { dir, computer: "agent", ...rotation } } : {}),
     },
     { token: computerControlToken(TOKEN, "agent") },
   );
@@ -90,7 +95,7 @@ export async function startComputerBehindGateway(options: {
         cdp: `${control}/cdp`,
         proxyLog: `${control}/log`,
         endConnections: `${control}/connections/end`,
-        ...(requestLog ? { requests: `${control}/requests` } : {}),
+        ...(requestLog !== false ? { requests: `${control}/requests` } : {}),
       },
     },
   });

@@ -24,7 +24,10 @@ afterEach(cleanup);
 
 const page = (req: http.IncomingMessage) => `<html><head><title>Shop</title></head><body>${req.url}</body></html>`;
 
-async function env(requestLog: boolean, site: Parameters<typeof startHttpServer>[0] = page) {
+async function env(
+  requestLog: boolean | { fileBytes: number; files: number },
+  site: Parameters<typeof startHttpServer>[0] = page,
+) {
   const origin = await startHttpServer(site);
   const { proxy, gateway } = await startComputerBehindGateway({ site: origin.url, requestLog });
   const artifactsDir = join(tempDir("runner-artifacts-"), "artifacts", "task-1");
@@ -120,6 +123,50 @@ describe("collecting the request logs", () => {
     // The page as the site meant it, with the script of the replay's determinism in its head and nothing else added.
     expect((await replayed.body.text()).replace(/<script>[\s\S]*?<\/script>/, "")).toBe(fetched.body);
     expect(fetched.body).toBe(page({ url: "/website/shop/zipped" } as http.IncomingMessage));
+  });
+
+  it("says in the HAR and in run.json how many of the episode's exchanges the rotation removed, and fails collect", async () => {
+    // Files of 4 KiB, two kept: each entry is about 1 KiB, so the first exchanges are rotated away long before the end.
+    const { proxy, artifactsDir, options } = await env({ fileBytes: 4096, files: 2 });
+    const exchanges = 30;
+    for (let i = 0; i < exchanges; i++) await curl(proxy.url, `http://shop.test/page-${i}`);
+    await until("every request line", () => proxy.records().filter((r) => r.event === "request").length === exchanges);
+    const lines: string[] = [];
+    const result = await collectRun({ ...options, log: (line) => lines.push(line) });
+
+    const har = readHar(join(artifactsDir, "requests", "agent.har"));
+    expect(await harProblems(har)).toEqual([]);
+    const kept = har.log.entries.length;
+    const missing = exchanges - kept;
+    expect(kept).toBeGreaterThan(0);
+    expect(missing).toBeGreaterThan(0);
+    // The newest are the ones kept, and the HAR names how many are missing.
+    expect(har.log.entries.at(-1)!.request.url).toBe(`http://shop.test/page-${exchanges - 1}`);
+    expect(har.log.comment).toBe(
+      `${missing} of this episode's exchanges are missing: the site proxy's request log rotated their entries away before they were collected`,
+    );
+    expect((har.log as unknown as { _multienv: unknown })._multienv).toEqual({ missingEntries: missing });
+    expect(runJson(artifactsDir).evidence.agent.requests).toMatchObject({ entries: kept, missing });
+    // One line says it, and the collect command fails with it.
+    expect(result.evidenceLost).toEqual([
+      `stack task-1: the request log of computer agent lost ${missing} of this episode's exchanges before they were collected (the site proxy's rotation removed them; requests/agent.har holds the other ${kept}): collect more often, as each reset does`,
+    ]);
+    expect(lines).toContain(`warning: ${result.evidenceLost[0]}`);
+  });
+
+  it("says nothing is missing when the rotation removed only earlier episodes' exchanges", async () => {
+    const { proxy, gateway, artifactsDir, options } = await env({ fileBytes: 4096, files: 2 });
+    for (let i = 0; i < 20; i++) await curl(proxy.url, `http://shop.test/old-${i}`);
+    await endProxyConnections(gateway.url, TOKEN, "agent", { episode: 2 });
+    await curl(proxy.url, "http://shop.test/new");
+    await until("every request line", () => proxy.records().filter((r) => r.event === "request").length === 21);
+    expect(proxy.records().some((r) => r.event === "request-log-evicted")).toBe(true);
+    const result = await collectRun(options);
+    const har = readHar(join(artifactsDir, "requests", "agent.har"));
+    expect(har.log.entries.map((e) => e.request.url)).toEqual(["http://shop.test/new"]);
+    expect(har.log).not.toHaveProperty("comment");
+    expect(runJson(artifactsDir).evidence.agent.requests).not.toHaveProperty("missing");
+    expect(result.evidenceLost).toEqual([]);
   });
 
   it("stores no request log, and says nothing of one, for an env that keeps none", async () => {

@@ -101,6 +101,9 @@ export function register(program: Command): void {
         log: note,
       });
       say(summary(stack, result, artifactsDir));
+      // Evidence lost for good fails the collection (run.json says what is missing); the delete step of a destroy
+      // (--from-env) only warns, as failing it could not bring the entries back and would hold the destroy.
+      if (result.evidenceLost.length > 0) throw new RunnerError(result.evidenceLost.join("; "));
     }),
   );
 }

@@ -22,7 +22,7 @@ import {
 import { PROXY_LOGS_DIR, TRAFFIC_DIR, temporaryPathFor, writeFileAtomic } from "./artifacts";
 import { errorMessage, RunnerError } from "../errors";
 import { fetchProxyLog, publicHostsInLog } from "./proxy-logs";
-import { entriesOfLog, fetchRequestLog, storeHar } from "./request-logs";
+import { lossLine, storeRequestLog } from "./request-logs";
 import type { GatewayAccess } from "../stack/outputs";
 import {
   readRunRecord,
@@ -70,6 +70,8 @@ export interface CollectOptions {
 
 export interface CollectResult {
   record: RunRecord;
+  /** One line per computer whose request log lost entries of the episode before this collection read it. */
+  evidenceLost: string[];
   downloaded: string[];
   skipped: string[];
   captureErrors: CaptureErrorRecord[];
@@ -240,9 +242,14 @@ async function requestLogOf(
 ): Promise<Pick<ComputerEvidence, "requests" | "requestsError">> {
   const { access, artifactsDir, log = () => {} } = options;
   try {
-    const entries = await fetchRequestLog(access.gatewayUrl, access.controlToken, computer);
-    if (entries === undefined) return {};
-    const stored = await storeHar(artifactsDir, computer, entriesOfLog(entries, logText));
+    const stored = await storeRequestLog(artifactsDir, {
+      gatewayUrl: access.gatewayUrl,
+      token: access.controlToken,
+      computer,
+      episodeLog: logText,
+      wholeLogAfter: () => fetchProxyLog(access.gatewayUrl, access.controlToken, computer),
+    });
+    if (stored === undefined) return {};
     log(
       `collected ${stored.file} (${stored.entries} exchanges, ${stored.bytes} bytes, sha256 ${stored.sha256.slice(0, 12)}…)`,
     );
@@ -336,5 +343,17 @@ export async function collectRun(options: CollectOptions): Promise<CollectResult
     if (options.failOnCaptureError) throw new CaptureCollectionError(stack, line);
     log(`warning: ${line}; the run goes on (pass --fail-on-capture-error to make this fail)`);
   }
-  return { record, downloaded: result.downloaded, skipped: result.skipped, captureErrors: result.errors };
+  const evidenceLost = options.computers.flatMap((computer) => {
+    const requests = record.evidence[computer]?.requests;
+    const line = requests && lossLine(computer, requests);
+    return line === undefined ? [] : [`stack ${stack}: ${line}`];
+  });
+  for (const line of evidenceLost) log(`warning: ${line}`);
+  return {
+    record,
+    downloaded: result.downloaded,
+    skipped: result.skipped,
+    captureErrors: result.errors,
+    evidenceLost,
+  };
 }

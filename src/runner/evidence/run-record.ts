@@ -44,6 +44,11 @@ export interface RequestLogRecord {
   sha256: string;
   /** Entries (exchanges) in it. */
   entries: number;
+  /**
+   * The episode's exchanges whose entries the site proxy's rotation removed before they were collected (the HAR says
+   * so too); absent when none is missing.
+   */
+  missing?: number;
 }
 
 export interface ComputerEvidence {
