@@ -20,7 +20,8 @@ export interface AccountRow {
 }
 
 /**
- * A warm pool member's states: `ready` (free, reset, checked), `claimed` (leased to a claim until `until`), and, held by
+ * A warm pool member's states: `ready` (free, reset, checked), `claimed` (leased to a claim until `until`), and,
+ * held by
  * the keeper doing it until `until` (so a keeper that dies lets another take it over), `deploying`, `resetting`;
  * `failed` waits for a keeper to replace it.
  */
@@ -61,7 +62,7 @@ export interface LeaseStore {
   // Warm pools: a pool whose members are env stacks and whose leases are claims (src/runner/pools/). The same rows
   // and the same `until` as an account's lease; a claim is renewed with `tryLease`, which extends the lease its
   // holder holds.
-  /** Puts `name` in the pool in `state`, held by `holder` for `leaseMs` (free when no holder); removes it when undefined. */
+  /** Puts `name` in the pool in `state`, held by `holder` for `leaseMs` (free with no holder); undefined removes it. */
   setMember(
     pool: string,
     name: string,

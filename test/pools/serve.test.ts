@@ -65,7 +65,7 @@ describe("multienv serve", () => {
     child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
     const tokenFile = path.join(p.projectDir, ".multienv", "serve.token");
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no first line: ${out}`)), 60_000);
+      const timer = setTimeout(() => reject(new Error(`no first line: ${out}`)), 200_000);
       child.stdout!.on("data", () => {
         if (out.includes("\n")) {
           clearTimeout(timer);
@@ -80,7 +80,7 @@ describe("multienv serve", () => {
     child.kill("SIGTERM");
     await new Promise((r) => child.once("exit", r));
     expect(out).not.toContain(token);
-  }, 90_000);
+  }, 240_000);
 
   it("answers bad input with one line naming the field", async () => {
     const { call } = await started();

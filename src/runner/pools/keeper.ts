@@ -299,7 +299,7 @@ export async function warmPool(task: string, size: number, options: KeeperOption
   });
 }
 
-/** Releases a claim: its episode collected (unless `collect` is false), the env reset and ready again; the episode's id. */
+/** Releases a claim: its episode collected (unless `collect` is false), the env reset and ready again. */
 export async function releaseEnv(
   id: string,
   options: PoolOptions & { collect?: boolean } = {},

@@ -1,5 +1,6 @@
 // A warm pool of a task, as the lease store holds it: a pool named `warm:<task>` whose members are env stacks
-// (`<task>-w<n>`, each an ordinary stack of the task's stack file) and whose leases are claims. The store's rows are the
+// (`<task>-w<n>`, each an ordinary stack of the task's stack file) and whose leases are claims. The store's rows are
+// the
 // one truth every process and machine sharing the store reads; what a claim hands out (the members' handles) is kept
 // beside the project's state, mode 0600, since it holds the computers' agent tokens.
 import { createHash, randomBytes } from "node:crypto";
@@ -13,7 +14,7 @@ import { RunnerError } from "../errors";
 /** The store's pool of a task's warm envs. */
 export const POOL_PREFIX = "warm:";
 export const poolOf = (task: string) => `${POOL_PREFIX}${task}`;
-/** The n-th member's stack name: it starts with the task's, so `ls`, `status`, `watch` and `down` find it as any stack. */
+/** The n-th member's stack name: it starts with the task's; `ls`, `status`, `watch` and `down` work on it. */
 export const memberName = (task: string, n: number) => `${task}-w${n}`;
 
 /** Where the store is, for every pool function: the project's embedded SQLite store unless `store` names PostgreSQL. */
