@@ -59,7 +59,7 @@ describe.each(["sqlite", "postgres"] as const)("warm pool claims on %s", (kind) 
     for (let i = 0; i < 4; i++) {
       workers.push(startWorker({ ...w.p, store: w.url, task: TASK, claims: 1, holdMs: 20, waitSeconds: 550 }));
       // The next one arrives once this one waits in the queue.
-      await until(`claim ${i + 1} waiting`, async () => (await w.store.queueLength(poolOf(TASK))) === i + 1, 60_000);
+      await until(`claim ${i + 1} waiting`, async () => (await w.store.queueLength(poolOf(TASK))) === i + 1, 300_000);
     }
     expect(
       await w.store.moveMember(poolOf(TASK), held.stack, { state: "claimed", holder: held.id }, { state: "ready" }),
