@@ -1,6 +1,6 @@
 // Account pools: the lease store and the lease, used by the program (the AccountLease resource) and the runner
 // (`multienv accounts`, `ls`, `up --account-wait`).
-export type { AccountRow, Lease, LeaseStore } from "./store";
+export { MEMBER_STATES, type AccountRow, type Lease, type LeaseStore, type MemberState } from "./store";
 export { accountsDbFile, isPostgresUrl, openLeaseStore, type StoreLocation } from "./location";
 export {
   ACCOUNT_WAIT_ENV,

@@ -6,7 +6,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
-import type { AccountRow, Lease, LeaseStore } from "./store";
+import type { AccountRow, Lease, LeaseStore, MemberState } from "./store";
 
 /** How long a transaction waits for another process's to end before SQLite gives up (SQLITE_BUSY). */
 const BUSY_TIMEOUT_MS = 30_000;
@@ -25,16 +25,41 @@ CREATE TABLE IF NOT EXISTS pools (
   next_sign_in INTEGER NOT NULL
 );
 -- One account per stack and pool, whatever a caller does.
-CREATE UNIQUE INDEX IF NOT EXISTS accounts_one_per_holder ON accounts (pool, held_by) WHERE held_by IS NOT NULL;`;
+CREATE UNIQUE INDEX IF NOT EXISTS accounts_one_per_holder ON accounts (pool, held_by) WHERE held_by IS NOT NULL;
+-- Warm pools: each claim's place in its pool's queue, and each pool's settings.
+CREATE TABLE IF NOT EXISTS claim_queue (
+  ticket INTEGER PRIMARY KEY AUTOINCREMENT,
+  pool TEXT NOT NULL,
+  holder TEXT NOT NULL,
+  until INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS warm_pools (
+  pool TEXT PRIMARY KEY,
+  settings TEXT NOT NULL
+);`;
+
+/** Columns added after the first release, each added to a database made before it (SQLite has no ADD IF NOT EXISTS). */
+const ADDED_COLUMNS: { table: string; column: string; type: string }[] = [
+  { table: "accounts", column: "state", type: "TEXT" },
+];
 
 interface Row {
   name: string;
   held_by: string | null;
   since: number | null;
   until: number | null;
+  state: MemberState | null;
 }
 
 const toDate = (ms: number | null) => (ms === null ? null : new Date(ms));
+
+const accountRow = (r: Row): AccountRow => ({
+  name: r.name,
+  heldBy: r.held_by,
+  since: toDate(r.since),
+  until: toDate(r.until),
+  state: r.state,
+});
 
 export class SqliteLeaseStore implements LeaseStore {
   private readonly db: Database.Database;
@@ -45,6 +70,12 @@ export class SqliteLeaseStore implements LeaseStore {
     this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     this.db.pragma("journal_mode = WAL");
     this.db.exec(SCHEMA);
+    this.immediate(() => {
+      for (const { table, column, type } of ADDED_COLUMNS) {
+        const columns = this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
+        if (!columns.some((c) => c.name === column)) this.db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+      }
+    });
   }
 
   /** `fn` in one `BEGIN IMMEDIATE` transaction: the write lock is taken before the first read. */
@@ -73,7 +104,7 @@ export class SqliteLeaseStore implements LeaseStore {
     );
     const extend = this.db.prepare("UPDATE accounts SET until = ? WHERE pool = ? AND name = ?");
     const free = this.db.prepare(
-      "SELECT name FROM accounts WHERE pool = ? AND (held_by IS NULL OR until < ?) ORDER BY held_by IS NOT NULL, name LIMIT 1",
+      "SELECT name FROM accounts WHERE pool = ? AND state IS NULL AND (held_by IS NULL OR until < ?) ORDER BY held_by IS NOT NULL, name LIMIT 1",
     );
     const take = this.db.prepare("UPDATE accounts SET held_by = ?, since = ?, until = ? WHERE pool = ? AND name = ?");
     return this.immediate(() => {
@@ -106,9 +137,9 @@ export class SqliteLeaseStore implements LeaseStore {
 
   async accounts(pool: string): Promise<AccountRow[]> {
     const rows = this.db
-      .prepare("SELECT name, held_by, since, until FROM accounts WHERE pool = ? ORDER BY name")
+      .prepare("SELECT name, held_by, since, until, state FROM accounts WHERE pool = ? ORDER BY name")
       .all(pool) as Row[];
-    return rows.map((r) => ({ name: r.name, heldBy: r.held_by, since: toDate(r.since), until: toDate(r.until) }));
+    return rows.map(accountRow);
   }
 
   async reserveSignIn(pool: string, intervalMs: number): Promise<number> {
@@ -123,6 +154,139 @@ export class SqliteLeaseStore implements LeaseStore {
       put.run(pool, slot + intervalMs);
       return slot - now;
     });
+  }
+
+  async setMember(
+    pool: string,
+    name: string,
+    state: MemberState | undefined,
+    holder?: string,
+    leaseMs = 0,
+  ): Promise<void> {
+    if (state === undefined) {
+      this.db.prepare("DELETE FROM accounts WHERE pool = ? AND name = ?").run(pool, name);
+      return;
+    }
+    const now = Date.now();
+    this.db
+      .prepare(
+        `INSERT INTO accounts (pool, name, held_by, since, until, state) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (pool, name) DO UPDATE SET held_by = excluded.held_by, since = excluded.since,
+           until = excluded.until, state = excluded.state`,
+      )
+      .run(pool, name, holder ?? null, holder ? now : null, holder ? now + leaseMs : null, state);
+  }
+
+  async moveMember(
+    pool: string,
+    name: string,
+    from: { state: MemberState; holder: string | null },
+    to: { state: MemberState; holder?: string; leaseMs?: number },
+  ): Promise<boolean> {
+    const now = Date.now();
+    const holder = to.holder ?? null;
+    const moved = this.db
+      .prepare(
+        `UPDATE accounts SET state = ?, held_by = ?, since = ?, until = ?
+          WHERE pool = ? AND name = ? AND state = ? AND held_by IS ?`,
+      )
+      .run(
+        to.state,
+        holder,
+        holder ? now : null,
+        holder ? now + (to.leaseMs ?? 0) : null,
+        pool,
+        name,
+        from.state,
+        from.holder,
+      );
+    return moved.changes === 1;
+  }
+
+  async takeExpired(pool: string, holderOf: (name: string) => string, leaseMs: number): Promise<AccountRow[]> {
+    const expired = this.db.prepare(
+      "SELECT name, held_by, since, until, state FROM accounts WHERE pool = ? AND state IS NOT NULL AND held_by IS NOT NULL AND until < ?",
+    );
+    const take = this.db.prepare(
+      "UPDATE accounts SET state = 'resetting', held_by = ?, since = ?, until = ? WHERE pool = ? AND name = ?",
+    );
+    return this.immediate(() => {
+      const now = Date.now();
+      const rows = expired.all(pool, now) as Row[];
+      for (const row of rows) take.run(holderOf(row.name), now, now + leaseMs, pool, row.name);
+      return rows.map(accountRow);
+    });
+  }
+
+  async enqueue(pool: string, holder: string, leaseMs: number): Promise<number> {
+    const taken = this.db
+      .prepare("INSERT INTO claim_queue (pool, holder, until) VALUES (?, ?, ?)")
+      .run(pool, holder, Date.now() + leaseMs);
+    return Number(taken.lastInsertRowid);
+  }
+
+  async claim(
+    pool: string,
+    ticket: number,
+    holder: string,
+    leaseMs: number,
+    queueMs: number,
+  ): Promise<Lease | undefined> {
+    const drop = this.db.prepare("DELETE FROM claim_queue WHERE pool = ? AND until < ?");
+    const keep = this.db.prepare(
+      "INSERT INTO claim_queue (ticket, pool, holder, until) VALUES (?, ?, ?, ?) ON CONFLICT (ticket) DO UPDATE SET until = excluded.until",
+    );
+    const ahead = this.db.prepare("SELECT count(*) AS n FROM claim_queue WHERE pool = ? AND ticket < ?");
+    const ready = this.db.prepare(
+      "SELECT name FROM accounts WHERE pool = ? AND state = 'ready' AND held_by IS NULL ORDER BY name",
+    );
+    const take = this.db.prepare(
+      "UPDATE accounts SET state = 'claimed', held_by = ?, since = ?, until = ? WHERE pool = ? AND name = ?",
+    );
+    const done = this.db.prepare("DELETE FROM claim_queue WHERE ticket = ?");
+    return this.immediate(() => {
+      const now = Date.now();
+      drop.run(pool, now);
+      // A ticket that lapsed (its claimer slow to ask again) keeps its number, so its place.
+      keep.run(ticket, pool, holder, now + queueMs);
+      const before = (ahead.get(pool, ticket) as { n: number }).n;
+      const free = ready.all(pool) as { name: string }[];
+      if (before >= free.length) return undefined;
+      const chosen = free[0].name;
+      take.run(holder, now, now + leaseMs, pool, chosen);
+      done.run(ticket);
+      return { account: chosen, since: new Date(now), until: new Date(now + leaseMs), kept: false };
+    });
+  }
+
+  async leaveQueue(pool: string, ticket: number): Promise<void> {
+    this.db.prepare("DELETE FROM claim_queue WHERE pool = ? AND ticket = ?").run(pool, ticket);
+  }
+
+  async queueLength(pool: string): Promise<number> {
+    const row = this.db
+      .prepare("SELECT count(*) AS n FROM claim_queue WHERE pool = ? AND until >= ?")
+      .get(pool, Date.now()) as { n: number };
+    return row.n;
+  }
+
+  async poolSettings(pool: string): Promise<string | undefined> {
+    const row = this.db.prepare("SELECT settings FROM warm_pools WHERE pool = ?").get(pool) as
+      { settings: string } | undefined;
+    return row?.settings;
+  }
+
+  async setPoolSettings(pool: string, settings: string): Promise<void> {
+    this.db
+      .prepare(
+        "INSERT INTO warm_pools (pool, settings) VALUES (?, ?) ON CONFLICT (pool) DO UPDATE SET settings = excluded.settings",
+      )
+      .run(pool, settings);
+  }
+
+  async poolsWithSettings(prefix: string): Promise<string[]> {
+    const rows = this.db.prepare("SELECT pool FROM warm_pools ORDER BY pool").all() as { pool: string }[];
+    return rows.map((r) => r.pool).filter((pool) => pool.startsWith(prefix));
   }
 
   async close(): Promise<void> {

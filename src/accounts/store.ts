@@ -12,7 +12,21 @@ export interface AccountRow {
   since: Date | null;
   /** When the lease ends unless its holder extends it (null when free). Past it, the next request may take it. */
   until: Date | null;
+  /**
+   * A warm pool's member (an env stack) is in one of MEMBER_STATES; an account of an account pool has none (null).
+   * Only a `ready` member is claimed, and only by `claim`: `tryLease` never takes a member with a state.
+   */
+  state?: MemberState | null;
 }
+
+/**
+ * A warm pool member's states: `ready` (free, reset, checked), `claimed` (leased to a claim until `until`), and,
+ * held by
+ * the keeper doing it until `until` (so a keeper that dies lets another take it over), `deploying`, `resetting`;
+ * `failed` waits for a keeper to replace it.
+ */
+export const MEMBER_STATES = ["deploying", "ready", "claimed", "resetting", "failed"] as const;
+export type MemberState = (typeof MEMBER_STATES)[number];
 
 /** A lease granted (or kept) by `tryLease`. */
 export interface Lease {
@@ -44,4 +58,48 @@ export interface LeaseStore {
    */
   reserveSignIn(pool: string, intervalMs: number): Promise<number>;
   close(): Promise<void>;
+
+  // Warm pools: a pool whose members are env stacks and whose leases are claims (src/runner/pools/). The same rows
+  // and the same `until` as an account's lease; a claim is renewed with `tryLease`, which extends the lease its
+  // holder holds.
+  /** Puts `name` in the pool in `state`, held by `holder` for `leaseMs` (free with no holder); undefined removes it. */
+  setMember(
+    pool: string,
+    name: string,
+    state: MemberState | undefined,
+    holder?: string,
+    leaseMs?: number,
+  ): Promise<void>;
+  /**
+   * In one transaction, when `name` is in the pool in state `from` and held by `fromHolder` (null: by nobody): moves it
+   * to `to`, held by `holder` for `leaseMs` (free when no holder). False when it was not so (another got there first).
+   */
+  moveMember(
+    pool: string,
+    name: string,
+    from: { state: MemberState; holder: string | null },
+    to: { state: MemberState; holder?: string; leaseMs?: number },
+  ): Promise<boolean>;
+  /**
+   * Every member held past its `until` (a claim not renewed, a keeper gone mid-reset or mid-deploy) moved to
+   * `resetting`, each held by `holderOf(name)` for `leaseMs`: the rows taken as they were, each taken by one caller.
+   */
+  takeExpired(pool: string, holderOf: (name: string) => string, leaseMs: number): Promise<AccountRow[]>;
+  /** A place in the pool's queue of claims, after every one taken before it, held `leaseMs` unless asked again. */
+  enqueue(pool: string, holder: string, leaseMs: number): Promise<number>;
+  /**
+   * In one transaction: the ticket's place kept `queueMs` longer; when fewer tickets are before it than the pool has
+   * ready members, a ready member leased to `holder` for `leaseMs` and the ticket gone; else undefined. So claims are
+   * served in the order of their tickets, across every process using the store.
+   */
+  claim(pool: string, ticket: number, holder: string, leaseMs: number, queueMs: number): Promise<Lease | undefined>;
+  /** Gives up a ticket (a claim that stopped waiting). */
+  leaveQueue(pool: string, ticket: number): Promise<void>;
+  /** How many live tickets the pool's queue holds. */
+  queueLength(pool: string): Promise<number>;
+  /** A warm pool's settings (JSON text: size, stack file hash, measured memory), undefined when never set. */
+  poolSettings(pool: string): Promise<string | undefined>;
+  setPoolSettings(pool: string, settings: string): Promise<void>;
+  /** The pools with settings whose names start with `prefix`. */
+  poolsWithSettings(prefix: string): Promise<string[]>;
 }

@@ -4,16 +4,20 @@ import { Command } from "commander";
 import { failureText } from "./commands/common";
 import * as accounts from "./commands/accounts";
 import * as check from "./commands/check";
+import * as claim from "./commands/claim";
 import * as collect from "./commands/collect";
 import * as down from "./commands/down";
 import * as ls from "./commands/ls";
 import * as outputs from "./commands/outputs";
+import * as release from "./commands/release";
 import * as reset from "./commands/reset";
 import * as screenshot from "./commands/screenshot";
+import * as serve from "./commands/serve";
 import * as signIn from "./commands/sign-in";
 import * as status from "./commands/status";
 import * as sweep from "./commands/sweep";
 import * as up from "./commands/up";
+import * as warm from "./commands/warm";
 import * as watch from "./commands/watch";
 
 /** The subcommands, in the order `--help` lists them. */
@@ -31,6 +35,10 @@ export const COMMANDS: { register(program: Command): void }[] = [
   down,
   sweep,
   accounts,
+  warm,
+  serve,
+  claim,
+  release,
 ];
 
 export function buildCli(): Command {

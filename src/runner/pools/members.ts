@@ -1,0 +1,95 @@
+// A warm pool member's life on the engine, through the runner's own operations: deployed from the task's stack file
+// as a stack of its own (deployStack), reset at each release with its episode's evidence collected (resetStack), and
+// destroyed, its evidence collected first (destroyStack). Its handles (what a claim hands out) are written once it is
+// ready.
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { deployStack, destroyStack, gatewayAccess, resetStack, specFromStackFile } from "../index";
+import { artifactsDirOf } from "../evidence/artifacts";
+import type { StackOutputs } from "../stack/outputs";
+import type { ResetResult } from "../lifecycle/reset";
+import { projectDirOf, stackFileOf, writeHandles, type MemberHandles, type PoolOptions } from "./pool";
+
+/** The handles of a deployed member: its outputs' DevTools URLs and start tabs, and its agent tokens (secrets). */
+export async function memberHandles(
+  member: string,
+  outputs: StackOutputs,
+  options: PoolOptions,
+  stackFileHash?: string,
+): Promise<MemberHandles> {
+  const access = await gatewayAccess(member, { projectDir: options.projectDir, env: options.env });
+  try {
+    const computers: MemberHandles["computers"] = {};
+    for (const [name, computer] of Object.entries(outputs.computers)) {
+      const agentToken = access.agentTokens?.[name];
+      if (agentToken === undefined) throw new Error(`stack ${member}: computer ${name} has no agent token output`);
+      computers[name] = { cdpUrl: computer.cdpUrl, agentToken, startTabs: computer.startTabs };
+    }
+    return { stack: member, stackFileHash, computers };
+  } finally {
+    await access.close();
+  }
+}
+
+/** Deploys a member from the task's stack file and writes its handles. */
+export async function deployMember(
+  task: string,
+  member: string,
+  stackFileHash: string,
+  options: PoolOptions,
+): Promise<void> {
+  const projectDir = projectDirOf(options);
+  const spec = specFromStackFile(stackFileOf(projectDir, task), member);
+  const deployed = await deployStack(spec, { projectDir, env: options.env, log: options.log });
+  await writeHandles(projectDir, task, await memberHandles(member, deployed.outputs, options, stackFileHash));
+}
+
+/** Destroys a member, its last episode's evidence collected first (down's own rule), and removes it from the state. */
+export async function destroyMember(member: string, options: PoolOptions): Promise<void> {
+  await destroyStack(member, { projectDir: options.projectDir, env: options.env, log: options.log, remove: true });
+}
+
+/**
+ * Resets a member for the next episode. With `episode`, the finished episode's evidence is collected and moved to
+ * artifacts/<task>/episodes/<episode>/ (its captures, proxy logs and request logs, and `episode.json`: the episode's
+ * entry of the member's run.json).
+ */
+export async function resetMember(
+  task: string,
+  member: string,
+  episode: string | undefined,
+  options: PoolOptions,
+): Promise<ResetResult> {
+  const projectDir = projectDirOf(options);
+  const result = await resetStack(member, {
+    projectDir,
+    env: options.env,
+    collect: episode !== undefined,
+    log: options.log,
+  });
+  if (episode !== undefined) await moveEpisode(projectDir, task, member, episode);
+  return result;
+}
+
+async function moveEpisode(projectDir: string, task: string, member: string, episode: string): Promise<void> {
+  const memberDir = artifactsDirOf(projectDir, member);
+  const record = JSON.parse(await readFile(join(memberDir, "run.json"), "utf8")) as {
+    episodes?: { dir?: string; requests?: Record<string, { file: string }> }[];
+  };
+  const last = record.episodes?.at(-1);
+  const to = join(artifactsDirOf(projectDir, task), "episodes", episode);
+  await rm(to, { recursive: true, force: true });
+  await mkdir(join(to, ".."), { recursive: true });
+  if (last?.dir !== undefined) await rename(join(memberDir, last.dir), to);
+  else await mkdir(to, { recursive: true });
+  // Paths in the entry are the episode directory's own from now on.
+  const strip = (file: string) =>
+    last?.dir !== undefined && file.startsWith(`${last.dir}/`) ? file.slice(last.dir.length + 1) : file;
+  const requests = Object.fromEntries(
+    Object.entries(last?.requests ?? {}).map(([computer, log]) => [computer, { ...log, file: strip(log.file) }]),
+  );
+  await writeFile(
+    join(to, "episode.json"),
+    JSON.stringify({ episode, task, stack: member, ...last, dir: undefined, requests }, null, 2) + "\n",
+  );
+}
