@@ -7,11 +7,13 @@ import { WebSocket } from "ws";
 import { computerAgentToken } from "../../src/protocol/auth";
 import { HAND_BACK_EVENT, TAKEN_OVER_ERROR_CODE, takeoverPath } from "../../src/protocol/takeover";
 import { takeoverGateway, type TakeoverRecord } from "../../src/runner/operator/takeover";
+import { episodeTakeovers, recordTakeover } from "../../src/runner/evidence/takeovers";
+import { readRunRecord, writeRunRecord } from "../../src/runner/evidence/run-record";
 import { computerFeed } from "../../src/runner/operator/watch";
 import { startWatchServer, type WatchMessage, type WatchServer } from "../../src/runner/operator/watch-server";
 import { connectCdp, type CdpClient } from "../helpers/cdp";
 import { startChromium } from "../helpers/chromium";
-import { cleanup, onCleanup } from "../helpers/processes";
+import { cleanup, onCleanup, tempDir } from "../helpers/processes";
 import { startUpstream } from "../helpers/servers";
 import { until } from "../helpers/until";
 import { request, TOKEN, type GatewayProcess } from "../gateway/helpers";
@@ -190,5 +192,31 @@ describe("a takeover from watch", () => {
     await taking.handedBack();
     expect(await state()).toEqual({});
     expect(records.at(-1)).toMatchObject({ operator: "pat", keys: 0 });
+  });
+});
+
+describe("a takeover in run.json", () => {
+  it("is appended with its episode, marks the run human-assisted, and goes with its episode's record", async () => {
+    const dir = tempDir();
+    const stack = "task";
+    await writeRunRecord(dir, { ...(await readRunRecord(dir, stack)), episode: 2 });
+    const takeover: TakeoverRecord = {
+      computer: "agent",
+      operator: "olivia",
+      reason: "a CAPTCHA",
+      start: "2026-01-01T00:00:00.000Z",
+      end: "2026-01-01T00:01:00.000Z",
+      inputs: [{ at: "2026-01-01T00:00:10.000Z", kind: "pointer", action: "down", button: "left", x: 1, y: 2 }],
+      pointerMoves: 3,
+      keys: 4,
+      pastes: 0,
+      pastedChars: 0,
+    };
+    await recordTakeover(dir, stack, takeover);
+    const record = await readRunRecord(dir, stack);
+    expect(record.humanAssisted).toBe(true);
+    expect(record.takeovers).toEqual([{ ...takeover, episode: 2 }]);
+    expect(episodeTakeovers(record, 2)).toEqual({ takeovers: [{ ...takeover, episode: 2 }], humanAssisted: true });
+    expect(episodeTakeovers(record, 1)).toEqual({});
   });
 });

@@ -7,6 +7,9 @@
 import type { CDPSession } from "playwright-core";
 import { bearer } from "../../protocol/auth";
 import { takeoverPath, TAKEOVERS_PATH, type TakeoverListing } from "../../protocol/takeover";
+import type { PointerTarget, TakeoverRecord } from "../evidence/takeover-record";
+
+export type { TakeoverRecord } from "../evidence/takeover-record";
 
 export type PersonInput =
   | {
@@ -77,39 +80,6 @@ export function personInput(value: unknown): PersonInput | undefined {
     default:
       return undefined;
   }
-}
-
-/** The element under a pointer, as the evidence names it: never its value. */
-export interface PointerTarget {
-  tag: string;
-  id?: string;
-  name?: string;
-  type?: string;
-}
-
-/** What the evidence keeps of one input. */
-export type PersonInputRecord =
-  | { at: string; kind: "pointer"; action: "down" | "up"; button: string; x: number; y: number; target?: PointerTarget }
-  | { at: string; kind: "wheel"; x: number; y: number; deltaX: number; deltaY: number }
-  | { at: string; kind: "navigate"; host: string };
-
-/** One takeover as run.json and the episode's record keep it. */
-export interface TakeoverRecord {
-  computer: string;
-  operator: string;
-  /** The agent's reason, when it had asked for a person. */
-  reason?: string;
-  start: string;
-  end: string;
-  /** Pointer presses and releases, wheel turns and navigations, in order. */
-  inputs: PersonInputRecord[];
-  /** Pointer moves, counted. */
-  pointerMoves: number;
-  /** Key presses (key-down events), counted; what they typed is not kept. */
-  keys: number;
-  /** Pastes and the characters they held, counted; the text is not kept. */
-  pastes: number;
-  pastedChars: number;
 }
 
 /** Windows virtual key codes DevTools needs for keys that edit or move rather than type. */
