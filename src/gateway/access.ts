@@ -70,6 +70,12 @@ export class Access {
     return this.presents(req, own, this.controlToken) ? undefined : CONTROL_TOKEN_REQUIRED;
   }
 
+  /** True when `req` was admitted to `computer`'s DevTools by that computer's agent token (not the control token). */
+  admitsAsAgent(req: IncomingMessage, computer: string): boolean {
+    const expected = this.agentTokens.get(computer);
+    return expected !== undefined && this.presents(req, ownHeader(req), expected);
+  }
+
   /** True when `token` is presented as `Authorization: Bearer <token>` or as the gateway's own header's value. */
   private presents(req: IncomingMessage, own: string | undefined, token: string): boolean {
     const inOwnHeader = tokensEqual(own ?? "", token) && own !== undefined;

@@ -14,12 +14,15 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type http from "node:http";
 import type { Duplex } from "node:stream";
 import { bearer, computerControlToken } from "../protocol/auth";
+import { takenOverMessage } from "../protocol/takeover";
+import type { AgentConnections } from "./agent-cdp";
 import type { GatewayConfig } from "./config";
 import { getSmall } from "./fetch";
 import type { Forwarder, Upstream } from "./proxy";
 import { replyJson } from "./reply";
 import type { ComputerOp } from "./routes";
 import type { Refuse } from "./reply";
+import type { Takeovers } from "./takeovers";
 
 const CHROME_HOST = "localhost";
 const DEVTOOLS_JSON = new Set(["/json", "/json/", "/json/list", "/json/list/", "/json/version", "/json/version/"]);
@@ -61,6 +64,8 @@ export class Computers {
     private readonly controlToken: string,
     private readonly forwarder: Forwarder,
     private readonly agent: http.Agent,
+    private readonly takeovers: Takeovers,
+    private readonly agentConnections: AgentConnections,
   ) {}
 
   private find(name: string): Computer | undefined {
@@ -83,9 +88,19 @@ export class Computers {
     op: ComputerOp,
     rest: string,
     refuse: Refuse,
+    asAgent = false,
   ): Promise<void> {
     const computer = this.find(name);
     if (!computer) return refuse(404, { error: "unknown computer", computer: name });
+    const hold = this.takeovers.state(name).taken;
+    // DevTools' HTTP endpoint acts too (/json/new opens a tab, /json/activate and /json/close): during a takeover an
+    // agent reads the JSON listings alone.
+    const reading = req.method === "GET" && DEVTOOLS_JSON.has(rest.split("?")[0]);
+    if (asAgent && hold !== undefined && !reading)
+      return refuse(409, {
+        error: "taken over",
+        detail: takenOverMessage(name, `${req.method} ${rest.split("?")[0]}`, hold),
+      });
     if (op === "end-connections") {
       if (!computer.endConnections)
         return refuse(404, { error: "this computer's site proxy cannot end its connections", computer: name });
@@ -142,9 +157,17 @@ export class Computers {
     op: ComputerOp,
     rest: string,
     refuse: Refuse,
+    asAgent = false,
   ): void {
     const computer = this.find(name);
     if (!computer || op !== "cdp") return refuse(404, { error: "unknown computer", computer: name });
-    this.forwarder.upgrade(req, socket, head, this.cdpUpstream(name, computer), rest);
+    if (!asAgent) return this.forwarder.upgrade(req, socket, head, this.cdpUpstream(name, computer), rest);
+    // An agent's connection is relayed message by message, so it can be held during a takeover (agent-cdp.ts).
+    const url = new URL(computer.cdp.pathname.replace(/\/+$/, "") + rest, computer.cdp);
+    url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+    this.agentConnections.relay(req, socket, head, name, url, {
+      Host: CHROME_HOST,
+      Authorization: this.authorization(name),
+    });
   }
 }

@@ -1,6 +1,7 @@
 // Where a request goes, decided from its request-target exactly as received (never a
 // decoded or normalised form), so the rest of the path reaches the upstream byte for byte.
 import { REQUESTS_LIST_PATH } from "../protocol/request-log";
+import { TAKEOVERS_PATH } from "../protocol/takeover";
 
 export type Route =
   | {
@@ -17,6 +18,8 @@ export type Route =
   | { kind: "capture"; name: string }
   | { kind: "request-logs" }
   | { kind: "request-log"; computer: string }
+  | { kind: "takeovers" }
+  | { kind: "takeover"; computer: string }
   | { kind: "bad"; error: string }
   | { kind: "not-found" };
 
@@ -77,6 +80,12 @@ export function route(target: string): Route {
     const segment = path.slice(REQUESTS_LIST_PATH.length + 1);
     const computer = segment.includes("/") ? undefined : decodeName(segment);
     return computer === undefined ? { kind: "bad", error: "not a computer name" } : { kind: "request-log", computer };
+  }
+  if (path === TAKEOVERS_PATH || path === `${TAKEOVERS_PATH}/`) return { kind: "takeovers" };
+  if (path.startsWith(`${TAKEOVERS_PATH}/`)) {
+    const segment = path.slice(TAKEOVERS_PATH.length + 1);
+    const computer = segment.includes("/") ? undefined : decodeName(segment);
+    return computer === undefined ? { kind: "bad", error: "not a computer name" } : { kind: "takeover", computer };
   }
   if (path.startsWith("/replay/v1/")) {
     const { segment, rest } = splitSegment(path, "/replay/v1/".length);

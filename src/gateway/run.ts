@@ -14,6 +14,7 @@ import { ServiceConfigError } from "../protocol/service-config";
 import { logJsonLine } from "./log";
 import type { DispatcherFor } from "./proxy";
 import { start } from "./server";
+import { TakeoverRelay } from "./takeovers";
 
 /** How the primary hands its resolved bindings to the workers it forks (they must bind the same sockets). */
 const BINDINGS_ENV = "MULTIENV_GATEWAY_WORKER_BINDINGS";
@@ -42,7 +43,7 @@ async function bindings(config: GatewayConfig): Promise<Binding[]> {
   }
 }
 
-type WorkerMessage = { event: "listening"; bound: Binding[] };
+type WorkerMessage = { event: "listening"; bound: Binding[] } | { event: "takeover-state" };
 
 function announce(config: GatewayConfig, bound: Binding[]): void {
   const published = bound.find((b) => b.listener === "published")!;
@@ -77,9 +78,17 @@ function runPrimary(config: GatewayConfig, wanted: Binding[]): void {
   let stopping = false;
   let announced = false;
   const listening = new Set<number>();
+  // A takeover made on one worker holds the agent's connections on every worker (takeovers.ts).
+  const takeovers = new TakeoverRelay();
   const fork = () => {
     const worker = cluster.fork({ [BINDINGS_ENV]: JSON.stringify(wanted) });
+    worker.once("online", () => takeovers.toNewWorker(worker));
     worker.on("message", (message: WorkerMessage) => {
+      takeovers.fromWorker(
+        message,
+        worker,
+        Object.values(cluster.workers ?? {}).filter((w) => w !== undefined),
+      );
       if (message?.event !== "listening") return;
       listening.add(worker.id);
       if (!announced && listening.size === config.workers) {

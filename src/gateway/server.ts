@@ -14,6 +14,7 @@ import {
 } from "../protocol/auth";
 import { REPLAY_CONTROL_PATHS } from "../protocol/replay-server-config";
 import { Access } from "./access";
+import { AgentConnections } from "./agent-cdp";
 import type { Binding, Listener } from "./bind";
 import { CaptureSources } from "./capture-sources";
 import { serveCapture, serveListing } from "./captures";
@@ -27,6 +28,7 @@ import { logJsonLine, type Logger } from "./log";
 import { Forwarder, STREAM_BUFFER_BYTES, type DispatcherFor, type Upstream } from "./proxy";
 import { replyJson, replyJsonOnSocket, type Refuse } from "./reply";
 import { route, type Route } from "./routes";
+import { serveTakeover, Takeovers } from "./takeovers";
 
 export interface RunningGateway {
   servers: http.Server[];
@@ -79,6 +81,8 @@ export class Gateway {
   private readonly captureSources: CaptureSources | undefined;
   /** requests/v1: each computer's request log, read from its site proxy. */
   private readonly requestLogs: RequestLogs;
+  /** Which computers a person holds, and which agents asked for one. */
+  readonly takeovers: Takeovers;
   private readonly log: Logger;
   /** Client connections whose framing was refused: answered, then closed, and nothing after on them is served. */
   private readonly distrusted = new WeakSet<Duplex>();
@@ -118,7 +122,15 @@ export class Gateway {
         ? undefined
         : new CaptureSources(config.captureSources, controlToken, this.forwarder, this.ownAgent);
     this.health = new HealthCheck(config, this.ownAgent, this.captureSources);
-    this.computers = new Computers(config.computers, controlToken, this.forwarder, this.ownAgent);
+    this.takeovers = new Takeovers(Object.keys(config.computers ?? {}));
+    this.computers = new Computers(
+      config.computers,
+      controlToken,
+      this.forwarder,
+      this.ownAgent,
+      this.takeovers,
+      new AgentConnections(this.takeovers, this.log),
+    );
     this.requestLogs = new RequestLogs(config.computers, controlToken, this.ownAgent, secrets);
   }
 
@@ -237,8 +249,15 @@ export class Gateway {
         return target.kind === "request-logs"
           ? this.requestLogs.serveListing(res)
           : this.requestLogs.serve(res, target.computer, refuse);
-      case "computer":
-        return this.computers.handle(req, res, target.computer, target.op, target.rest, refuse);
+      case "computer": {
+        const asAgent = this.access.admitsAsAgent(req, target.computer);
+        return this.computers.handle(req, res, target.computer, target.op, target.rest, refuse, asAgent);
+      }
+      case "takeovers":
+        if (!isRead(req)) return notAllowed(refuse);
+        return replyJson(res, 200, this.takeovers.listing());
+      case "takeover":
+        return serveTakeover(req, res, target.computer, this.takeovers, refuse, this.log);
       case "replay": {
         const upstream = this.replays.get(target.site);
         if (upstream === undefined) return refuse(404, { error: "no replayed site of that name", site: target.site });
@@ -269,8 +288,10 @@ export class Gateway {
           if ("status" in upstream) return refuse(upstream.status, upstream.body);
           return this.forwarder.upgrade(req, socket, head, upstream, target.rest);
         }
-        case "computer":
-          return this.computers.upgrade(req, socket, head, target.computer, target.op, target.rest, refuse);
+        case "computer": {
+          const asAgent = this.access.admitsAsAgent(req, target.computer);
+          return this.computers.upgrade(req, socket, head, target.computer, target.op, target.rest, refuse, asAgent);
+        }
         case "bad":
           return refuse(400, { error: target.error });
         default:
@@ -330,6 +351,7 @@ export class Gateway {
   }
 
   close(): void {
+    this.takeovers.detach();
     this.forwarder.close();
     this.ownAgent.destroy();
   }

@@ -18,6 +18,7 @@
 // with a one-line error rather than corrupting state.
 import { SELF_TEST_ENV } from "../plan/self-test";
 import { artifactsDirOf } from "./evidence/artifacts";
+import { userInfo } from "node:os";
 import { collectRun, type CollectResult } from "./evidence/collect";
 import { collectOptionsFor, collectThenDestroy, hasDeployedEnv, type DownResult } from "./lifecycle/down";
 import { deployFailure, explain, RunnerError } from "./errors";
@@ -62,6 +63,8 @@ import type { Screenshot } from "./operator/screens";
 import { fileBackendDir, readStateStack } from "./stack/state-files";
 import { computerFeed } from "./operator/watch";
 import { startWatchServer, type WatchServer } from "./operator/watch-server";
+import { takeoverGateway } from "./operator/takeover";
+import { recordTakeover } from "./evidence/takeovers";
 import {
   backendUrlFor,
   DEFAULT_PROJECT_DIR,
@@ -497,13 +500,32 @@ export async function screenshotStack(
  * Serves a local page (127.0.0.1, its URL carrying a secret of this call) showing every computer's screen live, with
  * its URL and proxy log (`multienv watch`). Close it with `close()`.
  */
-export async function watchStack(stack: string, options: RunnerOptions & { port?: number } = {}): Promise<WatchServer> {
+/**
+ * Serves `watch`'s page for the stack. Viewers may take a computer over as `operator` (default: the OS user); each
+ * takeover's record goes into run.json (evidence/takeovers.ts). `takeNow` takes that computer at once
+ * (`multienv takeover`).
+ */
+export async function watchStack(
+  stack: string,
+  options: RunnerOptions & { port?: number; operator?: string; takeNow?: string } = {},
+): Promise<WatchServer> {
   const computers = await computersOf(stack, undefined, options);
+  if (options.takeNow !== undefined && !computers.includes(options.takeNow))
+    throw new RunnerError(
+      `--computer ${options.takeNow}: stack ${stack} has no such computer; it has ${computers.join(", ") || "none"}`,
+    );
   const access = await gatewayAccess(stack, options);
+  const artifactsDir = options.artifactsDir ?? artifactsDirOf(options.projectDir ?? DEFAULT_PROJECT_DIR, stack);
   const server = await startWatchServer({
     stack,
     port: options.port,
     feeds: Object.fromEntries(computers.map((computer) => [computer, computerFeed(access, computer)])),
+    takeover: {
+      gateway: takeoverGateway(access.gatewayUrl, access.controlToken),
+      operator: options.operator ?? userInfo().username,
+      onTakeover: (record) => recordTakeover(artifactsDir, stack, record),
+    },
+    ...(options.takeNow !== undefined ? { takeNow: options.takeNow } : {}),
   }).catch(async (error: unknown) => {
     await access.close();
     throw error;

@@ -187,6 +187,7 @@ describe("the checks every command on a stack runs before Pulumi", () => {
     ["collect"],
     ["screenshot"],
     ["watch"],
+    ["takeover", "--computer", "agent"],
     ["sign-in", "--site", "shop", "--computer", "agent"],
     ["down"],
   ];

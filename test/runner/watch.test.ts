@@ -129,7 +129,12 @@ describe("the watch page", () => {
       expect([desktop.starts, server.feeding()]).toEqual([0, false]);
       const first = await viewer(server.url);
       await until("the feeds to start", () => desktop.starts === 1 && open.starts === 1);
-      expect(first.messages[0]).toEqual({ type: "hello", stack: "demo", computers: ["desktop", "open"] });
+      expect(first.messages[0]).toEqual({
+        type: "hello",
+        stack: "demo",
+        computers: ["desktop", "open"],
+        takeover: false,
+      });
       const second = await viewer(server.url);
       desktop.emit!({ type: "frame", data: "AAAA" });
       desktop.emit!({ type: "url", url: "https://shop.test/", title: "Synthetic shop" });

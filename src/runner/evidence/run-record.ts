@@ -9,6 +9,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { LiveWebsiteMark } from "../../plan/types";
 import { RUN_RECORD_FILE, writeFileAtomic } from "./artifacts";
+import type { TakeoverRecord } from "./takeover-record";
 
 /** One collected capture: where it is, what the gateway listed, and the digest of the bytes stored. */
 export interface CaptureRecord {
@@ -89,6 +90,9 @@ export interface EpisodeRecord {
   requests?: Record<string, RequestLogRecord>;
   /** Each replayed site's exchanges in the episode, as its replay server counted them when the reset ended it. */
   replay?: Record<string, ReplayCounters>;
+  /** A person took a computer over in this episode (evidence/takeovers.ts). */
+  humanAssisted?: boolean;
+  takeovers?: TakeoverRecord[];
 }
 
 export interface RunRecord {
@@ -120,6 +124,10 @@ export interface RunRecord {
   replay?: Record<string, ReplayEvidence>;
   /** Where a capture stopped and started again (its website container restarted): nothing was recorded between. */
   captureGaps?: CaptureGap[];
+  /** A person took a computer over in the episode under way, or in an earlier one (evidence/takeovers.ts). */
+  humanAssisted?: boolean;
+  /** Every takeover of the run, each with its episode. */
+  takeovers?: TakeoverRecord[];
 }
 
 export function emptyRunRecord(stack: string): RunRecord {

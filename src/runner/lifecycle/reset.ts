@@ -48,6 +48,7 @@ import {
 } from "../evidence/run-record";
 import { runtimeOf, type EnvRuntime } from "../runtimes/runtimes";
 import { cdpUrlOf } from "./sign-in";
+import { episodeTakeovers } from "../evidence/takeovers";
 
 /** The part of the Automation API's Stack that reset uses. */
 export interface ResetSeam {
@@ -342,6 +343,7 @@ async function resetThrough(
       : {}),
     ...(Object.keys(requests).length > 0 ? { requests } : {}),
     ...(replayed.length > 0 ? { replay } : {}),
+    ...episodeTakeovers(record, episode),
   };
   await writeRunRecord(options.artifactsDir, {
     ...record,

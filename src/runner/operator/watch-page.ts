@@ -1,6 +1,9 @@
 // The HTML of `multienv watch`: one panel per computer (its screen, its URL, its proxy log's request and refusal
 // lines), fed by the page's WebSocket. What a computer shows (titles, URLs, hosts) is the agent's and may be hostile,
-// so the script writes all of it as text (textContent), never as markup; frames are data: images.
+// so the script writes all of it as text (textContent), never as markup; frames are data: images. When the server
+// allows takeovers, each panel has a take-over / hand-back button, an address field, and, while this page holds the
+// computer, the screen takes the person's pointer, wheel, keys and pastes: coordinates as fractions of the frame,
+// never of anything the frame draws.
 
 /** `text` safe inside HTML text and attribute values. */
 export function escapeHtml(text: string): string {
@@ -26,6 +29,11 @@ section h2 { grid-column: 1 / 3; font-size: 14px; margin: 0; }
 .log li { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .log .refused { color: #f28b82; }
 .error { grid-column: 1 / 3; color: #f28b82; }
+.control { grid-column: 1 / 3; display: none; gap: 8px; align-items: center; }
+.takeover .control { display: flex; }
+.control input { flex: 1; font-family: ui-monospace, monospace; }
+.request { color: #fdd663; }
+.mine .screen { outline: 3px solid #fdd663; cursor: crosshair; }
 `;
 
 // Runs in the viewer's browser. Kept to what every browser has; no framework, no outside request (CSP: none allowed).
@@ -37,7 +45,44 @@ for (const section of document.querySelectorAll("section[data-computer]")) {
     screen: section.querySelector(".screen"),
     log: section.querySelector(".log"),
     error: section.querySelector(".error"),
+    button: section.querySelector(".take"),
+    address: section.querySelector(".address"),
+    request: section.querySelector(".request"),
+    section,
+    mine: false,
   };
+}
+let socket;
+function sendInput(computer, input) {
+  if (panels[computer].mine && socket && socket.readyState === 1) socket.send(JSON.stringify({ type: "input", computer, input }));
+}
+function mods(e) { return (e.altKey ? 1 : 0) | (e.ctrlKey ? 2 : 0) | (e.metaKey ? 4 : 0) | (e.shiftKey ? 8 : 0); }
+const BUTTONS = ["left", "middle", "right"];
+for (const [computer, panel] of Object.entries(panels)) {
+  const at = (e) => {
+    const r = panel.screen.getBoundingClientRect();
+    return { x: Math.min(1, Math.max(0, (e.clientX - r.left) / r.width)), y: Math.min(1, Math.max(0, (e.clientY - r.top) / r.height)) };
+  };
+  panel.screen.tabIndex = 0;
+  panel.screen.addEventListener("mousedown", (e) => { e.preventDefault(); panel.screen.focus(); sendInput(computer, { kind: "pointer", action: "down", ...at(e), button: BUTTONS[e.button] || "left", clickCount: Math.min(3, e.detail || 1), modifiers: mods(e) }); });
+  panel.screen.addEventListener("mouseup", (e) => sendInput(computer, { kind: "pointer", action: "up", ...at(e), button: BUTTONS[e.button] || "left", clickCount: Math.min(3, e.detail || 1), modifiers: mods(e) }));
+  let lastMove = 0;
+  panel.screen.addEventListener("mousemove", (e) => { const now = Date.now(); if (now - lastMove < 30) return; lastMove = now; sendInput(computer, { kind: "pointer", action: "move", ...at(e), button: "none", clickCount: 0, modifiers: mods(e) }); });
+  panel.screen.addEventListener("wheel", (e) => { if (!panel.mine) return; e.preventDefault(); sendInput(computer, { kind: "wheel", ...at(e), deltaX: Math.max(-10000, Math.min(10000, e.deltaX)), deltaY: Math.max(-10000, Math.min(10000, e.deltaY)), modifiers: mods(e) }); }, { passive: false });
+  panel.screen.addEventListener("contextmenu", (e) => { if (panel.mine) e.preventDefault(); });
+  panel.screen.addEventListener("dragstart", (e) => e.preventDefault());
+  const key = (action) => (e) => {
+    if (!panel.mine) return;
+    if (action === "down" && (e.ctrlKey || e.metaKey) && e.key === "v") return; // the paste event sends the text
+    e.preventDefault();
+    const text = action === "down" && e.key.length === 1 && !e.ctrlKey && !e.metaKey ? e.key : undefined;
+    sendInput(computer, { kind: "key", action, key: e.key.slice(0, 32), code: e.code.slice(0, 32), ...(text ? { text } : {}), modifiers: mods(e) });
+  };
+  panel.screen.addEventListener("keydown", key("down"));
+  panel.screen.addEventListener("keyup", key("up"));
+  panel.screen.addEventListener("paste", (e) => { const text = e.clipboardData.getData("text/plain"); if (text) { e.preventDefault(); sendInput(computer, { kind: "paste", text: text.slice(0, 16384) }); } });
+  panel.button.addEventListener("click", () => socket && socket.send(JSON.stringify({ type: panel.mine ? "handBack" : "take", computer })));
+  panel.address.addEventListener("keydown", (e) => { if (e.key === "Enter") sendInput(computer, { kind: "navigate", url: panel.address.value }); });
 }
 const state = document.getElementById("state");
 function line(l) {
@@ -51,16 +96,24 @@ function line(l) {
   return li;
 }
 function connect() {
-  const socket = new WebSocket(location.href.replace(/^http/, "ws").split("?")[0] + "live");
+  socket = new WebSocket(location.href.replace(/^http/, "ws").split("?")[0] + "live");
   socket.onopen = () => { state.textContent = "live"; };
   socket.onclose = () => { state.textContent = "disconnected; retrying"; setTimeout(connect, 2000); };
   socket.onmessage = (message) => {
     const m = JSON.parse(message.data);
+    if (m.type === "hello" && m.takeover) for (const p of Object.values(panels)) p.section.classList.add("takeover");
     const panel = panels[m.computer];
     if (!panel) return;
     if (m.type === "frame") panel.screen.src = "data:image/jpeg;base64," + m.data;
     else if (m.type === "url") { panel.url.textContent = m.url; panel.url.title = m.title || ""; panel.error.textContent = ""; }
     else if (m.type === "error") panel.error.textContent = m.message;
+    else if (m.type === "takeover") {
+      panel.mine = m.mine;
+      panel.section.classList.toggle("mine", m.mine);
+      panel.button.textContent = m.mine ? "Hand back" : m.state.taken ? "Taken by " + m.state.taken.operator : "Take over";
+      panel.button.disabled = !m.mine && !!m.state.taken;
+      panel.request.textContent = m.state.request ? "The agent asks for a person: " + m.state.request.reason : "";
+    }
     else if (m.type === "log") {
       const follow = panel.log.scrollTop + panel.log.clientHeight >= panel.log.scrollHeight - 4;
       for (const l of m.lines) panel.log.appendChild(line(l));
@@ -78,13 +131,14 @@ export function watchPage(stack: string, computers: string[]): string {
     .map(
       (c) =>
         `<section data-computer="${escapeHtml(c)}"><h2>${escapeHtml(c)}</h2><div class="url"></div>` +
+        `<div class="control"><button class="take">Take over</button><input class="address" placeholder="address: Enter to go" aria-label="address"><span class="request"></span></div>` +
         `<img class="screen" alt="${escapeHtml(c)}'s screen"><ol class="log"></ol><div class="error"></div></section>`,
     )
     .join("\n");
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>multienv watch ${escapeHtml(stack)}</title>
 <meta name="referrer" content="no-referrer"><style>${STYLE}</style></head>
-<body><header><h1>stack ${escapeHtml(stack)}</h1><span id="state">connecting</span><span>read-only</span></header>
+<body><header><h1>stack ${escapeHtml(stack)}</h1><span id="state">connecting</span><span id="mode"></span></header>
 <main>
 ${panels}
 </main>

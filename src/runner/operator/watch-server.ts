@@ -1,7 +1,11 @@
 // `multienv watch`'s local web page: every computer's screen, its URL and its proxy log's request and refusal lines,
 // live. The machine may have other users, so the page listens on 127.0.0.1 alone and answers only under a path
 // holding a secret made for this run (`http://127.0.0.1:<port>/<secret>/`); any other path, a wrong secret or none,
-// gets 403, and so does a WebSocket from another origin. It is read-only: nothing a viewer sends reaches a computer.
+// gets 403, and so does a WebSocket from another origin. Without `takeover` it is read-only: nothing a viewer sends
+// reaches a computer. With it, a viewer may take a computer over (the gateway then holds its agent), send it a
+// person's input (takeover.ts checks each message; it goes to the screencast's tab alone) and hand it back; each
+// takeover's record (who, when, the agent's reason, the inputs without their text) goes to `onTakeover`. A computer
+// this page took is handed back when the last viewer leaves and when the server closes.
 //
 // Where the pictures and lines come from is a Feed per computer (watch.ts: DevTools screencast frames and the proxy
 // log, through the gateway). The feeds run only while someone watches: all start when the first viewer connects and
@@ -11,6 +15,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer } from "ws";
+import type { TakeoverListing, TakeoverState } from "../../protocol/takeover";
+import { personInput, type PersonInput, type TakeoverGateway, type TakeoverRecord } from "./takeover";
 import { watchPage } from "./watch-page";
 
 /** One line of a computer's proxy log as the page shows it. */
@@ -37,10 +43,24 @@ export type FeedEvent =
 export interface Feed {
   start(emit: (event: FeedEvent) => void): Promise<void>;
   stop(): Promise<void>;
+  /** Sends a person's input to the tab on screen, adding what the evidence keeps of it to `record`. */
+  act?(input: PersonInput, record: TakeoverRecord): Promise<void>;
 }
 
 /** A message on the page's live channel: a feed's event, for one computer, or the greeting. */
-export type WatchMessage = (FeedEvent & { computer: string }) | { type: "hello"; stack: string; computers: string[] };
+export type WatchMessage =
+  | (FeedEvent & { computer: string })
+  | { type: "hello"; stack: string; computers: string[]; takeover: boolean; operator?: string }
+  | { type: "takeover"; computer: string; state: TakeoverState; mine: boolean };
+
+/** What the page may ask of a computer when the server takes over. */
+type ViewerRequest =
+  | { type: "take"; computer: string }
+  | { type: "handBack"; computer: string }
+  | { type: "input"; computer: string; input: PersonInput };
+
+/** How often the gateway's takeover states (an agent's request for a person) are read while someone watches. */
+const STATES_MS = 1_000;
 
 export interface WatchServerOptions {
   stack: string;
@@ -49,6 +69,10 @@ export interface WatchServerOptions {
   port?: number;
   /** Default: 32 random bytes, hex. */
   secret?: string;
+  /** Lets viewers take computers over, as `operator`; absent: read-only. */
+  takeover?: { gateway: TakeoverGateway; operator: string; onTakeover(record: TakeoverRecord): void | Promise<void> };
+  /** A computer to take over as soon as the server starts (`multienv takeover`). */
+  takeNow?: string;
 }
 
 export interface WatchServer {
@@ -59,6 +83,10 @@ export interface WatchServer {
   viewers(): number;
   /** True while the feeds run. */
   feeding(): boolean;
+  /** The computers this page holds now. */
+  holding(): string[];
+  /** Resolves once a computer this page held was handed back and no other is held. */
+  handedBack(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -118,12 +146,135 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
     broadcast({ ...event, computer });
   };
 
+  const control = options.takeover;
+  /** The takeovers this page holds, each record filled as the person acts. */
+  const held = new Map<string, TakeoverRecord>();
+  /** Each computer's inputs, one after the other: a release never overtakes its press. */
+  const queues = new Map<string, Promise<void>>();
+  let states: TakeoverListing["computers"] = {};
+  let statesTimer: NodeJS.Timeout | undefined;
+  let released: Array<() => void> = [];
+
+  const showState = (computer: string) =>
+    broadcast({ type: "takeover", computer, state: states[computer] ?? {}, mine: held.has(computer) });
+
+  const readStates = async () => {
+    if (control === undefined) return;
+    try {
+      const next = (await control.gateway.states()).computers;
+      for (const computer of computers)
+        if (JSON.stringify(next[computer] ?? {}) !== JSON.stringify(states[computer] ?? {})) {
+          states = { ...states, [computer]: next[computer] ?? {} };
+          showState(computer);
+        }
+    } catch {
+      // The gateway not answering shows in the feeds' own errors; the next read tries again.
+    }
+  };
+
+  const take = async (computer: string) => {
+    if (control === undefined || held.has(computer)) return;
+    const taken = await control.gateway.take(computer, control.operator);
+    held.set(computer, {
+      computer,
+      operator: control.operator,
+      ...(taken.reason !== undefined ? { reason: taken.reason } : {}),
+      start: taken.since,
+      end: taken.since,
+      inputs: [],
+      pointerMoves: 0,
+      keys: 0,
+      pastes: 0,
+      pastedChars: 0,
+    });
+    states = {
+      ...states,
+      [computer]: { ...states[computer], taken: { operator: control.operator, since: taken.since } },
+    };
+    showState(computer);
+  };
+
+  const handBack = async (computer: string) => {
+    const record = held.get(computer);
+    if (control === undefined || record === undefined) return;
+    held.delete(computer);
+    // The inputs already sent are done (or refused) before the agent gets its computer back.
+    await queues.get(computer);
+    try {
+      await control.gateway.handBack(computer);
+    } finally {
+      record.end = new Date().toISOString();
+      await control.onTakeover(record);
+      states = { ...states, [computer]: {} };
+      showState(computer);
+      if (held.size === 0) {
+        for (const resolve of released) resolve();
+        released = [];
+      }
+    }
+  };
+
+  const handBackAll = () => Promise.all([...held.keys()].map((computer) => handBack(computer).catch(() => undefined)));
+
+  const act = (computer: string, input: PersonInput) => {
+    const record = held.get(computer);
+    const feed = options.feeds[computer];
+    if (record === undefined || feed.act === undefined) return;
+    const queued = (queues.get(computer) ?? Promise.resolve()).then(() =>
+      feed.act!(input, record).catch((error: unknown) =>
+        broadcast({
+          type: "error",
+          computer,
+          message: (error instanceof Error ? error.message : String(error)).split("\n")[0],
+        }),
+      ),
+    );
+    queues.set(computer, queued);
+  };
+
+  /** A viewer's message, when it is one the page sends about a computer of this stack; anything else is dropped. */
+  const viewerRequest = (data: unknown): ViewerRequest | undefined => {
+    let value: Record<string, unknown>;
+    try {
+      value = JSON.parse(String(data)) as Record<string, unknown>;
+    } catch {
+      return undefined;
+    }
+    if (typeof value !== "object" || value === null || !computers.includes(value.computer as string)) return undefined;
+    const computer = value.computer as string;
+    if (value.type === "take" || value.type === "handBack") return { type: value.type, computer };
+    if (value.type !== "input") return undefined;
+    const input = personInput(value.input);
+    return input === undefined ? undefined : { type: "input", computer, input };
+  };
+
+  const onViewerMessage = (data: unknown) => {
+    if (control === undefined) return;
+    const request = viewerRequest(data);
+    if (request === undefined) return;
+    const failed = (error: unknown) =>
+      broadcast({
+        type: "error",
+        computer: request.computer,
+        message: (error instanceof Error ? error.message : String(error)).split("\n")[0],
+      });
+    if (request.type === "take") take(request.computer).catch(failed);
+    else if (request.type === "handBack") handBack(request.computer).catch(failed);
+    else act(request.computer, request.input);
+  };
+
   // Starting and stopping follow the number of viewers, one transition at a time.
   const settle = () => {
     transition = transition.then(async () => {
       const wanted = viewers.size > 0;
       if (wanted === feeding) return;
       feeding = wanted;
+      if (control !== undefined) {
+        if (wanted) statesTimer = setInterval(() => void readStates(), STATES_MS);
+        else clearInterval(statesTimer);
+        // The page closed: a computer it held goes back to its agent.
+        if (!wanted) await handBackAll();
+      }
       await Promise.all(
         computers.map(async (computer) => {
           const feed = options.feeds[computer];
@@ -168,7 +319,8 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
     res.end(req.method === "HEAD" ? undefined : watchPage(options.stack, computers));
   });
 
-  const live = new WebSocketServer({ noServer: true, maxPayload: 1024 });
+  // A paste is the largest message a viewer sends.
+  const live = new WebSocketServer({ noServer: true, maxPayload: control === undefined ? 1024 : 64 * 1024 });
   server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     const { secret: given, rest } = splitPath(req.url);
     const port = (server.address() as AddressInfo).port;
@@ -181,7 +333,25 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
     }
     live.handleUpgrade(req, socket, head, (viewer) => {
       viewers.add(viewer);
-      viewer.send(JSON.stringify({ type: "hello", stack: options.stack, computers } satisfies WatchMessage));
+      viewer.send(
+        JSON.stringify({
+          type: "hello",
+          stack: options.stack,
+          computers,
+          takeover: control !== undefined,
+          ...(control !== undefined ? { operator: control.operator } : {}),
+        } satisfies WatchMessage),
+      );
+      for (const computer of computers)
+        if (states[computer] !== undefined)
+          viewer.send(
+            JSON.stringify({
+              type: "takeover",
+              computer,
+              state: states[computer],
+              mine: held.has(computer),
+            } satisfies WatchMessage),
+          );
       for (const computer of computers) {
         const seen = last[computer];
         if (seen.url) viewer.send(JSON.stringify(seen.url));
@@ -189,8 +359,8 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
         if (seen.frame) viewer.send(JSON.stringify({ type: "frame", computer, data: seen.frame }));
         if (seen.log.length > 0) viewer.send(JSON.stringify({ type: "log", computer, lines: seen.log }));
       }
-      // Read-only: whatever a viewer sends is dropped.
-      viewer.on("message", () => undefined);
+      // Read-only without `takeover`: whatever a viewer sends is dropped.
+      viewer.on("message", onViewerMessage);
       viewer.on("error", () => undefined);
       viewer.on("close", () => {
         viewers.delete(viewer);
@@ -205,12 +375,23 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
     server.listen(options.port ?? 0, "127.0.0.1", () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
+  if (options.takeNow !== undefined) {
+    await readStates();
+    await take(options.takeNow).catch(async (error: unknown) => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      throw error;
+    });
+  }
   return {
     url: `http://127.0.0.1:${port}/${secret}/`,
     port,
     viewers: () => viewers.size,
     feeding: () => feeding,
+    holding: () => [...held.keys()],
+    handedBack: () => (held.size === 0 ? Promise.resolve() : new Promise<void>((resolve) => released.push(resolve))),
     async close() {
+      clearInterval(statesTimer);
+      await handBackAll();
       for (const viewer of viewers) viewer.terminate();
       viewers.clear();
       settle();

@@ -11,6 +11,7 @@ import { errorMessage } from "../errors";
 import { fetchProxyLogPiece, type ProxyLogPiece } from "../evidence/proxy-logs";
 import type { GatewayAccess } from "../stack/outputs";
 import { bounded, pageOfTarget, pageTargets } from "./screens";
+import { dispatchPersonInput, type FrameSize } from "./takeover";
 import { cdpUrlOf } from "../lifecycle/sign-in";
 import type { Feed, FeedEvent, WatchLogLine } from "./watch-server";
 
@@ -71,13 +72,23 @@ export class LogFollower {
 }
 
 /** The screencast of one tab on a CDP session. */
-async function screencast(context: BrowserContext, page: Page, emit: (event: FeedEvent) => void): Promise<CDPSession> {
+async function screencast(
+  context: BrowserContext,
+  page: Page,
+  emit: (event: FeedEvent) => void,
+  onSize: (size: FrameSize) => void,
+): Promise<CDPSession> {
   const session = await bounded(context.newCDPSession(page), "DevTools Target.attachToTarget");
-  session.on("Page.screencastFrame", (frame: { data: string; sessionId: number }) => {
-    // Chromium sends the next frame once this one is acknowledged.
-    void session.send("Page.screencastFrameAck", { sessionId: frame.sessionId }).catch(() => undefined);
-    emit({ type: "frame", data: frame.data });
-  });
+  session.on(
+    "Page.screencastFrame",
+    (frame: { data: string; sessionId: number; metadata: { deviceWidth: number; deviceHeight: number } }) => {
+      // Chromium sends the next frame once this one is acknowledged.
+      void session.send("Page.screencastFrameAck", { sessionId: frame.sessionId }).catch(() => undefined);
+      // A person's input is placed on the frame the page shows: its size in the tab's CSS pixels.
+      onSize({ width: frame.metadata.deviceWidth, height: frame.metadata.deviceHeight });
+      emit({ type: "frame", data: frame.data });
+    },
+  );
   try {
     await bounded(
       session.send("Page.startScreencast", { format: "jpeg", quality: 70, maxWidth: 1280, maxHeight: 800 }),
@@ -95,6 +106,8 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
   let browser: Browser | undefined;
   let session: CDPSession | undefined;
   let page: Page | undefined;
+  /** The size of the last frame of the screencast under way, in its tab's CSS pixels. */
+  let frameSize: FrameSize | undefined;
   let timer: NodeJS.Timeout | undefined;
   let running = false;
   let busy = false;
@@ -153,7 +166,8 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
     if (running && onScreen !== page) {
       await stopScreencast();
       if (onScreen !== undefined) {
-        session = await screencast(context, onScreen, emit);
+        frameSize = undefined;
+        session = await screencast(context, onScreen, emit, (size) => (frameSize = size));
         page = onScreen;
       }
     }
@@ -196,6 +210,12 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
   };
 
   return {
+    async act(input, record) {
+      // Only the tab whose frames the person sees takes the person's input, placed on its last frame.
+      if (session === undefined || frameSize === undefined)
+        throw new Error(`computer ${computer} shows no tab yet: nothing to send input to`);
+      await bounded(dispatchPersonInput(session, frameSize, input, record), `DevTools input (${input.kind})`);
+    },
     async start(emit) {
       running = true;
       lastUrl = undefined;

@@ -1,0 +1,37 @@
+// What run.json keeps of a person's takeover (written by takeovers.ts): who, when, the agent's reason, and the
+// person's inputs without their text.
+
+/** The element under a pointer, as the evidence names it: never its value. */
+export interface PointerTarget {
+  tag: string;
+  id?: string;
+  name?: string;
+  type?: string;
+}
+
+/** What the evidence keeps of one of the person's inputs. */
+export type PersonInputRecord =
+  | { at: string; kind: "pointer"; action: "down" | "up"; button: string; x: number; y: number; target?: PointerTarget }
+  | { at: string; kind: "wheel"; x: number; y: number; deltaX: number; deltaY: number }
+  | { at: string; kind: "navigate"; host: string };
+
+/** One takeover as run.json and the episode's record keep it. */
+export interface TakeoverRecord {
+  computer: string;
+  operator: string;
+  /** The agent's reason, when it had asked for a person. */
+  reason?: string;
+  start: string;
+  end: string;
+  /** Pointer presses and releases (in the tab's CSS pixels), wheel turns and navigations (their host), in order. */
+  inputs: PersonInputRecord[];
+  /** Pointer moves, counted. */
+  pointerMoves: number;
+  /** Key presses (key-down events), counted; what they typed is not kept. */
+  keys: number;
+  /** Pastes and the characters they held, counted; the text is not kept. */
+  pastes: number;
+  pastedChars: number;
+  /** The episode under way when it began. */
+  episode?: number;
+}

@@ -1,0 +1,222 @@
+// A person takes a computer over from `watch`: the page's live channel takes it (the gateway then holds the agent),
+// the person's clicks and keys fill and submit a form in the real Chromium, the hand-back gives the agent its computer
+// back, and the record of the takeover keeps the pointer events and their targets but no typed text. Against the
+// real gateway and a real headless Chromium on loopback.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
+import { computerAgentToken } from "../../src/protocol/auth";
+import { HAND_BACK_EVENT, TAKEN_OVER_ERROR_CODE, takeoverPath } from "../../src/protocol/takeover";
+import { takeoverGateway, type TakeoverRecord } from "../../src/runner/operator/takeover";
+import { episodeTakeovers, recordTakeover } from "../../src/runner/evidence/takeovers";
+import { readRunRecord, writeRunRecord } from "../../src/runner/evidence/run-record";
+import { computerFeed } from "../../src/runner/operator/watch";
+import { startWatchServer, type WatchMessage, type WatchServer } from "../../src/runner/operator/watch-server";
+import { connectCdp, type CdpClient } from "../helpers/cdp";
+import { startChromium } from "../helpers/chromium";
+import { cleanup, onCleanup, tempDir } from "../helpers/processes";
+import { startUpstream } from "../helpers/servers";
+import { until } from "../helpers/until";
+import { request, TOKEN, type GatewayProcess } from "../gateway/helpers";
+import { startTestGateway } from "./helpers";
+
+afterAll(cleanup);
+
+const PASSWORD = "s3cret-typed-by-person";
+const FORM = `<!doctype html><title>sign in</title><body style="margin:0">
+<form method="post" action="/submit">
+  <input id="name" name="name" style="position:absolute;left:20px;top:20px;width:200px;height:30px">
+  <input id="pw" name="pw" type="password" style="position:absolute;left:20px;top:70px;width:200px;height:30px">
+  <button id="go" style="position:absolute;left:20px;top:120px;width:100px;height:30px">Send</button>
+</form>`;
+
+interface Viewer {
+  socket: WebSocket;
+  messages: WatchMessage[];
+  send(message: unknown): void;
+}
+
+async function view(server: WatchServer, origin?: string): Promise<Viewer> {
+  const url = server.url.replace(/^http/, "ws") + "live";
+  const socket = new WebSocket(url, { origin: origin ?? `http://127.0.0.1:${server.port}` });
+  const messages: WatchMessage[] = [];
+  socket.on("message", (data) => messages.push(JSON.parse(data.toString())));
+  await new Promise((resolve, reject) => {
+    socket.once("open", resolve);
+    socket.once("error", reject);
+  });
+  return { socket, messages, send: (message) => socket.send(JSON.stringify(message)) };
+}
+
+describe("a takeover from watch", () => {
+  let gateway: GatewayProcess;
+  let agent: CdpClient;
+  let viewport: { width: number; height: number };
+  const submitted: string[] = [];
+  const records: TakeoverRecord[] = [];
+  let server: WatchServer;
+
+  beforeAll(async () => {
+    const browser = await startChromium();
+    const site = await startUpstream((req, res) => {
+      if (req.method === "POST") {
+        let body = "";
+        req.on("data", (chunk) => (body += chunk));
+        req.on("end", () => (submitted.push(body), res.end("<title>done</title>")));
+        return;
+      }
+      res.end(FORM);
+    });
+    onCleanup(() => site.close());
+    const proxyLog = await startUpstream((_req, res) => res.end(""));
+    onCleanup(() => proxyLog.close());
+    gateway = await startTestGateway({
+      sites: {},
+      computers: { agent: { cdp: browser.cdp, proxyLog: `${proxyLog.url}/log` } },
+    });
+    const list = JSON.parse(
+      (await request(`${gateway.url}/computers/agent/cdp/json/list`, { headers: { Authorization: `Bearer ${TOKEN}` } }))
+        .body,
+    ) as Array<{ type: string; webSocketDebuggerUrl: string }>;
+    agent = await connectCdp(list.find((t) => t.type === "page")!.webSocketDebuggerUrl, {
+      Authorization: `Bearer ${computerAgentToken(TOKEN, "agent")}`,
+    });
+    onCleanup(() => agent.close());
+    await agent.call("Page.navigate", { url: `${site.url}/` });
+    viewport = await until("the form", async () => {
+      const { result } = await agent.call("Runtime.evaluate", {
+        expression: "document.querySelector('#go') && JSON.stringify({ width: innerWidth, height: innerHeight })",
+        returnByValue: true,
+      });
+      const value = (result as { value: string | null }).value;
+      return value ? JSON.parse(value) : undefined;
+    });
+    const access = { gatewayUrl: gateway.url, controlToken: TOKEN };
+    server = await startWatchServer({
+      stack: "task",
+      feeds: { agent: computerFeed(access, "agent") },
+      takeover: {
+        gateway: takeoverGateway(gateway.url, TOKEN),
+        operator: "olivia",
+        onTakeover: (r) => void records.push(r),
+      },
+    });
+    onCleanup(() => server.close());
+  });
+
+  it("takes the computer, fills and submits its form with the person's clicks and keys, and hands it back", async () => {
+    const viewer = await view(server);
+    await until("a frame", () => viewer.messages.some((m) => m.type === "frame"), 20_000);
+    viewer.send({ type: "take", computer: "agent" });
+    await until("the take", () => viewer.messages.some((m) => m.type === "takeover" && m.mine));
+    // Meanwhile the agent is held.
+    const refused = await agent.send("Input.dispatchMouseEvent", { type: "mouseMoved", x: 1, y: 1 });
+    expect(refused.error?.code).toBe(TAKEN_OVER_ERROR_CODE);
+    expect(refused.error?.message).toContain("olivia");
+
+    const at = (x: number, y: number) => ({ x: x / viewport.width, y: y / viewport.height });
+    const click = (x: number, y: number) => {
+      for (const action of ["down", "up"])
+        viewer.send({
+          type: "input",
+          computer: "agent",
+          input: { kind: "pointer", action, ...at(x, y), button: "left", clickCount: 1, modifiers: 0 },
+        });
+    };
+    const type = (text: string) => {
+      for (const char of text) {
+        viewer.send({
+          type: "input",
+          computer: "agent",
+          input: { kind: "key", action: "down", key: char, code: "", text: char },
+        });
+        viewer.send({ type: "input", computer: "agent", input: { kind: "key", action: "up", key: char, code: "" } });
+      }
+    };
+    click(120, 35);
+    type("ada");
+    click(120, 85);
+    type(PASSWORD);
+    // Messages the page never sends are dropped, whole.
+    viewer.send({ type: "input", computer: "agent", input: { kind: "pointer", action: "down", x: 5, y: 0.1 } });
+    viewer.send({ type: "input", computer: "other", input: { kind: "paste", text: "x" } });
+    viewer.send({ type: "input", computer: "agent", input: { kind: "navigate", url: "javascript:alert(1)" } });
+    click(70, 135);
+    await until("the form's submission", () => submitted.length > 0, 20_000);
+    expect(submitted[0]).toBe(`name=ada&pw=${PASSWORD}`);
+
+    const from = agent.events.length;
+    viewer.send({ type: "handBack", computer: "agent" });
+    await agent.event(HAND_BACK_EVENT, from);
+    await until("the record", () => records.length > 0);
+    expect((await agent.send("Input.dispatchMouseEvent", { type: "mouseMoved", x: 1, y: 1 })).error).toBeUndefined();
+
+    const record = records[0];
+    expect(record).toMatchObject({ computer: "agent", operator: "olivia", keys: 3 + PASSWORD.length, pastes: 0 });
+    const presses = record.inputs.filter((i) => i.kind === "pointer" && i.action === "down");
+    expect(presses.map((i) => (i as { target?: { id?: string } }).target?.id)).toEqual(["name", "pw", "go"]);
+    expect(presses[1]).toMatchObject({ x: 120, y: 85, target: { tag: "input", type: "password" } });
+    expect(Date.parse(record.end)).toBeGreaterThanOrEqual(Date.parse(record.start));
+    // No typed text, least of all the password, in the record or the gateway's log.
+    for (const text of [JSON.stringify(records), JSON.stringify(gateway.logs)]) {
+      expect(text).not.toContain(PASSWORD);
+      expect(text).not.toContain("ada");
+    }
+    viewer.socket.close();
+  });
+
+  it("refuses the live channel to another origin", async () => {
+    await expect(view(server, "http://evil.test")).rejects.toThrow(/403/);
+  });
+
+  it("takes a computer at start and hands it back when the page closes", async () => {
+    const taking = await startWatchServer({
+      stack: "task",
+      feeds: { agent: computerFeed({ gatewayUrl: gateway.url, controlToken: TOKEN }, "agent") },
+      takeover: {
+        gateway: takeoverGateway(gateway.url, TOKEN),
+        operator: "pat",
+        onTakeover: (r) => void records.push(r),
+      },
+      takeNow: "agent",
+    });
+    onCleanup(() => taking.close());
+    const state = async () =>
+      JSON.parse(
+        (await request(`${gateway.url}${takeoverPath("agent")}`, { headers: { Authorization: `Bearer ${TOKEN}` } }))
+          .body,
+      );
+    expect((await state()).taken.operator).toBe("pat");
+    const viewer = await view(taking);
+    await until("the state on the page", () => viewer.messages.some((m) => m.type === "takeover" && m.mine));
+    viewer.socket.close();
+    await taking.handedBack();
+    expect(await state()).toEqual({});
+    expect(records.at(-1)).toMatchObject({ operator: "pat", keys: 0 });
+  });
+});
+
+describe("a takeover in run.json", () => {
+  it("is appended with its episode, marks the run human-assisted, and goes with its episode's record", async () => {
+    const dir = tempDir();
+    const stack = "task";
+    await writeRunRecord(dir, { ...(await readRunRecord(dir, stack)), episode: 2 });
+    const takeover: TakeoverRecord = {
+      computer: "agent",
+      operator: "olivia",
+      reason: "a CAPTCHA",
+      start: "2026-01-01T00:00:00.000Z",
+      end: "2026-01-01T00:01:00.000Z",
+      inputs: [{ at: "2026-01-01T00:00:10.000Z", kind: "pointer", action: "down", button: "left", x: 1, y: 2 }],
+      pointerMoves: 3,
+      keys: 4,
+      pastes: 0,
+      pastedChars: 0,
+    };
+    await recordTakeover(dir, stack, takeover);
+    const record = await readRunRecord(dir, stack);
+    expect(record.humanAssisted).toBe(true);
+    expect(record.takeovers).toEqual([{ ...takeover, episode: 2 }]);
+    expect(episodeTakeovers(record, 2)).toEqual({ takeovers: [{ ...takeover, episode: 2 }], humanAssisted: true });
+    expect(episodeTakeovers(record, 1)).toEqual({});
+  });
+});
