@@ -133,8 +133,8 @@ export async function claimEnv(request: ClaimRequest, options: ClaimOptions = {}
               expiresAt: lease.until.toISOString(),
               computers: handles.computers,
             };
-          // A member without handles cannot be handed out: it is failed (the keeper replaces it), and the claim waits
-          // again, first in line, since its ticket was the earliest.
+          // A member without handles cannot be handed out: it is failed (the keeper replaces it), and the claim takes
+          // a new ticket, so it waits behind the claims that arrived meanwhile.
           await store.moveMember(pool, lease.account, { state: "claimed", holder: id }, { state: "failed" });
           options.log?.(`pool ${task}: ${lease.account} has no handles; it is failed and will be replaced`);
           ticket = await store.enqueue(pool, id, QUEUE_MS);
