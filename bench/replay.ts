@@ -11,10 +11,16 @@
 //       replay     the replay server over the HAR of that page,
 //       playwright Playwright's routeFromHAR over the same HAR (the field's HAR replay).
 //     Each load's answers are checked: a replayed subresource that failed would make a fast load a wrong one.
+//   - a large JSON request body (BENCH_REPLAY_BODY_MB sizes, default 1 and 16 MiB, the limit): the server's CPU
+//     time for it (/proc/<pid>/stat), its peak memory above where it was (VmHWM), and how long a GET sent right
+//     behind it waited, for two shapes: one-digit numbers in one array, and the same under a 200-member path
+//     (each leaf's label 400 characters long). BENCH_REPLAY_MAIN runs another checkout's server (an A/B's before);
+//     BENCH_REPLAY_ONLY=bodies measures these alone.
 // One JSON line at the end.
 import { spawn } from "node:child_process";
 import { readFileSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import { request as undiciRequest } from "undici";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,7 +29,8 @@ import { chromium, type Browser, type BrowserContext } from "playwright-core";
 const MB = Number(process.env.BENCH_REPLAY_MB ?? 50);
 const SUBRESOURCES = Number(process.env.BENCH_REPLAY_SUBRESOURCES ?? 40);
 const LOADS = Number(process.env.BENCH_LOADS ?? 15);
-const MAIN = join(__dirname, "..", "src", "replay-server", "main.ts");
+const MAIN = process.env.BENCH_REPLAY_MAIN ?? join(__dirname, "..", "src", "replay-server", "main.ts");
+const BODY_SIZES_MB = (process.env.BENCH_REPLAY_BODY_MB ?? "1,16").split(",").map(Number);
 const TOKEN = "bench-replay-token-0123456789abcdefghijklmn";
 const HOST = "shop.example";
 /** A 1x1 transparent PNG. */
@@ -178,6 +185,7 @@ function startReplay(file: string): Promise<Spawned> {
           heapMB: JSON.parse(line).heapMB,
           stop: () =>
             new Promise((done) => {
+              if (child.exitCode !== null || child.signalCode !== null) return done();
               child.once("exit", () => done());
               child.kill("SIGTERM");
             }),
@@ -294,12 +302,90 @@ async function measureLoads(dir: string): Promise<Record<string, number>> {
   };
 }
 
+/** CPU seconds a process has used (user and system), from /proc/<pid>/stat. */
+function cpuSecondsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** One large JSON body against the server at `port`: its CPU, its peak memory, and a GET's wait behind it. */
+async function measureBody(
+  server: Spawned,
+  body: Buffer,
+): Promise<{ cpuS: number; peakMB: number; getWaitMs: number }> {
+  const before = memoryOf(server.pid);
+  const cpuBefore = cpuSecondsOf(server.pid);
+  const posted = new Promise<void>((resolve, reject) => {
+    const req = http.request({
+      port: server.port,
+      host: "127.0.0.1",
+      path: "/api/save",
+      method: "POST",
+      headers: { "X-Forwarded-Host": HOST, "Content-Type": "application/json", "Content-Length": body.length },
+    });
+    req.once("error", reject);
+    req.once("response", (res) => res.resume().once("end", () => resolve()));
+    req.end(body, () => {
+      const sent = performance.now();
+      void undiciRequest(`http://127.0.0.1:${server.port}/`, { headers: { "X-Forwarded-Host": HOST } })
+        .then((answer) => answer.body.dump())
+        .then(() => (getWaitMs = performance.now() - sent));
+    });
+  });
+  let getWaitMs = NaN;
+  await posted;
+  while (Number.isNaN(getWaitMs)) await new Promise((r) => setTimeout(r, 10));
+  const after = memoryOf(server.pid);
+  return {
+    cpuS: Math.round((cpuSecondsOf(server.pid) - cpuBefore) * 100) / 100,
+    peakMB: Math.round(Math.max(0, after.peakMB - Math.max(before.peakMB, before.rssMB))),
+    getWaitMs: Math.round(getWaitMs),
+  };
+}
+
+async function measureBodies(dir: string): Promise<Record<string, number>> {
+  const file = join(dir, "bodies.har");
+  const page: Resource = { path: "/", type: "text/plain", body: Buffer.from("home"), text: true };
+  writeHar(file, [page]);
+  // The HAR's one entry is a GET of /; a POST of /api/save is a miss, after its body is read as fields.
+  const out: Record<string, number> = {};
+  for (const mb of BODY_SIZES_MB) {
+    const leaves = Math.floor((mb * 1024 * 1024 - 2) / 2) - 2400;
+    const flat = Buffer.from(`[${"1,".repeat(leaves - 1)}1]`);
+    const deep = Buffer.from(`${'{"a":'.repeat(200)}[${"1,".repeat(leaves - 1)}1]${"}".repeat(200)}`);
+    for (const [shape, body] of [
+      ["flat", flat],
+      ["deepPath", deep],
+    ] as const) {
+      // A fresh server each time: one that died of the last body measures nothing.
+      const server = await startReplay(file);
+      try {
+        const figures = await measureBody(server, body);
+        out[`body${mb}MiB_${shape}_cpuS`] = figures.cpuS;
+        out[`body${mb}MiB_${shape}_peakMB`] = figures.peakMB;
+        out[`body${mb}MiB_${shape}_getWaitMs`] = figures.getWaitMs;
+      } catch (error) {
+        out[`body${mb}MiB_${shape}_failed`] = 1;
+        process.stderr.write(`bench:replay: a ${mb} MiB ${shape} body: ${(error as Error).message}\n`);
+      } finally {
+        await server.stop().catch(() => undefined);
+      }
+    }
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "multienv-bench-replay-"));
   try {
+    if (process.env.BENCH_REPLAY_ONLY === "bodies") {
+      process.stdout.write(JSON.stringify({ bench: "replay", ...(await measureBodies(dir)) }) + "\n");
+      return;
+    }
     const memory = await measureMemory(dir);
+    const bodies = await measureBodies(dir);
     const loads = await measureLoads(dir);
-    process.stdout.write(JSON.stringify({ bench: "replay", ...memory, ...loads }) + "\n");
+    process.stdout.write(JSON.stringify({ bench: "replay", ...memory, ...bodies, ...loads }) + "\n");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -52,6 +52,10 @@ export class ReplayServer extends pulumi.ComponentResource {
           envEntry(REPLAY_SERVER_ENV.token, token),
         ],
         restart: RESTART,
+        // The plan's limit, swap included: a server past it restarts (and goes on with its episode) rather than
+        // taking the engine's memory from the env's other containers.
+        memory: replay.memoryMiB,
+        memorySwap: replay.memoryMiB,
         labels: containerLabels(engine, { [LABELS.role]: ROLES.replay, [LABELS.site]: site.name }),
       },
       { parent: this, ...containerOptions(engine), additionalSecretOutputs: ["envs"] },

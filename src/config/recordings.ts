@@ -65,7 +65,12 @@ export async function readRecordings(config: Pick<StackConfig, "websites" | "com
       );
       continue;
     }
-    read.recordings[site] = { path: full, sha256: createHash("sha256").update(readFileSync(full)).digest("hex") };
+    const bytes = readFileSync(full);
+    read.recordings[site] = {
+      path: full,
+      sha256: createHash("sha256").update(bytes).digest("hex"),
+      bytes: bytes.length,
+    };
     for (const computer of Object.keys(config.computers).sort()) {
       const { routesSites, startTabs } = config.computers[computer];
       if (!routesSites) continue;

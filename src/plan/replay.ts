@@ -4,7 +4,7 @@
 // frontend for it is the replay server, and neither container has any egress.
 import type { ReplayServerConfig } from "../protocol/replay-server-config";
 import { problem } from "./problems";
-import { RECORDING_PATH, REPLAY_CONTROL_PORT, REPLAY_PORT, topologyNames } from "./topology";
+import { RECORDING_PATH, REPLAY_CONTROL_PORT, REPLAY_PORT, REPLAY_STATE_DIR, topologyNames } from "./topology";
 import type {
   PlannedReplay,
   PlannedWebsite,
@@ -61,6 +61,22 @@ export function replayProblems(site: string, website: WebsiteConfig, target: Tar
   return [];
 }
 
+/** The largest request body, and WebSocket message, a replay server holds to compare. */
+export const REPLAY_MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+const MIB = 1024 * 1024;
+
+/**
+ * A replay server's memory limit: node and the server at rest (about 60 MiB resident), its recording (about 1.4x
+ * the file once indexed, 3.1x at the peak of loading, when the HAR's JSON is parsed whole: 4x is allowed), and a body
+ * at the limit being compared (its bytes, the text of a form, 8 bytes a field while its fields are sorted: at most
+ * about 12x a body of one-digit JSON numbers; 16x is allowed). Past the limit the container restarts and the server
+ * goes on with its episode (src/replay-server/episode-state.ts).
+ */
+export function replayServerMemoryMiB(recordingBytes: number, maxBodyBytes: number): number {
+  return Math.ceil((128 * MIB + 4 * recordingBytes + 16 * maxBodyBytes) / MIB);
+}
+
 /** The replay server of a replayed site, from its recording as read. */
 export function plannedReplay(
   stack: string,
@@ -79,6 +95,8 @@ export function plannedReplay(
     recordingImage: recordingImage(recording.sha256),
     ignoreParams: [...replay.ignoreParams],
     ignoreBodyFields: [...replay.ignoreBodyFields],
+    maxBodyBytes: REPLAY_MAX_BODY_BYTES,
+    memoryMiB: replayServerMemoryMiB(recording.bytes, REPLAY_MAX_BODY_BYTES),
   };
 }
 
@@ -90,8 +108,9 @@ export function replayServerServiceConfig(replay: PlannedReplay): ReplayServerCo
     recording: RECORDING_PATH,
     ignoreParams: [...replay.ignoreParams],
     ignoreBodyFields: [...replay.ignoreBodyFields],
-    maxBodyBytes: 16 * 1024 * 1024,
+    maxBodyBytes: replay.maxBodyBytes,
     headersTimeoutMs: 30_000,
+    stateDir: REPLAY_STATE_DIR,
   };
 }
 

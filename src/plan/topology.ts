@@ -20,6 +20,8 @@ export const REPLAY_PORT = 8080;
 export const REPLAY_CONTROL_PORT = 9000;
 /** Where a recording image holds its HAR file. */
 export const RECORDING_PATH = "/var/lib/multienv/recording/recording.har";
+/** Where a replay server keeps its episode across a restart (its image makes it, owned by the server's user). */
+export const REPLAY_STATE_DIR = "/var/lib/multienv/replay-state";
 export const CONNECT_TIMEOUT_MS = 30_000;
 export const IDLE_TIMEOUT_MS = 300_000;
 

@@ -59,6 +59,8 @@ export interface RecordingFile {
   path: string;
   /** SHA-256 of its bytes, hex. */
   sha256: string;
+  /** Its size: what the replay server holds in memory grows with it. */
+  bytes: number;
 }
 
 export interface ComputerConfig {
@@ -221,6 +223,10 @@ export interface PlannedReplay extends PlannedContainer {
   recordingImage: string;
   ignoreParams: string[];
   ignoreBodyFields: string[];
+  /** The largest request body (and WebSocket message) it holds to compare; a larger one is refused. */
+  maxBodyBytes: number;
+  /** Its container's memory limit (replayServerMemoryMiB): past it the server restarts, its episode kept. */
+  memoryMiB: number;
 }
 
 export interface PlannedCapture {

@@ -32,6 +32,12 @@ export const replayServerConfigSchema = z.strictObject({
     .positive()
     .default(16 * 1024 * 1024),
   headersTimeoutMs: z.number().int().positive().default(30_000),
+  /**
+   * A directory the server owns where the episode's counters and what it served are kept (`episode.json`, replaced
+   * whole at the end of each loop turn that changed them), so a restarted server goes on with the episode: its
+   * repeats where they were, its counters. Without it a restart starts a new episode.
+   */
+  stateDir: z.string().min(1, "a directory the replay server can write").optional(),
 });
 
 export type ReplayServerConfig = z.output<typeof replayServerConfigSchema>;

@@ -40,17 +40,38 @@ export function scriptHashSource(script: string): string {
  * Where the script goes in an HTML document (a byte offset): after the `<head>` start tag, else the `<html>` one,
  * else the doctype, whichever is the first found before the page's first `<script`; else at the start (after a byte
  * order mark). WPR inserts after the last `<head…>` its greedy pattern finds (a `<header>` too), which can follow a
- * script of the page's own.
+ * script of the page's own. Linear in the page: a search for a tag's `>` runs once per tag name (a pattern such as
+ * `<head[^>]*>` tried at each of a hostile page's many `<head`s without a `>` was quadratic: a 1 MiB page took
+ * minutes, on every request for it).
  */
 export function injectionPoint(html: Buffer): number {
   const text = html.subarray(0, 1 << 20).toString("latin1");
-  const firstScript = text.search(/<script[\s>/]/i);
+  // Latin-1 lower-cases one character to one, so offsets stay the page's.
+  const lower = text.toLowerCase();
+  const firstScript = lower.search(/<script[\s>/]/);
   const limit = firstScript === -1 ? text.length : firstScript;
-  for (const tag of [/<head(?=[\s>/])[^>]*>/i, /<html(?=[\s>/])[^>]*>/i, /<!doctype[^>]*>/i]) {
-    const found = tag.exec(text);
-    if (found && found.index < limit) return found.index + found[0].length;
+  for (const [open, delimited] of [
+    ["<head", true],
+    ["<html", true],
+    ["<!doctype", false],
+  ] as const) {
+    const end = startTagEnd(lower, open, delimited);
+    if (end !== undefined && end.start < limit) return end.end;
   }
   return text.startsWith("\xef\xbb\xbf") ? 3 : 0;
+}
+
+/**
+ * The first `open` tag in `lower` (followed by whitespace, `>` or `/` when `delimited`) and the offset after its `>`;
+ * undefined when there is none or it never closes (then no later one closes either).
+ */
+function startTagEnd(lower: string, open: string, delimited: boolean): { start: number; end: number } | undefined {
+  for (let at = lower.indexOf(open); at !== -1; at = lower.indexOf(open, at + 1)) {
+    if (delimited && !/[\s>/]/.test(lower.charAt(at + open.length))) continue;
+    const close = lower.indexOf(">", at + open.length);
+    return close === -1 ? undefined : { start: at, end: close + 1 };
+  }
+  return undefined;
 }
 
 /** `html` with `<script>script</script>` at its injection point. */

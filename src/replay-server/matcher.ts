@@ -1,7 +1,8 @@
 // The recording indexed for matching (host -> exact key -> exchanges; host -> path -> groups of one key), and the
 // search that applies the rules of rules.ts in their order. Pure once built: what was served in the episode is
 // passed in, never kept here.
-import { bodyFields, fieldsDigest, pathOf, queryFields, targetWithout, type Fields } from "./fields";
+import { fieldSet, NO_FIELDS, unionOf, type FieldSet } from "./field-set";
+import { bodyFields, fieldsDigest, pathOf, QUERY, queryFields, targetWithout } from "./fields";
 import type { RecordedExchange } from "./recording";
 import {
   answeringMethods,
@@ -36,7 +37,7 @@ export interface IncomingRequest {
 /** A request whose body was read as fields, ready for `choose`. */
 export interface PreparedRequest {
   request: IncomingRequest;
-  body: Fields;
+  body: FieldSet;
 }
 
 export type MatchResult =
@@ -44,7 +45,7 @@ export type MatchResult =
 
 interface Prepared {
   exchange: RecordedExchange;
-  headers: Fields;
+  headers: FieldSet;
   isWebSocket: boolean;
 }
 
@@ -53,7 +54,7 @@ interface Group {
   method: string;
   url: string;
   /** Query fields as `?name`, body fields as `.name`: one set, so both count in one overlap ratio. */
-  fields: Fields;
+  fields: FieldSet;
   first: number;
   members: Prepared[];
 }
@@ -62,13 +63,6 @@ interface HostIndex {
   byKey: Map<string, Group>;
   byPath: Map<string, Group[]>;
   urls: string[];
-}
-
-function namespaced(query: Fields, body: Fields): Fields {
-  const fields: Fields = new Map();
-  for (const [name, values] of query) fields.set(`?${name}`, values);
-  for (const [name, values] of body) fields.set(`.${name}`, values);
-  return fields;
 }
 
 function isConditional(headers: readonly { name: string; value: string }[]): boolean {
@@ -96,8 +90,8 @@ export class ReplayIndex {
     return [...this.hosts.keys()];
   }
 
-  private async bodyOf(body: { mimeType: string; bytes: Buffer } | undefined): Promise<Fields> {
-    return body ? bodyFields(body.mimeType, body.bytes, this.ignoreBodyFields) : new Map();
+  private async bodyOf(body: { mimeType: string; bytes: Buffer } | undefined): Promise<FieldSet> {
+    return body ? bodyFields(body.mimeType, body.bytes, this.ignoreBodyFields) : NO_FIELDS;
   }
 
   private keyOf(
@@ -105,10 +99,10 @@ export class ReplayIndex {
     scheme: string,
     host: string,
     target: string,
-    body: Fields,
-  ): { key: string; fields: Fields } {
+    body: FieldSet,
+  ): { key: string; fields: FieldSet } {
     const key = exactKey(method, scheme, host, targetWithout(target, this.ignoreParams), fieldsDigest(body));
-    return { key, fields: namespaced(queryFields(target, this.ignoreParams), body) };
+    return { key, fields: unionOf(fieldSet(queryFields(target, this.ignoreParams), QUERY), body) };
   }
 
   private async add(exchange: RecordedExchange): Promise<void> {
@@ -133,7 +127,7 @@ export class ReplayIndex {
     }
     group.members.push({
       exchange,
-      headers: comparedHeaders(exchange.requestHeaders),
+      headers: fieldSet(comparedHeaders(exchange.requestHeaders)),
       isWebSocket: exchange.status === 101 || exchange.webSocketMessages !== undefined,
     });
   }
@@ -158,7 +152,7 @@ export class ReplayIndex {
     const hostIndex = this.hosts.get(request.host);
     if (!hostIndex) return { kind: "miss", url, nearest: nearestUrl(url, this.allUrls) };
     const incoming = { upgrade: request.upgrade, conditional: isConditional(request.headers) };
-    const headers = comparedHeaders(request.headers);
+    const headers = fieldSet(comparedHeaders(request.headers));
     const pick = (group: Group): RecordedExchange | undefined => {
       const usable = group.members.filter((member) =>
         canAnswer({ status: member.exchange.status, isWebSocket: member.isWebSocket }, incoming),
@@ -170,7 +164,7 @@ export class ReplayIndex {
       return usable.find((member) => member.exchange.index === chosen)?.exchange;
     };
     const methods = answeringMethods(request.method);
-    let fields: Fields = new Map();
+    let fields: FieldSet = NO_FIELDS;
     const exactGroups: Group[] = [];
     for (const method of methods) {
       const keyed = this.keyOf(method, request.scheme, request.host, request.target, body);
@@ -208,7 +202,7 @@ export class ReplayIndex {
     const actual = this.choose(
       {
         request: { ...request, method: method.toUpperCase(), body: { mimeType: "", bytes: Buffer.alloc(0) } },
-        body: new Map(),
+        body: NO_FIELDS,
       },
       served,
     );

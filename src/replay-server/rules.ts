@@ -3,21 +3,18 @@
 // exact URL with the method (and, here, the body); among several recorded answers, the best header overlap, served
 // in recorded order; failing an exact URL, the same path with the best query overlap (here: query and body fields).
 // Where this differs from WPR it says why.
+import { sharedCount, type FieldSet } from "./field-set";
 import type { Fields } from "./fields";
 import type { RecordedExchange } from "./recording";
 
 /**
  * WPR's overlap ratio of two field sets: 2 * M / T, M = 1 + the names whose value lists are equal in both, T = the
  * number of names in each, added. Starting M at 1 keeps the ratio above 0 when nothing overlaps (WPR serves a
- * candidate then too); two empty sets give Infinity, as in WPR, the best ratio there is.
+ * candidate then too); two empty sets give Infinity, as in WPR, the best ratio there is. A field's hash is its name
+ * and its whole value list, so the names equal in both are the hashes both sets share: one linear merge.
  */
-export function overlapRatio(incoming: Fields, recorded: Fields): number {
-  let matching = 1;
-  for (const [name, values] of incoming) {
-    const other = recorded.get(name);
-    if (other && other.length === values.length && other.every((value, i) => value === values[i])) matching += 1;
-  }
-  return (2 * matching) / (incoming.size + recorded.size);
+export function overlapRatio(incoming: FieldSet, recorded: FieldSet): number {
+  return (2 * (1 + sharedCount(incoming, recorded))) / (incoming.length + recorded.length);
 }
 
 /**
@@ -93,7 +90,7 @@ export function canAnswer(
 }
 
 /** Rule 3, among exchanges with one key: WPR's header overlap of a candidate's recorded headers and the request's. */
-export function headerScore(recordedHeaders: Fields, incomingHeaders: Fields): number {
+export function headerScore(recordedHeaders: FieldSet, incomingHeaders: FieldSet): number {
   return overlapRatio(incomingHeaders, recordedHeaders);
 }
 
@@ -118,7 +115,7 @@ export function pickInRecordedOrder(
 /** A group of recorded requests with one exact key, as the fuzzy rule weighs it. */
 export interface FuzzyCandidate {
   url: string;
-  fields: Fields;
+  fields: FieldSet;
   /** The recorded index of its first exchange. */
   first: number;
   /** Whether any of its exchanges is still unserved this episode. */
@@ -143,7 +140,7 @@ function beforeAtOneRatio(a: FuzzyCandidate, b: FuzzyCandidate): boolean {
  * a form with one volatile field still finds its answer); ties as `beforeAtOneRatio` says. Returns the chosen
  * group's position in `groups`.
  */
-export function bestFieldOverlap(incoming: Fields, groups: readonly FuzzyCandidate[]): number | undefined {
+export function bestFieldOverlap(incoming: FieldSet, groups: readonly FuzzyCandidate[]): number | undefined {
   let chosen: number | undefined;
   let bestRatio = -Infinity;
   groups.forEach((group, i) => {

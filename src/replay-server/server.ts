@@ -7,6 +7,7 @@
 //   the control one         Bearer token: GET /healthz, GET /replay/v1/counters (this episode's exact, fuzzy and
 //                           missed exchanges), POST /replay/v1/reset (the next episode starts: repeats from the
 //                           first recorded answer again, counters from 0; answers the ended episode's counters).
+// With a `stateDir`, the episode is kept on disk (episode-state.ts) and a restarted server goes on with it.
 // The host a request is for is the browser's: X-Forwarded-Host (the site proxy's word, kept by the gateway), else
 // Host; its scheme X-Forwarded-Proto, else http.
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
@@ -24,6 +25,7 @@ import { logJsonLine, type Logger } from "../gateway/log";
 import { replyJson, replyJsonOnSocket } from "../gateway/reply";
 import { answerOf } from "./answer";
 import { Episode } from "./episode";
+import { EpisodeStateWriter, readEpisodeState, recordingIdentity } from "./episode-state";
 import { ReplayIndex, type IncomingRequest, type MatchResult } from "./matcher";
 import { normalizeHost, type Recording } from "./recording";
 import { playWebSocket } from "./websocket";
@@ -93,14 +95,25 @@ function nearestHeaderValue(url: string): string | undefined {
 }
 
 export class ReplayServer {
-  readonly episode = new Episode();
+  private stateWriter: EpisodeStateWriter | undefined;
 
   constructor(
     private readonly config: ReplayServerConfig,
     private readonly index: ReplayIndex,
     private readonly token: string,
     private readonly log: Logger = logJsonLine,
+    readonly episode = new Episode(),
   ) {}
+
+  /** Keeps the episode in `writer`'s file from now on. */
+  keepEpisodeIn(writer: EpisodeStateWriter): void {
+    this.stateWriter = writer;
+  }
+
+  /** Writes the episode now (at a stop, before a turn's end that would have). */
+  saveEpisode(): void {
+    this.stateWriter?.write();
+  }
 
   private async match(incoming: IncomingRequest): Promise<MatchResult> {
     const prepared = await this.index.prepare(incoming);
@@ -110,6 +123,7 @@ export class ReplayServer {
       this.episode.record("miss");
       this.log("replay-miss", { method: incoming.method, url: result.url.slice(0, 2048), nearest: result.nearest });
     } else this.episode.record(result.kind, result.exchange.index);
+    this.stateWriter?.changed();
     return result;
   }
 
@@ -187,13 +201,24 @@ export class ReplayServer {
     const handshake = new WebSocketServer({
       noServer: true,
       perMessageDeflate: false,
+      // A client's message is held whole before it counts, so it is held to a body's limit (ws's own is 100 MiB).
+      maxPayload: this.config.maxBodyBytes,
       handleProtocols: () => (recordedProtocol && offered.includes(recordedProtocol) ? recordedProtocol : false),
     });
     handshake.on("headers", (headers) => headers.push(`${REPLAY_HEADER}: ${result.kind}`));
     handshake.handleUpgrade(req, socket, head, (ws) => {
       this.webSockets.add(ws);
       ws.once("close", () => this.webSockets.delete(ws));
-      playWebSocket(ws, exchange.webSocketMessages ?? []);
+      playWebSocket(ws, exchange.webSocketMessages ?? [], (error) => {
+        const url = `${exchange.scheme}://${exchange.host}${exchange.target}`.slice(0, 2048);
+        if (error.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH")
+          this.log("replay-websocket-refused", {
+            url,
+            limit: this.config.maxBodyBytes,
+            detail: "a message larger than maxBodyBytes; the connection is closed with 1009 (message too big)",
+          });
+        else this.log("error", { url, error: error.message });
+      });
     });
   }
 
@@ -215,6 +240,7 @@ export class ReplayServer {
     if (path === REPLAY_CONTROL_PATHS.reset) {
       if (method !== "POST") return replyJson(res, 405, { error: "method not allowed" }, { Allow: "POST" });
       const ended = this.episode.reset();
+      this.stateWriter?.changed();
       this.log("replay-reset", { ended });
       return replyJson(res, 200, { ended });
     }
@@ -246,6 +272,17 @@ function httpServer(config: ReplayServerConfig, handler: http.RequestListener): 
   return server;
 }
 
+/** The episode a restarted server goes on with (`replay-restored`), else a new one. */
+function restoredEpisode(config: ReplayServerConfig, recording: Recording, log: Logger): Episode {
+  if (config.stateDir === undefined) return new Episode();
+  const identity = recordingIdentity(config.recording, recording.exchanges.length);
+  const saved = readEpisodeState(config.stateDir, identity, log);
+  if (saved === undefined) return new Episode();
+  const served = saved.served.filter((index) => index < recording.exchanges.length);
+  log("replay-restored", { counters: saved.counters, served: served.length });
+  return Episode.from({ counters: saved.counters, served });
+}
+
 /** Indexes `recording` and serves it on both listeners; resolves once both listen. */
 export async function start(
   config: ReplayServerConfig,
@@ -254,7 +291,18 @@ export async function start(
   options: { log?: Logger } = {},
 ): Promise<RunningReplayServer & { replay: ReplayServer }> {
   const index = await ReplayIndex.build(recording.exchanges, config);
-  const replay = new ReplayServer(config, index, token, options.log);
+  const log = options.log ?? logJsonLine;
+  const replay = new ReplayServer(config, index, token, log, restoredEpisode(config, recording, log));
+  if (config.stateDir !== undefined) {
+    const writer = new EpisodeStateWriter(
+      config.stateDir,
+      recordingIdentity(config.recording, recording.exchanges.length),
+      () => replay.episode.snapshot(),
+      log,
+    );
+    replay.keepEpisodeIn(writer);
+    writer.write();
+  }
   const site = httpServer(config, replay.onRequest);
   site.on("upgrade", replay.onUpgrade);
   const control = httpServer(config, replay.onControl);
@@ -271,6 +319,7 @@ export async function start(
     replay,
     close: async () => {
       for (const ws of replay.webSockets) ws.terminate();
+      replay.saveEpisode();
       await Promise.all([close(site), close(control)]);
     },
   };

@@ -8,8 +8,15 @@ import type { WebSocketMessage } from "./recording";
 const TEXT = 1;
 const BINARY = 2;
 
-/** Plays `messages` on `socket`. */
-export function playWebSocket(socket: WebSocket, messages: readonly WebSocketMessage[]): void {
+/**
+ * Plays `messages` on `socket`; `onError` hears what broke the connection. A message over the server's limit is
+ * ws's to refuse: it closes the connection with 1009 itself, so the close frame is left to go out.
+ */
+export function playWebSocket(
+  socket: WebSocket,
+  messages: readonly WebSocketMessage[],
+  onError: (error: Error & { code?: string }) => void,
+): void {
   // Only data frames: control frames (close, ping, pong) are the connection's own.
   const frames = messages.filter((m) => m.opcode === TEXT || m.opcode === BINARY);
   let next = 0;
@@ -25,6 +32,9 @@ export function playWebSocket(socket: WebSocket, messages: readonly WebSocketMes
     if (next < frames.length && frames[next].type === "send") next += 1;
     sendServerFrames();
   });
-  socket.on("error", () => socket.terminate());
+  socket.on("error", (error: Error & { code?: string }) => {
+    onError(error);
+    if (error.code !== "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH") socket.terminate();
+  });
   sendServerFrames();
 }

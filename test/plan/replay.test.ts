@@ -9,7 +9,7 @@ import { replayServerConfigSchema } from "../../src/protocol/replay-server-confi
 import { stackConfig } from "./fixtures";
 
 const SHA = "a".repeat(64);
-const recording: RecordingFile = { path: "/recordings/gh.har", sha256: SHA };
+const recording: RecordingFile = { path: "/recordings/gh.har", sha256: SHA, bytes: 3 * 1024 * 1024 };
 
 function config(overrides: Record<string, unknown> = {}, target = "docker"): StackConfig {
   return stackConfig({

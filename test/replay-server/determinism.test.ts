@@ -25,6 +25,13 @@ describe("injectionPoint", () => {
     expect(at("<p>hi</p><script>x()</script>")).toBe("");
     expect(injectionPoint(Buffer.from("\xef\xbb\xbf<p>x</p>", "latin1"))).toBe(3);
   });
+  it("finds its place in a hostile page of tags that never close in one pass (each `<head` no longer searched to the end)", () => {
+    // 170,000 unclosed `<head`s then a real `<html>`: a `<head[^>]*>` pattern tried at each took minutes here.
+    const page = "<HEAD\t".repeat(170_000);
+    expect(injectionPoint(Buffer.from(page, "latin1"))).toBe(0);
+    expect(at(`${"<!doctype ".repeat(100_000)}`)).toBe("");
+    expect(at(`<html lang=x>${"<head ".repeat(100_000)}`)).toBe("<html lang=x>");
+  });
   it("keeps the page's bytes as they were around the script", () => {
     const page = Buffer.from("<html><head><title>caf\xe9</title></head></html>", "latin1");
     const injected = injectScript(page, "x()");

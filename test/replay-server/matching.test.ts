@@ -2,9 +2,11 @@
 // web_page_replay_go archive_test.go: fuzzy matching, closest query, header match, tie break, chronological order
 // and a new session) and where the replay server is meant to do better than WPR and the tools that replay HARs:
 // Playwright's routeFromHAR (first answer only, strict POST bodies), pywb (a POST body read as a query).
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { Episode } from "../../src/replay-server/episode";
-import { fieldsDigest, queryFields, targetWithout, bodyFields } from "../../src/replay-server/fields";
+import { fieldSet, sharedCount } from "../../src/replay-server/field-set";
+import { BODY, fieldsDigest, queryFields, targetWithout, bodyFields } from "../../src/replay-server/fields";
 import { ReplayIndex, type IgnoreLists, type IncomingRequest } from "../../src/replay-server/matcher";
 import { recordingOf } from "../../src/replay-server/recording";
 import {
@@ -39,8 +41,9 @@ function request(url: string, options: Partial<IncomingRequest> & { bodyText?: s
   } satisfies IncomingRequest;
 }
 
-const fields = (record: Record<string, string | string[]>) =>
+const fieldMap = (record: Record<string, string | string[]>) =>
   new Map(Object.entries(record).map(([k, v]) => [k, Array.isArray(v) ? v : [v]]));
+const fields = (record: Record<string, string | string[]>, namespace = "") => fieldSet(fieldMap(record), namespace);
 
 /** Serves `req` from `index` as the server does: what it answers, recorded in the episode. */
 async function serve(index: ReplayIndex, episode: Episode, req: IncomingRequest) {
@@ -63,7 +66,7 @@ describe("overlapRatio: WPR's 2*M/T with M starting at 1", () => {
     expect(overlapRatio(fields({ a: "1" }), fields({ b: "1" }))).toBe(1);
     expect(overlapRatio(fields({ a: ["1", "2"] }), fields({ a: ["1"] }))).toBe(1);
     expect(overlapRatio(fields({ a: ["1", "2"] }), fields({ a: ["1", "2"] }))).toBe(2);
-    expect(overlapRatio(new Map(), new Map())).toBe(Infinity);
+    expect(overlapRatio(fields({}), fields({}))).toBe(Infinity);
   });
 });
 
@@ -82,7 +85,7 @@ describe("comparedHeaders and headerScore", () => {
       { name: "X-Forwarded-Host", value: "shop.example" },
     ]);
     expect([...incoming.keys()]).toEqual(["accept", "cookie"]);
-    expect(headerScore(recorded, incoming)).toBe((2 * 3) / 4);
+    expect(headerScore(fieldSet(recorded), fieldSet(incoming))).toBe((2 * 3) / 4);
   });
 });
 
@@ -140,7 +143,7 @@ describe("bestFieldOverlap", () => {
   it("takes the best ratio, ties to the lexically smaller URL (WPR), then the earlier recording", () => {
     expect(bestFieldOverlap(fields({ "?c": "e" }), groups)).toBe(1);
     expect(bestFieldOverlap(fields({ "?c": "d" }), groups)).toBe(2);
-    expect(bestFieldOverlap(new Map(), [])).toBeUndefined();
+    expect(bestFieldOverlap(fields({}), [])).toBeUndefined();
   });
   it("at one ratio, prefers a group with answers not yet served; all served, the later recording", () => {
     const firstServed = groups.map((g) => ({ ...g, unserved: g.first !== 1 }));
@@ -164,7 +167,7 @@ describe("fields", () => {
     const ignore = new Set(["_", "ts"]);
     expect(targetWithout("/a?x=%41&_=123&y=2&ts=9", ignore)).toBe("/a?x=%41&y=2");
     expect(targetWithout("/a?_=1", ignore)).toBe("/a");
-    expect(queryFields("/a?x=1&_=2&x=3", ignore)).toEqual(fields({ x: ["1", "3"] }));
+    expect(queryFields("/a?x=1&_=2&x=3", ignore)).toEqual(fieldMap({ x: ["1", "3"] }));
   });
   it("reads form, multipart and JSON bodies as fields, whatever their order or boundary", async () => {
     const none = new Set<string>();
@@ -184,16 +187,16 @@ describe("fields", () => {
       multipart("----WebKitFormBoundaryAAAA"),
       multipart("----WebKitFormBoundaryBBBB"),
     ]);
-    expect(m1.get("q")).toEqual(["shoes"]);
+    expect(sharedCount(m1, fields({ q: "shoes" }, BODY))).toBe(1);
     expect(fieldsDigest(m1)).toBe(fieldsDigest(m2));
     const json = await bodyFields(
       "application/json",
       Buffer.from('{"b":{"sentAt":5,"x":[1,2]},"a":"k"}'),
       new Set(["sentAt"]),
     );
-    expect(json).toEqual(fields({ "b.x[0]": "1", "b.x[1]": "2", a: '"k"' }));
+    expect(json).toEqual(fields({ "b.x[0]": "1", "b.x[1]": "2", a: '"k"' }, BODY));
     const dotted = await bodyFields("text/plain", Buffer.from('{"meta":{"id":1},"id":2}'), new Set(["meta.id"]));
-    expect(dotted).toEqual(fields({ id: "2" }));
+    expect(dotted).toEqual(fields({ id: "2" }, BODY));
   });
 });
 
@@ -439,5 +442,56 @@ describe("ReplayIndex: the host, method and body rules", () => {
       entry("https://shop.example/app.js", { body: "code", mimeType: "text/javascript" }),
     ]);
     expect(bodyOf(await index.find(request("https://shop.example/app.js"), new Set()))).toBe("code");
+  });
+});
+
+describe("a JSON body's fields, read in one pass", () => {
+  /** The fields as JSON.parse and a walk of its tree name them: what the one-pass reading must equal. */
+  function parsedFields(text: string, ignore: ReadonlySet<string>): Map<string, string[]> {
+    const out = new Map<string, string[]>();
+    const walk = (node: unknown, names: string[], label: string) => {
+      if (Array.isArray(node)) {
+        if (node.length === 0) out.set(label, ["[]"]);
+        node.forEach((item, i) => walk(item, names, `${label}[${i}]`));
+      } else if (typeof node === "object" && node !== null) {
+        const keys = Object.keys(node);
+        if (keys.length === 0) out.set(label, ["{}"]);
+        for (const key of keys) {
+          const path = [...names, key];
+          if (ignore.has(key) || ignore.has(path.join("."))) continue;
+          walk((node as Record<string, unknown>)[key], path, label === "" ? key : `${label}.${key}`);
+        }
+      } else out.set(label, [JSON.stringify(node)]);
+    };
+    walk(JSON.parse(text), [], "");
+    return out;
+  }
+
+  it("names and values each leaf as a walk of JSON.parse's tree does, escapes, numbers and ignore lists included", async () => {
+    const ignore = new Set(["nonce", "meta.sentAt", "a.b.c"]);
+    const documents = [
+      '{"b":{"sentAt":5,"x":[1,2]},"a":"k"}',
+      ' [ 1.0, -0, 1e400, 2E-3, 0.5, -12, true, false, null, "\\u0041\\n\\"", "é" ] ',
+      '{"":{"":{"x":[]}},"e":{},"f":[[],[{}]]}',
+      '{"nonce":{"deep":[1,2,3]},"meta":{"sentAt":1,"id":2},"a.b":{"c":1},"a":{"b.c":2,"b":{"c":3,"d":4}}}',
+      '"just a string"',
+      "42",
+      '{"list":[{"nonce":1,"v":"x"},{"v":"y"}]}',
+    ];
+    for (const text of documents)
+      expect(await bodyFields("application/json", Buffer.from(text), ignore), text).toEqual(
+        fieldSet(parsedFields(text, ignore), BODY),
+      );
+  });
+
+  it("reads what is not JSON, or nests deeper than it holds, as bytes: one field, their digest", async () => {
+    const none = new Set<string>();
+    const deep = "[".repeat(2000) + "]".repeat(2000);
+    for (const text of ['{"a":1', '{"a":1}x', "[01]", '["\\x"]', "[1,]", '{"a" 1}', "\ufeff[1]", deep]) {
+      const digest = createHash("sha256").update(text).digest("base64url");
+      expect(await bodyFields("application/json", Buffer.from(text), none), text).toEqual(
+        fieldSet(new Map([["", [digest]]]), BODY),
+      );
+    }
   });
 });
