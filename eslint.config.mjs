@@ -69,6 +69,7 @@ const LAYERS = [
   [{ name: "src/runner/index.ts", members: ["src/runner/index.ts"] }],
   [{ name: "src/runner/commands", members: ["src/runner/commands"] }],
   [{ name: "src/runner/cli.ts", members: ["src/runner/cli.ts"] }],
+  [{ name: "the package's entry", members: ["src/index.ts"] }],
 ];
 const LAYERED_ROOTS = ["src", "components", "policies"];
 const ROOT = dirname(fileURLToPath(import.meta.url));
