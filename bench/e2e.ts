@@ -31,7 +31,6 @@
 // Chromium, and for the deploy rounds docker-compose (apt-get install docker-compose) and the Pulumi CLI
 // (installed, or scripts/pulumi-toolchain.sh).
 import { execFile, execFileSync } from "node:child_process";
-import { builtToolchainDir } from "../src/runner/stack/toolchain";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
@@ -50,6 +49,7 @@ import {
   type TimedEvent,
   type Timeline,
 } from "../src/runner/stack/timeline";
+import { median, useBenchPulumi } from "./kit";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const LOADS = Number(process.env.BENCH_LOADS ?? 15);
@@ -61,27 +61,8 @@ const EVENTS_DIR = process.env.BENCH_EVENTS;
 const REPO = path.resolve(__dirname, "..");
 const STACK_FILE = path.join(REPO, "stacks", `Pulumi.${STACK}.yaml`);
 
-const built = path.join(builtToolchainDir(), "bin");
-if (
-  !(process.env.PATH ?? "").split(":").some((d) => existsSync(path.join(d, "pulumi"))) &&
-  existsSync(path.join(built, "pulumi"))
-) {
-  process.env.PATH = `${built}:${process.env.PATH}`;
-}
-const STATE = mkdtempSync(path.join(tmpdir(), "multienv-bench-state-"));
-// In this process's environment too: the Automation API runs the CLI with it.
-Object.assign(process.env, {
-  PULUMI_BACKEND_URL: `file://${STATE}`,
-  PULUMI_CONFIG_PASSPHRASE: "bench",
-  PULUMI_SKIP_UPDATE_CHECK: "true",
-  PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
-});
+const STATE = useBenchPulumi();
 const ENV = process.env;
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
 
 function run(file: string, args: string[], cwd = REPO): Promise<{ seconds: number; stdout: string }> {
   const started = performance.now();

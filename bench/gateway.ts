@@ -40,6 +40,7 @@ import {
   testCertificate,
   waitForPort,
 } from "./loopback";
+import { median } from "./kit";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -105,12 +106,6 @@ async function wrkWithCpu(
 ): Promise<WrkResult & { perCpuSecond: number; cpuUsPerRequest: number }> {
   const result = await cpuPerRequest(pids, () => wrk(url, seconds, connections));
   return { ...result, perCpuSecond: result.requests / Math.max(result.cpuSeconds, 0.01) };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 function rssMiB(pid: number): number {

@@ -19,6 +19,7 @@ import path from "node:path";
 import { deployStack, destroyStack } from "../src/runner";
 import { engineClient } from "../src/engines/docker";
 import { specFromStackFile } from "../src/runner/stack/workspace";
+import { median } from "./kit";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 20);
@@ -52,11 +53,6 @@ const kubectl = (args: string[]) =>
   });
 
 const MIB = 1024 * 1024;
-function median(xs: number[]): number {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The working set of the namespace's pods, summed, as the kubelet reports it. */

@@ -13,8 +13,8 @@ const REPO = join(__dirname, "..");
 // The tests' own: one way to pick a free port.
 export { freePort } from "../test/helpers/ports";
 
-export async function waitForPort(port: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
+export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline;) {
     const up = await new Promise<boolean>((resolve) => {
       const socket = net.connect(port, "127.0.0.1");
       socket.once("connect", () => (socket.destroy(), resolve(true)));

@@ -31,6 +31,7 @@ import {
   testCertificate,
   waitForPort,
 } from "./loopback";
+import { median } from "./kit";
 
 const REPO = join(__dirname, "..");
 const CONTROL_TOKEN = "bench-control-token-0123456789abcdef";
@@ -68,11 +69,6 @@ export interface PageLoadFigures {
     bytesPerRequest: number;
     cpuMsPerMb: number;
   };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
 /** One load in a fresh context: ms to the load event, or to the first byte of the answer when `ttfb`. */

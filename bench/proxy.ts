@@ -12,6 +12,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { freePort } from "../test/helpers/ports";
+import { waitForPort } from "./loopback";
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ""), process.argv[i + 1]);
@@ -302,22 +303,6 @@ async function idleTunnelRss(open: Opener, echoPort: number, pid: number): Promi
 
 // ---------------------------------------------------------------------------------------------------------------
 // The proxies.
-
-function waitForPort(port: number, timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  return new Promise((resolve, reject) => {
-    const attempt = () => {
-      const s = net.connect(port, "127.0.0.1", () => {
-        s.destroy();
-        resolve();
-      });
-      s.once("error", () =>
-        Date.now() > until ? reject(new Error(`nothing listens on ${port}`)) : setTimeout(attempt, 100),
-      );
-    };
-    attempt();
-  });
-}
 
 async function startOurs(): Promise<{ port: number; pid: number }> {
   // The upstreams are on 127.0.0.1, standing in for public hosts: loopback is refused unless allowAddresses opens it.

@@ -26,6 +26,7 @@ import * as zlib from "node:zlib";
 import { chromium, type Browser } from "playwright-core";
 import { cpuSeconds, freePort, processTree, startGateway, startNode } from "./loopback";
 import { load } from "./page-loads";
+import { median } from "./kit";
 
 const REPO = join(__dirname, "..");
 const CONTROL_TOKEN = "bench-control-token-0123456789abcdef";
@@ -124,11 +125,6 @@ async function startProxy(
     '"startup"',
   );
   return { child, port: line.proxy.port };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
 function dirBytes(dir: string): number {

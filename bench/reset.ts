@@ -12,40 +12,22 @@
 // there is work to undo. The last line is one JSON object with every figure.
 // Options (env): BENCH_ROUNDS (3), BENCH_STACK (bench-reset). Needs the Pulumi CLI (installed, or
 // scripts/pulumi-toolchain.sh) and the project's images (npm run images).
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { builtToolchainDir } from "../src/runner/stack/toolchain";
-import { cpus, loadavg, tmpdir } from "node:os";
+import { rmSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
 import { runShopEpisode } from "../examples/runner/shop-agent";
 import { LABELS, ROLES } from "../src/protocol/labels";
 import { engineClient } from "../src/engines/docker";
 import { deployStack, destroyStack, gatewayAccess, resetStack, specFromStackFile } from "../src/runner";
+import { median, useBenchPulumi } from "./kit";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const STACK = process.env.BENCH_STACK ?? "bench-reset";
 const REPO = path.resolve(__dirname, "..");
 const api = engineClient();
 
-const built = path.join(builtToolchainDir(), "bin");
-if (
-  !(process.env.PATH ?? "").split(":").some((d) => existsSync(path.join(d, "pulumi"))) &&
-  existsSync(path.join(built, "pulumi"))
-) {
-  process.env.PATH = `${built}:${process.env.PATH}`;
-}
-const STATE = mkdtempSync(path.join(tmpdir(), "multienv-bench-state-"));
-Object.assign(process.env, {
-  PULUMI_BACKEND_URL: `file://${STATE}`,
-  PULUMI_CONFIG_PASSPHRASE: "bench",
-  PULUMI_SKIP_UPDATE_CHECK: "true",
-  PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
-});
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
+const STATE = useBenchPulumi();
 
 async function timed(what: () => Promise<unknown>): Promise<number> {
   const started = performance.now();

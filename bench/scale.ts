@@ -13,13 +13,13 @@
 // The last line is one JSON object with every figure. Options (env): BENCH_SCALE ("1,2,4,8"),
 // BENCH_IDLE_SECONDS (20). Needs docker-compose and the Pulumi CLI (installed, or scripts/pulumi-toolchain.sh).
 import { execFile, execFileSync } from "node:child_process";
-import { builtToolchainDir } from "../src/runner/stack/toolchain";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, freemem, loadavg, tmpdir, totalmem } from "node:os";
 import path from "node:path";
 import { engineClient } from "../src/engines/docker";
 import { deployStack, destroyStack, specFromStackFile, type StackSpec } from "../src/runner";
 import { closeComposeApi, composeFileOf, gatewayHealthy } from "./compose";
+import { useBenchPulumi } from "./kit";
 
 const SCALE = (process.env.BENCH_SCALE ?? "1,2,4,8").split(",").map(Number);
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 20);
@@ -27,20 +27,7 @@ const REPO = path.resolve(__dirname, "..");
 const api = engineClient();
 const MiB = 1024 * 1024;
 
-const built = path.join(builtToolchainDir(), "bin");
-if (
-  !(process.env.PATH ?? "").split(":").some((d) => existsSync(path.join(d, "pulumi"))) &&
-  existsSync(path.join(built, "pulumi"))
-) {
-  process.env.PATH = `${built}:${process.env.PATH}`;
-}
-const STATE = mkdtempSync(path.join(tmpdir(), "multienv-bench-state-"));
-Object.assign(process.env, {
-  PULUMI_BACKEND_URL: `file://${STATE}`,
-  PULUMI_CONFIG_PASSPHRASE: "bench",
-  PULUMI_SKIP_UPDATE_CHECK: "true",
-  PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
-});
+const STATE = useBenchPulumi();
 
 /** A demo stack; its self-test would check the real github.com and the web, which this bench does not stand in for. */
 function spec(name: string): StackSpec {

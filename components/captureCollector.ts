@@ -8,7 +8,7 @@ import type { Plan } from "../src/plan";
 import type { GatewayTunnel } from "../src/plan/ssh";
 import type { GatewayPortForward } from "../src/protocol/port-forward";
 import { LocalCommand } from "../src/providers/resources";
-import { captureCollectorCommands, captureCollectorEnvironment, collectorContext } from "../src/protocol/collector";
+import { captureCollectorCommands, captureCollectorEnvironment, collectorContext } from "../src/plan/collector";
 
 export interface CaptureCollectorArgs {
   /** The plan: the stack, and what collection reads (computers, sites, capture). */

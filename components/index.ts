@@ -1,7 +1,7 @@
 // The components of a multi env, one per file, in folders by family (docs/layout.md).
 export { MultiEnv } from "./multiEnv";
 export type { MultiEnvArgs, MultiEnvOutputs } from "./multiEnv";
-export type { WebsiteOutput, ComputerOutput } from "../src/protocol/outputs";
+export type { WebsiteOutput, ComputerOutput } from "../src/plan/stack-outputs";
 export { Website } from "./docker/website";
 export { Gateway } from "./docker/gateway";
 export { CaptureSidecar } from "./docker/captureSidecar";

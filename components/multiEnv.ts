@@ -8,7 +8,7 @@ import type { LiveWebsiteMark, ReplayedWebsiteMark } from "../src/plan";
 import type { GatewayTunnel } from "../src/plan/ssh";
 import { computerCdpUrl, siteUrls } from "../src/plan/urls";
 import { computerAgentToken } from "../src/protocol/auth";
-import type { AgentTokensOutput, ComputerOutput, SelfTestOutput, WebsiteOutput } from "../src/protocol/outputs";
+import type { AgentTokensOutput, ComputerOutput, SelfTestOutput, WebsiteOutput } from "../src/plan/stack-outputs";
 import type { GatewayPortForward } from "../src/protocol/port-forward";
 import { CaptureCollector } from "./captureCollector";
 import type { DeployArgs } from "./deployed";

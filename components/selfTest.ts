@@ -5,7 +5,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { SelfTestPlan } from "../src/plan/types";
 import { SelfTest as SelfTestResource } from "../src/providers/resources";
-import type { SelfTestResults } from "../src/protocol/outputs";
+import type { SelfTestResults } from "../src/plan/stack-outputs";
 import type { GatewayPortForward } from "../src/protocol/port-forward";
 
 export interface SelfTestArgs {

@@ -3,7 +3,7 @@
 // validation arguments (`pulumi up --policy-pack policies`); see evaluate.ts for both adapters.
 import { PROJECT_IMAGES } from "../src/plan/images";
 import { topologyNames } from "../src/plan/topology";
-import { RESOURCE_TYPES } from "../src/providers/types";
+import { RESOURCE_TYPES } from "../src/protocol/resource-types";
 import { CAPTURES_VOLUME_ROLE, LABELS, POD_CONTAINERS, ROLES, type ContainerRole } from "./contract";
 import { isSecretValue, reveal } from "./secrets";
 

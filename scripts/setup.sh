@@ -54,7 +54,7 @@ fi
 if ! docker info >/dev/null 2>&1; then
   echo "setup: starting dockerd (log: /var/log/dockerd.log)" >&2
   # Address pools for thousands of networks: Docker's default pools hold about 30, and every env takes several
-  # (README "Many stacks on one engine").
+  # (docs/features.md "Many stacks on one engine").
   nohup dockerd --default-address-pool base=10.200.0.0/13,size=26 > /var/log/dockerd.log 2>&1 &
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
   docker info >/dev/null 2>&1 || { tail -20 /var/log/dockerd.log >&2; echo "setup: dockerd did not start" >&2; exit 1; }

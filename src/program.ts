@@ -81,7 +81,7 @@ async function engineMachineOf(planned: Plan, probe: boolean): Promise<EngineMac
   if (!probe) return { addresses: [], addressPools: DOCKER_DEFAULT_ADDRESS_POOLS };
   if (!isLocalEngine()) {
     pulumi.log.warn(
-      `multienv: the engine (DOCKER_HOST=${process.env.DOCKER_HOST}) is on another machine, whose addresses the site proxies cannot learn; guard them with that machine's firewall (README "Security")`,
+      `multienv: the engine (DOCKER_HOST=${process.env.DOCKER_HOST}) is on another machine, whose addresses the site proxies cannot learn; guard them with that machine's firewall (docs/features.md "Security")`,
     );
     return { addresses: [], addressPools: DOCKER_DEFAULT_ADDRESS_POOLS };
   }

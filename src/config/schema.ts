@@ -9,6 +9,7 @@ import { Region } from "@pulumi/aws/types/enums";
 import { InstanceType } from "@pulumi/aws/types/enums/ec2";
 import { EC2_DEFAULT_LIFETIME_HOURS, EC2_DEFAULT_SSH_USER } from "../plan/ec2";
 import { editDistance } from "../protocol/config-issues";
+import { DEFAULT_REQUEST_LOG_BODY_BYTES } from "../protocol/request-log";
 
 /** An OpenSSH public key line (`ssh-ed25519 AAAA... comment`): what EC2 key pairs take. */
 export const OPENSSH_PUBLIC_KEY =
@@ -258,12 +259,7 @@ export const requestLogSchema = z.union(
   [
     z.boolean(),
     z.strictObject({
-      bodyLimitBytes: z
-        .number()
-        .int()
-        .min(0)
-        .max(MAX_REQUEST_LOG_BODY_BYTES)
-        .default(1024 * 1024),
+      bodyLimitBytes: z.number().int().min(0).max(MAX_REQUEST_LOG_BODY_BYTES).default(DEFAULT_REQUEST_LOG_BODY_BYTES),
       redact: z
         .array(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { error: "must be a header or cookie name" }))
         .default([]),

@@ -7,10 +7,10 @@ import http from "node:http";
 import os from "node:os";
 import { Duplex, PassThrough } from "node:stream";
 import Docker from "dockerode";
-import { LABELS } from "../../src/protocol/labels";
+import { LABELS } from "../protocol/labels";
 import { BASE_IMAGE_LABEL, PROJECT_IMAGES, type FoundImage, type ProjectImageRole } from "../plan/images";
 import { DOCKER_DEFAULT_ADDRESS_POOLS, type EngineMachine } from "../plan/services";
-import { RESOURCE_TYPES } from "../providers/types";
+import { RESOURCE_TYPES } from "../protocol/resource-types";
 
 /** Where an engine is, as the docker provider's config says: unset or `unix://` host for a local socket. */
 export interface EngineTarget {

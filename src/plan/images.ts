@@ -42,17 +42,6 @@ export const PROJECT_IMAGES: Record<ProjectImageRole, ProjectImage> = {
   },
 };
 
-/** The files of a project image's build context besides its Dockerfile, relative to the repository root. */
-export function projectImageFiles(image: ProjectImage): string[] {
-  return image.bundles.map((b) => `dist/bundle/${b}.js`);
-}
-
-/**
- * The `BASE_IMAGE` build argument of the project's Dockerfiles: Debian with Node 20, which
- * `scripts/build-images.sh` builds offline (debootstrap). `MULTIENV_BASE_IMAGE` overrides it.
- */
-export const DEFAULT_BASE_IMAGE = "multienv/node-base";
-
 /** The base the images must have been built FROM: the one `MULTIENV_BASE_IMAGE` asks for, else any. */
 export function requestedBaseImage(env: Record<string, string | undefined>): string | undefined {
   return env.MULTIENV_BASE_IMAGE || undefined;

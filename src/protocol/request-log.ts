@@ -9,8 +9,8 @@ export const REQUESTS_V1_URN = "urn:agentenv:requests/v1";
 export const REQUESTS_LIST_PATH = "/requests/v1/computers";
 /** The media type of a request log as served: one HAR entry per line, oldest first. */
 export const REQUEST_LOG_MEDIA_TYPE = "application/x-ndjson";
-/** The media type of a HAR document. */
-export const HAR_MEDIA_TYPE = "application/json";
+/** The most of each body (request and answer) an entry keeps when the stack names no limit: 1 MiB. */
+export const DEFAULT_REQUEST_LOG_BODY_BYTES = 1024 * 1024;
 
 /** The path of one computer's request log (GET: its entries, one JSON line each, oldest first). */
 export function requestLogPath(computer: string): string {

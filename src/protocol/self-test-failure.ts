@@ -3,7 +3,7 @@
 // one-line view of the error, such as Pulumi's progress row, still says how many checks failed and where); each
 // failing check follows on a line of its own, naming the computer, the check and what was seen; the way to skip the
 // self-test comes last.
-import type { SelfTestCheckResult, SelfTestResults } from "./outputs";
+import type { SelfTestCheckResult, SelfTestResults } from "./self-test";
 
 const SELF_TEST_SKIP_HINT = "(skip it with `multienv up --no-self-test`, or selfTest: false in the stack config)";
 

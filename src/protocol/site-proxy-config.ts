@@ -2,6 +2,7 @@
 // plan (src/plan/services.ts builds values of SiteProxyConfigInput).
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
+import { DEFAULT_REQUEST_LOG_BODY_BYTES } from "./request-log";
 
 const port = z.number().int().min(0).max(65535);
 /** `host` an address or a name, resolved once at start and bound alone. */
@@ -51,11 +52,7 @@ export const siteProxyConfigSchema = z
       .object({
         dir: z.string().min(1),
         computer: z.string().min(1),
-        bodyLimitBytes: z
-          .number()
-          .int()
-          .nonnegative()
-          .default(1024 * 1024),
+        bodyLimitBytes: z.number().int().nonnegative().default(DEFAULT_REQUEST_LOG_BODY_BYTES),
         redact: z.array(z.string().min(1)).default([]),
         /** A file is closed and the next begun once it holds this many bytes. */
         fileBytes: z

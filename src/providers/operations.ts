@@ -7,7 +7,7 @@ import { selfTest } from "./self-test";
 import { siteCleanup } from "./site-cleanup";
 import { sshHostKey } from "./ssh-host-key";
 import { gatewayTunnel } from "./tunnel";
-import type { DYNAMIC_KINDS } from "./types";
+import type { DYNAMIC_KINDS } from "../protocol/resource-types";
 
 export const OPERATIONS = {
   command,

@@ -15,9 +15,9 @@ import * as pulumi from "@pulumi/pulumi";
 import type { SshEndpoint } from "../plan/ssh";
 import type { Kind } from "./operations";
 import type { SelfTestCheck } from "../plan/types";
-import type { SelfTestResults } from "../protocol/outputs";
+import type { SelfTestResults } from "../plan/stack-outputs";
 import type { GatewayPortForward } from "../protocol/port-forward";
-import { DYNAMIC_KINDS, RESOURCE_TYPES } from "./types";
+import { DYNAMIC_KINDS, RESOURCE_TYPES } from "../protocol/resource-types";
 
 const OPERATIONS_MODULE = path.relative(process.cwd(), path.join(__dirname, "operations.ts"));
 

@@ -21,7 +21,7 @@ import {
   type LogMark,
   logMarkQuery,
 } from "../protocol/site-proxy";
-import type { SelfTestCheckResult, SelfTestResults } from "../protocol/outputs";
+import type { SelfTestCheckResult, SelfTestResults } from "../plan/stack-outputs";
 import type { GatewayPortForward } from "../protocol/port-forward";
 import { formatSelfTestFailure } from "../protocol/self-test-failure";
 import { openGatewayPortForward } from "../engines/port-forward";

@@ -99,7 +99,7 @@ export {
   captureCollectorEnvironment,
   collectorContext,
   COLLECTOR_ENV,
-} from "../protocol/collector";
+} from "../plan/collector";
 
 export interface RunnerOptions extends WorkspaceOptions {
   /** Default: artifacts/<stack> under the project directory. */

@@ -5,7 +5,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { checkStack } from "../../src/runner/check/check";
-import { RESOURCE_TYPES } from "../../src/providers/types";
+import { RESOURCE_TYPES } from "../../src/protocol/resource-types";
 import { cleanup, tempDir } from "../helpers/processes";
 
 afterEach(cleanup);

@@ -2,7 +2,7 @@
 import { MockMonitor } from "@pulumi/pulumi/runtime/mocks";
 import { renderGraph, type Graph, type GraphResource } from "../../src/runner/check/graph";
 
-// @pulumi/docker's type tokens, as the state holds them (spelt out here, not read from src/providers/types.ts).
+// @pulumi/docker's type tokens, as the state holds them (spelt out here, not read from src/protocol/resource-types.ts).
 export const CONTAINER = "docker:index/container:Container";
 export const NETWORK = "docker:index/network:Network";
 export const VOLUME = "docker:index/volume:Volume";

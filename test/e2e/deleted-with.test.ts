@@ -22,7 +22,7 @@ import { shellQuote } from "../../src/plan/ec2";
 import { sshRun, sshSetup } from "../../src/plan/ssh";
 import { engineClient, projectImagesOn } from "../../src/engines/docker";
 import { LocalCommand } from "../../src/providers/resources";
-import { RESOURCE_TYPES } from "../../src/providers/types";
+import { RESOURCE_TYPES } from "../../src/protocol/resource-types";
 import { hostsToReach, type StateResource } from "../../src/runner/runtimes/docker/hosts-reachable";
 import { startStandin, type Standin } from "../helpers/standin";
 import { REPO } from "./helpers/env";

@@ -7,7 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
-import { RESOURCE_TYPES } from "../../src/providers/types";
+import { RESOURCE_TYPES } from "../../src/protocol/resource-types";
 import { REPO } from "./helpers/env";
 
 const NPM = path.join(REPO, "node_modules/@pulumi/docker");

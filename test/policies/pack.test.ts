@@ -3,7 +3,7 @@
 // registered mandatory with a how-to-comply description, type filtering works, secrets arrive unwrapped.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as aws from "@pulumi/aws";
-import { RESOURCE_TYPES } from "../../src/providers/types";
+import { RESOURCE_TYPES } from "../../src/protocol/resource-types";
 import { TYPES } from "../../policies/model";
 import { RULES } from "../../policies/rules";
 import { engineResourcesOf, MANDATORY, RunningPack } from "./crossguard";

@@ -9,7 +9,7 @@ import {
   COLLECTOR_ENV,
   readCollectorEnvironment,
   type CollectorContext,
-} from "../../src/protocol/collector";
+} from "../../src/plan/collector";
 import { graphOf, resource } from "../components/helpers";
 
 const CONFIG = {

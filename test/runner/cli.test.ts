@@ -10,7 +10,7 @@ import * as collectCommand from "../../src/runner/commands/collect";
 import * as downCommand from "../../src/runner/commands/down";
 import * as signInCommand from "../../src/runner/commands/sign-in";
 import * as upCommand from "../../src/runner/commands/up";
-import { captureCollectorCommands, captureCollectorEnvironment, COLLECTOR_ENV } from "../../src/protocol/collector";
+import { captureCollectorCommands, captureCollectorEnvironment, COLLECTOR_ENV } from "../../src/plan/collector";
 import { cleanup, ROOT, tempDir } from "../helpers/processes";
 import { helpOf, CLI, pcapBytes, sha256, startTestGateway, writeCaptures } from "./helpers";
 import { startChromium } from "../helpers/chromium";

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { selfTestFailure } from "../../src/providers/self-test";
-import type { SelfTestResults } from "../../src/protocol/outputs";
+import type { SelfTestResults } from "../../src/plan/stack-outputs";
 import { parseSelfTestFailure } from "../../src/protocol/self-test-failure";
 import { RunnerError } from "../../src/runner/errors";
 import * as errors from "../../src/runner/errors";

@@ -18,7 +18,7 @@ import {
 import { projectImagesOn } from "../../engines/docker";
 import type { StackConfig } from "../../plan/types";
 import { runPolicies } from "../../../policies/evaluate";
-import { RESOURCE_TYPES } from "../../providers/types";
+import { RESOURCE_TYPES } from "../../protocol/resource-types";
 import { GraphError, renderGraph, type Graph, type GraphResource } from "./graph";
 import { checkStackFile } from "./stack-file";
 

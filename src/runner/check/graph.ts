@@ -4,7 +4,7 @@
 // runtime's settings (setMocks) and config (setAllConfig) and waits for every registration to finish.
 import * as pulumi from "@pulumi/pulumi";
 import { multienvProgram } from "../../program";
-import { RESOURCE_TYPES } from "../../providers/types";
+import { RESOURCE_TYPES } from "../../protocol/resource-types";
 
 /** The input a dynamic resource carries its provider's code in: not an input of the resource itself. */
 const DYNAMIC_PROVIDER_INPUT = "__provider";

@@ -1,11 +1,11 @@
 // `multienv collect <stack>`: store the run's captures, site-proxy logs and run.json under artifacts/<stack>/.
 // `multienv collect --from-env` is the same collection run by the capture collector's delete step during a
 // plain `pulumi destroy`: it reads the gateway's address, the control token and the env's context from its
-// environment (src/protocol/collector.ts), not from the stack, whose lock the destroy holds.
+// environment (src/plan/collector.ts), not from the stack, whose lock the destroy holds.
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { artifactsDirOf } from "../evidence/artifacts";
-import { readCollectorEnvironment } from "../../protocol/collector";
+import { readCollectorEnvironment } from "../../plan/collector";
 import type { CollectResult } from "../evidence/collect";
 import type { GatewayAccess } from "../stack/outputs";
 import { RunnerError } from "../errors";

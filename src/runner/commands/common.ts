@@ -3,7 +3,7 @@
 // its own (a failed self-test's checks), never a stack trace.
 import type { Command } from "commander";
 import { RunnerError } from "../errors";
-import { DEFAULT_PROJECT_DIR } from "../evidence/artifacts";
+import { DEFAULT_PROJECT_DIR } from "../stack/project-dir";
 import type { StateNeed } from "../check/preflight";
 import { printable, printableLines } from "../terminal-text";
 

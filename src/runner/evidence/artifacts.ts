@@ -3,10 +3,7 @@
 // re-run after a crash) sees either the old complete file or the new complete one, never a half-written one.
 import { randomBytes } from "node:crypto";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
-
-/** The multienv checkout (the directory holding Pulumi.yaml): the default project directory. */
-export const DEFAULT_PROJECT_DIR = resolve(__dirname, "..", "..", "..");
+import { dirname, join } from "node:path";
 
 /** `artifacts/<stack>` under the project directory. */
 export function artifactsDirOf(projectDir: string, stack: string): string {

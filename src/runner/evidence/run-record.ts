@@ -3,7 +3,7 @@
 // computers' site-proxy logs (what actually happened). A run is reproducible only when both say so.
 import type { ReplayCounters } from "../../protocol/replay-server-config";
 import type { ReplayEvidence } from "./replay-counters";
-import type { SelfTestOutput } from "../../protocol/outputs";
+import type { SelfTestOutput } from "../../plan/stack-outputs";
 import type { CaptureGap } from "../../protocol/traffic";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";

@@ -12,8 +12,9 @@ import { join, resolve } from "node:path";
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import { listTrafficCaptures, type TrafficCapture } from "../../protocol/traffic";
 import { parseLiveSiteProxyLog } from "../../protocol/site-proxy";
-import type { SelfTestOutput } from "../../protocol/outputs";
-import { artifactsDirOf, DEFAULT_PROJECT_DIR, RUN_RECORD_FILE } from "../evidence/artifacts";
+import type { SelfTestOutput } from "../../plan/stack-outputs";
+import { artifactsDirOf, RUN_RECORD_FILE } from "../evidence/artifacts";
+import { DEFAULT_PROJECT_DIR } from "../stack/project-dir";
 import {
   containerProblem,
   countContainers,

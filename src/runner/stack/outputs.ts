@@ -11,7 +11,7 @@ import type {
   SelfTestOutput,
   StackOutputValues,
   WebsiteOutput,
-} from "../../protocol/outputs";
+} from "../../plan/stack-outputs";
 import { PORT_FORWARD_SCHEME, type GatewayPortForward } from "../../protocol/port-forward";
 import { openGatewayPortForward } from "../../engines/port-forward";
 

@@ -12,7 +12,7 @@ import { join, resolve } from "node:path";
 import { gunzipSync } from "node:zlib";
 import YAML from "yaml";
 import { CONFIG_NAMESPACE } from "../../plan/problems";
-import { RESOURCE_TYPES } from "../../providers/types";
+import { RESOURCE_TYPES } from "../../protocol/resource-types";
 import type { StateResource } from "../../engines/docker";
 import { RunnerError } from "../errors";
 import { KUBERNETES_TYPES } from "../runtimes/kubernetes/state";

@@ -15,8 +15,8 @@ import { LocalWorkspace, PulumiCommand, Stack, type ConfigMap } from "@pulumi/pu
 import YAML from "yaml";
 import { CONFIG_NAMESPACE } from "../../plan/problems";
 import { stackNameProblem } from "../../plan/reserved";
-import { DEFAULT_PROJECT_DIR } from "../evidence/artifacts";
 import { explain, RunnerError } from "../errors";
+import { DEFAULT_PROJECT_DIR } from "./project-dir";
 import { builtToolchainDir } from "./toolchain";
 
 export { DEFAULT_PROJECT_DIR };

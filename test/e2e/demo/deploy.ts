@@ -4,7 +4,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { readStackFile } from "../../../src/config";
 import { episodeOf } from "../../../src/protocol/site-proxy";
-import { RESOURCE_TYPES } from "../../../src/providers/types";
+import { RESOURCE_TYPES } from "../../../src/protocol/resource-types";
 import { renderGraph } from "../../../src/runner/check/graph";
 import { deployStack, type StackSpec } from "../../../src/runner";
 import { demoHelpers, type DemoTarget } from "./target";

@@ -7,7 +7,7 @@
 // no SSH to go: their hosts are not asked.
 import { execFile } from "node:child_process";
 import { sshRun, sshSetup, type SshEndpoint } from "../../../plan/ssh";
-import { RESOURCE_TYPES } from "../../../providers/types";
+import { RESOURCE_TYPES } from "../../../protocol/resource-types";
 
 /** A resource of an exported deployment, as far as this check reads it. */
 export interface StateResource {

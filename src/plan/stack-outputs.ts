@@ -1,6 +1,9 @@
 // A task stack's outputs (docs/design.md "Outputs"), as plain data: what MultiEnv exports and what the runner reads.
 // The types live here once, so the program and the runner cannot drift apart.
-import type { ComputerNetwork, LiveWebsiteMark, Reaching, ReplayedWebsiteMark } from "../plan/types";
+import type { SelfTestOutput } from "../protocol/self-test";
+import type { ComputerNetwork, LiveWebsiteMark, Reaching, ReplayedWebsiteMark } from "./types";
+
+export type { SelfTestCheckResult, SelfTestOutput, SelfTestResults } from "../protocol/self-test";
 
 export interface WebsiteOutput {
   /** False for a replayed live site: it is served from its recording. */
@@ -34,28 +37,6 @@ export interface ComputerOutput {
  * alone (`computerAgentToken` in src/protocol/auth.ts).
  */
 export type AgentTokensOutput = Record<string, string>;
-
-/** One check of the deploy's self-test. */
-export interface SelfTestCheckResult {
-  check: string;
-  url: string;
-  ok: boolean;
-  /** What was seen: the status and who answered, or the browser's error. */
-  detail: string;
-}
-
-/** What the deploy's self-test found (it fails the deploy when a check fails, so a deployed env shows `passed`). */
-export interface SelfTestResults {
-  passed: boolean;
-  finishedAt: string;
-  seconds: number;
-  /** Computer -> its network checks. */
-  computers: Record<string, SelfTestCheckResult[]>;
-  /** Computer -> its start tabs, each at a name a site's card declares. */
-  startTabs: Record<string, SelfTestCheckResult[]>;
-}
-
-export type SelfTestOutput = SelfTestResults | { skipped: true };
 
 /** The stack outputs, the control token and the agent tokens aside (secrets, read by name). */
 export interface StackOutputValues {

@@ -1,6 +1,6 @@
 // The type tokens of the resources the program declares that a policy, `multienv check` or the runner
 // recognises: @pulumi/docker's (the bridged docker provider) and the project's own dynamic resources
-// (resources.ts). A module of its own, so readers of a graph or a state need not load any provider.
+// (src/providers/resources.ts). A module of its own, so readers of a graph or a state need not load any provider.
 /** Type tokens by resource kind. */
 export const RESOURCE_TYPES = {
   container: "docker:index/container:Container",
@@ -19,7 +19,10 @@ export const RESOURCE_TYPES = {
   siteCleanup: "pulumi-nodejs:dynamic/multienv:SiteCleanup",
 } as const;
 
-/** The kinds that are the project's own dynamic resources (resources.ts), each served by operations.ts. */
+/**
+ * The kinds that are the project's own dynamic resources (src/providers/resources.ts), each served by
+ * src/providers/operations.ts.
+ */
 export const DYNAMIC_KINDS = [
   "command",
   "secret",

@@ -5,9 +5,9 @@
 // which Pulumi keeps (encrypted, since the control token is a secret) in the resource's state.
 //
 // Pure: the program builds these from the plan and its outputs; `multienv collect --from-env` reads them back.
-import type { GatewayTunnel } from "../plan/ssh";
-import type { LiveWebsiteMark, Plan } from "../plan/types";
-import type { GatewayPortForward } from "./port-forward";
+import type { GatewayTunnel } from "./ssh";
+import type { LiveWebsiteMark, Plan } from "./types";
+import type { GatewayPortForward } from "../protocol/port-forward";
 
 /** The environment variables the delete step reads. */
 export const COLLECTOR_ENV = {

@@ -1,0 +1,52 @@
+// The layers of docs/layout.md are the lint's, not only the docs': ESLint, with the repository's own config, refuses
+// an import that goes up the order (or across a tier), whether an import or export declaration, a type import, a
+// require() or an import(), and names the rule's layers in its message. Each case lints source text under a path it
+// would have in the repository, so no file is written.
+import { resolve } from "node:path";
+import { ESLint } from "eslint";
+import { describe, expect, it } from "vitest";
+
+const ROOT = resolve(__dirname, "..", "..");
+const eslint = new ESLint({ cwd: ROOT });
+
+/** The layer messages ESLint gives `source` as if it were the file at `path`. */
+async function layerMessages(path: string, source: string): Promise<string[]> {
+  const [result] = await eslint.lintText(source, { filePath: resolve(ROOT, path) });
+  return result.messages.filter((m) => m.message.includes("layers (docs/layout.md)")).map((m) => m.message);
+}
+
+describe("an import against the layers' order fails the lint", () => {
+  it.each([
+    ["src/protocol/fixture.ts", 'import type { Plan } from "../plan/types";\nexport type P = Plan;', "src/plan"],
+    ["src/engines/fixture.ts", 'export { LocalCommand } from "../providers/resources";', "src/providers"],
+    ["src/runner/stack/fixture.ts", 'export { writeFileAtomic } from "../evidence/artifacts";', "src/runner/evidence"],
+    [
+      "src/runner/evidence/fixture.ts",
+      'export { runtimeOf } from "../runtimes/runtimes";\nexport * from "../index";',
+      "src/runner/index.ts",
+    ],
+    ["src/plan/fixture.ts", 'export const runner = require("../runner/index");', "src/runner/index.ts"],
+    ["src/runner/stack/fixture.ts", 'export const load = () => import("..");', "src/runner/index.ts"],
+    ["components/docker/fixture.ts", 'export { MultiEnv } from "../multiEnv";', "components (MultiEnv)"],
+    ["components/fixture-env-wide.ts", 'export { MultiEnv } from "./multiEnv";', "no layer"],
+    ["src/gateway/fixture.ts", 'export { plan } from "../plan";', "src/plan"],
+    ["src/site-proxy/fixture.ts", 'export { startGateway } from "../gateway/main";', "src/gateway"],
+    ["src/newfolder/fixture.ts", 'export { LABELS } from "../protocol/labels";', "no layer"],
+  ])("%s: %s", async (path, source, refused) => {
+    const messages = await layerMessages(path, source);
+    expect(messages.length).toBeGreaterThan(0);
+    expect(messages.join("\n")).toContain(refused);
+  });
+
+  it.each([
+    ["src/protocol/fixture.ts", 'export { LABELS } from "./labels";'],
+    ["src/plan/fixture.ts", 'export { LABELS } from "../protocol/labels";'],
+    ["src/capture-server/fixture.ts", 'export * from "../gateway/main";\nexport * from "../protocol/labels";'],
+    ["src/runner/commands/fixture.ts", 'export const load = () => require("../index");\nexport * from "../errors";'],
+    ["src/runner/stack/fixture.ts", 'export * from "../errors";\nexport * from "../runtimes/runtimes";'],
+    ["components/docker/fixture.ts", 'export * from "../deployed";\nexport * from "../../src/plan/types";'],
+    ["src/runner/cli.ts", 'export const load = () => require("./commands/up");'],
+  ])("%s may: %s", async (path, source) => {
+    expect(await layerMessages(path, source)).toEqual([]);
+  });
+});
