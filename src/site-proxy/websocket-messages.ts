@@ -240,7 +240,8 @@ class SideReader {
       this.chain = result;
       return;
     }
-    this.chain = this.chain.then(what);
+    // A step that fails loses its own message alone: the chain goes on.
+    this.chain = this.chain.then(what).catch(() => undefined);
   }
 
   private inflate(message: Message, compressed: Buffer): void {
