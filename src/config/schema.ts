@@ -105,8 +105,11 @@ export const websiteSchema = z.strictObject({
     .default({}),
   /** Live sites only: open its HTTPS at each computer's site proxy, so its exchanges go in the request log. */
   record: z.boolean().optional(),
-  /** With `record`: keep its cookies' values in the request log (by default they are left out). */
-  keepCookies: z.boolean().optional(),
+  /**
+   * With `record`: keep its credentials in the request log: its cookies' values (Cookie and Set-Cookie, named or not),
+   * Authorization of any scheme and every other credential header (by default all are left out, as `[redacted]`).
+   */
+  keepCredentials: z.boolean().optional(),
   /**
    * With `record`: PEM certificates (one or more CAs) the site's TLS is also verified against, for its names alone,
    * besides the system's roots: a staging site or a network that inspects TLS with a CA of its own.

@@ -121,7 +121,7 @@ function plannedWebsites(
         ...(servedLive(website) && website.record
           ? {
               record: {
-                keepCookies: website.keepCookies === true,
+                keepCredentials: website.keepCredentials === true,
                 ...(website.recordTrust === undefined ? {} : { trust: website.recordTrust }),
               },
             }

@@ -249,7 +249,7 @@ export function siteProxyConfigOnHosts(
 
 /**
  * The live hosts a site proxy opens to record: every recorded live site's domains and allowHosts (the proxy records
- * only those its computer reaches), and those whose cookies the log keeps.
+ * only those its computer reaches), and those whose credentials the log keeps.
  */
 function recordedHosts(plan: Plan): Pick<SiteProxyServiceConfig, "record"> {
   if (plan.requestLog === undefined) return {};
@@ -260,7 +260,7 @@ function recordedHosts(plan: Plan): Pick<SiteProxyServiceConfig, "record"> {
   return {
     record: {
       hosts: hosts(recorded),
-      keepCookies: hosts(recorded.filter((w) => w.record!.keepCookies)),
+      keepCredentials: hosts(recorded.filter((w) => w.record!.keepCredentials)),
       ...(trusted.length > 0 ? { trustFor: trusted.map((w) => ({ hosts: hosts([w]), pem: w.record!.trust! })) } : {}),
     },
   };

@@ -99,9 +99,12 @@ export function websiteProblems(site: string, website: WebsiteConfig): Problem[]
         "records a live site; a synthetic site's exchanges are always in the request log, so remove record",
       ),
     );
-  if (website.keepCookies && !website.record)
+  if (website.keepCredentials && !website.record)
     problems.push(
-      problem(["websites", site, "keepCookies"], "keeps a recorded site's cookies; set record: true or remove it"),
+      problem(
+        ["websites", site, "keepCredentials"],
+        "keeps a recorded site's credentials in the request log; set record: true or remove it",
+      ),
     );
   if (website.recordTrust !== undefined && !website.record)
     problems.push(
@@ -172,7 +175,7 @@ export function websiteWarnings(site: string, website: WebsiteConfig): Problem[]
     warnings.push(
       problem(
         ["websites", site, "record"],
-        `opens the live site's HTTPS at each computer's site proxy (the one case a live site is decrypted), so its requests and answers go in the request log${website.keepCookies ? ", its session cookies' values included" : " (its cookies' values left out)"}`,
+        `opens the live site's HTTPS at each computer's site proxy (the one case a live site is decrypted), so its requests and answers go in the request log${website.keepCredentials ? ", its session's cookies and credential headers included" : " (its cookies' values and credential headers left out)"}`,
       ),
     );
   for (const [setting, value] of Object.entries(website.settings)) {

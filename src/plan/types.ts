@@ -35,8 +35,11 @@ export interface WebsiteConfig {
   secretSettings: Record<string, string>;
   /** Live sites only: its HTTPS is opened at each computer's site proxy and its exchanges recorded. */
   record?: boolean;
-  /** With `record`: its cookies' values stay in the request log. */
-  keepCookies?: boolean;
+  /**
+   * With `record`: its credentials stay in the request log (cookies' values, Authorization and the other credential
+   * headers), which are left out by default.
+   */
+  keepCredentials?: boolean;
   /** With `record`: PEM certificates its TLS is also verified against, besides the system's roots. */
   recordTrust?: string;
   /** A live site: the account pool whose accounts its tasks lease (the leased account's settings go on top). */
@@ -204,7 +207,7 @@ export interface PlannedWebsite {
   /** The account pool its server's account is leased from, when it has one. */
   accountPool?: string;
   /** A live site whose exchanges the site proxies record (its HTTPS opened there). */
-  record?: { keepCookies: boolean; trust?: string };
+  record?: { keepCredentials: boolean; trust?: string };
   /** Live site servers are also attached to the egress network (they call the real site's API); a replayed one not. */
   serverOnEgress: boolean;
   /** A replayed live site: its replay server, the gateway's frontend for the site's names. */

@@ -151,19 +151,27 @@ function isText(form: string): boolean {
   return true;
 }
 
+/** What reading a text's decoded forms found: no token, a token, or neither within the budget. */
+export type FormsVerdict = "clean" | "carries" | "undecided";
+
+/** The work `decodedFormsVerdict` may spend on a text of `chars` characters. */
+export function decodingBudget(chars: number): number {
+  return DECODING_BUDGET_FLOOR + DECODING_BUDGET_PER_CHAR * chars;
+}
+
 /**
- * True when `credential`, or a form a site could decode it back into, has a token in it (`carries` says which form
+ * Whether `credential`, or a form a site could decode it back into, has a token in it (`carries` says which form
  * does): quoted-pair escapes undone, percent-decoded (`+` read as a space or not), base64 of either alphabet and hex
  * read as a lenient decoder reads them (every other character skipped, from any starting character), and each of
- * those that is text again, as deep as forms stay at least `shortest` long. True as well when the work would pass
- * `budget` characters: a value too costly to read through is treated as carrying a token.
+ * those that is text again, as deep as forms stay at least `shortest` long. "undecided" when the work would pass
+ * `budget` characters before either is known.
  */
-function anyDecodedForm(
+export function decodedFormsVerdict(
   credential: string,
   shortest: number,
   budget: number,
   carries: (form: string) => boolean,
-): boolean {
+): FormsVerdict {
   const seen = new Set([credential]);
   const queue = [credential];
   // Work is counted in characters passed over: making a form, hashing it (seen), and for a new one looking for a
@@ -181,12 +189,13 @@ function anyDecodedForm(
     }
     return found || spent > budget;
   };
+  const verdict = (): FormsVerdict => (found ? "carries" : spent > budget ? "undecided" : "clean");
   try {
     return readForms();
   } finally {
     workCounted += spent;
   }
-  function readForms(): boolean {
+  function readForms(): FormsVerdict {
     for (let next = 0; next < queue.length && !found; next++) {
       const form = queue[next];
       spent += 3 * form.length;
@@ -195,25 +204,26 @@ function anyDecodedForm(
         spent += passes * form.length;
         return add(decode());
       };
-      if (form.includes("\\") && decoded(1, () => form.replace(/\\(.)/g, "$1"))) return true;
-      if (form.includes("%") && decoded(1, () => percentDecoded(form))) return true;
-      if (form.includes("+") && decoded(2, () => percentDecoded(form.replace(/\+/g, " ")))) return true;
+      if (form.includes("\\") && decoded(1, () => form.replace(/\\(.)/g, "$1"))) return verdict();
+      if (form.includes("%") && decoded(1, () => percentDecoded(form))) return verdict();
+      if (form.includes("+") && decoded(2, () => percentDecoded(form.replace(/\+/g, " ")))) return verdict();
       // A token of `shortest` characters takes ceil(shortest * 4 / 3) base64 characters, 2 * shortest hex digits. A
       // decoder may start at any character: each of the 4 (base64) or 2 (hex) alignments is a form of its own.
       const base64 = form.replace(NOT_BASE64, "");
       if (base64.length >= Math.ceil((shortest * 4) / 3))
         for (let start = 0; start < 4; start++)
-          if (add(Buffer.from(base64.slice(start), "base64").toString("latin1"))) return true;
+          if (add(Buffer.from(base64.slice(start), "base64").toString("latin1"))) return verdict();
       const hex = base64.replace(NOT_HEX, "");
       if (hex.length >= 2 * shortest)
         for (let start = 0; start < 2; start++)
-          if (add(Buffer.from(hex.slice(start), "hex").toString("latin1"))) return true;
+          if (add(Buffer.from(hex.slice(start), "hex").toString("latin1"))) return verdict();
     }
-    return found;
+    // Every form was read: what was found is the answer, whatever it cost.
+    return found ? "carries" : "clean";
   }
 }
 
-/** The characters anyDecodedForm has passed over in this process, as it counts them against its budget. */
+/** The characters decodedFormsVerdict has passed over in this process, as it counts them against its budget. */
 let workCounted = 0;
 
 /**
@@ -222,6 +232,17 @@ let workCounted = 0;
  */
 export function tokenReadingWork(): number {
   return workCounted;
+}
+
+/** True when `decodedFormsVerdict` finds a token, or cannot tell within `budget`: then taken as carrying one. */
+function anyDecodedForm(
+  credential: string,
+  shortest: number,
+  budget: number,
+  carries: (form: string) => boolean,
+): boolean {
+  return decodedFormsVerdict(credential, shortest, budget, carries) !== "clean";
+}
 }
 
 const PLUS = "+".charCodeAt(0);
@@ -327,7 +348,7 @@ function isBinaryBase64(text: string, secrets: SecretTokens): boolean {
  * that would cost more than DECODING_BUDGET_PER_CHAR per character to read through is removed whole.
  */
 export function withoutTokens(value: string, secrets: SecretTokens): string | undefined {
-  const budget = DECODING_BUDGET_FLOOR + DECODING_BUDGET_PER_CHAR * value.length;
+  const budget = decodingBudget(value.length);
   if (!carries(value, secrets, budget)) return value;
   const credentials = splitOutsideQuotes(value);
   if (credentials.length === 1) return undefined;

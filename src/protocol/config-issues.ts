@@ -90,8 +90,16 @@ export function editDistance(a: string, b: string): number {
   return row[b.length];
 }
 
+/** Keys the config had once, and what took each one's place: an unknown key's message names it. */
+const RENAMED_KEYS: Readonly<Record<string, string>> = {
+  keepCookies:
+    "keepCredentials, which keeps a recorded site's cookies and its other credentials (Authorization and the like)",
+};
+
 /** "did you mean domains?" when a known key is close to the typo. */
 export function suggestion(key: string, known: readonly string[]): string {
+  const renamed = Object.hasOwn(RENAMED_KEYS, key) ? RENAMED_KEYS[key] : undefined;
+  if (renamed !== undefined && known.includes(renamed.split(",")[0])) return `; it is now ${renamed}`;
   const close = known
     .map((k) => ({ k, d: editDistance(key.toLowerCase(), k.toLowerCase()) }))
     .filter(({ d }) => d <= Math.max(2, Math.floor(key.length / 3)))

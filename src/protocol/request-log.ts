@@ -78,8 +78,33 @@ export interface MultienvEntryFields {
   end: ExchangeEnd;
   request: BodyDigest;
   response: BodyDigest;
-  /** WebSocket messages past the most an entry keeps, counted. */
+  /**
+   * WebSocket messages the entry keeps no data of, as they did not fit in what was left of the body limit (all of a
+   * socket's messages together keep to it): each one's size and place among `_webSocketMessages`.
+   */
+  webSocketMessagesLeftOut?: WebSocketMessageLeftOut[];
+  /** WebSocket messages past the most an entry keeps (10,000, listed or left out), counted. */
   webSocketMessagesDropped?: number;
+  /**
+   * "undecided" when a text of the entry could not be read through for tokens within the scrub's budget (work bounded
+   * by its length): the parts of it that could not are kept as `[undecided: <bytes> bytes, sha256 <hex>]` (the size and
+   * SHA-256 of their UTF-8), and the rest as it was. Never a token's `[redacted]`.
+   */
+  scrub?: "undecided";
+}
+
+/** A WebSocket message of which the entry keeps no data. */
+export interface WebSocketMessageLeftOut {
+  /** Its place: the index in `_webSocketMessages` the next message kept has (the count of those kept before it). */
+  at: number;
+  type: "send" | "receive";
+  /** Seconds since the epoch. */
+  time: number;
+  opcode: number;
+  /** Its size, decoded; absent when it was compressed and could not be inflated (too long, or broken). */
+  bytes?: number;
+  /** Its payload's size on the wire (compressed, when it was). */
+  wireBytes: number;
 }
 
 /** Chromium's own HAR export of a WebSocket message. */

@@ -69,12 +69,13 @@ export const siteProxyConfigSchema = z
      * Live hosts whose HTTPS is opened here to be recorded (exact or `*.suffix`; only those the computer reaches):
      * TLS is terminated with a leaf from the env CA and each request sent on over TLS verified against the trust
      * store (Node's bundled roots, and `trust`, a PEM file, when given; each of `trustFor`'s PEM for its hosts alone).
-     * Their cookies' values are kept out of the request log unless `keepCookies` names the host.
+     * Their credentials' values (cookies, Authorization and other credential headers) are kept out of the request log
+     * unless `keepCredentials` names the host.
      */
     record: z
       .object({
         hosts: z.array(z.string().min(1)).min(1),
-        keepCookies: z.array(z.string().min(1)).default([]),
+        keepCredentials: z.array(z.string().min(1)).default([]),
         trust: z.string().min(1).optional(),
         /** PEM certificates trusted besides those, each for its hosts alone (a recorded site's `recordTrust`). */
         trustFor: z

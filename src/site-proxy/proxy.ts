@@ -69,7 +69,7 @@ export interface ProxyOptions {
    * patterns whose cookies' values the log keeps (every other recorded host's are redacted); `trustFor`: further
    * certificates, each trusted for the host patterns it names alone.
    */
-  record?: { trust: string[]; keepCookies: string[]; trustFor?: { hosts: string[]; pem: string }[] };
+  record?: { trust: string[]; keepCredentials: string[]; trustFor?: { hosts: string[]; pem: string }[] };
   /**
    * The sites served from a recording (the gateway's frontend for them is a replay server): an answer of theirs
    * marked a miss gets a `replay-miss` line. Only these: any other site's marker is its own words, not evidence.
@@ -145,7 +145,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
   function recorded(x: Exchange, url: string, httpVersion: string, rawHeaders: string[], connection: object): Exchange {
     const id = `${idPrefix}-${++exchanges}`;
     if (recorder === undefined) return { ...x, id, url };
-    // A live host's session cookies stay out of the log unless the config keeps that host's.
+    // A live host's credentials (its session) stay out of the log unless the config keeps that host's.
     const live = x.site === undefined;
     const tap = recorder.begin({
       logId: id,
@@ -154,7 +154,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
       httpVersion,
       rawHeaders,
       connection: connectionId(connection),
-      ...(live && !keepCookies.some((pattern) => covers(pattern, x.host)) ? { redactCookies: true } : {}),
+      ...(live && !keepCredentials.some((pattern) => covers(pattern, x.host)) ? { redactCredentials: true } : {}),
     });
     return { ...x, id, url, tap };
   }
@@ -233,7 +233,7 @@ export function createProxyServer(options: ProxyOptions): http.Server {
     return own.length === 0 ? trust : [...trust, ...own.map((t) => t.pem)];
   }
   const recordedAgent = connectorAgent(openRecorded, idleTimeoutMs);
-  const keepCookies = (options.record?.keepCookies ?? []).map(normalizeHost);
+  const keepCredentials = (options.record?.keepCredentials ?? []).map(normalizeHost);
   // HTTP/2 lets one connection carry 128 requests at once, where a browser held itself to 32 connections to a proxy:
   // the gateway, shared by every computer, gets at most this many of this computer's requests at a time, the rest
   // waiting their turn here, on connections kept alive and reused.

@@ -12,10 +12,16 @@ import type { Readable } from "node:stream";
 import type { Cookie, Entry, Header, QueryString } from "har-format";
 import { splitCookiesString, parse as parseSetCookie } from "set-cookie-parser";
 import type { SecretTokens } from "../protocol/auth";
-import type { BodyDigest, ExchangeEnd, RequestLogEntry, WebSocketMessage } from "../protocol/request-log";
+import type {
+  BodyDigest,
+  ExchangeEnd,
+  RequestLogEntry,
+  WebSocketMessage,
+  WebSocketMessageLeftOut,
+} from "../protocol/request-log";
 import type { ExchangeTap, TappedAnswer } from "./forward";
 import { openRotatingFile, type RotatingFile } from "./rotating-file";
-import { readWebSocketMessages, type MessagesSettled } from "./websocket-messages";
+import { readWebSocketMessages, type MessagesSettled, type ReadMessage } from "./websocket-messages";
 import { REDACTED, Scrubber } from "../protocol/scrub";
 import { BodyDecoder, contentCoding, decodeWhole, type ContentCoding, type Decoded } from "./content-decoding";
 
@@ -43,8 +49,11 @@ export interface ExchangeStart {
   rawHeaders: string[];
   /** Which of the computer's connections carried it. */
   connection: string;
-  /** Keep no cookie's value (a recorded live site's session cookies). */
-  redactCookies?: boolean;
+  /**
+   * Keep no credential's value (a recorded live site's session): cookies' values (of Cookie and Set-Cookie, named or
+   * not) and every credential header's (CREDENTIAL_HEADER).
+   */
+  redactCredentials?: boolean;
 }
 
 export interface RequestRecorder {
@@ -175,17 +184,51 @@ const TEXTUAL =
   /^(text\/|application\/(?:[\w.+-]*\+)?(?:json|xml|javascript|ecmascript|x-www-form-urlencoded)\b)|^image\/svg\+xml/i;
 
 /**
- * A body as HAR text: UTF-8 text when its type is textual and its bytes are UTF-8 (a cut body's last character may
- * be cut too: up to three bytes are left off for it), else base64.
+ * A character JSON can only write as `\u00XX` (six bytes for one): a body with one is not text, whatever its type
+ * says, and is kept in base64, so a line of the log costs at most about its body's bytes.
  */
-function bodyText(body: Buffer, mimeType: string, cut: boolean): { text: string; encoding?: "base64" } {
-  if (TEXTUAL.test(mimeType)) {
+// eslint-disable-next-line no-control-regex -- these control characters are what the rule is about
+const NOT_TEXT = /[\x00-\x07\x0b\x0e-\x1f]/;
+
+/**
+ * A body as HAR text, scrubbed: UTF-8 text when its type is textual and its bytes are UTF-8 text (a cut body's last
+ * character may be cut too: up to three bytes are left off for it), else base64 (`raw`: always, the body still
+ * encoded), its bytes scrubbed before.
+ */
+function bodyText(
+  body: Buffer,
+  mimeType: string,
+  cut: boolean,
+  raw: boolean,
+  scrub: Scrubber,
+): { text: string; plain?: string; encoding?: "base64" } {
+  if (!raw && TEXTUAL.test(mimeType)) {
     for (let trim = 0; trim <= (cut ? 3 : 0) && trim <= body.length; trim++) {
       const part = body.subarray(0, body.length - trim);
-      if (isUtf8(part)) return { text: part.toString("utf8") };
+      if (!isUtf8(part)) continue;
+      const plain = part.toString("utf8");
+      if (NOT_TEXT.test(plain)) break;
+      return { text: scrub.text(plain), plain };
     }
   }
-  return { text: body.toString("base64"), encoding: "base64" };
+  return { text: scrub.binary(body), encoding: "base64" };
+}
+
+/**
+ * The headers a live site's credentials travel in, whose values the log leaves out of a recorded live site's
+ * exchanges unless the site keeps its credentials: Authorization and Proxy-Authorization (any scheme), Cookie and
+ * Set-Cookie (their values; the names are kept), and any header whose name says it carries one: `auth` as a word of
+ * it, or a token, secret, session, password, signature, credential, CSRF/XSRF value or API key in it, or `-key` at
+ * its end (X-Auth-Token, X-Api-Key, X-CSRF-Token, X-Amz-Security-Token, Ocp-Apim-Subscription-Key, ...).
+ */
+const CREDENTIAL_HEADER =
+  /^(?:proxy-)?authorization$|^cookie$|^set-cookie2?$|(?:^|[-_])auth(?:[-_]|$)|token|secret|session|passw(?:or)?d|signature|credential|csrf|xsrf|api[-_]?key|[-_]key$/i;
+/** The WebSocket handshake's nonces, which are no credential for all their names. */
+const HANDSHAKE_NONCE = /^sec-websocket-(?:key|accept)$/i;
+
+/** Whether a header's value is a credential a recorded live site's exchanges keep out of the log. */
+export function isCredentialHeader(name: string): boolean {
+  return CREDENTIAL_HEADER.test(name) && !HANDSHAKE_NONCE.test(name);
 }
 
 function headerOf(rawHeaders: string[], name: string): string | undefined {
@@ -228,7 +271,10 @@ export class ExchangeRecording implements ExchangeTap {
   private readonly requestBody: BodyTap;
   private readonly responseBody: BodyTap;
   private answer: TappedAnswer | undefined;
-  private messages: WebSocketMessage[] | undefined;
+  /** The WebSocket's messages kept whole, their data still bytes (made text, and scrubbed, with the entry). */
+  private messages: ReadMessage[] | undefined;
+  /** The WebSocket's messages of which no data is kept, in order among the rest. */
+  private readonly messagesLeftOut: WebSocketMessageLeftOut[] = [];
   /** When the WebSocket's messages read so far are all in `messages` (some may still be inflating at its close). */
   private messagesSettled: MessagesSettled | undefined;
   /** Bytes of the messages kept: together they keep to the body limit. */
@@ -272,25 +318,37 @@ export class ExchangeRecording implements ExchangeTap {
   webSocket(computer: Readable, host: Readable, early: Buffer, head: Buffer, extensions: string | undefined): void {
     this.messages = [];
     const limit = this.recorder.options.bodyLimitBytes;
-    // A limit of 0 keeps no message (and would mean "no limit" to the frame reader).
-    if (limit === 0) return;
-    this.messagesSettled = readWebSocketMessages(computer, host, early, head, extensions, limit, (type, opcode, data) =>
-      this.webSocketMessage(type, opcode, data),
+    this.messagesSettled = readWebSocketMessages(computer, host, early, head, extensions, limit, (message) =>
+      this.webSocketMessage(message),
     );
   }
 
-  /** One message, as Chromium's HAR export writes it; past the limit (all messages together), only counted. */
-  private webSocketMessage(type: "send" | "receive", opcode: 1 | 2, data: Buffer): void {
+  /**
+   * One message: kept whole while all kept together fit the body limit; past it, its size and place in the order (no
+   * data); past the most an entry keeps, only counted. Each message is judged alone: one past the limit leaves room
+   * for the small ones after it.
+   */
+  private webSocketMessage(message: ReadMessage): void {
     const messages = (this.messages ??= []);
-    const limit = this.recorder.options.bodyLimitBytes;
-    if (this.entryMade || messages.length >= MAX_WEBSOCKET_MESSAGES || this.messageBytes + data.length > limit)
-      return void this.droppedMessages++;
-    this.messageBytes += data.length;
-    messages.push({
-      type,
-      time: Date.now() / 1000,
-      opcode,
-      data: opcode === 1 ? data.toString("utf8") : data.toString("base64"),
+    if (this.entryMade) return;
+    if (messages.length + this.messagesLeftOut.length >= MAX_WEBSOCKET_MESSAGES) return void this.droppedMessages++;
+    const { bytes } = message;
+    if (
+      bytes !== undefined &&
+      bytes === message.data.length &&
+      this.messageBytes + bytes <= this.recorder.options.bodyLimitBytes
+    ) {
+      this.messageBytes += bytes;
+      messages.push(message);
+      return;
+    }
+    this.messagesLeftOut.push({
+      at: messages.length,
+      type: message.type,
+      time: message.time,
+      opcode: message.opcode,
+      ...(bytes !== undefined ? { bytes } : {}),
+      wireBytes: message.wireBytes,
     });
   }
 
@@ -326,6 +384,7 @@ export class ExchangeRecording implements ExchangeTap {
   ): RequestLogEntry {
     this.entryMade = true;
     const scrub = this.recorder.scrubber;
+    const undecidedBefore = scrub.undecidedTexts;
     const { start } = this;
     const requestHeaders = this.headers(start.rawHeaders);
     const request = this.requestBody.digest();
@@ -382,10 +441,19 @@ export class ExchangeRecording implements ExchangeTap {
         // and postData are the decoded body's), and whether the entry keeps only part of the body.
         request: { bytes: request.bytes, sha256: request.sha256, cut: keptPart(request, requestDecoding) },
         response: { bytes: response.bytes, sha256: response.sha256, cut: keptPart(response, responseDecoding) },
+        ...(this.messagesLeftOut.length > 0 ? { webSocketMessagesLeftOut: this.messagesLeftOut } : {}),
         ...(this.droppedMessages > 0 ? { webSocketMessagesDropped: this.droppedMessages } : {}),
       },
     };
-    if (this.messages) made._webSocketMessages = this.messages.map((m) => ({ ...m, data: scrub.text(m.data) }));
+    if (this.messages)
+      made._webSocketMessages = this.messages.map(({ type, time, opcode, data }): WebSocketMessage => ({
+        type,
+        time,
+        opcode,
+        data: opcode === 1 ? scrub.text(data.toString("utf8")) : scrub.binary(data),
+      }));
+    // A text the scrub could not read through within its budget is kept as its size and SHA-256: the entry says so.
+    if (scrub.undecidedTexts !== undecidedBefore) made._multienv.scrub = "undecided";
     return made;
   }
 
@@ -398,6 +466,7 @@ export class ExchangeRecording implements ExchangeTap {
       let value = rawHeaders[i + 1];
       if (lower === "cookie") value = this.cookieHeader(value);
       else if (lower === "set-cookie") value = this.setCookieHeader(value);
+      else if (this.start.redactCredentials && isCredentialHeader(lower)) value = REDACTED;
       else value = scrub.value(name, value);
       headers.push({ name, value });
     }
@@ -408,28 +477,30 @@ export class ExchangeRecording implements ExchangeTap {
   private cookieHeader(value: string): string {
     const scrub = this.recorder.scrubber;
     if (scrub.redacts("cookie")) return scrub.value("cookie", value);
+    // A nameless cookie (no `=`) is all value, and stays so.
     const rebuilt = this.requestCookiesOf(value)
-      .map((c) => `${c.name}=${c.value}`)
+      .map((c) => (c.name === "" ? c.value : `${c.name}=${c.value}`))
       .join("; ");
     return scrub.text(rebuilt);
   }
 
+  /** A Set-Cookie header with its cookie's value as the log keeps it (cookieValue), its attributes as they are. */
   private setCookieHeader(value: string): string {
     const scrub = this.recorder.scrubber;
     if (scrub.redacts("set-cookie")) return scrub.value("set-cookie", value);
-    const eq = value.indexOf("=");
     const semi = value.indexOf(";");
-    if (eq === -1) return scrub.text(value);
-    const name = value.slice(0, eq).trim();
-    const end = semi === -1 ? value.length : semi;
-    if (semi !== -1 && semi < eq) return scrub.text(value);
-    const kept = `${value.slice(0, eq + 1)}${this.cookieValue(name, value.slice(eq + 1, end))}${value.slice(end)}`;
-    return scrub.text(kept) === kept ? kept : `${name}=${this.cookieValue(name, value.slice(eq + 1, end))}`;
+    const pair = semi === -1 ? value : value.slice(0, semi);
+    const attributes = semi === -1 ? "" : value.slice(semi);
+    // A nameless cookie (`Set-Cookie: VALUE; Path=/`) is all value, as browsers read it.
+    const eq = pair.indexOf("=");
+    const name = eq === -1 ? "" : pair.slice(0, eq);
+    const cookie = this.cookieValue(name.trim(), eq === -1 ? pair : pair.slice(eq + 1));
+    return scrub.text(`${eq === -1 ? "" : `${name}=`}${cookie}${attributes}`);
   }
 
   /** A cookie's value as the log keeps it: none of a recorded live site's, else scrubbed. */
   private cookieValue(name: string, value: string): string {
-    return this.start.redactCookies ? REDACTED : this.recorder.scrubber.value(name, value);
+    return this.start.redactCredentials ? REDACTED : this.recorder.scrubber.value(name, value);
   }
 
   private requestCookiesOf(value: string): Cookie[] {
@@ -497,16 +568,15 @@ export class ExchangeRecording implements ExchangeTap {
     decoding: BodyDecoding | undefined,
     mimeType: string,
   ): NonNullable<Entry["request"]["postData"]> {
-    const scrub = this.recorder.scrubber;
     const kept = keptBody(wire, decoding);
     const { body, cut } = kept;
-    const { text, encoding } = kept.raw ? rawText(body) : bodyText(body, mimeType, cut);
-    const form = /^application\/x-www-form-urlencoded/i.test(mimeType) && encoding === undefined;
+    const { text, plain, encoding } = bodyText(body, mimeType, cut, kept.raw, this.recorder.scrubber);
+    const form = /^application\/x-www-form-urlencoded/i.test(mimeType) && plain !== undefined;
     return {
       mimeType,
-      text: scrub.text(text),
+      text,
       ...(encoding ? { _encoding: encoding } : {}),
-      ...(form ? { params: this.formPairs(text) } : {}),
+      ...(form ? { params: this.formPairs(plain) } : {}),
       ...(kept.comment !== undefined
         ? { comment: kept.comment }
         : cut
@@ -523,13 +593,13 @@ export class ExchangeRecording implements ExchangeTap {
     const kept = keptBody(wire, decoding);
     const { body, cut } = kept;
     const decoded = decoding !== undefined && "bytes" in decoding;
-    const { text, encoding } = body.length === 0 ? {} : kept.raw ? rawText(body) : bodyText(body, mimeType, cut);
+    const { text, encoding } = body.length === 0 ? {} : bodyText(body, mimeType, cut, kept.raw, this.recorder.scrubber);
     return {
       size: kept.size,
       // The bytes the coding saved; unknown when decoding stopped before the body's end.
       ...(decoded && !cut ? { compression: kept.size - wire.bytes } : {}),
       mimeType,
-      ...(text !== undefined ? { text: this.recorder.scrubber.text(text) } : {}),
+      ...(text !== undefined ? { text } : {}),
       ...(encoding ? { encoding } : {}),
       ...(kept.comment !== undefined
         ? { comment: kept.comment }
@@ -575,11 +645,6 @@ function keptBody(
 /** Whether an entry keeps only part of a body. */
 function keptPart(wire: BodyDigest & { body: Buffer }, decoding: BodyDecoding | undefined): boolean {
   return keptBody(wire, decoding).cut;
-}
-
-/** Encoded bytes as HAR text: always base64, whatever the type says of the decoded body. */
-function rawText(body: Buffer): { text: string; encoding: "base64" } {
-  return { text: body.toString("base64"), encoding: "base64" };
 }
 
 class Recorder implements RequestRecorder {

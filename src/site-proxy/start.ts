@@ -121,7 +121,7 @@ export async function startSiteProxy(config: SiteProxyConfig, token?: string): P
     ...(config.record
       ? {
           record: {
-            keepCookies: config.record.keepCookies,
+            keepCredentials: config.record.keepCredentials,
             trust: [...tls.rootCertificates, ...(config.record.trust ? [readTrust(config.record.trust)] : [])],
             ...(config.record.trustFor ? { trustFor: config.record.trustFor } : {}),
           },

@@ -77,8 +77,15 @@ describe("loadStackConfig", () => {
     expect(problemLines()).toEqual([
       "multienv:captureTrafic: unknown key; did you mean captureTraffic? (a secret key belongs here only when a website's secretSettings names it)",
       'multienv:websites.shop.domains: expected a list, got the string "shop.test"',
-      "multienv:websites.shop.colour: unknown key; the keys here are domains, live, allowHosts, server, frontend, replay, settings, secretSettings, record, keepCookies, recordTrust, accountPool",
+      "multienv:websites.shop.colour: unknown key; the keys here are domains, live, allowHosts, server, frontend, replay, settings, secretSettings, record, keepCredentials, recordTrust, accountPool",
       "multienv:ec2: is required when target is ec2: set region, instanceType, runnerCidrs and sshPublicKey",
+    ]);
+  });
+
+  it("names the key that took a renamed key's place", () => {
+    setConfig({ websites: { gh: { live: true, domains: ["github.com"], record: true, keepCookies: true } } });
+    expect(problemLines()).toEqual([
+      "multienv:websites.gh.keepCookies: unknown key; it is now keepCredentials, which keeps a recorded site's cookies and its other credentials (Authorization and the like)",
     ]);
   });
 

@@ -137,7 +137,7 @@ describe("recording a live site", () => {
     websites: {
       shop: { domains: ["shop.test"] },
       gh: { live: true, domains: ["github.com"], allowHosts: ["*.githubassets.com"], record: true },
-      docs: { live: true, domains: ["docs.example.org"], record: true, keepCookies: true },
+      docs: { live: true, domains: ["docs.example.org"], record: true, keepCredentials: true },
       other: { live: true, domains: ["other.example.org"] },
     },
     computers: { desk: { network: "allow-all" } },
@@ -148,7 +148,7 @@ describe("recording a live site", () => {
     if (!result.ok) throw new Error(result.problems.map(formatProblem).join("\n"));
     expect(siteProxyServiceConfig(result.plan, "desk").record).toEqual({
       hosts: ["docs.example.org", "github.com", "*.githubassets.com"],
-      keepCookies: ["docs.example.org"],
+      keepCredentials: ["docs.example.org"],
     });
     expect(parseSiteProxyConfig(siteProxyServiceConfig(result.plan, "desk")).record?.hosts).toHaveLength(3);
     expect(result.plan.liveWebsites.map((w) => [w.name, w.recorded])).toEqual([
@@ -157,8 +157,12 @@ describe("recording a live site", () => {
       ["other", undefined],
     ]);
     expect(result.warnings.filter((w) => w.includes(".record"))).toEqual([
-      expect.stringMatching(/^multienv:websites\.docs\.record: opens the live site's HTTPS .*cookies' values included/),
-      expect.stringMatching(/^multienv:websites\.gh\.record: opens the live site's HTTPS .*cookies' values left out/),
+      expect.stringMatching(
+        /^multienv:websites\.docs\.record: opens the live site's HTTPS .*cookies and credential headers included/,
+      ),
+      expect.stringMatching(
+        /^multienv:websites\.gh\.record: opens the live site's HTTPS .*cookies' values and credential headers left out/,
+      ),
     ]);
   });
 
@@ -173,13 +177,13 @@ describe("recording a live site", () => {
     expect(record?.trustFor).toEqual([{ hosts: ["github.com", "*.githubassets.com"], pem }]);
   });
 
-  it("refuses record on a synthetic site, keepCookies without record, and record with the request log off", () => {
+  it("refuses record on a synthetic site, keepCredentials without record, and record with the request log off", () => {
     const result = plan(
       stackConfig({
         requestLog: false,
         websites: {
           shop: { domains: ["shop.test"], record: true },
-          gh: { live: true, domains: ["github.com"], keepCookies: true },
+          gh: { live: true, domains: ["github.com"], keepCredentials: true },
           other: {
             live: true,
             domains: ["other.example.org"],
@@ -193,7 +197,7 @@ describe("recording a live site", () => {
     expect(result.ok).toBe(false);
     const lines = result.ok ? [] : result.problems.map(formatProblem);
     expect(lines).toContainEqual(expect.stringMatching(/^multienv:websites\.shop\.record: records a live site/));
-    expect(lines).toContainEqual(expect.stringMatching(/^multienv:websites\.gh\.keepCookies: keeps a recorded/));
+    expect(lines).toContainEqual(expect.stringMatching(/^multienv:websites\.gh\.keepCredentials: keeps a recorded/));
     expect(lines).toContainEqual(
       expect.stringMatching(/^multienv:websites\.other\.recordTrust: is trusted for a recorded site's TLS alone/),
     );

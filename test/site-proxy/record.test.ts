@@ -49,6 +49,12 @@ const ECHO_PAGE = `<!doctype html><title>echo</title><p id="echo">waiting</p><sc
 
 async function startOrigin(tls: { cert: string; key: string }): Promise<number> {
   const server = https.createServer({ cert: fs.readFileSync(tls.cert), key: fs.readFileSync(tls.key) }, (req, res) => {
+    if (req.url?.startsWith("/credentials")) {
+      // A session in every form a site sends one: a nameless cookie, a named one, and a header of its own.
+      res.setHeader("Set-Cookie", ["nameless-secret-value; Path=/", "sid=named-secret-value; Path=/; HttpOnly"]);
+      res.writeHead(200, { "Content-Type": "text/plain", "X-Auth-Token": "answer-secret-token" });
+      return void res.end("signed in");
+    }
     if (req.url === "/echo-page") {
       res.writeHead(200, { "Content-Type": "text/html" });
       return void res.end(ECHO_PAGE);
@@ -65,13 +71,19 @@ async function startOrigin(tls: { cert: string; key: string }): Promise<number> 
 
 beforeAll(async () => {
   const dir = tempDir();
-  const live = certificate(dir, ["live.test", "other.test"]);
+  const live = certificate(dir, ["live.test", "other.test", "kept.test"]);
   trusted = live.cert;
   originPort = await startOrigin(live);
   proxy = await startProxy({
     reach: "allow-all",
-    resolve: { "live.test": ["127.0.0.1"], "other.test": ["127.0.0.1"], "untrusted.test": ["127.0.0.1"] },
-    record: { hosts: ["live.test", "untrusted.test"], trust: trusted },
+    resolve: {
+      "live.test": ["127.0.0.1"],
+      "other.test": ["127.0.0.1"],
+      "untrusted.test": ["127.0.0.1"],
+      "kept.test": ["127.0.0.1"],
+    },
+    // kept.test keeps its credentials in the log (keepCredentials), as a site that opts in does.
+    record: { hosts: ["live.test", "untrusted.test", "kept.test"], keepCredentials: ["kept.test"], trust: trusted },
     control: { host: "127.0.0.1", port: 0, cdp: "127.0.0.1:9" },
     requestLog: { dir: path.join(dir, "requests"), computer: "agent" },
   });
@@ -117,6 +129,74 @@ describe("recording a live site", () => {
       (r) => r.event === "connection" && r.method === "CONNECT" && r.host === "live.test",
     );
     expect(tunnel.recorded).toBe(true);
+  });
+
+  it("leaves out its credentials in every form: cookies named or nameless, Authorization of any scheme, other headers", async () => {
+    const secrets = {
+      Bearer: "Bearer bearer-secret-value",
+      Basic: `Basic ${Buffer.from("user:basic-secret-value").toString("base64")}`,
+      Custom: "SessionKey custom-secret-value",
+    };
+    for (const [scheme, authorization] of Object.entries(secrets)) {
+      const result = await curl(proxy.url, `https://live.test:${originPort}/credentials?${scheme}`, [
+        ...["--cacert", proxy.caCertPath],
+        ...["-H", `Authorization: ${authorization}`],
+        ...["-H", "Cookie: bare-secret-cookie; sid=named-request-secret"],
+        ...["-H", "X-Api-Key: api-key-secret-value"],
+        ...["-H", "X-CSRF-Token: csrf-secret-value"],
+        ...["-H", "X-Trace: kept-as-it-is"],
+      ]);
+      expect(result.body).toBe("signed in");
+    }
+    const entries = await until("the three entries", async () => {
+      const found = (await served()).filter((e) => e.request.url.includes("/credentials?"));
+      return found.length === 3 ? found : undefined;
+    });
+    for (const entry of entries) {
+      const said = JSON.stringify(entry);
+      for (const secret of [
+        "bearer-secret-value",
+        Buffer.from("user:basic-secret-value").toString("base64"),
+        "custom-secret-value",
+        "bare-secret-cookie",
+        "named-request-secret",
+        "api-key-secret-value",
+        "csrf-secret-value",
+        "nameless-secret-value",
+        "named-secret-value",
+        "answer-secret-token",
+      ])
+        expect(said).not.toContain(secret);
+      const header = (headers: { name: string; value: string }[], name: string) =>
+        headers.filter((h) => h.name.toLowerCase() === name).map((h) => h.value);
+      expect(header(entry.request.headers, "authorization")).toEqual(["[redacted]"]);
+      expect(header(entry.request.headers, "x-api-key")).toEqual(["[redacted]"]);
+      expect(header(entry.request.headers, "cookie")).toEqual(["[redacted]; sid=[redacted]"]);
+      expect(header(entry.request.headers, "x-trace")).toEqual(["kept-as-it-is"]);
+      expect(header(entry.response.headers, "set-cookie")).toEqual([
+        "[redacted]; Path=/",
+        "sid=[redacted]; Path=/; HttpOnly",
+      ]);
+      expect(header(entry.response.headers, "x-auth-token")).toEqual(["[redacted]"]);
+      expect(entry.response.cookies.map((c) => [c.name, c.value])).toEqual([
+        ["", "[redacted]"],
+        ["sid", "[redacted]"],
+      ]);
+    }
+  });
+
+  it("keeps the credentials of a site that keeps them (keepCredentials)", async () => {
+    const url = `https://kept.test:${originPort}/credentials`;
+    await curl(proxy.url, url, [
+      ...["--cacert", proxy.caCertPath],
+      ...["-H", "Authorization: Bearer bearer-kept-value"],
+      ...["-H", "Cookie: sid=cookie-kept-value"],
+    ]);
+    const entry = await until("the kept site's entry", async () => (await served()).find((e) => e.request.url === url));
+    expect(entry.request.headers).toContainEqual({ name: "authorization", value: "Bearer bearer-kept-value" });
+    expect(entry.request.cookies).toEqual([{ name: "sid", value: "cookie-kept-value" }]);
+    expect(entry.response.headers).toContainEqual({ name: "X-Auth-Token", value: "answer-secret-token" });
+    expect(entry.response.cookies.map((c) => c.value)).toEqual(["nameless-secret-value", "named-secret-value"]);
   });
 
   it("keeps HTTP/2 to the browser", async () => {
