@@ -23,7 +23,7 @@ import {
 import { parseBrowserConfig } from "../../src/browser/config";
 import { parseGatewayConfig } from "../../src/gateway/config";
 import { parseSiteProxyConfig } from "../../src/site-proxy/config";
-import { createAddressCheck } from "../../src/site-proxy/addresses";
+import { createAddressCheck } from "../../src/protocol/address-check";
 import { NON_PUBLIC_IPV4, NON_PUBLIC_IPV6 } from "../../src/protocol/address-ranges";
 import type { StackConfig } from "../../src/plan/types";
 
