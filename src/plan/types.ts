@@ -171,6 +171,21 @@ export interface StackConfig {
   selfTest: boolean | { publicUrl?: string };
 }
 
+/**
+ * Which parts of a config passed the schema, when not all of it did (src/config/validate.ts): the plan's rules run on
+ * what passed, each only where every part it reads is whole.
+ */
+export interface ConfigParts {
+  /** False when some website failed the schema: no rule reading every website (a start tab's claim) is judged. */
+  websites: boolean;
+  /** False when some computer failed the schema: no rule reading every computer (the hosts target's) is judged. */
+  computers: boolean;
+  /** The names of the websites that failed the schema, whose names are judged all the same. */
+  failedWebsites?: string[];
+  /** Each computer that failed the schema: those of its fields that passed on their own, judged alone. */
+  failedComputers?: Record<string, Partial<Pick<ComputerConfig, "network" | "startTabs">>>;
+}
+
 /** One problem with a stack, named by its config path, e.g. `websites.github.domains[1]`. */
 export interface Problem {
   /** Config path below the `multienv` namespace. */
