@@ -5,6 +5,7 @@ import { ec2Problems, ec2Warnings, plannedEc2 } from "./ec2";
 import { hostsProblems } from "./hosts";
 import { kubernetesProblems, kubernetesWarnings, plannedKubernetes } from "./kubernetes";
 import { formatProblem, problem } from "./problems";
+import { liveReasons as liveReasonsOf } from "./live";
 import { allowlistProblems, reachesPublicHosts, reaching } from "./reaching";
 import { namingProblems, stackNameProblem } from "./reserved";
 import { plannedRequestLog, recordProblems } from "./request-log";
@@ -30,6 +31,7 @@ export { formatProblem, configPath, CONFIG_NAMESPACE } from "./problems";
 export { covers, isAddress, isLocalhostName, isHostName, isWildcard, isDomainPattern } from "../protocol/host-names";
 export { liveHosts, isClaimed } from "./claims";
 export { reaching, reachesPublicHosts } from "./reaching";
+export { liveWebsiteReason, publicReachOf } from "./live";
 export { siteTable } from "./site-table";
 export {
   servedLive,
@@ -243,6 +245,8 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
       reproducible: false as const,
       ...(w.record ? { recorded: true as const } : {}),
     }));
+  // Live, so not reproducible: a live site served live, and each computer that reaches the public web on its own.
+  const liveReasons = liveReasonsOf(liveWebsites, config.computers, config.websites);
 
   const requestLog = plannedRequestLog(config.requestLog);
   const result: Plan = {
@@ -265,8 +269,9 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
       egress: topologyNames.egressNetwork(stack),
       ingress: topologyNames.ingressNetwork(stack),
     },
-    live: liveWebsites.length > 0,
-    reproducible: liveWebsites.length === 0,
+    live: liveReasons.length > 0,
+    reproducible: liveReasons.length === 0,
+    liveReasons,
     liveWebsites,
     replayedWebsites: replayedWebsiteMarks(websites),
     selfTest: selfTestPlan(computers, websites, {

@@ -1,6 +1,6 @@
 // A task stack's outputs (docs/design.md "Outputs"), as plain data: what MultiEnv exports and what the runner reads.
 // The types live here once, so the program and the runner cannot drift apart.
-import type { ComputerNetwork, LiveWebsiteMark, Reaching, ReplayedWebsiteMark } from "../plan/types";
+import type { ComputerNetwork, LiveReason, LiveWebsiteMark, Reaching, ReplayedWebsiteMark } from "../plan/types";
 
 export interface WebsiteOutput {
   /** False for a replayed live site: it is served from its recording. */
@@ -62,7 +62,10 @@ export interface StackOutputValues {
   gatewayUrl: string;
   websites: Record<string, WebsiteOutput>;
   computers: Record<string, ComputerOutput>;
+  /** True when the env is live: `liveReasons` says why. */
   live: boolean;
+  /** Each live site served live and each computer reaching the public web; empty when the env is reproducible. */
+  liveReasons: LiveReason[];
   liveWebsites: LiveWebsiteMark[];
   replayedWebsites: ReplayedWebsiteMark[];
   reproducible: boolean;

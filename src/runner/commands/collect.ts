@@ -128,6 +128,7 @@ async function collectFromEnv(
     artifactsDir,
     marks: {
       live: fromEnv.context.live,
+      liveReasons: fromEnv.context.liveReasons,
       liveWebsites: fromEnv.context.liveWebsites,
       captureTraffic: fromEnv.context.captureTraffic,
     },
