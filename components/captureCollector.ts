@@ -12,7 +12,7 @@ import { captureCollectorCommands, captureCollectorEnvironment, collectorContext
 
 export interface CaptureCollectorArgs {
   /** The plan: the stack, and what collection reads (computers, sites, capture). */
-  plan: Pick<Plan, "stack" | "computers" | "websites" | "live" | "liveWebsites" | "capture">;
+  plan: Pick<Plan, "stack" | "computers" | "websites" | "live" | "liveReasons" | "liveWebsites" | "capture">;
   /** The gateway's URL for the runner. */
   gatewayUrl: pulumi.Input<string>;
   /** The control token (a secret; the environment holding it stays secret in the state). */

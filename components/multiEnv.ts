@@ -4,7 +4,7 @@
 // every target shares (the control token, the self-test, the capture collector) and the stack outputs of
 // docs/design.md "Outputs".
 import * as pulumi from "@pulumi/pulumi";
-import type { LiveWebsiteMark, ReplayedWebsiteMark } from "../src/plan";
+import type { LiveReason, LiveWebsiteMark, ReplayedWebsiteMark } from "../src/plan";
 import type { GatewayTunnel } from "../src/plan/ssh";
 import { computerCdpUrl, siteUrls } from "../src/plan/urls";
 import { computerAgentToken } from "../src/protocol/auth";
@@ -28,10 +28,14 @@ export interface MultiEnvOutputs {
   agentTokens: pulumi.Output<AgentTokensOutput>;
   websites: pulumi.Output<Record<string, WebsiteOutput>>;
   computers: pulumi.Output<Record<string, ComputerOutput>>;
+  /** True when the env is live: a live site served live, or a computer that reaches the public web. */
   live: boolean;
+  /** Why the env is live, one reason per live site and per computer reaching the public web (which and how). */
+  liveReasons: LiveReason[];
   liveWebsites: LiveWebsiteMark[];
   /** Live sites served from a recording: no longer live. */
   replayedWebsites: ReplayedWebsiteMark[];
+  /** False when the env is live. */
   reproducible: boolean;
   captureTraffic: boolean;
   /** What the deploy's self-test found, or that it was skipped. */
@@ -120,6 +124,7 @@ export class MultiEnv extends pulumi.ComponentResource {
         ),
       ),
       live: plan.live,
+      liveReasons: plan.liveReasons,
       liveWebsites: plan.liveWebsites,
       replayedWebsites: plan.replayedWebsites,
       reproducible: plan.reproducible,

@@ -3,7 +3,7 @@
 // it is a secret, and never needs a secret's value.
 import { planProblemsOfParts } from "../plan";
 import { problem, quote } from "../plan/problems";
-import type { Problem, StackConfig } from "../plan/types";
+import type { ConfigParts, Problem, StackConfig } from "../plan/types";
 import { editDistance, friendlyMessage, issuesToProblems, suggestion } from "./issues";
 import { secretReferenceProblems, siteSecretReferences, type SecretReference } from "./secrets";
 import { CONFIG_NAMESPACE } from "../plan/problems";
@@ -72,22 +72,44 @@ function secretReferences(websites: unknown): SecretReference[] {
     });
 }
 
-/** A record of entries (websites, computers), each parsed on its own: those that pass, and whether all did. */
-function parsedEntries<T>(value: unknown, schema: z.ZodType<T>): { entries: Record<string, T>; complete: boolean } {
+/**
+ * A record of entries (websites, computers), each parsed on its own: those that pass, and the names of those that
+ * fail (or false when the record itself is not one).
+ */
+function parsedEntries<T>(
+  value: unknown,
+  schema: z.ZodType<T>,
+): { entries: Record<string, T>; failed: string[] | false } {
   const entries: Record<string, T> = {};
-  if (value === undefined) return { entries, complete: true };
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return { entries, complete: false };
-  let complete = true;
+  if (value === undefined) return { entries, failed: [] };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return { entries, failed: false };
+  const failed: string[] = [];
   for (const [name, entry] of Object.entries(value)) {
     const parsed = schema.safeParse(entry);
     if (parsed.success) entries[name] = parsed.data;
-    else complete = false;
+    else failed.push(name);
   }
-  return { entries, complete };
+  return { entries, failed };
 }
 
-/** The parts of a config that failed the schema: each key, and each website and computer, that passes on its own. */
-function parsedParts(input: Record<string, unknown>): { config: StackConfig; complete: { websites: boolean } } {
+/** The fields of a computer that failed the schema which pass on their own, for the rules of one field. */
+function computerFields(entry: unknown): NonNullable<ConfigParts["failedComputers"]>[string] {
+  if (typeof entry !== "object" || entry === null || Array.isArray(entry)) return {};
+  const { network, startTabs } = entry as Record<string, unknown>;
+  const shape = computerSchema.shape;
+  const parsedNetwork = network === undefined ? undefined : shape.network.safeParse(network);
+  const parsedTabs = startTabs === undefined ? undefined : shape.startTabs.safeParse(startTabs);
+  return {
+    ...(parsedNetwork?.success ? { network: parsedNetwork.data } : {}),
+    ...(parsedTabs?.success ? { startTabs: parsedTabs.data } : {}),
+  };
+}
+
+/**
+ * The parts of a config that passed the schema: each key, and each website and computer, that passes on its own, the
+ * rest at their defaults; and which parts are whole (see ConfigParts).
+ */
+function parsedParts(input: Record<string, unknown>): { config: StackConfig; parts: ConfigParts } {
   const shape = stackConfigSchema.shape;
   const keyOrDefault = <K extends keyof typeof shape>(key: K) => {
     const parsed = shape[key].safeParse(input[key]);
@@ -95,6 +117,9 @@ function parsedParts(input: Record<string, unknown>): { config: StackConfig; com
   };
   const websites = parsedEntries(input.websites, websiteSchema);
   const computers = parsedEntries(input.computers, computerSchema);
+  const failedComputers = Object.fromEntries(
+    (computers.failed || []).map((name) => [name, computerFields((input.computers as Record<string, unknown>)[name])]),
+  );
   const config: StackConfig = {
     target: keyOrDefault("target"),
     websites: websites.entries,
@@ -102,9 +127,18 @@ function parsedParts(input: Record<string, unknown>): { config: StackConfig; com
     captureTraffic: keyOrDefault("captureTraffic"),
     capture: keyOrDefault("capture"),
     requestLog: keyOrDefault("requestLog"),
+    ec2: keyOrDefault("ec2"),
+    hosts: keyOrDefault("hosts"),
+    kubernetes: keyOrDefault("kubernetes"),
     selfTest: keyOrDefault("selfTest"),
   };
-  return { config, complete: { websites: websites.complete } };
+  const parts: ConfigParts = {
+    websites: websites.failed !== false && websites.failed.length === 0,
+    computers: computers.failed !== false && computers.failed.length === 0,
+    failedWebsites: websites.failed || [],
+    failedComputers,
+  };
+  return { config, parts };
 }
 
 /**
@@ -142,11 +176,9 @@ export function validateStackConfig(values: Record<string, RawConfigValue>, stac
   }
 
   const parsed = stackConfigSchema.safeParse(input, { reportInput: true, error: friendlyMessage });
-  if (!parsed.success) {
-    problems.push(...issuesToProblems(parsed.error.issues, knownKeysAt));
-    const parts = parsedParts(input);
-    problems.push(...planProblemsOfParts(parts.config, stack, parts.complete));
-  }
+  if (!parsed.success) problems.push(...issuesToProblems(parsed.error.issues, knownKeysAt));
+  // Where the plan's problems go, if the config is not planned: beside the schema's.
+  const planProblemsAt = problems.length;
   if (input.target === "ec2" && input.ec2 === undefined && values.ec2 === undefined) {
     problems.push(
       problem(["ec2"], "is required when target is ec2: set region, instanceType, runnerCidrs and sshPublicKey"),
@@ -170,7 +202,15 @@ export function validateStackConfig(values: Record<string, RawConfigValue>, stac
   );
 
   const secretKeys = [...referenced].filter((k) => values[k]?.secret === true).sort();
-  if (problems.length > 0 || !parsed.success) return { secretKeys, problems };
+  // A config with problems of its own is not planned, so the plan's rules are judged here, on every part that passed,
+  // beside them: one run lists every problem of the file, whatever else is wrong with it.
+  if (problems.length > 0 || !parsed.success) {
+    const { config, parts } = parsed.success
+      ? { config: parsed.data, parts: { websites: true, computers: true } }
+      : parsedParts(input);
+    problems.splice(planProblemsAt, 0, ...planProblemsOfParts(config, stack, parts));
+    return { secretKeys, problems };
+  }
   return { config: parsed.data, secretKeys, problems };
 }
 

@@ -6,7 +6,7 @@
 //
 // Pure: the program builds these from the plan and its outputs; `multienv collect --from-env` reads them back.
 import type { GatewayTunnel } from "./ssh";
-import type { LiveWebsiteMark, Plan } from "./types";
+import type { LiveReason, LiveWebsiteMark, Plan } from "./types";
 import type { GatewayPortForward } from "../protocol/port-forward";
 
 /** The environment variables the delete step reads. */
@@ -37,13 +37,18 @@ export interface CollectorContext {
   /** Live sites served from a recording: their replay servers' counters are collected. */
   replayedSites?: string[];
   live: boolean;
+  /**
+   * Why the env is live: each live site served live and each computer reaching the public web; absent in the context
+   * of an env deployed before it, whose live sites alone were named.
+   */
+  liveReasons?: LiveReason[];
   liveWebsites: LiveWebsiteMark[];
   captureTraffic: boolean;
 }
 
 /** The collection context of a planned env. */
 export function collectorContext(
-  plan: Pick<Plan, "computers" | "websites" | "live" | "liveWebsites" | "capture">,
+  plan: Pick<Plan, "computers" | "websites" | "live" | "liveReasons" | "liveWebsites" | "capture">,
 ): CollectorContext {
   return {
     computers: plan.computers.map((c) => c.name),
@@ -53,6 +58,7 @@ export function collectorContext(
     ),
     replayedSites: plan.websites.filter((w) => w.replay !== undefined).map((w) => w.name),
     live: plan.live,
+    liveReasons: plan.liveReasons,
     liveWebsites: plan.liveWebsites,
     captureTraffic: plan.capture.enabled,
   };
@@ -136,6 +142,7 @@ export function readCollectorEnvironment(env: NodeJS.ProcessEnv): {
       computers: parsed.computers ?? [],
       syntheticDomains: parsed.syntheticDomains ?? [],
       live: parsed.live === true,
+      ...(parsed.liveReasons === undefined ? {} : { liveReasons: parsed.liveReasons }),
       liveWebsites: parsed.liveWebsites ?? [],
       captureTraffic: parsed.captureTraffic !== false,
     };

@@ -5,6 +5,7 @@ import { ec2Problems, ec2Warnings, plannedEc2 } from "./ec2";
 import { hostsProblems } from "./hosts";
 import { kubernetesProblems, kubernetesWarnings, plannedKubernetes } from "./kubernetes";
 import { formatProblem, problem } from "./problems";
+import { liveReasons as liveReasonsOf } from "./live";
 import { allowlistProblems, reachesPublicHosts, reaching } from "./reaching";
 import { namingProblems, stackNameProblem } from "./reserved";
 import { plannedRequestLog, recordProblems } from "./request-log";
@@ -12,15 +13,25 @@ import { siteTable } from "./site-table";
 import { plannedReplay, replayedWebsiteMarks, replayProblems, servedLive } from "./replay";
 import { websiteProblems, websiteWarnings } from "./sites";
 import { selfTestPlan, selfTestWarnings } from "./self-test";
-import { startTabProblems, startTabWarnings } from "./start-tabs";
+import { startTabReachProblems, startTabUrlProblems } from "./start-tabs";
 import { GATEWAY_PORT, topologyNames } from "./topology";
-import type { Plan, PlannedComputer, PlannedWebsite, PlanResult, Problem, RecordingFile, StackConfig } from "./types";
+import type {
+  ConfigParts,
+  Plan,
+  PlannedComputer,
+  PlannedWebsite,
+  PlanResult,
+  Problem,
+  RecordingFile,
+  StackConfig,
+} from "./types";
 
 export * from "./types";
 export { formatProblem, configPath, CONFIG_NAMESPACE } from "./problems";
 export { covers, isAddress, isLocalhostName, isHostName, isWildcard, isDomainPattern } from "../protocol/host-names";
 export { liveHosts, isClaimed } from "./claims";
 export { reaching, reachesPublicHosts } from "./reaching";
+export { liveWebsiteReason, publicReachOf } from "./live";
 export { siteTable } from "./site-table";
 export {
   servedLive,
@@ -61,32 +72,48 @@ export interface PlanOptions {
  * Every problem with `config` as a stack named `stack`, in config order (names first, then sites, computers, capture).
  */
 export function planProblems(config: StackConfig, stack: string): Problem[] {
-  return planProblemsOfParts(config, stack, { websites: true });
+  return planProblemsOfParts(config, stack, { websites: true, computers: true });
 }
 
 /**
  * The plan's problems with a config of which only some parts passed the schema (`config` holds those parts, the
- * rest at their defaults), so one run reports both kinds. A rule runs only when every part it reads is `complete`:
- * a start tab is not "claimed by no website" because the website that claims it failed the schema.
+ * rest at their defaults), so one run reports both kinds. Every rule runs whose parts all passed: a rule of one
+ * field (a start tab's URL, an allowlist's names, an entry's name) on that field wherever its entry failed, a rule
+ * between parts only when each is whole: a start tab is not "claimed by no website" because the website that
+ * claims it failed the schema.
  */
-export function planProblemsOfParts(config: StackConfig, stack: string, complete: { websites: boolean }): Problem[] {
+export function planProblemsOfParts(config: StackConfig, stack: string, parts: ConfigParts): Problem[] {
   const problems: Problem[] = [];
+  const failedComputers = parts.failedComputers ?? {};
   const stackProblem = stackNameProblem(stack);
   if (stackProblem !== undefined) problems.push(problem("", stackProblem));
-  problems.push(...namingProblems(config, stack));
+  problems.push(
+    ...namingProblems(
+      {
+        websites: { ...Object.fromEntries((parts.failedWebsites ?? []).map((n) => [n, true])), ...config.websites },
+        computers: { ...failedComputers, ...config.computers },
+      },
+      stack,
+    ),
+  );
   for (const site of Object.keys(config.websites).sort()) {
     problems.push(...websiteProblems(site, config.websites[site]));
     problems.push(...replayProblems(site, config.websites[site], config.target));
   }
   problems.push(...claimProblems(config.websites));
-  for (const computer of Object.keys(config.computers).sort()) {
-    problems.push(...allowlistProblems(computer, config.computers[computer].network));
-    if (complete.websites) problems.push(...startTabProblems(computer, config.computers[computer], config.websites));
+  const live = parts.websites ? liveHosts(config.websites).hosts : [];
+  for (const computer of [...Object.keys(config.computers), ...Object.keys(failedComputers)].sort()) {
+    const whole = Object.hasOwn(config.computers, computer) ? config.computers[computer] : undefined;
+    const fields = whole ?? failedComputers[computer];
+    if (fields.network !== undefined) problems.push(...allowlistProblems(computer, fields.network));
+    if (fields.startTabs !== undefined) problems.push(...startTabUrlProblems(computer, fields.startTabs));
+    if (whole !== undefined && parts.websites)
+      problems.push(...startTabReachProblems(computer, whole, reaching(whole.network, live), config.websites));
   }
-  if (complete.websites) problems.push(...captureProblems(config));
+  if (parts.websites) problems.push(...captureProblems(config));
   problems.push(...recordProblems(config));
   problems.push(...ec2Problems(config));
-  problems.push(...hostsProblems(config));
+  if (parts.computers) problems.push(...hostsProblems(config));
   problems.push(...kubernetesProblems(config, stack));
   return problems;
 }
@@ -171,10 +198,6 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
   warningProblems.push(...captureWarnings(config));
   warningProblems.push(...ec2Warnings(config));
   warningProblems.push(...selfTestWarnings(config));
-  for (const name of Object.keys(config.computers).sort()) {
-    const computer = config.computers[name];
-    warningProblems.push(...startTabWarnings(name, computer, reaching(computer.network, live.hosts), config.websites));
-  }
   const warnings = warningProblems.map(formatProblem);
   const problems = planProblems(config, stack);
   const recordings = options.recordings ?? {};
@@ -222,6 +245,8 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
       reproducible: false as const,
       ...(w.record ? { recorded: true as const } : {}),
     }));
+  // Live, so not reproducible: a live site served live, and each computer that reaches the public web on its own.
+  const liveReasons = liveReasonsOf(liveWebsites, config.computers, config.websites);
 
   const requestLog = plannedRequestLog(config.requestLog);
   const result: Plan = {
@@ -244,8 +269,9 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
       egress: topologyNames.egressNetwork(stack),
       ingress: topologyNames.ingressNetwork(stack),
     },
-    live: liveWebsites.length > 0,
-    reproducible: liveWebsites.length === 0,
+    live: liveReasons.length > 0,
+    reproducible: liveReasons.length === 0,
+    liveReasons,
     liveWebsites,
     replayedWebsites: replayedWebsiteMarks(websites),
     selfTest: selfTestPlan(computers, websites, {

@@ -13,7 +13,7 @@
 import { resourceNameProblem } from "../protocol/host-names";
 import { problem, quote } from "./problems";
 import { topologyNames } from "./topology";
-import type { Problem, StackConfig } from "./types";
+import type { Problem } from "./types";
 
 export const RESERVED_NAMES: readonly string[] = [
   "gateway",
@@ -88,8 +88,11 @@ function nameProblems(kind: "websites" | "computers", name: string, stack: strin
   return [];
 }
 
-/** Problems with the names of sites and computers in `config` for stack `stack`. */
-export function namingProblems(config: StackConfig, stack: string): Problem[] {
+/** Problems with the names of sites and computers in `config` for stack `stack`; only the names are read. */
+export function namingProblems(
+  config: { websites: Record<string, unknown>; computers: Record<string, unknown> },
+  stack: string,
+): Problem[] {
   const problems: Problem[] = [];
   for (const site of Object.keys(config.websites).sort()) problems.push(...nameProblems("websites", site, stack));
   for (const computer of Object.keys(config.computers).sort()) {

@@ -1,7 +1,7 @@
 // A task stack's outputs (docs/design.md "Outputs"), as plain data: what MultiEnv exports and what the runner reads.
 // The types live here once, so the program and the runner cannot drift apart.
 import type { SelfTestOutput } from "../protocol/self-test";
-import type { ComputerNetwork, LiveWebsiteMark, Reaching, ReplayedWebsiteMark } from "./types";
+import type { ComputerNetwork, LiveReason, LiveWebsiteMark, Reaching, ReplayedWebsiteMark } from "./types";
 
 export type { SelfTestCheckResult, SelfTestOutput, SelfTestResults } from "../protocol/self-test";
 
@@ -43,7 +43,10 @@ export interface StackOutputValues {
   gatewayUrl: string;
   websites: Record<string, WebsiteOutput>;
   computers: Record<string, ComputerOutput>;
+  /** True when the env is live: `liveReasons` says why. */
   live: boolean;
+  /** Each live site served live and each computer reaching the public web; empty when the env is reproducible. */
+  liveReasons: LiveReason[];
   liveWebsites: LiveWebsiteMark[];
   replayedWebsites: ReplayedWebsiteMark[];
   reproducible: boolean;

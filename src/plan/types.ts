@@ -176,6 +176,21 @@ export interface StackConfig {
   selfTest: boolean | { publicUrl?: string };
 }
 
+/**
+ * Which parts of a config passed the schema, when not all of it did (src/config/validate.ts): the plan's rules run on
+ * what passed, each only where every part it reads is whole.
+ */
+export interface ConfigParts {
+  /** False when some website failed the schema: no rule reading every website (a start tab's claim) is judged. */
+  websites: boolean;
+  /** False when some computer failed the schema: no rule reading every computer (the hosts target's) is judged. */
+  computers: boolean;
+  /** The names of the websites that failed the schema, whose names are judged all the same. */
+  failedWebsites?: string[];
+  /** Each computer that failed the schema: those of its fields that passed on their own, judged alone. */
+  failedComputers?: Record<string, Partial<Pick<ComputerConfig, "network" | "startTabs">>>;
+}
+
 /** One problem with a stack, named by its config path, e.g. `websites.github.domains[1]`. */
 export interface Problem {
   /** Config path below the `multienv` namespace. */
@@ -275,6 +290,25 @@ export interface LiveWebsiteMark {
   recorded?: true;
 }
 
+/**
+ * One reason an env is live, so not reproducible: what it shows depends on the public web at the time. A live site
+ * served live, or a computer that reaches the public web on its own (allow-all, or an allowlist naming public hosts).
+ */
+export type LiveReason =
+  | {
+      website: string;
+      domains: string[];
+      /** The reason in a line: `live website github (github.com, *.github.com) is served live`. */
+      why: string;
+    }
+  | {
+      computer: string;
+      /** What of the public web it reaches: all of it, or the public names on its allowlist. */
+      reach: "allow-all" | string[];
+      /** The reason in a line: `computer open reaches the public web (network: allow-all)`. */
+      why: string;
+    };
+
 /** A live site served from a recording: not live, reproducible as long as the recording is the same. */
 export interface ReplayedWebsiteMark {
   name: string;
@@ -314,8 +348,12 @@ export interface Plan {
     /** Non-internal, the gateway alone: Docker publishes no port of a container only on internal networks. */
     ingress: string;
   };
+  /** True when the env is live: `liveReasons` names why. */
   live: boolean;
+  /** False when the env is live: what it shows depends on the public web at the time. */
   reproducible: boolean;
+  /** Each live site served live and each computer that reaches the public web; empty when the env is reproducible. */
+  liveReasons: LiveReason[];
   liveWebsites: LiveWebsiteMark[];
   /** Live sites served from a recording instead: they are not in `liveWebsites`. */
   replayedWebsites: ReplayedWebsiteMark[];

@@ -1,5 +1,5 @@
 // The address ranges that are not the public web, in one list: the site proxy's address check
-// (src/site-proxy/addresses.ts) refuses them, and the kubernetes egress policies leave them out
+// (src/protocol/address-check.ts) refuses them, and the kubernetes egress policies leave them out
 // (src/plan/kubernetes.ts).
 //
 // The rows are IANA's IPv4 and IPv6 Special-Purpose Address Registries' (RFC 6890 and its updates), every one whose

@@ -311,6 +311,7 @@ export async function deployStack(
       withReproducibility({
         ...record,
         live: outputs.live,
+        liveReasons: outputs.liveReasons,
         liveWebsites: outputs.liveWebsites,
         captureTraffic: outputs.captureTraffic,
         selfTest: outputs.selfTest,

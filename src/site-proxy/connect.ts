@@ -5,7 +5,7 @@ import * as dns from "node:dns";
 import * as net from "node:net";
 import { isAddress } from "../protocol/host-names";
 import type { FailedReason } from "../protocol/site-proxy";
-import type { AddressCheck } from "./addresses";
+import type { AddressCheck } from "../protocol/address-check";
 import { BulkReads } from "./bulk-reads";
 
 /** A connection that could not be opened, and why. */

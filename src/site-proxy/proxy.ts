@@ -10,7 +10,7 @@ import type * as net from "node:net";
 import * as tls from "node:tls";
 import type { SecretTokens } from "../protocol/auth";
 import { SiteProxyVerdict } from "../protocol/site-proxy";
-import type { AddressCheck } from "./addresses";
+import type { AddressCheck } from "../protocol/address-check";
 import type { CertificateAuthority } from "./ca";
 import { SITE_PROXY_CA_PATH, SITE_PROXY_HEADER } from "../protocol/site-proxy";
 import { AddressRefused, addressOf, ConnectFailure, type Connector, normalizeHost, type Opened } from "./connect";

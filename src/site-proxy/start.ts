@@ -7,7 +7,7 @@ import * as tls from "node:tls";
 import * as path from "node:path";
 import { secretTokens } from "../protocol/auth";
 import type { StartupRecord } from "../protocol/site-proxy";
-import { createAddressCheck } from "./addresses";
+import { createAddressCheck } from "../protocol/address-check";
 import { loadOrCreateCa } from "./ca";
 import type { SiteProxyConfig } from "./config";
 import { ServiceConfigError } from "../protocol/service-config";

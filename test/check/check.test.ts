@@ -157,6 +157,56 @@ describe.concurrent("multienv check", () => {
     expect(at("multienv:computers.d.startTabs")).toEqual([]);
   });
 
+  it("lists every problem of a file at once, whatever else is wrong: a file: start tab beside unknown keys, a plaintext secret and a tab that can never load", async () => {
+    const path = stackFile(
+      "several",
+      [
+        "config:",
+        "  multienv:captureTrafic: true",
+        "  multienv:githubToken: ghp_plaintext",
+        "  multienv:websites:",
+        "    shop: {domains: [shop.test], server: {image: x}}",
+        "    gh: {live: true, domains: [github.com], server: {image: x}, secretSettings: {token: githubToken}}",
+        "  multienv:computers:",
+        '    a: {network: [example.org], routesSite: false, startTabs: ["file:///etc/passwd"]}',
+        '    b: {network: [example.org], routesSites: false, startTabs: ["https://93.184.215.14/", "https://github.com/"]}',
+      ].join("\n"),
+    );
+    const { code, stdout } = await check(path, "--json");
+    expect(code).toBe(1);
+    const { problems } = JSON.parse(stdout) as { problems: string[] };
+    expect(problems.map((line) => line.split(": ")[0]).sort()).toEqual(
+      [
+        "multienv:captureTrafic",
+        "multienv:computers.a.routesSite",
+        "multienv:computers.a.startTabs[0]",
+        "multienv:computers.b.startTabs[0]",
+        "multienv:websites.gh.secretSettings.token",
+        "multienv:websites.shop.frontend.image",
+      ].sort(),
+    );
+    expect(problems.find((l) => l.startsWith("multienv:computers.a.startTabs[0]:"))).toContain("not an http(s) URL");
+    expect(problems.find((l) => l.startsWith("multienv:computers.b.startTabs[0]:"))).toContain("can never load");
+    expect(stdout).not.toContain("ghp_plaintext");
+
+    // A website that fails the schema leaves the rules that read every website unjudged, and the tabs' URLs judged.
+    const withBrokenSite = stackFile(
+      "brokensite",
+      [
+        "config:",
+        "  multienv:websites:",
+        "    shop: {domains: [shop.test], sever: {image: x}}",
+        "  multienv:computers:",
+        '    c: {network: allow-all, startTabs: ["file:///etc/passwd", "https://nowhere.test/"]}',
+      ].join("\n"),
+    );
+    const broken = JSON.parse((await check(withBrokenSite, "--json")).stdout) as { problems: string[] };
+    expect(broken.problems.map((line) => line.split(": ")[0])).toEqual([
+      "multienv:websites.shop.sever",
+      "multienv:computers.c.startTabs[0]",
+    ]);
+  });
+
   it("refuses an unknown key and --json says why with ok: false", async () => {
     const path = stackFile(
       "typo",

@@ -345,6 +345,14 @@ describe("docker target", () => {
         },
       },
       live: true,
+      liveReasons: [
+        {
+          website: "github",
+          domains: ["github.com", "*.github.com"],
+          why: "live website github (github.com, *.github.com) is served live",
+        },
+        ...planned.liveReasons.filter((r) => "computer" in r),
+      ],
       liveWebsites: [
         {
           name: "github",
@@ -362,7 +370,7 @@ describe("docker target", () => {
 });
 
 describe("docker target without capture or live sites", () => {
-  it("has no sidecar and no captures volume, and the gateway mounts nothing; the env is reproducible", async () => {
+  it("has no sidecar and no captures volume, and the gateway mounts nothing; with no live site, the computers reaching the public web make the env live", async () => {
     const computers = { ...CONFIG.computers, desktop: { network: ["example.org"], startTabs: ["https://shop.test/"] } };
     const graph = await graphOf("t2", {
       ...CONFIG,
@@ -378,7 +386,11 @@ describe("docker target without capture or live sites", () => {
         .sort(),
     ).toEqual(["t2-desktop-ca", "t2-offline-ca", "t2-open-ca"]);
     expect(container(graph, "t2-gateway").mounts).toEqual([]);
-    expect(graph.outputs).toMatchObject({ live: false, liveWebsites: [], reproducible: true, captureTraffic: false });
+    expect(graph.outputs).toMatchObject({ live: true, liveWebsites: [], reproducible: false, captureTraffic: false });
+    expect((graph.outputs.liveReasons as { why: string }[]).map((r) => r.why)).toEqual([
+      "computer desktop reaches public hosts on its allowlist (example.org)",
+      "computer open reaches the public web (network: allow-all)",
+    ]);
     // No live host to reach: the allowlist computer reaches only example.org, still on the web.
     expect(networksOf(container(graph, "t2-desktop-proxy"))).toContain("t2-desktop-egress");
   });

@@ -15,8 +15,8 @@ beforeAll(() => {
 });
 
 const websites = {
-  shop: { domains: ["shop.test"] },
-  gh: { live: true, domains: ["github.com"], secretSettings: { token: "githubToken" } },
+  shop: { domains: ["shop.test"], server: { image: "shop-server" }, frontend: { image: "shop-frontend" } },
+  gh: { live: true, domains: ["github.com"], server: { image: "gh-server" }, secretSettings: { token: "githubToken" } },
 };
 
 /** Sets the stack's config the way the Pulumi engine passes it: strings, structured values as JSON. */
@@ -112,7 +112,16 @@ describe("loadStackConfig, whole-config checks", () => {
   });
 
   it("refuses a secret setting that names a stack key", () => {
-    setConfig({ websites: { gh: { live: true, domains: ["github.com"], secretSettings: { token: "target" } } } });
+    setConfig({
+      websites: {
+        gh: {
+          live: true,
+          domains: ["github.com"],
+          server: { image: "gh-server" },
+          secretSettings: { token: "target" },
+        },
+      },
+    });
     expect(problemLines()).toEqual([
       'multienv:websites.gh.secretSettings.token: names "target", a stack key, not a secret; name a key of its own, set with `pulumi config set --secret tokenSecret <value> --stack demo`',
     ]);

@@ -192,7 +192,7 @@ describe("readStackFile", () => {
       problemLines(
         stackFile(
           "nosecret",
-          "config:\n  multienv:websites:\n    gh:\n      live: true\n      domains: [github.com]\n      secretSettings: {token: githubToken}\n",
+          "config:\n  multienv:websites:\n    gh:\n      live: true\n      domains: [github.com]\n      server: {image: gh-server}\n      secretSettings: {token: githubToken}\n",
         ),
       ),
     ).toEqual([
@@ -205,7 +205,7 @@ describe("readStackFile", () => {
       problemLines(
         stackFile(
           "plain",
-          "config:\n  multienv:githubToken: ghp_plaintext\n  multienv:websites:\n    gh:\n      live: true\n      domains: [github.com]\n      secretSettings: {token: githubToken}\n",
+          "config:\n  multienv:githubToken: ghp_plaintext\n  multienv:websites:\n    gh:\n      live: true\n      domains: [github.com]\n      server: {image: gh-server}\n      secretSettings: {token: githubToken}\n",
         ),
       ),
     ).toEqual([

@@ -196,6 +196,7 @@ describe("a task stack under the real engine", () => {
       "controlToken",
       "gatewayUrl",
       "live",
+      "liveReasons",
       "liveWebsites",
       "replayedWebsites",
       "reproducible",

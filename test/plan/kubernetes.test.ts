@@ -23,7 +23,7 @@ import {
 import { parseBrowserConfig } from "../../src/browser/config";
 import { parseGatewayConfig } from "../../src/gateway/config";
 import { parseSiteProxyConfig } from "../../src/site-proxy/config";
-import { createAddressCheck } from "../../src/site-proxy/addresses";
+import { createAddressCheck } from "../../src/protocol/address-check";
 import { NON_PUBLIC_IPV4, NON_PUBLIC_IPV6 } from "../../src/protocol/address-ranges";
 import type { StackConfig } from "../../src/plan/types";
 
@@ -503,7 +503,7 @@ describe("kubernetes NetworkPolicies as a reachability matrix", () => {
     expect(leaks).toEqual([]);
   });
 
-  // The site proxy refuses these itself as cloud metadata or host-agent addresses (src/site-proxy/addresses.ts);
+  // The site proxy refuses these itself as cloud metadata or host-agent addresses (src/protocol/address-check.ts);
   // the policies are the wall for a pod whose code is not ours (a live site's server, the task's own image).
   it("never lets a pod reach a metadata address the site proxy itself refuses (Azure's 168.63.129.16 among them)", () => {
     const p = widerPlan;

@@ -26,7 +26,8 @@ function config(overrides: Record<string, unknown> = {}, target = "docker"): Sta
       },
       docs: { live: true, domains: ["docs.example.org"], server: { image: "docs-server:1" } },
     },
-    computers: { desk: { network: "none", startTabs: ["https://github.com/"] } },
+    // An allowlist, so the tab loads from the real site too when the site is not replayed.
+    computers: { desk: { network: [], startTabs: ["https://github.com/"] } },
   });
 }
 

@@ -45,6 +45,10 @@ describe("capture collector in the program", () => {
       syntheticDomains: ["shop.test", "*.shop.test"],
       replayedSites: [],
       live: true,
+      liveReasons: [
+        ...context.liveReasons!.filter((r) => "computer" in r),
+        { website: "github", domains: ["github.com"], why: "live website github (github.com) is served live" },
+      ].sort((a, b) => ("website" in a ? -1 : "website" in b ? 1 : 0)),
       liveWebsites: [{ name: "github", domains: ["github.com"], allowHosts: [], reproducible: false }],
       captureTraffic: true,
     });

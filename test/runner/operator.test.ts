@@ -158,6 +158,9 @@ describe("the file state backend", () => {
           containers: { total: 0, running: 0, healthy: 0 },
           episodes: 0,
           accounts: {},
+          live: null,
+          reproducible: null,
+          liveReasons: [],
         },
         {
           stack: "gone",
@@ -167,9 +170,48 @@ describe("the file state backend", () => {
           containers: { total: 0, running: 0, healthy: 0 },
           episodes: 3,
           accounts,
+          live: null,
+          reproducible: null,
+          liveReasons: [],
         },
       ],
     });
+  });
+
+  it("ls: whether each deployed env is reproducible and, when it is live, why: its live sites and the computers reaching the public web", async () => {
+    const open = {
+      computer: "open",
+      reach: "allow-all",
+      why: "computer open reaches the public web (network: allow-all)",
+    };
+    const github = { name: "github", domains: ["github.com"], allowHosts: [], reproducible: false };
+    const options = projectWith({
+      web: {
+        resources: [
+          ROOT_STACK({ gatewayUrl: "http://127.0.0.1:1", live: true, reproducible: false, liveReasons: [open] }),
+        ],
+      },
+      shop: {
+        resources: [ROOT_STACK({ gatewayUrl: "http://127.0.0.1:2", live: false, reproducible: true, liveReasons: [] })],
+      },
+      // Deployed before its outputs named their reasons: its live sites are them.
+      older: {
+        resources: [
+          ROOT_STACK({ gatewayUrl: "http://127.0.0.1:3", live: true, reproducible: false, liveWebsites: [github] }),
+        ],
+      },
+    });
+    const { stacks } = await listStacks(options);
+    expect(stacks.map((s) => [s.stack, s.live, s.reproducible, s.liveReasons])).toEqual([
+      [
+        "older",
+        true,
+        false,
+        [{ website: "github", domains: ["github.com"], why: "live website github (github.com) is served live" }],
+      ],
+      ["shop", false, true, []],
+      ["web", true, false, [open]],
+    ]);
   });
 });
 
@@ -321,6 +363,12 @@ describe("terminal forms", () => {
           containers: { total: 15, running: 15, healthy: 14 },
           episodes: 2,
           accounts: { github: { pool: "github-accounts", account: "alex" } },
+          live: true,
+          reproducible: false,
+          liveReasons: [
+            { website: "github", domains: ["github.com"], why: "live website github (github.com) is served live" },
+            { computer: "open", reach: "allow-all", why: "computer open reaches the public web (network: allow-all)" },
+          ],
         },
         {
           stack: "old",
@@ -330,13 +378,18 @@ describe("terminal forms", () => {
           containers: { total: 0, running: 0, healthy: 0 },
           episodes: 0,
           accounts: {},
+          live: null,
+          reproducible: null,
+          liveReasons: [],
         },
       ],
     });
     expect(text.split("\n")).toEqual([
-      "STACK  TARGET  DEPLOYED  LAST UPDATED          RUNNING  HEALTHY  EPISODES  ACCOUNTS",
-      "demo   docker  yes       2026-01-02T03:04:05Z  15/15    14/15    2         github-accounts/alex",
-      "old    ?       no        never                 0/0      0/0      0         -",
+      "STACK  TARGET  DEPLOYED  LAST UPDATED          RUNNING  HEALTHY  EPISODES  REPRODUCIBLE  ACCOUNTS",
+      "demo   docker  yes       2026-01-02T03:04:05Z  15/15    14/15    2         no            github-accounts/alex",
+      "old    ?       no        never                 0/0      0/0      0         -             -",
+      "",
+      "demo is live, not reproducible: live website github (github.com) is served live; computer open reaches the public web (network: allow-all)",
     ]);
   });
 

@@ -10,7 +10,7 @@
 import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RefusedRecord, RequestRecord } from "../../src/protocol/site-proxy";
-import { createAddressCheck } from "../../src/site-proxy/addresses";
+import { createAddressCheck } from "../../src/protocol/address-check";
 import { cleanup } from "../helpers/processes";
 import { closedPort } from "../helpers/ports";
 import { connectThrough, curl, type ProxyProcess, startProxy } from "./helpers";

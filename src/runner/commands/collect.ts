@@ -131,6 +131,7 @@ async function collectFromEnv(
     artifactsDir,
     marks: {
       live: fromEnv.context.live,
+      liveReasons: fromEnv.context.liveReasons,
       liveWebsites: fromEnv.context.liveWebsites,
       captureTraffic: fromEnv.context.captureTraffic,
     },

@@ -11,9 +11,12 @@ export function register(program: Command): void {
     program
       .command("ls")
       .description(
-        "list every task stack in the state: its target, whether it is deployed, its last update, its containers running and healthy (asked of their engines), its episodes and each live site's account leased from a pool",
+        "list every task stack in the state: its target, whether it is deployed, its last update, its containers running and healthy (asked of their engines), its episodes, whether the env is reproducible (and, when it is live, why: each live site and each computer reaching the public web) and each live site's account leased from a pool",
       )
-      .option("--json", "print {stacks: [{stack, target, deployed, lastUpdated, containers, episodes, accounts}]}"),
+      .option(
+        "--json",
+        "print {stacks: [{stack, target, deployed, lastUpdated, containers, episodes, accounts, live, reproducible, liveReasons}]}",
+      ),
   ).action((options: LsOptions) =>
     runAction("ls", async () => {
       const { listStacks } = require("../index") as typeof import("../index");

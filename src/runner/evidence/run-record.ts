@@ -1,13 +1,14 @@
 // `artifacts/<stack>/run.json`: what a run leaves behind besides its files.
-// The live marks come from the stack's outputs (what was deployed); `publicHostsContacted` comes from the
-// computers' site-proxy logs (what actually happened). A run is reproducible only when both say so.
+// The live marks come from the stack's outputs (what was deployed: live sites, computers reaching the public web);
+// `publicHostsContacted` comes from the computers' site-proxy logs (what actually happened). A run is reproducible
+// only when both say so.
 import type { ReplayCounters } from "../../protocol/replay-server-config";
 import type { ReplayEvidence } from "./replay-counters";
 import type { SelfTestOutput } from "../../plan/stack-outputs";
 import type { CaptureGap } from "../../protocol/traffic";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { LiveWebsiteMark } from "../../plan/types";
+import type { LiveReason, LiveWebsiteMark } from "../../plan/types";
 import { RUN_RECORD_FILE, writeFileAtomic } from "./artifacts";
 import type { TakeoverRecord } from "./takeover-record";
 
@@ -106,10 +107,15 @@ export interface RunRecord {
   selfTest?: SelfTestOutput | FailedSelfTestRecord;
   /** The episodes that ended with a reset, first first. */
   episodes?: EpisodeRecord[];
-  /** True when the env deploys a live site. */
+  /** True when the env is live: it deploys a live site served live, or a computer that reaches the public web. */
   live: boolean;
+  /** Why the env is live (the stack's `liveReasons` output); absent in a record of a deploy older than it. */
+  liveReasons?: LiveReason[];
   liveWebsites: LiveWebsiteMark[];
-  /** False when a live site was deployed, a public host was contacted, or the evidence is incomplete. */
+  /**
+   * False when the env is live (a live site, a computer reaching the public web), a public host was contacted, or
+   * the evidence is incomplete.
+   */
   reproducible: boolean;
   /** Why `reproducible` is false, one reason per line; empty when it is true. */
   notReproducibleBecause: string[];
@@ -175,19 +181,24 @@ export async function recordFailedSelfTest(artifactsDir: string, stack: string, 
 /** The marks the stack's outputs give (what was deployed). */
 export interface DeployedMarks {
   live: boolean;
+  /** Absent for an env deployed before its outputs named them: its live sites are the reasons then. */
+  liveReasons?: LiveReason[];
   liveWebsites: LiveWebsiteMark[];
   captureTraffic: boolean;
 }
 
 /**
- * `record` with `reproducible` and its reasons recomputed from the live marks and the evidence: a live site,
- * any public host contacted, or a computer whose log could not be read each make the run not reproducible.
+ * `record` with `reproducible` and its reasons recomputed from the live marks and the evidence: a live site, a
+ * computer that reaches the public web, any public host contacted, or a computer whose log could not be read each
+ * make the run not reproducible.
  */
 export function withReproducibility(record: RunRecord): RunRecord {
   const reasons: string[] = [];
-  for (const site of record.liveWebsites)
-    reasons.push(`live website ${site.name} (${site.domains.join(", ")}) was deployed`);
-  if (record.live && record.liveWebsites.length === 0) reasons.push("a live website was deployed");
+  if (record.liveReasons !== undefined) for (const reason of record.liveReasons) reasons.push(reason.why);
+  else
+    for (const site of record.liveWebsites)
+      reasons.push(`live website ${site.name} (${site.domains.join(", ")}) was deployed`);
+  if (record.live && reasons.length === 0) reasons.push("the env was deployed live");
   for (const host of record.publicHostsContacted) reasons.push(`a computer contacted the public host ${host}`);
   for (const [computer, evidence] of Object.entries(record.evidence)) {
     if (evidence.error !== undefined)

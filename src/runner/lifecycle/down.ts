@@ -63,7 +63,12 @@ export function collectOptionsFor(
     stack,
     access,
     artifactsDir,
-    marks: { live: outputs.live, liveWebsites: outputs.liveWebsites, captureTraffic: outputs.captureTraffic },
+    marks: {
+      live: outputs.live,
+      liveReasons: outputs.liveReasons,
+      liveWebsites: outputs.liveWebsites,
+      captureTraffic: outputs.captureTraffic,
+    },
     captureTraffic: outputs.captureTraffic,
     computers: Object.keys(outputs.computers),
     syntheticDomains: syntheticDomainsOf(outputs),

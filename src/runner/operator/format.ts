@@ -14,11 +14,14 @@ export function table(rows: string[][]): string[] {
   );
 }
 
-/** `ls`: a table of the stacks, or a line saying there is none. */
+/**
+ * `ls`: a table of the stacks, or a line saying there is none; under it, for each env deployed live, why (which site,
+ * which computer and its reach).
+ */
 export function formatStackList(list: StackList): string {
   if (list.stacks.length === 0) return "no stacks in the state; `multienv up <stack>` deploys one";
   const rows = [
-    ["STACK", "TARGET", "DEPLOYED", "LAST UPDATED", "RUNNING", "HEALTHY", "EPISODES", "ACCOUNTS"],
+    ["STACK", "TARGET", "DEPLOYED", "LAST UPDATED", "RUNNING", "HEALTHY", "EPISODES", "REPRODUCIBLE", "ACCOUNTS"],
     ...list.stacks.map((s) => [
       s.stack,
       s.target ?? "?",
@@ -28,13 +31,17 @@ export function formatStackList(list: StackList): string {
       `${s.containers.running}/${s.containers.total}`,
       `${s.containers.healthy}/${s.containers.total}`,
       String(s.episodes),
+      s.reproducible === null ? "-" : s.reproducible ? "yes" : "no",
       // pool/account per pooled site: which account of a pool the task signs in as.
       Object.values(s.accounts ?? {})
         .map((a) => `${a.pool}/${a.account}`)
         .join(",") || "-",
     ]),
   ];
-  return table(rows).join("\n");
+  const live = list.stacks
+    .filter((s) => s.live === true)
+    .map((s) => `${s.stack} is live, not reproducible: ${s.liveReasons.map((r) => printable(r.why)).join("; ")}`);
+  return [...table(rows), ...(live.length > 0 ? ["", ...live] : [])].join("\n");
 }
 
 function kib(bytes: number): string {

@@ -13,6 +13,7 @@ import type { OutputMap } from "@pulumi/pulumi/automation";
 import { listTrafficCaptures, type TrafficCapture } from "../../protocol/traffic";
 import { parseLiveSiteProxyLog } from "../../protocol/site-proxy";
 import type { SelfTestOutput } from "../../plan/stack-outputs";
+import type { LiveReason } from "../../plan/types";
 import { artifactsDirOf, RUN_RECORD_FILE } from "../evidence/artifacts";
 import { DEFAULT_PROJECT_DIR } from "../stack/project-dir";
 import {
@@ -64,6 +65,12 @@ export interface StackListing {
   episodes: number;
   /** Each live site's account leased from its pool (its `accounts` output), by site; empty when none is. */
   accounts: Record<string, { pool: string; account: string }>;
+  /** Whether the env deployed is live (its `live` output); null for a stack not deployed. */
+  live: boolean | null;
+  /** Whether the env deployed is reproducible (its `reproducible` output); null for a stack not deployed. */
+  reproducible: boolean | null;
+  /** Why it is live: each live site served live and each computer reaching the public web (`liveReasons`). */
+  liveReasons: LiveReason[];
 }
 
 export interface StackList {
@@ -83,14 +90,19 @@ export async function listStacks(options: OperatorOptions = {}): Promise<StackLi
     stacks: await Promise.all(
       stacks.map(async (stack): Promise<StackListing> => {
         const states = await runtimeOf(stack.resources, stack.outputs).states();
+        const deployed = isDeployed(stack);
+        const outputs = deployed ? readOutputs(outputMapOf(stack)) : undefined;
         return {
           stack: stack.name,
           target: targetOf(stack.name, projectDir) ?? null,
-          deployed: isDeployed(stack),
+          deployed,
           lastUpdated: stack.lastUpdated ?? null,
           containers: countContainers(states),
           episodes: await episodesOf(stack, options.artifactsDir ?? artifactsDirOf(projectDir, stack.name)),
           accounts: leasedAccountsOf(stack.outputs),
+          live: outputs?.live ?? null,
+          reproducible: outputs?.reproducible ?? null,
+          liveReasons: outputs?.liveReasons ?? [],
         };
       }),
     ),

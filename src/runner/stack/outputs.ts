@@ -4,7 +4,8 @@
 import { execFileSync } from "node:child_process";
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import { gatewayTunnelUp, type GatewayTunnel } from "../../plan/ssh";
-import type { LiveWebsiteMark, ReplayedWebsiteMark } from "../../plan/types";
+import { liveWebsiteReason } from "../../plan/live";
+import type { LiveReason, LiveWebsiteMark, ReplayedWebsiteMark } from "../../plan/types";
 import type {
   AgentTokensOutput,
   ComputerOutput,
@@ -48,6 +49,8 @@ export interface GatewayAccess {
 export function readOutputs(map: OutputMap): StackOutputs {
   const value = (key: string) => map[key]?.value;
   const websites = (value("websites") ?? {}) as Record<string, Partial<WebsiteOutput>>;
+  const liveWebsites = (value("liveWebsites") ?? []) as LiveWebsiteMark[];
+  const liveReasons = value("liveReasons");
   return {
     gatewayUrl: String(value("gatewayUrl") ?? ""),
     websites: Object.fromEntries(
@@ -58,7 +61,9 @@ export function readOutputs(map: OutputMap): StackOutputs {
     ),
     computers: (value("computers") ?? {}) as Record<string, ComputerOutput>,
     live: value("live") === true,
-    liveWebsites: (value("liveWebsites") ?? []) as LiveWebsiteMark[],
+    // A deploy older than `liveReasons` named its live sites alone.
+    liveReasons: Array.isArray(liveReasons) ? (liveReasons as LiveReason[]) : liveWebsites.map(liveWebsiteReason),
+    liveWebsites,
     replayedWebsites: (value("replayedWebsites") ?? []) as ReplayedWebsiteMark[],
     reproducible: value("reproducible") !== false,
     captureTraffic: value("captureTraffic") === true,

@@ -1,7 +1,7 @@
-// Which addresses the proxy may dial for a computer: the check made on every address a host stands for, after
-// resolution, before a connection is attempted. The ranges are the one list of what is not the public web
-// (src/protocol/address-ranges.ts, from IANA's special-purpose registries), which the kubernetes policies use too;
-// what is written here is only which of them each reach mode refuses.
+// Which addresses a computer's site proxy may dial: the check it makes on every address a host stands for, after
+// resolution, before a connection is attempted; the plan asks it of a start tab at an address. The ranges are the one
+// list of what is not the public web (src/protocol/address-ranges.ts, from IANA's special-purpose registries), which
+// the kubernetes policies use too; what is written here is only which of them each reach mode refuses.
 //
 // - Every mode: the env's own networks (`deny`), loopback, link-local, cloud metadata addresses, unspecified,
 //   multicast and broadcast addresses, every special-purpose range (documentation, benchmarking, reserved, NAT64
@@ -13,7 +13,7 @@
 //   test's origin on loopback, a stand-in for the web on a private network); `deny`, link-local, metadata,
 //   unspecified, multicast and broadcast addresses stay refused whatever it says.
 import ipaddr from "ipaddr.js";
-import { embeddedIpv4, isMetadataAddress, nonPublicRange, type Address } from "../protocol/address-ranges";
+import { embeddedIpv4, isMetadataAddress, nonPublicRange, type Address } from "./address-ranges";
 
 type Cidr = [Address, number];
 
