@@ -67,6 +67,8 @@ const LAYERS = [
   [{ name: "src/runner/lifecycle", members: ["src/runner/lifecycle"] }],
   [{ name: "src/runner/operator", members: ["src/runner/operator"] }],
   [{ name: "src/runner/index.ts", members: ["src/runner/index.ts"] }],
+  // Warm pools deploy, reset and destroy their members through the runner's library.
+  [{ name: "src/runner/pools", members: ["src/runner/pools"] }],
   [{ name: "src/runner/commands", members: ["src/runner/commands"] }],
   [{ name: "src/runner/cli.ts", members: ["src/runner/cli.ts"] }],
   [{ name: "the package's entry", members: ["src/index.ts"] }],

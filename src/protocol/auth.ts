@@ -243,7 +243,6 @@ function anyDecodedForm(
 ): boolean {
   return decodedFormsVerdict(credential, shortest, budget, carries) !== "clean";
 }
-}
 
 const PLUS = "+".charCodeAt(0);
 /** 1 for the codes of TOKEN_CHAR, by code (256 of them, so a byte never reads past its end). */

@@ -7,7 +7,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { accountsDbFile, openLeaseStore, type LeaseStore } from "../../accounts";
-import { DEFAULT_PROJECT_DIR } from "../evidence/artifacts";
+import { DEFAULT_PROJECT_DIR } from "../stack/project-dir";
 import { backendUrlFor } from "../stack/workspace";
 import { RunnerError } from "../errors";
 
