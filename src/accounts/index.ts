@@ -1,7 +1,7 @@
-// Account pools: the lease store and the lease, used by the program (the AccountLease resource) and the runner
-// (`multienv accounts`, `ls`, `up --account-wait`).
-export type { AccountRow, Lease, LeaseStore } from "./store";
-export { accountsDbFile, isPostgresUrl, openLeaseStore, type StoreLocation } from "./location";
+// Account pools: the lease store and the lease, used by the program (the AccountLease resource, a pooled site's
+// cleanup) and the runner (`multienv accounts`, `ls`, `up --account-wait`).
+export { legacyHolderId, type AccountRow, type Holder, type Lease, type LeaseStore } from "./store";
+export { accountsDbFile, isPostgresUrl, openLeaseStore, withStorePassword, type StoreLocation } from "./location";
 export {
   ACCOUNT_WAIT_ENV,
   DEFAULT_ACCOUNT_WAIT_SECONDS,
