@@ -28,7 +28,10 @@ const LAYERS = [
     { name: "src/capture-server", members: ["src/capture-server"], only: ["src/protocol", "src/gateway"] },
     { name: "src/replay-server", members: ["src/replay-server"], only: ["src/protocol", "src/gateway"] },
   ],
-  [{ name: "src/plan", members: ["src/plan"], only: ["src/protocol"] }],
+  [
+    { name: "src/plan", members: ["src/plan"], only: ["src/protocol"] },
+    { name: "src/machine-cache.ts", members: ["src/machine-cache.ts"], only: [] },
+  ],
   [
     { name: "src/config", members: ["src/config"] },
     { name: "src/errors.ts", members: ["src/errors.ts"], only: [] },
@@ -67,6 +70,8 @@ const LAYERS = [
   [{ name: "src/runner/lifecycle", members: ["src/runner/lifecycle"] }],
   [{ name: "src/runner/operator", members: ["src/runner/operator"] }],
   [{ name: "src/runner/index.ts", members: ["src/runner/index.ts"] }],
+  // Warm pools deploy, reset and destroy their members through the library.
+  [{ name: "src/runner/pools", members: ["src/runner/pools"] }],
   [{ name: "src/runner/commands", members: ["src/runner/commands"] }],
   [{ name: "src/runner/cli.ts", members: ["src/runner/cli.ts"] }],
   [{ name: "the package's entry", members: ["src/index.ts"] }],

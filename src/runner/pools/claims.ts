@@ -1,7 +1,7 @@
 // Claims of a warm pool's envs: a claim is a lease of a ready member in the lease store whose holder id is the claim's
-// id, with a time to live its holder renews (`renew`, as any lease); claims beyond the ready members wait in the store's
-// queue, served in the order they arrived across every process sharing the store. What a claim returns is what the
-// agent needs: each computer's DevTools URL, its agent token and start tabs; never the control token.
+// id, with a time to live its holder renews (`renew`, as any lease); claims beyond the ready members wait in the
+// store's queue, served in the order they arrived across every process sharing the store. What a claim returns is what
+// the agent needs: each computer's DevTools URL, its agent token and start tabs; never the control token.
 import type { AccountRow, LeaseStore } from "../../accounts";
 import { RunnerError } from "../errors";
 import {

@@ -145,7 +145,8 @@ export class PoolKeeper {
         settings.stackFileHash !== undefined &&
         (await readHandles(projectDir, task, row.name))?.stackFileHash !== settings.stackFileHash;
       const failedLongEnough = row.state === "failed" && Date.now() - (this.lastFailure.get(row.name) ?? 0) > RETRY_MS;
-      if ((failedLongEnough || stale) && row.holderId === null && !this.busy(row.name)) this.replace(task, row, settings);
+      if ((failedLongEnough || stale) && row.holderId === null && !this.busy(row.name))
+        this.replace(task, row, settings);
     }
 
     rows = await this.store.accounts(pool);

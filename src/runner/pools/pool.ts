@@ -49,7 +49,7 @@ export function warmStoreFile(backendUrl: string, projectDir: string): string {
   return join(resolve(projectDir), ".multienv", "accounts.sqlite");
 }
 
-/** The lease store warm pools are kept in: the same store and lease mechanism as account pools', in this state's file. */
+/** The lease store warm pools are kept in: the same store and lease mechanism as account pools', in the state's. */
 export function openPoolStore(options: PoolOptions): Promise<LeaseStore> {
   const env = options.env ?? process.env;
   const projectDir = projectDirOf(options);
