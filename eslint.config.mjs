@@ -28,7 +28,10 @@ const LAYERS = [
     { name: "src/capture-server", members: ["src/capture-server"], only: ["src/protocol", "src/gateway"] },
     { name: "src/replay-server", members: ["src/replay-server"], only: ["src/protocol", "src/gateway"] },
   ],
-  [{ name: "src/plan", members: ["src/plan"], only: ["src/protocol"] }],
+  [
+    { name: "src/plan", members: ["src/plan"], only: ["src/protocol"] },
+    { name: "src/machine-cache.ts", members: ["src/machine-cache.ts"], only: [] },
+  ],
   [
     { name: "src/config", members: ["src/config"] },
     { name: "src/errors.ts", members: ["src/errors.ts"], only: [] },

@@ -2,8 +2,8 @@
 // it exports its accounts, their settings a secret, for the task stacks that lease them. A task stack's live site that
 // names a pool gets an account leased to the stack (components/accounts/accountLease.ts) before anything else of the
 // stack is declared, so a stack that cannot have one fails with nothing created; while it waits the program says
-// which stacks hold the pool's accounts. At destroy, the site's cleanup runs before the account is released.
-import * as path from "node:path";
+// which stacks hold the pool's accounts. At destroy, the site's cleanup runs before the account is released, and only
+// while the stack's lease still holds it.
 import * as pulumi from "@pulumi/pulumi";
 import { AccountLease, POOL_OUTPUTS } from "../components/accounts/accountLease";
 import type { MultiEnv } from "../components/multiEnv";
@@ -21,9 +21,6 @@ import { loadPoolConfig } from "./config/pool-load";
 import type { Plan } from "./plan";
 import { SiteCleanup } from "./providers/resources";
 
-/** The repository root: the project directory the embedded lease store lives under. */
-const REPO_ROOT = path.resolve(__dirname, "..");
-
 /** A pool's stack: its accounts as outputs (their settings a secret), and how they are leased. */
 export function poolProgram(): Record<string, unknown> {
   let loaded;
@@ -33,12 +30,13 @@ export function poolProgram(): Record<string, unknown> {
     if (error instanceof ConfigError) throw new pulumi.RunError(error.message);
     throw error;
   }
-  const { pool, accounts } = loaded;
+  const { pool, accounts, store } = loaded;
+  for (const warning of loaded.warnings) void pulumi.log.warn(`multienv: ${warning}`);
   return {
     [POOL_OUTPUTS.accountNames]: Object.keys(pool.accounts).sort(),
     [POOL_OUTPUTS.accounts]: accounts,
     [POOL_OUTPUTS.leaseHours]: pool.leaseHours,
-    ...(pool.store === undefined ? {} : { [POOL_OUTPUTS.store]: pulumi.secret(pool.store) }),
+    ...(store === undefined ? {} : { [POOL_OUTPUTS.store]: store }),
     ...(pool.signInsPerMinute === undefined ? {} : { [POOL_OUTPUTS.signInsPerMinute]: pool.signInsPerMinute }),
   };
 }
@@ -76,7 +74,9 @@ export async function leasePooledSites(planned: Plan, stack: string, wait = true
   const leases: Record<string, AccountLease> = {};
   if (pooled.length === 0) return { leases, settings: {} };
   const waitSeconds = accountWaitSeconds();
-  const sqliteFile = accountsDbFile(process.env.PULUMI_BACKEND_URL, REPO_ROOT);
+  // The machine's own store, found from the environment alone: the same file whichever checkout, backend or path
+  // (CLI, Automation API, plain pulumi) deploys.
+  const sqliteFile = accountsDbFile(process.env);
   const requestedAt = new Date().toISOString();
   for (const site of pooled) {
     leases[site.name] = new AccountLease(`${stack}-${site.name}-account`, {
@@ -104,7 +104,7 @@ export async function leasePooledSites(planned: Plan, stack: string, wait = true
         try {
           await awaitFreeAccount(opened, {
             pool: name,
-            holder: stack,
+            holderName: stack,
             accounts: names,
             leaseHours: 0,
             waitMs: waitSeconds * 1000,
@@ -137,6 +137,15 @@ export function cleanUpPooledSites(pooled: PooledSites, env: MultiEnv, stack: st
         site,
         account: lease.account,
         ...(env.outputs.gatewayPortForward === undefined ? {} : { gatewayPortForward: env.outputs.gatewayPortForward }),
+        lease: pulumi
+          .all([lease.lease.leaseId, lease.lease.store, lease.lease.sqliteFile, lease.lease.leaseHours])
+          .apply(([leaseId, store, sqliteFile, leaseHours]) => ({
+            pool: lease.pool,
+            leaseId,
+            sqliteFile,
+            leaseHours,
+            ...(store === undefined || store === null ? {} : { store }),
+          })),
       },
       { dependsOn: [env] },
     );

@@ -3,8 +3,8 @@
 #
 # MACHINE_CACHE is one folder per machine, not per checkout: a fresh clone (CI after a developer's own setup, a
 # second worktree) finds what an earlier one built, keyed by version, so only a version bump builds again.
-# src/runner/stack/toolchain.ts names the same folder for the runner (MULTIENV_CACHE, else $XDG_CACHE_HOME/multienv,
-# else ~/.cache/multienv).
+# src/machine-cache.ts names the same folder for the runner, the program and the providers (MULTIENV_CACHE, else
+# $XDG_CACHE_HOME/multienv, else ~/.cache/multienv).
 MACHINE_CACHE=${MULTIENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/multienv}
 
 # with_progress LABEL LOG COMMAND...: runs COMMAND with its output in LOG, and prints a line to stderr at least once

@@ -1,8 +1,8 @@
-// The lease of one account of a pool to one stack, the same on every store: keep the account the stack holds (its
-// lease extended), else take a free one, else wait, saying which stacks hold them, until one is freed or the wait is
-// over; then fail in one line naming the pool and its holders. A new lease also waits its turn among the pool's
-// sign-ins (`signInsPerMinute`), so parallel tasks do not all sign in at once.
-import type { AccountRow, Lease, LeaseStore } from "./store";
+// The lease of one account of a pool to one holder (one stack of one state: store.ts), the same on every store: keep
+// the account the holder holds (its lease extended), else take a free one, else wait, saying which stacks hold them,
+// until one is freed or the wait is over; then fail in one line naming the pool and its holders. A new lease also
+// waits its turn among the pool's sign-ins (`signInsPerMinute`), so parallel tasks do not all sign in at once.
+import type { AccountRow, Holder, Lease, LeaseStore } from "./store";
 
 /** How often a waiting request asks the store again. */
 const POLL_MS = 500;
@@ -15,8 +15,8 @@ export const DEFAULT_ACCOUNT_WAIT_SECONDS = 600;
 
 export interface LeaseRequest {
   pool: string;
-  /** The stack asking (the holder the store records). */
-  holder: string;
+  /** Who asks: the lease's own id and the stack's name. */
+  holder: Holder;
   /** The pool's accounts by name: the store is brought in line with them first. */
   accounts: readonly string[];
   /** How long a lease lasts unless the holder asks again. */
@@ -91,19 +91,26 @@ export async function leaseAccount(store: LeaseStore, request: LeaseRequest): Pr
 }
 
 /**
- * Waits, without taking one, until the holder holds an account of the pool or one is free, telling `log` the holders
- * each time they change; throws the same LeaseError as leaseAccount when the wait is over. Lets a program say who
- * holds the accounts before it declares the lease, which then takes one at once unless another stack was quicker.
+ * Waits, without taking one, until an account of the pool is free (or its lease past), or one is held under
+ * `holderName`, telling `log` the holders each time they change; throws the same LeaseError as leaseAccount when the
+ * wait is over. Lets a program say who holds the accounts before it declares the lease, which then takes one at once
+ * unless another stack was quicker. The program does not know its lease's id (its state does), so an account held
+ * under its name counts as perhaps its own: when it is another state's stack of that name, the lease waits itself.
  */
-export async function awaitFreeAccount(store: LeaseStore, request: LeaseRequest): Promise<void> {
-  const { pool, holder } = request;
+export async function awaitFreeAccount(
+  store: LeaseStore,
+  request: Omit<LeaseRequest, "holder"> & { holderName: string },
+): Promise<void> {
+  const { pool, holderName } = request;
   await store.syncPool(pool, request.accounts);
   const deadline = Date.now() + request.waitMs;
   let told = "";
   for (;;) {
     const rows = await store.accounts(pool);
     const now = Date.now();
-    if (rows.some((r) => r.heldBy === holder || r.heldBy === null || (r.until !== null && r.until.getTime() < now)))
+    if (
+      rows.some((r) => r.heldBy === holderName || r.holderId === null || (r.until !== null && r.until.getTime() < now))
+    )
       return;
     const holders = holdersText(rows);
     if (now >= deadline) throw new LeaseError(exhausted(pool, holders, request.waitMs));

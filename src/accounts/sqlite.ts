@@ -1,12 +1,12 @@
-// The embedded lease store: one SQLite database file beside the project's state, shared by every stack and process
-// of this machine. better-sqlite3 (a well-kept driver) rather than a lock file of our own: SQLite's own locking makes
-// each `BEGIN IMMEDIATE` transaction the database's only writer, so the read of the free accounts and the write of
-// the lease cannot interleave with another process's; WAL lets readers (`multienv accounts`) run beside a writer,
-// and busy_timeout makes a writer wait its turn rather than fail.
+// The embedded lease store: one SQLite database file per machine (location.ts), shared by every stack, checkout and
+// process of this machine. better-sqlite3 (a well-kept driver) rather than a lock file of our own: SQLite's own
+// locking makes each `BEGIN IMMEDIATE` transaction the database's only writer, so the read of the free accounts and
+// the write of the lease cannot interleave with another process's; WAL lets readers (`multienv accounts`) run beside
+// a writer, and busy_timeout makes a writer wait its turn rather than fail.
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
-import type { AccountRow, Lease, LeaseStore, MemberState } from "./store";
+import { LEGACY_PREFIX, type AccountRow, type Holder, type Lease, type LeaseStore, type MemberState } from "./store";
 
 /** How long a transaction waits for another process's to end before SQLite gives up (SQLITE_BUSY). */
 const BUSY_TIMEOUT_MS = 30_000;
@@ -16,6 +16,7 @@ CREATE TABLE IF NOT EXISTS accounts (
   pool TEXT NOT NULL,
   name TEXT NOT NULL,
   held_by TEXT,
+  holder_id TEXT,
   since INTEGER,
   until INTEGER,
   PRIMARY KEY (pool, name)
@@ -24,8 +25,6 @@ CREATE TABLE IF NOT EXISTS pools (
   pool TEXT PRIMARY KEY,
   next_sign_in INTEGER NOT NULL
 );
--- One account per stack and pool, whatever a caller does.
-CREATE UNIQUE INDEX IF NOT EXISTS accounts_one_per_holder ON accounts (pool, held_by) WHERE held_by IS NOT NULL;
 -- Warm pools: each claim's place in its pool's queue, and each pool's settings.
 CREATE TABLE IF NOT EXISTS claim_queue (
   ticket INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -43,9 +42,27 @@ const ADDED_COLUMNS: { table: string; column: string; type: string }[] = [
   { table: "accounts", column: "state", type: "TEXT" },
 ];
 
+/**
+ * Brings a database made before holders had ids of their own in line (in the open's transaction, so two processes
+ * opening it at once migrate it once, after the state column is there): an account's live lease gets its stack's
+ * legacy id; a warm pool member's holder (a claim's id, a keeper's per-member holder) was an id of its own already and
+ * stays it, so a claim made before still renews and a keeper's work is still its own. The one-account-per-holder
+ * index is on the id, not the name (two holders may share a name).
+ */
+const MIGRATE_HOLDER_ID = `
+ALTER TABLE accounts ADD COLUMN holder_id TEXT;
+UPDATE accounts SET holder_id = CASE WHEN state IS NULL THEN '${LEGACY_PREFIX}' || held_by ELSE held_by END
+ WHERE held_by IS NOT NULL;`;
+
+const HOLDER_INDEX = `
+DROP INDEX IF EXISTS accounts_one_per_holder;
+-- One account per holder and pool, whatever a caller does.
+CREATE UNIQUE INDEX IF NOT EXISTS accounts_one_per_lease ON accounts (pool, holder_id) WHERE holder_id IS NOT NULL;`;
+
 interface Row {
   name: string;
   held_by: string | null;
+  holder_id: string | null;
   since: number | null;
   until: number | null;
   state: MemberState | null;
@@ -56,6 +73,7 @@ const toDate = (ms: number | null) => (ms === null ? null : new Date(ms));
 const accountRow = (r: Row): AccountRow => ({
   name: r.name,
   heldBy: r.held_by,
+  holderId: r.holder_id,
   since: toDate(r.since),
   until: toDate(r.until),
   state: r.state,
@@ -69,12 +87,14 @@ export class SqliteLeaseStore implements LeaseStore {
     this.db = new Database(file);
     this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     this.db.pragma("journal_mode = WAL");
-    this.db.exec(SCHEMA);
     this.immediate(() => {
-      for (const { table, column, type } of ADDED_COLUMNS) {
-        const columns = this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
-        if (!columns.some((c) => c.name === column)) this.db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
-      }
+      this.db.exec(SCHEMA);
+      const columnsOf = (table: string) =>
+        (this.db.prepare("SELECT name FROM pragma_table_info(?)").all(table) as { name: string }[]).map((c) => c.name);
+      for (const { table, column, type } of ADDED_COLUMNS)
+        if (!columnsOf(table).includes(column)) this.db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+      if (!columnsOf("accounts").includes("holder_id")) this.db.exec(MIGRATE_HOLDER_ID);
+      this.db.exec(HOLDER_INDEX);
     });
   }
 
@@ -85,59 +105,73 @@ export class SqliteLeaseStore implements LeaseStore {
 
   async syncPool(pool: string, accounts: readonly string[]): Promise<void> {
     const insert = this.db.prepare("INSERT OR IGNORE INTO accounts (pool, name) VALUES (?, ?)");
-    const rows = this.db.prepare("SELECT name, held_by, until FROM accounts WHERE pool = ?");
+    const rows = this.db.prepare("SELECT name, holder_id, until FROM accounts WHERE pool = ?");
     const remove = this.db.prepare("DELETE FROM accounts WHERE pool = ? AND name = ?");
     const wanted = new Set(accounts);
     this.immediate(() => {
       for (const name of accounts) insert.run(pool, name);
       const now = Date.now();
       for (const row of rows.all(pool) as Row[]) {
-        const held = row.held_by !== null && (row.until ?? 0) >= now;
+        const held = row.holder_id !== null && (row.until ?? 0) >= now;
         if (!wanted.has(row.name) && !held) remove.run(pool, row.name);
       }
     });
   }
 
-  async tryLease(pool: string, holder: string, leaseMs: number): Promise<Lease | undefined> {
+  async tryLease(pool: string, holder: Holder, leaseMs: number): Promise<Lease | undefined> {
     const held = this.db.prepare(
-      "SELECT name, since FROM accounts WHERE pool = ? AND held_by = ? ORDER BY name LIMIT 1",
+      "SELECT name, since FROM accounts WHERE pool = ? AND holder_id = ? AND state IS NULL ORDER BY name LIMIT 1",
     );
     const extend = this.db.prepare("UPDATE accounts SET until = ? WHERE pool = ? AND name = ?");
     const free = this.db.prepare(
-      "SELECT name FROM accounts WHERE pool = ? AND state IS NULL AND (held_by IS NULL OR until < ?) ORDER BY held_by IS NOT NULL, name LIMIT 1",
+      "SELECT name FROM accounts WHERE pool = ? AND state IS NULL AND (holder_id IS NULL OR until < ?) ORDER BY holder_id IS NOT NULL, name LIMIT 1",
     );
-    const take = this.db.prepare("UPDATE accounts SET held_by = ?, since = ?, until = ? WHERE pool = ? AND name = ?");
+    const take = this.db.prepare(
+      "UPDATE accounts SET held_by = ?, holder_id = ?, since = ?, until = ? WHERE pool = ? AND name = ?",
+    );
     return this.immediate(() => {
       const now = Date.now();
       const until = now + leaseMs;
-      const mine = held.get(pool, holder) as { name: string; since: number } | undefined;
+      const mine = held.get(pool, holder.id) as { name: string; since: number } | undefined;
       if (mine !== undefined) {
         extend.run(until, pool, mine.name);
         return { account: mine.name, since: new Date(mine.since), until: new Date(until), kept: true };
       }
       const chosen = free.get(pool, now) as { name: string } | undefined;
       if (chosen === undefined) return undefined;
-      take.run(holder, now, until, pool, chosen.name);
+      take.run(holder.name, holder.id, now, until, pool, chosen.name);
       return { account: chosen.name, since: new Date(now), until: new Date(until), kept: false };
     });
   }
 
-  async release(pool: string, account: string, holder?: string): Promise<string | undefined> {
-    const get = this.db.prepare("SELECT held_by FROM accounts WHERE pool = ? AND name = ?");
+  async renew(pool: string, account: string, holderId: string, leaseMs: number): Promise<Lease | undefined> {
+    const held = this.db.prepare("SELECT since FROM accounts WHERE pool = ? AND name = ? AND holder_id = ?");
+    const extend = this.db.prepare("UPDATE accounts SET until = ? WHERE pool = ? AND name = ?");
+    return this.immediate(() => {
+      const row = held.get(pool, account, holderId) as { since: number } | undefined;
+      if (row === undefined) return undefined;
+      const until = Date.now() + leaseMs;
+      extend.run(until, pool, account);
+      return { account, since: new Date(row.since), until: new Date(until), kept: true };
+    });
+  }
+
+  async release(pool: string, account: string, holderId?: string): Promise<string | undefined> {
+    const get = this.db.prepare("SELECT held_by, holder_id FROM accounts WHERE pool = ? AND name = ?");
     const free = this.db.prepare(
-      "UPDATE accounts SET held_by = NULL, since = NULL, until = NULL WHERE pool = ? AND name = ?",
+      "UPDATE accounts SET held_by = NULL, holder_id = NULL, since = NULL, until = NULL WHERE pool = ? AND name = ?",
     );
     return this.immediate(() => {
-      const row = get.get(pool, account) as { held_by: string | null } | undefined;
-      if (row?.held_by == null || (holder !== undefined && row.held_by !== holder)) return undefined;
+      const row = get.get(pool, account) as Pick<Row, "held_by" | "holder_id"> | undefined;
+      if (row?.holder_id == null || (holderId !== undefined && row.holder_id !== holderId)) return undefined;
       free.run(pool, account);
-      return row.held_by;
+      return row.held_by ?? row.holder_id;
     });
   }
 
   async accounts(pool: string): Promise<AccountRow[]> {
     const rows = this.db
-      .prepare("SELECT name, held_by, since, until, state FROM accounts WHERE pool = ? ORDER BY name")
+      .prepare("SELECT name, held_by, holder_id, since, until, state FROM accounts WHERE pool = ? ORDER BY name")
       .all(pool) as Row[];
     return rows.map(accountRow);
   }
@@ -170,11 +204,11 @@ export class SqliteLeaseStore implements LeaseStore {
     const now = Date.now();
     this.db
       .prepare(
-        `INSERT INTO accounts (pool, name, held_by, since, until, state) VALUES (?, ?, ?, ?, ?, ?)
-         ON CONFLICT (pool, name) DO UPDATE SET held_by = excluded.held_by, since = excluded.since,
-           until = excluded.until, state = excluded.state`,
+        `INSERT INTO accounts (pool, name, held_by, holder_id, since, until, state) VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (pool, name) DO UPDATE SET held_by = excluded.held_by, holder_id = excluded.holder_id,
+           since = excluded.since, until = excluded.until, state = excluded.state`,
       )
-      .run(pool, name, holder ?? null, holder ? now : null, holder ? now + leaseMs : null, state);
+      .run(pool, name, holder ?? null, holder ?? null, holder ? now : null, holder ? now + leaseMs : null, state);
   }
 
   async moveMember(
@@ -187,11 +221,12 @@ export class SqliteLeaseStore implements LeaseStore {
     const holder = to.holder ?? null;
     const moved = this.db
       .prepare(
-        `UPDATE accounts SET state = ?, held_by = ?, since = ?, until = ?
-          WHERE pool = ? AND name = ? AND state = ? AND held_by IS ?`,
+        `UPDATE accounts SET state = ?, held_by = ?, holder_id = ?, since = ?, until = ?
+          WHERE pool = ? AND name = ? AND state = ? AND holder_id IS ?`,
       )
       .run(
         to.state,
+        holder,
         holder,
         holder ? now : null,
         holder ? now + (to.leaseMs ?? 0) : null,
@@ -205,15 +240,18 @@ export class SqliteLeaseStore implements LeaseStore {
 
   async takeExpired(pool: string, holderOf: (name: string) => string, leaseMs: number): Promise<AccountRow[]> {
     const expired = this.db.prepare(
-      "SELECT name, held_by, since, until, state FROM accounts WHERE pool = ? AND state IS NOT NULL AND held_by IS NOT NULL AND until < ?",
+      "SELECT name, held_by, holder_id, since, until, state FROM accounts WHERE pool = ? AND state IS NOT NULL AND holder_id IS NOT NULL AND until < ?",
     );
     const take = this.db.prepare(
-      "UPDATE accounts SET state = 'resetting', held_by = ?, since = ?, until = ? WHERE pool = ? AND name = ?",
+      "UPDATE accounts SET state = 'resetting', held_by = ?, holder_id = ?, since = ?, until = ? WHERE pool = ? AND name = ?",
     );
     return this.immediate(() => {
       const now = Date.now();
       const rows = expired.all(pool, now) as Row[];
-      for (const row of rows) take.run(holderOf(row.name), now, now + leaseMs, pool, row.name);
+      for (const row of rows) {
+        const holder = holderOf(row.name);
+        take.run(holder, holder, now, now + leaseMs, pool, row.name);
+      }
       return rows.map(accountRow);
     });
   }
@@ -238,10 +276,10 @@ export class SqliteLeaseStore implements LeaseStore {
     );
     const ahead = this.db.prepare("SELECT count(*) AS n FROM claim_queue WHERE pool = ? AND ticket < ?");
     const ready = this.db.prepare(
-      "SELECT name FROM accounts WHERE pool = ? AND state = 'ready' AND held_by IS NULL ORDER BY name",
+      "SELECT name FROM accounts WHERE pool = ? AND state = 'ready' AND holder_id IS NULL ORDER BY name",
     );
     const take = this.db.prepare(
-      "UPDATE accounts SET state = 'claimed', held_by = ?, since = ?, until = ? WHERE pool = ? AND name = ?",
+      "UPDATE accounts SET state = 'claimed', held_by = ?, holder_id = ?, since = ?, until = ? WHERE pool = ? AND name = ?",
     );
     const done = this.db.prepare("DELETE FROM claim_queue WHERE ticket = ?");
     return this.immediate(() => {
@@ -253,7 +291,7 @@ export class SqliteLeaseStore implements LeaseStore {
       const free = ready.all(pool) as { name: string }[];
       if (before >= free.length) return undefined;
       const chosen = free[0].name;
-      take.run(holder, now, now + leaseMs, pool, chosen);
+      take.run(holder, holder, now, now + leaseMs, pool, chosen);
       done.run(ticket);
       return { account: chosen, since: new Date(now), until: new Date(now + leaseMs), kept: false };
     });

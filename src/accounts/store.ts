@@ -1,13 +1,29 @@
-// The lease store: which account of a pool each stack holds, since when and until when, and when the pool's next
-// sign-in may start. Two implementations: SQLite (sqlite.ts), embedded beside the project's state for one machine,
-// and PostgreSQL (postgres.ts) for stacks on many machines. Each makes a lease atomic in its own way (see there);
-// the waiting, the spacing and the messages are lease.ts's, the same for both.
+// The lease store: which account of a pool each holder has, since when and until when, and when the pool's next
+// sign-in may start. Two implementations: SQLite (sqlite.ts), one file per machine (location.ts says where), and
+// PostgreSQL (postgres.ts) for holders on many machines. Each makes a lease atomic in its own way (see there); the
+// waiting, the spacing and the messages are lease.ts's, the same for both.
+//
+// A holder is one lease of its own, not a name: its `id` is made once by whoever asks (a random id, kept in the
+// asking stack's state, by the AccountLease resource) and alone says whose a lease is. Its `name` (the stack's) is what
+// people read in `multienv accounts` and the waiting messages; two holders may share one, as the same stack name
+// deployed from two states (two machines, two checkouts) does, and still get two accounts, and one's release frees
+// only its own.
+
+/** Who holds a lease. */
+export interface Holder {
+  /** The lease's own id: opaque, made once by the holder and kept by it; the store compares it alone. */
+  id: string;
+  /** What people read: the stack holding it. Not unique. */
+  name: string;
+}
 
 /** One account of a pool, as the store holds it. */
 export interface AccountRow {
   name: string;
-  /** The stack holding it, or null when it is free. */
+  /** The holder's name (the stack holding it), or null when it is free. */
   heldBy: string | null;
+  /** The holder's id (its lease's own), or null when it is free. */
+  holderId: string | null;
   /** When the current holder leased it (null when free). */
   since: Date | null;
   /** When the lease ends unless its holder extends it (null when free). Past it, the next request may take it. */
@@ -21,14 +37,13 @@ export interface AccountRow {
 
 /**
  * A warm pool member's states: `ready` (free, reset, checked), `claimed` (leased to a claim until `until`), and,
- * held by
- * the keeper doing it until `until` (so a keeper that dies lets another take it over), `deploying`, `resetting`;
- * `failed` waits for a keeper to replace it.
+ * held by the keeper doing it until `until` (so a keeper that dies lets another take it over), `deploying`,
+ * `resetting`; `failed` waits for a keeper to replace it.
  */
 export const MEMBER_STATES = ["deploying", "ready", "claimed", "resetting", "failed"] as const;
 export type MemberState = (typeof MEMBER_STATES)[number];
 
-/** A lease granted (or kept) by `tryLease`. */
+/** A lease granted (or kept) by `tryLease` or `claim`, or extended by `renew`. */
 export interface Lease {
   account: string;
   since: Date;
@@ -44,12 +59,21 @@ export interface LeaseStore {
    */
   syncPool(pool: string, accounts: readonly string[]): Promise<void>;
   /**
-   * In one transaction: the account `holder` already holds, extended to `leaseMs` from now; else a free one (never
-   * held, released, or its lease expired) leased to it; else undefined. Never one account to two holders.
+   * In one transaction: the account the holder (by its id) already holds, extended to `leaseMs` from now; else a free
+   * one (never held, released, or its lease expired) leased to it; else undefined. Never one account to two holders,
+   * never two accounts of a pool to one.
    */
-  tryLease(pool: string, holder: string, leaseMs: number): Promise<Lease | undefined>;
-  /** Frees `account` when `holder` holds it (any holder when undefined); the holder it freed, or undefined. */
-  release(pool: string, account: string, holder?: string): Promise<string | undefined>;
+  tryLease(pool: string, holder: Holder, leaseMs: number): Promise<Lease | undefined>;
+  /**
+   * In one transaction: extends the lease of `account` to `leaseMs` from now when the holder with `holderId` still
+   * holds it (its lease expired or not, so long as nobody took it since); else undefined, and nothing changes.
+   */
+  renew(pool: string, account: string, holderId: string, leaseMs: number): Promise<Lease | undefined>;
+  /**
+   * Frees `account` when the holder with `holderId` holds it (any holder when undefined: an operator's release by
+   * hand); the name of the holder it freed, or undefined when it freed nothing.
+   */
+  release(pool: string, account: string, holderId?: string): Promise<string | undefined>;
   /** Every account of the pool, by name. */
   accounts(pool: string): Promise<AccountRow[]>;
   /**
@@ -59,9 +83,10 @@ export interface LeaseStore {
   reserveSignIn(pool: string, intervalMs: number): Promise<number>;
   close(): Promise<void>;
 
-  // Warm pools: a pool whose members are env stacks and whose leases are claims (src/runner/pools/). The same rows
-  // and the same `until` as an account's lease; a claim is renewed with `tryLease`, which extends the lease its
-  // holder holds.
+  // Warm pools: a pool whose members are env stacks and whose leases are claims (src/runner/pools/). The same rows,
+  // the same `until` and the same one-lease-per-holder-id index as an account's lease: a claim is a lease whose
+  // holder id is the claim's id, renewed with `renew`; a keeper holds each member it works on under an id of that
+  // member's own. A member's holder has no name apart from its id: the stores write the id as both.
   /** Puts `name` in the pool in `state`, held by `holder` for `leaseMs` (free with no holder); undefined removes it. */
   setMember(
     pool: string,
@@ -71,8 +96,9 @@ export interface LeaseStore {
     leaseMs?: number,
   ): Promise<void>;
   /**
-   * In one transaction, when `name` is in the pool in state `from` and held by `fromHolder` (null: by nobody): moves it
-   * to `to`, held by `holder` for `leaseMs` (free when no holder). False when it was not so (another got there first).
+   * In one transaction, when `name` is in the pool in state `from` and held by holder id `from.holder` (null: by
+   * nobody): moves it to `to`, held by `to.holder` for `leaseMs` (free when no holder). False when it was not so
+   * (another got there first).
    */
   moveMember(
     pool: string,
@@ -103,3 +129,15 @@ export interface LeaseStore {
   /** The pools with settings whose names start with `prefix`. */
   poolsWithSettings(prefix: string): Promise<string[]>;
 }
+
+/**
+ * The id a lease made before leases had ids of their own goes by: its stack's name, marked. The stores give their
+ * old rows this id when they first open, and a stack whose state holds such a lease asks under it, so it keeps its
+ * account across the upgrade; a new lease always gets an id of its own.
+ */
+export function legacyHolderId(stack: string): string {
+  return `${LEGACY_PREFIX}${stack}`;
+}
+
+/** The mark of a legacy holder id (`legacyHolderId`); the stores' migrations write the same. */
+export const LEGACY_PREFIX = "legacy-stack:";

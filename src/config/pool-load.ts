@@ -1,7 +1,8 @@
 // A pool's stack as the program reads it: from Pulumi config, its secret settings as Pulumi secrets, validated by
 // pool.ts's rules.
 import * as pulumi from "@pulumi/pulumi";
-import { CONFIG_NAMESPACE } from "../plan/problems";
+import { withStorePassword } from "../accounts/location";
+import { CONFIG_NAMESPACE, formatProblem } from "../plan/problems";
 import { ConfigError } from "./errors";
 import { POOL_KEY, validatePoolConfig, type PoolConfig } from "./pool";
 import type { RawConfigValue } from "./validate";
@@ -16,6 +17,10 @@ export interface LoadedPool {
   pool: PoolConfig;
   /** Account -> its settings, secret values merged in: a secret. */
   accounts: pulumi.Output<Record<string, Record<string, unknown>>>;
+  /** The store's URL, its password (`storePassword`) merged in: a secret. Undefined for the machine's own store. */
+  store?: pulumi.Output<string>;
+  /** Lines the program warns of (a password in plain text in the store's URL). */
+  warnings: string[];
 }
 
 /** Reads the running pool stack's config; one ConfigError holding every problem. */
@@ -52,5 +57,15 @@ export function loadPoolConfig(
       ),
     ),
   );
-  return { pool, accounts };
+  const { store, storePassword } = pool;
+  const password = storePassword === undefined ? undefined : pulumiConfig.requireSecret(storePassword);
+  return {
+    pool,
+    accounts,
+    store:
+      store === undefined
+        ? undefined
+        : pulumi.secret(pulumi.output(password).apply((secret) => withStorePassword(store, secret))),
+    warnings: validated.warnings.map(formatProblem),
+  };
 }

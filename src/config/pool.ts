@@ -43,6 +43,19 @@ export const poolSchema = z.strictObject({
       error:
         "must be a PostgreSQL URL such as postgres://multienv@db.internal/multienv (leave it out for this machine's own store)",
     })
+    .refine((url) => URL.canParse(url), {
+      error: "is not a URL; write postgres://user@host:port/database, its password left out (storePassword)",
+    })
+    .optional(),
+  /**
+   * The store's password: names a stack config key set with `pulumi config set --secret`, put into the URL where the
+   * lease is made. Without it (and without one in the URL), the pg driver reads PGPASSWORD or ~/.pgpass.
+   */
+  storePassword: z
+    .string()
+    .regex(CONFIG_KEY, {
+      error: "must name a stack config key (letters, digits, _ and -, starting with a letter), e.g. storePassword",
+    })
     .optional(),
   leaseHours: z
     .number()
@@ -56,19 +69,40 @@ export type PoolConfig = z.output<typeof poolSchema>;
 
 export interface ValidatedPool {
   pool?: PoolConfig;
-  /** The config keys the accounts' secretSettings name. */
+  /** The config keys the accounts' secretSettings and the store's password name. */
   secretKeys: string[];
   problems: Problem[];
+  /** What is allowed but unsafe: a password in plain text in the store's URL. */
+  warnings: Problem[];
+}
+
+/** The key a pool's store password is best kept under (the fix a warning names). */
+const STORE_PASSWORD_KEY = "storePassword";
+
+/**
+ * A password in plain text in the store's URL, which sits in the committed stack file: a warning naming the key and
+ * the fix (a secret of its own, or the places the pg driver reads one).
+ */
+function storePasswordWarnings(store: string | undefined, stack: string): Problem[] {
+  if (store === undefined || !URL.canParse(store) || new URL(store).password === "") return [];
+  return [
+    problem(
+      [POOL_KEY, "store"],
+      `holds the store's password in plain text in the stack file; take it out of the URL and keep it as a secret (\`pulumi config set --secret ${STORE_PASSWORD_KEY} <password> --stack ${stack}\` and ${STORE_PASSWORD_KEY}: ${STORE_PASSWORD_KEY} in the pool), or in PGPASSWORD or ~/.pgpass where the stacks run`,
+    ),
+  ];
 }
 
 /** Validates a pool stack's `multienv` namespace (keys without the prefix), as Pulumi holds it. */
 export function validatePoolConfig(values: Record<string, RawConfigValue>, stack: string): ValidatedPool {
   const problems: Problem[] = [];
   const raw = values[POOL_KEY];
-  if (raw === undefined) return { secretKeys: [], problems: [problem([POOL_KEY], "is required in a pool's stack")] };
+  if (raw === undefined)
+    return { secretKeys: [], warnings: [], problems: [problem([POOL_KEY], "is required in a pool's stack")] };
   if (raw.secret || raw.value === undefined) {
     return {
       secretKeys: [],
+      warnings: [],
       problems: [
         problem(
           [POOL_KEY],
@@ -88,14 +122,21 @@ export function validatePoolConfig(values: Record<string, RawConfigValue>, stack
     problems.push(...issuesToProblems(parsed.error.issues, known, [POOL_KEY]));
   }
   const accounts = parsed.success ? parsed.data.accounts : {};
-  const refs = Object.entries(accounts).flatMap(([account, a]) =>
-    Object.entries(a.secretSettings).map(([setting, key]) => ({
-      site: account,
-      setting,
-      key,
-      path: [POOL_KEY, "accounts", account, "secretSettings", setting],
-    })),
-  );
+  const storePassword = parsed.success ? parsed.data.storePassword : undefined;
+  const refs = [
+    ...Object.entries(accounts).flatMap(([account, a]) =>
+      Object.entries(a.secretSettings).map(([setting, key]) => ({
+        site: account,
+        setting,
+        key,
+        path: [POOL_KEY, "accounts", account, "secretSettings", setting],
+      })),
+    ),
+    ...(storePassword === undefined
+      ? []
+      : [{ site: "store", setting: STORE_PASSWORD_KEY, key: storePassword, path: [POOL_KEY, STORE_PASSWORD_KEY] }]),
+  ];
+  const warnings = parsed.success ? storePasswordWarnings(parsed.data.store, stack) : [];
   const holding = (key: string): SecretKeyHolding =>
     values[key] === undefined ? "unset" : values[key].secret ? "secret" : "plaintext";
   problems.push(...secretReferenceProblems(refs, holding, stack));
@@ -116,13 +157,13 @@ export function validatePoolConfig(values: Record<string, RawConfigValue>, stack
     problems.push(
       problem(
         [key],
-        `unknown key in a pool's stack${suggestion(key, [POOL_KEY])} (a pool's stack holds pool and the secrets its accounts' secretSettings name)`,
+        `unknown key in a pool's stack${suggestion(key, [POOL_KEY])} (a pool's stack holds pool and the secrets its accounts' secretSettings and its storePassword name)`,
       ),
     );
   }
   const secretKeys = [...referenced].filter((k) => values[k]?.secret === true).sort();
-  if (problems.length > 0 || !parsed.success) return { secretKeys, problems };
-  return { pool: parsed.data, secretKeys, problems };
+  if (problems.length > 0 || !parsed.success) return { secretKeys, problems, warnings };
+  return { pool: parsed.data, secretKeys, problems, warnings };
 }
 
 /** Does a stack file hold a pool (`multienv:pool`)? False for an unreadable file. */
@@ -134,11 +175,14 @@ export function isPoolFile(path: string): boolean {
   }
 }
 
-/** Reads and validates a pool's stack file without the Pulumi CLI; one ConfigError holding every problem. */
-export function readPoolFile(path: string, stack: string): PoolConfig {
+/**
+ * Reads and validates a pool's stack file without the Pulumi CLI; one ConfigError holding every problem. The pool,
+ * and its warnings.
+ */
+export function readPoolFile(path: string, stack: string): { pool: PoolConfig; warnings: Problem[] } {
   const { values, problems } = readConfigSection(path);
   const validated = validatePoolConfig(values, stack);
   problems.push(...validated.problems);
   if (validated.pool === undefined || problems.length > 0) throw new ConfigError(problems);
-  return validated.pool;
+  return { pool: validated.pool, warnings: validated.warnings };
 }

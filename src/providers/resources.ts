@@ -18,6 +18,7 @@ import type { SelfTestCheck } from "../plan/types";
 import type { SelfTestResults } from "../plan/stack-outputs";
 import type { GatewayPortForward } from "../protocol/port-forward";
 import { DYNAMIC_KINDS, RESOURCE_TYPES } from "../protocol/resource-types";
+import type { CleanupLease } from "./site-cleanup";
 
 const OPERATIONS_MODULE = path.relative(process.cwd(), path.join(__dirname, "operations.ts"));
 
@@ -148,8 +149,14 @@ export class SelfTest extends DynamicResource {
 export class AccountLease extends DynamicResource {
   /** The leased account's name. */
   declare readonly account: pulumi.Output<string>;
+  /** The lease's own id, made once at create and kept in the state: it alone says the lease is this stack's. */
+  declare readonly leaseId: pulumi.Output<string>;
   declare readonly since: pulumi.Output<string>;
   declare readonly until: pulumi.Output<string>;
+  /** The pool's store URL (a secret), as the lease was made in it. */
+  declare readonly store: pulumi.Output<string | undefined>;
+  declare readonly sqliteFile: pulumi.Output<string>;
+  declare readonly leaseHours: pulumi.Output<number>;
   constructor(
     name: string,
     args: {
@@ -165,7 +172,12 @@ export class AccountLease extends DynamicResource {
     },
     opts?: pulumi.CustomResourceOptions,
   ) {
-    super("accountLease", name, { ...args, account: undefined, since: undefined, until: undefined }, opts);
+    super(
+      "accountLease",
+      name,
+      { ...args, account: undefined, leaseId: undefined, since: undefined, until: undefined },
+      opts,
+    );
   }
 }
 
@@ -179,6 +191,8 @@ export class SiteCleanup extends DynamicResource {
       site: string;
       account: pulumi.Input<string>;
       gatewayPortForward?: pulumi.Input<GatewayPortForward>;
+      /** The stack's lease of the account: the cleanup runs only while it still holds it. */
+      lease?: pulumi.Input<CleanupLease>;
     },
     opts?: pulumi.CustomResourceOptions,
   ) {

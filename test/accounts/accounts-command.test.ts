@@ -1,5 +1,5 @@
-// `multienv accounts <pool>` as an operator runs it: the pool's accounts and their holders from the project's
-// embedded store (with the file backend's state), as a table or the documented JSON, and an account freed by hand
+// `multienv accounts <pool>` as an operator runs it: the pool's accounts and their holders from the machine's own
+// store (in its MULTIENV_CACHE), as a table or the documented JSON, and an account freed by hand
 // saying who held it; a wrong account or a free one refused in one line.
 import { execFile } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -24,7 +24,7 @@ function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; st
   );
 }
 
-/** A project with a pool of three accounts, `task-1` holding one, on a file backend of its own. */
+/** A project with a pool of three accounts, `task-1` holding one, on a file backend and a machine folder of its own. */
 async function pooledProject(): Promise<{ dir: string; env: NodeJS.ProcessEnv }> {
   const dir = tempDir("accounts-project-");
   writeFileSync(join(dir, "Pulumi.yaml"), "name: multienv\nruntime: nodejs\nstackConfigDir: stacks\n");
@@ -35,11 +35,12 @@ async function pooledProject(): Promise<{ dir: string; env: NodeJS.ProcessEnv }>
   );
   const backend = `file://${join(dir, "state")}`;
   mkdirSync(join(dir, "state"));
-  const store = await openLeaseStore({ sqliteFile: accountsDbFile(backend, dir) });
+  const env = { PULUMI_BACKEND_URL: backend, MULTIENV_CACHE: join(dir, "machine") };
+  const store = await openLeaseStore({ sqliteFile: accountsDbFile(env) });
   await store.syncPool("gh", ["alex", "kim", "sam"]);
-  await store.tryLease("gh", "task-1", 3_600_000);
+  await store.tryLease("gh", { id: "lease-of-task-1", name: "task-1" }, 3_600_000);
   await store.close();
-  return { dir, env: { PULUMI_BACKEND_URL: backend } };
+  return { dir, env };
 }
 
 describe("multienv accounts", () => {

@@ -118,4 +118,66 @@ describe("account pools in check", () => {
     expect(server.additionalSecretOutputs).toContain("envs");
     expect(result.resources.some((r) => r.type === RESOURCE_TYPES.siteCleanup)).toBe(true);
   });
+
+  it("refuses a pool with no shared store when the stacks' state is not a local file", async () => {
+    const dir = project({ "gh-pool": POOL, task: task(LIVE) });
+    const env = { PULUMI_BACKEND_URL: "s3://state-bucket/multienv" };
+    const pool = await checkStack("gh-pool", { projectDir: dir, env });
+    expect(pool.ok).toBe(false);
+    expect(pool.problems).toHaveLength(1);
+    expect(pool.problems[0]).toMatch(
+      /^multienv:pool\.store: is unset, .*not a local file \(it is at s3:\/\/state-bucket\).*set store to a PostgreSQL URL/,
+    );
+    const taskResult = await checkStack("task", { projectDir: dir, env });
+    expect(taskResult.problems[0]).toMatch(/^pool gh-pool: multienv:pool\.store: is unset/);
+    const shared = project({
+      "gh-pool": POOL.replace(
+        "    leaseHours: 12\n",
+        "    leaseHours: 12\n    store: postgres://multienv@db.internal/multienv\n",
+      ),
+    });
+    expect(await checkStack("gh-pool", { projectDir: shared, env })).toMatchObject({ ok: true, problems: [] });
+    expect(await checkStack("gh-pool", { projectDir: dir, env: {} })).toMatchObject({ ok: true, problems: [] });
+  });
+
+  it("warns of a store password in plain text, naming the key and the fix; a storePassword must be a secret", async () => {
+    const plain = project({
+      "gh-pool": POOL.replace(
+        "    leaseHours: 12\n",
+        "    leaseHours: 12\n    store: postgres://multienv:hunter22@db.internal/multienv\n",
+      ),
+    });
+    const warned = await checkStack("gh-pool", { projectDir: plain, env: {} });
+    expect(warned.ok).toBe(true);
+    expect(warned.warnings).toEqual([
+      expect.stringMatching(
+        /^multienv:pool\.store: holds the store's password in plain text in the stack file; .*`pulumi config set --secret storePassword <password> --stack gh-pool`/,
+      ),
+    ]);
+    const secret = project({
+      "gh-pool":
+        POOL.replace(
+          "    leaseHours: 12\n",
+          "    leaseHours: 12\n    store: postgres://multienv@db.internal/multienv\n    storePassword: pgPassword\n",
+        ) + "  multienv:pgPassword:\n    secure: v1:DDDD\n",
+    });
+    expect(await checkStack("gh-pool", { projectDir: secret, env: {} })).toMatchObject({
+      ok: true,
+      problems: [],
+      warnings: [],
+    });
+    const notSecret = project({
+      "gh-pool":
+        POOL.replace(
+          "    leaseHours: 12\n",
+          "    leaseHours: 12\n    store: postgres://multienv@db.internal/multienv\n    storePassword: pgPassword\n",
+        ) + "  multienv:pgPassword: hunter22\n",
+    });
+    const refused = await checkStack("gh-pool", { projectDir: notSecret, env: {} });
+    expect(refused.problems).toEqual([
+      expect.stringMatching(
+        /^multienv:pool\.storePassword: names config key pgPassword, which holds a plaintext value/,
+      ),
+    ]);
+  });
 });

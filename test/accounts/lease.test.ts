@@ -1,68 +1,17 @@
 // Leases from separate processes at once, on both stores for real (the embedded SQLite file and a PostgreSQL server
 // started here): twenty `up`-equivalent requests against a pool of five never hold one account twice, at most five
 // hold one while the rest wait, and each freed account goes to a waiting request; a process killed while holding a
-// lease loses it once the lease expires.
-import { spawn, type ChildProcess } from "node:child_process";
+// lease loses it once the lease expires. A holder is one stack of one state: the same stack name leasing from two
+// states (two processes, each its own lease resource) gets two accounts or waits, and one's release leaves the
+// other's lease held. The machine's default store is one file whichever checkout or backend leases from it.
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openLeaseStore, type LeaseStore } from "../../src/accounts";
 import { startPostgres } from "../helpers/postgres";
-import { cleanup, onCleanup, ROOT, tempDir } from "../helpers/processes";
+import { cleanup, tempDir } from "../helpers/processes";
 import { until } from "../helpers/until";
+import { event, openStoreFor, startWorker, type Where } from "./helpers";
 
 afterEach(cleanup);
-
-interface Worker {
-  holder: string;
-  child: ChildProcess;
-  lines: Record<string, unknown>[];
-  exited: Promise<number | null>;
-}
-
-interface Where {
-  store?: string;
-  sqliteFile: string;
-}
-
-function startWorker(
-  where: Where,
-  holder: string,
-  options: { accounts: string[]; leaseHours: number; waitMs: number },
-): Worker {
-  const args = { ...where, pool: "gh", holder, ...options };
-  const child = spawn(
-    process.execPath,
-    ["--import=tsx", path.join(__dirname, "lease-worker.ts"), JSON.stringify(args)],
-    {
-      cwd: ROOT,
-      stdio: ["pipe", "pipe", "inherit"],
-    },
-  );
-  const lines: Record<string, unknown>[] = [];
-  let buffered = "";
-  child.stdout!.setEncoding("utf8").on("data", (text: string) => {
-    buffered += text;
-    let newline;
-    while ((newline = buffered.indexOf("\n")) !== -1) {
-      lines.push(JSON.parse(buffered.slice(0, newline)) as Record<string, unknown>);
-      buffered = buffered.slice(newline + 1);
-    }
-  });
-  const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
-  onCleanup(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    return exited;
-  });
-  return { holder, child, lines, exited };
-}
-
-const event = (w: Worker, name: string) => w.lines.find((l) => l.event === name);
-
-async function openStoreFor(where: Where): Promise<LeaseStore> {
-  const store = await openLeaseStore(where);
-  onCleanup(() => store.close());
-  return store;
-}
 
 async function twentyOnFive(where: Where): Promise<void> {
   const accounts = ["acct-1", "acct-2", "acct-3", "acct-4", "acct-5"];
@@ -170,6 +119,55 @@ async function signInsSpaced(where: Where): Promise<void> {
   expect(await two.reserveSignIn("other", minute)).toBe(0);
 }
 
+/**
+ * `task-17` deployed from two states (each its own process and its own AccountLease resource, as two machines or
+ * two checkouts would): two accounts, never one; the first one's `down` frees its own and leaves the other's held;
+ * on a pool of one the second waits, then fails naming the holder.
+ */
+async function oneNameTwoStates(where: Where): Promise<void> {
+  const options = { accounts: ["acct-1", "acct-2"], leaseHours: 1, waitMs: 60_000, resource: true };
+  const [first, second] = [startWorker(where, "task-17", options), startWorker(where, "task-17", options)];
+  const leased = await until(
+    "both leases",
+    () => {
+      const failed = [first, second].find((w) => event(w, "failed"));
+      if (failed) throw new Error(String(event(failed, "failed")!.message));
+      return event(first, "leased") && event(second, "leased")
+        ? [first, second].map((w) => event(w, "leased")!)
+        : undefined;
+    },
+    60_000,
+  );
+  expect(new Set(leased.map((l) => l.account)).size).toBe(2);
+  expect(leased[0].leaseId).not.toBe(leased[1].leaseId);
+  const store = await openStoreFor(where);
+  const held = (await store.accounts("gh")).map((r) => [r.name, r.heldBy, r.holderId]);
+  expect(held.sort()).toEqual(leased.map((l) => [l.account, "task-17", l.leaseId]).sort());
+
+  first.child.stdin!.write("release\n");
+  await until("the first released", () => event(first, "released"), 30_000);
+  const after = await store.accounts("gh");
+  expect(after.find((r) => r.name === leased[0].account)).toMatchObject({ heldBy: null, holderId: null });
+  expect(after.find((r) => r.name === leased[1].account)).toMatchObject({
+    heldBy: "task-17",
+    holderId: leased[1].leaseId,
+  });
+
+  // A pool of one: the same name from another state does not get the account its namesake holds.
+  const single = { pool: "solo", accounts: ["only"], leaseHours: 1, waitMs: 3_000, resource: true };
+  const holder = startWorker(where, "task-18", single);
+  await until("task-18 leased", () => event(holder, "leased"), 60_000);
+  const namesake = startWorker(where, "task-18", single);
+  expect(await namesake.exited).toBe(1);
+  expect(String(event(namesake, "failed")!.message)).toMatch(
+    /^pool solo: every account is leased \(only by task-18 until .*\) and none was freed within 3 s/,
+  );
+  expect((await store.accounts("solo")).find((r) => r.name === "only")).toMatchObject({
+    heldBy: "task-18",
+    holderId: event(holder, "leased")!.leaseId,
+  });
+}
+
 describe("leases on the embedded SQLite store", () => {
   const where = (): Where => ({ sqliteFile: path.join(tempDir(), "state-dir", "..", "accounts.sqlite") });
 
@@ -184,6 +182,39 @@ describe("leases on the embedded SQLite store", () => {
   it("spaces a pool's sign-ins across connections", async () => {
     await signInsSpaced(where());
   });
+
+  it("the same stack name from two states gets two accounts or waits, and one's down leaves the other's lease", async () => {
+    await oneNameTwoStates(where());
+  }, 180_000);
+
+  it("the default store is the machine's: two checkouts with their own state lease from one file, never one account twice", async () => {
+    const machine = tempDir("machine-");
+    const checkouts = [tempDir("checkout-a-"), tempDir("checkout-b-")];
+    const options = (dir: string) => ({
+      accounts: ["acct-1", "acct-2"],
+      leaseHours: 1,
+      waitMs: 60_000,
+      resource: true,
+      cwd: dir,
+      // Each checkout's own state, as the runner's default (.multienv/state) or a `pulumi login` would give it.
+      env: { MULTIENV_CACHE: machine, PULUMI_BACKEND_URL: `file://${path.join(dir, ".multienv", "state")}` },
+    });
+    const workers = checkouts.map((dir) => startWorker({}, "task-17", options(dir)));
+    const leased = await until(
+      "a lease in each checkout",
+      () => {
+        const failed = workers.find((w) => event(w, "failed"));
+        if (failed) throw new Error(String(event(failed, "failed")!.message));
+        return workers.every((w) => event(w, "leased")) ? workers.map((w) => event(w, "leased")!) : undefined;
+      },
+      60_000,
+    );
+    expect(leased.map((l) => l.sqliteFile)).toEqual([
+      path.join(machine, "accounts.sqlite"),
+      path.join(machine, "accounts.sqlite"),
+    ]);
+    expect(new Set(leased.map((l) => l.account)).size).toBe(2);
+  }, 180_000);
 });
 
 describe("leases on PostgreSQL", () => {
@@ -201,4 +232,9 @@ describe("leases on PostgreSQL", () => {
     const server = await startPostgres();
     await signInsSpaced({ store: server.url, sqliteFile: "/nonexistent/unused.sqlite" });
   });
+
+  it("the same stack name from two states gets two accounts or waits, and one's down leaves the other's lease", async () => {
+    const server = await startPostgres();
+    await oneNameTwoStates({ store: server.url, sqliteFile: "/nonexistent/unused.sqlite" });
+  }, 180_000);
 });

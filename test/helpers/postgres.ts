@@ -1,8 +1,9 @@
 // A real PostgreSQL server for a test: Debian's postgresql package (scripts/setup.sh installs it), a cluster made by
 // initdb in a temp directory and started on a loopback port as the `postgres` user (the server refuses to run as
-// root), stopped and removed on cleanup.
+// root), stopped and removed on cleanup. With a password, the server asks every client for it (scram-sha-256), so a
+// test can tell where a client found it.
 import { execFileSync, spawn } from "node:child_process";
-import { chownSync, existsSync, readdirSync } from "node:fs";
+import { chownSync, existsSync, readdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { Client } from "pg";
 import { freePort } from "./ports";
@@ -25,19 +26,29 @@ function postgresUser(): { uid: number; gid: number } {
 }
 
 export interface PostgresServer {
-  /** postgres://postgres@127.0.0.1:<port>/postgres */
+  /** postgres://postgres@127.0.0.1:<port>/postgres: never with the password. */
   url: string;
   port: number;
 }
 
-/** Starts a fresh PostgreSQL server on loopback; stopped and removed on cleanup. */
-export async function startPostgres(): Promise<PostgresServer> {
+/**
+ * Starts a fresh PostgreSQL server on loopback; stopped and removed on cleanup. With `password`, user postgres has it
+ * and the server wants it of every client; else it trusts every client.
+ */
+export async function startPostgres(options: { password?: string } = {}): Promise<PostgresServer> {
   const bin = postgresBin();
   const { uid, gid } = postgresUser();
   const dir = tempDir("multienv-postgres-");
   chownSync(dir, uid, gid);
   const data = path.join(dir, "data");
-  execFileSync(path.join(bin, "initdb"), ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"], {
+  const auth = ["--auth=trust"];
+  if (options.password !== undefined) {
+    const pwfile = path.join(dir, "pwfile");
+    writeFileSync(pwfile, options.password + "\n", { mode: 0o600 });
+    chownSync(pwfile, uid, gid);
+    auth.splice(0, 1, "--auth=scram-sha-256", `--pwfile=${pwfile}`);
+  }
+  execFileSync(path.join(bin, "initdb"), ["-D", data, "-U", "postgres", ...auth, "-E", "UTF8"], {
     uid,
     gid,
     stdio: ["ignore", "ignore", "pipe"],
@@ -63,7 +74,9 @@ export async function startPostgres(): Promise<PostgresServer> {
     `PostgreSQL on port ${port}`,
     async () => {
       if (server.exitCode !== null) throw new Error(`postgres exited: ${stderr}`);
-      const client = new Client({ connectionString: url });
+      const withPassword = new URL(url);
+      if (options.password !== undefined) withPassword.password = encodeURIComponent(options.password);
+      const client = new Client({ connectionString: withPassword.href });
       try {
         await client.connect();
         return true;

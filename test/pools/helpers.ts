@@ -10,7 +10,7 @@ import { onCleanup, ROOT, tempDir } from "../helpers/processes";
 
 export interface Project {
   projectDir: string;
-  /** The embedded store's file, as the pools find it (accountsDbFile of the project's state). */
+  /** The embedded store's file, as the pools find it (warmStoreFile of the project's state). */
   sqliteFile: string;
 }
 

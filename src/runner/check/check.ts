@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ConfigError } from "../../config/errors";
-import { isPoolFile, readPoolFile } from "../../config/pool";
+import { isPoolFile, readPoolFile, type PoolConfig } from "../../config/pool";
 import type { Plan } from "../../plan";
 import { formatProblem } from "../../plan/problems";
 import {
@@ -20,6 +20,8 @@ import type { StackConfig } from "../../plan/types";
 import { runPolicies } from "../../../policies/evaluate";
 import { RESOURCE_TYPES } from "../../protocol/resource-types";
 import { GraphError, renderGraph, type Graph, type GraphResource } from "./graph";
+import { backendUrlFor } from "../stack/backend";
+import { DEFAULT_PROJECT_DIR } from "../stack/project-dir";
 import { checkStackFile } from "./stack-file";
 
 /** One finding of a graph check: which check (policy), on which resource, what is wrong and how to comply. */
@@ -69,7 +71,7 @@ export interface CheckOptions {
   checks?: GraphCheck[];
   /** What the engine has under the project images' tags; default: the local engine's (DOCKER_HOST, else the socket). */
   imagesOn?: (roles: readonly ProjectImageRole[]) => Promise<Partial<Record<ProjectImageRole, FoundImage>>>;
-  /** Where MULTIENV_BASE_IMAGE is read; default process.env. */
+  /** Where MULTIENV_BASE_IMAGE and PULUMI_BACKEND_URL are read; default process.env. */
   env?: Record<string, string | undefined>;
 }
 
@@ -98,11 +100,13 @@ export async function checkStack(stackOrPath: string, options: CheckOptions = {}
   const offline = await checkStackFile(stackOrPath, options.projectDir);
   const { stack, file, stackFile } = offline;
   const empty = { stack, file, resources: [], outputs: {} };
-  // A pool's stack deploys nothing: its config is all there is to check.
+  const backendUrl = backendUrlFor(options.projectDir ?? DEFAULT_PROJECT_DIR, options.env ?? process.env);
+  // A pool's stack deploys nothing: its config, and where its leases are, is all there is to check.
   if (isPoolFile(file)) {
     try {
-      readPoolFile(file, stack);
-      return { ...empty, ok: true, problems: [], warnings: [] };
+      const { pool, warnings } = readPoolFile(file, stack);
+      const problems = poolStoreProblems(pool, backendUrl);
+      return { ...empty, ok: problems.length === 0, problems, warnings: warnings.map(formatProblem) };
     } catch (error) {
       if (error instanceof ConfigError)
         return { ...empty, ok: false, problems: error.problems.map(formatProblem), warnings: [] };
@@ -112,8 +116,9 @@ export async function checkStack(stackOrPath: string, options: CheckOptions = {}
   if (!offline.ok || stackFile === undefined || offline.plan === undefined)
     return { ...empty, ok: false, problems: offline.problems, warnings: offline.warnings };
   const planned = { plan: offline.plan, warnings: offline.warnings };
-  const poolProblems = pooledSiteProblems(stackFile.config, dirname(file));
-  if (poolProblems.length > 0) return { ...empty, ok: false, problems: poolProblems, warnings: planned.warnings };
+  const pools = pooledSiteFindings(stackFile.config, dirname(file), backendUrl);
+  planned.warnings.push(...pools.warnings);
+  if (pools.problems.length > 0) return { ...empty, ok: false, problems: pools.problems, warnings: planned.warnings };
 
   const images = imageFindings(planned.plan, options);
   let graph: Graph;
@@ -268,11 +273,30 @@ function keyInputs(r: GraphResource): string {
 }
 
 /**
- * A live site that leases its account from a pool: the pool's stack file beside the task's, valid, and none of the
- * site's own settings one that an account of the pool sets (the site's account settings are the pool's alone).
+ * Where a pool's leases are, held to where its stacks' state is: with no `store`, each machine leases from its own
+ * file (src/accounts/location.ts), which is safe only while the state is a local file too, so that no other machine
+ * deploys the same stacks. A state elsewhere (a cloud backend, an object store) needs a store every stack shares.
  */
-function pooledSiteProblems(config: StackConfig, stacksDir: string): string[] {
+function poolStoreProblems(pool: PoolConfig, backendUrl: string): string[] {
+  if (pool.store !== undefined || backendUrl.startsWith("file://")) return [];
+  const where = URL.canParse(backendUrl) ? `${new URL(backendUrl).protocol}//${new URL(backendUrl).host}` : "elsewhere";
+  return [
+    `multienv:pool.store: is unset, so each machine leases the pool's accounts from its own store, but the stacks' state is not a local file (it is at ${where}), so another machine may deploy the same stacks and lease an account twice; set store to a PostgreSQL URL every stack of the pool reaches, e.g. postgres://multienv@db.internal/multienv`,
+  ];
+}
+
+/**
+ * A live site that leases its account from a pool: the pool's stack file beside the task's, valid, its leases in a
+ * store its stacks share, and none of the site's own settings one that an account of the pool sets (the site's
+ * account settings are the pool's alone). The pool's warnings too.
+ */
+function pooledSiteFindings(
+  config: StackConfig,
+  stacksDir: string,
+  backendUrl: string,
+): { problems: string[]; warnings: string[] } {
   const problems: string[] = [];
+  const warnings: string[] = [];
   for (const [site, website] of Object.entries(config.websites)) {
     const pool = website.accountPool;
     if (pool === undefined) continue;
@@ -288,7 +312,10 @@ function pooledSiteProblems(config: StackConfig, stacksDir: string): string[] {
     }
     let accounts;
     try {
-      accounts = readPoolFile(poolFile, pool).accounts;
+      const read = readPoolFile(poolFile, pool);
+      accounts = read.pool.accounts;
+      problems.push(...poolStoreProblems(read.pool, backendUrl).map((p) => `pool ${pool}: ${p}`));
+      warnings.push(...read.warnings.map((w) => `pool ${pool}: ${formatProblem(w)}`));
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
       problems.push(...error.problems.map((p) => `pool ${pool}: ${formatProblem(p)}`));
@@ -304,5 +331,5 @@ function pooledSiteProblems(config: StackConfig, stacksDir: string): string[] {
         );
     }
   }
-  return problems;
+  return { problems, warnings };
 }

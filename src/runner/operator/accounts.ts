@@ -1,5 +1,6 @@
 // `multienv accounts <pool>`: each account of a pool, the stack holding it, since and until when, read from the pool's
-// lease store (the one its stack file names, else this project's embedded one); and an account freed by hand.
+// lease store (the one its stack file names, else the machine's own: src/accounts/location.ts); and an account freed
+// by hand.
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import YAML from "yaml";
@@ -7,7 +8,7 @@ import { accountsDbFile, openLeaseStore, type LeaseStore } from "../../accounts"
 import { decodeConfigValue } from "../../config/validate";
 import { CONFIG_NAMESPACE } from "../../plan/problems";
 import { RunnerError } from "../errors";
-import { backendUrlFor, DEFAULT_PROJECT_DIR } from "../stack/workspace";
+import { DEFAULT_PROJECT_DIR } from "../stack/workspace";
 
 export interface PoolAccount {
   name: string;
@@ -53,7 +54,7 @@ async function withPoolStore<T>(
   const file = poolFile(projectDir, pool);
   const store = await openLeaseStore({
     store: file?.store,
-    sqliteFile: accountsDbFile(backendUrlFor(projectDir, options.env ?? process.env), projectDir),
+    sqliteFile: accountsDbFile(options.env ?? process.env),
   }).catch((error: unknown) => {
     throw new RunnerError(`pool ${pool}: cannot open its lease store (${(error as Error).message})`);
   });

@@ -1,7 +1,7 @@
-// Claims of a warm pool's envs: a claim is a lease of a ready member in the lease store, with a time to live its
-// holder renews (`tryLease` extends the lease its holder holds); claims beyond the ready members wait in the store's
-// queue, served in the order they arrived across every process sharing the store. What a claim returns is what the
-// agent needs: each computer's DevTools URL, its agent token and start tabs; never the control token.
+// Claims of a warm pool's envs: a claim is a lease of a ready member in the lease store whose holder id is the claim's
+// id, with a time to live its holder renews (`renew`, as any lease); claims beyond the ready members wait in the
+// store's queue, served in the order they arrived across every process sharing the store. What a claim returns is what
+// the agent needs: each computer's DevTools URL, its agent token and start tabs; never the control token.
 import type { AccountRow, LeaseStore } from "../../accounts";
 import { RunnerError } from "../errors";
 import {
@@ -158,7 +158,7 @@ export async function claimEnv(request: ClaimRequest, options: ClaimOptions = {}
 /** The member a claim holds (in state claimed), or a ClaimGoneError. */
 async function heldMember(store: LeaseStore, id: string): Promise<AccountRow> {
   const task = taskOfClaim(id);
-  const row = (await store.accounts(poolOf(task))).find((r) => r.heldBy === id && r.state === "claimed");
+  const row = (await store.accounts(poolOf(task))).find((r) => r.holderId === id && r.state === "claimed");
   if (row === undefined)
     throw new ClaimGoneError(
       `claim ${id}: not held (released, or taken back when its time to live ran out); claim another env`,
@@ -174,10 +174,11 @@ export async function renewClaim(
 ): Promise<{ id: string; expiresAt: string }> {
   const task = taskOfClaim(id);
   return withStore(options, async (store) => {
-    await heldMember(store, id);
-    // The one lease mechanism: a holder asking again extends its own lease (never takes another: members have a state).
-    const lease = await store.tryLease(poolOf(task), id, ttlSeconds * 1000);
-    if (lease === undefined || !lease.kept) throw new ClaimGoneError(`claim ${id}: not held; claim another env`);
+    const row = await heldMember(store, id);
+    // The one lease mechanism: the claim's lease renewed under its id, only while the claim still holds the member
+    // (between the read above and here a keeper may have taken it back).
+    const lease = await store.renew(poolOf(task), row.name, id, ttlSeconds * 1000);
+    if (lease === undefined) throw new ClaimGoneError(`claim ${id}: not held; claim another env`);
     return { id, expiresAt: lease.until.toISOString() };
   });
 }

@@ -129,7 +129,7 @@ export class PoolKeeper {
     );
     for (const row of taken) {
       const episode =
-        row.state === "claimed" && row.heldBy !== null ? episodeOf(row.heldBy, row.since ?? new Date()) : undefined;
+        row.state === "claimed" && row.holderId !== null ? episodeOf(row.holderId, row.since ?? new Date()) : undefined;
       this.log(`pool ${task}: ${row.name} taken back (${row.state} by a holder that stopped renewing)`);
       const holder = keeperHolder("resetting", row.name, this.id);
       this.start(row.name, async () => {
@@ -145,7 +145,8 @@ export class PoolKeeper {
         settings.stackFileHash !== undefined &&
         (await readHandles(projectDir, task, row.name))?.stackFileHash !== settings.stackFileHash;
       const failedLongEnough = row.state === "failed" && Date.now() - (this.lastFailure.get(row.name) ?? 0) > RETRY_MS;
-      if ((failedLongEnough || stale) && row.heldBy === null && !this.busy(row.name)) this.replace(task, row, settings);
+      if ((failedLongEnough || stale) && row.holderId === null && !this.busy(row.name))
+        this.replace(task, row, settings);
     }
 
     rows = await this.store.accounts(pool);
@@ -183,7 +184,7 @@ export class PoolKeeper {
     // Shrink: free members beyond the size are destroyed (their last episode collected first).
     if (rows.length > settings.size) {
       const extra = rows
-        .filter((r) => (r.state === "ready" || r.state === "failed") && r.heldBy === null && !this.busy(r.name))
+        .filter((r) => (r.state === "ready" || r.state === "failed") && r.holderId === null && !this.busy(r.name))
         .sort((a, b) => b.name.localeCompare(a.name, undefined, { numeric: true }))
         .slice(0, rows.length - settings.size);
       for (const row of extra) {

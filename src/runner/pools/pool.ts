@@ -6,9 +6,10 @@
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { accountsDbFile, openLeaseStore, type LeaseStore } from "../../accounts";
+import { fileURLToPath } from "node:url";
+import { openLeaseStore, type LeaseStore } from "../../accounts";
+import { backendUrlFor } from "../stack/backend";
 import { DEFAULT_PROJECT_DIR } from "../stack/project-dir";
-import { backendUrlFor } from "../stack/workspace";
 import { RunnerError } from "../errors";
 
 /** The store's pool of a task's warm envs. */
@@ -33,13 +34,28 @@ export function projectDirOf(options: PoolOptions): string {
   return resolve(options.projectDir ?? DEFAULT_PROJECT_DIR);
 }
 
-/** The lease store warm pools are kept in: the account pools' own. */
+/**
+ * The embedded store's file of a project's warm pools: with the state of a file backend (`file://<dir>` ->
+ * `<dir>/accounts.sqlite`), else under the project's `.multienv/`. Not the machine's store of account pools: a warm
+ * pool's members are stacks of this state and their handles are kept beside it, so two checkouts (two states) of one
+ * machine warming one task keep two pools, each handing out only members it can reach.
+ */
+export function warmStoreFile(backendUrl: string, projectDir: string): string {
+  const url = backendUrl.trim();
+  if (url.startsWith("file://")) {
+    const stateDir = url.startsWith("file:///") ? fileURLToPath(url) : resolve(projectDir, url.slice("file://".length));
+    return join(stateDir, "accounts.sqlite");
+  }
+  return join(resolve(projectDir), ".multienv", "accounts.sqlite");
+}
+
+/** The lease store warm pools are kept in: the same store and lease mechanism as account pools', in the state's. */
 export function openPoolStore(options: PoolOptions): Promise<LeaseStore> {
   const env = options.env ?? process.env;
   const projectDir = projectDirOf(options);
   return openLeaseStore({
     store: options.store ?? env[POOL_STORE_ENV],
-    sqliteFile: accountsDbFile(backendUrlFor(projectDir, env), projectDir),
+    sqliteFile: warmStoreFile(backendUrlFor(projectDir, env), projectDir),
   });
 }
 

@@ -4,15 +4,10 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { machineCacheDir } from "../../machine-cache";
 
-/**
- * The machine's cache of what the project builds once per machine (the toolchain, the test cluster's binaries):
- * MULTIENV_CACHE, else $XDG_CACHE_HOME/multienv, else ~/.cache/multienv. scripts/lib/machine-cache.sh names the
- * same folder for the scripts.
- */
-export function machineCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  return env.MULTIENV_CACHE || join(env.XDG_CACHE_HOME || join(homedir(), ".cache"), "multienv");
-}
+// The machine's cache (src/machine-cache.ts) holds the toolchain scripts/pulumi-toolchain.sh builds.
+export { machineCacheDir } from "../../machine-cache";
 
 /** The toolchain scripts/pulumi-toolchain.sh built last (`bin/pulumi` and the language host beside it). */
 export function builtToolchainDir(env: NodeJS.ProcessEnv = process.env): string {

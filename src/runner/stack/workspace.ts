@@ -16,10 +16,11 @@ import YAML from "yaml";
 import { CONFIG_NAMESPACE } from "../../plan/problems";
 import { stackNameProblem } from "../../plan/reserved";
 import { explain, RunnerError } from "../errors";
+import { backendUrlFor, STATE_DIR } from "./backend";
 import { DEFAULT_PROJECT_DIR } from "./project-dir";
 import { builtToolchainDir } from "./toolchain";
 
-export { DEFAULT_PROJECT_DIR };
+export { backendUrlFor, DEFAULT_PROJECT_DIR, STATE_DIR };
 
 /**
  * The Pulumi CLI the Automation API runs: a `pulumi` on PATH (installed the usual way, or linked there by
@@ -63,9 +64,6 @@ export const ENGINE_SETTINGS: Readonly<Record<string, string>> = {
 export function engineSettings(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
   return Object.fromEntries(Object.entries(ENGINE_SETTINGS).filter(([name]) => env[name] === undefined));
 }
-
-/** Where the default file backend keeps state, under the project directory. */
-export const STATE_DIR = join(".multienv", "state");
 
 /**
  * Another stack with a stack file's config (a task run beside the one its file describes: a test, a benchmark),
@@ -114,12 +112,6 @@ export interface OpenedStack {
   target?: string;
   /** Serialises operations on this stack in this process (see lock.ts). */
   lockKey: string;
-}
-
-/** The backend URL to use: the user's PULUMI_BACKEND_URL, or the file backend under the project directory. */
-export function backendUrlFor(projectDir: string, env: NodeJS.ProcessEnv = process.env): string {
-  const chosen = env.PULUMI_BACKEND_URL?.trim();
-  return chosen ? chosen : `file://${join(resolve(projectDir), STATE_DIR)}`;
 }
 
 /** The spec's config as the Automation API writes it: namespaced keys, objects as JSON, secrets flagged. */
