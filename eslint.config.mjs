@@ -32,10 +32,11 @@ const LAYERS = [
     { name: "src/plan", members: ["src/plan"], only: ["src/protocol"] },
     { name: "src/machine-cache.ts", members: ["src/machine-cache.ts"], only: [] },
   ],
+  // The lease store, below the config: a pool's config puts the store's password into its URL.
+  [{ name: "src/accounts", members: ["src/accounts"] }],
   [
     { name: "src/config", members: ["src/config"] },
     { name: "src/errors.ts", members: ["src/errors.ts"], only: [] },
-    { name: "src/accounts", members: ["src/accounts"] },
   ],
   [{ name: "src/engines", members: ["src/engines"] }],
   [{ name: "src/providers", members: ["src/providers"] }],
