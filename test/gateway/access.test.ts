@@ -8,6 +8,7 @@ import net, { type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocketServer } from "ws";
 import { bearer, computerAgentToken, computerControlToken } from "../../src/protocol/auth";
 import { echoHandler, startUpstream, type Upstream } from "../helpers/servers";
 import { CONTROL_LINE, startGateway, TOKEN, type GatewayProcess } from "./helpers";
@@ -54,10 +55,13 @@ async function startControl(computer: string): Promise<{ url: string; close(): P
     res.writeHead(200, { "Content-Type": "text/plain" }).end(`${computer} ${req.url}`);
   });
   const upgraded = new Set<Duplex>();
-  server.on("upgrade", (req, socket) => {
+  const sockets = new WebSocketServer({ noServer: true });
+  server.on("upgrade", (req, socket, head) => {
     upgraded.add(socket);
     if (req.headers.authorization !== expected) return void socket.end("HTTP/1.1 401 Unauthorized\r\n\r\n");
-    socket.write("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+    // A real WebSocket handshake: the gateway relays an agent's DevTools messages itself, so it opens its own
+    // WebSocket to the computer's and checks the answer's Sec-WebSocket-Accept, as it would DevTools'.
+    sockets.handleUpgrade(req, socket, head, () => {});
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
