@@ -98,7 +98,8 @@ const RENAMED_KEYS: Readonly<Record<string, string>> = {
 
 /** "did you mean domains?" when a known key is close to the typo. */
 export function suggestion(key: string, known: readonly string[]): string {
-  const renamed = Object.hasOwn(RENAMED_KEYS, key) ? RENAMED_KEYS[key] : undefined;
+  // Not Object.hasOwn: the policy pack compiles these modules under its own, older library settings.
+  const renamed = Object.prototype.hasOwnProperty.call(RENAMED_KEYS, key) ? RENAMED_KEYS[key] : undefined;
   if (renamed !== undefined && known.includes(renamed.split(",")[0])) return `; it is now ${renamed}`;
   const close = known
     .map((k) => ({ k, d: editDistance(key.toLowerCase(), k.toLowerCase()) }))
