@@ -153,10 +153,14 @@ describe("ls, status and outputs", () => {
       episodes: 1,
       // No site of the demo leases an account from a pool.
       accounts: {},
+      // Its one computer reaches synthetic sites alone: nothing of the env is live.
+      live: false,
+      liveReasons: [],
+      reproducible: true,
     });
     expect(Date.now() - Date.parse(mine.lastUpdated)).toBeLessThan(30 * 60_000);
     const text = await cli(["ls"]);
-    expect(text.stdout).toMatch(new RegExp(`^${STACK}\\s+docker\\s+yes\\s+\\S+\\s+5/5\\s+5/5\\s+1\\s+-$`, "m"));
+    expect(text.stdout).toMatch(new RegExp(`^${STACK}\\s+docker\\s+yes\\s+\\S+\\s+5/5\\s+5/5\\s+1\\s+yes\\s+-$`, "m"));
   });
 
   it("status --json: every part healthy, the computer's start tab open, the self-test passed, the proxy log", async () => {
