@@ -17,7 +17,7 @@ import { bearer, computerControlToken } from "../protocol/auth";
 import { takenOverMessage } from "../protocol/takeover";
 import type { AgentConnections } from "./agent-cdp";
 import type { GatewayConfig } from "./config";
-import { getSmall } from "./fetch";
+import { getSmall, requestSmall } from "./fetch";
 import type { Forwarder, Upstream } from "./proxy";
 import { replyJson } from "./reply";
 import type { ComputerOp } from "./routes";
@@ -75,6 +75,21 @@ export class Computers {
   /** What the computer's site-proxy control listener requires. */
   private authorization(name: string): string {
     return bearer(computerControlToken(this.controlToken, name));
+  }
+
+  /**
+   * Tells the computer's site proxy whether a person holds it, so its request log marks the person's exchanges;
+   * rejects when the proxy did not take it. Nothing to tell when the computer keeps no request log.
+   */
+  async tellPersonHolds(name: string, held: boolean): Promise<void> {
+    const url = this.find(name)?.person;
+    if (url === undefined) return;
+    const answer = await requestSmall(held ? "PUT" : "DELETE", new URL(url), {
+      timeoutMs: 10_000,
+      agent: this.agent,
+      headers: { authorization: this.authorization(name) },
+    });
+    if (answer.status !== 204) throw new Error(`the site proxy answered ${answer.status}`);
   }
 
   private cdpUpstream(name: string, computer: Computer): Upstream {

@@ -1,5 +1,5 @@
-// Small upstream GETs the gateway makes on its own behalf (cards, /ready, DevTools JSON):
-// the whole (small) body, bounded in time and size.
+// Small upstream requests the gateway makes on its own behalf (cards, /ready, DevTools JSON, telling a site proxy
+// who holds its computer): the whole (small) body, bounded in time and size.
 import http from "node:http";
 
 export interface Fetched {
@@ -10,12 +10,20 @@ export interface Fetched {
 
 const MAX_BODY = 4 * 1024 * 1024;
 
-export function getSmall(
-  url: URL,
-  options: { timeoutMs: number; headers?: Record<string, string>; agent?: http.Agent },
-): Promise<Fetched> {
+export interface SmallRequestOptions {
+  timeoutMs: number;
+  headers?: Record<string, string>;
+  agent?: http.Agent;
+}
+
+export function getSmall(url: URL, options: SmallRequestOptions): Promise<Fetched> {
+  return requestSmall("GET", url, options);
+}
+
+/** A request with no body, its answer read whole. */
+export function requestSmall(method: string, url: URL, options: SmallRequestOptions): Promise<Fetched> {
   return new Promise((resolve, reject) => {
-    const req = http.get(url, { headers: options.headers, agent: options.agent }, (res) => {
+    const req = http.request(url, { method, headers: options.headers, agent: options.agent }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on("data", (chunk: Buffer) => {
@@ -37,5 +45,6 @@ export function getSmall(
       clearTimeout(timer);
       reject(error);
     });
+    req.end();
   });
 }

@@ -257,7 +257,15 @@ export class Gateway {
         if (!isRead(req)) return notAllowed(refuse);
         return replyJson(res, 200, this.takeovers.listing());
       case "takeover":
-        return serveTakeover(req, res, target.computer, this.takeovers, refuse, this.log);
+        return serveTakeover(
+          req,
+          res,
+          target.computer,
+          this.takeovers,
+          (computer, held) => this.computers.tellPersonHolds(computer, held),
+          refuse,
+          this.log,
+        );
       case "replay": {
         const upstream = this.replays.get(target.site);
         if (upstream === undefined) return refuse(404, { error: "no replayed site of that name", site: target.site });

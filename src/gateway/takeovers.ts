@@ -132,15 +132,21 @@ function operatorOf(body: string): { operator: string } | { problem: string } {
   return { operator: operator.trimEnd() };
 }
 
+/** Tells a computer's site proxy whether a person holds it (its request log marks the person's exchanges). */
+export type TellPersonHolds = (computer: string, held: boolean) => Promise<void>;
+
 /**
  * `/takeovers/v1/computers/<computer>` (control token checked by the caller): GET its state, POST `{operator}` to take
- * it (409 when a person holds it already), DELETE to hand it back (409 when nobody holds it).
+ * it (409 when a person holds it already), DELETE to hand it back (409 when nobody holds it). A take is refused (502)
+ * when the computer's site proxy cannot be told: the person's exchanges would go into its request log unmarked, with
+ * what they typed.
  */
 export async function serveTakeover(
   req: IncomingMessage,
   res: ServerResponse,
   computer: string,
   takeovers: Takeovers,
+  tellProxy: TellPersonHolds,
   refuse: Refuse,
   log: Logger,
 ): Promise<void> {
@@ -154,12 +160,25 @@ export async function serveTakeover(
     if ("problem" in named) return refuse(400, { error: "bad takeover", detail: named.problem });
     if (state.taken !== undefined)
       return refuse(409, { error: "a person holds this computer already", computer, taken: state.taken });
+    try {
+      await tellProxy(computer, true);
+    } catch (error) {
+      return refuse(502, {
+        error: "the computer's site proxy could not be told that a person holds it; nothing was taken",
+        computer,
+        detail: (error as Error).message,
+      });
+    }
+    // Another take may have come in while the proxy was told: the first one holds it.
+    const now = takeovers.state(computer);
+    if (now.taken !== undefined)
+      return refuse(409, { error: "a person holds this computer already", computer, taken: now.taken });
     const taken: TakeoverHold = {
       operator: named.operator,
       since: new Date().toISOString(),
-      ...(state.request !== undefined ? { reason: state.request.reason } : {}),
+      ...(now.request !== undefined ? { reason: now.request.reason } : {}),
     };
-    takeovers.set(computer, { ...state, taken });
+    takeovers.set(computer, { ...now, taken });
     log("taken-over", { computer, operator: taken.operator, reason: taken.reason });
     return replyJson(res, 200, { computer, taken });
   }
@@ -169,6 +188,10 @@ export async function serveTakeover(
     const until = new Date().toISOString();
     takeovers.set(computer, {});
     log("handed-back", { computer, operator: state.taken.operator, since: state.taken.since, until });
+    // Told after: until the proxy hears it, the agent's exchanges are marked the person's, never the reverse.
+    await tellProxy(computer, false).catch((error: Error) =>
+      log("person-mark-stuck", { computer, detail: error.message }),
+    );
     return replyJson(res, 200, { computer, handedBack: { ...state.taken, until } });
   }
   req.resume();

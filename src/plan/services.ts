@@ -36,7 +36,10 @@ export type GatewayServiceConfig = GatewayConfigInput & {
    * Each computer's site-proxy control listener: DevTools, the proxy log and (when the env keeps one) the request
    * log, behind the computer's token.
    */
-  computers: Record<string, { cdp: string; proxyLog: string; endConnections: string; requests?: string }>;
+  computers: Record<
+    string,
+    { cdp: string; proxyLog: string; endConnections: string; requests?: string; person?: string }
+  >;
 };
 
 /**
@@ -87,7 +90,9 @@ export function gatewayServiceConfig(plan: Plan): GatewayServiceConfig {
       cdp: control + SITE_PROXY_CONTROL_PATHS.cdp,
       proxyLog: control + SITE_PROXY_CONTROL_PATHS.log,
       endConnections: control + SITE_PROXY_CONTROL_PATHS.endConnections,
-      ...(plan.requestLog ? { requests: control + SITE_PROXY_CONTROL_PATHS.requests } : {}),
+      ...(plan.requestLog
+        ? { requests: control + SITE_PROXY_CONTROL_PATHS.requests, person: control + SITE_PROXY_CONTROL_PATHS.person }
+        : {}),
     };
   }
   const browseHosts =
@@ -172,6 +177,7 @@ export function gatewayConfigOnHosts(
       proxyLog: rehost(endpoints.proxyLog, address),
       endConnections: rehost(endpoints.endConnections, address),
       ...(endpoints.requests !== undefined ? { requests: rehost(endpoints.requests, address) } : {}),
+      ...(endpoints.person !== undefined ? { person: rehost(endpoints.person, address) } : {}),
     };
   }
   return { ...config, computers };

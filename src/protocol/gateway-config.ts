@@ -35,6 +35,12 @@ const computerSchema = z.strictObject({
   endConnections: httpUrl.optional(),
   /** The site proxy's request log on that listener (GET), e.g. http://shop-agent-proxy:9000/requests. */
   requests: httpUrl.optional(),
+  /**
+   * Where the gateway tells the site proxy that a person holds the computer (PUT) or handed it back (DELETE), e.g.
+   * http://shop-agent-proxy:9000/person: its request log marks the person's exchanges. A takeover is refused when
+   * the proxy cannot be told.
+   */
+  person: httpUrl.optional(),
 });
 
 export const gatewayConfigSchema = z

@@ -61,8 +61,8 @@ export type ExchangeEnd =
 export interface BodyDigest {
   /** Every byte of the body as it crossed the wire. */
   bytes: number;
-  /** The SHA-256 of those bytes. */
-  sha256: string;
+  /** The SHA-256 of those bytes; absent for what a person sent (`human`). */
+  sha256?: string;
   /**
    * True when the entry keeps only part of the body: its first `bodyLimitBytes` (of the decoded body, when it was
    * decoded).
@@ -91,7 +91,16 @@ export interface MultienvEntryFields {
    * SHA-256 of their UTF-8), and the rest as it was. Never a token's `[redacted]`.
    */
   scrub?: "undecided";
+  /**
+   * True when the exchange began while a person held the computer (a takeover): the person's, not the agent's. What
+   * the person sent is withheld (PERSON_WITHHELD in place of the request body and of each query value, no SHA-256 of
+   * the body), since it may be what they typed: a password, a second factor's code.
+   */
+  human?: true;
 }
+
+/** What stands in an entry for what a person sent: the entry keeps its size alone. */
+export const PERSON_WITHHELD = "[withheld: sent while a person held the computer]";
 
 /** A WebSocket message of which the entry keeps no data. */
 export interface WebSocketMessageLeftOut {
@@ -105,6 +114,8 @@ export interface WebSocketMessageLeftOut {
   bytes?: number;
   /** Its payload's size on the wire (compressed, when it was). */
   wireBytes: number;
+  /** True when a person sent it (their computer taken over): what they send is never kept. */
+  human?: true;
 }
 
 /** Chromium's own HAR export of a WebSocket message. */

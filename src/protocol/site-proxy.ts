@@ -12,6 +12,11 @@ export const SITE_PROXY_CONTROL_PATHS = {
   endConnections: "/connections/end",
   /** The request log (GET): its entries, one JSON line each, oldest first. */
   requests: "/requests",
+  /**
+   * Who holds the computer, for the request log: PUT when a person takes it over (every exchange that begins from
+   * then on is the person's), DELETE when the person hands it back. The gateway says so at each takeover.
+   */
+  person: "/person",
 } as const;
 
 /**
@@ -191,8 +196,18 @@ export interface SelfTestMarkRecord extends LogRecordBase {
   ended: number;
 }
 
+/**
+ * A person took the computer over (`person-holds`) or handed it back (`person-handed-back`): the request log's entries
+ * of exchanges begun between the two are the person's (`_multienv.human`). Written on `PUT`/`DELETE` of the control
+ * listener's `person` path.
+ */
+export interface PersonRecord extends LogRecordBase {
+  event: "person-holds" | "person-handed-back";
+}
+
 export type SiteProxyLogRecord =
   | StartupRecord
+  | PersonRecord
   | ConnectionRecord
   | FailedRecord
   | RefusedRecord

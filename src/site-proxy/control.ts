@@ -41,6 +41,7 @@ const {
   cdp: CDP_PREFIX,
   endConnections: CONNECTIONS_END_PATH,
   requests: REQUESTS_PATH,
+  person: PERSON_PATH,
 } = SITE_PROXY_CONTROL_PATHS;
 const UNAUTHORIZED = "this listener needs Authorization: Bearer <the computer's control token>";
 
@@ -188,6 +189,15 @@ export function createControlServer(options: ControlOptions): http.Server {
         res.writeHead(200, { "Content-Type": "application/json" });
         res.end(JSON.stringify({ ended }) + "\n");
       });
+    }
+    if (route === PERSON_PATH && options.requestLog) {
+      if (req.method !== "PUT" && req.method !== "DELETE")
+        return void res.writeHead(405, { Allow: "PUT, DELETE" }).end();
+      req.resume();
+      const held = req.method === "PUT";
+      options.requestLog.recorder.personHolds(held);
+      log.write({ event: held ? "person-holds" : "person-handed-back" });
+      return void res.writeHead(204).end();
     }
     if (route === REQUESTS_PATH && options.requestLog) {
       if (req.method !== "GET" && req.method !== "HEAD") return void res.writeHead(405, { Allow: "GET, HEAD" }).end();

@@ -12,12 +12,13 @@ import type { Readable } from "node:stream";
 import type { Cookie, Entry, Header, QueryString } from "har-format";
 import { splitCookiesString, parse as parseSetCookie } from "set-cookie-parser";
 import type { SecretTokens } from "../protocol/auth";
-import type {
-  BodyDigest,
-  ExchangeEnd,
-  RequestLogEntry,
-  WebSocketMessage,
-  WebSocketMessageLeftOut,
+import {
+  PERSON_WITHHELD,
+  type BodyDigest,
+  type ExchangeEnd,
+  type RequestLogEntry,
+  type WebSocketMessage,
+  type WebSocketMessageLeftOut,
 } from "../protocol/request-log";
 import type { ExchangeTap, TappedAnswer } from "./forward";
 import { openRotatingFile, type RotatingFile } from "./rotating-file";
@@ -59,6 +60,12 @@ export interface ExchangeStart {
 export interface RequestRecorder {
   /** A recording of one exchange; its entry is written when it finishes. */
   begin(start: ExchangeStart): ExchangeRecording;
+  /**
+   * Whether a person holds the computer (a takeover) from now on: an exchange that begins while one does is marked
+   * the person's (`_multienv.human`) and keeps nothing of what it sent; a WebSocket message sent meanwhile keeps its
+   * size alone.
+   */
+  personHolds(held: boolean): void;
   flushed(): Promise<void>;
   close(): Promise<void>;
 }
@@ -283,6 +290,8 @@ export class ExchangeRecording implements ExchangeTap {
   private finished = false;
   /** Messages read after this are not the entry's. */
   private entryMade = false;
+  /** Whether a person held the computer when the exchange began: it is theirs. */
+  private readonly human: boolean;
 
   constructor(
     private readonly start: ExchangeStart,
@@ -291,6 +300,7 @@ export class ExchangeRecording implements ExchangeTap {
     this.requestBody = new BodyTap(recorder.options.bodyLimitBytes);
     this.requestBody.decodeAs(headerOf(start.rawHeaders, "content-encoding"));
     this.responseBody = new BodyTap(recorder.options.bodyLimitBytes);
+    this.human = recorder.personHolding;
   }
 
   // A body may go on passing after its exchange's entry was made (an upload the site answered before reading it
@@ -333,7 +343,10 @@ export class ExchangeRecording implements ExchangeTap {
     if (this.entryMade) return;
     if (messages.length + this.messagesLeftOut.length >= MAX_WEBSOCKET_MESSAGES) return void this.droppedMessages++;
     const { bytes } = message;
+    // What a person sends is never kept: it may be what they typed.
+    const persons = message.type === "send" && (this.human || this.recorder.personHolding);
     if (
+      !persons &&
       bytes !== undefined &&
       bytes === message.data.length &&
       this.messageBytes + bytes <= this.recorder.options.bodyLimitBytes
@@ -349,6 +362,7 @@ export class ExchangeRecording implements ExchangeTap {
       opcode: message.opcode,
       ...(bytes !== undefined ? { bytes } : {}),
       wireBytes: message.wireBytes,
+      ...(persons ? { human: true as const } : {}),
     });
   }
 
@@ -394,18 +408,23 @@ export class ExchangeRecording implements ExchangeTap {
     const responseHeaders = answer ? this.headers(answer.rawHeaders) : [];
     const responseType = (answer && headerOf(answer.rawHeaders, "content-type")) ?? "";
     const requestEnded = this.requestEndedPerf ?? this.answeredPerf ?? endedPerf;
+    const human = this.human;
     const made: RequestLogEntry = {
       startedDateTime: this.startedAt.toISOString(),
       time: span(this.startedPerf, endedPerf),
       request: {
         method: start.method,
-        url: scrub.url(start.url),
+        url: scrub.url(human ? withheldQuery(start.url) : start.url),
         httpVersion: start.httpVersion,
         cookies: this.requestCookies(start.rawHeaders),
         headers: requestHeaders,
-        queryString: this.query(start.url),
+        queryString: human ? withheldPairs(this.query(start.url)) : this.query(start.url),
         ...(request.bytes > 0 || headerOf(start.rawHeaders, "content-length") !== undefined
-          ? { postData: this.postData(request, requestDecoding, requestType) }
+          ? {
+              postData: human
+                ? { mimeType: requestType, text: PERSON_WITHHELD }
+                : this.postData(request, requestDecoding, requestType),
+            }
           : {}),
         headersSize: -1,
         bodySize: request.bytes,
@@ -439,10 +458,14 @@ export class ExchangeRecording implements ExchangeTap {
         end,
         // The bytes as they crossed the wire (encoded, when the body had a Content-Encoding: HAR's content.size
         // and postData are the decoded body's), and whether the entry keeps only part of the body.
-        request: { bytes: request.bytes, sha256: request.sha256, cut: keptPart(request, requestDecoding) },
+        // A person's body keeps no SHA-256: a short secret's is guessed back from a list.
+        request: human
+          ? { bytes: request.bytes, cut: false }
+          : { bytes: request.bytes, sha256: request.sha256, cut: keptPart(request, requestDecoding) },
         response: { bytes: response.bytes, sha256: response.sha256, cut: keptPart(response, responseDecoding) },
         ...(this.messagesLeftOut.length > 0 ? { webSocketMessagesLeftOut: this.messagesLeftOut } : {}),
         ...(this.droppedMessages > 0 ? { webSocketMessagesDropped: this.droppedMessages } : {}),
+        ...(human ? { human: true as const } : {}),
       },
     };
     if (this.messages)
@@ -610,6 +633,24 @@ export class ExchangeRecording implements ExchangeTap {
   }
 }
 
+/** `url` with each query value withheld (names kept): what a person sent. */
+function withheldQuery(url: string): string {
+  const at = url.indexOf("?");
+  if (at === -1) return url;
+  const hash = url.indexOf("#", at);
+  const query = url.slice(at + 1, hash === -1 ? undefined : hash);
+  const mark = encodeURIComponent(PERSON_WITHHELD);
+  const pairs = query.split("&").map((pair) => {
+    const eq = pair.indexOf("=");
+    return eq === -1 ? pair : `${pair.slice(0, eq)}=${mark}`;
+  });
+  return url.slice(0, at + 1) + pairs.join("&") + (hash === -1 ? "" : url.slice(hash));
+}
+
+function withheldPairs(pairs: QueryString[]): QueryString[] {
+  return pairs.map(({ name }) => ({ name, value: PERSON_WITHHELD }));
+}
+
 /** The body an entry keeps: decoded when its coding was undone, else as it arrived (`raw`: still encoded). */
 function keptBody(
   wire: BodyDigest & { body: Buffer },
@@ -652,6 +693,8 @@ class Recorder implements RequestRecorder {
   private readonly file: RotatingFile;
   /** Entries waiting for their bodies' decoding. */
   private readonly pending = new Set<Promise<void>>();
+  /** Whether a person holds the computer now (personHolds). */
+  personHolding = false;
 
   constructor(readonly options: RecorderOptions) {
     this.scrubber = new Scrubber(options.secrets, options.redact);
@@ -660,6 +703,10 @@ class Recorder implements RequestRecorder {
 
   begin(start: ExchangeStart): ExchangeRecording {
     return new ExchangeRecording(start, this);
+  }
+
+  personHolds(held: boolean): void {
+    this.personHolding = held;
   }
 
   /**

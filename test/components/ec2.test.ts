@@ -285,7 +285,7 @@ describe("ec2 target", () => {
 });
 
 describe("ec2 target, gateway config", () => {
-  it("points the gateway at each computer VM's private address for CDP, the proxy log and the request log", async () => {
+  it("points the gateway at each computer VM's private address for CDP, the proxy log, the request log and its takeover mark", async () => {
     const graph = await graphOf("e2", { ...CONFIG, captureTraffic: false }, { githubToken: "x-secret" }, true);
     const gateway = container(graph, "e2-gateway");
     const config = JSON.parse(envOf(gateway).MULTIENV_GATEWAY_CONFIG);
@@ -294,6 +294,7 @@ describe("ec2 target, gateway config", () => {
       proxyLog: "http://<private IP of e2-desktop-vm>:9000/log",
       endConnections: "http://<private IP of e2-desktop-vm>:9000/connections/end",
       requests: "http://<private IP of e2-desktop-vm>:9000/requests",
+      person: "http://<private IP of e2-desktop-vm>:9000/person",
     });
     expect(config.browse).toEqual({ hosts: ["gateway-ingress"], port: 8081 });
     expect(config.capturesDir).toBeUndefined();

@@ -74,7 +74,7 @@ export async function startComputerBehindGateway(options: {
   requestLog?: boolean | { fileBytes?: number; files?: number; dir?: string };
   /** The proxy's log (default: a new file). */
   proxyLog?: string;
-}): Promise<{ proxy: ProxyProcess; gateway: GatewayProcess }> {
+}): Promise<{ proxy: ProxyProcess; gateway: GatewayProcess; requestLogDir: string }> {
   const requestLog = options.requestLog ?? true;
   const { dir = join(tempDir(), "requests"), ...rotation } = typeof requestLog === "object" ? requestLog : {};
   const proxy = await startProxy(
@@ -95,11 +95,11 @@ export async function startComputerBehindGateway(options: {
         cdp: `${control}/cdp`,
         proxyLog: `${control}/log`,
         endConnections: `${control}/connections/end`,
-        ...(requestLog !== false ? { requests: `${control}/requests` } : {}),
+        ...(requestLog !== false ? { requests: `${control}/requests`, person: `${control}/person` } : {}),
       },
     },
   });
-  return { proxy, gateway };
+  return { proxy, gateway, requestLogDir: dir };
 }
 
 /** An OutputMap as the Automation API returns it for a deployed env on `gatewayUrl`. */
