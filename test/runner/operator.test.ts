@@ -407,6 +407,33 @@ describe("terminal forms", () => {
     expect(broken).toMatch(/not healthy:\n {2}container x: exited$/);
   });
 
+  it("status: who holds a computer, and its agent's request for a person, its reason kept on its line", () => {
+    const text = formatStatus({
+      ...HEALTHY,
+      computers: {
+        desktop: {
+          ...HEALTHY.computers.desktop,
+          takeover: {
+            taken: { operator: "olivia", since: "2026-01-02T03:04:05.000Z" },
+            request: {
+              id: "1",
+              reason: "a CAPTCHA\nstack demo: healthy",
+              since: "2026-01-02T03:04:00.000Z",
+              deadline: "2026-01-02T03:09:00.000Z",
+            },
+          },
+        },
+      },
+    });
+    const lines = text.split("\n");
+    expect(lines).toContain("    taken over by olivia since 2026-01-02T03:04:05.000Z");
+    // The agent's reason is its own text: a line break in it cannot forge a line of the report.
+    expect(lines.filter((l) => l.startsWith("stack demo: healthy"))).toHaveLength(1);
+    expect(lines.find((l) => l.includes("asks for a person"))).toMatch(
+      /^ {4}its agent asks for a person until 2026-01-02T03:09:00.000Z: a CAPTCHA.+stack demo: healthy$/,
+    );
+  });
+
   it("screenshot: a line per file", () => {
     expect(
       formatScreenshots([

@@ -11,7 +11,7 @@ export function register(program: Command): void {
     program
       .command("status")
       .description(
-        "show a deployed env's health: each container's state and health, the gateway and its /healthz, each computer's open tabs (over DevTools), the self-test, and the evidence so far (captures, proxy logs); exit 1 when something is not healthy",
+        "show a deployed env's health: each container's state and health, the gateway and its /healthz, each computer's open tabs (over DevTools) and who holds it (a person's takeover, its agent's request for a person), the self-test, and the evidence so far (captures, proxy logs); exit 1 when something is not healthy",
       )
       .argument("<stack>", "the stack (task) name")
       .option(

@@ -78,6 +78,9 @@ export function formatStatus(status: StackStatus): string {
       continue;
     }
     out.push(`  ${name}: ${computer.tabs.length} tab${computer.tabs.length === 1 ? "" : "s"}`);
+    const { taken, request } = computer.takeover ?? {};
+    if (taken !== undefined) out.push(`    taken over by ${taken.operator} since ${taken.since}`);
+    if (request !== undefined) out.push(`    its agent asks for a person until ${request.deadline}: ${request.reason}`);
     for (const tab of computer.tabs) out.push(`    ${tab.url}${tab.title ? `  "${tab.title}"` : ""}`);
   }
   const selfTest = status.selfTest;

@@ -12,6 +12,7 @@ import { join, resolve } from "node:path";
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import { listTrafficCaptures, type TrafficCapture } from "../../protocol/traffic";
 import { parseLiveSiteProxyLog } from "../../protocol/site-proxy";
+import type { TakeoverState } from "../../protocol/takeover";
 import type { SelfTestOutput } from "../../plan/stack-outputs";
 import type { LiveReason } from "../../plan/types";
 import { artifactsDirOf, RUN_RECORD_FILE } from "../evidence/artifacts";
@@ -28,6 +29,7 @@ import { readOutputs, type GatewayAccess, type StackOutputs } from "../stack/out
 import { readRunRecord } from "../evidence/run-record";
 import { runtimeOf } from "../runtimes/runtimes";
 import { computerTabs, screenshotComputer, screenshotFileName, type Screenshot, type Tab } from "./screens";
+import { takeoverGateway } from "./takeover";
 import {
   isDeployed,
   readStateStack,
@@ -143,6 +145,11 @@ export interface ComputerStatus {
   tabs: Tab[];
   /** Why its browser could not be read over DevTools through the gateway. */
   error?: string;
+  /**
+   * Who holds it (`taken`: a person, since when) and whether its agent asked for a person (`request`: the reason and
+   * the deadline), as the gateway says; absent when the agent runs alone or the gateway could not say.
+   */
+  takeover?: TakeoverState;
 }
 
 export type SelfTestSummary = { skipped: true } | { passed: boolean; finishedAt: string; failed: string[] };
@@ -272,7 +279,7 @@ async function statusThrough(
   access: GatewayAccess,
 ): Promise<StackStatus> {
   const computers = Object.keys(outputs.computers);
-  const [healthz, tabs, logs, captures] = await Promise.all([
+  const [healthz, tabs, logs, captures, takeovers] = await Promise.all([
     access.unreachable !== undefined
       ? Promise.resolve({ ok: false, error: access.unreachable })
       : gatewayHealth(access.gatewayUrl),
@@ -300,12 +307,25 @@ async function statusThrough(
           (error: unknown) => ({ error: firstLine(error) }),
         )
       : Promise.resolve(undefined),
+    // A gateway older than takeovers has no such route: its computers are shown without.
+    takeoverGateway(access.gatewayUrl, access.controlToken)
+      .states()
+      .then(
+        (listing) => listing.computers,
+        () => ({}) as Record<string, TakeoverState>,
+      ),
   ]);
   const partial: Omit<StackStatus, "healthy" | "problems"> = {
     stack,
     containers,
     gateway: { url: outputs.gatewayUrl, healthz },
-    computers: Object.fromEntries(tabs),
+    computers: Object.fromEntries(
+      tabs.map(([computer, status]) => {
+        const takeover = takeovers[computer];
+        const busy = takeover !== undefined && (takeover.taken !== undefined || takeover.request !== undefined);
+        return [computer, busy ? { ...status, takeover } : status];
+      }),
+    ),
     selfTest: summarizeSelfTest(outputs.selfTest),
     evidence: {
       captureTraffic: outputs.captureTraffic,
