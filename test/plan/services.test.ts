@@ -47,12 +47,14 @@ describe("gateway service config", () => {
           proxyLog: "http://proxy-desk:9000/log",
           endConnections: "http://proxy-desk:9000/connections/end",
           requests: "http://proxy-desk:9000/requests",
+          person: "http://proxy-desk:9000/person",
         },
         open: {
           cdp: "http://proxy-open:9000/cdp",
           proxyLog: "http://proxy-open:9000/log",
           endConnections: "http://proxy-open:9000/connections/end",
           requests: "http://proxy-open:9000/requests",
+          person: "http://proxy-open:9000/person",
         },
       },
     });
@@ -261,6 +263,7 @@ describe("the configs once the env exists", () => {
       proxyLog: asPlanned.computers.desk.proxyLog.replace("proxy-desk", "10.0.0.6"),
       endConnections: asPlanned.computers.desk.endConnections.replace("proxy-desk", "10.0.0.6"),
       requests: asPlanned.computers.desk.requests!.replace("proxy-desk", "10.0.0.6"),
+      person: asPlanned.computers.desk.person!.replace("proxy-desk", "10.0.0.6"),
     });
     expect(config.computers.open).toEqual(asPlanned.computers.open);
     expect(asPlanned.computers.desk.cdp).toContain("proxy-desk");
