@@ -36,11 +36,12 @@ import {
   startGateway,
   startNginx,
   startNginxTlsH2,
+  siteProxyOnLoopback,
   startSiteProxy,
   testCertificate,
   waitForPort,
 } from "./loopback";
-import { median } from "./kit";
+import { median, stopServices } from "./kit";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -187,14 +188,9 @@ http {
     const handWritten = await started(startGateway(config, TOKEN, [], join(__dirname, "gateway-hand-written.ts")));
     // TLS + HTTP/2 terminated: the site proxy (a synthetic name, its requests on to the gateway's /website/bench/),
     // and nginx terminating TLS with HTTP/2 in front of the same upstream.
-    const siteProxy = await startSiteProxy({
-      listen: { host: "127.0.0.1", port: 0 },
-      gateway: `http://127.0.0.1:${gateway.port}`,
-      sites: { bench: ["bench.test"] },
-      reach: "none",
-      log: join(dir, "site-proxy.log"),
-      dnsServers: ["127.0.0.1:1"],
-    });
+    const siteProxy = await startSiteProxy(
+      siteProxyOnLoopback(`http://127.0.0.1:${gateway.port}`, { bench: ["bench.test"] }, join(dir, "site-proxy.log")),
+    );
     children.push(siteProxy.child);
     const { cert, key } = testCertificate(dir);
     const nginxTlsPort = await freePort();
@@ -516,8 +512,7 @@ http {
       }),
     );
   } finally {
-    for (const child of children) child.kill("SIGTERM");
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await stopServices(children);
     rmSync(dir, { recursive: true, force: true });
   }
 }

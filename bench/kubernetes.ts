@@ -12,25 +12,21 @@
 //   3. destroy, which first collects every capture and proxy log.
 // The last line is one JSON object with every figure. Options (env): BENCH_ROUNDS (2), BENCH_IDLE_SECONDS (20).
 import { execFileSync } from "node:child_process";
-import { builtToolchainDir, machineCacheDir } from "../src/runner/stack/toolchain";
+import { machineCacheDir } from "../src/runner/stack/toolchain";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { deployStack, destroyStack } from "../src/runner";
 import { engineClient } from "../src/engines/docker";
 import { specFromStackFile } from "../src/runner/stack/workspace";
-import { median } from "./kit";
+import { median, useBuiltPulumi } from "./kit";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 20);
 const REPO = path.resolve(__dirname, "..");
 
-const built = path.join(builtToolchainDir(), "bin");
-if (
-  !(process.env.PATH ?? "").split(":").some((d) => existsSync(path.join(d, "pulumi"))) &&
-  existsSync(path.join(built, "pulumi"))
-)
-  process.env.PATH = `${built}:${process.env.PATH}`;
+// The built CLI, and a state backend of the bench's own unless one is given.
+useBuiltPulumi();
 process.env.PULUMI_BACKEND_URL ??= `file://${mkdtempSync(path.join(tmpdir(), "multienv-bench-state-"))}`;
 process.env.PULUMI_CONFIG_PASSPHRASE ??= "bench";
 process.env.PULUMI_SKIP_UPDATE_CHECK = "true";

@@ -122,13 +122,36 @@ export async function startGateway(
   return { child, port: line.port, workers: line.workers };
 }
 
-/** The site proxy from this checkout, with `config` (its listen address and log path included). */
+/**
+ * A site proxy's config on loopback, as a computer's proxy is configured: any free port, `gateway` (a gateway's
+ * browse listener) for the `sites` it routes, no reach beyond them, a resolver that answers nothing (every name it
+ * serves is a site's), its log at `log`; `extra` adds what a bench varies (a request log).
+ */
+export function siteProxyOnLoopback(
+  gateway: string,
+  sites: Record<string, string[]>,
+  log: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    listen: { host: "127.0.0.1", port: 0 },
+    gateway,
+    sites,
+    reach: "none",
+    log,
+    dnsServers: ["127.0.0.1:1"],
+    ...extra,
+  };
+}
+
+/** The site proxy from `checkout` (this one unless given), with `config` (its listen address and log path included). */
 export async function startSiteProxy(
   config: Record<string, unknown>,
   nodeArgs: string[] = [],
+  checkout = REPO,
 ): Promise<{ child: ChildProcess; port: number }> {
   const { child, line } = await startNode<{ proxy: { port: number } }>(
-    [...nodeArgs, join(REPO, "bin", "multienv-site-proxy.js")],
+    [...nodeArgs, join(checkout, "bin", "multienv-site-proxy.js")],
     {
       MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(config),
       MULTIENV_SITE_PROXY_TOKEN: "bench-site-proxy-token-0123456789abcdef",

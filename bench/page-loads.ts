@@ -16,7 +16,7 @@
 // Chromium drops every load under way when an interface comes or goes, which a Docker engine busy with other
 // stacks does all the time. Run as a script, this file does the loads and prints their figures as one JSON line.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
@@ -24,6 +24,7 @@ import {
   cpuSeconds,
   freePort,
   processTree,
+  siteProxyOnLoopback,
   startGateway,
   startNginxTlsH2,
   startNode,
@@ -31,7 +32,7 @@ import {
   testCertificate,
   waitForPort,
 } from "./loopback";
-import { median } from "./kit";
+import { cpuProfileArgs, CPU_PROFILE_DIR, median, stopServices } from "./kit";
 
 const REPO = join(__dirname, "..");
 const CONTROL_TOKEN = "bench-control-token-0123456789abcdef";
@@ -132,9 +133,6 @@ export async function loopbackPageLoads(
 ): Promise<PageLoadFigures> {
   const dir = mkdtempSync(join(tmpdir(), "multienv-bench-pages-"));
   const children: ChildProcess[] = [];
-  const profileDir = process.env.BENCH_CPU_PROF;
-  const profiling = (name: string) => (profileDir ? [`--cpu-prof`, `--cpu-prof-dir=${join(profileDir, name)}`] : []);
-  if (profileDir) for (const name of ["gateway", "site-proxy"]) mkdirSync(join(profileDir, name), { recursive: true });
   let browser: Browser | undefined;
   try {
     chmodSync(dir, 0o755);
@@ -153,36 +151,24 @@ export async function loopbackPageLoads(
         listen: { host: "127.0.0.1", port: 0 },
         browse: { hosts: ["127.0.0.1"], port: browsePort },
         sites: { shop: { server: site, frontend: site } },
-        ...(profileDir ? { workers: 1 } : {}),
+        ...(CPU_PROFILE_DIR ? { workers: 1 } : {}),
       },
       CONTROL_TOKEN,
-      profiling("gateway"),
+      cpuProfileArgs("gateway"),
     );
     children.push(gateway.child);
+    const sites = { shop: ["shop.test"] };
     const proxy = await startSiteProxy(
-      {
-        listen: { host: "127.0.0.1", port: 0 },
-        gateway: `http://127.0.0.1:${browsePort}`,
-        sites: { shop: ["shop.test"] },
-        reach: "none",
-        log: join(dir, "site-proxy.log"),
-        dnsServers: ["127.0.0.1:1"],
-      },
-      profiling("site-proxy"),
+      siteProxyOnLoopback(`http://127.0.0.1:${browsePort}`, sites, join(dir, "site-proxy.log")),
+      cpuProfileArgs("site-proxy"),
     );
     children.push(proxy.child);
     const requestLogDir = join(dir, "requests");
     const loggedProxy = await startSiteProxy(
-      {
-        listen: { host: "127.0.0.1", port: 0 },
-        gateway: `http://127.0.0.1:${browsePort}`,
-        sites: { shop: ["shop.test"] },
-        reach: "none",
-        log: join(dir, "logged-site-proxy.log"),
-        dnsServers: ["127.0.0.1:1"],
+      siteProxyOnLoopback(`http://127.0.0.1:${browsePort}`, sites, join(dir, "logged-site-proxy.log"), {
         requestLog: { dir: requestLogDir, computer: "bench" },
-      },
-      profiling("site-proxy"),
+      }),
+      cpuProfileArgs("site-proxy"),
     );
     children.push(loggedProxy.child);
     const { cert, key } = testCertificate(dir);
@@ -284,9 +270,7 @@ export async function loopbackPageLoads(
     };
   } finally {
     await browser?.close();
-    // SIGINT: node writes its --cpu-prof profile as it exits on a signal it handles (the gateway and proxy stop on it).
-    for (const child of children) child.kill(profileDir ? "SIGINT" : "SIGTERM");
-    await new Promise((resolve) => setTimeout(resolve, profileDir ? 2_000 : 300));
+    await stopServices(children);
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -17,16 +17,16 @@
 // namespace of their own with loopback alone when this process may make one (see page-loads.ts). One JSON line at
 // the end.
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as zlib from "node:zlib";
 import { chromium, type Browser } from "playwright-core";
-import { cpuSeconds, freePort, processTree, startGateway, startNode } from "./loopback";
+import { cpuSeconds, freePort, processTree, siteProxyOnLoopback, startGateway, startSiteProxy } from "./loopback";
 import { load } from "./page-loads";
-import { median } from "./kit";
+import { cpuProfileArgs, median, stopServices } from "./kit";
 
 const REPO = join(__dirname, "..");
 const CONTROL_TOKEN = "bench-control-token-0123456789abcdef";
@@ -111,22 +111,6 @@ function startOrigin(): Promise<http.Server> {
   return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
 }
 
-async function startProxy(
-  checkout: string,
-  config: Record<string, unknown>,
-  nodeArgs: string[],
-): Promise<{ child: ChildProcess; port: number }> {
-  const { child, line } = await startNode<{ proxy: { port: number } }>(
-    [...nodeArgs, join(checkout, "bin", "multienv-site-proxy.js")],
-    {
-      MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(config),
-      MULTIENV_SITE_PROXY_TOKEN: "bench-site-proxy-token-0123456789abcdef",
-    },
-    '"startup"',
-  );
-  return { child, port: line.proxy.port };
-}
-
 function dirBytes(dir: string): number {
   try {
     return readdirSync(dir).reduce((n, f) => n + statSync(join(dir, f)).size, 0);
@@ -141,12 +125,6 @@ async function requestLogCost(): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), "multienv-bench-request-log-"));
   chmodSync(dir, 0o755);
   const children: ChildProcess[] = [];
-  const profileDir = process.env.BENCH_CPU_PROF;
-  const profiling = (name: string) => {
-    if (!profileDir) return [];
-    mkdirSync(join(profileDir, name), { recursive: true });
-    return [`--cpu-prof`, `--cpu-prof-dir=${join(profileDir, name)}`];
-  };
   const origin = await startOrigin();
   let browser: Browser | undefined;
   try {
@@ -161,19 +139,21 @@ async function requestLogCost(): Promise<Record<string, unknown>> {
       CONTROL_TOKEN,
     );
     children.push(gateway.child);
-    const proxyConfig = (name: string, requestLog: boolean) => ({
-      listen: { host: "127.0.0.1", port: 0 },
-      gateway: `http://127.0.0.1:${browsePort}`,
-      sites: { shop: ["shop.test"] },
-      reach: "none",
-      log: join(dir, `${name}.log`),
-      dnsServers: ["127.0.0.1:1"],
-      ...(requestLog ? { requestLog: { dir: join(dir, name), computer: "bench" } } : {}),
-    });
+    const proxyConfig = (name: string, requestLog: boolean) =>
+      siteProxyOnLoopback(
+        `http://127.0.0.1:${browsePort}`,
+        { shop: ["shop.test"] },
+        join(dir, `${name}.log`),
+        requestLog ? { requestLog: { dir: join(dir, name), computer: "bench" } } : {},
+      );
     const contenders = ["off", "on", ...(BASELINE ? ["baseline"] : [])];
     const proxies: Record<string, { child: ChildProcess; port: number }> = {};
     for (const c of contenders) {
-      proxies[c] = await startProxy(c === "baseline" ? BASELINE! : REPO, proxyConfig(c, c !== "off"), profiling(c));
+      proxies[c] = await startSiteProxy(
+        proxyConfig(c, c !== "off"),
+        cpuProfileArgs(c),
+        c === "baseline" ? BASELINE! : REPO,
+      );
       children.push(proxies[c].child);
     }
     const pids = Object.fromEntries(contenders.map((c) => [c, processTree(proxies[c].child.pid!)]));
@@ -231,8 +211,7 @@ async function requestLogCost(): Promise<Record<string, unknown>> {
     return { loads: LOADS, padBytes: PAD, loadAverage: readLoadAverage(), retries, pages: report };
   } finally {
     await browser?.close();
-    for (const child of children) child.kill(profileDir ? "SIGINT" : "SIGTERM");
-    await new Promise((resolve) => setTimeout(resolve, profileDir ? 2_000 : 300));
+    await stopServices(children);
     origin.close();
     rmSync(dir, { recursive: true, force: true });
   }

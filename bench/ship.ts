@@ -12,7 +12,7 @@
 import { execFileSync } from "node:child_process";
 import { shipImagesCommand, shellQuote } from "../src/plan/ec2";
 import { sshRun, sshSetup } from "../src/plan/ssh";
-import { startStandin } from "../test/helpers/standin";
+import { startStandinVm } from "../test/helpers/standin";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const IMAGES = [
@@ -33,7 +33,7 @@ function bytes(command: string): number {
 }
 
 async function round(kind: "before" | "after", n: number): Promise<number> {
-  const host = await startStandin(`ship${n}${kind[0]}`, 220 + n * 2 + (kind === "before" ? 0 : 1));
+  const host = await startStandinVm(`ship${n}${kind[0]}`, 220 + n * 2 + (kind === "before" ? 0 : 1));
   try {
     const started = process.hrtime.bigint();
     if (kind === "before") {

@@ -1,7 +1,6 @@
 // The docker target under Pulumi's mocks: the real program, the graph it would register on the local engine.
 import { beforeAll, describe, expect, it } from "vitest";
 import {
-  plan,
   siteProxyServiceConfig,
   browserServiceConfig,
   gatewayServiceConfig,
@@ -29,6 +28,7 @@ import {
   recordDependencies,
   resource,
 } from "./helpers";
+import { planned } from "../helpers/plans";
 
 const STACK = "t1";
 const CONFIG = {
@@ -69,21 +69,19 @@ function planOf(config: Record<string, unknown>, stack: string): Plan {
   );
   const validated = validateStackConfig(values as never, stack);
   if (!validated.config) throw new Error(JSON.stringify(validated.problems));
-  const result = plan(validated.config, { stack });
-  if (!result.ok) throw new Error(JSON.stringify(result.problems));
-  return result.plan;
+  return planned(validated.config, { stack });
 }
 
 describe("docker target", () => {
   let graph: Graph;
   let revealed: Graph;
-  let planned: Plan;
+  let demoPlan: Plan;
   const recorded = recordDependencies();
   beforeAll(async () => {
     graph = await graphOf(STACK, CONFIG, { githubToken: SECRET_VALUE });
     recorded.stop();
     revealed = await graphOf(STACK, CONFIG, { githubToken: SECRET_VALUE }, true);
-    planned = planOf(CONFIG, STACK);
+    demoPlan = planOf(CONFIG, STACK);
   });
 
   it("puts each container on exactly the networks of the topology", () => {
@@ -221,13 +219,13 @@ describe("docker target", () => {
 
   it("hands each service its config from src/plan, and the site server its settings as one JSON line", () => {
     const gatewayEnv = envOf(container(revealed, "t1-gateway"));
-    expect(JSON.parse(gatewayEnv.MULTIENV_GATEWAY_CONFIG)).toEqual(gatewayServiceConfig(planned));
+    expect(JSON.parse(gatewayEnv.MULTIENV_GATEWAY_CONFIG)).toEqual(gatewayServiceConfig(demoPlan));
     expect(gatewayEnv.MULTIENV_CONTROL_TOKEN).toBe("<random 32 bytes>");
     const networkNames = graph.resources.filter((r) => r.type === NETWORK).map((r) => r.inputs.name);
-    for (const computer of planned.computers) {
+    for (const computer of demoPlan.computers) {
       const proxyEnv = envOf(container(revealed, computer.proxyContainerName));
       const { deny, ...proxyConfig } = JSON.parse(proxyEnv.MULTIENV_SITE_PROXY_CONFIG);
-      expect(proxyConfig).toEqual(siteProxyServiceConfig(planned, computer));
+      expect(proxyConfig).toEqual(siteProxyServiceConfig(demoPlan, computer));
       // Every network of the env is denied to every proxy, its own included: their subnets as the engine gave them,
       // and every subnet Docker may give any network (the graph asks no engine for its own pools).
       expect(deny.sort()).toEqual(
@@ -236,7 +234,7 @@ describe("docker target", () => {
       // The proxy's own token, derived from the control token: it opens this computer's control listener alone.
       expect(proxyEnv.MULTIENV_SITE_PROXY_TOKEN).toBe(computerControlToken("<random 32 bytes>", computer.name));
       expect(JSON.parse(envOf(container(graph, computer.browserContainerName)).MULTIENV_BROWSER_CONFIG)).toEqual(
-        browserServiceConfig(planned, computer),
+        browserServiceConfig(demoPlan, computer),
       );
     }
     const shopEnv = envOf(container(graph, "t1-shop-server"));
@@ -250,7 +248,7 @@ describe("docker target", () => {
     // A revealed graph shows a secret as {"[secret]": value}.
     const tokens = (revealed.outputs.agentTokens as Record<string, Record<string, string>>)["[secret]"];
     expect(tokens).toEqual(
-      Object.fromEntries(planned.computers.map((c) => [c.name, computerAgentToken("<random 32 bytes>", c.name)])),
+      Object.fromEntries(demoPlan.computers.map((c) => [c.name, computerAgentToken("<random 32 bytes>", c.name)])),
     );
     // Only the gateway holds it, derived at start: no computer, proxy or site is given it.
     const inputs = JSON.stringify(revealed.resources.map((r) => r.inputs));
@@ -324,7 +322,7 @@ describe("docker target", () => {
       computers: {
         desktop: {
           network: ["example.org"],
-          reaching: planned.computers.find((c) => c.name === "desktop")!.reaching,
+          reaching: demoPlan.computers.find((c) => c.name === "desktop")!.reaching,
           siteTable: { shop: ["shop.test"] },
           cdpUrl: `${url}/computers/desktop/cdp`,
           startTabs: ["https://shop.test/", "https://github.com/"],
@@ -351,7 +349,7 @@ describe("docker target", () => {
           domains: ["github.com", "*.github.com"],
           why: "live website github (github.com, *.github.com) is served live",
         },
-        ...planned.liveReasons.filter((r) => "computer" in r),
+        ...demoPlan.liveReasons.filter((r) => "computer" in r),
       ],
       liveWebsites: [
         {
@@ -365,7 +363,7 @@ describe("docker target", () => {
       reproducible: false,
       captureTraffic: true,
     });
-    expect(planned.computers.find((c) => c.name === "desktop")!.reaching).toContain("github.com");
+    expect(demoPlan.computers.find((c) => c.name === "desktop")!.reaching).toContain("github.com");
   });
 });
 

@@ -4,9 +4,9 @@
 import * as pulumi from "@pulumi/pulumi";
 import { describe, expect, it } from "vitest";
 import { DockerEngine, MultiEnv } from "../../components";
-import { plan } from "../../src/plan";
 import type { StackConfig } from "../../src/plan/types";
 import { GraphError, renderGraph } from "../../src/runner/check/graph";
+import { planned } from "../helpers/plans";
 import { NETWORK, PROJECT_IMAGE_IDS, VOLUME } from "./helpers";
 
 const CONFIG: StackConfig = {
@@ -29,9 +29,7 @@ const CONFIG: StackConfig = {
 };
 
 function envNamed(name: string): MultiEnv {
-  const result = plan(CONFIG, { stack: name });
-  if (!result.ok) throw new Error(JSON.stringify(result.problems));
-  return new MultiEnv(name, { plan: result.plan, secrets: {}, projectImages: PROJECT_IMAGE_IDS });
+  return new MultiEnv(name, { plan: planned(CONFIG, { stack: name }), secrets: {}, projectImages: PROJECT_IMAGE_IDS });
 }
 
 function engineNamed(name: string): DockerEngine {

@@ -2,8 +2,9 @@
 import * as pulumi from "@pulumi/pulumi";
 import { beforeAll, describe, expect, it } from "vitest";
 import { CaptureSidecar, DockerEngine, Ec2Host, Gateway, MultiEnv, Website } from "../../components";
-import { plan, type Plan } from "../../src/plan";
+import type { Plan } from "../../src/plan";
 import type { StackConfig } from "../../src/plan/types";
+import { planned } from "../helpers/plans";
 import { PROJECT_IMAGE_IDS } from "./helpers";
 
 const EC2 = {
@@ -13,8 +14,9 @@ const EC2 = {
   sshPublicKey: "ssh-ed25519 AAAA x",
 };
 
-function planned(overrides: Partial<StackConfig> = {}): Plan {
-  const config: StackConfig = {
+/** A stack of one live site (gh, with a secret setting) and no computer, with `overrides` over it. */
+function liveSiteStack(overrides: Partial<StackConfig> = {}): StackConfig {
+  return {
     target: "docker",
     websites: {
       gh: {
@@ -32,9 +34,6 @@ function planned(overrides: Partial<StackConfig> = {}): Plan {
     selfTest: true,
     ...overrides,
   };
-  const result = plan(config, { stack: "r" });
-  if (!result.ok) throw new Error(JSON.stringify(result.problems));
-  return result.plan;
 }
 
 let engineCount = 0;
@@ -59,14 +58,14 @@ describe("component refusals", () => {
   });
 
   it("Website: every secret setting needs its value", () => {
-    const p = planned();
+    const p = planned(liveSiteStack(), { stack: "r" });
     expect(() => new Website("gh", { plan: p, site: p.websites[0], engine: engine(p), secrets: {} })).toThrow(
       "Website gh: multienv:websites.gh.secretSettings.token: names config key githubToken, which is not set; set it with `pulumi config set --secret githubToken <value>`",
     );
   });
 
   it("Website: a live site has no frontend", () => {
-    const p = planned();
+    const p = planned(liveSiteStack(), { stack: "r" });
     const site = { ...p.websites[0], frontend: { containerName: "r-gh-frontend", image: "f", port: 80 } };
     expect(
       () => new Website("gh2", { plan: p, site, engine: engine(p), secrets: { githubToken: pulumi.secret("t") } }),
@@ -74,7 +73,7 @@ describe("component refusals", () => {
   });
 
   it("CaptureSidecar: not when capture is off", () => {
-    const p = planned();
+    const p = planned(liveSiteStack(), { stack: "r" });
     const e = engine(p);
     const website = new Website("gh3", {
       plan: p,
@@ -95,7 +94,7 @@ describe("component refusals", () => {
   });
 
   it("Gateway: on ec2 it needs the tunnel's URL the runner reaches it at", () => {
-    const p = planned({ target: "ec2", ec2: EC2 });
+    const p = planned(liveSiteStack({ target: "ec2", ec2: EC2 }), { stack: "r" });
     expect(
       () =>
         new Gateway("g", {
@@ -125,12 +124,12 @@ describe("component refusals", () => {
   });
 
   it("DockerEngine: a network it does not hold is named in the error", () => {
-    const p = planned();
+    const p = planned(liveSiteStack(), { stack: "r" });
     expect(() => engine(p).network("r-elsewhere-net")).toThrow("no network r-elsewhere-net on this engine");
   });
 
   it("MultiEnv: a secret config key without a value names the key and the command that sets it", () => {
-    const p = planned();
+    const p = planned(liveSiteStack(), { stack: "r" });
     expect(() => new MultiEnv("m", { plan: p, secrets: {}, projectImages: PROJECT_IMAGE_IDS })).toThrow(
       "multienv:websites.gh.secretSettings.token: names config key githubToken, which is not set; set it with `pulumi config set --secret githubToken <value>`",
     );

@@ -24,13 +24,13 @@ import { engineClient, projectImagesOn } from "../../src/engines/docker";
 import { LocalCommand } from "../../src/providers/resources";
 import { RESOURCE_TYPES } from "../../src/protocol/resource-types";
 import { hostsToReach, type StateResource } from "../../src/runner/runtimes/docker/hosts-reachable";
-import { startStandin, type Standin } from "../helpers/standin";
+import { startStandinVm, type StandinVm } from "../helpers/standin";
 import { REPO } from "./helpers/env";
 
-let vm: Standin;
+let vm: StandinVm;
 
 beforeAll(async () => {
-  vm = await startStandin("delwith", 13);
+  vm = await startStandinVm("delwith", 13);
 });
 afterAll(async () => {
   await vm?.stop();

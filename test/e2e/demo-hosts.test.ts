@@ -21,7 +21,7 @@ import { sshSetup, tunnelDownLines, type GatewayTunnel } from "../../src/plan/ss
 import { engineClient } from "../../src/engines/docker";
 import { destroyStack, type StackSpec } from "../../src/runner";
 import { openStack } from "../../src/runner/stack/workspace";
-import { startStandin, type Standin } from "../helpers/standin";
+import { startStandinVm, type StandinVm } from "../helpers/standin";
 import { applyContainerHostGuard, applySecurityGroup } from "../helpers/standin-firewall";
 import { demoSuites } from "./demo/suites";
 import {
@@ -40,20 +40,20 @@ const COMPUTERS = ["desktop", "open"] as const;
 /** Stand-in numbers (10.213.<n>.0/24) of this file's hosts; other files use others. */
 const INDEX = { env: 21, desktop: 22, open: 23 };
 
-let hosts: { env: Standin; desktop: Standin; open: Standin };
+let hosts: { env: StandinVm; desktop: StandinVm; open: StandinVm };
 let env: DeployedEnv;
 let spec: StackSpec;
 let stackFile: string;
 let destroyed = false;
 const browsers: Browser[] = [];
 
-const hostOf = (s: Standin) => ({
+const hostOf = (s: StandinVm) => ({
   address: s.address,
   user: s.ssh.user,
   hostKey: s.ssh.hostKey,
   identityFile: s.ssh.identityFile,
 });
-const engineOf = (s: Standin) => `unix://${s.dockerSocket}`;
+const engineOf = (s: StandinVm) => `unix://${s.dockerSocket}`;
 
 /** A computer's containers and networks (`<stack>-<computer>-...`) are on its host, everything else on the env's. */
 function placement(): Placement {
@@ -93,7 +93,7 @@ function applySecurityGroups(): void {
   for (const s of Object.values(hosts)) applyContainerHostGuard(s);
 }
 
-async function stackContainers(s: Standin): Promise<string[]> {
+async function stackContainers(s: StandinVm): Promise<string[]> {
   return (await engineClient({ host: engineOf(s) }).listContainers({ all: true }))
     .map((c) => c.Names[0].slice(1))
     .sort();
@@ -102,9 +102,9 @@ async function stackContainers(s: Standin): Promise<string[]> {
 beforeAll(async () => {
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
   const [envHost, desktop, open] = await Promise.all([
-    startStandin("hdenv", INDEX.env),
-    startStandin("hdpc", INDEX.desktop),
-    startStandin("hdopen", INDEX.open),
+    startStandinVm("hdenv", INDEX.env),
+    startStandinVm("hdpc", INDEX.desktop),
+    startStandinVm("hdopen", INDEX.open),
   ]);
   hosts = { env: envHost, desktop, open };
   spec = specOf(STACK, DEMO_STACK_FILE, {

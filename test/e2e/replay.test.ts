@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { collectCaptures, deployStack, gatewayAccess, resetStack, type StackSpec } from "../../src/runner";
 import { computerControlToken } from "../../src/protocol/auth";
 import { e2eStack, deployEnv, REPO, type DeployedEnv } from "./helpers/env";
-import { makeStandinCerts, startStandin } from "./helpers/web-standin";
+import { makeStandinCerts, startWebStandin } from "./helpers/web-standin";
 
 const STACK = e2eStack("e2e-replay");
 const PAGE = "https://github.com/replay-page";
@@ -276,7 +276,7 @@ describe("record a live site through the env, replay it offline", () => {
     it("reaches nothing outside: no container of the site, nor the computer, connects to the web again", async () => {
       // The web comes back (the stand-in, at the live site's names, on a network of its own that is not the env's):
       // nothing the replay deployed reaches it, by name or by address.
-      const web = await startStandin(env.api, STACK, certs);
+      const web = await startWebStandin(env.api, STACK, certs);
       try {
         const networks = (await env.inspect(web.id)).NetworkSettings.Networks as Record<string, { IPAddress: string }>;
         const address = Object.values(networks)[0].IPAddress;

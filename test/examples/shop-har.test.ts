@@ -4,7 +4,6 @@
 // the two agreeing on a passing and a failing episode; and the recorded pages served by Playwright's routeFromHAR to
 // a fresh browser with no network to the shop at all.
 import { copyFileSync, readFileSync } from "node:fs";
-import net from "node:net";
 import { join } from "node:path";
 import type { Har } from "har-format";
 import type { Browser } from "playwright-core";
@@ -16,6 +15,7 @@ import { collectRun, type CollectOptions } from "../../src/runner/evidence/colle
 import { endProxyConnections } from "../../src/runner/evidence/proxy-logs";
 import { startGateway, TOKEN, type GatewayProcess } from "../gateway/helpers";
 import { chromiumDirect, chromiumTrusting } from "../helpers/chromium";
+import { freePort } from "../helpers/ports";
 import { cleanup, tempDir } from "../helpers/processes";
 import { startProxy } from "../site-proxy/helpers";
 import { harProblems } from "../helpers/har";
@@ -27,15 +27,6 @@ let direct: Browser;
 let artifactsDir: string;
 let collect: CollectOptions;
 const auth = { authorization: `Bearer ${TOKEN}` };
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function shopData(): Promise<unknown> {
   return (await fetch(`${gateway.url}/svc/shop/data`, { headers: auth })).json();

@@ -1,40 +1,18 @@
 // A computer's Chrome DevTools endpoint (and its site proxy's log) through the gateway, against a
 // real headless Chromium behind a stand-in for the computer's site-proxy control listener, which
 // (like the real one) answers only the computer's own control token.
-import { spawn, type ChildProcess } from "node:child_process";
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { CHROMIUM_FLAGS } from "../../src/browser/launcher";
 import { bearer, computerAgentToken, computerControlToken } from "../../src/protocol/auth";
+import { startChromium, type Chromium } from "../helpers/chromium";
+import { cleanup } from "../helpers/processes";
 import { startUpstream, type Upstream } from "../helpers/servers";
 import { request, startGateway, TOKEN, type GatewayProcess } from "./helpers";
 
 const AUTH = { Authorization: `Bearer ${TOKEN}` };
-
-async function startChromium(profile: string): Promise<{ port: number; process: ChildProcess }> {
-  const child = spawn(
-    "/usr/bin/chromium",
-    [
-      ...CHROMIUM_FLAGS,
-      "--remote-debugging-port=0",
-      `--user-data-dir=${profile}`,
-      "--no-default-browser-check",
-      "about:blank",
-    ],
-    // Its own process group, so the browser's helper processes end with it.
-    { stdio: "ignore", detached: true },
-  );
-  const portFile = join(profile, "DevToolsActivePort");
-  for (let i = 0; i < 200 && !existsSync(portFile); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-  const port = Number(readFileSync(portFile, "utf8").split("\n")[0]);
-  return { port, process: child };
-}
 
 /** One CDP command over a WebSocket: resolves with its result. */
 function cdpCommand(
@@ -140,16 +118,14 @@ async function startControlListener(
 }
 
 describe("gateway /computers/<name>", () => {
-  let profile: string;
-  let browser: Awaited<ReturnType<typeof startChromium>>;
+  let browser: Chromium;
   let control: ControlListener;
   let nologControl: ControlListener;
   let page: Upstream;
   let gateway: GatewayProcess;
 
   beforeAll(async () => {
-    profile = mkdtempSync(join(tmpdir(), "multienv-chromium-"));
-    browser = await startChromium(profile);
+    browser = await startChromium();
     control = await startControlListener("agent", browser.port, (req, res) => {
       res.writeHead(200, { "Content-Type": "application/x-ndjson", "X-Path": req.url ?? "" });
       res.write('{"event":"startup"}\n');
@@ -171,13 +147,8 @@ describe("gateway /computers/<name>", () => {
   });
   afterAll(async () => {
     await gateway?.stop();
-    if (browser && browser.process.exitCode === null) {
-      const exited = new Promise((resolve) => browser.process.once("exit", resolve));
-      process.kill(-browser.process.pid!, "SIGKILL");
-      await exited;
-    }
     await Promise.all([control?.close(), nologControl?.close(), page?.close()]);
-    if (profile) rmSync(profile, { recursive: true, force: true, maxRetries: 5 });
+    await cleanup();
   });
 
   it("serves /json/version with the WebSocket URL rewritten to the gateway's", async () => {

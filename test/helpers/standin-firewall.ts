@@ -4,10 +4,10 @@
 // would otherwise let published ports through whatever INPUT says); replies to allowed connections pass.
 import { execFileSync } from "node:child_process";
 import { CONTAINER_HOST_GUARD, type HostSecurity, type SecurityRule } from "../../src/plan/ec2";
-import type { Standin } from "./standin";
+import type { StandinVm } from "./standin";
 
 /** Applies `security` to the stand-in: `peers` maps `env` / `computer:<name>` to the stand-ins' addresses. */
-export function applySecurityGroup(standin: Standin, security: HostSecurity, peers: Record<string, string>): void {
+export function applySecurityGroup(standin: StandinVm, security: HostSecurity, peers: Record<string, string>): void {
   const link = `mevn-${standin.name}`;
   const rules: string[][] = [];
   const sources = (rule: SecurityRule): string[] => [
@@ -44,7 +44,7 @@ export function applySecurityGroup(standin: Standin, security: HostSecurity, pee
 }
 
 /** The guard ec2 user data puts on a VM against its own containers (CONTAINER_HOST_GUARD), in the stand-in. */
-export function applyContainerHostGuard(standin: Standin): void {
+export function applyContainerHostGuard(standin: StandinVm): void {
   for (const rule of CONTAINER_HOST_GUARD)
     execFileSync("ip", ["netns", "exec", standin.namespace, "iptables", ...rule]);
 }

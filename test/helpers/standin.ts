@@ -8,7 +8,7 @@ import path from "node:path";
 import type { SshEndpoint } from "../../src/plan/ssh";
 import { startSshd, type TestSshd } from "./sshd";
 
-export interface Standin {
+export interface StandinVm {
   name: string;
   namespace: string;
   /** The stand-in's address, as the runner and the other stand-ins reach it. */
@@ -26,7 +26,11 @@ export interface Standin {
 
 const run = (cmd: string, args: string[]) => execFileSync(cmd, args, { stdio: ["ignore", "pipe", "pipe"] }).toString();
 
-export async function startStandin(name: string, index: number): Promise<Standin> {
+/**
+ * A stand-in VM `name` (up to 8 lowercase letters and digits) at 10.213.<index>.2, started afresh: whatever an
+ * earlier run left under that name is removed first.
+ */
+export async function startStandinVm(name: string, index: number): Promise<StandinVm> {
   if (!/^[a-z0-9]{1,8}$/.test(name) || index < 1 || index > 250)
     throw new Error(`stand-in ${name}/${index}: a short lowercase name and an index 1-250`);
   const namespace = `mev-${name}`;
@@ -35,7 +39,7 @@ export async function startStandin(name: string, index: number): Promise<Standin
   const root = `/var/lib/multienv-standin/${name}`;
   const runDir = `/run/multienv-standin/${name}`;
   const address = `10.213.${index}.2`;
-  await stopStandin(name);
+  await stopStandinVm(name);
   fs.mkdirSync(root, { recursive: true });
   fs.mkdirSync(runDir, { recursive: true });
   run("ip", ["netns", "add", namespace]);
@@ -107,7 +111,7 @@ export async function startStandin(name: string, index: number): Promise<Standin
     startSshd: () => sshd.restart(),
     async stop() {
       await sshd.stop();
-      await stopStandin(name);
+      await stopStandinVm(name);
     },
   };
 }
@@ -125,7 +129,7 @@ function dockerAnswers(socket: string): boolean {
 }
 
 /** Removes a stand-in and everything it made (its containers with its dockerd, its namespace, its rules). */
-export async function stopStandin(name: string): Promise<void> {
+export async function stopStandinVm(name: string): Promise<void> {
   const runDir = `/run/multienv-standin/${name}`;
   const pidFile = `${runDir}/docker.pid`;
   if (fs.existsSync(pidFile)) {

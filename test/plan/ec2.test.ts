@@ -15,7 +15,7 @@ import {
 } from "../../src/plan/ec2";
 import { formatProblem } from "../../src/plan/problems";
 import type { StackConfig } from "../../src/plan/types";
-import { planned } from "./layout-fixture";
+import { layoutPlan } from "./layout-fixture";
 
 describe("ec2", () => {
   it("never opens SSH or the gateway port beyond the runner, and gives web egress only to computers that reach public hosts", () => {
@@ -25,7 +25,7 @@ describe("ec2", () => {
       runnerCidrs: ["192.0.2.1/32", "2001:db8::/64"],
       sshPublicKey: "ssh-ed25519 AAAA x",
     };
-    const rules = ec2SecurityRules(planned({ target: "ec2", ec2 }));
+    const rules = ec2SecurityRules(layoutPlan({ target: "ec2", ec2 }));
     for (const rule of [...rules.env.ingress, ...rules.computers.closed.ingress].filter((r) => r.peer === undefined)) {
       expect(rule.cidrBlocks, rule.description).toEqual(["192.0.2.1/32"]);
       expect(rule.ipv6CidrBlocks, rule.description).toEqual(["2001:db8::/64"]);

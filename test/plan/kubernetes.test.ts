@@ -6,7 +6,7 @@ import ipaddr from "ipaddr.js";
 import { describe, expect, it } from "vitest";
 import { readStackFile } from "../../src/config";
 import { stackConfigSchema } from "../../src/config/schema";
-import { formatProblem, plan, type Plan } from "../../src/plan";
+import type { Plan } from "../../src/plan";
 import {
   KUBERNETES_NON_PUBLIC_CIDRS,
   kubernetesNetworkPolicies,
@@ -25,26 +25,21 @@ import { parseGatewayConfig } from "../../src/gateway/config";
 import { parseSiteProxyConfig } from "../../src/site-proxy/config";
 import { createAddressCheck } from "../../src/protocol/address-check";
 import { NON_PUBLIC_IPV4, NON_PUBLIC_IPV6 } from "../../src/protocol/address-ranges";
+import { planned } from "../helpers/plans";
 import type { StackConfig } from "../../src/plan/types";
 
 const DEMO_FILE = path.join(__dirname, "../../stacks/Pulumi.demo-kubernetes.yaml");
 const demo = readStackFile(DEMO_FILE);
 const STACK = demo.stack;
 
-function planOf(config: StackConfig, stack = STACK): Plan {
-  const result = plan(config, { stack });
-  if (!result.ok) throw new Error(result.problems.map(formatProblem).join("\n"));
-  return result.plan;
-}
-
 /** The demo's config with changes, through the schema again (its defaults filled as a user's would be). */
 function demoWith(changes: Record<string, unknown>): StackConfig {
   return stackConfigSchema.parse({ ...structuredClone(demo.config), ...changes });
 }
 
-const demoPlan = planOf(demo.config);
+const demoPlan = planned(demo.config, { stack: STACK });
 /** The demo plus a computer that reaches no public host, and a synthetic site on ports of its own. */
-const widerPlan = planOf(
+const widerPlan = planned(
   demoWith({
     websites: {
       ...demo.config.websites,
@@ -56,8 +51,9 @@ const widerPlan = planOf(
     },
     computers: { ...demo.config.computers, offline: { network: "none" } },
   }),
+  { stack: STACK },
 );
-const uncapturedPlan = planOf(demoWith({ captureTraffic: false }));
+const uncapturedPlan = planned(demoWith({ captureTraffic: false }), { stack: STACK });
 
 // --- an evaluator of NetworkPolicies -------------------------------------------------------------------------
 

@@ -1,8 +1,10 @@
 // The stack the layout tests plan: a synthetic and a live site, and one computer of each network kind.
-import { plan, type Plan } from "../../src/plan";
+import type { Plan } from "../../src/plan";
 import type { StackConfig } from "../../src/plan/types";
+import { planned } from "../helpers/plans";
 
-export function planned(overrides: Partial<StackConfig>): Plan {
+/** The plan of the layout stack (stack "s"), with `overrides` over its config. */
+export function layoutPlan(overrides: Partial<StackConfig> = {}): Plan {
   const config: StackConfig = {
     target: "docker",
     websites: {
@@ -34,9 +36,7 @@ export function planned(overrides: Partial<StackConfig>): Plan {
     selfTest: true,
     ...overrides,
   };
-  const result = plan(config, { stack: "s" });
-  if (!result.ok) throw new Error(JSON.stringify(result.problems));
-  return result.plan;
+  return planned(config, { stack: "s" });
 }
 
 export const computer = (p: Plan, name: string) => p.computers.find((c) => c.name === name)!;

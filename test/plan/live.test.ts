@@ -1,23 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { formatProblem, plan } from "../../src/plan";
-import type { Plan } from "../../src/plan";
 import { withReproducibility, emptyRunRecord } from "../../src/runner/evidence/run-record";
+import { planned } from "../helpers/plans";
 import { stackConfig } from "./fixtures";
-
-function planned(input: Record<string, unknown>): Plan {
-  const result = plan(stackConfig(input), { stack: "t" });
-  if (!result.ok) throw new Error(result.problems.map(formatProblem).join("\n"));
-  return result.plan;
-}
 
 const shop = { domains: ["shop.test"] };
 
 describe("an env is live, and not reproducible, when it reaches the public web", () => {
   it("a computer alone with network allow-all and routesSites false, its start tab on the public web", () => {
-    const p = planned({
-      websites: { shop },
-      computers: { open: { network: "allow-all", routesSites: false, startTabs: ["https://example.com/"] } },
-    });
+    const p = planned(
+      stackConfig({
+        websites: { shop },
+        computers: { open: { network: "allow-all", routesSites: false, startTabs: ["https://example.com/"] } },
+      }),
+    );
     expect(p).toMatchObject({ live: true, reproducible: false, liveWebsites: [] });
     expect(p.liveReasons).toEqual([
       {
@@ -29,14 +24,16 @@ describe("an env is live, and not reproducible, when it reaches the public web",
   });
 
   it("an allowlist naming public hosts, but not the synthetic names the computer routes", () => {
-    const p = planned({
-      websites: { shop },
-      computers: {
-        desk: { network: ["example.org", "shop.test"] },
-        walled: { network: ["shop.test"] },
-        none: { network: "none" },
-      },
-    });
+    const p = planned(
+      stackConfig({
+        websites: { shop },
+        computers: {
+          desk: { network: ["example.org", "shop.test"] },
+          walled: { network: ["shop.test"] },
+          none: { network: "none" },
+        },
+      }),
+    );
     expect(p.liveReasons).toEqual([
       {
         computer: "desk",
@@ -48,25 +45,31 @@ describe("an env is live, and not reproducible, when it reaches the public web",
   });
 
   it("a live site served live, and each computer, each named once; a replayed site and walled computers are not live", () => {
-    const p = planned({
-      websites: { shop, gh: { live: true, domains: ["github.com"] } },
-      computers: { desk: { network: [] }, open: { network: "allow-all" } },
-    });
+    const p = planned(
+      stackConfig({
+        websites: { shop, gh: { live: true, domains: ["github.com"] } },
+        computers: { desk: { network: [] }, open: { network: "allow-all" } },
+      }),
+    );
     expect(p.liveReasons.map((r) => r.why)).toEqual([
       "live website gh (github.com) is served live",
       "computer open reaches the public web (network: allow-all)",
     ]);
-    const walled = planned({
-      websites: { shop },
-      computers: { desk: { network: "none" }, lane: { network: ["shop.test"] } },
-    });
+    const walled = planned(
+      stackConfig({
+        websites: { shop },
+        computers: { desk: { network: "none" }, lane: { network: ["shop.test"] } },
+      }),
+    );
     expect(walled).toMatchObject({ live: false, reproducible: true, liveReasons: [] });
   });
 });
 
 describe("run.json", () => {
   it("names every live reason of the deploy as why the run is not reproducible", () => {
-    const p = planned({ websites: { shop }, computers: { open: { network: "allow-all", routesSites: false } } });
+    const p = planned(
+      stackConfig({ websites: { shop }, computers: { open: { network: "allow-all", routesSites: false } } }),
+    );
     const record = withReproducibility({
       ...emptyRunRecord("t"),
       live: p.live,

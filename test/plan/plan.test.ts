@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { formatProblem, plan } from "../../src/plan";
-import type { Plan } from "../../src/plan";
+import { planned } from "../helpers/plans";
 import { stackConfig } from "./fixtures";
 
 const demo = stackConfig({
@@ -27,15 +27,9 @@ const demo = stackConfig({
   },
 });
 
-function planned(config = demo, stack = "demo"): Plan {
-  const result = plan(config, { stack });
-  if (!result.ok) throw new Error(result.problems.map(formatProblem).join("\n"));
-  return result.plan;
-}
-
 describe("plan", () => {
   it("names every container, network and volume after the stack, per docs/contracts.md", () => {
-    const p = planned();
+    const p = planned(demo);
     expect(p.stack).toBe("demo");
     expect(p.target).toBe("docker");
     expect(p.gateway).toEqual({ containerName: "demo-gateway", port: 8080 });
@@ -62,7 +56,7 @@ describe("plan", () => {
   });
 
   it("sorts websites and computers by name", () => {
-    const p = planned();
+    const p = planned(demo);
     expect(p.websites.map((w) => w.name)).toEqual(["gh", "gist", "shop"]);
     expect(p.computers.map((c) => c.name)).toEqual(["desk", "offline", "open"]);
   });
@@ -73,7 +67,7 @@ describe("plan", () => {
       websites: Object.fromEntries(Object.entries(demo.websites).reverse()),
       captureTraffic: true,
     });
-    expect(planned(reordered)).toEqual(planned());
+    expect(planned(reordered)).toEqual(planned(demo));
   });
 
   it("gives a synthetic site a frontend (default port 80) and a live site none; a live server joins egress", () => {
@@ -99,13 +93,13 @@ describe("plan", () => {
   });
 
   it("keeps settings and secret settings (names of config keys, never values)", () => {
-    const p = planned();
+    const p = planned(demo);
     expect(p.websites.find((w) => w.name === "shop")!.settings).toEqual({ greeting: "hi" });
     expect(p.websites.find((w) => w.name === "gh")!.secretSettings).toEqual({ token: "githubToken" });
   });
 
   it("computes live hosts after synthetic wins, with the warning", () => {
-    const p = planned();
+    const p = planned(demo);
     expect(p.liveHosts).toEqual(["*.github.com", "*.githubassets.com", "github.com"]);
     expect(p.warnings).toEqual([
       `multienv:websites.gh.domains[2]: "gist.github.com" is claimed by synthetic site gist; synthetic wins, so computers reach gist at it and it is left out of the live hosts`,
@@ -113,7 +107,7 @@ describe("plan", () => {
   });
 
   it("gives each computer its reaching, site table and whether it reaches public hosts", () => {
-    const p = planned();
+    const p = planned(demo);
     const [desk, offline, open] = p.computers;
     expect(desk.reaching).toEqual(["pypi.org", "*.github.com", "*.githubassets.com", "github.com"]);
     expect(desk.siteTable).toEqual({ gist: ["gist.github.com"], shop: ["shop.test", "*.shop.test"] });
@@ -135,7 +129,7 @@ describe("plan", () => {
   });
 
   it("marks a stack with a live site live and not reproducible, listing its live websites", () => {
-    const p = planned();
+    const p = planned(demo);
     expect(p.live).toBe(true);
     expect(p.reproducible).toBe(false);
     expect(p.liveWebsites).toEqual([
@@ -217,7 +211,7 @@ describe("plan", () => {
   });
 
   it("is plain data: JSON round-trips it", () => {
-    const p = planned();
+    const p = planned(demo);
     expect(JSON.parse(JSON.stringify(p))).toEqual(p);
     expect(structuredClone(p)).toEqual(p);
   });

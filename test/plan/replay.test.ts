@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { formatProblem, gatewayServiceConfig, plan, siteProxyServiceConfig } from "../../src/plan";
-import type { Plan, RecordingFile, StackConfig } from "../../src/plan";
+import type { RecordingFile, StackConfig } from "../../src/plan";
 import { projectImagesNeeded, remoteEngineImages } from "../../src/plan/images";
 import { recordingDockerfile, replayServerServiceConfig } from "../../src/plan/replay";
 import { replayNetworks, serverNetworks } from "../../src/plan/wiring";
 import { gatewayConfigSchema } from "../../src/protocol/gateway-config";
 import { replayServerConfigSchema } from "../../src/protocol/replay-server-config";
+import { planned } from "../helpers/plans";
 import { stackConfig } from "./fixtures";
 
 const SHA = "a".repeat(64);
@@ -31,15 +32,12 @@ function config(overrides: Record<string, unknown> = {}, target = "docker"): Sta
   });
 }
 
-function planned(c = config(), recordings: Record<string, RecordingFile> = { gh: recording }): Plan {
-  const result = plan(c, { stack: "demo", recordings });
-  if (!result.ok) throw new Error(result.problems.map(formatProblem).join("\n"));
-  return result.plan;
-}
+/** The recording the replayed site gh is planned with, as the runner reads it. */
+const RECORDED = { recordings: { gh: recording } };
 
 describe("a replayed live site", () => {
   it("gets a replay server on the env network alone, running its recording's image", () => {
-    const p = planned();
+    const p = planned(config(), RECORDED);
     const gh = p.websites.find((w) => w.name === "gh")!;
     expect(gh.replay).toMatchObject({
       containerName: "demo-gh-replay",
@@ -58,7 +56,7 @@ describe("a replayed live site", () => {
   });
 
   it("keeps its server, without egress; the live site beside it keeps its egress", () => {
-    const p = planned();
+    const p = planned(config(), RECORDED);
     const gh = p.websites.find((w) => w.name === "gh")!;
     const docs = p.websites.find((w) => w.name === "docs")!;
     expect(gh.serverOnEgress).toBe(false);
@@ -68,7 +66,7 @@ describe("a replayed live site", () => {
   });
 
   it("is, for the gateway, a synthetic site whose frontend is the replay server, and its control is forwarded", () => {
-    const gateway = gatewayConfigSchema.parse(gatewayServiceConfig(planned()));
+    const gateway = gatewayConfigSchema.parse(gatewayServiceConfig(planned(config(), RECORDED)));
     expect(gateway.sites.gh).toEqual({
       server: new URL("http://gh-server:9000"),
       frontend: new URL("http://gh-replay:8080"),
@@ -80,7 +78,7 @@ describe("a replayed live site", () => {
   });
 
   it("is routed by every computer's site proxy to the gateway at its domains and allowed hosts, never tunneled", () => {
-    const p = planned();
+    const p = planned(config(), RECORDED);
     const desk = p.computers[0];
     expect(desk.siteTable).toEqual({ gh: ["github.com", "*.github.com", "*.githubassets.com"] });
     expect(siteProxyServiceConfig(p, desk).sites).toEqual(desk.siteTable);
@@ -88,14 +86,14 @@ describe("a replayed live site", () => {
   });
 
   it("is named replayed to each site proxy routing it, whose log then takes its misses (and no other site's)", () => {
-    const p = planned();
+    const p = planned(config(), RECORDED);
     expect(siteProxyServiceConfig(p, "desk").replayed).toEqual(["gh"]);
-    const noReplay = planned(config({ replay: undefined }), {});
+    const noReplay = planned(config({ replay: undefined }));
     expect(siteProxyServiceConfig(noReplay, "desk").replayed).toBeUndefined();
   });
 
   it("is not live: the marks list it as replayed, with its recording and digest", () => {
-    const p = planned();
+    const p = planned(config(), RECORDED);
     expect(p.liveWebsites.map((w) => w.name)).toEqual(["docs"]);
     expect(p.replayedWebsites).toEqual([{ name: "gh", recording: "recordings/gh.har", sha256: SHA }]);
     expect(p.live).toBe(true);
@@ -105,7 +103,7 @@ describe("a replayed live site", () => {
   it("makes the env reproducible when every live site is replayed", () => {
     const c = config();
     delete c.websites.docs;
-    const p = planned(c);
+    const p = planned(c, RECORDED);
     expect(p.live).toBe(false);
     expect(p.reproducible).toBe(true);
     expect(p.liveWebsites).toEqual([]);
@@ -113,7 +111,7 @@ describe("a replayed live site", () => {
   });
 
   it("is captured as the site's frontend when capture is on", () => {
-    const sidecars = planned().capture.sidecars.filter((s) => s.site === "gh");
+    const sidecars = planned(config(), RECORDED).capture.sidecars.filter((s) => s.site === "gh");
     expect(sidecars.map((s) => [s.role, s.target])).toEqual([
       ["frontend", "demo-gh-replay"],
       ["server", "demo-gh-server"],
@@ -121,7 +119,7 @@ describe("a replayed live site", () => {
   });
 
   it("needs the replay server's image where the gateway runs, and ships its recording image to a remote engine", () => {
-    const p = planned();
+    const p = planned(config(), RECORDED);
     expect(projectImagesNeeded(true, p.computers, p.websites)).toContain("replay-server");
     expect(projectImagesNeeded(true, p.computers, [])).not.toContain("replay-server");
     expect(remoteEngineImages(p).recordings).toEqual([SHA]);
@@ -129,7 +127,7 @@ describe("a replayed live site", () => {
   });
 
   it("gives its replay server a config the replay server accepts, with the site's ignore lists", () => {
-    const replay = planned().websites.find((w) => w.name === "gh")!.replay!;
+    const replay = planned(config(), RECORDED).websites.find((w) => w.name === "gh")!.replay!;
     const parsed = replayServerConfigSchema.parse(replayServerServiceConfig(replay));
     expect(parsed).toMatchObject({
       listen: { port: 8080 },

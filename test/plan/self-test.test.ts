@@ -1,14 +1,9 @@
 // Which checks the deploy's self-test runs in each computer: what its reaching says it must load and must be
 // refused, nothing a test of its own could not also show by hand.
 import { describe, expect, it } from "vitest";
-import { formatProblem, plan, type Plan } from "../../src/plan";
+import { plan, type Plan } from "../../src/plan";
+import { planned } from "../helpers/plans";
 import { stackConfig } from "./fixtures";
-
-function planned(input: Record<string, unknown>, options: { selfTest?: boolean } = {}): Plan {
-  const result = plan(stackConfig(input), { stack: "demo", ...options });
-  if (!result.ok) throw new Error(result.problems.map(formatProblem).join("\n"));
-  return result.plan;
-}
 
 const WEBSITES = {
   shop: { domains: ["shop.test", "*.shop.test"] },
@@ -19,14 +14,16 @@ const WEBSITES = {
 const checks = (p: Plan, computer: string) => p.selfTest.checks[computer].map((c) => `${c.expect} ${c.url}`);
 
 describe("the self-test's checks", () => {
-  const p = planned({
-    websites: WEBSITES,
-    computers: {
-      listed: { network: ["pypi.org"], startTabs: ["https://www.shop.test/cart", "https://github.com/"] },
-      open: { network: "allow-all" },
-      offline: { network: "none" },
-    },
-  });
+  const p = planned(
+    stackConfig({
+      websites: WEBSITES,
+      computers: {
+        listed: { network: ["pypi.org"], startTabs: ["https://www.shop.test/cart", "https://github.com/"] },
+        open: { network: "allow-all" },
+        offline: { network: "none" },
+      },
+    }),
+  );
 
   it("loads a synthetic name over HTTPS (the first synthetic start tab), connects to each live site's first exact name, and is refused the rest", () => {
     expect(checks(p, "listed")).toEqual([
@@ -60,41 +57,50 @@ describe("the self-test's checks", () => {
   });
 
   it("holds no start tab of a computer that routes no sites to the sites' cards: its tabs are pages of the web", () => {
-    const q = planned({
-      websites: WEBSITES,
-      computers: {
-        plain: { network: "allow-all", routesSites: false, startTabs: ["https://news.example/"] },
-        routed: { network: "none", startTabs: ["https://shop.test/"] },
-      },
-    });
+    const q = planned(
+      stackConfig({
+        websites: WEBSITES,
+        computers: {
+          plain: { network: "allow-all", routesSites: false, startTabs: ["https://news.example/"] },
+          routed: { network: "none", startTabs: ["https://shop.test/"] },
+        },
+      }),
+    );
     expect(q.selfTest.startTabs).toEqual({ routed: ["https://shop.test/"] });
   });
 
   it("skips the synthetic check for a computer that routes no sites", () => {
-    const q = planned({ websites: WEBSITES, computers: { plain: { network: "allow-all", routesSites: false } } });
+    const q = planned(
+      stackConfig({ websites: WEBSITES, computers: { plain: { network: "allow-all", routesSites: false } } }),
+    );
     expect(checks(q, "plain")[0]).toBe("live-connects https://github.com/");
   });
 
   it("takes the public page from the config, and is off by config, by the deploy's switch, or with no computer", () => {
     expect(
       checks(
-        planned({
-          websites: WEBSITES,
-          computers: { open: { network: "allow-all" } },
-          selfTest: { publicUrl: "https://standin.example/x" },
-        }),
+        planned(
+          stackConfig({
+            websites: WEBSITES,
+            computers: { open: { network: "allow-all" } },
+            selfTest: { publicUrl: "https://standin.example/x" },
+          }),
+        ),
         "open",
       ).at(-1),
     ).toBe("public-reached https://standin.example/x");
-    expect(planned({ websites: WEBSITES, computers: { open: { network: "allow-all" } } }).selfTest.enabled).toBe(true);
     expect(
-      planned({ websites: WEBSITES, computers: { open: { network: "allow-all" } }, selfTest: false }).selfTest.enabled,
+      planned(stackConfig({ websites: WEBSITES, computers: { open: { network: "allow-all" } } })).selfTest.enabled,
+    ).toBe(true);
+    expect(
+      planned(stackConfig({ websites: WEBSITES, computers: { open: { network: "allow-all" } }, selfTest: false }))
+        .selfTest.enabled,
     ).toBe(false);
     expect(
-      planned({ websites: WEBSITES, computers: { open: { network: "allow-all" } } }, { selfTest: false }).selfTest
-        .enabled,
+      planned(stackConfig({ websites: WEBSITES, computers: { open: { network: "allow-all" } } }), { selfTest: false })
+        .selfTest.enabled,
     ).toBe(false);
-    expect(planned({ websites: WEBSITES }).selfTest.enabled).toBe(false);
+    expect(planned(stackConfig({ websites: WEBSITES })).selfTest.enabled).toBe(false);
   });
 
   it("refuses a public page that is not an http(s) URL, naming the field", () => {

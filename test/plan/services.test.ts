@@ -10,29 +10,25 @@ import {
   engineMachines,
   siteProxyServiceConfig,
 } from "../../src/plan";
-import type { Plan } from "../../src/plan";
 import { parseBrowserConfig } from "../../src/browser/config";
 import { parseGatewayConfig } from "../../src/gateway/config";
 import { parseSiteProxyConfig } from "../../src/site-proxy/config";
+import { planned } from "../helpers/plans";
 import { stackConfig } from "./fixtures";
 
-function planned(input: Record<string, unknown>): Plan {
-  const result = plan(stackConfig(input), { stack: "demo" });
-  if (!result.ok) throw new Error(result.problems.map(formatProblem).join("\n"));
-  return result.plan;
-}
-
-const p = planned({
-  captureTraffic: true,
-  websites: {
-    shop: { domains: ["shop.test"], server: { port: 8001 }, frontend: { port: 3000 } },
-    gh: { live: true, domains: ["github.com"] },
-  },
-  computers: {
-    desk: { network: ["pypi.org"], startTabs: ["https://shop.test/"] },
-    open: { network: "allow-all", routesSites: false },
-  },
-});
+const p = planned(
+  stackConfig({
+    captureTraffic: true,
+    websites: {
+      shop: { domains: ["shop.test"], server: { port: 8001 }, frontend: { port: 3000 } },
+      gh: { live: true, domains: ["github.com"] },
+    },
+    computers: {
+      desk: { network: ["pypi.org"], startTabs: ["https://shop.test/"] },
+      open: { network: "allow-all", routesSites: false },
+    },
+  }),
+);
 
 describe("gateway service config", () => {
   it("routes each site to its env-network alias, a frontend for synthetic sites only, and each computer to its proxy's control listener", () => {
@@ -65,7 +61,9 @@ describe("gateway service config", () => {
   });
 
   it("has no capturesDir when capture is off", () => {
-    expect(gatewayServiceConfig(planned({ websites: { shop: { domains: [] } } }))).not.toHaveProperty("capturesDir");
+    expect(gatewayServiceConfig(planned(stackConfig({ websites: { shop: { domains: [] } } })))).not.toHaveProperty(
+      "capturesDir",
+    );
   });
 });
 
@@ -91,11 +89,13 @@ describe("site proxy service config", () => {
   });
 
   it("keeps a request log by default, with the config's body limit and redacted names, and none when it is off", () => {
-    const limited = planned({
-      requestLog: { bodyLimitBytes: 4096, redact: ["X-Api-Key", "sid"] },
-      websites: { shop: { domains: ["shop.test"] } },
-      computers: { desk: { network: "none" } },
-    });
+    const limited = planned(
+      stackConfig({
+        requestLog: { bodyLimitBytes: 4096, redact: ["X-Api-Key", "sid"] },
+        websites: { shop: { domains: ["shop.test"] } },
+        computers: { desk: { network: "none" } },
+      }),
+    );
     expect(siteProxyServiceConfig(limited, "desk").requestLog).toEqual({
       dir: "/var/log/multienv/requests",
       computer: "desk",
@@ -105,11 +105,13 @@ describe("site proxy service config", () => {
     expect(parseSiteProxyConfig(siteProxyServiceConfig(limited, "desk")).requestLog).toMatchObject({
       bodyLimitBytes: 4096,
     });
-    const off = planned({
-      requestLog: false,
-      websites: { shop: { domains: ["shop.test"] } },
-      computers: { desk: { network: "none" } },
-    });
+    const off = planned(
+      stackConfig({
+        requestLog: false,
+        websites: { shop: { domains: ["shop.test"] } },
+        computers: { desk: { network: "none" } },
+      }),
+    );
     expect(siteProxyServiceConfig(off, "desk")).not.toHaveProperty("requestLog");
     expect(gatewayServiceConfig(off).computers.desk).not.toHaveProperty("requests");
   });
@@ -254,17 +256,17 @@ describe("the configs once the env exists", () => {
   });
 
   it("points the gateway at each computer's host for its control endpoints, and leaves the plan's config alone", () => {
-    const planned = gatewayServiceConfig(p);
-    const config = gatewayConfigOnHosts(planned, { desk: "10.0.0.6", open: undefined });
+    const asPlanned = gatewayServiceConfig(p);
+    const config = gatewayConfigOnHosts(asPlanned, { desk: "10.0.0.6", open: undefined });
     expect(config.computers.desk).toEqual({
-      cdp: planned.computers.desk.cdp.replace("proxy-desk", "10.0.0.6"),
-      proxyLog: planned.computers.desk.proxyLog.replace("proxy-desk", "10.0.0.6"),
-      endConnections: planned.computers.desk.endConnections.replace("proxy-desk", "10.0.0.6"),
-      requests: planned.computers.desk.requests!.replace("proxy-desk", "10.0.0.6"),
-      person: planned.computers.desk.person!.replace("proxy-desk", "10.0.0.6"),
+      cdp: asPlanned.computers.desk.cdp.replace("proxy-desk", "10.0.0.6"),
+      proxyLog: asPlanned.computers.desk.proxyLog.replace("proxy-desk", "10.0.0.6"),
+      endConnections: asPlanned.computers.desk.endConnections.replace("proxy-desk", "10.0.0.6"),
+      requests: asPlanned.computers.desk.requests!.replace("proxy-desk", "10.0.0.6"),
+      person: asPlanned.computers.desk.person!.replace("proxy-desk", "10.0.0.6"),
     });
-    expect(config.computers.open).toEqual(planned.computers.open);
-    expect(planned.computers.desk.cdp).toContain("proxy-desk");
+    expect(config.computers.open).toEqual(asPlanned.computers.open);
+    expect(asPlanned.computers.desk.cdp).toContain("proxy-desk");
   });
 });
 

@@ -11,7 +11,7 @@ import {
   serverNetworks,
   websiteSettingsJson,
 } from "../../src/plan/wiring";
-import { planned, computer, site } from "./layout-fixture";
+import { computer, layoutPlan, site } from "./layout-fixture";
 
 describe("wiring", () => {
   it("spells durations as Go prints them, the form the docker provider reads a health check back in", () => {
@@ -31,13 +31,13 @@ describe("wiring", () => {
   });
 
   it("puts a live site's server on egress and a synthetic one's not", () => {
-    const p = planned({});
+    const p = layoutPlan();
     expect(serverNetworks(p, site(p, "gh")).map((n) => n.network)).toEqual(["s-env", "s-egress"]);
     expect(serverNetworks(p, site(p, "shop")).map((n) => n.network)).toEqual(["s-env"]);
   });
 
   it("gives a proxy its computer's network, its link to the gateway, and an egress of its own only when the computer reaches public hosts", () => {
-    const p = planned({});
+    const p = layoutPlan();
     expect(proxyNetworks(p, computer(p, "closed")).map((n) => n.network)).toEqual(["s-closed-net", "s-closed-link"]);
     expect(proxyNetworks(p, computer(p, "listed")).map((n) => n.network)).toEqual([
       "s-listed-net",
@@ -51,7 +51,7 @@ describe("wiring", () => {
   });
 
   it("puts the gateway on the env network, the ingress network and each computer's link, each under a name of that network alone", () => {
-    const p = planned({});
+    const p = layoutPlan();
     expect(gatewayNetworks(p)).toEqual([
       { network: "s-env", aliases: [] },
       { network: "s-ingress", aliases: ["gateway-ingress"] },
@@ -62,7 +62,7 @@ describe("wiring", () => {
   });
 
   it("rotates captures by the configured size and count", () => {
-    const p = planned({ capture: { fileSizeMb: 7, fileCount: 4 } });
+    const p = layoutPlan({ capture: { fileSizeMb: 7, fileCount: 4 } });
     const command = captureCommand(
       p,
       p.capture.sidecars.find((s) => s.target === "s-gh-server")!,
@@ -72,7 +72,7 @@ describe("wiring", () => {
   });
 
   it("publishes the gateway on loopback with an engine-chosen port on docker, on the VM's gateway port on ec2", () => {
-    expect(gatewayPublish(planned({}))).toEqual([{ internal: 8080, ip: "127.0.0.1" }]);
+    expect(gatewayPublish(layoutPlan())).toEqual([{ internal: 8080, ip: "127.0.0.1" }]);
     const ec2 = {
       region: "us-east-1",
       instanceType: "t3.large",
@@ -80,7 +80,7 @@ describe("wiring", () => {
       sshPublicKey: "ssh-ed25519 AAAA x",
     };
     // ec2: the browse listener too, for the computer VMs (their security groups reach it alone).
-    expect(gatewayPublish(planned({ target: "ec2", ec2 }))).toEqual([
+    expect(gatewayPublish(layoutPlan({ target: "ec2", ec2 }))).toEqual([
       { internal: 8080, external: 8080, ip: "127.0.0.1" },
       { internal: 8081, external: 8081, ip: "0.0.0.0" },
     ]);

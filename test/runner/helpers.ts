@@ -9,6 +9,7 @@ import type { OutputMap } from "@pulumi/pulumi/automation";
 import { Command } from "commander";
 import { expect } from "vitest";
 import { computerAgentToken, computerControlToken } from "../../src/protocol/auth";
+import type { CollectOptions } from "../../src/runner/evidence/collect";
 import { startGateway, TOKEN, type GatewayProcess } from "../gateway/helpers";
 import { freePort } from "../helpers/ports";
 import { onCleanup, ROOT, stopOnCleanup, tempDir, waitForLine } from "../helpers/processes";
@@ -100,6 +101,21 @@ export async function startComputerBehindGateway(options: {
     },
   });
   return { proxy, gateway, requestLogDir: dir };
+}
+
+/**
+ * What the runner is told to collect of the env startComputerBehindGateway starts (stack task-1, its one computer
+ * agent, shop.test synthetic, no packet captures), into `artifactsDir`.
+ */
+export function agentCollectOptions(gatewayUrl: string, artifactsDir: string): CollectOptions {
+  return {
+    stack: "task-1",
+    access: { gatewayUrl, controlToken: TOKEN },
+    artifactsDir,
+    captureTraffic: false,
+    computers: ["agent"],
+    syntheticDomains: ["shop.test"],
+  };
 }
 
 /** An OutputMap as the Automation API returns it for a deployed env on `gatewayUrl`. */

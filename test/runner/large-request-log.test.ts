@@ -7,11 +7,10 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { collectRun } from "../../src/runner/evidence/collect";
 import type { RunRecord } from "../../src/runner/evidence/run-record";
-import { TOKEN } from "../gateway/helpers";
 import { cleanup, tempDir } from "../helpers/processes";
 import { writeLargeRequestLog } from "../helpers/request-logs";
 import { startHttpServer } from "../helpers/servers";
-import { sha256OfFile, startComputerBehindGateway } from "./helpers";
+import { agentCollectOptions, sha256OfFile, startComputerBehindGateway } from "./helpers";
 
 afterEach(cleanup);
 
@@ -35,14 +34,7 @@ describe("collecting a large request log", () => {
       proxyLog,
     });
     const artifactsDir = join(dir, "artifacts", "task-1");
-    const result = await collectRun({
-      stack: "task-1",
-      access: { gatewayUrl: gateway.url, controlToken: TOKEN },
-      artifactsDir,
-      captureTraffic: false,
-      computers: ["agent"],
-      syntheticDomains: ["shop.test"],
-    });
+    const result = await collectRun(agentCollectOptions(gateway.url, artifactsDir));
 
     const har = join(artifactsDir, "requests", "agent.har");
     expect(result.record.evidence.agent.requestsError).toBeUndefined();

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import type { Har } from "har-format";
 import { afterEach, describe, expect, it } from "vitest";
-import { collectRun, type CollectOptions } from "../../src/runner/evidence/collect";
+import { collectRun } from "../../src/runner/evidence/collect";
 import { endProxyConnections } from "../../src/runner/evidence/proxy-logs";
 import type { RunRecord } from "../../src/runner/evidence/run-record";
 import { harProblems } from "../helpers/har";
@@ -16,7 +16,7 @@ import { cleanup, onCleanup, tempDir } from "../helpers/processes";
 import { startHttpServer } from "../helpers/servers";
 import { until } from "../helpers/until";
 import { curl } from "../site-proxy/helpers";
-import { sha256OfFile, startComputerBehindGateway } from "./helpers";
+import { agentCollectOptions, sha256OfFile, startComputerBehindGateway } from "./helpers";
 import { startReplayServer } from "../replay-server/helpers";
 import { request } from "undici";
 
@@ -31,14 +31,7 @@ async function env(
   const origin = await startHttpServer(site);
   const { proxy, gateway } = await startComputerBehindGateway({ site: origin.url, requestLog });
   const artifactsDir = join(tempDir("runner-artifacts-"), "artifacts", "task-1");
-  const options: CollectOptions = {
-    stack: "task-1",
-    access: { gatewayUrl: gateway.url, controlToken: TOKEN },
-    artifactsDir,
-    captureTraffic: false,
-    computers: ["agent"],
-    syntheticDomains: ["shop.test"],
-  };
+  const options = agentCollectOptions(gateway.url, artifactsDir);
   return { proxy, gateway, artifactsDir, options };
 }
 

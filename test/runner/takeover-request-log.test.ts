@@ -17,7 +17,7 @@ import { cleanup, tempDir } from "../helpers/processes";
 import { startHttpServer } from "../helpers/servers";
 import { until } from "../helpers/until";
 import { curl } from "../site-proxy/helpers";
-import { startComputerBehindGateway, startTestGateway } from "./helpers";
+import { agentCollectOptions, startComputerBehindGateway, startTestGateway } from "./helpers";
 
 afterEach(cleanup);
 
@@ -56,14 +56,7 @@ describe("a person's exchanges in the request log", () => {
     await until("four request lines", () => proxy.records().filter((r) => r.event === "request").length === 4);
 
     const artifactsDir = join(tempDir("runner-artifacts-"), "artifacts", "task-1");
-    await collectRun({
-      stack: "task-1",
-      access: { gatewayUrl: gateway.url, controlToken: TOKEN },
-      artifactsDir,
-      captureTraffic: false,
-      computers: ["agent"],
-      syntheticDomains: ["shop.test"],
-    });
+    await collectRun(agentCollectOptions(gateway.url, artifactsDir));
     const harText = readFileSync(join(artifactsDir, "requests", "agent.har"), "utf8");
     const har = JSON.parse(harText) as Har;
     expect(await harProblems(har)).toEqual([]);

@@ -9,7 +9,7 @@ import type { ErrorRecord, RestartedRecord, StartupRecord } from "../../src/prot
 import { cleanup } from "../helpers/processes";
 import { closedPort } from "../helpers/ports";
 import { connectThrough, curl, type ProxyProcess, startProxy } from "./helpers";
-import { startEchoServer, startHttpServer } from "../helpers/servers";
+import { rawExchange, startEchoServer, startHttpServer } from "../helpers/servers";
 import { until } from "../helpers/until";
 
 let echoPort: number;
@@ -35,18 +35,6 @@ async function echoes(socket: net.Socket, payload: Buffer): Promise<boolean> {
   });
   socket.removeAllListeners("data");
   return Buffer.concat(received).equals(payload);
-}
-
-/** Sends raw bytes to the proxy and returns its whole answer. */
-function rawExchange(bytes: string | Buffer): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = net.connect(proxy.port, "127.0.0.1");
-    let text = "";
-    socket.on("data", (d: Buffer) => (text += d.toString()));
-    socket.on("error", () => {});
-    socket.on("close", () => resolve(text));
-    socket.write(bytes);
-  });
 }
 
 describe("robustness", () => {
@@ -97,7 +85,7 @@ describe("robustness", () => {
     ];
     for (const [what, bytes, logged] of cases) {
       const before = proxy.records().length;
-      const answer = await rawExchange(bytes);
+      const answer = (await rawExchange(proxy.port, bytes)).toString("latin1");
       expect(answer, what).toMatch(/^HTTP\/1\.1 400 /);
       expect(answer, what).toMatch(/^X-Agentenv-Site-Proxy: bad-request$/im);
       const record = await until(`${what}'s log line`, () =>

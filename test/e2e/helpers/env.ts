@@ -18,7 +18,7 @@ import {
   type StackSpec,
 } from "../../../src/runner";
 import { openStack } from "../../../src/runner/stack/workspace";
-import { connectToInternet, makeStandinCerts, startStandin, trustInBrowser, type StandinCerts } from "./web-standin";
+import { connectToInternet, makeStandinCerts, startWebStandin, trustInBrowser, type StandinCerts } from "./web-standin";
 import { until } from "../../helpers/until";
 
 export const REPO = path.resolve(__dirname, "../../..");
@@ -332,7 +332,12 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
       if (!standins.has(host))
         standins.set(
           host,
-          await startStandin(apiOn(host), stack, certs, host === undefined ? {} : { image: info.Image, remote: true }),
+          await startWebStandin(
+            apiOn(host),
+            stack,
+            certs,
+            host === undefined ? {} : { image: info.Image, remote: true },
+          ),
         );
       await connectToInternet(apiOn(host), standins.get(host)!.network, proxy);
     }

@@ -97,7 +97,7 @@ function internetSubnet(): string {
  * route from the first of its networks by name, and a reply leaving by the stand-in's network would never reach the
  * gateway.
  */
-export async function startStandin(
+export async function startWebStandin(
   api: Docker,
   stack: string,
   certs: StandinCerts,
