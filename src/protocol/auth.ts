@@ -429,7 +429,7 @@ export function provablyCleanText(
   secrets: SecretTokens,
   pieces: readonly (readonly [number, number])[],
 ): boolean {
-  if (text.includes("\\") || text.includes("%")) return false;
+  if (text.includes("\\") || text.includes("%") || !ofTokenCharacters(secrets)) return false;
   for (const tokens of secrets.byLength.values()) for (const token of tokens) if (text.includes(token)) return false;
   const { shortest } = secrets;
   // Counted as decodedFormsVerdict counts: the text passed over three times (looked at for a token, mapped, filtered),
@@ -489,6 +489,20 @@ export function provablyCleanText(
   }
   return true;
 }
+
+/**
+ * Whether every token is of token characters alone, so a decoding that holds one holds a run of them (what
+ * provablyCleanText looks for); told once for each SecretTokens.
+ */
+function ofTokenCharacters(secrets: SecretTokens): boolean {
+  let known = tokenCharactersOnly.get(secrets);
+  if (known === undefined) {
+    known = [...secrets.byLength.values()].every((tokens) => [...tokens].every((token) => TOKEN_CHARS.test(token)));
+    tokenCharactersOnly.set(secrets, known);
+  }
+  return known;
+}
+const tokenCharactersOnly = new WeakMap<SecretTokens, boolean>();
 
 /** The bytes a base64 decoder makes of `chars` characters (a last group of 2 or 3 makes 1 or 2). */
 function base64Bytes(chars: number): number {
