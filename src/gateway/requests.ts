@@ -26,6 +26,21 @@ function scrubbedValue(value: unknown, scrubber: Scrubber): unknown {
   return value;
 }
 
+/**
+ * A line of a request log as the gateway passes it on: its entry with every string scrubbed, as one line (no newline);
+ * undefined for a line that is blank or not JSON (a torn line), which is left out.
+ */
+export function scrubbedLine(line: string, scrubber: Scrubber): string | undefined {
+  if (line.trim() === "") return undefined;
+  let entry: unknown;
+  try {
+    entry = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  return JSON.stringify(scrubbedValue(entry, scrubber));
+}
+
 /** Resolves once `res` takes more, or has closed. */
 function drained(res: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
@@ -99,14 +114,9 @@ export class RequestLogs {
     const lines = createInterface({ input: answer, crlfDelay: Infinity });
     try {
       for await (const line of lines) {
-        if (line.trim() === "") continue;
-        let entry: unknown;
-        try {
-          entry = JSON.parse(line);
-        } catch {
-          continue;
-        }
-        if (!res.write(JSON.stringify(scrubbedValue(entry, this.scrubber)) + "\n")) await drained(res);
+        const scrubbed = scrubbedLine(line, this.scrubber);
+        if (scrubbed === undefined) continue;
+        if (!res.write(scrubbed + "\n")) await drained(res);
         if (res.destroyed) return;
       }
       res.end();

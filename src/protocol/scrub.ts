@@ -7,7 +7,7 @@
 // rest of the text is kept. A binary body's bytes are searched for the tokens' own bytes and common encodings before
 // it is written in base64 (`binary`).
 import { createHash } from "node:crypto";
-import { decodedFormsVerdict, decodingBudget, type FormsVerdict, type SecretTokens } from "./auth";
+import { decodedFormsVerdict, decodingBudget, provablyCleanText, type FormsVerdict, type SecretTokens } from "./auth";
 
 /** A run of the characters of a token's encodings: base64 of either alphabet with its padding, hex, percent-escapes. */
 const ENCODED_PIECE = /[A-Za-z0-9+/=_%.~\\-]+/g;
@@ -31,6 +31,12 @@ export function undecidedMark(text: string): string {
 
 /** An `undecidedMark`. */
 const UNDECIDED_MARK = /\[undecided: \d+ bytes, sha256 [0-9a-f]{64}\]/g;
+
+/**
+ * Texts at least this long are first looked at for whether they provably carry no token (provablyCleanText): the
+ * scrub of most of a log's bytes. Shorter ones are read through (and remembered), which costs them little.
+ */
+const PROVEN_CLEAN_MIN_CHARS = 256;
 
 /** Texts up to this long are remembered with what the log keeps of them, at most CACHED_TEXTS of them at a time. */
 const CACHED_TEXT_CHARS = 1024;
@@ -169,8 +175,23 @@ export class Scrubber {
     return this.verdict(text.includes("[undecided: ") ? text.replace(UNDECIDED_MARK, " ") : text);
   }
 
+  /**
+   * Whether `text` is kept whole without reading it through: a long text that provablyCleanText shows carries no
+   * token in any form, in any of its pieces or as a whole, and (base64 as a whole, as a binary body is written) whose
+   * bytes hold none of the tokens' forms. What most of a log's bytes are (images' bodies, pages' text), read at about
+   * the speed of decoding them once; a text it cannot vouch for is read through as before.
+   */
+  private provablyClean(text: string, bytesScrubbed: boolean): boolean {
+    if (text.length < PROVEN_CLEAN_MIN_CHARS || text.includes("[undecided: ")) return false;
+    if (!provablyCleanText(text, this.secrets!, longPieces(text, this.secrets!.shortest))) return false;
+    if (bytesScrubbed || text.length % 4 !== 0 || !WHOLE_BASE64.test(text)) return true;
+    const bytes = Buffer.from(text, "base64");
+    return this.bytes(bytes) === bytes;
+  }
+
   /** `text` scrubbed (`bytesScrubbed`: a base64 text whose bytes were already cut of the tokens' forms). */
   private scrubbed(text: string, bytesScrubbed: boolean): Scrubbed {
+    if (this.provablyClean(text, bytesScrubbed)) return { text, undecided: false };
     let kept = text;
     // A binary body as the log writes it: the tokens' forms in its bytes, where a token glued to the bytes around it
     // is found, and cut out of them rather than taking the whole body with it.
@@ -284,6 +305,41 @@ export class Scrubber {
     const kept = this.text(rest);
     return this.text(origin) + (kept === rest || /^[/?]/.test(kept) ? kept : `/${kept}`);
   }
+}
+
+/** 1 for the characters of ENCODED_PIECE's class (bit 0) and PATH_PIECE's (bit 1), by code. */
+const PIECE_CLASSES = Uint8Array.from({ length: 128 }, (_, code) => {
+  const char = String.fromCharCode(code);
+  const within = (piece: RegExp) => new RegExp(`^${piece.source}$`).test(char);
+  return (within(ENCODED_PIECE) ? 1 : 0) | (within(PATH_PIECE) ? 2 : 0);
+});
+
+/**
+ * The ranges [start, end) of `text` the scrub reads as pieces (the matches of ENCODED_PIECE and PATH_PIECE at least
+ * `shortest` long), found in one pass over its characters rather than by the expressions (which start again at each
+ * character of a run too short to be one: most of a base64 text's runs between its `/`s).
+ */
+export function longPieces(text: string, shortest: number): [number, number][] {
+  const pieces: [number, number][] = [];
+  let encoded = -1;
+  let path = -1;
+  for (let i = 0; i <= text.length; i++) {
+    const code = i < text.length ? text.charCodeAt(i) : 0x20;
+    const classes = code < 128 ? PIECE_CLASSES[code] : 0;
+    if ((classes & 1) === 1) {
+      if (encoded === -1) encoded = i;
+    } else if (encoded !== -1) {
+      if (i - encoded >= shortest) pieces.push([encoded, i]);
+      encoded = -1;
+    }
+    if ((classes & 2) === 2) {
+      if (path === -1) path = i;
+    } else if (path !== -1) {
+      if (i - path >= shortest) pieces.push([path, i]);
+      path = -1;
+    }
+  }
+  return pieces;
 }
 
 /** Whether the character at `i` is outside every encoded piece (ENCODED_PIECE's class). */
