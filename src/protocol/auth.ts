@@ -77,7 +77,7 @@ export function carriesControlToken(authorization: string | undefined, controlTo
 }
 
 /** The comma-separated parts of a header value, commas inside quoted strings kept. */
-function splitOutsideQuotes(value: string): string[] {
+export function splitOutsideQuotes(value: string): string[] {
   const parts: string[] = [];
   let quoted = false;
   let start = 0;
@@ -120,7 +120,7 @@ export function secretTokens(tokens: readonly string[]): SecretTokens {
  * a client spends the gateway's CPU no faster than its own bytes, however the value nests its encodings
  * (test/gateway/token-cost.test.ts compares a crafted value's CPU with a plain one's).
  */
-const DECODING_BUDGET_PER_CHAR = 40;
+export const DECODING_BUDGET_PER_CHAR = 40;
 const DECODING_BUDGET_FLOOR = 64 * 1024;
 /** Every character a lenient base64 decoder skips (node's and Python's skip whatever is not of either alphabet). */
 const NOT_BASE64 = /[^A-Za-z0-9+/_-]+/g;
@@ -257,7 +257,7 @@ const IS_TOKEN_CHAR = Uint8Array.from({ length: 256 }, (_, code) =>
  * tokens; a lookup compares characters only once a whole 32-bit hash matches, so it tells a guess nothing of a
  * token's characters. (The gateway's own checks, carriesControlToken, compare digests in constant time.)
  */
-function formCarries(form: string, secrets: SecretTokens): boolean {
+export function formCarries(form: string, secrets: SecretTokens): boolean {
   // A loop over the character codes rather than a regular expression's matches: a base64 body is one word of a million
   // characters, which the engine's matchAll went through at about 130 ns a character, this at about 1.
   const { shortest } = secrets;
