@@ -202,6 +202,8 @@ describe("credentials the gateway cannot read through, or that carry a token", (
   /** The agent token of computer `a` hidden in nested encodings, within a large value or a short one. */
   const hiddenAgent = [
     `Basic ${base64(base64(base64(base64(`agent:${AGENT}`))))}`,
+    `Bearer ${letters(7 * 1024)} ${base64(base64(encodeURIComponent(`Bearer ${AGENT}`)))} ${letters(7 * 1024)}`,
+    `Bearer ${letters(100)} ${base64(base64(`Bearer ${AGENT}`))}`,
     `Bearer ${TOKEN}, Basic ${base64(base64(`x:${AGENT}`))}`,
     `Digest realm="a,b", Bearer ${Buffer.from(base64(AGENT)).toString("hex")}`,
   ];
