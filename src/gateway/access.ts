@@ -5,22 +5,22 @@
 // Either is presented as `Authorization: Bearer <token>` or in the gateway's own header (CONTROL_TOKEN_HEADER), which
 // leaves Authorization to a site's own credential. An agent token anywhere but its own DevTools route is refused
 // (401) even beside the control token, in any form a site could decode it back from: a computer cannot spend it on
-// another computer, a site's data plane or a synthetic site's pages.
+// another computer, a site's data plane or a synthetic site's pages. Credentials the gateway cannot read through within
+// their budget (credentials.ts) are refused too (431), on every route they would be read on: they may carry one.
 import type { IncomingMessage } from "node:http";
 import {
   carriesControlToken,
   computerAgentToken,
   CONTROL_TOKEN_HEADER,
-  secretTokens,
+  DECODING_BUDGET_PER_CHAR,
   tokensEqual,
-  withoutTokens,
-  type SecretTokens,
 } from "../protocol/auth";
 import type { Listener } from "./bind";
+import type { CredentialReader } from "./credentials";
 import type { Route } from "./routes";
 
 export interface AccessRefusal {
-  status: 401;
+  status: 401 | 431;
   body: { error: string; detail: string };
 }
 
@@ -39,18 +39,30 @@ const AGENT_TOKEN_ELSEWHERE: AccessRefusal = {
   },
 };
 
+/** The refusal of a request whose `header` could not be read through within the request's budget. */
+function undecidedRefusal(header: string): AccessRefusal {
+  return {
+    status: 431,
+    body: {
+      error: "credential too costly to read",
+      detail:
+        `${header}: its encodings could not be read through for tokens within ${DECODING_BUDGET_PER_CHAR} characters ` +
+        "of work per character of the request's credentials, and the gateway sends on no value it could not read; " +
+        "send the credential with fewer layers of encoding",
+    },
+  };
+}
+
 const OWN_HEADER = CONTROL_TOKEN_HEADER.toLowerCase();
 
 export class Access {
   private readonly agentTokens: ReadonlyMap<string, string>;
-  private readonly agentSecrets: SecretTokens | undefined;
 
   constructor(
     private readonly controlToken: string,
     computers: readonly string[],
   ) {
     this.agentTokens = new Map(computers.map((name) => [name, computerAgentToken(controlToken, name)]));
-    this.agentSecrets = computers.length > 0 ? secretTokens([...this.agentTokens.values()]) : undefined;
   }
 
   /** Every computer's agent token: no site may see one (the forwarder strips them). */
@@ -58,14 +70,24 @@ export class Access {
     return [...this.agentTokens.values()];
   }
 
-  /** Why `req` may not use `target` on `listener`, or undefined when it may. */
-  refusal(listener: Listener, req: IncomingMessage, target: Route): AccessRefusal | undefined {
+  /**
+   * Why `req` may not use `target` on `listener`, or undefined when it may. Its credentials are read (`credentials`,
+   * once per request) unless it presents an agent token on that computer's own DevTools route.
+   */
+  refusal(
+    listener: Listener,
+    req: IncomingMessage,
+    target: Route,
+    credentials: CredentialReader,
+  ): AccessRefusal | undefined {
     const own = ownHeader(req);
     if (target.kind === "computer" && target.op === "cdp" && listener === "published") {
       const expected = this.agentTokens.get(target.computer);
       if (expected !== undefined && this.presents(req, own, expected)) return undefined;
     }
-    if (this.carriesAgentToken(req)) return AGENT_TOKEN_ELSEWHERE;
+    const read = credentials.read(req);
+    if (read.agentToken) return AGENT_TOKEN_ELSEWHERE;
+    if (read.undecided !== undefined) return undecidedRefusal(read.undecided);
     if (listener === "browse" || target.kind === "healthz") return undefined;
     return this.presents(req, own, this.controlToken) ? undefined : CONTROL_TOKEN_REQUIRED;
   }
@@ -80,19 +102,6 @@ export class Access {
   private presents(req: IncomingMessage, own: string | undefined, token: string): boolean {
     const inOwnHeader = tokensEqual(own ?? "", token) && own !== undefined;
     return carriesControlToken(req.headers.authorization, token) || inOwnHeader;
-  }
-
-  /** True when any Authorization or own header of `req`, in any form a site could decode, carries an agent token. */
-  private carriesAgentToken(req: IncomingMessage): boolean {
-    const secrets = this.agentSecrets;
-    if (secrets === undefined) return false;
-    const raw = req.rawHeaders;
-    for (let i = 0; i < raw.length; i += 2) {
-      const name = raw[i].toLowerCase();
-      if (name !== "authorization" && name !== OWN_HEADER) continue;
-      if (withoutTokens(raw[i + 1], secrets) !== raw[i + 1]) return true;
-    }
-    return false;
   }
 }
 

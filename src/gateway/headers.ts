@@ -8,9 +8,10 @@
 // caller frames each message again from what the parser read (framing.ts). So a Connection
 // header nominating one of them changes nothing, and it cannot nominate Host away either.
 import type { IncomingMessage } from "node:http";
-import { CONTROL_TOKEN_HEADER, type SecretTokens, withoutTokens } from "../protocol/auth";
+import { CONTROL_TOKEN_HEADER } from "../protocol/auth";
 import { CONNECTION_SPECIFIC_HEADERS } from "../protocol/hop-by-hop";
 import { REPLAY_NEAREST_HEADER } from "../protocol/replay-server-config";
+import type { CredentialReader } from "./credentials";
 
 /** Evidence only a replay server may give (see `Upstream.replayEvidence`). */
 const REPLAY_EVIDENCE = REPLAY_NEAREST_HEADER.toLowerCase();
@@ -54,10 +55,10 @@ export interface ForwardOptions {
   /** An upgrade (WebSocket) keeps `Connection: Upgrade` and its `Upgrade` header. */
   upgrade: boolean;
   /**
-   * The control token and every computer's token: removed from every Authorization header that carries one, in any
-   * form; any other credential is kept.
+   * The request's credentials as read once (credentials.ts): every credential of an Authorization header that carries
+   * the control token or a computer's token, in any form, is removed; any other is kept.
    */
-  secrets: SecretTokens;
+  credentials: CredentialReader;
   /** Sent as Host instead of the client's (Chrome's DevTools endpoint answers only `localhost`). */
   host?: string;
   /** The gateway's own credential for this upstream: sent instead of any Authorization the client sent. */
@@ -86,7 +87,7 @@ export function upstreamRequestHeaders(req: IncomingMessage, options: ForwardOpt
         continue;
       case "authorization": {
         if (options.authorization !== undefined) continue;
-        const kept = withoutTokens(value, options.secrets);
+        const kept = options.credentials.read(req).forwarded(i);
         if (kept !== undefined) out.push(name, kept);
         continue;
       }

@@ -16,7 +16,7 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import { Readable, type Duplex } from "node:stream";
 import type { Dispatcher } from "undici";
-import type { SecretTokens } from "../protocol/auth";
+import type { CredentialReader } from "./credentials";
 import {
   mayRetry,
   requestBody,
@@ -47,8 +47,8 @@ export interface Upstream {
 export type DispatcherFor = (origin: string) => Dispatcher;
 
 export interface ForwarderOptions {
-  /** What no upstream may see: the control token and every computer's token (see headers.ts). */
-  secrets: SecretTokens;
+  /** The requests' credentials, read once each: what of them no upstream may see (see headers.ts). */
+  credentials: CredentialReader;
   connectTimeoutMs: number;
   idleTimeoutMs: number;
   log: Logger;
@@ -371,7 +371,7 @@ export class Forwarder {
     const method = req.method ?? "GET";
     const headers = upstreamRequestHeaders(req, {
       upgrade: false,
-      secrets: this.options.secrets,
+      credentials: this.options.credentials,
       host: upstream.host,
       authorization: upstream.authorization,
     });
@@ -402,7 +402,7 @@ export class Forwarder {
       path,
       headers: upstreamRequestHeaders(req, {
         upgrade: true,
-        secrets: this.options.secrets,
+        credentials: this.options.credentials,
         host: upstream.host,
         authorization: upstream.authorization,
       }) as unknown as http.OutgoingHttpHeaders,

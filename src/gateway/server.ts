@@ -17,6 +17,7 @@ import { Access } from "./access";
 import { AgentConnections } from "./agent-cdp";
 import type { Binding, Listener } from "./bind";
 import { CaptureSources } from "./capture-sources";
+import { CredentialReader } from "./credentials";
 import { serveCapture, serveListing } from "./captures";
 import { gatewayCard } from "./card";
 import { Computers } from "./computers";
@@ -79,6 +80,8 @@ export class Gateway {
   private readonly replays: ReadonlyMap<string, Upstream>;
   /** With `captureSources`: where traffic/v1 is read from. */
   private readonly captureSources: CaptureSources | undefined;
+  /** What each request's Authorization and own header carry, read once per request. */
+  private readonly credentials: CredentialReader;
   /** requests/v1: each computer's request log, read from its site proxy. */
   private readonly requestLogs: RequestLogs;
   /** Which computers a person holds, and which agents asked for one. */
@@ -104,8 +107,10 @@ export class Gateway {
       ...CaptureSources.tokens(config.captureSources, controlToken),
       ...Object.keys(config.replays ?? {}).map((site) => replayServerToken(controlToken, site)),
     ]);
+    // Each request's credentials are read once, for access and for what of them is forwarded.
+    this.credentials = new CredentialReader(secrets, this.access.tokens());
     this.forwarder = new Forwarder({
-      secrets,
+      credentials: this.credentials,
       connectTimeoutMs: config.connectTimeoutMs,
       idleTimeoutMs: config.idleTimeoutMs,
       log: this.log,
@@ -136,9 +141,9 @@ export class Gateway {
 
   /** Refuses (401, with its line) a request whose credential does not open `target` on `listener`. */
   private admitted(listener: Listener, req: IncomingMessage, target: Route, refuse: Refuse): boolean {
-    const refusal = this.access.refusal(listener, req, target);
+    const refusal = this.access.refusal(listener, req, target, this.credentials);
     if (refusal === undefined) return true;
-    refuse(refusal.status, refusal.body, undefined, CHALLENGE);
+    refuse(refusal.status, refusal.body, undefined, refusal.status === 401 ? CHALLENGE : undefined);
     return false;
   }
 

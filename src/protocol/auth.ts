@@ -77,7 +77,7 @@ export function carriesControlToken(authorization: string | undefined, controlTo
 }
 
 /** The comma-separated parts of a header value, commas inside quoted strings kept. */
-function splitOutsideQuotes(value: string): string[] {
+export function splitOutsideQuotes(value: string): string[] {
   const parts: string[] = [];
   let quoted = false;
   let start = 0;
@@ -120,7 +120,7 @@ export function secretTokens(tokens: readonly string[]): SecretTokens {
  * a client spends the gateway's CPU no faster than its own bytes, however the value nests its encodings
  * (test/gateway/token-cost.test.ts compares a crafted value's CPU with a plain one's).
  */
-const DECODING_BUDGET_PER_CHAR = 40;
+export const DECODING_BUDGET_PER_CHAR = 40;
 const DECODING_BUDGET_FLOOR = 64 * 1024;
 /** Every character a lenient base64 decoder skips (node's and Python's skip whatever is not of either alphabet). */
 const NOT_BASE64 = /[^A-Za-z0-9+/_-]+/g;
@@ -135,20 +135,41 @@ function percentDecoded(form: string): string {
   return unescape(form);
 }
 
+/** A character of text as textRuns counts it: printable ASCII or a tab. */
+function isTextCode(code: number): boolean {
+  return (code >= 0x20 && code <= 0x7e) || code === 0x09;
+}
+
 /**
- * Text: what a site could take for another encoding to decode again (at least 3/4 printable ASCII). A decoding that
- * is not (what a base64 or hex decoder makes of characters at the wrong alignment, or of text that was never
- * encoded) is looked at for a token but not decoded further.
+ * Undefined when `form` is text: what a site could take for another encoding to decode again (at least 3/4 printable
+ * ASCII). Else its runs of at least `min` text characters: a decoding that is not text (what a base64 or hex decoder
+ * makes of characters at the wrong alignment, or of text that was never encoded) is looked at for a token, and only
+ * those runs of it are decoded further (what one word of a value decodes to, among the junk its other words make).
  */
-function isText(form: string): boolean {
+function textRuns(form: string, min: number): string[] | undefined {
   // Counted in a loop that stops at the first quarter of other characters: most decodings are binary and stop early.
   const allowed = form.length / 4;
   let other = 0;
-  for (let i = 0; i < form.length; i++) {
-    const code = form.charCodeAt(i);
-    if ((code < 0x20 && code !== 0x09) || code > 0x7e) if (++other > allowed) return false;
+  let i = 0;
+  for (; i < form.length; i++) if (!isTextCode(form.charCodeAt(i)) && ++other > allowed) break;
+  if (i === form.length) return undefined;
+  // A run of `min` holds the character `min - 1` after its start: where that one is not text, no run starts before
+  // it, so most of a binary form is stepped over `min` characters at a time.
+  const runs: string[] = [];
+  for (let start = 0; start + min <= form.length;) {
+    const last = start + min - 1;
+    let at = last;
+    while (at >= start && isTextCode(form.charCodeAt(at))) at--;
+    if (at >= start) {
+      start = at + 1;
+      continue;
+    }
+    let end = last + 1;
+    while (end < form.length && isTextCode(form.charCodeAt(end))) end++;
+    runs.push(form.slice(start, end));
+    start = end + 1;
   }
-  return true;
+  return runs;
 }
 
 /** What reading a text's decoded forms found: no token, a token, or neither within the budget. */
@@ -185,7 +206,13 @@ export function decodedFormsVerdict(
       seen.add(form);
       found = carries(form);
       spent += 2 * form.length;
-      if (!found && isText(form)) queue.push(form);
+      if (!found) {
+        // A form that is not text may still hold text where one word of the value decoded (its base64 is read across
+        // the value's spaces, the other words making junk around it): those runs are read on as forms of their own.
+        const runs = textRuns(form, shortest);
+        if (runs === undefined) queue.push(form);
+        else for (const run of runs) if (add(run)) return true;
+      }
     }
     return found || spent > budget;
   };
@@ -260,7 +287,7 @@ const IS_TOKEN_CHAR = Uint8Array.from({ length: 256 }, (_, code) =>
  * tokens; a lookup compares characters only once a whole 32-bit hash matches, so it tells a guess nothing of a
  * token's characters. (The gateway's own checks, carriesControlToken, compare digests in constant time.)
  */
-function formCarries(form: string, secrets: SecretTokens): boolean {
+export function formCarries(form: string, secrets: SecretTokens): boolean {
   // A loop over the character codes rather than a regular expression's matches: a base64 body is one word of a million
   // characters, which the engine's matchAll went through at about 130 ns a character, this at about 1.
   const { shortest } = secrets;
@@ -303,16 +330,21 @@ function carries(text: string, secrets: SecretTokens, budget: number): boolean {
 const BINARY_BASE64_MIN_CHARS = 1024;
 const BASE64_TEXT = /^[A-Za-z0-9+/]*={0,2}$/;
 
-/** Whether bytes hold a run of token characters of `shortest` or more, or are text (isText): what decodes further. */
+/**
+ * Whether bytes hold a run of text characters (as textRuns counts them) of `shortest` or more, which holds any word a
+ * token could be, or are text: what decodes further.
+ */
 function bytesMayCarry(bytes: Uint8Array, shortest: number): boolean {
   let run = 0;
   let other = 0;
   for (let i = 0; i < bytes.length; i++) {
     const byte = bytes[i];
-    const tokenChar = IS_TOKEN_CHAR[byte];
-    if (tokenChar === 0 && run >= shortest) return true;
-    run = tokenChar * (run + 1);
-    if ((byte < 0x20 && byte !== 0x09) || byte > 0x7e) other++;
+    if ((byte >= 0x20 && byte <= 0x7e) || byte === 0x09) run++;
+    else if (run >= shortest) return true;
+    else {
+      run = 0;
+      other++;
+    }
   }
   return run >= shortest || other * 4 <= bytes.length;
 }

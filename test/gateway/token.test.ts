@@ -75,6 +75,11 @@ const hex = (text: string) => Buffer.from(text).toString("hex");
 /** `text` with `junk` put in every `every` characters: what a lenient decoder skips. */
 const sprinkled = (text: string, junk: string, every = 3) =>
   text.replace(new RegExp(`(.{${every}})`, "g"), `$1${junk}`);
+/** `n` characters of base64 of binary bytes: an opaque credential's word. */
+const opaque = (n: number) =>
+  Buffer.from(Array.from({ length: n }, (_, i) => (i * 7919) % 251))
+    .toString("base64")
+    .slice(0, n);
 const nestedBase64 = (text: string, depth: number) => {
   let out = text;
   for (let i = 0; i < depth; i++) out = base64(out);
@@ -101,6 +106,10 @@ const LENIENT = [
   `Bearer ${sprinkled(hex(TOKEN), ":", 2)}`,
   `Basic ${base64(hex(`Bearer ${TOKEN}`))}`,
   `Bearer ${hex(base64(encodeURIComponent(TOKEN)))}`,
+  // One word encoded twice among others: the value's base64 decodes it amid the junk its other words make.
+  `Bearer ${opaque(100)} ${base64(base64(`Bearer ${TOKEN}`))}`,
+  `Bearer ${opaque(2000)} ${base64(base64(encodeURIComponent(`Bearer ${TOKEN}`)))} ${opaque(2000)}`,
+  `Basic ${opaque(64)}.${hex(base64(`runner:${TOKEN}`))}`,
 ];
 
 describe("control token on the wire", () => {
