@@ -51,12 +51,14 @@ describe("gateway service config", () => {
           proxyLog: "http://proxy-desk:9000/log",
           endConnections: "http://proxy-desk:9000/connections/end",
           requests: "http://proxy-desk:9000/requests",
+          person: "http://proxy-desk:9000/person",
         },
         open: {
           cdp: "http://proxy-open:9000/cdp",
           proxyLog: "http://proxy-open:9000/log",
           endConnections: "http://proxy-open:9000/connections/end",
           requests: "http://proxy-open:9000/requests",
+          person: "http://proxy-open:9000/person",
         },
       },
     });
@@ -259,6 +261,7 @@ describe("the configs once the env exists", () => {
       proxyLog: planned.computers.desk.proxyLog.replace("proxy-desk", "10.0.0.6"),
       endConnections: planned.computers.desk.endConnections.replace("proxy-desk", "10.0.0.6"),
       requests: planned.computers.desk.requests!.replace("proxy-desk", "10.0.0.6"),
+      person: planned.computers.desk.person!.replace("proxy-desk", "10.0.0.6"),
     });
     expect(config.computers.open).toEqual(planned.computers.open);
     expect(planned.computers.desk.cdp).toContain("proxy-desk");
