@@ -16,11 +16,11 @@ import { startDevtoolsRelay } from "./devtools-relay";
 import { trustCaByCopy } from "./nss";
 
 /**
- * Fixed flags (and `--headless` unless headful: HEADLESS_FLAGS): no sandbox (containers), nothing that phones home past the proxy, and loopback sent to
- * the proxy too (Chromium bypasses the proxy for loopback by default): a page's request to localhost, DevTools'
- * own port included, reaches the site proxy, which refuses it. DevTools keeps its default Origin check (no
- * --remote-allow-origins): a page's WebSocket carries an Origin and is refused, while DevTools clients (the gateway,
- * Playwright) send none.
+ * Fixed flags (and HEADLESS_FLAGS or HEADFUL_FLAGS): no sandbox (containers), nothing that phones home past the
+ * proxy, and loopback sent to the proxy too (Chromium bypasses the proxy for loopback by default): a page's request
+ * to localhost, DevTools' own port included, reaches the site proxy, which refuses it. DevTools keeps its default
+ * Origin check (no --remote-allow-origins): a page's WebSocket carries an Origin and is refused, while DevTools
+ * clients (the gateway, Playwright) send none.
  */
 export const CHROMIUM_FLAGS = [
   "--no-sandbox",
