@@ -16,13 +16,13 @@ import { startDevtoolsRelay } from "./devtools-relay";
 import { trustCaByCopy } from "./nss";
 
 /**
- * Fixed flags (and HEADLESS_FLAGS or HEADFUL_FLAGS): no sandbox (containers), nothing that phones home past the
+ * Flags of every computer's Chromium, headless or headful: no sandbox (containers), nothing that phones home past the
  * proxy, and loopback sent to the proxy too (Chromium bypasses the proxy for loopback by default): a page's request
  * to localhost, DevTools' own port included, reaches the site proxy, which refuses it. DevTools keeps its default
  * Origin check (no --remote-allow-origins): a page's WebSocket carries an Origin and is refused, while DevTools
  * clients (the gateway, Playwright) send none.
  */
-export const CHROMIUM_FLAGS = [
+export const CHROMIUM_BASE_FLAGS = [
   "--no-sandbox",
   "--disable-gpu",
   "--no-first-run",
@@ -48,15 +48,18 @@ export const CHROMIUM_FLAGS = [
   "--enable-features=SkipListAccountsWithoutGaiaCookies",
 ];
 
-/** A headless computer's Chromium draws nowhere. */
-export const HEADLESS_FLAGS = ["--headless"];
+/** A headless computer's Chromium (the default): it draws nowhere. */
+export const CHROMIUM_FLAGS = ["--headless", ...CHROMIUM_BASE_FLAGS];
 
 /**
  * A headful computer's screen (Xvfb's one screen) and Chromium's window filling it: with no window manager, the window
  * is where and as large as its flags say.
  */
 export const HEADFUL_SCREEN = { width: 1280, height: 800, depth: 24 };
-export const HEADFUL_FLAGS = [
+
+/** A headful computer's Chromium, on an X display (DISPLAY, set by the launcher). */
+export const HEADFUL_CHROMIUM_FLAGS = [
+  ...CHROMIUM_BASE_FLAGS,
   // X11 itself, not whatever Chromium would guess from the environment (Wayland, or its headless platform).
   "--ozone-platform=x11",
   "--window-position=0,0",
@@ -325,8 +328,7 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     const [first, ...rest] = withStartTabs ? config.startTabs : [];
     const onDisplay = config.headful ? await display() : undefined;
     const args = [
-      ...CHROMIUM_FLAGS,
-      ...(onDisplay === undefined ? HEADLESS_FLAGS : HEADFUL_FLAGS),
+      ...(onDisplay === undefined ? CHROMIUM_FLAGS : HEADFUL_CHROMIUM_FLAGS),
       `--proxy-server=${config.proxy}`,
       // A port of Chromium's choosing on 127.0.0.1, read back from the profile: two browsers never collide.
       "--remote-debugging-port=0",
