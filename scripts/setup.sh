@@ -21,7 +21,7 @@ elapsed() { echo "$(( $(date +%s) - started )) s"; }
 export DEBIAN_FRONTEND=noninteractive
 # postgresql: the account-pool tests start a real server; g++ and make: better-sqlite3 builds from source when no
 # prebuilt binary can be fetched.
-packages=(docker.io docker-compose debootstrap zstd openssl chromium tcpdump nginx squid wrk curl iproute2 procps jq libnss3-tools python3 openssh-client openssh-server iptables postgresql g++ make)
+packages=(docker.io docker-compose debootstrap zstd openssl chromium tcpdump nginx squid wrk curl iproute2 procps jq libnss3-tools python3 openssh-client openssh-server iptables postgresql g++ make xvfb)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

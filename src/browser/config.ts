@@ -11,6 +11,6 @@ export function parseBrowserConfig(text: string | undefined): BrowserConfig {
     ENV_VARS.browserConfig,
     text,
     browserConfigSchema,
-    "the browser's JSON config {proxy, startTabs, cdpHost, cdpPort, caFile}",
+    "the browser's JSON config {proxy, startTabs, cdpHost, cdpPort, caFile, headful}",
   );
 }

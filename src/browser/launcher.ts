@@ -1,5 +1,5 @@
-// Runs Chromium for a browser computer: waits for the env CA, trusts it, launches headless
-// Chromium behind the computer's site proxy with its start tabs, and launches it again
+// Runs Chromium for a browser computer: waits for the env CA, trusts it, launches Chromium (headless, or for a headful
+// computer on a display of its own Xvfb) behind the computer's site proxy with its start tabs, and launches it again
 // whenever it dies (a computer's browser must come back without the runner's help), on the same profile.
 // On request (its relay's fresh-profile operation, which a reset calls) it ends Chromium and starts it on a new,
 // empty profile: a profile is a directory that is Chromium's HOME and user data both, so everything an episode
@@ -16,14 +16,13 @@ import { startDevtoolsRelay } from "./devtools-relay";
 import { trustCaByCopy } from "./nss";
 
 /**
- * Fixed flags: headless, no sandbox (containers), nothing that phones home past the proxy, and loopback sent to
- * the proxy too (Chromium bypasses the proxy for loopback by default): a page's request to localhost, DevTools'
- * own port included, reaches the site proxy, which refuses it. DevTools keeps its default Origin check (no
- * --remote-allow-origins): a page's WebSocket carries an Origin and is refused, while DevTools clients (the gateway,
- * Playwright) send none.
+ * Flags of every computer's Chromium, headless or headful: no sandbox (containers), nothing that phones home past the
+ * proxy, and loopback sent to the proxy too (Chromium bypasses the proxy for loopback by default): a page's request
+ * to localhost, DevTools' own port included, reaches the site proxy, which refuses it. DevTools keeps its default
+ * Origin check (no --remote-allow-origins): a page's WebSocket carries an Origin and is refused, while DevTools
+ * clients (the gateway, Playwright) send none.
  */
-export const CHROMIUM_FLAGS = [
-  "--headless",
+export const CHROMIUM_BASE_FLAGS = [
   "--no-sandbox",
   "--disable-gpu",
   "--no-first-run",
@@ -49,12 +48,35 @@ export const CHROMIUM_FLAGS = [
   "--enable-features=SkipListAccountsWithoutGaiaCookies",
 ];
 
+/** A headless computer's Chromium (the default): it draws nowhere. */
+export const CHROMIUM_FLAGS = ["--headless", ...CHROMIUM_BASE_FLAGS];
+
+/**
+ * A headful computer's screen (Xvfb's one screen) and Chromium's window filling it: with no window manager, the window
+ * is where and as large as its flags say.
+ */
+export const HEADFUL_SCREEN = { width: 1280, height: 800, depth: 24 };
+
+/** A headful computer's Chromium, on an X display (DISPLAY, set by the launcher). */
+export const HEADFUL_CHROMIUM_FLAGS = [
+  ...CHROMIUM_BASE_FLAGS,
+  // X11 itself, not whatever Chromium would guess from the environment (Wayland, or its headless platform).
+  "--ozone-platform=x11",
+  "--window-position=0,0",
+  `--window-size=${HEADFUL_SCREEN.width},${HEADFUL_SCREEN.height}`,
+];
+
+/** How long Xvfb may take to open its display. */
+const XVFB_START_MS = 15_000;
+
 /** How long the relay's host name may take to resolve at start (Docker's DNS learns a container's aliases late). */
 const RESOLVE_MS = 5_000;
 
 export interface LauncherOptions {
   chromium?: string;
   certutil?: string;
+  /** Debian's Xvfb, for a headful computer. */
+  xvfb?: string;
   /**
    * The launcher's directory. Each profile is `profiles/<n>` under it, Chromium's HOME (its NSS trust store at
    * .pki/nssdb, its downloads, caches and temporary files) with its user data in `chromium/`. A profile is kept
@@ -68,6 +90,10 @@ export interface LauncherOptions {
 export interface Launcher {
   /** The running Chromium's pid, if any. */
   pid(): number | undefined;
+  /** A headful computer's X display (`:<n>`) while its Xvfb runs; undefined when headless. */
+  display(): string | undefined;
+  /** A headful computer's Xvfb's pid while it runs. */
+  xvfbPid(): number | undefined;
   /** The running Chromium's own DevTools port on 127.0.0.1 (chosen by Chromium at each start), if any. */
   devtoolsPort(): number | undefined;
   /** The address the DevTools relay listens on. */
@@ -179,6 +205,50 @@ async function waitForDevtools(userDataDir: string, child: ChildProcess): Promis
   throw new Error("Chromium's DevTools did not answer within 30 s");
 }
 
+/**
+ * Starts Xvfb on a display of its own choosing (`-displayfd`: it writes the number once it accepts clients, so two
+ * launchers on one machine never collide and no lock file is guessed at); resolves with the display and the process.
+ * Only local clients: no TCP listener.
+ */
+async function startXvfb(
+  xvfb: string,
+  log: (r: Record<string, unknown>) => void,
+): Promise<{ proc: ChildProcess; display: string }> {
+  const { width, height, depth } = HEADFUL_SCREEN;
+  const proc = spawn(xvfb, ["-displayfd", "3", "-screen", "0", `${width}x${height}x${depth}`, "-nolisten", "tcp"], {
+    stdio: ["ignore", "ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let stderr = "";
+  proc.stderr?.setEncoding("utf8");
+  proc.stderr?.on("data", (c: string) => (stderr = (stderr + c).slice(-2000)));
+  const displayFd = proc.stdio[3] as NodeJS.ReadableStream;
+  displayFd.setEncoding("utf8");
+  const display = await new Promise<string>((resolve, reject) => {
+    let written = "";
+    let settled = false;
+    const fail = (why: string) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signalGroup(proc, "SIGKILL");
+      reject(new Error(`Xvfb ${why}${stderr.trim() ? `: ${stderr.trim().split("\n").at(-1)}` : ""}`));
+    };
+    const timer = setTimeout(() => fail(`did not open a display within ${XVFB_START_MS / 1000} s`), XVFB_START_MS);
+    displayFd.on("data", (c: string) => {
+      written += c;
+      if (settled || !written.includes("\n")) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(`:${written.trim()}`);
+    });
+    proc.once("error", (e) => fail(`could not start (${e.message})`));
+    proc.once("exit", (code, signal) => fail(`exited (${signal ?? `code ${code}`}) before opening a display`));
+  });
+  log({ event: "xvfb-started", pid: proc.pid, display });
+  return { proc, display };
+}
+
 /** The address `host` names (an address stays itself), asked again for RESOLVE_MS while the DNS catches up. */
 async function relayAddress(host: string): Promise<string> {
   const until = Date.now() + RESOLVE_MS;
@@ -209,6 +279,8 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
   for (const n of profileNumbers(profilesDir))
     if (n !== profile) fs.rmSync(profileRoot(n), { recursive: true, force: true });
   let child: ChildProcess | undefined;
+  /** A headful computer's X server, kept across Chromium's restarts, started again if it died. */
+  let xserver: { proc: ChildProcess; display: string } | undefined;
   let internalPort: number | undefined;
   let stopped = false;
   /** A fresh profile under way: Chromium's exit is its doing, not a crash, and the next start is at once. */
@@ -227,8 +299,20 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     cdpHost: config.cdpHost,
     cdpAddress: listenAddress,
     cdpPort: config.cdpPort,
+    headful: config.headful,
     profile,
   });
+
+  const display = async (): Promise<string> => {
+    if (xserver === undefined || !running(xserver.proc)) {
+      xserver = await startXvfb(options.xvfb ?? "Xvfb", log);
+      const started = xserver.proc;
+      started.once("exit", (code, signal) => {
+        if (!stopped) log({ event: "xvfb-exited", code, signal });
+      });
+    }
+    return xserver.display;
+  };
 
   const launchOnce = async (): Promise<ChildProcess> => {
     await waitForFile(config.caFile, () => stopped, log);
@@ -242,8 +326,9 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     for (const f of ["SingletonLock", "SingletonSocket", "SingletonCookie", "DevToolsActivePort"])
       fs.rmSync(path.join(userData, f), { force: true });
     const [first, ...rest] = withStartTabs ? config.startTabs : [];
+    const onDisplay = config.headful ? await display() : undefined;
     const args = [
-      ...CHROMIUM_FLAGS,
+      ...(onDisplay === undefined ? CHROMIUM_FLAGS : HEADFUL_CHROMIUM_FLAGS),
       `--proxy-server=${config.proxy}`,
       // A port of Chromium's choosing on 127.0.0.1, read back from the profile: two browsers never collide.
       "--remote-debugging-port=0",
@@ -259,6 +344,7 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
         XDG_CACHE_HOME: path.join(root, ".cache"),
         XDG_DATA_HOME: path.join(root, ".local", "share"),
         TMPDIR: tmp,
+        ...(onDisplay === undefined ? {} : { DISPLAY: onDisplay }),
       },
       stdio: ["ignore", "ignore", "pipe"],
       // A group of its own, so that ending it ends its helper processes at once, before the profile goes.
@@ -272,7 +358,7 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
       signalGroup(proc, "SIGKILL");
       throw new Error(`a fresh profile replaced profile ${root} while Chromium started on it`);
     }
-    // Headless Chromium takes one URL on its command line; the other tabs are opened over DevTools.
+    // Chromium takes one URL on its command line here; the other tabs are opened over DevTools.
     for (const url of rest) await devtools(port, "PUT", `/json/new?${encodeURI(url)}`);
     internalPort = port;
     log({ event: "chromium-started", pid: proc.pid, profile, startTabs: withStartTabs ? config.startTabs : [] });
@@ -405,6 +491,8 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
 
   return {
     pid: () => child?.pid,
+    display: () => (xserver !== undefined && running(xserver.proc) ? xserver.display : undefined),
+    xvfbPid: () => (xserver !== undefined && running(xserver.proc) ? xserver.proc.pid : undefined),
     devtoolsPort: () => internalPort,
     relayAddress: () => listenAddress,
     ready: nextReady,
@@ -420,6 +508,14 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
         proc.kill("SIGTERM");
         await Promise.race([exited, sleep(5000)]);
         signalGroup(proc, "SIGKILL");
+      }
+      // After Chromium: it would take the X server's end for a crash.
+      const x = xserver?.proc;
+      if (running(x)) {
+        const exited = new Promise((r) => x.once("exit", r));
+        signalGroup(x, "SIGTERM");
+        await Promise.race([exited, sleep(5000)]);
+        signalGroup(x, "SIGKILL");
       }
       const closed = new Promise((r) => relay.close(r));
       relay.closeAllConnections();

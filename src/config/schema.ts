@@ -135,6 +135,11 @@ export const computerSchema = z.strictObject({
   }),
   routesSites: z.boolean().default(true),
   startTabs: z.array(z.string()).default([]),
+  /**
+   * Runs Chromium on a real X display (Debian's Xvfb, started by the project's browser launcher) instead of headless:
+   * its user agent and rendering are a desktop browser's. Default false (headless).
+   */
+  headful: z.boolean().default(false),
 });
 
 /** Why `cidr` is not an IPv4 or IPv6 network in CIDR notation (host bits clear), or undefined. */

@@ -139,8 +139,7 @@ class AgentConnection {
       timer: setTimeout(() => this.timedOut(waiting, timeout), timeout * 1000),
     };
     this.waiting.add(waiting);
-    const state = this.takeovers.state(this.computer);
-    this.takeovers.set(this.computer, { ...state, request });
+    void this.takeovers.change(this.computer, { op: "ask", request });
     this.log("human-requested", { computer: this.computer, reason: request.reason, timeoutSeconds: timeout });
   }
 
@@ -158,8 +157,7 @@ class AgentConnection {
 
   /** Clears the computer's request when it is still this one's and no person holds the computer. */
   private withdraw(waiting: Waiting): void {
-    const state = this.takeovers.state(this.computer);
-    if (state.request?.id === waiting.requestId && state.taken === undefined) this.takeovers.set(this.computer, {});
+    void this.takeovers.change(this.computer, { op: "withdraw", requestId: waiting.requestId });
   }
 
   takenOver(event: TakenOverEvent): void {

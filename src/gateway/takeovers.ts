@@ -1,29 +1,102 @@
 // Which computers a person holds, and which agents asked for one: the state every worker of the gateway acts on.
 //
-// With cluster workers (run.ts), a change made in one worker (a take, a hand-back, an agent's request) is sent to the
-// primary, which keeps the whole state and sends each change to every worker, a new one included; each worker applies
-// it and tells its own agent connections. So an agent held on any worker is held, and released, by a change made on
-// any other. With one worker, the changes stay in the process.
+// Every change (a take, a hand-back, an agent's request and its withdrawal) is decided against the state where it is
+// kept, by `decideChange`: in the process with one worker; with cluster workers (run.ts), by the primary, which keeps
+// the whole state, sends each new state to every worker (a new one included) and answers the worker that asked. So two
+// takes of one computer on two workers at the same moment are decided one after the other, in one place: exactly one
+// wins, and the other is refused naming who holds it. Each worker applies the states it is sent and tells its own
+// agent connections, so an agent held on any worker is held, and released, by a change made on any other.
 import cluster from "node:cluster";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { MAX_OPERATOR_CHARS, type TakeoverHold, type TakeoverListing, type TakeoverState } from "../protocol/takeover";
+import {
+  MAX_OPERATOR_CHARS,
+  type HumanRequest,
+  type TakeoverHold,
+  type TakeoverListing,
+  type TakeoverState,
+} from "../protocol/takeover";
 import type { Logger } from "./log";
 import { replyJson, type Refuse } from "./reply";
 
-/** What a worker sends the primary, and the primary every worker: one computer's new state. */
+/** A change asked of one computer's state. */
+export type TakeoverChange =
+  /** A person takes the computer: refused when one holds it already. */
+  | { op: "take"; operator: string; since: string }
+  /** The person hands it back (the agent's request, if any, is answered with it): refused when nobody holds it. */
+  | { op: "handBack" }
+  /** The agent asks for a person. */
+  | { op: "ask"; request: HumanRequest }
+  /** The agent's request ends unanswered: only while it is still that request and nobody holds the computer. */
+  | { op: "withdraw"; requestId: string };
+
+/** What a change did: the state it met, and the state it left when it was made. */
+export type ChangeAnswer =
+  { made: true; before: TakeoverState; after: TakeoverState } | { made: false; before: TakeoverState };
+
+/** Decides `change` against `state`, the computer's state where it is kept. Pure. */
+export function decideChange(state: TakeoverState, change: TakeoverChange): ChangeAnswer {
+  const refused = { made: false as const, before: state };
+  switch (change.op) {
+    case "take": {
+      if (state.taken !== undefined) return refused;
+      const taken: TakeoverHold = {
+        operator: change.operator,
+        since: change.since,
+        ...(state.request !== undefined ? { reason: state.request.reason } : {}),
+      };
+      return { made: true, before: state, after: { ...state, taken } };
+    }
+    case "handBack":
+      return state.taken === undefined ? refused : { made: true, before: state, after: {} };
+    case "ask":
+      return { made: true, before: state, after: { ...state, request: change.request } };
+    case "withdraw":
+      return state.request?.id !== change.requestId || state.taken !== undefined
+        ? refused
+        : { made: true, before: state, after: {} };
+  }
+}
+
+/** The primary's to every worker: one computer's new state. */
 export interface TakeoverMessage {
   event: "takeover-state";
   computer: string;
   state: TakeoverState;
 }
 
+/** A worker's to the primary: a change to decide. */
+interface ChangeMessage {
+  event: "takeover-change";
+  id: number;
+  computer: string;
+  change: TakeoverChange;
+}
+
+/** The primary's to the worker that asked, after the new state (if any) was sent. */
+interface AnswerMessage {
+  event: "takeover-answer";
+  id: number;
+  answer: ChangeAnswer;
+}
+
+function hasEvent(value: unknown, event: string): boolean {
+  return typeof value === "object" && value !== null && (value as { event?: unknown }).event === event;
+}
+
 export function isTakeoverMessage(value: unknown): value is TakeoverMessage {
+  return hasEvent(value, "takeover-state") && typeof (value as { computer?: unknown }).computer === "string";
+}
+
+function isChangeMessage(value: unknown): value is ChangeMessage {
   return (
-    typeof value === "object" &&
-    value !== null &&
-    (value as { event?: unknown }).event === "takeover-state" &&
+    hasEvent(value, "takeover-change") &&
+    typeof (value as { id?: unknown }).id === "number" &&
     typeof (value as { computer?: unknown }).computer === "string"
   );
+}
+
+function isAnswerMessage(value: unknown): value is AnswerMessage {
+  return hasEvent(value, "takeover-answer") && typeof (value as { id?: unknown }).id === "number";
 }
 
 /** Called with a computer's state before and after each change, wherever the change was made. */
@@ -33,12 +106,19 @@ export class Takeovers {
   private readonly states = new Map<string, TakeoverState>();
   private readonly listeners: TakeoverListener[] = [];
   private readonly shared: boolean;
+  private readonly pending = new Map<number, (answer: ChangeAnswer) => void>();
+  private nextId = 0;
 
   constructor(private readonly computers: readonly string[]) {
     this.shared = cluster.isWorker && typeof process.send === "function";
     if (this.shared) {
       const onMessage = (message: unknown) => {
         if (isTakeoverMessage(message)) this.apply(message.computer, message.state);
+        else if (isAnswerMessage(message)) {
+          const answered = this.pending.get(message.id);
+          this.pending.delete(message.id);
+          answered?.(message.answer);
+        }
       };
       process.on("message", onMessage);
       this.detach = () => process.off("message", onMessage);
@@ -63,10 +143,21 @@ export class Takeovers {
     this.listeners.push(listener);
   }
 
-  /** Sets a computer's state here and, with workers, in every other worker (through the primary). */
-  set(computer: string, state: TakeoverState): void {
-    this.apply(computer, state);
-    if (this.shared) process.send!({ event: "takeover-state", computer, state } satisfies TakeoverMessage);
+  /**
+   * Asks for `change`, decided where the state is kept (here, or the primary). Resolves once the new state is applied
+   * here too.
+   */
+  change(computer: string, change: TakeoverChange): Promise<ChangeAnswer> {
+    if (!this.shared) {
+      const answer = decideChange(this.state(computer), change);
+      if (answer.made) this.apply(computer, answer.after);
+      return Promise.resolve(answer);
+    }
+    const id = ++this.nextId;
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve);
+      process.send!({ event: "takeover-change", id, computer, change } satisfies ChangeMessage);
+    });
   }
 
   private apply(computer: string, state: TakeoverState): void {
@@ -79,16 +170,21 @@ export class Takeovers {
 }
 
 /**
- * The primary's side: keeps every computer's last state and sends each change from a worker to every other worker
- * (the sender applied it already), and the whole state to a new worker.
+ * The primary's side: keeps every computer's state, decides each worker's change against it, sends a new state to
+ * every worker (the one that asked included, before its answer), and the whole state to a new worker.
  */
 export class TakeoverRelay {
   private readonly states = new Map<string, TakeoverState>();
 
   fromWorker<W extends { send(message: unknown): unknown }>(message: unknown, sender: W, workers: Iterable<W>): void {
-    if (!isTakeoverMessage(message)) return;
-    this.states.set(message.computer, message.state);
-    for (const worker of workers) if (worker !== sender) worker.send(message);
+    if (!isChangeMessage(message)) return;
+    const answer = decideChange(this.states.get(message.computer) ?? {}, message.change);
+    if (answer.made) {
+      this.states.set(message.computer, answer.after);
+      const state: TakeoverMessage = { event: "takeover-state", computer: message.computer, state: answer.after };
+      for (const worker of workers) worker.send(state);
+    }
+    sender.send({ event: "takeover-answer", id: message.id, answer } satisfies AnswerMessage);
   }
 
   toNewWorker(worker: { send(message: unknown): unknown }): void {
@@ -169,30 +265,30 @@ export async function serveTakeover(
         detail: (error as Error).message,
       });
     }
-    // Another take may have come in while the proxy was told: the first one holds it.
-    const now = takeovers.state(computer);
-    if (now.taken !== undefined)
-      return refuse(409, { error: "a person holds this computer already", computer, taken: now.taken });
-    const taken: TakeoverHold = {
+    // Decided where the state is kept: of takes at the same moment (on any worker), the first holds it.
+    const answer = await takeovers.change(computer, {
+      op: "take",
       operator: named.operator,
       since: new Date().toISOString(),
-      ...(now.request !== undefined ? { reason: now.request.reason } : {}),
-    };
-    takeovers.set(computer, { ...now, taken });
+    });
+    if (!answer.made)
+      return refuse(409, { error: "a person holds this computer already", computer, taken: answer.before.taken });
+    const taken = answer.after.taken!;
     log("taken-over", { computer, operator: taken.operator, reason: taken.reason });
     return replyJson(res, 200, { computer, taken });
   }
   if (req.method === "DELETE") {
     req.resume();
-    if (state.taken === undefined) return refuse(409, { error: "no person holds this computer", computer });
+    const answer = await takeovers.change(computer, { op: "handBack" });
+    const held = answer.before.taken;
+    if (!answer.made || held === undefined) return refuse(409, { error: "no person holds this computer", computer });
     const until = new Date().toISOString();
-    takeovers.set(computer, {});
-    log("handed-back", { computer, operator: state.taken.operator, since: state.taken.since, until });
+    log("handed-back", { computer, operator: held.operator, since: held.since, until });
     // Told after: until the proxy hears it, the agent's exchanges are marked the person's, never the reverse.
     await tellProxy(computer, false).catch((error: Error) =>
       log("person-mark-stuck", { computer, detail: error.message }),
     );
-    return replyJson(res, 200, { computer, handedBack: { ...state.taken, until } });
+    return replyJson(res, 200, { computer, handedBack: { ...held, until } });
   }
   req.resume();
   return refuse(405, { error: "method not allowed" }, undefined, { Allow: "GET, HEAD, POST, DELETE" });

@@ -2,6 +2,7 @@
 import { captureProblems, captureSidecars, captureWarnings } from "./capture";
 import { claimProblems, liveHosts } from "./claims";
 import { ec2Problems, ec2Warnings, plannedEc2 } from "./ec2";
+import { headfulProblems } from "./headful";
 import { hostsProblems } from "./hosts";
 import { kubernetesProblems, kubernetesWarnings, plannedKubernetes } from "./kubernetes";
 import { formatProblem, problem } from "./problems";
@@ -107,6 +108,7 @@ export function planProblemsOfParts(config: StackConfig, stack: string, parts: C
     const fields = whole ?? failedComputers[computer];
     if (fields.network !== undefined) problems.push(...allowlistProblems(computer, fields.network));
     if (fields.startTabs !== undefined) problems.push(...startTabUrlProblems(computer, fields.startTabs));
+    if (whole !== undefined) problems.push(...headfulProblems(computer, whole));
     if (whole !== undefined && parts.websites)
       problems.push(...startTabReachProblems(computer, whole, reaching(whole.network, live), config.websites));
   }
@@ -225,6 +227,7 @@ export function plan(config: StackConfig, options: PlanOptions): PlanResult {
         network: Array.isArray(computer.network) ? [...computer.network] : computer.network,
         routesSites: computer.routesSites,
         startTabs: [...computer.startTabs],
+        headful: computer.headful,
         reaching: reach,
         siteTable: siteTable(computer, config.websites),
         reachesPublicHosts: reachesPublicHosts(reach),

@@ -287,5 +287,7 @@ export function browserServiceConfig(plan: Plan, computer: string | PlannedCompu
     cdpHost: networkAliases.browserOnComputerNet,
     cdpPort: CDP_PORT,
     caFile: CA_CERT_PATH,
+    // Absent when headless, so a headless computer's container (its env, and so the engine's idea of it) is unchanged.
+    ...(c.headful ? { headful: true } : {}),
   };
 }

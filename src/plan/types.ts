@@ -71,6 +71,8 @@ export interface ComputerConfig {
   network: ComputerNetwork;
   routesSites: boolean;
   startTabs: string[];
+  /** Chromium on a display of Xvfb rather than headless. */
+  headful: boolean;
 }
 
 export interface Ec2Config {
@@ -264,6 +266,8 @@ export interface PlannedComputer {
   network: ComputerNetwork;
   routesSites: boolean;
   startTabs: string[];
+  /** Chromium on a display of Xvfb rather than headless (the project's browser image alone). */
+  headful: boolean;
   reaching: Reaching;
   /** Synthetic site name -> the names it claims; empty when the computer does not route sites. */
   siteTable: Record<string, string[]>;

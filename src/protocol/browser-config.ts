@@ -38,6 +38,8 @@ export const browserConfigSchema = z.strictObject({
   caFile: z
     .string({ error: 'must be the absolute path of the env CA (PEM), e.g. "/var/lib/multienv/ca/ca.pem"' })
     .startsWith("/", { error: 'must be the absolute path of the env CA (PEM), e.g. "/var/lib/multienv/ca/ca.pem"' }),
+  /** Chromium on a display of Xvfb (started by the launcher, one per Chromium start) instead of headless. */
+  headful: z.boolean({ error: "must be true or false" }).default(false),
 });
 
 export type BrowserConfig = z.output<typeof browserConfigSchema>;

@@ -83,7 +83,14 @@ beforeAll(async () => {
   const log: Record<string, unknown>[] = [];
   // The relay listens on loopback here, where the test is; a configuration refuses loopback (launcher.test.ts).
   launcher = await start(
-    { proxy: proxy.url, startTabs: [], cdpHost: "127.0.0.1", cdpPort: relayPort, caFile: proxy.caCertPath },
+    {
+      proxy: proxy.url,
+      startTabs: [],
+      cdpHost: "127.0.0.1",
+      cdpPort: relayPort,
+      caFile: proxy.caCertPath,
+      headful: false,
+    },
     { home: path.join(home, "home"), log: (r) => log.push(r), restartDelayMs: 100 },
   );
   await until("Chromium's DevTools", () => launcher.devtoolsPort(), 30_000);

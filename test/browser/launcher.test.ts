@@ -265,7 +265,14 @@ describe("browser config", () => {
     );
     expect(
       parseBrowserConfig(JSON.stringify({ proxy: "http://p:3128", caFile: "/ca.pem", cdpHost: "desk-browser" })),
-    ).toEqual({ proxy: "http://p:3128", startTabs: [], cdpHost: "desk-browser", cdpPort: 9222, caFile: "/ca.pem" });
+    ).toEqual({
+      proxy: "http://p:3128",
+      startTabs: [],
+      cdpHost: "desk-browser",
+      cdpPort: 9222,
+      caFile: "/ca.pem",
+      headful: false,
+    });
   });
 
   it("never lets the DevTools relay listen on every address or on loopback", () => {

@@ -22,7 +22,7 @@ const CONFIG: StackConfig = {
       secretSettings: {},
     },
   },
-  computers: { desktop: { network: "none", startTabs: [], routesSites: true } },
+  computers: { desktop: { network: "none", startTabs: [], routesSites: true, headful: false } },
   captureTraffic: true,
   capture: { fileSizeMb: 20, fileCount: 10 },
   selfTest: true,

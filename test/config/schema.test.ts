@@ -14,7 +14,7 @@ describe("stack config schema", () => {
       websites: {
         shop: { domains: [], live: false, allowHosts: [], server: { port: 8000 }, settings: {}, secretSettings: {} },
       },
-      computers: { desk: { network: "allow-all", routesSites: true, startTabs: [] } },
+      computers: { desk: { network: "allow-all", routesSites: true, startTabs: [], headful: false } },
     });
     expect(stackConfigSchema.parse({ websites: { s: { domains: [], frontend: {} } } }).websites.s.frontend).toEqual({
       port: 80,

@@ -77,7 +77,9 @@ describe("readStackFile", () => {
           secretSettings: { token: "githubToken" },
         },
       },
-      computers: { desk: { network: ["pypi.org"], routesSites: true, startTabs: ["https://shop.test/"] } },
+      computers: {
+        desk: { network: ["pypi.org"], routesSites: true, startTabs: ["https://shop.test/"], headful: false },
+      },
     });
     expect(file.secrets).toEqual({ githubToken: "[secret]" });
     expect(JSON.stringify(file)).not.toContain("AAAABBBBCCCC");

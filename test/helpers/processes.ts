@@ -81,7 +81,8 @@ export function spawnService(args: string[], env: Record<string, string>): Servi
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const listening = new Promise<Record<string, unknown>>((resolve, reject) => {
     child.once("exit", (code) => reject(new Error(`${args.at(-1)} exited ${code}: ${stderr}`)));
-    waitForLog((line) => line.event === "listening").then(resolve, reject);
+    // A loaded machine may take long to start a service of several workers (each compiles its TypeScript).
+    waitForLog((line) => line.event === "listening", 60_000).then(resolve, reject);
   });
   listening.catch(() => undefined);
   return {

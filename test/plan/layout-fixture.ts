@@ -27,9 +27,9 @@ export function layoutPlan(overrides: Partial<StackConfig> = {}): Plan {
       },
     },
     computers: {
-      wide: { network: "allow-all", routesSites: true, startTabs: [] },
-      listed: { network: ["example.org"], routesSites: true, startTabs: [] },
-      closed: { network: "none", routesSites: true, startTabs: [] },
+      wide: { network: "allow-all", routesSites: true, startTabs: [], headful: false },
+      listed: { network: ["example.org"], routesSites: true, startTabs: [], headful: false },
+      closed: { network: "none", routesSites: true, startTabs: [], headful: false },
     },
     captureTraffic: true,
     capture: { fileSizeMb: 20, fileCount: 10 },

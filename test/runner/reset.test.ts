@@ -93,7 +93,14 @@ beforeAll(async () => {
   home = join(tempDir("runner-browser-"), "home");
   // The relay listens on loopback here, where the test is (a configuration refuses loopback: launcher.test.ts).
   launcher = await start(
-    { proxy: proxy.url, startTabs: [START_TAB], cdpHost: "127.0.0.1", cdpPort: relayPort, caFile: proxy.caCertPath },
+    {
+      proxy: proxy.url,
+      startTabs: [START_TAB],
+      cdpHost: "127.0.0.1",
+      cdpPort: relayPort,
+      caFile: proxy.caCertPath,
+      headful: false,
+    },
     { home, log: () => undefined, restartDelayMs: 100 },
   );
   await until("Chromium's DevTools", () => launcher.devtoolsPort(), 30_000);

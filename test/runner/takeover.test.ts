@@ -54,6 +54,7 @@ describe("a takeover from watch", () => {
   const submitted: string[] = [];
   const records: TakeoverRecord[] = [];
   let server: WatchServer;
+  let siteUrl: string;
 
   beforeAll(async () => {
     const browser = await startChromium();
@@ -67,6 +68,7 @@ describe("a takeover from watch", () => {
       res.end(FORM);
     });
     onCleanup(() => site.close());
+    siteUrl = site.url;
     const proxyLog = await startUpstream((_req, res) => res.end(""));
     onCleanup(() => proxyLog.close());
     gateway = await startTestGateway({
@@ -161,6 +163,52 @@ describe("a takeover from watch", () => {
       expect(text).not.toContain(PASSWORD);
       expect(text).not.toContain("ada");
     }
+    viewer.socket.close();
+  });
+
+  it("brings another of the tabs the page lists to the front, shows it, and records the tab's host", async () => {
+    const control = { headers: { Authorization: `Bearer ${TOKEN}` } };
+    // A second tab, opened by someone else (the agent): it comes to the front.
+    const opened = JSON.parse(
+      (await request(`${gateway.url}/computers/agent/cdp/json/new?${siteUrl}/other`, { ...control, method: "PUT" }))
+        .body,
+    ) as { id: string };
+    onCleanup(() =>
+      request(`${gateway.url}/computers/agent/cdp/json/close/${opened.id}`, control).then(() => undefined),
+    );
+    const viewer = await view(server);
+    const tabsOf = () =>
+      viewer.messages.filter((m): m is Extract<WatchMessage, { type: "tabs" }> => m.type === "tabs").at(-1)?.tabs;
+    const listed = await until(
+      "both tabs listed, the new one in front",
+      () => {
+        const tabs = tabsOf();
+        return tabs?.length === 2 && tabs[0].id === opened.id ? tabs : undefined;
+      },
+      20_000,
+    );
+    const form = listed[1];
+    viewer.send({ type: "take", computer: "agent" });
+    await until("the take", () => viewer.messages.some((m) => m.type === "takeover" && m.mine));
+    // A tab the page never listed, or no tab id at all, is no switch.
+    viewer.send({ type: "input", computer: "agent", input: { kind: "tab", targetId: "0".repeat(32) } });
+    await until("the refusal", () =>
+      viewer.messages.some((m) => m.type === "error" && m.message.includes("has no such tab")),
+    );
+    viewer.send({ type: "input", computer: "agent", input: { kind: "tab", targetId: "../../json/close/x" } });
+
+    const from = viewer.messages.length;
+    viewer.send({ type: "input", computer: "agent", input: { kind: "tab", targetId: form.id } });
+    await until(
+      "the form's tab on screen",
+      () => viewer.messages.slice(from).some((m) => m.type === "url" && m.url === form.url),
+      20_000,
+    );
+    expect(tabsOf()?.[0].id).toBe(form.id);
+    const count = records.length;
+    viewer.send({ type: "handBack", computer: "agent" });
+    await until("the record", () => records.length > count);
+    expect(records.at(-1)!.inputs).toEqual([{ at: expect.any(String), kind: "tab", host: new URL(siteUrl).host }]);
     viewer.socket.close();
   });
 

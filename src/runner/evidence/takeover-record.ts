@@ -13,7 +13,9 @@ export interface PointerTarget {
 export type PersonInputRecord =
   | { at: string; kind: "pointer"; action: "down" | "up"; button: string; x: number; y: number; target?: PointerTarget }
   | { at: string; kind: "wheel"; x: number; y: number; deltaX: number; deltaY: number }
-  | { at: string; kind: "navigate"; host: string };
+  | { at: string; kind: "navigate"; host: string }
+  /** The person brought another tab to the front: the host it showed (its URL's; empty for a blank tab). */
+  | { at: string; kind: "tab"; host: string };
 
 /** One takeover as run.json and the episode's record keep it. */
 export interface TakeoverRecord {

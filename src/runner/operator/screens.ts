@@ -24,6 +24,22 @@ export interface PageTarget extends Tab {
   id: string;
 }
 
+/** Brings one of a computer's tabs to the front (DevTools' `/json/activate/<id>`), through the gateway. */
+export async function activateTab(access: GatewayAccess, computer: string, targetId: string): Promise<void> {
+  const response = await fetch(
+    `${cdpUrlOf(access.gatewayUrl, computer)}/json/activate/${encodeURIComponent(targetId)}`,
+    {
+      headers: { authorization: bearer(access.controlToken) },
+      signal: AbortSignal.timeout(DEVTOOLS_STEP_MS),
+    },
+  );
+  const text = await response.text();
+  if (!response.ok)
+    throw new Error(
+      `computer ${computer}'s tab ${targetId} was not brought to the front: HTTP ${response.status} ${text.slice(0, 200)}`.trim(),
+    );
+}
+
 /** A PNG of a computer's visible tab, written to `file`. */
 export interface Screenshot {
   computer: string;

@@ -25,7 +25,9 @@ export type PersonInput =
   | { kind: "wheel"; x: number; y: number; deltaX: number; deltaY: number; modifiers: number }
   | { kind: "key"; action: "down" | "up"; key: string; code: string; text?: string; modifiers: number }
   | { kind: "paste"; text: string }
-  | { kind: "navigate"; url: string };
+  | { kind: "navigate"; url: string }
+  /** Brings a tab to the front: one of those the page lists (the feed's `tabs`), by its DevTools target id. */
+  | { kind: "tab"; targetId: string };
 
 /** The longest paste taken. */
 export const MAX_PASTE_CHARS = 16_384;
@@ -77,6 +79,11 @@ export function personInput(value: unknown): PersonInput | undefined {
       const protocol = new URL(v.url).protocol;
       return protocol === "http:" || protocol === "https:" ? { kind: "navigate", url: v.url } : undefined;
     }
+    case "tab":
+      // Chromium's target ids: 32 hex digits. Whether it is one of the computer's tabs is the feed's check.
+      return typeof v.targetId === "string" && /^[0-9A-Fa-f]{32}$/.test(v.targetId)
+        ? { kind: "tab", targetId: v.targetId }
+        : undefined;
     default:
       return undefined;
   }
@@ -198,6 +205,9 @@ export async function dispatchPersonInput(
       await session.send("Page.navigate", { url: input.url });
       record.inputs.push({ at, kind: "navigate", host: new URL(input.url).host });
       return;
+    case "tab":
+      // The browser's, not the tab's: the feed switches tabs itself (computerFeed's act).
+      throw new Error("a tab switch is the feed's to make, not the tab's");
   }
 }
 

@@ -1,8 +1,9 @@
 // The HTML of `multienv watch`: one panel per computer (its screen, its URL, its proxy log's request and refusal
 // lines), fed by the page's WebSocket. What a computer shows (titles, URLs, hosts) is the agent's and may be hostile,
 // so the script writes all of it as text (textContent), never as markup; frames are data: images. When the server
-// allows takeovers, each panel has a take-over / hand-back button, an address field, and, while this page holds the
-// computer, the screen takes the person's pointer, wheel, keys and pastes: coordinates as fractions of the frame,
+// allows takeovers, each panel has a take-over / hand-back button, an address field, the computer's tabs (a click
+// brings one to the front while this page holds the computer; each is named by text alone), and, while this page holds
+// the computer, the screen takes the person's pointer, wheel, keys and pastes: coordinates as fractions of the frame,
 // never of anything the frame draws.
 
 /** `text` safe inside HTML text and attribute values. */
@@ -33,6 +34,10 @@ section h2 { grid-column: 1 / 3; font-size: 14px; margin: 0; }
 .takeover .control { display: flex; }
 .control input { flex: 1; font-family: ui-monospace, monospace; }
 .request { color: #fdd663; }
+.tabs { grid-column: 1 / 3; display: none; gap: 4px; flex-wrap: wrap; }
+.takeover .tabs { display: flex; }
+.tabs button { max-width: 220px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.tabs button.front { font-weight: bold; }
 .mine .screen { outline: 3px solid #fdd663; cursor: crosshair; }
 `;
 
@@ -48,6 +53,7 @@ for (const section of document.querySelectorAll("section[data-computer]")) {
     button: section.querySelector(".take"),
     address: section.querySelector(".address"),
     request: section.querySelector(".request"),
+    tabs: section.querySelector(".tabs"),
     section,
     mine: false,
   };
@@ -106,6 +112,16 @@ function connect() {
     if (!panel) return;
     if (m.type === "frame") panel.screen.src = "data:image/jpeg;base64," + m.data;
     else if (m.type === "url") { panel.url.textContent = m.url; panel.url.title = m.title || ""; panel.error.textContent = ""; }
+    else if (m.type === "tabs") {
+      panel.tabs.replaceChildren(...m.tabs.map((t, i) => {
+        const b = document.createElement("button");
+        b.textContent = t.title || t.url || "(blank)";
+        b.title = t.url;
+        if (i === 0) b.className = "front";
+        b.addEventListener("click", () => sendInput(m.computer, { kind: "tab", targetId: t.id }));
+        return b;
+      }));
+    }
     else if (m.type === "error") panel.error.textContent = m.message;
     else if (m.type === "takeover") {
       panel.mine = m.mine;
@@ -131,7 +147,7 @@ export function watchPage(stack: string, computers: string[]): string {
     .map(
       (c) =>
         `<section data-computer="${escapeHtml(c)}"><h2>${escapeHtml(c)}</h2><div class="url"></div>` +
-        `<div class="control"><button class="take">Take over</button><input class="address" placeholder="address: Enter to go" aria-label="address"><span class="request"></span></div>` +
+        `<div class="control"><button class="take">Take over</button><input class="address" placeholder="address: Enter to go" aria-label="address"><span class="request"></span></div><div class="tabs" aria-label="tabs"></div>` +
         `<img class="screen" alt="${escapeHtml(c)}'s screen"><ol class="log"></ol><div class="error"></div></section>`,
     )
     .join("\n");

@@ -36,6 +36,8 @@ export interface WatchLogLine {
 export type FeedEvent =
   | { type: "frame"; data: string }
   | { type: "url"; url: string; title?: string }
+  /** The computer's tabs, in the browser's order (the one on screen first), when they changed. */
+  | { type: "tabs"; tabs: { id: string; url: string; title: string }[] }
   | { type: "log"; lines: WatchLogLine[] }
   | { type: "error"; message: string };
 
@@ -121,8 +123,10 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
   const computers = Object.keys(options.feeds);
   const viewers = new Set<WebSocket>();
   // What a viewer who connects now is shown at once: each computer's last frame, URL and recent log lines.
-  const last: Record<string, { frame?: string; url?: WatchMessage; error?: WatchMessage; log: WatchLogLine[] }> =
-    Object.fromEntries(computers.map((c) => [c, { log: [] }]));
+  const last: Record<
+    string,
+    { frame?: string; url?: WatchMessage; tabs?: WatchMessage; error?: WatchMessage; log: WatchLogLine[] }
+  > = Object.fromEntries(computers.map((c) => [c, { log: [] }]));
   let feeding = false;
   let transition: Promise<void> = Promise.resolve();
 
@@ -141,6 +145,7 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
     const seen = last[computer];
     if (event.type === "frame") seen.frame = event.data;
     else if (event.type === "url") seen.url = { ...event, computer };
+    else if (event.type === "tabs") seen.tabs = { ...event, computer };
     else if (event.type === "error") seen.error = { ...event, computer };
     else seen.log = [...seen.log, ...event.lines].slice(-BACKLOG_LINES);
     broadcast({ ...event, computer });
@@ -355,6 +360,7 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
       for (const computer of computers) {
         const seen = last[computer];
         if (seen.url) viewer.send(JSON.stringify(seen.url));
+        if (seen.tabs) viewer.send(JSON.stringify(seen.tabs));
         if (seen.error) viewer.send(JSON.stringify(seen.error));
         if (seen.frame) viewer.send(JSON.stringify({ type: "frame", computer, data: seen.frame }));
         if (seen.log.length > 0) viewer.send(JSON.stringify({ type: "log", computer, lines: seen.log }));

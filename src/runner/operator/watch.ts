@@ -10,7 +10,7 @@ import { parseLiveSiteProxyLog, type RefusedRecord, type RequestRecord } from ".
 import { errorMessage } from "../errors";
 import { fetchProxyLogPiece, type ProxyLogPiece } from "../evidence/proxy-logs";
 import type { GatewayAccess } from "../stack/outputs";
-import { bounded, pageOfTarget, pageTargets } from "./screens";
+import { activateTab, bounded, pageOfTarget, pageTargets, type PageTarget } from "./screens";
 import { dispatchPersonInput, type FrameSize } from "./takeover";
 import { cdpUrlOf } from "../lifecycle/sign-in";
 import type { Feed, FeedEvent, WatchLogLine } from "./watch-server";
@@ -101,6 +101,11 @@ async function screencast(
   return session;
 }
 
+/** A URL's host, or "" for one without (about:blank). */
+function hostOf(url: string): string {
+  return URL.canParse(url) ? new URL(url).host : "";
+}
+
 /** A computer's live screen and proxy log, through the gateway. */
 export function computerFeed(access: GatewayAccess, computer: string): Feed {
   let browser: Browser | undefined;
@@ -113,6 +118,9 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
   let busy = false;
   /** The URL last shown; undefined: none shown since (re)connecting. */
   let lastUrl: string | undefined;
+  /** The tabs last listed to the page: a person may switch to these alone. */
+  let tabs: PageTarget[] = [];
+  let lastTabs: string | undefined;
   const follower = new LogFollower();
 
   const stopScreencast = async () => {
@@ -152,6 +160,7 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
       session = undefined;
       page = undefined;
       lastUrl = undefined;
+      lastTabs = undefined;
       if (running)
         emit({ type: "error", message: `computer ${computer}'s DevTools connection closed; connecting again` });
     });
@@ -159,7 +168,14 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
 
   // The screencast on the tab on screen, switched to it when the agent switched tabs; its URL when it changed.
   const followScreen = async (context: BrowserContext, emit: (event: FeedEvent) => void) => {
-    const [target] = await pageTargets(access, computer);
+    const listed = await pageTargets(access, computer);
+    const [target] = listed;
+    tabs = listed;
+    const tabsText = JSON.stringify(listed);
+    if (tabsText !== lastTabs) {
+      lastTabs = tabsText;
+      emit({ type: "tabs", tabs: listed.map(({ id, url, title }) => ({ id, url, title })) });
+    }
     const onScreen = target === undefined ? undefined : await pageOfTarget(context, target.id);
     // A tab so new that this connection has not seen it yet: the next look has.
     if (target !== undefined && onScreen === undefined) return;
@@ -211,6 +227,15 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
 
   return {
     async act(input, record) {
+      if (input.kind === "tab") {
+        // One of the tabs the page was shown, brought to the front through the gateway (the control token); the
+        // next look follows it, as it follows the agent's own switches.
+        const tab = tabs.find((t) => t.id === input.targetId);
+        if (tab === undefined) throw new Error(`computer ${computer} has no such tab (it may have closed)`);
+        await activateTab(access, computer, tab.id);
+        record.inputs.push({ at: new Date().toISOString(), kind: "tab", host: hostOf(tab.url) });
+        return;
+      }
       // Only the tab whose frames the person sees takes the person's input, placed on its last frame.
       if (session === undefined || frameSize === undefined)
         throw new Error(`computer ${computer} shows no tab yet: nothing to send input to`);
