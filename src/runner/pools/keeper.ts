@@ -30,6 +30,8 @@ const RETRY_MS = 30_000;
 export interface KeeperOptions extends PoolOptions {
   /** Deploys under way at once, across the keeper's pools (default 2: a deploy takes a core). */
   deployConcurrency?: number;
+  /** The machine's free memory in bytes, as admission counts it (default: MemAvailable, `availableMemory`). */
+  availableMemory?: () => Promise<number>;
 }
 
 export class PoolKeeper {
@@ -111,7 +113,8 @@ export class PoolKeeper {
 
   private async admission(settings: PoolSettings | undefined, counts: ReturnType<typeof countsOf>): Promise<Admission> {
     const settled = counts.ready + counts.claimed + counts.resetting + counts.failed;
-    return admission(settings?.idleMemoryBytes, await availableMemory(), settled, counts.deploying);
+    const available = await (this.options.availableMemory ?? availableMemory)();
+    return admission(settings?.idleMemoryBytes, available, settled, counts.deploying);
   }
 
   /** One turn of the keeper on a pool. */
