@@ -6,6 +6,7 @@ import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { deployStack, destroyStack, gatewayAccess, resetStack, specFromStackFile } from "../index";
 import { artifactsDirOf } from "../evidence/artifacts";
+import { StackNotInStateError } from "../errors";
 import type { StackOutputs } from "../stack/outputs";
 import type { ResetResult } from "../lifecycle/reset";
 import { projectDirOf, stackFileOf, writeHandles, type MemberHandles, type PoolOptions } from "./pool";
@@ -46,7 +47,12 @@ export async function deployMember(
 
 /** Destroys a member, its last episode's evidence collected first (down's own rule), and removes it from the state. */
 export async function destroyMember(member: string, options: PoolOptions): Promise<void> {
-  await destroyStack(member, { projectDir: options.projectDir, env: options.env, log: options.log, remove: true });
+  try {
+    await destroyStack(member, { projectDir: options.projectDir, env: options.env, log: options.log, remove: true });
+  } catch (error) {
+    // A member whose deploy failed before its stack was made, or whose stack was taken down by hand, is gone already.
+    if (!(error instanceof StackNotInStateError)) throw error;
+  }
 }
 
 /**
@@ -74,7 +80,7 @@ export async function resetMember(
 async function moveEpisode(projectDir: string, task: string, member: string, episode: string): Promise<void> {
   const memberDir = artifactsDirOf(projectDir, member);
   const record = JSON.parse(await readFile(join(memberDir, "run.json"), "utf8")) as {
-    episodes?: { dir?: string; requests?: Record<string, { file: string }> }[];
+    episodes?: { episode?: number; dir?: string; requests?: Record<string, { file: string }> }[];
   };
   const last = record.episodes?.at(-1);
   const to = join(artifactsDirOf(projectDir, task), "episodes", episode);
@@ -90,6 +96,11 @@ async function moveEpisode(projectDir: string, task: string, member: string, epi
   );
   await writeFile(
     join(to, "episode.json"),
-    JSON.stringify({ episode, task, stack: member, ...last, dir: undefined, requests }, null, 2) + "\n",
+    // The episode's id last: the member's own count of its episodes (run.json's `episode`) is `memberEpisode`.
+    JSON.stringify(
+      { ...last, memberEpisode: last?.episode, episode, task, stack: member, dir: undefined, requests },
+      null,
+      2,
+    ) + "\n",
   );
 }
