@@ -15,8 +15,8 @@ import { RunnerError } from "../errors";
 /** The store's pool of a task's warm envs. */
 export const POOL_PREFIX = "warm:";
 export const poolOf = (task: string) => `${POOL_PREFIX}${task}`;
-/** The n-th member's stack name: it starts with the task's; `ls`, `status`, `watch` and `down` work on it. */
-export const memberName = (task: string, n: number) => `${task}-w${n}`;
+/** The n-th member's stack name (`<task>-w<n>`): `ls`, `status`, `watch` and `down` work on it. */
+export { memberName } from "../../plan/pool-names";
 
 /** Where the store is, for every pool function: the project's embedded SQLite store unless `store` names PostgreSQL. */
 export interface PoolOptions {
