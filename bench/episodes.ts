@@ -81,7 +81,10 @@ async function contend(episode: (worker: number) => Promise<void>): Promise<numb
     Array.from({ length: WORKERS }, async (_, worker) => {
       while (left > 0) {
         left--;
-        await episode(worker);
+        await episode(worker).catch((error: unknown) => {
+          console.error(`worker ${worker + 1}: an episode failed: ${(error as Error).message}`);
+          throw error;
+        });
       }
     }),
   );
@@ -119,6 +122,8 @@ async function warmContender(): Promise<
   };
   const controlTokens = new Map<string, { gatewayUrl: string; controlToken: string }>();
   const claimSeconds: number[] = [];
+  /** Claims not yet released: released without collection when an episode fails, so the drain is not kept waiting. */
+  const held = new Set<string>();
   const releaseToReadySeconds: number[] = [];
   const readyWaits: Promise<void>[] = [];
   try {
@@ -126,6 +131,7 @@ async function warmContender(): Promise<
       const asked = performance.now();
       const claim = await call("POST", "/v1/claims", { task: TASK, ttlSeconds: 600, waitSeconds: 300 });
       claimSeconds.push(seconds(asked));
+      held.add(claim.id);
       if (!controlTokens.has(claim.stack)) {
         const access = await gatewayAccess(claim.stack, { projectDir: REPO });
         controlTokens.set(claim.stack, { gatewayUrl: access.gatewayUrl, controlToken: access.controlToken });
@@ -136,6 +142,7 @@ async function warmContender(): Promise<
       await drive(desktop.cdpUrl, desktop.agentToken, () => shopData(grader.gatewayUrl, grader.controlToken));
       const released = performance.now();
       await call("DELETE", `/v1/claims/${encodeURIComponent(claim.id)}`);
+      held.delete(claim.id);
       readyWaits.push(
         (async () => {
           for (;;) {
@@ -153,6 +160,7 @@ async function warmContender(): Promise<
     const phases: Record<string, number[]> = {};
     for (let round = 0; round < 3; round++) {
       const claim = await call("POST", "/v1/claims", { task: TASK, ttlSeconds: 600, waitSeconds: 300 });
+      held.add(claim.id);
       const grader = controlTokens.get(claim.stack) ?? (await gatewayAccess(claim.stack, { projectDir: REPO }));
       await drive(claim.computers.desktop.cdpUrl, claim.computers.desktop.agentToken, () =>
         shopData(grader.gatewayUrl, grader.controlToken),
@@ -171,6 +179,7 @@ async function warmContender(): Promise<
       });
       (phases.total ??= []).push(last);
       await call("DELETE", `/v1/claims/${encodeURIComponent(claim.id)}?collect=false`);
+      held.delete(claim.id);
     }
     const resetPhases = Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, median(v)]));
     return {
@@ -182,6 +191,8 @@ async function warmContender(): Promise<
       resetPhases,
     };
   } finally {
+    for (const id of held)
+      await call("DELETE", `/v1/claims/${encodeURIComponent(id)}?collect=false`).catch(() => undefined);
     await service.close();
     await store.close();
     await warmPool(TASK, 0, { projectDir: REPO }).catch((e: Error) => console.log(`drain: ${e.message}`));
@@ -284,6 +295,11 @@ async function main(): Promise<void> {
     console.log(
       `warm pool: ${warm.episodesPerHour.toFixed(0)} episodes/hour (${warm.wallSeconds.toFixed(1)} s); claim p50 ${(percentile(warm.claimSeconds, 50) * 1000).toFixed(0)} ms, p99 ${(percentile(warm.claimSeconds, 99) * 1000).toFixed(0)} ms; release-to-ready p50 ${median(warm.releaseToReadySeconds).toFixed(2)} s`,
     );
+    console.log(
+      `a reset, the episode collected (median of 3): ${Object.entries(warm.resetPhases)
+        .map(([k, v]) => `${k} ${v.toFixed(2)} s`)
+        .join(", ")}`,
+    );
     const upDown = await upDownContender();
     console.log(
       `multienv up/down per episode: ${upDown.episodesPerHour.toFixed(0)} episodes/hour (${upDown.wallSeconds.toFixed(1)} s); up p50 ${median(upDown.upSeconds).toFixed(1)} s, down p50 ${median(upDown.downSeconds).toFixed(1)} s`,
@@ -299,11 +315,6 @@ async function main(): Promise<void> {
     };
     console.log(
       `ratios: warm pool ${ratios.warmPerCompose.toFixed(1)}x compose per episode, ${ratios.warmPerUpDown.toFixed(1)}x up/down per episode; compose ${ratios.composePerUpDown.toFixed(1)}x up/down`,
-    );
-    console.log(
-      `a reset, the episode collected (median of 3): ${Object.entries(warm.resetPhases)
-        .map(([k, v]) => `${k} ${v.toFixed(2)} s`)
-        .join(", ")}`,
     );
     console.log(
       JSON.stringify({
