@@ -261,7 +261,7 @@ export class PostgresLeaseStore implements LeaseStore {
   async claim(
     pool: string,
     ticket: number,
-    holder: string,
+    holder: Holder,
     leaseMs: number,
     queueMs: number,
   ): Promise<Lease | undefined> {
@@ -273,7 +273,7 @@ export class PostgresLeaseStore implements LeaseStore {
         `INSERT INTO multienv_claim_queue (ticket, pool, holder, until)
          VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')
          ON CONFLICT (ticket) DO UPDATE SET until = excluded.until`,
-        [ticket, pool, holder, queueMs],
+        [ticket, pool, holder.name, queueMs],
       );
       const ahead = await this.client.query<{ n: string }>(
         "SELECT count(*) AS n FROM multienv_claim_queue WHERE pool = $1 AND ticket < $2",
@@ -285,10 +285,10 @@ export class PostgresLeaseStore implements LeaseStore {
       );
       if (Number(ahead.rows[0].n) >= ready.rows.length) return undefined;
       const taken = await this.client.query<Row>(
-        `UPDATE multienv_accounts SET state = 'claimed', held_by = $3, holder_id = $3, since = now(),
+        `UPDATE multienv_accounts SET state = 'claimed', held_by = $5, holder_id = $3, since = now(),
            until = now() + $4 * interval '1 millisecond'
           WHERE pool = $1 AND name = $2 RETURNING name, since, until`,
-        [pool, ready.rows[0].name, holder, leaseMs],
+        [pool, ready.rows[0].name, holder.id, leaseMs, holder.name],
       );
       await this.client.query("DELETE FROM multienv_claim_queue WHERE ticket = $1", [ticket]);
       return leaseOf(taken.rows[0], false);

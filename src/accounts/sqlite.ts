@@ -266,7 +266,7 @@ export class SqliteLeaseStore implements LeaseStore {
   async claim(
     pool: string,
     ticket: number,
-    holder: string,
+    holder: Holder,
     leaseMs: number,
     queueMs: number,
   ): Promise<Lease | undefined> {
@@ -286,12 +286,12 @@ export class SqliteLeaseStore implements LeaseStore {
       const now = Date.now();
       drop.run(pool, now);
       // A ticket that lapsed (its claimer slow to ask again) keeps its number, so its place.
-      keep.run(ticket, pool, holder, now + queueMs);
+      keep.run(ticket, pool, holder.name, now + queueMs);
       const before = (ahead.get(pool, ticket) as { n: number }).n;
       const free = ready.all(pool) as { name: string }[];
       if (before >= free.length) return undefined;
       const chosen = free[0].name;
-      take.run(holder, holder, now, now + leaseMs, pool, chosen);
+      take.run(holder.name, holder.id, now, now + leaseMs, pool, chosen);
       done.run(ticket);
       return { account: chosen, since: new Date(now), until: new Date(now + leaseMs), kept: false };
     });

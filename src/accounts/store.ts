@@ -86,7 +86,9 @@ export interface LeaseStore {
   // Warm pools: a pool whose members are env stacks and whose leases are claims (src/runner/pools/). The same rows,
   // the same `until` and the same one-lease-per-holder-id index as an account's lease: a claim is a lease whose
   // holder id is the claim's id, renewed with `renew`; a keeper holds each member it works on under an id of that
-  // member's own. A member's holder has no name apart from its id: the stores write the id as both.
+  // member's own. A keeper's holder has no name apart from its id: the stores write the id as both;
+  // a claim's name is a digest of its id (claimHolderName), since the id is the claim's bearer secret and a row's
+  // holder name is what listings show.
   /** Puts `name` in the pool in `state`, held by `holder` for `leaseMs` (free with no holder); undefined removes it. */
   setMember(
     pool: string,
@@ -115,10 +117,11 @@ export interface LeaseStore {
   enqueue(pool: string, holder: string, leaseMs: number): Promise<number>;
   /**
    * In one transaction: the ticket's place kept `queueMs` longer; when fewer tickets are before it than the pool has
-   * ready members, a ready member leased to `holder` for `leaseMs` and the ticket gone; else undefined. So claims are
+   * ready members, a ready member leased to `holder` for `leaseMs` and the ticket gone; else undefined (the row's
+   * holder id is `holder.id`, what renews the claim; its holder name, what listings show, `holder.name`). So claims are
    * served in the order of their tickets, across every process using the store.
    */
-  claim(pool: string, ticket: number, holder: string, leaseMs: number, queueMs: number): Promise<Lease | undefined>;
+  claim(pool: string, ticket: number, holder: Holder, leaseMs: number, queueMs: number): Promise<Lease | undefined>;
   /** Gives up a ticket (a claim that stopped waiting). */
   leaveQueue(pool: string, ticket: number): Promise<void>;
   /** How many live tickets the pool's queue holds. */

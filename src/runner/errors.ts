@@ -8,6 +8,11 @@ import { errorMessage, RunnerError } from "../errors";
 // Defined below the runner: the engine clients of src/engines throw them too.
 export { errorMessage, RunnerError };
 
+/** The stack is not in the state backend: never deployed, or removed. */
+export class StackNotInStateError extends RunnerError {
+  override name = "StackNotInStateError";
+}
+
 /**
  * A deploy that failed on the engine's `engineError` (a resource's error, as the engine reported it): its first line
  * with the next step, then each further line of it, such as a self-test's failing checks.
@@ -66,7 +71,7 @@ export function explain(error: unknown, stack: string, doing: string): RunnerErr
     );
   }
   if (error instanceof StackNotFoundError) {
-    return new RunnerError(
+    return new StackNotInStateError(
       `stack ${stack}: no such stack in the state backend; deploy it first with \`multienv up ${stack}\``,
     );
   }

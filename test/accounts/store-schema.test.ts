@@ -142,7 +142,9 @@ async function fromLeasesSchema(k: Kind, timestamp: string): Promise<void> {
   // The warm pools' tables and column are there: a member is registered, claimed through the queue and renewed.
   await store.setMember("warm:t", "t-w1", "ready");
   const ticket = await store.enqueue("warm:t", "t.claim-two", 10_000);
-  expect(await store.claim("warm:t", ticket, "t.claim-two", 60_000, 10_000)).toMatchObject({ account: "t-w1" });
+  expect(await store.claim("warm:t", ticket, { id: "t.claim-two", name: "claim two" }, 60_000, 10_000)).toMatchObject({
+    account: "t-w1",
+  });
   expect(await store.renew("warm:t", "t-w1", "t.claim-two", 120_000)).toMatchObject({ account: "t-w1", kept: true });
   await store.setPoolSettings("warm:t", '{"size":1}');
   expect(await store.poolSettings("warm:t")).toBe('{"size":1}');

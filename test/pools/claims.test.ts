@@ -3,7 +3,7 @@
 // a claim reads the store and the members' handles alone, never the engine, so the claim path is tested whole without
 // one (the members' deploy and reset are the e2e tier's, test/e2e/warm-pools.test.ts).
 import { afterEach, describe, expect, it } from "vitest";
-import { openLeaseStore, type LeaseStore } from "../../src/accounts";
+import { holdersText, openLeaseStore, type LeaseStore } from "../../src/accounts";
 import { ClaimGoneError, PoolBusyError, PoolKeeper, claimEnv, poolOf, renewClaim } from "../../src/runner/pools";
 import { startPostgres } from "../helpers/postgres";
 import { cleanup, onCleanup } from "../helpers/processes";
@@ -132,4 +132,20 @@ describe("a reset that fails", () => {
     expect((await w.store.accounts(poolOf(TASK)))[0]).toMatchObject({ name: member, state: "failed", heldBy: null });
     await expect(claimEnv({ task: TASK, waitSeconds: 1 }, options)).rejects.toBeInstanceOf(PoolBusyError);
   }, 120_000);
+});
+
+describe.each(["sqlite", "postgres"] as const)("a claim's id on %s", (kind) => {
+  it("is the claim's bearer secret: no listing of the pool's holders shows it (`multienv accounts`, a lease's message)", async () => {
+    const w = await where(kind);
+    await registerReady(w.store, w.p, TASK, 2);
+    const options = { projectDir: w.p.projectDir, env: envOf(w.p), store: w.url };
+    const claim = await claimEnv({ task: TASK }, options);
+    const rows = await w.store.accounts(poolOf(TASK));
+    const held = rows.find((r) => r.name === claim.stack)!;
+    // The row's holder id is the claim's (what renews it); the name others read is a digest of it.
+    expect(held.holderId).toBe(claim.id);
+    expect(held.heldBy).toBe(`claim ${claim.episode.split("-").at(-1)}`);
+    expect(holdersText(rows)).not.toContain(claim.id.split(".").at(-1));
+    expect((await renewClaim(claim.id, 60, options)).id).toBe(claim.id);
+  });
 });

@@ -6,6 +6,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import type { LeaseStore } from "../../src/accounts";
 import { memberName, poolOf, writeHandles, writeSettings } from "../../src/runner/pools";
+import type { PoolSettings } from "../../src/runner/pools/pool";
 import { onCleanup, ROOT, tempDir } from "../helpers/processes";
 
 export interface Project {
@@ -30,7 +31,8 @@ export function envOf(p: Project): NodeJS.ProcessEnv {
 
 /**
  * Registers `size` members of the task as ready, with handles naming `cdpUrl` and a made-up agent token each: no
- * deploy, since a claim reads only the store and the handles.
+ * deploy, since a claim reads only the store and the handles. `settings` are the pool's beyond its size (a stack file
+ * hash is written into the handles too, so a keeper sees the members as of the current file).
  */
 export async function registerReady(
   store: LeaseStore,
@@ -38,13 +40,15 @@ export async function registerReady(
   task: string,
   size: number,
   cdpUrl = "http://127.0.0.1:9/cdp",
+  settings: Omit<PoolSettings, "size"> = {},
 ): Promise<string[]> {
-  await writeSettings(store, task, { size });
+  await writeSettings(store, task, { size, ...settings });
   const names: string[] = [];
   for (let n = 1; n <= size; n++) {
     const member = memberName(task, n);
     await writeHandles(p.projectDir, task, {
       stack: member,
+      stackFileHash: settings.stackFileHash,
       computers: { agent: { cdpUrl, agentToken: `agent-token-${member}`, startTabs: ["http://shop.test/"] } },
     });
     await store.setMember(poolOf(task), member, "ready");

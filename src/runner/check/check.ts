@@ -7,6 +7,7 @@ import { dirname, join } from "node:path";
 import { ConfigError } from "../../config/errors";
 import { isPoolFile, readPoolFile, type PoolConfig } from "../../config/pool";
 import type { Plan } from "../../plan";
+import { memberTaskOf } from "../../plan/pool-names";
 import { formatProblem } from "../../plan/problems";
 import {
   projectImageProblems,
@@ -96,10 +97,23 @@ async function imageFindings(plan: Plan, options: CheckOptions): Promise<{ probl
   return { problems: projectImageProblems(roles, found, base).map(formatProblem), warnings: [] };
 }
 
+/**
+ * A stack named as a member of a task's warm pool (`<task>-w<n>`) beside that task's stack file: `multienv warm
+ * <task>` would take it for a member, rewrite its stack file and deploy over it. Pool members are deployed by the
+ * keeper, never checked or brought up by hand, so the name is refused.
+ */
+function memberNameProblem(stack: string, projectDir: string): string | undefined {
+  const task = memberTaskOf(stack);
+  if (task === undefined || !existsSync(join(projectDir, "stacks", `Pulumi.${task}.yaml`))) return undefined;
+  return `stack ${stack}: the name of a member of task ${task}'s warm pool (<task>-w<n>, beside stacks/Pulumi.${task}.yaml): \`multienv warm ${task}\` would deploy over it; give the stack a name without the -w<n> suffix`;
+}
+
 export async function checkStack(stackOrPath: string, options: CheckOptions = {}): Promise<CheckResult> {
   const offline = await checkStackFile(stackOrPath, options.projectDir);
   const { stack, file, stackFile } = offline;
   const empty = { stack, file, resources: [], outputs: {} };
+  const collision = memberNameProblem(stack, options.projectDir ?? DEFAULT_PROJECT_DIR);
+  if (collision !== undefined) return { ...empty, ok: false, problems: [collision], warnings: [] };
   const backendUrl = backendUrlFor(options.projectDir ?? DEFAULT_PROJECT_DIR, options.env ?? process.env);
   // A pool's stack deploys nothing: its config, and where its leases are, is all there is to check.
   if (isPoolFile(file)) {

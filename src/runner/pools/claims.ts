@@ -5,6 +5,7 @@
 import type { AccountRow, LeaseStore } from "../../accounts";
 import { RunnerError } from "../errors";
 import {
+  claimHolderName,
   episodeOf,
   newClaimId,
   openPoolStore,
@@ -119,10 +120,11 @@ export async function claimEnv(request: ClaimRequest, options: ClaimOptions = {}
   return withStore(options, async (store) => {
     const id = newClaimId(task);
     const deadline = Date.now() + (request.waitSeconds ?? 0) * 1000;
-    let ticket = await store.enqueue(pool, id, QUEUE_MS);
+    const holder = { id, name: claimHolderName(id) };
+    let ticket = await store.enqueue(pool, holder.name, QUEUE_MS);
     try {
       for (;;) {
-        const lease = await store.claim(pool, ticket, id, ttlMs, QUEUE_MS);
+        const lease = await store.claim(pool, ticket, holder, ttlMs, QUEUE_MS);
         if (lease !== undefined) {
           const handles = await readHandles(projectDir, task, lease.account);
           if (handles !== undefined)
@@ -137,7 +139,7 @@ export async function claimEnv(request: ClaimRequest, options: ClaimOptions = {}
           // a new ticket, so it waits behind the claims that arrived meanwhile.
           await store.moveMember(pool, lease.account, { state: "claimed", holder: id }, { state: "failed" });
           options.log?.(`pool ${task}: ${lease.account} has no handles; it is failed and will be replaced`);
-          ticket = await store.enqueue(pool, id, QUEUE_MS);
+          ticket = await store.enqueue(pool, holder.name, QUEUE_MS);
           continue;
         }
         if (Date.now() >= deadline || options.signal?.aborted) {

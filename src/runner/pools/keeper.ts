@@ -30,6 +30,8 @@ const RETRY_MS = 30_000;
 export interface KeeperOptions extends PoolOptions {
   /** Deploys under way at once, across the keeper's pools (default 2: a deploy takes a core). */
   deployConcurrency?: number;
+  /** The machine's free memory in bytes, as admission counts it (default: MemAvailable, `availableMemory`). */
+  availableMemory?: () => Promise<number>;
 }
 
 export class PoolKeeper {
@@ -111,7 +113,8 @@ export class PoolKeeper {
 
   private async admission(settings: PoolSettings | undefined, counts: ReturnType<typeof countsOf>): Promise<Admission> {
     const settled = counts.ready + counts.claimed + counts.resetting + counts.failed;
-    return admission(settings?.idleMemoryBytes, await availableMemory(), settled, counts.deploying);
+    const available = await (this.options.availableMemory ?? availableMemory)();
+    return admission(settings?.idleMemoryBytes, available, settled, counts.deploying);
   }
 
   /** One turn of the keeper on a pool. */
@@ -138,14 +141,17 @@ export class PoolKeeper {
     }
 
     let rows = await this.store.accounts(pool);
-    // Failed members and ready members of an older stack file: replaced (destroyed, deployed again).
+    // Failed members and ready members of an older stack file: replaced (destroyed, deployed again); in a pool above
+    // its size (a drain) they are not deployed again but go first among the extra members, below.
+    const worn = new Set<string>();
     for (const row of rows) {
       const stale =
         row.state === "ready" &&
         settings.stackFileHash !== undefined &&
         (await readHandles(projectDir, task, row.name))?.stackFileHash !== settings.stackFileHash;
       const failedLongEnough = row.state === "failed" && Date.now() - (this.lastFailure.get(row.name) ?? 0) > RETRY_MS;
-      if ((failedLongEnough || stale) && row.holderId === null && !this.busy(row.name))
+      if (row.state === "failed" || stale) worn.add(row.name);
+      if ((failedLongEnough || stale) && row.holderId === null && !this.busy(row.name) && rows.length <= settings.size)
         this.replace(task, row, settings);
     }
 
@@ -185,7 +191,13 @@ export class PoolKeeper {
     if (rows.length > settings.size) {
       const extra = rows
         .filter((r) => (r.state === "ready" || r.state === "failed") && r.holderId === null && !this.busy(r.name))
-        .sort((a, b) => b.name.localeCompare(a.name, undefined, { numeric: true }))
+        // A member whose destroy just failed is not tried again at once: a drain stops saying so (warmPool).
+        .filter((r) => r.state !== "failed" || Date.now() - (this.lastFailure.get(r.name) ?? 0) > RETRY_MS)
+        .sort(
+          (a, b) =>
+            Number(worn.has(b.name)) - Number(worn.has(a.name)) ||
+            b.name.localeCompare(a.name, undefined, { numeric: true }),
+        )
         .slice(0, rows.length - settings.size);
       for (const row of extra) {
         const holder = keeperHolder("draining", row.name, this.id);
@@ -199,8 +211,17 @@ export class PoolKeeper {
         )
           continue;
         this.start(row.name, async () => {
-          this.log(`pool ${task}: ${row.name} destroyed (the pool's size is ${settings.size})`);
-          await destroyMember(row.name, { ...this.options, log: undefined });
+          this.log(`pool ${task}: destroying ${row.name} (the pool's size is ${settings.size})`);
+          try {
+            await destroyMember(row.name, { ...this.options, log: undefined });
+          } catch (error) {
+            // Failed, not held for the keeper's 15 minutes: a drain says so at once instead of waiting on it.
+            this.lastFailure.set(row.name, Date.now());
+            await this.store.moveMember(pool, row.name, { state: "resetting", holder }, { state: "failed" });
+            throw new RunnerError(
+              `pool ${task}: ${row.name} failed to be destroyed: ${errorMessage(error).split("\n")[0]}`,
+            );
+          }
           await this.store.setMember(pool, row.name, undefined);
         });
       }
@@ -279,7 +300,11 @@ export async function warmPool(task: string, size: number, options: KeeperOption
       await keeper.tick(task);
       const state = await keeper.state(task);
       const members = state.ready + state.claimed + state.resetting + state.failed + state.deploying;
-      if (state.ready === size && members === size) return state;
+      if (state.ready === size && members === size) {
+        // The work under way (a destroy's last steps) ends before the command does.
+        await keeper.idle();
+        return state;
+      }
       if (state.admits !== null && state.admits < size && members >= state.admits && state.deploying === 0)
         throw new RunnerError(
           `pool ${task}: only ${state.admits} env(s) fit, not ${size}: ${state.why}; the pool keeps ${members}; ask for ${state.admits} or fewer, or free memory`,

@@ -6,6 +6,7 @@ import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { deployStack, destroyStack, gatewayAccess, resetStack, specFromStackFile } from "../index";
 import { artifactsDirOf } from "../evidence/artifacts";
+import { StackNotInStateError } from "../errors";
 import type { StackOutputs } from "../stack/outputs";
 import type { ResetResult } from "../lifecycle/reset";
 import { projectDirOf, stackFileOf, writeHandles, type MemberHandles, type PoolOptions } from "./pool";
@@ -31,6 +32,34 @@ export async function memberHandles(
   }
 }
 
+/** How long a new member's browsers have to answer DevTools before it counts as failed. */
+const BROWSERS_READY_MS = 120_000;
+
+/**
+ * Waits until every computer's DevTools answers through the gateway with the agent's token: a deploy returns once the
+ * gateway is healthy, while a browser may still be starting (or restarting once its profile is set up), and a member
+ * is handed out only with browsers an agent can open.
+ */
+export async function browsersAnswer(handles: MemberHandles, timeoutMs = BROWSERS_READY_MS): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (const [name, computer] of Object.entries(handles.computers)) {
+    for (let answers = 0; answers < 3;) {
+      const res = await fetch(`${computer.cdpUrl}/json/version`, {
+        headers: { authorization: `Bearer ${computer.agentToken}` },
+        signal: AbortSignal.timeout(5000),
+      }).catch(() => undefined);
+      await res?.body?.cancel();
+      // Three answers in a row, a quarter second apart: a browser about to restart answers once or twice.
+      answers = res?.ok ? answers + 1 : 0;
+      if (Date.now() > deadline)
+        throw new Error(
+          `stack ${handles.stack}: computer ${name}'s DevTools did not answer within ${timeoutMs / 1000} s`,
+        );
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
 /** Deploys a member from the task's stack file and writes its handles. */
 export async function deployMember(
   task: string,
@@ -41,12 +70,19 @@ export async function deployMember(
   const projectDir = projectDirOf(options);
   const spec = specFromStackFile(stackFileOf(projectDir, task), member);
   const deployed = await deployStack(spec, { projectDir, env: options.env, log: options.log });
-  await writeHandles(projectDir, task, await memberHandles(member, deployed.outputs, options, stackFileHash));
+  const handles = await memberHandles(member, deployed.outputs, options, stackFileHash);
+  await browsersAnswer(handles);
+  await writeHandles(projectDir, task, handles);
 }
 
 /** Destroys a member, its last episode's evidence collected first (down's own rule), and removes it from the state. */
 export async function destroyMember(member: string, options: PoolOptions): Promise<void> {
-  await destroyStack(member, { projectDir: options.projectDir, env: options.env, log: options.log, remove: true });
+  try {
+    await destroyStack(member, { projectDir: options.projectDir, env: options.env, log: options.log, remove: true });
+  } catch (error) {
+    // A member whose deploy failed before its stack was made, or whose stack was taken down by hand, is gone already.
+    if (!(error instanceof StackNotInStateError)) throw error;
+  }
 }
 
 /**
@@ -74,7 +110,7 @@ export async function resetMember(
 async function moveEpisode(projectDir: string, task: string, member: string, episode: string): Promise<void> {
   const memberDir = artifactsDirOf(projectDir, member);
   const record = JSON.parse(await readFile(join(memberDir, "run.json"), "utf8")) as {
-    episodes?: { dir?: string; requests?: Record<string, { file: string }> }[];
+    episodes?: { episode?: number; dir?: string; requests?: Record<string, { file: string }> }[];
   };
   const last = record.episodes?.at(-1);
   const to = join(artifactsDirOf(projectDir, task), "episodes", episode);
@@ -90,6 +126,11 @@ async function moveEpisode(projectDir: string, task: string, member: string, epi
   );
   await writeFile(
     join(to, "episode.json"),
-    JSON.stringify({ episode, task, stack: member, ...last, dir: undefined, requests }, null, 2) + "\n",
+    // The episode's id last: the member's own count of its episodes (run.json's `episode`) is `memberEpisode`.
+    JSON.stringify(
+      { ...last, memberEpisode: last?.episode, episode, task, stack: member, dir: undefined, requests },
+      null,
+      2,
+    ) + "\n",
   );
 }

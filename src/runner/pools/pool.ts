@@ -15,8 +15,8 @@ import { RunnerError } from "../errors";
 /** The store's pool of a task's warm envs. */
 export const POOL_PREFIX = "warm:";
 export const poolOf = (task: string) => `${POOL_PREFIX}${task}`;
-/** The n-th member's stack name: it starts with the task's; `ls`, `status`, `watch` and `down` work on it. */
-export const memberName = (task: string, n: number) => `${task}-w${n}`;
+/** The n-th member's stack name (`<task>-w<n>`): `ls`, `status`, `watch` and `down` work on it. */
+export { memberName } from "../../plan/pool-names";
 
 /** Where the store is, for every pool function: the project's embedded SQLite store unless `store` names PostgreSQL. */
 export interface PoolOptions {
@@ -146,11 +146,24 @@ export function taskOfClaim(id: string): string {
   return id.slice(0, dot);
 }
 
+/** A digest of a claim's id: names the claim where others read it, never the id (which renews and releases it). */
+function claimDigest(id: string): string {
+  return createHash("sha256").update(id).digest("hex").slice(0, 8);
+}
+
+/**
+ * The claim's holder name in the store, what listings of the pool's holders show (`multienv accounts`, a lease's
+ * message): the claim's digest, since the id itself is the claim's bearer secret and stays in the row's holder id.
+ */
+export function claimHolderName(id: string): string {
+  return `claim ${claimDigest(id)}`;
+}
+
 /** The episode of a claim: when it began, and a digest of the claim (not the claim's id, which renews and releases). */
 export function episodeOf(id: string, since: Date): string {
   const stamp = since
     .toISOString()
     .replace(/[-:]/g, "")
     .replace(/\.\d+Z$/, "Z");
-  return `${stamp}-${createHash("sha256").update(id).digest("hex").slice(0, 8)}`;
+  return `${stamp}-${claimDigest(id)}`;
 }

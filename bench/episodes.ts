@@ -1,0 +1,372 @@
+// npm run bench:episodes
+//
+// Graded episodes of the demo's shop task (stacks/Pulumi.demo.yaml, its self-test off: its live checks need the real
+// github.com), M episodes by K workers, three contenders in one run, each episode the scripted agent
+// (examples/runner/shop-agent.ts) ordering in the desktop browser through the handles it was given and graded from the
+// shop's data plane:
+//   1. a warm pool: `multienv serve` in this process, each worker claiming over HTTP, driving, grading, releasing
+//      (the release's reset runs in the service while the worker claims again);
+//   2. `multienv up` / `down` per episode (deployStack, destroyStack), a stack per worker;
+//   3. docker-compose up / down per episode of the same containers (bench/compose.ts), a project per worker: the
+//      per-trial way of most harnesses.
+// It prints each contender's episodes per hour and their ratios, the claim-to-ready p50 and p99 (POST /v1/claims to
+// its 201), the release-to-ready p50 (DELETE to the env ready again), where a reset's time goes (its phases, from the
+// reset's own log), and one JSON line with every figure.
+// Options (env): BENCH_EPISODES (4), BENCH_WORKERS (2), BENCH_POOL (the workers' count). Needs the Pulumi CLI,
+// docker-compose and the project's images.
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import path from "node:path";
+import { chromium } from "playwright-core";
+import YAML from "yaml";
+import { gradeShopEpisode, runShopEpisode, SHOP_URL } from "../examples/runner/shop-agent";
+import { engineClient } from "../src/engines/docker";
+import { deployStack, destroyStack, gatewayAccess, resetStack, specFromStackFile } from "../src/runner";
+import { openPoolStore, poolOf, servePools, warmPool } from "../src/runner/pools";
+import { browsersAnswer } from "../src/runner/pools/members";
+import { closeComposeApi, composeFileOf, gatewayHealthy } from "./compose";
+import { median, useBenchPulumi } from "./kit";
+
+const EPISODES = Number(process.env.BENCH_EPISODES ?? 4);
+const WORKERS = Number(process.env.BENCH_WORKERS ?? 2);
+const POOL = Number(process.env.BENCH_POOL ?? WORKERS);
+const REPO = path.resolve(__dirname, "..");
+const TASK = "bench-episodes";
+const DEMO = path.join(REPO, "stacks/Pulumi.demo.yaml");
+const api = engineClient();
+
+const STATE = useBenchPulumi();
+
+const seconds = (from: number) => (performance.now() - from) / 1000;
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+function run(file: string, args: string[], cwd: string): Promise<void> {
+  return new Promise((resolve, reject) =>
+    execFile(file, args, { cwd, maxBuffer: 16 * 1024 * 1024 }, (error, _o, stderr) =>
+      error
+        ? reject(new Error(`${file} ${args.join(" ")}: ${stderr.trim().split("\n").slice(-3).join(" ")}`))
+        : resolve(),
+    ),
+  );
+}
+
+/** One episode: the scripted agent orders in the desktop browser opened at `cdpUrl` with `token`; the grade. */
+async function drive(cdpUrl: string, token: string, grade: () => Promise<unknown>): Promise<boolean> {
+  const browser = await chromium.connectOverCDP(cdpUrl, { headers: { authorization: `Bearer ${token}` } });
+  try {
+    await runShopEpisode(await browser.contexts()[0].newPage(), SHOP_URL);
+  } finally {
+    await browser.close();
+  }
+  const graded = gradeShopEpisode(await grade());
+  if (!graded.passed) throw new Error(`the episode failed its grade: ${graded.reason}`);
+  return graded.passed;
+}
+
+/** The shop's data plane through the gateway, as the grader reads it (the operator's control token). */
+async function shopData(gatewayUrl: string, controlToken: string): Promise<unknown> {
+  const res = await fetch(`${gatewayUrl}/svc/shop/data`, { headers: { authorization: `Bearer ${controlToken}` } });
+  return res.json();
+}
+
+/** Runs `episode` EPISODES times over WORKERS workers (worker w gets its own index); the wall time in seconds. */
+async function contend(episode: (worker: number) => Promise<void>): Promise<number> {
+  let left = EPISODES;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: WORKERS }, async (_, worker) => {
+      while (left > 0) {
+        left--;
+        await episode(worker).catch((error: unknown) => {
+          console.error(`worker ${worker + 1}: an episode failed: ${(error as Error).message}`);
+          throw error;
+        });
+      }
+    }),
+  );
+  return seconds(started);
+}
+
+interface Figures {
+  episodesPerHour: number;
+  wallSeconds: number;
+}
+
+async function warmContender(): Promise<
+  Figures & {
+    warmSeconds: number;
+    claimSeconds: number[];
+    releaseToReadySeconds: number[];
+    resetPhases: Record<string, number>;
+  }
+> {
+  const warmStarted = performance.now();
+  await warmPool(TASK, POOL, { projectDir: REPO, log: (l) => console.log(`  ${l}`) });
+  const warmSeconds = seconds(warmStarted);
+  console.log(`warm pool of ${POOL}: ready in ${warmSeconds.toFixed(1)} s`);
+  const service = await servePools({ projectDir: REPO, port: 0, log: (l) => console.log(`  serve: ${l}`) });
+  const store = await openPoolStore({ projectDir: REPO });
+  const token = readFileSync(service.tokenFile, "utf8").trim();
+  const call = async (method: string, route: string, body?: unknown) => {
+    const res = await fetch(`${service.url}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
+    return res.json() as Promise<any>;
+  };
+  const controlTokens = new Map<string, { gatewayUrl: string; controlToken: string }>();
+  const claimSeconds: number[] = [];
+  /** Claims not yet released: released without collection when an episode fails, so the drain is not kept waiting. */
+  const held = new Set<string>();
+  const releaseToReadySeconds: number[] = [];
+  const readyWaits: Promise<void>[] = [];
+  try {
+    const wallSeconds = await contend(async () => {
+      const asked = performance.now();
+      const claim = await call("POST", "/v1/claims", { task: TASK, ttlSeconds: 600, waitSeconds: 300 });
+      claimSeconds.push(seconds(asked));
+      held.add(claim.id);
+      if (!controlTokens.has(claim.stack)) {
+        const access = await gatewayAccess(claim.stack, { projectDir: REPO });
+        controlTokens.set(claim.stack, { gatewayUrl: access.gatewayUrl, controlToken: access.controlToken });
+        await access.close();
+      }
+      const grader = controlTokens.get(claim.stack)!;
+      const desktop = claim.computers.desktop;
+      await drive(desktop.cdpUrl, desktop.agentToken, () => shopData(grader.gatewayUrl, grader.controlToken));
+      const released = performance.now();
+      await call("DELETE", `/v1/claims/${encodeURIComponent(claim.id)}`);
+      held.delete(claim.id);
+      readyWaits.push(
+        (async () => {
+          for (;;) {
+            const row = (await store.accounts(poolOf(TASK))).find((r) => r.name === claim.stack);
+            if (row?.state === "ready") return void releaseToReadySeconds.push(seconds(released));
+            if (row?.state === "failed") throw new Error(`${claim.stack} failed its reset`);
+            await new Promise((r) => setTimeout(r, 20));
+          }
+        })(),
+      );
+    });
+    await Promise.all(readyWaits);
+
+    // Where a reset's time goes: a claimed member reset with the episode collected, its phases from the reset's log.
+    const phases: Record<string, number[]> = {};
+    for (let round = 0; round < 3; round++) {
+      const claim = await call("POST", "/v1/claims", { task: TASK, ttlSeconds: 600, waitSeconds: 300 });
+      held.add(claim.id);
+      const grader = controlTokens.get(claim.stack) ?? (await gatewayAccess(claim.stack, { projectDir: REPO }));
+      await drive(claim.computers.desktop.cdpUrl, claim.computers.desktop.agentToken, () =>
+        shopData(grader.gatewayUrl, grader.controlToken),
+      );
+      let last = 0;
+      await resetStack(claim.stack, {
+        projectDir: REPO,
+        collect: true,
+        log: (line) => {
+          const phase = / reset: (.*) \((\d+\.\d) s\)$/.exec(line);
+          if (!phase) return;
+          const name = phase[1].replace(/episode \d+ /, "episode ");
+          (phases[name] ??= []).push(Number(phase[2]) - last);
+          last = Number(phase[2]);
+        },
+      });
+      (phases.total ??= []).push(last);
+      await call("DELETE", `/v1/claims/${encodeURIComponent(claim.id)}?collect=false`);
+      held.delete(claim.id);
+    }
+    const resetPhases = Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, median(v)]));
+    return {
+      episodesPerHour: (EPISODES / wallSeconds) * 3600,
+      wallSeconds,
+      warmSeconds,
+      claimSeconds,
+      releaseToReadySeconds,
+      resetPhases,
+    };
+  } finally {
+    for (const id of held)
+      await call("DELETE", `/v1/claims/${encodeURIComponent(id)}?collect=false`).catch(() => undefined);
+    await service.close();
+    await store.close();
+    await warmPool(TASK, 0, { projectDir: REPO }).catch((e: Error) => console.log(`drain: ${e.message}`));
+  }
+}
+
+async function upDownContender(): Promise<Figures & { upSeconds: number[]; downSeconds: number[] }> {
+  const upSeconds: number[] = [];
+  const downSeconds: number[] = [];
+  const stacks = Array.from({ length: WORKERS }, (_, w) => `bench-episodes-up-${w + 1}`);
+  try {
+    const wallSeconds = await contend(async (worker) => {
+      const stack = stacks[worker];
+      let started = performance.now();
+      await deployStack(specFromStackFile(DEMO, stack, { "multienv:selfTest": false }), { projectDir: REPO });
+      upSeconds.push(seconds(started));
+      const access = await gatewayAccess(stack, { projectDir: REPO });
+      try {
+        // As a pool's member before it is ready: the deploy returns once the gateway is healthy, not the browser.
+        await browsersAnswer({
+          stack,
+          computers: {
+            desktop: {
+              cdpUrl: `${access.gatewayUrl}/computers/desktop/cdp`,
+              agentToken: access.agentTokens!.desktop,
+              startTabs: [],
+            },
+          },
+        });
+        await drive(`${access.gatewayUrl}/computers/desktop/cdp`, access.agentTokens!.desktop, () =>
+          shopData(access.gatewayUrl, access.controlToken),
+        );
+      } finally {
+        await access.close();
+      }
+      started = performance.now();
+      await destroyStack(stack, { projectDir: REPO });
+      downSeconds.push(seconds(started));
+    });
+    return { episodesPerHour: (EPISODES / wallSeconds) * 3600, wallSeconds, upSeconds, downSeconds };
+  } finally {
+    for (const stack of stacks) {
+      await destroyStack(stack, { projectDir: REPO, remove: true }).catch(() => undefined);
+      rmSync(path.join(REPO, "stacks", `Pulumi.${stack}.yaml`), { force: true });
+      rmSync(path.join(REPO, "artifacts", stack), { recursive: true, force: true });
+    }
+  }
+}
+
+async function composeContender(): Promise<Figures & { upSeconds: number[]; downSeconds: number[] }> {
+  const dir = mkdtempSync(path.join(tmpdir(), "multienv-bench-episodes-"));
+  const stacks = Array.from({ length: WORKERS }, (_, w) => `bench-episodes-compose-${w + 1}`);
+  const tokens = new Map<string, { controlToken: string; agentToken: string }>();
+  const compose = (stack: string, args: string[]) =>
+    run("docker-compose", ["-p", `${stack}-compose`, "-f", `${stack}.yml`, ...args], dir);
+  const upSeconds: number[] = [];
+  const downSeconds: number[] = [];
+  try {
+    // Each worker's compose file: the same containers as a deployed stack, read back from the engine.
+    for (const stack of stacks) {
+      await deployStack(specFromStackFile(DEMO, stack, { "multienv:selfTest": false }), { projectDir: REPO });
+      const access = await gatewayAccess(stack, { projectDir: REPO });
+      tokens.set(stack, { controlToken: access.controlToken, agentToken: access.agentTokens!.desktop });
+      await access.close();
+      writeFileSync(path.join(dir, `${stack}.yml`), await composeFileOf(stack));
+      await destroyStack(stack, { projectDir: REPO, remove: true });
+    }
+    const wallSeconds = await contend(async (worker) => {
+      const stack = stacks[worker];
+      let started = performance.now();
+      await compose(stack, ["up", "-d"]);
+      await gatewayHealthy(`${stack}-gateway`, 300_000);
+      upSeconds.push(seconds(started));
+      const info = await api.getContainer(`${stack}-gateway`).inspect();
+      const gatewayUrl = `http://127.0.0.1:${info.NetworkSettings.Ports["8080/tcp"]![0].HostPort}`;
+      const { controlToken, agentToken } = tokens.get(stack)!;
+      // The browser answers DevTools once Chromium runs behind its proxy.
+      for (const deadline = Date.now() + 120_000; ;) {
+        const res = await fetch(`${gatewayUrl}/computers/desktop/cdp/json/version`, {
+          headers: { authorization: `Bearer ${agentToken}` },
+        }).catch(() => undefined);
+        if (res?.ok) break;
+        if (Date.now() > deadline) throw new Error(`${stack}: the desktop's DevTools did not answer`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await drive(`${gatewayUrl}/computers/desktop/cdp`, agentToken, () => shopData(gatewayUrl, controlToken));
+      started = performance.now();
+      await compose(stack, ["down", "-v", "-t", "1"]);
+      downSeconds.push(seconds(started));
+    });
+    return { episodesPerHour: (EPISODES / wallSeconds) * 3600, wallSeconds, upSeconds, downSeconds };
+  } finally {
+    for (const stack of stacks) {
+      await compose(stack, ["down", "-v", "-t", "1"]).catch(() => undefined);
+      await destroyStack(stack, { projectDir: REPO, remove: true }).catch(() => undefined);
+      rmSync(path.join(REPO, "stacks", `Pulumi.${stack}.yaml`), { force: true });
+      rmSync(path.join(REPO, "artifacts", stack), { recursive: true, force: true });
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  // The task: the demo's stack file, its self-test off.
+  const taskFile = path.join(REPO, "stacks", `Pulumi.${TASK}.yaml`);
+  const demo = YAML.parse(readFileSync(DEMO, "utf8")) as { config: Record<string, unknown> };
+  writeFileSync(taskFile, YAML.stringify({ config: { ...demo.config, "multienv:selfTest": false } }));
+  try {
+    console.log(`${EPISODES} episodes of the demo's shop task by ${WORKERS} workers, three ways`);
+    const warm = await warmContender();
+    console.log(
+      `warm pool: ${warm.episodesPerHour.toFixed(0)} episodes/hour (${warm.wallSeconds.toFixed(1)} s); claim p50 ${(percentile(warm.claimSeconds, 50) * 1000).toFixed(0)} ms, p99 ${(percentile(warm.claimSeconds, 99) * 1000).toFixed(0)} ms; release-to-ready p50 ${median(warm.releaseToReadySeconds).toFixed(2)} s`,
+    );
+    console.log(
+      `a reset, the episode collected (median of 3): ${Object.entries(warm.resetPhases)
+        .map(([k, v]) => `${k} ${v.toFixed(2)} s`)
+        .join(", ")}`,
+    );
+    const upDown = await upDownContender();
+    console.log(
+      `multienv up/down per episode: ${upDown.episodesPerHour.toFixed(0)} episodes/hour (${upDown.wallSeconds.toFixed(1)} s); up p50 ${median(upDown.upSeconds).toFixed(1)} s, down p50 ${median(upDown.downSeconds).toFixed(1)} s`,
+    );
+    const compose = await composeContender();
+    console.log(
+      `docker-compose up/down per episode: ${compose.episodesPerHour.toFixed(0)} episodes/hour (${compose.wallSeconds.toFixed(1)} s); up p50 ${median(compose.upSeconds).toFixed(1)} s, down p50 ${median(compose.downSeconds).toFixed(1)} s`,
+    );
+    const ratios = {
+      warmPerUpDown: warm.episodesPerHour / upDown.episodesPerHour,
+      warmPerCompose: warm.episodesPerHour / compose.episodesPerHour,
+      composePerUpDown: compose.episodesPerHour / upDown.episodesPerHour,
+    };
+    console.log(
+      `ratios: warm pool ${ratios.warmPerCompose.toFixed(1)}x compose per episode, ${ratios.warmPerUpDown.toFixed(1)}x up/down per episode; compose ${ratios.composePerUpDown.toFixed(1)}x up/down`,
+    );
+    console.log(
+      JSON.stringify({
+        bench: "episodes",
+        episodes: EPISODES,
+        workers: WORKERS,
+        pool: POOL,
+        cpus: cpus().length,
+        loadavg: loadavg()[0],
+        episodesPerHour: {
+          warmPool: warm.episodesPerHour,
+          upDown: upDown.episodesPerHour,
+          compose: compose.episodesPerHour,
+        },
+        ratios,
+        claimSeconds: {
+          p50: percentile(warm.claimSeconds, 50),
+          p99: percentile(warm.claimSeconds, 99),
+          all: warm.claimSeconds,
+        },
+        releaseToReadySeconds: { p50: median(warm.releaseToReadySeconds), all: warm.releaseToReadySeconds },
+        resetPhasesSeconds: warm.resetPhases,
+        warmSeconds: warm.warmSeconds,
+        wallSeconds: { warmPool: warm.wallSeconds, upDown: upDown.wallSeconds, compose: compose.wallSeconds },
+        upDownSeconds: { up: upDown.upSeconds, down: upDown.downSeconds },
+        composeSeconds: { up: compose.upSeconds, down: compose.downSeconds },
+      }),
+    );
+  } finally {
+    rmSync(taskFile, { force: true });
+    for (let n = 1; n <= POOL; n++) rmSync(path.join(REPO, "stacks", `Pulumi.${TASK}-w${n}.yaml`), { force: true });
+    rmSync(path.join(REPO, "artifacts", TASK), { recursive: true, force: true });
+    for (let n = 1; n <= POOL; n++)
+      rmSync(path.join(REPO, "artifacts", `${TASK}-w${n}`), { recursive: true, force: true });
+    rmSync(STATE, { recursive: true, force: true });
+    closeComposeApi();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(`bench:episodes: ${(error as Error).message}`);
+  process.exitCode = 1;
+});
