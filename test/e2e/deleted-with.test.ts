@@ -25,7 +25,7 @@ import { LocalCommand } from "../../src/providers/resources";
 import { RESOURCE_TYPES } from "../../src/protocol/resource-types";
 import { hostsToReach, type StateResource } from "../../src/runner/runtimes/docker/hosts-reachable";
 import { startStandinVm, type StandinVm } from "../helpers/standin";
-import { REPO } from "./helpers/env";
+import { REPO, SAMPLE_SHOP } from "./helpers/env";
 
 let vm: StandinVm;
 
@@ -43,11 +43,7 @@ function planOf(stack: string) {
     captureTraffic: true,
     hosts: { env: { address: vm.address, user: vm.ssh.user, hostKey: vm.ssh.hostKey }, computers: {} },
     websites: {
-      shop: {
-        domains: ["shop.test"],
-        server: { image: "multienv/sample-shop-server" },
-        frontend: { image: "multienv/sample-shop-frontend" },
-      },
+      shop: SAMPLE_SHOP,
     },
     computers: {},
   };

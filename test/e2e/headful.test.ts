@@ -16,7 +16,7 @@ import { collectCaptures, deployStack, watchStack, type StackSpec } from "../../
 import type { WatchMessage, WatchServer } from "../../src/runner/operator/watch-server";
 import { connectCdp, type CdpClient } from "../helpers/cdp";
 import { until } from "../helpers/until";
-import { CHROMIUM_MAIN, deployEnv, e2eStack, REPO, type DeployedEnv } from "./helpers/env";
+import { CHROMIUM_MAIN, deployEnv, e2eStack, REPO, type DeployedEnv, SAMPLE_SHOP } from "./helpers/env";
 
 const STACK = e2eStack("e2e-headful");
 const ARTIFACTS = path.join(REPO, "artifacts", STACK);
@@ -29,11 +29,7 @@ const SPEC: StackSpec = {
   config: {
     target: "docker",
     websites: {
-      shop: {
-        domains: ["shop.test"],
-        server: { image: "multienv/sample-shop-server" },
-        frontend: { image: "multienv/sample-shop-frontend" },
-      },
+      shop: SAMPLE_SHOP,
     },
     computers: { [COMPUTER]: { network: "none", startTabs: ["https://shop.test/"], headful: true } },
   },

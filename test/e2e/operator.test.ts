@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { computerAgentToken } from "../../src/protocol/auth";
 import { deployStack, type StackSpec } from "../../src/runner";
-import { deployEnv, e2eStack, killChromium, REPO, type DeployedEnv } from "./helpers/env";
+import { deployEnv, e2eStack, killChromium, REPO, type DeployedEnv, SAMPLE_SHOP } from "./helpers/env";
 import { until } from "../helpers/until";
 
 const STACK = e2eStack("e2e-ops");
@@ -24,11 +24,7 @@ const SPEC: StackSpec = {
   config: {
     target: "docker",
     websites: {
-      shop: {
-        domains: ["shop.test"],
-        server: { image: "multienv/sample-shop-server" },
-        frontend: { image: "multienv/sample-shop-frontend" },
-      },
+      shop: SAMPLE_SHOP,
     },
     computers: { [COMPUTER]: { network: "none", startTabs: ["https://shop.test/"] } },
   },

@@ -26,6 +26,13 @@ export const DEMO_STACK_FILE = path.join(REPO, "stacks/Pulumi.demo.yaml");
 /** The label every container, network and volume of a stack carries (src/protocol/labels.ts LABELS.stack). */
 export const STACK_LABEL = "multienv.stack";
 
+/** The project's sample shop at shop.test (its server and frontend images), as a stack file's website. */
+export const SAMPLE_SHOP = {
+  domains: ["shop.test"],
+  server: { image: "multienv/sample-shop-server" },
+  frontend: { image: "multienv/sample-shop-frontend" },
+} as const;
+
 export interface DeployedEnv {
   stack: string;
   api: Docker;
