@@ -20,7 +20,7 @@ import http from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { CHROMIUM_FLAGS } from "../src/browser/launcher";
+import { CHROMIUM_FLAGS, HEADFUL_CHROMIUM_FLAGS, HEADFUL_SCREEN } from "../src/browser/launcher";
 import { computerFeed } from "../src/runner/operator/watch";
 import { startWatchServer, type WatchServer } from "../src/runner/operator/watch-server";
 import { takeoverGateway } from "../src/runner/operator/takeover";
@@ -30,8 +30,8 @@ import { freePort, startGateway, waitForPort } from "./loopback";
 const TOKEN = "bench-control-token-0123456789abcdef";
 const KEYS = Number(process.env.BENCH_KEYS ?? 40);
 const FPS_SECONDS = Number(process.env.BENCH_FPS_SECONDS ?? 5);
-const WIDTH = 1280;
-const HEIGHT = 800;
+// A headful computer's screen, and its Chromium's flags: the bench's computer is one, outside a container.
+const { width: WIDTH, height: HEIGHT } = HEADFUL_SCREEN;
 const NOVNC = "/usr/share/novnc";
 
 // The computer's page: each key turns the whole page to the next colour of a cycle the viewer can tell apart; with
@@ -168,16 +168,12 @@ async function main(): Promise<void> {
     children.push(xvfb);
     await until("the X display", () => existsSync(`/tmp/.X11-unix/X${display}`) || undefined);
     const cdpPort = await freePort();
-    const headful = CHROMIUM_FLAGS.filter((flag) => !flag.startsWith("--headless"));
     const computer = spawn(
       "/usr/bin/chromium",
       [
-        ...headful,
+        ...HEADFUL_CHROMIUM_FLAGS,
         `--remote-debugging-port=${cdpPort}`,
         `--user-data-dir=${join(dir, "computer")}`,
-        `--window-size=${WIDTH},${HEIGHT}`,
-        "--window-position=0,0",
-        "--kiosk",
         pageUrl,
       ],
       { stdio: "ignore", env: { ...process.env, DISPLAY: `:${display}` }, detached: true },
