@@ -24,7 +24,6 @@ import { gradeShopEpisode, runShopEpisode, SHOP_URL } from "../examples/runner/s
 import { engineClient } from "../src/engines/docker";
 import { deployStack, destroyStack, gatewayAccess, resetStack, specFromStackFile } from "../src/runner";
 import { openPoolStore, poolOf, servePools, warmPool } from "../src/runner/pools";
-import { browsersAnswer } from "../src/runner/pools/members";
 import { closeComposeApi, composeFileOf, gatewayHealthy } from "./compose";
 import { median, useBenchPulumi } from "./kit";
 
@@ -212,17 +211,6 @@ async function upDownContender(): Promise<Figures & { upSeconds: number[]; downS
       upSeconds.push(seconds(started));
       const access = await gatewayAccess(stack, { projectDir: REPO });
       try {
-        // As a pool's member before it is ready: the deploy returns once the gateway is healthy, not the browser.
-        await browsersAnswer({
-          stack,
-          computers: {
-            desktop: {
-              cdpUrl: `${access.gatewayUrl}/computers/desktop/cdp`,
-              agentToken: access.agentTokens!.desktop,
-              startTabs: [],
-            },
-          },
-        });
         await drive(`${access.gatewayUrl}/computers/desktop/cdp`, access.agentTokens!.desktop, () =>
           shopData(access.gatewayUrl, access.controlToken),
         );

@@ -21,7 +21,7 @@ import { artifactsDirOf } from "./evidence/artifacts";
 import { userInfo } from "node:os";
 import { collectRun, type CollectResult } from "./evidence/collect";
 import { collectOptionsFor, collectThenDestroy, hasDeployedEnv, type DownResult } from "./lifecycle/down";
-import { deployFailure, explain, RunnerError } from "./errors";
+import { deployFailure, errorMessage, explain, RunnerError } from "./errors";
 import {
   displayOutputs,
   openGatewayAccess,
@@ -39,6 +39,7 @@ import {
   type StateResource,
 } from "./runtimes/docker/hosts-reachable";
 import { resetEnv, type ResetResult } from "./lifecycle/reset";
+import { browsersAnswer } from "./lifecycle/browsers-ready";
 import { readRunRecord, recordFailedSelfTest, withReproducibility, writeRunRecord } from "./evidence/run-record";
 import { runtimeOf } from "./runtimes/runtimes";
 import type { StateResource as EngineStateResource } from "../engines/docker";
@@ -304,6 +305,14 @@ export async function deployStack(
         throw error;
       });
     const outputs = readOutputs(result.outputs);
+    const computers = Object.keys(outputs.computers);
+    if (computers.length > 0)
+      // The deploy's own outputs hold no secret's value: the control token is asked of the stack.
+      await withGatewayAccess(await opened.stack.outputs(), opened.name, (access) =>
+        browsersAnswer(access, opened.name, computers),
+      ).catch((error: unknown) => {
+        throw new RunnerError(errorMessage(error));
+      });
     const dir = artifactsDir(opened, options);
     const record = await readRunRecord(dir, opened.name);
     await writeRunRecord(

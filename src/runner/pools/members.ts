@@ -32,34 +32,6 @@ export async function memberHandles(
   }
 }
 
-/** How long a new member's browsers have to answer DevTools before it counts as failed. */
-const BROWSERS_READY_MS = 120_000;
-
-/**
- * Waits until every computer's DevTools answers through the gateway with the agent's token: a deploy returns once the
- * gateway is healthy, while a browser may still be starting (or restarting once its profile is set up), and a member
- * is handed out only with browsers an agent can open.
- */
-export async function browsersAnswer(handles: MemberHandles, timeoutMs = BROWSERS_READY_MS): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (const [name, computer] of Object.entries(handles.computers)) {
-    for (let answers = 0; answers < 3;) {
-      const res = await fetch(`${computer.cdpUrl}/json/version`, {
-        headers: { authorization: `Bearer ${computer.agentToken}` },
-        signal: AbortSignal.timeout(5000),
-      }).catch(() => undefined);
-      await res?.body?.cancel();
-      // Three answers in a row, a quarter second apart: a browser about to restart answers once or twice.
-      answers = res?.ok ? answers + 1 : 0;
-      if (Date.now() > deadline)
-        throw new Error(
-          `stack ${handles.stack}: computer ${name}'s DevTools did not answer within ${timeoutMs / 1000} s`,
-        );
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
-}
-
 /** Deploys a member from the task's stack file and writes its handles. */
 export async function deployMember(
   task: string,
@@ -70,9 +42,8 @@ export async function deployMember(
   const projectDir = projectDirOf(options);
   const spec = specFromStackFile(stackFileOf(projectDir, task), member);
   const deployed = await deployStack(spec, { projectDir, env: options.env, log: options.log });
-  const handles = await memberHandles(member, deployed.outputs, options, stackFileHash);
-  await browsersAnswer(handles);
-  await writeHandles(projectDir, task, handles);
+  // deployStack returns once every computer's DevTools answers: the member is handed out with browsers ready.
+  await writeHandles(projectDir, task, await memberHandles(member, deployed.outputs, options, stackFileHash));
 }
 
 /** Destroys a member, its last episode's evidence collected first (down's own rule), and removes it from the state. */
