@@ -14,8 +14,9 @@ import {
   decodingBudget,
   formCarries,
   secretTokens,
-  splitOutsideQuotes,
   tokenReadingWork,
+  withoutCarryingCredentials,
+  type CredentialVerdict,
   type SecretTokens,
 } from "../protocol/auth";
 
@@ -116,38 +117,16 @@ class Reading {
     private readonly mayCarry: (form: string) => boolean,
   ) {}
 
-  /**
-   * `value` with every credential that carries a token removed (undefined when none is left), as withoutTokens
-   * makes it: whole when no form of it carries one; else each of its comma-separated credentials read on its own, those
-   * that carry none kept (none, when a token was split across them). What is kept is read once more as a whole, so a
-   * token split across the credentials kept (which the whole value's reading stopped short of) is not sent on.
-   */
+  /** `value` with every credential that carries a token removed, by withoutCarryingCredentials' rule. */
   value(value: string): string | undefined {
-    const whole = this.verdict(value);
-    if (whole !== "clean") return undefined;
-    if (!this.secretFound) return value;
-    const credentials = splitOutsideQuotes(value);
-    if (credentials.length === 1) return undefined;
-    const kept: string[] = [];
-    for (const credential of credentials) {
-      if (this.verdict(credential) !== "clean") {
-        if (this.agentToken || this.undecided) return undefined;
-        continue;
-      }
-      if (!this.secretFound) kept.push(credential);
-    }
-    if (kept.length === credentials.length) return undefined;
-    const rest = kept.map((credential) => credential.trim()).filter(Boolean);
-    if (rest.length === 0) return undefined;
-    const joined = rest.join(", ");
-    return this.verdict(joined) === "clean" && !this.secretFound ? joined : undefined;
+    return withoutCarryingCredentials(value, (text) => this.verdict(text));
   }
 
   /**
-   * What reading `text` through found, from what is left of the budget: "clean" (secretFound says whether it carries a
-   * token other than an agent's), or "refused" when it carries an agent token or cannot be read within the budget.
+   * What reading `text` through found, from what is left of the budget: "carries" when it carries a token other than
+   * an agent's, "clean" when none, "refused" when it carries an agent token or cannot be read within the budget.
    */
-  private verdict(text: string): "clean" | "refused" {
+  private verdict(text: string): CredentialVerdict {
     this.secretFound = false;
     const before = tokenReadingWork();
     const verdict = decodedFormsVerdict(
@@ -159,8 +138,7 @@ class Reading {
     this.work += tokenReadingWork() - before;
     if (verdict === "undecided" && !this.agentToken) this.undecided = true;
     if (this.agentToken || this.undecided) return "refused";
-    if (verdict === "carries") this.secretFound = true;
-    return "clean";
+    return verdict === "carries" || this.secretFound ? "carries" : "clean";
   }
 
   /**

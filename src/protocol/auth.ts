@@ -383,14 +383,38 @@ function isBinaryBase64(text: string, secrets: SecretTokens): boolean {
  */
 export function withoutTokens(value: string, secrets: SecretTokens): string | undefined {
   const budget = decodingBudget(value.length);
-  if (!carries(value, secrets, budget)) return value;
+  return withoutCarryingCredentials(value, (text) => (carries(text, secrets, budget) ? "carries" : "clean"));
+}
+
+/** What reading a text for tokens found: none, one, or that the text must not be sent on at all. */
+export type CredentialVerdict = "clean" | "carries" | "refused";
+
+/**
+ * The one rule for taking the credentials that carry a token out of a header value, given how a text is read: the
+ * value whole when it carries none; else each of its comma-separated credentials read on its own and those that carry
+ * none kept. Nothing is kept when any reading refuses, when the value is one credential, or when every credential is
+ * clean on its own (the token was split across them); what is kept is read once more as a whole, so a token split
+ * across the credentials kept is not sent on either.
+ */
+export function withoutCarryingCredentials(
+  value: string,
+  read: (text: string) => CredentialVerdict,
+): string | undefined {
+  const whole = read(value);
+  if (whole !== "carries") return whole === "clean" ? value : undefined;
   const credentials = splitOutsideQuotes(value);
   if (credentials.length === 1) return undefined;
-  const kept = credentials.filter((credential) => !carries(credential, secrets, budget));
-  const rest = kept.map((credential) => credential.trim()).filter(Boolean);
-  // Each part is clean, yet the whole carried one: the token is split across the parts.
+  const kept: string[] = [];
+  for (const credential of credentials) {
+    const verdict = read(credential);
+    if (verdict === "refused") return undefined;
+    if (verdict === "clean") kept.push(credential);
+  }
   if (kept.length === credentials.length) return undefined;
-  return rest.length === 0 ? undefined : rest.join(", ");
+  const rest = kept.map((credential) => credential.trim()).filter(Boolean);
+  if (rest.length === 0) return undefined;
+  const joined = rest.join(", ");
+  return read(joined) === "clean" ? joined : undefined;
 }
 
 /** `withoutTokens` for the control token alone. */
