@@ -26,7 +26,11 @@ export async function memberHandles(
       if (agentToken === undefined) throw new Error(`stack ${member}: computer ${name} has no agent token output`);
       computers[name] = { cdpUrl: computer.cdpUrl, agentToken, startTabs: computer.startTabs };
     }
-    return { stack: member, stackFileHash, computers };
+    // On the kubernetes target the cdpUrls name the gateway's pod (kubernetes://); a claim reaches them through a
+    // port-forward of its own process, so the handles keep the pod and the URL they are under.
+    const forward =
+      access.portForward === undefined ? {} : { portForward: access.portForward, gatewayUrl: outputs.gatewayUrl };
+    return { stack: member, stackFileHash, computers, ...forward };
   } finally {
     await access.close();
   }
