@@ -23,7 +23,15 @@ import { chromium } from "playwright-core";
 import YAML from "yaml";
 import { gradeShopEpisode, runShopEpisode, SHOP_URL } from "../examples/runner/shop-agent";
 import { engineClient } from "../src/engines/docker";
-import { deployStack, destroyStack, gatewayAccess, resetStack, specFromStackFile } from "../src/runner";
+import {
+  deployStack,
+  destroyStack,
+  gatewayAccess,
+  readStackState,
+  resetStack,
+  specFromStackFile,
+  type StackState,
+} from "../src/runner";
 import { openPoolStore, poolOf, servePools, warmPool } from "../src/runner/pools";
 import { closeComposeApi, composeFileOf, gatewayHealthy } from "./compose";
 import { median, useBenchPulumi } from "./kit";
@@ -159,6 +167,7 @@ async function warmContender(): Promise<
 
     // Where a reset's time goes: a claimed member reset with the episode collected, its phases from the reset's log.
     const phases: Record<string, number[]> = {};
+    const states = new Map<string, StackState>();
     for (let round = 0; round < 3; round++) {
       const claim = await call("POST", "/v1/claims", { task: TASK, ttlSeconds: 600, waitSeconds: 300 });
       held.add(claim.id);
@@ -167,8 +176,11 @@ async function warmContender(): Promise<
         shopData(grader.gatewayUrl, grader.controlToken),
       );
       let last = 0;
+      // As a pool's reset runs: the member's state read once per deploy (members.ts), not by each reset.
+      if (!states.has(claim.stack)) states.set(claim.stack, await readStackState(claim.stack, { projectDir: REPO }));
       await resetStack(claim.stack, {
         projectDir: REPO,
+        state: states.get(claim.stack),
         collect: true,
         log: (line) => {
           const phase = / reset: (.*) \((\d+\.\d) s\)$/.exec(line);
