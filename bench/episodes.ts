@@ -14,7 +14,8 @@
 // reset's own log), and one JSON line with every figure.
 // Options (env): BENCH_EPISODES (4), BENCH_WORKERS (2), BENCH_POOL (the workers' count and one: a released env
 // resets while its worker claims the spare). A contender that fails says why and the others still run; its figures
-// are null in the JSON line. Needs the Pulumi CLI, docker-compose and the project's images.
+// are null in the JSON line. BENCH_CONTENDERS (warm,updown,compose) runs some of them. Needs the Pulumi CLI,
+// docker-compose and the project's images.
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -39,6 +40,8 @@ import { median, useBenchPulumi } from "./kit";
 const EPISODES = Number(process.env.BENCH_EPISODES ?? 4);
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 2);
 const POOL = Number(process.env.BENCH_POOL ?? WORKERS + 1);
+/** Which contenders run (BENCH_CONTENDERS, comma-separated: warm, updown, compose; default all three). */
+const CONTENDERS = new Set((process.env.BENCH_CONTENDERS ?? "warm,updown,compose").split(",").map((c) => c.trim()));
 const REPO = path.resolve(__dirname, "..");
 const TASK = "bench-episodes";
 const DEMO = path.join(REPO, "stacks/Pulumi.demo.yaml");
@@ -302,7 +305,8 @@ async function composeContender(): Promise<Figures & { upSeconds: number[]; down
 /** Why each contender that failed did: the others' figures still come out. */
 const failed: Record<string, string> = {};
 
-async function attempt<T>(name: string, contender: () => Promise<T>): Promise<T | undefined> {
+async function attempt<T>(name: string, key: string, contender: () => Promise<T>): Promise<T | undefined> {
+  if (!CONTENDERS.has(key)) return undefined;
   try {
     return await contender();
   } catch (error) {
@@ -320,7 +324,7 @@ async function main(): Promise<void> {
   writeFileSync(taskFile, YAML.stringify({ config: { ...demo.config, "multienv:selfTest": false } }));
   try {
     console.log(`${EPISODES} episodes of the demo's shop task by ${WORKERS} workers, three ways`);
-    const warm = await attempt("warm pool", warmContender);
+    const warm = await attempt("warm pool", "warm", warmContender);
     if (warm)
       console.log(
         `warm pool: ${warm.episodesPerHour.toFixed(0)} episodes/hour (${warm.wallSeconds.toFixed(1)} s); claim p50 ${(percentile(warm.claimSeconds, 50) * 1000).toFixed(0)} ms, p99 ${(percentile(warm.claimSeconds, 99) * 1000).toFixed(0)} ms; release-to-ready p50 ${median(warm.releaseToReadySeconds).toFixed(2)} s`,
@@ -331,12 +335,12 @@ async function main(): Promise<void> {
           .map(([k, v]) => `${k} ${v.toFixed(2)} s`)
           .join(", ")}`,
       );
-    const upDown = await attempt("multienv up/down", upDownContender);
+    const upDown = await attempt("multienv up/down", "updown", upDownContender);
     if (upDown)
       console.log(
         `multienv up/down per episode: ${upDown.episodesPerHour.toFixed(0)} episodes/hour (${upDown.wallSeconds.toFixed(1)} s); up p50 ${median(upDown.upSeconds).toFixed(1)} s, down p50 ${median(upDown.downSeconds).toFixed(1)} s`,
       );
-    const compose = await attempt("docker-compose up/down", composeContender);
+    const compose = await attempt("docker-compose up/down", "compose", composeContender);
     if (compose)
       console.log(
         `docker-compose up/down per episode: ${compose.episodesPerHour.toFixed(0)} episodes/hour (${compose.wallSeconds.toFixed(1)} s); up p50 ${median(compose.upSeconds).toFixed(1)} s, down p50 ${median(compose.downSeconds).toFixed(1)} s`,
