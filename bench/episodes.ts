@@ -117,7 +117,11 @@ async function warmContender(): Promise<
   }
 > {
   const warmStarted = performance.now();
-  await warmPool(TASK, POOL, { projectDir: REPO, log: (l) => console.log(`  ${l}`) });
+  await warmPool(TASK, POOL, { projectDir: REPO, log: (l) => console.log(`  ${l}`) }).catch(async (error: unknown) => {
+    // Members already deployed are not left behind.
+    await warmPool(TASK, 0, { projectDir: REPO }).catch((e: Error) => console.log(`drain: ${e.message}`));
+    throw error;
+  });
   const warmSeconds = seconds(warmStarted);
   console.log(`warm pool of ${POOL}: ready in ${warmSeconds.toFixed(1)} s`);
   const service = await servePools({ projectDir: REPO, port: 0, log: (l) => console.log(`  serve: ${l}`) });
