@@ -12,7 +12,9 @@
 // It prints each contender's episodes per hour and their ratios, the claim-to-ready p50 and p99 (POST /v1/claims to
 // its 201), the release-to-ready p50 (DELETE to the env ready again), where a reset's time goes (its phases, from the
 // reset's own log), and one JSON line with every figure.
-// Options (env): BENCH_EPISODES (4), BENCH_WORKERS (2), BENCH_POOL (the workers' count). Needs the Pulumi CLI,
+// Options (env): BENCH_EPISODES (4), BENCH_WORKERS (2), BENCH_POOL (the workers' count and one: a released env
+// resets while its worker claims the spare). A contender that fails says why and the others still run; its figures
+// are null in the JSON line. BENCH_CONTENDERS (warm,updown,compose) runs some of them. Needs the Pulumi CLI,
 // docker-compose and the project's images.
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -22,14 +24,24 @@ import { chromium } from "playwright-core";
 import YAML from "yaml";
 import { gradeShopEpisode, runShopEpisode, SHOP_URL } from "../examples/runner/shop-agent";
 import { engineClient } from "../src/engines/docker";
-import { deployStack, destroyStack, gatewayAccess, resetStack, specFromStackFile } from "../src/runner";
+import {
+  deployStack,
+  destroyStack,
+  gatewayAccess,
+  readStackState,
+  resetStack,
+  specFromStackFile,
+  type StackState,
+} from "../src/runner";
 import { openPoolStore, poolOf, servePools, warmPool } from "../src/runner/pools";
 import { closeComposeApi, composeFileOf, gatewayHealthy } from "./compose";
 import { median, useBenchPulumi } from "./kit";
 
 const EPISODES = Number(process.env.BENCH_EPISODES ?? 4);
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 2);
-const POOL = Number(process.env.BENCH_POOL ?? WORKERS);
+const POOL = Number(process.env.BENCH_POOL ?? WORKERS + 1);
+/** Which contenders run (BENCH_CONTENDERS, comma-separated: warm, updown, compose; default all three). */
+const CONTENDERS = new Set((process.env.BENCH_CONTENDERS ?? "warm,updown,compose").split(",").map((c) => c.trim()));
 const REPO = path.resolve(__dirname, "..");
 const TASK = "bench-episodes";
 const DEMO = path.join(REPO, "stacks/Pulumi.demo.yaml");
@@ -105,7 +117,11 @@ async function warmContender(): Promise<
   }
 > {
   const warmStarted = performance.now();
-  await warmPool(TASK, POOL, { projectDir: REPO, log: (l) => console.log(`  ${l}`) });
+  await warmPool(TASK, POOL, { projectDir: REPO, log: (l) => console.log(`  ${l}`) }).catch(async (error: unknown) => {
+    // Members already deployed are not left behind.
+    await warmPool(TASK, 0, { projectDir: REPO }).catch((e: Error) => console.log(`drain: ${e.message}`));
+    throw error;
+  });
   const warmSeconds = seconds(warmStarted);
   console.log(`warm pool of ${POOL}: ready in ${warmSeconds.toFixed(1)} s`);
   const service = await servePools({ projectDir: REPO, port: 0, log: (l) => console.log(`  serve: ${l}`) });
@@ -158,6 +174,7 @@ async function warmContender(): Promise<
 
     // Where a reset's time goes: a claimed member reset with the episode collected, its phases from the reset's log.
     const phases: Record<string, number[]> = {};
+    const states = new Map<string, StackState>();
     for (let round = 0; round < 3; round++) {
       const claim = await call("POST", "/v1/claims", { task: TASK, ttlSeconds: 600, waitSeconds: 300 });
       held.add(claim.id);
@@ -166,8 +183,11 @@ async function warmContender(): Promise<
         shopData(grader.gatewayUrl, grader.controlToken),
       );
       let last = 0;
+      // As a pool's reset runs: the member's state read once per deploy (members.ts), not by each reset.
+      if (!states.has(claim.stack)) states.set(claim.stack, await readStackState(claim.stack, { projectDir: REPO }));
       await resetStack(claim.stack, {
         projectDir: REPO,
+        state: states.get(claim.stack),
         collect: true,
         log: (line) => {
           const phase = / reset: (.*) \((\d+\.\d) s\)$/.exec(line);
@@ -241,14 +261,16 @@ async function composeContender(): Promise<Figures & { upSeconds: number[]; down
   const downSeconds: number[] = [];
   try {
     // Each worker's compose file: the same containers as a deployed stack, read back from the engine.
-    for (const stack of stacks) {
-      await deployStack(specFromStackFile(DEMO, stack, { "multienv:selfTest": false }), { projectDir: REPO });
-      const access = await gatewayAccess(stack, { projectDir: REPO });
-      tokens.set(stack, { controlToken: access.controlToken, agentToken: access.agentTokens!.desktop });
-      await access.close();
-      writeFileSync(path.join(dir, `${stack}.yml`), await composeFileOf(stack));
-      await destroyStack(stack, { projectDir: REPO, remove: true });
-    }
+    await Promise.all(
+      stacks.map(async (stack) => {
+        await deployStack(specFromStackFile(DEMO, stack, { "multienv:selfTest": false }), { projectDir: REPO });
+        const access = await gatewayAccess(stack, { projectDir: REPO });
+        tokens.set(stack, { controlToken: access.controlToken, agentToken: access.agentTokens!.desktop });
+        await access.close();
+        writeFileSync(path.join(dir, `${stack}.yml`), await composeFileOf(stack));
+        await destroyStack(stack, { projectDir: REPO, remove: true });
+      }),
+    );
     const wallSeconds = await contend(async (worker) => {
       const stack = stacks[worker];
       let started = performance.now();
@@ -284,6 +306,21 @@ async function composeContender(): Promise<Figures & { upSeconds: number[]; down
   }
 }
 
+/** Why each contender that failed did: the others' figures still come out. */
+const failed: Record<string, string> = {};
+
+async function attempt<T>(name: string, key: string, contender: () => Promise<T>): Promise<T | undefined> {
+  if (!CONTENDERS.has(key)) return undefined;
+  try {
+    return await contender();
+  } catch (error) {
+    failed[name] = (error as Error).message.split("\n")[0];
+    console.log(`${name}: failed, no figures: ${failed[name]}`);
+    process.exitCode = 1;
+    return undefined;
+  }
+}
+
 async function main(): Promise<void> {
   // The task: the demo's stack file, its self-test off.
   const taskFile = path.join(REPO, "stacks", `Pulumi.${TASK}.yaml`);
@@ -291,30 +328,36 @@ async function main(): Promise<void> {
   writeFileSync(taskFile, YAML.stringify({ config: { ...demo.config, "multienv:selfTest": false } }));
   try {
     console.log(`${EPISODES} episodes of the demo's shop task by ${WORKERS} workers, three ways`);
-    const warm = await warmContender();
-    console.log(
-      `warm pool: ${warm.episodesPerHour.toFixed(0)} episodes/hour (${warm.wallSeconds.toFixed(1)} s); claim p50 ${(percentile(warm.claimSeconds, 50) * 1000).toFixed(0)} ms, p99 ${(percentile(warm.claimSeconds, 99) * 1000).toFixed(0)} ms; release-to-ready p50 ${median(warm.releaseToReadySeconds).toFixed(2)} s`,
-    );
-    console.log(
-      `a reset, the episode collected (median of 3): ${Object.entries(warm.resetPhases)
-        .map(([k, v]) => `${k} ${v.toFixed(2)} s`)
-        .join(", ")}`,
-    );
-    const upDown = await upDownContender();
-    console.log(
-      `multienv up/down per episode: ${upDown.episodesPerHour.toFixed(0)} episodes/hour (${upDown.wallSeconds.toFixed(1)} s); up p50 ${median(upDown.upSeconds).toFixed(1)} s, down p50 ${median(upDown.downSeconds).toFixed(1)} s`,
-    );
-    const compose = await composeContender();
-    console.log(
-      `docker-compose up/down per episode: ${compose.episodesPerHour.toFixed(0)} episodes/hour (${compose.wallSeconds.toFixed(1)} s); up p50 ${median(compose.upSeconds).toFixed(1)} s, down p50 ${median(compose.downSeconds).toFixed(1)} s`,
-    );
+    const warm = await attempt("warm pool", "warm", warmContender);
+    if (warm)
+      console.log(
+        `warm pool: ${warm.episodesPerHour.toFixed(0)} episodes/hour (${warm.wallSeconds.toFixed(1)} s); claim p50 ${(percentile(warm.claimSeconds, 50) * 1000).toFixed(0)} ms, p99 ${(percentile(warm.claimSeconds, 99) * 1000).toFixed(0)} ms; release-to-ready p50 ${median(warm.releaseToReadySeconds).toFixed(2)} s`,
+      );
+    if (warm)
+      console.log(
+        `a reset, the episode collected (median of 3): ${Object.entries(warm.resetPhases)
+          .map(([k, v]) => `${k} ${v.toFixed(2)} s`)
+          .join(", ")}`,
+      );
+    const upDown = await attempt("multienv up/down", "updown", upDownContender);
+    if (upDown)
+      console.log(
+        `multienv up/down per episode: ${upDown.episodesPerHour.toFixed(0)} episodes/hour (${upDown.wallSeconds.toFixed(1)} s); up p50 ${median(upDown.upSeconds).toFixed(1)} s, down p50 ${median(upDown.downSeconds).toFixed(1)} s`,
+      );
+    const compose = await attempt("docker-compose up/down", "compose", composeContender);
+    if (compose)
+      console.log(
+        `docker-compose up/down per episode: ${compose.episodesPerHour.toFixed(0)} episodes/hour (${compose.wallSeconds.toFixed(1)} s); up p50 ${median(compose.upSeconds).toFixed(1)} s, down p50 ${median(compose.downSeconds).toFixed(1)} s`,
+      );
+    const ratio = (a?: Figures, b?: Figures) => (a && b ? a.episodesPerHour / b.episodesPerHour : null);
     const ratios = {
-      warmPerUpDown: warm.episodesPerHour / upDown.episodesPerHour,
-      warmPerCompose: warm.episodesPerHour / compose.episodesPerHour,
-      composePerUpDown: compose.episodesPerHour / upDown.episodesPerHour,
+      warmPerUpDown: ratio(warm, upDown),
+      warmPerCompose: ratio(warm, compose),
+      composePerUpDown: ratio(compose, upDown),
     };
+    const x = (r: number | null) => (r === null ? "n/a" : `${r.toFixed(1)}x`);
     console.log(
-      `ratios: warm pool ${ratios.warmPerCompose.toFixed(1)}x compose per episode, ${ratios.warmPerUpDown.toFixed(1)}x up/down per episode; compose ${ratios.composePerUpDown.toFixed(1)}x up/down`,
+      `ratios: warm pool ${x(ratios.warmPerCompose)} compose per episode, ${x(ratios.warmPerUpDown)} up/down per episode; compose ${x(ratios.composePerUpDown)} up/down`,
     );
     console.log(
       JSON.stringify({
@@ -325,22 +368,31 @@ async function main(): Promise<void> {
         cpus: cpus().length,
         loadavg: loadavg()[0],
         episodesPerHour: {
-          warmPool: warm.episodesPerHour,
-          upDown: upDown.episodesPerHour,
-          compose: compose.episodesPerHour,
+          warmPool: warm?.episodesPerHour ?? null,
+          upDown: upDown?.episodesPerHour ?? null,
+          compose: compose?.episodesPerHour ?? null,
         },
         ratios,
-        claimSeconds: {
-          p50: percentile(warm.claimSeconds, 50),
-          p99: percentile(warm.claimSeconds, 99),
-          all: warm.claimSeconds,
+        claimSeconds: warm
+          ? {
+              p50: percentile(warm.claimSeconds, 50),
+              p99: percentile(warm.claimSeconds, 99),
+              all: warm.claimSeconds,
+            }
+          : null,
+        releaseToReadySeconds: warm
+          ? { p50: median(warm.releaseToReadySeconds), all: warm.releaseToReadySeconds }
+          : null,
+        resetPhasesSeconds: warm?.resetPhases ?? null,
+        warmSeconds: warm?.warmSeconds ?? null,
+        wallSeconds: {
+          warmPool: warm?.wallSeconds ?? null,
+          upDown: upDown?.wallSeconds ?? null,
+          compose: compose?.wallSeconds ?? null,
         },
-        releaseToReadySeconds: { p50: median(warm.releaseToReadySeconds), all: warm.releaseToReadySeconds },
-        resetPhasesSeconds: warm.resetPhases,
-        warmSeconds: warm.warmSeconds,
-        wallSeconds: { warmPool: warm.wallSeconds, upDown: upDown.wallSeconds, compose: compose.wallSeconds },
-        upDownSeconds: { up: upDown.upSeconds, down: upDown.downSeconds },
-        composeSeconds: { up: compose.upSeconds, down: compose.downSeconds },
+        upDownSeconds: upDown ? { up: upDown.upSeconds, down: upDown.downSeconds } : null,
+        composeSeconds: compose ? { up: compose.upSeconds, down: compose.downSeconds } : null,
+        failed,
       }),
     );
   } finally {

@@ -38,7 +38,7 @@ import {
   unreachableMessage,
   type StateResource,
 } from "./runtimes/docker/hosts-reachable";
-import { resetEnv, type ResetResult } from "./lifecycle/reset";
+import { resetEnv, type ResetResult, type ResetSeam } from "./lifecycle/reset";
 import { browsersAnswer } from "./lifecycle/browsers-ready";
 import { readRunRecord, recordFailedSelfTest, withReproducibility, writeRunRecord } from "./evidence/run-record";
 import { runtimeOf } from "./runtimes/runtimes";
@@ -466,6 +466,26 @@ export interface ResetStackOptions extends RunnerOptions {
   /** Collect the finished episode first (into artifacts/<stack>/episodes/<n>/), so no evidence is lost. */
   collect?: boolean;
   failOnCaptureError?: boolean;
+  /**
+   * The stack's state as readStackState read it, for a caller that resets one deploy many times (a warm pool's
+   * keeper): the reset then asks the Pulumi CLI nothing (its outputs and resources take seconds to read and do not
+   * change between resets). It must be of the stack's current deploy.
+   */
+  state?: StackState;
+}
+
+/** What a reset reads of a stack's state: its outputs (the control token decrypted) and its resources. */
+export interface StackState {
+  outputs: Awaited<ReturnType<ResetSeam["outputs"]>>;
+  exported: Awaited<ReturnType<ResetSeam["exportStack"]>>;
+}
+
+/** Reads the stack's state as a reset does, to be given to resetStack (`state`) for each of its resets. */
+export async function readStackState(stack: string, options: RunnerOptions = {}): Promise<StackState> {
+  return onStack(stack, options, "reading its state", async (opened) => {
+    const [outputs, exported] = await Promise.all([opened.stack.outputs(), opened.stack.exportStack()]);
+    return { outputs, exported };
+  });
 }
 
 /**
@@ -474,6 +494,21 @@ export interface ResetStackOptions extends RunnerOptions {
  * started over (see lifecycle/reset.ts). The next episode is counted in run.json.
  */
 export async function resetStack(stack: string, options: ResetStackOptions = {}): Promise<ResetResult> {
+  const { state } = options;
+  if (state !== undefined)
+    return withStackLock(stackLockKey(stack, options), () =>
+      resetEnv(
+        { name: stack, outputs: async () => state.outputs, exportStack: async () => state.exported },
+        {
+          artifactsDir: options.artifactsDir ?? artifactsDirOf(options.projectDir ?? DEFAULT_PROJECT_DIR, stack),
+          collect: options.collect,
+          failOnCaptureError: options.failOnCaptureError,
+          log: options.log,
+        },
+      ).catch((error: unknown) => {
+        throw explain(error, stack, "resetting");
+      }),
+    );
   return onStack(stack, options, "resetting", async (opened) =>
     resetEnv(opened.stack, {
       artifactsDir: artifactsDir(opened, options),

@@ -5,7 +5,7 @@ import { execFileSync } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { openLeaseStore } from "../../src/accounts";
 import { servePools, warmPool } from "../../src/runner/pools";
-import { admission, MEMORY_RESERVE_BYTES } from "../../src/runner/pools/admission";
+import { admission, MEMORY_RESERVE_BYTES, quantityBytes } from "../../src/runner/pools/admission";
 import { stackFileHash } from "../../src/runner/pools/pool";
 import { cleanup, onCleanup } from "../helpers/processes";
 import { envOf, project, registerReady } from "./helpers";
@@ -22,6 +22,17 @@ describe("admission of a warm pool", () => {
     // Less free than the reserve: no more, never fewer than those already there.
     expect(admission(GIB, MEMORY_RESERVE_BYTES / 2, 2, 1)).toMatchObject({ admits: 3 });
     expect(admission(undefined, 64 * GIB, 0, 0)).toMatchObject({ admits: null });
+  });
+
+  it("reads a cluster node's allocatable memory in any of Kubernetes' units, and nothing from a quantity it cannot", () => {
+    expect(quantityBytes("24581348Ki")).toBe(24581348 * 1024);
+    expect(quantityBytes("2Gi")).toBe(2 * GIB);
+    expect(quantityBytes("1500M")).toBe(1.5e9);
+    expect(quantityBytes("1e9")).toBe(1e9);
+    expect(quantityBytes("123")).toBe(123);
+    // Not a memory quantity: no room counted, so a pool never grows on a figure it misread.
+    expect(quantityBytes("12m")).toBe(0);
+    expect(quantityBytes("lots")).toBe(0);
   });
 
   it("refuses to grow past the free memory in one line saying how many fit and why, and GET /v1/pools says admits", async () => {

@@ -3,7 +3,8 @@
 // store's queue, served in the order they arrived across every process sharing the store. What a claim returns is what
 // the agent needs: each computer's DevTools URL, its agent token and start tabs; never the control token.
 import type { AccountRow, LeaseStore } from "../../accounts";
-import { RunnerError } from "../errors";
+import { errorMessage, RunnerError } from "../errors";
+import { processForwards, type MemberForwards } from "./forwards";
 import {
   claimHolderName,
   episodeOf,
@@ -14,6 +15,7 @@ import {
   readHandles,
   taskOfClaim,
   type ComputerHandle,
+  type MemberHandles,
   type PoolOptions,
 } from "./pool";
 
@@ -73,7 +75,33 @@ export class ClaimGoneError extends RunnerError {
   override name = "ClaimGoneError";
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * What a waiting claim sleeps on between asks: `POLL_MS`, or less when this process's keeper makes a member ready
+ * (serve's), so a claim waiting for a release's reset is served as the reset ends, not up to a poll later. Claims and
+ * keepers in other processes are still met by the poll.
+ */
+export class Readiness {
+  private readonly waiters = new Set<() => void>();
+
+  wait(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timeout);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timeout = setTimeout(done, ms);
+      this.waiters.add(done);
+    });
+  }
+
+  /** A member became ready: every waiting claim asks again now. */
+  ready(): void {
+    for (const wake of [...this.waiters]) wake();
+  }
+}
+
+const timer = new Readiness();
 
 export function countsOf(
   task: string,
@@ -106,7 +134,27 @@ export async function withStore<T>(
   }
 }
 
-export type ClaimOptions = PoolOptions & { openStore?: LeaseStore; signal?: AbortSignal };
+export type ClaimOptions = PoolOptions & {
+  openStore?: LeaseStore;
+  signal?: AbortSignal;
+  /** Wakes the claim when this process's keeper makes a member ready (serve's). */
+  readiness?: Readiness;
+  /** Where the claim's kubernetes port-forwards are kept (serve's own); default the process's. */
+  forwards?: MemberForwards;
+};
+
+/** A member's computers as the claimer dials them, or why it cannot be handed out. */
+async function reachable(
+  handles: MemberHandles | undefined,
+  forwards: MemberForwards,
+): Promise<Record<string, ComputerHandle> | string> {
+  if (handles === undefined) return "has no handles";
+  try {
+    return await forwards.computersOf(handles);
+  } catch (error) {
+    return `cannot be reached (${errorMessage(error).split("\n")[0]})`;
+  }
+}
 
 /**
  * Claims a ready env of the task: at once when one is ready and no earlier claim waits, else in arrival order as envs
@@ -122,24 +170,30 @@ export async function claimEnv(request: ClaimRequest, options: ClaimOptions = {}
     const deadline = Date.now() + (request.waitSeconds ?? 0) * 1000;
     const holder = { id, name: claimHolderName(id) };
     let ticket = await store.enqueue(pool, holder.name, QUEUE_MS);
+    // The transaction that serves a ticket also removes it: only a claim that stops waiting leaves the queue.
+    let served = false;
     try {
       for (;;) {
         const lease = await store.claim(pool, ticket, holder, ttlMs, QUEUE_MS);
+        served = lease !== undefined;
         if (lease !== undefined) {
-          const handles = await readHandles(projectDir, task, lease.account);
-          if (handles !== undefined)
+          const handles = readHandles(projectDir, task, lease.account);
+          const computers = await reachable(handles, options.forwards ?? processForwards);
+          if (typeof computers !== "string")
             return {
               id,
               episode: episodeOf(id, lease.since),
               stack: lease.account,
               expiresAt: lease.until.toISOString(),
-              computers: handles.computers,
+              computers,
             };
-          // A member without handles cannot be handed out: it is failed (the keeper replaces it), and the claim takes
-          // a new ticket, so it waits behind the claims that arrived meanwhile.
+          // A member that cannot be reached (no handles, its gateway's pod gone) cannot be handed out: it is failed
+          // (the keeper replaces it), and the claim takes a new ticket, so it waits behind the claims that arrived
+          // meanwhile.
           await store.moveMember(pool, lease.account, { state: "claimed", holder: id }, { state: "failed" });
-          options.log?.(`pool ${task}: ${lease.account} has no handles; it is failed and will be replaced`);
+          options.log?.(`pool ${task}: ${lease.account} ${computers}; it is failed and will be replaced`);
           ticket = await store.enqueue(pool, holder.name, QUEUE_MS);
+          served = false;
           continue;
         }
         if (Date.now() >= deadline || options.signal?.aborted) {
@@ -149,10 +203,10 @@ export async function claimEnv(request: ClaimRequest, options: ClaimOptions = {}
             state,
           );
         }
-        await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())));
+        await (options.readiness ?? timer).wait(Math.min(POLL_MS, Math.max(0, deadline - Date.now())));
       }
     } finally {
-      await store.leaveQueue(pool, ticket);
+      if (!served) await store.leaveQueue(pool, ticket);
     }
   });
 }

@@ -8,8 +8,25 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { AccountRow, LeaseStore } from "../../accounts";
 import { errorMessage, RunnerError } from "../errors";
-import { admission, availableMemory, stackMemory, type Admission } from "./admission";
-import { countsOf, endClaim, KEEPER_HOLD_MS, keeperHolder, withStore, type EndedClaim, type PoolState } from "./claims";
+import {
+  admission,
+  availableMemory,
+  clusterAvailableMemory,
+  namespaceMemory,
+  stackMemory,
+  type Admission,
+} from "./admission";
+import type { MemberForwards } from "./forwards";
+import {
+  countsOf,
+  endClaim,
+  KEEPER_HOLD_MS,
+  keeperHolder,
+  withStore,
+  type EndedClaim,
+  type PoolState,
+  type Readiness,
+} from "./claims";
 import { deployMember, destroyMember, resetMember } from "./members";
 import {
   episodeOf,
@@ -32,6 +49,10 @@ export interface KeeperOptions extends PoolOptions {
   deployConcurrency?: number;
   /** The machine's free memory in bytes, as admission counts it (default: MemAvailable, `availableMemory`). */
   availableMemory?: () => Promise<number>;
+  /** Told each time this keeper makes a member ready, so the process's waiting claims ask at once (serve's). */
+  readiness?: Readiness;
+  /** The port-forwards of the claims this keeper's process hands out (serve's): closed when a member goes. */
+  forwards?: MemberForwards;
 }
 
 export class PoolKeeper {
@@ -77,9 +98,11 @@ export class PoolKeeper {
     const from = { state: "resetting" as const, holder: ended.holder };
     try {
       await resetMember(ended.task, ended.member, ended.episode, { ...this.options, log: undefined });
-      const handles = await readHandles(projectDirOf(this.options), ended.task, ended.member);
+      const handles = readHandles(projectDirOf(this.options), ended.task, ended.member);
       if (handles === undefined) throw new Error("its handles are gone");
-      return await this.store.moveMember(pool, ended.member, from, { state: "ready" });
+      const ready = await this.store.moveMember(pool, ended.member, from, { state: "ready" });
+      if (ready) this.options.readiness?.ready();
+      return ready;
     } catch (error) {
       this.log(
         `pool ${ended.task}: ${ended.member} failed its reset (${errorMessage(error).split("\n")[0]}); it is replaced`,
@@ -113,7 +136,12 @@ export class PoolKeeper {
 
   private async admission(settings: PoolSettings | undefined, counts: ReturnType<typeof countsOf>): Promise<Admission> {
     const settled = counts.ready + counts.claimed + counts.resetting + counts.failed;
-    const available = await (this.options.availableMemory ?? availableMemory)();
+    const available = await (
+      this.options.availableMemory ??
+      (settings?.cluster !== undefined
+        ? () => clusterAvailableMemory(settings.cluster!, this.options.env)
+        : availableMemory)
+    )();
     return admission(settings?.idleMemoryBytes, available, settled, counts.deploying);
   }
 
@@ -148,7 +176,7 @@ export class PoolKeeper {
       const stale =
         row.state === "ready" &&
         settings.stackFileHash !== undefined &&
-        (await readHandles(projectDir, task, row.name))?.stackFileHash !== settings.stackFileHash;
+        readHandles(projectDir, task, row.name)?.stackFileHash !== settings.stackFileHash;
       const failedLongEnough = row.state === "failed" && Date.now() - (this.lastFailure.get(row.name) ?? 0) > RETRY_MS;
       if (row.state === "failed" || stale) worn.add(row.name);
       if ((failedLongEnough || stale) && row.holderId === null && !this.busy(row.name) && rows.length <= settings.size)
@@ -159,9 +187,15 @@ export class PoolKeeper {
     const counts = countsOf(task, rows, 0);
     if (settings.idleMemoryBytes === undefined && counts.ready > 0) {
       const first = rows.find((r) => r.state === "ready")!;
-      const bytes = await stackMemory(first.name).catch(() => 0);
+      // A kubernetes member (its handles name its gateway pod) is measured on its cluster, a docker one on the engine.
+      const forward = readHandles(projectDir, task, first.name)?.portForward;
+      const cluster = forward && { kubeconfig: forward.kubeconfig, context: forward.context };
+      const bytes = await (
+        cluster ? namespaceMemory(cluster, forward.namespace, this.options.env) : stackMemory(first.name)
+      ).catch(() => 0);
       if (bytes > 0) {
         settings.idleMemoryBytes = bytes;
+        if (cluster) settings.cluster = cluster;
         await writeSettings(this.store, task, settings);
         this.log(`pool ${task}: an idle env takes ${(bytes / 1024 ** 2).toFixed(0)} MiB (measured on ${first.name})`);
       }
@@ -213,6 +247,7 @@ export class PoolKeeper {
         this.start(row.name, async () => {
           this.log(`pool ${task}: destroying ${row.name} (the pool's size is ${settings.size})`);
           try {
+            await this.options.forwards?.close(row.name);
             await destroyMember(row.name, { ...this.options, log: undefined });
           } catch (error) {
             // Failed, not held for the keeper's 15 minutes: a drain says so at once instead of waiting on it.
@@ -246,7 +281,8 @@ export class PoolKeeper {
             log: undefined,
           },
         );
-        await this.store.moveMember(pool, member, { state: "deploying", holder }, { state: "ready" });
+        if (await this.store.moveMember(pool, member, { state: "deploying", holder }, { state: "ready" }))
+          this.options.readiness?.ready();
         this.log(`pool ${task}: ${member} ready (${((Date.now() - started) / 1000).toFixed(1)} s)`);
       } catch (error) {
         this.lastFailure.set(member, Date.now());
@@ -274,6 +310,7 @@ export class PoolKeeper {
       this.log(
         `pool ${task}: replacing ${row.name} (${row.state === "failed" ? "it failed" : "its stack file changed"})`,
       );
+      await this.options.forwards?.close(row.name);
       await destroyMember(row.name, { ...this.options, log: undefined }).catch(() => undefined);
       await this.store.setMember(pool, row.name, undefined);
       this.deploy(task, row.name, settings);

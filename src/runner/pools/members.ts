@@ -4,12 +4,38 @@
 // ready.
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { deployStack, destroyStack, gatewayAccess, resetStack, specFromStackFile } from "../index";
+import {
+  deployStack,
+  destroyStack,
+  gatewayAccess,
+  readStackState,
+  resetStack,
+  specFromStackFile,
+  type StackState,
+} from "../index";
 import { artifactsDirOf } from "../evidence/artifacts";
 import { StackNotInStateError } from "../errors";
 import type { StackOutputs } from "../stack/outputs";
 import type { ResetResult } from "../lifecycle/reset";
-import { projectDirOf, stackFileOf, writeHandles, type MemberHandles, type PoolOptions } from "./pool";
+import { projectDirOf, readHandles, stackFileOf, writeHandles, type MemberHandles, type PoolOptions } from "./pool";
+
+/**
+ * Each member's state as its resets read it, kept by this process: read once per deploy (the Pulumi CLI takes seconds
+ * for it), since a reset changes nothing of it. A deploy writes the member's handles anew (new tokens), so the state
+ * is kept with the handles it was read beside, and read again when they differ: a member redeployed by another
+ * process (a `multienv warm` beside serve) is never reset with the state of its last deploy.
+ */
+const memberStates = new Map<string, { handles: string; state: Promise<StackState> }>();
+
+function stateOf(task: string, member: string, options: PoolOptions): Promise<StackState> {
+  const handles = JSON.stringify(readHandles(projectDirOf(options), task, member) ?? null);
+  const kept = memberStates.get(member);
+  if (kept !== undefined && kept.handles === handles) return kept.state;
+  const state = readStackState(member, { projectDir: options.projectDir, env: options.env });
+  memberStates.set(member, { handles, state });
+  state.catch(() => memberStates.delete(member));
+  return state;
+}
 
 /** The handles of a deployed member: its outputs' DevTools URLs and start tabs, and its agent tokens (secrets). */
 export async function memberHandles(
@@ -26,7 +52,11 @@ export async function memberHandles(
       if (agentToken === undefined) throw new Error(`stack ${member}: computer ${name} has no agent token output`);
       computers[name] = { cdpUrl: computer.cdpUrl, agentToken, startTabs: computer.startTabs };
     }
-    return { stack: member, stackFileHash, computers };
+    // On the kubernetes target the cdpUrls name the gateway's pod (kubernetes://); a claim reaches them through a
+    // port-forward of its own process, so the handles keep the pod and the URL they are under.
+    const forward =
+      access.portForward === undefined ? {} : { portForward: access.portForward, gatewayUrl: outputs.gatewayUrl };
+    return { stack: member, stackFileHash, computers, ...forward };
   } finally {
     await access.close();
   }
@@ -40,6 +70,7 @@ export async function deployMember(
   options: PoolOptions,
 ): Promise<void> {
   const projectDir = projectDirOf(options);
+  memberStates.delete(member);
   const spec = specFromStackFile(stackFileOf(projectDir, task), member);
   const deployed = await deployStack(spec, { projectDir, env: options.env, log: options.log });
   // deployStack returns once every computer's DevTools answers: the member is handed out with browsers ready.
@@ -48,6 +79,7 @@ export async function deployMember(
 
 /** Destroys a member, its last episode's evidence collected first (down's own rule), and removes it from the state. */
 export async function destroyMember(member: string, options: PoolOptions): Promise<void> {
+  memberStates.delete(member);
   try {
     await destroyStack(member, { projectDir: options.projectDir, env: options.env, log: options.log, remove: true });
   } catch (error) {
@@ -71,6 +103,7 @@ export async function resetMember(
   const result = await resetStack(member, {
     projectDir,
     env: options.env,
+    state: await stateOf(task, member, options),
     collect: episode !== undefined,
     log: options.log,
   });

@@ -4,6 +4,7 @@
 // one truth every process and machine sharing the store reads; what a claim hands out (the members' handles) is kept
 // beside the project's state, mode 0600, since it holds the computers' agent tokens.
 import { createHash, randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,6 +12,8 @@ import { openLeaseStore, type LeaseStore } from "../../accounts";
 import { backendUrlFor } from "../stack/backend";
 import { DEFAULT_PROJECT_DIR } from "../stack/project-dir";
 import { RunnerError } from "../errors";
+import type { GatewayPortForward } from "../../protocol/port-forward";
+import type { PoolCluster } from "./admission";
 
 /** The store's pool of a task's warm envs. */
 export const POOL_PREFIX = "warm:";
@@ -66,6 +69,8 @@ export interface PoolSettings {
   stackFileHash?: string;
   /** An idle env's memory, measured once on the first ready member (bytes), for admission. */
   idleMemoryBytes?: number;
+  /** A kubernetes pool's cluster (set with the measure): admission counts its nodes' memory, not this machine's. */
+  cluster?: PoolCluster;
 }
 
 export async function readSettings(store: LeaseStore, task: string): Promise<PoolSettings | undefined> {
@@ -109,6 +114,12 @@ export interface MemberHandles {
   /** The stack file it was deployed from (PoolSettings.stackFileHash). */
   stackFileHash?: string;
   computers: Record<string, ComputerHandle>;
+  /**
+   * The kubernetes target's: the gateway's pod, which the computers' `cdpUrl` (under `gatewayUrl`, kubernetes://)
+   * name; a claim hands them out on a port-forward of the claiming process (MemberForwards).
+   */
+  portForward?: GatewayPortForward;
+  gatewayUrl?: string;
 }
 
 function handlesFile(projectDir: string, task: string, member: string): string {
@@ -122,13 +133,19 @@ export async function writeHandles(projectDir: string, task: string, handles: Me
   await rename(`${file}.tmp`, file);
 }
 
-export async function readHandles(
-  projectDir: string,
-  task: string,
-  member: string,
-): Promise<MemberHandles | undefined> {
-  const text = await readFile(handlesFile(projectDir, task, member), "utf8").catch(() => undefined);
-  return text === undefined ? undefined : (JSON.parse(text) as MemberHandles);
+/**
+ * A member's handles. Read synchronously: the file is a few hundred bytes, and an asynchronous read waits for a libuv
+ * worker thread, which a release's collection (copying request logs and captures) keeps busy; on a claim's path that
+ * wait was most of the claim's time.
+ */
+export function readHandles(projectDir: string, task: string, member: string): MemberHandles | undefined {
+  let text: string;
+  try {
+    text = readFileSync(handlesFile(projectDir, task, member), "utf8");
+  } catch {
+    return undefined;
+  }
+  return JSON.parse(text) as MemberHandles;
 }
 
 /**

@@ -11,7 +11,8 @@ import { dirname, join } from "node:path";
 import { z } from "zod";
 import type { LeaseStore } from "../../accounts";
 import { errorMessage } from "../errors";
-import { claimEnv, ClaimGoneError, DEFAULT_TTL_SECONDS, PoolBusyError, renewClaim } from "./claims";
+import { claimEnv, ClaimGoneError, DEFAULT_TTL_SECONDS, PoolBusyError, Readiness, renewClaim } from "./claims";
+import { MemberForwards } from "./forwards";
 import { PoolKeeper, type KeeperOptions } from "./keeper";
 import { openPoolStore, pooledTasks, projectDirOf, taskOfClaim } from "./pool";
 import { OPENAPI } from "./openapi";
@@ -102,7 +103,11 @@ export async function servePools(options: ServeOptions = {}): Promise<PoolServic
   await mkdir(dirname(tokenFile), { recursive: true });
   await rm(tokenFile, { force: true });
   await writeFile(tokenFile, `${token}\n`, { mode: 0o600 });
-  const keeper = new PoolKeeper(store, options);
+  // The claims' kubernetes port-forwards: one per member, kept while the service runs.
+  const forwards = new MemberForwards(options.env);
+  // The keeper wakes this service's waiting claims as it makes a member ready.
+  const readiness = new Readiness();
+  const keeper = new PoolKeeper(store, { ...options, forwards, readiness });
   const expected = Buffer.from(`Bearer ${token}`);
   const authorised = (req: http.IncomingMessage) => {
     const given = Buffer.from(req.headers.authorization ?? "");
@@ -138,7 +143,7 @@ export async function servePools(options: ServeOptions = {}): Promise<PoolServic
       try {
         const claim = await claimEnv(
           { task: body.task, ttlSeconds: body.ttlSeconds ?? DEFAULT_TTL_SECONDS, waitSeconds: body.waitSeconds ?? 0 },
-          { ...options, openStore: store, signal: closing.signal },
+          { ...options, openStore: store, signal: closing.signal, forwards, readiness },
         );
         return send(res, 201, claim);
       } catch (error) {
@@ -222,6 +227,7 @@ export async function servePools(options: ServeOptions = {}): Promise<PoolServic
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await turning;
       await keeper.idle();
+      await forwards.closeAll();
       await store.close();
     },
   };

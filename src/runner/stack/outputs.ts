@@ -43,6 +43,8 @@ export interface GatewayAccess {
    * in a line. `gatewayUrl` is then the output's, which fails every request.
    */
   unreachable?: string;
+  /** The kubernetes target's: the port-forward `gatewayUrl` is the local end of (the output gatewayPortForward). */
+  portForward?: GatewayPortForward;
 }
 
 /** The outputs in `map`, with defaults for what an older or partial deploy did not export. */
@@ -103,7 +105,7 @@ export async function openGatewayAccess(
   const access = gatewayAccessOf(map, stack);
   const forward = map.gatewayPortForward?.value as GatewayPortForward | undefined;
   if (forward === undefined) return { ...access, close: async () => undefined };
-  return { ...access, ...(await forwardTo(forward, access.gatewayUrl, options)) };
+  return { ...access, portForward: forward, ...(await forwardTo(forward, access.gatewayUrl, options)) };
 }
 
 export interface GatewayAccessOptions {
