@@ -211,7 +211,12 @@ export class Routes {
     const x = { method: r.method, host: tunnel.host, port: tunnel.port, site: tunnel.site, hostHeader: r.authority };
     const asked = this.asked(`https://${r.authority}${r.path}`, "HTTP/2.0", r.received, connection);
     if (tunnel.site === undefined) {
-      const headers = ["Host", tunnelAuthority(tunnel), ...r.headers];
+      // The control token comes out here as on every other path: a stream's headers reach a host as they are else.
+      const headers = [
+        "Host",
+        tunnelAuthority(tunnel),
+        ...endToEndHeaders(r.headers, WRITTEN_FOR_A_HOST, this.secrets),
+      ];
       return {
         to: "recorded",
         x,
