@@ -91,6 +91,53 @@ function devtoolsPath(url: string): string | undefined {
   return rest.startsWith("/") ? rest : `/${rest}`;
 }
 
+/** The proxy's log, whole or the byte range asked for (a reader following it, watch, asks for what was appended). */
+function serveLog(req: http.IncomingMessage, res: http.ServerResponse, logPath: string): void {
+  let size = 0;
+  try {
+    size = fs.statSync(logPath).size;
+  } catch {
+    // Not written yet: an empty log.
+  }
+  const range = logRange(req.headers.range, size);
+  if (range === "unsatisfiable") return void res.writeHead(416, { "Content-Range": `bytes */${size}` }).end();
+  const type = { "Content-Type": "application/x-ndjson", "Accept-Ranges": "bytes" };
+  if (range === undefined) res.writeHead(200, type);
+  else
+    res.writeHead(206, {
+      ...type,
+      "Content-Range": `bytes ${range.start}-${range.end}/${size}`,
+      "Content-Length": String(range.end - range.start + 1),
+    });
+  if (req.method === "HEAD") return void res.end();
+  fs.createReadStream(logPath, range ?? {})
+    .on("error", () => res.end())
+    .pipe(res);
+}
+
+/** The request log's files one after the other, oldest first: every entry whole, one a line. */
+async function serveRequests(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  requestLog: NonNullable<ControlOptions["requestLog"]>,
+): Promise<void> {
+  await requestLog.recorder.flushed();
+  res.writeHead(200, { "Content-Type": REQUEST_LOG_MEDIA_TYPE });
+  if (req.method === "HEAD") return void res.end();
+  for (const index of requestLogFiles(requestLog.dir)) {
+    // A file rotated away meanwhile is left out; the rest still come.
+    const file = fs.createReadStream(path.join(requestLog.dir, requestLogFileName(index)));
+    const done = new Promise<void>((resolve) => {
+      file.once("error", () => resolve());
+      file.once("end", () => resolve());
+    });
+    file.pipe(res, { end: false });
+    await done;
+    if (res.destroyed) return;
+  }
+  res.end();
+}
+
 export function createControlServer(options: ControlOptions): http.Server {
   const { logPath, caCertPath, token, cdp, connector, log, idleTimeoutMs, headTimeoutMs } = options;
 
@@ -138,25 +185,6 @@ export function createControlServer(options: ControlOptions): http.Server {
     return ended;
   }
 
-  /** The request log's files one after the other, oldest first: every entry whole, one a line. */
-  async function serveRequests(req: http.IncomingMessage, res: http.ServerResponse, dir: string): Promise<void> {
-    await options.requestLog?.recorder.flushed();
-    res.writeHead(200, { "Content-Type": REQUEST_LOG_MEDIA_TYPE });
-    if (req.method === "HEAD") return void res.end();
-    for (const index of requestLogFiles(dir)) {
-      // A file rotated away meanwhile is left out; the rest still come.
-      const file = fs.createReadStream(path.join(dir, requestLogFileName(index)));
-      const done = new Promise<void>((resolve) => {
-        file.once("error", () => resolve());
-        file.once("end", () => resolve());
-      });
-      file.pipe(res, { end: false });
-      await done;
-      if (res.destroyed) return;
-    }
-    res.end();
-  }
-
   const server = http.createServer(serverOptions(headTimeoutMs, idleTimeoutMs), (req, res) => {
     if (!authorized(req)) {
       res.writeHead(401, { "WWW-Authenticate": WWW_AUTHENTICATE_CHALLENGE, "Content-Type": "application/json" });
@@ -201,7 +229,7 @@ export function createControlServer(options: ControlOptions): http.Server {
     }
     if (route === REQUESTS_PATH && options.requestLog) {
       if (req.method !== "GET" && req.method !== "HEAD") return void res.writeHead(405, { Allow: "GET, HEAD" }).end();
-      return void serveRequests(req, res, options.requestLog.dir);
+      return void serveRequests(req, res, options.requestLog);
     }
     if (route !== LOG_PATH && route !== CA_PATH) {
       res.writeHead(404, { "Content-Type": "application/json" });
@@ -212,29 +240,8 @@ export function createControlServer(options: ControlOptions): http.Server {
       );
     }
     if (req.method !== "GET" && req.method !== "HEAD") return void res.writeHead(405, { Allow: "GET, HEAD" }).end();
-    if (route === LOG_PATH) {
-      // A reader following the log (watch) asks only for what was appended since its last look.
-      let size = 0;
-      try {
-        size = fs.statSync(logPath).size;
-      } catch {
-        // Not written yet: an empty log.
-      }
-      const range = logRange(req.headers.range, size);
-      if (range === "unsatisfiable") return void res.writeHead(416, { "Content-Range": `bytes */${size}` }).end();
-      const type = { "Content-Type": "application/x-ndjson", "Accept-Ranges": "bytes" };
-      if (range === undefined) res.writeHead(200, type);
-      else
-        res.writeHead(206, {
-          ...type,
-          "Content-Range": `bytes ${range.start}-${range.end}/${size}`,
-          "Content-Length": String(range.end - range.start + 1),
-        });
-      if (req.method === "HEAD") return void res.end();
-      fs.createReadStream(logPath, range ?? {})
-        .on("error", () => res.end())
-        .pipe(res);
-    } else {
+    if (route === LOG_PATH) serveLog(req, res, logPath);
+    else {
       res.writeHead(200, { "Content-Type": "application/x-pem-file" });
       res.end(req.method === "HEAD" ? undefined : fs.readFileSync(caCertPath));
     }

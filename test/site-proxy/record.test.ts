@@ -55,6 +55,10 @@ async function startOrigin(tls: { cert: string; key: string }): Promise<number> 
       res.writeHead(200, { "Content-Type": "text/plain", "X-Auth-Token": "answer-secret-token" });
       return void res.end("signed in");
     }
+    if (req.url === "/authorization") {
+      res.writeHead(200, { "Content-Type": "text/plain" });
+      return void res.end(`authorization=${req.headers.authorization ?? "none"}`);
+    }
     if (req.url === "/echo-page") {
       res.writeHead(200, { "Content-Type": "text/html" });
       return void res.end(ECHO_PAGE);
@@ -207,6 +211,17 @@ describe("recording a live site", () => {
     const entry = await until("the h2 entry", async () => (await served()).find((e) => e.request.url === url));
     expect(entry.request.httpVersion).toBe("HTTP/2.0");
     expect(entry.response.content.text).toBe("live /h2 cookie=");
+  });
+
+  it("never sends the computer's control token on to the host as a credential, over HTTP/1.1 or HTTP/2", async () => {
+    const url = `https://live.test:${originPort}/authorization`;
+    for (const version of ["--http1.1", "--http2"]) {
+      const tls = ["--cacert", proxy.caCertPath, version];
+      const token = await curl(proxy.url, url, [...tls, "-H", `Authorization: Bearer ${TEST_TOKEN}`]);
+      expect(token.body, version).toBe("authorization=none");
+      const own = await curl(proxy.url, url, [...tls, "-H", "Authorization: Bearer the-site-own-token"]);
+      expect(own.body, version).toBe("authorization=Bearer the-site-own-token");
+    }
   });
 
   it("keeps a page's WebSocket working in Chromium, its messages in the log once the page closes it", async () => {

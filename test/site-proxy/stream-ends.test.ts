@@ -8,7 +8,7 @@ import * as http from "node:http";
 import type * as net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RequestRecord } from "../../src/protocol/site-proxy";
-import { GATEWAY_CONNECTIONS } from "../../src/site-proxy/proxy";
+import { GATEWAY_CONNECTIONS } from "../../src/site-proxy/upstreams";
 import {
   DATA,
   END_STREAM,
