@@ -94,8 +94,38 @@ export interface WatchServer {
 
 /** Log lines a new viewer gets of what came before it, per computer. */
 const BACKLOG_LINES = 200;
-/** A viewer further behind than this gets no frame until it catches up (frames are many; it sees the next one). */
-const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Frames to one viewer, the newest alone: one frame is written at a time, and a frame that comes while the last is
+ * still being written replaces the one waiting for that computer. A viewer slower than the screencast sees fewer
+ * frames, never older ones, and once it catches up it is shown the newest (a still page sends no next frame to make
+ * up for one skipped).
+ */
+class FrameSender {
+  private writing = false;
+  private readonly waiting = new Map<string, string>();
+
+  constructor(private readonly viewer: WebSocket) {}
+
+  send(computer: string, text: string): void {
+    this.waiting.delete(computer);
+    this.waiting.set(computer, text);
+    this.next();
+  }
+
+  private next(): void {
+    if (this.writing || this.viewer.readyState !== WebSocket.OPEN) return;
+    const first = this.waiting.entries().next();
+    if (first.done) return;
+    const [computer, text] = first.value;
+    this.waiting.delete(computer);
+    this.writing = true;
+    this.viewer.send(text, () => {
+      this.writing = false;
+      this.next();
+    });
+  }
+}
 
 function sameSecret(given: string, secret: string): boolean {
   const a = Buffer.from(given);
@@ -121,7 +151,7 @@ const SECURITY_HEADERS = {
 export async function startWatchServer(options: WatchServerOptions): Promise<WatchServer> {
   const secret = options.secret ?? randomBytes(32).toString("hex");
   const computers = Object.keys(options.feeds);
-  const viewers = new Set<WebSocket>();
+  const viewers = new Map<WebSocket, FrameSender>();
   // What a viewer who connects now is shown at once: each computer's last frame, URL and recent log lines.
   const last: Record<
     string,
@@ -132,10 +162,10 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
 
   const broadcast = (message: WatchMessage) => {
     const text = JSON.stringify(message);
-    for (const viewer of viewers) {
+    for (const [viewer, frames] of viewers) {
       if (viewer.readyState !== WebSocket.OPEN) continue;
-      if (message.type === "frame" && viewer.bufferedAmount > MAX_BUFFERED_BYTES) continue;
-      viewer.send(text);
+      if (message.type === "frame") frames.send(message.computer, text);
+      else viewer.send(text);
     }
   };
 
@@ -337,7 +367,7 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
       return;
     }
     live.handleUpgrade(req, socket, head, (viewer) => {
-      viewers.add(viewer);
+      viewers.set(viewer, new FrameSender(viewer));
       viewer.send(
         JSON.stringify({
           type: "hello",
@@ -398,7 +428,7 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
     async close() {
       clearInterval(statesTimer);
       await handBackAll();
-      for (const viewer of viewers) viewer.terminate();
+      for (const viewer of viewers.keys()) viewer.terminate();
       viewers.clear();
       settle();
       await transition;
