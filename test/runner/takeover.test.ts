@@ -5,7 +5,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { computerAgentToken } from "../../src/protocol/auth";
-import { HAND_BACK_EVENT, TAKEN_OVER_ERROR_CODE, takeoverPath } from "../../src/protocol/takeover";
+import {
+  HAND_BACK_EVENT,
+  REQUEST_HUMAN_METHOD,
+  TAKEN_OVER_ERROR_CODE,
+  TAKEOVERS_PATH,
+  takeoverPath,
+} from "../../src/protocol/takeover";
+import { formatStackList } from "../../src/runner/operator/format";
+import { listStacks } from "../../src/runner/operator/operator";
 import { takeoverGateway, type TakeoverRecord } from "../../src/runner/operator/takeover";
 import { episodeTakeovers, recordTakeover } from "../../src/runner/evidence/takeovers";
 import { readRunRecord, writeRunRecord } from "../../src/runner/evidence/run-record";
@@ -17,7 +25,7 @@ import { cleanup, onCleanup, tempDir } from "../helpers/processes";
 import { startUpstream } from "../helpers/servers";
 import { until } from "../helpers/until";
 import { request, TOKEN, type GatewayProcess } from "../gateway/helpers";
-import { startTestGateway } from "./helpers";
+import { projectWith, ROOT_STACK, startTestGateway } from "./helpers";
 
 afterAll(cleanup);
 
@@ -266,5 +274,64 @@ describe("a takeover in run.json", () => {
     expect(record.takeovers).toEqual([{ ...takeover, episode: 2 }]);
     expect(episodeTakeovers(record, 2)).toEqual({ takeovers: [{ ...takeover, episode: 2 }], humanAssisted: true });
     expect(episodeTakeovers(record, 1)).toEqual({});
+  });
+});
+
+describe("ls and a person", () => {
+  it("marks the computers a person holds and those whose agent asks for one, read from the gateway with the control token", async () => {
+    const browser = await startChromium();
+    const proxyLog = await startUpstream((_req, res) => res.end(""));
+    onCleanup(() => proxyLog.close());
+    const computer = { cdp: browser.cdp, proxyLog: `${proxyLog.url}/log` };
+    const gateway = await startTestGateway({ sites: {}, computers: { desktop: computer, helper: computer } });
+    await takeoverGateway(gateway.url, TOKEN).take("helper", "olivia");
+    // desktop's agent asks through its own connection, with its own token.
+    const list = JSON.parse(
+      (
+        await request(`${gateway.url}/computers/desktop/cdp/json/list`, {
+          headers: { Authorization: `Bearer ${TOKEN}` },
+        })
+      ).body,
+    ) as Array<{ type: string; webSocketDebuggerUrl: string }>;
+    const agentToken = computerAgentToken(TOKEN, "desktop");
+    const agent = await connectCdp(list.find((t) => t.type === "page")!.webSocketDebuggerUrl, {
+      Authorization: `Bearer ${agentToken}`,
+    });
+    onCleanup(() => agent.close());
+    // Left waiting: the connection closes at the end of the file.
+    agent.send(REQUEST_HUMAN_METHOD, { reason: "a CAPTCHA", timeoutSeconds: 60 }).catch(() => undefined);
+    await until(
+      "the request",
+      async () => (await takeoverGateway(gateway.url, TOKEN).states()).computers.desktop.request,
+    );
+    // The listing is the control token's: the agent's token does not read it.
+    expect(
+      (await request(`${gateway.url}${TAKEOVERS_PATH}`, { headers: { Authorization: `Bearer ${agentToken}` } })).status,
+    ).toBe(401);
+
+    const options = projectWith({
+      task: { resources: [ROOT_STACK({ gatewayUrl: gateway.url })] },
+      // Deployed, its gateway gone.
+      silent: { resources: [ROOT_STACK({ gatewayUrl: "http://127.0.0.1:1" })] },
+      fresh: null,
+    });
+    const accessOf = async (stack: string) => ({
+      gatewayUrl: stack === "task" ? gateway.url : "http://127.0.0.1:1",
+      controlToken: TOKEN,
+    });
+    const { stacks } = await listStacks(options, accessOf);
+    expect(Object.fromEntries(stacks.map((s) => [s.stack, s.persons]))).toEqual({
+      task: {
+        desktop: { request: expect.objectContaining({ reason: "a CAPTCHA" }) },
+        helper: { taken: expect.objectContaining({ operator: "olivia" }) },
+      },
+      silent: null,
+      fresh: null,
+    });
+    expect(
+      formatStackList({ stacks })
+        .split("\n")
+        .find((line) => line.startsWith("task ")),
+    ).toContain("desktop:asks,helper:taken(olivia)");
   });
 });
