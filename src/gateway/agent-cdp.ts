@@ -194,7 +194,7 @@ export class AgentConnections {
     private readonly takeovers: Takeovers,
     private readonly log: Logger,
   ) {
-    takeovers.onChange((computer, before, after) => {
+    takeovers.onChange((computer, before, after, ended) => {
       const connections = [...this.open].filter((connection) => connection.computer === computer);
       if (before.taken === undefined && after.taken !== undefined) {
         const event = { computer, operator: after.taken.operator, since: after.taken.since };
@@ -205,6 +205,7 @@ export class AgentConnections {
           operator: before.taken.operator,
           since: before.taken.since,
           until: new Date().toISOString(),
+          ended: ended ?? "handed-back",
         };
         for (const connection of connections) connection.handedBack(event);
       }

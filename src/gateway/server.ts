@@ -128,6 +128,14 @@ export class Gateway {
         : new CaptureSources(config.captureSources, controlToken, this.forwarder, this.ownAgent);
     this.health = new HealthCheck(config, this.ownAgent, this.captureSources);
     this.takeovers = new Takeovers(Object.keys(config.computers ?? {}));
+    // A holder that stopped renewing (a watch killed): handed back as at a DELETE, by this worker alone.
+    this.takeovers.onExpired((computer, held) => {
+      const until = new Date().toISOString();
+      this.log("handed-back", { computer, operator: held.operator, since: held.since, until, ended: "hold-expired" });
+      void this.computers
+        .tellPersonHolds(computer, false)
+        .catch((error: Error) => this.log("person-mark-stuck", { computer, detail: error.message }));
+    });
     this.computers = new Computers(
       config.computers,
       controlToken,

@@ -9,8 +9,12 @@
 import cluster from "node:cluster";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import {
+  DEFAULT_HOLD_SECONDS,
+  MAX_HOLD_SECONDS,
   MAX_OPERATOR_CHARS,
+  MIN_HOLD_SECONDS,
   type HumanRequest,
+  type TakeoverEnd,
   type TakeoverHold,
   type TakeoverListing,
   type TakeoverState,
@@ -20,8 +24,12 @@ import { replyJson, type Refuse } from "./reply";
 
 /** A change asked of one computer's state. */
 export type TakeoverChange =
-  /** A person takes the computer: refused when one holds it already. */
-  | { op: "take"; operator: string; since: string }
+  /** A person takes the computer until `expires` unless renewed: refused when one holds it already. */
+  | { op: "take"; operator: string; since: string; expires: string }
+  /** The holder of the takeover begun at `since` keeps it until `expires`: refused when that takeover is over. */
+  | { op: "renew"; since: string; expires: string }
+  /** The takeover begun at `since` ends, its hold run out at `at`: refused when renewed past `at`, or over. */
+  | { op: "expire"; since: string; at: string }
   /** The person hands it back (the agent's request, if any, is answered with it): refused when nobody holds it. */
   | { op: "handBack" }
   /** The agent asks for a person. */
@@ -43,11 +51,22 @@ export function decideChange(state: TakeoverState, change: TakeoverChange): Chan
         operator: change.operator,
         since: change.since,
         ...(state.request !== undefined ? { reason: state.request.reason } : {}),
+        expires: change.expires,
       };
       return { made: true, before: state, after: { ...state, taken } };
     }
     case "handBack":
       return state.taken === undefined ? refused : { made: true, before: state, after: {} };
+    case "renew":
+      return state.taken?.since !== change.since
+        ? refused
+        : { made: true, before: state, after: { ...state, taken: { ...state.taken, expires: change.expires } } };
+    case "expire": {
+      const expires = state.taken?.expires;
+      return state.taken?.since !== change.since || expires === undefined || Date.parse(expires) > Date.parse(change.at)
+        ? refused
+        : { made: true, before: state, after: {} };
+    }
     case "ask":
       return { made: true, before: state, after: { ...state, request: change.request } };
     case "withdraw":
@@ -57,11 +76,17 @@ export function decideChange(state: TakeoverState, change: TakeoverChange): Chan
   }
 }
 
-/** The primary's to every worker: one computer's new state. */
+/** The primary's to every worker: one computer's new state (and, when it ends a takeover, how). */
 export interface TakeoverMessage {
   event: "takeover-state";
   computer: string;
   state: TakeoverState;
+  ended?: TakeoverEnd;
+}
+
+/** How a change that was made ended a takeover, if it did. */
+function endOf(change: TakeoverChange): TakeoverEnd | undefined {
+  return change.op === "handBack" ? "handed-back" : change.op === "expire" ? "hold-expired" : undefined;
 }
 
 /** A worker's to the primary: a change to decide. */
@@ -99,12 +124,26 @@ function isAnswerMessage(value: unknown): value is AnswerMessage {
   return hasEvent(value, "takeover-answer") && typeof (value as { id?: unknown }).id === "number";
 }
 
-/** Called with a computer's state before and after each change, wherever the change was made. */
-export type TakeoverListener = (computer: string, before: TakeoverState, after: TakeoverState) => void;
+/**
+ * Called with a computer's state before and after each change, wherever the change was made, and how a takeover ended
+ * when the change ended one.
+ */
+export type TakeoverListener = (
+  computer: string,
+  before: TakeoverState,
+  after: TakeoverState,
+  ended?: TakeoverEnd,
+) => void;
+
+/** Called, on the worker whose expiry was made alone, when a hold ran out: the takeover it ended. */
+export type ExpiryListener = (computer: string, held: TakeoverHold) => void;
 
 export class Takeovers {
   private readonly states = new Map<string, TakeoverState>();
   private readonly listeners: TakeoverListener[] = [];
+  private readonly expiryListeners: ExpiryListener[] = [];
+  /** Each held computer's timer for the end of its hold. */
+  private readonly holdTimers = new Map<string, NodeJS.Timeout>();
   private readonly shared: boolean;
   private readonly pending = new Map<number, (answer: ChangeAnswer) => void>();
   private nextId = 0;
@@ -113,7 +152,7 @@ export class Takeovers {
     this.shared = cluster.isWorker && typeof process.send === "function";
     if (this.shared) {
       const onMessage = (message: unknown) => {
-        if (isTakeoverMessage(message)) this.apply(message.computer, message.state);
+        if (isTakeoverMessage(message)) this.apply(message.computer, message.state, message.ended);
         else if (isAnswerMessage(message)) {
           const answered = this.pending.get(message.id);
           this.pending.delete(message.id);
@@ -121,11 +160,17 @@ export class Takeovers {
         }
       };
       process.on("message", onMessage);
-      this.detach = () => process.off("message", onMessage);
+      this.detachMessages = () => process.off("message", onMessage);
     }
   }
 
-  detach: () => void = () => undefined;
+  private detachMessages: () => void = () => undefined;
+
+  detach(): void {
+    this.detachMessages();
+    for (const timer of this.holdTimers.values()) clearTimeout(timer);
+    this.holdTimers.clear();
+  }
 
   has(computer: string): boolean {
     return this.computers.includes(computer);
@@ -143,6 +188,10 @@ export class Takeovers {
     this.listeners.push(listener);
   }
 
+  onExpired(listener: ExpiryListener): void {
+    this.expiryListeners.push(listener);
+  }
+
   /**
    * Asks for `change`, decided where the state is kept (here, or the primary). Resolves once the new state is applied
    * here too.
@@ -150,7 +199,7 @@ export class Takeovers {
   change(computer: string, change: TakeoverChange): Promise<ChangeAnswer> {
     if (!this.shared) {
       const answer = decideChange(this.state(computer), change);
-      if (answer.made) this.apply(computer, answer.after);
+      if (answer.made) this.apply(computer, answer.after, endOf(change));
       return Promise.resolve(answer);
     }
     const id = ++this.nextId;
@@ -160,12 +209,37 @@ export class Takeovers {
     });
   }
 
-  private apply(computer: string, state: TakeoverState): void {
+  private apply(computer: string, state: TakeoverState, ended?: TakeoverEnd): void {
     if (!this.has(computer)) return;
     const before = this.state(computer);
     if (state.taken === undefined && state.request === undefined) this.states.delete(computer);
     else this.states.set(computer, state);
-    for (const listener of this.listeners) listener(computer, before, state);
+    this.watchHold(computer, state.taken);
+    for (const listener of this.listeners) listener(computer, before, state, ended);
+  }
+
+  /**
+   * Ends the takeover when its hold runs out unrenewed. Every worker keeps the timer; the expiry is decided where the
+   * state is kept, so of the workers that ask, one ends it (and tells its expiry listeners), and a renewal made first
+   * wins over all of them.
+   */
+  private watchHold(computer: string, hold: TakeoverHold | undefined): void {
+    clearTimeout(this.holdTimers.get(computer));
+    this.holdTimers.delete(computer);
+    if (hold?.expires === undefined) return;
+    const { since } = hold;
+    const timer = setTimeout(
+      () => {
+        this.holdTimers.delete(computer);
+        void this.change(computer, { op: "expire", since, at: new Date().toISOString() }).then((answer) => {
+          if (answer.made && answer.before.taken !== undefined)
+            for (const listener of this.expiryListeners) listener(computer, answer.before.taken);
+        });
+      },
+      Math.max(0, Date.parse(hold.expires) - Date.now()),
+    );
+    timer.unref();
+    this.holdTimers.set(computer, timer);
   }
 }
 
@@ -181,7 +255,13 @@ export class TakeoverRelay {
     const answer = decideChange(this.states.get(message.computer) ?? {}, message.change);
     if (answer.made) {
       this.states.set(message.computer, answer.after);
-      const state: TakeoverMessage = { event: "takeover-state", computer: message.computer, state: answer.after };
+      const ended = endOf(message.change);
+      const state: TakeoverMessage = {
+        event: "takeover-state",
+        computer: message.computer,
+        state: answer.after,
+        ...(ended !== undefined ? { ended } : {}),
+      };
       for (const worker of workers) worker.send(state);
     }
     sender.send({ event: "takeover-answer", id: message.id, answer } satisfies AnswerMessage);
@@ -208,14 +288,24 @@ function readSmallBody(req: IncomingMessage): Promise<string | undefined> {
   });
 }
 
-/** The operator named in a take's body, or why the body names none. */
-function operatorOf(body: string): { operator: string } | { problem: string } {
+/** The operator named in a take's body and how long it holds, or why the body is not a take. */
+function takeOf(body: string): { operator: string; holdSeconds: number } | { problem: string } {
   let value: unknown;
   try {
     value = body.trim() === "" ? {} : JSON.parse(body);
   } catch {
-    return { problem: 'the body must be JSON: {"operator": "<name>"}' };
+    return { problem: 'the body must be JSON: {"operator": "<name>", "holdSeconds": <seconds>}' };
   }
+  const holdSeconds = (value as { holdSeconds?: unknown } | null)?.holdSeconds ?? DEFAULT_HOLD_SECONDS;
+  if (
+    typeof holdSeconds !== "number" ||
+    !Number.isInteger(holdSeconds) ||
+    holdSeconds < MIN_HOLD_SECONDS ||
+    holdSeconds > MAX_HOLD_SECONDS
+  )
+    return {
+      problem: `holdSeconds must be a whole number of seconds from ${MIN_HOLD_SECONDS} to ${MAX_HOLD_SECONDS} (default ${DEFAULT_HOLD_SECONDS}): how long the take holds unless renewed`,
+    };
   const operator = (value as { operator?: unknown } | null)?.operator;
   if (
     typeof operator !== "string" ||
@@ -225,8 +315,27 @@ function operatorOf(body: string): { operator: string } | { problem: string } {
     return {
       problem: `operator must be 1 to ${MAX_OPERATOR_CHARS} printable ASCII characters, starting with a visible one`,
     };
-  return { operator: operator.trimEnd() };
+  return { operator: operator.trimEnd(), holdSeconds };
 }
+
+/** The takeover a renewal's body names (its `since`) and how long it is renewed for. */
+function renewalOf(body: string): { since: string; holdSeconds: number } | { problem: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return { problem: 'the body must be JSON: {"since": "<the takeover\'s since>", "holdSeconds": <seconds>}' };
+  }
+  const since = (value as { since?: unknown } | null)?.since;
+  if (typeof since !== "string" || since.length > 40)
+    return { problem: "since must be the since of the takeover to renew, as its take answered it" };
+  const checked = takeOf(
+    JSON.stringify({ operator: "-", holdSeconds: (value as { holdSeconds?: unknown }).holdSeconds }),
+  );
+  return "problem" in checked ? checked : { since, holdSeconds: checked.holdSeconds };
+}
+
+const expiresIn = (seconds: number) => new Date(Date.now() + seconds * 1000).toISOString();
 
 /** Tells a computer's site proxy whether a person holds it (its request log marks the person's exchanges). */
 export type TellPersonHolds = (computer: string, held: boolean) => Promise<void>;
@@ -252,7 +361,7 @@ export async function serveTakeover(
   if (req.method === "POST") {
     const body = await readSmallBody(req);
     if (body === undefined) return refuse(413, { error: `the body must be at most ${MAX_BODY_BYTES} bytes` });
-    const named = operatorOf(body);
+    const named = takeOf(body);
     if ("problem" in named) return refuse(400, { error: "bad takeover", detail: named.problem });
     if (state.taken !== undefined)
       return refuse(409, { error: "a person holds this computer already", computer, taken: state.taken });
@@ -270,6 +379,7 @@ export async function serveTakeover(
       op: "take",
       operator: named.operator,
       since: new Date().toISOString(),
+      expires: expiresIn(named.holdSeconds),
     });
     if (!answer.made)
       return refuse(409, { error: "a person holds this computer already", computer, taken: answer.before.taken });
@@ -277,13 +387,31 @@ export async function serveTakeover(
     log("taken-over", { computer, operator: taken.operator, reason: taken.reason });
     return replyJson(res, 200, { computer, taken });
   }
+  if (req.method === "PUT") {
+    const body = await readSmallBody(req);
+    if (body === undefined) return refuse(413, { error: `the body must be at most ${MAX_BODY_BYTES} bytes` });
+    const renewal = renewalOf(body);
+    if ("problem" in renewal) return refuse(400, { error: "bad renewal", detail: renewal.problem });
+    const answer = await takeovers.change(computer, {
+      op: "renew",
+      since: renewal.since,
+      expires: expiresIn(renewal.holdSeconds),
+    });
+    if (!answer.made)
+      return refuse(409, {
+        error: "that takeover is over: the computer was handed back or its hold ran out",
+        computer,
+        ...(answer.before.taken !== undefined ? { taken: answer.before.taken } : {}),
+      });
+    return replyJson(res, 200, { computer, taken: answer.after.taken });
+  }
   if (req.method === "DELETE") {
     req.resume();
     const answer = await takeovers.change(computer, { op: "handBack" });
     const held = answer.before.taken;
     if (!answer.made || held === undefined) return refuse(409, { error: "no person holds this computer", computer });
     const until = new Date().toISOString();
-    log("handed-back", { computer, operator: held.operator, since: held.since, until });
+    log("handed-back", { computer, operator: held.operator, since: held.since, until, ended: "handed-back" });
     // Told after: until the proxy hears it, the agent's exchanges are marked the person's, never the reverse.
     await tellProxy(computer, false).catch((error: Error) =>
       log("person-mark-stuck", { computer, detail: error.message }),
@@ -291,5 +419,5 @@ export async function serveTakeover(
     return replyJson(res, 200, { computer, handedBack: { ...held, until } });
   }
   req.resume();
-  return refuse(405, { error: "method not allowed" }, undefined, { Allow: "GET, HEAD, POST, DELETE" });
+  return refuse(405, { error: "method not allowed" }, undefined, { Allow: "GET, HEAD, POST, PUT, DELETE" });
 }

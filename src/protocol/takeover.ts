@@ -30,12 +30,25 @@ export const MAX_REASON_CHARS = 500;
 /** The longest operator name kept. */
 export const MAX_OPERATOR_CHARS = 100;
 
+/**
+ * How long a take holds the computer unless its holder renews it (`PUT` with its `since`), by default and at most. A
+ * holder that dies (a `watch` killed) stops renewing, and the gateway hands the computer back when the hold runs out.
+ */
+export const DEFAULT_HOLD_SECONDS = 30;
+export const MIN_HOLD_SECONDS = 5;
+export const MAX_HOLD_SECONDS = 600;
+
+/** Why a takeover ended: its holder handed the computer back, or stopped renewing its hold. */
+export type TakeoverEnd = "handed-back" | "hold-expired";
+
 export interface TakeoverHold {
   operator: string;
   /** ISO 8601. */
   since: string;
   /** The agent's reason, when it had asked for a person before this takeover. */
   reason?: string;
+  /** ISO 8601: when the gateway hands the computer back unless the holder renews the hold before. */
+  expires?: string;
 }
 
 export interface HumanRequest {
@@ -70,6 +83,8 @@ export interface HandBackEvent {
   since: string;
   /** ISO 8601. */
   until: string;
+  /** Why it ended: handed back by the person, or the hold ran out (its holder stopped renewing it). */
+  ended: TakeoverEnd;
 }
 
 /** The message of a command refused during a takeover: names the takeover and what to do. */

@@ -519,9 +519,19 @@ export async function resetStack(stack: string, options: ResetStackOptions = {})
   );
 }
 
-/** Every task stack of the project in the state: target, deployed, last update, containers, episodes (`ls`). */
-export async function listStacks(options: OperatorOptions = {}): Promise<StackList> {
-  return listStateStacks(options);
+/**
+ * Every task stack of the project in the state: target, deployed, last update, containers, episodes, and each deployed
+ * env's computers a person holds or whose agent asks for one (`ls`). The gateway is read without the stack's lock: a
+ * listing does not wait for an `up` to finish, and only reads.
+ */
+export async function listStacks(options: RunnerOptions & OperatorOptions = {}): Promise<StackList> {
+  return listStateStacks(options, async (name) => {
+    const opened = await openStack(name, { ...options, doing: "reading the gateway's address and control token" });
+    return openGatewayAccess(await opened.stack.outputs(), opened.name, {
+      env: options.env,
+      onUnreachable: () => undefined,
+    });
+  });
 }
 
 /**

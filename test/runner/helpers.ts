@@ -3,8 +3,9 @@
 // registered as the gateway's computer. Only 127.0.0.0/8 is contacted.
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readFileSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { gzipSync } from "node:zlib";
 import type { OutputMap } from "@pulumi/pulumi/automation";
 import { Command } from "commander";
 import { expect } from "vitest";
@@ -153,3 +154,42 @@ export async function helpOf(name: string, module: { register(program: Command):
   });
   return out;
 }
+
+/**
+ * A project directory (for the runner's reads of the state) whose file backend holds `stacks` (name -> checkpoint
+ * body), each with a stack file.
+ */
+export function projectWith(
+  stacks: Record<string, { resources?: unknown[]; time?: string; gzip?: boolean; target?: string } | null>,
+): { projectDir: string; env: NodeJS.ProcessEnv } {
+  const projectDir = tempDir("operator-project-");
+  writeFileSync(join(projectDir, "Pulumi.yaml"), "name: multienv\nruntime: nodejs\nstackConfigDir: stacks\n");
+  mkdirSync(join(projectDir, "stacks"));
+  const state = join(projectDir, "state");
+  mkdirSync(join(state, ".pulumi", "stacks", "multienv"), { recursive: true });
+  writeFileSync(join(state, ".pulumi", "meta.yaml"), "version: 1\n");
+  for (const [name, body] of Object.entries(stacks)) {
+    if (body?.target !== undefined)
+      writeFileSync(join(projectDir, "stacks", `Pulumi.${name}.yaml`), `config:\n  multienv:target: ${body.target}\n`);
+    const checkpoint = {
+      version: 3,
+      checkpoint: {
+        stack: `organization/multienv/${name}`,
+        latest:
+          body === null
+            ? null
+            : { manifest: { time: body.time ?? "2026-01-02T03:04:05Z" }, resources: body.resources ?? [] },
+      },
+    };
+    const text = Buffer.from(JSON.stringify(checkpoint));
+    const file = join(state, ".pulumi", "stacks", "multienv", `${name}.json${body?.gzip ? ".gz" : ""}`);
+    writeFileSync(file, body?.gzip ? gzipSync(text) : text);
+  }
+  return { projectDir, env: { PULUMI_BACKEND_URL: `file://${state}` } };
+}
+
+export const ROOT_STACK = (outputs: Record<string, unknown>) => ({
+  urn: "urn:pulumi:s::multienv::pulumi:pulumi:Stack::multienv-s",
+  type: "pulumi:pulumi:Stack",
+  outputs,
+});

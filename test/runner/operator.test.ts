@@ -4,7 +4,6 @@
 import { execFile } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { gzipSync } from "node:zlib";
 import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import * as lsCommand from "../../src/runner/commands/ls";
@@ -32,7 +31,7 @@ import {
 } from "../../src/runner/stack/state-files";
 import { LogFollower, watchLines } from "../../src/runner/operator/watch";
 import { escapeHtml, watchPage } from "../../src/runner/operator/watch-page";
-import { CLI, helpOf } from "./helpers";
+import { CLI, helpOf, projectWith, ROOT_STACK } from "./helpers";
 import { ROOT, tempDir } from "../helpers/processes";
 
 const SECRET = { "4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", ciphertext: "v1:abc" };
@@ -45,42 +44,6 @@ function container(name: string, labels: Record<string, string> = {}) {
     inputs: { name, labels: Object.entries(labels).map(([label, value]) => ({ label, value })) },
   };
 }
-
-/** A project directory whose file backend holds `stacks` (name -> checkpoint body), each with a stack file. */
-function projectWith(
-  stacks: Record<string, { resources?: unknown[]; time?: string; gzip?: boolean; target?: string } | null>,
-): { projectDir: string; env: NodeJS.ProcessEnv } {
-  const projectDir = tempDir("operator-project-");
-  writeFileSync(join(projectDir, "Pulumi.yaml"), "name: multienv\nruntime: nodejs\nstackConfigDir: stacks\n");
-  mkdirSync(join(projectDir, "stacks"));
-  const state = join(projectDir, "state");
-  mkdirSync(join(state, ".pulumi", "stacks", "multienv"), { recursive: true });
-  writeFileSync(join(state, ".pulumi", "meta.yaml"), "version: 1\n");
-  for (const [name, body] of Object.entries(stacks)) {
-    if (body?.target !== undefined)
-      writeFileSync(join(projectDir, "stacks", `Pulumi.${name}.yaml`), `config:\n  multienv:target: ${body.target}\n`);
-    const checkpoint = {
-      version: 3,
-      checkpoint: {
-        stack: `organization/multienv/${name}`,
-        latest:
-          body === null
-            ? null
-            : { manifest: { time: body.time ?? "2026-01-02T03:04:05Z" }, resources: body.resources ?? [] },
-      },
-    };
-    const text = Buffer.from(JSON.stringify(checkpoint));
-    const file = join(state, ".pulumi", "stacks", "multienv", `${name}.json${body?.gzip ? ".gz" : ""}`);
-    writeFileSync(file, body?.gzip ? gzipSync(text) : text);
-  }
-  return { projectDir, env: { PULUMI_BACKEND_URL: `file://${state}` } };
-}
-
-const ROOT_STACK = (outputs: Record<string, unknown>) => ({
-  urn: "urn:pulumi:s::multienv::pulumi:pulumi:Stack::multienv-s",
-  type: "pulumi:pulumi:Stack",
-  outputs,
-});
 
 describe("the file state backend", () => {
   it("lists every stack from its checkpoint, gzipped or not, with its outputs' secrets hidden", async () => {
@@ -161,6 +124,7 @@ describe("the file state backend", () => {
           live: null,
           reproducible: null,
           liveReasons: [],
+          persons: null,
         },
         {
           stack: "gone",
@@ -173,6 +137,7 @@ describe("the file state backend", () => {
           live: null,
           reproducible: null,
           liveReasons: [],
+          persons: null,
         },
       ],
     });
@@ -369,6 +334,24 @@ describe("terminal forms", () => {
             { website: "github", domains: ["github.com"], why: "live website github (github.com) is served live" },
             { computer: "open", reach: "allow-all", why: "computer open reaches the public web (network: allow-all)" },
           ],
+          persons: {
+            desktop: { request: { id: "1", reason: "a CAPTCHA", since: "t", deadline: "u" } },
+            open: { taken: { operator: "olivia", since: "t" } },
+          },
+        },
+        {
+          stack: "quiet",
+          target: "docker",
+          deployed: true,
+          lastUpdated: "2026-01-02T03:04:05Z",
+          containers: { total: 5, running: 5, healthy: 5 },
+          episodes: 1,
+          accounts: {},
+          live: false,
+          reproducible: true,
+          liveReasons: [],
+          // Its gateway did not answer.
+          persons: null,
         },
         {
           stack: "old",
@@ -381,13 +364,15 @@ describe("terminal forms", () => {
           live: null,
           reproducible: null,
           liveReasons: [],
+          persons: null,
         },
       ],
     });
     expect(text.split("\n")).toEqual([
-      "STACK  TARGET  DEPLOYED  LAST UPDATED          RUNNING  HEALTHY  EPISODES  REPRODUCIBLE  ACCOUNTS",
-      "demo   docker  yes       2026-01-02T03:04:05Z  15/15    14/15    2         no            github-accounts/alex",
-      "old    ?       no        never                 0/0      0/0      0         -             -",
+      "STACK  TARGET  DEPLOYED  LAST UPDATED          RUNNING  HEALTHY  EPISODES  REPRODUCIBLE  PERSON                           ACCOUNTS",
+      "demo   docker  yes       2026-01-02T03:04:05Z  15/15    14/15    2         no            desktop:asks,open:taken(olivia)  github-accounts/alex",
+      "quiet  docker  yes       2026-01-02T03:04:05Z  5/5      5/5      1         yes           ?                                -",
+      "old    ?       no        never                 0/0      0/0      0         -             -                                -",
       "",
       "demo is live, not reproducible: live website github (github.com) is served live; computer open reaches the public web (network: allow-all)",
     ]);

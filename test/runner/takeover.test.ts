@@ -5,7 +5,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { computerAgentToken } from "../../src/protocol/auth";
-import { HAND_BACK_EVENT, TAKEN_OVER_ERROR_CODE, takeoverPath } from "../../src/protocol/takeover";
+import {
+  HAND_BACK_EVENT,
+  MIN_HOLD_SECONDS,
+  REQUEST_HUMAN_METHOD,
+  TAKEN_OVER_ERROR_CODE,
+  TAKEOVERS_PATH,
+  takeoverPath,
+} from "../../src/protocol/takeover";
+import { formatStackList } from "../../src/runner/operator/format";
+import { listStacks } from "../../src/runner/operator/operator";
 import { takeoverGateway, type TakeoverRecord } from "../../src/runner/operator/takeover";
 import { episodeTakeovers, recordTakeover } from "../../src/runner/evidence/takeovers";
 import { readRunRecord, writeRunRecord } from "../../src/runner/evidence/run-record";
@@ -13,11 +22,11 @@ import { computerFeed } from "../../src/runner/operator/watch";
 import { startWatchServer, type WatchMessage, type WatchServer } from "../../src/runner/operator/watch-server";
 import { connectCdp, type CdpClient } from "../helpers/cdp";
 import { startChromium } from "../helpers/chromium";
-import { cleanup, onCleanup, tempDir } from "../helpers/processes";
+import { cleanup, onCleanup, spawnService, tempDir } from "../helpers/processes";
 import { startUpstream } from "../helpers/servers";
 import { until } from "../helpers/until";
 import { request, TOKEN, type GatewayProcess } from "../gateway/helpers";
-import { startTestGateway } from "./helpers";
+import { projectWith, ROOT_STACK, startTestGateway } from "./helpers";
 
 afterAll(cleanup);
 
@@ -149,10 +158,10 @@ describe("a takeover from watch", () => {
     const from = agent.events.length;
     viewer.send({ type: "handBack", computer: "agent" });
     await agent.event(HAND_BACK_EVENT, from);
-    await until("the record", () => records.length > 0);
+    // Written at the take and at each renewal; the last, at the hand-back, says so.
+    const record = await until("the record of the hand-back", () => records.find((r) => r.ended === "handed-back"));
     expect((await agent.send("Input.dispatchMouseEvent", { type: "mouseMoved", x: 1, y: 1 })).error).toBeUndefined();
 
-    const record = records[0];
     expect(record).toMatchObject({ computer: "agent", operator: "olivia", keys: 3 + PASSWORD.length, pastes: 0 });
     const presses = record.inputs.filter((i) => i.kind === "pointer" && i.action === "down");
     expect(presses.map((i) => (i as { target?: { id?: string } }).target?.id)).toEqual(["name", "pw", "go"]);
@@ -266,5 +275,123 @@ describe("a takeover in run.json", () => {
     expect(record.takeovers).toEqual([{ ...takeover, episode: 2 }]);
     expect(episodeTakeovers(record, 2)).toEqual({ takeovers: [{ ...takeover, episode: 2 }], humanAssisted: true });
     expect(episodeTakeovers(record, 1)).toEqual({});
+  });
+});
+
+describe("ls and a person", () => {
+  it("marks the computers a person holds and those whose agent asks for one, read from the gateway with the control token", async () => {
+    const browser = await startChromium();
+    const proxyLog = await startUpstream((_req, res) => res.end(""));
+    onCleanup(() => proxyLog.close());
+    const computer = { cdp: browser.cdp, proxyLog: `${proxyLog.url}/log` };
+    const gateway = await startTestGateway({ sites: {}, computers: { desktop: computer, helper: computer } });
+    await takeoverGateway(gateway.url, TOKEN).take("helper", "olivia");
+    // desktop's agent asks through its own connection, with its own token.
+    const list = JSON.parse(
+      (
+        await request(`${gateway.url}/computers/desktop/cdp/json/list`, {
+          headers: { Authorization: `Bearer ${TOKEN}` },
+        })
+      ).body,
+    ) as Array<{ type: string; webSocketDebuggerUrl: string }>;
+    const agentToken = computerAgentToken(TOKEN, "desktop");
+    const agent = await connectCdp(list.find((t) => t.type === "page")!.webSocketDebuggerUrl, {
+      Authorization: `Bearer ${agentToken}`,
+    });
+    onCleanup(() => agent.close());
+    // Left waiting: the connection closes at the end of the file.
+    agent.send(REQUEST_HUMAN_METHOD, { reason: "a CAPTCHA", timeoutSeconds: 60 }).catch(() => undefined);
+    await until(
+      "the request",
+      async () => (await takeoverGateway(gateway.url, TOKEN).states()).computers.desktop.request,
+    );
+    // The listing is the control token's: the agent's token does not read it.
+    expect(
+      (await request(`${gateway.url}${TAKEOVERS_PATH}`, { headers: { Authorization: `Bearer ${agentToken}` } })).status,
+    ).toBe(401);
+
+    const options = projectWith({
+      task: { resources: [ROOT_STACK({ gatewayUrl: gateway.url })] },
+      // Deployed, its gateway gone.
+      silent: { resources: [ROOT_STACK({ gatewayUrl: "http://127.0.0.1:1" })] },
+      fresh: null,
+    });
+    const accessOf = async (stack: string) => ({
+      gatewayUrl: stack === "task" ? gateway.url : "http://127.0.0.1:1",
+      controlToken: TOKEN,
+    });
+    const { stacks } = await listStacks(options, accessOf);
+    expect(Object.fromEntries(stacks.map((s) => [s.stack, s.persons]))).toEqual({
+      task: {
+        desktop: { request: expect.objectContaining({ reason: "a CAPTCHA" }) },
+        helper: { taken: expect.objectContaining({ operator: "olivia" }) },
+      },
+      silent: null,
+      fresh: null,
+    });
+    expect(
+      formatStackList({ stacks })
+        .split("\n")
+        .find((line) => line.startsWith("task ")),
+    ).toContain("desktop:asks,helper:taken(olivia)");
+  });
+});
+
+describe("a watch killed mid-takeover", () => {
+  it("loses its hold: the gateway hands the computer back when the hold runs out, the agent is told why, and run.json says when and why it ended", async () => {
+    const browser = await startChromium();
+    const proxyLog = await startUpstream((_req, res) => res.end(""));
+    onCleanup(() => proxyLog.close());
+    const gateway = await startTestGateway({
+      sites: {},
+      computers: { agent: { cdp: browser.cdp, proxyLog: `${proxyLog.url}/log` } },
+    });
+    const list = JSON.parse(
+      (await request(`${gateway.url}/computers/agent/cdp/json/list`, { headers: { Authorization: `Bearer ${TOKEN}` } }))
+        .body,
+    ) as Array<{ type: string; webSocketDebuggerUrl: string }>;
+    const agent = await connectCdp(list.find((t) => t.type === "page")!.webSocketDebuggerUrl, {
+      Authorization: `Bearer ${computerAgentToken(TOKEN, "agent")}`,
+    });
+    onCleanup(() => agent.close());
+    const artifactsDir = tempDir();
+    const holder = spawnService(["--import", "tsx", "test/runner/watch-holder.ts"], {
+      WATCH_HOLDER: JSON.stringify({
+        gatewayUrl: gateway.url,
+        controlToken: TOKEN,
+        computer: "agent",
+        stack: "task",
+        artifactsDir,
+        holdSeconds: MIN_HOLD_SECONDS,
+      }),
+    });
+    onCleanup(() => holder.process.kill("SIGKILL"));
+    await holder.waitForLog((line) => line.event === "held", 60_000);
+    const refused = await agent.send("Input.dispatchMouseEvent", { type: "mouseMoved", x: 1, y: 1 });
+    expect(refused.error?.code).toBe(TAKEN_OVER_ERROR_CODE);
+    // It renews its hold while it lives: held past the first hold's end.
+    await new Promise((r) => setTimeout(r, (MIN_HOLD_SECONDS + 2) * 1000));
+    expect((await agent.send("Input.dispatchMouseEvent", { type: "mouseMoved", x: 1, y: 1 })).error?.code).toBe(
+      TAKEN_OVER_ERROR_CODE,
+    );
+
+    const from = agent.events.length;
+    const killedAt = Date.now();
+    holder.process.kill("SIGKILL");
+    const handBack = await agent.event(HAND_BACK_EVENT, from, (MIN_HOLD_SECONDS + 10) * 1000);
+    expect(handBack.params).toMatchObject({ computer: "agent", operator: "holder", ended: "hold-expired" });
+    expect(Date.now() - killedAt).toBeLessThan((MIN_HOLD_SECONDS + 5) * 1000);
+    expect((await agent.send("Input.dispatchMouseEvent", { type: "mouseMoved", x: 1, y: 1 })).error).toBeUndefined();
+    expect(await takeoverGateway(gateway.url, TOKEN).states()).toEqual({ computers: { agent: {} } });
+    expect(gateway.logs).toContainEqual(
+      expect.objectContaining({ event: "handed-back", computer: "agent", ended: "hold-expired" }),
+    );
+
+    // The record the killed watch left: the takeover, ended when its last renewed hold ran out.
+    const [record] = (await readRunRecord(artifactsDir, "task")).takeovers ?? [];
+    expect(record).toMatchObject({ computer: "agent", operator: "holder", ended: "hold-expired" });
+    const until = Date.parse((handBack.params as { until: string }).until);
+    expect(Date.parse(record.end)).toBeGreaterThan(Date.parse(record.start) + MIN_HOLD_SECONDS * 1000);
+    expect(Math.abs(until - Date.parse(record.end))).toBeLessThan(2_000);
   });
 });

@@ -175,6 +175,45 @@ describe("the watch page", () => {
     }
   });
 
+  it("gives a viewer that stops reading the newest frame once it reads again, never a queue of stale ones", async () => {
+    const desktop = fakeFeed();
+    const server = await startWatchServer({ stack: "demo", feeds: { desktop } });
+    // A viewer on a raw socket that does the handshake and then reads nothing: a slow or stalled browser tab.
+    const { port, pathname } = new URL(server.url);
+    const socket = net.connect(Number(port), "127.0.0.1");
+    onCleanup(() => socket.destroy());
+    const received: Buffer[] = [];
+    socket.on("data", (chunk) => received.push(chunk));
+    socket.write(
+      `GET ${pathname}live HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+        `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+    );
+    try {
+      await until("the feed to start", () => desktop.starts === 1);
+      socket.pause();
+      // 200 frames of 256 KiB while it reads nothing: 50 MiB, far more than any socket buffer holds.
+      const FRAMES = 200;
+      const picture = "A".repeat(256 * 1024);
+      for (let i = 1; i <= FRAMES; i++) {
+        desktop.emit!({ type: "frame", data: `${i}:${picture}` });
+        await new Promise((r) => setImmediate(r));
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      socket.resume();
+      const frames = () => {
+        const text = Buffer.concat(received).toString("latin1");
+        return [...text.matchAll(/"type":"frame","data":"(\d+):/g)].map((m) => Number(m[1]));
+      };
+      // The screen was still after the last frame: nothing else would have shown it.
+      await until("the newest frame", () => frames().at(-1) === FRAMES, 20_000);
+      const shown = frames();
+      expect(shown.length).toBeLessThan(FRAMES / 2);
+      expect([...shown].sort((a, b) => a - b)).toEqual(shown);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("shows a feed that cannot start as that computer's error", async () => {
     const broken: Feed = {
       start: async () => {

@@ -11,11 +11,11 @@ export function register(program: Command): void {
     program
       .command("ls")
       .description(
-        "list every task stack in the state: its target, whether it is deployed, its last update, its containers running and healthy (asked of their engines), its episodes, whether the env is reproducible (and, when it is live, why: each live site and each computer reaching the public web) and each live site's account leased from a pool",
+        "list every task stack in the state: its target, whether it is deployed, its last update, its containers running and healthy (asked of their engines), its episodes, whether the env is reproducible (and, when it is live, why: each live site and each computer reaching the public web) each live site's account leased from a pool, and (PERSON) each computer a person holds or whose agent asks for one, as its gateway says",
       )
       .option(
         "--json",
-        "print {stacks: [{stack, target, deployed, lastUpdated, containers, episodes, accounts, live, reproducible, liveReasons}]}",
+        "print {stacks: [{stack, target, deployed, lastUpdated, containers, episodes, accounts, live, reproducible, liveReasons, persons}]}",
       ),
   ).action((options: LsOptions) =>
     runAction("ls", async () => {

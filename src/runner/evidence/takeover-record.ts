@@ -1,5 +1,6 @@
 // What run.json keeps of a person's takeover (written by takeovers.ts): who, when, the agent's reason, and the
 // person's inputs without their text.
+import type { TakeoverEnd } from "../../protocol/takeover";
 
 /** The element under a pointer, as the evidence names it: never its value. */
 export interface PointerTarget {
@@ -24,7 +25,13 @@ export interface TakeoverRecord {
   /** The agent's reason, when it had asked for a person. */
   reason?: string;
   start: string;
+  /**
+   * When it ended. While it is under way, the end of its hold (`ended: "hold-expired"`): the record is rewritten at
+   * each renewal, so the record a killed `watch` leaves says when the gateway handed the computer back.
+   */
   end: string;
+  /** Handed back by the person (or the page closing), or its hold ran out unrenewed. Absent in older records. */
+  ended?: TakeoverEnd;
   /** Pointer presses and releases (in the tab's CSS pixels), wheel turns and navigations (their host), in order. */
   inputs: PersonInputRecord[];
   /** Pointer moves, counted. */

@@ -5,14 +5,19 @@
 import { readRunRecord, writeRunRecord, type RunRecord } from "./run-record";
 import type { TakeoverRecord } from "./takeover-record";
 
-/** Appends `takeover` to run.json in `artifactsDir`, with the episode under way, and marks the run human-assisted. */
+/**
+ * Puts `takeover` in run.json in `artifactsDir` and marks the run human-assisted: in place of the record of the same
+ * takeover (its computer and start) written before, which keeps its episode, else appended with the episode under way.
+ */
 export async function recordTakeover(artifactsDir: string, stack: string, takeover: TakeoverRecord): Promise<void> {
   const record = await readRunRecord(artifactsDir, stack);
-  await writeRunRecord(artifactsDir, {
-    ...record,
-    takeovers: [...(record.takeovers ?? []), { ...takeover, episode: record.episode ?? 1 }],
-    humanAssisted: true,
-  });
+  const takeovers = record.takeovers ?? [];
+  const at = takeovers.findIndex((t) => t.computer === takeover.computer && t.start === takeover.start);
+  const next =
+    at === -1
+      ? [...takeovers, { ...takeover, episode: record.episode ?? 1 }]
+      : takeovers.map((t, i) => (i === at ? { ...takeover, episode: t.episode } : t));
+  await writeRunRecord(artifactsDir, { ...record, takeovers: next, humanAssisted: true });
 }
 
 /** The ended episode's takeovers and mark, for its record (empty when no person helped). */

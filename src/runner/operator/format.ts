@@ -21,7 +21,18 @@ export function table(rows: string[][]): string[] {
 export function formatStackList(list: StackList): string {
   if (list.stacks.length === 0) return "no stacks in the state; `multienv up <stack>` deploys one";
   const rows = [
-    ["STACK", "TARGET", "DEPLOYED", "LAST UPDATED", "RUNNING", "HEALTHY", "EPISODES", "REPRODUCIBLE", "ACCOUNTS"],
+    [
+      "STACK",
+      "TARGET",
+      "DEPLOYED",
+      "LAST UPDATED",
+      "RUNNING",
+      "HEALTHY",
+      "EPISODES",
+      "REPRODUCIBLE",
+      "PERSON",
+      "ACCOUNTS",
+    ],
     ...list.stacks.map((s) => [
       s.stack,
       s.target ?? "?",
@@ -32,6 +43,7 @@ export function formatStackList(list: StackList): string {
       `${s.containers.healthy}/${s.containers.total}`,
       String(s.episodes),
       s.reproducible === null ? "-" : s.reproducible ? "yes" : "no",
+      personCell(s),
       // pool/account per pooled site: which account of a pool the task signs in as.
       Object.values(s.accounts ?? {})
         .map((a) => `${a.pool}/${a.account}`)
@@ -42,6 +54,18 @@ export function formatStackList(list: StackList): string {
     .filter((s) => s.live === true)
     .map((s) => `${s.stack} is live, not reproducible: ${s.liveReasons.map((r) => printable(r.why)).join("; ")}`);
   return [...table(rows), ...(live.length > 0 ? ["", ...live] : [])].join("\n");
+}
+
+/**
+ * `ls`'s PERSON: each computer a person holds (`<c>:taken(<operator>)`) or whose agent asks for one (`<c>:asks`); `?`
+ * for a deployed env whose gateway did not answer; `-` otherwise.
+ */
+function personCell(s: StackList["stacks"][number]): string {
+  if (s.persons === null) return s.deployed ? "?" : "-";
+  const marks = Object.entries(s.persons).map(([computer, { taken, request }]) =>
+    taken !== undefined ? `${computer}:taken(${taken.operator})` : request !== undefined ? `${computer}:asks` : "",
+  );
+  return printable(marks.filter((m) => m !== "").join(",")) || "-";
 }
 
 function kib(bytes: number): string {

@@ -73,6 +73,11 @@ export interface StackListing {
   reproducible: boolean | null;
   /** Why it is live: each live site served live and each computer reaching the public web (`liveReasons`). */
   liveReasons: LiveReason[];
+  /**
+   * Each computer a person holds or whose agent asks for one (the gateway's takeover states, read with the control
+   * token, as `status` reads them); {} when none is; null when nothing is deployed or the gateway was not read.
+   */
+  persons: Record<string, TakeoverState> | null;
 }
 
 export interface StackList {
@@ -84,8 +89,38 @@ async function episodesOf(stack: StateStack, artifactsDir: string): Promise<numb
   return (await readRunRecord(artifactsDir, stack.name)).episode ?? 1;
 }
 
-/** Every task stack of the project in the state, with its containers asked of their engines. */
-export async function listStacks(options: OperatorOptions = {}): Promise<StackList> {
+/** How long `ls` waits for one env's gateway to say who holds its computers. */
+const PERSONS_MS = 15_000;
+
+/**
+ * The computers of a deployed env a person holds or whose agent asks for one, by its gateway's takeover states (only
+ * the control token reads them); null when the gateway did not answer in PERSONS_MS.
+ */
+async function personsOf(stack: string, accessOf: AccessOf): Promise<Record<string, TakeoverState> | null> {
+  let access: GatewayAccess | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), PERSONS_MS)));
+  const read = (async () => {
+    access = await accessOf(stack);
+    if (access.unreachable !== undefined) return null;
+    const { computers } = await takeoverGateway(access.gatewayUrl, access.controlToken).states();
+    return Object.fromEntries(
+      Object.entries(computers).filter(([, state]) => state.taken !== undefined || state.request !== undefined),
+    );
+  })().catch(() => null);
+  try {
+    return await Promise.race([read, late]);
+  } finally {
+    clearTimeout(timer);
+    void read.finally(() => access?.close?.()).catch(() => undefined);
+  }
+}
+
+/**
+ * Every task stack of the project in the state, with its containers asked of their engines; with `accessOf`, each
+ * deployed env's gateway is asked which computers a person holds or is asked for.
+ */
+export async function listStacks(options: OperatorOptions = {}, accessOf?: AccessOf): Promise<StackList> {
   const projectDir = projectDirOf(options);
   const stacks = await readStateStacks(options);
   return {
@@ -105,6 +140,7 @@ export async function listStacks(options: OperatorOptions = {}): Promise<StackLi
           live: outputs?.live ?? null,
           reproducible: outputs?.reproducible ?? null,
           liveReasons: outputs?.liveReasons ?? [],
+          persons: deployed && accessOf !== undefined ? await personsOf(stack.name, accessOf) : null,
         };
       }),
     ),

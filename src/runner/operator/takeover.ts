@@ -6,7 +6,7 @@
 // and keeps no typed or pasted text.
 import type { CDPSession } from "playwright-core";
 import { bearer } from "../../protocol/auth";
-import { takeoverPath, TAKEOVERS_PATH, type TakeoverListing } from "../../protocol/takeover";
+import { takeoverPath, TAKEOVERS_PATH, type TakeoverHold, type TakeoverListing } from "../../protocol/takeover";
 import type { PointerTarget, TakeoverRecord } from "../evidence/takeover-record";
 
 export type { TakeoverRecord } from "../evidence/takeover-record";
@@ -213,10 +213,16 @@ export async function dispatchPersonInput(
 
 /** The gateway's takeover operations, with the control token. */
 export interface TakeoverGateway {
-  take(computer: string, operator: string): Promise<{ reason?: string; since: string }>;
+  /** Takes `computer` for `holdSeconds` unless renewed (default the gateway's). */
+  take(computer: string, operator: string, holdSeconds?: number): Promise<TakeoverHold>;
+  /** Renews the hold of the takeover begun at `since`; rejects with `TakeoverOver` when it is over. */
+  renew(computer: string, since: string, holdSeconds?: number): Promise<TakeoverHold>;
   handBack(computer: string): Promise<void>;
   states(): Promise<TakeoverListing>;
 }
+
+/** A renewal refused: the takeover was handed back or its hold ran out. */
+export class TakeoverOver extends Error {}
 
 export function takeoverGateway(gatewayUrl: string, controlToken: string): TakeoverGateway {
   const call = async (path: string, method: string, body?: unknown) => {
@@ -228,6 +234,8 @@ export function takeoverGateway(gatewayUrl: string, controlToken: string): Takeo
     });
     const text = await response.text();
     const json = text === "" ? {} : (JSON.parse(text) as Record<string, unknown>);
+    if (response.status === 409 && method === "PUT")
+      throw new TakeoverOver(String(json.error ?? "the takeover is over"));
     if (!response.ok)
       throw new Error(
         `${method} ${path}: ${response.status} ${String(json.error ?? "")} ${String(json.detail ?? "")}`.trim(),
@@ -235,9 +243,13 @@ export function takeoverGateway(gatewayUrl: string, controlToken: string): Takeo
     return json;
   };
   return {
-    async take(computer, operator) {
-      const answer = await call(takeoverPath(computer), "POST", { operator });
-      return answer.taken as { reason?: string; since: string };
+    async take(computer, operator, holdSeconds) {
+      const answer = await call(takeoverPath(computer), "POST", { operator, holdSeconds });
+      return answer.taken as TakeoverHold;
+    },
+    async renew(computer, since, holdSeconds) {
+      const answer = await call(takeoverPath(computer), "PUT", { since, holdSeconds });
+      return answer.taken as TakeoverHold;
     },
     async handBack(computer) {
       await call(takeoverPath(computer), "DELETE");

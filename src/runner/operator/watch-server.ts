@@ -5,7 +5,8 @@
 // reaches a computer. With it, a viewer may take a computer over (the gateway then holds its agent), send it a
 // person's input (takeover.ts checks each message; it goes to the screencast's tab alone) and hand it back; each
 // takeover's record (who, when, the agent's reason, the inputs without their text) goes to `onTakeover`. A computer
-// this page took is handed back when the last viewer leaves and when the server closes.
+// this page took is handed back when the last viewer leaves and when the server closes; while it holds one, it renews
+// the take's hold, so if this process dies the gateway hands the computer back when the hold runs out.
 //
 // Where the pictures and lines come from is a Feed per computer (watch.ts: DevTools screencast frames and the proxy
 // log, through the gateway). The feeds run only while someone watches: all start when the first viewer connects and
@@ -16,7 +17,8 @@ import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer } from "ws";
 import type { TakeoverListing, TakeoverState } from "../../protocol/takeover";
-import { personInput, type PersonInput, type TakeoverGateway, type TakeoverRecord } from "./takeover";
+import { DEFAULT_HOLD_SECONDS } from "../../protocol/takeover";
+import { personInput, TakeoverOver, type PersonInput, type TakeoverGateway, type TakeoverRecord } from "./takeover";
 import { watchPage } from "./watch-page";
 
 /** One line of a computer's proxy log as the page shows it. */
@@ -71,8 +73,18 @@ export interface WatchServerOptions {
   port?: number;
   /** Default: 32 random bytes, hex. */
   secret?: string;
-  /** Lets viewers take computers over, as `operator`; absent: read-only. */
-  takeover?: { gateway: TakeoverGateway; operator: string; onTakeover(record: TakeoverRecord): void | Promise<void> };
+  /**
+   * Lets viewers take computers over, as `operator`; absent: read-only. `onTakeover` is given each takeover's record
+   * at the take, at each renewal of its hold and at its end, one call after the other: until the end the record says
+   * the takeover ends when its hold runs out (as it does if this process dies). `holdSeconds`: how long a take holds
+   * unless renewed (renewed every third of it; default the gateway's).
+   */
+  takeover?: {
+    gateway: TakeoverGateway;
+    operator: string;
+    onTakeover(record: TakeoverRecord): void | Promise<void>;
+    holdSeconds?: number;
+  };
   /** A computer to take over as soon as the server starts (`multienv takeover`). */
   takeNow?: string;
 }
@@ -94,8 +106,38 @@ export interface WatchServer {
 
 /** Log lines a new viewer gets of what came before it, per computer. */
 const BACKLOG_LINES = 200;
-/** A viewer further behind than this gets no frame until it catches up (frames are many; it sees the next one). */
-const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Frames to one viewer, the newest alone: one frame is written at a time, and a frame that comes while the last is
+ * still being written replaces the one waiting for that computer. A viewer slower than the screencast sees fewer
+ * frames, never older ones, and once it catches up it is shown the newest (a still page sends no next frame to make
+ * up for one skipped).
+ */
+class FrameSender {
+  private writing = false;
+  private readonly waiting = new Map<string, string>();
+
+  constructor(private readonly viewer: WebSocket) {}
+
+  send(computer: string, text: string): void {
+    this.waiting.delete(computer);
+    this.waiting.set(computer, text);
+    this.next();
+  }
+
+  private next(): void {
+    if (this.writing || this.viewer.readyState !== WebSocket.OPEN) return;
+    const first = this.waiting.entries().next();
+    if (first.done) return;
+    const [computer, text] = first.value;
+    this.waiting.delete(computer);
+    this.writing = true;
+    this.viewer.send(text, () => {
+      this.writing = false;
+      this.next();
+    });
+  }
+}
 
 function sameSecret(given: string, secret: string): boolean {
   const a = Buffer.from(given);
@@ -121,7 +163,7 @@ const SECURITY_HEADERS = {
 export async function startWatchServer(options: WatchServerOptions): Promise<WatchServer> {
   const secret = options.secret ?? randomBytes(32).toString("hex");
   const computers = Object.keys(options.feeds);
-  const viewers = new Set<WebSocket>();
+  const viewers = new Map<WebSocket, FrameSender>();
   // What a viewer who connects now is shown at once: each computer's last frame, URL and recent log lines.
   const last: Record<
     string,
@@ -132,10 +174,10 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
 
   const broadcast = (message: WatchMessage) => {
     const text = JSON.stringify(message);
-    for (const viewer of viewers) {
+    for (const [viewer, frames] of viewers) {
       if (viewer.readyState !== WebSocket.OPEN) continue;
-      if (message.type === "frame" && viewer.bufferedAmount > MAX_BUFFERED_BYTES) continue;
-      viewer.send(text);
+      if (message.type === "frame") frames.send(message.computer, text);
+      else viewer.send(text);
     }
   };
 
@@ -159,6 +201,53 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
   let states: TakeoverListing["computers"] = {};
   let statesTimer: NodeJS.Timeout | undefined;
   let released: Array<() => void> = [];
+  /** Each held computer's renewal of its hold. */
+  const renewals = new Map<string, NodeJS.Timeout>();
+  /** Each computer's record writes, one after the other: a renewal's never lands after the end's. */
+  const writes = new Map<string, Promise<void>>();
+  const holdSeconds = control?.holdSeconds ?? DEFAULT_HOLD_SECONDS;
+
+  const persist = (record: TakeoverRecord) => {
+    const copy = structuredClone(record);
+    const written = (writes.get(record.computer) ?? Promise.resolve())
+      .then(() => control?.onTakeover(copy))
+      .catch((error: unknown) =>
+        broadcast({
+          type: "error",
+          computer: record.computer,
+          message: `the takeover's record could not be written: ${(error instanceof Error ? error.message : String(error)).split("\n")[0]}`,
+        }),
+      );
+    writes.set(record.computer, written);
+    return written;
+  };
+
+  /** The takeover of `computer` is over without this page handing it back (its hold ran out). */
+  const lost = (computer: string, record: TakeoverRecord) => {
+    if (held.get(computer) !== record) return;
+    held.delete(computer);
+    clearInterval(renewals.get(computer));
+    renewals.delete(computer);
+    states = { ...states, [computer]: {} };
+    showState(computer);
+    broadcast({ type: "error", computer, message: `the takeover of ${computer} is over: its hold ran out` });
+    if (held.size === 0) {
+      for (const resolve of released) resolve();
+      released = [];
+    }
+  };
+
+  const renew = async (computer: string, record: TakeoverRecord) => {
+    try {
+      const hold = await control!.gateway.renew(computer, record.start, holdSeconds);
+      if (held.get(computer) !== record || hold.expires === undefined) return;
+      record.end = hold.expires;
+      await persist(record);
+    } catch (error) {
+      if (error instanceof TakeoverOver) lost(computer, record);
+      // Else the gateway did not answer: the next renewal tries again, before the hold runs out.
+    }
+  };
 
   const showState = (computer: string) =>
     broadcast({ type: "takeover", computer, state: states[computer] ?? {}, mine: held.has(computer) });
@@ -179,19 +268,26 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
 
   const take = async (computer: string) => {
     if (control === undefined || held.has(computer)) return;
-    const taken = await control.gateway.take(computer, control.operator);
-    held.set(computer, {
+    const taken = await control.gateway.take(computer, control.operator, holdSeconds);
+    const record: TakeoverRecord = {
       computer,
       operator: control.operator,
       ...(taken.reason !== undefined ? { reason: taken.reason } : {}),
       start: taken.since,
-      end: taken.since,
+      end: taken.expires ?? taken.since,
+      ended: "hold-expired",
       inputs: [],
       pointerMoves: 0,
       keys: 0,
       pastes: 0,
       pastedChars: 0,
-    });
+    };
+    held.set(computer, record);
+    renewals.set(
+      computer,
+      setInterval(() => void renew(computer, record), (holdSeconds * 1000) / 3),
+    );
+    await persist(record);
     states = {
       ...states,
       [computer]: { ...states[computer], taken: { operator: control.operator, since: taken.since } },
@@ -203,13 +299,17 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
     const record = held.get(computer);
     if (control === undefined || record === undefined) return;
     held.delete(computer);
+    clearInterval(renewals.get(computer));
+    renewals.delete(computer);
     // The inputs already sent are done (or refused) before the agent gets its computer back.
     await queues.get(computer);
     try {
       await control.gateway.handBack(computer);
-    } finally {
       record.end = new Date().toISOString();
-      await control.onTakeover(record);
+      record.ended = "handed-back";
+    } finally {
+      // A hand-back the gateway refused or did not answer leaves the record as it was: ending when the hold runs out.
+      await persist(record);
       states = { ...states, [computer]: {} };
       showState(computer);
       if (held.size === 0) {
@@ -337,7 +437,7 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
       return;
     }
     live.handleUpgrade(req, socket, head, (viewer) => {
-      viewers.add(viewer);
+      viewers.set(viewer, new FrameSender(viewer));
       viewer.send(
         JSON.stringify({
           type: "hello",
@@ -398,7 +498,7 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
     async close() {
       clearInterval(statesTimer);
       await handBackAll();
-      for (const viewer of viewers) viewer.terminate();
+      for (const viewer of viewers.keys()) viewer.terminate();
       viewers.clear();
       settle();
       await transition;
