@@ -5,8 +5,8 @@
 // events with their coordinates and the element under them (tag, id, name, type: never a value), counts key events,
 // and keeps no typed or pasted text.
 import type { CDPSession } from "playwright-core";
-import { bearer } from "../../protocol/auth";
-import { takeoverPath, TAKEOVERS_PATH, type TakeoverListing } from "../../protocol/takeover";
+import { GatewayClient } from "../../protocol/gateway-client";
+import type { TakeoverListing } from "../../protocol/takeover";
 import type { PointerTarget, TakeoverRecord } from "../evidence/takeover-record";
 
 export type { TakeoverRecord } from "../evidence/takeover-record";
@@ -219,29 +219,10 @@ export interface TakeoverGateway {
 }
 
 export function takeoverGateway(gatewayUrl: string, controlToken: string): TakeoverGateway {
-  const call = async (path: string, method: string, body?: unknown) => {
-    const response = await fetch(new URL(path, gatewayUrl), {
-      method,
-      headers: { Authorization: bearer(controlToken), ...(body ? { "Content-Type": "application/json" } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(10_000),
-    });
-    const text = await response.text();
-    const json = text === "" ? {} : (JSON.parse(text) as Record<string, unknown>);
-    if (!response.ok)
-      throw new Error(
-        `${method} ${path}: ${response.status} ${String(json.error ?? "")} ${String(json.detail ?? "")}`.trim(),
-      );
-    return json;
-  };
+  const gateway = new GatewayClient(gatewayUrl, controlToken);
   return {
-    async take(computer, operator) {
-      const answer = await call(takeoverPath(computer), "POST", { operator });
-      return answer.taken as { reason?: string; since: string };
-    },
-    async handBack(computer) {
-      await call(takeoverPath(computer), "DELETE");
-    },
-    states: async () => (await call(TAKEOVERS_PATH, "GET")) as unknown as TakeoverListing,
+    take: (computer, operator) => gateway.take(computer, operator),
+    handBack: (computer) => gateway.handBack(computer),
+    states: () => gateway.takeovers(),
   };
 }
