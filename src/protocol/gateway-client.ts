@@ -155,11 +155,13 @@ export class GatewayClient {
         signal: call.signal,
       });
     } catch (error) {
+      // node's fetch says "fetch failed" and hides the network's reason in its cause.
       const cause = error instanceof Error ? (error.cause instanceof Error ? error.cause : error) : undefined;
+      const code = (cause as { code?: unknown } | undefined)?.code;
       const reason =
         cause?.name === "TimeoutError" || cause?.name === "AbortError"
           ? `no answer (${cause.message})`
-          : (cause?.message ?? String(error));
+          : `cannot reach the gateway (${typeof code === "string" ? code : (cause?.message ?? String(error))})`;
       throw new GatewayRequestError(`${operation}: ${this.#quote(reason.split("\n")[0])}`);
     }
   }

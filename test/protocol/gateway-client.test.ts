@@ -237,7 +237,9 @@ describe("the gateway client", () => {
   it("says a gateway that does not answer in one line naming the operation, without the token", async () => {
     const gone = new GatewayClient(`http://127.0.0.1:${await freePort()}`, TOKEN);
     const error = (await gone.proxyLog("agent").catch((e: unknown) => e)) as GatewayRequestError;
-    expect(error.message).toMatch(/^fetching the site-proxy log of computer agent: connect ECONNREFUSED/);
+    expect(error.message).toMatch(
+      /^fetching the site-proxy log of computer agent: cannot reach the gateway \(ECONNREFUSED\)$/,
+    );
     expect(error.status).toBeUndefined();
     expect(error.message).not.toContain(TOKEN);
   });
