@@ -18,15 +18,14 @@ import { fileURLToPath } from "node:url";
 // folder takes its place here (and in docs/layout.md) before it imports anything.
 const LAYERS = [
   [{ name: "src/protocol", members: ["src/protocol"], only: [] }],
+  // What the services share beyond the wire: the capture listing and health, framing, answers, the log, path names.
+  [{ name: "src/service-kit", members: ["src/service-kit"], only: ["src/protocol"] }],
   [
-    { name: "src/gateway", members: ["src/gateway"], only: ["src/protocol"] },
+    { name: "src/gateway", members: ["src/gateway"], only: ["src/protocol", "src/service-kit"] },
     { name: "src/site-proxy", members: ["src/site-proxy"], only: ["src/protocol"] },
     { name: "src/browser", members: ["src/browser"], only: ["src/protocol"] },
-  ],
-  [
-    // They borrow the gateway's capture listing, framing, answer and log modules.
-    { name: "src/capture-server", members: ["src/capture-server"], only: ["src/protocol", "src/gateway"] },
-    { name: "src/replay-server", members: ["src/replay-server"], only: ["src/protocol", "src/gateway"] },
+    { name: "src/capture-server", members: ["src/capture-server"], only: ["src/protocol", "src/service-kit"] },
+    { name: "src/replay-server", members: ["src/replay-server"], only: ["src/protocol", "src/service-kit"] },
   ],
   [
     { name: "src/plan", members: ["src/plan"], only: ["src/protocol"] },

@@ -4,6 +4,7 @@
 // deploy's order: the gateway beside its sites, the proxies after a healthy gateway, each browser after its proxy).
 import YAML from "yaml";
 import { engineClient } from "../src/engines/docker";
+import { GatewayClient } from "../src/protocol/gateway-client";
 
 const api = engineClient();
 
@@ -129,8 +130,8 @@ export async function gatewayHealthy(name: string, timeoutMs = 120_000): Promise
     const port = info?.NetworkSettings?.Ports?.["8080/tcp"]?.[0]?.HostPort;
     if (
       port &&
-      (await fetch(`http://127.0.0.1:${port}/healthz`).then(
-        (r) => r.ok,
+      (await new GatewayClient(`http://127.0.0.1:${port}`, "").health().then(
+        (health) => health.ok,
         () => false,
       ))
     )

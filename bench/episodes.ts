@@ -24,6 +24,7 @@ import { chromium } from "playwright-core";
 import YAML from "yaml";
 import { gradeShopEpisode, runShopEpisode, SHOP_URL } from "../examples/runner/shop-agent";
 import { engineClient } from "../src/engines/docker";
+import { GatewayClient } from "../src/protocol/gateway-client";
 import {
   deployStack,
   destroyStack,
@@ -81,8 +82,7 @@ async function drive(cdpUrl: string, token: string, grade: () => Promise<unknown
 
 /** The shop's data plane through the gateway, as the grader reads it (the operator's control token). */
 async function shopData(gatewayUrl: string, controlToken: string): Promise<unknown> {
-  const res = await fetch(`${gatewayUrl}/svc/shop/data`, { headers: { authorization: `Bearer ${controlToken}` } });
-  return res.json();
+  return new GatewayClient(gatewayUrl, controlToken).siteJson("shop", "/data");
 }
 
 /** Runs `episode` EPISODES times over WORKERS workers (worker w gets its own index); the wall time in seconds. */
@@ -282,10 +282,7 @@ async function composeContender(): Promise<Figures & { upSeconds: number[]; down
       const { controlToken, agentToken } = tokens.get(stack)!;
       // The browser answers DevTools once Chromium runs behind its proxy.
       for (const deadline = Date.now() + 120_000; ;) {
-        const res = await fetch(`${gatewayUrl}/computers/desktop/cdp/json/version`, {
-          headers: { authorization: `Bearer ${agentToken}` },
-        }).catch(() => undefined);
-        if (res?.ok) break;
+        if (await new GatewayClient(gatewayUrl, agentToken).devtoolsAnswers("desktop")) break;
         if (Date.now() > deadline) throw new Error(`${stack}: the desktop's DevTools did not answer`);
         await new Promise((r) => setTimeout(r, 100));
       }

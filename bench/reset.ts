@@ -17,6 +17,7 @@ import { cpus, loadavg } from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
 import { runShopEpisode } from "../examples/runner/shop-agent";
+import { GatewayClient, gatewayClient } from "../src/protocol/gateway-client";
 import { LABELS, ROLES } from "../src/protocol/labels";
 import { engineClient } from "../src/engines/docker";
 import { deployStack, destroyStack, gatewayAccess, resetStack, specFromStackFile } from "../src/runner";
@@ -37,16 +38,11 @@ async function timed(what: () => Promise<unknown>): Promise<number> {
 
 /** What an episode leaves behind: a record in every site's data plane and a page visited in the desktop browser. */
 async function leaveTraces(): Promise<void> {
-  const { gatewayUrl, controlToken } = await gatewayAccess(STACK);
-  const answer = await fetch(`${gatewayUrl}/svc/github/data`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${controlToken}` },
-    body: JSON.stringify({ left: "github" }),
-  });
-  if (answer.status !== 201) throw new Error(`site github: POST /data answered ${answer.status}`);
+  const gateway = gatewayClient(await gatewayAccess(STACK));
+  await gateway.siteJson("github", "/data", { method: "POST", json: { left: "github" } });
   // An order in each shop, placed the way an agent would.
-  const browser = await chromium.connectOverCDP(`${gatewayUrl}/computers/desktop/cdp`, {
-    headers: { Authorization: `Bearer ${controlToken}` },
+  const browser = await chromium.connectOverCDP(gateway.cdpUrl("desktop"), {
+    headers: { Authorization: gateway.authorization() },
   });
   try {
     for (const shop of ["https://shop.test/", "https://gist.github.com/"])
@@ -68,8 +64,8 @@ async function dockerRestart(): Promise<void> {
   const port = info.NetworkSettings.Ports["8080/tcp"]?.[0]?.HostPort;
   const deadline = Date.now() + 120_000;
   while (
-    !(await fetch(`http://127.0.0.1:${port}/healthz`).then(
-      (r) => r.ok,
+    !(await new GatewayClient(`http://127.0.0.1:${port}`, "").health().then(
+      (health) => health.ok,
       () => false,
     ))
   ) {

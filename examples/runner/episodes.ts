@@ -15,7 +15,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { chromium } from "playwright-core";
 import YAML from "yaml";
-import { deployStack, type DeployedStack, type StackSpec } from "../../src/runner";
+import { deployStack, gatewayClient, type DeployedStack, type StackSpec } from "../../src/runner";
 import type { Har } from "har-format";
 import { gradeShopEpisode, runShopEpisode, type ShopGrade, SHOP_URL } from "./shop-agent";
 import { gradeShopEpisodeFromHar } from "./shop-har-grader";
@@ -32,12 +32,7 @@ function demoTask(stack: string): StackSpec {
 
 /** The shop's orders as its data plane gives them, through the gateway with the control token (the runner's). */
 async function shopData(env: DeployedStack): Promise<unknown> {
-  const { controlToken } = await env.access();
-  const response = await fetch(`${env.outputs.websites.shop.svcUrl}data`, {
-    headers: { authorization: `Bearer ${controlToken}` },
-  });
-  if (!response.ok) throw new Error(`the shop's data plane answered HTTP ${response.status}`);
-  return response.json();
+  return gatewayClient(await env.access()).siteJson("shop", "/data");
 }
 
 /** The agent of the last episode buys the mug alone: an episode both graders must fail. */

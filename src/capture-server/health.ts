@@ -3,7 +3,7 @@
 // before it makes traffic in the container and again after, so the second look sees the probes' packets.
 import type { CaptureServerHealth } from "../protocol/traffic";
 import { parseCaptureContainer } from "../protocol/traffic";
-import { captureProblem, newestCaptures, type CaptureState, type ExpectedCapture } from "../gateway/capture-health";
+import { captureProblem, newestCaptures, type CaptureState, type ExpectedCapture } from "../service-kit/capture-health";
 
 export class CaptureHealth {
   private readonly expected: ExpectedCapture;

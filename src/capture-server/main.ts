@@ -4,7 +4,7 @@
 // `{"event":"listening","host","port","container"}`; a bad config or token exits 2 with one line naming the field,
 // a failed listen exits 1.
 import { ServiceConfigError } from "../protocol/service-config";
-import { logJsonLine } from "../gateway/log";
+import { logJsonLine } from "../service-kit/log";
 import { readCaptureServerEnv } from "./config";
 import { start } from "./server";
 

@@ -1,6 +1,6 @@
 // Where a capture server request goes, decided from its request-target exactly as received: a name is one segment
 // (no `/`, no escaped slash, no dot segment a client would have normalised away), decoded once.
-import { decodeName } from "../gateway/routes";
+import { decodeName } from "../service-kit/path-segment";
 import { CAPTURE_SERVER_HEALTH_PATH, CAPTURE_SERVER_LIST_PATH } from "../protocol/traffic";
 
 export type CaptureServerRoute =

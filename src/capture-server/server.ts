@@ -11,10 +11,10 @@ import type { AddressInfo } from "node:net";
 import { carriesControlToken, WWW_AUTHENTICATE_CHALLENGE } from "../protocol/auth";
 import type { CaptureServerConfig } from "../protocol/gateway-config";
 import { parseCaptureName, type TrafficCaptureListing } from "../protocol/traffic";
-import { listCaptures, serveCapture } from "../gateway/captures";
-import { requestRefusal } from "../gateway/framing";
-import { logJsonLine, type Logger } from "../gateway/log";
-import { replyJson } from "../gateway/reply";
+import { listCaptures, serveCapture } from "../service-kit/captures";
+import { requestRefusal } from "../service-kit/framing";
+import { logJsonLine, type Logger } from "../service-kit/log";
+import { replyJson } from "../service-kit/reply";
 import { CaptureHealth } from "./health";
 import { route } from "./routes";
 

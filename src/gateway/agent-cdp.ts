@@ -26,8 +26,8 @@ import {
   type HandBackEvent,
   type TakenOverEvent,
 } from "../protocol/takeover";
-import type { Logger } from "./log";
-import { replyJsonOnSocket } from "./reply";
+import type { Logger } from "../service-kit/log";
+import { replyJsonOnSocket } from "../service-kit/reply";
 import type { Takeovers } from "./takeovers";
 
 /** Chrome's own limit on a DevTools message (a full-page screenshot fits well within it). */

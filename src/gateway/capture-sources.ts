@@ -21,8 +21,8 @@ import {
 } from "../protocol/traffic";
 import { getSmall } from "./fetch";
 import type { Forwarder, Upstream } from "./proxy";
-import { replyJson } from "./reply";
-import type { Refuse } from "./reply";
+import { replyJson } from "../service-kit/reply";
+import type { Refuse } from "../service-kit/reply";
 
 const LIST_TIMEOUT_MS = 10_000;
 const HEALTH_TIMEOUT_MS = 3_000;

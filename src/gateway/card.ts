@@ -6,7 +6,7 @@ import { requestsExtension } from "../protocol/request-log";
 import { trafficExtension } from "../protocol/traffic";
 import type { GatewayConfig } from "./config";
 import { getSmall } from "./fetch";
-import type { Logger } from "./log";
+import type { Logger } from "../service-kit/log";
 import { RequestLogs } from "./requests";
 
 const CARD_TIMEOUT_MS = 3_000;

@@ -19,9 +19,9 @@ import type { AgentConnections } from "./agent-cdp";
 import type { GatewayConfig } from "./config";
 import { getSmall, requestSmall } from "./fetch";
 import type { Forwarder, Upstream } from "./proxy";
-import { replyJson } from "./reply";
+import { replyJson } from "../service-kit/reply";
 import type { ComputerOp } from "./routes";
-import type { Refuse } from "./reply";
+import type { Refuse } from "../service-kit/reply";
 import type { Takeovers } from "./takeovers";
 
 const CHROME_HOST = "localhost";

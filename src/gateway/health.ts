@@ -14,7 +14,7 @@ import type http from "node:http";
 import net from "node:net";
 import { websiteContainers } from "../protocol/gateway-config";
 import { parseCaptureContainer, type CaptureRole } from "../protocol/traffic";
-import { captureProblem, newestCaptures, type CaptureState, type ExpectedCapture } from "./capture-health";
+import { captureProblem, newestCaptures, type CaptureState, type ExpectedCapture } from "../service-kit/capture-health";
 import type { CaptureSources } from "./capture-sources";
 import type { GatewayConfig } from "./config";
 import { getSmall } from "./fetch";

@@ -24,10 +24,10 @@ import {
   responseFramingProblem,
   responseHasBody,
   type BodyFraming,
-} from "./framing";
+} from "../service-kit/framing";
 import { clientResponseHeaders, responseHead, upstreamRequestHeaders } from "./headers";
-import type { Logger } from "./log";
-import { replyJson, replyJsonOnSocket } from "./reply";
+import type { Logger } from "../service-kit/log";
+import { replyJson, replyJsonOnSocket } from "../service-kit/reply";
 import { CONNECT_TIMEOUT_REASON, FAILED_REASON, IDLE_REASON, UpstreamError, upstreamPool } from "./upstream";
 
 export interface Upstream {

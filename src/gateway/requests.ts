@@ -8,8 +8,8 @@ import { bearer, computerControlToken, type SecretTokens } from "../protocol/aut
 import { REQUEST_LOG_MEDIA_TYPE, requestLogPath, type RequestLogListing } from "../protocol/request-log";
 import { Scrubber } from "../protocol/scrub";
 import type { GatewayConfig } from "./config";
-import { replyJson } from "./reply";
-import type { Refuse } from "./reply";
+import { replyJson } from "../service-kit/reply";
+import type { Refuse } from "../service-kit/reply";
 
 /** How long the proxy may take to begin its answer. */
 const ANSWER_TIMEOUT_MS = 30_000;

@@ -2,6 +2,7 @@
 // decoded or normalised form), so the rest of the path reaches the upstream byte for byte.
 import { REQUESTS_LIST_PATH } from "../protocol/request-log";
 import { TAKEOVERS_PATH } from "../protocol/takeover";
+import { decodeName } from "../service-kit/path-segment";
 
 export type Route =
   | {
@@ -29,7 +30,6 @@ export type ReplayOp = "counters" | "reset";
 /** What a computer's route does: DevTools, its site proxy's log, or ending every connection its site proxy holds. */
 export type ComputerOp = "cdp" | "proxy-log" | "end-connections";
 
-const ESCAPED_SLASH = /%(2f|5c)/i;
 const SITE_PREFIX = /^\/(svc|website)(?=\/|%2f|%5c|$|\?)/i;
 
 /** The segment after `prefix` up to the next `/` or `?`, and what follows it (made to start with `/`). */
@@ -38,16 +38,6 @@ function splitSegment(target: string, start: number): { segment: string; rest: s
   while (end < target.length && target[end] !== "/" && target[end] !== "?") end++;
   const after = target.slice(end);
   return { segment: target.slice(start, end), rest: after.startsWith("/") ? after : `/${after}` };
-}
-
-/** A path segment decoded, or undefined when it holds an escaped slash (either way) or a bad escape. */
-export function decodeName(segment: string): string | undefined {
-  if (ESCAPED_SLASH.test(segment)) return undefined;
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return undefined;
-  }
 }
 
 export function route(target: string): Route {

@@ -11,7 +11,7 @@ import cluster from "node:cluster";
 import { resolveBindings, type Binding } from "./bind";
 import { parseGatewayConfig, readControlToken, CONFIG_ENV, type GatewayConfig } from "./config";
 import { ServiceConfigError } from "../protocol/service-config";
-import { logJsonLine } from "./log";
+import { logJsonLine } from "../service-kit/log";
 import type { DispatcherFor } from "./proxy";
 import { start } from "./server";
 import { TakeoverRelay } from "./takeovers";

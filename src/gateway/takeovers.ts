@@ -19,8 +19,8 @@ import {
   type TakeoverListing,
   type TakeoverState,
 } from "../protocol/takeover";
-import type { Logger } from "./log";
-import { replyJson, type Refuse } from "./reply";
+import type { Logger } from "../service-kit/log";
+import { replyJson, type Refuse } from "../service-kit/reply";
 
 /** A change asked of one computer's state. */
 export type TakeoverChange =

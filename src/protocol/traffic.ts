@@ -1,11 +1,7 @@
 // traffic/v1: the gateway serves the rotating pcap files its capture sidecars write.
-// The names on the wire are defined here once; the gateway serves them and the runner
-// (and the tests) use the client helpers below.
-import { createWriteStream } from "node:fs";
-import { Readable, type Writable } from "node:stream";
-import { pipeline } from "node:stream/promises";
+// The names on the wire are defined here once; the gateway serves them and its client
+// (gateway-client.ts) reads them.
 import { z } from "zod";
-import { bearer } from "./auth";
 import { findExtension, type AgentEnvCard } from "./card";
 
 export const TRAFFIC_V1_URN = "urn:agentenv:traffic/v1";
@@ -164,47 +160,4 @@ export function trafficExtension() {
 /** True when a card (the gateway's) declares traffic/v1. */
 export function servesTraffic(card: Pick<AgentEnvCard, "extensions"> | undefined): boolean {
   return findExtension(card, TRAFFIC_V1_URN) !== undefined;
-}
-
-function endpoint(gatewayUrl: string, path: string): string {
-  return gatewayUrl.replace(/\/+$/, "") + path;
-}
-
-async function failure(response: Response, what: string): Promise<Error> {
-  const body = (await response.text().catch(() => "")).slice(0, 500);
-  return new Error(`${what}: HTTP ${response.status} ${body}`.trim());
-}
-
-/** The gateway's captures, oldest first. */
-export async function listTrafficCaptures(gatewayUrl: string, token: string): Promise<TrafficCapture[]> {
-  const response = await fetch(endpoint(gatewayUrl, TRAFFIC_CAPTURES_PATH), {
-    headers: { authorization: bearer(token) },
-  });
-  if (!response.ok) throw await failure(response, "listing traffic captures");
-  const listing = (await response.json()) as TrafficCaptureListing;
-  return listing.captures;
-}
-
-/**
- * Downloads one capture into `destination` (a file path, created or replaced, or a stream
- * that is ended when the file is) and returns its size. The size is checked against the
- * Content-Length the gateway announced, so a cut download is an error, not a short file.
- */
-export async function fetchTrafficCapture(
-  gatewayUrl: string,
-  token: string,
-  name: string,
-  destination: string | Writable,
-): Promise<{ bytes: number }> {
-  const response = await fetch(endpoint(gatewayUrl, capturePath(name)), { headers: { authorization: bearer(token) } });
-  if (!response.ok || response.body === null) throw await failure(response, `fetching traffic capture ${name}`);
-  const expected = Number(response.headers.get("content-length"));
-  let bytes = 0;
-  const body = Readable.fromWeb(response.body as import("node:stream/web").ReadableStream);
-  body.on("data", (chunk: Buffer) => (bytes += chunk.length));
-  await pipeline(body, typeof destination === "string" ? createWriteStream(destination) : destination);
-  if (Number.isFinite(expected) && bytes !== expected) {
-    throw new Error(`fetching traffic capture ${name}: got ${bytes} of ${expected} bytes`);
-  }
-  return { bytes };
 }

@@ -12,51 +12,28 @@ import type { Browser, Response } from "playwright-core";
 import { covers } from "../protocol/host-names";
 import type { SelfTestCheck } from "../plan/types";
 import { startTabHost } from "../plan/start-tabs";
-import { bearer } from "../protocol/auth";
-import { CARD_PATH, findExtension, parseCard, WEBSITE_V1_URN, type GatewayCard } from "../protocol/card";
-import {
-  parseLiveSiteProxyLog,
-  SITE_PROXY_HEADER,
-  SiteProxyVerdict,
-  type LogMark,
-  logMarkQuery,
-} from "../protocol/site-proxy";
+import { findExtension, parseCard, WEBSITE_V1_URN, type GatewayCard } from "../protocol/card";
+import { parseLiveSiteProxyLog, SITE_PROXY_HEADER, SiteProxyVerdict, type LogMark } from "../protocol/site-proxy";
+import { gatewayClient, proxyLogPath, type GatewayClient } from "../protocol/gateway-client";
 import type { SelfTestCheckResult, SelfTestResults } from "../plan/stack-outputs";
 import type { GatewayPortForward } from "../protocol/port-forward";
 import { formatSelfTestFailure } from "../protocol/self-test-failure";
-import { openGatewayPortForward } from "../engines/port-forward";
+import { openGatewayReach } from "../engines/gateway-reach";
 import { diffInputs, pick, type Operations } from "./operation";
 
 const INPUT_KEYS = ["gatewayUrl", "controlToken", "checks", "startTabs", "deployed", "gatewayPortForward"] as const;
 const NAVIGATION_TIMEOUT_MS = 20_000;
 
-export interface Gateway {
-  url: string;
-  token: string;
-}
-
-function computerPath(computer: string, rest: string): string {
-  return `/computers/${encodeURIComponent(computer)}${rest}`;
-}
-
 /** How long a computer's browser may take to answer on DevTools once its containers are up. */
 const DEVTOOLS_READY_MS = 60_000;
 
-async function gatewayFetch(
-  gateway: Gateway,
-  path: string,
-  init: RequestInit = {},
-): Promise<Response | globalThis.Response> {
-  return fetch(gateway.url.replace(/\/+$/, "") + path, { ...init, headers: { authorization: bearer(gateway.token) } });
-}
-
 /** Ends the computer's connections and marks its proxy's log; an older proxy that cannot is left unmarked. */
-async function markLog(gateway: Gateway, computer: string, mark: LogMark): Promise<void> {
-  await gatewayFetch(gateway, computerPath(computer, `/connections/end${logMarkQuery(mark)}`), { method: "POST" });
+async function markLog(gateway: GatewayClient, computer: string, mark: LogMark): Promise<void> {
+  await gateway.endConnections(computer, mark);
 }
 
-async function refusedInLog(gateway: Gateway, computer: string, host: string, since: string): Promise<boolean> {
-  const answer = (await gatewayFetch(gateway, computerPath(computer, "/proxy-log"))) as globalThis.Response;
+async function refusedInLog(gateway: GatewayClient, computer: string, host: string, since: string): Promise<boolean> {
+  const answer = await gateway.send(`computer ${computer}'s site-proxy log`, proxyLogPath(computer));
   if (!answer.ok) return false;
   return parseLiveSiteProxyLog(await answer.text()).some(
     (r) => r.event === "refused" && r.host === host && r.time >= since,
@@ -72,7 +49,7 @@ function answeredBy(response: Response): string {
 }
 
 async function runCheck(
-  gateway: Gateway,
+  gateway: GatewayClient,
   browser: Browser,
   computer: string,
   check: SelfTestCheck,
@@ -120,7 +97,7 @@ async function runCheck(
 }
 
 async function testComputer(
-  gateway: Gateway,
+  gateway: GatewayClient,
   computer: string,
   checks: SelfTestCheck[],
 ): Promise<SelfTestCheckResult[]> {
@@ -132,8 +109,8 @@ async function testComputer(
   const until = Date.now() + DEVTOOLS_READY_MS;
   for (;;) {
     try {
-      browser = await chromium.connectOverCDP(gateway.url.replace(/\/+$/, "") + computerPath(computer, "/cdp"), {
-        headers: { Authorization: bearer(gateway.token) },
+      browser = await chromium.connectOverCDP(gateway.cdpUrl(computer), {
+        headers: { Authorization: gateway.authorization() },
         timeout: 30_000,
       });
       break;
@@ -161,7 +138,7 @@ async function testComputer(
  * Each start tab's host against the names the sites' cards declare (website/v1 `domains`), as served by the gateway.
  */
 export async function checkStartTabs(
-  gateway: Gateway,
+  gateway: GatewayClient,
   startTabs: Record<string, string[]>,
   retryMs = CARD_RETRY_MS,
 ): Promise<Record<string, SelfTestCheckResult[]>> {
@@ -210,16 +187,14 @@ const CARD_RETRY_MS = 20_000;
 
 /** The gateway's card and the names its sites' cards declare (website/v1 `domains` and `allowHosts`). */
 async function readDeclaredNames(
-  gateway: Gateway,
+  gateway: GatewayClient,
 ): Promise<{ card?: GatewayCard; declared: { site: string; name: string }[]; problem: string }> {
   let card: GatewayCard | undefined;
   let problem = "";
   try {
-    const answer = (await gatewayFetch(gateway, CARD_PATH)) as globalThis.Response;
-    if (answer.ok) card = (await answer.json()) as GatewayCard;
-    else problem = `the gateway's card answered HTTP ${answer.status}`;
+    card = await gateway.card("the gateway's card");
   } catch (error) {
-    problem = `the gateway's card: ${(error as Error).message}`;
+    problem = (error as Error).message;
   }
   const declared = Object.entries(card?.sites ?? {}).flatMap(([site, raw]) => {
     const params = findExtension(parseCard(raw), WEBSITE_V1_URN)?.params ?? {};
@@ -241,19 +216,19 @@ export async function runSelfTest(inputs: {
   /** Kubernetes: the gateway's pod, which `gatewayUrl` names; reached through a port-forward for the run. */
   gatewayPortForward?: GatewayPortForward;
 }): Promise<SelfTestResults> {
-  if (inputs.gatewayPortForward === undefined) return runChecks(inputs);
-  // A forward that cannot open fails the deploy with its own line (the pod and namespace, and what to run).
-  const forward = await openGatewayPortForward(inputs.gatewayPortForward);
+  // A gateway that cannot be reached fails the deploy with its own line (kubernetes: the pod and namespace, and what
+  // to run).
+  const reach = await openGatewayReach(inputs, { owner: "the self-test" });
   try {
-    return await runChecks({ ...inputs, gatewayUrl: forward.url });
+    return await runChecks({ ...inputs, gatewayUrl: reach.url });
   } finally {
-    await forward.close();
+    await reach.close();
   }
 }
 
 async function runChecks(inputs: Parameters<typeof runSelfTest>[0]): Promise<SelfTestResults> {
   const started = Date.now();
-  const gateway = { url: inputs.gatewayUrl, token: inputs.controlToken };
+  const gateway = gatewayClient(inputs);
   const [computers, startTabs] = await Promise.all([
     Promise.all(
       Object.entries(inputs.checks).map(

@@ -6,17 +6,10 @@
 // expire and pass to another stack during the reset), and an account another holder took since (this lease expired)
 // is theirs and not reset under them. A dynamic resource because it is the project's own step at destroy: no provider
 // package has one. Create does nothing.
-import { bearer } from "../protocol/auth";
-import {
-  CARD_PATH,
-  findExtension,
-  parseCard,
-  WEBSITE_OPERATIONS,
-  WEBSITE_V1_URN,
-  type GatewayCard,
-} from "../protocol/card";
+import { findExtension, parseCard, WEBSITE_OPERATIONS, WEBSITE_V1_URN } from "../protocol/card";
 import type { GatewayPortForward } from "../protocol/port-forward";
-import { openGatewayPortForward } from "../engines/port-forward";
+import { openGatewayReach, type GatewayReach } from "../engines/gateway-reach";
+import { GatewayClient } from "../protocol/gateway-client";
 import { HOUR_MS, openLeaseStore, type StoreLocation } from "../accounts";
 import { leaseLocation } from "./account-lease";
 import { diffInputs, pick, type Operations } from "./operation";
@@ -56,18 +49,14 @@ export async function stillHeld(lease: CleanupLease, account: string): Promise<b
 
 /** POSTs the site's `reset` operation through the gateway; a site that declares none has nothing to clean. */
 export async function cleanSite(inputs: SiteCleanupInputs): Promise<"reset" | "none"> {
-  const forward = inputs.gatewayPortForward ? await openGatewayPortForward(inputs.gatewayPortForward) : undefined;
-  const base = (forward?.url ?? inputs.gatewayUrl).replace(/\/+$/, "");
-  const headers = { authorization: bearer(inputs.controlToken) };
+  let reach: GatewayReach | undefined;
   try {
-    const card = await fetch(base + CARD_PATH, { headers });
-    if (!card.ok) throw new Error(`the gateway's card answered HTTP ${card.status}`);
-    const siteCard = (await card.json()) as GatewayCard;
-    const raw = siteCard.sites?.[inputs.site];
+    reach = await openGatewayReach(inputs, { owner: `site ${inputs.site}` });
+    const gateway = new GatewayClient(reach.url, inputs.controlToken);
+    const raw = (await gateway.card("the gateway's card")).sites?.[inputs.site];
     const path = findExtension(raw ? parseCard(raw) : undefined, WEBSITE_V1_URN)?.paths?.[WEBSITE_OPERATIONS.reset];
     if (path === undefined) return "none";
-    const answer = await fetch(base + path, { method: "POST", headers });
-    if (!answer.ok) throw new Error(`its reset operation (POST ${path}) answered HTTP ${answer.status}`);
+    await gateway.siteOperation(`its reset operation (POST ${path})`, path);
     return "reset";
   } catch (error) {
     throw new Error(
@@ -75,7 +64,7 @@ export async function cleanSite(inputs: SiteCleanupInputs): Promise<"reset" | "n
       { cause: error },
     );
   } finally {
-    await forward?.close();
+    await reach?.close();
   }
 }
 

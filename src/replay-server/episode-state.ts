@@ -7,7 +7,7 @@
 import { readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import type { Logger } from "../gateway/log";
+import type { Logger } from "../service-kit/log";
 import type { EpisodeSnapshot } from "./episode";
 
 const FILE = "episode.json";

@@ -4,7 +4,7 @@
 // `{"event":"listening","host","port","controlPort","recording","exchanges","skipped","bodiesMissing","heapMB"}`;
 // a bad config, token or recording exits 2 with one line naming the field or the file, a failed listen exits 1.
 import { ServiceConfigError } from "../protocol/service-config";
-import { logJsonLine } from "../gateway/log";
+import { logJsonLine } from "../service-kit/log";
 import { readReplayServerEnv } from "./config";
 import { loadRecording, RecordingError, type Recording } from "./recording";
 import { start } from "./server";

@@ -21,8 +21,8 @@ import {
   REPLAY_NEAREST_HEADER,
   type ReplayServerConfig,
 } from "../protocol/replay-server-config";
-import { logJsonLine, type Logger } from "../gateway/log";
-import { replyJson, replyJsonOnSocket } from "../gateway/reply";
+import { logJsonLine, type Logger } from "../service-kit/log";
+import { replyJson, replyJsonOnSocket } from "../service-kit/reply";
 import { answerOf } from "./answer";
 import { Episode } from "./episode";
 import { EpisodeStateWriter, readEpisodeState, recordingIdentity } from "./episode-state";

@@ -93,6 +93,8 @@ export { collectRun } from "./evidence/collect";
 // A kubernetes stack's outputs name the gateway's pod (`kubernetes://...`): these put its URLs on the local end of the
 // port-forward gatewayAccess() opened.
 export { localOutputs, rebaseUrl } from "./stack/outputs";
+/** The gateway's contract as a client: what a harness asks of an env beside its agent, `gatewayClient(access)`. */
+export { GatewayClient, gatewayClient, GatewayRequestError } from "../protocol/gateway-client";
 export { collectThenDestroy } from "./lifecycle/down";
 export { signIn as signInComputer, signOut as signOutComputer, closeBrowser } from "./lifecycle/sign-in";
 export {

@@ -4,7 +4,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { listCaptures } from "../../src/gateway/captures";
+import { listCaptures } from "../../src/service-kit/captures";
 import { captureGaps, parseCaptureName } from "../../src/protocol/traffic";
 
 function file(dir: string, name: string, modifiedSeconds: number): void {

@@ -9,14 +9,8 @@ import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { captureServerToken } from "../../src/protocol/auth";
 import { CARD_PATH } from "../../src/protocol/card";
-import {
-  fetchTrafficCapture,
-  listTrafficCaptures,
-  PCAP_MEDIA_TYPE,
-  servesTraffic,
-  TRAFFIC_CAPTURES_PATH,
-  type TrafficCapture,
-} from "../../src/protocol/traffic";
+import { PCAP_MEDIA_TYPE, servesTraffic, TRAFFIC_CAPTURES_PATH, type TrafficCapture } from "../../src/protocol/traffic";
+import { GatewayClient } from "../../src/protocol/gateway-client";
 import { startCaptureServer, startTcpdump, type CaptureServerProcess } from "../capture-server/helpers";
 import { echoHandler, rawExchange, startUpstream, type Echo, type Upstream } from "../helpers/servers";
 import { CONTROL, request, runGatewayExpectingExit, startGateway, TOKEN, type GatewayProcess } from "./helpers";
@@ -99,7 +93,7 @@ describe("traffic/v1 through capture servers", () => {
 
   it("lists every source's captures merged, oldest first by modified time then name", async () => {
     const [merged, own, other] = await Promise.all([
-      listTrafficCaptures(gateway.url, TOKEN),
+      new GatewayClient(gateway.url, TOKEN).captures(),
       sourceListing(serverCaptures),
       sourceListing(frontendCaptures),
     ]);
@@ -124,7 +118,7 @@ describe("traffic/v1 through capture servers", () => {
       const chunks: Buffer[] = [];
       sink.on("data", (chunk: Buffer) => chunks.push(chunk));
       // The file may still grow (the capture is live): read it back right after.
-      const { bytes } = await fetchTrafficCapture(gateway.url, TOKEN, name, sink);
+      const { bytes } = await new GatewayClient(gateway.url, TOKEN).downloadCapture(name, sink);
       const file = readFileSync(join(dir, name));
       expect(bytes).toBe(Buffer.concat(chunks).length);
       expect(sha256(Buffer.concat(chunks))).toBe(sha256(file.subarray(0, bytes)));
@@ -153,7 +147,7 @@ describe("traffic/v1 through capture servers", () => {
     expect(body).toMatchObject({ error: "capture server failed", containers: ["shop-frontend"] });
     expect(body.detail).toContain("shop-frontend");
     expect(body.captures).toBeUndefined();
-    await expect(listTrafficCaptures(halfDown.url, TOKEN)).rejects.toThrow(/502/);
+    await expect(new GatewayClient(halfDown.url, TOKEN).captures()).rejects.toThrow(/502/);
     // The source that answers still serves its files.
     const file = await request(`${halfDown.url}${TRAFFIC_CAPTURES_PATH}/shop-server.pcap0`, { headers: AUTH });
     expect(file.status).toBe(200);

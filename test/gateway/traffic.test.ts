@@ -9,13 +9,8 @@ import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTcpdump } from "../capture-server/helpers";
 import { CARD_PATH } from "../../src/protocol/card";
-import {
-  fetchTrafficCapture,
-  listTrafficCaptures,
-  PCAP_MEDIA_TYPE,
-  servesTraffic,
-  TRAFFIC_CAPTURES_PATH,
-} from "../../src/protocol/traffic";
+import { PCAP_MEDIA_TYPE, servesTraffic, TRAFFIC_CAPTURES_PATH } from "../../src/protocol/traffic";
+import { GatewayClient } from "../../src/protocol/gateway-client";
 import { rawExchange, startUpstream, type Upstream } from "../helpers/servers";
 import { request, startGateway, TOKEN, type GatewayProcess } from "./helpers";
 
@@ -55,7 +50,7 @@ describe("traffic/v1", () => {
   });
 
   it("lists the rotating capture files oldest first with name, site, container, run, bytes and modified time", async () => {
-    const captures = await listTrafficCaptures(gateway.url, TOKEN);
+    const captures = await new GatewayClient(gateway.url, TOKEN).captures();
     const onDisk = readdirSync(dir)
       .filter((name) => /^shop-server\.pcap\d$/.test(name))
       .map((name) => ({ name, stat: statSync(join(dir, name)) }))
@@ -78,7 +73,7 @@ describe("traffic/v1", () => {
   });
 
   it("streams one capture as pcap with its length; it reads back with tcpdump -r", async () => {
-    const name = (await listTrafficCaptures(gateway.url, TOKEN))[0].name;
+    const name = (await new GatewayClient(gateway.url, TOKEN).captures())[0].name;
     const head = await request(`${gateway.url}${TRAFFIC_CAPTURES_PATH}/${name}`, {
       headers: { Authorization: `Bearer ${TOKEN}` },
     });
@@ -86,7 +81,7 @@ describe("traffic/v1", () => {
     expect(Number(head.headers["content-length"])).toBe(statSync(join(dir, name)).size);
 
     const downloaded = join(dir, "downloaded.pcap");
-    const { bytes } = await fetchTrafficCapture(gateway.url, TOKEN, name, downloaded);
+    const { bytes } = await new GatewayClient(gateway.url, TOKEN).downloadCapture(name, downloaded);
     expect(bytes).toBe(statSync(join(dir, name)).size);
     expect(sha256(readFileSync(downloaded))).toBe(sha256(readFileSync(join(dir, name))));
     const read = spawnSync("tcpdump", ["-nn", "-r", downloaded], { encoding: "utf8" });
@@ -98,7 +93,7 @@ describe("traffic/v1", () => {
     const sink = new PassThrough();
     const chunks: Buffer[] = [];
     sink.on("data", (chunk) => chunks.push(chunk));
-    const { bytes } = await fetchTrafficCapture(gateway.url, TOKEN, "shop-server.pcap1", sink);
+    const { bytes } = await new GatewayClient(gateway.url, TOKEN).downloadCapture("shop-server.pcap1", sink);
     expect(sha256(Buffer.concat(chunks))).toBe(sha256(readFileSync(join(dir, "shop-server.pcap1"))));
     expect(bytes).toBe(chunks.reduce((n, c) => n + c.length, 0));
   });
@@ -121,7 +116,7 @@ describe("traffic/v1", () => {
       expect(response.split("\r\n")[0], path).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
       expect(response, path).not.toContain("root:");
     }
-    const listed = (await listTrafficCaptures(gateway.url, TOKEN)).map((c) => c.name);
+    const listed = (await new GatewayClient(gateway.url, TOKEN).captures()).map((c) => c.name);
     expect(listed).not.toContain("evil-server.pcap0");
     expect(listed).not.toContain("notes.txt");
   });
@@ -138,6 +133,6 @@ describe("traffic/v1", () => {
   });
 
   it("reports a wrong token as an error from the client helpers", async () => {
-    await expect(listTrafficCaptures(gateway.url, "wrong-token")).rejects.toThrow(/401/);
+    await expect(new GatewayClient(gateway.url, "wrong-token").captures()).rejects.toThrow(/401/);
   });
 });

@@ -5,6 +5,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { checkStartTabs } from "../../src/providers/self-test";
+import { GatewayClient } from "../../src/protocol/gateway-client";
 import { WEBSITE_V1_URN } from "../../src/protocol/card";
 
 const TOKEN = "self-test-token-0123456789abcdef0123";
@@ -40,14 +41,18 @@ async function gateway(withShopFrom: number): Promise<{ url: string; token: stri
 describe("the start-tab check", () => {
   it("waits for a site the gateway's card leaves out for a moment", async () => {
     const g = await gateway(3);
-    const results = await checkStartTabs(g, { agent: ["https://shop.test/"] }, 4_000);
+    const results = await checkStartTabs(new GatewayClient(g.url, g.token), { agent: ["https://shop.test/"] }, 4_000);
     expect(results.agent).toEqual([expect.objectContaining({ ok: true, detail: "site shop declares shop.test" })]);
     expect(g.asked()).toBe(3);
   });
 
   it("fails a tab at a name no site declares, naming the sites the card has", async () => {
     const g = await gateway(1);
-    const results = await checkStartTabs(g, { agent: ["https://elsewhere.test/", "about:blank"] }, 500);
+    const results = await checkStartTabs(
+      new GatewayClient(g.url, g.token),
+      { agent: ["https://elsewhere.test/", "about:blank"] },
+      500,
+    );
     expect(results.agent[0]).toMatchObject({
       ok: false,
       detail:

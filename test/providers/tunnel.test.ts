@@ -8,7 +8,7 @@ import path from "node:path";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayTunnel } from "../../src/providers/tunnel";
-import { gatewayAccessOf } from "../../src/runner/stack/outputs";
+import { openGatewayAccess } from "../../src/runner/stack/outputs";
 import { startSshd, type TestSshd } from "../helpers/sshd";
 
 let sshd: TestSshd;
@@ -46,7 +46,7 @@ describe("gatewayTunnel", () => {
     // Down (as after a reboot of the runner): the runner's read of the outputs brings it up on the same port.
     await gatewayTunnel.delete!(created.id, created.outs);
     await expect(get(localPort)).rejects.toThrow();
-    const access = gatewayAccessOf(
+    const access = await openGatewayAccess(
       {
         gatewayUrl: { value: `http://127.0.0.1:${localPort}`, secret: false },
         controlToken: { value: "t", secret: true },

@@ -330,7 +330,7 @@ describe("collect --from-env (the capture collector's delete step)", () => {
     const lenient = await run([], environment(artifactsDir), "/bin/sh", ["-c", captureCollectorCommands().delete]);
     expect(lenient.code).toBe(0);
     expect(lenient.stderr).toMatch(
-      /^warning: stack task-5: captures not collected: the gateway did not list them \(cannot reach the gateway \(ECONNREFUSED\)\)/,
+      /^warning: stack task-5: captures not collected: the gateway did not list them \(listing traffic captures: cannot reach the gateway \(ECONNREFUSED\)\)/,
     );
 
     const strict = await run([], environment(artifactsDir), "/bin/sh", [
@@ -339,7 +339,7 @@ describe("collect --from-env (the capture collector's delete step)", () => {
     ]);
     expect(strict.code).toBe(1);
     expect(strict.stderr).toBe(
-      "multienv collect: stack task-5: captures not collected: the gateway did not list them (cannot reach the gateway (ECONNREFUSED)); run `multienv collect task-5` again while the env is up\n",
+      "multienv collect: stack task-5: captures not collected: the gateway did not list them (listing traffic captures: cannot reach the gateway (ECONNREFUSED)); run `multienv collect task-5` again while the env is up\n",
     );
   });
 });

@@ -129,7 +129,7 @@ describe("collect", () => {
     const failing = collectRun({ ...options, failOnCaptureError: true });
     await expect(failing).rejects.toBeInstanceOf(CaptureCollectionError);
     await expect(failing).rejects.toThrow(
-      /^stack task-1: captures not collected: the gateway did not list them \(cannot reach the gateway \(ECONNREFUSED\)\)/,
+      /^stack task-1: captures not collected: the gateway did not list them \(listing traffic captures: cannot reach the gateway \(ECONNREFUSED\)\)/,
     );
     await expect(failing).rejects.toThrow(/run `multienv collect task-1` again while the env is up$/);
     expect(runJson(artifactsDir).captureErrors).toHaveLength(1);

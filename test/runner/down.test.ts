@@ -91,7 +91,7 @@ describe("down", () => {
 
     expect(stack.calls).toEqual(["outputs", "destroy"]);
     expect(lines.join("\n")).toMatch(
-      /warning: stack task-9: captures not collected: the gateway did not list them \(cannot reach the gateway/,
+      /warning: stack task-9: captures not collected: the gateway did not list them \(listing traffic captures: cannot reach the gateway/,
     );
   });
 

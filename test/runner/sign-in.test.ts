@@ -127,7 +127,7 @@ describe("sign-in", () => {
     // The session is a live account's: /svc/ wants the control token like every route of the runner's listener.
     await expect(
       signIn({ access: { gatewayUrl, controlToken: "wrong" }, site: "github", computer: "agent" }),
-    ).rejects.toThrow(/site github did not give its session: GET \/svc\/github\/session answered HTTP 401/);
+    ).rejects.toThrow(/site github did not give its session \(GET \/svc\/github\/session\): HTTP 401/);
     expect(await cookieNames()).toEqual([]);
     await expect(
       signIn({ access: { gatewayUrl, controlToken: TOKEN }, site: "broken", computer: "agent" }),

@@ -53,29 +53,21 @@ export function register(program: Command): void {
         if (stack !== undefined)
           throw new RunnerError(`--from-env reads the stack from MULTIENV_STACK; drop the stack argument ${stack}`);
         const fromEnv = readCollectorEnvironment(process.env);
-        let access: GatewayAccess = { gatewayUrl: fromEnv.gatewayUrl, controlToken: fromEnv.controlToken };
-        // Remote hosts: the gateway is reached through an SSH tunnel, down when this destroy runs from a new shell.
-        // If it cannot come up, the collection below says what it could not store (and fails with
-        // --fail-on-capture-error, so the destroy stops before anything is gone).
-        if (fromEnv.gatewayTunnel !== undefined) {
-          const { bringTunnelUp } = require("../stack/outputs") as typeof import("../stack/outputs");
-          try {
-            bringTunnelUp(fromEnv.gatewayTunnel, fromEnv.stack);
-          } catch (error) {
-            note(`warning: ${(error as Error).message}`);
-          }
-        }
-        // Kubernetes: the gateway's pod is reached through a port-forward, open for the collection. One that cannot
-        // open is said, and the collection records what it could not store, as for a tunnel that did not come up.
-        if (fromEnv.gatewayPortForward !== undefined) {
-          const { forwardTo } = require("../stack/outputs") as typeof import("../stack/outputs");
-          access = {
-            ...access,
-            ...(await forwardTo(fromEnv.gatewayPortForward, fromEnv.gatewayUrl, {
-              onUnreachable: (error) => note(`warning: ${(error as Error).message}`),
-            })),
-          };
-        }
+        // Remote hosts: the SSH tunnel, down when this destroy runs from a new shell, is brought up; kubernetes: a
+        // port-forward to the gateway's pod is open for the collection. A gateway that cannot be reached is said, and
+        // the collection below records what it could not store (and fails with --fail-on-capture-error, so the
+        // destroy stops before anything is gone).
+        const { openGatewayReach } =
+          require("../../engines/gateway-reach") as typeof import("../../engines/gateway-reach");
+        const reach = await openGatewayReach(fromEnv, {
+          owner: `stack ${fromEnv.stack}`,
+          onUnreachable: (error) => note(`warning: ${error.message}`),
+        });
+        const access: GatewayAccess = {
+          gatewayUrl: reach.url,
+          controlToken: fromEnv.controlToken,
+          close: reach.close,
+        };
         try {
           say(
             summary(fromEnv.stack, await collectFromEnv(fromEnv, access, options), artifactsDirFor(fromEnv, options)),

@@ -8,17 +8,9 @@ import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { mkdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { bearer } from "../../protocol/auth";
-import { CARD_PATH, type AgentEnvCard } from "../../protocol/card";
+import { gatewayClient } from "../../protocol/gateway-client";
 import { episodeOf } from "../../protocol/site-proxy";
-import {
-  captureGaps,
-  fetchTrafficCapture,
-  listTrafficCaptures,
-  parseCaptureName,
-  servesTraffic,
-  type TrafficCapture,
-} from "../../protocol/traffic";
+import { captureGaps, parseCaptureName, servesTraffic, type TrafficCapture } from "../../protocol/traffic";
 import { PROXY_LOGS_DIR, TRAFFIC_DIR, temporaryPathFor, writeFileAtomic } from "./artifacts";
 import { errorMessage, RunnerError } from "../errors";
 import { fetchProxyLog, publicHostsInLog } from "./proxy-logs";
@@ -125,7 +117,7 @@ async function downloadCapture(
   await mkdir(join(artifactsDir, TRAFFIC_DIR), { recursive: true });
   const temporary = temporaryPathFor(destination);
   try {
-    const { bytes } = await fetchTrafficCapture(access.gatewayUrl, access.controlToken, listed.name, temporary);
+    const { bytes } = await gatewayClient(access).downloadCapture(listed.name, temporary);
     // The newest file is still being written: it may have grown since it was listed, never shrunk.
     if (bytes < listed.bytes) {
       throw new Error(
@@ -152,15 +144,6 @@ async function downloadCapture(
   }
 }
 
-/** Whether the gateway declares traffic/v1 in its card. */
-async function gatewayServesTraffic(gatewayUrl: string, controlToken: string): Promise<boolean> {
-  const response = await fetch(gatewayUrl.replace(/\/+$/, "") + CARD_PATH, {
-    headers: { authorization: bearer(controlToken) },
-  });
-  if (!response.ok) throw new Error(`reading the gateway's card: HTTP ${response.status}`);
-  return servesTraffic((await response.json()) as AgentEnvCard);
-}
-
 const message = errorMessage;
 
 /** Collects captures into `record` (mutated copy returned) and says what happened. */
@@ -172,7 +155,7 @@ async function collectCapturesInto(options: CollectOptions, record: RunRecord) {
   const at = () => new Date().toISOString();
   let listing: TrafficCapture[];
   try {
-    listing = await listTrafficCaptures(access.gatewayUrl, access.controlToken);
+    listing = await gatewayClient(access).captures();
   } catch (error) {
     errors.push({ error: message(error), at: at() });
     return { record: { ...record, captureErrors: errors }, downloaded, skipped, errors };
@@ -315,7 +298,7 @@ export async function collectRun(options: CollectOptions): Promise<CollectResult
   let result = { record, downloaded: [] as string[], skipped: [] as string[], errors: [] as CaptureErrorRecord[] };
   if (captureTraffic === undefined) {
     try {
-      captureTraffic = await gatewayServesTraffic(options.access.gatewayUrl, options.access.controlToken);
+      captureTraffic = servesTraffic(await gatewayClient(options.access).card());
     } catch (error) {
       // Unknown whether it captures: treat as capturing, so the failure is reported rather than skipped.
       captureTraffic = true;

@@ -5,43 +5,21 @@
 // one of the env's synthetic names nor a loopback/private address is a public host.
 import { isIPv4, isIPv6 } from "node:net";
 import { covers, isLocalhostName } from "../../protocol/host-names";
-import { bearer } from "../../protocol/auth";
-import { errorMessage } from "../errors";
-import { logMarkQuery, parseLiveSiteProxyLog, type ConnectionRecord, type LogMark } from "../../protocol/site-proxy";
+import { GatewayClient, type ProxyLogPiece } from "../../protocol/gateway-client";
 
-/** The gateway path streaming a computer's site-proxy log (control token required). */
-export function proxyLogPath(computer: string): string {
-  return `/computers/${encodeURIComponent(computer)}/proxy-log`;
+export type { ProxyLogPiece };
+import { parseLiveSiteProxyLog, type ConnectionRecord, type LogMark } from "../../protocol/site-proxy";
+
+/** Fetches a computer's site-proxy log (JSON lines) through the gateway. */
+export async function fetchProxyLog(gatewayUrl: string, token: string, computer: string): Promise<string> {
+  return new GatewayClient(gatewayUrl, token).proxyLog(computer);
 }
 
 const LOG_READ_TIMEOUT_MS = 30_000;
 
-/** Fetches a computer's site-proxy log (JSON lines) through the gateway. */
-export async function fetchProxyLog(gatewayUrl: string, token: string, computer: string): Promise<string> {
-  const response = await fetch(gatewayUrl.replace(/\/+$/, "") + proxyLogPath(computer), {
-    headers: { authorization: bearer(token) },
-  }).catch((error: unknown) => {
-    throw new Error(`fetching the site-proxy log of computer ${computer}: ${errorMessage(error)}`);
-  });
-  const body = await response.text();
-  if (!response.ok)
-    throw new Error(
-      `fetching the site-proxy log of computer ${computer}: HTTP ${response.status} ${body.slice(0, 300)}`.trim(),
-    );
-  return body;
-}
-
-/** A piece of a computer's site-proxy log: its bytes from byte `start`, and the log's size when the proxy said. */
-export interface ProxyLogPiece {
-  start: number;
-  bytes: Buffer;
-  size?: number;
-}
-
 /**
- * The part of a computer's site-proxy log asked for, through the gateway: from byte `from` on (what was appended
- * since), or its `last` bytes (an HTTP Range request the site proxy answers 206 or, with nothing new, 416). A proxy
- * that ignores Range answers the whole log, a piece from byte 0.
+ * The part of a computer's site-proxy log asked for, through the gateway (GatewayClient.proxyLogPiece), bounded in
+ * time: a proxy that stopped answering must not hold a follower.
  */
 export async function fetchProxyLogPiece(
   gatewayUrl: string,
@@ -49,28 +27,7 @@ export async function fetchProxyLogPiece(
   computer: string,
   part: { from: number } | { last: number },
 ): Promise<ProxyLogPiece> {
-  const what = `fetching the site-proxy log of computer ${computer}`;
-  const range = "from" in part ? `bytes=${part.from}-` : `bytes=-${part.last}`;
-  const response = await fetch(gatewayUrl.replace(/\/+$/, "") + proxyLogPath(computer), {
-    headers: { authorization: bearer(token), range },
-    signal: AbortSignal.timeout(LOG_READ_TIMEOUT_MS),
-  }).catch((error: unknown) => {
-    throw new Error(`${what}: ${errorMessage(error)}`);
-  });
-  const bytes = Buffer.from(await response.arrayBuffer());
-  const contentRange = response.headers.get("content-range") ?? "";
-  if (response.status === 206) {
-    const match = /^bytes (\d+)-\d+\/(\d+)$/.exec(contentRange);
-    if (match === null) throw new Error(`${what}: a 206 answer without a byte range (${contentRange || "none"})`);
-    return { start: Number(match[1]), bytes, size: Number(match[2]) };
-  }
-  if (response.status === 416) {
-    const size = Number(/^bytes \*\/(\d+)$/.exec(contentRange)?.[1] ?? Number.NaN);
-    if (Number.isNaN(size)) throw new Error(`${what}: a 416 answer without the log's size`);
-    return { start: "from" in part ? part.from : size, bytes: Buffer.alloc(0), size };
-  }
-  if (!response.ok) throw new Error(`${what}: HTTP ${response.status} ${bytes.subarray(0, 300).toString()}`.trim());
-  return { start: 0, bytes, size: bytes.length };
+  return new GatewayClient(gatewayUrl, token).proxyLogPiece(computer, part, AbortSignal.timeout(LOG_READ_TIMEOUT_MS));
 }
 
 /**
@@ -85,19 +42,7 @@ export async function endProxyConnections(
   computer: string,
   mark?: LogMark,
 ): Promise<number | undefined> {
-  const response = await fetch(
-    `${gatewayUrl.replace(/\/+$/, "")}/computers/${encodeURIComponent(computer)}/connections/end${logMarkQuery(mark)}`,
-    { method: "POST", headers: { authorization: bearer(token) } },
-  ).catch((error: unknown) => {
-    throw new Error(`ending the connections of computer ${computer}'s site proxy: ${errorMessage(error)}`);
-  });
-  const body = await response.text();
-  if (response.status === 404) return undefined;
-  if (!response.ok)
-    throw new Error(
-      `ending the connections of computer ${computer}'s site proxy: HTTP ${response.status} ${body.slice(0, 300)}`.trim(),
-    );
-  return (JSON.parse(body) as { ended: number }).ended;
+  return new GatewayClient(gatewayUrl, token).endConnections(computer, mark);
 }
 
 /**

@@ -2,27 +2,12 @@
 // `/replay/v1/<site>/counters`, and the episode ended there (`/replay/v1/<site>/reset`: its repeats start from the
 // first recorded answer again). run.json holds the counters per replayed site; a miss is also a `replay-miss` line
 // in the computer's proxy log.
-import { bearer } from "../../protocol/auth";
+import { GatewayClient, GatewayRequestError } from "../../protocol/gateway-client";
 import type { ReplayCounters } from "../../protocol/replay-server-config";
 import { errorMessage, RunnerError } from "../errors";
 
 /** A replayed site's counters in run.json, or why they could not be read. */
 export type ReplayEvidence = ReplayCounters | { error: string };
-
-function replayUrl(gatewayUrl: string, site: string, op: "counters" | "reset"): string {
-  return `${gatewayUrl.replace(/\/+$/, "")}/replay/v1/${encodeURIComponent(site)}/${op}`;
-}
-
-function isCounters(value: unknown): value is ReplayCounters {
-  const v = value as Partial<ReplayCounters> | null;
-  return (
-    typeof v === "object" &&
-    v !== null &&
-    typeof v.exact === "number" &&
-    typeof v.fuzzy === "number" &&
-    typeof v.missed === "number"
-  );
-}
 
 /** Each replayed site's counters of the episode under way; a site whose counters cannot be read says why. */
 export async function readReplayCounters(
@@ -30,18 +15,19 @@ export async function readReplayCounters(
   controlToken: string,
   sites: readonly string[],
 ): Promise<Record<string, ReplayEvidence>> {
+  const gateway = new GatewayClient(gatewayUrl, controlToken);
   const entries = await Promise.all(
     sites.map(async (site): Promise<[string, ReplayEvidence]> => {
       try {
-        const response = await fetch(replayUrl(gatewayUrl, site, "counters"), {
-          headers: { authorization: bearer(controlToken) },
-        });
-        const body: unknown = await response.json().catch(() => undefined);
-        if (!response.ok || !isCounters(body))
-          return [site, { error: `the gateway answered HTTP ${response.status} for its counters` }];
-        return [site, { exact: body.exact, fuzzy: body.fuzzy, missed: body.missed }];
+        return [site, await gateway.replayCounters(site)];
       } catch (error) {
-        return [site, { error: errorMessage(error) }];
+        const status = error instanceof GatewayRequestError ? error.status : undefined;
+        return [
+          site,
+          {
+            error: status === undefined ? errorMessage(error) : `the gateway answered HTTP ${status} for its counters`,
+          },
+        ];
       }
     }),
   );
@@ -54,16 +40,19 @@ export async function resetReplays(
   controlToken: string,
   sites: readonly string[],
 ): Promise<Record<string, ReplayCounters>> {
+  const gateway = new GatewayClient(gatewayUrl, controlToken);
   const entries = await Promise.all(
     sites.map(async (site): Promise<[string, ReplayCounters]> => {
-      const response = await fetch(replayUrl(gatewayUrl, site, "reset"), {
-        method: "POST",
-        headers: { authorization: bearer(controlToken) },
-      });
-      const body = (await response.json().catch(() => undefined)) as { ended?: unknown } | undefined;
-      if (!response.ok || !isCounters(body?.ended))
-        throw new RunnerError(`replayed site ${site}: its replay server's reset answered HTTP ${response.status}`);
-      return [site, body.ended];
+      try {
+        return [site, await gateway.resetReplay(site)];
+      } catch (error) {
+        const status = error instanceof GatewayRequestError ? error.status : undefined;
+        throw new RunnerError(
+          status === undefined
+            ? errorMessage(error)
+            : `replayed site ${site}: its replay server's reset answered HTTP ${status}`,
+        );
+      }
     }),
   );
   return Object.fromEntries(entries);

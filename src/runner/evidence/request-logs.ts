@@ -16,10 +16,8 @@ import { mkdir, open, rename, rm } from "node:fs/promises";
 import { once } from "node:events";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
-import { Readable } from "node:stream";
-import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import { bearer } from "../../protocol/auth";
-import { HarPages, pageFacts, requestLogPath, type PageFacts, type RequestLogEntry } from "../../protocol/request-log";
+import { GatewayClient, GatewayRequestError } from "../../protocol/gateway-client";
+import { HarPages, pageFacts, type PageFacts, type RequestLogEntry } from "../../protocol/request-log";
 import { parseLiveSiteProxyLog } from "../../protocol/site-proxy";
 import { REQUESTS_DIR, temporaryPathFor } from "./artifacts";
 import { errorMessage } from "../errors";
@@ -88,19 +86,8 @@ async function spoolRequestLog(
   };
   stillSending();
   try {
-    const response = await fetch(gatewayUrl.replace(/\/+$/, "") + requestLogPath(computer), {
-      headers: { authorization: bearer(token) },
-      signal: abort.signal,
-    });
-    if (response.status === 404) {
-      await response.body?.cancel();
-      return undefined;
-    }
-    if (!response.ok || response.body === null) {
-      const body = await response.text();
-      throw new Error(`HTTP ${response.status} ${body.slice(0, 300)}`.trim());
-    }
-    const body = Readable.fromWeb(response.body as WebReadableStream<Uint8Array>);
+    const body = await new GatewayClient(gatewayUrl, token).requestLog(computer, abort.signal);
+    if (body === undefined) return undefined;
     body.on("data", stillSending);
     const out = createWriteStream(spool);
     const spooled: Spooled[] = [];
@@ -132,6 +119,8 @@ async function spoolRequestLog(
     }
     return spooled;
   } catch (error) {
+    // The client's own line names the request already.
+    if (error instanceof GatewayRequestError && !abort.signal.aborted) throw error;
     throw new Error(`${what}: ${errorMessage(abort.signal.aborted ? abort.signal.reason : error)}`, { cause: error });
   } finally {
     clearTimeout(idle);

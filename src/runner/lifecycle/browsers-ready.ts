@@ -2,9 +2,8 @@
 // starting (its launcher waits for the env CA, then starts Chromium); with the self-test off nothing waits for it,
 // and an agent's first connection got 503 (Chromium is not running). A deploy returns only once every computer's
 // DevTools answers through the gateway.
-import { bearer } from "../../protocol/auth";
+import { gatewayClient } from "../../protocol/gateway-client";
 import type { GatewayAccess } from "../stack/outputs";
-import { cdpUrlOf } from "./sign-in";
 
 /** How long a computer's browser has to answer DevTools once the deploy is done. */
 export const BROWSERS_READY_MS = 120_000;
@@ -22,15 +21,11 @@ export async function browsersAnswer(
   timeoutMs = BROWSERS_READY_MS,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  const gateway = gatewayClient(access);
   await Promise.all(
     computers.map(async (computer) => {
       for (let answers = 0; answers < ANSWERS_IN_A_ROW;) {
-        const response = await fetch(`${cdpUrlOf(access.gatewayUrl, computer)}/json/version`, {
-          headers: { authorization: bearer(access.controlToken) },
-          signal: AbortSignal.timeout(5_000),
-        }).catch(() => undefined);
-        await response?.body?.cancel();
-        answers = response?.ok ? answers + 1 : 0;
+        answers = (await gateway.devtoolsAnswers(computer, AbortSignal.timeout(5_000))) ? answers + 1 : 0;
         if (answers < ANSWERS_IN_A_ROW && Date.now() > deadline)
           throw new Error(
             `stack ${stack}: computer ${computer}'s browser did not answer DevTools through the gateway within ${timeoutMs / 1000} s of the deploy; \`multienv status ${stack}\` shows its containers`,

@@ -22,16 +22,9 @@
 import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { OutputMap } from "@pulumi/pulumi/automation";
-import { bearer } from "../../protocol/auth";
+import { gatewayClient, GatewayRequestError } from "../../protocol/gateway-client";
 import { BROWSER_OPERATION_PATHS, type FreshProfileAnswer, type StartTabsAnswer } from "../../protocol/browser-config";
-import {
-  CARD_PATH,
-  findExtension,
-  parseCard,
-  WEBSITE_OPERATIONS,
-  WEBSITE_V1_URN,
-  type GatewayCard,
-} from "../../protocol/card";
+import { findExtension, parseCard, WEBSITE_OPERATIONS, WEBSITE_V1_URN, type GatewayCard } from "../../protocol/card";
 import { PROXY_LOGS_DIR, REQUESTS_DIR, TRAFFIC_DIR } from "../evidence/artifacts";
 import { collectRun, type CollectResult } from "../evidence/collect";
 import { collectOptionsFor, hasDeployedEnv } from "./down";
@@ -47,7 +40,6 @@ import {
   type RunRecord,
 } from "../evidence/run-record";
 import { runtimeOf, type EnvRuntime } from "../runtimes/runtimes";
-import { cdpUrlOf } from "./sign-in";
 import { episodeTakeovers } from "../evidence/takeovers";
 
 /** The part of the Automation API's Stack that reset uses. */
@@ -79,23 +71,11 @@ export interface ResetResult {
   seconds: number;
 }
 
-async function gatewayCard(access: GatewayAccess): Promise<GatewayCard> {
-  const response = await fetch(access.gatewayUrl.replace(/\/+$/, "") + CARD_PATH, {
-    headers: { authorization: bearer(access.controlToken) },
-  });
-  if (!response.ok) throw new Error(`the gateway's card: HTTP ${response.status}`);
-  return (await response.json()) as GatewayCard;
-}
-
 async function waitReady(access: GatewayAccess, site: string, timeoutMs = 30_000): Promise<void> {
-  const url = `${access.gatewayUrl.replace(/\/+$/, "")}/svc/${encodeURIComponent(site)}/ready`;
+  const gateway = gatewayClient(access);
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const ok = await fetch(url, { headers: { authorization: bearer(access.controlToken) } }).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return;
+    if (await gateway.siteReady(site)) return;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`site ${site} was not ready again within ${timeoutMs / 1000} s of its restart`);
@@ -109,12 +89,7 @@ function resetOperationOf(card: GatewayCard | undefined, site: string): string |
 
 /** Empties a site's data through its declared `reset` operation. */
 async function resetSite(access: GatewayAccess, site: string, path: string): Promise<void> {
-  const response = await fetch(access.gatewayUrl.replace(/\/+$/, "") + path, {
-    method: "POST",
-    headers: { authorization: bearer(access.controlToken) },
-  });
-  if (!response.ok)
-    throw new Error(`site ${site}: its reset operation (POST ${path}) answered HTTP ${response.status}`);
+  await gatewayClient(access).siteOperation(`site ${site}: its reset operation (POST ${path})`, path);
 }
 
 /**
@@ -161,22 +136,19 @@ async function startSitesOver(
  * in an error.
  */
 async function browserOperation<T>(access: GatewayAccess, computer: string, path: string, doing: string): Promise<T> {
-  const response = await fetch(`${cdpUrlOf(access.gatewayUrl, computer)}${path}`, {
-    method: "POST",
-    headers: { authorization: bearer(access.controlToken) },
-  }).catch((error: unknown) => {
-    throw new RunnerError(`computer ${computer}'s browser did not ${doing}: ${errorMessage(error)}`);
-  });
-  const body = await response.text();
-  if (response.status === 404)
-    throw new RunnerError(
-      `computer ${computer}'s browser cannot ${doing} (its image is from before that, or does not run the multienv browser launcher); run \`multienv up\` to deploy the current browser image`,
-    );
-  if (!response.ok)
-    throw new RunnerError(
-      `computer ${computer}'s browser did not ${doing}: HTTP ${response.status} ${body.slice(0, 300)}`.trim(),
-    );
-  return JSON.parse(body) as T;
+  try {
+    return (await gatewayClient(access).browserOperation(
+      computer,
+      path,
+      `computer ${computer}'s browser did not ${doing}`,
+    )) as T;
+  } catch (error) {
+    if (error instanceof GatewayRequestError && error.status === 404)
+      throw new RunnerError(
+        `computer ${computer}'s browser cannot ${doing} (its image is from before that, or does not run the multienv browser launcher); run \`multienv up\` to deploy the current browser image`,
+      );
+    throw new RunnerError(errorMessage(error));
+  }
 }
 
 /**
@@ -297,7 +269,7 @@ async function resetThrough(
   // 2 and 3. The sites' data and the captures start over.
   let card: GatewayCard | undefined;
   try {
-    card = await gatewayCard(access);
+    card = await gatewayClient(access).card();
   } catch (error) {
     log(
       `warning: stack ${stack.name}: the gateway's card could not be read (${errorMessage(error)}); every site's server is restarted instead`,

@@ -4,9 +4,8 @@
 // /json/version request and the WebSocket. Disconnecting leaves the computer's browser running.
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { covers, isWildcard } from "../../protocol/host-names";
-import { bearer } from "../../protocol/auth";
+import { gatewayClient, sitePath } from "../../protocol/gateway-client";
 import { parseStorageState, SESSION_PATH, type StorageState } from "../../protocol/session";
-import { errorMessage } from "../errors";
 import type { GatewayAccess } from "../stack/outputs";
 
 export interface SignInTarget {
@@ -15,27 +14,21 @@ export interface SignInTarget {
   computer: string;
 }
 
-/** The gateway's DevTools endpoint for a computer. */
-export function cdpUrlOf(gatewayUrl: string, computer: string): string {
-  return `${gatewayUrl.replace(/\/+$/, "")}/computers/${encodeURIComponent(computer)}/cdp`;
-}
-
 /** Reads the site's session through the gateway. */
 export async function fetchSession(access: GatewayAccess, site: string): Promise<StorageState> {
-  const url = `${access.gatewayUrl.replace(/\/+$/, "")}/svc/${encodeURIComponent(site)}${SESSION_PATH}`;
-  const response = await fetch(url, { headers: { authorization: bearer(access.controlToken) } }).catch(
-    (error: unknown) => {
-      throw new Error(`reading site ${site}'s session through the gateway: ${errorMessage(error)}`);
-    },
+  const gateway = gatewayClient(access);
+  const response = await gateway.send(
+    `reading site ${site}'s session through the gateway`,
+    sitePath(site, SESSION_PATH),
   );
-  const body = await response.text();
   if (!response.ok)
-    throw new Error(
-      `site ${site} did not give its session: GET /svc/${site}${SESSION_PATH} answered HTTP ${response.status} ${body.slice(0, 200)}`.trim(),
+    throw await gateway.failure(
+      `site ${site} did not give its session (GET ${sitePath(site, SESSION_PATH)})`,
+      response,
     );
   let json: unknown;
   try {
-    json = JSON.parse(body);
+    json = JSON.parse(await response.text());
   } catch {
     throw new Error(`site ${site}'s session is not JSON; its /session must answer Playwright storage state`);
   }
@@ -55,8 +48,9 @@ export async function withComputerBrowser<T>(
 ): Promise<T> {
   let browser: Browser;
   try {
-    browser = await chromium.connectOverCDP(cdpUrlOf(access.gatewayUrl, computer), {
-      headers: { Authorization: bearer(access.controlToken) },
+    const gateway = gatewayClient(access);
+    browser = await chromium.connectOverCDP(gateway.cdpUrl(computer), {
+      headers: { Authorization: gateway.authorization() },
       timeout: 30_000,
     });
   } catch (error) {

@@ -10,7 +10,8 @@ import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { OutputMap } from "@pulumi/pulumi/automation";
-import { listTrafficCaptures, type TrafficCapture } from "../../protocol/traffic";
+import { gatewayClient, type GatewayClient } from "../../protocol/gateway-client";
+import type { TrafficCapture } from "../../protocol/traffic";
 import { parseLiveSiteProxyLog } from "../../protocol/site-proxy";
 import type { TakeoverState } from "../../protocol/takeover";
 import type { SelfTestOutput } from "../../plan/stack-outputs";
@@ -24,12 +25,10 @@ import {
   type ContainerState,
 } from "../runtimes/docker/containers";
 import { errorMessage, RunnerError } from "../errors";
-import { fetchProxyLog } from "../evidence/proxy-logs";
 import { readOutputs, type GatewayAccess, type StackOutputs } from "../stack/outputs";
 import { readRunRecord } from "../evidence/run-record";
 import { runtimeOf } from "../runtimes/runtimes";
 import { computerTabs, screenshotComputer, screenshotFileName, type Screenshot, type Tab } from "./screens";
-import { takeoverGateway } from "./takeover";
 import {
   isDeployed,
   readStateStack,
@@ -103,7 +102,7 @@ async function personsOf(stack: string, accessOf: AccessOf): Promise<Record<stri
   const read = (async () => {
     access = await accessOf(stack);
     if (access.unreachable !== undefined) return null;
-    const { computers } = await takeoverGateway(access.gatewayUrl, access.controlToken).states();
+    const { computers } = await gatewayClient(access).takeovers();
     return Object.fromEntries(
       Object.entries(computers).filter(([, state]) => state.taken !== undefined || state.request !== undefined),
     );
@@ -220,17 +219,10 @@ export interface StackStatus {
 
 const HEALTHZ_TIMEOUT_MS = 15_000;
 
-async function gatewayHealth(gatewayUrl: string): Promise<GatewayHealth> {
+async function gatewayHealth(gateway: GatewayClient): Promise<GatewayHealth> {
   try {
-    const response = await fetch(`${gatewayUrl.replace(/\/+$/, "")}/healthz`, {
-      signal: AbortSignal.timeout(HEALTHZ_TIMEOUT_MS),
-    });
-    const body = (await response.json().catch(() => ({}))) as { missing?: GatewayHealth["missing"] };
-    return {
-      ok: response.ok,
-      status: response.status,
-      ...(!response.ok && body.missing ? { missing: body.missing } : {}),
-    };
+    const { ok, status, missing } = await gateway.health(AbortSignal.timeout(HEALTHZ_TIMEOUT_MS));
+    return { ok, status, ...(missing ? { missing } : {}) };
   } catch (error) {
     return { ok: false, error: errorMessage(error).split("\n")[0] };
   }
@@ -315,10 +307,11 @@ async function statusThrough(
   access: GatewayAccess,
 ): Promise<StackStatus> {
   const computers = Object.keys(outputs.computers);
+  const gateway = gatewayClient(access);
   const [healthz, tabs, logs, captures, takeovers] = await Promise.all([
     access.unreachable !== undefined
       ? Promise.resolve({ ok: false, error: access.unreachable })
-      : gatewayHealth(access.gatewayUrl),
+      : gatewayHealth(gateway),
     Promise.all(
       computers.map(async (computer): Promise<[string, ComputerStatus]> => {
         try {
@@ -331,25 +324,23 @@ async function statusThrough(
     Promise.all(
       computers.map(async (computer): Promise<[string, ProxyLogSize | { error: string }]> => {
         try {
-          return [computer, proxyLogSize(await fetchProxyLog(access.gatewayUrl, access.controlToken, computer))];
+          return [computer, proxyLogSize(await gateway.proxyLog(computer))];
         } catch (error) {
           return [computer, { error: firstLine(error) }];
         }
       }),
     ),
     outputs.captureTraffic
-      ? listTrafficCaptures(access.gatewayUrl, access.controlToken).then(
+      ? gateway.captures().then(
           (files) => ({ count: files.length, bytes: files.reduce((sum, f) => sum + f.bytes, 0), files }),
           (error: unknown) => ({ error: firstLine(error) }),
         )
       : Promise.resolve(undefined),
     // A gateway older than takeovers has no such route: its computers are shown without.
-    takeoverGateway(access.gatewayUrl, access.controlToken)
-      .states()
-      .then(
-        (listing) => listing.computers,
-        () => ({}) as Record<string, TakeoverState>,
-      ),
+    gateway.takeovers().then(
+      (listing) => listing.computers,
+      () => ({}) as Record<string, TakeoverState>,
+    ),
   ]);
   const partial: Omit<StackStatus, "healthy" | "problems"> = {
     stack,

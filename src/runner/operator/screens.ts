@@ -7,9 +7,8 @@
 // own script can redefine `document.visibilityState` or `document.hidden`; it cannot reorder that list. Every
 // DevTools step here ends within a bound, with an error naming the step and the computer.
 import type { BrowserContext, Page } from "playwright-core";
-import { bearer } from "../../protocol/auth";
-import { errorMessage } from "../errors";
-import { cdpUrlOf, withComputerBrowser } from "../lifecycle/sign-in";
+import { gatewayClient } from "../../protocol/gateway-client";
+import { withComputerBrowser } from "../lifecycle/sign-in";
 import type { GatewayAccess } from "../stack/outputs";
 
 /** One open tab. */
@@ -26,18 +25,12 @@ export interface PageTarget extends Tab {
 
 /** Brings one of a computer's tabs to the front (DevTools' `/json/activate/<id>`), through the gateway. */
 export async function activateTab(access: GatewayAccess, computer: string, targetId: string): Promise<void> {
-  const response = await fetch(
-    `${cdpUrlOf(access.gatewayUrl, computer)}/json/activate/${encodeURIComponent(targetId)}`,
-    {
-      headers: { authorization: bearer(access.controlToken) },
-      signal: AbortSignal.timeout(DEVTOOLS_STEP_MS),
-    },
+  await gatewayClient(access).activateTab(
+    computer,
+    targetId,
+    `computer ${computer}'s tab ${targetId} was not brought to the front`,
+    AbortSignal.timeout(DEVTOOLS_STEP_MS),
   );
-  const text = await response.text();
-  if (!response.ok)
-    throw new Error(
-      `computer ${computer}'s tab ${targetId} was not brought to the front: HTTP ${response.status} ${text.slice(0, 200)}`.trim(),
-    );
 }
 
 /** A PNG of a computer's visible tab, written to `file`. */
@@ -71,23 +64,8 @@ export function bounded<T>(promise: Promise<T>, what: string, ms = DEVTOOLS_STEP
  */
 export async function pageTargets(access: GatewayAccess, computer: string): Promise<PageTarget[]> {
   const what = `computer ${computer}'s DevTools target list (GET /computers/${computer}/cdp/json/list)`;
-  let body: unknown;
-  try {
-    const response = await fetch(`${cdpUrlOf(access.gatewayUrl, computer)}/json/list`, {
-      headers: { authorization: bearer(access.controlToken) },
-      signal: AbortSignal.timeout(DEVTOOLS_STEP_MS),
-    });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`HTTP ${response.status} ${text.slice(0, 200)}`.trim());
-    body = JSON.parse(text);
-  } catch (error) {
-    const reason = error instanceof Error && error.name === "TimeoutError" ? "no answer" : errorMessage(error);
-    throw new Error(`${what}: ${reason.split("\n")[0]}`, { cause: error });
-  }
-  if (!Array.isArray(body)) throw new Error(`${what}: not a JSON array`);
-  return body
-    .filter((t): t is Record<string, unknown> => typeof t === "object" && t !== null && t.type === "page")
-    .map((t) => ({ id: String(t.id), url: String(t.url ?? ""), title: String(t.title ?? "") }));
+  const targets = await gatewayClient(access).devtoolsTargets(computer, what, AbortSignal.timeout(DEVTOOLS_STEP_MS));
+  return targets.filter((t) => t.type === "page").map(({ id, url, title }) => ({ id, url, title }));
 }
 
 /** The computer's open tabs, the one on screen first. */

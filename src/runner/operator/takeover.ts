@@ -5,8 +5,8 @@
 // events with their coordinates and the element under them (tag, id, name, type: never a value), counts key events,
 // and keeps no typed or pasted text.
 import type { CDPSession } from "playwright-core";
-import { bearer } from "../../protocol/auth";
-import { takeoverPath, TAKEOVERS_PATH, type TakeoverHold, type TakeoverListing } from "../../protocol/takeover";
+import { GatewayClient, GatewayRequestError } from "../../protocol/gateway-client";
+import type { TakeoverHold, TakeoverListing } from "../../protocol/takeover";
 import type { PointerTarget, TakeoverRecord } from "../evidence/takeover-record";
 
 export type { TakeoverRecord } from "../evidence/takeover-record";
@@ -225,35 +225,18 @@ export interface TakeoverGateway {
 export class TakeoverOver extends Error {}
 
 export function takeoverGateway(gatewayUrl: string, controlToken: string): TakeoverGateway {
-  const call = async (path: string, method: string, body?: unknown) => {
-    const response = await fetch(new URL(path, gatewayUrl), {
-      method,
-      headers: { Authorization: bearer(controlToken), ...(body ? { "Content-Type": "application/json" } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(10_000),
-    });
-    const text = await response.text();
-    const json = text === "" ? {} : (JSON.parse(text) as Record<string, unknown>);
-    if (response.status === 409 && method === "PUT")
-      throw new TakeoverOver(String(json.error ?? "the takeover is over"));
-    if (!response.ok)
-      throw new Error(
-        `${method} ${path}: ${response.status} ${String(json.error ?? "")} ${String(json.detail ?? "")}`.trim(),
-      );
-    return json;
-  };
+  const gateway = new GatewayClient(gatewayUrl, controlToken);
   return {
-    async take(computer, operator, holdSeconds) {
-      const answer = await call(takeoverPath(computer), "POST", { operator, holdSeconds });
-      return answer.taken as TakeoverHold;
-    },
+    take: (computer, operator, holdSeconds) => gateway.take(computer, operator, holdSeconds),
     async renew(computer, since, holdSeconds) {
-      const answer = await call(takeoverPath(computer), "PUT", { since, holdSeconds });
-      return answer.taken as TakeoverHold;
+      try {
+        return await gateway.renew(computer, since, holdSeconds);
+      } catch (error) {
+        if (error instanceof GatewayRequestError && error.status === 409) throw new TakeoverOver(error.message);
+        throw error;
+      }
     },
-    async handBack(computer) {
-      await call(takeoverPath(computer), "DELETE");
-    },
-    states: async () => (await call(TAKEOVERS_PATH, "GET")) as unknown as TakeoverListing,
+    handBack: (computer) => gateway.handBack(computer),
+    states: () => gateway.takeovers(),
   };
 }

@@ -5,14 +5,13 @@
 // - its proxy log: the `request` and `refused` lines, what was appended read every second (an HTTP Range request).
 // Watching only looks: nothing is sent to a page but the screencast's own commands.
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from "playwright-core";
-import { bearer } from "../../protocol/auth";
+import { gatewayClient } from "../../protocol/gateway-client";
 import { parseLiveSiteProxyLog, type RefusedRecord, type RequestRecord } from "../../protocol/site-proxy";
 import { errorMessage } from "../errors";
 import { fetchProxyLogPiece, type ProxyLogPiece } from "../evidence/proxy-logs";
 import type { GatewayAccess } from "../stack/outputs";
 import { activateTab, bounded, pageOfTarget, pageTargets, type PageTarget } from "./screens";
 import { dispatchPersonInput, type FrameSize } from "./takeover";
-import { cdpUrlOf } from "../lifecycle/sign-in";
 import type { Feed, FeedEvent, WatchLogLine } from "./watch-server";
 
 /** How often the feed looks again for the tab on screen (the agent may switch tabs) and reads the proxy log. */
@@ -143,8 +142,9 @@ export function computerFeed(access: GatewayAccess, computer: string): Feed {
   const connect = async (emit: (event: FeedEvent) => void) => {
     let connected: Browser;
     try {
-      connected = await chromium.connectOverCDP(cdpUrlOf(access.gatewayUrl, computer), {
-        headers: { Authorization: bearer(access.controlToken) },
+      const gateway = gatewayClient(access);
+      connected = await chromium.connectOverCDP(gateway.cdpUrl(computer), {
+        headers: { Authorization: gateway.authorization() },
         timeout: 30_000,
       });
     } catch (error) {

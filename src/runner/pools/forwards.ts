@@ -3,12 +3,12 @@
 // process: one per member, opened at its first claim and kept while the process runs (serve's for as long as it
 // serves), so later claims of the member pay nothing for it. A port-forward opens a stream per connection through the
 // API server, so a member whose pods are recreated by a reset is reached again by the same forward.
-import { openGatewayPortForward, type OpenPortForward } from "../../engines/port-forward";
+import { openGatewayReach, type GatewayReach } from "../../engines/gateway-reach";
 import { rebaseUrl } from "../stack/outputs";
 import type { ComputerHandle, MemberHandles } from "./pool";
 
 export class MemberForwards {
-  private readonly open = new Map<string, Promise<OpenPortForward>>();
+  private readonly open = new Map<string, Promise<GatewayReach>>();
 
   constructor(private readonly env?: NodeJS.ProcessEnv) {}
 
@@ -18,7 +18,10 @@ export class MemberForwards {
     if (portForward === undefined || gatewayUrl === undefined) return handles.computers;
     let forward = this.open.get(handles.stack);
     if (forward === undefined) {
-      forward = openGatewayPortForward(portForward, { env: this.env });
+      forward = openGatewayReach(
+        { gatewayUrl, gatewayPortForward: portForward },
+        { owner: `pool member ${handles.stack}`, env: this.env },
+      );
       this.open.set(handles.stack, forward);
       // A forward that failed to open is tried again at the next claim.
       forward.catch(() => this.open.delete(handles.stack));

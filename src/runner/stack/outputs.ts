@@ -1,9 +1,8 @@
 // A task stack's outputs as the runner reads them (docs/design.md "Outputs"), and how they are shown.
 // The Automation API hands outputs back decrypted, each flagged `secret`; the control token is one of them.
 // Nothing here prints a secret unless the caller asked for it by name.
-import { execFileSync } from "node:child_process";
 import type { OutputMap } from "@pulumi/pulumi/automation";
-import { gatewayTunnelUp, type GatewayTunnel } from "../../plan/ssh";
+import type { GatewayTunnel } from "../../plan/ssh";
 import { liveWebsiteReason } from "../../plan/live";
 import type { LiveReason, LiveWebsiteMark, ReplayedWebsiteMark } from "../../plan/types";
 import type {
@@ -14,7 +13,7 @@ import type {
   WebsiteOutput,
 } from "../../plan/stack-outputs";
 import { PORT_FORWARD_SCHEME, type GatewayPortForward } from "../../protocol/port-forward";
-import { openGatewayPortForward } from "../../engines/port-forward";
+import { openGatewayReach, type GatewayReachOptions, type GatewayRoute } from "../../engines/gateway-reach";
 
 /** What `check --json` and `up` show in place of a secret value. */
 export const SECRET_PLACEHOLDER = "[secret]";
@@ -74,10 +73,13 @@ export function readOutputs(map: OutputMap): StackOutputs {
 }
 
 /**
- * The gateway URL, the decrypted control token and agent tokens; a one-line error when the stack does not export the
- * first two.
+ * The gateway's route (its URL and how it is reached), the decrypted control token and agent tokens; a one-line error
+ * when the stack does not export the first two.
  */
-export function gatewayAccessOf(map: OutputMap, stack: string): GatewayAccess {
+export function gatewayRouteOf(
+  map: OutputMap,
+  stack: string,
+): { route: GatewayRoute; controlToken: string; agentTokens: AgentTokensOutput } {
   const gatewayUrl = map.gatewayUrl?.value;
   const controlToken = map.controlToken?.value;
   if (typeof gatewayUrl !== "string" || gatewayUrl === "" || typeof controlToken !== "string" || controlToken === "") {
@@ -85,55 +87,39 @@ export function gatewayAccessOf(map: OutputMap, stack: string): GatewayAccess {
       `stack ${stack} has no gatewayUrl/controlToken outputs; deploy it first with \`multienv up ${stack}\``,
     );
   }
-  // A gateway on a remote host is reached through an SSH tunnel: bring it up again if it went down.
-  const tunnel = map.gatewayTunnel?.value as GatewayTunnel | undefined;
-  if (tunnel !== undefined) bringTunnelUp(tunnel, stack);
-  const agentTokens = (map.agentTokens?.value ?? {}) as AgentTokensOutput;
-  return { gatewayUrl, controlToken, agentTokens };
+  const route: GatewayRoute = {
+    gatewayUrl,
+    ...(map.gatewayTunnel?.value !== undefined ? { gatewayTunnel: map.gatewayTunnel.value as GatewayTunnel } : {}),
+    ...(map.gatewayPortForward?.value !== undefined
+      ? { gatewayPortForward: map.gatewayPortForward.value as GatewayPortForward }
+      : {}),
+  };
+  return { route, controlToken, agentTokens: (map.agentTokens?.value ?? {}) as AgentTokensOutput };
 }
 
 /**
- * The gateway URL and the control token, reachable from this process: on the kubernetes target (the outputs hold
- * `gatewayPortForward`) a port-forward to the gateway's pod is opened and `gatewayUrl` is its local end; elsewhere as
- * gatewayAccessOf. Call `close()` when done (a no-op but on kubernetes).
+ * The gateway URL and the control token, reachable from this process (openGatewayReach: a remote host's SSH tunnel
+ * brought up, a port-forward opened to the kubernetes target's pod, whose local end is then `gatewayUrl`). Call
+ * `close()` when done (a no-op but on kubernetes).
  */
 export async function openGatewayAccess(
   map: OutputMap,
   stack: string,
   options: GatewayAccessOptions = {},
 ): Promise<GatewayAccess & { close(): Promise<void> }> {
-  const access = gatewayAccessOf(map, stack);
-  const forward = map.gatewayPortForward?.value as GatewayPortForward | undefined;
-  if (forward === undefined) return { ...access, close: async () => undefined };
-  return { ...access, portForward: forward, ...(await forwardTo(forward, access.gatewayUrl, options)) };
+  const { route, controlToken, agentTokens } = gatewayRouteOf(map, stack);
+  const reach = await openGatewayReach(route, { owner: `stack ${stack}`, ...options });
+  return {
+    gatewayUrl: reach.url,
+    controlToken,
+    agentTokens,
+    ...(route.gatewayPortForward !== undefined ? { portForward: route.gatewayPortForward } : {}),
+    close: reach.close,
+    ...(reach.unreachable !== undefined ? { unreachable: reach.unreachable } : {}),
+  };
 }
 
-export interface GatewayAccessOptions {
-  /** The environment KUBECONFIG is read from (default process.env). */
-  env?: NodeJS.ProcessEnv;
-  /**
-   * When the port-forward cannot open: given, it is told why and the access keeps the output's URL (which fails each
-   * request, so a best-effort collection records what it could not store); not given, the error is thrown.
-   */
-  onUnreachable?: (error: unknown) => void;
-}
-
-/** The local end of a port-forward to the gateway's pod (or, with onUnreachable, `gatewayUrl` when none opens). */
-export async function forwardTo(
-  forward: GatewayPortForward,
-  gatewayUrl: string,
-  options: GatewayAccessOptions = {},
-): Promise<{ gatewayUrl: string; close(): Promise<void>; unreachable?: string }> {
-  try {
-    const opened = await openGatewayPortForward(forward, { env: options.env });
-    return { gatewayUrl: opened.url, close: opened.close };
-  } catch (error) {
-    if (options.onUnreachable === undefined) throw error;
-    options.onUnreachable(error);
-    const unreachable = (error instanceof Error ? error.message : String(error)).split("\n")[0];
-    return { gatewayUrl, close: async () => undefined, unreachable };
-  }
-}
+export type GatewayAccessOptions = Omit<GatewayReachOptions, "owner">;
 
 /** Runs `use` with the gateway reachable (openGatewayAccess), closing what that opened afterwards. */
 export async function withGatewayAccess<T>(
@@ -191,28 +177,6 @@ export function localOutputs(outputs: StackOutputs, localUrl: string): StackOutp
       ]),
     ),
   };
-}
-
-/**
- * Makes sure the SSH tunnel to a remote gateway is up (on the local port its URL names), starting it when it is not;
- * a one-line error naming the host when it cannot.
- */
-export function bringTunnelUp(tunnel: GatewayTunnel, stack: string): void {
-  try {
-    execFileSync("/bin/sh", ["-c", gatewayTunnelUp(tunnel)], {
-      stdio: ["ignore", "ignore", "pipe"],
-      timeout: 60_000,
-    });
-  } catch (error) {
-    const stderr = String((error as { stderr?: Buffer }).stderr ?? "")
-      .trim()
-      .split("\n")
-      .at(-1);
-    throw new Error(
-      `stack ${stack}: the SSH tunnel to the gateway (${tunnel.ssh.user}@${tunnel.ssh.host}) did not come up: ${stderr || (error as Error).message}`,
-      { cause: error },
-    );
-  }
 }
 
 /** The synthetic sites' domain patterns: connections to them stay inside the env. */

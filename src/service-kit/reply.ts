@@ -1,4 +1,5 @@
-// The gateway's own answers: JSON bodies, on a response or on a socket taken by an upgrade.
+// A service's own answers (the gateway's, a capture or replay server's): JSON bodies, on a response or on a socket
+// taken by an upgrade.
 import { STATUS_CODES, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 

@@ -1,4 +1,4 @@
-// traffic/v1 on the gateway: the capture sidecars' rotating pcap files, read from the
+// traffic/v1 as the gateway and a capture server serve it: the capture sidecars' rotating pcap files, read from the
 // captures folder (mounted read-only). Only names matching CAPTURE_FILE_PATTERN are
 // listed or served, and only regular files: a link, a FIFO, a device or a directory named
 // like a capture is never followed, never opened in a way that waits (a FIFO's open blocks

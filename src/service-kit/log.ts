@@ -1,4 +1,5 @@
-// The gateway's log: one JSON line per event on stdout, `{"event": ..., "time": ISO, ...}`.
+// The services' log (the gateway, a capture server, a replay server): one JSON line per event on stdout,
+// `{"event": ..., "time": ISO, ...}`.
 
 export type LogFields = Record<string, unknown>;
 export type Logger = (event: string, fields?: LogFields) => void;
