@@ -101,7 +101,7 @@ describe("the watch page", () => {
       for (const wrong of [
         `${origin}/`,
         `${origin}/favicon.ico`,
-        `${origin}/${secret.slice(0, -1)}0/`,
+        `${origin}/${secret.slice(0, -1)}${secret.endsWith("0") ? "1" : "0"}/`,
         `${origin}/${secret.slice(1)}/`,
         `${origin}/${secret}/other`,
         `${origin}/?${secret}`,
