@@ -153,10 +153,14 @@ describe("ls, status and outputs", () => {
       live: false,
       liveReasons: [],
       reproducible: true,
+      // Its gateway was asked: no person holds its computer, and its agent asks for none.
+      persons: {},
     });
     expect(Date.now() - Date.parse(mine.lastUpdated)).toBeLessThan(30 * 60_000);
     const text = await cli(["ls"]);
-    expect(text.stdout).toMatch(new RegExp(`^${STACK}\\s+docker\\s+yes\\s+\\S+\\s+5/5\\s+5/5\\s+1\\s+yes\\s+-$`, "m"));
+    expect(text.stdout).toMatch(
+      new RegExp(`^${STACK}\\s+docker\\s+yes\\s+\\S+\\s+5/5\\s+5/5\\s+1\\s+yes\\s+-\\s+-$`, "m"),
+    );
   });
 
   it("status --json: every part healthy, the computer's start tab open, the self-test passed, the proxy log", async () => {
