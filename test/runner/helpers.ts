@@ -11,7 +11,10 @@ import { Command } from "commander";
 import { expect } from "vitest";
 import { computerAgentToken, computerControlToken } from "../../src/protocol/auth";
 import type { CollectOptions } from "../../src/runner/evidence/collect";
-import { startGateway, TOKEN, type GatewayProcess } from "../gateway/helpers";
+import { request, startGateway, TOKEN, type GatewayProcess } from "../gateway/helpers";
+import { connectCdp, type CdpClient } from "../helpers/cdp";
+import { startChromium } from "../helpers/chromium";
+import { startUpstream } from "../helpers/servers";
 import { freePort } from "../helpers/ports";
 import { onCleanup, ROOT, stopOnCleanup, tempDir, waitForLine } from "../helpers/processes";
 import { startProxy, type ProxyProcess } from "../site-proxy/helpers";
@@ -63,6 +66,29 @@ export async function startTestGateway(config: Record<string, unknown>): Promise
   const gateway = await startGateway(config);
   onCleanup(() => gateway.stop());
   return gateway;
+}
+
+/**
+ * A real Chromium as computer "agent" of the real gateway (its proxy log an empty stand-in), and its agent connected
+ * to the first page through the gateway with its agent token, as a harness connects; all stopped on cleanup.
+ */
+export async function startBrowserWithAgent(): Promise<{ gateway: GatewayProcess; agent: CdpClient }> {
+  const browser = await startChromium();
+  const proxyLog = await startUpstream((_req, res) => res.end(""));
+  onCleanup(() => proxyLog.close());
+  const gateway = await startTestGateway({
+    sites: {},
+    computers: { agent: { cdp: browser.cdp, proxyLog: `${proxyLog.url}/log` } },
+  });
+  const list = JSON.parse(
+    (await request(`${gateway.url}/computers/agent/cdp/json/list`, { headers: { Authorization: `Bearer ${TOKEN}` } }))
+      .body,
+  ) as Array<{ type: string; webSocketDebuggerUrl: string }>;
+  const agent = await connectCdp(list.find((t) => t.type === "page")!.webSocketDebuggerUrl, {
+    Authorization: `Bearer ${computerAgentToken(TOKEN, "agent")}`,
+  });
+  onCleanup(() => agent.close());
+  return { gateway, agent };
 }
 
 /**

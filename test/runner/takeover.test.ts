@@ -26,7 +26,7 @@ import { cleanup, onCleanup, spawnService, tempDir } from "../helpers/processes"
 import { startUpstream } from "../helpers/servers";
 import { until } from "../helpers/until";
 import { request, TOKEN, type GatewayProcess } from "../gateway/helpers";
-import { projectWith, ROOT_STACK, startTestGateway } from "./helpers";
+import { projectWith, ROOT_STACK, startBrowserWithAgent, startTestGateway } from "./helpers";
 
 afterAll(cleanup);
 
@@ -66,7 +66,6 @@ describe("a takeover from watch", () => {
   let siteUrl: string;
 
   beforeAll(async () => {
-    const browser = await startChromium();
     const site = await startUpstream((req, res) => {
       if (req.method === "POST") {
         let body = "";
@@ -78,20 +77,7 @@ describe("a takeover from watch", () => {
     });
     onCleanup(() => site.close());
     siteUrl = site.url;
-    const proxyLog = await startUpstream((_req, res) => res.end(""));
-    onCleanup(() => proxyLog.close());
-    gateway = await startTestGateway({
-      sites: {},
-      computers: { agent: { cdp: browser.cdp, proxyLog: `${proxyLog.url}/log` } },
-    });
-    const list = JSON.parse(
-      (await request(`${gateway.url}/computers/agent/cdp/json/list`, { headers: { Authorization: `Bearer ${TOKEN}` } }))
-        .body,
-    ) as Array<{ type: string; webSocketDebuggerUrl: string }>;
-    agent = await connectCdp(list.find((t) => t.type === "page")!.webSocketDebuggerUrl, {
-      Authorization: `Bearer ${computerAgentToken(TOKEN, "agent")}`,
-    });
-    onCleanup(() => agent.close());
+    ({ gateway, agent } = await startBrowserWithAgent());
     await agent.call("Page.navigate", { url: `${site.url}/` });
     viewport = await until("the form", async () => {
       const { result } = await agent.call("Runtime.evaluate", {
@@ -339,21 +325,7 @@ describe("ls and a person", () => {
 
 describe("a watch killed mid-takeover", () => {
   it("loses its hold: the gateway hands the computer back when the hold runs out, the agent is told why, and run.json says when and why it ended", async () => {
-    const browser = await startChromium();
-    const proxyLog = await startUpstream((_req, res) => res.end(""));
-    onCleanup(() => proxyLog.close());
-    const gateway = await startTestGateway({
-      sites: {},
-      computers: { agent: { cdp: browser.cdp, proxyLog: `${proxyLog.url}/log` } },
-    });
-    const list = JSON.parse(
-      (await request(`${gateway.url}/computers/agent/cdp/json/list`, { headers: { Authorization: `Bearer ${TOKEN}` } }))
-        .body,
-    ) as Array<{ type: string; webSocketDebuggerUrl: string }>;
-    const agent = await connectCdp(list.find((t) => t.type === "page")!.webSocketDebuggerUrl, {
-      Authorization: `Bearer ${computerAgentToken(TOKEN, "agent")}`,
-    });
-    onCleanup(() => agent.close());
+    const { gateway, agent } = await startBrowserWithAgent();
     const artifactsDir = tempDir();
     const holder = spawnService(["--import", "tsx", "test/runner/watch-holder.ts"], {
       WATCH_HOLDER: JSON.stringify({
