@@ -313,7 +313,18 @@ async function main(): Promise<void> {
         child.kill("SIGTERM");
       }
     }
-    rmSync(dir, { recursive: true, force: true });
+    // Chromium writes its profile until it has exited: wait for the processes (5 s at most), then remove their folder.
+    await Promise.race([
+      Promise.all(
+        children.map((child) =>
+          child.exitCode !== null || child.signalCode !== null
+            ? undefined
+            : new Promise((resolve) => child.once("exit", resolve)),
+        ),
+      ),
+      new Promise((resolve) => setTimeout(resolve, 5_000)),
+    ]);
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   }
 }
 
