@@ -11,7 +11,8 @@
 //      per-trial way of most harnesses.
 // It prints each contender's episodes per hour and their ratios, the claim-to-ready p50 and p99 (POST /v1/claims to
 // its 201), the release-to-ready p50 (DELETE to the env ready again), where a reset's time goes (its phases, from the
-// reset's own log), and one JSON line with every figure.
+// reset's own log), each contender's drive alone (the agent's episode and its grade, p50: the part of an episode no env
+// work can save), and one JSON line with every figure.
 // Options (env): BENCH_EPISODES (4), BENCH_WORKERS (2), BENCH_POOL (the workers' count and one: a released env
 // resets while its worker claims the spare). A contender that fails says why and the others still run; its figures
 // are null in the JSON line. BENCH_CONTENDERS (warm,updown,compose) runs some of them. Needs the Pulumi CLI,
@@ -67,8 +68,28 @@ function run(file: string, args: string[], cwd: string): Promise<void> {
   );
 }
 
+/**
+ * Each contender's drives (the scripted agent's episode and its grade), in seconds: what an episode costs with no
+ * env work at all, so the ratios can be read against it (compose per episode pays its up and down on top of it).
+ */
+const driveSeconds: Record<string, number[]> = { warm: [], updown: [], compose: [] };
+
 /** One episode: the scripted agent orders in the desktop browser opened at `cdpUrl` with `token`; the grade. */
-async function drive(cdpUrl: string, token: string, grade: () => Promise<unknown>): Promise<boolean> {
+async function drive(
+  contender: keyof typeof driveSeconds,
+  cdpUrl: string,
+  token: string,
+  grade: () => Promise<unknown>,
+): Promise<boolean> {
+  const started = performance.now();
+  try {
+    return await driveOnce(cdpUrl, token, grade);
+  } finally {
+    driveSeconds[contender].push(seconds(started));
+  }
+}
+
+async function driveOnce(cdpUrl: string, token: string, grade: () => Promise<unknown>): Promise<boolean> {
   const browser = await chromium.connectOverCDP(cdpUrl, { headers: { authorization: `Bearer ${token}` } });
   try {
     await runShopEpisode(await browser.contexts()[0].newPage(), SHOP_URL);
@@ -136,6 +157,8 @@ async function warmContender(): Promise<
     if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
     return res.json() as Promise<any>;
   };
+  // The grader reads the shop's data with each member's control token: read before the timed run, since a harness's
+  // grader is not the pool's cost (and reading it is a Pulumi CLI call per member).
   const controlTokens = new Map<string, { gatewayUrl: string; controlToken: string }>();
   const claimSeconds: number[] = [];
   /** Claims not yet released: released without collection when an episode fails, so the drain is not kept waiting. */
@@ -143,6 +166,11 @@ async function warmContender(): Promise<
   const releaseToReadySeconds: number[] = [];
   const readyWaits: Promise<void>[] = [];
   try {
+    for (const member of await store.accounts(poolOf(TASK))) {
+      const access = await gatewayAccess(member.name, { projectDir: REPO });
+      controlTokens.set(member.name, { gatewayUrl: access.gatewayUrl, controlToken: access.controlToken });
+      await access.close();
+    }
     const wallSeconds = await contend(async () => {
       const asked = performance.now();
       const claim = await call("POST", "/v1/claims", { task: TASK, ttlSeconds: 600, waitSeconds: 300 });
@@ -155,7 +183,7 @@ async function warmContender(): Promise<
       }
       const grader = controlTokens.get(claim.stack)!;
       const desktop = claim.computers.desktop;
-      await drive(desktop.cdpUrl, desktop.agentToken, () => shopData(grader.gatewayUrl, grader.controlToken));
+      await drive("warm", desktop.cdpUrl, desktop.agentToken, () => shopData(grader.gatewayUrl, grader.controlToken));
       const released = performance.now();
       await call("DELETE", `/v1/claims/${encodeURIComponent(claim.id)}`);
       held.delete(claim.id);
@@ -179,7 +207,7 @@ async function warmContender(): Promise<
       const claim = await call("POST", "/v1/claims", { task: TASK, ttlSeconds: 600, waitSeconds: 300 });
       held.add(claim.id);
       const grader = controlTokens.get(claim.stack) ?? (await gatewayAccess(claim.stack, { projectDir: REPO }));
-      await drive(claim.computers.desktop.cdpUrl, claim.computers.desktop.agentToken, () =>
+      await drive("warm", claim.computers.desktop.cdpUrl, claim.computers.desktop.agentToken, () =>
         shopData(grader.gatewayUrl, grader.controlToken),
       );
       let last = 0;
@@ -231,7 +259,7 @@ async function upDownContender(): Promise<Figures & { upSeconds: number[]; downS
       upSeconds.push(seconds(started));
       const access = await gatewayAccess(stack, { projectDir: REPO });
       try {
-        await drive(`${access.gatewayUrl}/computers/desktop/cdp`, access.agentTokens!.desktop, () =>
+        await drive("updown", `${access.gatewayUrl}/computers/desktop/cdp`, access.agentTokens!.desktop, () =>
           shopData(access.gatewayUrl, access.controlToken),
         );
       } finally {
@@ -286,7 +314,9 @@ async function composeContender(): Promise<Figures & { upSeconds: number[]; down
         if (Date.now() > deadline) throw new Error(`${stack}: the desktop's DevTools did not answer`);
         await new Promise((r) => setTimeout(r, 100));
       }
-      await drive(`${gatewayUrl}/computers/desktop/cdp`, agentToken, () => shopData(gatewayUrl, controlToken));
+      await drive("compose", `${gatewayUrl}/computers/desktop/cdp`, agentToken, () =>
+        shopData(gatewayUrl, controlToken),
+      );
       started = performance.now();
       await compose(stack, ["down", "-v", "-t", "1"]);
       downSeconds.push(seconds(started));
@@ -352,6 +382,12 @@ async function main(): Promise<void> {
       warmPerCompose: ratio(warm, compose),
       composePerUpDown: ratio(compose, upDown),
     };
+    console.log(
+      `the drive alone (the agent's episode and its grade), p50: ${Object.entries(driveSeconds)
+        .filter(([, v]) => v.length > 0)
+        .map(([k, v]) => `${k} ${median(v).toFixed(1)} s`)
+        .join(", ")}`,
+    );
     const x = (r: number | null) => (r === null ? "n/a" : `${r.toFixed(1)}x`);
     console.log(
       `ratios: warm pool ${x(ratios.warmPerCompose)} compose per episode, ${x(ratios.warmPerUpDown)} up/down per episode; compose ${x(ratios.composePerUpDown)} up/down`,
@@ -370,6 +406,9 @@ async function main(): Promise<void> {
           compose: compose?.episodesPerHour ?? null,
         },
         ratios,
+        driveSecondsP50: Object.fromEntries(
+          Object.entries(driveSeconds).map(([k, v]) => [k, v.length > 0 ? median(v) : null]),
+        ),
         claimSeconds: warm
           ? {
               p50: percentile(warm.claimSeconds, 50),
