@@ -2,6 +2,7 @@
 // A site whose card is missing, slow or broken is left out; the rest still answer.
 import type http from "node:http";
 import { CARD_PATH, parseCard, prefixCardPaths, type AgentEnvCard, type GatewayCard } from "../protocol/card";
+import { sitePath } from "../protocol/gateway-paths";
 import { requestsExtension } from "../protocol/request-log";
 import { trafficExtension } from "../protocol/traffic";
 import type { GatewayConfig } from "./config";
@@ -23,8 +24,8 @@ async function siteCard(
     if (fetched.status !== 200) throw new Error(`HTTP ${fetched.status}`);
     const card = parseCard(JSON.parse(fetched.body.toString("utf8")));
     if (!card) throw new Error("not an agent-env card");
-    const rooted = prefixCardPaths(card, `/svc/${name}`);
-    return site.live || !site.frontend ? rooted : { ...rooted, browsePath: `/website/${name}/` };
+    const rooted = prefixCardPaths(card, sitePath(name, ""));
+    return site.live || !site.frontend ? rooted : { ...rooted, browsePath: sitePath(name, "/", "website") };
   } catch (error) {
     log("site-card-missing", { site: name, error: (error as Error).message });
     return undefined;

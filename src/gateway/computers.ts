@@ -20,7 +20,7 @@ import type { GatewayConfig } from "./config";
 import { getSmall, requestSmall } from "./fetch";
 import type { Forwarder, Upstream } from "./proxy";
 import { replyJson } from "../service-kit/reply";
-import type { ComputerOp } from "./routes";
+import { cdpPath, type ComputerOp } from "../protocol/gateway-paths";
 import type { Refuse } from "../service-kit/reply";
 import type { Takeovers } from "./takeovers";
 
@@ -37,7 +37,7 @@ function cdpBase(req: IncomingMessage, computer: string): { scheme: "ws" | "wss"
   const proto = String(req.headers["x-forwarded-proto"] ?? "http")
     .split(",")[0]
     .trim();
-  return { scheme: proto === "https" ? "wss" : "ws", base: `${host}/computers/${encodeURIComponent(computer)}/cdp` };
+  return { scheme: proto === "https" ? "wss" : "ws", base: `${host}${cdpPath(computer)}` };
 }
 
 /** Rewrites DevTools' WebSocket URLs (in /json/version and /json/list) to go through the gateway. */

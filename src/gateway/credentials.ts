@@ -14,11 +14,11 @@ import {
   decodingBudget,
   formCarries,
   secretTokens,
-  tokenReadingWork,
   withoutCarryingCredentials,
   type CredentialVerdict,
   type SecretTokens,
 } from "../protocol/auth";
+import { tokenReadingWork } from "../protocol/token-reading";
 
 const OWN_HEADER = CONTROL_TOKEN_HEADER.toLowerCase();
 

@@ -1,13 +1,30 @@
 // Where a request goes, decided from its request-target exactly as received (never a
-// decoded or normalised form), so the rest of the path reaches the upstream byte for byte.
+// decoded or normalised form), so the rest of the path reaches the upstream byte for byte. The prefixes and
+// operations are the ones the gateway client builds its paths from (src/protocol/gateway-paths.ts and each route's
+// contract): one rule for both sides.
+import { CARD_PATH } from "../protocol/card";
+import {
+  COMPUTER_OPERATIONS,
+  COMPUTERS_PREFIX,
+  GATEWAY_HEALTH_PATH,
+  REPLAY_OPERATIONS,
+  REPLAY_PREFIX,
+  SITE_ROUTES,
+  type ComputerOp,
+  type ReplayOp,
+  type SiteRoute,
+} from "../protocol/gateway-paths";
 import { REQUESTS_LIST_PATH } from "../protocol/request-log";
 import { TAKEOVERS_PATH } from "../protocol/takeover";
+import { TRAFFIC_CAPTURES_PATH } from "../protocol/traffic";
 import { decodeName } from "../service-kit/path-segment";
+
+export type { ComputerOp, ReplayOp } from "../protocol/gateway-paths";
 
 export type Route =
   | {
       kind: "site";
-      via: "svc" | "website";
+      via: SiteRoute;
       site: string;
       /** path and query for the upstream, starting with `/` */ rest: string;
     }
@@ -24,13 +41,39 @@ export type Route =
   | { kind: "bad"; error: string }
   | { kind: "not-found" };
 
-/** What a replayed site's route does: read this episode's counters, or start the next episode. */
-export type ReplayOp = "counters" | "reset";
+const SITE_PREFIX = new RegExp(`^\\/(${SITE_ROUTES.join("|")})(?=\\/|%2f|%5c|$|\\?)`, "i");
 
-/** What a computer's route does: DevTools, its site proxy's log, or ending every connection its site proxy holds. */
-export type ComputerOp = "cdp" | "proxy-log" | "end-connections";
+/**
+ * How each computer operation reads the path after its own: DevTools takes the paths under it too and passes the
+ * rest on; the site-proxy log takes no rest; ending the connections passes its query (the log's mark) on.
+ */
+const COMPUTER_ROUTES: Record<ComputerOp, { under: boolean; rest(after: string): string }> = {
+  cdp: { under: true, rest: (after) => (after.startsWith("/") ? after : `/${after}`) },
+  "proxy-log": { under: false, rest: () => "/" },
+  "end-connections": { under: false, rest: (after) => after },
+};
 
-const SITE_PREFIX = /^\/(svc|website)(?=\/|%2f|%5c|$|\?)/i;
+/** The computer operation `rest` (the target after `/computers/<computer>`) asks, with the rest it passes on. */
+function computerOperation(rest: string): { op: ComputerOp; rest: string } | undefined {
+  for (const op of Object.keys(COMPUTER_ROUTES) as ComputerOp[]) {
+    const path = COMPUTER_OPERATIONS[op];
+    const { under, rest: restOf } = COMPUTER_ROUTES[op];
+    if (rest === path || rest.startsWith(`${path}?`) || (under && rest.startsWith(`${path}/`)))
+      return { op, rest: restOf(rest.slice(path.length)) };
+  }
+  return undefined;
+}
+
+/** A listing's path (`list`), with or without its trailing slash. */
+function isListing(path: string, list: string): boolean {
+  return path === list || path === `${list}/`;
+}
+
+/** The one name segment after `list/`, decoded; undefined when it holds a slash or a bad escape. */
+function nameUnder(path: string, list: string): string | undefined {
+  const segment = path.slice(list.length + 1);
+  return segment.includes("/") ? undefined : decodeName(segment);
+}
 
 /** The segment after `prefix` up to the next `/` or `?`, and what follows it (made to start with `/`). */
 function splitSegment(target: string, start: number): { segment: string; rest: string } {
@@ -44,8 +87,8 @@ export function route(target: string): Route {
   if (!target.startsWith("/")) return { kind: "bad", error: "request-target must be a path (origin form)" };
   const site = SITE_PREFIX.exec(target);
   if (site) {
-    const via = site[1] as "svc" | "website";
-    if (via !== "svc" && via !== "website") return { kind: "not-found" };
+    const via = site[1] as SiteRoute;
+    if (!SITE_ROUTES.includes(via)) return { kind: "not-found" };
     const after = target.slice(site[0].length);
     if (after === "" || after.startsWith("?")) return { kind: "site", via, site: "", rest: "/" };
     if (!after.startsWith("/")) return { kind: "bad", error: "escaped slash in the route prefix" };
@@ -57,45 +100,36 @@ export function route(target: string): Route {
   }
   const query = target.indexOf("?");
   const path = query === -1 ? target : target.slice(0, query);
-  if (path === "/.well-known/agent-env.json") return { kind: "card" };
-  if (path === "/healthz") return { kind: "healthz" };
-  if (path === "/traffic/v1/captures" || path === "/traffic/v1/captures/") return { kind: "captures" };
-  if (path.startsWith("/traffic/v1/captures/")) {
-    const segment = path.slice("/traffic/v1/captures/".length);
-    const name = segment.includes("/") ? undefined : decodeName(segment);
+  if (path === CARD_PATH) return { kind: "card" };
+  if (path === GATEWAY_HEALTH_PATH) return { kind: "healthz" };
+  if (isListing(path, TRAFFIC_CAPTURES_PATH)) return { kind: "captures" };
+  if (path.startsWith(`${TRAFFIC_CAPTURES_PATH}/`)) {
+    const name = nameUnder(path, TRAFFIC_CAPTURES_PATH);
     return name === undefined ? { kind: "bad", error: "not a capture file name" } : { kind: "capture", name };
   }
-  if (path === REQUESTS_LIST_PATH || path === `${REQUESTS_LIST_PATH}/`) return { kind: "request-logs" };
+  if (isListing(path, REQUESTS_LIST_PATH)) return { kind: "request-logs" };
   if (path.startsWith(`${REQUESTS_LIST_PATH}/`)) {
-    const segment = path.slice(REQUESTS_LIST_PATH.length + 1);
-    const computer = segment.includes("/") ? undefined : decodeName(segment);
+    const computer = nameUnder(path, REQUESTS_LIST_PATH);
     return computer === undefined ? { kind: "bad", error: "not a computer name" } : { kind: "request-log", computer };
   }
-  if (path === TAKEOVERS_PATH || path === `${TAKEOVERS_PATH}/`) return { kind: "takeovers" };
+  if (isListing(path, TAKEOVERS_PATH)) return { kind: "takeovers" };
   if (path.startsWith(`${TAKEOVERS_PATH}/`)) {
-    const segment = path.slice(TAKEOVERS_PATH.length + 1);
-    const computer = segment.includes("/") ? undefined : decodeName(segment);
+    const computer = nameUnder(path, TAKEOVERS_PATH);
     return computer === undefined ? { kind: "bad", error: "not a computer name" } : { kind: "takeover", computer };
   }
-  if (path.startsWith("/replay/v1/")) {
-    const { segment, rest } = splitSegment(path, "/replay/v1/".length);
+  if (path.startsWith(REPLAY_PREFIX)) {
+    const { segment, rest } = splitSegment(path, REPLAY_PREFIX.length);
     const site = decodeName(segment);
     if (site === undefined) return { kind: "bad", error: "escaped slash or bad escape in the site name" };
-    if (rest === "/counters" || rest === "/reset") return { kind: "replay", site, op: rest.slice(1) as ReplayOp };
-    return { kind: "not-found" };
+    const op = REPLAY_OPERATIONS.find((operation) => rest === `/${operation}`);
+    return op === undefined ? { kind: "not-found" } : { kind: "replay", site, op };
   }
-  if (path.startsWith("/computers/")) {
-    const { segment, rest } = splitSegment(target, "/computers/".length);
+  if (path.startsWith(COMPUTERS_PREFIX)) {
+    const { segment, rest } = splitSegment(target, COMPUTERS_PREFIX.length);
     const computer = decodeName(segment);
     if (computer === undefined) return { kind: "bad", error: "escaped slash or bad escape in the computer name" };
-    if (rest === "/cdp" || rest.startsWith("/cdp/") || rest.startsWith("/cdp?")) {
-      const cdpRest = rest.slice("/cdp".length);
-      return { kind: "computer", computer, op: "cdp", rest: cdpRest.startsWith("/") ? cdpRest : `/${cdpRest}` };
-    }
-    if (rest === "/proxy-log" || rest.startsWith("/proxy-log?"))
-      return { kind: "computer", computer, op: "proxy-log", rest: "/" };
-    if (rest === "/connections/end" || rest.startsWith("/connections/end?"))
-      return { kind: "computer", computer, op: "end-connections", rest: rest.slice("/connections/end".length) };
+    const operation = computerOperation(rest);
+    if (operation !== undefined) return { kind: "computer", computer, ...operation };
   }
   return { kind: "not-found" };
 }

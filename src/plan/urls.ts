@@ -1,5 +1,6 @@
 // The URLs a runner uses: the gateway's, a site's routes through it, a computer's DevTools, and a service URL
 // moved onto another address.
+import { cdpPath, sitePath } from "../protocol/gateway-paths";
 import type { PlannedWebsite } from "./types";
 
 /**
@@ -25,13 +26,13 @@ export function siteUrls(
   gateway: string,
   site: Pick<PlannedWebsite, "name" | "live" | "replay">,
 ): { svcUrl: string; browseUrl?: string } {
-  const svcUrl = `${gateway}/svc/${encodeURIComponent(site.name)}/`;
+  const svcUrl = `${gateway}${sitePath(site.name, "/")}`;
   return site.live && site.replay === undefined
     ? { svcUrl }
-    : { svcUrl, browseUrl: `${gateway}/website/${encodeURIComponent(site.name)}/` };
+    : { svcUrl, browseUrl: `${gateway}${sitePath(site.name, "/", "website")}` };
 }
 
 /** A computer's Chrome DevTools endpoint through the gateway (control token required). */
 export function computerCdpUrl(gateway: string, computer: string): string {
-  return `${gateway}/computers/${encodeURIComponent(computer)}/cdp`;
+  return `${gateway}${cdpPath(computer)}`;
 }

@@ -1,9 +1,10 @@
 // The one client of the gateway's contract (docs/design.md "Gateway"), for the runner, the providers, the benches and
 // the tests: its card and health, the sites' operations, each computer's DevTools, browser operations, site-proxy log
-// and request log, the traffic captures, the replay counters and the takeovers. Every request carries the control
-// token as `Authorization: Bearer` (the health probe aside, which needs none). A request that fails is one line:
-// what was asked (the operation, in the caller's words), then the status and what the gateway said, and never the
-// token, which is taken out of anything the gateway or the network echoes.
+// and request log, the traffic captures, the replay counters and the takeovers. Its paths are built by
+// gateway-paths.ts, the rule the gateway routes by. Every request carries the control token as `Authorization:
+// Bearer` (the health probe aside, which needs none). A request that fails is one line: what was asked (the
+// operation, in the caller's words), then the status and what the gateway said, and never the token, which is taken
+// out of anything the gateway or the network echoes.
 import { createWriteStream } from "node:fs";
 import { Readable, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -14,42 +15,13 @@ import { CARD_PATH, type GatewayCard } from "./card";
 import { REQUESTS_LIST_PATH, requestLogPath } from "./request-log";
 import type { ReplayCounters } from "./replay-server-config";
 import { SESSION_PATH } from "./session";
-import { logMarkQuery, type LogMark } from "./site-proxy";
+import { cdpPath, endConnectionsPath, GATEWAY_HEALTH_PATH, proxyLogPath, replayPath, sitePath } from "./gateway-paths";
+import type { LogMark } from "./site-proxy";
 import { TAKEOVERS_PATH, takeoverPath, type TakeoverHold, type TakeoverListing } from "./takeover";
 import { capturePath, TRAFFIC_CAPTURES_PATH, trafficCaptureListingSchema, type TrafficCapture } from "./traffic";
 
-/** GET: 200 once every site is ready and every capture writing, else 503 with what is missing. No token needed. */
-export const GATEWAY_HEALTH_PATH = "/healthz";
-
-/** The gateway's routes to one site's server: `/svc/<site><path>`. */
-export function sitePath(site: string, path: string): string {
-  return `/svc/${encodeURIComponent(site)}${path}`;
-}
-
-/** The gateway's routes to one computer: `/computers/<computer><rest>`. */
-export function computerPath(computer: string, rest: string): string {
-  return `/computers/${encodeURIComponent(computer)}${rest}`;
-}
-
-/** A computer's DevTools through the gateway (its browser launcher's operations sit beside it). */
-export function cdpPath(computer: string): string {
-  return computerPath(computer, "/cdp");
-}
-
-/** GET: a computer's site-proxy log (JSON lines); Range asks for a part of it. */
-export function proxyLogPath(computer: string): string {
-  return computerPath(computer, "/proxy-log");
-}
-
-/** POST: ends every connection a computer's site proxy holds; `logMarkQuery` marks its log. */
-export function endConnectionsPath(computer: string, mark?: LogMark): string {
-  return computerPath(computer, `/connections/end${logMarkQuery(mark)}`);
-}
-
-/** A replayed site's replay server's operation through the gateway. */
-export function replayPath(site: string, operation: "counters" | "reset"): string {
-  return `/replay/v1/${encodeURIComponent(site)}/${operation}`;
-}
+// The paths, for a caller that asks one of its own (a site's path through send()).
+export { cdpPath, computerPath, endConnectionsPath, proxyLogPath, replayPath, sitePath } from "./gateway-paths";
 
 /** A request to the gateway that failed: its `status` when the gateway answered. */
 export class GatewayRequestError extends Error {

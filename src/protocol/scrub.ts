@@ -7,7 +7,8 @@
 // rest of the text is kept. A binary body's bytes are searched for the tokens' own bytes and common encodings before
 // it is written in base64 (`binary`).
 import { createHash } from "node:crypto";
-import { decodedFormsVerdict, decodingBudget, provablyCleanText, type FormsVerdict, type SecretTokens } from "./auth";
+import { decodedFormsVerdict, decodingBudget, type FormsVerdict, type SecretTokens } from "./auth";
+import { provablyCleanText } from "./clean-text";
 
 /** A run of the characters of a token's encodings: base64 of either alphabet with its padding, hex, percent-escapes. */
 const ENCODED_PIECE = /[A-Za-z0-9+/=_%.~\\-]+/g;

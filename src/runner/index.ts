@@ -18,7 +18,6 @@
 // with a one-line error rather than corrupting state.
 import { SELF_TEST_ENV } from "../plan/self-test";
 import { artifactsDirOf } from "./evidence/artifacts";
-import { userInfo } from "node:os";
 import { collectRun, type CollectResult } from "./evidence/collect";
 import { collectOptionsFor, collectThenDestroy, hasDeployedEnv, type DownResult } from "./lifecycle/down";
 import { deployFailure, errorMessage, explain, RunnerError } from "./errors";
@@ -43,7 +42,7 @@ import { browsersAnswer } from "./lifecycle/browsers-ready";
 import { readRunRecord, recordFailedSelfTest, withReproducibility, writeRunRecord } from "./evidence/run-record";
 import { runtimeOf } from "./runtimes/runtimes";
 import type { StateResource as EngineStateResource } from "../engines/docker";
-import type { EngineEvent } from "@pulumi/pulumi/automation";
+import { collectEngineError } from "./stack/engine-errors";
 import { providePlugin } from "./stack/toolchain";
 import * as operations from "./stack/operations";
 import { parseSelfTestFailure } from "../protocol/self-test-failure";
@@ -54,7 +53,6 @@ import {
   screenshotStack as screenshotStackWith,
   stackStatus as stackStatusWith,
   stateOutputs,
-  computersOf,
   type OperatorOptions,
   type ScreenshotOptions,
   type StackList,
@@ -62,10 +60,8 @@ import {
 } from "./operator/operator";
 import type { Screenshot } from "./operator/screens";
 import { fileBackendDir, readStateStack } from "./stack/state-files";
-import { computerFeed } from "./operator/watch";
-import { startWatchServer, type WatchServer } from "./operator/watch-server";
-import { takeoverGateway } from "./operator/takeover";
-import { recordTakeover } from "./evidence/takeovers";
+import type { WatchServer } from "./operator/watch-server";
+import { watchStackWith, type WatchStackOptions } from "./operator/watch-stack";
 import {
   backendUrlFor,
   DEFAULT_PROJECT_DIR,
@@ -198,44 +194,10 @@ function bound(result: DeployResult, options: RunnerOptions): DeployedStack {
   };
 }
 
-/**
- * An engine error as the user needs it: its own lines (a self-test names each failed check on one), without the
- * stack trace a provider's exception carries.
- */
 /** The resource plugin the stack's target deploys with: kubernetes on a cluster, docker on every engine. */
 function pluginOfTarget(opened: OpenedStack): "docker" | "kubernetes" {
   return opened.target === "kubernetes" ? "kubernetes" : "docker";
 }
-
-/** Adds the text of an engine event's error diagnostic to `errors`, led by the resource it is about. */
-function collectEngineError(event: EngineEvent, errors: string[]): void {
-  const diagnostic = event.diagnosticEvent;
-  if (diagnostic?.severity !== "error") return;
-  const text = engineErrorText(diagnostic.message);
-  const resource = diagnostic.urn ? resourceOfUrn(diagnostic.urn) : undefined;
-  errors.push(resource ? `${resource}: ${text}` : text);
-}
-
-/** `type (name)` of a URN, as the Pulumi CLI names a resource in its diagnostics. */
-function resourceOfUrn(urn: string): string | undefined {
-  const parts = urn.split("::");
-  const type = parts[2]?.split("$").pop();
-  const name = parts[3];
-  return type && name ? `${type} (${name})` : undefined;
-}
-
-function engineErrorText(message: string): string {
-  const lines = message
-    .trim()
-    .split("\n")
-    .filter((line) => !/^\s+at /.test(line) && line.trim() !== "");
-  // A cap against a runaway transcript, far above a self-test's line per failing check.
-  return lines.length > MAX_ENGINE_ERROR_LINES
-    ? [...lines.slice(0, MAX_ENGINE_ERROR_LINES), `… ${lines.length - MAX_ENGINE_ERROR_LINES} more lines`].join("\n")
-    : lines.join("\n");
-}
-
-const MAX_ENGINE_ERROR_LINES = 200;
 
 /** The error of a deploy its caller cancelled, or undefined when `signal` did not abort it. */
 function cancelled(stack: string, signal: AbortSignal | undefined): RunnerError | undefined {
@@ -555,46 +517,15 @@ export async function screenshotStack(
 
 /**
  * Serves a local page (127.0.0.1, its URL carrying a secret of this call) showing every computer's screen live, with
- * its URL and proxy log (`multienv watch`). Close it with `close()`.
- */
-/**
- * Serves `watch`'s page for the stack. Viewers may take a computer over as `operator` (default: the OS user); each
+ * its URL and proxy log (`multienv watch`). Viewers may take a computer over as `operator` (default: the OS user); each
  * takeover's record goes into run.json (evidence/takeovers.ts). `takeNow` takes that computer at once
- * (`multienv takeover`).
+ * (`multienv takeover`). Close it with `close()`.
  */
 export async function watchStack(
   stack: string,
-  options: RunnerOptions & { port?: number; operator?: string; takeNow?: string } = {},
+  options: RunnerOptions & Pick<WatchStackOptions, "port" | "operator" | "takeNow"> = {},
 ): Promise<WatchServer> {
-  const computers = await computersOf(stack, undefined, options);
-  if (options.takeNow !== undefined && !computers.includes(options.takeNow))
-    throw new RunnerError(
-      `--computer ${options.takeNow}: stack ${stack} has no such computer; it has ${computers.join(", ") || "none"}`,
-    );
-  const access = await gatewayAccess(stack, options);
-  const artifactsDir = options.artifactsDir ?? artifactsDirOf(options.projectDir ?? DEFAULT_PROJECT_DIR, stack);
-  const server = await startWatchServer({
-    stack,
-    port: options.port,
-    feeds: Object.fromEntries(computers.map((computer) => [computer, computerFeed(access, computer)])),
-    takeover: {
-      gateway: takeoverGateway(access.gatewayUrl, access.controlToken),
-      operator: options.operator ?? userInfo().username,
-      onTakeover: (record) => recordTakeover(artifactsDir, stack, record),
-    },
-    ...(options.takeNow !== undefined ? { takeNow: options.takeNow } : {}),
-  }).catch(async (error: unknown) => {
-    await access.close();
-    throw error;
-  });
-  // The gateway stays reachable (a port-forward on kubernetes) while the page is served.
-  return {
-    ...server,
-    close: async () => {
-      await server.close();
-      await access.close();
-    },
-  };
+  return watchStackWith(stack, (name) => gatewayAccess(name, options), options);
 }
 
 /** Collects whatever is not collected yet, then destroys the stack (see lifecycle/down.ts for the order and policy). */

@@ -6,13 +6,8 @@
 // runs the gateway's server in this process, on real sockets, and reads the count around each request.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  computerAgentToken,
-  decodedFormsVerdict,
-  decodingBudget,
-  secretTokens,
-  tokenReadingWork,
-} from "../../src/protocol/auth";
+import { computerAgentToken, decodedFormsVerdict, decodingBudget, secretTokens } from "../../src/protocol/auth";
+import { tokenReadingWork } from "../../src/protocol/token-reading";
 import { parseGatewayConfig } from "../../src/gateway/config";
 import { start, type RunningGateway } from "../../src/gateway/server";
 import { echoHandler, headerValues, rawExchange, startUpstream, type Echo, type Upstream } from "../helpers/servers";

@@ -14,10 +14,10 @@ import {
   computerControlToken,
   decodedFormsVerdict,
   decodingBudget,
-  provablyCleanText,
   secretTokens,
-  tokenReadingWork,
 } from "../../src/protocol/auth";
+import { provablyCleanText } from "../../src/protocol/clean-text";
+import { tokenReadingWork } from "../../src/protocol/token-reading";
 import { longPieces, Scrubber } from "../../src/protocol/scrub";
 import { cleanup, tempDir } from "../helpers/processes";
 import { writeLargeRequestLog } from "../helpers/request-logs";

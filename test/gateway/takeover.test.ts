@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { computerAgentToken } from "../../src/protocol/auth";
 import {
   HAND_BACK_EVENT,
+  MIN_HOLD_SECONDS,
   REQUEST_HUMAN_METHOD,
   REQUEST_TIMED_OUT_ERROR_CODE,
   TAKEN_OVER_ERROR_CODE,
@@ -42,6 +43,16 @@ function take(gateway: GatewayProcess, computer: string, operator: string, heade
     method: "POST",
     headers: { ...headers, "Content-Type": "application/json" },
     body: JSON.stringify({ operator }),
+    control: false,
+  });
+}
+
+/** A take held for `holdSeconds` unless renewed. */
+function takeFor(gateway: GatewayProcess, computer: string, operator: string, holdSeconds: number) {
+  return request(`${gateway.url}${takeoverPath(computer)}`, {
+    method: "POST",
+    headers: { ...CONTROL, "Content-Type": "application/json" },
+    body: JSON.stringify({ operator, holdSeconds }),
     control: false,
   });
 }
@@ -284,5 +295,39 @@ describe("a takeover on a gateway of several workers", () => {
       expect((await agent.send("Target.getTargets", {})).error).toBeUndefined();
       agent.close();
     }
+  });
+
+  it("ends a hold taken through one worker when it runs out unrenewed: once, every agent connection on every worker freed", async () => {
+    const version = JSON.parse(
+      (await request(`${gateway.url}/computers/agent/cdp/json/version`, { headers: CONTROL })).body,
+    );
+    const agents = await Promise.all(Array.from({ length: 6 }, () => connectCdp(version.webSocketDebuggerUrl, AGENT)));
+    const taken = await takeFor(gateway, "agent", "frank", MIN_HOLD_SECONDS);
+    expect(taken.status).toBe(200);
+    const { since } = JSON.parse(taken.body).taken as { since: string };
+    for (const agent of agents) {
+      await agent.event(TAKEN_OVER_EVENT);
+      expect((await agent.send("Target.createTarget", { url: "about:blank" })).error?.code).toBe(TAKEN_OVER_ERROR_CODE);
+    }
+    // Nobody renews it: every worker's timer runs out, and the one the state's keeper lets end it tells every worker.
+    for (const agent of agents) {
+      const handedBack = await agent.event(HAND_BACK_EVENT, 0, (MIN_HOLD_SECONDS + 10) * 1000);
+      expect(handedBack.params).toMatchObject({ computer: "agent", operator: "frank", ended: "hold-expired" });
+      expect(agent.events.filter((event) => event.method === HAND_BACK_EVENT)).toHaveLength(1);
+      expect((await agent.send("Target.getTargets", {})).error).toBeUndefined();
+    }
+    // Every worker answers the computer free, and the hold's end was made and logged once.
+    for (let i = 0; i < 4; i++)
+      expect(JSON.parse((await request(`${gateway.url}${takeoverPath("agent")}`, { headers: CONTROL })).body)).toEqual(
+        {},
+      );
+    const ends = () =>
+      gateway.logs.filter((line) => line.event === "handed-back" && line.since === since && line.computer === "agent");
+    await until("the hold's end logged", () => ends().length > 0);
+    expect(ends()).toEqual([expect.objectContaining({ ended: "hold-expired", operator: "frank" })]);
+    // Free where the state is kept too: another person may take it, through whichever worker.
+    expect((await take(gateway, "agent", "gina")).status).toBe(200);
+    expect((await handBack(gateway, "agent")).status).toBe(200);
+    for (const agent of agents) agent.close();
   });
 });

@@ -4,13 +4,8 @@
 // calls, each side's best of several rounds, so a busy machine moves both alike.
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import {
-  computerAgentToken,
-  computerControlToken,
-  secretTokens,
-  tokenReadingWork,
-  withoutTokens,
-} from "../../src/protocol/auth";
+import { computerAgentToken, computerControlToken, secretTokens, withoutTokens } from "../../src/protocol/auth";
+import { tokenReadingWork } from "../../src/protocol/token-reading";
 import { TOKEN } from "./helpers";
 
 const SIZE = 15 * 1024;

@@ -1,10 +1,13 @@
 // The gateway client against the real gateway process on loopback: each operation of the gateway's contract as the
 // runner, the providers and the benches ask it, a token the gateway refuses, answers that are not what the gateway
-// serves, and the control token kept out of every error line, even when a hostile site echoes it back.
+// serves, and the control token kept out of every error line, even when a hostile site echoes it back. Every path a
+// method of the client asks is also given to the gateway's own route parser, which must send it where that method
+// means (both build on src/protocol/gateway-paths.ts), and every method of the contract is asked here.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { route, type Route } from "../../src/gateway/routes";
 import { CARD_PATH, WEBSITE_OPERATIONS, WEBSITE_V1_URN } from "../../src/protocol/card";
 import { GatewayClient, GatewayRequestError } from "../../src/protocol/gateway-client";
 import { freePort } from "../helpers/ports";
@@ -85,6 +88,76 @@ function replayListener(broken: boolean) {
   };
 }
 
+/** Where the gateway must route each method's requests: what its route parser says of the path the method asked. */
+const ROUTE_OF_METHOD: Record<string, Partial<Route>> = {
+  card: { kind: "card" },
+  health: { kind: "healthz" },
+  siteReady: { kind: "site", via: "svc" },
+  siteOperation: { kind: "site", via: "svc" },
+  siteJson: { kind: "site", via: "svc" },
+  siteSession: { kind: "site", via: "svc" },
+  devtoolsAnswers: { kind: "computer", op: "cdp" },
+  devtoolsTargets: { kind: "computer", op: "cdp" },
+  activateTab: { kind: "computer", op: "cdp" },
+  browserOperation: { kind: "computer", op: "cdp" },
+  proxyLog: { kind: "computer", op: "proxy-log" },
+  proxyLogPiece: { kind: "computer", op: "proxy-log" },
+  endConnections: { kind: "computer", op: "end-connections" },
+  requestLogs: { kind: "request-logs" },
+  requestLog: { kind: "request-log" },
+  captures: { kind: "captures" },
+  downloadCapture: { kind: "capture" },
+  replayCounters: { kind: "replay", op: "counters" },
+  resetReplay: { kind: "replay", op: "reset" },
+  take: { kind: "takeover" },
+  renew: { kind: "takeover" },
+  handBack: { kind: "takeover" },
+  takeovers: { kind: "takeovers" },
+};
+/** The client's own plumbing and the URLs it hands out: no request of the contract of their own. */
+const NOT_REQUESTS = ["constructor", "urlOf", "cdpUrl", "authorization", "send", "failure", "ok", "json", "parse"];
+
+/** The methods of the contract the clients of this file were asked. */
+const asked = new Set<string>();
+/** The method of the contract running now (its request is sent before its first await). */
+let asking: string | undefined;
+
+/**
+ * A client whose every request is checked against the gateway's route parser before it is sent: the path must route
+ * where the method that asked it means (ROUTE_OF_METHOD), else the method fails with the two named.
+ */
+function checkedClient(url: string, token: string): GatewayClient {
+  const client = new (class extends GatewayClient {
+    override send(...args: Parameters<GatewayClient["send"]>): ReturnType<GatewayClient["send"]> {
+      const [, path] = args;
+      const method = asking ?? "send";
+      const routed = route(path);
+      if (ROUTE_OF_METHOD[method] === undefined)
+        throw new Error(`${method} asked ${path}: not a method of the contract`);
+      expect(routed, `${method} asked ${path}`).toMatchObject(ROUTE_OF_METHOD[method]);
+      return super.send(...args);
+    }
+  })(url, token);
+  return new Proxy(client, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== "function") return value;
+      // The private token needs the client itself as `this`.
+      if (typeof property !== "string" || NOT_REQUESTS.includes(property)) return value.bind(target);
+      return (...args: unknown[]) => {
+        const outer = asking;
+        asking ??= property;
+        asked.add(property);
+        try {
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        } finally {
+          asking = outer;
+        }
+      };
+    },
+  });
+}
+
 describe("the gateway client", () => {
   const shop = { ready: 200, resets: 0 };
   const seen: string[] = [];
@@ -112,7 +185,7 @@ describe("the gateway client", () => {
       },
       replays: { github: replay.url, broken: brokenReplay.url },
     });
-    client = new GatewayClient(`${gateway.url}/`, TOKEN);
+    client = checkedClient(`${gateway.url}/`, TOKEN);
   });
   afterAll(async () => {
     await gateway?.stop();
@@ -127,7 +200,7 @@ describe("the gateway client", () => {
   });
 
   it("says the gateway's health, and what is missing when a site is not ready", async () => {
-    expect(await new GatewayClient(gateway.url, "").health()).toEqual({ ok: true, status: 200 });
+    expect(await checkedClient(gateway.url, "").health()).toEqual({ ok: true, status: 200 });
     shop.ready = 503;
     try {
       const health = await client.health();
@@ -182,7 +255,7 @@ describe("the gateway client", () => {
     expect(await client.requestLogs()).toEqual(["agent"]);
     const plain = await startGateway({ sites: {}, computers: { nolog: { cdp: `${upstreams[1].url}/cdp` } } });
     onCleanup(() => plain.stop());
-    expect(await new GatewayClient(plain.url, TOKEN).requestLog("nolog")).toBeUndefined();
+    expect(await checkedClient(plain.url, TOKEN).requestLog("nolog")).toBeUndefined();
   });
 
   it("lists the captures and downloads one whole", async () => {
@@ -190,7 +263,7 @@ describe("the gateway client", () => {
     writeFileSync(join(capturesDir, "shop-server.pcap0"), PCAP);
     const capturing = await startGateway({ sites: { shop: { server: upstreams[0].url } }, capturesDir });
     onCleanup(() => capturing.stop());
-    const client = new GatewayClient(capturing.url, TOKEN);
+    const client = checkedClient(capturing.url, TOKEN);
     const captures = await client.captures();
     expect(captures.map((c) => [c.name, c.bytes])).toEqual([["shop-server.pcap0", PCAP.length]]);
     const file = join(tempDir("client-download-"), "shop-server.pcap0");
@@ -210,9 +283,18 @@ describe("the gateway client", () => {
     expect(await client.takeovers()).toMatchObject({ computers: { agent: expect.anything() } });
   });
 
+  it("takes a computer over, renews its hold and hands it back", async () => {
+    const taken = await client.take("agent", "dana", 60);
+    expect(taken).toMatchObject({ operator: "dana", since: expect.any(String), expires: expect.any(String) });
+    const renewed = await client.renew("agent", taken.since, 120);
+    expect(Date.parse(renewed.expires!)).toBeGreaterThan(Date.parse(taken.expires!));
+    await client.handBack("agent");
+    expect((await client.takeovers()).computers.agent).toEqual({});
+  });
+
   it("refuses with one line naming the operation and the status when the gateway refuses the token", async () => {
     const wrong = "wrong-token-0123456789abcdef0123456789";
-    const refused = new GatewayClient(gateway.url, wrong);
+    const refused = checkedClient(gateway.url, wrong);
     const error = (await refused.card().catch((e: unknown) => e)) as GatewayRequestError;
     expect(error).toBeInstanceOf(GatewayRequestError);
     expect(error.status).toBe(401);
@@ -235,12 +317,24 @@ describe("the gateway client", () => {
   });
 
   it("says a gateway that does not answer in one line naming the operation, without the token", async () => {
-    const gone = new GatewayClient(`http://127.0.0.1:${await freePort()}`, TOKEN);
+    const gone = checkedClient(`http://127.0.0.1:${await freePort()}`, TOKEN);
     const error = (await gone.proxyLog("agent").catch((e: unknown) => e)) as GatewayRequestError;
     expect(error.message).toMatch(
       /^fetching the site-proxy log of computer agent: cannot reach the gateway \(ECONNREFUSED\)$/,
     );
     expect(error.status).toBeUndefined();
     expect(error.message).not.toContain(TOKEN);
+  });
+
+  // Last, once every test above has asked its methods.
+  it("asks every method of the gateway's contract here, each at a path the gateway routes where it means", () => {
+    const methods = Object.getOwnPropertyNames(GatewayClient.prototype).filter((name) => !NOT_REQUESTS.includes(name));
+    expect(methods.sort()).toEqual(Object.keys(ROUTE_OF_METHOD).sort());
+    expect([...asked].sort()).toEqual(Object.keys(ROUTE_OF_METHOD).sort());
+    expect(route(new URL(client.cdpUrl("agent")).pathname)).toMatchObject({
+      kind: "computer",
+      computer: "agent",
+      op: "cdp",
+    });
   });
 });
