@@ -5,7 +5,7 @@
 // docs/design.md "Outputs".
 import * as pulumi from "@pulumi/pulumi";
 import type { LiveReason, LiveWebsiteMark, ReplayedWebsiteMark } from "../src/plan";
-import type { GatewayTunnel } from "../src/plan/ssh";
+import type { GatewayTunnel } from "../src/plan/targets/ssh";
 import { computerCdpUrl, siteUrls } from "../src/plan/urls";
 import { computerAgentToken } from "../src/protocol/auth";
 import type { AgentTokensOutput, ComputerOutput, SelfTestOutput, WebsiteOutput } from "../src/plan/stack-outputs";

@@ -13,9 +13,9 @@ import * as pulumi from "@pulumi/pulumi";
 import { LocalCommand } from "../../src/providers/resources";
 import type { EngineNetworks } from "../../src/plan/wiring";
 import type { ProjectImageIds, ProjectImageRole, RemoteEngineImages } from "../../src/plan/images";
-import { shipImagesCommand } from "../../src/plan/ec2";
+import { shipImagesCommand } from "../../src/plan/targets/ec2";
 import { recordingImage } from "../../src/plan/replay";
-import type { EngineConnection, SshEndpoint } from "../../src/plan/ssh";
+import type { EngineConnection, SshEndpoint } from "../../src/plan/targets/ssh";
 
 /** Where a remote engine gets its images: another engine (the runner's), and how to reach this one over SSH. */
 export interface ImageSource {
@@ -32,7 +32,7 @@ export interface ImageSource {
 export interface DockerEngineArgs {
   /**
    * The engine: unset for the local one (DOCKER_HOST, else the default socket), or a `unix://` host; a remote
-   * engine's `ssh://` host and options (src/plan/ssh.ts `engineConnection`).
+   * engine's `ssh://` host and options (src/plan/targets/ssh.ts `engineConnection`).
    */
   connection?: pulumi.Input<Partial<EngineConnection>>;
   /** Which networks this engine holds, internal (no route out) and external, by Docker name. */

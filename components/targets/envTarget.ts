@@ -5,7 +5,7 @@
 // docker deploy never does.
 import type * as pulumi from "@pulumi/pulumi";
 import type { Plan, PlannedComputer } from "../../src/plan";
-import type { GatewayTunnel as GatewayTunnelSpec } from "../../src/plan/ssh";
+import type { GatewayTunnel as GatewayTunnelSpec } from "../../src/plan/targets/ssh";
 import type { ProjectImageIds } from "../../src/plan/images";
 import type { DockerEngine } from "../docker/engine";
 

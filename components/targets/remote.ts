@@ -3,7 +3,7 @@
 // `handOver` once, in its constructor.
 import * as pulumi from "@pulumi/pulumi";
 import type { PlannedComputer } from "../../src/plan";
-import type { GatewayTunnel as GatewayTunnelSpec } from "../../src/plan/ssh";
+import type { GatewayTunnel as GatewayTunnelSpec } from "../../src/plan/targets/ssh";
 import type { DockerEngine } from "../docker/engine";
 import type { EnvTarget, EnvTargetArgs } from "./envTarget";
 import { RemoteEngines, type RemoteHost } from "./remoteEngines";

@@ -1,5 +1,5 @@
 // On a cluster the gateway's runner listener (GATEWAY_PORT, 8080) is on its pod's loopback, reached by a
-// port-forward through the API server alone (src/plan/kubernetes.ts). No Service may open a way around that: none
+// port-forward through the API server alone (src/plan/targets/kubernetes.ts). No Service may open a way around that: none
 // reachable from outside the cluster (NodePort, LoadBalancer, externalIPs) or pointing outside it (ExternalName),
 // and none carrying the runner's port.
 import { GATEWAY_PORT } from "../../src/plan/topology";

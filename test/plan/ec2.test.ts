@@ -1,4 +1,4 @@
-// src/plan/ec2.ts: the ec2 target's rules and scripts, and its config section's decisions (architecture, defaults,
+// src/plan/targets/ec2.ts: the ec2 target's rules and scripts, and its config section's decisions (architecture, defaults,
 // refusals).
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
@@ -12,7 +12,7 @@ import {
   plannedEc2,
   shipImagesCommand,
   wellFormedPublicKey,
-} from "../../src/plan/ec2";
+} from "../../src/plan/targets/ec2";
 import { formatProblem } from "../../src/plan/problems";
 import type { StackConfig } from "../../src/plan/types";
 import { layoutPlan } from "./layout-fixture";

@@ -3,7 +3,7 @@
 import type * as awsTypes from "@pulumi/aws";
 import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
-import { awsTags, computerPeer } from "../../../src/plan/ec2";
+import { awsTags, computerPeer } from "../../../src/plan/targets/ec2";
 import { Ec2Firewall } from "./firewall";
 import { Ec2Host } from "./host";
 import type { EnvTargetArgs } from "../envTarget";

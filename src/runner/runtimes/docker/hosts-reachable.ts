@@ -6,7 +6,7 @@
 // deleted, naming the host by its role and address. Resources `deletedWith` a machine the stack owns (ec2) need
 // no SSH to go: their hosts are not asked.
 import { execFile } from "node:child_process";
-import { sshRun, sshSetup, type SshEndpoint } from "../../../plan/ssh";
+import { sshRun, sshSetup, type SshEndpoint } from "../../../plan/targets/ssh";
 import { RESOURCE_TYPES } from "../../../protocol/resource-types";
 
 /** A resource of an exported deployment, as far as this check reads it. */

@@ -2,11 +2,11 @@
 // the user data; the shell commands that ship images to a remote host and check its readiness over SSH (the
 // hosts target's too); and the ec2 section's own decisions: the instance type's architecture (so its AMI), the
 // SSH user, the lifetime, and the combinations AWS would take but mis-place. Pure data from the Plan.
-import { GATEWAY_BROWSE_PORT, SITE_PROXY_CONTROL_PORT } from "./topology";
+import { GATEWAY_BROWSE_PORT, SITE_PROXY_CONTROL_PORT } from "../topology";
 import ipaddr from "ipaddr.js";
-import { problem } from "./problems";
+import { problem } from "../problems";
 import { sshMasterLines, sshRun, sshSetup, type SshEndpoint } from "./ssh";
-import type { Ec2Config, Plan, PlannedEc2, Problem, StackConfig } from "./types";
+import type { Ec2Config, Plan, PlannedEc2, Problem, StackConfig } from "../types";
 
 /** Tags on every AWS resource: which stack (task) it belongs to, so a bill or a leak names its task. */
 export function awsTags(plan: Pick<Plan, "stack">, name: string): Record<string, string> {
