@@ -16,6 +16,7 @@ import { ControlToken } from "./controlToken";
 import { deployOnEngines } from "./docker/deploy";
 import { deployOnCluster } from "./kubernetes/deploy";
 import { SelfTest } from "./selfTest";
+import { envTargetFor } from "./targets/envTargetFor";
 
 /** What MultiEnv deploys from: what its target's family of parts does, less what MultiEnv itself gives them. */
 export type MultiEnvArgs = Omit<DeployArgs, "controlToken" | "parent">;
@@ -55,8 +56,19 @@ export class MultiEnv extends pulumi.ComponentResource {
     super("multienv:index:MultiEnv", name, {}, opts);
     const { plan } = args;
     this.controlToken = new ControlToken(`${name}-control-token`, {}, { parent: this });
-    const family = plan.target === "kubernetes" ? deployOnCluster : deployOnEngines;
-    const deployed = family(name, { ...args, controlToken: this.controlToken.value, parent: this });
+    const deployArgs = { ...args, controlToken: this.controlToken.value, parent: this };
+    const deployed =
+      plan.target === "kubernetes"
+        ? deployOnCluster(name, deployArgs)
+        : deployOnEngines(
+            name,
+            deployArgs,
+            envTargetFor(
+              { plan, projectImages: args.projectImages, recordingContext: args.recordingContext, runnerEngine: {} },
+              { parent: this },
+              name,
+            ),
+          );
     const { gatewayUrl } = deployed;
     const selfTest = plan.selfTest.enabled
       ? new SelfTest(
