@@ -13,10 +13,10 @@ import type { GatewayPortForward } from "../src/protocol/port-forward";
 import { CaptureCollector } from "./captureCollector";
 import type { DeployArgs } from "./deployed";
 import { ControlToken } from "./controlToken";
-import { deployOnEngines } from "./docker/deploy";
+import { deployOnEngines } from "./engine/deploy";
 import { deployOnCluster } from "./kubernetes/deploy";
 import { SelfTest } from "./selfTest";
-import { envTargetFor } from "./targets/envTargetFor";
+import { envTargetFor } from "./targets";
 
 /** What MultiEnv deploys from: what its target's family of parts does, less what MultiEnv itself gives them. */
 export type MultiEnvArgs = Omit<DeployArgs, "controlToken" | "parent">;

@@ -75,7 +75,7 @@ export function hostsToReach(stack: string, resources: StateResource[]): HostToR
   return [...hosts.values()];
 }
 
-/** The type of the DockerEngine component (components/docker/engine.ts). */
+/** The type of the DockerEngine component (components/engine/engine.ts). */
 const DOCKER_ENGINE_TYPE = "multienv:docker:DockerEngine";
 
 /** How a host is named to the user: `the env host` or `computer <name>'s host`, and its address. */

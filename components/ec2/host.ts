@@ -5,10 +5,10 @@
 import type * as awsTypes from "@pulumi/aws";
 import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
-import { ec2UserData } from "../../../src/plan/targets/ec2";
-import type { SshEndpoint } from "../../../src/plan/targets/ssh";
-import { SshHostKey } from "../../../src/providers/resources";
-import { OPENSSH_PUBLIC_KEY } from "../../../src/config/schema";
+import { ec2UserData } from "../../src/plan/targets/ec2";
+import type { SshEndpoint } from "../../src/plan/targets/ssh";
+import { SshHostKey } from "../../src/providers/resources";
+import { OPENSSH_PUBLIC_KEY } from "../../src/config/schema";
 
 export interface Ec2HostArgs {
   /** Instance type, e.g. `t3.large`. */

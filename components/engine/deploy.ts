@@ -11,7 +11,7 @@ import {
   siteProxyServiceConfig,
 } from "../../src/plan";
 import type { DeployArgs, Deployed } from "../deployed";
-import type { EnvTarget } from "../targets/envTarget";
+import type { EnvTarget } from "./envTarget";
 import { Computer } from "./computer";
 import { Gateway } from "./gateway";
 import { Website } from "./website";

@@ -1,10 +1,10 @@
-// Which target component deploys a plan's engines: the one factory of EnvTarget (envTarget.ts), apart from the
-// interface so the targets implementing it import the interface without importing each other.
+// Which target component deploys a plan's engines: the one factory of EnvTarget (engine/envTarget.ts), above the
+// targets' folders, so the targets implementing it import the interface without importing each other.
 import type * as pulumi from "@pulumi/pulumi";
-import { DockerTarget } from "./docker";
+import { DockerTarget } from "./docker/target";
 import { Ec2Target } from "./ec2/target";
-import type { EnvTarget, EnvTargetArgs } from "./envTarget";
-import { HostsTarget } from "./hosts";
+import type { EnvTarget, EnvTargetArgs } from "./engine/envTarget";
+import { HostsTarget } from "./hosts/target";
 
 /**
  * The target component for the plan's target, a child of `opts.parent`. It takes its owner's name (the MultiEnv's;

@@ -12,8 +12,8 @@ import { engineConnection, type GatewayTunnel as GatewayTunnelSpec, type SshEndp
 import { sshDir } from "../../src/providers/ssh";
 import { GatewayTunnel, LocalCommand } from "../../src/providers/resources";
 import { LABELS } from "../../src/protocol/labels";
-import { DockerEngine } from "../docker/engine";
-import type { EnvTarget, EnvTargetArgs } from "./envTarget";
+import { DockerEngine } from "../engine/engine";
+import type { EnvTarget, EnvTargetArgs } from "../engine/envTarget";
 
 /** One Docker host of the env. */
 export interface RemoteHost {

@@ -4,9 +4,9 @@
 import type * as awsTypes from "@pulumi/aws";
 import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
-import type { Plan } from "../../../src/plan";
-import type { HostSecurity, SecurityRule } from "../../../src/plan/targets/ec2";
-import { awsTags, computerPeer, ec2SecurityRules } from "../../../src/plan/targets/ec2";
+import type { Plan } from "../../src/plan";
+import type { HostSecurity, SecurityRule } from "../../src/plan/targets/ec2";
+import { awsTags, computerPeer, ec2SecurityRules } from "../../src/plan/targets/ec2";
 
 export interface Ec2FirewallArgs {
   /** The plan: the stack, the computers, ec2 (runner CIDRs, VPC). */
