@@ -1,6 +1,6 @@
 // The Docker-engine family deployed on the engines its target gives (an EnvTarget: the docker, hosts or ec2 target,
-// picked by envTargetFor): the websites, the gateway and the computers on them, wired as the plan says; what
-// MultiEnv needs of them handed back as Deployed.
+// picked by components/targets.ts): the websites, the gateway and the computers on them, wired as the plan says;
+// what MultiEnv needs of them handed back as Deployed.
 import * as pulumi from "@pulumi/pulumi";
 import {
   browserServiceConfig,
