@@ -66,7 +66,8 @@ const LAYERS = [
   [{ name: "the program", members: ["src/program.ts", "index.ts"] }],
   // The runner, on top of all of the above; inside it, the same rule between its folders.
   [{ name: "src/runner (errors, terminal text)", members: ["src/runner/errors.ts", "src/runner/terminal-text.ts"] }],
-  [{ name: "src/runner/runtimes", members: ["src/runner/runtimes"] }],
+  // What the runner does per target: the docker and kubernetes runtimes, the hosts' reachability, ec2's sweep.
+  [{ name: "src/runner/targets", members: ["src/runner/targets"] }],
   [{ name: "src/runner/stack", members: ["src/runner/stack"] }],
   [
     { name: "src/runner/check", members: ["src/runner/check"] },

@@ -126,7 +126,7 @@ export class DockerEngine extends pulumi.ComponentResource {
     }
     if (args.imagesFrom) this.shipAll(name, args.imagesFrom);
     // A remote engine's host, in the state: a destroy asks it over SSH first
-    // (src/runner/runtimes/docker/hosts-reachable.ts).
+    // (src/runner/targets/hosts/hosts-reachable.ts).
     this.registerOutputs(args.imagesFrom ? { ssh: args.imagesFrom.ssh } : {});
   }
 

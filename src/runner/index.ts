@@ -37,11 +37,11 @@ import {
   unreachableHosts,
   unreachableMessage,
   type StateResource,
-} from "./runtimes/docker/hosts-reachable";
+} from "./targets/hosts/hosts-reachable";
 import { resetEnv, type ResetResult, type ResetSeam } from "./lifecycle/reset";
 import { browsersAnswer } from "./lifecycle/browsers-ready";
 import { readRunRecord, recordFailedSelfTest, withReproducibility, writeRunRecord } from "./evidence/run-record";
-import { runtimeOf } from "./runtimes/runtimes";
+import { runtimeOf } from "./targets/runtimes";
 import type { StateResource as EngineStateResource } from "../engines/docker";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { providePlugin } from "./stack/toolchain";

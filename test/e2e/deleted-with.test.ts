@@ -23,7 +23,7 @@ import { sshRun, sshSetup } from "../../src/plan/targets/ssh";
 import { engineClient, projectImagesOn } from "../../src/engines/docker";
 import { LocalCommand } from "../../src/providers/resources";
 import { RESOURCE_TYPES } from "../../src/protocol/resource-types";
-import { hostsToReach, type StateResource } from "../../src/runner/runtimes/docker/hosts-reachable";
+import { hostsToReach, type StateResource } from "../../src/runner/targets/hosts/hosts-reachable";
 import { startStandinVm, type StandinVm } from "../helpers/standin";
 import { REPO, SAMPLE_SHOP } from "./helpers/env";
 

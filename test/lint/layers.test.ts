@@ -22,7 +22,7 @@ describe("an import against the layers' order fails the lint", () => {
     ["src/runner/stack/fixture.ts", 'export { writeFileAtomic } from "../evidence/artifacts";', "src/runner/evidence"],
     [
       "src/runner/evidence/fixture.ts",
-      'export { runtimeOf } from "../runtimes/runtimes";\nexport * from "../index";',
+      'export { runtimeOf } from "../targets/runtimes";\nexport * from "../index";',
       "src/runner/index.ts",
     ],
     ["src/plan/fixture.ts", 'export const runner = require("../runner/index");', "src/runner/index.ts"],
@@ -48,7 +48,7 @@ describe("an import against the layers' order fails the lint", () => {
     ["src/capture-server/fixture.ts", 'export * from "../service-kit/log";\nexport * from "../protocol/labels";'],
     ["src/gateway/fixture.ts", 'export * from "../service-kit/reply";'],
     ["src/runner/commands/fixture.ts", 'export const load = () => require("../index");\nexport * from "../errors";'],
-    ["src/runner/stack/fixture.ts", 'export * from "../errors";\nexport * from "../runtimes/runtimes";'],
+    ["src/runner/stack/fixture.ts", 'export * from "../errors";\nexport * from "../targets/runtimes";'],
     ["components/docker/fixture.ts", 'export * from "../deployed";\nexport * from "../../src/plan/types";'],
     ["src/runner/cli.ts", 'export const load = () => require("./commands/up");'],
   ])("%s may: %s", async (path, source) => {

@@ -10,7 +10,7 @@ import {
   unreachableHosts,
   unreachableMessage,
   type StateResource,
-} from "../../src/runner/runtimes/docker/hosts-reachable";
+} from "../../src/runner/targets/hosts/hosts-reachable";
 import { freePort } from "../helpers/ports";
 import { startSshd, type TestSshd } from "../helpers/sshd";
 
