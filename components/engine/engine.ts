@@ -13,9 +13,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { LocalCommand } from "../../src/providers/resources";
 import type { EngineNetworks } from "../../src/plan/wiring";
 import type { ProjectImageIds, ProjectImageRole, RemoteEngineImages } from "../../src/plan/images";
-import { shipImagesCommand } from "../../src/plan/targets/ec2";
 import { recordingImage } from "../../src/plan/replay";
-import type { EngineConnection, SshEndpoint } from "../../src/plan/targets/ssh";
+import { shipImagesCommand, type EngineConnection, type SshEndpoint } from "../../src/plan/targets/ssh";
 
 /** Where a remote engine gets its images: another engine (the runner's), and how to reach this one over SSH. */
 export interface ImageSource {

@@ -4,11 +4,15 @@
 // created, or machines the config names) is the caller's; everything done on them is here, once.
 import * as pulumi from "@pulumi/pulumi";
 import type { PlannedComputer } from "../../src/plan";
-import { readinessCommand } from "../../src/plan/targets/ec2";
 import { projectImageIdsOf, projectImagesNeeded, remoteEngineImages } from "../../src/plan/images";
 import { gatewayUrl } from "../../src/plan/urls";
 import { computerEngineNetworks, envEngineNetworks } from "../../src/plan/wiring";
-import { engineConnection, type GatewayTunnel as GatewayTunnelSpec, type SshEndpoint } from "../../src/plan/targets/ssh";
+import {
+  engineConnection,
+  readinessCommand,
+  type GatewayTunnel as GatewayTunnelSpec,
+  type SshEndpoint,
+} from "../../src/plan/targets/ssh";
 import { sshDir } from "../../src/providers/ssh";
 import { GatewayTunnel, LocalCommand } from "../../src/providers/resources";
 import { LABELS } from "../../src/protocol/labels";
