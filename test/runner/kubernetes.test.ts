@@ -19,7 +19,7 @@ import {
   stackNamespaces,
   stackPods,
 } from "../../src/runner/targets/kubernetes/state";
-import { containerProblem } from "../../src/runner/targets/docker/containers";
+import { containerProblem } from "../../src/runner/targets/env-runtime";
 import { localOutputs, openGatewayAccess, rebaseUrl, readOutputs } from "../../src/runner/stack/outputs";
 import { portForwardUrl } from "../../src/protocol/port-forward";
 import { cleanup, tempDir } from "../helpers/processes";

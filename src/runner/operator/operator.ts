@@ -23,7 +23,7 @@ import {
   countContainers,
   type ContainerCounts,
   type ContainerState,
-} from "../targets/docker/containers";
+} from "../targets/env-runtime";
 import { errorMessage, RunnerError } from "../errors";
 import { readOutputs, type GatewayAccess, type StackOutputs } from "../stack/outputs";
 import { readRunRecord } from "../evidence/run-record";

@@ -1,7 +1,7 @@
 // What the runner does to a deployed env's workloads at run time, whichever target runs them: a Docker engine's
 // containers (docker/runtime.ts) or a cluster's pods (kubernetes/runtime.ts). `status` and `ls` read their states,
 // `reset` starts sites and captures over, `down` checks nothing is left. runtimes.ts picks one from the stack's state.
-import type { ContainerState } from "./docker/containers";
+// A container's state and a pod's are one shape (ContainerState), read alike by `status` and `ls` whatever the target.
 
 export interface EnvRuntime {
   /** `docker` (an engine's containers, local or remote) or `kubernetes` (a cluster's pods). */
@@ -23,4 +23,67 @@ export interface EnvRuntime {
    * was checked and is gone, `left` what is still there, a line each saying how to remove it.
    */
   checkDestroyed(): Promise<{ gone: string[]; left: string[] }>;
+}
+
+/** A container's state as the engine reports it (or a pod's, as the cluster does: kubernetes/runtime.ts). */
+export interface ContainerState {
+  name: string;
+  /** Set for a pod of the kubernetes target; a Docker container has none. */
+  kind?: "pod";
+  role?: string;
+  site?: string;
+  computer?: string;
+  /** `local`, or the engine's `ssh://` host; for a pod, `<context>/<namespace>`. */
+  engine: string;
+  /**
+   * Docker's state (`running`, `exited`, `restarting`, ...), `missing` when the engine has no such container; for a
+   * pod its phase in lower case (`running`, `pending`, `failed`), `missing` when the cluster has no such pod.
+   */
+  state: string;
+  /**
+   * Its healthcheck's verdict (`healthy`, `unhealthy`, `starting`); absent for a container without one. A pod's is
+   * its Ready condition: `ready` or `not ready`.
+   */
+  health?: string;
+  /** A pod's container restarts, sidecars included. */
+  restarts?: number;
+  /** Why a pod's container waits or ended (`CrashLoopBackOff`, `ErrImageNeverPull`), when one does. */
+  reason?: string;
+  /** Why the engine could not be asked, when it could not. */
+  error?: string;
+}
+
+/** Running/healthy out of total. */
+export interface ContainerCounts {
+  total: number;
+  running: number;
+  /** Running, and healthy by its healthcheck when it has one. */
+  healthy: number;
+}
+
+/** True when the container runs and its healthcheck, if it has one, says healthy (a pod: it is Ready). */
+export function isHealthy(container: Pick<ContainerState, "state" | "health">): boolean {
+  return (
+    container.state === "running" &&
+    (container.health === undefined || container.health === "healthy" || container.health === "ready")
+  );
+}
+
+export function countContainers(states: Pick<ContainerState, "state" | "health">[]): ContainerCounts {
+  return {
+    total: states.length,
+    running: states.filter((s) => s.state === "running").length,
+    healthy: states.filter(isHealthy).length,
+  };
+}
+
+/** What is wrong with a container, in words (`exited`, `running but unhealthy`), or undefined when nothing is. */
+export function containerProblem(container: ContainerState): string | undefined {
+  if (isHealthy(container)) return undefined;
+  const where = container.kind === "pod" ? "cluster" : "engine";
+  if (container.error !== undefined) return `its ${where} (${container.engine}) did not answer: ${container.error}`;
+  if (container.state === "missing") return `not on its ${where} (${container.engine})`;
+  const reason = container.reason !== undefined ? ` (${container.reason})` : "";
+  if (container.state !== "running") return `${container.state}${reason}`;
+  return `running but ${container.health}${reason}`;
 }
