@@ -18,12 +18,7 @@ import type { SelfTestOutput } from "../../plan/stack-outputs";
 import type { LiveReason } from "../../plan/types";
 import { artifactsDirOf, RUN_RECORD_FILE } from "../evidence/artifacts";
 import { DEFAULT_PROJECT_DIR } from "../stack/project-dir";
-import {
-  containerProblem,
-  countContainers,
-  type ContainerCounts,
-  type ContainerState,
-} from "../targets/env-runtime";
+import { containerProblem, countContainers, type ContainerCounts, type ContainerState } from "../targets/env-runtime";
 import { errorMessage, RunnerError } from "../errors";
 import { readOutputs, type GatewayAccess, type StackOutputs } from "../stack/outputs";
 import { readRunRecord } from "../evidence/run-record";
