@@ -13,9 +13,9 @@ import { dirname, posix } from "node:path";
 import { fileURLToPath } from "node:url";
 
 // The layers of docs/layout.md, bottom first: a tier imports only the tiers below it, never its own nor one above
-// (`only` narrows a layer to the layers it names). A member is a folder (with everything under it) or one file. A
-// folder under src/, components/ or policies/ that is in no layer has every relative import refused, so a new
-// folder takes its place here (and in docs/layout.md) before it imports anything.
+// (`only` narrows a layer to the layers it names, `never` takes the layers it names away). A member is a folder (with
+// everything under it) or one file. A folder under src/, components/ or policies/ that is in no layer has every
+// relative import refused, so a new folder takes its place here (and in docs/layout.md) before it imports anything.
 const LAYERS = [
   [{ name: "src/protocol", members: ["src/protocol"], only: [] }],
   // What the services share beyond the wire: the capture listing and health, framing, answers, the log, path names.
@@ -50,18 +50,32 @@ const LAYERS = [
     },
     { name: "components/accounts", members: ["components/accounts"] },
   ],
+  // The parts on a Docker engine, whichever target gives the engine, and what they need of a target (EnvTarget).
+  [{ name: "components/engine", members: ["components/engine"] }],
+  // A folder per target; none imports another's but ec2, which hands the VMs it creates to the hosts target's part.
   [
-    // One layer until the targets are laid out on one axis: components/targets and components/docker import
-    // each other (DockerEngine one way, envTargetFor the other).
-    { name: "components/docker and components/targets", members: ["components/docker", "components/targets"] },
+    { name: "components/docker", members: ["components/docker"] },
+    { name: "components/hosts", members: ["components/hosts"] },
     { name: "components/kubernetes", members: ["components/kubernetes"] },
   ],
+  [{ name: "components/ec2", members: ["components/ec2"], never: ["components/docker", "components/kubernetes"] }],
+  // The one place that names every target.
+  [{ name: "components/targets.ts", members: ["components/targets.ts"] }],
   [{ name: "components (MultiEnv)", members: ["components/multiEnv.ts", "components/index.ts"] }],
   [{ name: "src/program-pools.ts", members: ["src/program-pools.ts"] }],
   [{ name: "the program", members: ["src/program.ts", "index.ts"] }],
   // The runner, on top of all of the above; inside it, the same rule between its folders.
   [{ name: "src/runner (errors, terminal text)", members: ["src/runner/errors.ts", "src/runner/terminal-text.ts"] }],
-  [{ name: "src/runner/runtimes", members: ["src/runner/runtimes"] }],
+  // What the runner does per target, a folder each over what they share (EnvRuntime, a workload's state), and the
+  // runtime picked from a stack's state above them.
+  [{ name: "src/runner/targets/env-runtime.ts", members: ["src/runner/targets/env-runtime.ts"] }],
+  [
+    { name: "src/runner/targets/docker", members: ["src/runner/targets/docker"] },
+    { name: "src/runner/targets/hosts", members: ["src/runner/targets/hosts"] },
+    { name: "src/runner/targets/ec2", members: ["src/runner/targets/ec2"] },
+    { name: "src/runner/targets/kubernetes", members: ["src/runner/targets/kubernetes"] },
+  ],
+  [{ name: "src/runner/targets/runtimes.ts", members: ["src/runner/targets/runtimes.ts"] }],
   [{ name: "src/runner/stack", members: ["src/runner/stack"] }],
   [
     { name: "src/runner/check", members: ["src/runner/check"] },
@@ -134,12 +148,15 @@ function refusalsOf(fromDir, layer, tier) {
   for (const [otherTier, layers] of LAYERS.entries()) {
     for (const other of layers) {
       if (other === layer) continue;
-      const refused = otherTier >= tier || (allowed && !allowed.has(other.name));
+      const never = layer.never?.includes(other.name) ?? false;
+      const refused = otherTier >= tier || (allowed && !allowed.has(other.name)) || never;
       if (!refused) continue;
       const why =
         otherTier >= tier
           ? "is not below it"
-          : `is not among the layers it imports (${layer.only.join(", ") || "none"})`;
+          : never
+            ? "is another target's"
+            : `is not among the layers it imports (${layer.only.join(", ") || "none"})`;
       const message = `layers (docs/layout.md): ${layer.name} never imports ${other.name}, which ${why}`;
       for (const member of other.members) refusals.push({ regex: specifierRegex(fromDir, member), message });
     }

@@ -10,8 +10,7 @@
 // Bytes are what crosses SSH (the save stream, or its zstd form), counted apart from the timed runs.
 // The last line is one JSON object with every figure. Options (env): BENCH_ROUNDS (1). Root: makes namespaces.
 import { execFileSync } from "node:child_process";
-import { shipImagesCommand, shellQuote } from "../src/plan/ec2";
-import { sshRun, sshSetup } from "../src/plan/ssh";
+import { shellQuote, shipImagesCommand, sshRun, sshSetup } from "../src/plan/targets/ssh";
 import { startStandinVm } from "../test/helpers/standin";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);

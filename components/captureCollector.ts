@@ -5,7 +5,7 @@
 // and the site proxies still exist. What it runs and with which environment is decided in src/runner.
 import * as pulumi from "@pulumi/pulumi";
 import type { Plan } from "../src/plan";
-import type { GatewayTunnel } from "../src/plan/ssh";
+import type { GatewayTunnel } from "../src/plan/targets/ssh";
 import type { GatewayPortForward } from "../src/protocol/port-forward";
 import { LocalCommand } from "../src/providers/resources";
 import { captureCollectorCommands, captureCollectorEnvironment, collectorContext } from "../src/plan/collector";

@@ -4,7 +4,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import type { EngineMachine, Plan } from "../src/plan";
 import type { ProjectImageIds } from "../src/plan/images";
-import type { GatewayTunnel } from "../src/plan/ssh";
+import type { GatewayTunnel } from "../src/plan/targets/ssh";
 import type { GatewayPortForward } from "../src/protocol/port-forward";
 
 /** What a family deploys from, and the resource its parts are children of. */

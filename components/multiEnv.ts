@@ -1,11 +1,11 @@
 // The multi env of one task: everything a Plan describes, on Docker engines (local, EC2 VMs, SSH hosts) or on a
-// Kubernetes cluster. It decides nothing: the plan says what exists and how it is wired (src/plan), the family of
-// parts for the plan's target deploys it (docker/deploy.ts or kubernetes/deploy.ts), and this component adds what
+// Kubernetes cluster. It decides nothing: the plan says what exists and how it is wired (src/plan), the plan's target
+// deploys it (targets.ts: engine/deploy.ts on Docker engines, kubernetes/deploy.ts on a cluster), and this adds what
 // every target shares (the control token, the self-test, the capture collector) and the stack outputs of
 // docs/design.md "Outputs".
 import * as pulumi from "@pulumi/pulumi";
 import type { LiveReason, LiveWebsiteMark, ReplayedWebsiteMark } from "../src/plan";
-import type { GatewayTunnel } from "../src/plan/ssh";
+import type { GatewayTunnel } from "../src/plan/targets/ssh";
 import { computerCdpUrl, siteUrls } from "../src/plan/urls";
 import { computerAgentToken } from "../src/protocol/auth";
 import type { AgentTokensOutput, ComputerOutput, SelfTestOutput, WebsiteOutput } from "../src/plan/stack-outputs";
@@ -13,9 +13,8 @@ import type { GatewayPortForward } from "../src/protocol/port-forward";
 import { CaptureCollector } from "./captureCollector";
 import type { DeployArgs } from "./deployed";
 import { ControlToken } from "./controlToken";
-import { deployOnEngines } from "./docker/deploy";
-import { deployOnCluster } from "./kubernetes/deploy";
 import { SelfTest } from "./selfTest";
+import { deployOnTarget } from "./targets";
 
 /** What MultiEnv deploys from: what its target's family of parts does, less what MultiEnv itself gives them. */
 export type MultiEnvArgs = Omit<DeployArgs, "controlToken" | "parent">;
@@ -55,8 +54,7 @@ export class MultiEnv extends pulumi.ComponentResource {
     super("multienv:index:MultiEnv", name, {}, opts);
     const { plan } = args;
     this.controlToken = new ControlToken(`${name}-control-token`, {}, { parent: this });
-    const family = plan.target === "kubernetes" ? deployOnCluster : deployOnEngines;
-    const deployed = family(name, { ...args, controlToken: this.controlToken.value, parent: this });
+    const deployed = deployOnTarget(name, { ...args, controlToken: this.controlToken.value, parent: this });
     const { gatewayUrl } = deployed;
     const selfTest = plan.selfTest.enabled
       ? new SelfTest(

@@ -1,7 +1,7 @@
 // The marks the components put on resources so the policy pack can tell what each one is.
 // A container is known by its Docker labels, an AWS resource by its tags; container names are never parsed.
 // The names components/ writes are in src/protocol/labels.ts; the rest of what the pack reads is here.
-import { kubernetesNames } from "../src/plan/kubernetes";
+import { kubernetesNames } from "../src/plan/targets/kubernetes";
 import { ENV_VARS } from "../src/protocol/env";
 
 // The labels, roles and tags are the components' marks as much as the pack's: they are defined with the other wire

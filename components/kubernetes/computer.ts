@@ -6,7 +6,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import type { BrowserServiceConfig, PlannedComputer, SiteProxyServiceConfig } from "../../src/plan";
-import { fetchCaCommand, type PlannedPod } from "../../src/plan/kubernetes";
+import { fetchCaCommand, type PlannedPod } from "../../src/plan/targets/kubernetes";
 import { CA_CERT_PATH, CA_DIR, CA_KEY_PATH, SITE_PROXY_LOG_PATH } from "../../src/plan/topology";
 import { SITE_PROXY_CA_PATH } from "../../src/protocol/site-proxy";
 import { computerControlToken } from "../../src/protocol/auth";

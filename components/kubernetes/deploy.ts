@@ -1,11 +1,11 @@
 // The kubernetes family deployed: the target (namespace, Services, NetworkPolicies), then the websites', the gateway's
 // and the computers' pods, each part handed its own pods by the plan; what MultiEnv needs of them handed back.
-import { kubernetesPodsByPart } from "../../src/plan/kubernetes";
+import { kubernetesPodsByPart } from "../../src/plan/targets/kubernetes";
 import {
   kubernetesBrowserConfig,
   kubernetesGatewayConfig,
   kubernetesSiteProxyConfig,
-} from "../../src/plan/kubernetes-services";
+} from "../../src/plan/targets/kubernetes-services";
 import type { DeployArgs, Deployed } from "../deployed";
 import { KubernetesComputer } from "./computer";
 import { KubernetesGateway } from "./gateway";

@@ -5,7 +5,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import type { GatewayServiceConfig, Plan } from "../../src/plan";
-import { gatewayReadyCommand, type PlannedPod } from "../../src/plan/kubernetes";
+import { gatewayReadyCommand, type PlannedPod } from "../../src/plan/targets/kubernetes";
 import { GATEWAY_START_SECONDS } from "../../src/plan/wiring";
 import { ENV_VARS } from "../../src/protocol/env";
 import { portForwardUrl, type GatewayPortForward } from "../../src/protocol/port-forward";

@@ -4,7 +4,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as k8s from "@pulumi/kubernetes";
 import type { PlannedKubernetes } from "../../src/plan";
-import type { PlannedPod } from "../../src/plan/kubernetes";
+import type { PlannedPod } from "../../src/plan/targets/kubernetes";
 import type { KubernetesTarget } from "./target";
 
 type PodSpec = k8s.types.input.core.v1.PodSpec;

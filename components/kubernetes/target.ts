@@ -6,7 +6,7 @@ import * as os from "node:os";
 import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import type { Plan, PlannedKubernetes } from "../../src/plan";
-import { kubernetesImage, kubernetesNetworkPolicies, type PlannedPod } from "../../src/plan/kubernetes";
+import { kubernetesImage, kubernetesNetworkPolicies, type PlannedPod } from "../../src/plan/targets/kubernetes";
 import { PROJECT_IMAGES, type ProjectImageRole } from "../../src/plan/images";
 import { LABELS } from "../../src/protocol/labels";
 

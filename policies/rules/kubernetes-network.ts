@@ -1,11 +1,11 @@
-// The walls of a kubernetes env are its NetworkPolicies (src/plan/kubernetes.ts): a default deny of every pod's
+// The walls of a kubernetes env are its NetworkPolicies (src/plan/targets/kubernetes.ts): a default deny of every pod's
 // ingress and egress in the env's namespace, then one allowance per arrow of the topology. This policy holds every
 // NetworkPolicy of the stack to that: ingress comes only from pods of the namespace; egress to an address block
 // leaves out every non-public range (the cluster's pods, Services and nodes, private networks, the metadata
 // address) unless it is DNS alone; only live site servers and site proxies reach the web; a browser reaches its own
 // proxy and nothing else; the gateway reaches no address block at all, DNS included.
 import { LABELS, OUTPUTS, ROLES } from "../contract";
-import { KUBERNETES_NON_PUBLIC_CIDRS } from "../../src/plan/kubernetes";
+import { KUBERNETES_NON_PUBLIC_CIDRS } from "../../src/plan/targets/kubernetes";
 import { ENV_VARS } from "../../src/protocol/env";
 import {
   asArray,
@@ -206,7 +206,7 @@ export const kubernetesNetworkWalls: StackRule = {
     "ingress may come only from pods of the namespace (a podSelector; no ipBlock, no namespaceSelector, no rule without peers); " +
     "egress to an ipBlock must except every non-public range (the cluster's, private networks, link-local metadata) unless it allows port 53 alone; " +
     "only live site servers and site proxies may reach ipBlocks beyond DNS; a browser pod may reach its own computer's proxy pod and nothing else; the gateway pod no ipBlock at all. " +
-    `To comply: keep the NetworkPolicies src/plan/kubernetes.ts plans (kubernetesNetworkPolicies): a default-deny policy in the namespace, one podSelector policy per arrow of the topology (select by ${LABELS.role}, ${LABELS.site}, ${LABELS.computer}), and the public web as publicWebPeers() (KUBERNETES_NON_PUBLIC_CIDRS excepted) for live servers and reaching proxies alone.`,
+    `To comply: keep the NetworkPolicies src/plan/targets/kubernetes.ts plans (kubernetesNetworkPolicies): a default-deny policy in the namespace, one podSelector policy per arrow of the topology (select by ${LABELS.role}, ${LABELS.site}, ${LABELS.computer}), and the public web as publicWebPeers() (KUBERNETES_NON_PUBLIC_CIDRS excepted) for live servers and reaching proxies alone.`,
   check(stack) {
     const findings: StackFinding[] = [];
     const pods = ofType(stack, TYPES.pod);

@@ -1,7 +1,7 @@
-// On a cluster the gateway's runner listener (GATEWAY_PORT, 8080) is on its pod's loopback, reached by a
-// port-forward through the API server alone (src/plan/kubernetes.ts). No Service may open a way around that: none
-// reachable from outside the cluster (NodePort, LoadBalancer, externalIPs) or pointing outside it (ExternalName),
-// and none carrying the runner's port.
+// On a cluster the gateway's runner listener (GATEWAY_PORT, 8080) is on its pod's loopback, reached by a port-forward
+// through the API server alone (src/plan/targets/kubernetes.ts). No Service may open a way around that: none reachable
+// from outside the cluster (NodePort, LoadBalancer, externalIPs) or pointing outside it (ExternalName), and none
+// carrying the runner's port.
 import { GATEWAY_PORT } from "../../src/plan/topology";
 import { asArray, asRecord, manifest, TYPES } from "../model";
 import type { ResourceRule } from "../rule";

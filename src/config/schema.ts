@@ -7,7 +7,7 @@ import ipaddr from "ipaddr.js";
 // enum files: plain objects with no imports, where `import * as aws from "@pulumi/aws"` loads the whole SDK (seconds).
 import { Region } from "@pulumi/aws/types/enums";
 import { InstanceType } from "@pulumi/aws/types/enums/ec2";
-import { EC2_DEFAULT_LIFETIME_HOURS, EC2_DEFAULT_SSH_USER } from "../plan/ec2";
+import { EC2_DEFAULT_LIFETIME_HOURS, EC2_DEFAULT_SSH_USER } from "../plan/targets/ec2";
 import { editDistance } from "../protocol/config-issues";
 import { DEFAULT_REQUEST_LOG_BODY_BYTES } from "../protocol/request-log";
 

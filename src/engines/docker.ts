@@ -1,7 +1,7 @@
 // What the runner does on a Docker engine at run time (reset's restarts, reading container state, the tests'
 // probes) goes through dockerode. A remote engine is reached as the docker provider reaches it: each connection is
 // one `ssh <sshOpts> ... docker system dial-stdio` with the host and options the provider was given in the stack's
-// state, so the pinned host key and the shared connection (src/plan/ssh.ts) hold for the runner too.
+// state, so the pinned host key and the shared connection (src/plan/targets/ssh.ts) hold for the runner too.
 import { spawn } from "node:child_process";
 import http from "node:http";
 import os from "node:os";

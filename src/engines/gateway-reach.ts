@@ -4,7 +4,7 @@
 // capture collector's environment and the program's own dynamic resources (self-test, site cleanup) all come here,
 // so a new target is one more case in this file.
 import { execFileSync } from "node:child_process";
-import { gatewayTunnelUp, type GatewayTunnel } from "../plan/ssh";
+import { gatewayTunnelUp, type GatewayTunnel } from "../plan/targets/ssh";
 import type { GatewayPortForward } from "../protocol/port-forward";
 import { openGatewayPortForward } from "./port-forward";
 

@@ -5,7 +5,7 @@
 // which Pulumi keeps (encrypted, since the control token is a secret) in the resource's state.
 //
 // Pure: the program builds these from the plan and its outputs; `multienv collect --from-env` reads them back.
-import type { GatewayTunnel } from "./ssh";
+import type { GatewayTunnel } from "./targets/ssh";
 import type { LiveReason, LiveWebsiteMark, Plan } from "./types";
 import type { GatewayPortForward } from "../protocol/port-forward";
 

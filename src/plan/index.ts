@@ -1,10 +1,10 @@
 // plan(): everything the components deploy, decided from a validated StackConfig. Pure: no Pulumi, no I/O.
 import { captureProblems, captureSidecars, captureWarnings } from "./capture";
 import { claimProblems, liveHosts } from "./claims";
-import { ec2Problems, ec2Warnings, plannedEc2 } from "./ec2";
+import { ec2Problems, ec2Warnings, plannedEc2 } from "./targets/ec2";
 import { headfulProblems } from "./headful";
-import { hostsProblems } from "./hosts";
-import { kubernetesProblems, kubernetesWarnings, plannedKubernetes } from "./kubernetes";
+import { hostsProblems } from "./targets/hosts";
+import { kubernetesProblems, kubernetesWarnings, plannedKubernetes } from "./targets/kubernetes";
 import { formatProblem, problem } from "./problems";
 import { liveReasons as liveReasonsOf } from "./live";
 import { allowlistProblems, reachesPublicHosts, reaching } from "./reaching";

@@ -22,7 +22,7 @@ import type { SiteProxyConfigInput } from "../protocol/site-proxy-config";
 import type { Plan, PlannedComputer, PlannedWebsite } from "./types";
 import { replayControlUrl, replayUrl } from "./replay";
 import { rehost } from "./urls";
-import { KUBERNETES_NON_PUBLIC_CIDRS } from "./kubernetes";
+import { KUBERNETES_NON_PUBLIC_CIDRS } from "./targets/kubernetes";
 
 export interface HostPort {
   host: string;

@@ -1,6 +1,6 @@
 // The address ranges that are not the public web, in one list: the site proxy's address check
 // (src/protocol/address-check.ts) refuses them, and the kubernetes egress policies leave them out
-// (src/plan/kubernetes.ts).
+// (src/plan/targets/kubernetes.ts).
 //
 // The rows are IANA's IPv4 and IPv6 Special-Purpose Address Registries' (RFC 6890 and its updates), every one whose
 // "Globally Reachable" is False or N/A (deprecated), a row holding globally reachable rows within it taken whole (the

@@ -44,7 +44,7 @@ export type ContainerRole = (typeof ROLES)[keyof typeof ROLES];
 /** `multienv.role` a volume may carry to mark it as the captures volume (besides its `<stack>-captures` name). */
 export const CAPTURES_VOLUME_ROLE = "captures";
 
-/** AWS tag keys, on every taggable AWS resource (src/plan/ec2.ts `awsTags` writes them). */
+/** AWS tag keys, on every taggable AWS resource (src/plan/targets/ec2.ts `awsTags` writes them). */
 export const TAGS = {
   stack: "multienv:stack",
   task: "multienv:task",

@@ -12,7 +12,7 @@
 // host) that names its kind, and nothing else, so the operations can change without a diff.
 import path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import type { SshEndpoint } from "../plan/ssh";
+import type { SshEndpoint } from "../plan/targets/ssh";
 import type { Kind } from "./operations";
 import type { SelfTestCheck } from "../plan/types";
 import type { SelfTestResults } from "../plan/stack-outputs";

@@ -1,4 +1,4 @@
-// The node side of src/plan/ssh.ts: the directory the shell steps' SSH files and shared connections live in,
+// The node side of src/plan/targets/ssh.ts: the directory the shell steps' SSH files and shared connections live in,
 // as node computes it, for the docker provider's options (which name the shared connection's socket there).
 import path from "node:path";
 

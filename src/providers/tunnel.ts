@@ -1,12 +1,12 @@
-// `gatewayTunnel`: the runner's way to a gateway on a remote host. The gateway publishes its runner listener on
-// the host's loopback alone, and the runner reaches it through an SSH tunnel from a local port (src/plan/ssh.ts):
-// encrypted, authenticated by the pinned host key, and no port of the gateway's open to any network. Created
-// with a free local port, kept in the state; every check (each preview and up) brings it up again when it is
-// down, and so does the runner before it uses the gateway (src/runner/stack/outputs.ts). Deleted: the tunnel ends.
-// A dynamic resource because no package keeps a local process (the tunnel) alive across previews and ups.
+// `gatewayTunnel`: the runner's way to a gateway on a remote host. The gateway publishes its runner listener on the
+// host's loopback alone, and the runner reaches it through an SSH tunnel from a local port (src/plan/targets/ssh.ts):
+// encrypted, authenticated by the pinned host key, and no port of the gateway's open to any network. Created with a
+// free local port, kept in the state; every check (each preview and up) brings it up again when it is down, and so does
+// the runner before it uses the gateway (src/runner/stack/outputs.ts). Deleted: the tunnel ends. A dynamic resource
+// because no package keeps a local process (the tunnel) alive across previews and ups.
 import { execFile } from "node:child_process";
 import net from "node:net";
-import { gatewayTunnelUp, sshSetup, tunnelDownLines, type GatewayTunnel } from "../plan/ssh";
+import { gatewayTunnelUp, sshSetup, tunnelDownLines, type GatewayTunnel } from "../plan/targets/ssh";
 import { diffInputs, hasUnknown, pick, type Operations } from "./operation";
 
 const INPUT_KEYS = ["ssh", "remotePort"] as const;

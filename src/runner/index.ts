@@ -36,11 +36,11 @@ import {
   unreachableHosts,
   unreachableMessage,
   type StateResource,
-} from "./runtimes/docker/hosts-reachable";
+} from "./targets/hosts/hosts-reachable";
 import { resetEnv, type ResetResult, type ResetSeam } from "./lifecycle/reset";
 import { browsersAnswer } from "./lifecycle/browsers-ready";
 import { readRunRecord, recordFailedSelfTest, withReproducibility, writeRunRecord } from "./evidence/run-record";
-import { runtimeOf } from "./runtimes/runtimes";
+import { runtimeOf } from "./targets/runtimes";
 import type { StateResource as EngineStateResource } from "../engines/docker";
 import { collectEngineError } from "./stack/engine-errors";
 import { providePlugin } from "./stack/toolchain";
@@ -535,7 +535,7 @@ export async function destroyStack(stack: string, options: DestroyOptions = {}):
     const state = await opened.stack.exportStack().catch(() => undefined);
     const total = state === undefined ? undefined : resourcesInDeployment(state);
     // Hosts the stack does not own are asked to delete what is on them: each must answer first
-    // (runtimes/docker/hosts-reachable.ts).
+    // (targets/hosts/hosts-reachable.ts).
     const resources = (state?.deployment?.resources ?? []) as StateResource[];
     const hosts = hostsToReach(opened.name, resources);
     const outputs = resources.find((r) => r.type === "pulumi:pulumi:Stack")?.outputs;

@@ -1,5 +1,6 @@
-// The kubernetes target's config (src/config/schema.ts `kubernetes`, src/plan/kubernetes.ts refusals and warnings):
-// what a user writes in a stack file, and what `multienv check` tells them, one line per problem naming its key.
+// The kubernetes target's config (src/config/schema.ts `kubernetes`, src/plan/targets/kubernetes.ts refusals and
+// warnings): what a user writes in a stack file, and what `multienv check` tells them, one line per problem naming its
+// key.
 import { describe, expect, it } from "vitest";
 import { validateStackConfig, type RawConfigValue } from "../../src/config/validate";
 import { formatProblem, plan } from "../../src/plan";

@@ -5,8 +5,8 @@ import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { coreApi, loadKubeConfig } from "../../src/engines/kubernetes";
-import { deleteNamespace, labelledNamespaces, namespaceGone } from "../../src/runner/runtimes/kubernetes/namespaces";
-import { podStates, recreatePod } from "../../src/runner/runtimes/kubernetes/pods";
+import { deleteNamespace, labelledNamespaces, namespaceGone } from "../../src/runner/targets/kubernetes/namespaces";
+import { podStates, recreatePod } from "../../src/runner/targets/kubernetes/pods";
 import { openGatewayPortForward } from "../../src/engines/port-forward";
 import { testCluster } from "./helpers/kubernetes";
 

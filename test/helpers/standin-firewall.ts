@@ -3,7 +3,7 @@
 // in mangle PREROUTING and egress in mangle POSTROUTING (before Docker's own NAT and forwarding rules, which
 // would otherwise let published ports through whatever INPUT says); replies to allowed connections pass.
 import { execFileSync } from "node:child_process";
-import { CONTAINER_HOST_GUARD, type HostSecurity, type SecurityRule } from "../../src/plan/ec2";
+import { CONTAINER_HOST_GUARD, type HostSecurity, type SecurityRule } from "../../src/plan/targets/ec2";
 import type { StandinVm } from "./standin";
 
 /** Applies `security` to the stand-in: `peers` maps `env` / `computer:<name>` to the stand-ins' addresses. */

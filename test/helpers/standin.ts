@@ -5,7 +5,7 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import type { SshEndpoint } from "../../src/plan/ssh";
+import type { SshEndpoint } from "../../src/plan/targets/ssh";
 import { startSshd, type TestSshd } from "./sshd";
 
 export interface StandinVm {

@@ -22,7 +22,7 @@ describe("an import against the layers' order fails the lint", () => {
     ["src/runner/stack/fixture.ts", 'export { writeFileAtomic } from "../evidence/artifacts";', "src/runner/evidence"],
     [
       "src/runner/evidence/fixture.ts",
-      'export { runtimeOf } from "../runtimes/runtimes";\nexport * from "../index";',
+      'export { runtimeOf } from "../targets/runtimes";\nexport * from "../index";',
       "src/runner/index.ts",
     ],
     ["src/plan/fixture.ts", 'export const runner = require("../runner/index");', "src/runner/index.ts"],
@@ -36,6 +36,31 @@ describe("an import against the layers' order fails the lint", () => {
     ["src/capture-server/fixture.ts", 'export * from "../gateway/main";', "src/gateway"],
     ["src/replay-server/fixture.ts", 'export { route } from "../gateway/routes";', "src/gateway"],
     ["src/service-kit/fixture.ts", 'export { route } from "../gateway/routes";', "src/gateway"],
+    // The targets: the parts on a Docker engine are below every target, no target imports another's folder (ec2
+    // alone builds on the hosts part), and only components/targets.ts names them all.
+    ["components/engine/fixture.ts", 'export { DockerTarget } from "../docker/target";', "components/docker"],
+    [
+      "components/engine/fixture.ts",
+      'import type { EnvTarget } from "../targets";\nexport type E = EnvTarget;',
+      "components/targets.ts",
+    ],
+    ["components/docker/fixture.ts", 'export { RemoteEngines } from "../hosts/remoteEngines";', "components/hosts"],
+    ["components/hosts/fixture.ts", 'export { Ec2Host } from "../ec2/host";', "components/ec2"],
+    ["components/kubernetes/fixture.ts", 'export { DockerTarget } from "../docker/target";', "components/docker"],
+    ["components/ec2/fixture.ts", 'export { envTargetFor } from "../targets";', "components/targets.ts"],
+    ["components/ec2/fixture.ts", 'export { DockerTarget } from "../docker/target";', "another target's"],
+    ["components/ec2/fixture.ts", 'export { deployOnCluster } from "../kubernetes/deploy";', "components/kubernetes"],
+    ["src/runner/targets/ec2/fixture.ts", 'export * from "../../lifecycle/down";', "src/runner/lifecycle"],
+    [
+      "src/runner/targets/kubernetes/fixture.ts",
+      'export type { ContainerState } from "../docker/containers";',
+      "src/runner/targets/docker",
+    ],
+    [
+      "src/runner/targets/docker/fixture.ts",
+      'export { runtimeOf } from "../runtimes";',
+      "src/runner/targets/runtimes.ts",
+    ],
   ])("%s: %s", async (path, source, refused) => {
     const messages = await layerMessages(path, source);
     expect(messages.length).toBeGreaterThan(0);
@@ -48,8 +73,15 @@ describe("an import against the layers' order fails the lint", () => {
     ["src/capture-server/fixture.ts", 'export * from "../service-kit/log";\nexport * from "../protocol/labels";'],
     ["src/gateway/fixture.ts", 'export * from "../service-kit/reply";'],
     ["src/runner/commands/fixture.ts", 'export const load = () => require("../index");\nexport * from "../errors";'],
-    ["src/runner/stack/fixture.ts", 'export * from "../errors";\nexport * from "../runtimes/runtimes";'],
+    ["src/runner/stack/fixture.ts", 'export * from "../errors";\nexport * from "../targets/runtimes";'],
     ["components/docker/fixture.ts", 'export * from "../deployed";\nexport * from "../../src/plan/types";'],
+    ["components/docker/fixture.ts", 'export { DockerEngine } from "../engine/engine";'],
+    [
+      "components/ec2/fixture.ts",
+      'export { RemoteTarget } from "../hosts/remote";\nexport * from "../engine/envTarget";',
+    ],
+    ["components/targets.ts", 'export * from "./ec2/target";\nexport * from "./kubernetes/deploy";'],
+    ["src/runner/targets/kubernetes/fixture.ts", 'export type { EnvRuntime } from "../env-runtime";'],
     ["src/runner/cli.ts", 'export const load = () => require("./commands/up");'],
   ])("%s may: %s", async (path, source) => {
     expect(await layerMessages(path, source)).toEqual([]);

@@ -1,5 +1,5 @@
-// src/plan/ec2.ts: the ec2 target's rules and scripts, and its config section's decisions (architecture, defaults,
-// refusals).
+// src/plan/targets/ec2.ts: the ec2 target's rules and scripts, and its config section's decisions (architecture,
+// defaults, refusals).
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import {
@@ -10,9 +10,9 @@ import {
   instanceArchitecture,
   lifetimeFuseLines,
   plannedEc2,
-  shipImagesCommand,
   wellFormedPublicKey,
-} from "../../src/plan/ec2";
+} from "../../src/plan/targets/ec2";
+import { shipImagesCommand } from "../../src/plan/targets/ssh";
 import { formatProblem } from "../../src/plan/problems";
 import type { StackConfig } from "../../src/plan/types";
 import { layoutPlan } from "./layout-fixture";

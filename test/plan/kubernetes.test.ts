@@ -1,6 +1,7 @@
-// The kubernetes target's plan (src/plan/kubernetes.ts, src/plan/kubernetes-services.ts), read as an attacker would:
-// the NetworkPolicies are evaluated here, from the policies alone, into a reachability matrix of every pod to every
-// pod and port, and to addresses outside the cluster, and that matrix must be the topology's arrows and nothing else.
+// The kubernetes target's plan (src/plan/targets/kubernetes.ts, src/plan/targets/kubernetes-services.ts), read as an
+// attacker would: the NetworkPolicies are evaluated here, from the policies alone, into a reachability matrix of every
+// pod to every pod and port, and to addresses outside the cluster, and that matrix must be the topology's arrows and
+// nothing else.
 import path from "node:path";
 import ipaddr from "ipaddr.js";
 import { describe, expect, it } from "vitest";
@@ -14,12 +15,12 @@ import {
   publicWebPeers,
   type PlannedNetworkPolicy,
   type PlannedPod,
-} from "../../src/plan/kubernetes";
+} from "../../src/plan/targets/kubernetes";
 import {
   kubernetesBrowserConfig,
   kubernetesGatewayConfig,
   kubernetesSiteProxyConfig,
-} from "../../src/plan/kubernetes-services";
+} from "../../src/plan/targets/kubernetes-services";
 import { parseBrowserConfig } from "../../src/browser/config";
 import { parseGatewayConfig } from "../../src/gateway/config";
 import { parseSiteProxyConfig } from "../../src/site-proxy/config";

@@ -11,7 +11,7 @@ import { SECRET_ENV } from "../../policies/contract";
 import { TYPES } from "../../policies/model";
 import { CAPTURE_SERVER_ENV } from "../../src/protocol/gateway-config";
 import { readStackFile } from "../../src/config";
-import { publicWebPeers } from "../../src/plan/kubernetes";
+import { publicWebPeers } from "../../src/plan/targets/kubernetes";
 import { renderGraph, type Graph, type GraphResource } from "../../src/runner/check/graph";
 import { engineResourcesOf, RunningPack } from "./crossguard";
 

@@ -8,7 +8,7 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { engineConnection, sshAlias, sshRun, sshSetup, type SshEndpoint } from "../../src/plan/ssh";
+import { engineConnection, sshAlias, sshRun, sshSetup, type SshEndpoint } from "../../src/plan/targets/ssh";
 import { sshDir } from "../../src/providers/ssh";
 import { engineClient } from "../../src/engines/docker";
 import { keyPair, startSshd, type TestSshd } from "../helpers/sshd";

@@ -6,7 +6,7 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { engineConnection } from "../../src/plan/ssh";
+import { engineConnection } from "../../src/plan/targets/ssh";
 import {
   DEFAULT_DOCKER_SOCKET,
   dialStdioArgs,

@@ -2,7 +2,7 @@
 // resource names its engine's docker provider, a child of the DockerEngine whose outputs hold a remote host's SSH
 // endpoint), and the check itself against a real sshd on loopback and a port where nothing listens.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { engineConnection, type SshEndpoint } from "../../src/plan/ssh";
+import { engineConnection, type SshEndpoint } from "../../src/plan/targets/ssh";
 import {
   describeHost,
   hostsToReach,
@@ -10,7 +10,7 @@ import {
   unreachableHosts,
   unreachableMessage,
   type StateResource,
-} from "../../src/runner/runtimes/docker/hosts-reachable";
+} from "../../src/runner/targets/hosts/hosts-reachable";
 import { freePort } from "../helpers/ports";
 import { startSshd, type TestSshd } from "../helpers/sshd";
 

@@ -11,15 +11,15 @@ import { WebSocketServer } from "ws";
 import { afterAll, describe, expect, it } from "vitest";
 import { kubeconfigFiles, loadKubeConfig } from "../../src/engines/kubernetes";
 import { openGatewayPortForward } from "../../src/engines/port-forward";
-import { podStateOf, recreateSpec } from "../../src/runner/runtimes/kubernetes/pods";
-import { asContainerState, podsToStartOver } from "../../src/runner/runtimes/kubernetes/runtime";
+import { podStateOf, recreateSpec } from "../../src/runner/targets/kubernetes/pods";
+import { asContainerState, podsToStartOver } from "../../src/runner/targets/kubernetes/runtime";
 import {
   clusterTargetOf,
   isKubernetesState,
   stackNamespaces,
   stackPods,
-} from "../../src/runner/runtimes/kubernetes/state";
-import { containerProblem } from "../../src/runner/runtimes/docker/containers";
+} from "../../src/runner/targets/kubernetes/state";
+import { containerProblem } from "../../src/runner/targets/env-runtime";
 import { localOutputs, openGatewayAccess, rebaseUrl, readOutputs } from "../../src/runner/stack/outputs";
 import { portForwardUrl } from "../../src/protocol/port-forward";
 import { cleanup, tempDir } from "../helpers/processes";

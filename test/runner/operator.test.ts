@@ -11,7 +11,7 @@ import * as outputsCommand from "../../src/runner/commands/outputs";
 import * as screenshotCommand from "../../src/runner/commands/screenshot";
 import * as statusCommand from "../../src/runner/commands/status";
 import * as watchCommand from "../../src/runner/commands/watch";
-import { containerProblem, countContainers, isHealthy } from "../../src/runner/runtimes/docker/containers";
+import { containerProblem, countContainers, isHealthy } from "../../src/runner/targets/env-runtime";
 import { nextSteps } from "../../src/runner/lifecycle/next-steps";
 import {
   listStacks,

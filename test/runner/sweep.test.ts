@@ -5,8 +5,8 @@ import { execFile } from "node:child_process";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { parseXml, queryEc2Api, signedHeaders, signingKey } from "../../src/runner/lifecycle/ec2-api";
-import { formatAge, parseAge, sweep } from "../../src/runner/lifecycle/sweep";
+import { parseXml, queryEc2Api, signedHeaders, signingKey } from "../../src/runner/targets/ec2/ec2-api";
+import { formatAge, parseAge, sweep } from "../../src/runner/targets/ec2/sweep";
 import { CLI } from "./helpers";
 import { ROOT } from "../helpers/processes";
 

@@ -24,9 +24,9 @@ export function register(program: Command): void {
     .option("--endpoint <url>", "the EC2 API endpoint (default https://ec2.<region>.amazonaws.com/)")
     .action((options: SweepCommandOptions) =>
       runAction("sweep", async () => {
-        const { parseAge, sweep } = require("../lifecycle/sweep") as typeof import("../lifecycle/sweep");
+        const { parseAge, sweep } = require("../targets/ec2/sweep") as typeof import("../targets/ec2/sweep");
         const { credentialsFromEnv, queryEc2Api } =
-          require("../lifecycle/ec2-api") as typeof import("../lifecycle/ec2-api");
+          require("../targets/ec2/ec2-api") as typeof import("../targets/ec2/ec2-api");
         const olderThanMs = parseAge(options.olderThan);
         const region = options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
         if (!region) throw new RunnerError("no region: pass --region (e.g. --region us-east-1) or set AWS_REGION");

@@ -17,7 +17,7 @@
 //   5. the next episode begins: run.json counts it, and its evidence is each proxy log after the mark of 1.
 // Sign-ins are gone, as after `up`: sign in again for the next episode.
 // The containers (or pods) are found in the stack's state, and restarted by the target's runtime
-// (../runtimes/runtimes.ts), so this works on every target. On the kubernetes target the gateway is reached through a
+// (../targets/runtimes.ts), so this works on every target. On the kubernetes target the gateway is reached through a
 // port-forward for the reset's duration.
 import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
@@ -39,7 +39,7 @@ import {
   type RequestLogRecord,
   type RunRecord,
 } from "../evidence/run-record";
-import { runtimeOf, type EnvRuntime } from "../runtimes/runtimes";
+import { runtimeOf, type EnvRuntime } from "../targets/runtimes";
 import { episodeTakeovers } from "../evidence/takeovers";
 
 /** The part of the Automation API's Stack that reset uses. */

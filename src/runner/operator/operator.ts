@@ -4,7 +4,7 @@
 // no stack lock is taken and nothing in an env changes.
 //
 // The stacks and their resources come from the state's checkpoint files (../stack/state-files.ts), their containers'
-// (or pods') states from the target's runtime (../runtimes/runtimes.ts); the control token, a secret, from the
+// (or pods') states from the target's runtime (../targets/runtimes.ts); the control token, a secret, from the
 // Automation API (gatewayAccess), which also opens the way to the gateway (a port-forward on the kubernetes target).
 import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
@@ -18,16 +18,11 @@ import type { SelfTestOutput } from "../../plan/stack-outputs";
 import type { LiveReason } from "../../plan/types";
 import { artifactsDirOf, RUN_RECORD_FILE } from "../evidence/artifacts";
 import { DEFAULT_PROJECT_DIR } from "../stack/project-dir";
-import {
-  containerProblem,
-  countContainers,
-  type ContainerCounts,
-  type ContainerState,
-} from "../runtimes/docker/containers";
+import { containerProblem, countContainers, type ContainerCounts, type ContainerState } from "../targets/env-runtime";
 import { errorMessage, RunnerError } from "../errors";
 import { readOutputs, type GatewayAccess, type StackOutputs } from "../stack/outputs";
 import { readRunRecord } from "../evidence/run-record";
-import { runtimeOf } from "../runtimes/runtimes";
+import { runtimeOf } from "../targets/runtimes";
 import { computerTabs, screenshotComputer, screenshotFileName, type Screenshot, type Tab } from "./screens";
 import {
   isDeployed,

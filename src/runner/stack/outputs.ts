@@ -2,7 +2,7 @@
 // The Automation API hands outputs back decrypted, each flagged `secret`; the control token is one of them.
 // Nothing here prints a secret unless the caller asked for it by name.
 import type { OutputMap } from "@pulumi/pulumi/automation";
-import type { GatewayTunnel } from "../../plan/ssh";
+import type { GatewayTunnel } from "../../plan/targets/ssh";
 import { liveWebsiteReason } from "../../plan/live";
 import type { LiveReason, LiveWebsiteMark, ReplayedWebsiteMark } from "../../plan/types";
 import type {

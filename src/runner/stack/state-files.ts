@@ -15,7 +15,7 @@ import { CONFIG_NAMESPACE } from "../../plan/problems";
 import { RESOURCE_TYPES } from "../../protocol/resource-types";
 import type { StateResource } from "../../engines/docker";
 import { RunnerError } from "../errors";
-import { KUBERNETES_TYPES } from "../runtimes/kubernetes/state";
+import { KUBERNETES_TYPES } from "../targets/kubernetes/state";
 import { SECRET_PLACEHOLDER } from "./outputs";
 import { backendUrlFor, DEFAULT_PROJECT_DIR } from "./workspace";
 

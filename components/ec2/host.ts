@@ -1,14 +1,14 @@
 // ec2 target: one VM with Docker. IMDSv2 is required with a hop limit of 1 (no token for a container to steal
 // credentials with) and the root volume is encrypted. Its SSH host key is made at deploy and installed by user
-// data, so the runner pins it (src/plan/ssh.ts) and never accepts another. The VM's security group comes from
+// data, so the runner pins it (src/plan/targets/ssh.ts) and never accepts another. The VM's security group comes from
 // Ec2Firewall; what runs on it, and its readiness, from RemoteEngines.
 import type * as awsTypes from "@pulumi/aws";
 import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
-import { ec2UserData } from "../../../src/plan/ec2";
-import type { SshEndpoint } from "../../../src/plan/ssh";
-import { SshHostKey } from "../../../src/providers/resources";
-import { OPENSSH_PUBLIC_KEY } from "../../../src/config/schema";
+import { ec2UserData } from "../../src/plan/targets/ec2";
+import type { SshEndpoint } from "../../src/plan/targets/ssh";
+import { SshHostKey } from "../../src/providers/resources";
+import { OPENSSH_PUBLIC_KEY } from "../../src/config/schema";
 
 export interface Ec2HostArgs {
   /** Instance type, e.g. `t3.large`. */

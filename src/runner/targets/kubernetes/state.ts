@@ -2,7 +2,7 @@
 // with their role, site or computer; the stack's namespace; the provider naming the kubeconfig and context) and the
 // cluster they are on. Pure reading of the state, without the cluster's client: what tells a kubernetes stack from a
 // docker one costs nothing on the docker target.
-import { LABELS } from "../../../../src/protocol/labels";
+import { LABELS } from "../../../protocol/labels";
 import type { GatewayPortForward } from "../../../protocol/port-forward";
 import type { StateResource } from "../../../engines/docker";
 import type { ClusterTarget } from "../../../engines/kubernetes";

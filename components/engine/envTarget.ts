@@ -1,13 +1,14 @@
-// What MultiEnv needs from a target, whichever it is: the engine of the gateway and the sites, each computer's
-// engine, and the addresses that connect them when they are on different machines. DockerTarget (the local
-// engine), Ec2Target (VMs it creates) and HostsTarget (existing SSH hosts) are the three; `envTargetFor`
-// (envTargetFor.ts) picks one from the plan. The ec2 one loads the AWS SDK only when it is used (ec2/aws.ts), so a
-// docker deploy never does.
+// What the Docker-engine parts need from a target, whichever it is: the engine of the gateway and the sites, each
+// computer's engine, and the addresses that connect them when they are on different machines. DockerTarget (the
+// local engine, components/docker), HostsTarget (existing SSH hosts, components/hosts) and Ec2Target (VMs it creates,
+// components/ec2) are the three; `envTargetFor` (components/targets.ts) picks one from the plan. Here, below them,
+// so the targets and the parts deployed on them never import each other. The ec2 one loads the AWS SDK only when it
+// is used (components/ec2/aws.ts), so a docker deploy never does.
 import type * as pulumi from "@pulumi/pulumi";
 import type { Plan, PlannedComputer } from "../../src/plan";
-import type { GatewayTunnel as GatewayTunnelSpec } from "../../src/plan/ssh";
+import type { GatewayTunnel as GatewayTunnelSpec } from "../../src/plan/targets/ssh";
 import type { ProjectImageIds } from "../../src/plan/images";
-import type { DockerEngine } from "../docker/engine";
+import type { DockerEngine } from "./engine";
 
 export interface EnvTarget {
   /** The engine of the gateway and the sites. */
@@ -35,7 +36,7 @@ export interface EnvTargetArgs {
   plan: TargetPlan;
   /** The id of each project image the env runs, by role, on the runner's engine (`npm run images` built them). */
   projectImages: ProjectImageIds;
-  /** The build context of a recording image by the recording's SHA-256 (components/docker/engine.ts). */
+  /** The build context of a recording image by the recording's SHA-256 (components/engine/engine.ts). */
   recordingContext?: (sha256: string) => string;
   /** The runner's own engine: a `unix://` host, or unset for DOCKER_HOST or the local socket. */
   runnerEngine: { host?: string };

@@ -3,7 +3,8 @@
 // and one shared connection per host (a ControlMaster started once, kept for two minutes after its last use),
 // so a parallel `up` opens one TCP connection and one authentication per host, not one per resource.
 // The same text serves the providers (node writes the files, then spawns `ssh -F`) and the shell commands
-// (image loads, readiness), which write them with a here-document: both read `sshSetup`.
+// (image loads, readiness), which write them with a here-document: both read `sshSetup`. Those commands are here
+// too: what the hosts and ec2 targets run on any of their hosts.
 
 /** A Docker host the runner reaches over SSH. */
 export interface SshEndpoint {
@@ -198,4 +199,91 @@ export interface GatewayTunnel {
 /** The whole script that brings a gateway tunnel up (the runner runs it before it uses the gateway). */
 export function gatewayTunnelUp(tunnel: GatewayTunnel): string {
   return ["set -eu", sshSetup(tunnel.ssh), tunnelUpLines(tunnel.localPort, tunnel.remotePort)].join("\n");
+}
+
+/** The file ec2 user data creates last (ec2.ts `ec2UserData`): a VM this deploy booted is ready only once it exists. */
+export const EC2_READY_MARKER = "/var/lib/multienv-docker-ready";
+
+/** `text` as one /bin/sh word. */
+export function shellQuote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The images a remote engine runs, all shipped in one `docker save` (shared layers once), compressed with zstd
+ * (gzip where the host has no zstd), skipping those the host already has by id. Runs on the runner, with its
+ * docker CLI and the host's shared SSH connection. Image ids, not tags: a rebuilt image is a new id, so it is
+ * shipped again and the containers running it are replaced.
+ */
+export function shipImagesCommand(imageIds: string[], endpoint: SshEndpoint): string {
+  const ids = [...new Set(imageIds)].sort();
+  const probe = `for i in ${ids.map(shellQuote).join(" ")}; do docker image inspect -f . "$i" >/dev/null 2>&1 || echo "$i"; done`;
+  return [
+    "set -eu",
+    sshSetup(endpoint),
+    `missing=$(${sshRun(shellQuote(probe))})`,
+    `if [ -z "$missing" ]; then echo "all ${ids.length} image(s) are there"; exit 0; fi`,
+    "set --",
+    'while IFS= read -r i; do if [ -n "$i" ]; then set -- "$@" "$i"; fi; done <<MULTIENV_MISSING\n$missing\nMULTIENV_MISSING',
+    `if ${sshRun("'command -v zstd'")} >/dev/null 2>&1; then pack="zstd -q -T0 -3"; unpack="zstd -q -d"; else pack="gzip -1"; unpack="gzip -d"; fi`,
+    "# One save of every missing image: layers they share travel once.",
+    `docker save "$@" | $pack | ${sshRun('"$unpack | docker load"')}`,
+    'echo "shipped $# image(s)"',
+  ].join("\n");
+}
+
+/**
+ * The readiness check run on the host over SSH. Exit 0: ready. 3: it will not get ready (cloud-init failed, user
+ * data did not finish, the user is not in the docker group), with the tail of the cloud-init log. 4: the user is
+ * in the docker group but this session's connection logged in before it was added: reconnect. Else: not yet.
+ */
+export function hostReadinessScript(options: { cloudInit: boolean }): string {
+  const log = "/var/log/cloud-init-output.log";
+  return [
+    ...(options.cloudInit
+      ? [
+          `tail_log() { echo "the tail of ${log}:"; sudo -n tail -n 40 ${log} 2>/dev/null || tail -n 40 ${log} 2>/dev/null || echo "(not readable)"; }`,
+          "if command -v cloud-init >/dev/null 2>&1; then",
+          "  cloud-init status --wait >/dev/null 2>&1 || true",
+          `  s=$(cloud-init status 2>/dev/null | sed -n "s/^status: //p")`,
+          `  if [ "$s" != "done" ]; then echo "cloud-init finished with status \${s:-unknown}" >&2; tail_log >&2; exit 3; fi`,
+          "fi",
+          `if [ ! -e ${EC2_READY_MARKER} ]; then echo "user data did not finish (no ${EC2_READY_MARKER})" >&2; tail_log >&2; exit 3; fi`,
+        ]
+      : []),
+    // root reaches the socket without the group.
+    'if [ "$(id -u)" != 0 ] && ! id -nG | tr " " "\n" | grep -qx docker; then',
+    '  if id -nG "$(id -un)" | tr " " "\n" | grep -qx docker; then exit 4; fi',
+    '  echo "$(id -un) is not in the docker group, so it cannot reach Docker; add it (usermod -aG docker $(id -un))" >&2; ' +
+      (options.cloudInit ? "tail_log >&2; " : "") +
+      "exit 3",
+    "fi",
+    'if ! out=$(docker info --format "{{.ServerVersion}}" 2>&1); then echo "docker does not answer yet: $out" >&2; exit 5; fi',
+  ].join("\n");
+}
+
+/**
+ * Waits on the runner until the host is ready (`hostReadinessScript`), retrying the connection while it boots
+ * (10 s apart, about 10 minutes), and stops at once, with what the host says, when it will not get ready.
+ */
+export function readinessCommand(
+  endpoint: SshEndpoint,
+  options: { cloudInit: boolean; attempts?: number; pauseSeconds?: number },
+): string {
+  const where = `${endpoint.user}@${endpoint.host}`;
+  const attempts = options.attempts ?? 60;
+  return [
+    sshSetup(endpoint),
+    "i=0",
+    "while :; do",
+    `  ${sshRun(shellQuote(hostReadinessScript(options)))} && exit 0`,
+    "  rc=$?",
+    `  if [ $rc -eq 3 ]; then echo ${shellQuote(`${where} will not get ready (above)`)} >&2; exit 1; fi`,
+    '  if [ $rc -eq 4 ]; then ssh -F "$cfg" -O exit "$alias" >/dev/null 2>&1 || true; fi',
+    "  i=$((i + 1))",
+    `  if [ $i -ge ${attempts} ]; then echo "${where}: Docker did not answer over SSH after ${attempts} attempts (last exit $rc)" >&2; exit 1; fi`,
+    `  sleep ${options.pauseSeconds ?? 10}`,
+    sshMasterLines(),
+    "done",
+  ].join("\n");
 }

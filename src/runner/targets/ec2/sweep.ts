@@ -3,9 +3,9 @@
 // it, and with `yes` terminates the instances, then deletes the groups and key pairs of the swept stacks.
 // It works on AWS alone, not on Pulumi state: a stack whose resources it removed is fixed with
 // `pulumi refresh` (or `pulumi stack rm --force` when it is gone for good).
-import { TAGS } from "../../../src/protocol/labels";
+import { TAGS } from "../../../protocol/labels";
 import type { Ec2Api, TaggedGroup, TaggedInstance, TaggedKeyPair } from "./ec2-api";
-import { RunnerError } from "../errors";
+import { RunnerError } from "../../errors";
 
 const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 

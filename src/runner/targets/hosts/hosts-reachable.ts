@@ -6,7 +6,7 @@
 // deleted, naming the host by its role and address. Resources `deletedWith` a machine the stack owns (ec2) need
 // no SSH to go: their hosts are not asked.
 import { execFile } from "node:child_process";
-import { sshRun, sshSetup, type SshEndpoint } from "../../../plan/ssh";
+import { sshRun, sshSetup, type SshEndpoint } from "../../../plan/targets/ssh";
 import { RESOURCE_TYPES } from "../../../protocol/resource-types";
 
 /** A resource of an exported deployment, as far as this check reads it. */
@@ -75,7 +75,7 @@ export function hostsToReach(stack: string, resources: StateResource[]): HostToR
   return [...hosts.values()];
 }
 
-/** The type of the DockerEngine component (components/docker/engine.ts). */
+/** The type of the DockerEngine component (components/engine/engine.ts). */
 const DOCKER_ENGINE_TYPE = "multienv:docker:DockerEngine";
 
 /** How a host is named to the user: `the env host` or `computer <name>'s host`, and its address. */

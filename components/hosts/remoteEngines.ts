@@ -4,16 +4,20 @@
 // created, or machines the config names) is the caller's; everything done on them is here, once.
 import * as pulumi from "@pulumi/pulumi";
 import type { PlannedComputer } from "../../src/plan";
-import { readinessCommand } from "../../src/plan/ec2";
 import { projectImageIdsOf, projectImagesNeeded, remoteEngineImages } from "../../src/plan/images";
 import { gatewayUrl } from "../../src/plan/urls";
 import { computerEngineNetworks, envEngineNetworks } from "../../src/plan/wiring";
-import { engineConnection, type GatewayTunnel as GatewayTunnelSpec, type SshEndpoint } from "../../src/plan/ssh";
+import {
+  engineConnection,
+  readinessCommand,
+  type GatewayTunnel as GatewayTunnelSpec,
+  type SshEndpoint,
+} from "../../src/plan/targets/ssh";
 import { sshDir } from "../../src/providers/ssh";
 import { GatewayTunnel, LocalCommand } from "../../src/providers/resources";
 import { LABELS } from "../../src/protocol/labels";
-import { DockerEngine } from "../docker/engine";
-import type { EnvTarget, EnvTargetArgs } from "./envTarget";
+import { DockerEngine } from "../engine/engine";
+import type { EnvTarget, EnvTargetArgs } from "../engine/envTarget";
 
 /** One Docker host of the env. */
 export interface RemoteHost {

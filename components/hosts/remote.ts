@@ -3,9 +3,9 @@
 // `handOver` once, in its constructor.
 import * as pulumi from "@pulumi/pulumi";
 import type { PlannedComputer } from "../../src/plan";
-import type { GatewayTunnel as GatewayTunnelSpec } from "../../src/plan/ssh";
-import type { DockerEngine } from "../docker/engine";
-import type { EnvTarget, EnvTargetArgs } from "./envTarget";
+import type { GatewayTunnel as GatewayTunnelSpec } from "../../src/plan/targets/ssh";
+import type { DockerEngine } from "../engine/engine";
+import type { EnvTarget, EnvTargetArgs } from "../engine/envTarget";
 import { RemoteEngines, type RemoteHost } from "./remoteEngines";
 
 /** A target whose env and computers are Docker hosts reached over SSH. */

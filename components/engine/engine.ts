@@ -13,9 +13,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { LocalCommand } from "../../src/providers/resources";
 import type { EngineNetworks } from "../../src/plan/wiring";
 import type { ProjectImageIds, ProjectImageRole, RemoteEngineImages } from "../../src/plan/images";
-import { shipImagesCommand } from "../../src/plan/ec2";
 import { recordingImage } from "../../src/plan/replay";
-import type { EngineConnection, SshEndpoint } from "../../src/plan/ssh";
+import { shipImagesCommand, type EngineConnection, type SshEndpoint } from "../../src/plan/targets/ssh";
 
 /** Where a remote engine gets its images: another engine (the runner's), and how to reach this one over SSH. */
 export interface ImageSource {
@@ -32,7 +31,7 @@ export interface ImageSource {
 export interface DockerEngineArgs {
   /**
    * The engine: unset for the local one (DOCKER_HOST, else the default socket), or a `unix://` host; a remote
-   * engine's `ssh://` host and options (src/plan/ssh.ts `engineConnection`).
+   * engine's `ssh://` host and options (src/plan/targets/ssh.ts `engineConnection`).
    */
   connection?: pulumi.Input<Partial<EngineConnection>>;
   /** Which networks this engine holds, internal (no route out) and external, by Docker name. */
@@ -126,7 +125,7 @@ export class DockerEngine extends pulumi.ComponentResource {
     }
     if (args.imagesFrom) this.shipAll(name, args.imagesFrom);
     // A remote engine's host, in the state: a destroy asks it over SSH first
-    // (src/runner/runtimes/docker/hosts-reachable.ts).
+    // (src/runner/targets/hosts/hosts-reachable.ts).
     this.registerOutputs(args.imagesFrom ? { ssh: args.imagesFrom.ssh } : {});
   }
 

@@ -15,7 +15,7 @@
 // Services behind them (hostAliases), and a listener binds to the pod's own hostname, its pod address (the
 // kubelet writes it into /etc/hosts), never to every address. The gateway's runner listener binds to the pod's
 // loopback: a port-forward through the API server reaches it, and no pod, Service or node does.
-import { problem } from "./problems";
+import { problem } from "../problems";
 import {
   CAPTURES_DIR,
   CDP_PORT,
@@ -24,9 +24,9 @@ import {
   SITE_PROXY_PORT,
   networkAliases,
   type SiteRole,
-} from "./topology";
-import { CAPTURE_SERVER_PORT } from "../protocol/traffic";
-import { NON_PUBLIC_CIDRS } from "../protocol/address-ranges";
+} from "../topology";
+import { CAPTURE_SERVER_PORT } from "../../protocol/traffic";
+import { NON_PUBLIC_CIDRS } from "../../protocol/address-ranges";
 import type {
   KubernetesConfig,
   Plan,
@@ -37,7 +37,7 @@ import type {
   Problem,
   StackConfig,
   Toleration,
-} from "./types";
+} from "../types";
 
 /**
  * The address ranges that are not the public web (the cluster's own pods, Services and nodes are in them, and cloud

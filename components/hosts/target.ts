@@ -4,7 +4,7 @@
 // firewall (the ec2 target's security groups say what it must allow).
 import * as pulumi from "@pulumi/pulumi";
 import type { HostConfig } from "../../src/plan/types";
-import type { EnvTargetArgs } from "./envTarget";
+import type { EnvTargetArgs } from "../engine/envTarget";
 import type { RemoteHost } from "./remoteEngines";
 import { RemoteTarget } from "./remote";
 

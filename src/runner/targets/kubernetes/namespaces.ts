@@ -2,7 +2,7 @@
 // multienv.stack=<stack>), which `down` checks is gone after the destroy, and any a stack left behind (labelled, of a
 // stack the state no longer has), which can be listed and deleted.
 import type { CoreV1Api } from "@kubernetes/client-node";
-import { LABELS } from "../../../../src/protocol/labels";
+import { LABELS } from "../../../protocol/labels";
 import { RunnerError } from "../../errors";
 import { apiErrorText, isNotFound } from "../../../engines/kubernetes";
 import type { WaitOptions } from "./pods";

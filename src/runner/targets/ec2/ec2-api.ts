@@ -3,7 +3,7 @@
 // none at all (Pulumi's AWS provider does the deploy's calls). Credentials come from the environment
 // (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), as every AWS tool reads them.
 import { createHash, createHmac } from "node:crypto";
-import { RunnerError } from "../errors";
+import { RunnerError } from "../../errors";
 
 const VERSION = "2016-11-15";
 

@@ -4,8 +4,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { envEngineNetworks } from "../../src/plan/wiring";
 import { projectImageIdsOf, projectImagesNeeded } from "../../src/plan/images";
 import { LABELS } from "../../src/protocol/labels";
-import { DockerEngine } from "../docker/engine";
-import type { EnvTarget, EnvTargetArgs } from "./envTarget";
+import { DockerEngine } from "../engine/engine";
+import type { EnvTarget, EnvTargetArgs } from "../engine/envTarget";
 
 /** A multi env on the local Docker engine. */
 export class DockerTarget extends pulumi.ComponentResource implements EnvTarget {

@@ -1,5 +1,6 @@
-// The Docker-engine family deployed: the target's engines (envTargetFor), then the websites, the gateway and the
-// computers on them, wired as the plan says; what MultiEnv needs of them handed back as Deployed.
+// The Docker-engine family deployed on the engines its target gives (an EnvTarget: the docker, hosts or ec2 target,
+// picked by components/targets.ts): the websites, the gateway and the computers on them, wired as the plan says;
+// what MultiEnv needs of them handed back as Deployed.
 import * as pulumi from "@pulumi/pulumi";
 import {
   browserServiceConfig,
@@ -10,24 +11,14 @@ import {
   siteProxyServiceConfig,
 } from "../../src/plan";
 import type { DeployArgs, Deployed } from "../deployed";
-import { envTargetFor } from "../targets/envTargetFor";
+import type { EnvTarget } from "./envTarget";
 import { Computer } from "./computer";
 import { Gateway } from "./gateway";
 import { Website } from "./website";
 
-/** The env on Docker engines (docker, ec2 and hosts targets): its target's engines, websites, gateway, computers. */
-export function deployOnEngines(owner: string, args: DeployArgs): Deployed {
+/** The env on Docker engines (docker, ec2 and hosts targets): the websites, gateway and computers on `engines`. */
+export function deployOnEngines(owner: string, args: DeployArgs, engines: EnvTarget): Deployed {
   const { plan, parent } = args;
-  const engines = envTargetFor(
-    {
-      plan,
-      projectImages: args.projectImages,
-      recordingContext: args.recordingContext,
-      runnerEngine: {},
-    },
-    { parent },
-    owner,
-  );
   const websites = plan.websites.map(
     (site) =>
       new Website(

@@ -1,9 +1,8 @@
 // The kubernetes target's runtime (../env-runtime.ts): the stack's pods, found in its state (state.ts), asked
 // of the cluster through its API server; a site or a capture starts over as its pod recreated (the captures live in
 // an emptyDir of the website pod, so they go with it); after a destroy, the stack's namespace must be gone.
-import type { ContainerState } from "../docker/containers";
 import type { StateResource } from "../../../engines/docker";
-import type { EnvRuntime } from "../env-runtime";
+import type { ContainerState, EnvRuntime } from "../env-runtime";
 import { errorMessage } from "../../errors";
 import { coreApi, loadKubeConfig, type LoadedKubeConfig } from "../../../engines/kubernetes";
 import { namespaceGone } from "./namespaces";

@@ -2,7 +2,7 @@
 // listener bound to its pod's own hostname (the pod's address, from the /etc/hosts the kubelet writes) where
 // Docker binds it to a name on one network, and the gateway's runner listener on its pod's loopback, which a
 // port-forward reaches and nothing else does. The names each service dials stay as they are on Docker; the pod's
-// hostAliases (src/plan/kubernetes.ts) map them to the Services behind them.
+// hostAliases (src/plan/targets/kubernetes.ts) map them to the Services behind them.
 import { kubernetesNames, kubernetesPods } from "./kubernetes";
 import {
   browserServiceConfig,
@@ -13,9 +13,9 @@ import {
   type BrowserServiceConfig,
   type GatewayServiceConfig,
   type SiteProxyServiceConfig,
-} from "./services";
-import { CAPTURE_SERVER_PORT } from "../protocol/traffic";
-import type { Plan, PlannedComputer } from "./types";
+} from "../services";
+import { CAPTURE_SERVER_PORT } from "../../protocol/traffic";
+import type { Plan, PlannedComputer } from "../types";
 
 /** `MULTIENV_GATEWAY_CONFIG` on a cluster: captures read from each website pod's capture server. */
 export function kubernetesGatewayConfig(plan: Plan): GatewayServiceConfig {

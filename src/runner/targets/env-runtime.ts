@@ -1,11 +1,31 @@
-// What each container of a stack is doing now, asked of the engine it runs on (dockerode, through
-// src/engines/docker.ts): the containers come from the stack's state (stackContainers), so a stack on remote hosts is
-// asked there.
-import type Docker from "dockerode";
-import { engineClient, isNotFound, type EngineTarget, type StackContainer } from "../../../engines/docker";
-import { errorMessage } from "../../errors";
+// What the runner does to a deployed env's workloads at run time, whichever target runs them: a Docker engine's
+// containers (docker/runtime.ts) or a cluster's pods (kubernetes/runtime.ts). `status` and `ls` read their states,
+// `reset` starts sites and captures over, `down` checks nothing is left. runtimes.ts picks one from the stack's state.
+// A container's state and a pod's are one shape (ContainerState), read alike by `status` and `ls` whatever the target.
 
-/** A container's state as the engine reports it (or a pod's, as the cluster does: ../kubernetes/runtime.ts). */
+export interface EnvRuntime {
+  /** `docker` (an engine's containers, local or remote) or `kubernetes` (a cluster's pods). */
+  readonly kind: "docker" | "kubernetes";
+  /** Each of the env's containers (or pods) and its state now. */
+  states(): Promise<ContainerState[]>;
+  /**
+   * Starts sites over: the server of each site in `servers` (its data goes with it) and, with `captures`, every
+   * capture (its files removed, a new one begun). Resolves once each is running again.
+   */
+  startOver(request: { servers: string[]; captures: boolean }): Promise<void>;
+  /**
+   * Whether starting the captures over starts their sites' containers over too (a pod is recreated with its
+   * capture): a site's reset operation then waits for it, since a request in flight would meet a server going away.
+   */
+  readonly capturesStartSitesOver: boolean;
+  /**
+   * After a destroy, what the target must no longer hold (a kubernetes stack's namespace) checked: `gone` names what
+   * was checked and is gone, `left` what is still there, a line each saying how to remove it.
+   */
+  checkDestroyed(): Promise<{ gone: string[]; left: string[] }>;
+}
+
+/** A container's state as the engine reports it (or a pod's, as the cluster does: kubernetes/runtime.ts). */
 export interface ContainerState {
   name: string;
   /** Set for a pod of the kubernetes target; a Docker container has none. */
@@ -39,49 +59,6 @@ export interface ContainerCounts {
   running: number;
   /** Running, and healthy by its healthcheck when it has one. */
   healthy: number;
-}
-
-function engineName(engine: EngineTarget): string {
-  return engine.host && !engine.host.startsWith("unix://") ? engine.host : "local";
-}
-
-/** Ends the keep-alive connections of an engine client (an ssh:// engine holds an ssh process per connection). */
-function release(client: Docker): void {
-  const agent = (client.modem as { agent?: { destroy?: () => void } } | undefined)?.agent;
-  agent?.destroy?.();
-}
-
-/** Each container's state, asked of its engine (all at once); one unreachable engine marks its containers alone. */
-export async function containerStates(containers: StackContainer[]): Promise<ContainerState[]> {
-  const clients = new Map<string, Docker>();
-  const clientOf = (engine: EngineTarget) => {
-    const key = JSON.stringify([engine.host ?? "", engine.sshOpts ?? []]);
-    if (!clients.has(key)) clients.set(key, engineClient(engine));
-    return clients.get(key)!;
-  };
-  try {
-    return await Promise.all(
-      containers.map(async (container): Promise<ContainerState> => {
-        const base = {
-          name: container.name,
-          ...(container.role ? { role: container.role } : {}),
-          ...(container.site ? { site: container.site } : {}),
-          ...(container.computer ? { computer: container.computer } : {}),
-          engine: engineName(container.engine),
-        };
-        try {
-          const info = await clientOf(container.engine).getContainer(container.name).inspect();
-          const health = info.State.Health?.Status;
-          return { ...base, state: info.State.Status, ...(health && health !== "none" ? { health } : {}) };
-        } catch (error) {
-          if (isNotFound(error)) return { ...base, state: "missing" };
-          return { ...base, state: "unknown", error: errorMessage(error).split("\n")[0] };
-        }
-      }),
-    );
-  } finally {
-    for (const client of clients.values()) release(client);
-  }
 }
 
 /** True when the container runs and its healthcheck, if it has one, says healthy (a pod: it is Ready). */

@@ -3,12 +3,12 @@
 import type * as awsTypes from "@pulumi/aws";
 import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
-import { awsTags, computerPeer } from "../../../src/plan/ec2";
+import { awsTags, computerPeer } from "../../src/plan/targets/ec2";
 import { Ec2Firewall } from "./firewall";
 import { Ec2Host } from "./host";
-import type { EnvTargetArgs } from "../envTarget";
-import type { RemoteHost } from "../remoteEngines";
-import { RemoteTarget } from "../remote";
+import type { EnvTargetArgs } from "../engine/envTarget";
+import type { RemoteHost } from "../hosts/remoteEngines";
+import { RemoteTarget } from "../hosts/remote";
 
 /** A multi env on EC2 VMs. */
 export class Ec2Target extends RemoteTarget {

@@ -1,12 +1,12 @@
-// ec2 target: the security groups of the env's VMs, each an allowlist (src/plan/ec2.ts `ec2SecurityRules`).
+// ec2 target: the security groups of the env's VMs, each an allowlist (src/plan/targets/ec2.ts `ec2SecurityRules`).
 // The groups come first and the rules after, as their own resources, because the env VM's rules name the
 // computer VMs' groups and theirs name the env's. AWS's default allow-all egress is removed on creation.
 import type * as awsTypes from "@pulumi/aws";
 import { aws } from "./aws";
 import * as pulumi from "@pulumi/pulumi";
-import type { Plan } from "../../../src/plan";
-import type { HostSecurity, SecurityRule } from "../../../src/plan/ec2";
-import { awsTags, computerPeer, ec2SecurityRules } from "../../../src/plan/ec2";
+import type { Plan } from "../../src/plan";
+import type { HostSecurity, SecurityRule } from "../../src/plan/targets/ec2";
+import { awsTags, computerPeer, ec2SecurityRules } from "../../src/plan/targets/ec2";
 
 export interface Ec2FirewallArgs {
   /** The plan: the stack, the computers, ec2 (runner CIDRs, VPC). */

@@ -1,6 +1,6 @@
 // The hosts target's refusals: a host for every computer and none for others, each role on a host of its own.
-import { problem } from "./problems";
-import type { Problem, StackConfig } from "./types";
+import { problem } from "../problems";
+import type { Problem, StackConfig } from "../types";
 
 /** Refusals of the hosts section: a host for every computer and none for others, each role on its own host. */
 export function hostsProblems(config: StackConfig): Problem[] {
