@@ -3,8 +3,11 @@
 //   round trip inside an open tunnel), RSS per idle tunnel with 1,000 idle tunnels open, and forwarded plain-HTTP
 //   requests per second on kept-alive connections (a GET, and a POST whose 16 KiB body the proxy frames again).
 //   The last line is every figure as one JSON object.
+//   With --baseline <a checkout of this repository, its node_modules installed> that checkout's site proxy runs too,
+//   taking its turns in the same rounds, and each figure's ratio to it is printed: a change's cost, measured beside
+//   what it changed rather than against another day's figures.
 // Aims: throughput >= 1.0x squid and >= 0.8x direct; tunnels/s >= squid; < 64 KiB RSS per idle tunnel.
-// Usage: npm run bench:proxy [-- --gib 1 --seconds 3 --idle 1000 --rounds 3]
+// Usage: npm run bench:proxy [-- --gib 1 --seconds 3 --idle 1000 --rounds 3 --baseline <checkout>]
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
@@ -22,6 +25,7 @@ const RATE_CONCURRENCY = 32;
 const ROUND_TRIPS = 5_000;
 const IDLE_TUNNELS = Number(args.get("idle") ?? 1_000);
 const ROUNDS = Number(args.get("rounds") ?? 3);
+const BASELINE = args.get("baseline") === undefined ? undefined : path.resolve(args.get("baseline")!);
 
 const root = path.resolve(__dirname, "..");
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "bench-proxy-"));
@@ -304,14 +308,15 @@ async function idleTunnelRss(open: Opener, echoPort: number, pid: number): Promi
 // ---------------------------------------------------------------------------------------------------------------
 // The proxies.
 
-async function startOurs(): Promise<{ port: number; pid: number }> {
+/** The site proxy of the checkout at `checkout` (this one unless a baseline), its log in `work/<name>`. */
+async function startOurs(checkout = root, name = "ours"): Promise<{ port: number; pid: number }> {
   // The upstreams are on 127.0.0.1, standing in for public hosts: loopback is refused unless allowAddresses opens it.
   const config = {
     listen: { host: "127.0.0.1", port: 0 },
     gateway: "http://127.0.0.1:9",
     sites: {},
     reach: "allow-all",
-    log: path.join(work, "ours/site-proxy.log"),
+    log: path.join(work, `${name}/site-proxy.log`),
     allowAddresses: ["127.0.0.1/32"],
   };
   const child = spawn(
@@ -321,7 +326,7 @@ async function startOurs(): Promise<{ port: number; pid: number }> {
       `ulimit -n $(ulimit -Hn); exec "$@"`,
       "bash",
       process.execPath,
-      path.join(root, "bin/multienv-site-proxy.js"),
+      path.join(checkout, "bin/multienv-site-proxy.js"),
     ],
     {
       env: { ...process.env, MULTIENV_SITE_PROXY_CONFIG: JSON.stringify(config) },
@@ -381,6 +386,7 @@ async function main(): Promise<void> {
   const echoPort = await listen(echo);
   const originPort = await listen(origin);
   const ours = await startOurs();
+  const baseline = BASELINE === undefined ? undefined : await startOurs(BASELINE, "baseline");
   const squid = await startSquid().catch((err: Error) => {
     console.error(`squid did not start: ${err.message}`);
     return undefined;
@@ -388,6 +394,9 @@ async function main(): Promise<void> {
   const contenders: [string, Opener, number | undefined, number | undefined][] = [
     ["direct", direct, undefined, undefined],
     ["multienv", viaProxy(ours.port), ours.pid, ours.port],
+    ...(baseline
+      ? ([["baseline", viaProxy(baseline.port), baseline.pid, baseline.port]] as [string, Opener, number, number][])
+      : []),
     ...(squid ? ([["squid", viaProxy(squid.port), squid.pid, squid.port]] as [string, Opener, number, number][]) : []),
   ];
 
@@ -485,9 +494,20 @@ async function main(): Promise<void> {
     `  HTTP POST/s      multienv/direct ${fmt(o.postsPerSecond / d.postsPerSecond, 2)}x` +
       (s ? ` | multienv/squid ${fmt(o.postsPerSecond / s.postsPerSecond, 2)}x` : ""),
   );
+  const b = results.baseline;
+  if (b) {
+    console.log(`\nagainst the baseline (${BASELINE}): this checkout / baseline`);
+    console.log(
+      `  throughput ${fmt(o.mibps / b.mibps, 2)}x | CPU/GiB ${fmt(o.cpuPerGiB! / b.cpuPerGiB!, 2)}x (lower is better) | CPU/tunnel ${fmt(o.cpuPerTunnelUs! / b.cpuPerTunnelUs!, 2)}x (lower is better)`,
+    );
+    console.log(
+      `  new tunnels/s ${fmt(o.tps / b.tps, 2)}x | round trip p50 +${fmt(o.rtt.p50 - b.rtt.p50, 1)} µs | idle tunnel RSS ${fmt(o.rss! / b.rss!, 2)}x | GET/s ${fmt(o.getsPerSecond / b.getsPerSecond, 2)}x | POST/s ${fmt(o.postsPerSecond / b.postsPerSecond, 2)}x`,
+    );
+  }
   console.log(
     JSON.stringify({
       bench: "proxy",
+      ...(BASELINE ? { baseline: BASELINE } : {}),
       cores: os.cpus().length,
       node: process.version,
       transferBytes: TRANSFER_BYTES,
