@@ -154,11 +154,12 @@ describe("replay refusals", () => {
     );
   });
 
-  it("refuses replay on the kubernetes target in one line", () => {
-    const lines = problemsOf(config({}, "kubernetes")).filter((l) => l.includes(".replay"));
-    expect(lines).toEqual([
-      "multienv:websites.gh.replay: the kubernetes target does not replay recordings yet; deploy this stack on docker, ec2 or hosts, or remove replay to reach the live site",
-    ]);
+  it("refuses no target: the kubernetes one replays as the others do", () => {
+    for (const target of ["docker", "kubernetes"])
+      expect(problemsOf(config({}, target)).filter((l) => l.includes(".replay"))).toEqual([]);
+    expect(planned(config({}, "kubernetes"), RECORDED).websites.find((w) => w.name === "gh")?.replay).toMatchObject({
+      recordingImage: `multienv/replay-recording:${SHA}`,
+    });
   });
 
   it("refuses a replayed site whose recording was not read", () => {
