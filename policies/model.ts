@@ -413,9 +413,9 @@ export interface PodContainer {
   index: number;
 }
 
-const WEBSITE_POD_ROLES: string[] = [ROLES.server, ROLES.frontend];
+const WEBSITE_POD_ROLES: string[] = [ROLES.server, ROLES.frontend, ROLES.replay];
 
-/** Whether a pod is a website's (its server or frontend). */
+/** Whether a pod is a website's (its server, its frontend, or a replayed site's replay server). */
 export function isWebsitePod(pod: PolicyResource): boolean {
   return WEBSITE_POD_ROLES.includes(podRoleOf(pod) ?? "");
 }

@@ -1,5 +1,6 @@
-// The kubernetes family deployed: the target (namespace, Services, NetworkPolicies), then the websites', the gateway's
-// and the computers' pods, each part handed its own pods by the plan; what MultiEnv needs of them handed back.
+// The kubernetes family deployed: the target (namespace, Services, NetworkPolicies), then the websites' pods (a
+// replayed site's replay server among them), the gateway's and the computers', each part handed its own pods by the
+// plan; what MultiEnv needs of them handed back.
 import { kubernetesPodsByPart } from "../../src/plan/targets/kubernetes";
 import {
   kubernetesBrowserConfig,
@@ -9,6 +10,7 @@ import {
 import type { DeployArgs, Deployed } from "../deployed";
 import { KubernetesComputer } from "./computer";
 import { KubernetesGateway } from "./gateway";
+import { KubernetesReplayServer } from "./replayServer";
 import { KubernetesTarget } from "./target";
 import { KubernetesWebsite } from "./website";
 
@@ -33,6 +35,17 @@ export function deployOnCluster(owner: string, args: DeployArgs): Deployed {
         { parent },
       ),
   );
+  const replays = plan.websites.flatMap((site) =>
+    site.replay
+      ? [
+          new KubernetesReplayServer(
+            `${owner}-${site.name}-replay`,
+            { plan, site, target, pod: pods.replays[site.name], controlToken: args.controlToken },
+            { parent },
+          ),
+        ]
+      : [],
+  );
   const gateway = new KubernetesGateway(
     `${owner}-gateway`,
     {
@@ -41,7 +54,7 @@ export function deployOnCluster(owner: string, args: DeployArgs): Deployed {
       pod: pods.gateway,
       serviceConfig: kubernetesGatewayConfig(plan),
       controlToken: args.controlToken,
-      dependsOn: websites.flatMap((w) => w.pods),
+      dependsOn: [...websites.flatMap((w) => w.pods), ...replays.map((r) => r.pod)],
     },
     { parent },
   );

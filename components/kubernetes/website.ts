@@ -11,7 +11,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import type { Plan, PlannedWebsite } from "../../src/plan";
 import { configPath, formatProblem, siteServerUrl } from "../../src/plan";
-import { captureStartedCommand, kubernetesNames, type PlannedPod } from "../../src/plan/targets/kubernetes";
+import { capturedContainer, captureStartedCommand, kubernetesNames, type PlannedPod } from "../../src/plan/targets/kubernetes";
 import { CAPTURE_IMAGE_ROLE } from "../../src/plan/images";
 import { CAPTURES_DIR } from "../../src/plan/topology";
 import { CAPTURE_SERVER_PORT } from "../../src/protocol/traffic";
@@ -74,7 +74,7 @@ export class KubernetesWebsite extends pulumi.ComponentResource {
             ? secretValues.apply((values) => websiteSettingsJson(site.settings, values))
             : args.account.apply((settings) => websiteSettingsJson({ ...site.settings, ...settings }, {}));
       if (pod.capture !== undefined) {
-        const captured = pod.name;
+        const captured = capturedContainer(pod.capture);
         secretData.captureToken = args.controlToken.apply((token) => captureServerToken(token, captured));
       }
       const secret = new k8s.core.v1.Secret(
@@ -137,8 +137,8 @@ export class KubernetesWebsite extends pulumi.ComponentResource {
   }
 }
 
-/** The capture's two native sidecars (see the file's header). */
-function captureContainers(
+/** The capture's two native sidecars (see the file's header); a replay server's pod has them too. */
+export function captureContainers(
   plan: Pick<Plan, "capture">,
   pod: PlannedPod,
   target: KubernetesTarget,
@@ -177,7 +177,7 @@ function captureContainers(
           value: JSON.stringify({
             listen: { host: pod.name, port: CAPTURE_SERVER_PORT },
             capturesDir: CAPTURES_DIR,
-            container: pod.name,
+            container: capturedContainer(capture),
           }),
         },
         secretEnv(CAPTURE_SERVER_ENV.token, secret, "captureToken"),

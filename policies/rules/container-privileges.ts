@@ -78,12 +78,12 @@ function checkContainer(container: PolicyResource): string[] {
 
 /**
  * Whether a container of a pod runs one of the project's own images, which write only to the folders their pod
- * mounts: the gateway's and a site proxy's pods, a capture's sidecars, and a browser's pod unless the computer
- * brings its own image.
+ * mounts: the gateway's, a site proxy's and a replay server's pods, a capture's sidecars, and a browser's pod unless
+ * the computer brings its own image.
  */
 function needsReadOnlyRoot(pod: PolicyResource, container: PodContainer): boolean {
   const podRole = podRoleOf(pod);
-  if (podRole === ROLES.gateway || podRole === ROLES.siteProxy) return true;
+  if (podRole === ROLES.gateway || podRole === ROLES.siteProxy || podRole === ROLES.replay) return true;
   if (container.role === ROLES.capture || container.role === POD_CONTAINERS.captureServer) return true;
   return podRole === ROLES.browser && isProjectImage(container.image, "browser");
 }
@@ -162,7 +162,7 @@ export const containerPrivileges: ResourceRule = {
     "Only capture sidecars may hold NET_RAW or NET_ADMIN; every other container must drop NET_RAW; no container may be privileged or use the host's network or PID namespace. " +
     "On a cluster: no pod may mount a service account token, use the node's network, PID or IPC namespace or a hostPath volume; every container (init containers included) must drop ALL capabilities, disallow privilege escalation, not be privileged, and add nothing but NET_BIND_SERVICE (a website pod's capture sidecar NET_RAW, NET_ADMIN and SETGID alone); the project's own containers must have a read-only root. " +
     `To comply: label every container and pod with ${LABELS.role}, add NET_RAW/NET_ADMIN only to role "capture" (on a cluster: a website pod's init container "${POD_CONTAINERS.capture}"), put NET_RAW in capabilities.drops of every other container, and never set privileged, networkMode: host or pidMode: host; ` +
-    `give every pod automountServiceAccountToken: false and no hostNetwork, hostPID, hostIPC or hostPath, and every container of it securityContext { allowPrivilegeEscalation: false, privileged: false, capabilities: { drop: ["ALL"] } }, with readOnlyRootFilesystem: true on the gateway, site proxy, capture and project browser containers.`,
+    `give every pod automountServiceAccountToken: false and no hostNetwork, hostPID, hostIPC or hostPath, and every container of it securityContext { allowPrivilegeEscalation: false, privileged: false, capabilities: { drop: ["ALL"] } }, with readOnlyRootFilesystem: true on the gateway, site proxy, replay server, capture and project browser containers.`,
   appliesTo: [TYPES.container, TYPES.pod],
   check(resource) {
     return resource.type === TYPES.pod ? checkPod(resource) : checkContainer(resource);

@@ -99,7 +99,7 @@ export function planProblemsOfParts(config: StackConfig, stack: string, parts: C
   );
   for (const site of Object.keys(config.websites).sort()) {
     problems.push(...websiteProblems(site, config.websites[site]));
-    problems.push(...replayProblems(site, config.websites[site], config.target));
+    problems.push(...replayProblems(site, config.websites[site]));
   }
   problems.push(...claimProblems(config.websites));
   const live = parts.websites ? liveHosts(config.websites).hosts : [];

@@ -11,12 +11,11 @@ import type {
   Problem,
   RecordingFile,
   ReplayedWebsiteMark,
-  Target,
   WebsiteConfig,
 } from "./types";
 
 /** True when the site is reached on the real web: a live site that is not replayed. The one place this is said. */
-export function servedLive(website: Pick<WebsiteConfig, "live" | "replay">): boolean {
+export function servedLive(website: { live: boolean; replay?: unknown }): boolean {
   return website.live && website.replay === undefined;
 }
 
@@ -44,19 +43,12 @@ export function recordingDockerfile(): string {
 }
 
 /** What is wrong with a site's `replay` taken alone (whether the file reads is src/config/recordings.ts's). */
-export function replayProblems(site: string, website: WebsiteConfig, target: Target): Problem[] {
+export function replayProblems(site: string, website: WebsiteConfig): Problem[] {
   if (website.replay === undefined) return [];
   const path = ["websites", site, "replay"];
   if (!website.live)
     return [
       problem(path, "only a live site is replayed (a synthetic site is served by its own images); remove replay"),
-    ];
-  if (target === "kubernetes")
-    return [
-      problem(
-        path,
-        "the kubernetes target does not replay recordings yet; deploy this stack on docker, ec2 or hosts, or remove replay to reach the live site",
-      ),
     ];
   return [];
 }

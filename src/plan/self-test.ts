@@ -4,6 +4,7 @@
 import { startTabHost } from "./start-tabs";
 import { covers, isWildcard } from "../protocol/host-names";
 import { problem } from "./problems";
+import { servedLive } from "./replay";
 import type {
   PlannedComputer,
   PlannedWebsite,
@@ -58,7 +59,8 @@ function checksFor(computer: PlannedComputer, websites: PlannedWebsite[], public
       url: synthetic,
       expect: "synthetic-loads",
     });
-  for (const site of websites.filter((w) => w.live)) {
+  // A replayed site is no live one: its names are routed to its recording as a synthetic site's are.
+  for (const site of websites.filter(servedLive)) {
     const host = exactName(site.domains);
     if (host === undefined) continue;
     if (reaches(computer.reaching, host))

@@ -15,8 +15,11 @@ export const CA_KEY_PATH = "/var/lib/multienv/ca-private/ca-key.pem";
 export const SITE_PROXY_LOG_PATH = "/var/log/multienv/site-proxy.log";
 /** The site proxy's request log: its rotating files of HAR entries. */
 export const SITE_PROXY_REQUEST_LOG_DIR = "/var/log/multienv/requests";
-/** A replay server's listeners: the site's (the gateway's frontend upstream) and its control one (the gateway's). */
-export const REPLAY_PORT = 8080;
+/**
+ * A replay server's listeners: the site's (the gateway's frontend upstream) and its control one (the gateway's). Not
+ * the gateway's runner port (8080): on a cluster the replay server is behind a Service, and no Service carries that.
+ */
+export const REPLAY_PORT = 8070;
 export const REPLAY_CONTROL_PORT = 9000;
 /** Where a recording image holds its HAR file. */
 export const RECORDING_PATH = "/var/lib/multienv/recording/recording.har";

@@ -4,8 +4,12 @@
 // computer's browser, each probing what its pod must not reach. The public web is a stand-in in a network namespace
 // of the cluster's on a public address, its names in the cluster's DNS. The disruptive scenarios (a killed site
 // container, down) run last. A person takes a computer over from watch's page, through the same port-forward.
+// A fourth site is served from a recording: its recording image (built here as an operator builds it, FROM the replay
+// server's) reaches the cluster's containerd as the project's images do, by `scripts/test-cluster.sh up`.
 import { execFile, execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium } from "playwright-core";
@@ -51,17 +55,60 @@ import { takeoverGateway, type TakeoverRecord } from "../../src/runner/operator/
 import { computerFeed } from "../../src/runner/operator/watch";
 import { startWatchServer, type WatchMessage } from "../../src/runner/operator/watch-server";
 import { connectCdp } from "../helpers/cdp";
+import { recordingDockerfile, recordingImage } from "../../src/plan/replay";
+import { gatewayClient } from "../../src/protocol/gateway-client";
+import { entry, har } from "../replay-server/helpers";
 
 const STACK = e2eStack("k8s");
 const STACK_FILE = path.join(REPO, "stacks/Pulumi.demo-kubernetes.yaml");
 const ARTIFACTS = path.resolve(__dirname, "../../artifacts", STACK);
-const SITE_PODS = ["shop-server", "shop-frontend", "github-server", "gist-server", "gist-frontend"];
+const SITE_PODS = [
+  "shop-server",
+  "shop-frontend",
+  "github-server",
+  "gist-server",
+  "gist-frontend",
+  "news-server",
+  "news-replay",
+];
+/** The website containers captured, by the names captures carry: a replay server's is its site's frontend's. */
+const CAPTURED = SITE_PODS.map((p) => (p === "news-replay" ? "news-frontend" : p));
+/** The replayed site: a live site served from its recording, which the cluster has no way to the web for anyway. */
+const REPLAYED = "https://news.ycombinator.com";
+const RECORDING_DIR = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-k8s-recording-"));
+const HAR = path.join(RECORDING_DIR, "recording.har");
+
+/**
+ * The recording and its image, `docker build` of the HAR beside the plan's Dockerfile (FROM the replay server): the
+ * front page, a poll recorded answering twice, and no favicon request (the page names none), so the counters are
+ * the test's alone.
+ */
+function buildRecordingImage(): string {
+  const page = `<html><head><link rel="icon" href="data:,"></head><body><h1 id="front">recorded front page</h1></body></html>`;
+  const text = (body: string) => ({ body, mimeType: "text/plain" });
+  fs.writeFileSync(
+    HAR,
+    JSON.stringify(
+      har([
+        entry(`${REPLAYED}/`, { body: page }),
+        entry(`${REPLAYED}/poll`, text("first")),
+        entry(`${REPLAYED}/poll`, text("second")),
+      ]),
+    ),
+  );
+  fs.writeFileSync(path.join(RECORDING_DIR, "Dockerfile"), recordingDockerfile());
+  const sha256 = createHash("sha256").update(fs.readFileSync(HAR)).digest("hex");
+  execFileSync("docker", ["build", "-q", "-t", recordingImage(sha256), RECORDING_DIR], { stdio: "ignore" });
+  return sha256;
+}
 
 let cluster: TestCluster;
 let standin: ClusterWebStandin;
 let spec: StackSpec;
 let deploySeconds = 0;
 let access: { gatewayUrl: string; controlToken: string; close?: () => Promise<void> };
+/** The replayed site's counters once the agent's visit is done: the episode's, until the reset ends it. */
+let replayCounted: { exact: number; fuzzy: number; missed: number } | undefined;
 
 const pod = (name: string) => getJson(cluster, STACK, "pod", name);
 const podIp = (name: string): string => pod(name).status.podIP;
@@ -74,6 +121,9 @@ const gateway = (p: string, init: RequestInit = {}) =>
     ...init,
     headers: { authorization: `Bearer ${access.controlToken}`, ...(init.headers ?? {}) },
   });
+
+/** The replayed site's poll, asked twice from its page. */
+const POLLS = `(async () => { const out = []; for (let i = 0; i < 2; i++) out.push(await (await fetch("/poll")).text()); return out; })()`;
 
 /** The API server as pods see it: its Service's ClusterIP, and the node address it listens on. */
 function apiServer(): Record<string, [string, number]> {
@@ -136,6 +186,7 @@ function pulumi(args: string[]): Promise<{ code: number; stdout: string; stderr:
 }
 
 beforeAll(async () => {
+  buildRecordingImage();
   cluster = testCluster();
   process.env.KUBECONFIG = cluster.kubeconfig;
   standin = await startClusterStandin(cluster, ["example.org"]);
@@ -145,6 +196,16 @@ beforeAll(async () => {
   const websites = spec.config["multienv:websites"] as Record<string, { settings?: Record<string, unknown> }>;
   // gist's server declares no reset operation, so a reset recreates its pod.
   websites.gist.settings = { ...websites.gist.settings, declareReset: false };
+  Object.assign(websites, {
+    // Recorded: the computers' proxies open its HTTPS (trusting its stand-in's CA for it alone) into the request log.
+    github: { ...websites.github, record: true, recordTrust: standin.certs.caPem },
+    news: {
+      live: true,
+      domains: [new URL(REPLAYED).hostname],
+      server: { image: "multienv/sample-live-server" },
+      replay: { file: HAR },
+    },
+  });
   const started = Date.now();
   // Deployed as `multienv up` does, its preview first: a new stack's preview meets every Service's ClusterIP unknown.
   await deployStack(spec, { selfTest: false });
@@ -160,6 +221,7 @@ afterAll(async () => {
     await destroyStack(STACK).catch(() => undefined);
     fs.rmSync(stackFileOf(STACK), { force: true });
   }
+  fs.rmSync(RECORDING_DIR, { recursive: true, force: true });
 }, 300_000);
 
 describe("the demo multi env on a Kubernetes cluster", () => {
@@ -230,10 +292,46 @@ describe("the demo multi env on a Kubernetes cluster", () => {
     }
   }, 120_000);
 
+  it("serves a replayed site from its recording at its real name through a computer's proxy: its repeats in order, a miss a 404 counted and logged", async () => {
+    const browser = await chromium.connectOverCDP(`${access.gatewayUrl}/computers/desktop/cdp`, {
+      headers: { authorization: `Bearer ${access.controlToken}` },
+      timeout: 30_000,
+    });
+    const before = await gatewayClient(access).replayCounters("news");
+    const page = await browser.contexts()[0].newPage();
+    try {
+      await page.goto(`${REPLAYED}/`, { timeout: 30_000, waitUntil: "domcontentloaded" });
+      expect(await page.textContent("#front")).toBe("recorded front page");
+      expect(await page.evaluate(POLLS)).toEqual(["first", "second"]);
+      const miss = await page.evaluate(
+        `fetch("/never-recorded").then((a) => ({ status: a.status, marker: a.headers.get("x-agentenv-replay") }))`,
+      );
+      expect(miss).toEqual({ status: 404, marker: "miss" });
+    } finally {
+      await page.close().catch(() => undefined);
+      void browser.close().catch(() => undefined);
+    }
+    // The page and both polls exact; the one miss, as the docker target counts them.
+    replayCounted = await gatewayClient(access).replayCounters("news");
+    expect({
+      exact: replayCounted.exact - before.exact,
+      fuzzy: replayCounted.fuzzy - before.fuzzy,
+      missed: replayCounted.missed - before.missed,
+    }).toEqual({ exact: 3, fuzzy: 0, missed: 1 });
+    await collectCaptures(STACK);
+    const line = fs
+      .readFileSync(path.join(ARTIFACTS, "proxy-logs", "desktop.jsonl"), "utf8")
+      .split("\n")
+      .filter((l) => l.includes('"replay-miss"'))
+      .map((l) => JSON.parse(l) as Record<string, string>)
+      .find((l) => l.url.includes("/never-recorded"));
+    expect(line).toMatchObject({ site: "news", method: "GET", url: `${REPLAYED}/never-recorded` });
+  }, 120_000);
+
   it("shows its status and a computer's screen through the forwarded gateway", async () => {
     const status = await stackStatus(STACK);
     expect({ healthy: status.healthy, problems: status.problems }).toEqual({ healthy: true, problems: [] });
-    expect(status.containers.length).toBe(10);
+    expect(status.containers.length).toBe(12);
     const shots = await screenshotStack(STACK, { computer: "desktop" });
     expect(shots).toHaveLength(1);
     expect(fs.readFileSync(shots[0].file).subarray(1, 4).toString()).toBe("PNG");
@@ -340,7 +438,12 @@ describe("the demo multi env on a Kubernetes cluster", () => {
     targets["gateway@service:8081"] = [serviceIp("gateway"), 8081];
     // Another site's pod: the sites reach each other only as the topology says (a frontend its own server).
     targets["shop-server@pod:8000"] = [podIp("shop-server"), 8000];
-    for (const site of ["gist-server", "github-server"]) {
+    // A replay server: the gateway's alone, on every port it listens on.
+    for (const port of [8070, 9000, 8090]) {
+      targets[`news-replay@pod:${port}`] = [podIp("news-replay"), port];
+      targets[`news-replay@service:${port}`] = [serviceIp("news-replay"), port];
+    }
+    for (const site of ["gist-server", "github-server", "news-server"]) {
       const results = probe(site, "server", targets);
       expect({ site, connected: connected(results) }).toEqual({ site, connected: [] });
     }
@@ -354,6 +457,8 @@ describe("the demo multi env on a Kubernetes cluster", () => {
       gatewayRunner: [podIp("gateway"), 8080],
       shopServer: [podIp("shop-server"), 8000],
       shopServerService: [serviceIp("shop-server"), 8000],
+      replayServer: [podIp("news-replay"), 8070],
+      replayControl: [serviceIp("news-replay"), 9000],
       otherProxy: [podIp("open-proxy"), 3128],
       otherBrowser: [podIp("open-browser"), 9222],
       web: [cluster.webAddress, 443],
@@ -363,6 +468,22 @@ describe("the demo multi env on a Kubernetes cluster", () => {
     const results = probe("desktop-browser", "browser", targets);
     expect(results.ownProxy).toBe("connected");
     expect(connected(results).filter((k) => k !== "ownProxy")).toEqual([]);
+  });
+
+  it("lets a replay server reach nothing: no web, by address or by name, no gateway, site, computer, API server or metadata", () => {
+    const targets: Record<string, [string, number]> = {
+      web: [cluster.webAddress, 443],
+      webByName: ["github.com", 443],
+      gatewayBrowse: [podIp("gateway"), 8081],
+      gatewayRunner: [podIp("gateway"), 8080],
+      ownServer: [podIp("news-server"), 8000],
+      shopServer: [serviceIp("shop-server"), 8000],
+      proxy: [podIp("desktop-proxy"), 3128],
+      browser: [podIp("desktop-browser"), 9222],
+      metadata: ["169.254.169.254", 80],
+      ...apiServer(),
+    };
+    expect(connected(probe("news-replay", "replay-server", targets))).toEqual([]);
   });
 
   it("refuses, through the proxy, the gateway's runner and /svc/, a website pod, another computer, the API server and metadata", () => {
@@ -391,17 +512,44 @@ describe("the demo multi env on a Kubernetes cluster", () => {
     const gistUid = pod("gist-server").metadata.uid;
     const result = await resetStack(STACK, { collect: true });
     expect(result.sites).toMatchObject({ gist: "restarted", shop: "reset" });
+    // The replayed site's episode ended with the counters it had; the next one starts its recording over.
+    const run = JSON.parse(fs.readFileSync(path.join(ARTIFACTS, "run.json"), "utf8")) as {
+      episodes: { replay?: Record<string, { exact: number; fuzzy: number; missed: number }> }[];
+    };
+    expect(run.episodes.at(-1)?.replay?.news).toEqual(replayCounted);
+    expect(await gatewayClient(access).replayCounters("news")).toEqual({ exact: 0, fuzzy: 0, missed: 0 });
     expect(pod("gist-server").metadata.uid).not.toBe(gistUid);
     expect((await gateway("/healthz")).status).toBe(200);
     // The finished episode was collected before its pods went: every website container's capture.
     const episode = fs.readdirSync(path.join(ARTIFACTS, "episodes/1/traffic"));
-    for (const c of SITE_PODS)
+    for (const c of CAPTURED)
       expect({ c, stored: episode.some((f) => f.startsWith(`${c}.`)) }).toEqual({ c, stored: true });
+    // The episode's request log: the recorded live site's exchange decrypted, the replayed site's polls.
+    const requests = JSON.parse(fs.readFileSync(path.join(ARTIFACTS, "episodes/1/requests/desktop.har"), "utf8")) as {
+      log: { entries: { request: { url: string }; response: { status: number } }[] };
+    };
+    const urls = requests.log.entries.map((e) => e.request.url);
+    expect(urls.filter((u) => u === `${REPLAYED}/poll`)).toHaveLength(2);
+    const headers = requests.log.entries.find((e) => e.request.url === "https://github.com/headers");
+    expect(headers?.response.status).toBe(200);
     // The next one's captures began with the new pods, and collect stores them.
     await collectCaptures(STACK);
     const stored = fs.readdirSync(path.join(ARTIFACTS, "traffic"));
-    for (const c of SITE_PODS)
+    for (const c of CAPTURED)
       expect({ c, stored: stored.some((f) => f.startsWith(`${c}.`)) }).toEqual({ c, stored: true });
+    // Its repeats from the first recorded answer again.
+    const browser = await chromium.connectOverCDP(`${access.gatewayUrl}/computers/desktop/cdp`, {
+      headers: { authorization: `Bearer ${access.controlToken}` },
+      timeout: 30_000,
+    });
+    const page = await browser.contexts()[0].newPage();
+    try {
+      await page.goto(`${REPLAYED}/`, { timeout: 30_000, waitUntil: "domcontentloaded" });
+      expect(await page.evaluate(POLLS)).toEqual(["first", "second"]);
+    } finally {
+      await page.close().catch(() => undefined);
+      void browser.close().catch(() => undefined);
+    }
   }, 300_000);
 
   it("keeps capturing when a site's container is killed: the kubelet restarts it, the capture's run goes on and grows", async () => {

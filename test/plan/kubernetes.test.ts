@@ -19,8 +19,10 @@ import {
 import {
   kubernetesBrowserConfig,
   kubernetesGatewayConfig,
+  kubernetesReplayServerConfig,
   kubernetesSiteProxyConfig,
 } from "../../src/plan/targets/kubernetes-services";
+import { replayServerConfigSchema } from "../../src/protocol/replay-server-config";
 import { parseBrowserConfig } from "../../src/browser/config";
 import { parseGatewayConfig } from "../../src/gateway/config";
 import { parseSiteProxyConfig } from "../../src/site-proxy/config";
@@ -55,6 +57,20 @@ const widerPlan = planned(
   { stack: STACK },
 );
 const uncapturedPlan = planned(demoWith({ captureTraffic: false }), { stack: STACK });
+/** The demo with its live site github served from a recording (as the runner reads it) rather than live. */
+const RECORDING = { path: "/recordings/github.har", sha256: "b".repeat(64), bytes: 2 * 1024 * 1024 };
+const replayedPlan = planned(
+  demoWith({
+    websites: {
+      ...demo.config.websites,
+      github: {
+        ...demo.config.websites.github,
+        replay: { file: "github.har", ignoreParams: [], ignoreBodyFields: [] },
+      },
+    },
+  }),
+  { stack: STACK, recordings: { github: RECORDING } },
+);
 
 // --- an evaluator of NetworkPolicies -------------------------------------------------------------------------
 
@@ -209,6 +225,12 @@ function topologyArrows(p: Plan): string[] {
       const frontend = `${site.name}-frontend`;
       arrows.push(`gateway -> ${frontend}:${site.frontend.port}`, `${frontend} -> ${server}:${site.server.port}`);
       if (captured(site.name, "frontend")) arrows.push(`gateway -> ${frontend}:8090`);
+    }
+    if (site.replay) {
+      // The replay server is the site's frontend for the gateway (its site and control ports), captured as that.
+      const replay = `${site.name}-replay`;
+      arrows.push(`gateway -> ${replay}:${site.replay.port}`, `gateway -> ${replay}:${site.replay.controlPort}`);
+      if (captured(site.name, "frontend")) arrows.push(`gateway -> ${replay}:8090`);
     }
   }
   for (const c of p.computers) {
@@ -417,6 +439,7 @@ describe("kubernetes NetworkPolicies as a reachability matrix", () => {
     ["the demo", demoPlan],
     ["the demo with an offline computer and a site on other ports", widerPlan],
     ["the demo without capture", uncapturedPlan],
+    ["the demo with its live site replayed", replayedPlan],
   ])("allows between pods exactly the topology's arrows, on every port any pod listens on (%s)", (_, p) => {
     expect(podMatrix(p)).toEqual(topologyArrows(p));
   });
@@ -664,5 +687,69 @@ describe("kubernetes services' configs", () => {
       expect(["0.0.0.0", "::", "127.0.0.1", "localhost", "browser"]).not.toContain(config.cdpHost);
       expect(parseBrowserConfig(JSON.stringify(config)).cdpHost).toBe(`${c.name}-browser`);
     }
+  });
+});
+
+describe("a replayed live site on kubernetes", () => {
+  const pods = kubernetesPods(replayedPlan);
+  const replay = pods.find((p) => p.name === "github-replay")!;
+
+  it("gets a replay server pod of its own, labelled as Docker's container is, captured as the site's frontend", () => {
+    expect(pods.filter((p) => p.site === "github").map((p) => p.name)).toEqual(["github-server", "github-replay"]);
+    expect(replay).toMatchObject({
+      role: "replay",
+      labels: { "multienv.stack": STACK, "multienv.role": "replay", "multienv.site": "github" },
+      ports: [
+        { name: "http", port: 8070 },
+        { name: "control", port: 9000 },
+        { name: "captures", port: 8090 },
+      ],
+      hostAliases: {},
+      capture: { site: "github", role: "frontend" },
+    });
+    const gateway = pods.find((p) => p.name === "gateway")!;
+    expect(gateway.hostAliases["github-replay"]).toBe("github-replay");
+  });
+
+  it("lets the gateway alone reach it, and it reaches nothing: no pod, no public or non-public address", () => {
+    const policies = kubernetesNetworkPolicies(replayedPlan);
+    const ns = replayedPlan.kubernetes?.namespace ?? "";
+    const matrix = podMatrix(replayedPlan);
+    expect(matrix.filter((a) => a.includes("-> github-replay:"))).toEqual([
+      "gateway -> github-replay:8070",
+      "gateway -> github-replay:8090",
+      "gateway -> github-replay:9000",
+    ]);
+    expect(matrix.filter((a) => a.startsWith("github-replay -> "))).toEqual([]);
+    // Neither the replay server nor the site's own server (it is live no more) reaches outside, DNS included.
+    for (const name of ["github-replay", "github-server"]) {
+      const from = podEndpoints(replayedPlan).find((e) => e.name === name)!;
+      for (const address of [...PUBLIC, ...NON_PUBLIC])
+        for (const port of [...portsOf(replayedPlan), 53])
+          for (const protocol of ["TCP", "UDP"] as const)
+            expect(
+              connects(policies, ns, from, outside(address), port, protocol),
+              `${name} -> ${address}:${port}`,
+            ).toBe(false);
+    }
+  });
+
+  it("has the gateway dial it for the site and its counters, and read its capture as the site's frontend's", () => {
+    const config = kubernetesGatewayConfig(replayedPlan);
+    expect(config.sites.github).toMatchObject({ frontend: "http://github-replay:8070" });
+    expect(config.replays).toEqual({ github: "http://github-replay:9000" });
+    expect(config.captureSources?.["github-frontend"]).toBe("http://github-replay:8090");
+    expect(() => parseGatewayConfig(JSON.stringify(config))).not.toThrow();
+  });
+
+  it("binds both the replay server's listeners to its pod's own hostname, in a config the replay server accepts", () => {
+    const site = replayedPlan.websites.find((w) => w.name === "github")!;
+    const config = replayServerConfigSchema.parse(kubernetesReplayServerConfig(site));
+    expect(config).toMatchObject({
+      listen: { host: "github-replay", port: 8070 },
+      control: { host: "github-replay", port: 9000 },
+      recording: "/var/lib/multienv/recording/recording.har",
+      stateDir: "/var/lib/multienv/replay-state",
+    });
   });
 });

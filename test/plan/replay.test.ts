@@ -42,7 +42,7 @@ describe("a replayed live site", () => {
     expect(gh.replay).toMatchObject({
       containerName: "demo-gh-replay",
       alias: "gh-replay",
-      port: 8080,
+      port: 8070,
       controlPort: 9000,
       file: "recordings/gh.har",
       recording,
@@ -69,7 +69,7 @@ describe("a replayed live site", () => {
     const gateway = gatewayConfigSchema.parse(gatewayServiceConfig(planned(config(), RECORDED)));
     expect(gateway.sites.gh).toEqual({
       server: new URL("http://gh-server:9000"),
-      frontend: new URL("http://gh-replay:8080"),
+      frontend: new URL("http://gh-replay:8070"),
       live: false,
     });
     expect(gateway.sites.docs.live).toBe(true);
@@ -130,7 +130,7 @@ describe("a replayed live site", () => {
     const replay = planned(config(), RECORDED).websites.find((w) => w.name === "gh")!.replay!;
     const parsed = replayServerConfigSchema.parse(replayServerServiceConfig(replay));
     expect(parsed).toMatchObject({
-      listen: { port: 8080 },
+      listen: { port: 8070 },
       control: { port: 9000 },
       recording: "/var/lib/multienv/recording/recording.har",
       ignoreParams: ["_"],
@@ -154,11 +154,12 @@ describe("replay refusals", () => {
     );
   });
 
-  it("refuses replay on the kubernetes target in one line", () => {
-    const lines = problemsOf(config({}, "kubernetes")).filter((l) => l.includes(".replay"));
-    expect(lines).toEqual([
-      "multienv:websites.gh.replay: the kubernetes target does not replay recordings yet; deploy this stack on docker, ec2 or hosts, or remove replay to reach the live site",
-    ]);
+  it("refuses no target: the kubernetes one replays as the others do", () => {
+    for (const target of ["docker", "kubernetes"])
+      expect(problemsOf(config({}, target)).filter((l) => l.includes(".replay"))).toEqual([]);
+    expect(planned(config({}, "kubernetes"), RECORDED).websites.find((w) => w.name === "gh")?.replay).toMatchObject({
+      recordingImage: `multienv/replay-recording:${SHA}`,
+    });
   });
 
   it("refuses a replayed site whose recording was not read", () => {

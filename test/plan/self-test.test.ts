@@ -52,6 +52,22 @@ describe("the self-test's checks", () => {
     ]);
   });
 
+  it("checks no replayed site as a live one: its names answer from its recording, so neither connect nor refusal holds", () => {
+    const recording = { path: "/recordings/gh.har", sha256: "c".repeat(64), bytes: 1024 };
+    const replayed = planned(
+      stackConfig({
+        websites: { ...WEBSITES, gh: { ...WEBSITES.gh, replay: "gh.har" } },
+        computers: { open: { network: "allow-all" }, offline: { network: "none" } },
+      }),
+      { recordings: { gh: recording } },
+    );
+    // (Its name may be the one a synthetic check loads: it is served over HTTPS with the env CA as a synthetic one.)
+    for (const computer of ["open", "offline"])
+      expect(
+        checks(replayed, computer).filter((c) => /^(live-connects|refused) https?:\/\/github\.com\//.test(c)),
+      ).toEqual([]);
+  });
+
   it("checks each computer's start tabs, and only the computers that have some", () => {
     expect(p.selfTest.startTabs).toEqual({ listed: ["https://www.shop.test/cart", "https://github.com/"] });
   });

@@ -236,6 +236,7 @@ describe("a kubernetes stack's state", () => {
     podResource("shop-server", { "multienv.role": "server", "multienv.site": "shop" }),
     podResource("shop-frontend", { "multienv.role": "frontend", "multienv.site": "shop" }),
     podResource("notes-server", { "multienv.role": "server", "multienv.site": "notes" }),
+    podResource("notes-replay", { "multienv.role": "replay", "multienv.site": "notes" }),
     podResource("agent-browser", { "multienv.role": "browser", "multienv.computer": "agent" }),
     podResource("agent-proxy", { "multienv.role": "site-proxy", "multienv.computer": "agent" }),
   ];
@@ -245,7 +246,13 @@ describe("a kubernetes stack's state", () => {
     expect(isKubernetesState([{ type: "docker:index/container:Container" }])).toBe(false);
     expect(stackNamespaces(resources)).toEqual(["task-1"]);
     expect(stackPods(resources)[1]).toEqual({ name: "shop-server", namespace: "task-1", role: "server", site: "shop" });
-    expect(stackPods(resources)[4]).toMatchObject({ name: "agent-browser", computer: "agent" });
+    expect(stackPods(resources)[4]).toEqual({
+      name: "notes-replay",
+      namespace: "task-1",
+      role: "replay",
+      site: "notes",
+    });
+    expect(stackPods(resources)[5]).toMatchObject({ name: "agent-browser", computer: "agent" });
     expect(clusterTargetOf(resources)).toEqual({ kubeconfig: "/k/config", context: "kind" });
     // The output wins over the provider's inputs; a kubeconfig's text is not a path.
     expect(clusterTargetOf(resources, { gatewayPortForward: { namespace: "task-1", context: "other" } })).toEqual({
@@ -256,13 +263,14 @@ describe("a kubernetes stack's state", () => {
     ).toEqual({});
   });
 
-  it("starts over a site without a reset operation by its server pod, and every website pod for the captures", () => {
+  it("starts over a site without a reset operation by its server pod, and every website pod for the captures (a replay server's among them)", () => {
     const pods = stackPods(resources);
     expect(podsToStartOver(pods, ["notes"], false).map((p) => p.name)).toEqual(["notes-server"]);
     expect(podsToStartOver(pods, [], true).map((p) => p.name)).toEqual([
       "shop-server",
       "shop-frontend",
       "notes-server",
+      "notes-replay",
     ]);
     expect(podsToStartOver(pods, [], false)).toEqual([]);
     expect(() => podsToStartOver(pods, ["wiki"], false)).toThrow(

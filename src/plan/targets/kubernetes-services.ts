@@ -3,7 +3,7 @@
 // Docker binds it to a name on one network, and the gateway's runner listener on its pod's loopback, which a
 // port-forward reaches and nothing else does. The names each service dials stay as they are on Docker; the pod's
 // hostAliases (src/plan/targets/kubernetes.ts) map them to the Services behind them.
-import { kubernetesNames, kubernetesPods } from "./kubernetes";
+import { capturedContainer, kubernetesNames, kubernetesPods } from "./kubernetes";
 import {
   browserServiceConfig,
   engineMachines,
@@ -14,15 +14,18 @@ import {
   type GatewayServiceConfig,
   type SiteProxyServiceConfig,
 } from "../services";
+import { replayServerServiceConfig } from "../replay";
 import { CAPTURE_SERVER_PORT } from "../../protocol/traffic";
-import type { Plan, PlannedComputer } from "../types";
+import type { ReplayServerConfig } from "../../protocol/replay-server-config";
+import type { Plan, PlannedComputer, PlannedWebsite } from "../types";
 
 /** `MULTIENV_GATEWAY_CONFIG` on a cluster: captures read from each website pod's capture server. */
 export function kubernetesGatewayConfig(plan: Plan): GatewayServiceConfig {
   const { capturesDir: _, ...config } = gatewayServiceConfig(plan);
   const captureSources: Record<string, string> = {};
   for (const pod of kubernetesPods(plan))
-    if (pod.capture !== undefined) captureSources[pod.name] = `http://${pod.name}:${CAPTURE_SERVER_PORT}`;
+    if (pod.capture !== undefined)
+      captureSources[capturedContainer(pod.capture)] = `http://${pod.name}:${CAPTURE_SERVER_PORT}`;
   return {
     ...config,
     listen: { host: "127.0.0.1", port: plan.gateway.port },
@@ -46,4 +49,12 @@ export function kubernetesSiteProxyConfig(plan: Plan, computer: PlannedComputer)
 /** `MULTIENV_BROWSER_CONFIG` on a cluster: the DevTools relay on the browser pod's own address. */
 export function kubernetesBrowserConfig(plan: Plan, computer: PlannedComputer): BrowserServiceConfig {
   return { ...browserServiceConfig(plan, computer), cdpHost: kubernetesNames.browser(computer.name) };
+}
+
+/** `MULTIENV_REPLAY_SERVER_CONFIG` on a cluster: both listeners on the replay pod's own address. */
+export function kubernetesReplayServerConfig(site: PlannedWebsite): ReplayServerConfig {
+  if (site.replay === undefined) throw new Error(`site ${site.name} is not replayed`);
+  const config = replayServerServiceConfig(site.replay);
+  const own = kubernetesNames.replay(site.name);
+  return { ...config, listen: { ...config.listen, host: own }, control: { ...config.control, host: own } };
 }

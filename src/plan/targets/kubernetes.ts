@@ -23,6 +23,7 @@ import {
   SITE_PROXY_CONTROL_PORT,
   SITE_PROXY_PORT,
   networkAliases,
+  topologyNames,
   type SiteRole,
 } from "../topology";
 import { CAPTURE_SERVER_PORT } from "../../protocol/traffic";
@@ -107,7 +108,7 @@ export function kubernetesWarnings(config: StackConfig): Problem[] {
 
 // --- pods --------------------------------------------------------------------------------------------------
 
-export type PodRole = "gateway" | "server" | "frontend" | "browser" | "site-proxy";
+export type PodRole = "gateway" | "server" | "frontend" | "replay" | "browser" | "site-proxy";
 
 /** A port a pod listens on, exposed by its Service under the same name. */
 export interface PodPort {
@@ -146,12 +147,22 @@ const LABEL = {
 export const kubernetesNames = {
   gateway: "gateway",
   site: (site: string, role: SiteRole) => `${site}-${role}`,
+  /** A replayed site's replay server: the name the gateway dials it by on Docker too (`<site>-replay`). */
+  replay: (site: string) => topologyNames.replayAlias(site),
   browser: (computer: string) => `${computer}-browser`,
   proxy: (computer: string) => `${computer}-proxy`,
   /** A website pod's capture containers: tcpdump, and the server that hands its files to the gateway. */
   captureContainer: "capture",
   captureServerContainer: "capture-server",
 };
+
+/**
+ * The website container a pod's capture records, as the gateway and the traffic/v1 listing name it: `<site>-<role>`,
+ * the pod's own name but for a replay server's pod (`<site>-replay`), whose capture is its site's frontend's.
+ */
+export function capturedContainer(capture: Pick<PlannedCapture, "site" | "role">): string {
+  return kubernetesNames.site(capture.site, capture.role);
+}
 
 function sitePod(plan: Pick<Plan, "stack" | "capture">, site: PlannedWebsite, role: SiteRole): PlannedPod {
   const container = role === "server" ? site.server : site.frontend;
@@ -175,11 +186,35 @@ function sitePod(plan: Pick<Plan, "stack" | "capture">, site: PlannedWebsite, ro
   };
 }
 
+/**
+ * A replayed site's replay server: a pod the gateway alone reaches, on its site and control ports (and its capture
+ * server's when capturing: the replay server is the site's frontend for the gateway, and captured as that).
+ */
+function replayPod(plan: Pick<Plan, "stack" | "capture">, site: PlannedWebsite): PlannedPod {
+  if (site.replay === undefined) throw new Error(`site ${site.name} is not replayed`);
+  const captured = plan.capture.sidecars.find((s) => s.site === site.name && s.role === "frontend");
+  return {
+    name: kubernetesNames.replay(site.name),
+    role: "replay",
+    container: "replay-server",
+    labels: { [LABEL.stack]: plan.stack, [LABEL.role]: "replay", [LABEL.site]: site.name },
+    ports: [
+      { name: "http", port: site.replay.port },
+      { name: "control", port: site.replay.controlPort },
+      ...(captured ? [{ name: "captures", port: CAPTURE_SERVER_PORT }] : []),
+    ],
+    hostAliases: {},
+    site: site.name,
+    ...(captured ? { capture: captured } : {}),
+  };
+}
+
 /** Every pod of the env, websites first, then the gateway, then each computer's proxy and browser. */
 export function kubernetesPods(plan: Pick<Plan, "stack" | "capture" | "websites" | "computers">): PlannedPod[] {
   const sites = plan.websites.flatMap((site) => [
     sitePod(plan, site, "server"),
     ...(site.frontend ? [sitePod(plan, site, "frontend")] : []),
+    ...(site.replay ? [replayPod(plan, site)] : []),
   ]);
   const gatewayAliases: Record<string, string> = {};
   for (const pod of sites) gatewayAliases[pod.name] = pod.name;
@@ -203,6 +238,8 @@ export interface KubernetesPodsByPart {
   gateway: PlannedPod;
   /** Site -> its server's pod and its frontend's. */
   sites: Record<string, PlannedPod[]>;
+  /** Replayed site -> its replay server's pod. */
+  replays: Record<string, PlannedPod>;
   /** Computer -> its site proxy's pod and its browser's. */
   computers: Record<string, { proxy: PlannedPod; browser: PlannedPod }>;
 }
@@ -219,7 +256,14 @@ export function kubernetesPodsByPart(
   return {
     all,
     gateway: named(kubernetesNames.gateway),
-    sites: Object.fromEntries(plan.websites.map((site) => [site.name, all.filter((p) => p.site === site.name)])),
+    sites: Object.fromEntries(
+      plan.websites.map((site) => [site.name, all.filter((p) => p.site === site.name && p.role !== "replay")]),
+    ),
+    replays: Object.fromEntries(
+      plan.websites.flatMap((site) =>
+        site.replay ? [[site.name, named(kubernetesNames.replay(site.name))] as const] : [],
+      ),
+    ),
     computers: Object.fromEntries(
       plan.computers.map((c) => [
         c.name,

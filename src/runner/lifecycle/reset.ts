@@ -275,10 +275,12 @@ async function resetThrough(
       `warning: stack ${stack.name}: the gateway's card could not be read (${errorMessage(error)}); every site's server is restarted instead`,
     );
   }
-  const sites = await startSitesOver(access, runtime, card, Object.keys(outputs.websites), outputs.captureTraffic);
-  // A replayed site's recording starts over too: repeated requests get their first recorded answer again.
+  // A replayed site's recording starts over too: repeated requests get their first recorded answer again. Before the
+  // sites start over, which on a cluster recreates a captured replay server's pod and the ended episode's counters
+  // with it.
   const replayed = outputs.replayedWebsites.map((site) => site.name);
   const replay = replayed.length > 0 ? await resetReplays(access.gatewayUrl, access.controlToken, replayed) : {};
+  const sites = await startSitesOver(access, runtime, card, Object.keys(outputs.websites), outputs.captureTraffic);
   phase("sites and captures started over");
 
   // 4. The browsers, on their fresh profiles, open their start tabs.

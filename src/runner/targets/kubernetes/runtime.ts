@@ -26,7 +26,10 @@ export function asContainerState(pod: PodState, context: string): ContainerState
   };
 }
 
-/** The website pods that start over: each named site's server, and with `captures` every website pod. */
+/**
+ * The website pods that start over: each named site's server, and with `captures` every website pod (a replay
+ * server's among them: its captures are in its pod's emptyDir).
+ */
 export function podsToStartOver(pods: StackPod[], servers: string[], captures: boolean): StackPod[] {
   const missing = servers.filter((site) => !pods.some((p) => p.role === "server" && p.site === site));
   if (missing.length > 0)
@@ -36,7 +39,7 @@ export function podsToStartOver(pods: StackPod[], servers: string[], captures: b
   return pods.filter(
     (p) =>
       (p.role === "server" && p.site !== undefined && servers.includes(p.site)) ||
-      (captures && (p.role === "server" || p.role === "frontend")),
+      (captures && (p.role === "server" || p.role === "frontend" || p.role === "replay")),
   );
 }
 
