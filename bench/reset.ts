@@ -13,7 +13,7 @@
 // Options (env): BENCH_ROUNDS (3), BENCH_STACK (bench-reset), BENCH_STACK_FILE (stacks/Pulumi.demo.yaml; another
 // task's file, e.g. test/e2e/fixtures/Pulumi.pool-shop.yaml, whose shop.test is what the episode orders from),
 // BENCH_RESET_ONLY=1 (the resets alone, from the state read once as a warm pool's keeper does: no down + up, no
-// docker restart). Each reset's phases (cumulative seconds, from its own log) are printed, and their medians.
+// docker restart). Each reset's phases (cumulative seconds, from its own log) are printed.
 // Needs the Pulumi CLI (installed, or scripts/pulumi-toolchain.sh) and the project's images (npm run images).
 import { rmSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
