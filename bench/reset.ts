@@ -10,8 +10,11 @@
 //      nothing a site keeps on disk, and the browsers keep their profiles: less than a reset does).
 // Before each reset the episode leaves traces (a record in every site's data plane, a page in the browser), so
 // there is work to undo. The last line is one JSON object with every figure.
-// Options (env): BENCH_ROUNDS (3), BENCH_STACK (bench-reset). Needs the Pulumi CLI (installed, or
-// scripts/pulumi-toolchain.sh) and the project's images (npm run images).
+// Options (env): BENCH_ROUNDS (3), BENCH_STACK (bench-reset), BENCH_STACK_FILE (stacks/Pulumi.demo.yaml; another
+// task's file, e.g. test/e2e/fixtures/Pulumi.pool-shop.yaml, whose shop.test is what the episode orders from),
+// BENCH_RESET_ONLY=1 (the resets alone, from the state read once as a warm pool's keeper does: no down + up, no
+// docker restart). Each reset's phases (cumulative seconds, from its own log) are printed.
+// Needs the Pulumi CLI (installed, or scripts/pulumi-toolchain.sh) and the project's images (npm run images).
 import { rmSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import path from "node:path";
@@ -20,12 +23,22 @@ import { runShopEpisode } from "../examples/runner/shop-agent";
 import { GatewayClient, gatewayClient } from "../src/protocol/gateway-client";
 import { LABELS, ROLES } from "../src/protocol/labels";
 import { engineClient } from "../src/engines/docker";
-import { deployStack, destroyStack, gatewayAccess, resetStack, specFromStackFile } from "../src/runner";
+import {
+  deployStack,
+  destroyStack,
+  gatewayAccess,
+  readStackState,
+  resetStack,
+  specFromStackFile,
+  type StackState,
+} from "../src/runner";
 import { median, useBenchPulumi } from "./kit";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const STACK = process.env.BENCH_STACK ?? "bench-reset";
 const REPO = path.resolve(__dirname, "..");
+const STACK_FILE = path.resolve(REPO, process.env.BENCH_STACK_FILE ?? "stacks/Pulumi.demo.yaml");
+const RESET_ONLY = process.env.BENCH_RESET_ONLY === "1";
 const api = engineClient();
 
 const STATE = useBenchPulumi();
@@ -36,20 +49,52 @@ async function timed(what: () => Promise<unknown>): Promise<number> {
   return (performance.now() - started) / 1000;
 }
 
-/** What an episode leaves behind: a record in every site's data plane and a page visited in the desktop browser. */
-async function leaveTraces(): Promise<void> {
+/**
+ * What an episode leaves behind: a record in the live site's data plane (the demo's github) and an order in each shop
+ * (shop.test, and the demo's gist.github.com), placed in the first computer's browser the way an agent would.
+ */
+async function leaveTraces(state: StackState): Promise<void> {
+  const outputs = Object.fromEntries(Object.entries(state.outputs).map(([key, output]) => [key, output.value])) as {
+    websites: Record<string, unknown>;
+    computers: Record<string, unknown>;
+  };
   const gateway = gatewayClient(await gatewayAccess(STACK));
-  await gateway.siteJson("github", "/data", { method: "POST", json: { left: "github" } });
-  // An order in each shop, placed the way an agent would.
-  const browser = await chromium.connectOverCDP(gateway.cdpUrl("desktop"), {
+  if ("github" in outputs.websites)
+    await gateway.siteJson("github", "/data", { method: "POST", json: { left: "github" } });
+  const browser = await chromium.connectOverCDP(gateway.cdpUrl(Object.keys(outputs.computers)[0]), {
     headers: { Authorization: gateway.authorization() },
   });
   try {
-    for (const shop of ["https://shop.test/", "https://gist.github.com/"])
+    for (const shop of ["https://shop.test/", ...("gist" in outputs.websites ? ["https://gist.github.com/"] : [])])
       await runShopEpisode(await browser.contexts()[0].newPage(), shop);
   } finally {
     await browser.close();
   }
+}
+
+/** Each phase of a reset, as its log names them (`stack <s>: reset: <phase> (<seconds> s)`), cumulative seconds. */
+type Phases = Record<string, number>;
+
+/** A reset from the kept state, its phases recorded. */
+async function timedReset(state: StackState, collect: boolean, phases: Phases[]): Promise<number> {
+  const seen: Phases = {};
+  const seconds = await timed(() =>
+    resetStack(STACK, {
+      state,
+      collect,
+      log: (line) => {
+        const match = /: reset: (.*) \(([0-9.]+) s\)$/.exec(line);
+        if (match) seen[match[1].replace(/^episode \d+ /, "episode ")] = Number(match[2]);
+      },
+    }),
+  );
+  phases.push(seen);
+  console.log(
+    `  ${Object.entries(seen)
+      .map(([phase, s]) => `${phase} ${s.toFixed(1)}`)
+      .join(", ")}`,
+  );
+  return seconds;
 }
 
 /** `docker restart` of every container of the stack, then a poll of the gateway's /healthz on its published port. */
@@ -75,7 +120,8 @@ async function dockerRestart(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const spec = specFromStackFile(path.join(REPO, "stacks/Pulumi.demo.yaml"), STACK);
+  const spec = specFromStackFile(STACK_FILE, STACK);
+  const phases: Phases[] = [];
   const figures = {
     reset: [] as number[],
     resetCollect: [] as number[],
@@ -86,25 +132,33 @@ async function main(): Promise<void> {
   try {
     await deployStack(spec, { selfTest: false });
     containers = (await api.listContainers({ filters: { label: [`multienv.stack=${STACK}`] } })).length;
+    let state = await readStackState(STACK);
     for (let round = 1; round <= ROUNDS; round++) {
-      await leaveTraces();
-      figures.reset.push(await timed(() => resetStack(STACK)));
-      await leaveTraces();
-      figures.resetCollect.push(await timed(() => resetStack(STACK, { collect: true })));
-      await leaveTraces();
+      await leaveTraces(state);
+      figures.reset.push(await timedReset(state, false, phases));
+      await leaveTraces(state);
+      figures.resetCollect.push(await timedReset(state, true, phases));
+      if (RESET_ONLY) {
+        console.log(
+          `round ${round}: reset ${figures.reset.at(-1)!.toFixed(1)} s, reset --collect ${figures.resetCollect.at(-1)!.toFixed(1)} s`,
+        );
+        continue;
+      }
+      await leaveTraces(state);
       figures.downUp.push(
         await timed(async () => {
           await destroyStack(STACK);
           await deployStack(spec, { selfTest: false });
         }),
       );
+      state = await readStackState(STACK);
       console.log(
         `round ${round}: reset ${figures.reset.at(-1)!.toFixed(1)} s, reset --collect ${figures.resetCollect.at(-1)!.toFixed(1)} s, down + up ${figures.downUp.at(-1)!.toFixed(1)} s`,
       );
     }
     // Last, not alternated: a restarted gateway may be published on another host port than the stack's outputs
     // say, so nothing that reads the outputs can follow it.
-    for (let round = 1; round <= ROUNDS; round++) {
+    for (let round = 1; round <= (RESET_ONLY ? 0 : ROUNDS); round++) {
       figures.dockerRestart.push(await timed(dockerRestart));
       console.log(`docker restart ${round}: ${figures.dockerRestart.at(-1)!.toFixed(1)} s`);
     }

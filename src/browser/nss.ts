@@ -27,14 +27,15 @@ export async function trustCa(caFile: string, home: string, certutil = "certutil
 
 /**
  * Makes the NSS db under `home` trust `caFile` by copying one built under `templateHome`, which is built again only
- * when the CA changed: a fresh profile then costs a copy, not three runs of certutil.
+ * when the CA changed: a fresh profile then costs a copy, not three runs of certutil. Resolves with the CA's bytes it
+ * trusts, so that a profile prepared ahead of its use can be told from one trusting a CA replaced since.
  */
 export async function trustCaByCopy(
   caFile: string,
   home: string,
   templateHome: string,
   certutil = "certutil",
-): Promise<void> {
+): Promise<Buffer> {
   const template = nssDirOf(templateHome);
   const built = path.join(template, "multienv-ca.pem");
   const ca = fs.readFileSync(caFile);
@@ -48,4 +49,5 @@ export async function trustCaByCopy(
     fs.renameSync(pending, built);
   }
   fs.cpSync(template, nssDirOf(home), { recursive: true });
+  return ca;
 }

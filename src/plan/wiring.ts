@@ -144,7 +144,8 @@ export function browserMounts(computer: PlannedComputer): VolumeMount[] {
  * container is restarting, Docker still names the namespace by its dead process (`lstat /proc/<pid>/ns/net: no such
  * file`), so the script waits `CAPTURE_REJOIN_WAIT_SECONDS` before it exits. A container that takes longer to come
  * back leaves its sidecar stopped, which /healthz reports (its capture is not writing) until a `multienv reset` or a
- * redeploy starts it again.
+ * redeploy starts it again. A reset starts a capture over in place (CAPTURE_START_OVER_COMMAND: USR1 to the script, no
+ * container restart, which on docker took seconds for a handful of sidecars).
  */
 export function captureCommand(plan: Pick<Plan, "capture">, sidecar: PlannedCapture, ownPort?: number): string[] {
   const base = `${CAPTURES_DIR}/${sidecar.filePrefix.replace(/\.pcap$/, "")}`;
@@ -166,6 +167,32 @@ export const CAPTURE_POD_IP_ENV = "MULTIENV_POD_IP";
  */
 export const CAPTURE_REJOIN_WAIT_SECONDS = 10;
 
+/**
+ * Where a capture sidecar's script keeps its pid, the times it started over in place and its files' base (under
+ * TMPDIR, else /tmp: outside the captures volume).
+ */
+const CAPTURE_STATE = '"${TMPDIR:-/tmp}/multienv-capture-state"';
+
+/** CAPTURE_START_OVER_COMMAND's exit when the sidecar's script cannot start over in place (one from before). */
+export const CAPTURE_CANNOT_START_OVER = 3;
+
+/**
+ * What a reset runs in a capture sidecar (`sh -c`) to start its capture over in place, without a restart of the
+ * container: the script's tcpdump ends (its files whole; the episode's were collected before), its files go, and a new
+ * tcpdump begins; exits 0 once the new one has written its first file, CAPTURE_CANNOT_START_OVER when the script is
+ * one that cannot, and 1 when it did not within 10 s (the reset then restarts the sidecar, as before).
+ */
+export const CAPTURE_START_OVER_COMMAND = [
+  `read pid before base <${CAPTURE_STATE} 2>/dev/null || exit ${CAPTURE_CANNOT_START_OVER}`,
+  'kill -USR1 "$pid" || exit 1',
+  "for i in $(seq 200); do",
+  `  read pid now base <${CAPTURE_STATE}`,
+  '  [ "$now" != "$before" ] && ls "$base".pcap[0-9]* >/dev/null 2>&1 && exit 0',
+  "  sleep 0.05",
+  "done",
+  "exit 1",
+].join("\n");
+
 /** The capture sidecar's script (see `captureCommand`); POSIX sh, builtins alone in its loop but `sleep`. */
 export const CAPTURE_SCRIPT = [
   "base=$1 size=$2 count=$3 own=${4:-}",
@@ -183,9 +210,13 @@ export const CAPTURE_SCRIPT = [
   '  while ls "$base".run$run.pcap[0-9]* >/dev/null 2>&1; do run=$((run + 1)); done',
   '  for f in "$base".pcap[0-9]*; do mv -f "$f" "$base.run$run.${f##*.}"; done',
   "fi",
-  'tcpdump -i any -n -U -w "$base.pcap" -C "$size" -W "$count" -Z root ${filter:+"$filter"} &',
-  "pid=$!",
+  'capture() { tcpdump -i any -n -U -w "$base.pcap" -C "$size" -W "$count" -Z root ${filter:+"$filter"} & pid=$!; }',
+  "capture",
   "trap 'kill $pid 2>/dev/null; wait $pid; exit 0' TERM INT",
+  // Started over in place (USR1, CAPTURE_START_OVER_COMMAND): tcpdump ends, which writes its files out whole, every
+  // file of this capture goes, and a new tcpdump begins; the count kept in the state says it has.
+  `trap 'kill $pid 2>/dev/null; wait $pid; rm -f "$base".pcap* "$base".run*.pcap*; capture; over=$((over + 1)); echo "$$ $over $base" >${CAPTURE_STATE}' USR1`,
+  `over=0; echo "$$ $over $base" >${CAPTURE_STATE}`,
   // True while the namespace has an interface besides loopback (/proc/net/dev: two header lines, then one a device).
   'attached() { while read -r line; do case $line in *"|"*|lo:*) ;; *:*) return 0 ;; esac; done </proc/net/dev; return 1; }',
   "while kill -0 $pid 2>/dev/null; do",

@@ -1,8 +1,8 @@
 // The browser's DevTools against the agent in the browser, with the real Chromium, launcher and site proxy on
-// loopback: a page cannot reach DevTools through localhost (Chromium sends loopback to the site proxy, which refuses
-// it) nor open a WebSocket to it carrying its Origin (DevTools' Origin check stays on), while a DevTools client
-// without an Origin (Playwright connectOverCDP, the gateway) still can, through the relay and through the proxy's
-// token-guarded control listener.
+// loopback: a page cannot reach DevTools (the one in use's, nor its standby's) through localhost (Chromium sends
+// loopback to the site proxy, which refuses it) nor open a WebSocket to it carrying its Origin (DevTools' Origin check
+// stays on), while a DevTools client without an Origin (Playwright connectOverCDP, the gateway) still can, through the
+// relay and through the proxy's token-guarded control listener.
 import fs from "node:fs";
 import path from "node:path";
 import { chromium, type Browser } from "playwright-core";
@@ -105,6 +105,8 @@ afterAll(async () => {
 describe("DevTools and the page", () => {
   it("a page cannot reach DevTools through localhost: no read, no side effect, no WebSocket, in any spelling", async () => {
     const devtoolsPort = launcher.devtoolsPort()!;
+    // The standby's too: the next episode's browser, started ahead, which no page may reach either.
+    const standbyPort = (await until("the standby", () => launcher.standby(), 30_000, 100)).port;
     const victim = (await (
       await fetch(`http://127.0.0.1:${relayPort}/json/new?about:blank`, { method: "PUT" })
     ).json()) as { id: string };
@@ -126,6 +128,8 @@ describe("DevTools and the page", () => {
       `127.1:${devtoolsPort}`,
       `localhost:${relayPort}`,
       `127.0.0.1:${relayPort}`,
+      `localhost:${standbyPort}`,
+      `127.0.0.1:${standbyPort}`,
     ];
     // The page is handed the ids an attacker would need (as if they had leaked): only reaching DevTools is missing.
     await page.goto(
@@ -145,10 +149,15 @@ describe("DevTools and the page", () => {
     const tabs = await devtoolsJson<{ id: string }[]>("/json/list");
     expect(tabs.map((t) => t.id)).toContain(victim.id);
     // They went to the site proxy, which refused each by the loopback address it names.
-    for (const host of ["localhost", "127.0.0.1", "::1"]) {
+    for (const [host, port] of [
+      ["localhost", devtoolsPort],
+      ["127.0.0.1", devtoolsPort],
+      ["::1", devtoolsPort],
+      ["127.0.0.1", standbyPort],
+    ] as const) {
       const record = await proxy.waitForRecord<RefusedRecord>(
-        `refused ${host}`,
-        (r) => r.event === "refused" && r.host === host && r.port === devtoolsPort,
+        `refused ${host}:${port}`,
+        (r) => r.event === "refused" && r.host === host && r.port === port,
       );
       expect(record.why).toMatch(/loopback/);
     }

@@ -1,6 +1,7 @@
 // A headful computer's launcher with the real Chromium and Debian's Xvfb on loopback, behind the real site proxy:
 // Chromium runs on a display of the launcher's own Xvfb, without --headless, so its user agent is a desktop
 // browser's; screenshots are drawn; an X server that dies is started again with Chromium; stopping ends both.
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -33,6 +34,25 @@ function alive(pid: number): boolean {
 function processOf(pid: number): { args: string[]; env: string[] } {
   const read = (file: string) => fs.readFileSync(`/proc/${pid}/${file}`, "utf8").split("\0").filter(Boolean);
   return { args: read("cmdline"), env: read("environ") };
+}
+
+/** The top-level X windows of a process (by their _NET_WM_PID): where each is, its size, and whether it is shown. */
+function windowsOf(
+  pid: number,
+): { id: string; x: number; y: number; width: number; height: number; viewable: boolean }[] {
+  const display = launcher.display()!;
+  const x = (args: string[]) =>
+    execFileSync(args[0], args.slice(1), { env: { ...process.env, DISPLAY: display } }).toString();
+  const windows = [];
+  for (const line of x(["xwininfo", "-root", "-children"]).split("\n")) {
+    const match = /^\s+(0x[0-9a-f]+) .*?(\d+)x(\d+)\+(-?\d+)\+(-?\d+)/.exec(line);
+    if (match === null) continue;
+    const [, id, width, height, left, top] = match;
+    if (!x(["xprop", "-id", id, "_NET_WM_PID"]).includes(`= ${pid}`)) continue;
+    const viewable = x(["xwininfo", "-id", id]).includes("Map State: IsViewable");
+    windows.push({ id, x: Number(left), y: Number(top), width: Number(width), height: Number(height), viewable });
+  }
+  return windows;
 }
 
 /**
@@ -129,6 +149,26 @@ describe("a headful computer's launcher", () => {
     expect(facts.screenshot.subarray(1, 4).toString()).toBe("PNG");
     expect(facts.screenshot.readUInt32BE(16)).toBe(facts.innerWidth);
   }, 60_000);
+
+  it("keeps its standby's window beside the screen, where no one sees it, and fills the screen with it once promoted", async () => {
+    const standby = await until("the standby", () => launcher.standby(), 60_000, 100);
+    const inUse = launcher.pid()!;
+    const onScreen = (pid: number) => windowsOf(pid).filter((w) => w.viewable && w.x < 1280 && w.y < 800);
+    // At the screen's corner, as large as it (within the pixel X reports for the window's own edge).
+    const fillingTheScreen = [expect.objectContaining({ x: 0, y: 0, width: expect.toBeOneOf([1279, 1280]) })];
+    expect(windowsOf(standby.proc.pid!).filter((w) => w.viewable).length).toBeGreaterThan(0);
+    expect(onScreen(standby.proc.pid!)).toEqual([]);
+    expect(onScreen(inUse)).toEqual(fillingTheScreen);
+    const answer = await launcher.freshProfile();
+    expect(answer.standby).toBe(true);
+    expect(launcher.pid()).toBe(standby.proc.pid);
+    expect(onScreen(standby.proc.pid!)).toEqual(fillingTheScreen);
+    await launcher.openStartTabs();
+    const facts = await pageFacts();
+    expect(facts.userAgent).not.toContain("HeadlessChrome");
+    // As wide as the screen, as the first window was (within its edge's pixel).
+    expect(facts.innerWidth).toBeGreaterThanOrEqual(1279);
+  }, 120_000);
 
   it("starts its X server and Chromium again when the X server dies, on a display again", async () => {
     const xvfbPid = launcher.xvfbPid()!;

@@ -1,7 +1,8 @@
 // The browser computer's launcher with the real Chromium on loopback: it waits for the env CA, trusts
 // it (an HTTPS start tab through the proxy loads with no certificate error), sends every tab through
 // its --proxy-server, serves DevTools on its port, brings Chromium back with its tabs (and its profile) after
-// kill -9, and starts it on a fresh profile when its relay is asked to.
+// kill -9, and puts one on a fresh profile in its place when its relay is asked to: its standby (started ahead on a
+// new, empty profile, which the relay never reaches until then), or, when the standby is dead, one started then.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
@@ -10,6 +11,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import { parseBrowserConfig } from "../../src/browser/config";
 import { start, type Launcher } from "../../src/browser/launcher";
 import { until } from "../helpers/until";
@@ -29,6 +31,53 @@ function openssl(args: string[]): void {
 
 function listen(server: net.Server): Promise<number> {
   return new Promise((r) => server.listen(0, "127.0.0.1", () => r((server.address() as net.AddressInfo).port)));
+}
+
+/** What `pid`'s process was started with: its arguments and its environment. */
+function processOf(pid: number): { args: string[]; env: string[] } {
+  const read = (file: string) => fs.readFileSync(`/proc/${pid}/${file}`, "utf8").split("\0").filter(Boolean);
+  return { args: read("cmdline"), env: read("environ") };
+}
+
+/** True while a process of the group `pid` leads still runs (a zombie, not yet reaped by its new parent, does not). */
+function groupAlive(pid: number): boolean {
+  for (const name of fs.readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${name}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(pgrp) === pid && state !== "Z" && state !== "X") return true;
+  }
+  return false;
+}
+
+/** A DevTools endpoint's browser id and page tabs. */
+async function devtoolsOf(port: number): Promise<{ browser: string; tabs: { id: string; url: string }[] }> {
+  const version = (await (await fetch(`http://127.0.0.1:${port}/json/version`)).json()) as {
+    webSocketDebuggerUrl: string;
+  };
+  const list = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as {
+    id: string;
+    url: string;
+    type: string;
+  }[];
+  return {
+    browser: new URL(version.webSocketDebuggerUrl).pathname.split("/").pop()!,
+    tabs: list.filter((t) => t.type === "page").map(({ id, url }) => ({ id, url })),
+  };
+}
+
+/** Whether a DevTools WebSocket at `url` opens. */
+function webSocketOutcome(url: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = new WebSocket(url);
+    socket.on("open", () => (socket.close(), resolve("open")));
+    socket.on("unexpected-response", (_req, res) => resolve(`refused ${res.statusCode}`));
+    socket.on("error", (e) => resolve(e.message));
+  });
 }
 
 async function devtoolsTabs(): Promise<{ url: string; title: string; type: string }[]> {
@@ -224,7 +273,7 @@ describe("browser launcher", () => {
       expect((await devtoolsTabs()).map((t) => t.url)).toEqual(["about:blank"]);
       const fresh = await ask("POST", "/multienv/fresh-profile");
       expect(fresh.status).toBe(200);
-      expect(JSON.parse(fresh.body)).toMatchObject({ profile: 2 });
+      expect(JSON.parse(fresh.body)).toMatchObject({ profile: 2, standby: true });
       // At a blank tab until it is told to open its start tabs (a reset does once the sites are emptied).
       expect((await devtoolsTabs()).map((t) => t.url)).toEqual(["about:blank"]);
       const tabs = await ask("POST", "/multienv/start-tabs");
@@ -239,12 +288,64 @@ describe("browser launcher", () => {
     expect(launcher.profileDir()).not.toBe(old);
     // The old profile is gone, all of it; the new one is Chromium's HOME and user data, trusting the env CA.
     expect(fs.existsSync(old)).toBe(false);
-    expect(fs.readdirSync(path.dirname(old))).toEqual([path.basename(launcher.profileDir())]);
+    // (beside the next standby's, numbered above it, once it starts)
+    const inUse = path.basename(launcher.profileDir());
+    expect(fs.readdirSync(path.dirname(old)).filter((n) => Number(n) <= Number(inUse))).toEqual([inUse]);
     expect(fs.existsSync(path.join(launcher.profileDir(), ".pki", "nssdb", "cert9.db"))).toBe(true);
     expect(log.filter((r) => r.event === "fresh-profile")).toEqual([expect.objectContaining({ profile: 2 })]);
-    expect(log.at(-1)?.event).toBe("start-tabs");
+    expect(log.filter((r) => !String(r.event).startsWith("standby")).at(-1)?.event).toBe("start-tabs");
     expect(log.filter((r) => r.event === "chromium-exited")).toHaveLength(1); // the kill -9 above, not this
   });
+
+  it("keeps a standby on a new, empty profile at a blank tab, its own HOME, which the relay never reaches", async () => {
+    const standby = await until("the next standby", () => launcher.standby(), 30_000, 100);
+    const inUse = Number(path.basename(launcher.profileDir()));
+    expect(standby.profile).toBeGreaterThan(inUse);
+    expect(standby.proc.pid).not.toBe(launcher.pid());
+    const root = path.join(path.dirname(launcher.profileDir()), String(standby.profile));
+    expect(processOf(standby.proc.pid!).env).toContain(`HOME=${root}`);
+    expect(processOf(standby.proc.pid!).args).toContain(`--user-data-dir=${path.join(root, "chromium")}`);
+    const own = await devtoolsOf(standby.port);
+    expect(own.tabs.map((t) => t.url)).toEqual(["about:blank"]);
+    // Through the relay: the browser in use, its tabs alone; the standby's browser and tab are not found there.
+    const relayed = await devtoolsOf(cdpPort);
+    expect(relayed.browser).not.toBe(own.browser);
+    expect(relayed.tabs.map((t) => t.id)).not.toContain(own.tabs[0].id);
+    for (const pathname of [`/devtools/browser/${own.browser}`, `/devtools/page/${own.tabs[0].id}`])
+      expect(await webSocketOutcome(`ws://127.0.0.1:${cdpPort}${pathname}`), pathname).not.toBe("open");
+    // It answers on its own port all along: what the relay refused was the standby, not a dead one.
+    expect((await devtoolsOf(standby.port)).browser).toBe(own.browser);
+  }, 60_000);
+
+  it("promotes the standby on a fresh profile: the one in use ended, every process of it, its profile deleted", async () => {
+    const standby = await until("the next standby", () => launcher.standby(), 30_000, 100);
+    const old = { pid: launcher.pid()!, dir: launcher.profileDir() };
+    const answer = await launcher.freshProfile();
+    expect(answer).toMatchObject({ profile: standby.profile, standby: true });
+    expect(launcher.pid()).toBe(standby.proc.pid);
+    expect(groupAlive(old.pid)).toBe(false);
+    expect(fs.existsSync(old.dir)).toBe(false);
+    // The relay reaches it now: the browser and the blank tab that were the standby's.
+    const own = await devtoolsOf(standby.port);
+    const relayed = await devtoolsOf(cdpPort);
+    expect(relayed.browser).toBe(own.browser);
+    expect(relayed.tabs.map((t) => t.url)).toEqual(["about:blank"]);
+  }, 60_000);
+
+  it("falls back to starting Chromium on a new, empty profile when the standby was killed", async () => {
+    const standby = await until("the next standby", () => launcher.standby(), 30_000, 100);
+    const used = launcher.profileDir();
+    process.kill(-standby.proc.pid!, "SIGKILL");
+    const answer = await launcher.freshProfile();
+    expect(answer.standby).toBe(false);
+    expect(answer.profile).toBeGreaterThan(standby.profile);
+    expect(launcher.pid()).not.toBe(standby.proc.pid);
+    expect(Number(path.basename(launcher.profileDir()))).toBe(answer.profile);
+    for (const gone of [used, path.join(path.dirname(used), String(standby.profile))])
+      expect(fs.existsSync(gone), gone).toBe(false);
+    expect((await devtoolsOf(cdpPort)).tabs.map((t) => t.url)).toEqual(["about:blank"]);
+    expect(log.filter((r) => r.event === "fresh-profile").at(-1)).toMatchObject({ standby: false });
+  }, 60_000);
 });
 
 describe("browser config", () => {

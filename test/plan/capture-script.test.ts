@@ -1,25 +1,45 @@
 // The capture sidecar's script, run for real in network namespaces of its own (unshare -n, as root) with a
 // stand-in tcpdump on PATH: it keeps running while the namespace has an interface besides loopback, exits (for
 // the restart policy to start it again) once only loopback is left, as when Docker restarted the website
-// container, and never overwrites the files of an earlier run.
+// container, never overwrites the files of an earlier run, and starts over in place when a reset asks.
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { CAPTURE_POD_IP_ENV, CAPTURE_REJOIN_WAIT_SECONDS, CAPTURE_SCRIPT, captureCommand } from "../../src/plan/wiring";
+import {
+  CAPTURE_CANNOT_START_OVER,
+  CAPTURE_POD_IP_ENV,
+  CAPTURE_REJOIN_WAIT_SECONDS,
+  CAPTURE_SCRIPT,
+  CAPTURE_START_OVER_COMMAND,
+  captureCommand,
+} from "../../src/plan/wiring";
 import type { Plan, PlannedCapture } from "../../src/plan/types";
 import { CAPTURE_SERVER_PORT } from "../../src/protocol/traffic";
+import { until } from "../helpers/until";
 
 const canUnshare = spawnSync("unshare", ["-n", "true"]).status === 0;
 
-/** A tcpdump that writes its first file (`-w <prefix>` + 0) and waits, as the real one does with no packets. */
+/**
+ * A tcpdump that writes its first file (`-w <prefix>` + 0) and waits, as the real one does with no packets; each start
+ * and each end (TERM, once its file is written out) is a line of `<dir>/tcpdump.log`.
+ */
 function fakeTcpdump(dir: string): string {
   const bin = path.join(dir, "bin");
   fs.mkdirSync(bin);
   fs.writeFileSync(
     path.join(bin, "tcpdump"),
-    '#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = -w ] && w=$2; shift; done\necho packets > "${w}0"\nexec sleep 1000\n',
+    [
+      "#!/bin/sh",
+      'while [ $# -gt 0 ]; do [ "$1" = -w ] && w=$2; shift; done',
+      `log=${path.join(dir, "tcpdump.log")}`,
+      'echo "started $$" >> "$log"',
+      'trap \'echo "ended $$" >> "$log"; exit 0\' TERM',
+      'echo packets > "${w}0"',
+      "sleep 1000 & wait $!",
+      "",
+    ].join("\n"),
     { mode: 0o755 },
   );
   return bin;
@@ -31,7 +51,7 @@ function runScript(dir: string, setup: string): { exited: Promise<{ code: number
   const child = spawn(
     "unshare",
     ["-n", "sh", "-c", `${setup}\nexec sh -c "$0" capture "$1" 1 3`, CAPTURE_SCRIPT, path.join(dir, "shop-server")],
-    { env: { ...process.env, PATH: `${fakeTcpdump(dir)}:${process.env.PATH}` }, stdio: "ignore" },
+    { env: { ...process.env, PATH: `${fakeTcpdump(dir)}:${process.env.PATH}`, TMPDIR: dir }, stdio: "ignore" },
   );
   return {
     exited: new Promise((resolve) => child.on("exit", (code) => resolve({ code, ms: Date.now() - started }))),
@@ -68,6 +88,45 @@ describe.skipIf(!canUnshare)("the capture sidecar's script", () => {
     expect(ms).toBeLessThan(1_500 + 3_000);
   }, 30_000);
 
+  it("starts over in place on a reset's command: its tcpdump ended first, every file of its capture gone, a new one writing", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-capture-script-"));
+    const { exited, stop } = runScript(dir, "ip link add name veth0 type veth peer name veth1");
+    const file = (name: string) => path.join(dir, name);
+    const log = () => fs.readFileSync(file("tcpdump.log"), "utf8").trim().split("\n");
+    await until("the first tcpdump's file", () => fs.existsSync(file("shop-server.pcap0")) || undefined, 10_000, 50);
+    // What the ended episode left: its files, an earlier run's, and another container's, which is not this capture's.
+    for (const name of ["shop-server.pcap1", "shop-server.run1.pcap0", "other-server.pcap0"])
+      fs.writeFileSync(file(name), "the ended episode");
+    fs.writeFileSync(file("shop-server.pcap0"), "the ended episode");
+    const startOver = () =>
+      spawnSync("sh", ["-c", CAPTURE_START_OVER_COMMAND], { env: { ...process.env, TMPDIR: dir }, encoding: "utf8" });
+    const first = startOver();
+    expect(first.status, first.stderr).toBe(0);
+    const [started, ended, again] = log();
+    expect(ended.replace("ended", "started")).toBe(started);
+    expect(again).toMatch(/^started /);
+    expect(again).not.toBe(started);
+    expect(
+      fs
+        .readdirSync(dir)
+        .filter((f) => f.includes(".pcap"))
+        .sort(),
+    ).toEqual(["other-server.pcap0", "shop-server.pcap0"]);
+    expect(fs.readFileSync(file("shop-server.pcap0"), "utf8")).toBe("packets\n");
+    expect(fs.readFileSync(file("other-server.pcap0"), "utf8")).toBe("the ended episode");
+    // And again, the script itself never having ended.
+    expect(startOver().status).toBe(0);
+    expect(log()).toHaveLength(5);
+    stop();
+    expect((await exited).code).toBe(0);
+  }, 30_000);
+
+  it("tells a reset it cannot start over in place when no script of this kind runs there", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-capture-script-"));
+    const run = spawnSync("sh", ["-c", CAPTURE_START_OVER_COMMAND], { env: { ...process.env, TMPDIR: dir } });
+    expect(run.status).toBe(CAPTURE_CANNOT_START_OVER);
+  });
+
   it("keeps the files of earlier runs under run numbers of their own, never overwriting one", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "multienv-capture-script-"));
     fs.writeFileSync(path.join(dir, "shop-server.run1.pcap0"), "first run");
@@ -80,7 +139,7 @@ describe.skipIf(!canUnshare)("the capture sidecar's script", () => {
     expect(
       fs
         .readdirSync(dir)
-        .filter((f) => f !== "bin")
+        .filter((f) => f.includes(".pcap"))
         .sort(),
     ).toEqual([
       "other-server.pcap0",

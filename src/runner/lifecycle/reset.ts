@@ -9,11 +9,12 @@
 //      recreated);
 //   3. capture files start over: each sidecar's files are removed and the sidecar restarted (on the kubernetes
 //      target: each website pod recreated, its captures' emptyDir with it);
-//   4. each browser starts again on a fresh profile: its launcher ends Chromium, deletes the profile (everything the
+//   4. each browser goes on with a fresh profile: its launcher ends Chromium, deletes the profile (everything the
 //      episode left in the browser, for every scheme, host and port: cookies, storage, service workers, HSTS,
-//      permissions, history, downloads, caches) and starts Chromium on a new, empty one, while 2 and 3 run; once
-//      they are done its start tabs open. Its DevTools URL stays the same: a client connected to the old Chromium
-//      is disconnected, and reconnecting there reaches the new one;
+//      permissions, history, downloads, caches) and puts in its place its standby, a Chromium it started ahead on a
+//      new, empty profile (or, with no standby that answers, starts one then), while 2 and 3 run; once they are done
+//      its start tabs open. Its DevTools URL stays the same: a client connected to the old Chromium is
+//      disconnected, and reconnecting there reaches the new one;
 //   5. the next episode begins: run.json counts it, and its evidence is each proxy log after the mark of 1.
 // Sign-ins are gone, as after `up`: sign in again for the next episode.
 // The containers (or pods) are found in the stack's state, and restarted by the target's runtime
@@ -215,6 +216,15 @@ async function resetThrough(
   const phase = (what: string) =>
     log(`stack ${stack.name}: reset: ${what} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
   phase("state read");
+  // Read while the episode ends: the sites' reset operations, in step 2, are named in it.
+  const card = gatewayClient(access)
+    .card()
+    .catch((error: unknown) => {
+      log(
+        `warning: stack ${stack.name}: the gateway's card could not be read (${errorMessage(error)}); every site's server is restarted instead`,
+      );
+      return undefined;
+    });
 
   // 1. End the episode: the browsers' tabs close, every connection their proxies hold ends and is logged.
   await Promise.all(
@@ -266,21 +276,18 @@ async function resetThrough(
   );
   fresh.catch(() => undefined); // awaited below; a failure before then must not go unhandled
 
-  // 2 and 3. The sites' data and the captures start over.
-  let card: GatewayCard | undefined;
-  try {
-    card = await gatewayClient(access).card();
-  } catch (error) {
-    log(
-      `warning: stack ${stack.name}: the gateway's card could not be read (${errorMessage(error)}); every site's server is restarted instead`,
-    );
-  }
-  // A replayed site's recording starts over too: repeated requests get their first recorded answer again. Before the
-  // sites start over, which on a cluster recreates a captured replay server's pod and the ended episode's counters
-  // with it.
+  // 2 and 3. A replayed site's recording starts over (repeated requests get their first recorded answer again), then
+  // the sites' data and the captures: the replay first, since the sites' start over recreates a captured replay
+  // server's pod on a cluster, and the ended episode's counters with it.
   const replayed = outputs.replayedWebsites.map((site) => site.name);
   const replay = replayed.length > 0 ? await resetReplays(access.gatewayUrl, access.controlToken, replayed) : {};
-  const sites = await startSitesOver(access, runtime, card, Object.keys(outputs.websites), outputs.captureTraffic);
+  const sites = await startSitesOver(
+    access,
+    runtime,
+    await card,
+    Object.keys(outputs.websites),
+    outputs.captureTraffic,
+  );
   phase("sites and captures started over");
 
   // 4. The browsers, on their fresh profiles, open their start tabs.
