@@ -11,7 +11,12 @@ import * as pulumi from "@pulumi/pulumi";
 import * as k8s from "@pulumi/kubernetes";
 import type { Plan, PlannedWebsite } from "../../src/plan";
 import { configPath, formatProblem, siteServerUrl } from "../../src/plan";
-import { capturedContainer, captureStartedCommand, kubernetesNames, type PlannedPod } from "../../src/plan/targets/kubernetes";
+import {
+  capturedContainer,
+  captureStartedCommand,
+  kubernetesNames,
+  type PlannedPod,
+} from "../../src/plan/targets/kubernetes";
 import { CAPTURE_IMAGE_ROLE } from "../../src/plan/images";
 import { CAPTURES_DIR } from "../../src/plan/topology";
 import { CAPTURE_SERVER_PORT } from "../../src/protocol/traffic";
