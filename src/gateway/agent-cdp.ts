@@ -30,6 +30,14 @@ import type { Logger } from "../service-kit/log";
 import { replyJsonOnSocket } from "../service-kit/reply";
 import type { Takeovers } from "./takeovers";
 
+/**
+ * Commands never passed on from an agent, whoever holds the computer. `Target.setRemoteLocations` has the browser
+ * process itself connect to a host and port of the caller's choosing to discover DevTools targets there: a way past
+ * the site proxy (the browser's own connections do not go through it), and onto DevTools endpoints on the computer's
+ * loopback that no agent may reach, such as the standby Chromium the next episode will get.
+ */
+const NEVER_FROM_AN_AGENT = new Set(["Target.setRemoteLocations"]);
+
 /** Chrome's own limit on a DevTools message (a full-page screenshot fits well within it). */
 const MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
 /** JSON-RPC's code for bad params. */
@@ -98,6 +106,13 @@ class AgentConnection {
   intercept(command: Command): "answered" | undefined {
     if (command.method === REQUEST_HUMAN_METHOD) {
       this.requestHuman(command);
+      return "answered";
+    }
+    if (NEVER_FROM_AN_AGENT.has(command.method)) {
+      this.answer(command, {
+        error: { code: METHOD_NOT_FOUND, message: `${command.method} is not open to an agent: the gateway refuses it` },
+      });
+      this.log("agent-command-refused", { computer: this.computer, method: command.method });
       return "answered";
     }
     if (command.method.startsWith("Multienv.")) {

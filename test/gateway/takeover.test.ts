@@ -192,6 +192,32 @@ describe("a takeover holds the agent while a person acts", () => {
     person.close();
   });
 
+  it("never lets an agent have the browser itself connect to a DevTools endpoint of the agent's choosing", async () => {
+    // A listener on loopback stands in for a DevTools endpoint the agent must not reach (the standby Chromium's).
+    const connections: string[] = [];
+    const lure = await startUpstream((req, res) => {
+      connections.push(req.url ?? "");
+      res.end("[]");
+    });
+    try {
+      const version = JSON.parse(
+        (await request(`${gateway.url}/computers/agent/cdp/json/version`, { headers: AGENT })).body,
+      ) as { webSocketDebuggerUrl: string };
+      const agent = await connectCdp(version.webSocketDebuggerUrl, AGENT);
+      const port = Number(new URL(lure.url).port);
+      await agent.call("Target.setDiscoverTargets", { discover: true });
+      const answer = await agent.send("Target.setRemoteLocations", { locations: [{ host: "127.0.0.1", port }] });
+      expect(answer.error?.message).toMatch(/Target\.setRemoteLocations is not open to an agent/);
+      // Chromium polls a remote location's target list every second once it is set; the browser asked nothing.
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      expect(connections).toEqual([]);
+      await agent.call("Target.setDiscoverTargets", { discover: false });
+      agent.close();
+    } finally {
+      await lure.close();
+    }
+  });
+
   it("never lets an agent token take a computer over or hand it back, its own or another", async () => {
     const presented: Record<string, string>[] = [
       AGENT,
