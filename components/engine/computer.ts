@@ -88,6 +88,9 @@ export class Computer extends pulumi.ComponentResource {
         envs: [envEntry(ENV_VARS.browserConfig, JSON.stringify(args.browserConfig))],
         // Chromium needs more than Docker's 64 MB default /dev/shm for real pages.
         shmSize: 512,
+        // An init as PID 1 reaps the processes a Chromium ended at each reset leaves behind; the launcher (Node) does
+        // not, and a warm env resets thousands of times.
+        init: true,
         restart: RESTART,
         labels: containerLabels(engine, { [LABELS.role]: ROLES.browser, [LABELS.computer]: computer.name }),
       },

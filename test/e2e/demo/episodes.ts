@@ -99,6 +99,11 @@ export function episodesSuite(t: DemoTarget): void {
       const episode2 = fs.readFileSync(path.join(t.artifacts, "episodes", "2", "proxy-logs", "desktop.jsonl"), "utf8");
       expect(episode2, episode2).not.toContain('"host":"example.com"');
       expect(episode2, episode2).toContain('"host":"shop.test"');
+      // Two resets ended two Chromiums, each with its helper processes: none is left unreaped in the container.
+      const zombies = env
+        .exec(`${STACK}-desktop-browser`, ["sh", "-c", "grep -l '^State:.Z' /proc/[0-9]*/status || true"])
+        .trim();
+      expect(zombies, "zombie processes in the browser's container").toBe("");
     });
   });
 }
