@@ -98,6 +98,10 @@ export class KubernetesComputer extends pulumi.ComponentResource {
         spec: {
           ...podBasics(target, browserPod),
           ...runtime,
+          // The pod's sandbox as PID 1 reaps the processes a Chromium ended at each reset leaves behind: the launcher
+          // (Node) does not, a warm env resets thousands of times, and a pod has no init of Docker's kind. The pod's
+          // only other container (fetch-ca) has ended before the browser starts, so nothing else shares its PIDs.
+          shareProcessNamespace: true,
           initContainers: [
             {
               name: "fetch-ca",

@@ -111,6 +111,15 @@ describe("kubernetes target: pods", () => {
     }
   });
 
+  it("runs each browser pod on a shared PID namespace, whose sandbox reaps what each reset's Chromium leaves, and no other pod", () => {
+    for (const graph of [demo, full])
+      for (const pod of ofType(graph, POD))
+        expect({ pod: nameOf(pod), shared: specOf(pod).shareProcessNamespace === true }).toEqual({
+          pod: nameOf(pod),
+          shared: nameOf(pod).endsWith("-browser"),
+        });
+  });
+
   it("gives no pod a service account token, Service links, a host namespace, a host path or a privileged container", () => {
     for (const graph of [demo, full, uncaptured])
       for (const pod of ofType(graph, POD)) {

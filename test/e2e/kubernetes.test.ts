@@ -36,6 +36,7 @@ import {
   CHROMIUM_MAIN,
 } from "./helpers/env";
 import { until } from "../helpers/until";
+import { LIST_ZOMBIES } from "../helpers/processes";
 import {
   execIn,
   getJson,
@@ -520,6 +521,9 @@ describe("the demo multi env on a Kubernetes cluster", () => {
     expect(await gatewayClient(access).replayCounters("news")).toEqual({ exact: 0, fuzzy: 0, missed: 0 });
     expect(pod("gist-server").metadata.uid).not.toBe(gistUid);
     expect((await gateway("/healthz")).status).toBe(200);
+    // The reset ended the episode's Chromium and its helper processes: none is left unreaped in the browser's pod.
+    const zombies = execIn(cluster, STACK, "desktop-browser", "browser", LIST_ZOMBIES).trim();
+    expect(zombies, "zombie processes in the browser's pod").toBe("");
     // The finished episode was collected before its pods went: every website container's capture.
     const episode = fs.readdirSync(path.join(ARTIFACTS, "episodes/1/traffic"));
     for (const c of CAPTURED)

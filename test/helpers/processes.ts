@@ -151,3 +151,6 @@ export function stopOnCleanup(child: ChildProcess, { group = false } = {}): void
     if (group) signal("SIGKILL");
   });
 }
+
+/** A shell command, run inside a container or pod, that prints the status file of each zombie process it sees. */
+export const LIST_ZOMBIES = ["sh", "-c", "grep -l '^State:.Z' /proc/[0-9]*/status || true"];

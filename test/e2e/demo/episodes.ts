@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { runShopEpisode } from "../../../examples/runner/shop-agent";
 import { signIn } from "../../../src/runner/lifecycle/sign-in";
 import { resetStack } from "../../../src/runner";
+import { LIST_ZOMBIES } from "../../helpers/processes";
 import { until } from "../../helpers/until";
 import { demoHelpers, type DemoTarget } from "./target";
 
@@ -100,9 +101,7 @@ export function episodesSuite(t: DemoTarget): void {
       expect(episode2, episode2).not.toContain('"host":"example.com"');
       expect(episode2, episode2).toContain('"host":"shop.test"');
       // Two resets ended two Chromiums, each with its helper processes: none is left unreaped in the container.
-      const zombies = env
-        .exec(`${STACK}-desktop-browser`, ["sh", "-c", "grep -l '^State:.Z' /proc/[0-9]*/status || true"])
-        .trim();
+      const zombies = env.exec(`${STACK}-desktop-browser`, LIST_ZOMBIES).trim();
       expect(zombies, "zombie processes in the browser's container").toBe("");
     });
   });
