@@ -12,6 +12,7 @@ import {
   secretTokens,
   WWW_AUTHENTICATE_CHALLENGE,
 } from "../protocol/auth";
+import { GATEWAY_IDLE_CONNECTION_MS } from "../protocol/gateway-config";
 import { REPLAY_CONTROL_PATHS } from "../protocol/replay-server-config";
 import { Access } from "./access";
 import { AgentConnections } from "./agent-cdp";
@@ -426,7 +427,7 @@ export async function start(
           requireHostHeader: false,
           headersTimeout: config.headersTimeoutMs,
           connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(config.headersTimeoutMs / 4))),
-          keepAliveTimeout: 65_000,
+          keepAliveTimeout: GATEWAY_IDLE_CONNECTION_MS,
           highWaterMark: STREAM_BUFFER_BYTES,
         },
         gateway.onRequest(binding.listener),

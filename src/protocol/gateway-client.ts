@@ -9,9 +9,11 @@ import { createWriteStream } from "node:fs";
 import { Readable, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
+import { Agent } from "undici";
 import { z } from "zod";
 import { bearer } from "./auth";
 import { CARD_PATH, type GatewayCard } from "./card";
+import { GATEWAY_IDLE_CONNECTION_MS } from "./gateway-config";
 import { REQUESTS_LIST_PATH, requestLogPath } from "./request-log";
 import type { ReplayCounters } from "./replay-server-config";
 import { SESSION_PATH } from "./session";
@@ -22,6 +24,14 @@ import { capturePath, TRAFFIC_CAPTURES_PATH, trafficCaptureListingSchema, type T
 
 // The paths, for a caller that asks one of its own (a site's path through send()).
 export { cdpPath, computerPath, endConnectionsPath, proxyLogPath, replayPath, sitePath } from "./gateway-paths";
+
+/**
+ * The client's connections to the gateway. An idle one is let go after 4 s (undici's own default), far inside the
+ * gateway's idle timeout: left to the gateway's announced 65 s, a request sent just as the gateway closed the idle
+ * connection met "other side closed" (seen through an SSH tunnel on a loaded machine), and a warm pool's reset or a
+ * claim failed with it. Exported for a caller that asks the gateway with fetch of its own (the tests' kit).
+ */
+export const GATEWAY_CONNECTIONS = new Agent({ keepAliveMaxTimeout: Math.min(4_000, GATEWAY_IDLE_CONNECTION_MS / 4) });
 
 /** A request to the gateway that failed: its `status` when the gateway answered. */
 export class GatewayRequestError extends Error {
@@ -132,7 +142,8 @@ export class GatewayClient {
         headers,
         body: call.json === undefined ? undefined : JSON.stringify(call.json),
         signal: call.signal,
-      });
+        dispatcher: GATEWAY_CONNECTIONS,
+      } as RequestInit);
     } catch (error) {
       // node's fetch says "fetch failed" and hides the network's reason in its cause.
       const cause = error instanceof Error ? (error.cause instanceof Error ? error.cause : error) : undefined;

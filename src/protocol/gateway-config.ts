@@ -43,6 +43,12 @@ const computerSchema = z.strictObject({
   person: httpUrl.optional(),
 });
 
+/**
+ * How long the gateway keeps an idle client connection open (its listeners' keep-alive timeout, announced to each
+ * client as `Keep-Alive: timeout=65`).
+ */
+export const GATEWAY_IDLE_CONNECTION_MS = 65_000;
+
 export const gatewayConfigSchema = z
   .strictObject({
     /** The published listener: everything the gateway serves. */

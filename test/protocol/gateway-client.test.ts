@@ -5,11 +5,13 @@
 // means (both build on src/protocol/gateway-paths.ts), and every method of the contract is asked here.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type http from "node:http";
+import http, { createServer } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { route, type Route } from "../../src/gateway/routes";
 import { CARD_PATH, WEBSITE_OPERATIONS, WEBSITE_V1_URN } from "../../src/protocol/card";
 import { GatewayClient, GatewayRequestError } from "../../src/protocol/gateway-client";
+import { GATEWAY_IDLE_CONNECTION_MS } from "../../src/protocol/gateway-config";
 import { freePort } from "../helpers/ports";
 import { cleanup, onCleanup, tempDir } from "../helpers/processes";
 import { startUpstream, type Upstream } from "../helpers/servers";
@@ -336,5 +338,32 @@ describe("the gateway client", () => {
       computer: "agent",
       op: "cdp",
     });
+  });
+});
+
+describe("the gateway client's connections", () => {
+  afterAll(cleanup);
+
+  it("lets an idle connection go long before the gateway closes it, so a request never lands on a closing one", async () => {
+    // A gateway as it looks to its client: it announces its idle timeout (65 s), and here closes a connection idle
+    // for over 5 s the moment a request comes on it, as a real one does when its timeout and the request meet.
+    let connections = 0;
+    const idleSince = new WeakMap<Socket, number>();
+    const server = createServer({ keepAliveTimeout: GATEWAY_IDLE_CONNECTION_MS }, (req, res) => {
+      const since = idleSince.get(req.socket);
+      if (since !== undefined && Date.now() - since > 5_000) return void req.socket.destroy();
+      res.writeHead(200, { "content-type": "text/plain" }).end("ok");
+      res.on("finish", () => idleSince.set(req.socket, Date.now()));
+    });
+    server.on("connection", () => connections++);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    onCleanup(() => new Promise((resolve) => server.close(resolve)));
+    const client = new GatewayClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, TOKEN);
+
+    expect((await client.send("asking once", "/svc/shop/data")).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 5_500));
+    const again = await client.send("asking again after 5.5 s idle", "/svc/shop/data");
+    expect(again.status).toBe(200);
+    expect(connections).toBe(2);
   });
 });

@@ -9,6 +9,7 @@ import path from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import type Docker from "dockerode";
 import { engineClient, isNotFound } from "../../../src/engines/docker";
+import { GATEWAY_CONNECTIONS } from "../../../src/protocol/gateway-client";
 import {
   deployStack,
   destroyStack,
@@ -249,7 +250,7 @@ export async function deployEnv(stack: string, options: DeployOptions = {}): Pro
   const gateway = (p: string, init: RequestInit & { auth?: boolean } = {}) => {
     const headers = new Headers(init.headers);
     if (init.auth !== false) headers.set("authorization", `Bearer ${token}`);
-    return fetch(gatewayUrl + p, { ...init, headers });
+    return fetch(gatewayUrl + p, { ...init, headers, dispatcher: GATEWAY_CONNECTIONS } as RequestInit);
   };
   const filters = { label: [`${STACK_LABEL}=${stack}`] };
   const env: DeployedEnv = {
