@@ -1,5 +1,8 @@
 // The demo's browsing suite: what a computer's browser opens and loads (see target.ts for what a target gives it).
+import fs from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { screenshotStack } from "../../../src/runner";
 import { signIn, signOut } from "../../../src/runner/lifecycle/sign-in";
 import { until } from "../../helpers/until";
 import { demoHelpers, type DemoTarget } from "./target";
@@ -42,6 +45,15 @@ export function browsingSuite(t: DemoTarget): void {
       });
       expect(nav.result.value).toBe(200);
       expect(await shop.textContent("#host")).toContain("shop.test");
+    });
+
+    it("takes a screenshot of the desktop's tab on screen: a PNG of one of its start tabs, with its URL", async () => {
+      const [shot] = await screenshotStack(STACK, { computer: "desktop" });
+      expect(path.dirname(shot.file)).toBe(path.join(t.artifacts, "screenshots"));
+      expect(["https://shop.test/", "https://github.com/"]).toContain(shot.url);
+      const png = fs.readFileSync(shot.file);
+      expect(png.length).toBe(shot.bytes);
+      expect(png.subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
     });
 
     it("refuses example.com on the allowlist computer (403 logged, Chromium's error page) and loads it on the allow-all one", async () => {

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { runShopEpisode } from "../../../examples/runner/shop-agent";
 import { signIn } from "../../../src/runner/lifecycle/sign-in";
 import { resetStack } from "../../../src/runner";
+import { harProblems } from "../../helpers/har";
 import { LIST_ZOMBIES } from "../../helpers/processes";
 import { until } from "../../helpers/until";
 import { demoHelpers, type DemoTarget } from "./target";
@@ -88,6 +89,14 @@ export function episodesSuite(t: DemoTarget): void {
       expect(episode1).toContain('"host":"example.com"');
       expect(episode1, "the self-test's lines are no episode's").not.toContain("not-reached.multienv.invalid");
       expect(fs.readdirSync(path.join(episodeDir, "traffic"))).toContain("shop-server.pcap0");
+      // Its request log is a valid HAR of what the agent did: both checkouts, each through its site's own name.
+      const har = JSON.parse(fs.readFileSync(path.join(episodeDir, "requests", "desktop.har"), "utf8"));
+      expect(await harProblems(har)).toEqual([]);
+      const checkouts = (har.log.entries as { request: { method: string; url: string } }[])
+        .filter((e) => e.request.method === "POST" && new URL(e.request.url).pathname === "/checkout")
+        .map((e) => new URL(e.request.url).host)
+        .sort();
+      expect(checkouts).toEqual(["gist.github.com", "shop.test"]);
       const record = JSON.parse(fs.readFileSync(path.join(t.artifacts, "run.json"), "utf8"));
       expect(record.episode).toBe(2);
       expect(record.episodes).toEqual([expect.objectContaining({ episode: 1, collected: true, dir: "episodes/1" })]);
