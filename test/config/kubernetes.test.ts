@@ -96,7 +96,7 @@ describe("kubernetes config", () => {
     );
     const result = plan(validateStackConfig(values, "t1").config!, { stack: "t1" });
     const dedicated = { key: "dedicated", operator: "Exists" };
-    expect(result.ok && result.plan.kubernetes.placement).toEqual({
+    expect(result.ok && result.plan.kubernetes?.placement).toEqual({
       computers: { nodeSelector: { pool: "envs", zone: "z1", "multienv.test/node": "a" }, tolerations: [dedicated] },
       sites: {
         nodeSelector: { pool: "sites", zone: "z1" },
