@@ -790,7 +790,7 @@ cluster_pids() {
       for n in "$NETNS" "${NODE_NETNS[b]}" "$WEB_NETNS"; do
         [ -e "/run/netns/$n" ] && [ "$p/ns/net" -ef "/run/netns/$n" ] && echo "${p#/proc/}"
       done
-      read -r comm < "$p/comm" 2>/dev/null || continue
+      { read -r comm < "$p/comm"; } 2>/dev/null || continue
       if [ "$comm" = containerd-shim ]; then
         mapfile -d '' args < "$p/cmdline" 2>/dev/null || continue
         [[ " ${args[*]} " == *"$STATE/"*containerd.sock* ]] && echo "${p#/proc/}"
@@ -848,7 +848,8 @@ cmd_down() {
     done
   done
   for d in "$NETNS" "${NODE_NETNS[b]}" "$WEB_NETNS"; do [ -e "/run/netns/$d" ] && ip netns del "$d"; done
-  ip link show "$HOST_VETH" >/dev/null 2>&1 && ip link del "$HOST_VETH"
+  # Deleting node a's netns deletes the veth pair, the host's end a moment later: either way it is gone.
+  ip link del "$HOST_VETH" 2>/dev/null || true
   if [ -f "$STATE/host-sysctls" ]; then
     while read -r d h; do [ -n "$h" ] && sysctl -qw "$d=$h"; done < "$STATE/host-sysctls"
   fi
