@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# A real one-node Kubernetes cluster on this machine, for the e2e tests of the kubernetes target (task envs
-# as namespaces with NetworkPolicies, pods, Services, Secrets) where no cluster is at hand. Debian, root, no
-# internet: everything is built from the Go module proxy and Debian's packages, and every part of the
-# cluster runs inside a network namespace of its own, so the host's iptables, routes and Docker stay as
-# they are.
+# A real two-node Kubernetes cluster on this machine, for the e2e tests of the kubernetes target (task envs
+# as namespaces with NetworkPolicies, pods, Services, Secrets) where no cluster is at hand. Two nodes, always:
+# one node hides what a cluster does (walls, captures, the gateway's reach and the port-forward between pods on
+# different nodes). Debian, root, no internet: everything is built from the Go module proxy and Debian's
+# packages, and every part of the cluster runs inside network namespaces of its own, so the host's iptables,
+# routes and Docker stay as they are.
 #
 # Usage: scripts/test-cluster.sh up|down|status|env|build|load IMAGE...
 #   up      Bring the cluster up (building the binaries first when they are not cached) and print the
@@ -11,29 +12,44 @@
 #           new multienv/ images and prints the path. A half-up cluster (a failed up, killed daemons) is
 #           taken down first.
 #   down    Remove the cluster and everything up changed (works after a failed up, or from a new shell).
-#   status  Print "up" (exit 0) or "down" (exit 1).
+#   status  Print "up" (exit 0: both nodes Ready) or "down" (exit 1), naming on stderr what is not up.
 #   env     Print `export` lines for the tests: KUBECONFIG, MULTIENV_TEST_KUBECTL, MULTIENV_TEST_WEB_NETNS,
-#           MULTIENV_TEST_WEB_ADDRESS, MULTIENV_TEST_DNS_HOSTS, MULTIENV_TEST_NODE_ADDRESS (exit 1: not up).
+#           MULTIENV_TEST_WEB_ADDRESS, MULTIENV_TEST_DNS_HOSTS, MULTIENV_TEST_NODE_ADDRESS (node a's),
+#           MULTIENV_TEST_NODE_LABEL (the label naming each node: a or b), MULTIENV_TEST_CLUSTER_PIDS (the
+#           daemons' pid files: <daemon>.pid on node a, <daemon>-b.pid on node b), MULTIENV_TEST_CONTAINERD_SOCKETS
+#           (node a's, node b's) (exit 1: not up).
 #   build   Only build (or find cached) the binaries; scripts/setup.sh runs it in the background.
-#   load    Import local Docker images into the cluster's containerd (pods use imagePullPolicy: Never).
+#   load    Import local Docker images into both nodes' containerd (pods use imagePullPolicy: Never).
 #
 # The parts: Kubernetes v1.37.2 (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
 # kube-proxy in iptables mode, kubectl; go build of k8s.io/kubernetes through the wrapper module
-# scripts/test-cluster/k8s), kube-router v2.1.0 for NetworkPolicy only, CoreDNS (scripts/test-cluster/coredns:
+# scripts/test-cluster/k8s), kube-router v2.1.0 for NetworkPolicy and the routes between the nodes' pod
+# networks (BGP between the two nodes on one link, direct routes, no overlay, no NAT), CoreDNS (scripts/test-cluster/coredns:
 # hosts and template plugins only) as the cluster DNS, a pause program (scripts/test-cluster/k8s/pause) as the
-# sandbox image, and from Debian: etcd 3.4, containerd 1.6 (a separate instance: its own config, root, state,
-# socket; Docker's containerd is left alone), runc, the CNI plugins (bridge + host-local), ipset, conntrack.
+# sandbox image, and from Debian: etcd 3.4, containerd 1.6 (separate instances, one a node: its own config,
+# root, state, socket; Docker's containerd is left alone), runc, the CNI plugins (bridge + host-local), ipset,
+# conntrack.
+#
+# Nodes: node a (multienv-k8s, label multienv.test/node=a) runs the control plane (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler) and its own containerd, kubelet, kube-proxy and kube-router; node b
+# (multienv-k8s-2, label multienv.test/node=b) runs a containerd, kubelet, kube-proxy and kube-router of its
+# own. Each node's pod CIDR is set on its Node object by this script (the controller-manager allocates none),
+# so node a's pods are always 10.244.0.0/24 and node b's 10.244.1.0/24. CoreDNS runs on node a.
 #
 # Network (addresses fixed):
-#   host ── veth mk8s0 10.250.0.1/24 ═══ eth0 10.250.0.2/24 (node address) in netns multienv-k8s
-#     the API server is https://10.250.0.2:6443; etcd, containerd, all daemons and pods live in that netns;
-#     pods on bridge cni0 10.244.0.0/24 (gateway 10.244.0.1), Services in 10.96.0.0/24 (10.96.0.1 the API,
-#     10.96.0.10 the cluster DNS: kube-system/kube-dns, a CoreDNS pod).
+#   host ── veth mk8s0 10.250.0.1/24 ═══ eth0 ─┐ bridge link0 10.250.0.2/24 (node a's address) in netns
+#                                   node-b ────┘ multienv-k8s; node-b ═══ eth0 10.250.0.3/24 (node b's address)
+#                                                in netns multienv-k8s-2, default route via 10.250.0.2
+#     The three are one link. The API server is https://10.250.0.2:6443; etcd and node a's daemons and pods
+#     live in netns multienv-k8s, node b's in multienv-k8s-2. Pods on each node's bridge cni0 (node a
+#     10.244.0.0/24 gateway 10.244.0.1, node b 10.244.1.0/24 gateway 10.244.1.1); each kube-router announces
+#     its node's pod CIDR to the other over BGP and installs the other's as a route via its node address.
+#     Services in 10.96.0.0/24 (10.96.0.1 the API, 10.96.0.10 the cluster DNS: kube-system/kube-dns).
 #   netns multienv-k8s ── web0 11.99.0.1/24 ═══ eth0 11.99.0.2/24 in netns multienv-k8s-web: a stand-in
 #     "public internet" (11.0.0.0/8 is public unicast) and the cluster netns' default route. Tests run their
 #     stand-in servers there: `ip netns exec multienv-k8s-web node server.js` (more addresses: `ip netns
 #     exec multienv-k8s-web ip addr add 11.99.0.3/24 dev eth0`). Pods reach it un-NATed; no NetworkPolicy
-#     is made by this script (the default is permissive).
+#     is made by this script (the default is permissive). Node b's pods reach it through node a.
 #   Cluster DNS answers A records from a hosts-style file (`11.99.0.2 shop.example.com`, re-read within
 #   about a second of a change, atomic renames fine) and NXDOMAIN for every other name; it forwards nothing.
 #
@@ -45,20 +61,23 @@
 #     kubeconfig (admin, O=system:masters), pki/, etcd/, containerd/ (root, state, socket, runc root),
 #     kubelet/ (kubelet's root dir, pods' volumes), pod-logs/, cni/, dns/hosts (the DNS file) and
 #     dns/Corefile, logs/<daemon>.log, pids/<daemon>.pid, host-sysctls (values before up), images (imported
-#     image IDs), *.yaml (the daemons' configs).
+#     image IDs), *.yaml (the daemons' configs): node a's; node-b/ holds node b's containerd/, kubelet/,
+#     pod-logs/, cni/, images and *.yaml the same way (its daemons' logs and pids are <daemon>-b.*).
 #
 # What up changes on the host, and how down restores it:
-#   - netns multienv-k8s and multienv-k8s-web, veth mk8s0 (with a route to 10.250.0.0/24): deleted.
+#   - netns multienv-k8s, multienv-k8s-2 and multienv-k8s-web, veth mk8s0 (with a route to 10.250.0.0/24):
+#     deleted.
 #   - daemons (pid files in state/pids), pods' processes (cgroups below), containerd shims and any process
 #     left in either netns (tests' stand-ins): killed.
-#   - cgroups /sys/fs/cgroup/<each hierarchy>/multienv-k8s (kubelet's cgroupRoot): emptied and removed.
+#   - cgroups /sys/fs/cgroup/<each hierarchy>/multienv-k8s and multienv-k8s-2 (the kubelets' cgroupRoot):
+#     emptied and removed.
 #   - mounts below $MACHINE_CACHE/test-cluster/state (pods' volumes, rootfs, shm, pods' netns): unmounted.
 #   - sysctls kubelet sets (vm.overcommit_memory, vm.panic_on_oom, kernel.panic, kernel.panic_on_oops,
 #     kernel.keys.root_maxkeys, kernel.keys.root_maxbytes): recorded before the first daemon starts and
 #     written back.
 #   - /var/log/containers/ symlinks into state/pod-logs, /var/lib/cni/ entries of network multienv-k8s: removed.
 #   - Debian packages it installs when missing stay installed.
-# The iptables rules of kube-proxy and kube-router are inside the netns and go with it.
+# The iptables rules of kube-proxy and kube-router and kube-router's routes are inside the netns and go with them.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -77,7 +96,6 @@ LOGS=$STATE/logs
 PIDS=$STATE/pids
 KUBECONFIG_PATH=$STATE/kubeconfig
 DNS_HOSTS=$STATE/dns/hosts
-CTR_SOCK=$STATE/containerd/containerd.sock
 
 NETNS=multienv-k8s
 WEB_NETNS=multienv-k8s-web
@@ -87,22 +105,35 @@ HOST_ADDRESS=10.250.0.1
 NODE_ADDRESS=10.250.0.2
 WEB_GATEWAY=11.99.0.1
 WEB_ADDRESS=11.99.0.2
-POD_CIDR=10.244.0.0/24
+CLUSTER_POD_CIDR=10.244.0.0/16
 SERVICE_CIDR=10.96.0.0/24
+NODE_LABEL=multienv.test/node
+# The nodes, by their label's value: a holds the control plane; each has these of its own.
+NODES=(a b)
+declare -A NODE_NAMES=([a]=$NODE_NAME [b]=multienv-k8s-2)
+declare -A NODE_NETNS=([a]=$NETNS [b]=multienv-k8s-2)
+declare -A NODE_ADDRESSES=([a]=$NODE_ADDRESS [b]=10.250.0.3)
+declare -A POD_CIDRS=([a]=10.244.0.0/24 [b]=10.244.1.0/24)
+declare -A NODE_STATES=([a]=$STATE [b]=$STATE/node-b)
+declare -A CGROUP_ROOTS=([a]=multienv-k8s [b]=multienv-k8s-2)
+# A daemon's name on a node: node a's keep the one-node cluster's names (logs, pid files), node b's end in -b.
+daemon_of() { if [ "$2" = a ]; then echo "$1"; else echo "$1-$2"; fi; }
+ctr_sock_of() { echo "${NODE_STATES[$1]}/containerd/containerd.sock"; }
 API_SERVICE_ADDRESS=10.96.0.1
 DNS_SERVICE_ADDRESS=10.96.0.10
-CGROUP_ROOT=multienv-k8s
 PAUSE_IMAGE=docker.io/multienv-test-cluster/pause:1
 COREDNS_IMAGE=docker.io/multienv-test-cluster/coredns:$COREDNS_VERSION
 KUBE_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
 # The daemons, in start order; down stops them in reverse.
-DAEMONS=(etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kube-router)
+DAEMONS=(etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kube-router
+  containerd-b kubelet-b kube-proxy-b kube-router-b)
 UP_TIMEOUT=${MULTIENV_TEST_CLUSTER_TIMEOUT:-120}
 
 log() { echo "test-cluster: $*" >&2; }
 die() { echo "test-cluster: $*" >&2; exit 1; }
 usage() { sed -n '/^# Usage:/,/^#   load/p' "$0" | sed 's/^# \{0,1\}//'; }
 in_ns() { nsenter --net="/run/netns/$NETNS" -- "$@"; }
+in_node() { local node=$1; shift; nsenter --net="/run/netns/${NODE_NETNS[$node]}" -- "$@"; }
 kc() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_PATH" "$@"; }
 
 need_root() { [ "$(id -u)" = 0 ] || die "must run as root (it makes network namespaces, mounts and cgroups)"; }
@@ -197,45 +228,68 @@ pid_of() { # prints the daemon's pid when it is alive and is that daemon
   pid=$(cat "$PIDS/$name.pid" 2>/dev/null) || return 1
   [ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
   exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
-  case $name in
-    etcd|containerd) [ "${exe##*/}" = "$name" ] || return 1 ;;
-    *) [ "$exe" = "$BIN/$name" ] || return 1 ;;
+  case ${name%-b} in
+    etcd|containerd) [ "${exe##*/}" = "${name%-b}" ] || return 1 ;;
+    *) [ "$exe" = "$BIN/${name%-b}" ] || return 1 ;;
   esac
   echo "$pid"
 }
 
+# is_up [say]: both nodes' daemons alive, the API server ready, both nodes Ready; with say, names what is not.
 is_up() {
-  [ -f "$KUBECONFIG_PATH" ] && [ -e "/run/netns/$NETNS" ] || return 1
-  local d
-  for d in "${DAEMONS[@]}"; do pid_of "$d" >/dev/null || return 1; done
-  [ "$(kc get --raw /readyz --request-timeout=5s 2>/dev/null)" = ok ] || return 1
-  kc get node "$NODE_NAME" --request-timeout=5s \
-    -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True
+  local say=${1:-} d n
+  not() { [ -n "$say" ] && log "$*"; return 1; }
+  [ -f "$KUBECONFIG_PATH" ] || not "no kubeconfig (never up, or down)" || return 1
+  for n in "${NODES[@]}"; do [ -e "/run/netns/${NODE_NETNS[$n]}" ] || not "no netns ${NODE_NETNS[$n]} (node $n)" || return 1; done
+  for d in "${DAEMONS[@]}"; do pid_of "$d" >/dev/null || not "$d is not running" || return 1; done
+  [ "$(kc get --raw /readyz --request-timeout=5s 2>/dev/null)" = ok ] || not "the API server is not ready" || return 1
+  for n in "${NODES[@]}"; do
+    node_ready "$n" --request-timeout=5s || not "node ${NODE_NAMES[$n]} ($n) is not Ready" || return 1
+  done
 }
 
 # ---- images --------------------------------------------------------------------------------------------------
 
-ctr_import() { # ctr_import < tarball
-  ctr -n k8s.io --address "$CTR_SOCK" images import - >>"$LOGS/images.log" 2>&1
+ctr_import() { # ctr_import NODE < tarball
+  ctr -n k8s.io --address "$(ctr_sock_of "$1")" images import - >>"$LOGS/images.log" 2>&1
 }
 
-cmd_load() { # load IMAGE...: docker save | ctr import, skipping images already imported with the same ID
-  [ -S "$CTR_SOCK" ] || die "the cluster is not up (scripts/test-cluster.sh up)"
-  local image id todo=() ids=()
+cmd_load() { # load IMAGE...: docker save once, ctr import on each node that lacks one of them (by image ID)
+  local n image id todo=() ids=() nodes=() tar
+  for n in "${NODES[@]}"; do
+    [ -S "$(ctr_sock_of "$n")" ] || die "the cluster is not up (scripts/test-cluster.sh up): no containerd on node $n"
+  done
   for image in "$@"; do
     id=$(docker image inspect --format '{{.Id}}' "$image" 2>/dev/null) || die "no local Docker image $image"
-    if grep -qxF "$image $id" "$STATE/images" 2>/dev/null; then continue; fi
+    local lacking=()
+    for n in "${NODES[@]}"; do
+      grep -qxF "$image $id" "${NODE_STATES[$n]}/images" 2>/dev/null || lacking+=("$n")
+    done
+    [ ${#lacking[@]} -gt 0 ] || continue
     todo+=("$image"); ids+=("$id")
+    for n in "${lacking[@]}"; do [[ " ${nodes[*]} " == *" $n "* ]] || nodes+=("$n"); done
   done
   [ ${#todo[@]} -gt 0 ] || return 0
-  log "importing ${todo[*]}"
-  # One docker save for all: layers they share are written once.
-  docker save "${todo[@]}" | ctr_import || { tail -5 "$LOGS/images.log" >&2; die "image import failed (log: $LOGS/images.log)"; }
-  local i
-  for i in "${!todo[@]}"; do
-    grep -v "^${todo[$i]} " "$STATE/images" > "$STATE/images.new" 2>/dev/null || true
-    echo "${todo[$i]} ${ids[$i]}" >> "$STATE/images.new"
-    mv "$STATE/images.new" "$STATE/images"
+  log "importing on node ${nodes[*]}: ${todo[*]}"
+  # One docker save for all, and for both nodes: layers they share are written once. An image a node has already
+  # imports again at no cost but the reading.
+  tar=$(mktemp "$STATE/images.XXXXXX.tar")
+  docker save "${todo[@]}" > "$tar" || { rm -f "$tar"; die "docker save failed for ${todo[*]}"; }
+  local t0
+  for n in "${nodes[@]}"; do
+    t0=$(date +%s)
+    ctr_import "$n" < "$tar" || { rm -f "$tar"; tail -5 "$LOGS/images.log" >&2; die "image import on node $n failed (log: $LOGS/images.log)"; }
+    log "imported on node $n in $(( $(date +%s) - t0 )) s"
+  done
+  rm -f "$tar"
+  local i record
+  for n in "${nodes[@]}"; do
+    record=${NODE_STATES[$n]}/images
+    for i in "${!todo[@]}"; do
+      grep -v "^${todo[$i]} " "$record" > "$record.new" 2>/dev/null || true
+      echo "${todo[$i]} ${ids[$i]}" >> "$record.new"
+      mv "$record.new" "$record"
+    done
   done
 }
 
@@ -250,14 +304,31 @@ load_project_images() {
 # ---- up ------------------------------------------------------------------------------------------------------
 
 make_network() {
+  local b=${NODE_NETNS[b]}
   ip netns add "$NETNS"
+  ip netns add "$b"
   ip netns add "$WEB_NETNS"
+  # One link for the host and both nodes: a bridge in node a's netns (never the host's, whose iptables would
+  # filter what it bridges), the host's veth and node b's on it.
   ip link add "$HOST_VETH" type veth peer name eth0 netns "$NETNS"
   ip addr add "$HOST_ADDRESS/24" dev "$HOST_VETH"
   ip link set "$HOST_VETH" up
   in_ns ip link set lo up
-  in_ns ip addr add "$NODE_ADDRESS/24" dev eth0
+  in_ns ip link add link0 type bridge
+  in_ns ip link set eth0 master link0
+  in_ns ip link add node-b type veth peer name eth0 netns "$b"
+  in_ns ip link set node-b master link0
+  in_ns ip addr add "$NODE_ADDRESS/24" dev link0
   in_ns ip link set eth0 up
+  in_ns ip link set node-b up
+  in_ns ip link set link0 up
+  in_node b ip link set lo up
+  in_node b ip addr add "${NODE_ADDRESSES[b]}/24" dev eth0
+  in_node b ip link set eth0 up
+  # Node b reaches the web stand-in through node a, as node a does (pods un-NATed).
+  in_node b ip route add default via "$NODE_ADDRESS" dev eth0
+  in_node b sysctl -qw net.ipv4.ip_forward=1
+  in_node b sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
   in_ns ip link add web0 type veth peer name eth0 netns "$WEB_NETNS"
   in_ns ip addr add "$WEB_GATEWAY/24" dev web0
   in_ns ip link set web0 up
@@ -265,8 +336,9 @@ make_network() {
   ip netns exec "$WEB_NETNS" ip link set lo up
   ip netns exec "$WEB_NETNS" ip addr add "$WEB_ADDRESS/24" dev eth0
   ip netns exec "$WEB_NETNS" ip link set eth0 up
-  # Replies to pods: the web netns routes the pod CIDR back into the cluster netns (pods are not NATed).
-  ip netns exec "$WEB_NETNS" ip route add "$POD_CIDR" via "$WEB_GATEWAY"
+  # Replies to pods: the web netns routes every node's pod CIDR back into node a's netns (pods are not NATed),
+  # which routes node b's on.
+  ip netns exec "$WEB_NETNS" ip route add "$CLUSTER_POD_CIDR" via "$WEB_GATEWAY"
   in_ns sysctl -qw net.ipv4.ip_forward=1
   in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
 }
@@ -294,11 +366,14 @@ subjectAltName=IP:$NODE_ADDRESS,IP:$API_SERVICE_ADDRESS,IP:127.0.0.1,DNS:kuberne
   issue admin "/O=system:masters/CN=multienv-test-admin" "$client"
   issue kube-controller-manager "/CN=system:kube-controller-manager" "$client"
   issue kube-scheduler "/CN=system:kube-scheduler" "$client"
-  issue kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" "$client"
   issue kube-proxy "/CN=system:kube-proxy" "$client"
   issue kube-router "/CN=system:kube-router" "$client"
-  issue kubelet-serving "/CN=$NODE_NAME" "extendedKeyUsage=serverAuth
-subjectAltName=IP:$NODE_ADDRESS,DNS:$NODE_NAME"
+  local n
+  for n in "${NODES[@]}"; do
+    issue "$(daemon_of kubelet "$n")" "/O=system:nodes/CN=system:node:${NODE_NAMES[$n]}" "$client"
+    issue "$(daemon_of kubelet-serving "$n")" "/CN=${NODE_NAMES[$n]}" "extendedKeyUsage=serverAuth
+subjectAltName=IP:${NODE_ADDRESSES[$n]},DNS:${NODE_NAMES[$n]}"
+  done
   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$PKI/service-account.key" 2>/dev/null
   openssl pkey -in "$PKI/service-account.key" -pubout -out "$PKI/service-account.pub"
   chmod 600 "$PKI"/*.key
@@ -330,103 +405,13 @@ EOF
 
 make_configs() {
   local d
-  for d in admin kube-controller-manager kube-scheduler kubelet kube-proxy kube-router; do
+  for d in admin kube-controller-manager kube-scheduler kube-proxy kube-router; do
     kubeconfig "$STATE/$d.kubeconfig" "$d"
   done
   mv "$STATE/admin.kubeconfig" "$KUBECONFIG_PATH"
 
-  mkdir -p "$STATE/containerd" "$STATE/cni/net.d" "$STATE/cni/ipam" "$STATE/dns" "$STATE/kubelet" "$STATE/pod-logs"
-  cat > "$STATE/containerd/config.toml" <<EOF
-version = 2
-root = "$STATE/containerd/root"
-state = "$STATE/containerd/state"
-[grpc]
-  address = "$CTR_SOCK"
-[debug]
-  address = ""
-[metrics]
-  address = ""
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$STATE/containerd/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$PAUSE_IMAGE"
-  # No CAP_SYS_RESOURCE here: runc cannot lower a process' oom_score_adj below its parent's.
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  enable_selinux = false
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        Root = "$STATE/containerd/runc"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$STATE/cni/net.d"
-    max_conf_num = 1
-EOF
-  cat > "$STATE/cni/net.d/10-multienv-k8s.conflist" <<EOF
-{
-  "cniVersion": "0.4.0",
-  "name": "multienv-k8s",
-  "plugins": [
-    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}],
-              "dataDir": "$STATE/cni/ipam"}},
-    {"type": "portmap", "capabilities": {"portMappings": true}}
-  ]
-}
-EOF
-  # Pods' resolv.conf gets the cluster DNS from kubelet; this file (kubelet's resolvConf) only keeps the
-  # host's search domains out of pods.
-  echo "nameserver $DNS_SERVICE_ADDRESS" > "$STATE/resolv.conf"
-  cat > "$STATE/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: $NODE_ADDRESS
-port: 10250
-readOnlyPort: 0
-tlsCertFile: $PKI/kubelet-serving.crt
-tlsPrivateKeyFile: $PKI/kubelet-serving.key
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: $PKI/ca.crt}
-authorization: {mode: Webhook}
-containerRuntimeEndpoint: unix://$CTR_SOCK
-cgroupDriver: cgroupfs
-cgroupRoot: /$CGROUP_ROOT
-# The host runs cgroup v1 (hybrid).
-failCgroupV1: false
-failSwapOn: false
-clusterDNS: [$DNS_SERVICE_ADDRESS]
-clusterDomain: cluster.local
-resolvConf: $STATE/resolv.conf
-podLogsDir: $STATE/pod-logs
-# Imported images cannot be pulled again: never collect them, never evict for disk.
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%}
-rotateCertificates: false
-serverTLSBootstrap: false
-EOF
-  cat > "$STATE/kube-proxy.yaml" <<EOF
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-clientConnection: {kubeconfig: $STATE/kube-proxy.kubeconfig}
-mode: iptables
-clusterCIDR: $POD_CIDR
-hostnameOverride: $NODE_NAME
-bindAddress: $NODE_ADDRESS
-healthzBindAddress: 127.0.0.1:10256
-metricsBindAddress: 127.0.0.1:10249
-# nf_conntrack_max is the host's, not the netns': leave it.
-conntrack: {maxPerCore: 0, min: 0}
-EOF
+  # The cluster DNS's files, read by CoreDNS through a hostPath (one machine: the same files on either node).
+  mkdir -p "$STATE/dns"
   cat > "$STATE/dns/Corefile" <<EOF
 .:53 {
     errors
@@ -444,17 +429,118 @@ EOF
   cat > "$DNS_HOSTS" <<EOF
 # The test cluster's DNS (scripts/test-cluster.sh): hosts-style lines, "ADDRESS NAME...". Re-read on change.
 EOF
+  for d in "${NODES[@]}"; do make_node_configs "$d"; done
+}
+
+# make_node_configs NODE: the node's containerd, CNI, kubelet and kube-proxy configs, below its state dir.
+make_node_configs() {
+  local n=$1 S=${NODE_STATES[$1]}
+  mkdir -p "$S/containerd" "$S/cni/net.d" "$S/cni/ipam" "$S/kubelet" "$S/pod-logs"
+  kubeconfig "$S/kubelet.kubeconfig" "$(daemon_of kubelet "$n")"
+  cat > "$S/containerd/config.toml" <<EOF
+version = 2
+root = "$S/containerd/root"
+state = "$S/containerd/state"
+[grpc]
+  address = "$(ctr_sock_of "$n")"
+[debug]
+  address = ""
+[metrics]
+  address = ""
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$S/containerd/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  # No CAP_SYS_RESOURCE here: runc cannot lower a process' oom_score_adj below its parent's.
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  enable_selinux = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "$S/containerd/runc"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$S/cni/net.d"
+    max_conf_num = 1
+EOF
+  cat > "$S/cni/net.d/10-multienv-k8s.conflist" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "multienv-k8s",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "${POD_CIDRS[$n]}"}]], "routes": [{"dst": "0.0.0.0/0"}],
+              "dataDir": "$S/cni/ipam"}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+EOF
+  # Pods' resolv.conf gets the cluster DNS from kubelet; this file (kubelet's resolvConf) only keeps the
+  # host's search domains out of pods.
+  echo "nameserver $DNS_SERVICE_ADDRESS" > "$STATE/resolv.conf"
+  cat > "$S/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: ${NODE_ADDRESSES[$n]}
+port: 10250
+readOnlyPort: 0
+tlsCertFile: $PKI/$(daemon_of kubelet-serving "$n").crt
+tlsPrivateKeyFile: $PKI/$(daemon_of kubelet-serving "$n").key
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $PKI/ca.crt}
+authorization: {mode: Webhook}
+containerRuntimeEndpoint: unix://$(ctr_sock_of "$n")
+cgroupDriver: cgroupfs
+cgroupRoot: /${CGROUP_ROOTS[$n]}
+# The host runs cgroup v1 (hybrid).
+failCgroupV1: false
+failSwapOn: false
+clusterDNS: [$DNS_SERVICE_ADDRESS]
+clusterDomain: cluster.local
+resolvConf: $STATE/resolv.conf
+podLogsDir: $S/pod-logs
+# Imported images cannot be pulled again: never collect them, never evict for disk.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%}
+rotateCertificates: false
+serverTLSBootstrap: false
+EOF
+  cat > "$S/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: $STATE/kube-proxy.kubeconfig}
+mode: iptables
+clusterCIDR: $CLUSTER_POD_CIDR
+hostnameOverride: ${NODE_NAMES[$n]}
+bindAddress: ${NODE_ADDRESSES[$n]}
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+# nf_conntrack_max is the host's, not the netns': leave it.
+conntrack: {maxPerCore: 0, min: 0}
+EOF
 }
 
 make_cgroups() {
-  local h
+  local h root
   for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
     [ -f "$h/cgroup.procs" ] || continue
-    mkdir -p "$h$CGROUP_ROOT"
-    if [ -f "$h/cpuset.cpus" ]; then
-      cat "$h/cpuset.cpus" > "$h$CGROUP_ROOT/cpuset.cpus"
-      cat "$h/cpuset.mems" > "$h$CGROUP_ROOT/cpuset.mems"
-    fi
+    for root in "${CGROUP_ROOTS[@]}"; do
+      mkdir -p "$h$root"
+      if [ -f "$h/cpuset.cpus" ]; then
+        cat "$h/cpuset.cpus" > "$h$root/cpuset.cpus"
+        cat "$h/cpuset.mems" > "$h$root/cpuset.mems"
+      fi
+    done
   done
 }
 
@@ -465,9 +551,13 @@ record_sysctls() {
   mv "$STATE/host-sysctls.new" "$STATE/host-sysctls"
 }
 
-start() { # start NAME COMMAND...: a daemon inside the cluster netns, in a session of its own
-  local name=$1; shift
-  setsid nsenter --net="/run/netns/$NETNS" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- 9>&- &
+start() { # start NAME COMMAND...: a daemon inside node a's netns, in a session of its own
+  start_on a "$@"
+}
+
+start_on() { # start_on NODE NAME COMMAND...: a daemon inside the node's netns, in a session of its own
+  local node=$1 name=$2; shift 2
+  setsid nsenter --net="/run/netns/${NODE_NETNS[$node]}" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- 9>&- &
   echo $! > "$PIDS/$name.pid"
 }
 
@@ -549,6 +639,8 @@ spec:
       labels: {k8s-app: kube-dns}
     spec:
       priorityClassName: system-cluster-critical
+      # On node a, with the control plane: a node b lost (a test stops its kubelet) leaves the DNS up.
+      nodeSelector: {$NODE_LABEL: a}
       dnsPolicy: Default
       enableServiceLinks: false
       automountServiceAccountToken: false
@@ -569,15 +661,19 @@ spec:
 EOF
 }
 
-node_ready() {
-  kc get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True
+node_ready() { # node_ready NODE [kubectl flags]
+  local n=$1; shift
+  kc get node "${NODE_NAMES[$n]}" "$@" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True
 }
 dns_ready() {
   [ "$(kc -n kube-system get pods -l k8s-app=kube-dns -o jsonpath='{.items[*].status.containerStatuses[*].ready}')" = true ]
 }
 etcd_ready() { in_ns bash -c 'exec 3<>/dev/tcp/127.0.0.1/2379'; }
 apiserver_ready() { [ "$(kc get --raw /readyz --request-timeout=3s)" = ok ]; }
-ctr_ready() { ctr --address "$CTR_SOCK" version; }
+routes_to() { # routes_to NODE OTHER: NODE routes OTHER's pod CIDR via OTHER's address
+  in_node "$1" ip route show "${POD_CIDRS[$2]}" | grep -q "via ${NODE_ADDRESSES[$2]} "
+}
+ctr_ready() { ctr --address "$(ctr_sock_of "$1")" version; }
 
 cmd_up() {
   need_root
@@ -588,7 +684,7 @@ cmd_up() {
     echo "$KUBECONFIG_PATH"
     return 0
   fi
-  if [ -e "$STATE" ] || [ -e "/run/netns/$NETNS" ] || [ -e "/run/netns/$WEB_NETNS" ]; then
+  if [ -e "$STATE" ] || [ -e "/run/netns/$NETNS" ] || [ -e "/run/netns/${NODE_NETNS[b]}" ] || [ -e "/run/netns/$WEB_NETNS" ]; then
     log "a previous cluster is half up: taking it down first"
     cmd_down
   fi
@@ -605,7 +701,10 @@ cmd_up() {
     --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
     --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
     --initial-cluster "$NODE_NAME=http://127.0.0.1:2380" --logger zap
-  start containerd containerd --config "$STATE/containerd/config.toml"
+  local n
+  for n in "${NODES[@]}"; do
+    start_on "$n" "$(daemon_of containerd "$n")" containerd --config "${NODE_STATES[$n]}/containerd/config.toml"
+  done
   wait_for etcd "etcd to listen on 127.0.0.1:2379" etcd_ready
   start kube-apiserver "$BIN/kube-apiserver" \
     --advertise-address="$NODE_ADDRESS" --bind-address=0.0.0.0 --secure-port=6443 \
@@ -618,9 +717,11 @@ cmd_up() {
     --service-account-key-file="$PKI/service-account.pub" --service-account-signing-key-file="$PKI/service-account.key" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --authorization-mode=Node,RBAC --allow-privileged=true --profiling=false
-  wait_for containerd "containerd's socket" ctr_ready
-  ctr_import < "$BIN/pause.oci.tar" || fail images "the pause image did not import"
-  ctr_import < "$BIN/coredns.oci.tar" || fail images "the coredns image did not import"
+  for n in "${NODES[@]}"; do
+    wait_for "$(daemon_of containerd "$n")" "node $n's containerd socket" ctr_ready "$n"
+    ctr_import "$n" < "$BIN/pause.oci.tar" || fail images "the pause image did not import on node $n"
+  done
+  ctr_import a < "$BIN/coredns.oci.tar" || fail images "the coredns image did not import"
   wait_for kube-apiserver "the API server to be ready" apiserver_ready
   start kube-controller-manager "$BIN/kube-controller-manager" \
     --kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
@@ -628,23 +729,44 @@ cmd_up() {
     --authorization-kubeconfig="$STATE/kube-controller-manager.kubeconfig" \
     --bind-address=127.0.0.1 --leader-elect=false --use-service-account-credentials=true \
     --service-account-private-key-file="$PKI/service-account.key" --root-ca-file="$PKI/ca.crt" \
-    --allocate-node-cidrs=true --cluster-cidr="$POD_CIDR" --node-cidr-mask-size=24 \
+    --allocate-node-cidrs=false --cluster-cidr="$CLUSTER_POD_CIDR" \
     --service-cluster-ip-range="$SERVICE_CIDR" --profiling=false
   start kube-scheduler "$BIN/kube-scheduler" \
     --kubeconfig="$STATE/kube-scheduler.kubeconfig" \
     --authentication-kubeconfig="$STATE/kube-scheduler.kubeconfig" \
     --authorization-kubeconfig="$STATE/kube-scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --leader-elect=false --profiling=false
-  start kubelet "$BIN/kubelet" --config="$STATE/kubelet.yaml" --kubeconfig="$STATE/kubelet.kubeconfig" \
-    --root-dir="$STATE/kubelet" --cert-dir="$PKI" --hostname-override="$NODE_NAME" --node-ip="$NODE_ADDRESS"
-  start kube-proxy "$BIN/kube-proxy" --config="$STATE/kube-proxy.yaml"
+  local S
+  for n in "${NODES[@]}"; do
+    S=${NODE_STATES[$n]}
+    start_on "$n" "$(daemon_of kubelet "$n")" "$BIN/kubelet" --config="$S/kubelet.yaml" --kubeconfig="$S/kubelet.kubeconfig" \
+      --root-dir="$S/kubelet" --cert-dir="$PKI" --hostname-override="${NODE_NAMES[$n]}" --node-ip="${NODE_ADDRESSES[$n]}" \
+      --node-labels="$NODE_LABEL=$n"
+    start_on "$n" "$(daemon_of kube-proxy "$n")" "$BIN/kube-proxy" --config="$S/kube-proxy.yaml"
+  done
   addons || fail kube-apiserver "the cluster's add-ons (kube-router's RBAC, CoreDNS) did not apply: $(tail -3 "$LOGS/addons.log")"
-  # kube-router finds its node object at start and exits (nil-pointer panic) when the kubelet has not registered it.
-  wait_for kubelet "node $NODE_NAME to register" kc get node "$NODE_NAME"
-  start kube-router "$BIN/kube-router" --kubeconfig="$STATE/kube-router.kubeconfig" \
-    --hostname-override="$NODE_NAME" --run-firewall=true --run-router=false --run-service-proxy=false \
-    --enable-cni=false --metrics-port=0
-  wait_for kubelet "node $NODE_NAME to be Ready" node_ready
+  for n in "${NODES[@]}"; do
+    # kube-router finds its node object at start and exits (nil-pointer panic) when the kubelet has not registered
+    # it, and announces the node's pod CIDR, which is set here (always the same per node, unlike an allocation in
+    # the order the nodes register).
+    wait_for "$(daemon_of kubelet "$n")" "node ${NODE_NAMES[$n]} to register" kc get node "${NODE_NAMES[$n]}"
+    kc patch node "${NODE_NAMES[$n]}" --type merge \
+      -p "{\"spec\":{\"podCIDR\":\"${POD_CIDRS[$n]}\",\"podCIDRs\":[\"${POD_CIDRS[$n]}\"]}}" >>"$LOGS/addons.log" 2>&1 ||
+      fail kube-apiserver "node ${NODE_NAMES[$n]}'s pod CIDR could not be set: $(tail -3 "$LOGS/addons.log")"
+    # The router: BGP between the nodes (one link: direct routes, no overlay), pods un-NATed (no egress
+    # masquerade), no cloud call (source-dest check), no CNI config of its own.
+    start_on "$n" "$(daemon_of kube-router "$n")" "$BIN/kube-router" --kubeconfig="$STATE/kube-router.kubeconfig" \
+      --hostname-override="${NODE_NAMES[$n]}" --run-firewall=true --run-router=true --run-service-proxy=false \
+      --enable-overlay=false --enable-pod-egress=false --disable-source-dest-check=false --auto-mtu=false \
+      --bgp-graceful-restart=false --enable-cni=false --metrics-port=0
+  done
+  for n in "${NODES[@]}"; do
+    wait_for "$(daemon_of kubelet "$n")" "node ${NODE_NAMES[$n]} to be Ready" node_ready "$n"
+    log "node $n Ready at $(( $(date +%s) - started )) s"
+  done
+  # Each node's pods reach the other's: kube-router installed the route BGP announced.
+  wait_for kube-router "node a's route to node b's pods (BGP)" routes_to a b
+  wait_for kube-router-b "node b's route to node a's pods (BGP)" routes_to b a
   wait_for kube-controller-manager "the default service account" kc get serviceaccount default -n default
   wait_for kubelet "the CoreDNS pod to be ready (kubectl -n kube-system describe pod -l k8s-app=kube-dns)" dns_ready
   local d
@@ -659,23 +781,25 @@ cmd_up() {
 
 netns_inode() { stat -L -c %i "/run/netns/$1" 2>/dev/null; }
 
-# Pids of every process in either netns, or below the cluster's cgroups, or a shim of its containerd
+# Pids of every process in the cluster's netns, or below its cgroups, or a shim of either node's containerd
 # (builtins only: it looks at every process).
 cluster_pids() {
-  local p n comm args f
+  local p n comm args f root
   {
     for p in /proc/[0-9]*; do
-      for n in "$NETNS" "$WEB_NETNS"; do
+      for n in "$NETNS" "${NODE_NETNS[b]}" "$WEB_NETNS"; do
         [ -e "/run/netns/$n" ] && [ "$p/ns/net" -ef "/run/netns/$n" ] && echo "${p#/proc/}"
       done
-      read -r comm < "$p/comm" 2>/dev/null || continue
+      { read -r comm < "$p/comm"; } 2>/dev/null || continue
       if [ "$comm" = containerd-shim ]; then
         mapfile -d '' args < "$p/cmdline" 2>/dev/null || continue
-        [[ " ${args[*]} " == *"$CTR_SOCK"* ]] && echo "${p#/proc/}"
+        [[ " ${args[*]} " == *"$STATE/"*containerd.sock* ]] && echo "${p#/proc/}"
       fi
     done
-    for f in /sys/fs/cgroup/*/"$CGROUP_ROOT" "/sys/fs/cgroup/$CGROUP_ROOT"; do
-      [ -d "$f" ] && find "$f" -name cgroup.procs -exec cat {} + 2>/dev/null
+    for root in "${CGROUP_ROOTS[@]}"; do
+      for f in /sys/fs/cgroup/*/"$root" "/sys/fs/cgroup/$root"; do
+        [ -d "$f" ] && find "$f" -name cgroup.procs -exec cat {} + 2>/dev/null
+      done
     done
   } | grep -vx "$$" | sort -un
 }
@@ -698,7 +822,7 @@ cmd_down() {
   # The daemons, kubelet first so that it restarts nothing.
   for ((i=${#DAEMONS[@]}-1; i>=0; i--)); do
     d=${DAEMONS[$i]}
-    [ "$d" = etcd ] || [ "$d" = containerd ] && continue
+    case $d in etcd|containerd|containerd-b) continue ;; esac
     pid=$(pid_of "$d") && pids+=("$pid")
   done
   kill_and_wait 5 "${pids[@]}"
@@ -708,7 +832,7 @@ cmd_down() {
     [ ${#pids[@]} -gt 0 ] || break
     kill_and_wait 3 "${pids[@]}"
   done
-  for d in etcd containerd; do pid=$(pid_of "$d") && kill -KILL "$pid" 2>/dev/null || true; done
+  for d in etcd containerd containerd-b; do pid=$(pid_of "$d") && kill -KILL "$pid" 2>/dev/null || true; done
   # Mounts below the state dir (pods' volumes, rootfs, shm, pods' netns), deepest first.
   if [ -d "$STATE" ]; then
     for i in 1 2 3; do
@@ -717,12 +841,15 @@ cmd_down() {
       for m in "${mounts[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
     done
   fi
-  for h in /sys/fs/cgroup/*/"$CGROUP_ROOT" "/sys/fs/cgroup/$CGROUP_ROOT"; do
-    [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null || true
-    [ -d "$h" ] && log "cgroup $h is still there (processes left in it?)"
+  for m in "${CGROUP_ROOTS[@]}"; do
+    for h in /sys/fs/cgroup/*/"$m" "/sys/fs/cgroup/$m"; do
+      [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+      [ -d "$h" ] && log "cgroup $h is still there (processes left in it?)"
+    done
   done
-  for d in "$NETNS" "$WEB_NETNS"; do [ -e "/run/netns/$d" ] && ip netns del "$d"; done
-  ip link show "$HOST_VETH" >/dev/null 2>&1 && ip link del "$HOST_VETH"
+  for d in "$NETNS" "${NODE_NETNS[b]}" "$WEB_NETNS"; do [ -e "/run/netns/$d" ] && ip netns del "$d"; done
+  # Deleting node a's netns deletes the veth pair, the host's end a moment later: either way it is gone.
+  ip link del "$HOST_VETH" 2>/dev/null || true
   if [ -f "$STATE/host-sysctls" ]; then
     while read -r d h; do [ -n "$h" ] && sysctl -qw "$d=$h"; done < "$STATE/host-sysctls"
   fi
@@ -731,10 +858,11 @@ cmd_down() {
   done
   rmdir /var/log/containers 2>/dev/null || true
   # libcni's cache of the pods' networks (pods killed, not torn down through CNI), by sandbox id.
-  if [ -d /var/lib/cni/results ] && [ -d "$STATE/containerd" ]; then
-    find "$STATE/containerd" -maxdepth 5 -type d -regextype egrep -regex '.*/[0-9a-f]{64}' -printf '%f\n' 2>/dev/null | sort -u |
+  for d in "$STATE/containerd" "$STATE/node-b/containerd"; do
+    [ -d /var/lib/cni/results ] && [ -d "$d" ] || continue
+    find "$d" -maxdepth 5 -type d -regextype egrep -regex '.*/[0-9a-f]{64}' -printf '%f\n' 2>/dev/null | sort -u |
       while read -r m; do rm -f /var/lib/cni/results/*-"$m"-*; done
-  fi
+  done
   rm -rf /var/lib/cni/networks/multienv-k8s /var/lib/cni/results/multienv-k8s-* 2>/dev/null || true
   rmdir /var/lib/cni/results /var/lib/cni/networks /var/lib/cni 2>/dev/null || true
   rm -rf "$STATE"
@@ -745,7 +873,7 @@ cmd_down() {
 # ---- the rest ------------------------------------------------------------------------------------------------
 
 cmd_status() {
-  if is_up; then echo up; else echo down; return 1; fi
+  if is_up say; then echo up; else echo down; return 1; fi
 }
 
 cmd_env() {
@@ -754,6 +882,9 @@ cmd_env() {
 export KUBECONFIG='$KUBECONFIG_PATH'
 export MULTIENV_TEST_KUBECTL='$BIN/kubectl'
 export MULTIENV_TEST_NODE_ADDRESS='$NODE_ADDRESS'
+export MULTIENV_TEST_NODE_LABEL='$NODE_LABEL'
+export MULTIENV_TEST_CLUSTER_PIDS='$PIDS'
+export MULTIENV_TEST_CONTAINERD_SOCKETS='$(ctr_sock_of a) $(ctr_sock_of b)'
 export MULTIENV_TEST_WEB_NETNS='$WEB_NETNS'
 export MULTIENV_TEST_WEB_ADDRESS='$WEB_ADDRESS'
 export MULTIENV_TEST_DNS_HOSTS='$DNS_HOSTS'

@@ -4,7 +4,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type * as k8s from "@pulumi/kubernetes";
 import type { PlannedKubernetes } from "../../src/plan";
-import type { PlannedPod } from "../../src/plan/targets/kubernetes";
+import { podPlacement, type PlannedPod } from "../../src/plan/targets/kubernetes";
 import type { KubernetesTarget } from "./target";
 
 type PodSpec = k8s.types.input.core.v1.PodSpec;
@@ -18,10 +18,11 @@ export function podMetadata(target: KubernetesTarget, pod: PlannedPod): k8s.type
 /**
  * The part of a pod spec every pod has: no service account token (a pod never speaks to the API server), no
  * Service environment variables (they would list the namespace's addresses), no host namespaces, restarts in
- * place, the default seccomp profile, the config's node selector and tolerations, and the names it dials.
+ * place, the default seccomp profile, its group's node selector and tolerations (the plan's), and the names it dials.
  */
 export function podBasics(target: KubernetesTarget, pod: PlannedPod): Omit<PodSpec, "containers"> {
   const k: PlannedKubernetes = target.cluster;
+  const placed = podPlacement(k, pod);
   return {
     automountServiceAccountToken: false,
     enableServiceLinks: false,
@@ -31,8 +32,8 @@ export function podBasics(target: KubernetesTarget, pod: PlannedPod): Omit<PodSp
     restartPolicy: "Always",
     terminationGracePeriodSeconds: 5,
     securityContext: { seccompProfile: { type: "RuntimeDefault" } },
-    ...(Object.keys(k.nodeSelector).length > 0 ? { nodeSelector: { ...k.nodeSelector } } : {}),
-    ...(k.tolerations.length > 0 ? { tolerations: k.tolerations.map((t) => ({ ...t })) } : {}),
+    ...(Object.keys(placed.nodeSelector).length > 0 ? { nodeSelector: { ...placed.nodeSelector } } : {}),
+    ...(placed.tolerations.length > 0 ? { tolerations: placed.tolerations.map((t) => ({ ...t })) } : {}),
     hostAliases: hostAliases(target, pod),
   };
 }

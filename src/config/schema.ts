@@ -303,6 +303,19 @@ export const tolerationSchema = z.strictObject({
   tolerationSeconds: z.number().int().min(0).optional(),
 });
 
+/** Where one group of the env's pods goes, beside the target-wide nodeSelector and tolerations. */
+export const kubernetesPlacementSchema = z.strictObject({
+  nodeSelector: z.record(labelKey, labelValue).default({}),
+  tolerations: z.array(tolerationSchema).default([]),
+});
+
+/** The env's pods by group, each placed on its own nodes: computers (browsers, site proxies), sites, gateway. */
+export const kubernetesPlacementsSchema = z.strictObject({
+  computers: kubernetesPlacementSchema.optional(),
+  sites: kubernetesPlacementSchema.optional(),
+  gateway: kubernetesPlacementSchema.optional(),
+});
+
 /** The kubernetes target: the cluster the kubeconfig names, and how the env's pods are placed there. */
 export const kubernetesSchema = z.strictObject({
   kubeconfig: z.string().min(1, { error: "must be the path of a kubeconfig file, such as ~/.kube/config" }).optional(),
@@ -329,6 +342,7 @@ export const kubernetesSchema = z.strictObject({
     .optional(),
   nodeSelector: z.record(labelKey, labelValue).default({}),
   tolerations: z.array(tolerationSchema).default([]),
+  placement: kubernetesPlacementsSchema.default({}),
 });
 
 /** The deploy's self-test: on (default), off, or on with the page an allow-all computer must reach. */

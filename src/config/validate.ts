@@ -16,6 +16,8 @@ import {
   hostsSchema,
   kubernetesSchema,
   tolerationSchema,
+  kubernetesPlacementSchema,
+  kubernetesPlacementsSchema,
   stackConfigSchema,
   STACK_KEYS,
   websiteSchema,
@@ -57,6 +59,12 @@ function knownKeysAt(path: readonly PropertyKey[]): readonly string[] {
   if (top === "hosts") return Object.keys(hostSchema.shape);
   if (top === "kubernetes" && path.length === 1) return Object.keys(kubernetesSchema.shape);
   if (top === "kubernetes" && path[1] === "tolerations") return Object.keys(tolerationSchema.shape);
+  if (top === "kubernetes" && path[1] === "placement" && path.length === 2)
+    return Object.keys(kubernetesPlacementsSchema.shape);
+  if (top === "kubernetes" && path[1] === "placement" && path.length === 3)
+    return Object.keys(kubernetesPlacementSchema.shape);
+  if (top === "kubernetes" && path[1] === "placement" && path[3] === "tolerations")
+    return Object.keys(tolerationSchema.shape);
   return [];
 }
 

@@ -137,6 +137,17 @@ export interface KubernetesConfig {
   runtimeClassName?: string;
   nodeSelector: Record<string, string>;
   tolerations: Toleration[];
+  /** Where each group of pods goes, beside the nodeSelector and tolerations above (which every pod takes). */
+  placement: Partial<Record<KubernetesPlacementGroup, KubernetesPlacement>>;
+}
+
+/** The groups of an env's pods that a kubernetes config places apart: browsers and site proxies, sites, gateway. */
+export type KubernetesPlacementGroup = "computers" | "sites" | "gateway";
+
+/** Where a group of pods goes: the nodes whose labels match, and the taints it tolerates. */
+export interface KubernetesPlacement {
+  nodeSelector: Record<string, string>;
+  tolerations: Toleration[];
 }
 
 /** The planned kubernetes section: the cluster, the namespace, and the pods' placement. */
@@ -147,8 +158,11 @@ export interface PlannedKubernetes {
   imageRegistry?: string;
   imagePullPolicy: "Always" | "IfNotPresent" | "Never";
   runtimeClassName?: string;
-  nodeSelector: Record<string, string>;
-  tolerations: Toleration[];
+  /**
+   * Each group's placement: the target-wide nodeSelector with the group's over it (a key set in both takes the
+   * group's value), the target-wide tolerations followed by the group's.
+   */
+  placement: Record<KubernetesPlacementGroup, KubernetesPlacement>;
 }
 
 export interface CaptureConfig {

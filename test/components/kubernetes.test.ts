@@ -56,6 +56,23 @@ const FULL_CONFIG = {
   computers: { ...DEMO_CONFIG.computers, open: { ...DEMO_CONFIG.computers.open, image: OWN_BROWSER } },
 };
 
+/** The demo with its computers, its sites and its gateway each placed on nodes of their own. */
+const PLACED_CONFIG = {
+  ...DEMO_CONFIG,
+  kubernetes: {
+    nodeSelector: { "example.com/pool": "envs" },
+    tolerations: [{ key: "dedicated", operator: "Exists" }],
+    placement: {
+      computers: { nodeSelector: { "multienv.test/node": "a" } },
+      sites: {
+        nodeSelector: { "multienv.test/node": "b", "example.com/pool": "sites" },
+        tolerations: [{ key: "sites", operator: "Exists", effect: "NoSchedule" }],
+      },
+      gateway: { nodeSelector: { "multienv.test/node": "b" } },
+    },
+  },
+};
+
 // The dependencies each registration names, read off the mock monitor while the graphs render.
 const recorded = recordDependencies();
 const dependencies = recorded.dependencies;
@@ -64,12 +81,14 @@ let demo: Graph;
 let full: Graph;
 let fullRevealed: Graph;
 let uncaptured: Graph;
+let placed: Graph;
 
 beforeAll(async () => {
   demo = await graphOf(STACK, DEMO_CONFIG);
   full = await graphOf(STACK, FULL_CONFIG, { githubToken: SECRET_VALUE });
   fullRevealed = await graphOf(STACK, FULL_CONFIG, { githubToken: SECRET_VALUE }, true);
   uncaptured = await graphOf(STACK, { ...DEMO_CONFIG, captureTraffic: false });
+  placed = await graphOf(STACK, PLACED_CONFIG);
 });
 
 afterAll(() => {
@@ -405,5 +424,31 @@ describe("kubernetes target: outputs and placement", () => {
       for (const key of ["nodeSelector", "tolerations", "runtimeClassName"])
         expect(spec[key], `${nameOf(pod)} ${key}`).toBeUndefined();
     }
+  });
+
+  it("puts the computers, the sites and the gateway each where its placement says, over the target-wide one", () => {
+    const where = (name: string) => {
+      const spec = specOf(podNamed(placed, name));
+      return { name, nodeSelector: spec.nodeSelector, tolerations: spec.tolerations };
+    };
+    const everywhere = { key: "dedicated", operator: "Exists" };
+    for (const name of COMPUTER_PODS)
+      expect(where(name)).toEqual({
+        name,
+        nodeSelector: { "example.com/pool": "envs", "multienv.test/node": "a" },
+        tolerations: [everywhere],
+      });
+    // A key set in both takes the group's value: the sites' pool is theirs.
+    for (const name of SITE_PODS)
+      expect(where(name)).toEqual({
+        name,
+        nodeSelector: { "example.com/pool": "sites", "multienv.test/node": "b" },
+        tolerations: [everywhere, { key: "sites", operator: "Exists", effect: "NoSchedule" }],
+      });
+    expect(where("gateway")).toEqual({
+      name: "gateway",
+      nodeSelector: { "example.com/pool": "envs", "multienv.test/node": "b" },
+      tolerations: [everywhere],
+    });
   });
 });

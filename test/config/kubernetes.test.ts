@@ -32,11 +32,11 @@ describe("kubernetes config", () => {
     const result = plan(config, { stack: "t1" });
     if (!result.ok) throw new Error(result.problems.map(formatProblem).join("\n"));
     // No kubeconfig or context: KUBECONFIG, else ~/.kube/config, and its current context. No registry: never pull.
+    const anywhere = { nodeSelector: {}, tolerations: [] };
     expect(result.plan.kubernetes).toEqual({
       namespace: "t1",
       imagePullPolicy: "Never",
-      nodeSelector: {},
-      tolerations: [],
+      placement: { computers: anywhere, sites: anywhere, gateway: anywhere },
     });
   });
 
@@ -65,9 +65,79 @@ describe("kubernetes config", () => {
       imageRegistry: "registry.example.com:5000/multienv",
       imagePullPolicy: "IfNotPresent",
       runtimeClassName: "gvisor",
-      nodeSelector: { "example.com/pool": "envs" },
-      tolerations: [{ key: "dedicated", operator: "Equal", value: "envs", effect: "NoExecute", tolerationSeconds: 30 }],
+      placement: Object.fromEntries(
+        ["computers", "sites", "gateway"].map((group) => [
+          group,
+          {
+            nodeSelector: { "example.com/pool": "envs" },
+            tolerations: [
+              { key: "dedicated", operator: "Equal", value: "envs", effect: "NoExecute", tolerationSeconds: 30 },
+            ],
+          },
+        ]),
+      ),
     });
+  });
+
+  it("places each group of pods by its own placement over the target-wide one: its nodeSelector over, its tolerations after", () => {
+    const kubernetes = {
+      nodeSelector: { pool: "envs", zone: "z1" },
+      tolerations: [{ key: "dedicated", operator: "Exists" }],
+      placement: {
+        computers: { nodeSelector: { "multienv.test/node": "a" } },
+        sites: { nodeSelector: { pool: "sites" }, tolerations: [{ key: "sites", operator: "Exists" }] },
+      },
+    };
+    const values = Object.fromEntries(
+      Object.entries({ target: "kubernetes", kubernetes, ...COMPUTER }).map(([k, v]) => [
+        k,
+        { secret: false, value: typeof v === "string" ? v : JSON.stringify(v) },
+      ]),
+    );
+    const result = plan(validateStackConfig(values, "t1").config!, { stack: "t1" });
+    const dedicated = { key: "dedicated", operator: "Exists" };
+    expect(result.ok && result.plan.kubernetes?.placement).toEqual({
+      computers: { nodeSelector: { pool: "envs", zone: "z1", "multienv.test/node": "a" }, tolerations: [dedicated] },
+      sites: {
+        nodeSelector: { pool: "sites", zone: "z1" },
+        tolerations: [dedicated, { key: "sites", operator: "Exists" }],
+      },
+      gateway: { nodeSelector: { pool: "envs", zone: "z1" }, tolerations: [dedicated] },
+    });
+  });
+
+  it("refuses a bad placement in one line naming its path and the fix: a group, a key, a label, a toleration", () => {
+    expect(check(onCluster({ placement: { browsers: { nodeSelector: { pool: "a" } } } })).problems).toEqual([
+      expect.stringMatching(/^multienv:kubernetes\.placement\.browsers: .*computers, sites, gateway/),
+    ]);
+    expect(check(onCluster({ placement: { sites: { nodeSelecter: { pool: "a" } } } })).problems).toEqual([
+      expect.stringMatching(/^multienv:kubernetes\.placement\.sites\.nodeSelecter: .*nodeSelector/),
+    ]);
+    expect(check(onCluster({ placement: { sites: { nodeSelector: { "bad key!": "x" } } } })).problems).toEqual([
+      'multienv:kubernetes.placement.sites.nodeSelector["bad key!"]: must be a Kubernetes label key such as node-pool or example.com/pool',
+    ]);
+    expect(check(onCluster({ placement: { gateway: { nodeSelector: { pool: "-b" } } } })).problems).toEqual([
+      "multienv:kubernetes.placement.gateway.nodeSelector.pool: must be a Kubernetes label value: at most 63 letters, digits, - _ and ., starting and ending with a letter or digit",
+    ]);
+    expect(
+      check(
+        onCluster(
+          { placement: { computers: { tolerations: [{ key: "k", operator: "Exists", value: "v" }] } } },
+          COMPUTER,
+        ),
+      ).problems,
+    ).toEqual([
+      "multienv:kubernetes.placement.computers.tolerations[0].value: must be unset when operator is Exists (it matches any value)",
+    ]);
+  });
+
+  it("warns that a placement of computers changes nothing when there is no computer", () => {
+    expect(check(onCluster({ placement: { computers: { nodeSelector: { pool: "a" } } } })).warnings).toEqual([
+      "multienv:kubernetes.placement.computers: ignored: it places computers' pods, and there is none",
+    ]);
+    expect(check(onCluster({ placement: { computers: { nodeSelector: { pool: "a" } } } }, COMPUTER)).warnings).toEqual(
+      [],
+    );
   });
 
   it.each([

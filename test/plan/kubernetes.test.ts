@@ -12,6 +12,7 @@ import {
   KUBERNETES_NON_PUBLIC_CIDRS,
   kubernetesNetworkPolicies,
   kubernetesPods,
+  placementGroupOf,
   publicWebPeers,
   type PlannedNetworkPolicy,
   type PlannedPod,
@@ -750,6 +751,25 @@ describe("a replayed live site on kubernetes", () => {
       control: { host: "github-replay", port: 9000 },
       recording: "/var/lib/multienv/recording/recording.har",
       stateDir: "/var/lib/multienv/replay-state",
+    });
+  });
+});
+
+describe("placement of the pods by group", () => {
+  it("places a computer's browser and proxy with the computers, every pod of a site (its replay server too) with the sites, the gateway alone", () => {
+    const groups = Object.fromEntries(kubernetesPods(replayedPlan).map((p) => [p.name, placementGroupOf(p.role)]));
+    expect(groups).toEqual({
+      "shop-server": "sites",
+      "shop-frontend": "sites",
+      "github-server": "sites",
+      "github-replay": "sites",
+      "gist-server": "sites",
+      "gist-frontend": "sites",
+      gateway: "gateway",
+      "desktop-proxy": "computers",
+      "desktop-browser": "computers",
+      "open-proxy": "computers",
+      "open-browser": "computers",
     });
   });
 });

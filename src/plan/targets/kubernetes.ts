@@ -30,6 +30,8 @@ import { CAPTURE_SERVER_PORT } from "../../protocol/traffic";
 import { NON_PUBLIC_CIDRS } from "../../protocol/address-ranges";
 import type {
   KubernetesConfig,
+  KubernetesPlacement,
+  KubernetesPlacementGroup,
   Plan,
   PlannedCapture,
   PlannedComputer,
@@ -76,12 +78,15 @@ export function kubernetesProblems(config: StackConfig, stack: string): Problem[
       ),
     );
   }
-  k.tolerations.forEach((t, i) => problems.push(...tolerationProblems(t, i)));
+  k.tolerations.forEach((t, i) => problems.push(...tolerationProblems(t, ["kubernetes", "tolerations", i])));
+  for (const group of PLACEMENT_GROUPS)
+    k.placement[group]?.tolerations.forEach((t, i) =>
+      problems.push(...tolerationProblems(t, ["kubernetes", "placement", group, "tolerations", i])),
+    );
   return problems;
 }
 
-function tolerationProblems(t: Toleration, i: number): Problem[] {
-  const path = ["kubernetes", "tolerations", i];
+function tolerationProblems(t: Toleration, path: (string | number)[]): Problem[] {
   if (t.operator === "Exists" && t.value !== undefined)
     return [problem([...path, "value"], "must be unset when operator is Exists (it matches any value)")];
   if (t.operator === "Equal" && t.key === undefined)
@@ -101,9 +106,55 @@ export function kubernetesWarnings(config: StackConfig): Problem[] {
         `ignored, since target is ${config.target}; set target: kubernetes to deploy on a cluster, or remove kubernetes`,
       ),
     ];
-  if (config.kubernetes.runtimeClassName !== undefined && Object.keys(config.computers).length === 0)
+  const noComputer = Object.keys(config.computers).length === 0;
+  if (config.kubernetes.runtimeClassName !== undefined && noComputer)
     return [problem(["kubernetes", "runtimeClassName"], "ignored: it applies to computers' pods, and there is none")];
+  if (config.kubernetes.placement.computers !== undefined && noComputer)
+    return [problem(["kubernetes", "placement", "computers"], "ignored: it places computers' pods, and there is none")];
   return [];
+}
+
+// --- placement ---------------------------------------------------------------------------------------------
+
+/** The groups of pods a config places apart (kubernetes.placement.<group>). */
+export const PLACEMENT_GROUPS: readonly KubernetesPlacementGroup[] = ["computers", "sites", "gateway"];
+
+/** The group a pod is placed with: a computer's browser and proxy, a site's pods (replay included), the gateway. */
+export function placementGroupOf(role: PodRole): KubernetesPlacementGroup {
+  switch (role) {
+    case "browser":
+    case "site-proxy":
+      return "computers";
+    case "server":
+    case "frontend":
+    case "replay":
+      return "sites";
+    case "gateway":
+      return "gateway";
+  }
+}
+
+/**
+ * A group's placement: the target-wide nodeSelector with the group's over it (the group's value wins a key set in
+ * both: it is the narrower statement), and the target-wide tolerations followed by the group's.
+ */
+function groupPlacement(
+  config: Pick<KubernetesConfig, "nodeSelector" | "tolerations" | "placement">,
+  group: KubernetesPlacementGroup,
+): KubernetesPlacement {
+  const own = config.placement[group];
+  return {
+    nodeSelector: { ...config.nodeSelector, ...own?.nodeSelector },
+    tolerations: [...config.tolerations, ...(own?.tolerations ?? [])].map((t) => ({ ...t })),
+  };
+}
+
+/** Where a pod goes: its group's placement. */
+export function podPlacement(
+  k: Pick<PlannedKubernetes, "placement">,
+  pod: Pick<PlannedPod, "role">,
+): KubernetesPlacement {
+  return k.placement[placementGroupOf(pod.role)];
 }
 
 // --- pods --------------------------------------------------------------------------------------------------
@@ -458,7 +509,7 @@ function webEgress(name: string, from: PlannedPod, ports: PolicyPort[] | undefin
 // --- what runs in the pods -----------------------------------------------------------------------------------
 
 export function plannedKubernetes(stack: string, k: KubernetesConfig | undefined): PlannedKubernetes {
-  const config = k ?? { nodeSelector: {}, tolerations: [] };
+  const config = k ?? { nodeSelector: {}, tolerations: [], placement: {} };
   return {
     namespace: stack,
     ...(config.kubeconfig !== undefined ? { kubeconfig: config.kubeconfig } : {}),
@@ -466,8 +517,11 @@ export function plannedKubernetes(stack: string, k: KubernetesConfig | undefined
     ...(config.imageRegistry !== undefined ? { imageRegistry: config.imageRegistry } : {}),
     imagePullPolicy: config.imagePullPolicy ?? defaultPullPolicy(config),
     ...(config.runtimeClassName !== undefined ? { runtimeClassName: config.runtimeClassName } : {}),
-    nodeSelector: { ...config.nodeSelector },
-    tolerations: config.tolerations.map((t) => ({ ...t })),
+    placement: {
+      computers: groupPlacement(config, "computers"),
+      sites: groupPlacement(config, "sites"),
+      gateway: groupPlacement(config, "gateway"),
+    },
   };
 }
 

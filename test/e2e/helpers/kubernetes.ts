@@ -1,4 +1,4 @@
-// The one-node test cluster of the e2e tier (scripts/test-cluster.sh) and what the tests do in it with kubectl:
+// The two-node test cluster of the e2e tier (scripts/test-cluster.sh) and what the tests do in it with kubectl:
 // exec in a pod's container, read a pod or a Service, stand in for the public web. kubectl is the cluster's own
 // client, built with it; the tests speak to the cluster as an operator would.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
@@ -16,6 +16,8 @@ export interface TestCluster {
   webAddress: string;
   /** The cluster DNS's hosts file: `<address> <name>...` lines. */
   dnsHosts: string;
+  /** Each node's containerd socket (node a's first), for what the API no longer shows. */
+  containerdSockets: string[];
 }
 
 const SCRIPT = path.join(REPO, "scripts/test-cluster.sh");
@@ -53,6 +55,7 @@ export function testCluster(): TestCluster {
     webNetns: need("MULTIENV_TEST_WEB_NETNS"),
     webAddress: need("MULTIENV_TEST_WEB_ADDRESS"),
     dnsHosts: need("MULTIENV_TEST_DNS_HOSTS"),
+    containerdSockets: need("MULTIENV_TEST_CONTAINERD_SOCKETS").split(" "),
   };
 }
 
