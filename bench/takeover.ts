@@ -247,7 +247,7 @@ async function main(): Promise<void> {
     await ours.waitForSelector("section.mine", { timeout: 30_000 });
     await until(
       "a frame",
-      async () => (await ours.evaluate(`document.querySelector(".screen").naturalWidth > 0`)) || undefined,
+      async () => (await ours.evaluate(`document.querySelector(".screen").width > 0`)) || undefined,
     );
     await ours.bringToFront();
     const oursFigures = await keyLatencies(ours, ".screen", () => ours.focus(".screen"));

@@ -13,9 +13,10 @@ import { computerAgentToken } from "../../src/protocol/auth";
 import type { RequestLogEntry } from "../../src/protocol/request-log";
 import { HAND_BACK_EVENT, TAKEN_OVER_ERROR_CODE } from "../../src/protocol/takeover";
 import { collectCaptures, deployStack, watchStack, type StackSpec } from "../../src/runner";
-import type { WatchMessage, WatchServer } from "../../src/runner/operator/watch-server";
+import type { WatchServer } from "../../src/runner/operator/watch-server";
 import { connectCdp, type CdpClient } from "../helpers/cdp";
 import { until } from "../helpers/until";
+import { watchMessages } from "../helpers/watch";
 import { CHROMIUM_MAIN, deployEnv, e2eStack, REPO, type DeployedEnv, SAMPLE_SHOP } from "./helpers/env";
 
 const STACK = e2eStack("e2e-headful");
@@ -110,8 +111,7 @@ describe("a headful computer", () => {
     const socket = new WebSocket(watch.url.replace(/^http/, "ws") + "live", {
       origin: `http://127.0.0.1:${watch.port}`,
     });
-    const messages: WatchMessage[] = [];
-    socket.on("message", (data) => messages.push(JSON.parse(data.toString())));
+    const messages = watchMessages(socket);
     await new Promise((resolve, reject) => socket.once("open", resolve).once("error", reject));
     const send = (message: unknown) => socket.send(JSON.stringify(message));
     await until("a frame of the computer's screen", () => messages.some((m) => m.type === "frame"), 30_000);

@@ -37,6 +37,7 @@ import {
 } from "./helpers/env";
 import { until } from "../helpers/until";
 import { LIST_ZOMBIES } from "../helpers/processes";
+import { watchMessages } from "../helpers/watch";
 import {
   execIn,
   getJson,
@@ -54,7 +55,7 @@ import { bearer, computerAgentToken } from "../../src/protocol/auth";
 import { HAND_BACK_EVENT, TAKEN_OVER_ERROR_CODE } from "../../src/protocol/takeover";
 import { takeoverGateway, type TakeoverRecord } from "../../src/runner/operator/takeover";
 import { computerFeed } from "../../src/runner/operator/watch";
-import { startWatchServer, type WatchMessage } from "../../src/runner/operator/watch-server";
+import { startWatchServer } from "../../src/runner/operator/watch-server";
 import { connectCdp } from "../helpers/cdp";
 import { recordingDockerfile, recordingImage } from "../../src/plan/replay";
 import { gatewayClient } from "../../src/protocol/gateway-client";
@@ -373,8 +374,7 @@ describe("the demo multi env on a Kubernetes cluster", () => {
     const viewer = new WebSocket(`${server.url.replace(/^http/, "ws")}live`, {
       origin: `http://127.0.0.1:${server.port}`,
     });
-    const messages: WatchMessage[] = [];
-    viewer.on("message", (data) => messages.push(JSON.parse(String(data)) as WatchMessage));
+    const messages = watchMessages(viewer);
     const send = (message: unknown) => viewer.send(JSON.stringify(message));
     try {
       await agent.call("Page.navigate", {

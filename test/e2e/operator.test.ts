@@ -346,15 +346,12 @@ describe("watch", () => {
     expect(refused).toBe(403);
 
     const page = await localPage((p) => p.goto(url));
-    const screen = page.locator(`section[data-computer="${COMPUTER}"] img.screen`);
+    const screen = page.locator(`section[data-computer="${COMPUTER}"] canvas.screen`);
+    // The picture the screen's canvas shows (none before its first frame).
+    const picture = () => screen.evaluate((c: any) => (c.width > 0 ? c.toDataURL() : null));
     const shownUrl = page.locator(`section[data-computer="${COMPUTER}"] .url`);
-    await until(
-      "the first frame",
-      async () => ((await screen.getAttribute("src")) ?? "").startsWith("data:image/jpeg;base64,"),
-      60_000,
-      250,
-    );
-    const before = await screen.getAttribute("src");
+    await until("the first frame", async () => (await picture()) !== null, 60_000, 250);
+    const before = await picture();
     await until("the computer's URL", async () => (await shownUrl.textContent()) === "https://shop.test/", 30_000, 250);
 
     await withComputerPage((p) => p.goto("https://shop.test/signin"));
@@ -367,8 +364,8 @@ describe("watch", () => {
     await until(
       "a new frame",
       async () => {
-        const now = await screen.getAttribute("src");
-        return now !== null && now !== before && now.startsWith("data:image/jpeg;base64,");
+        const now = await picture();
+        return now !== null && now !== before;
       },
       30_000,
       250,
@@ -392,12 +389,12 @@ describe("watch", () => {
       90_000,
       250,
     );
-    const restarted = await screen.getAttribute("src");
+    const restarted = await picture();
     await withComputerPage((p) => p.goto("https://shop.test/signin"));
     await until(
       "a frame from the restarted browser",
       async () => {
-        const now = await screen.getAttribute("src");
+        const now = await picture();
         return now !== null && now !== restarted;
       },
       30_000,

@@ -25,6 +25,7 @@ import { startChromium } from "../helpers/chromium";
 import { cleanup, onCleanup, spawnService, tempDir } from "../helpers/processes";
 import { startUpstream } from "../helpers/servers";
 import { until } from "../helpers/until";
+import { watchMessages } from "../helpers/watch";
 import { request, TOKEN, type GatewayProcess } from "../gateway/helpers";
 import { projectWith, ROOT_STACK, startBrowserWithAgent, startTestGateway } from "./helpers";
 
@@ -47,8 +48,7 @@ interface Viewer {
 async function view(server: WatchServer, origin?: string): Promise<Viewer> {
   const url = server.url.replace(/^http/, "ws") + "live";
   const socket = new WebSocket(url, { origin: origin ?? `http://127.0.0.1:${server.port}` });
-  const messages: WatchMessage[] = [];
-  socket.on("message", (data) => messages.push(JSON.parse(data.toString())));
+  const messages = watchMessages(socket);
   await new Promise((resolve, reject) => {
     socket.once("open", resolve);
     socket.once("error", reject);

@@ -1,11 +1,12 @@
 // `multienv watch`'s page and feeds, and the screenshot and tabs they share with `status`: the page behind its
 // secret (403 otherwise, the live channel too), the feeds running only while someone watches, and the real feed and
 // screenshot on a real headless Chromium behind the real gateway, on loopback.
+import { randomBytes } from "node:crypto";
 import { appendFileSync, closeSync, openSync, writeSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chromium, type Browser } from "playwright-core";
+import { chromium, type Browser, type Page } from "playwright-core";
 import { WebSocket } from "ws";
 import {
   computerTabs,
@@ -17,7 +18,8 @@ import { failureText, note, say } from "../../src/runner/commands/common";
 import type { StackStatus } from "../../src/runner/operator/operator";
 import { formatScreenshots, formatStatus } from "../../src/runner/operator/format";
 import { computerFeed } from "../../src/runner/operator/watch";
-import { startWatchServer, type Feed, type FeedEvent, type WatchMessage } from "../../src/runner/operator/watch-server";
+import { startWatchServer, type Feed, type FeedEvent } from "../../src/runner/operator/watch-server";
+import { watchMessages } from "../helpers/watch";
 import { computerControlToken } from "../../src/protocol/auth";
 import { cleanup, onCleanup } from "../helpers/processes";
 import { startChromium } from "../helpers/chromium";
@@ -67,8 +69,7 @@ function fakeFeed() {
 /** A viewer on the live channel, collecting its messages. */
 async function viewer(url: string, headers: Record<string, string> = {}) {
   const ws = new WebSocket(`${url.replace(/^http/, "ws")}live`, { headers });
-  const messages: WatchMessage[] = [];
-  ws.on("message", (data) => messages.push(JSON.parse(String(data)) as WatchMessage));
+  const messages = watchMessages(ws);
   await new Promise<void>((resolve, reject) => {
     ws.once("open", () => resolve());
     ws.once("error", reject);
@@ -195,14 +196,15 @@ describe("the watch page", () => {
       const FRAMES = 200;
       const picture = "A".repeat(256 * 1024);
       for (let i = 1; i <= FRAMES; i++) {
-        desktop.emit!({ type: "frame", data: `${i}:${picture}` });
+        desktop.emit!({ type: "frame", data: Buffer.from(`${i}:${picture}`).toString("base64") });
         await new Promise((r) => setImmediate(r));
       }
       await new Promise((r) => setTimeout(r, 300));
       socket.resume();
       const frames = () => {
         const text = Buffer.concat(received).toString("latin1");
-        return [...text.matchAll(/"type":"frame","data":"(\d+):/g)].map((m) => Number(m[1]));
+        // Each frame's header (a frame, of the first computer) and then its picture.
+        return [...text.matchAll(new RegExp(`${String.fromCharCode(1, 0, 0)}(\\d+):`, "g"))].map((m) => Number(m[1]));
       };
       // The screen was still after the last frame: nothing else would have shown it.
       await until("the newest frame", () => frames().at(-1) === FRAMES, 20_000);
@@ -210,6 +212,29 @@ describe("the watch page", () => {
       expect(shown.length).toBeLessThan(FRAMES / 2);
       expect([...shown].sort((a, b) => a - b)).toEqual(shown);
     } finally {
+      await server.close();
+    }
+  });
+
+  it("sends each frame as one binary message: its computer's place in the page's list, then the JPEG whole", async () => {
+    const desktop = fakeFeed();
+    const open = fakeFeed();
+    const server = await startWatchServer({ stack: "demo", feeds: { desktop, open } });
+    const ws = new WebSocket(`${server.url.replace(/^http/, "ws")}live`);
+    const binary: Buffer[] = [];
+    ws.on("message", (data: Buffer, isBinary) => {
+      if (isBinary) binary.push(data);
+    });
+    try {
+      await until("the feeds to start", () => open.starts === 1 && desktop.starts === 1);
+      // Every byte value, and a picture larger than one TCP segment or WebSocket frame a browser reads at once.
+      const jpeg = Buffer.concat([Buffer.from([0xff, 0xd8]), randomBytes(300 * 1024), Buffer.from([0xff, 0xd9])]);
+      open.emit!({ type: "frame", data: jpeg.toString("base64") });
+      await until("the frame", () => binary.length === 1);
+      expect([...binary[0].subarray(0, 3)]).toEqual([1, 0, 1]);
+      expect(binary[0].subarray(3).equals(jpeg)).toBe(true);
+    } finally {
+      ws.close();
       await server.close();
     }
   });
@@ -252,9 +277,7 @@ describe("the watch page in a browser", () => {
       await page.goto(server.url);
       await until("the feed to start", () => desktop.starts === 1, 10_000);
       const hostile = `<img src=x onerror="document.title='owned'">`;
-      // A 1x1 GIF stands in for a JPEG frame: the page only sets it as the image's source.
-      const pixel = "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7";
-      desktop.emit!({ type: "frame", data: pixel });
+      desktop.emit!({ type: "frame", data: await jpegOf(browser, { width: 64, height: 48, colour: [220, 20, 20] }) });
       desktop.emit!({ type: "url", url: `https://shop.test/${hostile}`, title: hostile });
       desktop.emit!({
         type: "log",
@@ -267,11 +290,12 @@ describe("the watch page in a browser", () => {
         "the URL",
         async () => (await panel.locator(".url").textContent()) === `https://shop.test/${hostile}`,
       );
-      expect(await panel.locator("img.screen").getAttribute("src")).toBe(`data:image/jpeg;base64,${pixel}`);
+      await until("the frame drawn", async () => near(await screenOf(page, "desktop"), [220, 20, 20]));
+      expect(await panel.locator("canvas.screen").evaluate((c: any) => [c.width, c.height])).toEqual([64, 48]);
       expect(await panel.locator(".log li").textContent()).toBe(`10:11:12 refused CONNECT ${hostile}:443 (x)`);
       expect(await panel.locator(".log li").getAttribute("class")).toBe("refused");
-      // Nothing of it became markup: the only image is the screen's.
-      expect(await page.locator("img").count()).toBe(1);
+      // Nothing of it became markup: no image at all, the screen is a canvas.
+      expect(await page.locator("img").count()).toBe(0);
       expect(await page.title()).toBe("multienv watch demo");
       expect(errors).toEqual([]);
       await page.close();
@@ -281,7 +305,88 @@ describe("the watch page in a browser", () => {
       await server.close();
     }
   });
+
+  it("draws the newest frame, never an older one whose decoding ended later", async () => {
+    const desktop = fakeFeed();
+    const server = await startWatchServer({ stack: "demo", feeds: { desktop } });
+    const browser = await chromium.launch({
+      executablePath: "/usr/bin/chromium",
+      args: ["--no-sandbox", "--disable-gpu"],
+    });
+    try {
+      // A picture slow to decode (millions of noisy pixels), then a small one that decodes at once: the page gets
+      // them in that order, and the small one is the screen's last word.
+      const slow = await jpegOf(browser, { width: 3000, height: 2000, colour: [20, 200, 20], noise: true });
+      const small = await jpegOf(browser, { width: 64, height: 48, colour: [20, 20, 220] });
+      const red = await jpegOf(browser, { width: 64, height: 48, colour: [220, 20, 20] });
+      const page = await browser.newPage();
+      await page.goto(server.url);
+      await until("the feed to start", () => desktop.starts === 1, 10_000);
+      for (let i = 0; i < 3; i++) {
+        desktop.emit!({ type: "frame", data: slow });
+        desktop.emit!({ type: "frame", data: small });
+        await until("the small frame drawn", async () => near(await screenOf(page, "desktop"), [20, 20, 220]));
+        // Long enough for the slow picture's decoding to have ended, many times over.
+        await new Promise((r) => setTimeout(r, 1_000));
+        expect(near(await screenOf(page, "desktop"), [20, 20, 220])).toBe(true);
+        // A frame of another colour in between, so each round starts from a picture that is not the small one.
+        desktop.emit!({ type: "frame", data: red });
+        await until("the red frame drawn", async () => near(await screenOf(page, "desktop"), [220, 20, 20]));
+      }
+    } finally {
+      await browser.close();
+      await server.close();
+    }
+  });
 });
+
+/** A JPEG (base64) of one colour, or of noise around it, made by Chromium's own encoder. */
+async function jpegOf(
+  browser: Browser,
+  picture: { width: number; height: number; colour: [number, number, number]; noise?: boolean },
+): Promise<string> {
+  const page = await browser.newPage();
+  try {
+    return await page.evaluate(({ width, height, colour, noise }) => {
+      const canvas = (globalThis as any).document.createElement("canvas");
+      canvas.width = width;
+      canvas.height = height;
+      const g = canvas.getContext("2d");
+      const pixels = g.createImageData(width, height);
+      for (let i = 0; i < pixels.data.length; i += 4) {
+        const jitter = noise ? Math.floor(Math.random() * 60) - 30 : 0;
+        pixels.data[i] = colour[0] + jitter;
+        pixels.data[i + 1] = colour[1] + jitter;
+        pixels.data[i + 2] = colour[2] + jitter;
+        pixels.data[i + 3] = 255;
+      }
+      // The centre stays the plain colour, so the picture reads as it.
+      g.putImageData(pixels, 0, 0);
+      g.fillStyle = `rgb(${colour.join(",")})`;
+      g.fillRect(width / 2 - 8, height / 2 - 8, 16, 16);
+      return canvas.toDataURL("image/jpeg", 0.95).split(",")[1];
+    }, picture);
+  } finally {
+    await page.close();
+  }
+}
+
+/** The centre pixel of a computer's screen on the watch page. */
+function screenOf(page: Page, computer: string): Promise<number[] | null> {
+  return page.locator(`section[data-computer="${computer}"] canvas.screen`).evaluate((c: any) => {
+    if (c.width === 0) return null;
+    return Array.from(
+      c
+        .getContext("2d")
+        .getImageData(c.width >> 1, c.height >> 1, 1, 1)
+        .data.slice(0, 3),
+    );
+  });
+}
+
+function near(pixel: number[] | null, colour: number[]): boolean {
+  return pixel !== null && pixel.every((v, i) => Math.abs(v - colour[i]) < 40);
+}
 
 describe("a computer's screen over DevTools through the gateway", () => {
   let access: { gatewayUrl: string; controlToken: string };

@@ -2,6 +2,11 @@
 // feeds run only while someone watches: all start when the first viewer connects and stop when the last one leaves,
 // so an idle `watch` costs the computers nothing. A viewer who connects is shown at once what came before it (each
 // computer's last frame, URL, tabs, error and recent log lines), and each viewer is sent the newest frame alone.
+//
+// On the live channel a frame is a binary message, every other message JSON text: a frame is the JPEG's bytes after
+// a three-byte header (FRAME_KIND, then the computer's place in the page's list of computers, 16 bits big-endian).
+// The page decodes it with createImageBitmap, off its main thread; a frame inside JSON as base64 would be parsed,
+// turned into a data: URL and decoded on the page's main thread.
 import { WebSocket } from "ws";
 import type { TakeoverState } from "../../protocol/takeover";
 import type { PersonInput, TakeoverRecord } from "./takeover";
@@ -42,6 +47,33 @@ export type WatchMessage =
   | { type: "hello"; stack: string; computers: string[]; takeover: boolean; operator?: string }
   | { type: "takeover"; computer: string; state: TakeoverState; mine: boolean };
 
+/** The first byte of a frame's binary message. */
+export const FRAME_KIND = 1;
+/** The header before a frame's JPEG: FRAME_KIND and the computer's index in the page's computers (uint16 BE). */
+export const FRAME_HEADER_BYTES = 3;
+
+/** A frame's binary message: the header, then the JPEG (`data`: the screencast's base64). */
+export function frameMessage(index: number, data: string): Buffer {
+  const jpeg = Buffer.from(data, "base64");
+  const message = Buffer.allocUnsafe(FRAME_HEADER_BYTES + jpeg.length);
+  message.writeUInt8(FRAME_KIND, 0);
+  message.writeUInt16BE(index, 1);
+  jpeg.copy(message, FRAME_HEADER_BYTES);
+  return message;
+}
+
+/**
+ * A message of the live channel as the page reads it: JSON text, or a binary frame of `computers[index]` (its JPEG
+ * as base64 in `data`, as the feed reported it); undefined for a binary message that is no frame of a known computer.
+ */
+export function readWatchMessage(data: Buffer, isBinary: boolean, computers: string[]): WatchMessage | undefined {
+  if (!isBinary) return JSON.parse(data.toString("utf8")) as WatchMessage;
+  if (data.length < FRAME_HEADER_BYTES || data.readUInt8(0) !== FRAME_KIND) return undefined;
+  const computer = computers[data.readUInt16BE(1)];
+  if (computer === undefined) return undefined;
+  return { type: "frame", computer, data: data.subarray(FRAME_HEADER_BYTES).toString("base64") };
+}
+
 /** Log lines a new viewer gets of what came before it, per computer. */
 const BACKLOG_LINES = 200;
 
@@ -58,13 +90,13 @@ export function firstLine(error: unknown): string {
  */
 class FrameSender {
   private writing = false;
-  private readonly waiting = new Map<string, string>();
+  private readonly waiting = new Map<string, Buffer>();
 
   constructor(private readonly viewer: WebSocket) {}
 
-  send(computer: string, text: string): void {
+  send(computer: string, frame: Buffer): void {
     this.waiting.delete(computer);
-    this.waiting.set(computer, text);
+    this.waiting.set(computer, frame);
     this.next();
   }
 
@@ -72,10 +104,10 @@ class FrameSender {
     if (this.writing || this.viewer.readyState !== WebSocket.OPEN) return;
     const first = this.waiting.entries().next();
     if (first.done) return;
-    const [computer, text] = first.value;
+    const [computer, frame] = first.value;
     this.waiting.delete(computer);
     this.writing = true;
-    this.viewer.send(text, () => {
+    this.viewer.send(frame, { binary: true }, () => {
       this.writing = false;
       this.next();
     });
@@ -84,7 +116,8 @@ class FrameSender {
 
 /** What a viewer who connects now is shown at once of a computer. */
 interface Seen {
-  frame?: string;
+  /** The last frame's binary message. */
+  frame?: Buffer;
   url?: WatchMessage;
   tabs?: WatchMessage;
   error?: WatchMessage;
@@ -118,26 +151,28 @@ export class LiveFeeds {
     return this.running;
   }
 
-  /** Sends `message` to every viewer (a frame through its FrameSender). */
+  /** Sends `message` to every viewer (JSON text; a frame is sent by sendFrame). */
   broadcast(message: WatchMessage): void {
     const text = JSON.stringify(message);
-    for (const [viewer, frames] of this.viewers) {
-      if (viewer.readyState !== WebSocket.OPEN) continue;
-      if (message.type === "frame") frames.send(message.computer, text);
-      else viewer.send(text);
-    }
+    for (const viewer of this.viewers.keys()) if (viewer.readyState === WebSocket.OPEN) viewer.send(text);
+  }
+
+  /** Sends a computer's frame (its binary message) to every viewer, each through its FrameSender. */
+  private sendFrame(computer: string, frame: Buffer): void {
+    for (const [viewer, frames] of this.viewers) if (viewer.readyState === WebSocket.OPEN) frames.send(computer, frame);
   }
 
   /** A new viewer: sent `greeting`, then what came before it of each computer; the feeds start if they did not run. */
   add(viewer: WebSocket, greeting: WatchMessage[]): void {
-    this.viewers.set(viewer, new FrameSender(viewer));
+    const frames = new FrameSender(viewer);
+    this.viewers.set(viewer, frames);
     for (const message of greeting) viewer.send(JSON.stringify(message));
     for (const computer of this.computers) {
       const seen = this.last[computer];
       if (seen.url) viewer.send(JSON.stringify(seen.url));
       if (seen.tabs) viewer.send(JSON.stringify(seen.tabs));
       if (seen.error) viewer.send(JSON.stringify(seen.error));
-      if (seen.frame) viewer.send(JSON.stringify({ type: "frame", computer, data: seen.frame }));
+      if (seen.frame) frames.send(computer, seen.frame);
       if (seen.log.length > 0) viewer.send(JSON.stringify({ type: "log", computer, lines: seen.log }));
     }
     viewer.on("error", () => undefined);
@@ -161,8 +196,12 @@ export class LiveFeeds {
       // A feed stopping may still report its last event; nobody is there to see it.
       if (!this.running) return;
       const seen = this.last[computer];
-      if (event.type === "frame") seen.frame = event.data;
-      else if (event.type === "url") seen.url = { ...event, computer };
+      if (event.type === "frame") {
+        seen.frame = frameMessage(this.computers.indexOf(computer), event.data);
+        this.sendFrame(computer, seen.frame);
+        return;
+      }
+      if (event.type === "url") seen.url = { ...event, computer };
       else if (event.type === "tabs") seen.tabs = { ...event, computer };
       else if (event.type === "error") seen.error = { ...event, computer };
       else seen.log = [...seen.log, ...event.lines].slice(-BACKLOG_LINES);

@@ -1,10 +1,13 @@
 // The HTML of `multienv watch`: one panel per computer (its screen, its URL, its proxy log's request and refusal
 // lines), fed by the page's WebSocket. What a computer shows (titles, URLs, hosts) is the agent's and may be hostile,
-// so the script writes all of it as text (textContent), never as markup; frames are data: images. When the server
+// so the script writes all of it as text (textContent), never as markup; frames come as binary messages (a small
+// header, then the JPEG: watch-feeds.ts), decoded by createImageBitmap off the page's main thread and drawn on the
+// panel's canvas, a frame whose decoding ends after a newer one's dropped. When the server
 // allows takeovers, each panel has a take-over / hand-back button, an address field, the computer's tabs (a click
 // brings one to the front while this page holds the computer; each is named by text alone), and, while this page holds
 // the computer, the screen takes the person's pointer, wheel, keys and pastes: coordinates as fractions of the frame,
 // never of anything the frame draws.
+import { FRAME_HEADER_BYTES, FRAME_KIND } from "./watch-feeds";
 
 /** `text` safe inside HTML text and attribute values. */
 export function escapeHtml(text: string): string {
@@ -44,7 +47,10 @@ section h2 { grid-column: 1 / 3; font-size: 14px; margin: 0; }
 // Runs in the viewer's browser. Kept to what every browser has; no framework, no outside request (CSP: none allowed).
 const SCRIPT = `
 const panels = {};
+// The computers in the server's order: a frame names its computer by its place in it.
+const computers = [];
 for (const section of document.querySelectorAll("section[data-computer]")) {
+  computers.push(section.dataset.computer);
   panels[section.dataset.computer] = {
     url: section.querySelector(".url"),
     screen: section.querySelector(".screen"),
@@ -56,7 +62,28 @@ for (const section of document.querySelectorAll("section[data-computer]")) {
     tabs: section.querySelector(".tabs"),
     section,
     mine: false,
+    // Frames received, and the number of the one on the canvas: decodings may end out of order, the newest wins.
+    framesIn: 0,
+    frameShown: 0,
   };
+}
+function frame(buffer) {
+  const header = new DataView(buffer);
+  if (buffer.byteLength < ${FRAME_HEADER_BYTES} || header.getUint8(0) !== ${FRAME_KIND}) return;
+  const panel = panels[computers[header.getUint16(1)]];
+  if (!panel) return;
+  const number = ++panel.framesIn;
+  createImageBitmap(new Blob([new Uint8Array(buffer, ${FRAME_HEADER_BYTES})], { type: "image/jpeg" })).then((bitmap) => {
+    if (number < panel.frameShown) return bitmap.close();
+    panel.frameShown = number;
+    const screen = panel.screen;
+    if (screen.width !== bitmap.width || screen.height !== bitmap.height) {
+      screen.width = bitmap.width;
+      screen.height = bitmap.height;
+    }
+    screen.getContext("2d").drawImage(bitmap, 0, 0);
+    bitmap.close();
+  }, () => undefined);
 }
 let socket;
 function sendInput(computer, input) {
@@ -103,15 +130,16 @@ function line(l) {
 }
 function connect() {
   socket = new WebSocket(location.href.replace(/^http/, "ws").split("?")[0] + "live");
+  socket.binaryType = "arraybuffer";
   socket.onopen = () => { state.textContent = "live"; };
   socket.onclose = () => { state.textContent = "disconnected; retrying"; setTimeout(connect, 2000); };
   socket.onmessage = (message) => {
+    if (typeof message.data !== "string") return frame(message.data);
     const m = JSON.parse(message.data);
     if (m.type === "hello" && m.takeover) for (const p of Object.values(panels)) p.section.classList.add("takeover");
     const panel = panels[m.computer];
     if (!panel) return;
-    if (m.type === "frame") panel.screen.src = "data:image/jpeg;base64," + m.data;
-    else if (m.type === "url") { panel.url.textContent = m.url; panel.url.title = m.title || ""; panel.error.textContent = ""; }
+    if (m.type === "url") { panel.url.textContent = m.url; panel.url.title = m.title || ""; panel.error.textContent = ""; }
     else if (m.type === "tabs") {
       panel.tabs.replaceChildren(...m.tabs.map((t, i) => {
         const b = document.createElement("button");
@@ -148,7 +176,7 @@ export function watchPage(stack: string, computers: string[]): string {
       (c) =>
         `<section data-computer="${escapeHtml(c)}"><h2>${escapeHtml(c)}</h2><div class="url"></div>` +
         `<div class="control"><button class="take">Take over</button><input class="address" placeholder="address: Enter to go" aria-label="address"><span class="request"></span></div><div class="tabs" aria-label="tabs"></div>` +
-        `<img class="screen" alt="${escapeHtml(c)}'s screen"><ol class="log"></ol><div class="error"></div></section>`,
+        `<canvas class="screen" width="0" height="0" role="img" aria-label="${escapeHtml(c)}'s screen"></canvas><ol class="log"></ol><div class="error"></div></section>`,
     )
     .join("\n");
   return `<!doctype html>

@@ -102,7 +102,7 @@ export async function startWatchServer(options: WatchServerOptions): Promise<Wat
     const port = (server.address() as AddressInfo).port;
     res.writeHead(200, {
       "Content-Type": "text/html; charset=utf-8",
-      "Content-Security-Policy": `default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src ws://127.0.0.1:${port}`,
+      "Content-Security-Policy": `default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src ws://127.0.0.1:${port}`,
       ...SECURITY_HEADERS,
     });
     res.end(req.method === "HEAD" ? undefined : watchPage(options.stack, computers));
