@@ -329,16 +329,30 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     return {};
   };
 
-  // One at a time: a second request while one is under way gets the same fresh profile.
+  // The operations run one at a time, in the order asked: two resets of the computer at once (two runners, a reset
+  // retried while the first runs) would otherwise open the start tabs twice side by side, each keeping the tabs it
+  // opened, or open them in a Chromium a fresh profile is ending. A second fresh profile asked while one is under way
+  // (or waits its turn) gets that one.
+  let queue: Promise<unknown> = Promise.resolve();
+  const oneAtATime =
+    <T>(operation: () => Promise<T>) =>
+    (): Promise<T> => {
+      const run = queue.then(operation, operation);
+      queue = run.catch(() => undefined);
+      return run;
+    };
   let renewal: Promise<FreshProfileAnswer> | undefined;
-  const renew = () => (renewal ??= freshProfile(parts).finally(() => (renewal = undefined)));
+  const renewInTurn = oneAtATime(() => freshProfile(parts));
+  const renew = () => (renewal ??= renewInTurn().finally(() => (renewal = undefined)));
+  const openStartTabsInTurn = oneAtATime(openStartTabs);
+  const blankTabInTurn = oneAtATime(blankTab);
   const relay: http.Server = await startDevtoolsRelay(
     { host: listenAddress, port: config.cdpPort },
     () => active.port(),
     {
       [BROWSER_OPERATION_PATHS.freshProfile]: renew,
-      [BROWSER_OPERATION_PATHS.startTabs]: openStartTabs,
-      [BROWSER_OPERATION_PATHS.blankTab]: blankTab,
+      [BROWSER_OPERATION_PATHS.startTabs]: openStartTabsInTurn,
+      [BROWSER_OPERATION_PATHS.blankTab]: blankTabInTurn,
     },
   );
   void active.start();
@@ -353,8 +367,8 @@ export async function start(config: BrowserConfig, options: LauncherOptions = {}
     ready: () => active.ready(),
     profileDir: () => profiles.root(state.profile),
     freshProfile: renew,
-    openStartTabs,
-    blankTab,
+    openStartTabs: openStartTabsInTurn,
+    blankTab: blankTabInTurn,
     stop: async () => {
       state.stopped = true;
       clearTimeout(standbyTimer);
