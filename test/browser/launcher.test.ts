@@ -343,12 +343,14 @@ describe("browser launcher", () => {
     expect(answer).toMatchObject({ profile: standby.profile, standby: true });
     expect(launcher.pid()).toBe(standby.proc.pid);
     expect(groupAlive(old.pid)).toBe(false);
-    expect(fs.existsSync(old.dir)).toBe(false);
     // The relay reaches it now: the browser and the blank tab that were the standby's.
     const own = await devtoolsOf(standby.port);
     const relayed = await devtoolsOf(cdpPort);
     expect(relayed.browser).toBe(own.browser);
     expect(relayed.tabs.map((t) => t.url)).toEqual(["about:blank"]);
+    // The old profile goes after the answer, and is gone once the start tabs are open: before the next episode.
+    await launcher.openStartTabs();
+    expect(fs.existsSync(old.dir)).toBe(false);
   }, 60_000);
 
   // A reset of the computer is a fresh profile, then its start tabs. Two asked at once (two runners, or a reset
@@ -398,9 +400,10 @@ describe("browser launcher", () => {
     expect(answer.profile).toBeGreaterThan(standby.profile);
     expect(launcher.pid()).not.toBe(standby.proc.pid);
     expect(Number(path.basename(launcher.profileDir()))).toBe(answer.profile);
+    expect((await devtoolsOf(cdpPort)).tabs.map((t) => t.url)).toEqual(["about:blank"]);
+    await launcher.openStartTabs();
     for (const gone of [used, path.join(path.dirname(used), String(standby.profile))])
       expect(fs.existsSync(gone), gone).toBe(false);
-    expect((await devtoolsOf(cdpPort)).tabs.map((t) => t.url)).toEqual(["about:blank"]);
     expect(log.filter((r) => r.event === "fresh-profile").at(-1)).toMatchObject({ standby: false });
   }, 60_000);
 });
