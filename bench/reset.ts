@@ -13,7 +13,9 @@
 // Options (env): BENCH_ROUNDS (3), BENCH_STACK (bench-reset), BENCH_STACK_FILE (stacks/Pulumi.demo.yaml; another
 // task's file, e.g. test/e2e/fixtures/Pulumi.pool-shop.yaml, whose shop.test is what the episode orders from),
 // BENCH_RESET_ONLY=1 (the resets alone, from the state read once as a warm pool's keeper does: no down + up, no
-// docker restart). Each reset's phases (cumulative seconds, from its own log) are printed.
+// docker restart), BENCH_BROWSER_IMAGE (every computer's browser image, e.g. one built from a checkout's launcher under
+// a tag of its own, so a launcher's change is measured without replacing multienv/browser:latest, which others use).
+// Each reset's phases (cumulative seconds, from its own log) are printed.
 // Needs the Pulumi CLI (installed, or scripts/pulumi-toolchain.sh) and the project's images (npm run images).
 import { rmSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
@@ -39,6 +41,7 @@ const STACK = process.env.BENCH_STACK ?? "bench-reset";
 const REPO = path.resolve(__dirname, "..");
 const STACK_FILE = path.resolve(REPO, process.env.BENCH_STACK_FILE ?? "stacks/Pulumi.demo.yaml");
 const RESET_ONLY = process.env.BENCH_RESET_ONLY === "1";
+const BROWSER_IMAGE = process.env.BENCH_BROWSER_IMAGE;
 const api = engineClient();
 
 const STATE = useBenchPulumi();
@@ -121,6 +124,9 @@ async function dockerRestart(): Promise<void> {
 
 async function main(): Promise<void> {
   const spec = specFromStackFile(STACK_FILE, STACK);
+  if (BROWSER_IMAGE !== undefined)
+    for (const computer of Object.values(spec.config["multienv:computers"] as Record<string, { image?: string }>))
+      computer.image = BROWSER_IMAGE;
   const phases: Phases[] = [];
   const figures = {
     reset: [] as number[],

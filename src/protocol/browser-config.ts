@@ -66,10 +66,11 @@ export function relayHostProblem(host: string): string | undefined {
  * The browser launcher's own operations, answered by its DevTools relay beside DevTools (so they are reached the way
  * DevTools is: the gateway's `/computers/<name>/cdp/...`, the site proxy's `/cdp/...`). POST only; each answers JSON.
  * `freshProfile` ends the running Chromium and puts one on a new, empty profile at a blank tab in its place (the
- * launcher's standby, else one started then), the old profile deleted (`FreshProfileAnswer`, once it answers on
- * DevTools); `startTabs` opens the start tabs and closes every other tab (`StartTabsAnswer`); `blankTab` closes every
- * tab but a new blank one (`{}`). A reset ends an episode's pages with `blankTab`, takes a fresh profile once the
- * proxy's log is marked, and opens the start tabs once the sites are emptied.
+ * launcher's standby, else one started then) (`FreshProfileAnswer`, once it answers on DevTools), the old profile
+ * deleted by the next operation's start; `startTabs` opens the start tabs and closes every other tab
+ * (`StartTabsAnswer`); `blankTab` closes every tab but a new blank one (`{}`). They run one at a time, in the order
+ * asked. A reset ends an episode with `freshProfile`, then has the proxy's connections ended and its log marked, and
+ * opens the start tabs once the sites are emptied and the captures started over.
  */
 export const BROWSER_OPERATION_PATHS = {
   freshProfile: "/multienv/fresh-profile",
@@ -80,6 +81,7 @@ export const BROWSER_OPERATION_PATHS = {
 export interface FreshProfileAnswer {
   /** The profile now in use: 1 at start, one more after each fresh profile. */
   profile: number;
+  /** From the request to the new Chromium in use, in the launcher. */
   seconds: number;
   /**
    * Whether the launcher's standby (a Chromium it started ahead on that new, empty profile, up when asked) was

@@ -54,6 +54,25 @@ function groupAlive(pid: number): boolean {
   return false;
 }
 
+/** The group leaders among the Chromium processes the launcher started under `home` (zombies left out). */
+function chromiumsUnder(home: string): number[] {
+  const leaders: number[] = [];
+  for (const name of fs.readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
+    let stat: string;
+    let args: string[];
+    try {
+      stat = fs.readFileSync(`/proc/${name}/stat`, "utf8");
+      args = processOf(Number(name)).args;
+    } catch {
+      continue;
+    }
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(pgrp) !== Number(name) || state === "Z" || state === "X") continue;
+    if (args.some((a) => a.startsWith(`--user-data-dir=${home}/`))) leaders.push(Number(name));
+  }
+  return leaders.sort((a, b) => a - b);
+}
+
 /** A DevTools endpoint's browser id and page tabs. */
 async function devtoolsOf(port: number): Promise<{ browser: string; tabs: { id: string; url: string }[] }> {
   const version = (await (await fetch(`http://127.0.0.1:${port}/json/version`)).json()) as {
@@ -324,13 +343,53 @@ describe("browser launcher", () => {
     expect(answer).toMatchObject({ profile: standby.profile, standby: true });
     expect(launcher.pid()).toBe(standby.proc.pid);
     expect(groupAlive(old.pid)).toBe(false);
-    expect(fs.existsSync(old.dir)).toBe(false);
     // The relay reaches it now: the browser and the blank tab that were the standby's.
     const own = await devtoolsOf(standby.port);
     const relayed = await devtoolsOf(cdpPort);
     expect(relayed.browser).toBe(own.browser);
     expect(relayed.tabs.map((t) => t.url)).toEqual(["about:blank"]);
+    // The old profile goes after the answer, and is gone once the start tabs are open: before the next episode.
+    await launcher.openStartTabs();
+    expect(fs.existsSync(old.dir)).toBe(false);
   }, 60_000);
+
+  // A reset of the computer is a fresh profile, then its start tabs. Two asked at once (two runners, or a reset
+  // retried while the first still runs) must both end with one browser on a new profile at its start tabs once, or
+  // one of them refused with one line; never two Chromiums in use, one leaked, a profile left on disk, or the start
+  // tabs twice.
+  for (const [how, second] of [
+    ["at once", "with the first"],
+    ["one while the other opens its start tabs", "after the first's fresh profile"],
+  ] as const)
+    it(`two resets of the computer ${how} end on one fresh profile at its start tabs once`, async () => {
+      const home = path.join(dir, "home");
+      await until("the next standby", () => launcher.standby(), 30_000, 100);
+      const before = Number(path.basename(launcher.profileDir()));
+      const reset = async (freshDone?: () => void) => {
+        await launcher.freshProfile().finally(freshDone);
+        return launcher.openStartTabs();
+      };
+      let resets: Promise<unknown>[];
+      if (second === "with the first") resets = [reset(), reset()];
+      else {
+        let startSecond!: () => void;
+        const firstFresh = new Promise<void>((r) => (startSecond = r));
+        const first = reset(startSecond);
+        await firstFresh;
+        resets = [first, reset()];
+      }
+      const outcomes = await Promise.allSettled(resets);
+      for (const outcome of outcomes)
+        if (outcome.status === "rejected") expect(String(outcome.reason)).toMatch(/^Error: [^\n]+$/);
+      expect(outcomes.some((o) => o.status === "fulfilled")).toBe(true);
+      const inUse = Number(path.basename(launcher.profileDir()));
+      expect(inUse).toBeGreaterThan(before);
+      expect((await devtoolsTabs()).map((t) => t.url).sort()).toEqual(["http://plain.test/", "https://app.test/"]);
+      // The standby is back, and the only other Chromium: none leaked, none started twice.
+      const standby = await until("the next standby", () => launcher.standby(), 30_000, 100);
+      expect(chromiumsUnder(home)).toEqual([launcher.pid()!, standby.proc.pid!].sort((a, b) => a - b));
+      expect(fs.readdirSync(path.join(home, "profiles")).sort()).toEqual([String(inUse), String(standby.profile)]);
+    }, 90_000);
 
   it("falls back to starting Chromium on a new, empty profile when the standby was killed", async () => {
     const standby = await until("the next standby", () => launcher.standby(), 30_000, 100);
@@ -341,9 +400,10 @@ describe("browser launcher", () => {
     expect(answer.profile).toBeGreaterThan(standby.profile);
     expect(launcher.pid()).not.toBe(standby.proc.pid);
     expect(Number(path.basename(launcher.profileDir()))).toBe(answer.profile);
+    expect((await devtoolsOf(cdpPort)).tabs.map((t) => t.url)).toEqual(["about:blank"]);
+    await launcher.openStartTabs();
     for (const gone of [used, path.join(path.dirname(used), String(standby.profile))])
       expect(fs.existsSync(gone), gone).toBe(false);
-    expect((await devtoolsOf(cdpPort)).tabs.map((t) => t.url)).toEqual(["about:blank"]);
     expect(log.filter((r) => r.event === "fresh-profile").at(-1)).toMatchObject({ standby: false });
   }, 60_000);
 });

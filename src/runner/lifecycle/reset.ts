@@ -1,20 +1,23 @@
 // `reset`: puts a deployed env back to the state right after `up`, without redeploying, so an evaluation
 // harness runs episode after episode on one env. In order:
-//   1. each computer's browser is left with one blank tab, and every connection its site proxy holds is ended, so
-//      the proxy's log holds the whole episode, and marked, so the lines after the mark are the next episode's;
-//      when asked, the finished episode is collected (captures, proxy logs, run.json), and what was collected of
-//      it moves to artifacts/<stack>/episodes/<n>/;
+//   1. each computer's browser goes on with a fresh profile at once: its launcher ends the episode's Chromium (its
+//      pages, service workers and connections with it), deletes its profile (everything the episode left in the
+//      browser, for every scheme, host and port: cookies, storage, service workers, HSTS, permissions, history,
+//      downloads, caches) and puts in its place its standby, a Chromium it started ahead on a new, empty profile (or,
+//      with no standby that answers, starts one then), at a blank tab. Its DevTools URL stays the same: a client
+//      connected to the old Chromium is disconnected, and reconnecting there reaches the new one. Then every
+//      connection its site proxy still holds is ended, so the proxy's log holds the whole episode, and the log is
+//      marked, so the lines after the mark are the next episode's. When asked, the finished episode is collected
+//      (captures, proxy logs, run.json) and what was collected of it moves to artifacts/<stack>/episodes/<n>/; a
+//      collection that fails stops the reset there, the sites and captures as they were;
 //   2. each site's data is emptied: its card's website/v1 `reset` operation through the gateway, or, for a
 //      site that declares none, a restart of its server container (on the kubernetes target: its server pod
 //      recreated);
-//   3. capture files start over: each sidecar's files are removed and the sidecar restarted (on the kubernetes
-//      target: each website pod recreated, its captures' emptyDir with it);
-//   4. each browser goes on with a fresh profile: its launcher ends Chromium, deletes the profile (everything the
-//      episode left in the browser, for every scheme, host and port: cookies, storage, service workers, HSTS,
-//      permissions, history, downloads, caches) and puts in its place its standby, a Chromium it started ahead on a
-//      new, empty profile (or, with no standby that answers, starts one then), while 2 and 3 run; once they are done
-//      its start tabs open. Its DevTools URL stays the same: a client connected to the old Chromium is
-//      disconnected, and reconnecting there reaches the new one;
+//   3. capture files start over: on docker in place (the sidecar's tcpdump ends and a new one begins, its files gone),
+//      else each sidecar's files are removed and the sidecar restarted (on the kubernetes target: each website pod
+//      recreated, its captures' emptyDir with it);
+//   4. once 2 and 3 are done, the browsers open their start tabs: the next episode's first requests meet emptied
+//      sites and are in its captures;
 //   5. the next episode begins: run.json counts it, and its evidence is each proxy log after the mark of 1.
 // Sign-ins are gone, as after `up`: sign in again for the next episode.
 // The containers (or pods) are found in the stack's state, and restarted by the target's runtime
@@ -103,6 +106,7 @@ async function startSitesOver(
   card: GatewayCard | undefined,
   sites: string[],
   captures: boolean,
+  phase: (what: string) => void,
 ): Promise<ResetResult["sites"]> {
   const how: ResetResult["sites"] = {};
   const restarted: string[] = [];
@@ -113,7 +117,9 @@ async function startSitesOver(
       restarted.push(site);
       how[site] = "restarted";
     } else {
-      operations.push(() => resetSite(access, site, path));
+      operations.push(() =>
+        resetSite(access, site, path).then(() => phase(`site ${site} emptied (its reset operation)`)),
+      );
       how[site] = "reset";
     }
   }
@@ -125,7 +131,10 @@ async function startSitesOver(
   } else {
     await Promise.all([
       ...operations.map((operation) => operation()),
-      runtime.startOver({ servers: restarted, captures }),
+      runtime.startOver({ servers: restarted, captures, done: phase }).then(() => {
+        if (restarted.length > 0) phase(`servers of ${restarted.join(", ")} restarted`);
+        if (captures) phase("captures started over");
+      }),
     ]);
   }
   await Promise.all(restarted.map((site) => waitReady(access, site)));
@@ -226,18 +235,26 @@ async function resetThrough(
       return undefined;
     });
 
-  // 1. End the episode: the browsers' tabs close, every connection their proxies hold ends and is logged.
-  await Promise.all(
-    computers.map((computer) =>
-      browserOperation(access, computer, BROWSER_OPERATION_PATHS.blankTab, "close the episode's tabs"),
-    ),
-  );
-  phase("tabs closed");
-  // Every connection ends and is logged; the proxy marks where the next episode's lines begin.
   let record = await readRunRecord(options.artifactsDir, stack.name);
   const episode = record.episode ?? 1;
+
+  // 1 and 4's first half. Each computer's episode ends at once: its launcher ends the episode's Chromium (its pages,
+  // service workers and connections with it) and promotes its standby, on a new, empty profile at a blank tab; then
+  // its proxy ends every connection it still holds and marks its log. After the Chromium's end, so nothing of the
+  // episode reaches the proxy after the mark.
+  const profiles = new Map<string, FreshProfileAnswer>();
   await Promise.all(
     computers.map(async (computer) => {
+      const fresh = await browserOperation<FreshProfileAnswer>(
+        access,
+        computer,
+        BROWSER_OPERATION_PATHS.freshProfile,
+        "start on a fresh profile",
+      );
+      profiles.set(computer, fresh);
+      phase(
+        `computer ${computer} on a fresh profile (${fresh.standby ? "its standby" : "started now"}, ${fresh.seconds.toFixed(2)} s in its launcher)`,
+      );
       const ended = await endProxyConnections(access.gatewayUrl, access.controlToken, computer, {
         episode: episode + 1,
       });
@@ -257,25 +274,6 @@ async function resetThrough(
   // What was collected of the episode, now or before, moves out of the way of the next one.
   const archived = await archiveEpisode(options.artifactsDir, episode);
 
-  // 4, its first half, while the sites and captures start over: each browser ends and starts again on a fresh
-  // profile, at a blank tab (its start tabs wait for the emptied sites). Not before the collection, which may
-  // stop the reset with the env as it was.
-  const fresh = Promise.all(
-    computers.map(
-      async (computer) =>
-        [
-          computer,
-          await browserOperation<FreshProfileAnswer>(
-            access,
-            computer,
-            BROWSER_OPERATION_PATHS.freshProfile,
-            "start on a fresh profile",
-          ),
-        ] as const,
-    ),
-  );
-  fresh.catch(() => undefined); // awaited below; a failure before then must not go unhandled
-
   // 2 and 3. A replayed site's recording starts over (repeated requests get their first recorded answer again), then
   // the sites' data and the captures: the replay first, since the sites' start over recreates a captured replay
   // server's pod on a cluster, and the ended episode's counters with it.
@@ -287,12 +285,12 @@ async function resetThrough(
     await card,
     Object.keys(outputs.websites),
     outputs.captureTraffic,
+    phase,
   );
   phase("sites and captures started over");
 
-  // 4. The browsers, on their fresh profiles, open their start tabs.
-  const profiles = new Map(await fresh);
-  phase("browsers on fresh profiles");
+  // 4. The browsers, on their fresh profiles, open their start tabs: once the sites are emptied and the captures
+  // record, so the next episode's first requests are in its captures and meet emptied sites.
   const cleaned: ResetResult["computers"] = {};
   await Promise.all(
     computers.map(async (computer) => {
@@ -302,8 +300,7 @@ async function resetThrough(
         BROWSER_OPERATION_PATHS.startTabs,
         "open its start tabs",
       );
-      const profile = profiles.get(computer)!.profile;
-      cleaned[computer] = { profile, startTabs: tabs.startTabs };
+      cleaned[computer] = { profile: profiles.get(computer)!.profile, startTabs: tabs.startTabs };
     }),
   );
   phase("start tabs open");

@@ -10,9 +10,10 @@ export interface EnvRuntime {
   states(): Promise<ContainerState[]>;
   /**
    * Starts sites over: the server of each site in `servers` (its data goes with it) and, with `captures`, every
-   * capture (its files removed, a new one begun). Resolves once each is running again.
+   * capture (its files removed, a new one begun). Resolves once each is running again; `done`, when given, is told
+   * as each one is (a reset logs where its time goes).
    */
-  startOver(request: { servers: string[]; captures: boolean }): Promise<void>;
+  startOver(request: { servers: string[]; captures: boolean; done?: (what: string) => void }): Promise<void>;
   /**
    * Whether starting the captures over starts their sites' containers over too (a pod is recreated with its
    * capture): a site's reset operation then waits for it, since a request in flight would meet a server going away.

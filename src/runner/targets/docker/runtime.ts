@@ -26,11 +26,11 @@ async function execExitCode(container: Docker.Container, script: string, ms: num
  * restarts it: the removal's exec is then gone before it ran to its end ("no such exec"), and it is run again once
  * the sidecar is back, rather than failing the reset or leaving the last episode's files behind.
  */
-async function startCaptureOver(sidecar: StackContainer, serverRestarted: boolean): Promise<void> {
+async function startCaptureOver(sidecar: StackContainer, serverRestarted: boolean): Promise<"in place" | "restarted"> {
   const container = engineClient(sidecar.engine).getContainer(sidecar.name);
   if (!serverRestarted) {
     const code = await execExitCode(container, CAPTURE_START_OVER_COMMAND, 15_000).catch(() => -1);
-    if (code === 0) return;
+    if (code === 0) return "in place";
   }
   // The current run's files and any earlier run's (`.run<K>.`): the next episode's captures start from run 1.
   const files = `/captures/${sidecar.captureOf}.pcap* /captures/${sidecar.captureOf}.run*.pcap*`;
@@ -46,6 +46,7 @@ async function startCaptureOver(sidecar: StackContainer, serverRestarted: boolea
     }
   }
   await container.restart({ t: 1 });
+  return "restarted";
 }
 
 export function dockerRuntime(resources: StateResource[]): EnvRuntime {
@@ -55,7 +56,7 @@ export function dockerRuntime(resources: StateResource[]): EnvRuntime {
     // A capture sidecar restarts alone: its site container goes on.
     capturesStartSitesOver: false,
     states: () => containerStates(containers),
-    async startOver({ servers, captures }) {
+    async startOver({ servers, captures, done = () => undefined }) {
       await Promise.all(
         servers.map(async (site) => {
           const server = containers.find((c) => c.role === "server" && c.site === site);
@@ -64,6 +65,7 @@ export function dockerRuntime(resources: StateResource[]): EnvRuntime {
               `site ${site} declares no reset operation and its server container is not in the stack's state`,
             );
           await engineClient(server.engine).getContainer(server.name).restart({ t: 1 });
+          done(`${server.name} restarted`);
         }),
       );
       // After the servers: a sidecar joins its site container's network namespace, which a restarting server has not.
@@ -72,7 +74,11 @@ export function dockerRuntime(resources: StateResource[]): EnvRuntime {
         await Promise.all(
           containers
             .filter((c) => c.role === "capture")
-            .map((sidecar) => startCaptureOver(sidecar, restarted.has(sidecar.captureOf!))),
+            .map(async (sidecar) =>
+              done(
+                `${sidecar.name} started over ${await startCaptureOver(sidecar, restarted.has(sidecar.captureOf!))}`,
+              ),
+            ),
         );
     },
     // The engine's containers, networks and volumes are the state's resources: the destroy removed each.
