@@ -17,6 +17,7 @@ import { until } from "../helpers/until";
 import {
   getJson,
   kubectl,
+  namespaceGone,
   nodeInPod,
   PREREQUISITES_TIMEOUT_MS,
   testCluster,
@@ -248,19 +249,7 @@ describe("one env over two nodes: the computer and the gateway on node a, the si
     await access.close?.();
     await destroyStack(STACK);
     spec = undefined;
-    await until(
-      "the namespace gone",
-      async () => {
-        try {
-          kubectl(cluster, ["get", "namespace", STACK]);
-          return false;
-        } catch {
-          return true;
-        }
-      },
-      120_000,
-      250,
-    );
+    await namespaceGone(cluster, STACK);
     const left = (JSON.parse(kubectl(cluster, ["get", "pods", "-A", "-o", "json"])).items as any[]).filter(
       (p) => p.metadata.namespace === STACK,
     );

@@ -42,6 +42,7 @@ import {
   execIn,
   getJson,
   kubectl,
+  namespaceGone,
   nodeInPod,
   PREREQUISITES_TIMEOUT_MS,
   startClusterStandin,
@@ -591,19 +592,7 @@ describe("the demo multi env on a Kubernetes cluster", () => {
   it("goes down leaving no namespace, its captures collected first", async () => {
     await access.close?.();
     await destroyStack(STACK);
-    await until(
-      "the namespace gone",
-      async () => {
-        try {
-          kubectl(cluster, ["get", "namespace", STACK]);
-          return false;
-        } catch {
-          return true;
-        }
-      },
-      120_000,
-      250,
-    );
+    await namespaceGone(cluster, STACK);
     expect(fs.readdirSync(path.join(ARTIFACTS, "traffic")).length).toBeGreaterThan(0);
     spec = undefined as unknown as StackSpec;
   }, 300_000);

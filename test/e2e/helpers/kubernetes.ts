@@ -4,6 +4,7 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { until } from "../../helpers/until";
 import { REPO } from "./env";
 import { makeStandinCerts, STANDIN_HOSTS, type StandinCerts } from "./web-standin";
 
@@ -67,6 +68,26 @@ export function kubectl(cluster: TestCluster, args: string[], input?: string): s
     stdio: ["pipe", "pipe", "pipe"],
     timeout: 60_000,
   });
+}
+
+/**
+ * Waits (2 minutes at most) until the API server no longer has `namespace`, as after a stack's `down`: asked with
+ * kubectl, from outside the runner, whose own wait (namespaceGone in its kubernetes target) is what is under test.
+ */
+export async function namespaceGone(cluster: TestCluster, namespace: string): Promise<void> {
+  await until(
+    `namespace ${namespace} gone`,
+    async () => {
+      try {
+        kubectl(cluster, ["get", "namespace", namespace]);
+        return false;
+      } catch {
+        return true;
+      }
+    },
+    120_000,
+    250,
+  );
 }
 
 /** `kubectl get -o json` of one object, parsed. */
