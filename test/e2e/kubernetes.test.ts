@@ -37,7 +37,6 @@ import {
 } from "./helpers/env";
 import { until } from "../helpers/until";
 import { LIST_ZOMBIES } from "../helpers/processes";
-import { watchMessages } from "../helpers/watch";
 import {
   execIn,
   getJson,
@@ -51,13 +50,8 @@ import {
   type TestCluster,
 } from "./helpers/kubernetes";
 import { TRUST_SCRIPT } from "./helpers/web-standin";
-import { WebSocket } from "ws";
-import { bearer, computerAgentToken } from "../../src/protocol/auth";
-import { HAND_BACK_EVENT, TAKEN_OVER_ERROR_CODE } from "../../src/protocol/takeover";
-import { takeoverGateway, type TakeoverRecord } from "../../src/runner/operator/takeover";
-import { computerFeed } from "../../src/runner/operator/watch";
-import { startWatchServer } from "../../src/runner/operator/watch-server";
-import { connectCdp } from "../helpers/cdp";
+import { TAKEN_OVER_ERROR_CODE } from "../../src/protocol/takeover";
+import { personTypesInTakeover } from "./helpers/takeover";
 import { recordingDockerfile, recordingImage } from "../../src/plan/replay";
 import { gatewayClient } from "../../src/protocol/gateway-client";
 import { entry, har } from "../replay-server/helpers";
@@ -342,90 +336,18 @@ describe("the demo multi env on a Kubernetes cluster", () => {
   }, 300_000);
 
   it("lets a person take a computer over through the forwarded gateway: its agent held, the person's click and keys in its page, then handed back", async () => {
-    const control = { Authorization: bearer(access.controlToken) };
-    let listed = "";
-    const targets = await until(
-      "the computer's tabs",
-      async () => {
-        const answer = await fetch(`${access.gatewayUrl}/computers/desktop/cdp/json/list`, { headers: control });
-        listed = `${answer.status} ${await answer.text()}`;
-        const list = answer.ok
-          ? (JSON.parse(listed.slice(4)) as Array<{ type: string; webSocketDebuggerUrl: string }>)
-          : [];
-        return list.some((t) => t.type === "page") ? list : undefined;
-      },
-      120_000,
-    ).catch((error: Error) => {
-      throw new Error(`${error.message}: the gateway answered ${listed}`);
-    });
-    // The tab on screen (listed first), which the takeover's screen shows and takes input for.
-    const agent = await connectCdp(targets.find((t) => t.type === "page")!.webSocketDebuggerUrl, {
-      Authorization: bearer(computerAgentToken(access.controlToken, "desktop")),
-    });
-    const records: TakeoverRecord[] = [];
-    const server = await startWatchServer({
+    const seen = await personTypesInTakeover({
       stack: STACK,
-      feeds: { desktop: computerFeed(access, "desktop") },
-      takeover: {
-        gateway: takeoverGateway(access.gatewayUrl, access.controlToken),
-        operator: "kim",
-        onTakeover: (r) => void records.push(r),
-      },
+      access,
+      computer: "desktop",
+      operator: "kim",
+      text: "k8s",
     });
-    const viewer = new WebSocket(`${server.url.replace(/^http/, "ws")}live`, {
-      origin: `http://127.0.0.1:${server.port}`,
-    });
-    const messages = watchMessages(viewer);
-    const send = (message: unknown) => viewer.send(JSON.stringify(message));
-    try {
-      await agent.call("Page.navigate", {
-        url: "data:text/html,<input id=q style='position:absolute;left:0;top:0;width:100%;height:100%'>",
-      });
-      await until("a frame of the page", () => messages.some((m) => m.type === "frame"), 60_000);
-      send({ type: "take", computer: "desktop" });
-      await until("the take", () => messages.some((m) => m.type === "takeover" && m.mine), 30_000);
-      for (const [method, params] of [
-        ["Input.dispatchMouseEvent", { type: "mouseMoved", x: 1, y: 1 }],
-        ["Page.navigate", { url: "https://example.org/" }],
-      ] as const) {
-        const refused = await agent.send(method, params);
-        expect(refused.error, method).toMatchObject({
-          code: TAKEN_OVER_ERROR_CODE,
-          message: expect.stringContaining("kim"),
-        });
-      }
-      for (const action of ["down", "up"])
-        send({
-          type: "input",
-          computer: "desktop",
-          input: { kind: "pointer", action, x: 0.5, y: 0.5, button: "left", clickCount: 1, modifiers: 0 },
-        });
-      for (const char of "k8s") {
-        send({
-          type: "input",
-          computer: "desktop",
-          input: { kind: "key", action: "down", key: char, code: "", text: char },
-        });
-        send({ type: "input", computer: "desktop", input: { kind: "key", action: "up", key: char, code: "" } });
-      }
-      const from = agent.events.length;
-      // The person's inputs are done before the hand-back is asked for.
-      send({ type: "handBack", computer: "desktop" });
-      await agent.event(HAND_BACK_EVENT, from, 30_000);
-      const typed = await agent.call("Runtime.evaluate", {
-        expression: "document.getElementById('q').value",
-        returnByValue: true,
-      });
-      expect((typed.result as { value: string }).value).toBe("k8s");
-      // The record is written at the take and at each renewal too; the hand-back's is the whole one.
-      const record = await until("the record of the hand-back", () => records.find((r) => r.ended === "handed-back"));
-      expect(record).toMatchObject({ computer: "desktop", operator: "kim", keys: 3 });
-      expect(record.inputs.filter((i) => i.kind === "pointer")).toHaveLength(2);
-    } finally {
-      viewer.close();
-      await server.close();
-      agent.close();
-    }
+    for (const { method, error } of seen.refused)
+      expect(error, method).toMatchObject({ code: TAKEN_OVER_ERROR_CODE, message: expect.stringContaining("kim") });
+    expect(seen.typed).toBe("k8s");
+    expect(seen.record).toMatchObject({ computer: "desktop", operator: "kim", keys: 3 });
+    expect(seen.record.inputs.filter((i) => i.kind === "pointer")).toHaveLength(2);
   }, 180_000);
 
   it("lets a hostile site image reach no port of a proxy, a browser or the gateway, nor the API server or metadata", () => {

@@ -4,7 +4,9 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { screenshotStack } from "../../../src/runner";
 import { signIn, signOut } from "../../../src/runner/lifecycle/sign-in";
+import { TAKEN_OVER_ERROR_CODE } from "../../../src/protocol/takeover";
 import { until } from "../../helpers/until";
+import { personTypesInTakeover } from "../helpers/takeover";
 import { demoHelpers, type DemoTarget } from "./target";
 
 export function browsingSuite(t: DemoTarget): void {
@@ -55,6 +57,22 @@ export function browsingSuite(t: DemoTarget): void {
       expect(png.length).toBe(shot.bytes);
       expect(png.subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
     });
+
+    it("lets a person take a computer over from watch: the agent's acting commands refused naming the takeover, the person's click and keys in the page, handed back with the record", async () => {
+      const env = t.env();
+      const seen = await personTypesInTakeover({
+        stack: STACK,
+        access: { gatewayUrl: env.gatewayUrl, controlToken: env.token },
+        computer: "open",
+        operator: "kim",
+        text: "demo",
+      });
+      for (const { method, error } of seen.refused)
+        expect(error, method).toMatchObject({ code: TAKEN_OVER_ERROR_CODE, message: expect.stringContaining("kim") });
+      expect(seen.typed).toBe("demo");
+      expect(seen.record).toMatchObject({ computer: "open", operator: "kim", keys: 4 });
+      expect(seen.record.inputs.filter((i) => i.kind === "pointer")).toHaveLength(2);
+    }, 180_000);
 
     it("refuses example.com on the allowlist computer (403 logged, Chromium's error page) and loads it on the allow-all one", async () => {
       const env = t.env();
