@@ -4,7 +4,9 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { resetStack } from "../../src/runner";
 import { cleanup, spawnService, tempDir, type ServiceProcess } from "../helpers/processes";
+import { until } from "../helpers/until";
 
 function artifacts(): string {
   const dir = join(tempDir("multienv-lifecycle-lock-"), "artifacts", "shop");
@@ -76,6 +78,28 @@ describe("a stack's lifecycle lock between processes", () => {
     } finally {
       await first.stop();
     }
+    expect(JSON.parse(readFileSync(join(dir, "run.json"), "utf8")).episode).toBe(1);
+  }, 60_000);
+
+  it("holds a library reset until another process's operation on the stack ends", async () => {
+    const dir = artifacts();
+    const first = holder(dir, 600_000);
+    const held = await first.waitForLog(event("held"), 30_000);
+    const lines: string[] = [];
+    // A state with nothing deployed: once it holds the lock, the reset refuses it, which is all it does here.
+    const reset = resetStack("shop", {
+      artifactsDir: dir,
+      state: { outputs: {}, exported: { deployment: {} } },
+      log: (line) => lines.push(line),
+    });
+    const outcome = reset.then(
+      () => "reset",
+      (error: Error) => error.message,
+    );
+    await until("the reset waiting", () => lines.find((l) => l.includes(`waiting for process ${held.pid}`)));
+    expect(await Promise.race([outcome, new Promise((r) => setTimeout(() => r("waiting"), 500))])).toBe("waiting");
+    first.process.kill("SIGKILL");
+    expect(await outcome).toBe("stack shop: nothing is deployed; deploy it first with `multienv up shop`");
     expect(JSON.parse(readFileSync(join(dir, "run.json"), "utf8")).episode).toBe(1);
   }, 60_000);
 });
