@@ -1,6 +1,6 @@
 // The tabs of the Chromium in use, replaced over its own DevTools port: the start tabs a reset opens once the sites
 // are emptied, and the blank tab that stops an episode's pages.
-import { devtools, sleep } from "./chromium";
+import { DEVTOOLS_WORK_MS, devtools, sleep } from "./chromium";
 
 /** The ids of the page tabs open now. */
 async function pages(port: number): Promise<string[]> {
@@ -17,6 +17,6 @@ export async function replaceTabs(port: number, urls: readonly string[]): Promis
   for (const url of urls) await devtools(port, "PUT", `/json/new?${encodeURI(url)}`);
   for (const id of others) await devtools(port, "GET", `/json/close/${id}`);
   // A tab closes a moment after DevTools says it will: answered once they are gone.
-  const until = Date.now() + 5_000;
+  const until = Date.now() + DEVTOOLS_WORK_MS;
   while (Date.now() < until && (await pages(port)).some((id) => others.includes(id))) await sleep(25);
 }

@@ -47,6 +47,7 @@ import { providePlugin } from "./stack/toolchain";
 import * as operations from "./stack/operations";
 import { parseSelfTestFailure } from "../protocol/self-test-failure";
 import { signIn as signInBrowser, signOut as signOutBrowser } from "./lifecycle/sign-in";
+import { withLifecycleLock } from "./stack/lifecycle-lock";
 import { withStackLock } from "./stack/lock";
 import {
   listStacks as listStateStacks,
@@ -111,17 +112,25 @@ function nameOf(stackOrSpec: string | StackSpec): string {
   return typeof stackOrSpec === "string" ? stackOrSpec : stackOrSpec.name;
 }
 
-/** Opens the stack and runs `operation` on it under the per-stack lock; errors become one-line RunnerErrors. */
+/**
+ * Opens the stack and runs `operation` on it under the per-stack lock; errors become one-line RunnerErrors. An
+ * operation that changes the env or writes its evidence (`lifecycle`: deploy, collect, sign-in and -out, reset, down)
+ * also holds the stack's lifecycle lock, against other processes (stack/lifecycle-lock.ts).
+ */
 async function onStack<T>(
   stackOrSpec: string | StackSpec,
-  options: RunnerOptions & { create?: boolean },
+  options: RunnerOptions & { create?: boolean; lifecycle?: boolean },
   doing: string,
   operation: (opened: OpenedStack) => Promise<T>,
 ): Promise<T> {
   const name = nameOf(stackOrSpec);
   return withStackLock(stackLockKey(name, options), async () => {
     try {
-      return await operation(await openStack(stackOrSpec, { ...options, doing }));
+      const opened = await openStack(stackOrSpec, { ...options, doing });
+      if (!options.lifecycle) return await operation(opened);
+      return await withLifecycleLock(artifactsDir(opened, options), { stack: name, doing, log: options.log }, () =>
+        operation(opened),
+      );
     } catch (error) {
       throw explain(error, name, doing);
     }
@@ -218,90 +227,95 @@ export async function deployStack(
   const log = options.log ?? (() => {});
   const programEnv =
     options.selfTest === false ? { ...options.programEnv, [SELF_TEST_ENV]: "off" } : options.programEnv;
-  return onStack(stackOrSpec, { ...options, programEnv, create: true }, "deploying", async (opened) => {
-    await providePlugin(pluginOfTarget(opened), opened.projectDir, (line) => log(`stack ${opened.name}: ${line}`));
-    const progress = new ProgressReporter(log);
-    if (options.preview === true) {
-      const counter = new StepCounter();
-      log(`stack ${opened.name}: previewing…`);
-      const previewErrors: string[] = [];
-      await opened.stack
-        .preview({
-          onEvent: (event) => {
-            counter.onEvent(event);
-            collectEngineError(event, previewErrors);
-          },
+  return onStack(
+    stackOrSpec,
+    { ...options, programEnv, create: true, lifecycle: true },
+    "deploying",
+    async (opened) => {
+      await providePlugin(pluginOfTarget(opened), opened.projectDir, (line) => log(`stack ${opened.name}: ${line}`));
+      const progress = new ProgressReporter(log);
+      if (options.preview === true) {
+        const counter = new StepCounter();
+        log(`stack ${opened.name}: previewing…`);
+        const previewErrors: string[] = [];
+        await opened.stack
+          .preview({
+            onEvent: (event) => {
+              counter.onEvent(event);
+              collectEngineError(event, previewErrors);
+            },
+            signal: options.signal,
+          })
+          .catch((error: unknown) => {
+            // The engine's own error (a provider's, such as the API server's refusal) says why; the CLI's says only
+            // "preview failed".
+            throw (
+              cancelled(opened.name, options.signal) ??
+              (previewErrors.length > 0 ? deployFailure(opened.name, previewErrors[0]) : error)
+            );
+          });
+        progress.setTotal(counter.total);
+      }
+      const errors: string[] = [];
+      const result = await operations
+        .up(opened.stack, {
           signal: options.signal,
+          onEvent: (event) => {
+            progress.onEvent(event);
+            collectEngineError(event, errors);
+          },
         })
-        .catch((error: unknown) => {
-          // The engine's own error (a provider's, such as the API server's refusal) says why; the CLI's says only
-          // "preview failed".
-          throw (
-            cancelled(opened.name, options.signal) ??
-            (previewErrors.length > 0 ? deployFailure(opened.name, previewErrors[0]) : error)
-          );
+        .catch(async (error: unknown) => {
+          const cancel = cancelled(opened.name, options.signal);
+          if (cancel) throw cancel;
+          // A failed self-test's outputs are not saved: its error's lines are what run.json can keep of it.
+          const selfTest = errors.map(parseSelfTestFailure).find((failure) => failure !== undefined);
+          if (selfTest)
+            await recordFailedSelfTest(artifactsDir(opened, options), opened.name, selfTest.failures).catch(
+              (recordError: unknown) =>
+                log(
+                  `warning: stack ${opened.name}: run.json could not record the failed self-test: ${String(recordError)}`,
+                ),
+            );
+          // The engine's own first error says more than the CLI's "update failed".
+          if (errors.length > 0) throw deployFailure(opened.name, errors[0]);
+          throw error;
         });
-      progress.setTotal(counter.total);
-    }
-    const errors: string[] = [];
-    const result = await operations
-      .up(opened.stack, {
-        signal: options.signal,
-        onEvent: (event) => {
-          progress.onEvent(event);
-          collectEngineError(event, errors);
+      const outputs = readOutputs(result.outputs);
+      const computers = Object.keys(outputs.computers);
+      if (computers.length > 0)
+        // The deploy's own outputs hold no secret's value: the control token is asked of the stack.
+        await withGatewayAccess(await opened.stack.outputs(), opened.name, (access) =>
+          browsersAnswer(access, opened.name, computers),
+        ).catch((error: unknown) => {
+          throw new RunnerError(errorMessage(error));
+        });
+      const dir = artifactsDir(opened, options);
+      const record = await readRunRecord(dir, opened.name);
+      await writeRunRecord(
+        dir,
+        withReproducibility({
+          ...record,
+          live: outputs.live,
+          liveReasons: outputs.liveReasons,
+          liveWebsites: outputs.liveWebsites,
+          captureTraffic: outputs.captureTraffic,
+          selfTest: outputs.selfTest,
+        }),
+      );
+      return bound(
+        {
+          name: opened.name,
+          outputs,
+          // The deploy's outputs hold no secret's value: the CLI is asked for them only when they are to be shown.
+          displayed: options.showSecrets
+            ? displayOutputs(await opened.stack.outputs(), true)
+            : displayOutputs(result.outputs),
         },
-      })
-      .catch(async (error: unknown) => {
-        const cancel = cancelled(opened.name, options.signal);
-        if (cancel) throw cancel;
-        // A failed self-test's outputs are not saved: its error's lines are what run.json can keep of it.
-        const selfTest = errors.map(parseSelfTestFailure).find((failure) => failure !== undefined);
-        if (selfTest)
-          await recordFailedSelfTest(artifactsDir(opened, options), opened.name, selfTest.failures).catch(
-            (recordError: unknown) =>
-              log(
-                `warning: stack ${opened.name}: run.json could not record the failed self-test: ${String(recordError)}`,
-              ),
-          );
-        // The engine's own first error says more than the CLI's "update failed".
-        if (errors.length > 0) throw deployFailure(opened.name, errors[0]);
-        throw error;
-      });
-    const outputs = readOutputs(result.outputs);
-    const computers = Object.keys(outputs.computers);
-    if (computers.length > 0)
-      // The deploy's own outputs hold no secret's value: the control token is asked of the stack.
-      await withGatewayAccess(await opened.stack.outputs(), opened.name, (access) =>
-        browsersAnswer(access, opened.name, computers),
-      ).catch((error: unknown) => {
-        throw new RunnerError(errorMessage(error));
-      });
-    const dir = artifactsDir(opened, options);
-    const record = await readRunRecord(dir, opened.name);
-    await writeRunRecord(
-      dir,
-      withReproducibility({
-        ...record,
-        live: outputs.live,
-        liveReasons: outputs.liveReasons,
-        liveWebsites: outputs.liveWebsites,
-        captureTraffic: outputs.captureTraffic,
-        selfTest: outputs.selfTest,
-      }),
-    );
-    return bound(
-      {
-        name: opened.name,
-        outputs,
-        // The deploy's outputs hold no secret's value: the CLI is asked for them only when they are to be shown.
-        displayed: options.showSecrets
-          ? displayOutputs(await opened.stack.outputs(), true)
-          : displayOutputs(result.outputs),
-      },
-      options,
-    );
-  });
+        options,
+      );
+    },
+  );
 }
 
 /** The stack's outputs; secrets are "[secret]" unless `showSecrets`. */
@@ -353,7 +367,7 @@ export async function collectCaptures(
   stack: string,
   options: RunnerOptions & { failOnCaptureError?: boolean } = {},
 ): Promise<CollectResult> {
-  return onStack(stack, options, "collecting", async (opened) => {
+  return onStack(stack, { ...options, lifecycle: true }, "collecting", async (opened) => {
     const map = await opened.stack.outputs();
     if (!hasDeployedEnv(map))
       throw new RunnerError(
@@ -407,15 +421,21 @@ async function onSignInTarget<T>(
 
 /** Loads the site's session (its /session, Playwright storage state) into the computer's browser. */
 export async function signIn(stack: string, options: SignInOptions): Promise<{ cookies: number; origins: number }> {
-  return onStack(stack, options, `signing computer ${options.computer} in to ${options.site}`, async (opened) =>
-    onSignInTarget(opened, options, signInBrowser),
+  return onStack(
+    stack,
+    { ...options, lifecycle: true },
+    `signing computer ${options.computer} in to ${options.site}`,
+    async (opened) => onSignInTarget(opened, options, signInBrowser),
   );
 }
 
 /** Removes the site's cookies and storage from the computer's browser. */
 export async function signOut(stack: string, options: SignInOptions): Promise<{ cookies: number; origins: number }> {
-  return onStack(stack, options, `signing computer ${options.computer} out of ${options.site}`, async (opened) =>
-    onSignInTarget(opened, options, signOutBrowser),
+  return onStack(
+    stack,
+    { ...options, lifecycle: true },
+    `signing computer ${options.computer} out of ${options.site}`,
+    async (opened) => onSignInTarget(opened, options, signOutBrowser),
   );
 }
 
@@ -459,21 +479,25 @@ export async function readStackState(stack: string, options: RunnerOptions = {})
  */
 export async function resetStack(stack: string, options: ResetStackOptions = {}): Promise<ResetResult> {
   const { state } = options;
-  if (state !== undefined)
+  if (state !== undefined) {
+    const artifacts = options.artifactsDir ?? artifactsDirOf(options.projectDir ?? DEFAULT_PROJECT_DIR, stack);
     return withStackLock(stackLockKey(stack, options), () =>
-      resetEnv(
-        { name: stack, outputs: async () => state.outputs, exportStack: async () => state.exported },
-        {
-          artifactsDir: options.artifactsDir ?? artifactsDirOf(options.projectDir ?? DEFAULT_PROJECT_DIR, stack),
-          collect: options.collect,
-          failOnCaptureError: options.failOnCaptureError,
-          log: options.log,
-        },
+      withLifecycleLock(artifacts, { stack, doing: "resetting", log: options.log }, () =>
+        resetEnv(
+          { name: stack, outputs: async () => state.outputs, exportStack: async () => state.exported },
+          {
+            artifactsDir: artifacts,
+            collect: options.collect,
+            failOnCaptureError: options.failOnCaptureError,
+            log: options.log,
+          },
+        ),
       ).catch((error: unknown) => {
         throw explain(error, stack, "resetting");
       }),
     );
-  return onStack(stack, options, "resetting", async (opened) =>
+  }
+  return onStack(stack, { ...options, lifecycle: true }, "resetting", async (opened) =>
     resetEnv(opened.stack, {
       artifactsDir: artifactsDir(opened, options),
       collect: options.collect,
@@ -530,7 +554,7 @@ export async function watchStack(
 
 /** Collects whatever is not collected yet, then destroys the stack (see lifecycle/down.ts for the order and policy). */
 export async function destroyStack(stack: string, options: DestroyOptions = {}): Promise<DownResult> {
-  return onStack(stack, options, "destroying", async (opened) => {
+  return onStack(stack, { ...options, lifecycle: true }, "destroying", async (opened) => {
     // The total of a destroy is what the state holds: no preview needed.
     const state = await opened.stack.exportStack().catch(() => undefined);
     const total = state === undefined ? undefined : resourcesInDeployment(state);

@@ -391,6 +391,24 @@ describe("browser launcher", () => {
       expect(fs.readdirSync(path.join(home, "profiles")).sort()).toEqual([String(inUse), String(standby.profile)]);
     }, 90_000);
 
+  // A loaded machine schedules Chromium's browser process so rarely that a tab takes seconds to open: held still with
+  // SIGSTOP (every process of it) for longer than a health probe waits, then let go, it opens the start tabs all the
+  // same.
+  it("opens its start tabs on a Chromium the machine's load holds still for seconds", async () => {
+    const pid = launcher.pid()!;
+    process.kill(-pid, "SIGSTOP");
+    const resume = () => process.kill(-pid, "SIGCONT");
+    const held = setTimeout(resume, 6_000);
+    try {
+      expect(await launcher.openStartTabs()).toEqual({ startTabs: 2 });
+    } finally {
+      clearTimeout(held);
+      resume();
+    }
+    expect(launcher.pid()).toBe(pid);
+    expect((await devtoolsTabs()).map((t) => t.url).sort()).toEqual(["http://plain.test/", "https://app.test/"]);
+  }, 60_000);
+
   it("falls back to starting Chromium on a new, empty profile when the standby was killed", async () => {
     const standby = await until("the next standby", () => launcher.standby(), 30_000, 100);
     const used = launcher.profileDir();
