@@ -6,12 +6,14 @@ import http from "node:http";
 import net from "node:net";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { V1Pod } from "@kubernetes/client-node";
+import type { V1Node, V1Pod } from "@kubernetes/client-node";
 import { WebSocketServer } from "ws";
 import { afterAll, describe, expect, it } from "vitest";
 import { kubeconfigFiles, loadKubeConfig } from "../../src/engines/kubernetes";
 import { openGatewayPortForward } from "../../src/engines/port-forward";
-import { podStateOf, recreateSpec } from "../../src/runner/targets/kubernetes/pods";
+import { podStateOf, podStates, recreateSpec } from "../../src/runner/targets/kubernetes/pods";
+import { coreApi } from "../../src/engines/kubernetes";
+import { statusProblems } from "../../src/runner/operator/operator";
 import { asContainerState, podsToStartOver } from "../../src/runner/targets/kubernetes/runtime";
 import {
   clusterTargetOf,
@@ -311,6 +313,97 @@ describe("a kubernetes stack's state", () => {
     expect(containerProblem(asContainerState(podStateOf(pod, undefined), "kind"))).toBe(
       "not on its cluster (kind/task-1)",
     );
+  });
+});
+
+describe("a pod on a node that is lost", () => {
+  const node = (name: string, ready: "True" | "False" | "Unknown"): V1Node => ({
+    metadata: { name },
+    status: {
+      conditions: [
+        {
+          type: "Ready",
+          status: ready,
+          ...(ready === "True"
+            ? {}
+            : {
+                reason: "NodeStatusUnknown",
+                message: "Kubelet stopped posting node status.",
+                lastTransitionTime: new Date("2026-12-07T18:50:00Z"),
+              }),
+        },
+      ],
+    },
+  });
+  const nodes = new Map([
+    ["node-a", node("node-a", "True")],
+    ["node-b", node("node-b", "Unknown")],
+  ]);
+  // What the API server still says of a pod whose kubelet stopped: Running, even Ready until the controller marks it.
+  const running = (nodeName: string, capture: boolean): V1Pod => ({
+    spec: {
+      nodeName,
+      containers: [{ name: "server" }],
+      ...(capture ? { initContainers: [{ name: "capture" }, { name: "capture-server" }] } : {}),
+    },
+    status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
+  });
+
+  it("is named in status, one line per part with its node and why the node is not Ready, and the env is not healthy", () => {
+    const on = (name: string, labels: Record<string, string>, nodeName: string, capture = false) =>
+      asContainerState(podStateOf({ name, namespace: "task-1", ...labels }, running(nodeName, capture), nodes), "c");
+    const containers = [
+      on("gateway", { role: "gateway" }, "node-a"),
+      on("desk-browser", { role: "browser", computer: "desk" }, "node-a"),
+      on("shop-server", { role: "server", site: "shop" }, "node-b", true),
+      on("desk-proxy", { role: "site-proxy", computer: "desk" }, "node-b"),
+      // A node that left the cluster altogether.
+      on("gist-frontend", { role: "frontend", site: "gist" }, "node-c", true),
+    ];
+    const problems = statusProblems({
+      stack: "task-1",
+      containers,
+      gateway: { url: "u", healthz: { ok: true, status: 200 } },
+      computers: {},
+      selfTest: { skipped: true },
+      evidence: { captureTraffic: true, proxyLogs: {} },
+    });
+    expect(problems).toEqual([
+      "pod shop-server (site shop's server, with its capture): gone with its node node-b, which is not Ready: Ready is Unknown since 2026-12-07T18:50:00.000Z (NodeStatusUnknown: Kubelet stopped posting node status.)",
+      "pod desk-proxy (computer desk's site proxy): gone with its node node-b, which is not Ready: Ready is Unknown since 2026-12-07T18:50:00.000Z (NodeStatusUnknown: Kubelet stopped posting node status.)",
+      "pod gist-frontend (site gist's frontend, with its capture): gone with its node node-c, which is not Ready: it is no longer in the cluster",
+    ]);
+    expect(containers[0]).toMatchObject({ node: "node-a", health: "ready" });
+    expect(containers[0].nodeNotReady).toBeUndefined();
+  });
+
+  it("is asked of an API server that does not answer for a bounded time, naming what did not answer", async () => {
+    // An API server that takes every request and never answers one (a control plane stuck, a proxy in the way).
+    const held: http.ServerResponse[] = [];
+    const server = http.createServer((_req, res) => void held.push(res));
+    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+    const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    try {
+      const dir = tempDir("k8s-silent-");
+      const file = write(dir, "config", kubeconfig(["silent"], "silent", url));
+      const core = coreApi(loadKubeConfig({ kubeconfig: file }, {}));
+      const states = await podStates(core, [{ name: "shop-server", namespace: "task-1" }], { timeoutMs: 500 });
+      expect(states).toEqual([
+        {
+          name: "shop-server",
+          namespace: "task-1",
+          phase: "Unknown",
+          ready: false,
+          restarts: 0,
+          error: "listing the pods of namespace task-1: no answer within 0.5 s",
+        },
+      ]);
+      expect(held.length).toBeGreaterThan(0);
+    } finally {
+      for (const res of held) res.destroy();
+      server.closeAllConnections();
+      server.close();
+    }
   });
 });
 

@@ -23,6 +23,9 @@ export function asContainerState(pod: PodState, context: string): ContainerState
     restarts: pod.restarts,
     ...(pod.reason ? { reason: pod.reason } : {}),
     ...(pod.error !== undefined ? { error: pod.error } : {}),
+    ...(pod.node !== undefined ? { node: pod.node } : {}),
+    ...(pod.nodeNotReady !== undefined ? { nodeNotReady: pod.nodeNotReady } : {}),
+    ...(pod.captures ? { captures: true } : {}),
   };
 }
 
