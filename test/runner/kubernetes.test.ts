@@ -11,7 +11,8 @@ import { WebSocketServer } from "ws";
 import { afterAll, describe, expect, it } from "vitest";
 import { kubeconfigFiles, loadKubeConfig } from "../../src/engines/kubernetes";
 import { openGatewayPortForward } from "../../src/engines/port-forward";
-import { podStateOf, podStates, recreateSpec } from "../../src/runner/targets/kubernetes/pods";
+import { podStateOf, podStates, recreateSpec, stuckPods } from "../../src/runner/targets/kubernetes/pods";
+import { lostPartLine, lostParts } from "../../src/runner/lifecycle/down";
 import { coreApi } from "../../src/engines/kubernetes";
 import { statusProblems } from "../../src/runner/operator/operator";
 import { asContainerState, podsToStartOver } from "../../src/runner/targets/kubernetes/runtime";
@@ -375,6 +376,81 @@ describe("a pod on a node that is lost", () => {
     ]);
     expect(containers[0]).toMatchObject({ node: "node-a", health: "ready" });
     expect(containers[0].nodeNotReady).toBeUndefined();
+  });
+
+  it("is recorded at down with what it held that cannot be collected, and a part on a Ready node is not", () => {
+    const on = (name: string, labels: Record<string, string>, nodeName: string, capture = false) =>
+      asContainerState(podStateOf({ name, namespace: "task-1", ...labels }, running(nodeName, capture), nodes), "c");
+    const lost = lostParts(
+      [
+        on("gateway", { role: "gateway" }, "node-a"),
+        on("shop-server", { role: "server", site: "shop" }, "node-b", true),
+        on("desk-proxy", { role: "site-proxy", computer: "desk" }, "node-b"),
+        on("desk-browser", { role: "browser", computer: "desk" }, "node-b"),
+      ],
+      "t",
+    );
+    const why =
+      "its node node-b is not Ready: Ready is Unknown since 2026-12-07T18:50:00.000Z (NodeStatusUnknown: Kubelet stopped posting node status.)";
+    expect(lost).toEqual([
+      {
+        name: "shop-server",
+        part: "site shop's server, with its capture",
+        node: "node-b",
+        why,
+        notCollected: ["its captures"],
+        at: "t",
+      },
+      {
+        name: "desk-proxy",
+        part: "computer desk's site proxy",
+        node: "node-b",
+        why,
+        notCollected: ["computer desk's site-proxy log and request log"],
+        at: "t",
+      },
+      { name: "desk-browser", part: "computer desk's browser", node: "node-b", why, notCollected: [], at: "t" },
+    ]);
+    expect(lostPartLine("task-1", lost[0])).toBe(
+      `stack task-1: pod shop-server (site shop's server, with its capture) is lost, since ${why}: its captures not collected`,
+    );
+  });
+
+  it("is force-deleted once terminating, as is a pod still terminating well past its grace period anywhere", () => {
+    const now = Date.parse("2026-12-07T19:00:00Z");
+    const terminating = (name: string, nodeName: string, deadline: string): V1Pod => ({
+      metadata: { name, namespace: "task-1", deletionTimestamp: new Date(deadline) },
+      spec: { nodeName, containers: [{ name: "server" }] },
+    });
+    const stuck = stuckPods(
+      [
+        // On the lost node: its kubelet alone would confirm it stopped, so it never goes; forced at once.
+        terminating("shop-server", "node-b", "2026-12-07T18:59:59Z"),
+        // On a Ready node, within its grace period and the wait after it: left to its kubelet.
+        terminating("gateway", "node-a", "2026-12-07T18:59:50Z"),
+        // On a Ready node, 40 s past its deadline (a node lost moments ago, not yet marked): forced.
+        terminating("desk-proxy", "node-a", "2026-12-07T18:59:20Z"),
+        // Not terminating: never touched, even on the lost node.
+        { metadata: { name: "gist-server", namespace: "task-1" }, spec: { nodeName: "node-b", containers: [] } },
+      ],
+      nodes,
+      now,
+      30_000,
+    );
+    expect(stuck).toEqual([
+      {
+        namespace: "task-1",
+        name: "shop-server",
+        node: "node-b",
+        why: "its node node-b is not Ready: Ready is Unknown since 2026-12-07T18:50:00.000Z (NodeStatusUnknown: Kubelet stopped posting node status.)",
+      },
+      {
+        namespace: "task-1",
+        name: "desk-proxy",
+        node: "node-a",
+        why: "it was still terminating 40 s past its grace period on node node-a",
+      },
+    ]);
   });
 
   it("is asked of an API server that does not answer for a bounded time, naming what did not answer", async () => {

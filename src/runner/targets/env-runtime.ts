@@ -24,6 +24,12 @@ export interface EnvRuntime {
    * was checked and is gone, `left` what is still there, a line each saying how to remove it.
    */
   checkDestroyed(): Promise<{ gone: string[]; left: string[] }>;
+  /**
+   * Runs `destroy`, finishing what the target cannot finish alone meanwhile (kubernetes: a pod on a node that is not
+   * Ready never finishes terminating, and its namespace never goes, so it is force-deleted); `log` is told each thing
+   * done, one line each.
+   */
+  destroying<T>(destroy: () => Promise<T>, log: (line: string) => void): Promise<T>;
 }
 
 /** A container's state as the engine reports it (or a pod's, as the cluster does: kubernetes/runtime.ts). */

@@ -249,3 +249,93 @@ export async function recreatePod(
   await core.createNamespacedPod({ namespace, body });
   await waitPodReady(core, namespace, name, { ...options, timeoutMs: options.readyTimeoutMs });
 }
+
+/**
+ * How long past its deletion's deadline (its grace period) a terminating pod on a Ready node is waited for before it
+ * is force-deleted: a node lost only moments ago is still Ready to the API server (until its node-monitor grace
+ * period has passed), and its pods would wait for it as long.
+ */
+export const FORCE_DELETE_OVERDUE_MS = 30_000;
+
+/** A terminating pod that will not finish on its own, and why. */
+export interface StuckPod {
+  namespace: string;
+  name: string;
+  node?: string;
+  why: string;
+}
+
+/**
+ * The terminating pods to force-delete: each on a node that is not Ready (its kubelet, which alone would confirm its
+ * containers stopped, does not answer, so the pod stays Terminating for ever), and each still there `overdueMs` past
+ * its deletion's deadline. Pure.
+ */
+export function stuckPods(
+  pods: V1Pod[],
+  nodes: Map<string, V1Node> | undefined,
+  now: number,
+  overdueMs = FORCE_DELETE_OVERDUE_MS,
+): StuckPod[] {
+  return pods.flatMap((pod): StuckPod[] => {
+    const deadline = pod.metadata?.deletionTimestamp;
+    if (deadline === undefined) return [];
+    const namespace = pod.metadata?.namespace ?? "";
+    const name = pod.metadata?.name ?? "";
+    const node = pod.spec?.nodeName;
+    const at = node !== undefined ? { node } : {};
+    const lost = node !== undefined && nodes !== undefined ? nodeNotReady(nodes.get(node)) : undefined;
+    if (lost !== undefined) return [{ namespace, name, ...at, why: `its node ${node} is not Ready: ${lost}` }];
+    const overdue = now - new Date(deadline).getTime();
+    if (overdue >= overdueMs)
+      return [
+        {
+          namespace,
+          name,
+          ...at,
+          why: `it was still terminating ${Math.round(overdue / 1000)} s past its grace period${node ? ` on node ${node}` : ""}`,
+        },
+      ];
+    return [];
+  });
+}
+
+/**
+ * Force-deletes (grace 0) the terminating pods of `namespaces` that will not finish on their own (stuckPods); a line
+ * for each, naming it and why. Its containers, if its node still runs them, are ended by that node's kubelet when it
+ * comes back and finds the pod gone.
+ */
+export async function forceDeleteStuckPods(
+  core: CoreV1Api,
+  namespaces: string[],
+  options: { overdueMs?: number; timeoutMs?: number; skip?: Set<string> } = {},
+): Promise<string[]> {
+  const timeoutMs = options.timeoutMs ?? API_ANSWER_MS;
+  const listed = await Promise.all(
+    namespaces.map((namespace) =>
+      answerWithin(core.listNamespacedPod({ namespace }), timeoutMs, `listing the pods of namespace ${namespace}`),
+    ),
+  );
+  const terminating = listed.flatMap((list) => list.items).filter((p) => p.metadata?.deletionTimestamp !== undefined);
+  if (terminating.length === 0) return [];
+  const nodes = await answerWithin(core.listNode(), timeoutMs, "listing the cluster's nodes").then(
+    (list) => new Map(list.items.map((n) => [n.metadata?.name ?? "", n])),
+    () => undefined,
+  );
+  const lines: string[] = [];
+  for (const stuck of stuckPods(terminating, nodes, Date.now(), options.overdueMs)) {
+    const key = `${stuck.namespace}/${stuck.name}`;
+    if (options.skip?.has(key)) continue;
+    await answerWithin(
+      core.deleteNamespacedPod({ name: stuck.name, namespace: stuck.namespace, gracePeriodSeconds: 0 }),
+      timeoutMs,
+      `force-deleting pod ${stuck.name}`,
+    ).catch((error: unknown) => {
+      if (!isNotFound(error)) throw error;
+    });
+    options.skip?.add(key);
+    lines.push(
+      `pod ${stuck.name} in namespace ${stuck.namespace} force-deleted (grace 0), since ${stuck.why}; its containers there end when that node's kubelet is back`,
+    );
+  }
+  return lines;
+}
