@@ -572,7 +572,15 @@ start() { # start NAME COMMAND...: a daemon inside node a's netns, in a session 
 
 start_on() { # start_on NODE NAME COMMAND...: a daemon inside the node's netns, in a session of its own
   local node=$1 name=$2; shift 2
-  setsid nsenter --net="/run/netns/${NODE_NETNS[$node]}" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- 9>&- &
+  # With no descriptor but its three: a daemon lives as long as the cluster, and one it inherited would stay open as
+  # long, such as the lock of a caller's `flock /tmp/some.lock scripts/test-cluster.sh up`, then never released.
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+    done
+    exec setsid nsenter --net="/run/netns/${NODE_NETNS[$node]}" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null
+  ) &
   echo $! > "$PIDS/$name.pid"
 }
 
