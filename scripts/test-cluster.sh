@@ -6,13 +6,19 @@
 # packages, and every part of the cluster runs inside network namespaces of its own, so the host's iptables,
 # routes and Docker stay as they are.
 #
-# Usage: scripts/test-cluster.sh up|down|status|env|build|load IMAGE...
+# Usage: scripts/test-cluster.sh up|down|status|env|build|load IMAGE...|node a|b stop|start
 #   up      Bring the cluster up (building the binaries first when they are not cached) and print the
 #           kubeconfig's path as the last line of stdout. When it is already up and healthy it only imports
-#           new multienv/ images and prints the path. A half-up cluster (a failed up, killed daemons) is
-#           taken down first.
+#           new multienv/ images and prints the path. A node stopped (`node b stop`) is started again in place,
+#           the rest of the cluster left as it is. A half-up cluster (a failed up, killed daemons) is taken down
+#           first.
 #   down    Remove the cluster and everything up changed (works after a failed up, or from a new shell).
-#   status  Print "up" (exit 0: both nodes Ready) or "down" (exit 1), naming on stderr what is not up.
+#   status  Print "up" (exit 0: both nodes Ready) or "down" (exit 1), naming on stderr what is not up (a
+#           stopped node by name, with the command that starts it).
+#   node    `node b stop`: a node lost, as when its kubelet dies: its kubelet alone is stopped; its containerd,
+#           its pods' containers, kube-proxy and kube-router go on, and the API server marks the node NotReady
+#           after the controller manager's node-monitor-grace-period (its default, 50 s). `node b start`
+#           starts the kubelet again and waits until the node is Ready (up does the same).
 #   env     Print `export` lines for the tests: KUBECONFIG, MULTIENV_TEST_KUBECTL, MULTIENV_TEST_WEB_NETNS,
 #           MULTIENV_TEST_WEB_ADDRESS, MULTIENV_TEST_DNS_HOSTS, MULTIENV_TEST_NODE_ADDRESS (node a's),
 #           MULTIENV_TEST_NODE_LABEL (the label naming each node: a or b), MULTIENV_TEST_CLUSTER_PIDS (the
@@ -131,7 +137,7 @@ UP_TIMEOUT=${MULTIENV_TEST_CLUSTER_TIMEOUT:-120}
 
 log() { echo "test-cluster: $*" >&2; }
 die() { echo "test-cluster: $*" >&2; exit 1; }
-usage() { sed -n '/^# Usage:/,/^#   load/p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '/^# Usage:/,/^#$/p' "$0" | sed 's/^# \{0,1\}//'; }
 in_ns() { nsenter --net="/run/netns/$NETNS" -- "$@"; }
 in_node() { local node=$1; shift; nsenter --net="/run/netns/${NODE_NETNS[$node]}" -- "$@"; }
 kc() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_PATH" "$@"; }
@@ -241,7 +247,16 @@ is_up() {
   not() { [ -n "$say" ] && log "$*"; return 1; }
   [ -f "$KUBECONFIG_PATH" ] || not "no kubeconfig (never up, or down)" || return 1
   for n in "${NODES[@]}"; do [ -e "/run/netns/${NODE_NETNS[$n]}" ] || not "no netns ${NODE_NETNS[$n]} (node $n)" || return 1; done
-  for d in "${DAEMONS[@]}"; do pid_of "$d" >/dev/null || not "$d is not running" || return 1; done
+  for d in "${DAEMONS[@]}"; do
+    case $d in kubelet|kubelet-b) continue ;; esac
+    pid_of "$d" >/dev/null || not "$d is not running" || return 1
+  done
+  # The rest running, a kubelet alone not: a node stopped (`node X stop`), which up starts again in place.
+  for n in "${NODES[@]}"; do
+    pid_of "$(daemon_of kubelet "$n")" >/dev/null ||
+      not "node ${NODE_NAMES[$n]} ($n) is stopped: its kubelet is not running (scripts/test-cluster.sh node $n start, or up)" ||
+      return 1
+  done
   [ "$(kc get --raw /readyz --request-timeout=5s 2>/dev/null)" = ok ] || not "the API server is not ready" || return 1
   for n in "${NODES[@]}"; do
     node_ready "$n" --request-timeout=5s || not "node ${NODE_NAMES[$n]} ($n) is not Ready" || return 1
@@ -557,7 +572,15 @@ start() { # start NAME COMMAND...: a daemon inside node a's netns, in a session 
 
 start_on() { # start_on NODE NAME COMMAND...: a daemon inside the node's netns, in a session of its own
   local node=$1 name=$2; shift 2
-  setsid nsenter --net="/run/netns/${NODE_NETNS[$node]}" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null 8>&- 9>&- &
+  # With no descriptor but its three: a daemon lives as long as the cluster, and one it inherited would stay open as
+  # long, such as the lock of a caller's `flock /tmp/some.lock scripts/test-cluster.sh up`, then never released.
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+    done
+    exec setsid nsenter --net="/run/netns/${NODE_NETNS[$node]}" -- "$@" >>"$LOGS/$name.log" 2>&1 </dev/null
+  ) &
   echo $! > "$PIDS/$name.pid"
 }
 
@@ -675,10 +698,59 @@ routes_to() { # routes_to NODE OTHER: NODE routes OTHER's pod CIDR via OTHER's a
 }
 ctr_ready() { ctr --address "$(ctr_sock_of "$1")" version; }
 
+start_kubelet() { # start_kubelet NODE
+  local n=$1 S=${NODE_STATES[$1]}
+  start_on "$n" "$(daemon_of kubelet "$n")" "$BIN/kubelet" --config="$S/kubelet.yaml" --kubeconfig="$S/kubelet.kubeconfig" \
+    --root-dir="$S/kubelet" --cert-dir="$PKI" --hostname-override="${NODE_NAMES[$n]}" --node-ip="${NODE_ADDRESSES[$n]}" \
+    --node-labels="$NODE_LABEL=$n"
+}
+
+# The nodes whose kubelet alone is not running while every other daemon is (`node X stop`); none when more is down.
+stopped_nodes() {
+  local d n stopped=()
+  for d in "${DAEMONS[@]}"; do
+    case $d in kubelet|kubelet-b) continue ;; esac
+    pid_of "$d" >/dev/null || return 0
+  done
+  for n in "${NODES[@]}"; do pid_of "$(daemon_of kubelet "$n")" >/dev/null || stopped+=("$n"); done
+  echo "${stopped[@]}"
+}
+
+cmd_node_start() { # cmd_node_start NODE...: each node's kubelet started again, then each waited Ready
+  local n
+  for n in "$@"; do
+    if pid_of "$(daemon_of kubelet "$n")" >/dev/null; then log "node $n's kubelet is running"; continue; fi
+    start_kubelet "$n"
+    log "node $n's kubelet started again"
+  done
+  for n in "$@"; do
+    wait_for "$(daemon_of kubelet "$n")" "node ${NODE_NAMES[$n]} to be Ready again" node_ready "$n"
+    log "node $n Ready"
+  done
+}
+
+cmd_node_stop() { # cmd_node_stop NODE: its kubelet alone, as a kubelet lost; the rest of the node goes on
+  local n=$1 pid
+  [ -e "/run/netns/${NODE_NETNS[$n]}" ] || die "the cluster is not up (scripts/test-cluster.sh up): no node $n"
+  if pid=$(pid_of "$(daemon_of kubelet "$n")"); then
+    kill_and_wait 10 "$pid"
+    log "node $n's kubelet stopped (its pods' containers go on); scripts/test-cluster.sh node $n start brings it back"
+  else
+    log "node $n's kubelet was not running"
+  fi
+}
+
 cmd_up() {
   need_root
   ensure_packages
   cmd_build
+  local stopped
+  stopped=$(stopped_nodes)
+  # A node stopped on purpose is started again in place: a down and up would end every env on the cluster.
+  if [ -n "$stopped" ] && [ -f "$KUBECONFIG_PATH" ] && apiserver_ready >/dev/null 2>&1; then
+    # shellcheck disable=SC2086
+    cmd_node_start $stopped
+  fi
   if is_up; then
     load_project_images
     echo "$KUBECONFIG_PATH"
@@ -736,13 +808,9 @@ cmd_up() {
     --authentication-kubeconfig="$STATE/kube-scheduler.kubeconfig" \
     --authorization-kubeconfig="$STATE/kube-scheduler.kubeconfig" \
     --bind-address=127.0.0.1 --leader-elect=false --profiling=false
-  local S
   for n in "${NODES[@]}"; do
-    S=${NODE_STATES[$n]}
-    start_on "$n" "$(daemon_of kubelet "$n")" "$BIN/kubelet" --config="$S/kubelet.yaml" --kubeconfig="$S/kubelet.kubeconfig" \
-      --root-dir="$S/kubelet" --cert-dir="$PKI" --hostname-override="${NODE_NAMES[$n]}" --node-ip="${NODE_ADDRESSES[$n]}" \
-      --node-labels="$NODE_LABEL=$n"
-    start_on "$n" "$(daemon_of kube-proxy "$n")" "$BIN/kube-proxy" --config="$S/kube-proxy.yaml"
+    start_kubelet "$n"
+    start_on "$n" "$(daemon_of kube-proxy "$n")" "$BIN/kube-proxy" --config="${NODE_STATES[$n]}/kube-proxy.yaml"
   done
   addons || fail kube-apiserver "the cluster's add-ons (kube-router's RBAC, CoreDNS) did not apply: $(tail -3 "$LOGS/addons.log")"
   for n in "${NODES[@]}"; do
@@ -900,6 +968,12 @@ case ${1:-} in
   status) cmd_status ;;
   env) cmd_env ;;
   build) cmd_build ;;
+  node)
+    case ${2:-}:${3:-} in
+      a:stop|b:stop) serialize; cmd_node_stop "$2" ;;
+      a:start|b:start) serialize; cmd_node_start "$2" ;;
+      *) echo "test-cluster: node needs a node (a or b) and stop or start" >&2; usage >&2; exit 2 ;;
+    esac ;;
   load) shift; [ $# -gt 0 ] || { echo "test-cluster: load needs an image" >&2; usage >&2; exit 2; }; serialize; cmd_load "$@" ;;
   -h|--help|help) usage ;;
   *) echo "test-cluster: unknown subcommand '${1:-}'" >&2; usage >&2; exit 2 ;;

@@ -292,8 +292,10 @@ export class GatewayClient {
   }
 
   /** A computer's site-proxy log, whole. */
-  async proxyLog(computer: string): Promise<string> {
-    return (await this.ok(`fetching the site-proxy log of computer ${computer}`, proxyLogPath(computer))).text();
+  async proxyLog(computer: string, signal?: AbortSignal): Promise<string> {
+    return (
+      await this.ok(`fetching the site-proxy log of computer ${computer}`, proxyLogPath(computer), { signal })
+    ).text();
   }
 
   /**
@@ -363,8 +365,9 @@ export class GatewayClient {
   // --- traffic/v1
 
   /** The gateway's captures, oldest first. */
-  async captures(): Promise<TrafficCapture[]> {
-    return (await this.json("listing traffic captures", TRAFFIC_CAPTURES_PATH, trafficCaptureListingSchema)).captures;
+  async captures(signal?: AbortSignal): Promise<TrafficCapture[]> {
+    return (await this.json("listing traffic captures", TRAFFIC_CAPTURES_PATH, trafficCaptureListingSchema, { signal }))
+      .captures;
   }
 
   /**

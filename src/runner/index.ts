@@ -582,6 +582,7 @@ export async function destroyStack(stack: string, options: DestroyOptions = {}):
       failOnCaptureError: options.failOnCaptureError,
       log: options.log,
       onEvent: progress.onEvent,
+      runtime,
     });
     // The config file stays: it may be the user's own stacks/Pulumi.<stack>.yaml, and a spec's is needed to deploy it
     // again.

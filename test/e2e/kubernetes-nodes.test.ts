@@ -5,13 +5,15 @@
 // other's (the policies are kept by each node's kube-router for its own pods), the browser reaches the sites through
 // its proxy, the gateway reaches each site and its capture server on the other node, the captures collected are
 // whole pcaps holding the episode's packets, the request log holds the exchange, reset recreates pods where they
-// were placed, and down leaves nothing on either node.
+// were placed. Then node b is lost (its kubelet stopped, as when a kubelet dies): status names the sites on it as gone
+// with it, down collects the computer's evidence from node a, names what it lost and leaves no pod or namespace, and
+// once node b is back its kubelet ends the containers left there.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium } from "playwright-core";
-import { deployStack, destroyStack, gatewayAccess, resetStack, type StackSpec } from "../../src/runner";
+import { deployStack, destroyStack, gatewayAccess, resetStack, stackStatus, type StackSpec } from "../../src/runner";
 import { connectProbeScript, e2eStack, REPO, specOf, stackFileOf, throughProxyScript } from "./helpers/env";
 import { until } from "../helpers/until";
 import {
@@ -19,6 +21,8 @@ import {
   kubectl,
   namespaceGone,
   nodeInPod,
+  nodeKubelet,
+  nodeReady,
   PREREQUISITES_TIMEOUT_MS,
   testCluster,
   type TestCluster,
@@ -36,6 +40,8 @@ let spec: StackSpec | undefined;
 let access: { gatewayUrl: string; controlToken: string; close?: () => Promise<void> };
 /** Node name -> its label's value (a or b). */
 let nodeLetter: Record<string, string> = {};
+/** Set while node b's kubelet is stopped (afterAll starts it again). */
+let nodeBStopped = false;
 
 const pod = (name: string) => getJson(cluster, STACK, "pod", name);
 const podIp = (name: string): string => pod(name).status.podIP;
@@ -100,6 +106,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await access?.close?.().catch(() => undefined);
+  // The cluster whole again for whatever runs next, whether or not the test that lost node b got as far as this.
+  if (nodeBStopped) nodeKubelet("b", "start");
   if (spec) await destroyStack(STACK).catch(() => undefined);
   fs.rmSync(stackFileOf(STACK), { force: true });
 }, 300_000);
@@ -244,26 +252,86 @@ describe("one env over two nodes: the computer and the gateway on node a, the si
     ).toBe(true);
     for (const f of files.filter((f) => /\.pcap/.test(f))) expect(() => packetsOf(path.join(traffic, f))).not.toThrow();
   }, 300_000);
+});
 
-  it("goes down leaving no pod and no namespace on either node, its captures collected first", async () => {
+describe("node b lost mid-episode (its kubelet stopped): the sites' node", () => {
+  const nodeB = () => Object.keys(nodeLetter).find((n) => nodeLetter[n] === "b")!;
+
+  it("status names each site part on node b as gone with it, the node by name, and the env is not healthy", async () => {
+    // The cluster is shared (a benchmark, another suite): node b is lost only while no other env is on it.
+    const others = () =>
+      (JSON.parse(kubectl(cluster, ["get", "namespaces", "-l", "multienv.stack", "-o", "json"])).items as any[])
+        .map((n) => n.metadata.name as string)
+        .filter((n) => n !== STACK);
+    await until("no other env on the cluster before node b is lost", async () => others().length === 0, 120_000, 2000);
+    nodeKubelet("b", "stop");
+    nodeBStopped = true;
+    // The API server marks it once the controller manager's node-monitor-grace-period (50 s) has passed.
+    await until(`node ${nodeB()} not Ready`, async () => nodeReady(cluster, nodeB()) !== "True", 180_000, 1000);
+    const status = await stackStatus(STACK);
+    expect(status.healthy).toBe(false);
+    const gone = (p: string) => status.problems.find((line) => line.startsWith(`pod ${p} (`));
+    for (const p of SITE_PODS) {
+      const [site, role] = p.split("-");
+      expect({ p, line: gone(p) }).toEqual({
+        p,
+        line: expect.stringMatching(
+          new RegExp(
+            `^pod ${p} \\(site ${site}'s ${role}, with its capture\\): gone with its node ${nodeB()}, which is not Ready: Ready is Unknown`,
+          ),
+        ),
+      });
+    }
+    for (const p of NODE_A_PODS) expect({ p, line: gone(p) }).toEqual({ p, line: undefined });
+    expect(status.containers.find((c) => c.name === "gateway")).toMatchObject({ node: expect.any(String) });
+  }, 300_000);
+
+  it("goes down collecting the computer's evidence from node a, naming what it lost, leaving no pod or namespace", async () => {
     await access.close?.();
-    await destroyStack(STACK);
+    fs.rmSync(path.join(ARTIFACTS, "proxy-logs"), { recursive: true, force: true });
+    const lines: string[] = [];
+    await destroyStack(STACK, { log: (line) => lines.push(line) });
     spec = undefined;
     await namespaceGone(cluster, STACK);
     const left = (JSON.parse(kubectl(cluster, ["get", "pods", "-A", "-o", "json"])).items as any[]).filter(
       (p) => p.metadata.namespace === STACK,
     );
     expect(left).toEqual([]);
-    // Nor, once each kubelet has collected its pods' ended containers (its garbage collection runs each minute), a
-    // container of the stack in either node's containerd.
+    for (const p of SITE_PODS) {
+      // One line each: what was lost and what of it is not collected, and its pod force-deleted.
+      expect({ p, lost: lines.filter((l) => l.includes(`pod ${p} (`) && l.includes("is lost")).length }).toEqual({
+        p,
+        lost: 1,
+      });
+      expect(lines.find((l) => l.includes(`pod ${p} (`)) ?? "").toMatch(/its captures not collected$/);
+      expect({ p, forced: lines.some((l) => l.includes(`pod ${p} in namespace ${STACK} force-deleted`)) }).toEqual({
+        p,
+        forced: true,
+      });
+    }
+    // The computer, on node a, gave its evidence; the captures, all on node b, were not collected and say so.
+    const run = JSON.parse(fs.readFileSync(path.join(ARTIFACTS, "run.json"), "utf8"));
+    expect(run.evidence.desk).toMatchObject({ log: "proxy-logs/desk.jsonl" });
+    expect(run.evidence.desk.error).toBeUndefined();
+    expect(fs.existsSync(path.join(ARTIFACTS, "proxy-logs/desk.jsonl"))).toBe(true);
+    expect((run.lostParts as { name: string; node: string }[]).map((p) => [p.name, p.node]).sort()).toEqual(
+      SITE_PODS.map((p) => [p, nodeB()]).sort(),
+    );
+    expect(run.captureErrors.length).toBeGreaterThan(0);
+  }, 300_000);
+
+  it("starts node b again, whose kubelet ends the containers the lost pods left there", async () => {
+    nodeKubelet("b", "start");
+    nodeBStopped = false;
+    expect(nodeReady(cluster, nodeB())).toBe("True");
     const containersOf = (sock: string) =>
       execFileSync(
         "ctr",
         ["-n", "k8s.io", "--address", sock, "containers", "ls", "-q", `labels."io.kubernetes.pod.namespace"==${STACK}`],
         { encoding: "utf8" },
       ).trim();
+    // Once each kubelet has ended and collected them (its garbage collection runs each minute).
     for (const sock of cluster.containerdSockets)
       await until(`no container of the stack in ${sock}`, async () => containersOf(sock) === "", 180_000, 1000);
-    expect(fs.readdirSync(path.join(ARTIFACTS, "traffic")).length).toBeGreaterThan(0);
   }, 300_000);
 });

@@ -6,12 +6,15 @@ import http from "node:http";
 import net from "node:net";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { V1Pod } from "@kubernetes/client-node";
+import type { V1Node, V1Pod } from "@kubernetes/client-node";
 import { WebSocketServer } from "ws";
 import { afterAll, describe, expect, it } from "vitest";
 import { kubeconfigFiles, loadKubeConfig } from "../../src/engines/kubernetes";
 import { openGatewayPortForward } from "../../src/engines/port-forward";
-import { podStateOf, recreateSpec } from "../../src/runner/targets/kubernetes/pods";
+import { podStateOf, podStates, recreateSpec, stuckPods } from "../../src/runner/targets/kubernetes/pods";
+import { lostPartLine, lostParts } from "../../src/runner/lifecycle/down";
+import { coreApi } from "../../src/engines/kubernetes";
+import { statusProblems } from "../../src/runner/operator/operator";
 import { asContainerState, podsToStartOver } from "../../src/runner/targets/kubernetes/runtime";
 import {
   clusterTargetOf,
@@ -311,6 +314,172 @@ describe("a kubernetes stack's state", () => {
     expect(containerProblem(asContainerState(podStateOf(pod, undefined), "kind"))).toBe(
       "not on its cluster (kind/task-1)",
     );
+  });
+});
+
+describe("a pod on a node that is lost", () => {
+  const node = (name: string, ready: "True" | "False" | "Unknown"): V1Node => ({
+    metadata: { name },
+    status: {
+      conditions: [
+        {
+          type: "Ready",
+          status: ready,
+          ...(ready === "True"
+            ? {}
+            : {
+                reason: "NodeStatusUnknown",
+                message: "Kubelet stopped posting node status.",
+                lastTransitionTime: new Date("2026-12-07T18:50:00Z"),
+              }),
+        },
+      ],
+    },
+  });
+  const nodes = new Map([
+    ["node-a", node("node-a", "True")],
+    ["node-b", node("node-b", "Unknown")],
+  ]);
+  // What the API server still says of a pod whose kubelet stopped: Running, even Ready until the controller marks it.
+  const running = (nodeName: string, capture: boolean): V1Pod => ({
+    spec: {
+      nodeName,
+      containers: [{ name: "server" }],
+      ...(capture ? { initContainers: [{ name: "capture" }, { name: "capture-server" }] } : {}),
+    },
+    status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
+  });
+
+  it("is named in status, one line per part with its node and why the node is not Ready, and the env is not healthy", () => {
+    const on = (name: string, labels: Record<string, string>, nodeName: string, capture = false) =>
+      asContainerState(podStateOf({ name, namespace: "task-1", ...labels }, running(nodeName, capture), nodes), "c");
+    const containers = [
+      on("gateway", { role: "gateway" }, "node-a"),
+      on("desk-browser", { role: "browser", computer: "desk" }, "node-a"),
+      on("shop-server", { role: "server", site: "shop" }, "node-b", true),
+      on("desk-proxy", { role: "site-proxy", computer: "desk" }, "node-b"),
+      // A node that left the cluster altogether.
+      on("gist-frontend", { role: "frontend", site: "gist" }, "node-c", true),
+    ];
+    const problems = statusProblems({
+      stack: "task-1",
+      containers,
+      gateway: { url: "u", healthz: { ok: true, status: 200 } },
+      computers: {},
+      selfTest: { skipped: true },
+      evidence: { captureTraffic: true, proxyLogs: {} },
+    });
+    expect(problems).toEqual([
+      "pod shop-server (site shop's server, with its capture): gone with its node node-b, which is not Ready: Ready is Unknown since 2026-12-07T18:50:00.000Z (NodeStatusUnknown: Kubelet stopped posting node status.)",
+      "pod desk-proxy (computer desk's site proxy): gone with its node node-b, which is not Ready: Ready is Unknown since 2026-12-07T18:50:00.000Z (NodeStatusUnknown: Kubelet stopped posting node status.)",
+      "pod gist-frontend (site gist's frontend, with its capture): gone with its node node-c, which is not Ready: it is no longer in the cluster",
+    ]);
+    expect(containers[0]).toMatchObject({ node: "node-a", health: "ready" });
+    expect(containers[0].nodeNotReady).toBeUndefined();
+  });
+
+  it("is recorded at down with what it held that cannot be collected, and a part on a Ready node is not", () => {
+    const on = (name: string, labels: Record<string, string>, nodeName: string, capture = false) =>
+      asContainerState(podStateOf({ name, namespace: "task-1", ...labels }, running(nodeName, capture), nodes), "c");
+    const lost = lostParts(
+      [
+        on("gateway", { role: "gateway" }, "node-a"),
+        on("shop-server", { role: "server", site: "shop" }, "node-b", true),
+        on("desk-proxy", { role: "site-proxy", computer: "desk" }, "node-b"),
+        on("desk-browser", { role: "browser", computer: "desk" }, "node-b"),
+      ],
+      "t",
+    );
+    const why =
+      "its node node-b is not Ready: Ready is Unknown since 2026-12-07T18:50:00.000Z (NodeStatusUnknown: Kubelet stopped posting node status.)";
+    expect(lost).toEqual([
+      {
+        name: "shop-server",
+        part: "site shop's server, with its capture",
+        node: "node-b",
+        why,
+        notCollected: ["its captures"],
+        at: "t",
+      },
+      {
+        name: "desk-proxy",
+        part: "computer desk's site proxy",
+        node: "node-b",
+        why,
+        notCollected: ["computer desk's site-proxy log and request log"],
+        at: "t",
+      },
+      { name: "desk-browser", part: "computer desk's browser", node: "node-b", why, notCollected: [], at: "t" },
+    ]);
+    expect(lostPartLine("task-1", lost[0])).toBe(
+      `stack task-1: pod shop-server (site shop's server, with its capture) is lost, since ${why}: its captures not collected`,
+    );
+  });
+
+  it("is force-deleted once terminating, as is a pod still terminating well past its grace period anywhere", () => {
+    const now = Date.parse("2026-12-07T19:00:00Z");
+    const terminating = (name: string, nodeName: string, deadline: string): V1Pod => ({
+      metadata: { name, namespace: "task-1", deletionTimestamp: new Date(deadline) },
+      spec: { nodeName, containers: [{ name: "server" }] },
+    });
+    const stuck = stuckPods(
+      [
+        // On the lost node: its kubelet alone would confirm it stopped, so it never goes; forced at once.
+        terminating("shop-server", "node-b", "2026-12-07T18:59:59Z"),
+        // On a Ready node, within its grace period and the wait after it: left to its kubelet.
+        terminating("gateway", "node-a", "2026-12-07T18:59:50Z"),
+        // On a Ready node, 40 s past its deadline (a node lost moments ago, not yet marked): forced.
+        terminating("desk-proxy", "node-a", "2026-12-07T18:59:20Z"),
+        // Not terminating: never touched, even on the lost node.
+        { metadata: { name: "gist-server", namespace: "task-1" }, spec: { nodeName: "node-b", containers: [] } },
+      ],
+      nodes,
+      now,
+      30_000,
+    );
+    expect(stuck).toEqual([
+      {
+        namespace: "task-1",
+        name: "shop-server",
+        node: "node-b",
+        why: "its node node-b is not Ready: Ready is Unknown since 2026-12-07T18:50:00.000Z (NodeStatusUnknown: Kubelet stopped posting node status.)",
+      },
+      {
+        namespace: "task-1",
+        name: "desk-proxy",
+        node: "node-a",
+        why: "it was still terminating 40 s past its grace period on node node-a",
+      },
+    ]);
+  });
+
+  it("is asked of an API server that does not answer for a bounded time, naming what did not answer", async () => {
+    // An API server that takes every request and never answers one (a control plane stuck, a proxy in the way).
+    const held: http.ServerResponse[] = [];
+    const server = http.createServer((_req, res) => void held.push(res));
+    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+    const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    try {
+      const dir = tempDir("k8s-silent-");
+      const file = write(dir, "config", kubeconfig(["silent"], "silent", url));
+      const core = coreApi(loadKubeConfig({ kubeconfig: file }, {}));
+      const states = await podStates(core, [{ name: "shop-server", namespace: "task-1" }], { timeoutMs: 500 });
+      expect(states).toEqual([
+        {
+          name: "shop-server",
+          namespace: "task-1",
+          phase: "Unknown",
+          ready: false,
+          restarts: 0,
+          error: "listing the pods of namespace task-1: no answer within 0.5 s",
+        },
+      ]);
+      expect(held.length).toBeGreaterThan(0);
+    } finally {
+      for (const res of held) res.destroy();
+      server.closeAllConnections();
+      server.close();
+    }
   });
 });
 

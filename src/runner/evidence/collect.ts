@@ -25,6 +25,7 @@ import {
   type ComputerEvidence,
   type DeployedMarks,
   type RunRecord,
+  type LostPartRecord,
 } from "./run-record";
 
 /** Collection failed under --fail-on-capture-error; `what` says which captures and why. */
@@ -58,6 +59,8 @@ export interface CollectOptions {
   failOnCaptureError?: boolean;
   /** Progress and warnings, one line each. */
   log?: (line: string) => void;
+  /** The parts found lost before collecting (`down`): recorded in run.json, each once. */
+  lostParts?: LostPartRecord[];
 }
 
 export interface CollectResult {
@@ -293,6 +296,13 @@ export async function collectRun(options: CollectOptions): Promise<CollectResult
   const { stack, artifactsDir, log = () => {} } = options;
   let record = await readRunRecord(artifactsDir, stack);
   if (options.marks) record = { ...record, ...options.marks };
+  if (options.lostParts !== undefined && options.lostParts.length > 0) {
+    const known = new Set((record.lostParts ?? []).map((p) => p.name));
+    record = {
+      ...record,
+      lostParts: [...(record.lostParts ?? []), ...options.lostParts.filter((p) => !known.has(p.name))],
+    };
+  }
 
   let captureTraffic = options.captureTraffic;
   let result = { record, downloaded: [] as string[], skipped: [] as string[], errors: [] as CaptureErrorRecord[] };

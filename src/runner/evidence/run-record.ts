@@ -96,6 +96,24 @@ export interface EpisodeRecord {
   takeovers?: TakeoverRecord[];
 }
 
+/**
+ * A part of the env that was lost when its evidence was collected (a pod on a node that is not Ready): what it held
+ * was not collected, and why.
+ */
+export interface LostPartRecord {
+  /** The pod's (or container's) name. */
+  name: string;
+  /** The part it is (`site shop's server, with its capture`), when its labels say. */
+  part?: string;
+  node?: string;
+  /** Why it is lost (its node's Ready condition). */
+  why: string;
+  /** What of the run's evidence it held and could not give (`its captures`); empty when it held none. */
+  notCollected: string[];
+  /** When it was found lost. */
+  at: string;
+}
+
 export interface RunRecord {
   stack: string;
   updatedAt: string;
@@ -134,6 +152,8 @@ export interface RunRecord {
   humanAssisted?: boolean;
   /** Every takeover of the run, each with its episode. */
   takeovers?: TakeoverRecord[];
+  /** The parts found lost by a collection (`down` with a node lost), each once. */
+  lostParts?: LostPartRecord[];
 }
 
 export function emptyRunRecord(stack: string): RunRecord {

@@ -9,6 +9,8 @@ import { endProxyConnections, logsSettled } from "../evidence/proxy-logs";
 import { closeBrowser } from "./sign-in";
 import { errorMessage, RunnerError } from "../errors";
 import { readOutputs, syntheticDomainsOf, withGatewayAccess, type GatewayAccess } from "../stack/outputs";
+import type { LostPartRecord } from "../evidence/run-record";
+import { partOf, type ContainerState, type EnvRuntime } from "../targets/env-runtime";
 
 /** The part of the Automation API's Stack the lifecycle commands use. `Stack` satisfies it as it is. */
 export interface StackSeam {
@@ -32,6 +34,11 @@ export interface DownOptions {
    * true: the env is about to be destroyed anyway).
    */
   endConnections?: boolean;
+  /**
+   * The target's runtime: the parts lost (a pod on a node that is not Ready) are named before collecting and recorded
+   * in run.json, and the destroy is run through it (kubernetes force-deletes the pods a lost node holds).
+   */
+  runtime?: Pick<EnvRuntime, "kind" | "states" | "destroying">;
 }
 
 export interface DownResult {
@@ -105,6 +112,40 @@ export async function completeProxyLogs(
   if (unsettled.length > 0) await logsSettled(access, unsettled);
 }
 
+/** What a lost part held of the run's evidence, which cannot be collected from it. */
+function evidenceHeldBy(container: ContainerState): string[] {
+  if (container.role === "gateway")
+    return ["everything read through the gateway (captures, site-proxy logs, request logs, replay counters)"];
+  if (container.role === "site-proxy")
+    return [`computer ${container.computer ?? "?"}'s site-proxy log and request log`];
+  if (container.role === "replay") return [`site ${container.site ?? "?"}'s replay counters`];
+  return container.captures ? ["its captures"] : [];
+}
+
+/** The parts lost (each on a node that is not Ready), as run.json records them. Pure. */
+export function lostParts(containers: ContainerState[], at = new Date().toISOString()): LostPartRecord[] {
+  return containers.flatMap((c): LostPartRecord[] => {
+    if (c.nodeNotReady === undefined) return [];
+    const part = partOf(c);
+    return [
+      {
+        name: c.name,
+        ...(part !== undefined ? { part } : {}),
+        ...(c.node !== undefined ? { node: c.node } : {}),
+        why: `its node ${c.node ?? "?"} is not Ready: ${c.nodeNotReady}`,
+        notCollected: evidenceHeldBy(c),
+        at,
+      },
+    ];
+  });
+}
+
+/** A lost part in one line: which, where, and what of its evidence is not collected. */
+export function lostPartLine(stack: string, lost: LostPartRecord): string {
+  const what = lost.notCollected.length > 0 ? `${lost.notCollected.join(", ")} not collected` : "it held no evidence";
+  return `stack ${stack}: pod ${lost.name}${lost.part ? ` (${lost.part})` : ""} is lost, since ${lost.why}: ${what}`;
+}
+
 /**
  * Collects the run (captures not yet stored, the computers' site-proxy logs, run.json), then destroys the stack.
  * With `failOnCaptureError`, a collection that fails leaves the stack deployed and throws, naming what to do.
@@ -121,11 +162,21 @@ export async function collectThenDestroy(stack: StackSeam, options: DownOptions)
     // what it could not store, and fails only under --fail-on-capture-error.
     const onUnreachable = (error: unknown) =>
       log(`warning: stack ${stack.name}: the gateway cannot be reached: ${errorMessage(error).split("\n")[0]}`);
+    // A part on a lost node is named before anything waits on it; the collection goes on with what answers.
+    let lost: LostPartRecord[] = [];
+    // Nodes are a cluster's: on an engine, a container is there or not, which the collection finds for itself.
+    if (options.runtime?.kind === "kubernetes")
+      try {
+        lost = lostParts(await options.runtime.states());
+      } catch (error) {
+        log(`warning: stack ${stack.name}: the parts' states could not be read: ${errorMessage(error).split("\n")[0]}`);
+      }
+    for (const part of lost) log(`warning: ${lostPartLine(stack.name, part)}`);
     collected = await withGatewayAccess(
       map,
       stack.name,
       async (access) => {
-        const collectOptions = collectOptionsFor(stack.name, map, artifactsDir, access)!;
+        const collectOptions = { ...collectOptionsFor(stack.name, map, artifactsDir, access)!, lostParts: lost };
         if (options.endConnections !== false && collectOptions.computers.length > 0)
           await completeProxyLogs(collectOptions, log);
         try {
@@ -140,6 +191,9 @@ export async function collectThenDestroy(stack: StackSeam, options: DownOptions)
       { onUnreachable },
     );
   }
-  await stack.destroy({ onEvent: options.onEvent });
+  const destroy = () => stack.destroy({ onEvent: options.onEvent });
+  if (options.runtime !== undefined)
+    await options.runtime.destroying(destroy, (line) => log(`stack ${stack.name}: ${line}`));
+  else await destroy();
   return { collected, destroyed: true };
 }

@@ -86,6 +86,7 @@ export function formatStatus(status: StackStatus): string {
         c.health ?? "-",
         ...(pods ? [`${c.restarts ?? 0} restarts`] : []),
         c.engine,
+        ...(c.node !== undefined ? [`node ${c.node}${c.nodeNotReady !== undefined ? " (NOT Ready)" : ""}`] : []),
         ...(c.reason !== undefined ? [c.reason] : []),
         ...(c.error !== undefined ? [c.error] : []),
       ]),

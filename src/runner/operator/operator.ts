@@ -18,7 +18,13 @@ import type { SelfTestOutput } from "../../plan/stack-outputs";
 import type { LiveReason } from "../../plan/types";
 import { artifactsDirOf, RUN_RECORD_FILE } from "../evidence/artifacts";
 import { DEFAULT_PROJECT_DIR } from "../stack/project-dir";
-import { containerProblem, countContainers, type ContainerCounts, type ContainerState } from "../targets/env-runtime";
+import {
+  containerProblem,
+  countContainers,
+  partOf,
+  type ContainerCounts,
+  type ContainerState,
+} from "../targets/env-runtime";
 import { errorMessage, RunnerError } from "../errors";
 import { readOutputs, type GatewayAccess, type StackOutputs } from "../stack/outputs";
 import { readRunRecord } from "../evidence/run-record";
@@ -212,6 +218,10 @@ export interface StackStatus {
   };
 }
 
+/**
+ * How long status waits for each of the gateway's answers (its health, a proxy log, the captures' listing): a part
+ * that does not answer (its node lost) is named, never waited for.
+ */
 const HEALTHZ_TIMEOUT_MS = 15_000;
 
 async function gatewayHealth(gateway: GatewayClient): Promise<GatewayHealth> {
@@ -253,7 +263,10 @@ export function statusProblems(status: Omit<StackStatus, "healthy" | "problems">
     // judged it: by the gateway's /healthz, which answers ready only when every site server answers /ready.
     if (container.health === "starting" && container.state === "running" && healthz.ok) continue;
     const problem = containerProblem(container);
-    if (problem !== undefined) problems.push(`${container.kind ?? "container"} ${container.name}: ${problem}`);
+    if (problem === undefined) continue;
+    // A pod says which part of the env it is: a name alone does not tell an operator that a capture went with it.
+    const part = container.kind === "pod" ? partOf(container) : undefined;
+    problems.push(`${container.kind ?? "container"} ${container.name}${part ? ` (${part})` : ""}: ${problem}`);
   }
   if (!healthz.ok) {
     const why =
@@ -319,14 +332,14 @@ async function statusThrough(
     Promise.all(
       computers.map(async (computer): Promise<[string, ProxyLogSize | { error: string }]> => {
         try {
-          return [computer, proxyLogSize(await gateway.proxyLog(computer))];
+          return [computer, proxyLogSize(await gateway.proxyLog(computer, AbortSignal.timeout(HEALTHZ_TIMEOUT_MS)))];
         } catch (error) {
           return [computer, { error: firstLine(error) }];
         }
       }),
     ),
     outputs.captureTraffic
-      ? gateway.captures().then(
+      ? gateway.captures(AbortSignal.timeout(HEALTHZ_TIMEOUT_MS)).then(
           (files) => ({ count: files.length, bytes: files.reduce((sum, f) => sum + f.bytes, 0), files }),
           (error: unknown) => ({ error: firstLine(error) }),
         )

@@ -24,6 +24,12 @@ export interface EnvRuntime {
    * was checked and is gone, `left` what is still there, a line each saying how to remove it.
    */
   checkDestroyed(): Promise<{ gone: string[]; left: string[] }>;
+  /**
+   * Runs `destroy`, finishing what the target cannot finish alone meanwhile (kubernetes: a pod on a node that is not
+   * Ready never finishes terminating, and its namespace never goes, so it is force-deleted); `log` is told each thing
+   * done, one line each.
+   */
+  destroying<T>(destroy: () => Promise<T>, log: (line: string) => void): Promise<T>;
 }
 
 /** A container's state as the engine reports it (or a pod's, as the cluster does: kubernetes/runtime.ts). */
@@ -52,6 +58,12 @@ export interface ContainerState {
   reason?: string;
   /** Why the engine could not be asked, when it could not. */
   error?: string;
+  /** A pod's node. */
+  node?: string;
+  /** Why a pod's node is not Ready, when it is not: the pod is lost with it (its own status is then stale). */
+  nodeNotReady?: string;
+  /** A website pod that captures (its capture sidecars are in it, and lost with it). */
+  captures?: boolean;
 }
 
 /** Running/healthy out of total. */
@@ -62,15 +74,19 @@ export interface ContainerCounts {
   healthy: number;
 }
 
-/** True when the container runs and its healthcheck, if it has one, says healthy (a pod: it is Ready). */
-export function isHealthy(container: Pick<ContainerState, "state" | "health">): boolean {
+/**
+ * True when the container runs and its healthcheck, if it has one, says healthy (a pod: it is Ready, on a node that
+ * is Ready).
+ */
+export function isHealthy(container: Pick<ContainerState, "state" | "health" | "nodeNotReady">): boolean {
   return (
+    container.nodeNotReady === undefined &&
     container.state === "running" &&
     (container.health === undefined || container.health === "healthy" || container.health === "ready")
   );
 }
 
-export function countContainers(states: Pick<ContainerState, "state" | "health">[]): ContainerCounts {
+export function countContainers(states: Pick<ContainerState, "state" | "health" | "nodeNotReady">[]): ContainerCounts {
   return {
     total: states.length,
     running: states.filter((s) => s.state === "running").length,
@@ -78,10 +94,27 @@ export function countContainers(states: Pick<ContainerState, "state" | "health">
   };
 }
 
+/**
+ * The part of the env a container or pod is, in words (`site shop's server, with its capture`, `the gateway`,
+ * `computer desk's browser`); undefined when its labels do not say.
+ */
+export function partOf(container: Pick<ContainerState, "role" | "site" | "computer" | "captures">): string | undefined {
+  const { role, site, computer } = container;
+  const capture = container.captures ? ", with its capture" : "";
+  if (role === "gateway") return "the gateway";
+  if (site !== undefined && role !== undefined)
+    return `site ${site}'s ${role === "replay" ? "replay server" : role}${capture}`;
+  if (computer !== undefined && role !== undefined)
+    return `computer ${computer}'s ${role === "browser" ? "browser" : "site proxy"}`;
+  return undefined;
+}
+
 /** What is wrong with a container, in words (`exited`, `running but unhealthy`), or undefined when nothing is. */
 export function containerProblem(container: ContainerState): string | undefined {
   if (isHealthy(container)) return undefined;
   const where = container.kind === "pod" ? "cluster" : "engine";
+  if (container.nodeNotReady !== undefined)
+    return `gone with its node ${container.node ?? "?"}, which is not Ready: ${container.nodeNotReady}`;
   if (container.error !== undefined) return `its ${where} (${container.engine}) did not answer: ${container.error}`;
   if (container.state === "missing") return `not on its ${where} (${container.engine})`;
   const reason = container.reason !== undefined ? ` (${container.reason})` : "";

@@ -90,6 +90,19 @@ export async function namespaceGone(cluster: TestCluster, namespace: string): Pr
   );
 }
 
+/**
+ * Loses a node of the test cluster as a node is lost when its kubelet dies (`scripts/test-cluster.sh node <letter>
+ * stop`: its containerd and pods' containers go on), or starts its kubelet again and waits until it is Ready.
+ */
+export function nodeKubelet(letter: "a" | "b", action: "stop" | "start"): void {
+  execFileSync("bash", [SCRIPT, "node", letter, action], { stdio: ["ignore", "ignore", "inherit"], timeout: 300_000 });
+}
+
+/** The Ready condition's status of a node (`True`, `False`, `Unknown`), asked with kubectl. */
+export function nodeReady(cluster: TestCluster, node: string): string {
+  return kubectl(cluster, ["get", "node", node, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']);
+}
+
 /** `kubectl get -o json` of one object, parsed. */
 export function getJson(cluster: TestCluster, namespace: string, kind: string, name: string): any {
   return JSON.parse(kubectl(cluster, ["get", "-n", namespace, kind, name, "-o", "json"]));

@@ -137,5 +137,7 @@ export function dockerRuntime(resources: StateResource[]): EnvRuntime {
     },
     // The engine's containers, networks and volumes are the state's resources: the destroy removed each.
     checkDestroyed: async () => ({ gone: [], left: [] }),
+    // An engine removes a container whatever its state: nothing to help.
+    destroying: (destroy) => destroy(),
   };
 }

@@ -6,8 +6,13 @@ import type { ContainerState, EnvRuntime } from "../env-runtime";
 import { errorMessage } from "../../errors";
 import { coreApi, loadKubeConfig, type LoadedKubeConfig } from "../../../engines/kubernetes";
 import { namespaceGone } from "./namespaces";
-import { podStates, recreatePod, type PodState } from "./pods";
+import { forceDeleteStuckPods, podStates, recreatePod, type PodState } from "./pods";
 import { clusterTargetOf, stackNamespaces, stackPods, type StackPod } from "./state";
+
+/** How often a destroy looks for pods that will not finish terminating on their own. */
+const FORCE_SWEEP_MS = 3_000;
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
 /** A pod's state in the shape `status` and `ls` show every target's containers in. */
 export function asContainerState(pod: PodState, context: string): ContainerState {
@@ -23,6 +28,9 @@ export function asContainerState(pod: PodState, context: string): ContainerState
     restarts: pod.restarts,
     ...(pod.reason ? { reason: pod.reason } : {}),
     ...(pod.error !== undefined ? { error: pod.error } : {}),
+    ...(pod.node !== undefined ? { node: pod.node } : {}),
+    ...(pod.nodeNotReady !== undefined ? { nodeNotReady: pod.nodeNotReady } : {}),
+    ...(pod.captures ? { captures: true } : {}),
   };
 }
 
@@ -75,6 +83,30 @@ export function kubernetesRuntime(
       if (chosen.length === 0) return;
       const core = coreApi(cluster());
       await Promise.all(chosen.map((p) => recreatePod(core, p.namespace, p.name)));
+    },
+    async destroying(destroy, log) {
+      if (namespaces.length === 0) return destroy();
+      const core = coreApi(cluster());
+      const forced = new Set<string>();
+      let destroyed = false;
+      // Swept every few seconds while the destroy waits for its pods and namespace to go: a sweep that fails (the
+      // API server busy) is tried again, and the destroy's own error is the one that counts.
+      const sweeping = (async () => {
+        while (!destroyed) {
+          try {
+            for (const line of await forceDeleteStuckPods(core, namespaces, { skip: forced })) log(line);
+          } catch (error) {
+            log(`warning: terminating pods not checked this time: ${errorMessage(error).split("\n")[0]}`);
+          }
+          for (let waited = 0; waited < FORCE_SWEEP_MS && !destroyed; waited += 250) await sleep(250);
+        }
+      })();
+      try {
+        return await destroy();
+      } finally {
+        destroyed = true;
+        await sweeping;
+      }
     },
     async checkDestroyed() {
       const gone: string[] = [];
