@@ -43,6 +43,7 @@ import { readRunRecord, recordFailedSelfTest, withReproducibility, writeRunRecor
 import { runtimeOf } from "./targets/runtimes";
 import type { StateResource as EngineStateResource } from "../engines/docker";
 import { collectEngineError } from "./stack/engine-errors";
+import { settleWithLimit } from "./stack/concurrency";
 import { providePlugin } from "./stack/toolchain";
 import * as operations from "./stack/operations";
 import { parseSelfTestFailure } from "../protocol/self-test-failure";
@@ -301,6 +302,45 @@ export async function deployStack(
       },
       options,
     );
+  });
+}
+
+export interface DeployManyOptions extends DeployOptions {
+  /**
+   * Deploys under way at once (default DEFAULT_DEPLOY_CONCURRENCY): the others wait their turn. Each deploy is an
+   * engine and a provider of its own, and on a cluster its API requests and pods all starting together.
+   */
+  concurrency?: number;
+  /** Told as each deploy ends, done or failed, with the time since it started (ms) and since deployStacks began. */
+  onSettled?: (stack: string, outcome: { ok: boolean; deployMs: number; sinceStartMs: number }) => void;
+}
+
+/** Deploys at once by default: a deploy takes about a core while it starts its env's processes. */
+export const DEFAULT_DEPLOY_CONCURRENCY = 4;
+
+/**
+ * Deploys many task stacks (one per task) from this process, at most `concurrency` under way at once, each as
+ * deployStack deploys it. Every stack's outcome is in its place: one refused or failed deploy stops none of the
+ * others, and its error is the one-line RunnerError deployStack gives.
+ */
+export async function deployStacks(
+  stacks: (string | StackSpec)[],
+  options: DeployManyOptions = {},
+): Promise<PromiseSettledResult<DeployedStack>[]> {
+  const { concurrency = DEFAULT_DEPLOY_CONCURRENCY, onSettled, ...deploy } = options;
+  const began = Date.now();
+  return settleWithLimit(stacks, concurrency, async (stack) => {
+    const started = Date.now();
+    const told = (ok: boolean) =>
+      onSettled?.(nameOf(stack), { ok, deployMs: Date.now() - started, sinceStartMs: Date.now() - began });
+    try {
+      const deployed = await deployStack(stack, deploy);
+      told(true);
+      return deployed;
+    } catch (error) {
+      told(false);
+      throw error;
+    }
   });
 }
 

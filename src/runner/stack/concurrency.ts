@@ -1,0 +1,30 @@
+// Many stacks' operations from one runner, at most so many under way at once: each deploy of an env is a Pulumi
+// engine, a provider and (on a cluster) its API requests and pods starting together, and too many at once on a small
+// machine or cluster make every one of them slow, or the cluster refuse them.
+
+/**
+ * Runs `operation` on every item, at most `limit` under way at once, in the items' order as room frees; every
+ * item's outcome is kept in its place (one failing stops none of the others).
+ */
+export async function settleWithLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  operation: (item: T, index: number) => Promise<R>,
+): Promise<PromiseSettledResult<R>[]> {
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new RangeError(`concurrency ${limit}: give a whole number of 1 or more`);
+  const results: PromiseSettledResult<R>[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      try {
+        results[index] = { status: "fulfilled", value: await operation(items[index], index) };
+      } catch (reason) {
+        results[index] = { status: "rejected", reason };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
