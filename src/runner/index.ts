@@ -44,6 +44,9 @@ import { runtimeOf } from "./targets/runtimes";
 import type { StateResource as EngineStateResource } from "../engines/docker";
 import { collectEngineError } from "./stack/engine-errors";
 import { settleWithLimit } from "./stack/concurrency";
+import { engineRefusal, watchRefusals } from "./targets/kubernetes/refusals";
+import { coreApi, loadKubeConfig } from "../engines/kubernetes";
+import type { CoreV1Api } from "@kubernetes/client-node";
 import { providePlugin } from "./stack/toolchain";
 import * as operations from "./stack/operations";
 import { parseSelfTestFailure } from "../protocol/self-test-failure";
@@ -208,6 +211,43 @@ function cancelled(stack: string, signal: AbortSignal | undefined): RunnerError 
   );
 }
 
+/** What the cluster refused a deploy, as the watch of the stack's namespace found it, and the signal it cancels by. */
+interface RefusalWatch {
+  signal: AbortSignal;
+  line?: string;
+  stop: () => void;
+}
+
+/**
+ * On the kubernetes target, a watch of the stack's namespace that cancels the deploy once a pod is blocked for good
+ * (refusals.ts); on the others, a signal never aborted. A cluster the kubeconfig does not name is the program's to
+ * report: the watch is then none.
+ */
+function watchClusterRefusals(opened: OpenedStack, log: (line: string) => void): RefusalWatch {
+  const abort = new AbortController();
+  const watch: RefusalWatch = { signal: abort.signal, stop: () => undefined };
+  if (opened.target !== "kubernetes") return watch;
+  let core: CoreV1Api;
+  try {
+    core = coreApi(loadKubeConfig(opened.cluster));
+  } catch {
+    return watch;
+  }
+  watch.stop = watchRefusals(core, opened.name, (line) => {
+    watch.line = line;
+    log(`${line}; cancelling the deploy`);
+    abort.abort();
+  });
+  return watch;
+}
+
+/** A deploy the cluster refused: its line, and what is left of it. */
+function refusedDeploy(stack: string, line: string): RunnerError {
+  return new RunnerError(
+    `${line}. What was created is in the state: \`multienv down ${stack}\` removes it, \`multienv up ${stack}\` tries again`,
+  );
+}
+
 /**
  * Deploys a task stack (`pulumi up`), reporting progress through `log`, and writes the run's live marks to
  * artifacts/<stack>/run.json. The control token is not in the result: ask for it with gatewayAccess().
@@ -245,17 +285,26 @@ export async function deployStack(
       progress.setTotal(counter.total);
     }
     const errors: string[] = [];
+    const refusal = watchClusterRefusals(opened, log);
+    const signal = options.signal ? AbortSignal.any([options.signal, refusal.signal]) : refusal.signal;
     const result = await operations
       .up(opened.stack, {
-        signal: options.signal,
+        signal,
         onEvent: (event) => {
           progress.onEvent(event);
           collectEngineError(event, errors);
         },
       })
+      .finally(refusal.stop)
       .catch(async (error: unknown) => {
         const cancel = cancelled(opened.name, options.signal);
         if (cancel) throw cancel;
+        if (refusal.line !== undefined) throw refusedDeploy(opened.name, refusal.line);
+        const refused =
+          opened.target === "kubernetes"
+            ? errors.map((e) => engineRefusal(e, opened.name)).find((line) => line !== undefined)
+            : undefined;
+        if (refused !== undefined) throw refusedDeploy(opened.name, refused);
         // A failed self-test's outputs are not saved: its error's lines are what run.json can keep of it.
         const selfTest = errors.map(parseSelfTestFailure).find((failure) => failure !== undefined);
         if (selfTest)
