@@ -27,7 +27,7 @@
 // The last line is one JSON object with every figure. Options (env): BENCH_ENVS (20), BENCH_CONCURRENCY (the
 // runner's default, DEFAULT_DEPLOY_CONCURRENCY), BENCH_SHAPE (lite), BENCH_IDLE_SECONDS (20), BENCH_ROUNDS (2).
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { loadavg } from "node:os";
 import path from "node:path";
 import {
@@ -211,6 +211,8 @@ async function batch(target: Target): Promise<Batch> {
   const destroyStarted = Date.now();
   const destroyed = await settleWithLimit(stacks, CONCURRENCY, (s) => destroyStack(s, { remove: true }));
   const destroySeconds = (Date.now() - destroyStarted) / 1000;
+  // A spec's stack file is written beside the project's; the bench's go with their stacks.
+  for (const s of stacks) rmSync(path.join(REPO, "stacks", `Pulumi.${s}.yaml`), { force: true });
   const destroyFailures = destroyed.flatMap((r, i) =>
     r.status === "rejected" ? [`${stacks[i]}: ${String((r.reason as Error).message).split("\n")[0]}`] : [],
   );
@@ -304,6 +306,7 @@ async function round(target: Target, i: number): Promise<Round> {
   const destroyStarted = Date.now();
   await destroyStack(stack, { log: () => undefined });
   const destroySeconds = (Date.now() - destroyStarted) / 1000;
+  rmSync(path.join(REPO, "stacks", `Pulumi.${stack}.yaml`), { force: true });
   console.log(
     `${target} round ${i + 1}: deploy-to-healthy ${deploySeconds.toFixed(1)} s, idle env ${idleMemoryMib.toFixed(0)} MiB, destroy ${destroySeconds.toFixed(1)} s`,
   );

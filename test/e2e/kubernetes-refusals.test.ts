@@ -8,7 +8,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deployStack, destroyStack, RunnerError, type StackSpec } from "../../src/runner";
 import { until } from "../helpers/until";
-import { e2eStack, REPO } from "./helpers/env";
+import { e2eStack, REPO, stackFileOf } from "./helpers/env";
 import { kubectl, namespaceGone, PREREQUISITES_TIMEOUT_MS, testCluster, type TestCluster } from "./helpers/kubernetes";
 
 const UNPLACEABLE = e2eStack("k8s-noroom");
@@ -48,6 +48,7 @@ async function removeStack(stack: string): Promise<void> {
   await destroyStack(stack, { remove: true }).catch(() => undefined);
   kubectl(cluster, ["delete", "namespace", stack, "--ignore-not-found", "--wait=false"]);
   fs.rmSync(path.join(REPO, "artifacts", stack), { recursive: true, force: true });
+  fs.rmSync(stackFileOf(stack), { force: true });
 }
 
 beforeAll(async () => {
