@@ -185,7 +185,7 @@ async function batch(target: Target): Promise<Batch> {
       onSettled: (stack, outcome) => {
         if (outcome.ok) deploySeconds.push(outcome.deployMs / 1000);
         console.log(
-          `${target} ${stack}: ${outcome.ok ? "deployed" : "failed"} in ${(outcome.deployMs / 1000).toFixed(1)} s (${(outcome.sinceStartMs / 1000).toFixed(1)} s into the batch), load ${load().join(" ")}`,
+          `${target} ${stack}: ${outcome.ok ? "deployed" : "failed"} in ${(outcome.deployMs / 1000).toFixed(1)} s (${(outcome.sinceStartMs / 1000).toFixed(1)} s into the batch), load ${load().join(" ")}${outcome.error ? `: ${outcome.error.split("\n")[0]}` : ""}`,
         );
       },
     },

@@ -360,8 +360,11 @@ export interface DeployManyOptions extends DeployOptions {
    * engine and a provider of its own, and on a cluster its API requests and pods all starting together.
    */
   concurrency?: number;
-  /** Told as each deploy ends, done or failed, with the time since it started (ms) and since deployStacks began. */
-  onSettled?: (stack: string, outcome: { ok: boolean; deployMs: number; sinceStartMs: number }) => void;
+  /**
+   * Told as each deploy ends, done or failed (with its error's message), with the time since it started (ms) and
+   * since deployStacks began.
+   */
+  onSettled?: (stack: string, outcome: { ok: boolean; deployMs: number; sinceStartMs: number; error?: string }) => void;
 }
 
 /** Deploys at once by default: a deploy takes about a core while it starts its env's processes. */
@@ -380,14 +383,19 @@ export async function deployStacks(
   const began = Date.now();
   return settleWithLimit(stacks, concurrency, async (stack) => {
     const started = Date.now();
-    const told = (ok: boolean) =>
-      onSettled?.(nameOf(stack), { ok, deployMs: Date.now() - started, sinceStartMs: Date.now() - began });
+    const told = (error?: unknown) =>
+      onSettled?.(nameOf(stack), {
+        ok: error === undefined,
+        deployMs: Date.now() - started,
+        sinceStartMs: Date.now() - began,
+        ...(error === undefined ? {} : { error: errorMessage(error) }),
+      });
     try {
       const deployed = await deployStack(stack, deploy);
-      told(true);
+      told();
       return deployed;
     } catch (error) {
-      told(false);
+      told(error);
       throw error;
     }
   });

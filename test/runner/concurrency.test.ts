@@ -63,9 +63,9 @@ describe("deployStacks", () => {
     const told: string[] = [];
     const results = await deployStacks(["Bad Name", { name: "also bad!", config: {} }], {
       concurrency: 1,
-      onSettled: (stack, outcome) => told.push(`${stack} ${outcome.ok}`),
+      onSettled: (stack, outcome) => told.push(`${stack} ${outcome.ok} ${outcome.error?.includes(stack)}`),
     });
-    expect(told).toEqual(["Bad Name false", "also bad! false"]);
+    expect(told).toEqual(["Bad Name false true", "also bad! false true"]);
     for (const [i, result] of results.entries()) {
       expect(result.status).toBe("rejected");
       const reason = (result as PromiseRejectedResult).reason as Error;
