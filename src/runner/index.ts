@@ -43,7 +43,7 @@ import { readRunRecord, recordFailedSelfTest, withReproducibility, writeRunRecor
 import { runtimeOf } from "./targets/runtimes";
 import type { StateResource as EngineStateResource } from "../engines/docker";
 import { collectEngineError } from "./stack/engine-errors";
-import { settleWithLimit } from "./stack/concurrency";
+import { DEFAULT_DEPLOY_CONCURRENCY, settleWithLimit } from "./stack/concurrency";
 import { engineRefusal, watchRefusals } from "./targets/kubernetes/refusals";
 import { coreApi, loadKubeConfig } from "../engines/kubernetes";
 import type { CoreV1Api } from "@kubernetes/client-node";
@@ -367,8 +367,7 @@ export interface DeployManyOptions extends DeployOptions {
   onSettled?: (stack: string, outcome: { ok: boolean; deployMs: number; sinceStartMs: number; error?: string }) => void;
 }
 
-/** Deploys at once by default: a deploy takes about a core while it starts its env's processes. */
-export const DEFAULT_DEPLOY_CONCURRENCY = 4;
+export { DEFAULT_DEPLOY_CONCURRENCY } from "./stack/concurrency";
 
 /**
  * Deploys many task stacks (one per task) from this process, at most `concurrency` under way at once, each as

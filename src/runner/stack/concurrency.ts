@@ -3,6 +3,13 @@
 // machine or cluster make every one of them slow, or the cluster refuse them.
 
 /**
+ * Deploys under way at once by default, wherever the runner deploys many (deployStacks, a warm pool's keeper): a
+ * deploy takes about a core while its env's processes start. Four at once on 2 cores, the test cluster's daemons and
+ * other work beside them, had three deploys of four miss the gateway's 240 s start at load 50 to 70 (bench:kubernetes).
+ */
+export const DEFAULT_DEPLOY_CONCURRENCY = 2;
+
+/**
  * Runs `operation` on every item, at most `limit` under way at once, in the items' order as room frees; every
  * item's outcome is kept in its place (one failing stops none of the others).
  */
