@@ -52,7 +52,7 @@ const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 20);
 const REPO = path.resolve(__dirname, "..");
 
 if (SHAPE !== "lite" && SHAPE !== "demo") throw new Error(`BENCH_SHAPE ${SHAPE}: write lite or demo`);
-useBenchPulumi();
+const STATE = useBenchPulumi();
 
 const CLUSTER_SCRIPT = path.join(REPO, "scripts/test-cluster.sh");
 const kubeconfig = execFileSync("bash", [CLUSTER_SCRIPT, "up"], {
@@ -349,7 +349,9 @@ async function oneAtATime(): Promise<void> {
   );
 }
 
-(ENVS === 1 ? oneAtATime() : many()).catch((error: unknown) => {
-  console.error(`bench:kubernetes: ${error instanceof Error ? error.message : String(error)}`);
-  process.exit(1);
-});
+(ENVS === 1 ? oneAtATime() : many())
+  .then(() => rmSync(STATE, { recursive: true, force: true }))
+  .catch((error: unknown) => {
+    console.error(`bench:kubernetes: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  });
