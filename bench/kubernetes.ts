@@ -183,9 +183,9 @@ async function batch(target: Target): Promise<Batch> {
       concurrency: CONCURRENCY,
       selfTest: false,
       onSettled: (stack, outcome) => {
-        if (outcome.ok) deploySeconds.push(outcome.deployMs / 1000);
+        if (outcome.ok) deploySeconds.push(outcome.ms / 1000);
         console.log(
-          `${target} ${stack}: ${outcome.ok ? "deployed" : "failed"} in ${(outcome.deployMs / 1000).toFixed(1)} s (${(outcome.sinceStartMs / 1000).toFixed(1)} s into the batch), load ${load().join(" ")}${outcome.error ? `: ${outcome.error.split("\n")[0]}` : ""}`,
+          `${target} ${stack}: ${outcome.ok ? "deployed" : "failed"} in ${(outcome.ms / 1000).toFixed(1)} s (${(outcome.sinceStartMs / 1000).toFixed(1)} s into the batch), load ${load().join(" ")}${outcome.error ? `: ${outcome.error.split("\n")[0]}` : ""}`,
         );
       },
     },

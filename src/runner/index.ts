@@ -43,10 +43,8 @@ import { readRunRecord, recordFailedSelfTest, withReproducibility, writeRunRecor
 import { runtimeOf } from "./targets/runtimes";
 import type { StateResource as EngineStateResource } from "../engines/docker";
 import { collectEngineError } from "./stack/engine-errors";
-import { DEFAULT_DEPLOY_CONCURRENCY, settleWithLimit } from "./stack/concurrency";
-import { engineRefusal, watchRefusals } from "./targets/kubernetes/refusals";
-import { coreApi, loadKubeConfig } from "../engines/kubernetes";
-import type { CoreV1Api } from "@kubernetes/client-node";
+import { DEFAULT_DEPLOY_CONCURRENCY, settleWithLimit, type Settled } from "./stack/concurrency";
+import { firstEngineRefusal, refusedDeploy, watchDeployRefusals } from "./targets/kubernetes/refusals";
 import { providePlugin } from "./stack/toolchain";
 import * as operations from "./stack/operations";
 import { parseSelfTestFailure } from "../protocol/self-test-failure";
@@ -76,6 +74,7 @@ import {
   type WorkspaceOptions,
 } from "./stack/workspace";
 export { specFromStackFile } from "./stack/workspace";
+export { DEFAULT_DEPLOY_CONCURRENCY } from "./stack/concurrency";
 
 export { RunnerError } from "./errors";
 export type { StackSpec, WorkspaceOptions } from "./stack/workspace";
@@ -211,43 +210,6 @@ function cancelled(stack: string, signal: AbortSignal | undefined): RunnerError 
   );
 }
 
-/** What the cluster refused a deploy, as the watch of the stack's namespace found it, and the signal it cancels by. */
-interface RefusalWatch {
-  signal: AbortSignal;
-  line?: string;
-  stop: () => void;
-}
-
-/**
- * On the kubernetes target, a watch of the stack's namespace that cancels the deploy once a pod is blocked for good
- * (refusals.ts); on the others, a signal never aborted. A cluster the kubeconfig does not name is the program's to
- * report: the watch is then none.
- */
-function watchClusterRefusals(opened: OpenedStack, log: (line: string) => void): RefusalWatch {
-  const abort = new AbortController();
-  const watch: RefusalWatch = { signal: abort.signal, stop: () => undefined };
-  if (opened.target !== "kubernetes") return watch;
-  let core: CoreV1Api;
-  try {
-    core = coreApi(loadKubeConfig(opened.cluster));
-  } catch {
-    return watch;
-  }
-  watch.stop = watchRefusals(core, opened.name, (line) => {
-    watch.line = line;
-    log(`${line}; cancelling the deploy`);
-    abort.abort();
-  });
-  return watch;
-}
-
-/** A deploy the cluster refused: its line, and what is left of it. */
-function refusedDeploy(stack: string, line: string): RunnerError {
-  return new RunnerError(
-    `${line}. What was created is in the state: \`multienv down ${stack}\` removes it, \`multienv up ${stack}\` tries again`,
-  );
-}
-
 /**
  * Deploys a task stack (`pulumi up`), reporting progress through `log`, and writes the run's live marks to
  * artifacts/<stack>/run.json. The control token is not in the result: ask for it with gatewayAccess().
@@ -285,11 +247,10 @@ export async function deployStack(
       progress.setTotal(counter.total);
     }
     const errors: string[] = [];
-    const refusal = watchClusterRefusals(opened, log);
-    const signal = options.signal ? AbortSignal.any([options.signal, refusal.signal]) : refusal.signal;
+    const refusal = watchDeployRefusals(opened.target === "kubernetes" ? opened.cluster : undefined, opened.name, log);
     const result = await operations
       .up(opened.stack, {
-        signal,
+        signal: options.signal ? AbortSignal.any([options.signal, refusal.signal]) : refusal.signal,
         onEvent: (event) => {
           progress.onEvent(event);
           collectEngineError(event, errors);
@@ -300,10 +261,7 @@ export async function deployStack(
         const cancel = cancelled(opened.name, options.signal);
         if (cancel) throw cancel;
         if (refusal.line !== undefined) throw refusedDeploy(opened.name, refusal.line);
-        const refused =
-          opened.target === "kubernetes"
-            ? errors.map((e) => engineRefusal(e, opened.name)).find((line) => line !== undefined)
-            : undefined;
+        const refused = opened.target === "kubernetes" ? firstEngineRefusal(errors, opened.name) : undefined;
         if (refused !== undefined) throw refusedDeploy(opened.name, refused);
         // A failed self-test's outputs are not saved: its error's lines are what run.json can keep of it.
         const selfTest = errors.map(parseSelfTestFailure).find((failure) => failure !== undefined);
@@ -355,48 +313,23 @@ export async function deployStack(
 }
 
 export interface DeployManyOptions extends DeployOptions {
-  /**
-   * Deploys under way at once (default DEFAULT_DEPLOY_CONCURRENCY): the others wait their turn. Each deploy is an
-   * engine and a provider of its own, and on a cluster its API requests and pods all starting together.
-   */
+  /** Deploys under way at once (default DEFAULT_DEPLOY_CONCURRENCY): the others wait their turn. */
   concurrency?: number;
-  /**
-   * Told as each deploy ends, done or failed (with its error's message), with the time since it started (ms) and
-   * since deployStacks began.
-   */
-  onSettled?: (stack: string, outcome: { ok: boolean; deployMs: number; sinceStartMs: number; error?: string }) => void;
+  /** Told as each deploy ends, done or failed: its time (its wait for a slot left out) and error. */
+  onSettled?: (stack: string, outcome: Settled) => void;
 }
 
-export { DEFAULT_DEPLOY_CONCURRENCY } from "./stack/concurrency";
-
 /**
- * Deploys many task stacks (one per task) from this process, at most `concurrency` under way at once, each as
- * deployStack deploys it. Every stack's outcome is in its place: one refused or failed deploy stops none of the
- * others, and its error is the one-line RunnerError deployStack gives.
+ * Deploys many task stacks (one per task), at most `concurrency` under way at once, each as deployStack does. Each
+ * outcome is in its place: one failed deploy stops none of the others, its error deployStack's one-line RunnerError.
  */
 export async function deployStacks(
   stacks: (string | StackSpec)[],
   options: DeployManyOptions = {},
 ): Promise<PromiseSettledResult<DeployedStack>[]> {
   const { concurrency = DEFAULT_DEPLOY_CONCURRENCY, onSettled, ...deploy } = options;
-  const began = Date.now();
-  return settleWithLimit(stacks, concurrency, async (stack) => {
-    const started = Date.now();
-    const told = (error?: unknown) =>
-      onSettled?.(nameOf(stack), {
-        ok: error === undefined,
-        deployMs: Date.now() - started,
-        sinceStartMs: Date.now() - began,
-        ...(error === undefined ? {} : { error: errorMessage(error) }),
-      });
-    try {
-      const deployed = await deployStack(stack, deploy);
-      told();
-      return deployed;
-    } catch (error) {
-      told(error);
-      throw error;
-    }
+  return settleWithLimit(stacks, concurrency, (stack) => deployStack(stack, deploy), {
+    onSettled: (stack, outcome) => onSettled?.(nameOf(stack), outcome),
   });
 }
 

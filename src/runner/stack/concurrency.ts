@@ -9,26 +9,48 @@
  */
 export const DEFAULT_DEPLOY_CONCURRENCY = 2;
 
+/** How one item's operation ended: its time from its own start and from the whole run's, and its error's message. */
+export interface Settled {
+  ok: boolean;
+  /** From its operation's start (its wait for a slot left out), ms. */
+  ms: number;
+  /** From settleWithLimit's start, ms. */
+  sinceStartMs: number;
+  error?: string;
+}
+
 /**
  * Runs `operation` on every item, at most `limit` under way at once, in the items' order as room frees; every
- * item's outcome is kept in its place (one failing stops none of the others).
+ * item's outcome is kept in its place (one failing stops none of the others), and told to `onSettled` as it ends.
  */
 export async function settleWithLimit<T, R>(
   items: readonly T[],
   limit: number,
   operation: (item: T, index: number) => Promise<R>,
+  options: { onSettled?: (item: T, outcome: Settled) => void } = {},
 ): Promise<PromiseSettledResult<R>[]> {
   if (!Number.isInteger(limit) || limit < 1)
     throw new RangeError(`concurrency ${limit}: give a whole number of 1 or more`);
   const results: PromiseSettledResult<R>[] = new Array(items.length);
+  const began = Date.now();
   let next = 0;
   const worker = async () => {
     while (next < items.length) {
       const index = next++;
+      const started = Date.now();
+      const told = (error?: unknown) =>
+        options.onSettled?.(items[index], {
+          ok: error === undefined,
+          ms: Date.now() - started,
+          sinceStartMs: Date.now() - began,
+          ...(error === undefined ? {} : { error: error instanceof Error ? error.message : String(error) }),
+        });
       try {
         results[index] = { status: "fulfilled", value: await operation(items[index], index) };
+        told();
       } catch (reason) {
         results[index] = { status: "rejected", reason };
+        told(reason);
       }
     }
   };

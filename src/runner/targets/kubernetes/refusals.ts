@@ -6,6 +6,8 @@
 // the deploy with what ran out and what to do. What the API server refuses outright (a ResourceQuota exceeded, too
 // many requests) comes back as the engine's error: engineRefusal turns that into the same kind of line.
 import type { CoreV1Api, CoreV1Event, V1Pod } from "@kubernetes/client-node";
+import { coreApi, loadKubeConfig, type ClusterTarget } from "../../../engines/kubernetes";
+import { RunnerError } from "../../errors";
 
 /** A condition that keeps a pod from running, as the watch sees it on one look. */
 export interface PodBlock {
@@ -102,6 +104,11 @@ export function engineRefusal(error: string, stack: string): string | undefined 
   return undefined;
 }
 
+/** The first of a deploy's engine errors that is the API server refusing it outright, as its one line. */
+export function firstEngineRefusal(errors: string[], stack: string): string | undefined {
+  return errors.map((error) => engineRefusal(error, stack)).find((line) => line !== undefined);
+}
+
 export interface RefusalWatchOptions {
   /** Between two looks at the namespace (default 5 s: two requests a look). */
   pollMs?: number;
@@ -155,4 +162,45 @@ export function watchRefusals(
     stopped = true;
     if (timer) clearTimeout(timer);
   };
+}
+
+/** What the cluster refused a deploy, as the watch of its namespace found it, and the signal the deploy stops by. */
+export interface DeployRefusalWatch {
+  signal: AbortSignal;
+  line?: string;
+  stop: () => void;
+}
+
+/**
+ * A watch of the deploying stack's namespace whose signal aborts once a pod is blocked for good, logging the line;
+ * none (a signal never aborted) without a cluster (another target's deploy). A cluster the kubeconfig does not name
+ * is the program's to report: the watch is then none too.
+ */
+export function watchDeployRefusals(
+  cluster: ClusterTarget | undefined,
+  stack: string,
+  log: (line: string) => void,
+): DeployRefusalWatch {
+  const abort = new AbortController();
+  const watch: DeployRefusalWatch = { signal: abort.signal, stop: () => undefined };
+  let core: CoreV1Api;
+  try {
+    if (cluster === undefined) return watch;
+    core = coreApi(loadKubeConfig(cluster));
+  } catch {
+    return watch;
+  }
+  watch.stop = watchRefusals(core, stack, (line) => {
+    watch.line = line;
+    log(`${line}; cancelling the deploy`);
+    abort.abort();
+  });
+  return watch;
+}
+
+/** A deploy the cluster refused: its line, and what is left of it. */
+export function refusedDeploy(stack: string, line: string): RunnerError {
+  return new RunnerError(
+    `${line}. What was created is in the state: \`multienv down ${stack}\` removes it, \`multienv up ${stack}\` tries again`,
+  );
 }
