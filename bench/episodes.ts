@@ -37,7 +37,7 @@ import {
 } from "../src/runner";
 import { openPoolStore, poolOf, servePools, warmPool } from "../src/runner/pools";
 import { closeComposeApi, composeFileOf, gatewayHealthy } from "./compose";
-import { median, useBenchPulumi } from "./kit";
+import { median, percentile, useBenchPulumi } from "./kit";
 
 const EPISODES = Number(process.env.BENCH_EPISODES ?? 4);
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 2);
@@ -52,11 +52,6 @@ const api = engineClient();
 const STATE = useBenchPulumi();
 
 const seconds = (from: number) => (performance.now() - from) / 1000;
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
 
 function run(file: string, args: string[], cwd: string): Promise<void> {
   return new Promise((resolve, reject) =>

@@ -15,6 +15,12 @@ export function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
+/** The nearest-rank `p`th percentile of `values` (p99 of 20 values is the largest). */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
 /** The directory BENCH_CPU_PROF names for the services' CPU profiles, if any. */
 export const CPU_PROFILE_DIR = process.env.BENCH_CPU_PROF;
 

@@ -43,6 +43,8 @@ import { readRunRecord, recordFailedSelfTest, withReproducibility, writeRunRecor
 import { runtimeOf } from "./targets/runtimes";
 import type { StateResource as EngineStateResource } from "../engines/docker";
 import { collectEngineError } from "./stack/engine-errors";
+import { DEFAULT_DEPLOY_CONCURRENCY, settleWithLimit, type Settled } from "./stack/concurrency";
+import { firstEngineRefusal, refusedDeploy, watchDeployRefusals } from "./targets/kubernetes/refusals";
 import { providePlugin } from "./stack/toolchain";
 import * as operations from "./stack/operations";
 import { parseSelfTestFailure } from "../protocol/self-test-failure";
@@ -73,6 +75,7 @@ import {
   type WorkspaceOptions,
 } from "./stack/workspace";
 export { specFromStackFile } from "./stack/workspace";
+export { DEFAULT_DEPLOY_CONCURRENCY } from "./stack/concurrency";
 
 export { RunnerError } from "./errors";
 export type { StackSpec, WorkspaceOptions } from "./stack/workspace";
@@ -257,17 +260,26 @@ export async function deployStack(
         progress.setTotal(counter.total);
       }
       const errors: string[] = [];
+      const refusal = watchDeployRefusals(
+        opened.target === "kubernetes" ? opened.cluster : undefined,
+        opened.name,
+        log,
+      );
       const result = await operations
         .up(opened.stack, {
-          signal: options.signal,
+          signal: options.signal ? AbortSignal.any([options.signal, refusal.signal]) : refusal.signal,
           onEvent: (event) => {
             progress.onEvent(event);
             collectEngineError(event, errors);
           },
         })
+        .finally(refusal.stop)
         .catch(async (error: unknown) => {
           const cancel = cancelled(opened.name, options.signal);
           if (cancel) throw cancel;
+          if (refusal.line !== undefined) throw refusedDeploy(opened.name, refusal.line);
+          const refused = opened.target === "kubernetes" ? firstEngineRefusal(errors, opened.name) : undefined;
+          if (refused !== undefined) throw refusedDeploy(opened.name, refused);
           // A failed self-test's outputs are not saved: its error's lines are what run.json can keep of it.
           const selfTest = errors.map(parseSelfTestFailure).find((failure) => failure !== undefined);
           if (selfTest)
@@ -316,6 +328,27 @@ export async function deployStack(
       );
     },
   );
+}
+
+export interface DeployManyOptions extends DeployOptions {
+  /** Deploys under way at once (default DEFAULT_DEPLOY_CONCURRENCY): the others wait their turn. */
+  concurrency?: number;
+  /** Told as each deploy ends, done or failed: its time (its wait for a slot left out) and error. */
+  onSettled?: (stack: string, outcome: Settled) => void;
+}
+
+/**
+ * Deploys many task stacks (one per task), at most `concurrency` under way at once, each as deployStack does. Each
+ * outcome is in its place: one failed deploy stops none of the others, its error deployStack's one-line RunnerError.
+ */
+export async function deployStacks(
+  stacks: (string | StackSpec)[],
+  options: DeployManyOptions = {},
+): Promise<PromiseSettledResult<DeployedStack>[]> {
+  const { concurrency = DEFAULT_DEPLOY_CONCURRENCY, onSettled, ...deploy } = options;
+  return settleWithLimit(stacks, concurrency, (stack) => deployStack(stack, deploy), {
+    onSettled: (stack, outcome) => onSettled?.(nameOf(stack), outcome),
+  });
 }
 
 /** The stack's outputs; secrets are "[secret]" unless `showSecrets`. */

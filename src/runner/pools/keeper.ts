@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { AccountRow, LeaseStore } from "../../accounts";
 import { errorMessage, RunnerError } from "../errors";
+import { DEFAULT_DEPLOY_CONCURRENCY } from "../stack/concurrency";
 import {
   admission,
   availableMemory,
@@ -45,7 +46,7 @@ import {
 const RETRY_MS = 30_000;
 
 export interface KeeperOptions extends PoolOptions {
-  /** Deploys under way at once, across the keeper's pools (default 2: a deploy takes a core). */
+  /** Deploys under way at once, across the keeper's pools (default DEFAULT_DEPLOY_CONCURRENCY). */
   deployConcurrency?: number;
   /** The machine's free memory in bytes, as admission counts it (default: MemAvailable, `availableMemory`). */
   availableMemory?: () => Promise<number>;
@@ -213,7 +214,7 @@ export class PoolKeeper {
       const names = new Set(rows.map((r) => r.name));
       let n = 1;
       for (let have = rows.length; have < Math.min(settings.size, limit); have++) {
-        if (this.deploys >= (this.options.deployConcurrency ?? 2)) break;
+        if (this.deploys >= (this.options.deployConcurrency ?? DEFAULT_DEPLOY_CONCURRENCY)) break;
         while (names.has(memberName(task, n)) || this.busy(memberName(task, n))) n++;
         const member = memberName(task, n);
         names.add(member);

@@ -13,6 +13,7 @@ import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { LocalWorkspace, PulumiCommand, Stack, type ConfigMap } from "@pulumi/pulumi/automation";
 import YAML from "yaml";
+import type { ClusterTarget } from "../../engines/kubernetes";
 import { CONFIG_NAMESPACE } from "../../plan/problems";
 import { stackNameProblem } from "../../plan/reserved";
 import { explain, RunnerError } from "../errors";
@@ -112,6 +113,8 @@ export interface OpenedStack {
   target?: string;
   /** Serialises operations on this stack in this process (see lock.ts). */
   lockKey: string;
+  /** The cluster `multienv:kubernetes` names, for a stack on the kubernetes target. */
+  cluster: ClusterTarget;
 }
 
 /** The spec's config as the Automation API writes it: namespaced keys, objects as JSON, secrets flagged. */
@@ -159,6 +162,25 @@ export function configuredTarget(spec: StackSpec | undefined, projectDir: string
     return specConfigMap(spec ?? specFromStackFile(stackFileOf(projectDir, name), name))[TARGET_KEY]?.value;
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * The cluster `multienv:kubernetes` names (its kubeconfig and context), read as configuredTarget reads the target;
+ * empty (kubectl's defaults) when it names none or cannot be read.
+ */
+export function configuredCluster(spec: StackSpec | undefined, projectDir: string, name: string): ClusterTarget {
+  try {
+    const value = specConfigMap(spec ?? specFromStackFile(stackFileOf(projectDir, name), name))[
+      `${CONFIG_NAMESPACE}:kubernetes`
+    ]?.value;
+    const section = value === undefined ? {} : (JSON.parse(value) as Record<string, unknown>);
+    return {
+      ...(typeof section.kubeconfig === "string" ? { kubeconfig: section.kubeconfig } : {}),
+      ...(typeof section.context === "string" ? { context: section.context } : {}),
+    };
+  } catch {
+    return {};
   }
 }
 
@@ -228,6 +250,7 @@ export async function openStack(stackOrSpec: string | StackSpec, options: Worksp
     projectDir,
     stack,
     target: configuredTarget(spec, projectDir, name),
+    cluster: configuredCluster(spec, projectDir, name),
     lockKey: stackLockKey(name, options),
   };
 }
