@@ -83,7 +83,7 @@ const LAYERS = [
   ],
   [{ name: "src/runner/lifecycle", members: ["src/runner/lifecycle"] }],
   [{ name: "src/runner/operator", members: ["src/runner/operator"] }],
-  [{ name: "src/runner/index.ts", members: ["src/runner/index.ts"] }],
+  [{ name: "src/runner/index.ts", members: ["src/runner/index.ts", "src/runner/options.ts"] }],
   // Warm pools deploy, reset and destroy their members through the runner's library.
   [{ name: "src/runner/pools", members: ["src/runner/pools"] }],
   [{ name: "src/runner/commands", members: ["src/runner/commands"] }],

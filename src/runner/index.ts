@@ -28,7 +28,6 @@ import {
   withGatewayAccess,
   type GatewayAccess,
   type GatewayAccessOptions,
-  type StackOutputs,
 } from "./stack/outputs";
 import { ProgressReporter, resourcesInDeployment, StepCounter } from "./stack/progress";
 import {
@@ -43,7 +42,7 @@ import { readRunRecord, recordFailedSelfTest, withReproducibility, writeRunRecor
 import { runtimeOf } from "./targets/runtimes";
 import type { StateResource as EngineStateResource } from "../engines/docker";
 import { collectEngineError } from "./stack/engine-errors";
-import { DEFAULT_DEPLOY_CONCURRENCY, settleWithLimit, type Settled } from "./stack/concurrency";
+import { DEFAULT_DEPLOY_CONCURRENCY, settleWithLimit } from "./stack/concurrency";
 import { firstEngineRefusal, refusedDeploy, watchDeployRefusals } from "./targets/kubernetes/refusals";
 import { providePlugin } from "./stack/toolchain";
 import * as operations from "./stack/operations";
@@ -72,10 +71,11 @@ import {
   stackLockKey,
   type OpenedStack,
   type StackSpec,
-  type WorkspaceOptions,
 } from "./stack/workspace";
 export { specFromStackFile } from "./stack/workspace";
 export { DEFAULT_DEPLOY_CONCURRENCY } from "./stack/concurrency";
+export type { RunnerOptions, DeployOptions, DeployResult, DeployManyOptions } from "./options";
+import type { RunnerOptions, DeployOptions, DeployResult, DeployManyOptions } from "./options";
 
 export { RunnerError } from "./errors";
 export type { StackSpec, WorkspaceOptions } from "./stack/workspace";
@@ -103,13 +103,6 @@ export {
   collectorContext,
   COLLECTOR_ENV,
 } from "../plan/collector";
-
-export interface RunnerOptions extends WorkspaceOptions {
-  /** Default: artifacts/<stack> under the project directory. */
-  artifactsDir?: string;
-  /** Progress lines and warnings. Default: nothing is printed. */
-  log?: (line: string) => void;
-}
 
 function nameOf(stackOrSpec: string | StackSpec): string {
   return typeof stackOrSpec === "string" ? stackOrSpec : stackOrSpec.name;
@@ -142,31 +135,6 @@ async function onStack<T>(
 
 function artifactsDir(opened: OpenedStack, options: RunnerOptions): string {
   return options.artifactsDir ?? artifactsDirOf(opened.projectDir, opened.name);
-}
-
-export interface DeployOptions extends RunnerOptions {
-  /**
-   * Preview first, an engine run of its own (several seconds): a provider's refusal then stops the deploy before
-   * anything changes, and progress counts the preview's steps, deletions included (default false: progress counts
-   * what the program declares).
-   */
-  preview?: boolean;
-  /** Put secret outputs (the control token) in `displayed` in plain text. */
-  showSecrets?: boolean;
-  /** False skips the self-test this deploy, whatever the stack config says (default: as the config says). */
-  selfTest?: boolean;
-  /**
-   * Cancels the deploy: the engine stops starting new steps, lets those under way finish and saves the state,
-   * so the stack can be deployed again or destroyed. The promise then rejects with a RunnerError saying so.
-   */
-  signal?: AbortSignal;
-}
-
-export interface DeployResult {
-  name: string;
-  outputs: StackOutputs;
-  /** Every output, secrets replaced by "[secret]" unless `showSecrets`. */
-  displayed: Record<string, unknown>;
 }
 
 /**
@@ -328,13 +296,6 @@ export async function deployStack(
       );
     },
   );
-}
-
-export interface DeployManyOptions extends DeployOptions {
-  /** Deploys under way at once (default DEFAULT_DEPLOY_CONCURRENCY): the others wait their turn. */
-  concurrency?: number;
-  /** Told as each deploy ends, done or failed: its time (its wait for a slot left out) and error. */
-  onSettled?: (stack: string, outcome: Settled) => void;
 }
 
 /**
