@@ -228,7 +228,9 @@ export const CAPTURE_SCRIPT = [
   // no process started in the container. A tcpdump that wrote no file within 10 s leaves both as they were.
   // (its first file: `.pcap0`, or `.pcap00` and so on when the count has more digits)
   'written() { set -- "$base".pcap[0-9]*; [ -e "$1" ]; }',
-  "began() { i=0; while ! written && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done; written; }",
+  // A tcpdump that ended (its namespace gone: the website container restarting) is not waited for: the script goes on
+  // to its exit, and Docker starts it again at once, as before this wait existed.
+  "began() { i=0; while ! written && kill -0 $pid 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done; written; }",
   `trap 'kill $pid 2>/dev/null; wait $pid; rm -f "$base".pcap* "$base".run*.pcap*; capture; began && { over=$((over + 1)); echo "$$ $over $base" >${CAPTURE_STATE}; echo "${CAPTURE_BEGAN_LINE} $over"; }' USR1`,
   `over=0; echo "$$ $over $base" >${CAPTURE_STATE}; began && echo "${CAPTURE_BEGAN_LINE} $over"`,
   // True while the namespace has an interface besides loopback (/proc/net/dev: two header lines, then one a device).
