@@ -42,14 +42,26 @@ function windowsOf(
 ): { id: string; x: number; y: number; width: number; height: number; viewable: boolean }[] {
   const display = launcher.display()!;
   const x = (args: string[]) =>
-    execFileSync(args[0], args.slice(1), { env: { ...process.env, DISPLAY: display } }).toString();
+    execFileSync(args[0], args.slice(1), { env: { ...process.env, DISPLAY: display }, stdio: "pipe" }).toString();
+  // A window Chromium destroys between the listing and the reads of it (a popup, a window it replaces) is no longer
+  // one of its windows: X answers BadWindow for it, and it is left out rather than failing the listing.
+  const ofWindow = (args: string[]): string | undefined => {
+    try {
+      return x(args);
+    } catch (error) {
+      if (String((error as { stderr?: unknown }).stderr).includes("BadWindow")) return undefined;
+      throw error;
+    }
+  };
   const windows = [];
   for (const line of x(["xwininfo", "-root", "-children"]).split("\n")) {
     const match = /^\s+(0x[0-9a-f]+) .*?(\d+)x(\d+)\+(-?\d+)\+(-?\d+)/.exec(line);
     if (match === null) continue;
     const [, id, width, height, left, top] = match;
-    if (!x(["xprop", "-id", id, "_NET_WM_PID"]).includes(`= ${pid}`)) continue;
-    const viewable = x(["xwininfo", "-id", id]).includes("Map State: IsViewable");
+    if (!ofWindow(["xprop", "-id", id, "_NET_WM_PID"])?.includes(`= ${pid}`)) continue;
+    const state = ofWindow(["xwininfo", "-id", id]);
+    if (state === undefined) continue;
+    const viewable = state.includes("Map State: IsViewable");
     windows.push({ id, x: Number(left), y: Number(top), width: Number(width), height: Number(height), viewable });
   }
   return windows;
