@@ -1,12 +1,19 @@
 // A capture sidecar: tcpdump in one website container's network namespace, writing rotating files to the
 // captures volume. The only container that holds NET_RAW/NET_ADMIN and mounts the captures volume read-write.
 import * as pulumi from "@pulumi/pulumi";
-import { CAPTURE_CAPABILITIES, captureCommand, captureSidecarMounts, sharedNetworkMode } from "../../src/plan/wiring";
+import {
+  CAPTURE_CAPABILITIES,
+  CAPTURE_RESTART,
+  CAPTURE_STOP_SIGNAL,
+  captureCommand,
+  captureSidecarMounts,
+  sharedNetworkMode,
+} from "../../src/plan/wiring";
 import { CAPTURE_IMAGE_ROLE } from "../../src/plan/images";
 import type { Plan, PlannedCapture } from "../../src/plan";
 import { LABELS, ROLES } from "../../src/protocol/labels";
 import * as docker from "@pulumi/docker";
-import { containerLabels, containerOptions, RESTART, volumeMounts } from "./containers";
+import { containerLabels, containerOptions, volumeMounts } from "./containers";
 import type { DockerEngine } from "./engine";
 
 export interface CaptureSidecarArgs {
@@ -43,7 +50,8 @@ export class CaptureSidecar extends pulumi.ComponentResource {
         networkMode: args.target.id.apply(sharedNetworkMode),
         capabilities: { adds: CAPTURE_CAPABILITIES.adds, drops: CAPTURE_CAPABILITIES.drops },
         mounts: volumeMounts(args.engine, captureSidecarMounts(args.plan)),
-        restart: RESTART,
+        restart: CAPTURE_RESTART,
+        stopSignal: CAPTURE_STOP_SIGNAL,
         labels: containerLabels(args.engine, {
           [LABELS.role]: ROLES.capture,
           [LABELS.captureSite]: args.sidecar.site,

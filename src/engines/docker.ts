@@ -176,6 +176,10 @@ export interface StackContainer {
   computer?: string;
   /** `<site>-<role>` for a capture sidecar: the prefix of its capture files. */
   captureOf?: string;
+  /** The stop signal the container was declared with, when it was declared with one. */
+  stopSignal?: string;
+  /** The restart policy the container was declared with. */
+  restart?: string;
   engine: EngineTarget;
 }
 
@@ -214,6 +218,10 @@ export function stackContainers(resources: StateResource[]): StackContainer[] {
         ...(labels[LABELS.captureSite]
           ? { captureOf: `${labels[LABELS.captureSite]}-${labels[LABELS.captureRole]}` }
           : {}),
+        ...(typeof r.inputs!.stopSignal === "string" && r.inputs!.stopSignal !== ""
+          ? { stopSignal: r.inputs!.stopSignal }
+          : {}),
+        ...(typeof r.inputs!.restart === "string" ? { restart: r.inputs!.restart } : {}),
         engine: engineOf(r, providers),
       };
     });

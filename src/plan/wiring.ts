@@ -144,8 +144,10 @@ export function browserMounts(computer: PlannedComputer): VolumeMount[] {
  * container is restarting, Docker still names the namespace by its dead process (`lstat /proc/<pid>/ns/net: no such
  * file`), so the script waits `CAPTURE_REJOIN_WAIT_SECONDS` before it exits. A container that takes longer to come
  * back leaves its sidecar stopped, which /healthz reports (its capture is not writing) until a `multienv reset` or a
- * redeploy starts it again. A reset starts a capture over in place (CAPTURE_START_OVER_COMMAND: USR1 to the script, no
- * container restart, which on docker took seconds for a handful of sidecars).
+ * redeploy starts it again. A reset starts a capture over in place (USR1 to the script, sent through the engine, and
+ * CAPTURE_BEGAN_LINE read back from the sidecar's output; CAPTURE_START_OVER_COMMAND for a script that prints no such
+ * line): no container restart, which on docker took seconds for a handful of sidecars, and no exec, five of which at
+ * once took 0.7-1.3 s on two cores.
  */
 export function captureCommand(plan: Pick<Plan, "capture">, sidecar: PlannedCapture, ownPort?: number): string[] {
   const base = `${CAPTURES_DIR}/${sidecar.filePrefix.replace(/\.pcap$/, "")}`;
@@ -193,6 +195,24 @@ export const CAPTURE_START_OVER_COMMAND = [
   "exit 1",
 ].join("\n");
 
+/**
+ * The capture sidecar's stop signal and restart policy, chosen so that a signal sent to it through the engine (the USR1
+ * of a capture's start-over, `docker kill --signal`) leaves it under its restart policy. Docker 20.10 takes any signal
+ * sent so as a stop by hand: it marks the container stopped by hand, which an `unless-stopped` policy then honours at
+ * its next exit, and, when the container declares no stop signal of its own, it also cancels the restart at that exit
+ * whatever the policy. The sidecar's script exits when its site's server crashes (to join the server's new namespace),
+ * and relies on being started again: so it declares its stop signal (SIGTERM, Docker's default, which its script
+ * traps) and restarts `always`. The other containers keep the stack's `unless-stopped`; nothing signals them.
+ */
+export const CAPTURE_STOP_SIGNAL = "SIGTERM";
+export const CAPTURE_RESTART = "always";
+
+/**
+ * What a capture sidecar's script prints (then the number of times it started over in place, 0 at its start) once its
+ * tcpdump writes: the last such line on the sidecar's output says which capture is the current one.
+ */
+export const CAPTURE_BEGAN_LINE = "multienv capture began";
+
 /** The capture sidecar's script (see `captureCommand`); POSIX sh, builtins alone in its loop but `sleep`. */
 export const CAPTURE_SCRIPT = [
   "base=$1 size=$2 count=$3 own=${4:-}",
@@ -215,8 +235,16 @@ export const CAPTURE_SCRIPT = [
   "trap 'kill $pid 2>/dev/null; wait $pid; exit 0' TERM INT",
   // Started over in place (USR1, CAPTURE_START_OVER_COMMAND): tcpdump ends, which writes its files out whole, every
   // file of this capture goes, and a new tcpdump begins; the count kept in the state says it has.
-  `trap 'kill $pid 2>/dev/null; wait $pid; rm -f "$base".pcap* "$base".run*.pcap*; capture; over=$((over + 1)); echo "$$ $over $base" >${CAPTURE_STATE}' USR1`,
-  `over=0; echo "$$ $over $base" >${CAPTURE_STATE}`,
+  // Once the new tcpdump has written its first file (it records from then on), the count goes up and a line says so on
+  // the sidecar's output (CAPTURE_BEGAN_LINE), which a reset reads through the engine, as it signals USR1 through it:
+  // no process started in the container. A tcpdump that wrote no file within 10 s leaves both as they were.
+  // (its first file: `.pcap0`, or `.pcap00` and so on when the count has more digits)
+  'written() { set -- "$base".pcap[0-9]*; [ -e "$1" ]; }',
+  // A tcpdump that ended (its namespace gone: the website container restarting) is not waited for: the script goes on
+  // to its exit, and Docker starts it again at once, as before this wait existed.
+  "began() { i=0; while ! written && kill -0 $pid 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done; written; }",
+  `trap 'kill $pid 2>/dev/null; wait $pid; rm -f "$base".pcap* "$base".run*.pcap*; capture; began && { over=$((over + 1)); echo "$$ $over $base" >${CAPTURE_STATE}; echo "${CAPTURE_BEGAN_LINE} $over"; }' USR1`,
+  `over=0; echo "$$ $over $base" >${CAPTURE_STATE}; began && echo "${CAPTURE_BEGAN_LINE} $over"`,
   // True while the namespace has an interface besides loopback (/proc/net/dev: two header lines, then one a device).
   'attached() { while read -r line; do case $line in *"|"*|lo:*) ;; *:*) return 0 ;; esac; done </proc/net/dev; return 1; }',
   "while kill -0 $pid 2>/dev/null; do",

@@ -1,7 +1,12 @@
 // The docker target's runtime (../env-runtime.ts): the stack's containers, found in its state with the engine each is
 // on (stackContainers), asked of and restarted on that engine through dockerode.
 import type Docker from "dockerode";
-import { CAPTURE_START_OVER_COMMAND } from "../../../plan/wiring";
+import {
+  CAPTURE_BEGAN_LINE,
+  CAPTURE_RESTART,
+  CAPTURE_START_OVER_COMMAND,
+  CAPTURE_STOP_SIGNAL,
+} from "../../../plan/wiring";
 import { containerStates } from "./containers";
 import { engineClient, stackContainers, type StackContainer, type StateResource } from "../../../engines/docker";
 import type { EnvRuntime } from "../env-runtime";
@@ -18,10 +23,60 @@ async function execExitCode(container: Docker.Container, script: string, ms: num
   return state.Running ? undefined : (state.ExitCode ?? undefined);
 }
 
+/** How long a sidecar's script may take to start its capture over in place before the sidecar is restarted instead. */
+const IN_PLACE_MS = 15_000;
+
+/** The text of a container's log as the engine answers it (framed per stream when the container has no TTY). */
+function logText(raw: Buffer): string {
+  const parts: Buffer[] = [];
+  // Each frame: stream (1 byte), three zeros, its length (big-endian), then that many bytes.
+  for (let at = 0; at + 8 <= raw.length && raw[1 + at] === 0;) {
+    const length = raw.readUInt32BE(at + 4);
+    parts.push(raw.subarray(at + 8, at + 8 + length));
+    at += 8 + length;
+  }
+  return parts.length > 0 ? Buffer.concat(parts).toString("utf8") : raw.toString("utf8");
+}
+
 /**
- * Starts a capture over: in place when its script can (CAPTURE_START_OVER_COMMAND: its tcpdump ends, its files go and a
- * new one begins, in a fraction of a second), else, or when its site's server was just restarted (the sidecar must
- * join the server's new network namespace), its files removed and the sidecar restarted. The sidecar shares its site
+ * The number of the capture a sidecar's script last said it began (CAPTURE_BEGAN_LINE: 0 at its start, one more at
+ * each start over in place), read from the end of its output through the engine; undefined when no such line is there
+ * (a script from before, or a log the engine cannot read back).
+ */
+async function captureBegun(container: Docker.Container): Promise<number | undefined> {
+  // The script prints a handful of lines at each start over (its own and tcpdump's): its last one is in these.
+  const raw = (await container.logs({ stdout: true, stderr: true, follow: false, tail: 100 })) as unknown as Buffer;
+  const pattern = new RegExp(`^${CAPTURE_BEGAN_LINE} (\\d+)$`, "gm");
+  const counts = [...logText(raw).matchAll(pattern)].map((m) => Number(m[1]));
+  return counts.at(-1);
+}
+
+/**
+ * Starts a capture over in place, as its script does on USR1 (its tcpdump ends, which writes its files whole, its
+ * files go and a new tcpdump begins): the signal sent through the engine to the script (the sidecar's PID 1, which
+ * traps it), and the new capture confirmed by the script's CAPTURE_BEGAN_LINE on its output, read through the engine
+ * too; no process started in the container, where five `docker exec`s at once took 0.7-1.3 s of a reset on two cores.
+ * True once the script said its new tcpdump writes, with a number above the one it said before: a script started
+ * again by Docker meanwhile (its count from 0, the ended episode's files kept under run numbers) is not taken for one
+ * that started over. False when it did not within IN_PLACE_MS; undefined when its script prints no such line (one
+ * from before), which is then asked with CAPTURE_START_OVER_COMMAND.
+ */
+async function signalCaptureOver(container: Docker.Container): Promise<boolean | undefined> {
+  const before = await captureBegun(container).catch(() => undefined);
+  if (before === undefined) return undefined;
+  await container.kill({ signal: "SIGUSR1" });
+  for (const until = Date.now() + IN_PLACE_MS; Date.now() < until; await sleep(25)) {
+    const now = await captureBegun(container).catch(() => undefined);
+    if (now !== undefined && now > before) return true;
+  }
+  return false;
+}
+
+/**
+ * Starts a capture over: in place when its script can (signalCaptureOver, or CAPTURE_START_OVER_COMMAND for a sidecar
+ * from before: its tcpdump ends, its files go and a new one begins, in a fraction of a second), else, or when its
+ * site's server was just restarted (the sidecar must join the server's new network namespace), its files removed and
+ * the sidecar restarted. The sidecar shares its site
  * container's network namespace, so a server restarted just before may take the sidecar down with it and Docker
  * restarts it: the removal's exec is then gone before it ran to its end ("no such exec"), and it is run again once
  * the sidecar is back, rather than failing the reset or leaving the last episode's files behind.
@@ -29,8 +84,15 @@ async function execExitCode(container: Docker.Container, script: string, ms: num
 async function startCaptureOver(sidecar: StackContainer, serverRestarted: boolean): Promise<"in place" | "restarted"> {
   const container = engineClient(sidecar.engine).getContainer(sidecar.name);
   if (!serverRestarted) {
-    const code = await execExitCode(container, CAPTURE_START_OVER_COMMAND, 15_000).catch(() => -1);
-    if (code === 0) return "in place";
+    // A signal through the engine would leave a sidecar declared otherwise stopped for good at its next exit
+    // (CAPTURE_STOP_SIGNAL says why): one deployed before it was declared so is asked with the exec.
+    const survivesSignal = sidecar.stopSignal === CAPTURE_STOP_SIGNAL && sidecar.restart === CAPTURE_RESTART;
+    const signalled = survivesSignal ? await signalCaptureOver(container).catch(() => false) : undefined;
+    if (signalled) return "in place";
+    if (signalled === undefined) {
+      const code = await execExitCode(container, CAPTURE_START_OVER_COMMAND, IN_PLACE_MS).catch(() => -1);
+      if (code === 0) return "in place";
+    }
   }
   // The current run's files and any earlier run's (`.run<K>.`): the next episode's captures start from run 1.
   const files = `/captures/${sidecar.captureOf}.pcap* /captures/${sidecar.captureOf}.run*.pcap*`;
