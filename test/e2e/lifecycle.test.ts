@@ -352,6 +352,12 @@ describe("a task stack under the real engine", () => {
     const racers = [startMultienv(["reset", STACK]), startMultienv(["reset", STACK])];
     const runs = await Promise.all(racers.map((racer) => racer.done));
     for (const run of runs) expect(run.code, run.stderr).toBe(0);
+    // Each ended an episode of its own, in turn: none numbered twice, none of run.json's endings written over.
+    const after = await readRunRecord(ARTIFACTS, STACK);
+    const endings = (after.episodes ?? []).slice(ended);
+    expect(endings.map((e) => e.episode)).toEqual([episode, episode + 1]);
+    expect(after.episode).toBe(episode + 2);
+    expect(Date.parse(endings[1].endedAt)).toBeGreaterThanOrEqual(Date.parse(endings[0].endedAt));
     // The lifecycle lock's line (src/runner/stack/lifecycle-lock.ts), on the waiting CLI's stderr.
     const waitsFor = (run: CliRun, holder: CliRun) =>
       new RegExp(
@@ -363,14 +369,9 @@ describe("a task stack under the real engine", () => {
     const second = waited[0];
     const first = runs.find((run) => run !== second)!;
     expect(first.stderr).not.toContain("waiting for");
-    // The holder began the next episode, the one that waited the one after: neither numbered the same episode.
+    // The holder began the next episode, the one that waited the one after.
     expect(first.stdout).toMatch(new RegExp(`^stack ${STACK}: episode ${episode + 1} begins `, "m"));
     expect(second.stdout).toMatch(new RegExp(`^stack ${STACK}: episode ${episode + 2} begins `, "m"));
-    const after = await readRunRecord(ARTIFACTS, STACK);
-    expect(after.episode).toBe(episode + 2);
-    const endings = (after.episodes ?? []).slice(ended);
-    expect(endings.map((e) => e.episode)).toEqual([episode, episode + 1]);
-    expect(Date.parse(endings[1].endedAt)).toBeGreaterThanOrEqual(Date.parse(endings[0].endedAt));
     const status = await multienv(["status", STACK]);
     expect(status.code, status.stderr).toBe(0);
   });
