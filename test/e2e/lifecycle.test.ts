@@ -14,6 +14,7 @@ import { deployStack, gatewayAccess, stackStatus, type StackSpec } from "../../s
 import { resourcesInDeployment } from "../../src/runner/stack/progress";
 import { openStack } from "../../src/runner/stack/workspace";
 import { readRunRecord } from "../../src/runner/evidence/run-record";
+import { lifecycleLockFile } from "../../src/runner/stack/lifecycle-lock";
 import { multienv, startMultienv, type CliRun } from "./helpers/cli";
 import { e2eStack, REPO, stackFileOf, sweepStack } from "./helpers/env";
 import { until } from "../helpers/until";
@@ -185,6 +186,8 @@ afterAll(async () => {
   await sweepStack(api, STACK).catch(() => undefined);
   fs.rmSync(stackFileOf(STACK), { force: true });
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
+  // The lifecycle lock's file, beside the artifacts (every deploy and reset opens it), outlives them.
+  fs.rmSync(lifecycleLockFile(ARTIFACTS), { force: true });
 }, 300_000);
 
 describe("a task stack under the real engine", () => {
