@@ -1,7 +1,8 @@
 // What a Pulumi user checks first, with the real engine on the real Docker engine: outputs and the control
 // token as the CLI shows them, no diff on an unchanged stack, secrets as ciphertext at rest, a change
-// touching only what it names, drift repaired by refresh, bad config stopped with check's own lines, and the
-// plain CLI's up and destroy (the capture collector storing every capture before anything goes).
+// touching only what it names, drift repaired by refresh, two `multienv reset` CLIs at once taking turns
+// (the stack's lifecycle lock), bad config stopped with check's own lines, and the plain CLI's up and destroy
+// (the capture collector storing every capture before anything goes).
 import { execFile, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
@@ -12,6 +13,9 @@ import { engineClient } from "../../src/engines/docker";
 import { deployStack, gatewayAccess, stackStatus, type StackSpec } from "../../src/runner";
 import { resourcesInDeployment } from "../../src/runner/stack/progress";
 import { openStack } from "../../src/runner/stack/workspace";
+import { readRunRecord } from "../../src/runner/evidence/run-record";
+import { lifecycleLockFile } from "../../src/runner/stack/lifecycle-lock";
+import { multienv, startMultienv, type CliRun } from "./helpers/cli";
 import { e2eStack, REPO, stackFileOf, sweepStack } from "./helpers/env";
 import { until } from "../helpers/until";
 
@@ -182,6 +186,8 @@ afterAll(async () => {
   await sweepStack(api, STACK).catch(() => undefined);
   fs.rmSync(stackFileOf(STACK), { force: true });
   fs.rmSync(ARTIFACTS, { recursive: true, force: true });
+  // The lifecycle lock's file, beside the artifacts (every deploy and reset opens it), outlives them.
+  fs.rmSync(lifecycleLockFile(ARTIFACTS), { force: true });
 }, 300_000);
 
 describe("a task stack under the real engine", () => {
@@ -340,6 +346,37 @@ describe("a task stack under the real engine", () => {
     expect(summary).toMatchObject({ create: 1 });
     expect((await api.getContainer(`${STACK}-shop-frontend`).inspect()).State.Running).toBe(true);
     await until("the shop's pages again", () => routes(gatewayUrl, "/website/shop/"), 20_000, 250);
+  });
+
+  it("runs two `multienv reset` CLIs started at once one after the other: one waits naming the other, both episodes recorded", async () => {
+    const before = await readRunRecord(ARTIFACTS, STACK);
+    const episode = before.episode ?? 1;
+    const ended = before.episodes?.length ?? 0;
+    const racers = [startMultienv(["reset", STACK]), startMultienv(["reset", STACK])];
+    const runs = await Promise.all(racers.map((racer) => racer.done));
+    for (const run of runs) expect(run.code, run.stderr).toBe(0);
+    // Each ended an episode of its own, in turn: none numbered twice, none of run.json's endings written over.
+    const after = await readRunRecord(ARTIFACTS, STACK);
+    const endings = (after.episodes ?? []).slice(ended);
+    expect(endings.map((e) => e.episode)).toEqual([episode, episode + 1]);
+    expect(after.episode).toBe(episode + 2);
+    expect(Date.parse(endings[1].endedAt)).toBeGreaterThanOrEqual(Date.parse(endings[0].endedAt));
+    // The lifecycle lock's line (src/runner/stack/lifecycle-lock.ts), on the waiting CLI's stderr.
+    const waitsFor = (run: CliRun, holder: CliRun) =>
+      new RegExp(
+        `^stack ${STACK}: waiting for process ${holder.pid} \\(resetting it since \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\) to finish$`,
+        "m",
+      ).test(run.stderr);
+    const waited = runs.filter((run, i) => waitsFor(run, runs[1 - i]));
+    expect(waited.length, runs.map((run) => `${run.pid}: ${run.stderr}`).join("\n")).toBe(1);
+    const second = waited[0];
+    const first = runs.find((run) => run !== second)!;
+    expect(first.stderr).not.toContain("waiting for");
+    // The holder began the next episode, the one that waited the one after.
+    expect(first.stdout).toMatch(new RegExp(`^stack ${STACK}: episode ${episode + 1} begins `, "m"));
+    expect(second.stdout).toMatch(new RegExp(`^stack ${STACK}: episode ${episode + 2} begins `, "m"));
+    const status = await multienv(["status", STACK]);
+    expect(status.code, status.stderr).toBe(0);
   });
 
   it("stops pulumi up on bad config or a refused plan with the lines multienv check prints, and no stack trace", async () => {
