@@ -77,8 +77,9 @@ async function signalCaptureOver(container: Docker.Container): Promise<boolean |
  * from before: its tcpdump ends, its files go and a new one begins, in a fraction of a second), else, or when its
  * site's server was just restarted (the sidecar must join the server's new network namespace), its files removed and
  * the sidecar restarted. The sidecar shares its site container's network namespace, so a server restarted just before
- * may take the sidecar down with it and Docker restarts it: the removal's exec is then gone before it ran to its end ("no such exec"), and it is run again once
- * the sidecar is back, rather than failing the reset or leaving the last episode's files behind.
+ * may take the sidecar down with it and Docker restarts it: the removal's exec is then gone before it ran to its end
+ * ("no such exec"), and it is run again once the sidecar is back, rather than failing the reset or leaving the last
+ * episode's files behind.
  */
 async function startCaptureOver(sidecar: StackContainer, serverRestarted: boolean): Promise<"in place" | "restarted"> {
   const container = engineClient(sidecar.engine).getContainer(sidecar.name);
